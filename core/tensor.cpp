@@ -1,0 +1,109 @@
+#include "core/tensor.h"
+
+#include <cstring>
+
+#include "core/allocator.h"
+#include "core/error.h"
+
+namespace crema {
+
+size_t dtype_size(DType dtype) { return dtype == DType::f32 ? 4 : 8; }
+const char* dtype_name(DType dtype) { return dtype == DType::f32 ? "f32" : "f64"; }
+
+Tensor::Storage::~Storage() {
+  if (ptr != nullptr) allocator->deallocate(ptr, bytes);
+}
+
+Tensor::Tensor(Shape shape, DType dtype, Device device, Allocator* allocator)
+    : shape_(std::move(shape)), dtype_(dtype), device_(device), allocator_(allocator) {
+  for (int64_t extent : shape_) {
+    if (extent < 0) throw Error("cannot create a tensor of shape " + shape_str(shape_));
+  }
+  if (allocator_ == nullptr) {
+    CREMA_CHECK(device_.is_cpu(), "a device tensor needs the device's allocator");
+    allocator_ = &host_allocator();
+  }
+  storage_ = std::make_shared<Storage>();
+  storage_->allocator = allocator_;
+  storage_->bytes = nbytes();
+  storage_->ptr = allocator_->allocate(storage_->bytes);
+}
+
+Tensor Tensor::from_vector(Shape shape, const std::vector<float>& values) {
+  Tensor t(std::move(shape));
+  CREMA_CHECK(size_t(t.numel()) == values.size(), "from_vector: shape and value count differ");
+  std::memcpy(t.raw(), values.data(), t.nbytes());
+  return t;
+}
+
+int64_t Tensor::dim(int axis) const {
+  const int n = ndim();
+  const int a = axis < 0 ? axis + n : axis;
+  CREMA_CHECK(a >= 0 && a < n, "axis " + std::to_string(axis) + " out of range for " + description());
+  return shape_[a];
+}
+
+std::string Tensor::description() const {
+  return std::string(dtype_name(dtype_)) + shape_str(shape_) + " on " + device_.str();
+}
+
+void Tensor::check_dtype(DType wanted) const {
+  CREMA_CHECK(dtype_ == wanted, std::string("tensor is ") + dtype_name(dtype_) + ", accessed as " +
+                                    dtype_name(wanted));
+}
+
+void Tensor::reshape(const Shape& shape) {
+  const size_t wanted = size_t(shape_numel(shape)) * dtype_size(dtype_);
+  if (storage_ != nullptr && wanted <= storage_->bytes && 2 * wanted >= storage_->bytes) {
+    shape_ = shape;
+    return;
+  }
+  *this = Tensor(shape, dtype_, device_, allocator_);
+}
+
+Tensor Tensor::view(const Shape& shape) const {
+  CREMA_CHECK(shape_numel(shape) == numel(),
+              "view " + shape_str(shape) + " of " + description() + " changes the element count");
+  Tensor t = *this;
+  t.shape_ = shape;
+  return t;
+}
+
+Tensor Tensor::clone() const {
+  Tensor t(shape_, dtype_, device_, allocator_);
+  t.copy_from(*this);
+  return t;
+}
+
+void Tensor::copy_from(const Tensor& src) {
+  CREMA_CHECK(src.numel() == numel() && src.dtype() == dtype_,
+              "copy_from " + src.description() + " into " + description());
+  CREMA_CHECK(src.device().is_cpu() && device_.is_cpu(),
+              "Tensor::copy_from handles host tensors; device copies go through the Context");
+  if (nbytes() > 0) std::memcpy(raw(), src.raw(), nbytes());
+}
+
+std::vector<float> Tensor::to_vector() const {
+  CREMA_CHECK(device_.is_cpu(), "to_vector on " + description());
+  std::vector<float> out(static_cast<size_t>(numel()));
+  if (dtype_ == DType::f32) {
+    if (!out.empty()) std::memcpy(out.data(), raw(), nbytes());
+  } else {
+    const double* p = data<double>();
+    for (size_t i = 0; i < out.size(); ++i) out[i] = float(p[i]);
+  }
+  return out;
+}
+
+void Tensor::fill(float value) {
+  CREMA_CHECK(device_.is_cpu(), "fill on " + description());
+  if (dtype_ == DType::f32) {
+    float* p = data<float>();
+    for (int64_t i = 0; i < numel(); ++i) p[i] = value;
+  } else {
+    double* p = data<double>();
+    for (int64_t i = 0; i < numel(); ++i) p[i] = value;
+  }
+}
+
+}  // namespace crema

@@ -1,0 +1,103 @@
+// Tensor: an n-dimensional array with a shape, a dtype and a device, over reference-counted
+// storage. Copying a Tensor shares the storage (like a PyTorch tensor); clone() copies the data.
+//
+// float32 is the training dtype; float64 exists for references and gradient checks on the CPU.
+// Element access goes through data<T>(), which checks that T matches the dtype.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/device.h"
+#include "core/shape.h"
+
+namespace crema {
+
+class Allocator;
+
+enum class DType { f32, f64 };
+
+size_t dtype_size(DType dtype);
+const char* dtype_name(DType dtype);
+
+template <class T>
+DType dtype_of();
+template <>
+inline DType dtype_of<float>() { return DType::f32; }
+template <>
+inline DType dtype_of<double>() { return DType::f64; }
+
+class Tensor {
+ public:
+  Tensor() = default;
+  // Uninitialized storage for `shape` on `device`, from `allocator` (host memory when null).
+  explicit Tensor(Shape shape, DType dtype = DType::f32, Device device = Device::cpu(),
+                  Allocator* allocator = nullptr);
+
+  // Host tensors initialized from values (tests, fixtures).
+  static Tensor from_vector(Shape shape, const std::vector<float>& values);
+
+  bool defined() const { return storage_ != nullptr; }
+  const Shape& shape() const { return shape_; }
+  int ndim() const { return int(shape_.size()); }
+  // Extent of axis `axis`; negative axes count from the end (-1 is the last).
+  int64_t dim(int axis) const;
+  int64_t numel() const { return shape_numel(shape_); }
+  size_t nbytes() const { return size_t(numel()) * dtype_size(dtype_); }
+  DType dtype() const { return dtype_; }
+  Device device() const { return device_; }
+  std::string description() const;  // "f32[64, 20, 24, 24] on cpu"
+
+  template <class T>
+  T* data();
+  template <class T>
+  const T* data() const;
+  void* raw() { return storage_ ? storage_->ptr : nullptr; }
+  const void* raw() const { return storage_ ? storage_->ptr : nullptr; }
+
+  // Gives the tensor a new shape. Keeps the storage when it is large enough and not more than
+  // twice too large; otherwise allocates anew (contents are then undefined).
+  void reshape(const Shape& shape);
+  // A tensor sharing this storage with another shape of the same number of elements.
+  Tensor view(const Shape& shape) const;
+  // Deep copy on the same device.
+  Tensor clone() const;
+  // Copies all elements from `src` (same numel and dtype; host<->device copies go through here).
+  void copy_from(const Tensor& src);
+  // True when both share storage.
+  bool shares_storage(const Tensor& other) const { return storage_ == other.storage_; }
+
+  // Host-only conveniences for tests and small code paths.
+  std::vector<float> to_vector() const;
+  void fill(float value);
+
+ private:
+  struct Storage {
+    void* ptr = nullptr;
+    size_t bytes = 0;
+    Allocator* allocator = nullptr;
+    ~Storage();
+  };
+  void check_dtype(DType wanted) const;
+
+  Shape shape_;
+  DType dtype_ = DType::f32;
+  Device device_;
+  Allocator* allocator_ = nullptr;
+  std::shared_ptr<Storage> storage_;
+};
+
+template <class T>
+T* Tensor::data() {
+  check_dtype(dtype_of<T>());
+  return static_cast<T*>(raw());
+}
+template <class T>
+const T* Tensor::data() const {
+  check_dtype(dtype_of<T>());
+  return static_cast<const T*>(raw());
+}
+
+}  // namespace crema
