@@ -91,14 +91,21 @@ class ConfigNode {
   std::string to_yaml() const;
 
  private:
-  friend class ConfigBuilder;
+  friend class ConfigBuilder;  // builds and edits trees (core/config_builder.h)
+  struct MapEntry;             // a key, where the key was written, and its value
   Kind kind_ = Kind::null;
   Location location_;
   std::string path_;
   std::string scalar_;
-  std::vector<std::pair<std::string, ConfigNode>> map_;
+  std::vector<MapEntry> map_;  // in file order
   std::vector<ConfigNode> sequence_;
   mutable std::set<std::string> known_keys_;
+};
+
+struct ConfigNode::MapEntry {
+  std::string key;
+  Location key_location;  // unknown-key errors point at the key, not at its value
+  ConfigNode value;
 };
 
 // Loads `path`, resolves `_base_` inheritance, then applies `overrides` ("a.b=value") in order.

@@ -1,0 +1,225 @@
+#include "apps/commands.h"
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <ostream>
+
+#include <fmt/format.h>
+
+#include "apps/data_config.h"
+#include "core/error.h"
+#include "core/net.h"
+#include "layers/register_layers.h"
+#include "optim/solver.h"
+
+namespace crema {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// The parts every command shares: the resolved config, the context and the layer types.
+struct Session {
+  ConfigNode root;
+  std::string name;
+  uint64_t seed;
+  std::unique_ptr<Context> ctx;
+  LayerRegistry registry = builtin_layers();
+
+  explicit Session(const CommandOptions& options) {
+    root = load_config(options.config, options.overrides);
+    if (!root.is_map()) root.fail("expected a map with model, data and solver");
+    name = root.get<std::string>("name", std::filesystem::path(options.config).stem().string());
+    const int64_t config_seed = root.get<int64_t>("seed", 1);
+    seed = options.seed ? *options.seed : uint64_t(config_seed);
+    ctx = std::make_unique<Context>(Device::parse(options.device), seed, options.threads);
+  }
+};
+
+// Copies a batch into the net's `data` and `label` inputs, resizing the net for a short batch.
+void feed(Net& net, const data::Batch& batch, Context& ctx) {
+  net.set_batch_size(batch.data.dim(0), ctx);
+  net.blob("data").value.copy_from(batch.data);
+  net.blob("label").value.copy_from(batch.labels);
+}
+
+void check_inputs(Net& net, const data::DataLoader& loader, const ConfigNode& model) {
+  if (!net.has_blob("data") || !net.has_blob("label")) {
+    model.at("inputs").fail("model.inputs must declare 'data' and 'label': the data loader feeds "
+                            "its images and labels into them");
+  }
+  const Shape& declared = net.inputs()[0].first == "data" ? net.inputs()[0].second : net.inputs()[1].second;
+  if (declared != loader.dataset().sample_shape()) {
+    model.at("inputs").at("data").fail(
+        "model.inputs.data is " + shape_str(declared) + " but the samples of " +
+        loader.dataset().description() + " are " + shape_str(loader.dataset().sample_shape()));
+  }
+}
+
+// One pass over the whole test set; each output is averaged over samples.
+std::vector<std::pair<std::string, double>> run_test(Net& net, data::DataLoader& loader, Context& ctx) {
+  loader.start_epoch(0);
+  std::vector<std::pair<std::string, double>> sums;
+  int64_t samples = 0;
+  for (int64_t b = 0; b < loader.batches_per_epoch(); ++b) {
+    const data::Batch batch = loader.next();
+    feed(net, batch, ctx);
+    net.forward(ctx);
+    const auto outputs = net.outputs();
+    if (sums.empty()) {
+      for (const auto& [name, value] : outputs) sums.emplace_back(name, 0.0);
+    }
+    for (size_t i = 0; i < outputs.size(); ++i) sums[i].second += outputs[i].second * batch.data.dim(0);
+    samples += batch.data.dim(0);
+  }
+  for (auto& entry : sums) entry.second /= double(samples);
+  return sums;
+}
+
+std::string format_outputs(const std::vector<std::pair<std::string, double>>& outputs) {
+  std::string text;
+  for (const auto& [name, value] : outputs) text += fmt::format("{}{}={:.4f}", text.empty() ? "" : " ", name, value);
+  return text;
+}
+
+}  // namespace
+
+TrainSummary train_command(const CommandOptions& options, std::ostream& out) {
+  Session s(options);
+  Context& ctx = *s.ctx;
+  const ConfigNode& data_node = s.root.at("data");
+  auto train_loader = make_loader(data_node, "train", s.seed);
+  std::unique_ptr<data::DataLoader> test_loader;
+  if (data_node.has("test")) test_loader = make_loader(data_node, "test", s.seed);
+  data_node.check_no_unknown_keys("data");
+
+  const ConfigNode& model = s.root.at("model");
+  Net train_net(model, Phase::train, train_loader->options().batch_size, s.registry, ctx);
+  check_inputs(train_net, *train_loader, model);
+  std::unique_ptr<Net> test_net;
+  if (test_loader) {
+    test_net = std::make_unique<Net>(model, Phase::test, test_loader->options().batch_size, s.registry, ctx);
+    test_net->share_params_from(train_net);
+    check_inputs(*test_net, *test_loader, model);
+  }
+
+  const ConfigNode& solver_node = s.root.at("solver");
+  int64_t max_iter = 0;
+  if (solver_node.has("max_iter")) {
+    max_iter = solver_node.get<int64_t>("max_iter");
+    solver_node.allow("max_epochs");
+  } else {
+    max_iter = solver_node.get<int64_t>("max_epochs") * train_loader->batches_per_epoch();
+  }
+  if (max_iter <= 0) solver_node.fail("solver: the run must have at least one iteration (max_iter or max_epochs)");
+  const int64_t test_interval = solver_node.get<int64_t>("test_interval", 0);
+  const int64_t display = std::max<int64_t>(1, solver_node.get<int64_t>("display", 100));
+  const int64_t snapshot = solver_node.get<int64_t>("snapshot", 0);
+  std::unique_ptr<Solver> solver = make_solver(solver_node, max_iter);
+  solver_node.check_no_unknown_keys("solver");
+  s.root.check_no_unknown_keys("the config");
+
+  TrainSummary summary;
+  summary.run_dir = options.out_dir.empty() ? "runs/" + s.name : options.out_dir;
+  std::filesystem::create_directories(summary.run_dir);
+  {
+    std::ofstream resolved(summary.run_dir + "/config.yaml");
+    resolved << "# resolved from " << options.config << "\n" << s.root.to_yaml() << "\n";
+    if (!resolved) throw Error("cannot write " + summary.run_dir + "/config.yaml");
+  }
+  out << fmt::format("train {} on {} with {} thread(s): {} iterations of batch {} ({} per epoch), "
+                     "{} parameters, run in {}\n",
+                     s.name, ctx.device().str(), ctx.num_threads(), max_iter,
+                     train_loader->options().batch_size, train_loader->batches_per_epoch(),
+                     train_net.learnable_params().size(), summary.run_dir);
+
+  double window_loss = 0.0, train_seconds = 0.0, window_seconds = 0.0;
+  int64_t window_iters = 0, images = 0, window_images = 0;
+  const double wait_at_start = train_loader->wait_seconds();
+  auto test_now = [&](int64_t iter) {
+    if (!test_net) return std::vector<std::pair<std::string, double>>{};
+    auto results = run_test(*test_net, *test_loader, ctx);
+    out << fmt::format("test  iter {:>6}  {}\n", iter, format_outputs(results)) << std::flush;
+    return results;
+  };
+  for (int64_t iter = 0; iter < max_iter; ++iter) {
+    const auto start = Clock::now();
+    const data::Batch batch = train_loader->next();
+    feed(train_net, batch, ctx);
+    const double loss = train_net.forward(ctx);
+    if (!std::isfinite(loss)) {
+      throw Error(fmt::format("the loss became {} at iteration {}; lower solver.base_lr or check the "
+                              "data (no weights were written for this run)", loss, iter));
+    }
+    train_net.backward(ctx);
+    solver->step(train_net.learnable_params(), iter, ctx);
+    const double step = seconds_since(start);
+    train_seconds += step, window_seconds += step;
+    images += batch.data.dim(0), window_images += batch.data.dim(0);
+    window_loss += loss, ++window_iters;
+    if ((iter + 1) % display == 0 || iter + 1 == max_iter) {
+      const double mean_loss = window_loss / double(window_iters);
+      if (iter + 1 <= display) summary.first_loss = mean_loss;
+      summary.last_loss = mean_loss;
+      out << fmt::format("iter {:>6}  loss {:.4f}  lr {:.6g}  {:.0f} img/s\n", iter + 1, mean_loss,
+                         solver->learning_rate(iter), double(window_images) / window_seconds)
+          << std::flush;
+      window_loss = 0.0, window_iters = 0, window_images = 0, window_seconds = 0.0;
+    }
+    if (snapshot > 0 && (iter + 1) % snapshot == 0 && iter + 1 < max_iter) {
+      train_net.save_weights(fmt::format("{}/iter_{}.safetensors", summary.run_dir, iter + 1));
+    }
+    if (test_interval > 0 && (iter + 1) % test_interval == 0 && iter + 1 < max_iter) test_now(iter + 1);
+  }
+  summary.iterations = max_iter;
+  summary.images_per_second = double(images) / train_seconds;
+  summary.data_wait_share = (train_loader->wait_seconds() - wait_at_start) / train_seconds;
+  train_net.save_weights(summary.run_dir + "/final.safetensors");
+  out << fmt::format("trained {} iterations: {:.0f} img/s, waiting on data {:.1f}% of the time; "
+                     "weights in {}/final.safetensors\n",
+                     max_iter, summary.images_per_second, 100.0 * summary.data_wait_share,
+                     summary.run_dir);
+  summary.final_test = test_now(max_iter);
+  if (!summary.final_test.empty()) out << "final test: " << format_outputs(summary.final_test) << "\n";
+  return summary;
+}
+
+std::vector<std::pair<std::string, double>> test_command(const CommandOptions& options,
+                                                         std::ostream& out) {
+  if (options.weights.empty()) throw Error("crema test needs --weights FILE");
+  Session s(options);
+  Context& ctx = *s.ctx;
+  const ConfigNode& data_node = s.root.at("data");
+  data_node.allow("train");
+  auto loader = make_loader(data_node, "test", s.seed);
+  const ConfigNode& model = s.root.at("model");
+  Net net(model, Phase::test, loader->options().batch_size, s.registry, ctx);
+  check_inputs(net, *loader, model);
+  net.load_weights(options.weights, true);
+  const auto results = run_test(net, *loader, ctx);
+  out << "test: " << format_outputs(results) << "\n";
+  return results;
+}
+
+void summary_command(const CommandOptions& options, std::ostream& out) {
+  Session s(options);
+  const ConfigNode& model = s.root.at("model");
+  int64_t batch = 1;
+  if (s.root.has("data") && s.root.at("data").has("train")) {
+    batch = s.root.at("data").at("train").get<int64_t>("batch_size", 1);
+  }
+  Net net(model, Phase::train, batch, s.registry, *s.ctx);
+  out << s.name << " (train phase, batch " << batch << ")\n" << net.summary();
+}
+
+void devices_command(std::ostream& out) {
+  Context cpu;
+  out << fmt::format("cpu ({} threads)\n", cpu.num_threads());
+}
+
+}  // namespace crema

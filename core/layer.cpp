@@ -1,0 +1,35 @@
+#include "core/layer.h"
+
+#include "core/error.h"
+
+namespace crema {
+
+const char* phase_name(Phase phase) { return phase == Phase::train ? "train" : "test"; }
+
+size_t Layer::add_param(const std::string& role, const Shape& shape, Context& ctx,
+                        float default_lr_mult, float default_decay_mult) {
+  Param p;
+  p.name = name() + "." + role;
+  p.value = ctx.empty(shape);
+  p.grad = ctx.zeros(shape);
+  p.lr_mult = default_lr_mult;
+  p.decay_mult = default_decay_mult;
+  if (spec_.node != nullptr && spec_.node->has("param")) {
+    const ConfigNode& all = spec_.node->at("param");
+    if (all.has(role)) {
+      const ConfigNode& mine = all.at(role);
+      p.lr_mult = mine.get<float>("lr_mult", p.lr_mult);
+      p.decay_mult = mine.get<float>("decay_mult", p.decay_mult);
+      mine.allow("name");  // the sharing name is the Net's business
+      mine.check_no_unknown_keys("param '" + role + "' of layer '" + name() + "'");
+    }
+  }
+  params_.push_back(std::move(p));
+  return params_.size() - 1;
+}
+
+void Layer::fail(const std::string& message) const {
+  throw Error("layer '" + name() + "' (" + type() + "): " + message);
+}
+
+}  // namespace crema

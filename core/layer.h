@@ -1,0 +1,99 @@
+// Layer: the unit a network is built from (Caffe's design).
+//
+// A layer reads its bottom blobs and writes its top blobs. Its life:
+//   constructor(spec)   reads the layer's own YAML keys (typed, validated; unknown keys are errors)
+//   setup(...)          once, with the bottom shapes known: checks them, creates parameters
+//   reshape(...)        decides the top shapes from the bottom shapes (again when those change)
+//   forward(...)        computes the tops
+//   backward(...)       from the tops' gradients, computes the bottoms' gradients (where asked)
+//                       and ADDS to the parameters' gradients
+// Accumulation rule: activations and their gradients are written (=); parameter gradients
+// accumulate (+=), so several backward passes before one solver step sum their gradients.
+//
+// Loss layers produce a scalar top. The Net sets that top's gradient to the layer's loss_weight
+// before backward, so a loss layer's backward simply scales by its top gradient (no special case).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+#include "core/context.h"
+#include "core/tensor.h"
+
+namespace crema {
+
+enum class Phase { train, test };
+const char* phase_name(Phase phase);
+
+// A named activation: its value and the gradient of the loss with respect to it.
+struct Blob {
+  std::string name;
+  Tensor value;
+  Tensor grad;
+};
+
+// A learnable tensor, named "<layer>.<role>" (conv1.weight) as in checkpoints and PyTorch.
+struct Param {
+  std::string name;
+  Tensor value;
+  Tensor grad;
+  float lr_mult = 1.0f;     // this parameter's learning rate is base_lr * lr_mult
+  float decay_mult = 1.0f;  // and its weight decay weight_decay * decay_mult
+};
+
+// The keys every layer has, read by the Net; `node` holds the layer's own keys.
+struct LayerSpec {
+  std::string name;
+  std::string type;
+  std::vector<std::string> bottoms;
+  std::vector<std::string> tops;
+  const ConfigNode* node = nullptr;  // null for layers the Net inserts itself (Split)
+};
+
+class Layer {
+ public:
+  explicit Layer(LayerSpec spec) : spec_(std::move(spec)) {}
+  virtual ~Layer() = default;
+  Layer(const Layer&) = delete;
+  Layer& operator=(const Layer&) = delete;
+
+  const std::string& name() const { return spec_.name; }
+  const std::string& type() const { return spec_.type; }
+  const LayerSpec& spec() const { return spec_; }
+
+  // How many bottoms and tops the layer takes (checked by the Net with a clear message).
+  virtual int min_bottoms() const { return 1; }
+  virtual int max_bottoms() const { return 1; }
+  virtual int min_tops() const { return 1; }
+  virtual int max_tops() const { return 1; }
+  // A loss layer's scalar top enters the objective with weight loss_weight (default 1).
+  virtual bool is_loss() const { return false; }
+
+  virtual void setup(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top,
+                     Context& ctx) {}
+  virtual void reshape(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top,
+                       Context& ctx) = 0;
+  virtual void forward(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top,
+                       Context& ctx) = 0;
+  // propagate_down[i]: whether bottom[i]'s gradient is wanted (false for data and labels).
+  virtual void backward(const std::vector<Blob*>& top, const std::vector<bool>& propagate_down,
+                        const std::vector<Blob*>& bottom, Context& ctx) = 0;
+
+  std::vector<Param>& params() { return params_; }
+  const std::vector<Param>& params() const { return params_; }
+
+ protected:
+  // Creates parameter "<layer>.<role>" with its lr/decay multipliers from the `param:` key
+  // (param: {weight: {lr_mult: 1}, bias: {lr_mult: 2, decay_mult: 0}}). Returns its index.
+  size_t add_param(const std::string& role, const Shape& shape, Context& ctx,
+                   float default_lr_mult = 1.0f, float default_decay_mult = 1.0f);
+  // Throws crema::Error "layer 'conv1' (Convolution): message".
+  [[noreturn]] void fail(const std::string& message) const;
+
+  LayerSpec spec_;
+  std::vector<Param> params_;
+};
+
+}  // namespace crema

@@ -1,0 +1,473 @@
+#include "core/net.h"
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+
+#include "core/error.h"
+#include "core/serialization.h"
+
+namespace crema {
+namespace {
+
+// Where a blob version comes from: a layer's top, or an input (layer == -1).
+struct Producer {
+  int layer;
+  int top;
+  bool operator<(const Producer& o) const {
+    return layer != o.layer ? layer < o.layer : top < o.top;
+  }
+};
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+}  // namespace
+
+Net::Net(const ConfigNode& model, Phase phase, int64_t batch_size, const LayerRegistry& registry,
+         Context& ctx)
+    : model_(model), phase_(phase), batch_size_(batch_size) {
+  if (batch_size_ <= 0) throw Error("batch size must be positive, got " + std::to_string(batch_size));
+  std::vector<LayerSpec> specs = read_layer_specs(model_);
+  insert_splits(specs);
+  build(std::move(specs), registry, ctx);
+  model_.check_no_unknown_keys("model");
+}
+
+std::vector<LayerSpec> Net::read_layer_specs(const ConfigNode& model) {
+  if (!model.is_map()) model.fail("model: expected a map with 'inputs' and 'layers'");
+  const ConfigNode& inputs = model.at("inputs");
+  if (!inputs.is_map()) inputs.fail("model.inputs: expected a map such as {data: [1, 28, 28], label: []}");
+  for (const std::string& name : inputs.keys()) {
+    const ConfigNode& dims = inputs.at(name);
+    if (!dims.is_sequence() && !dims.is_null()) {
+      dims.fail("model.inputs." + name + ": expected a list of per-sample dimensions, e.g. [1, 28, 28]");
+    }
+    Shape shape;
+    for (size_t i = 0; i < dims.size(); ++i) {
+      const int64_t extent = dims[i].as<int64_t>();
+      if (extent <= 0) dims[i].fail("model.inputs." + name + ": dimensions must be positive");
+      shape.push_back(extent);
+    }
+    inputs_.emplace_back(name, shape);
+  }
+
+  const ConfigNode& layers = model.at("layers");
+  if (!layers.is_sequence()) layers.fail("model.layers: expected a list of layers");
+  std::vector<LayerSpec> specs;
+  std::set<std::string> names;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const ConfigNode& node = layers[i];
+    if (!node.is_map()) node.fail("model.layers[" + std::to_string(i) + "]: expected a map");
+    LayerSpec spec;
+    spec.name = node.get<std::string>("name");
+    spec.type = node.get<std::string>("type");
+    if (!names.insert(spec.name).second) {
+      node.at("name").fail("duplicate layer name '" + spec.name + "'");
+    }
+    if (node.has("bottom")) spec.bottoms = node.get_list<std::string>("bottom");
+    if (node.has("top")) spec.tops = node.get_list<std::string>("top");
+    node.allow("loss_weight");  // read in build(), where the layer kind is known
+    spec.node = &node;
+    if (node.has("phase")) {
+      const std::string p = node.get<std::string>("phase");
+      if (p != "train" && p != "test") {
+        node.at("phase").fail("layer '" + spec.name + "': phase must be train or test, got '" + p + "'");
+      }
+      if (p != phase_name(phase_)) continue;
+    }
+    specs.push_back(std::move(spec));
+  }
+  return specs;
+}
+
+void Net::insert_splits(std::vector<LayerSpec>& specs) const {
+  // Pass 1: who produces each blob version and who consumes it.
+  std::map<std::string, Producer> current;
+  for (size_t i = 0; i < inputs_.size(); ++i) current[inputs_[i].first] = {-1, int(i)};
+  std::map<Producer, std::vector<std::pair<int, int>>> consumers;  // -> (layer, bottom index)
+  std::map<Producer, std::string> produced_name;
+  for (size_t i = 0; i < inputs_.size(); ++i) produced_name[{-1, int(i)}] = inputs_[i].first;
+  for (size_t l = 0; l < specs.size(); ++l) {
+    for (size_t b = 0; b < specs[l].bottoms.size(); ++b) {
+      const std::string& name = specs[l].bottoms[b];
+      auto it = current.find(name);
+      if (it == current.end()) {
+        std::vector<std::string> known;
+        for (const auto& entry : current) known.push_back(entry.first);
+        std::string message = "layer '" + specs[l].name + "': bottom '" + name +
+                              "' is not produced by any earlier layer (known: " + join(known) + ")";
+        if (specs[l].node != nullptr) specs[l].node->at("bottom").fail(message);
+        throw Error(message);
+      }
+      consumers[it->second].emplace_back(int(l), int(b));
+    }
+    for (size_t t = 0; t < specs[l].tops.size(); ++t) {
+      current[specs[l].tops[t]] = {int(l), int(t)};
+      produced_name[{int(l), int(t)}] = specs[l].tops[t];
+    }
+  }
+  // Pass 2: give every consumer of a shared version its own Split top. All renaming happens
+  // before any insertion, since inserting shifts the layer indices the consumer lists hold.
+  std::vector<std::pair<int, LayerSpec>> splits;  // (producer layer, split spec)
+  for (const auto& [producer, users] : consumers) {
+    if (users.size() < 2) continue;
+    const std::string& name = produced_name[producer];
+    const std::string prefix = producer.layer < 0 ? name : specs[producer.layer].name + "_" + name;
+    LayerSpec split;
+    split.name = prefix + "_split";
+    split.type = "Split";
+    split.bottoms = {name};
+    for (size_t k = 0; k < users.size(); ++k) {
+      const std::string top = prefix + "_split_" + std::to_string(k);
+      split.tops.push_back(top);
+      specs[users[k].first].bottoms[users[k].second] = top;
+    }
+    splits.emplace_back(producer.layer, std::move(split));
+  }
+  // Each Split goes right after its producer; walking backwards keeps earlier positions valid.
+  for (auto it = splits.rbegin(); it != splits.rend(); ++it) {
+    specs.insert(specs.begin() + (it->first + 1), std::move(it->second));
+  }
+}
+
+void Net::build(std::vector<LayerSpec> specs, const LayerRegistry& registry, Context& ctx) {
+  auto new_blob = [&](const std::string& name) {
+    auto blob = std::make_unique<Blob>();
+    blob->name = name;
+    blob->value = ctx.empty({0});
+    blob->grad = ctx.empty({0});
+    blob_index_[name] = blobs_.size();
+    blobs_.push_back(std::move(blob));
+    return blobs_.back().get();
+  };
+  for (const auto& [name, sample_shape] : inputs_) {
+    Shape shape{batch_size_};
+    shape.insert(shape.end(), sample_shape.begin(), sample_shape.end());
+    Blob* blob = new_blob(name);
+    blob->value.reshape(shape);
+  }
+
+  for (LayerSpec& spec : specs) {
+    const size_t i = layers_.size();
+    layers_.push_back(registry.create(spec));
+    Layer& layer = *layers_.back();
+    wiring_.emplace_back();
+    Wiring& w = wiring_.back();
+    auto count_error = [&](const char* what, size_t got, int lo, int hi) {
+      std::string want = lo == hi ? std::to_string(lo) : std::to_string(lo) + " to " + std::to_string(hi);
+      fail_at_layer(i, "takes " + want + " " + what + ", got " + std::to_string(got));
+    };
+    if (int(spec.bottoms.size()) < layer.min_bottoms() || int(spec.bottoms.size()) > layer.max_bottoms()) {
+      count_error("bottom(s)", spec.bottoms.size(), layer.min_bottoms(), layer.max_bottoms());
+    }
+    if (int(spec.tops.size()) < layer.min_tops() || int(spec.tops.size()) > layer.max_tops()) {
+      count_error("top(s)", spec.tops.size(), layer.min_tops(), layer.max_tops());
+    }
+    for (const std::string& name : spec.bottoms) w.bottoms.push_back(blobs_[blob_index_.at(name)].get());
+    for (const std::string& name : spec.tops) {
+      const bool in_place = std::find(spec.bottoms.begin(), spec.bottoms.end(), name) != spec.bottoms.end();
+      if (in_place) {
+        w.tops.push_back(blobs_[blob_index_.at(name)].get());
+      } else if (blob_index_.count(name) != 0) {
+        fail_at_layer(i, "top '" + name + "' is already produced by an earlier layer; give it another name");
+      } else {
+        w.tops.push_back(new_blob(name));
+      }
+    }
+    const float default_weight = layer.is_loss() ? 1.0f : 0.0f;
+    const float weight = spec.node ? spec.node->get<float>("loss_weight", default_weight) : default_weight;
+    w.loss_weights.assign(spec.tops.size(), 0.0f);
+    if (!w.loss_weights.empty()) w.loss_weights[0] = weight;
+    try {
+      layer.setup(w.bottoms, w.tops, ctx);
+      layer.reshape(w.bottoms, w.tops, ctx);
+    } catch (const Error& e) {
+      fail_at_layer(i, e.what());
+    }
+    if (weight != 0.0f && w.tops[0]->value.numel() != 1) {
+      fail_at_layer(i, "loss_weight needs a scalar top, but '" + w.tops[0]->name + "' is " +
+                           shape_str(w.tops[0]->value.shape()));
+    }
+    for (Blob* top : w.tops) top->grad.reshape(top->value.shape());
+    if (spec.node != nullptr) {
+      if (spec.node->has("param")) {
+        spec.node->at("param").check_no_unknown_keys("param of layer '" + spec.name + "'");
+      }
+      spec.node->check_no_unknown_keys("layer '" + spec.name + "'");
+    }
+  }
+  share_named_params();
+  decide_backward();
+}
+
+void Net::fail_at_layer(size_t i, const std::string& message) const {
+  const Layer& layer = *layers_[i];
+  std::string text = message;
+  const std::string who = "layer '" + layer.name() + "'";
+  if (text.find(who) == std::string::npos) text = who + " (" + layer.type() + "): " + text;
+  const ConfigNode* node = layer.spec().node;
+  if (node != nullptr && text.rfind(node->location().file + ":", 0) != 0) node->fail(text);
+  throw Error(text);
+}
+
+void Net::share_named_params() {
+  std::map<std::string, Param*> owners;
+  for (auto& layer : layers_) {
+    const ConfigNode* node = layer->spec().node;
+    for (Param& p : layer->params()) {
+      const std::string role = p.name.substr(layer->name().size() + 1);
+      std::string share;
+      if (node != nullptr && node->has("param") && node->at("param").has(role) &&
+          node->at("param").at(role).has("name")) {
+        share = node->at("param").at(role).get<std::string>("name");
+      }
+      if (share.empty()) {
+        learnable_.push_back(&p);
+        continue;
+      }
+      auto it = owners.find(share);
+      if (it == owners.end()) {
+        owners[share] = &p;
+        learnable_.push_back(&p);
+      } else if (it->second->value.shape() != p.value.shape()) {
+        node->at("param").at(role).at("name").fail(
+            "shared parameter '" + share + "': " + p.name + " is " + shape_str(p.value.shape()) +
+            " but " + it->second->name + " is " + shape_str(it->second->value.shape()));
+      } else {
+        p.value = it->second->value;
+        p.grad = it->second->grad;
+      }
+    }
+  }
+}
+
+void Net::decide_backward() {
+  const size_t n = layers_.size();
+  blob_needs_grad_.assign(blobs_.size(), false);
+  std::vector<bool> needs(n, false);
+  for (size_t i = 0; i < n; ++i) {
+    bool any = false;
+    for (const Param& p : layers_[i]->params()) any = any || p.lr_mult != 0.0f;
+    Wiring& w = wiring_[i];
+    w.propagate_down.clear();
+    for (Blob* b : w.bottoms) {
+      const bool down = blob_needs_grad_[blob_index_of(b)];
+      w.propagate_down.push_back(down);
+      any = any || down;
+    }
+    needs[i] = any;
+    if (any) {
+      for (Blob* t : w.tops) blob_needs_grad_[blob_index_of(t)] = true;
+    }
+  }
+  // Walking backwards: a layer contributes when one of its tops is weighted into the loss or
+  // feeds a contributing layer.
+  std::vector<bool> feeds_loss(blobs_.size(), false);
+  std::vector<bool> contributes(n, false);
+  for (size_t k = n; k-- > 0;) {
+    const Wiring& w = wiring_[k];
+    bool c = false;
+    for (size_t t = 0; t < w.tops.size(); ++t) {
+      c = c || w.loss_weights[t] != 0.0f || feeds_loss[blob_index_of(w.tops[t])];
+    }
+    contributes[k] = c;
+    if (c) {
+      for (Blob* b : w.bottoms) feeds_loss[blob_index_of(b)] = true;
+    }
+  }
+  runs_backward_.assign(n, false);
+  for (size_t i = 0; i < n; ++i) {
+    runs_backward_[i] = contributes[i] && needs[i];
+    if (!runs_backward_[i]) std::fill(wiring_[i].propagate_down.begin(), wiring_[i].propagate_down.end(), false);
+  }
+  // A top gradient read by a backward-running layer must be written by someone: a consumer that
+  // propagates down into it, or the loss weight. Otherwise it is zeroed before each backward.
+  std::vector<bool> written(blobs_.size(), false);
+  for (size_t i = 0; i < n; ++i) {
+    const Wiring& w = wiring_[i];
+    for (size_t b = 0; b < w.bottoms.size(); ++b) {
+      if (w.propagate_down[b]) written[blob_index_of(w.bottoms[b])] = true;
+    }
+    for (size_t t = 0; t < w.tops.size(); ++t) {
+      if (w.loss_weights[t] != 0.0f) written[blob_index_of(w.tops[t])] = true;
+    }
+  }
+  grads_to_zero_.clear();
+  for (size_t i = 0; i < n; ++i) {
+    if (!runs_backward_[i]) continue;
+    for (Blob* t : wiring_[i].tops) {
+      const size_t index = blob_index_of(t);
+      if (!written[index] &&
+          std::find(grads_to_zero_.begin(), grads_to_zero_.end(), index) == grads_to_zero_.end()) {
+        grads_to_zero_.push_back(index);
+      }
+    }
+  }
+}
+
+size_t Net::blob_index_of(const Blob* blob) const {
+  for (size_t i = 0; i < blobs_.size(); ++i) {
+    if (blobs_[i].get() == blob) return i;
+  }
+  CREMA_CHECK(false, "blob '" + blob->name + "' does not belong to this net");
+  return 0;
+}
+
+Blob& Net::blob(const std::string& name) {
+  auto it = blob_index_.find(name);
+  if (it == blob_index_.end()) {
+    std::vector<std::string> known;
+    for (const auto& entry : blob_index_) known.push_back(entry.first);
+    throw Error("the net has no blob '" + name + "' (known: " + join(known) + ")");
+  }
+  return *blobs_[it->second];
+}
+
+void Net::set_batch_size(int64_t batch_size, Context& ctx) {
+  if (batch_size == batch_size_) return;
+  batch_size_ = batch_size;
+  for (const auto& [name, sample_shape] : inputs_) {
+    Shape shape{batch_size_};
+    shape.insert(shape.end(), sample_shape.begin(), sample_shape.end());
+    blob(name).value.reshape(shape);
+  }
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    layers_[i]->reshape(wiring_[i].bottoms, wiring_[i].tops, ctx);
+    for (Blob* top : wiring_[i].tops) top->grad.reshape(top->value.shape());
+  }
+}
+
+void Net::forward_layer(size_t i, Context& ctx) {
+  layers_[i]->forward(wiring_[i].bottoms, wiring_[i].tops, ctx);
+}
+
+void Net::backward_layer(size_t i, Context& ctx) {
+  if (runs_backward_[i]) {
+    layers_[i]->backward(wiring_[i].tops, wiring_[i].propagate_down, wiring_[i].bottoms, ctx);
+  }
+}
+
+double Net::forward(Context& ctx) {
+  double loss = 0.0;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    forward_layer(i, ctx);
+    const Wiring& w = wiring_[i];
+    for (size_t t = 0; t < w.tops.size(); ++t) {
+      if (w.loss_weights[t] != 0.0f) loss += w.loss_weights[t] * w.tops[t]->value.to_vector()[0];
+    }
+  }
+  return loss;
+}
+
+void Net::backward(Context& ctx) {
+  for (size_t index : grads_to_zero_) blobs_[index]->grad.fill(0.0f);
+  for (const Wiring& w : wiring_) {
+    for (size_t t = 0; t < w.tops.size(); ++t) {
+      if (w.loss_weights[t] != 0.0f) w.tops[t]->grad.fill(w.loss_weights[t]);
+    }
+  }
+  for (size_t i = layers_.size(); i-- > 0;) backward_layer(i, ctx);
+}
+
+void Net::zero_param_grads(Context& ctx) {
+  for (Param* p : learnable_) p->grad.fill(0.0f);
+}
+
+std::vector<std::pair<std::string, double>> Net::outputs() const {
+  std::set<const Blob*> consumed;
+  for (const Wiring& w : wiring_) {
+    for (const Blob* b : w.bottoms) {
+      if (std::find(w.tops.begin(), w.tops.end(), b) == w.tops.end()) consumed.insert(b);
+    }
+  }
+  std::vector<std::pair<std::string, double>> out;
+  for (const auto& blob : blobs_) {
+    if (consumed.count(blob.get()) == 0 && blob->value.numel() == 1 &&
+        blob_index_.count(blob->name) != 0 && blobs_[blob_index_.at(blob->name)] == blob) {
+      bool is_input = false;
+      for (const auto& input : inputs_) is_input = is_input || input.first == blob->name;
+      if (!is_input) out.emplace_back(blob->name, blob->value.to_vector()[0]);
+    }
+  }
+  return out;
+}
+
+void Net::share_params_from(Net& other) {
+  std::map<std::string, Param*> theirs;
+  for (Param* p : other.learnable_) theirs[p->name] = p;
+  for (auto& layer : layers_) {
+    for (Param& p : layer->params()) {
+      auto it = theirs.find(p.name);
+      if (it == theirs.end()) continue;
+      if (it->second->value.shape() != p.value.shape()) {
+        throw Error("parameter '" + p.name + "' is " + shape_str(p.value.shape()) + " in the " +
+                    phase_name(phase_) + " net but " + shape_str(it->second->value.shape()) +
+                    " in the " + phase_name(other.phase_) + " net");
+      }
+      p.value = it->second->value;
+      p.grad = it->second->grad;
+    }
+  }
+}
+
+void Net::save_weights(const std::string& path) const {
+  std::vector<std::pair<std::string, Tensor>> named;
+  for (const Param* p : learnable_) named.emplace_back(p->name, p->value);
+  save_safetensors(path, named);
+}
+
+void Net::load_weights(const std::string& path, bool strict) {
+  const auto loaded = load_safetensors(path);
+  std::map<std::string, const Tensor*> by_name;
+  for (const auto& [name, tensor] : loaded) by_name[name] = &tensor;
+  for (Param* p : learnable_) {
+    auto it = by_name.find(p->name);
+    if (it == by_name.end()) {
+      if (strict) {
+        throw Error(path + ": no tensor '" + p->name + "' for the net's parameter of that name");
+      }
+      continue;
+    }
+    const Tensor& t = *it->second;
+    if (t.shape() != p->value.shape()) {
+      const std::string layer = p->name.substr(0, p->name.rfind('.'));
+      throw Error(path + ": tensor '" + p->name + "' is " + shape_str(t.shape()) +
+                  " but layer '" + layer + "' expects " + shape_str(p->value.shape()) +
+                  " (rename the layer to train it from scratch instead of loading it)");
+    }
+    p->value.copy_from(t);
+  }
+}
+
+std::string Net::summary() const {
+  std::ostringstream out;
+  int64_t total = 0;
+  char line[512];
+  std::snprintf(line, sizeof line, "%-20s %-16s %-28s %10s\n", "layer", "type", "top shapes", "params");
+  out << line;
+  for (const auto& [name, shape] : inputs_) {
+    Shape full{batch_size_};
+    full.insert(full.end(), shape.begin(), shape.end());
+    std::snprintf(line, sizeof line, "%-20s %-16s %-28s %10d\n", name.c_str(), "(input)",
+                  shape_str(full).c_str(), 0);
+    out << line;
+  }
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    int64_t count = 0;
+    for (const Param& p : layers_[i]->params()) count += p.value.numel();
+    total += count;
+    std::string tops;
+    for (const Blob* t : wiring_[i].tops) tops += (tops.empty() ? "" : " ") + shape_str(t->value.shape());
+    std::snprintf(line, sizeof line, "%-20s %-16s %-28s %10lld\n", layers_[i]->name().c_str(),
+                  layers_[i]->type().c_str(), tops.c_str(), static_cast<long long>(count));
+    out << line;
+  }
+  out << "total parameters: " << total << "\n";
+  return out.str();
+}
+
+}  // namespace crema

@@ -1,0 +1,115 @@
+// Net: a directed graph of layers connected by blob names (Caffe's bottoms and tops).
+//
+// Built from the `model:` part of a config for one phase (train or test):
+//   model:
+//     inputs: {data: [1, 28, 28], label: []}   # per-sample shapes; the batch dimension is added
+//     layers:
+//       - {name: conv1, type: Convolution, bottom: data, top: conv1, num_output: 20, ...}
+//       - {name: relu1, type: ReLU, bottom: conv1, top: conv1}          # top == bottom: in place
+//       - {name: acc, type: Accuracy, bottom: [ip2, label], top: acc, phase: test}
+//
+// Construction does, in order:
+//   1. keeps the layers of this phase (a layer with `phase:` exists only in that phase);
+//   2. inserts a Split layer after any blob that feeds several layers, so that each consumer has
+//      its own gradient and Split sums them (a consumer that was in place on the shared blob is
+//      then given its own top: in-place on a shared input would corrupt the other readers);
+//   3. creates each layer, checks its bottom/top counts, runs setup and reshape: every shape is
+//      inferred once here (that pass powers `crema summary` and the error messages);
+//   4. decides which layers need backward: a layer runs backward when it contributes to a loss and
+//      has parameters or a bottom whose gradient is needed (the input blobs need none);
+//   5. shares parameters that name the same `param: {weight: {name: shared}}` across layers.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/config.h"
+#include "core/context.h"
+#include "core/layer.h"
+#include "core/registry.h"
+
+namespace crema {
+
+class Net {
+ public:
+  Net(const ConfigNode& model, Phase phase, int64_t batch_size, const LayerRegistry& registry,
+      Context& ctx);
+  Net(const Net&) = delete;
+  Net& operator=(const Net&) = delete;
+
+  Phase phase() const { return phase_; }
+  int64_t batch_size() const { return batch_size_; }
+  // Input names and their per-sample shapes, as declared in model.inputs.
+  const std::vector<std::pair<std::string, Shape>>& inputs() const { return inputs_; }
+  bool has_blob(const std::string& name) const { return blob_index_.count(name) != 0; }
+  // The blob currently bound to `name` (the last one written under that name).
+  Blob& blob(const std::string& name);
+
+  // Changes the batch size of the inputs and re-infers every shape (a smaller last test batch).
+  void set_batch_size(int64_t batch_size, Context& ctx);
+
+  // Runs every layer forward; returns the objective: the sum of loss_weight * loss.
+  double forward(Context& ctx);
+  // Runs backward through the layers that need it. Parameter gradients accumulate.
+  void backward(Context& ctx);
+  // Zeroes every parameter gradient (the solver does this after each update).
+  void zero_param_grads(Context& ctx);
+
+  // Scalar blobs that no layer consumes (losses, accuracy), with their current values.
+  std::vector<std::pair<std::string, double>> outputs() const;
+
+  // Every learnable parameter once (a shared parameter appears under its first owner's name).
+  const std::vector<Param*>& learnable_params() const { return learnable_; }
+  // Makes this net's parameters share storage with `other`'s parameters of the same name
+  // (the test net evaluates the train net's weights). Shapes must agree.
+  void share_params_from(Net& other);
+
+  // Weights as safetensors, by parameter name. Loading checks every name and shape and says
+  // which layer to rename on a mismatch; `strict` also requires every net parameter be present.
+  void save_weights(const std::string& path) const;
+  void load_weights(const std::string& path, bool strict);
+
+  // A table: layer, type, bottoms -> tops with shapes, parameter count.
+  std::string summary() const;
+
+  // Per-layer access for `crema time`.
+  size_t num_layers() const { return layers_.size(); }
+  Layer& layer(size_t i) { return *layers_[i]; }
+  void forward_layer(size_t i, Context& ctx);
+  void backward_layer(size_t i, Context& ctx);
+  bool layer_runs_backward(size_t i) const { return runs_backward_[i]; }
+
+ private:
+  struct Wiring {
+    std::vector<Blob*> bottoms;
+    std::vector<Blob*> tops;
+    std::vector<bool> propagate_down;
+    std::vector<float> loss_weights;  // one per top; non-zero only for loss layers' tops
+  };
+
+  std::vector<LayerSpec> read_layer_specs(const ConfigNode& model);
+  void insert_splits(std::vector<LayerSpec>& specs) const;
+  void build(std::vector<LayerSpec> specs, const LayerRegistry& registry, Context& ctx);
+  void decide_backward();
+  void share_named_params();
+  [[noreturn]] void fail_at_layer(size_t i, const std::string& message) const;
+  size_t blob_index_of(const Blob* blob) const;
+
+  ConfigNode model_;  // our copy: the layer specs point into it
+  Phase phase_;
+  int64_t batch_size_;
+  std::vector<std::pair<std::string, Shape>> inputs_;
+  std::vector<std::unique_ptr<Blob>> blobs_;
+  std::map<std::string, size_t> blob_index_;  // name -> latest blob bearing it
+  std::vector<std::unique_ptr<Layer>> layers_;
+  std::vector<Wiring> wiring_;
+  std::vector<bool> runs_backward_;
+  std::vector<bool> blob_needs_grad_;         // by blob index
+  std::vector<size_t> grads_to_zero_;         // blobs whose consumers write no gradient
+  std::vector<Param*> learnable_;
+};
+
+}  // namespace crema

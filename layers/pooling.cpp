@@ -1,0 +1,113 @@
+// Pooling: the maximum or the average of each kernel_h x kernel_w window.
+//
+//   x [N,C,H,W] -> y [N,C,P,Q]
+//   max:     y[n,c,p,q] = max over the window of x          (second top, optional: the argmax,
+//                                                             the flat index h*W+w in the plane)
+//   average: y[n,c,p,q] = sum over the window of x / window size counted within the padded input
+//   P = round((H + 2*pad_h - kernel_h) / stride_h) + 1, round = ceil (Caffe, the default) or
+//   floor (PyTorch); with ceil, a last window that would start inside the bottom/right padding
+//   only is dropped (Caffe's rule), so every window overlaps the image.
+//
+// YAML keys (defaults): pool (max | average), kernel_size (required unless global_pooling),
+//   stride (1), pad (0) -- each n or [h, w] --, global_pooling (false), round_mode (ceil | floor).
+#include "kernels/pooling/pooling.h"
+#include "layers/layer_keys.h"
+#include "layers/register_layers.h"
+
+namespace crema {
+namespace {
+
+class PoolingLayer final : public Layer {
+ public:
+  explicit PoolingLayer(const LayerSpec& spec) : Layer(spec) {
+    const ConfigNode& node = *spec.node;
+    const std::string pool = node.get<std::string>("pool", "max");
+    if (pool == "max") {
+      mode_ = kernels::PoolMode::max;
+    } else if (pool == "average" || pool == "ave") {
+      mode_ = kernels::PoolMode::average;
+    } else {
+      node.at("pool").fail("pool must be max or average, got '" + pool + "'");
+    }
+    global_ = node.get<bool>("global_pooling", false);
+    if (!global_) std::tie(kernel_h_, kernel_w_) = read_hw(node, "kernel_size");
+    std::tie(stride_h_, stride_w_) = read_hw(node, "stride", {1, 1});
+    std::tie(pad_h_, pad_w_) = read_hw(node, "pad", {0, 0});
+    const std::string round = node.get<std::string>("round_mode", "ceil");
+    if (round != "ceil" && round != "floor") {
+      node.at("round_mode").fail("round_mode must be ceil or floor, got '" + round + "'");
+    }
+    ceil_ = round == "ceil";
+    if (stride_h_ <= 0 || stride_w_ <= 0) fail("stride must be positive");
+    if (pad_h_ < 0 || pad_w_ < 0) fail("pad must not be negative");
+  }
+
+  int max_tops() const override { return mode_ == kernels::PoolMode::max ? 2 : 1; }
+
+  void reshape(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top, Context& ctx) override {
+    geometry_ = geometry(bottom[0]->value);
+    if (!argmax_.defined()) argmax_ = ctx.empty({0});
+    const auto& g = geometry_;
+    top[0]->value.reshape({g.N, g.C, g.P, g.Q});
+    if (top.size() > 1) top[1]->value.reshape({g.N, g.C, g.P, g.Q});
+    else if (mode_ == kernels::PoolMode::max) argmax_.reshape({g.N, g.C, g.P, g.Q});
+  }
+
+  void forward(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top, Context& ctx) override {
+    kernels::pool2d_forward(ctx, geometry_, mode_, bottom[0]->value, top[0]->value, argmax(top));
+  }
+
+  // Each output's gradient flows back to its window: all of it to the argmax (max), or an equal
+  // share to every element of the window (average).
+  void backward(const std::vector<Blob*>& top, const std::vector<bool>& propagate_down,
+                const std::vector<Blob*>& bottom, Context& ctx) override {
+    if (!propagate_down[0]) return;
+    kernels::pool2d_backward(ctx, geometry_, mode_, top[0]->grad, argmax(top), bottom[0]->grad);
+  }
+
+ private:
+  Tensor* argmax(const std::vector<Blob*>& top) {
+    if (mode_ != kernels::PoolMode::max) return nullptr;
+    return top.size() > 1 ? &top[1]->value : &argmax_;
+  }
+
+  kernels::Pool2dGeometry geometry(const Tensor& x) {
+    if (x.ndim() != 4) fail("expects a 4-D input [N, C, H, W], got " + shape_str(x.shape()));
+    kernels::Pool2dGeometry g;
+    g.N = x.dim(0), g.C = x.dim(1), g.H = x.dim(2), g.W = x.dim(3);
+    g.kernel_h = global_ ? g.H : kernel_h_;
+    g.kernel_w = global_ ? g.W : kernel_w_;
+    g.stride_h = stride_h_, g.stride_w = stride_w_, g.pad_h = pad_h_, g.pad_w = pad_w_;
+    if (g.pad_h >= g.kernel_h || g.pad_w >= g.kernel_w) {
+      fail("pad must be smaller than the kernel (" + std::to_string(g.kernel_h) + "x" +
+           std::to_string(g.kernel_w) + ")");
+    }
+    if (g.kernel_h > g.H + 2 * g.pad_h || g.kernel_w > g.W + 2 * g.pad_w) {
+      fail("kernel " + std::to_string(g.kernel_h) + "x" + std::to_string(g.kernel_w) +
+           " is larger than the padded input " + std::to_string(g.H + 2 * g.pad_h) + "x" +
+           std::to_string(g.W + 2 * g.pad_w));
+    }
+    g.P = output_size(g.H, g.kernel_h, g.stride_h, g.pad_h);
+    g.Q = output_size(g.W, g.kernel_w, g.stride_w, g.pad_w);
+    return g;
+  }
+
+  int64_t output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad) const {
+    const int64_t span = in + 2 * pad - kernel;
+    int64_t out = (ceil_ ? (span + stride - 1) / stride : span / stride) + 1;
+    if (ceil_ && pad > 0 && (out - 1) * stride >= in + pad) --out;
+    return out;
+  }
+
+  kernels::PoolMode mode_ = kernels::PoolMode::max;
+  bool global_ = false, ceil_ = true;
+  int64_t kernel_h_ = 0, kernel_w_ = 0, stride_h_ = 1, stride_w_ = 1, pad_h_ = 0, pad_w_ = 0;
+  kernels::Pool2dGeometry geometry_{};
+  Tensor argmax_;  // [N,C,P,Q] when max pooling has no second top
+};
+
+}  // namespace
+
+void register_pooling(LayerRegistry& registry) { registry.add<PoolingLayer>("Pooling"); }
+
+}  // namespace crema

@@ -1,0 +1,22 @@
+// The list of layer types. Each layer file defines its class privately and one registration
+// function; register_layers() calls them all. To add a layer: write layers/<name>.cpp (see
+// README.md), declare its register_<name>() here and call it in register_layers.cpp.
+#pragma once
+
+#include "core/registry.h"
+
+namespace crema {
+
+// Every built-in layer type.
+LayerRegistry builtin_layers();
+void register_layers(LayerRegistry& registry);
+
+void register_accuracy(LayerRegistry& registry);
+void register_convolution(LayerRegistry& registry);
+void register_inner_product(LayerRegistry& registry);
+void register_pooling(LayerRegistry& registry);
+void register_relu(LayerRegistry& registry);
+void register_softmax_with_loss(LayerRegistry& registry);
+void register_split(LayerRegistry& registry);
+
+}  // namespace crema

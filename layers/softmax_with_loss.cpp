@@ -1,0 +1,105 @@
+// SoftmaxWithLoss: the cross-entropy of softmax(logits) against integer labels (Caffe's layer).
+//
+//   prob[i, c, j] = exp(x[i,c,j]) / sum_c' exp(x[i,c',j])      (softmax along `axis`, size C)
+//   loss = -(1 / normalizer) * sum over positions (i, j) whose label != ignore_label
+//                                 of log prob[i, label[i,j], j]
+//   bottoms: logits [.., C, ..] (C at `axis`), labels with one entry per position (class indices
+//   stored as floats); top: loss, a scalar; optional second top: prob.
+//   normalizer: valid (non-ignored positions, the default), batch_size (the outer size), full
+//   (all positions) or none (1).
+// YAML keys (defaults): axis (1), ignore_label (none), normalization (valid), loss_weight (1).
+#include <algorithm>
+
+#include "kernels/softmax/softmax.h"
+#include "layers/register_layers.h"
+
+namespace crema {
+namespace {
+
+class SoftmaxWithLossLayer final : public Layer {
+ public:
+  explicit SoftmaxWithLossLayer(const LayerSpec& spec) : Layer(spec) {
+    const ConfigNode& node = *spec.node;
+    options_.axis = node.get<int>("axis", 1);
+    if (node.has("ignore_label")) {
+      options_.has_ignore_label = true;
+      options_.ignore_label = node.get<int>("ignore_label");
+    }
+    normalization_ = node.get<std::string>("normalization", "valid");
+    if (normalization_ != "valid" && normalization_ != "batch_size" && normalization_ != "full" &&
+        normalization_ != "none") {
+      node.at("normalization").fail("normalization must be valid, batch_size, full or none, got '" +
+                                    normalization_ + "'");
+    }
+  }
+
+  int min_bottoms() const override { return 2; }
+  int max_bottoms() const override { return 2; }
+  int max_tops() const override { return 2; }
+  bool is_loss() const override { return true; }
+
+  void reshape(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top, Context& ctx) override {
+    const Tensor& x = bottom[0]->value;
+    const int axis = options_.axis < 0 ? options_.axis + x.ndim() : options_.axis;
+    if (axis < 0 || axis >= x.ndim()) {
+      fail("axis " + std::to_string(options_.axis) + " is out of range for " + shape_str(x.shape()));
+    }
+    const int64_t positions = x.numel() / x.dim(axis);
+    if (bottom[1]->value.numel() != positions) {
+      fail("labels '" + bottom[1]->name + "' " + shape_str(bottom[1]->value.shape()) + " must have " +
+           std::to_string(positions) + " entries, one per position of '" + bottom[0]->name + "' " +
+           shape_str(x.shape()));
+    }
+    outer_ = shape_count(x.shape(), 0, axis);
+    positions_ = positions;
+    top[0]->value.reshape({});
+    if (!prob_.defined()) prob_ = ctx.empty({0});
+    if (top.size() > 1) {
+      top[1]->value.reshape(x.shape());
+    } else {
+      prob_.reshape(x.shape());
+    }
+  }
+
+  void forward(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top, Context& ctx) override {
+    int64_t valid = 0;
+    const double sum = kernels::softmax_cross_entropy_forward(ctx, bottom[0]->value, bottom[1]->value,
+                                                             prob(top), options_, &valid);
+    valid_ = valid;
+    top[0]->value.fill(float(sum / normalizer()));
+  }
+
+  // dL/dx = (top gradient / normalizer) * (prob - onehot(label)), zero at ignored positions.
+  // The top gradient is the loss weight the Net put there.
+  void backward(const std::vector<Blob*>& top, const std::vector<bool>& propagate_down,
+                const std::vector<Blob*>& bottom, Context& ctx) override {
+    if (propagate_down[1]) fail("cannot backpropagate into the labels '" + bottom[1]->name + "'");
+    if (!propagate_down[0]) return;
+    const float scale = top[0]->grad.to_vector()[0] / float(normalizer());
+    kernels::softmax_cross_entropy_backward(ctx, prob(top), bottom[1]->value, options_, scale,
+                                            bottom[0]->grad);
+  }
+
+ private:
+  Tensor& prob(const std::vector<Blob*>& top) { return top.size() > 1 ? top[1]->value : prob_; }
+
+  double normalizer() const {
+    if (normalization_ == "batch_size") return double(outer_);
+    if (normalization_ == "full") return double(positions_);
+    if (normalization_ == "none") return 1.0;
+    return double(std::max<int64_t>(valid_, 1));
+  }
+
+  kernels::SoftmaxLossOptions options_;
+  std::string normalization_;
+  int64_t outer_ = 0, positions_ = 0, valid_ = 0;
+  Tensor prob_;
+};
+
+}  // namespace
+
+void register_softmax_with_loss(LayerRegistry& registry) {
+  registry.add<SoftmaxWithLossLayer>("SoftmaxWithLoss");
+}
+
+}  // namespace crema

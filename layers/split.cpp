@@ -1,0 +1,37 @@
+// Split: hands one blob to several consumers. The Net inserts it wherever a blob feeds more than
+// one layer; users never write it.
+//
+//   forward:  every top shares the bottom's values (no copy)
+//   backward: dL/dx = sum over tops of dL/dtop (each consumer's gradient, written separately)
+#include "kernels/elementwise/elementwise.h"
+#include "layers/register_layers.h"
+
+namespace crema {
+namespace {
+
+class SplitLayer final : public Layer {
+ public:
+  explicit SplitLayer(const LayerSpec& spec) : Layer(spec) {}
+
+  int max_tops() const override { return 1 << 20; }
+
+  void reshape(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top, Context&) override {
+    for (Blob* t : top) t->value = bottom[0]->value;
+  }
+
+  void forward(const std::vector<Blob*>&, const std::vector<Blob*>&, Context&) override {}
+
+  void backward(const std::vector<Blob*>& top, const std::vector<bool>& propagate_down,
+                const std::vector<Blob*>& bottom, Context& ctx) override {
+    if (!propagate_down[0]) return;
+    Tensor& dx = bottom[0]->grad;
+    kernels::add(ctx, top[0]->grad, top[1]->grad, dx);
+    for (size_t i = 2; i < top.size(); ++i) kernels::axpy(ctx, 1.0f, top[i]->grad, dx);
+  }
+};
+
+}  // namespace
+
+void register_split(LayerRegistry& registry) { registry.add<SplitLayer>("Split"); }
+
+}  // namespace crema

@@ -1,0 +1,59 @@
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "tests/support/layer_harness.h"
+
+namespace crema::testing {
+namespace {
+
+TEST(InnerProductLayer, ForwardMatchesHandComputation) {
+  Context ctx;
+  LayerHarness h("{name: fc, type: InnerProduct, num_output: 2}", {{1, 3}}, ctx);
+  h.set_bottom(0, {1, 2, 3});
+  Param& w = h.layer->params()[0];
+  const std::vector<float> weights = {1, 0, -1, 0.5, 0.5, 2};
+  std::copy(weights.begin(), weights.end(), w.value.data<float>());
+  h.layer->params()[1].value.data<float>()[0] = 10;
+  h.layer->params()[1].value.data<float>()[1] = -1;
+  h.forward();
+  const auto y = h.top[0]->value.to_vector();
+  EXPECT_FLOAT_EQ(y[0], 1 - 3 + 10);
+  EXPECT_FLOAT_EQ(y[1], 0.5f + 1 + 6 - 1);
+}
+
+TEST(InnerProductLayer, GradientFlattensFromAxis) {
+  Context ctx;
+  LayerHarness h("{name: fc, type: InnerProduct, num_output: 5,"
+                 " bias_filler: {type: uniform, min: -1, max: 1}}",
+                 {{3, 2, 2, 3}}, ctx);
+  EXPECT_EQ(h.top[0]->value.shape(), (Shape{3, 5}));
+  EXPECT_EQ(h.layer->params()[0].value.shape(), (Shape{5, 12}));
+  h.set_bottom(0, random_values(36, -1, 1, 3));
+  check_gradients(h);
+}
+
+TEST(InnerProductLayer, GradientAxis2) {
+  Context ctx;
+  LayerHarness h("{name: fc, type: InnerProduct, num_output: 3, axis: 2}", {{2, 3, 4}}, ctx);
+  EXPECT_EQ(h.top[0]->value.shape(), (Shape{2, 3, 3}));
+  h.set_bottom(0, random_values(24, -1, 1, 4));
+  check_gradients(h);
+}
+
+TEST(InnerProductLayer, GradientsAccumulate) {
+  Context ctx;
+  LayerHarness h("{name: fc, type: InnerProduct, num_output: 3}", {{2, 4}}, ctx);
+  h.set_bottom(0, random_values(8, -1, 1, 5));
+  h.forward();
+  h.top[0]->grad.fill(1.0f);
+  for (Param& p : h.layer->params()) p.grad.fill(0.0f);
+  h.layer->backward(h.top, {true}, h.bottom, ctx);
+  const auto once = h.layer->params()[0].grad.to_vector();
+  h.layer->backward(h.top, {true}, h.bottom, ctx);
+  const auto twice = h.layer->params()[0].grad.to_vector();
+  for (size_t i = 0; i < once.size(); ++i) EXPECT_FLOAT_EQ(twice[i], 2 * once[i]);
+  EXPECT_EQ(h.layer->params()[1].grad.to_vector()[0], 4.0f);  // 2 rows x 2 passes
+}
+
+}  // namespace
+}  // namespace crema::testing
