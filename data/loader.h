@@ -1,0 +1,129 @@
+// DataLoader: turns a Dataset into a stream of batches, assembled ahead of time on background
+// threads while the caller trains.
+//
+//   DataLoaderOptions options;
+//   options.batch_size = 64, options.shuffle = true, options.drop_last = true;
+//   DataLoader train(load_idx_dataset(images, labels), options);
+//   Batch b = train.next();   // b.data [64, 1, 28, 28], b.labels [64], on the host
+//
+// The stream. Batches are numbered by one position p = epoch * batches_per_epoch() + index, and
+// next() returns p, p + 1, p + 2, ... running from one epoch into the next without end. Batch p
+// holds the samples order(epoch)[index * B, index * B + B) where order(epoch) is the identity or,
+// with shuffle, a permutation drawn from (seed, epoch) alone (epoch_order below). So the stream
+// is a pure function of the options: the same on every run, whatever the thread timing, and a
+// run resumed with seek(epoch, index) sees exactly the batches it would have seen.
+//
+// drop_last: an epoch of N samples has floor(N / B) batches and skips the N mod B left over
+// (training, as PyTorch's loader with drop_last=True); otherwise ceil(N / B) batches, the last one
+// smaller (testing: every sample counted once). A test pass is batches_per_epoch() calls of next()
+// after start_epoch(0), or simply the next batches_per_epoch() calls: a pass stays aligned.
+//
+// Threads. num_workers threads (std::thread, owned by the loader) claim positions in order, read
+// and transform their samples, and file the finished batch under its position. At most `prefetch`
+// batches are claimed beyond the one next() waits for, so memory stays bounded. next() blocks
+// only until its own position is ready and adds that time to wait_seconds(). A worker's exception
+// is kept with its batch and re-thrown by next() when that batch's turn comes. The destructor
+// stops the workers (each finishes at most the batch it is on) and joins them; it never waits on
+// the consumer. num_workers = 0 assembles each batch inside next() (simplest, for debugging).
+// One consumer thread calls next(), seek() and wait_seconds().
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "core/allocator.h"
+#include "core/tensor.h"
+#include "data/dataset.h"
+#include "data/transform.h"
+
+namespace crema::data {
+
+struct Batch {
+  Tensor data;    // [B, sample_shape...] float32, transformed, on the host
+  Tensor labels;  // [B] float32: the class index as a float (Caffe's convention)
+  int64_t epoch = 0;
+  int64_t index_in_epoch = 0;
+};
+
+struct DataLoaderOptions {
+  int64_t batch_size = 64;
+  bool shuffle = false;
+  uint64_t seed = 1;
+  bool drop_last = false;
+  int num_workers = 1;  // background threads; 0 assembles inside next()
+  int prefetch = 2;     // batches assembled ahead of the consumer, >= 1
+  // Applied in order to every sample.
+  std::vector<std::shared_ptr<const Transform>> transforms;
+  // Where batch memory comes from (pinned host memory speeds up copies to a GPU); null means
+  // host_allocator(). Must be thread-safe.
+  Allocator* allocator = nullptr;
+};
+
+// The sample order of `epoch` over `size` samples with shuffling: a Fisher-Yates permutation
+// driven by a Random seeded from (seed, epoch) only.
+std::vector<int64_t> epoch_order(int64_t size, uint64_t seed, int64_t epoch);
+
+class DataLoader {
+ public:
+  // Throws crema::Error for a bad option (batch_size < 1, prefetch < 1, num_workers < 0), an
+  // empty dataset, a drop_last epoch without a single batch, or a transform that cannot apply to
+  // the dataset's samples.
+  DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions options);
+  ~DataLoader();
+  DataLoader(const DataLoader&) = delete;
+  DataLoader& operator=(const DataLoader&) = delete;
+
+  // The next batch of the stream; blocks until it is ready. Throws crema::Error carrying the
+  // message of whatever the worker threw while assembling it (the stream then moves past it).
+  Batch next();
+  // Moves the stream so that next() returns batch `index_in_epoch` of `epoch`; discards batches
+  // prepared for the old position.
+  void seek(int64_t epoch, int64_t index_in_epoch);
+  void start_epoch(int64_t epoch) { seek(epoch, 0); }
+
+  int64_t batches_per_epoch() const { return batches_per_epoch_; }
+  // Epoch and index of the batch next() will return.
+  int64_t epoch() const;
+  int64_t index_in_epoch() const;
+  // Total seconds next() has spent waiting for batches since construction.
+  double wait_seconds() const { return wait_seconds_; }
+  const Dataset& dataset() const { return *dataset_; }
+  const DataLoaderOptions& options() const { return options_; }
+
+ private:
+  // A finished batch or the exception that stopped it.
+  struct Result {
+    Batch batch;
+    std::exception_ptr error;
+  };
+
+  void worker_loop();
+  Result assemble(int64_t position, const std::vector<int64_t>& order) const;
+  // The order of `epoch`, cached; mutex_ must be held.
+  std::shared_ptr<const std::vector<int64_t>> order_locked(int64_t epoch);
+
+  std::shared_ptr<const Dataset> dataset_;
+  DataLoaderOptions options_;
+  int64_t batches_per_epoch_ = 0;
+  double wait_seconds_ = 0.0;
+
+  std::mutex mutex_;                  // guards everything below
+  std::condition_variable ready_cv_;  // a batch was filed
+  std::condition_variable space_cv_;  // a position may be claimed, or stop_ was set
+  int64_t next_take_ = 0;             // position next() returns
+  int64_t next_claim_ = 0;            // position the next idle worker assembles
+  uint64_t generation_ = 0;           // bumped by seek(); older work is dropped
+  bool stop_ = false;
+  std::map<int64_t, Result> ready_;  // finished batches by position
+  std::map<int64_t, std::shared_ptr<const std::vector<int64_t>>> orders_;  // by epoch
+
+  std::vector<std::thread> workers_;  // last: started after every member above exists
+};
+
+}  // namespace crema::data
