@@ -8,11 +8,12 @@
 //
 // Resolution rules (documented for users in configs/README.md):
 //   - `_base_: other.yaml` (or a list of files) is loaded first, relative to the including file;
-//     maps merge key by key, lists and scalars replace.
+//     maps merge key by key, lists and scalars replace; a map holding `_replace_: true` replaces.
 //   - each override "a.b.c=value" replaces one existing key; the value is parsed as YAML, so
 //     `--set data.train.transform=[{scale: 0.5}]` works. In a list of maps, a path segment picks
 //     the element whose `name` equals it (`model.layers.conv1.num_output=32`) or a numeric index.
-//     Setting a key that does not exist is an error (with did-you-mean).
+//     Setting a key that does not exist is an error (with did-you-mean); as in Hydra,
+//     "+a.b.c=value" adds a new key c to the map a.b and "++a.b.c=value" adds or replaces.
 //   - every key that a reader never asked for is reported by check_no_unknown_keys.
 #pragma once
 

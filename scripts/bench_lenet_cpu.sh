@@ -15,7 +15,7 @@ command -v python3 >/dev/null && python3 -c "import torch" 2>/dev/null || {
 iters=$((epochs * 60000 / 64))
 crema_log=$(mktemp)
 build/bin/crema train configs/lenet_fashion_mnist.yaml --threads "$threads" --out "$(mktemp -d)" \
-  --set solver.max_iter="$iters" --set solver.test_interval=0 --set solver.display=200 | tee "$crema_log"
+  --set ++solver.max_iter="$iters" --set solver.test_interval=0 --set solver.display=200 | tee "$crema_log"
 crema_ips=$(sed -n 's/^trained .*: \([0-9.]*\) img\/s.*/\1/p' "$crema_log")
 
 torch_log=$(mktemp)

@@ -72,7 +72,7 @@ TEST(Configs, EveryConfigRunsAFewSteps) {
     ++count;
     CommandOptions options;
     options.config = entry.path().string();
-    options.overrides = {"solver.max_iter=4", "solver.display=2", "solver.test_interval=0"};
+    options.overrides = {"++solver.max_iter=4", "solver.display=2", "solver.test_interval=0"};
     options.out_dir = testing::fresh_dir("config_" + entry.path().stem().string());
     std::ostringstream log;
     SCOPED_TRACE(options.config);
