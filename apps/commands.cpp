@@ -81,6 +81,12 @@ std::vector<std::pair<std::string, double>> run_test(Net& net, data::DataLoader&
   return sums;
 }
 
+int64_t parameter_count(const Net& net) {
+  int64_t count = 0;
+  for (const Param* p : net.learnable_params()) count += p->value.numel();
+  return count;
+}
+
 std::string format_outputs(const std::vector<std::pair<std::string, double>>& outputs) {
   std::string text;
   for (const auto& [name, value] : outputs) text += fmt::format("{}{}={:.4f}", text.empty() ? "" : " ", name, value);
@@ -136,7 +142,7 @@ TrainSummary train_command(const CommandOptions& options, std::ostream& out) {
                      "{} parameters, run in {}\n",
                      s.name, ctx.device().str(), ctx.num_threads(), max_iter,
                      train_loader->options().batch_size, train_loader->batches_per_epoch(),
-                     train_net.learnable_params().size(), summary.run_dir);
+                     parameter_count(train_net), summary.run_dir);
 
   double window_loss = 0.0, train_seconds = 0.0, window_seconds = 0.0;
   int64_t window_iters = 0, images = 0, window_images = 0;

@@ -393,6 +393,7 @@ std::vector<std::pair<std::string, double>> Net::outputs() const {
       if (!is_input) out.emplace_back(blob->name, blob->value.to_vector()[0]);
     }
   }
+  std::sort(out.begin(), out.end());
   return out;
 }
 

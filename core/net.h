@@ -58,7 +58,7 @@ class Net {
   // Zeroes every parameter gradient (the solver does this after each update).
   void zero_param_grads(Context& ctx);
 
-  // Scalar blobs that no layer consumes (losses, accuracy), with their current values.
+  // Scalar blobs that no layer consumes (losses, accuracy), by name, with their current values.
   std::vector<std::pair<std::string, double>> outputs() const;
 
   // Every learnable parameter once (a shared parameter appears under its first owner's name).

@@ -1,8 +1,9 @@
 // Accuracy: the fraction of positions whose label is among the top_k scores.
 //
 //   bottoms: scores [.., C, ..] (C at `axis`), labels with one entry per position; top: a scalar.
-//   A position counts as correct when fewer than top_k classes score strictly higher than its
-//   label (Caffe's rule, so ties favour the label). Positions labelled ignore_label are skipped.
+//   A position counts as correct when fewer than top_k other classes score at least as high as
+//   its label (Caffe's rule: a tie counts against the label). Positions labelled ignore_label are
+//   skipped.
 // YAML keys (defaults): top_k (1), axis (1), ignore_label (none). Usually `phase: test`.
 #include "kernels/accuracy/accuracy.h"
 #include "layers/register_layers.h"

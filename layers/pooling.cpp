@@ -5,8 +5,8 @@
 //                                                             the flat index h*W+w in the plane)
 //   average: y[n,c,p,q] = sum over the window of x / window size counted within the padded input
 //   P = round((H + 2*pad_h - kernel_h) / stride_h) + 1, round = ceil (Caffe, the default) or
-//   floor (PyTorch); with ceil, a last window that would start inside the bottom/right padding
-//   only is dropped (Caffe's rule), so every window overlaps the image.
+//   floor (PyTorch); a last window that would start inside the bottom/right padding is dropped,
+//   so every window overlaps the image.
 //
 // YAML keys (defaults): pool (max | average), kernel_size (required unless global_pooling),
 //   stride (1), pad (0) -- each n or [h, w] --, global_pooling (false), round_mode (ceil | floor).
@@ -87,16 +87,9 @@ class PoolingLayer final : public Layer {
            " is larger than the padded input " + std::to_string(g.H + 2 * g.pad_h) + "x" +
            std::to_string(g.W + 2 * g.pad_w));
     }
-    g.P = output_size(g.H, g.kernel_h, g.stride_h, g.pad_h);
-    g.Q = output_size(g.W, g.kernel_w, g.stride_w, g.pad_w);
+    g.P = kernels::pool2d_output_extent(g.H, g.kernel_h, g.stride_h, g.pad_h, ceil_);
+    g.Q = kernels::pool2d_output_extent(g.W, g.kernel_w, g.stride_w, g.pad_w, ceil_);
     return g;
-  }
-
-  int64_t output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad) const {
-    const int64_t span = in + 2 * pad - kernel;
-    int64_t out = (ceil_ ? (span + stride - 1) / stride : span / stride) + 1;
-    if (ceil_ && pad > 0 && (out - 1) * stride >= in + pad) --out;
-    return out;
   }
 
   kernels::PoolMode mode_ = kernels::PoolMode::max;

@@ -1,0 +1,44 @@
+// ReLU, dispatch: checks the tensors once, then runs the CPU path.
+#include "kernels/activation/relu.h"
+
+#include <string>
+
+#include "core/error.h"
+
+namespace crema::kernels {
+namespace {
+
+void check_tensor(const Context& ctx, const char* op, const char* name, const Tensor& t,
+                  const Shape& shape) {
+  if (!ctx.device().is_cpu()) {
+    throw Error(std::string(op) + ": no version for " + ctx.device().str() + " yet");
+  }
+  if (!t.defined() || t.dtype() != DType::f32 || t.device() != ctx.device() || t.shape() != shape) {
+    throw Error(std::string(op) + ": " + name + " is " +
+                (t.defined() ? t.description() : std::string("undefined")) + ", expected f32" +
+                shape_str(shape) + " on " + ctx.device().str());
+  }
+}
+
+}  // namespace
+
+void relu_forward(Context& ctx, const Tensor& x, Tensor& y, float negative_slope) {
+  check_tensor(ctx, "relu_forward", "x", x, x.shape());
+  check_tensor(ctx, "relu_forward", "y", y, x.shape());
+  cpu::relu_forward(x.numel(), x.data<float>(), y.data<float>(), negative_slope, ctx.num_threads());
+}
+
+void relu_backward(Context& ctx, const Tensor& y, const Tensor& dy, Tensor& dx,
+                   float negative_slope) {
+  if (negative_slope < 0.0f) {
+    throw Error("relu_backward: negative_slope " + std::to_string(negative_slope) +
+                " < 0; the backward reads the output y, whose sign then no longer tells x > 0");
+  }
+  check_tensor(ctx, "relu_backward", "y", y, y.shape());
+  check_tensor(ctx, "relu_backward", "dy", dy, y.shape());
+  check_tensor(ctx, "relu_backward", "dx", dx, y.shape());
+  cpu::relu_backward(y.numel(), y.data<float>(), dy.data<float>(), dx.data<float>(), negative_slope,
+                     ctx.num_threads());
+}
+
+}  // namespace crema::kernels

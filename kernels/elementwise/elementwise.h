@@ -1,0 +1,76 @@
+// Elementwise helpers (BLAS level 1 and the bias broadcasts) that layers and solvers need.
+//
+//   fill:                  x = value
+//   scale:                 x = alpha * x              (alpha = 0 keeps NaN as NaN; use fill)
+//   axpy:                  y = alpha * x + y
+//   axpby:                 y = alpha * x + beta * y   (beta = 0: y is not read, as in BLAS)
+//   add:                   out = a + b                (out may alias a or b)
+//   sum:                   sum_i x[i]                 accumulated in double
+//   sum_of_squares:        sum_i x[i]^2               accumulated in double
+//   add_bias_rows:         y[m, n] += bias[n]         y viewed as [M, N], bias [N]
+//   accumulate_bias_rows:  dbias[n] += sum_m dy[m, n] dy viewed as [M, N], dbias [N]
+//
+// The sums are deterministic: the CPU path adds fixed-size blocks in a fixed order, so the result
+// depends neither on the thread count nor on the run (solvers use them for gradient norms and
+// logs, which must be reproducible). Tensors given together have one shape, except for the bias
+// helpers, where y's (dy's) last extent is N.
+#pragma once
+
+#include <cstdint>
+
+#include "core/context.h"
+#include "core/tensor.h"
+
+namespace crema::kernels {
+
+namespace ref {
+// Plain loops over n (or M x N) elements; the oracle of the tests. The sums accumulate in double,
+// the rest in T. Explicitly instantiated for float and double.
+template <class T>
+void fill(int64_t n, T value, T* x);
+template <class T>
+void scale(int64_t n, T alpha, T* x);
+template <class T>
+void axpy(int64_t n, T alpha, const T* x, T* y);
+template <class T>
+void axpby(int64_t n, T alpha, const T* x, T beta, T* y);
+template <class T>
+void add(int64_t n, const T* a, const T* b, T* out);
+template <class T>
+double sum(int64_t n, const T* x);
+template <class T>
+double sum_of_squares(int64_t n, const T* x);
+template <class T>
+void add_bias_rows(int64_t M, int64_t N, const T* bias, T* y);
+template <class T>
+void accumulate_bias_rows(int64_t M, int64_t N, const T* dy, T* dbias);
+}  // namespace ref
+
+namespace cpu {
+// The same, vectorized, on up to `num_threads` OpenMP threads for large inputs.
+void fill(int64_t n, float value, float* x, int num_threads);
+void scale(int64_t n, float alpha, float* x, int num_threads);
+void axpy(int64_t n, float alpha, const float* x, float* y, int num_threads);
+void axpby(int64_t n, float alpha, const float* x, float beta, float* y, int num_threads);
+void add(int64_t n, const float* a, const float* b, float* out, int num_threads);
+double sum(int64_t n, const float* x, int num_threads);
+double sum_of_squares(int64_t n, const float* x, int num_threads);
+void add_bias_rows(int64_t M, int64_t N, const float* bias, float* y, int num_threads);
+void accumulate_bias_rows(int64_t M, int64_t N, const float* dy, float* dbias, int num_threads);
+}  // namespace cpu
+
+// Tensor level: float32 tensors on the context's device; throws crema::Error naming the tensors
+// when their shapes, dtypes or devices do not fit.
+void fill(Context& ctx, Tensor& x, float value);
+void scale(Context& ctx, float alpha, Tensor& x);
+void axpy(Context& ctx, float alpha, const Tensor& x, Tensor& y);
+void axpby(Context& ctx, float alpha, const Tensor& x, float beta, Tensor& y);
+void add(Context& ctx, const Tensor& a, const Tensor& b, Tensor& out);
+double sum(Context& ctx, const Tensor& x);
+double sum_of_squares(Context& ctx, const Tensor& x);
+// y [..., N] (viewed as [M, N]), bias with N elements.
+void add_bias_rows(Context& ctx, const Tensor& bias, Tensor& y);
+// dy [..., N] (viewed as [M, N]), dbias with N elements.
+void accumulate_bias_rows(Context& ctx, const Tensor& dy, Tensor& dbias);
+
+}  // namespace crema::kernels

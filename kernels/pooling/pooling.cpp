@@ -1,0 +1,101 @@
+// 2-D pooling, dispatch: checks the tensors and the geometry once, then runs the CPU path.
+#include "kernels/pooling/pooling.h"
+
+#include <string>
+
+#include "core/error.h"
+
+namespace crema::kernels {
+namespace {
+
+void check_tensor(const Context& ctx, const char* op, const char* name, const Tensor& t,
+                  const Shape& shape) {
+  if (!ctx.device().is_cpu()) {
+    throw Error(std::string(op) + ": no version for " + ctx.device().str() + " yet");
+  }
+  if (!t.defined() || t.dtype() != DType::f32 || t.device() != ctx.device() || t.shape() != shape) {
+    throw Error(std::string(op) + ": " + name + " is " +
+                (t.defined() ? t.description() : std::string("undefined")) + ", expected f32" +
+                shape_str(shape) + " on " + ctx.device().str());
+  }
+}
+
+std::string geometry_str(const Pool2dGeometry& g) {
+  return "input " + std::to_string(g.H) + "x" + std::to_string(g.W) + ", kernel " +
+         std::to_string(g.kernel_h) + "x" + std::to_string(g.kernel_w) + ", stride " +
+         std::to_string(g.stride_h) + "x" + std::to_string(g.stride_w) + ", pad " +
+         std::to_string(g.pad_h) + "x" + std::to_string(g.pad_w) + ", output " +
+         std::to_string(g.P) + "x" + std::to_string(g.Q);
+}
+
+// Every window must overlap the input: the first (pad < kernel) and the last ((P-1)*stride - pad
+// < in) are the extreme ones.
+void check_geometry(const char* op, const Pool2dGeometry& g, PoolMode mode) {
+  const bool sizes_ok = g.N >= 0 && g.C >= 0 && g.H >= 1 && g.W >= 1 && g.kernel_h >= 1 &&
+                        g.kernel_w >= 1 && g.stride_h >= 1 && g.stride_w >= 1 && g.pad_h >= 0 &&
+                        g.pad_w >= 0 && g.P >= 1 && g.Q >= 1;
+  if (!sizes_ok) throw Error(std::string(op) + ": invalid geometry (" + geometry_str(g) + ")");
+  if (g.pad_h >= g.kernel_h || g.pad_w >= g.kernel_w) {
+    throw Error(std::string(op) + ": padding must be smaller than the kernel (" + geometry_str(g) +
+                ")");
+  }
+  if ((g.P - 1) * g.stride_h - g.pad_h >= g.H || (g.Q - 1) * g.stride_w - g.pad_w >= g.W) {
+    throw Error(std::string(op) + ": the last window lies entirely in the padding (" +
+                geometry_str(g) + "); use pool2d_output_extent for the output size");
+  }
+  // argmax holds plane indices in float32, exact up to 2^24.
+  if (mode == PoolMode::max && g.H * g.W > (int64_t(1) << 24)) {
+    throw Error(std::string(op) + ": a " + std::to_string(g.H) + "x" + std::to_string(g.W) +
+                " plane is too large for float32 argmax indices (at most 2^24 elements)");
+  }
+}
+
+}  // namespace
+
+int64_t pool2d_output_extent(int64_t in, int64_t kernel, int64_t stride, int64_t pad,
+                             bool ceil_mode) {
+  if (in < 1 || kernel < 1 || stride < 1 || pad < 0 || pad >= kernel || in + 2 * pad < kernel) {
+    throw Error("pooling: no window fits an extent of " + std::to_string(in) + " with kernel " +
+                std::to_string(kernel) + ", stride " + std::to_string(stride) + ", pad " +
+                std::to_string(pad) + " (need pad < kernel <= extent + 2*pad)");
+  }
+  const int64_t span = in + 2 * pad - kernel;
+  int64_t out = (ceil_mode ? (span + stride - 1) / stride : span / stride) + 1;
+  if ((out - 1) * stride - pad >= in) --out;  // the last window would start in the padding
+  return out;
+}
+
+void pool2d_forward(Context& ctx, const Pool2dGeometry& g, PoolMode mode, const Tensor& x,
+                    Tensor& y, Tensor* argmax) {
+  const char* op = "pool2d_forward";
+  check_geometry(op, g, mode);
+  check_tensor(ctx, op, "x", x, {g.N, g.C, g.H, g.W});
+  check_tensor(ctx, op, "y", y, {g.N, g.C, g.P, g.Q});
+  if (argmax != nullptr) {
+    if (mode == PoolMode::average) {
+      throw Error("pool2d_forward: average pooling has no argmax; pass nullptr");
+    }
+    check_tensor(ctx, op, "argmax", *argmax, {g.N, g.C, g.P, g.Q});
+  }
+  cpu::pool2d_forward(g, mode, x.data<float>(), y.data<float>(),
+                      argmax != nullptr ? argmax->data<float>() : nullptr, ctx.num_threads());
+}
+
+void pool2d_backward(Context& ctx, const Pool2dGeometry& g, PoolMode mode, const Tensor& dy,
+                     const Tensor* argmax, Tensor& dx) {
+  const char* op = "pool2d_backward";
+  check_geometry(op, g, mode);
+  check_tensor(ctx, op, "dy", dy, {g.N, g.C, g.P, g.Q});
+  check_tensor(ctx, op, "dx", dx, {g.N, g.C, g.H, g.W});
+  if (mode == PoolMode::max) {
+    if (argmax == nullptr) throw Error("pool2d_backward: max pooling needs the forward's argmax");
+    check_tensor(ctx, op, "argmax", *argmax, {g.N, g.C, g.P, g.Q});
+  } else if (argmax != nullptr) {
+    throw Error("pool2d_backward: average pooling has no argmax; pass nullptr");
+  }
+  cpu::pool2d_backward(g, mode, dy.data<float>(),
+                       argmax != nullptr ? argmax->data<float>() : nullptr, dx.data<float>(),
+                       ctx.num_threads());
+}
+
+}  // namespace crema::kernels

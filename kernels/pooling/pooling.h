@@ -1,0 +1,74 @@
+// 2-D pooling (max and average) over each (n, c) plane of an image batch, Caffe's rules.
+//
+// x [N, C, H, W] -> y [N, C, P, Q]. Output (p, q) looks at the window of rows
+//   h in [p*stride_h - pad_h, p*stride_h - pad_h + kernel_h)   (columns likewise from q)
+// clipped to the input [0, H) x [0, W):
+//   max:      y[n,c,p,q] = max of x[n,c,h,w] over the clipped window
+//   average:  y[n,c,p,q] = (sum of x[n,c,h,w] over the clipped window) / window_size
+// where window_size counts the window clipped to the PADDED input [-pad_h, H + pad_h) x
+// [-pad_w, W + pad_w) (padding counts as zeros: count_include_pad, as Caffe and PyTorch's
+// default). Max pooling records in argmax[n,c,p,q] the flat index h*W + w, within its (n, c)
+// plane, of the element it chose: ties pick the first in row-major window order, and a NaN
+// anywhere in the window wins (the first NaN), so a diverged input shows as NaN.
+//
+// P and Q are the caller's choice (the layer decides between floor and ceil rounding; see
+// pool2d_output_extent), with one requirement: every window must overlap the input itself, i.e.
+// pad_h < kernel_h and (P-1)*stride_h - pad_h < H (columns likewise). Caffe drops a last window
+// that would start inside the right padding; pool2d_output_extent does the same.
+//
+// Backward: dx is WRITTEN (zeroed, then scattered into):
+//   max:      dx[n,c,argmax[n,c,p,q]] += dy[n,c,p,q]
+//   average:  dx[n,c,h,w] += dy[n,c,p,q] / window_size   for every (h, w) of the clipped window
+#pragma once
+
+#include <cstdint>
+
+#include "core/context.h"
+#include "core/tensor.h"
+
+namespace crema::kernels {
+
+enum class PoolMode { max, average };
+
+struct Pool2dGeometry {
+  int64_t N, C, H, W;
+  int64_t kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w;
+  int64_t P, Q;  // output height, width
+};
+
+// Number of windows along one axis of extent `in`: floor or ceil of
+// (in + 2*pad - kernel) / stride, plus one, then (Caffe's fix) one fewer if the last window
+// would start inside the right padding. Throws crema::Error when no window fits.
+int64_t pool2d_output_extent(int64_t in, int64_t kernel, int64_t stride, int64_t pad,
+                             bool ceil_mode);
+
+namespace ref {
+// Plain loops over the definition above; the oracle of the tests. argmax may be null (max
+// pooling without indices) and is ignored in average mode. Explicitly instantiated for float and
+// double in pooling_ref.cpp.
+template <class T>
+void pool2d_forward(const Pool2dGeometry& g, PoolMode mode, const T* x, T* y, T* argmax);
+// dy [N,C,P,Q] (+ argmax for max) -> dx [N,C,H,W], written.
+template <class T>
+void pool2d_backward(const Pool2dGeometry& g, PoolMode mode, const T* dy, const T* argmax, T* dx);
+}  // namespace ref
+
+namespace cpu {
+// The same on up to `num_threads` OpenMP threads, one (n, c) plane per task.
+void pool2d_forward(const Pool2dGeometry& g, PoolMode mode, const float* x, float* y, float* argmax,
+                    int num_threads);
+void pool2d_backward(const Pool2dGeometry& g, PoolMode mode, const float* dy, const float* argmax,
+                     float* dx, int num_threads);
+}  // namespace cpu
+
+// Tensor level: x [N,C,H,W], y [N,C,P,Q]; argmax [N,C,P,Q] float32 in max mode (may be null when
+// the indices are not needed), null in average mode. All float32 on the context's device.
+// Throws crema::Error naming the tensors when shapes, dtypes, devices or the geometry are wrong.
+void pool2d_forward(Context& ctx, const Pool2dGeometry& g, PoolMode mode, const Tensor& x,
+                    Tensor& y, Tensor* argmax);
+// dy [N,C,P,Q], argmax as produced by pool2d_forward (max mode; null in average mode),
+// dx [N,C,H,W] written.
+void pool2d_backward(Context& ctx, const Pool2dGeometry& g, PoolMode mode, const Tensor& dy,
+                     const Tensor* argmax, Tensor& dx);
+
+}  // namespace crema::kernels

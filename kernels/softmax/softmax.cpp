@@ -1,0 +1,111 @@
+// Softmax and softmax cross-entropy, dispatch: checks the tensors, the axis and the labels once,
+// then runs the CPU path.
+#include "kernels/softmax/softmax.h"
+
+#include <cmath>
+#include <sstream>
+#include <string>
+
+#include "core/error.h"
+
+namespace crema::kernels {
+namespace {
+
+void check_tensor(const Context& ctx, const char* op, const char* name, const Tensor& t,
+                  const Shape& shape) {
+  if (!ctx.device().is_cpu()) {
+    throw Error(std::string(op) + ": no version for " + ctx.device().str() + " yet");
+  }
+  if (!t.defined() || t.dtype() != DType::f32 || t.device() != ctx.device() || t.shape() != shape) {
+    throw Error(std::string(op) + ": " + name + " is " +
+                (t.defined() ? t.description() : std::string("undefined")) + ", expected f32" +
+                shape_str(shape) + " on " + ctx.device().str());
+  }
+}
+
+// [outer, C, inner] around `axis` of `t`.
+struct Extents {
+  int64_t outer, C, inner;
+};
+
+Extents extents(const char* op, const Tensor& t, int axis) {
+  const int n = t.ndim();
+  if (axis < -n || axis >= n) {
+    throw Error(std::string(op) + ": axis " + std::to_string(axis) + " is out of range for " +
+                t.description());
+  }
+  const int a = axis < 0 ? axis + n : axis;
+  return {shape_count(t.shape(), 0, a), t.shape()[size_t(a)], shape_count(t.shape(), a + 1, n)};
+}
+
+// Labels: float32, one per position, each an integer class index in [0, C) or the ignore_label.
+void check_labels(const Context& ctx, const char* op, const Tensor& labels, const Extents& e,
+                  const SoftmaxLossOptions& options) {
+  const int64_t positions = e.outer * e.inner;
+  if (!labels.defined() || labels.dtype() != DType::f32 || labels.device() != ctx.device() ||
+      labels.numel() != positions) {
+    throw Error(std::string(op) + ": labels is " +
+                (labels.defined() ? labels.description() : std::string("undefined")) +
+                ", expected f32 with " + std::to_string(positions) + " elements (outer " +
+                std::to_string(e.outer) + " x inner " + std::to_string(e.inner) + ") on " +
+                ctx.device().str());
+  }
+  const float* l = labels.data<float>();
+  for (int64_t j = 0; j < positions; ++j) {
+    const float v = l[j];
+    if (options.has_ignore_label && v == float(options.ignore_label)) continue;
+    if (!(v >= 0.0f && v < float(e.C) && v == std::floor(v))) {
+      std::ostringstream message;
+      message << op << ": label " << v << " at position " << j << " is not a class index in [0, "
+              << e.C << ")";
+      if (options.has_ignore_label) message << " nor the ignore_label " << options.ignore_label;
+      throw Error(message.str());
+    }
+  }
+}
+
+}  // namespace
+
+void softmax_forward(Context& ctx, const Tensor& x, Tensor& y, int axis) {
+  const Extents e = extents("softmax_forward", x, axis);
+  check_tensor(ctx, "softmax_forward", "x", x, x.shape());
+  check_tensor(ctx, "softmax_forward", "y", y, x.shape());
+  cpu::softmax_forward(e.outer, e.C, e.inner, x.data<float>(), y.data<float>(), ctx.num_threads());
+}
+
+void softmax_backward(Context& ctx, const Tensor& y, const Tensor& dy, Tensor& dx, int axis) {
+  const Extents e = extents("softmax_backward", y, axis);
+  check_tensor(ctx, "softmax_backward", "y", y, y.shape());
+  check_tensor(ctx, "softmax_backward", "dy", dy, y.shape());
+  check_tensor(ctx, "softmax_backward", "dx", dx, y.shape());
+  cpu::softmax_backward(e.outer, e.C, e.inner, y.data<float>(), dy.data<float>(), dx.data<float>(),
+                        ctx.num_threads());
+}
+
+double softmax_cross_entropy_forward(Context& ctx, const Tensor& logits, const Tensor& labels,
+                                     Tensor& prob, const SoftmaxLossOptions& options,
+                                     int64_t* valid_count) {
+  const char* op = "softmax_cross_entropy_forward";
+  const Extents e = extents(op, logits, options.axis);
+  check_tensor(ctx, op, "logits", logits, logits.shape());
+  check_tensor(ctx, op, "prob", prob, logits.shape());
+  check_labels(ctx, op, labels, e, options);
+  return cpu::softmax_cross_entropy_forward(e.outer, e.C, e.inner, logits.data<float>(),
+                                            labels.data<float>(), options, prob.data<float>(),
+                                            valid_count, ctx.num_threads());
+}
+
+void softmax_cross_entropy_backward(Context& ctx, const Tensor& prob, const Tensor& labels,
+                                    const SoftmaxLossOptions& options, float scale,
+                                    Tensor& dlogits) {
+  const char* op = "softmax_cross_entropy_backward";
+  const Extents e = extents(op, prob, options.axis);
+  check_tensor(ctx, op, "prob", prob, prob.shape());
+  check_tensor(ctx, op, "dlogits", dlogits, prob.shape());
+  check_labels(ctx, op, labels, e, options);
+  cpu::softmax_cross_entropy_backward(e.outer, e.C, e.inner, prob.data<float>(),
+                                      labels.data<float>(), options, scale, dlogits.data<float>(),
+                                      ctx.num_threads());
+}
+
+}  // namespace crema::kernels

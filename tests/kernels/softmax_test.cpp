@@ -1,0 +1,279 @@
+// Softmax and softmax cross-entropy: the reference by hand (stability under a large shift, an
+// axis with inner > 1, FLT_MIN clamping, ignore_label), both backwards against central
+// differences in double, the CPU path against ref<double> on awkward shapes with poisoned
+// outputs, in-place use, and the label errors.
+#include "kernels/softmax/softmax.h"
+
+#include <gtest/gtest.h>
+
+#include <cfloat>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "core/context.h"
+#include "core/error.h"
+#include "tests/kernels/kernel_test_util.h"
+
+namespace crema::kernels {
+namespace {
+
+using testing::kNaN;
+
+const double kLn2 = std::log(2.0), kLn3 = std::log(3.0);
+
+void expect_near(const std::vector<double>& got, const std::vector<double>& want, double tol) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], tol) << "element " << i;
+}
+
+TEST(SoftmaxRef, ByHand) {
+  // exp(0) : exp(ln 2) : exp(ln 3) = 1 : 2 : 3.
+  std::vector<double> y(3);
+  const std::vector<double> x = {0, kLn2, kLn3};
+  ref::softmax_forward<double>(1, 3, 1, x.data(), y.data());
+  expect_near(y, {1 / 6.0, 2 / 6.0, 3 / 6.0}, 1e-15);
+  // A shift of 1000 would overflow exp without the max subtraction.
+  const std::vector<float> shifted = {1000, float(1000 + kLn2), float(1000 + kLn3)};
+  std::vector<float> yf(3);
+  ref::softmax_forward<float>(1, 3, 1, shifted.data(), yf.data());
+  expect_near(testing::to_double(yf), {1 / 6.0, 2 / 6.0, 3 / 6.0}, 1e-4);
+  // [1, 3, 2] along axis 1: classes are 2 apart.
+  const std::vector<double> x2 = {0, kLn3, kLn2, 0, kLn3, kLn2};
+  std::vector<double> y2(6);
+  ref::softmax_forward<double>(1, 3, 2, x2.data(), y2.data());
+  expect_near(y2, {1 / 6.0, 3 / 6.0, 2 / 6.0, 1 / 6.0, 3 / 6.0, 2 / 6.0}, 1e-15);
+}
+
+struct Case {
+  Shape shape;
+  int axis;
+};
+
+// outer, C, inner of a case (the tests' own arithmetic, independent of the dispatch's).
+void extents(const Case& c, int64_t& outer, int64_t& C, int64_t& inner) {
+  const int a = c.axis < 0 ? c.axis + int(c.shape.size()) : c.axis;
+  outer = shape_count(c.shape, 0, a);
+  C = c.shape[size_t(a)];
+  inner = shape_count(c.shape, a + 1, int(c.shape.size()));
+}
+
+const std::vector<Case>& awkward_cases() {
+  static const std::vector<Case> cases = {
+      {{1, 1}, 1},     {{1, 10}, 1},         {{7, 13}, -1}, {{3, 5, 4, 7}, 1}, {{2, 3, 300}, 1},
+      {{64, 1000}, 1}, {{2, 21, 20, 20}, 1}, {{5, 3}, 0},   {{2, 3, 4}, 2},
+  };
+  return cases;
+}
+
+TEST(SoftmaxCpu, ForwardAndBackwardMatchReference) {
+  uint64_t seed = 1;
+  for (const Case& c : awkward_cases()) {
+    SCOPED_TRACE(shape_str(c.shape) + " axis " + std::to_string(c.axis));
+    int64_t outer, C, inner;
+    extents(c, outer, C, inner);
+    Context ctx(Device::cpu(), 1, 2);
+    Random rng(++seed);
+    const Tensor x = testing::random_tensor(rng, c.shape, -5, 5);
+    const Tensor dy = testing::random_tensor(rng, c.shape);
+    Tensor y = testing::poisoned(c.shape), dx = testing::poisoned(c.shape);
+    softmax_forward(ctx, x, y, c.axis);
+    softmax_backward(ctx, y, dy, dx, c.axis);
+    const std::vector<double> xd = testing::to_double(x), dyd = testing::to_double(dy);
+    std::vector<double> y_ref(xd.size()), dx_ref(xd.size());
+    ref::softmax_forward(outer, C, inner, xd.data(), y_ref.data());
+    ref::softmax_backward(outer, C, inner, y_ref.data(), dyd.data(), dx_ref.data());
+    EXPECT_LT(testing::rel_error(y.to_vector(), y_ref), 1e-6);
+    EXPECT_LT(testing::rel_error(dx.to_vector(), dx_ref), 1e-5);
+  }
+}
+
+TEST(SoftmaxCpu, InPlace) {
+  Context ctx;
+  Random rng(4);
+  for (const Case& c : {Case{{6, 11}, 1}, Case{{2, 5, 9}, 1}}) {
+    const Tensor x = testing::random_tensor(rng, c.shape, -3, 3);
+    const Tensor dy = testing::random_tensor(rng, c.shape);
+    Tensor y(c.shape), dx(c.shape);
+    softmax_forward(ctx, x, y, c.axis);
+    softmax_backward(ctx, y, dy, dx, c.axis);
+    Tensor t = x.clone(), g = dy.clone();
+    softmax_forward(ctx, t, t, c.axis);
+    softmax_backward(ctx, t, g, g, c.axis);
+    EXPECT_EQ(t.to_vector(), y.to_vector());
+    EXPECT_EQ(g.to_vector(), dx.to_vector());
+  }
+}
+
+// Central differences of f at x against the analytic gradient `grad`.
+template <class F>
+void expect_gradient(std::vector<double> x, const std::vector<double>& grad, F f) {
+  const double eps = 1e-6;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double saved = x[i];
+    x[i] = saved + eps;
+    const double plus = f(x);
+    x[i] = saved - eps;
+    const double minus = f(x);
+    x[i] = saved;
+    EXPECT_NEAR(grad[i], (plus - minus) / (2 * eps), 1e-7) << "element " << i;
+  }
+}
+
+TEST(SoftmaxRef, BackwardMatchesFiniteDifferences) {
+  const int64_t outer = 2, C = 4, inner = 3, n = outer * C * inner;
+  Random rng(7);
+  const std::vector<double> x = testing::to_double(testing::random_values(rng, n, -2, 2));
+  const std::vector<double> dy = testing::to_double(testing::random_values(rng, n));
+  std::vector<double> y(static_cast<size_t>(n)), dx(static_cast<size_t>(n));
+  ref::softmax_forward(outer, C, inner, x.data(), y.data());
+  ref::softmax_backward(outer, C, inner, y.data(), dy.data(), dx.data());
+  expect_gradient(x, dx, [&](const std::vector<double>& at) {
+    std::vector<double> out(static_cast<size_t>(n));
+    ref::softmax_forward(outer, C, inner, at.data(), out.data());
+    double l = 0;
+    for (int64_t i = 0; i < n; ++i) l += dy[i] * out[i];
+    return l;
+  });
+}
+
+TEST(SoftmaxCrossEntropyRef, ByHand) {
+  const std::vector<double> logits = {0, kLn2, kLn3, 0, kLn2, kLn3};  // [2, 3]
+  const std::vector<double> labels = {2, 0};
+  std::vector<double> prob(6, kNaN), dlogits(6, kNaN);
+  int64_t count = -1;
+  const SoftmaxLossOptions options;
+  const double loss = ref::softmax_cross_entropy_forward(2, 3, 1, logits.data(), labels.data(),
+                                                         options, prob.data(), &count);
+  EXPECT_NEAR(loss, std::log(2.0) + std::log(6.0), 1e-14);  // -log(3/6) - log(1/6)
+  EXPECT_EQ(count, 2);
+  ref::softmax_cross_entropy_backward(2, 3, 1, prob.data(), labels.data(), options, 0.5,
+                                      dlogits.data());
+  expect_near(dlogits, {0.5 / 6, 1.0 / 6, 0.5 * (0.5 - 1), 0.5 * (1.0 / 6 - 1), 1.0 / 6, 0.25},
+              1e-15);
+}
+
+TEST(SoftmaxCrossEntropyRef, IgnoreLabel) {
+  const std::vector<double> logits = {0, kLn2, kLn3, 0, kLn2, kLn3};
+  std::vector<double> prob(6), dlogits(6, kNaN);
+  int64_t count = -1;
+  SoftmaxLossOptions options;
+  options.has_ignore_label = true;
+  const std::vector<double> labels = {2, -1};
+  double loss = ref::softmax_cross_entropy_forward(2, 3, 1, logits.data(), labels.data(), options,
+                                                   prob.data(), &count);
+  EXPECT_NEAR(loss, std::log(2.0), 1e-14);
+  EXPECT_EQ(count, 1);
+  ref::softmax_cross_entropy_backward(2, 3, 1, prob.data(), labels.data(), options, 1.0,
+                                      dlogits.data());
+  expect_near(dlogits, {1.0 / 6, 2.0 / 6, -0.5, 0, 0, 0}, 1e-15);
+  // An ignore_label may also be a real class: here class 2.
+  options.ignore_label = 2;
+  const std::vector<double> labels2 = {2, 0};
+  loss = ref::softmax_cross_entropy_forward(2, 3, 1, logits.data(), labels2.data(), options,
+                                            prob.data(), &count);
+  EXPECT_NEAR(loss, std::log(6.0), 1e-14);
+  EXPECT_EQ(count, 1);
+}
+
+TEST(SoftmaxCrossEntropyCpu, UnderflowedProbabilityIsClampedToFltMin) {
+  Context ctx;
+  const Tensor logits = Tensor::from_vector({1, 2}, {0.0f, -200.0f});
+  const Tensor labels = Tensor::from_vector({1}, {1.0f});
+  Tensor prob({1, 2});
+  int64_t count = 0;
+  const double loss = softmax_cross_entropy_forward(ctx, logits, labels, prob, {}, &count);
+  EXPECT_EQ(prob.to_vector()[1], 0.0f);
+  EXPECT_NEAR(loss, -std::log(double(FLT_MIN)), 1e-4);  // 87.34, not infinity
+}
+
+TEST(SoftmaxCrossEntropyRef, BackwardMatchesFiniteDifferences) {
+  const int64_t outer = 2, C = 4, inner = 3, n = outer * C * inner;
+  Random rng(8);
+  const std::vector<double> logits = testing::to_double(testing::random_values(rng, n, -2, 2));
+  const std::vector<double> labels = {3, 0, -1, 1, 2, 3};  // position 2 ignored
+  SoftmaxLossOptions options;
+  options.has_ignore_label = true;
+  const double scale = 0.7;
+  std::vector<double> prob(static_cast<size_t>(n)), dlogits(size_t(n), kNaN);
+  ref::softmax_cross_entropy_forward(outer, C, inner, logits.data(), labels.data(), options,
+                                     prob.data(), nullptr);
+  ref::softmax_cross_entropy_backward(outer, C, inner, prob.data(), labels.data(), options, scale,
+                                      dlogits.data());
+  expect_gradient(logits, dlogits, [&](const std::vector<double>& at) {
+    std::vector<double> p(static_cast<size_t>(n));
+    return scale * ref::softmax_cross_entropy_forward(outer, C, inner, at.data(), labels.data(),
+                                                      options, p.data(), nullptr);
+  });
+}
+
+TEST(SoftmaxCrossEntropyCpu, MatchesReference) {
+  uint64_t seed = 20;
+  for (const Case& c : awkward_cases()) {
+    SCOPED_TRACE(shape_str(c.shape) + " axis " + std::to_string(c.axis));
+    int64_t outer, C, inner;
+    extents(c, outer, C, inner);
+    Context ctx(Device::cpu(), 1, 2);
+    Random rng(++seed);
+    SoftmaxLossOptions options;
+    options.axis = c.axis;
+    options.has_ignore_label = true;
+    options.ignore_label = 255;
+    const Tensor logits = testing::random_tensor(rng, c.shape, -5, 5);
+    std::vector<float> label_values(static_cast<size_t>(outer * inner));
+    for (float& l : label_values) l = rng.below(5) == 0 ? 255.0f : float(rng.below(uint64_t(C)));
+    const Tensor labels = Tensor::from_vector({outer * inner}, label_values);
+    Tensor prob = testing::poisoned(c.shape), dlogits = testing::poisoned(c.shape);
+    int64_t count = -1;
+    const double loss = softmax_cross_entropy_forward(ctx, logits, labels, prob, options, &count);
+    softmax_cross_entropy_backward(ctx, prob, labels, options, 0.25f, dlogits);
+
+    const std::vector<double> xd = testing::to_double(logits);
+    const std::vector<double> ld = testing::to_double(label_values);
+    std::vector<double> prob_ref(xd.size()), dlogits_ref(xd.size());
+    int64_t count_ref = -2;
+    const double loss_ref = ref::softmax_cross_entropy_forward(
+        outer, C, inner, xd.data(), ld.data(), options, prob_ref.data(), &count_ref);
+    ref::softmax_cross_entropy_backward(outer, C, inner, prob_ref.data(), ld.data(), options, 0.25,
+                                        dlogits_ref.data());
+    EXPECT_EQ(count, count_ref);
+    EXPECT_NEAR(loss, loss_ref, 1e-6 * std::max(1.0, std::abs(loss_ref)));
+    EXPECT_LT(testing::rel_error(prob.to_vector(), prob_ref), 1e-6);
+    EXPECT_LT(testing::rel_error(dlogits.to_vector(), dlogits_ref), 1e-6);
+  }
+}
+
+std::string error_of(const Tensor& labels, const SoftmaxLossOptions& options) {
+  Context ctx;
+  const Tensor logits = Tensor::from_vector({2, 3}, {0.1f, 0.2f, 0.3f, 0.4f, 0.5f, 0.6f});
+  Tensor prob({2, 3});
+  try {
+    softmax_cross_entropy_forward(ctx, logits, labels, prob, options, nullptr);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(SoftmaxCrossEntropy, RejectsBadLabels) {
+  const SoftmaxLossOptions plain;
+  const std::string out_of_range = error_of(Tensor::from_vector({2}, {0, 3}), plain);
+  EXPECT_NE(out_of_range.find("label 3 at position 1"), std::string::npos) << out_of_range;
+  EXPECT_NE(out_of_range.find("[0, 3)"), std::string::npos) << out_of_range;
+  EXPECT_NE(error_of(Tensor::from_vector({2}, {1.5f, 0}), plain).find("label 1.5 at position 0"),
+            std::string::npos);
+  EXPECT_NE(error_of(Tensor::from_vector({2}, {0, -1}), plain), "");
+  EXPECT_NE(error_of(Tensor::from_vector({2}, {kNaN, 0}), plain), "");
+  EXPECT_NE(error_of(Tensor::from_vector({3}, {0, 1, 2}), plain), "");  // one label too many
+  SoftmaxLossOptions ignoring;
+  ignoring.has_ignore_label = true;
+  EXPECT_EQ(error_of(Tensor::from_vector({2}, {0, -1}), ignoring), "");
+  EXPECT_NE(error_of(Tensor::from_vector({2}, {0, -2}), ignoring).find("ignore_label -1"),
+            std::string::npos);
+  SoftmaxLossOptions bad_axis;
+  bad_axis.axis = 2;
+  EXPECT_NE(error_of(Tensor::from_vector({2}, {0, 1}), bad_axis).find("axis 2"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace crema::kernels
