@@ -1,0 +1,96 @@
+// 2-D convolution: forward, backward data, backward filter, backward bias.
+//
+// Activations are NCHW, filters KCRS with C/groups input channels each (Caffe, PyTorch, cuDNN).
+// As in every deep-learning framework the "convolution" is a cross-correlation. With
+// G = groups, Cg = C/G input channels and Kg = K/G output channels per group, output channel k
+// belongs to group g = k / Kg and reads input channels g*Cg .. g*Cg + Cg-1:
+//
+//   y[n,k,p,q] = bias[k] + sum_{c<Cg, r<R, s<S} w[k,c,r,s] * x[n, g*Cg + c, i, j]
+//       with i = p*stride_h - pad_h + r*dilation_h,  j = q*stride_w - pad_w + s*dilation_w,
+//       and x reading 0 outside the image;
+//   P = (H + 2*pad_h - dilation_h*(R-1) - 1) / stride_h + 1,  Q likewise.
+//
+// The backward passes are the adjoints of that linear map (L is the loss, dy = dL/dy):
+//   dx[n, g*Cg + c, i, j] = sum over (k in group g, r, s, p, q) that read (i, j) of
+//                           dy[n,k,p,q] * w[k,c,r,s]                      (written)
+//   dw[k,c,r,s]          += sum_{n,p,q} dy[n,k,p,q] * x[n, g*Cg + c, i, j]  (accumulated)
+//   db[k]                += sum_{n,p,q} dy[n,k,p,q]                        (accumulated)
+// Parameter gradients accumulate (crema's rule, so micro-batches add up); dx is written.
+//
+// Algorithm (cpu): im2col + GEMM per group and per chunk of m images (m sized for a wide GEMM
+// whose operands stay in cache: 1 for LeNet's conv1, 4 for conv2; README.md has the measurements):
+//   forward:  y[Kg, m*P*Q] = w[Kg, Cg*R*S] * col[Cg*R*S, m*P*Q]     then reorder to NKPQ + bias
+//   data:     dcol[Cg*R*S, m*P*Q] = w^T * dy[Kg, m*P*Q]             then col2im
+//   filter:   dw[Kg, Cg*R*S] += dy[Kg, m*P*Q] * col^T               (inner dimension m*P*Q)
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "core/context.h"
+#include "core/tensor.h"
+#include "kernels/im2col/im2col.h"
+
+namespace crema::kernels {
+
+// Geometry of a 2-D convolution, NCHW activations and KCRS filters (C/groups per filter).
+struct Conv2dGeometry {
+  int64_t N, C, H, W;  // input
+  int64_t K;           // output channels
+  int64_t R, S;        // filter height, width
+  int64_t pad_h = 0, pad_w = 0, stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1;
+  int64_t groups = 1;
+
+  int64_t P() const { return (H + 2 * pad_h - dilation_h * (R - 1) - 1) / stride_h + 1; }
+  int64_t Q() const { return (W + 2 * pad_w - dilation_w * (S - 1) - 1) / stride_w + 1; }
+  // Throws crema::Error naming `where` (the layer) when the geometry cannot work: non-positive
+  // sizes, strides or dilations, negative padding, C or K not divisible by groups, or a
+  // (dilated) filter larger than the padded input.
+  void validate(const std::string& where) const;
+  // The patches of one image within one group (C/groups channels), for im2col.
+  Im2colGeometry group_patches() const;
+};
+
+// x [N,C,H,W], w [K,C/groups,R,S], bias [K] or nullptr, y [N,K,P,Q] (written).
+void conv2d_forward(Context& ctx, const Conv2dGeometry& g, const Tensor& x, const Tensor& w,
+                    const Tensor* bias, Tensor& y);
+// dy [N,K,P,Q], w [K,C/groups,R,S] -> dx [N,C,H,W] (written).
+void conv2d_backward_data(Context& ctx, const Conv2dGeometry& g, const Tensor& dy, const Tensor& w,
+                          Tensor& dx);
+// x [N,C,H,W], dy [N,K,P,Q] -> dw [K,C/groups,R,S] (accumulated: dw += ...).
+void conv2d_backward_filter(Context& ctx, const Conv2dGeometry& g, const Tensor& x,
+                            const Tensor& dy, Tensor& dw);
+// dy [N,K,P,Q] -> db [K] (accumulated: db += sum of dy over N, P, Q).
+void conv2d_backward_bias(Context& ctx, const Conv2dGeometry& g, const Tensor& dy, Tensor& db);
+
+// Reference: direct loops over the definitions above, in T (float or double).
+namespace ref {
+template <class T>
+void conv2d_forward(const Conv2dGeometry& g, const T* x, const T* w, const T* bias, T* y);
+template <class T>
+void conv2d_backward_data(const Conv2dGeometry& g, const T* dy, const T* w, T* dx);
+template <class T>
+void conv2d_backward_filter(const Conv2dGeometry& g, const T* x, const T* dy, T* dw);
+template <class T>
+void conv2d_backward_bias(const Conv2dGeometry& g, const T* dy, T* db);
+}  // namespace ref
+
+// Fast CPU path: im2col + sgemm on up to `num_threads` OpenMP threads. `workspace` must hold
+// at least the floats returned by the matching *_workspace function for the same geometry and
+// thread count (backward bias needs none).
+namespace cpu {
+size_t conv2d_forward_workspace(const Conv2dGeometry& g, int num_threads);
+size_t conv2d_backward_data_workspace(const Conv2dGeometry& g, int num_threads);
+size_t conv2d_backward_filter_workspace(const Conv2dGeometry& g, int num_threads);
+
+void conv2d_forward(const Conv2dGeometry& g, const float* x, const float* w, const float* bias,
+                    float* y, float* workspace, int num_threads);
+void conv2d_backward_data(const Conv2dGeometry& g, const float* dy, const float* w, float* dx,
+                          float* workspace, int num_threads);
+void conv2d_backward_filter(const Conv2dGeometry& g, const float* x, const float* dy, float* dw,
+                            float* workspace, int num_threads);
+void conv2d_backward_bias(const Conv2dGeometry& g, const float* dy, float* db, int num_threads);
+}  // namespace cpu
+
+}  // namespace crema::kernels
