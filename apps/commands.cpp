@@ -9,8 +9,10 @@
 #include <fmt/format.h>
 
 #include "apps/data_config.h"
+#include "apps/input_feeder.h"
 #include "core/error.h"
 #include "core/net.h"
+#include "kernels/elementwise/elementwise.h"
 #include "layers/register_layers.h"
 #include "optim/solver.h"
 
@@ -41,13 +43,6 @@ struct Session {
   }
 };
 
-// Copies a batch into the net's `data` and `label` inputs, resizing the net for a short batch.
-void feed(Net& net, const data::Batch& batch, Context& ctx) {
-  net.set_batch_size(batch.data.dim(0), ctx);
-  net.blob("data").value.copy_from(batch.data);
-  net.blob("label").value.copy_from(batch.labels);
-}
-
 void check_inputs(Net& net, const data::DataLoader& loader, const ConfigNode& model) {
   if (!net.has_blob("data") || !net.has_blob("label")) {
     model.at("inputs").fail("model.inputs must declare 'data' and 'label': the data loader feeds "
@@ -64,22 +59,34 @@ void check_inputs(Net& net, const data::DataLoader& loader, const ConfigNode& mo
 // One pass over the whole test set; each output is averaged over samples.
 std::vector<std::pair<std::string, double>> run_test(Net& net, data::DataLoader& loader, Context& ctx) {
   loader.start_epoch(0);
+  InputFeeder feeder(ctx);
   std::vector<std::pair<std::string, double>> sums;
   int64_t samples = 0;
+  feeder.stage(loader.next());
   for (int64_t b = 0; b < loader.batches_per_epoch(); ++b) {
-    const data::Batch batch = loader.next();
-    feed(net, batch, ctx);
+    feeder.feed(net);
+    const int64_t n = net.batch_size();
+    if (b + 1 < loader.batches_per_epoch()) feeder.stage(loader.next());
     net.forward(ctx);
     const auto outputs = net.outputs();
     if (sums.empty()) {
       for (const auto& [name, value] : outputs) sums.emplace_back(name, 0.0);
     }
-    for (size_t i = 0; i < outputs.size(); ++i) sums[i].second += outputs[i].second * batch.data.dim(0);
-    samples += batch.data.dim(0);
+    for (size_t i = 0; i < outputs.size(); ++i) sums[i].second += outputs[i].second * double(n);
+    samples += n;
   }
   for (auto& entry : sums) entry.second /= double(samples);
   return sums;
 }
+
+// An instantiated CUDA graph of the training step, destroyed with the run.
+struct StepGraph {
+  gpu::Graph exec = nullptr;
+  StepGraph() = default;
+  StepGraph(const StepGraph&) = delete;
+  StepGraph& operator=(const StepGraph&) = delete;
+  ~StepGraph() { gpu::destroy_graph(exec); }
+};
 
 int64_t parameter_count(const Net& net) {
   int64_t count = 0;
@@ -126,6 +133,7 @@ TrainSummary train_command(const CommandOptions& options, std::ostream& out) {
   const int64_t test_interval = solver_node.get<int64_t>("test_interval", 0);
   const int64_t display = std::max<int64_t>(1, solver_node.get<int64_t>("display", 100));
   const int64_t snapshot = solver_node.get<int64_t>("snapshot", 0);
+  const bool cuda_graph = solver_node.get<bool>("cuda_graph", true);
   std::unique_ptr<Solver> solver = make_solver(solver_node, max_iter);
   solver_node.check_no_unknown_keys("solver");
   s.root.check_no_unknown_keys("the config");
@@ -144,44 +152,73 @@ TrainSummary train_command(const CommandOptions& options, std::ostream& out) {
                      train_loader->options().batch_size, train_loader->batches_per_epoch(),
                      parameter_count(train_net), summary.run_dir);
 
-  double window_loss = 0.0, train_seconds = 0.0, window_seconds = 0.0;
-  int64_t window_iters = 0, images = 0, window_images = 0;
+  // The step's losses are summed on the device and read back once per display window, so a GPU
+  // step never waits for the host. With cuda_graph (GPU only) forward, backward and the loss sum
+  // are captured once, at the second iteration (the first allocates every buffer), and replayed.
+  const bool use_graph = ctx.device().is_cuda() && cuda_graph;
+  Tensor loss_sum = ctx.zeros({});  // a scalar, like the loss tops
+  StepGraph graph;
+  auto forward_backward = [&] {
+    train_net.forward(ctx);
+    for (const auto& [top, weight] : train_net.loss_tops()) kernels::axpy(ctx, weight, top->value, loss_sum);
+    train_net.backward(ctx);
+  };
+  InputFeeder feeder(ctx);
+  double train_seconds = 0.0;
+  int64_t images = 0, window_iters = 0, window_images = 0;
+  auto window_start = Clock::now();
+  const auto train_start = Clock::now();
   const double wait_at_start = train_loader->wait_seconds();
   auto test_now = [&](int64_t iter) {
     if (!test_net) return std::vector<std::pair<std::string, double>>{};
+    const auto test_start = Clock::now();
     auto results = run_test(*test_net, *test_loader, ctx);
     out << fmt::format("test  iter {:>6}  {}\n", iter, format_outputs(results)) << std::flush;
+    train_seconds -= seconds_since(test_start);  // test passes are not training time
     return results;
   };
+  feeder.stage(train_loader->next());
   for (int64_t iter = 0; iter < max_iter; ++iter) {
-    const auto start = Clock::now();
-    const data::Batch batch = train_loader->next();
-    feed(train_net, batch, ctx);
-    const double loss = train_net.forward(ctx);
-    if (!std::isfinite(loss)) {
-      throw Error(fmt::format("the loss became {} at iteration {}; lower solver.base_lr or check the "
-                              "data (no weights were written for this run)", loss, iter));
+    feeder.feed(train_net);
+    images += train_net.batch_size(), window_images += train_net.batch_size(), ++window_iters;
+    if (iter + 1 < max_iter) feeder.stage(train_loader->next());
+    if (use_graph && iter == 1) {
+      gpu::begin_capture(ctx.stream());
+      forward_backward();
+      graph.exec = gpu::end_capture(ctx.stream());
     }
-    train_net.backward(ctx);
+    if (graph.exec != nullptr) {
+      gpu::launch(graph.exec, ctx.stream());
+    } else {
+      forward_backward();
+    }
     solver->step(train_net.learnable_params(), iter, ctx);
-    const double step = seconds_since(start);
-    train_seconds += step, window_seconds += step;
-    images += batch.data.dim(0), window_images += batch.data.dim(0);
-    window_loss += loss, ++window_iters;
     if ((iter + 1) % display == 0 || iter + 1 == max_iter) {
-      const double mean_loss = window_loss / double(window_iters);
+      const double mean_loss = double(loss_sum.to_vector()[0]) / double(window_iters);  // synchronizes
+      if (!std::isfinite(mean_loss)) {
+        throw Error(fmt::format("the loss became {} by iteration {}; lower solver.base_lr or check the "
+                                "data (no weights were written for this run)", mean_loss, iter + 1));
+      }
+      const double seconds = seconds_since(window_start);
       if (iter + 1 <= display) summary.first_loss = mean_loss;
       summary.last_loss = mean_loss;
       out << fmt::format("iter {:>6}  loss {:.4f}  lr {:.6g}  {:.0f} img/s\n", iter + 1, mean_loss,
-                         solver->learning_rate(iter), double(window_images) / window_seconds)
+                         solver->learning_rate(iter), double(window_images) / seconds)
           << std::flush;
-      window_loss = 0.0, window_iters = 0, window_images = 0, window_seconds = 0.0;
+      ctx.fill(loss_sum, 0.0f);
+      window_iters = 0, window_images = 0;
+      window_start = Clock::now();
     }
     if (snapshot > 0 && (iter + 1) % snapshot == 0 && iter + 1 < max_iter) {
       train_net.save_weights(fmt::format("{}/iter_{}.safetensors", summary.run_dir, iter + 1));
     }
-    if (test_interval > 0 && (iter + 1) % test_interval == 0 && iter + 1 < max_iter) test_now(iter + 1);
+    if (test_interval > 0 && (iter + 1) % test_interval == 0 && iter + 1 < max_iter) {
+      test_now(iter + 1);
+      window_start = Clock::now();
+    }
   }
+  ctx.synchronize();
+  train_seconds += seconds_since(train_start);
   summary.iterations = max_iter;
   summary.images_per_second = double(images) / train_seconds;
   summary.data_wait_share = (train_loader->wait_seconds() - wait_at_start) / train_seconds;

@@ -2,16 +2,35 @@
 
 #include <thread>
 
+#include "core/caching_allocator.h"
 #include "core/error.h"
 
 namespace crema {
 
 Context::Context(Device device, uint64_t seed, int num_threads)
-    : device_(device), allocator_(&host_allocator()), random_(seed), num_threads_(num_threads) {
-  if (!device_.is_cpu()) {
-    throw Error("device " + device_.str() + " is not available: this build of crema runs on the cpu only");
+    : device_(device),
+      allocator_(&host_allocator()),
+      staging_(&host_allocator()),
+      random_(seed),
+      num_threads_(num_threads) {
+  if (device_.is_cuda()) {
+    gpu::use_device(device_.index);
+    owned_allocator_ = std::make_unique<CachingAllocator>(gpu::device_allocate, gpu::device_free);
+    owned_staging_ = std::make_unique<CachingAllocator>(gpu::pinned_allocate, gpu::pinned_free);
+    allocator_ = owned_allocator_.get();
+    staging_ = owned_staging_.get();
+    stream_ = gpu::create_stream();
   }
   if (num_threads_ <= 0) num_threads_ = int(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+Context::~Context() {
+  workspace_ = Tensor();
+  gpu::destroy_stream(stream_);
+}
+
+void Context::synchronize() {
+  if (stream_ != nullptr) gpu::synchronize(stream_);
 }
 
 Tensor Context::empty(const Shape& shape, DType dtype) {
@@ -20,8 +39,27 @@ Tensor Context::empty(const Shape& shape, DType dtype) {
 
 Tensor Context::zeros(const Shape& shape, DType dtype) {
   Tensor t = empty(shape, dtype);
-  t.fill(0.0f);
+  fill(t, 0.0f);
   return t;
+}
+
+void Context::fill(Tensor& t, float value) {
+  if (t.device().is_cpu()) {
+    t.fill(value);
+    return;
+  }
+  CREMA_CHECK(t.dtype() == DType::f32, "device tensors are float32");
+  gpu::fill(t.data<float>(), size_t(t.numel()), value, stream_);
+}
+
+void Context::copy(Tensor& dst, const Tensor& src) {
+  if (dst.device().is_cpu() && src.device().is_cpu()) {
+    dst.copy_from(src);
+    return;
+  }
+  CREMA_CHECK(dst.numel() == src.numel() && dst.dtype() == src.dtype(),
+              "copy " + src.description() + " into " + dst.description());
+  gpu::copy(dst.raw(), src.raw(), dst.nbytes(), stream_);
 }
 
 float* Context::workspace(size_t floats) {

@@ -1,12 +1,15 @@
 // Context: everything a computation needs besides its tensors -- the device, the allocator for
-// that device, the seeded random generator, a reusable workspace and the CPU thread count.
+// that device, the CUDA stream kernels run on, the seeded random generator, a reusable workspace
+// and the CPU thread count.
 // There is no global state in crema: a Context is created by the application and passed by
 // reference to layers, kernels and solvers.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 #include "core/allocator.h"
+#include "core/cuda_runtime.h"
 #include "core/device.h"
 #include "core/random.h"
 #include "core/tensor.h"
@@ -15,12 +18,20 @@ namespace crema {
 
 class Context {
  public:
+  // A CUDA device must exist (DeviceError naming the devices present otherwise).
   explicit Context(Device device = Device::cpu(), uint64_t seed = 1, int num_threads = 0);
+  ~Context();
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
 
   Device device() const { return device_; }
   Allocator& allocator() { return *allocator_; }
+  // Host memory for batches on their way to this device: pinned for a GPU, plain for the CPU.
+  Allocator& staging_allocator() { return *staging_; }
+  // The stream every kernel on this context runs on (null on the CPU).
+  gpu::Stream stream() const { return stream_; }
+  // Waits until every kernel queued on the stream has finished (no-op on the CPU).
+  void synchronize();
   Random& random() { return random_; }
   // CPU threads kernels may use (0 at construction means: all the machine's cores).
   int num_threads() const { return num_threads_; }
@@ -28,6 +39,10 @@ class Context {
   // New tensors on this context's device.
   Tensor empty(const Shape& shape, DType dtype = DType::f32);
   Tensor zeros(const Shape& shape, DType dtype = DType::f32);
+  // t[i] = value, on the stream (for tensors of this context's device).
+  void fill(Tensor& t, float value);
+  // dst <- src between any devices, ordered on the stream (asynchronous for pinned host memory).
+  void copy(Tensor& dst, const Tensor& src);
 
   // Scratch memory shared by all layers (Darknet's idea: one workspace sized by the largest
   // need). Valid until the next call; grows, never shrinks during a run.
@@ -35,7 +50,10 @@ class Context {
 
  private:
   Device device_;
+  std::unique_ptr<Allocator> owned_allocator_, owned_staging_;  // CUDA contexts only
   Allocator* allocator_;
+  Allocator* staging_;
+  gpu::Stream stream_ = nullptr;
   Random random_;
   int num_threads_;
   Tensor workspace_;

@@ -193,6 +193,7 @@ void Net::build(std::vector<LayerSpec> specs, const LayerRegistry& registry, Con
                            shape_str(w.tops[0]->value.shape()));
     }
     for (Blob* top : w.tops) top->grad.reshape(top->value.shape());
+    if (weight != 0.0f) loss_tops_.emplace_back(w.tops[0], weight);
     if (spec.node != nullptr) {
       if (spec.node->has("param")) {
         spec.node->at("param").check_no_unknown_keys("param of layer '" + spec.name + "'");
@@ -351,30 +352,28 @@ void Net::backward_layer(size_t i, Context& ctx) {
   }
 }
 
-double Net::forward(Context& ctx) {
+void Net::forward(Context& ctx) {
+  for (size_t i = 0; i < layers_.size(); ++i) forward_layer(i, ctx);
+}
+
+double Net::loss() const {
   double loss = 0.0;
-  for (size_t i = 0; i < layers_.size(); ++i) {
-    forward_layer(i, ctx);
-    const Wiring& w = wiring_[i];
-    for (size_t t = 0; t < w.tops.size(); ++t) {
-      if (w.loss_weights[t] != 0.0f) loss += w.loss_weights[t] * w.tops[t]->value.to_vector()[0];
-    }
-  }
+  for (const auto& [top, weight] : loss_tops_) loss += weight * top->value.to_vector()[0];
   return loss;
 }
 
 void Net::backward(Context& ctx) {
-  for (size_t index : grads_to_zero_) blobs_[index]->grad.fill(0.0f);
+  for (size_t index : grads_to_zero_) ctx.fill(blobs_[index]->grad, 0.0f);
   for (const Wiring& w : wiring_) {
     for (size_t t = 0; t < w.tops.size(); ++t) {
-      if (w.loss_weights[t] != 0.0f) w.tops[t]->grad.fill(w.loss_weights[t]);
+      if (w.loss_weights[t] != 0.0f) ctx.fill(w.tops[t]->grad, w.loss_weights[t]);
     }
   }
   for (size_t i = layers_.size(); i-- > 0;) backward_layer(i, ctx);
 }
 
 void Net::zero_param_grads(Context& ctx) {
-  for (Param* p : learnable_) p->grad.fill(0.0f);
+  for (Param* p : learnable_) ctx.fill(p->grad, 0.0f);
 }
 
 std::vector<std::pair<std::string, double>> Net::outputs() const {
@@ -417,7 +416,11 @@ void Net::share_params_from(Net& other) {
 
 void Net::save_weights(const std::string& path) const {
   std::vector<std::pair<std::string, Tensor>> named;
-  for (const Param* p : learnable_) named.emplace_back(p->name, p->value);
+  for (const Param* p : learnable_) {
+    Tensor host(p->value.shape(), p->value.dtype());
+    host.copy_from(p->value);
+    named.emplace_back(p->name, std::move(host));
+  }
   save_safetensors(path, named);
 }
 

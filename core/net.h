@@ -51,8 +51,14 @@ class Net {
   // Changes the batch size of the inputs and re-infers every shape (a smaller last test batch).
   void set_batch_size(int64_t batch_size, Context& ctx);
 
-  // Runs every layer forward; returns the objective: the sum of loss_weight * loss.
-  double forward(Context& ctx);
+  // Runs every layer forward. Nothing is read back to the host, so on a GPU the whole pass is
+  // queued on the stream (and can be captured in a CUDA graph).
+  void forward(Context& ctx);
+  // The objective after forward: the sum of loss_weight * loss over the loss tops. Reads the
+  // values back (a synchronization on a GPU).
+  double loss() const;
+  // The loss tops and their weights, for code that sums them on the device.
+  const std::vector<std::pair<Blob*, float>>& loss_tops() const { return loss_tops_; }
   // Runs backward through the layers that need it. Parameter gradients accumulate.
   void backward(Context& ctx);
   // Zeroes every parameter gradient (the solver does this after each update).
@@ -110,6 +116,7 @@ class Net {
   std::vector<bool> blob_needs_grad_;         // by blob index
   std::vector<size_t> grads_to_zero_;         // blobs whose consumers write no gradient
   std::vector<Param*> learnable_;
+  std::vector<std::pair<Blob*, float>> loss_tops_;
 };
 
 }  // namespace crema

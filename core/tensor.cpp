@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "core/allocator.h"
+#include "core/cuda_runtime.h"
 #include "core/error.h"
 
 namespace crema {
@@ -78,14 +79,21 @@ Tensor Tensor::clone() const {
 void Tensor::copy_from(const Tensor& src) {
   CREMA_CHECK(src.numel() == numel() && src.dtype() == dtype_,
               "copy_from " + src.description() + " into " + description());
-  CREMA_CHECK(src.device().is_cpu() && device_.is_cpu(),
-              "Tensor::copy_from handles host tensors; device copies go through the Context");
-  if (nbytes() > 0) std::memcpy(raw(), src.raw(), nbytes());
+  if (nbytes() == 0) return;
+  if (src.device().is_cpu() && device_.is_cpu()) {
+    std::memcpy(raw(), src.raw(), nbytes());
+  } else {
+    gpu::copy(raw(), src.raw(), nbytes(), nullptr);  // synchronous
+  }
 }
 
 std::vector<float> Tensor::to_vector() const {
-  CREMA_CHECK(device_.is_cpu(), "to_vector on " + description());
   std::vector<float> out(static_cast<size_t>(numel()));
+  if (!device_.is_cpu()) {
+    CREMA_CHECK(dtype_ == DType::f32, "to_vector on " + description());
+    gpu::copy(out.data(), raw(), nbytes(), nullptr);
+    return out;
+  }
   if (dtype_ == DType::f32) {
     if (!out.empty()) std::memcpy(out.data(), raw(), nbytes());
   } else {

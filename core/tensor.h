@@ -64,13 +64,15 @@ class Tensor {
   Tensor view(const Shape& shape) const;
   // Deep copy on the same device.
   Tensor clone() const;
-  // Copies all elements from `src` (same numel and dtype; host<->device copies go through here).
+  // Copies all elements from `src` (same numel and dtype), synchronously, between any devices.
+  // (Copies ordered on a context's stream: Context::copy.)
   void copy_from(const Tensor& src);
   // True when both share storage.
   bool shares_storage(const Tensor& other) const { return storage_ == other.storage_; }
 
-  // Host-only conveniences for tests and small code paths.
+  // The elements as floats on the host (a synchronous copy for device tensors): tests, scalars.
   std::vector<float> to_vector() const;
+  // Host tensors only; device tensors are filled through Context::fill, on the stream.
   void fill(float value);
 
  private:

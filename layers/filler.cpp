@@ -5,6 +5,11 @@
 #include "core/error.h"
 
 namespace crema {
+namespace {
+
+void fill_host(const FillerSpec& spec, Random& random, Tensor& tensor);
+
+}  // namespace
 
 FillerSpec read_filler(const ConfigNode& layer, const std::string& key, const FillerSpec& fallback) {
   if (!layer.has(key)) return fallback;
@@ -36,7 +41,16 @@ FillerSpec read_filler(const ConfigNode& layer, const std::string& key, const Fi
   return spec;
 }
 
-void fill_tensor(const FillerSpec& spec, Random& random, Tensor& tensor) {
+void fill_tensor(const FillerSpec& spec, Random& random, Tensor& target) {
+  // Drawn on the host in a fixed order (the same values on every device), then copied.
+  Tensor tensor = target.device().is_cpu() ? target : Tensor(target.shape());
+  fill_host(spec, random, tensor);
+  if (!target.shares_storage(tensor)) target.copy_from(tensor);
+}
+
+namespace {
+
+void fill_host(const FillerSpec& spec, Random& random, Tensor& tensor) {
   float* data = tensor.data<float>();
   const int64_t count = tensor.numel();
   if (spec.type == "constant") {
@@ -65,5 +79,7 @@ void fill_tensor(const FillerSpec& spec, Random& random, Tensor& tensor) {
     for (int64_t i = 0; i < count; ++i) data[i] = float(random.gaussian(0.0, s));
   }
 }
+
+}  // namespace
 
 }  // namespace crema

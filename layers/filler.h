@@ -27,7 +27,8 @@ struct FillerSpec {
 
 // Reads `key` of a layer's node (e.g. weight_filler: {type: xavier}); `fallback` when absent.
 FillerSpec read_filler(const ConfigNode& layer, const std::string& key, const FillerSpec& fallback);
-// Fills a host tensor (the first axis is the output axis, as in [K, C, R, S] and [N_out, N_in]).
+// Fills a tensor on any device (the first axis is the output axis, as in [K, C, R, S] and
+// [N_out, N_in]); the values depend only on the generator's state, not on the device.
 void fill_tensor(const FillerSpec& spec, Random& random, Tensor& tensor);
 
 }  // namespace crema

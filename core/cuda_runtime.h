@@ -1,0 +1,69 @@
+// The CUDA runtime as crema uses it: devices, streams, memory and copies, behind an interface
+// that includes no CUDA header (layers and apps include this freely). Implemented in
+// cuda_runtime.cu when the build has CUDA, and in cuda_runtime_nocuda.cpp (every call says the
+// build has no CUDA backend; device_count() is 0) when it has not.
+//
+// Failures throw crema::DeviceError with a message a user can act on: which device, how many
+// bytes were asked for and how many are free, which kernel failed and why.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+struct CUstream_st;  // cudaStream_t is CUstream_st*
+
+namespace crema::gpu {
+
+using Stream = CUstream_st*;
+
+// Whether this build has the CUDA backend, and how many devices the driver shows (0 without).
+bool built_with_cuda();
+int device_count();
+// "NVIDIA H100 80GB HBM3, sm_90, 132 SMs, 79.1 GiB".
+std::string device_description(int index);
+// Makes `index` the current device; DeviceError naming the devices present when it is absent.
+void use_device(int index);
+
+Stream create_stream();
+void destroy_stream(Stream stream);
+void synchronize(Stream stream);
+
+// Device memory; allocate throws DeviceError "out of memory on cuda:0: asked for X, Y free of Z".
+void* device_allocate(size_t bytes);
+void device_free(void* ptr);
+// Page-locked host memory (fast, asynchronous host<->device copies).
+void* pinned_allocate(size_t bytes);
+void pinned_free(void* ptr);
+struct MemoryInfo {
+  size_t free = 0, total = 0;
+};
+MemoryInfo memory_info();
+
+// Copies `bytes` between any host or device addresses (unified addressing tells which), ordered
+// on `stream`. With `stream` null the copy is synchronous.
+void copy(void* dst, const void* src, size_t bytes, Stream stream);
+// dst[i] = value for i < count, on `stream`.
+void fill(float* dst, size_t count, float value, Stream stream);
+// Throws DeviceError when the last kernel launch failed: "CUDA kernel <what> failed: <why>".
+void check_launch(const char* what);
+
+// Events: record on one stream, make another wait (the loader's copy stream and the compute
+// stream), or time a span.
+using Event = void*;
+Event create_event();
+void destroy_event(Event event);
+void record(Event event, Stream stream);
+void wait(Stream stream, Event event);
+float elapsed_ms(Event start, Event stop);  // both recorded and complete
+void synchronize_event(Event event);
+
+// CUDA graphs: record the kernels queued on `stream` between begin_capture and end_capture (they
+// do not run), then replay them with one launch. Small networks are launch-bound; this is how a
+// static framework beats an eager one.
+using Graph = void*;
+void begin_capture(Stream stream);
+Graph end_capture(Stream stream);  // the instantiated, launchable graph
+void launch(Graph graph, Stream stream);
+void destroy_graph(Graph graph);
+
+}  // namespace crema::gpu
