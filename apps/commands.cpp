@@ -10,6 +10,7 @@
 
 #include "apps/data_config.h"
 #include "apps/input_feeder.h"
+#include "apps/session.h"
 #include "core/error.h"
 #include "core/net.h"
 #include "kernels/elementwise/elementwise.h"
@@ -24,24 +25,6 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
-
-// The parts every command shares: the resolved config, the context and the layer types.
-struct Session {
-  ConfigNode root;
-  std::string name;
-  uint64_t seed;
-  std::unique_ptr<Context> ctx;
-  LayerRegistry registry = builtin_layers();
-
-  explicit Session(const CommandOptions& options) {
-    root = load_config(options.config, options.overrides);
-    if (!root.is_map()) root.fail("expected a map with model, data and solver");
-    name = root.get<std::string>("name", std::filesystem::path(options.config).stem().string());
-    const int64_t config_seed = root.get<int64_t>("seed", 1);
-    seed = options.seed ? *options.seed : uint64_t(config_seed);
-    ctx = std::make_unique<Context>(Device::parse(options.device), seed, options.threads);
-  }
-};
 
 void check_inputs(Net& net, const data::DataLoader& loader, const ConfigNode& model) {
   if (!net.has_blob("data") || !net.has_blob("label")) {
@@ -263,6 +246,10 @@ void summary_command(const CommandOptions& options, std::ostream& out) {
 void devices_command(std::ostream& out) {
   Context cpu;
   out << fmt::format("cpu ({} threads)\n", cpu.num_threads());
+  for (int i = 0; i < gpu::device_count(); ++i) {
+    out << fmt::format("cuda:{} ({})\n", i, gpu::device_description(i));
+  }
+  if (!gpu::built_with_cuda()) out << "(this build has no CUDA backend)\n";
 }
 
 }  // namespace crema

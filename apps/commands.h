@@ -18,6 +18,7 @@ struct CommandOptions {
   int threads = 0;                     // --threads, CPU threads (0: all cores)
   std::string out_dir;                 // --out (train): where the run is written
   std::string weights;                 // --weights (test): a safetensors file
+  int iterations = 50;                 // --iterations (time)
 };
 
 // What a training run measured, for tests and the benchmark.
@@ -37,6 +38,19 @@ TrainSummary train_command(const CommandOptions& options, std::ostream& out);
 // crema test: evaluates --weights on the test set; returns the test outputs.
 std::vector<std::pair<std::string, double>> test_command(const CommandOptions& options,
                                                          std::ostream& out);
+// What crema time measured (milliseconds, means over the timed iterations).
+struct TimeSummary {
+  struct LayerTime {
+    std::string name, type;
+    double forward_ms = 0, backward_ms = 0;
+  };
+  std::vector<LayerTime> layers;
+  double step_ms = 0;        // forward + backward + solver update, launched one by one
+  double graph_step_ms = 0;  // the same with forward and backward replayed as a CUDA graph (GPU)
+  int64_t batch_size = 0;
+};
+// crema time: per-layer forward and backward times and the whole training step, like `caffe time`.
+TimeSummary time_command(const CommandOptions& options, std::ostream& out);
 // crema summary: the train net's layers and shapes.
 void summary_command(const CommandOptions& options, std::ostream& out);
 // crema devices: one line per device this build can use ("cpu", then "cuda:N ..." per GPU).

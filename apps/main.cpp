@@ -3,6 +3,7 @@
 //   crema train CONFIG [--device cpu|cuda:N] [--set key=value]... [--out DIR] [--seed N] [--threads N]
 //   crema test CONFIG --weights FILE [--device ...] [--set key=value]...
 //   crema summary CONFIG [--set key=value]...
+//   crema time CONFIG [--device ...] [--iterations N] [--set key=value]...
 //   crema devices
 //
 // Anything the user should fix ends with one line "crema: error: ..." and exit code 2.
@@ -43,6 +44,10 @@ int main(int argc, char** argv) {
   CLI::App* summary = app.add_subcommand("summary", "print the layers and shapes of a network");
   add_common(*summary, options);
 
+  CLI::App* time = app.add_subcommand("time", "time each layer's forward and backward and the whole step");
+  add_common(*time, options);
+  time->add_option("--iterations", options.iterations, "timed iterations")->capture_default_str();
+
   CLI::App* devices = app.add_subcommand("devices", "list the devices this build can run on");
 
   try {
@@ -61,6 +66,7 @@ int main(int argc, char** argv) {
     if (*train) crema::train_command(options, std::cout);
     if (*test) crema::test_command(options, std::cout);
     if (*summary) crema::summary_command(options, std::cout);
+    if (*time) crema::time_command(options, std::cout);
     if (*devices) crema::devices_command(std::cout);
   } catch (const crema::Error& e) {
     std::cout.flush();

@@ -1,0 +1,17 @@
+#include "apps/session.h"
+
+#include <filesystem>
+
+#include "layers/register_layers.h"
+
+namespace crema {
+
+Session::Session(const CommandOptions& options) : registry(builtin_layers()) {
+  root = load_config(options.config, options.overrides);
+  name = root.get<std::string>("name", std::filesystem::path(options.config).stem().string());
+  const int64_t config_seed = root.get<int64_t>("seed", 1);
+  seed = options.seed ? *options.seed : uint64_t(config_seed);
+  ctx = std::make_unique<Context>(Device::parse(options.device), seed, options.threads);
+}
+
+}  // namespace crema
