@@ -4,6 +4,8 @@
 //   A position counts as correct when fewer than top_k other classes score at least as high as
 //   its label (Caffe's rule: a tie counts against the label). Positions labelled ignore_label are
 //   skipped.
+//   The value is computed on the context's device (0 when every position is ignored); a label that
+//   is not a class index (nor the ignore_label) is an error on the CPU and gives NaN on a GPU.
 // YAML keys (defaults): top_k (1), axis (1), ignore_label (none). Usually `phase: test`.
 #include "kernels/accuracy/accuracy.h"
 #include "layers/register_layers.h"
@@ -15,12 +17,12 @@ class AccuracyLayer final : public Layer {
  public:
   explicit AccuracyLayer(const LayerSpec& spec) : Layer(spec) {
     const ConfigNode& node = *spec.node;
-    top_k_ = node.get<int>("top_k", 1);
-    if (top_k_ < 1) node.at("top_k").fail("top_k must be at least 1");
-    axis_ = node.get<int>("axis", 1);
+    options_.top_k = node.get<int>("top_k", 1);
+    if (options_.top_k < 1) node.at("top_k").fail("top_k must be at least 1");
+    options_.axis = node.get<int>("axis", 1);
     if (node.has("ignore_label")) {
-      has_ignore_ = true;
-      ignore_label_ = node.get<int>("ignore_label");
+      options_.has_ignore_label = true;
+      options_.ignore_label = node.get<int>("ignore_label");
     }
   }
 
@@ -29,10 +31,11 @@ class AccuracyLayer final : public Layer {
 
   void reshape(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top, Context&) override {
     const Tensor& x = bottom[0]->value;
-    const int axis = axis_ < 0 ? axis_ + x.ndim() : axis_;
+    const int axis = options_.axis < 0 ? options_.axis + x.ndim() : options_.axis;
     if (axis < 0 || axis >= x.ndim()) fail("axis out of range for " + shape_str(x.shape()));
-    if (top_k_ > x.dim(axis)) {
-      fail("top_k " + std::to_string(top_k_) + " exceeds the " + std::to_string(x.dim(axis)) + " classes");
+    if (options_.top_k > x.dim(axis)) {
+      fail("top_k " + std::to_string(options_.top_k) + " exceeds the " +
+           std::to_string(x.dim(axis)) + " classes");
     }
     if (bottom[1]->value.numel() != x.numel() / x.dim(axis)) {
       fail("labels " + shape_str(bottom[1]->value.shape()) + " do not match the scores " +
@@ -42,9 +45,7 @@ class AccuracyLayer final : public Layer {
   }
 
   void forward(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top, Context& ctx) override {
-    const kernels::AccuracyCount count = kernels::accuracy(
-        ctx, bottom[0]->value, bottom[1]->value, top_k_, axis_, has_ignore_, ignore_label_);
-    top[0]->value.fill(count.counted > 0 ? float(double(count.correct) / double(count.counted)) : 0.0f);
+    kernels::accuracy(ctx, bottom[0]->value, bottom[1]->value, options_, top[0]->value);
   }
 
   // Accuracy is not differentiable; the Net never runs this backward (it feeds no loss).
@@ -56,8 +57,7 @@ class AccuracyLayer final : public Layer {
   }
 
  private:
-  int top_k_ = 1, axis_ = 1, ignore_label_ = -1;
-  bool has_ignore_ = false;
+  kernels::AccuracyOptions options_;
 };
 
 }  // namespace

@@ -5,11 +5,12 @@
 //                                 of log prob[i, label[i,j], j]
 //   bottoms: logits [.., C, ..] (C at `axis`), labels with one entry per position (class indices
 //   stored as floats); top: loss, a scalar; optional second top: prob.
-//   normalizer: valid (non-ignored positions, the default), batch_size (the outer size), full
-//   (all positions) or none (1).
+//   normalizer: valid (non-ignored positions, at least 1; the default), batch_size (the outer
+//   size), full (all positions) or none (1).
+// The loss and its normalizer are computed on the context's device, and the backward reads the
+// loss weight from the top's gradient there too: no step waits for the host. Labels that are not
+// class indices (nor the ignore_label) are an error on the CPU and make the loss NaN on a GPU.
 // YAML keys (defaults): axis (1), ignore_label (none), normalization (valid), loss_weight (1).
-#include <algorithm>
-
 #include "kernels/softmax/softmax.h"
 #include "layers/register_layers.h"
 
@@ -25,11 +26,18 @@ class SoftmaxWithLossLayer final : public Layer {
       options_.has_ignore_label = true;
       options_.ignore_label = node.get<int>("ignore_label");
     }
-    normalization_ = node.get<std::string>("normalization", "valid");
-    if (normalization_ != "valid" && normalization_ != "batch_size" && normalization_ != "full" &&
-        normalization_ != "none") {
+    const std::string normalization = node.get<std::string>("normalization", "valid");
+    if (normalization == "valid") {
+      options_.normalization = kernels::LossNormalization::valid;
+    } else if (normalization == "batch_size") {
+      options_.normalization = kernels::LossNormalization::batch_size;
+    } else if (normalization == "full") {
+      options_.normalization = kernels::LossNormalization::full;
+    } else if (normalization == "none") {
+      options_.normalization = kernels::LossNormalization::none;
+    } else {
       node.at("normalization").fail("normalization must be valid, batch_size, full or none, got '" +
-                                    normalization_ + "'");
+                                    normalization + "'");
     }
   }
 
@@ -50,8 +58,6 @@ class SoftmaxWithLossLayer final : public Layer {
            std::to_string(positions) + " entries, one per position of '" + bottom[0]->name + "' " +
            shape_str(x.shape()));
     }
-    outer_ = shape_count(x.shape(), 0, axis);
-    positions_ = positions;
     top[0]->value.reshape({});
     if (!prob_.defined()) prob_ = ctx.empty({0});
     if (top.size() > 1) {
@@ -62,37 +68,24 @@ class SoftmaxWithLossLayer final : public Layer {
   }
 
   void forward(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top, Context& ctx) override {
-    int64_t valid = 0;
-    const double sum = kernels::softmax_cross_entropy_forward(ctx, bottom[0]->value, bottom[1]->value,
-                                                             prob(top), options_, &valid);
-    valid_ = valid;
-    top[0]->value.fill(float(sum / normalizer()));
+    kernels::softmax_cross_entropy_forward(ctx, bottom[0]->value, bottom[1]->value, prob(top),
+                                           top[0]->value, options_);
   }
 
   // dL/dx = (top gradient / normalizer) * (prob - onehot(label)), zero at ignored positions.
-  // The top gradient is the loss weight the Net put there.
+  // The top gradient is the loss weight the Net put there; the kernel reads it on the device.
   void backward(const std::vector<Blob*>& top, const std::vector<bool>& propagate_down,
                 const std::vector<Blob*>& bottom, Context& ctx) override {
     if (propagate_down[1]) fail("cannot backpropagate into the labels '" + bottom[1]->name + "'");
     if (!propagate_down[0]) return;
-    const float scale = top[0]->grad.to_vector()[0] / float(normalizer());
-    kernels::softmax_cross_entropy_backward(ctx, prob(top), bottom[1]->value, options_, scale,
-                                            bottom[0]->grad);
+    kernels::softmax_cross_entropy_backward(ctx, prob(top), bottom[1]->value, top[0]->grad,
+                                            options_, bottom[0]->grad);
   }
 
  private:
   Tensor& prob(const std::vector<Blob*>& top) { return top.size() > 1 ? top[1]->value : prob_; }
 
-  double normalizer() const {
-    if (normalization_ == "batch_size") return double(outer_);
-    if (normalization_ == "full") return double(positions_);
-    if (normalization_ == "none") return 1.0;
-    return double(std::max<int64_t>(valid_, 1));
-  }
-
   kernels::SoftmaxLossOptions options_;
-  std::string normalization_;
-  int64_t outer_ = 0, positions_ = 0, valid_ = 0;
   Tensor prob_;
 };
 

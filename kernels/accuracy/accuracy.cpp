@@ -1,5 +1,5 @@
-// Top-k accuracy, dispatch: checks the tensors, the axis, top_k and the labels once, then runs
-// the CPU path.
+// Top-k accuracy, dispatch: checks the tensors, the axis and top_k once (and, on the CPU, every
+// label), then runs the CPU or the CUDA path.
 #include "kernels/accuracy/accuracy.h"
 
 #include <cmath>
@@ -10,17 +10,14 @@
 
 namespace crema::kernels {
 
-AccuracyCount accuracy(Context& ctx, const Tensor& scores, const Tensor& labels, int top_k,
-                       int axis, bool has_ignore_label, int ignore_label) {
-  if (!ctx.device().is_cpu()) {
-    throw Error("accuracy: no version for " + ctx.device().str() + " yet");
-  }
+void accuracy(Context& ctx, const Tensor& scores, const Tensor& labels,
+              const AccuracyOptions& options, Tensor& out) {
   if (!scores.defined() || scores.dtype() != DType::f32 || scores.device() != ctx.device()) {
     throw Error("accuracy: scores is " +
                 (scores.defined() ? scores.description() : std::string("undefined")) +
                 ", expected f32 on " + ctx.device().str());
   }
-  const int n = scores.ndim();
+  const int n = scores.ndim(), axis = options.axis;
   if (axis < -n || axis >= n) {
     throw Error("accuracy: axis " + std::to_string(axis) + " is out of range for scores " +
                 scores.description());
@@ -28,8 +25,8 @@ AccuracyCount accuracy(Context& ctx, const Tensor& scores, const Tensor& labels,
   const int a = axis < 0 ? axis + n : axis;
   const int64_t outer = shape_count(scores.shape(), 0, a), C = scores.shape()[size_t(a)];
   const int64_t inner = shape_count(scores.shape(), a + 1, n);
-  if (top_k < 1 || top_k > C) {
-    throw Error("accuracy: top_k " + std::to_string(top_k) + " must be in [1, " +
+  if (options.top_k < 1 || options.top_k > C) {
+    throw Error("accuracy: top_k " + std::to_string(options.top_k) + " must be in [1, " +
                 std::to_string(C) + "] for scores " + scores.description());
   }
   if (!labels.defined() || labels.dtype() != DType::f32 || labels.device() != ctx.device() ||
@@ -40,20 +37,39 @@ AccuracyCount accuracy(Context& ctx, const Tensor& scores, const Tensor& labels,
                 "position of scores " + scores.description() + " along axis " +
                 std::to_string(axis) + ")");
   }
+  if (!out.defined() || out.dtype() != DType::f32 || out.device() != ctx.device() ||
+      out.numel() != 1) {
+    throw Error("accuracy: out is " +
+                (out.defined() ? out.description() : std::string("undefined")) +
+                ", expected an f32 tensor of one element on " + ctx.device().str());
+  }
+#ifdef CREMA_WITH_CUDA
+  if (ctx.device().is_cuda()) {
+    const size_t bytes = cuda::accuracy_workspace_bytes(outer * inner);
+    void* workspace = bytes > 0 ? ctx.workspace((bytes + 3) / 4) : nullptr;
+    cuda::accuracy(outer, C, inner, scores.data<float>(), labels.data<float>(), options.top_k,
+                   options.has_ignore_label, options.ignore_label, out.data<float>(), workspace,
+                   ctx.stream());
+    return;
+  }
+#endif
   const float* l = labels.data<float>();
   for (int64_t j = 0; j < outer * inner; ++j) {
     const float v = l[j];
-    if (has_ignore_label && v == float(ignore_label)) continue;
+    if (options.has_ignore_label && v == float(options.ignore_label)) continue;
     if (!(v >= 0.0f && v < float(C) && v == std::floor(v))) {
       std::ostringstream message;
       message << "accuracy: label " << v << " at position " << j << " is not a class index in [0, "
               << C << ")";
-      if (has_ignore_label) message << " nor the ignore_label " << ignore_label;
+      if (options.has_ignore_label) message << " nor the ignore_label " << options.ignore_label;
       throw Error(message.str());
     }
   }
-  return cpu::accuracy(outer, C, inner, scores.data<float>(), l, top_k, has_ignore_label,
-                       ignore_label, ctx.num_threads());
+  const AccuracyCount count =
+      cpu::accuracy(outer, C, inner, scores.data<float>(), l, options.top_k,
+                    options.has_ignore_label, options.ignore_label, ctx.num_threads());
+  out.data<float>()[0] =
+      count.counted > 0 ? float(double(count.correct) / double(count.counted)) : 0.0f;
 }
 
 }  // namespace crema::kernels

@@ -1,4 +1,4 @@
-// Top-k classification accuracy (Caffe's Accuracy layer), counted rather than averaged.
+// Top-k classification accuracy (Caffe's Accuracy layer).
 //
 // scores are viewed as [outer, C, inner] around `axis` (as softmax.h does), labels hold one class
 // index per position: label[o*inner + i] in [0, C) (float32, any shape with outer*inner elements).
@@ -7,12 +7,19 @@
 //   correct(o, i)  <=>  #{ c != label : scores[o,c,i] beats scores[o,label,i] } < top_k
 // where a score beats the label's when it is greater or equal, or when either is NaN: a tie goes
 // against the label, so a dead network (all scores equal) or a diverged one (NaN scores) reports
-// 0 rather than a perfect accuracy. The layer divides correct by counted.
+// 0 rather than a perfect accuracy.
+//
+// The Tensor-level function writes accuracy = correct / counted (0 when nothing is counted) into
+// a one-element tensor on the device, so a GPU step never reads a number back to the host. The
+// raw ref:: and cpu:: functions return the two counts (tests compare them exactly). A label that
+// is neither an integer in [0, C) nor the ignore_label: the CPU path throws crema::Error naming
+// its value and position; a CUDA kernel cannot throw, and makes the accuracy NaN instead.
 #pragma once
 
 #include <cstdint>
 
 #include "core/context.h"
+#include "core/cuda_runtime.h"
 #include "core/tensor.h"
 
 namespace crema::kernels {
@@ -20,6 +27,13 @@ namespace crema::kernels {
 struct AccuracyCount {
   int64_t correct = 0;
   int64_t counted = 0;
+};
+
+struct AccuracyOptions {
+  int top_k = 1;
+  int axis = 1;
+  bool has_ignore_label = false;
+  int ignore_label = -1;
 };
 
 namespace ref {
@@ -38,10 +52,23 @@ AccuracyCount accuracy(int64_t outer, int64_t C, int64_t inner, const float* sco
                        int num_threads);
 }  // namespace cpu
 
-// Tensor level: scores float32 on the context's device, axis in [-ndim, ndim), 1 <= top_k <= C.
-// Throws crema::Error naming the tensors for a wrong shape, dtype or device, and for a label that
-// is neither an integer in [0, C) nor the ignore_label, naming its value and position.
-AccuracyCount accuracy(Context& ctx, const Tensor& scores, const Tensor& labels, int top_k,
-                       int axis, bool has_ignore_label, int ignore_label);
+namespace cuda {
+// One thread per position; per-thread counts, a fixed tree per block and one finishing block
+// when there are several (integer counts: exact in any order). One version. out: one float on
+// the device; `workspace` holds accuracy_workspace_bytes(outer * inner) bytes (none for up to
+// 256 positions).
+size_t accuracy_workspace_bytes(int64_t positions);
+void accuracy(int64_t outer, int64_t C, int64_t inner, const float* scores, const float* labels,
+              int top_k, bool has_ignore_label, int ignore_label, float* out, void* workspace,
+              gpu::Stream stream);
+}  // namespace cuda
+
+// Tensor level: scores float32 on the context's device, options.axis in [-ndim, ndim),
+// 1 <= options.top_k <= C, labels float32 with one element per position, out float32 with one
+// element. Throws crema::Error naming the tensors for a wrong shape, dtype or device, and (CPU)
+// for a label that is neither an integer in [0, C) nor the ignore_label, naming its value and
+// position.
+void accuracy(Context& ctx, const Tensor& scores, const Tensor& labels,
+              const AccuracyOptions& options, Tensor& out);
 
 }  // namespace crema::kernels

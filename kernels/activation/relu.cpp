@@ -1,4 +1,4 @@
-// ReLU, dispatch: checks the tensors once, then runs the CPU path.
+// ReLU, dispatch: checks the tensors once, then runs the CPU or the CUDA path.
 #include "kernels/activation/relu.h"
 
 #include <string>
@@ -10,9 +10,6 @@ namespace {
 
 void check_tensor(const Context& ctx, const char* op, const char* name, const Tensor& t,
                   const Shape& shape) {
-  if (!ctx.device().is_cpu()) {
-    throw Error(std::string(op) + ": no version for " + ctx.device().str() + " yet");
-  }
   if (!t.defined() || t.dtype() != DType::f32 || t.device() != ctx.device() || t.shape() != shape) {
     throw Error(std::string(op) + ": " + name + " is " +
                 (t.defined() ? t.description() : std::string("undefined")) + ", expected f32" +
@@ -25,6 +22,13 @@ void check_tensor(const Context& ctx, const char* op, const char* name, const Te
 void relu_forward(Context& ctx, const Tensor& x, Tensor& y, float negative_slope) {
   check_tensor(ctx, "relu_forward", "x", x, x.shape());
   check_tensor(ctx, "relu_forward", "y", y, x.shape());
+#ifdef CREMA_WITH_CUDA
+  if (ctx.device().is_cuda()) {
+    cuda::relu_forward(x.numel(), x.data<float>(), y.data<float>(), negative_slope,
+                       cuda::Version::best, ctx.stream());
+    return;
+  }
+#endif
   cpu::relu_forward(x.numel(), x.data<float>(), y.data<float>(), negative_slope, ctx.num_threads());
 }
 
@@ -37,6 +41,13 @@ void relu_backward(Context& ctx, const Tensor& y, const Tensor& dy, Tensor& dx,
   check_tensor(ctx, "relu_backward", "y", y, y.shape());
   check_tensor(ctx, "relu_backward", "dy", dy, y.shape());
   check_tensor(ctx, "relu_backward", "dx", dx, y.shape());
+#ifdef CREMA_WITH_CUDA
+  if (ctx.device().is_cuda()) {
+    cuda::relu_backward(y.numel(), y.data<float>(), dy.data<float>(), dx.data<float>(),
+                        negative_slope, cuda::Version::best, ctx.stream());
+    return;
+  }
+#endif
   cpu::relu_backward(y.numel(), y.data<float>(), dy.data<float>(), dx.data<float>(), negative_slope,
                      ctx.num_threads());
 }

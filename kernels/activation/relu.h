@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "core/context.h"
+#include "core/cuda_runtime.h"
 #include "core/tensor.h"
 
 namespace crema::kernels {
@@ -31,6 +32,16 @@ void relu_forward(int64_t n, const float* x, float* y, float negative_slope, int
 void relu_backward(int64_t n, const float* y, const float* dy, float* dx, float negative_slope,
                    int num_threads);
 }  // namespace cpu
+
+namespace cuda {
+// scalar: one element per thread; vectorized: four per thread through float4 accesses (scalar
+// where a pointer is not 16-byte aligned). Same values, bit for bit, as the CPU path.
+enum class Version { scalar, vectorized, best = vectorized };
+void relu_forward(int64_t n, const float* x, float* y, float negative_slope, Version version,
+                  gpu::Stream stream);
+void relu_backward(int64_t n, const float* y, const float* dy, float* dx, float negative_slope,
+                   Version version, gpu::Stream stream);
+}  // namespace cuda
 
 // Tensor level: x and y (and y, dy, dx) of one shape, float32, on the context's device. Throws
 // crema::Error naming the tensors otherwise, and in relu_backward for negative_slope < 0.

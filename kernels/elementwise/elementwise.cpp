@@ -1,4 +1,4 @@
-// Elementwise helpers, dispatch: checks the tensors once, then runs the CPU path.
+// Elementwise helpers, dispatch: checks the tensors once, then runs the CPU or the CUDA path.
 #include "kernels/elementwise/elementwise.h"
 
 #include <string>
@@ -11,13 +11,19 @@ namespace {
 
 void check_tensor(const Context& ctx, const char* op, const char* name, const Tensor& t,
                   const Shape& shape) {
-  if (!ctx.device().is_cpu()) {
-    throw Error(std::string(op) + ": no version for " + ctx.device().str() + " yet");
-  }
   if (!t.defined() || t.dtype() != DType::f32 || t.device() != ctx.device() || t.shape() != shape) {
     throw Error(std::string(op) + ": " + name + " is " +
                 (t.defined() ? t.description() : std::string("undefined")) + ", expected f32" +
                 shape_str(shape) + " on " + ctx.device().str());
+  }
+}
+
+// A one-element result of the sums (a loss-like scalar: shape [] or [1] or [1, 1] ...).
+void check_scalar(const Context& ctx, const char* op, const char* name, const Tensor& t) {
+  if (!t.defined() || t.dtype() != DType::f32 || t.device() != ctx.device() || t.numel() != 1) {
+    throw Error(std::string(op) + ": " + name + " is " +
+                (t.defined() ? t.description() : std::string("undefined")) +
+                ", expected an f32 tensor of one element on " + ctx.device().str());
   }
 }
 
@@ -39,23 +45,49 @@ std::pair<int64_t, int64_t> bias_extents(const Context& ctx, const char* op,
 
 void fill(Context& ctx, Tensor& x, float value) {
   check_tensor(ctx, "fill", "x", x, x.shape());
+#ifdef CREMA_WITH_CUDA
+  if (ctx.device().is_cuda()) {
+    cuda::fill(x.numel(), value, x.data<float>(), cuda::Version::best, ctx.stream());
+    return;
+  }
+#endif
   cpu::fill(x.numel(), value, x.data<float>(), ctx.num_threads());
 }
 
 void scale(Context& ctx, float alpha, Tensor& x) {
   check_tensor(ctx, "scale", "x", x, x.shape());
+#ifdef CREMA_WITH_CUDA
+  if (ctx.device().is_cuda()) {
+    cuda::scale(x.numel(), alpha, x.data<float>(), cuda::Version::best, ctx.stream());
+    return;
+  }
+#endif
   cpu::scale(x.numel(), alpha, x.data<float>(), ctx.num_threads());
 }
 
 void axpy(Context& ctx, float alpha, const Tensor& x, Tensor& y) {
   check_tensor(ctx, "axpy", "x", x, x.shape());
   check_tensor(ctx, "axpy", "y", y, x.shape());
+#ifdef CREMA_WITH_CUDA
+  if (ctx.device().is_cuda()) {
+    cuda::axpy(x.numel(), alpha, x.data<float>(), y.data<float>(), cuda::Version::best,
+               ctx.stream());
+    return;
+  }
+#endif
   cpu::axpy(x.numel(), alpha, x.data<float>(), y.data<float>(), ctx.num_threads());
 }
 
 void axpby(Context& ctx, float alpha, const Tensor& x, float beta, Tensor& y) {
   check_tensor(ctx, "axpby", "x", x, x.shape());
   check_tensor(ctx, "axpby", "y", y, x.shape());
+#ifdef CREMA_WITH_CUDA
+  if (ctx.device().is_cuda()) {
+    cuda::axpby(x.numel(), alpha, x.data<float>(), beta, y.data<float>(), cuda::Version::best,
+                ctx.stream());
+    return;
+  }
+#endif
   cpu::axpby(x.numel(), alpha, x.data<float>(), beta, y.data<float>(), ctx.num_threads());
 }
 
@@ -63,26 +95,64 @@ void add(Context& ctx, const Tensor& a, const Tensor& b, Tensor& out) {
   check_tensor(ctx, "add", "a", a, a.shape());
   check_tensor(ctx, "add", "b", b, a.shape());
   check_tensor(ctx, "add", "out", out, a.shape());
+#ifdef CREMA_WITH_CUDA
+  if (ctx.device().is_cuda()) {
+    cuda::add(a.numel(), a.data<float>(), b.data<float>(), out.data<float>(), cuda::Version::best,
+              ctx.stream());
+    return;
+  }
+#endif
   cpu::add(a.numel(), a.data<float>(), b.data<float>(), out.data<float>(), ctx.num_threads());
 }
 
-double sum(Context& ctx, const Tensor& x) {
+void sum(Context& ctx, const Tensor& x, Tensor& out) {
   check_tensor(ctx, "sum", "x", x, x.shape());
-  return cpu::sum(x.numel(), x.data<float>(), ctx.num_threads());
+  check_scalar(ctx, "sum", "out", out);
+#ifdef CREMA_WITH_CUDA
+  if (ctx.device().is_cuda()) {
+    const size_t bytes = cuda::sum_workspace_bytes(x.numel());
+    void* workspace = bytes > 0 ? ctx.workspace((bytes + 3) / 4) : nullptr;
+    cuda::sum(x.numel(), x.data<float>(), out.data<float>(), workspace, ctx.stream());
+    return;
+  }
+#endif
+  out.data<float>()[0] = float(cpu::sum(x.numel(), x.data<float>(), ctx.num_threads()));
 }
 
-double sum_of_squares(Context& ctx, const Tensor& x) {
+void sum_of_squares(Context& ctx, const Tensor& x, Tensor& out) {
   check_tensor(ctx, "sum_of_squares", "x", x, x.shape());
-  return cpu::sum_of_squares(x.numel(), x.data<float>(), ctx.num_threads());
+  check_scalar(ctx, "sum_of_squares", "out", out);
+#ifdef CREMA_WITH_CUDA
+  if (ctx.device().is_cuda()) {
+    const size_t bytes = cuda::sum_workspace_bytes(x.numel());
+    void* workspace = bytes > 0 ? ctx.workspace((bytes + 3) / 4) : nullptr;
+    cuda::sum_of_squares(x.numel(), x.data<float>(), out.data<float>(), workspace, ctx.stream());
+    return;
+  }
+#endif
+  out.data<float>()[0] = float(cpu::sum_of_squares(x.numel(), x.data<float>(), ctx.num_threads()));
 }
 
 void add_bias_rows(Context& ctx, const Tensor& bias, Tensor& y) {
   const auto [M, N] = bias_extents(ctx, "add_bias_rows", "y", y, "bias", bias);
+#ifdef CREMA_WITH_CUDA
+  if (ctx.device().is_cuda()) {
+    cuda::add_bias_rows(M, N, bias.data<float>(), y.data<float>(), ctx.stream());
+    return;
+  }
+#endif
   cpu::add_bias_rows(M, N, bias.data<float>(), y.data<float>(), ctx.num_threads());
 }
 
 void accumulate_bias_rows(Context& ctx, const Tensor& dy, Tensor& dbias) {
   const auto [M, N] = bias_extents(ctx, "accumulate_bias_rows", "dy", dy, "dbias", dbias);
+#ifdef CREMA_WITH_CUDA
+  if (ctx.device().is_cuda()) {
+    cuda::accumulate_bias_rows(M, N, dy.data<float>(), dbias.data<float>(), cuda::BiasVersion::best,
+                               ctx.stream());
+    return;
+  }
+#endif
   cpu::accumulate_bias_rows(M, N, dy.data<float>(), dbias.data<float>(), ctx.num_threads());
 }
 

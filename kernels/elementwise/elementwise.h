@@ -5,20 +5,24 @@
 //   axpy:                  y = alpha * x + y
 //   axpby:                 y = alpha * x + beta * y   (beta = 0: y is not read, as in BLAS)
 //   add:                   out = a + b                (out may alias a or b)
-//   sum:                   sum_i x[i]                 accumulated in double
-//   sum_of_squares:        sum_i x[i]^2               accumulated in double
+//   sum:                   out = sum_i x[i]           accumulated in double, out one element
+//   sum_of_squares:        out = sum_i x[i]^2         accumulated in double, out one element
 //   add_bias_rows:         y[m, n] += bias[n]         y viewed as [M, N], bias [N]
 //   accumulate_bias_rows:  dbias[n] += sum_m dy[m, n] dy viewed as [M, N], dbias [N]
 //
-// The sums are deterministic: the CPU path adds fixed-size blocks in a fixed order, so the result
-// depends neither on the thread count nor on the run (solvers use them for gradient norms and
-// logs, which must be reproducible). Tensors given together have one shape, except for the bias
-// helpers, where y's (dy's) last extent is N.
+// The sums are deterministic: the CPU path adds fixed-size blocks in a fixed order, the CUDA path
+// fixed block partials in a fixed tree, so the result depends neither on the thread count nor on
+// the run (solvers use them for gradient norms and logs, which must be reproducible). At the
+// Tensor level they write a one-element tensor on the context's device rather than return a
+// number: a GPU training step never waits for the host, so it can be captured as a CUDA graph.
+// Tensors given together have one shape, except for the bias helpers, where y's (dy's) last
+// extent is N.
 #pragma once
 
 #include <cstdint>
 
 #include "core/context.h"
+#include "core/cuda_runtime.h"
 #include "core/tensor.h"
 
 namespace crema::kernels {
@@ -59,6 +63,31 @@ void add_bias_rows(int64_t M, int64_t N, const float* bias, float* y, int num_th
 void accumulate_bias_rows(int64_t M, int64_t N, const float* dy, float* dbias, int num_threads);
 }  // namespace cpu
 
+namespace cuda {
+// The maps (fill, scale, axpy, axpby, add): one element per thread, or four through float4
+// accesses (falling back to one where a pointer is not 16-byte aligned). See README.md.
+enum class Version { scalar, vectorized, best = vectorized };
+// accumulate_bias_rows: one thread per column adding the rows in order (the CPU's order and bits),
+// or a block of 32 columns x 8 row groups whose group sums are added in a fixed tree.
+enum class BiasVersion { column_serial, row_groups, best = row_groups };
+
+void fill(int64_t n, float value, float* x, Version version, gpu::Stream stream);
+void scale(int64_t n, float alpha, float* x, Version version, gpu::Stream stream);
+void axpy(int64_t n, float alpha, const float* x, float* y, Version version, gpu::Stream stream);
+void axpby(int64_t n, float alpha, const float* x, float beta, float* y, Version version,
+           gpu::Stream stream);
+void add(int64_t n, const float* a, const float* b, float* out, Version version,
+         gpu::Stream stream);
+// out[0] = float(the sum in double). `workspace` holds sum_workspace_bytes(n) bytes of device
+// memory (none for small n).
+size_t sum_workspace_bytes(int64_t n);
+void sum(int64_t n, const float* x, float* out, void* workspace, gpu::Stream stream);
+void sum_of_squares(int64_t n, const float* x, float* out, void* workspace, gpu::Stream stream);
+void add_bias_rows(int64_t M, int64_t N, const float* bias, float* y, gpu::Stream stream);
+void accumulate_bias_rows(int64_t M, int64_t N, const float* dy, float* dbias, BiasVersion version,
+                          gpu::Stream stream);
+}  // namespace cuda
+
 // Tensor level: float32 tensors on the context's device; throws crema::Error naming the tensors
 // when their shapes, dtypes or devices do not fit.
 void fill(Context& ctx, Tensor& x, float value);
@@ -66,8 +95,9 @@ void scale(Context& ctx, float alpha, Tensor& x);
 void axpy(Context& ctx, float alpha, const Tensor& x, Tensor& y);
 void axpby(Context& ctx, float alpha, const Tensor& x, float beta, Tensor& y);
 void add(Context& ctx, const Tensor& a, const Tensor& b, Tensor& out);
-double sum(Context& ctx, const Tensor& x);
-double sum_of_squares(Context& ctx, const Tensor& x);
+// out: a float32 tensor of one element (any shape), on the context's device.
+void sum(Context& ctx, const Tensor& x, Tensor& out);
+void sum_of_squares(Context& ctx, const Tensor& x, Tensor& out);
 // y [..., N] (viewed as [M, N]), bias with N elements.
 void add_bias_rows(Context& ctx, const Tensor& bias, Tensor& y);
 // dy [..., N] (viewed as [M, N]), dbias with N elements.

@@ -1,4 +1,5 @@
-// 2-D pooling, dispatch: checks the tensors and the geometry once, then runs the CPU path.
+// 2-D pooling, dispatch: checks the tensors and the geometry once, then runs the CPU or the CUDA
+// path.
 #include "kernels/pooling/pooling.h"
 
 #include <string>
@@ -10,9 +11,6 @@ namespace {
 
 void check_tensor(const Context& ctx, const char* op, const char* name, const Tensor& t,
                   const Shape& shape) {
-  if (!ctx.device().is_cpu()) {
-    throw Error(std::string(op) + ": no version for " + ctx.device().str() + " yet");
-  }
   if (!t.defined() || t.dtype() != DType::f32 || t.device() != ctx.device() || t.shape() != shape) {
     throw Error(std::string(op) + ": " + name + " is " +
                 (t.defined() ? t.description() : std::string("undefined")) + ", expected f32" +
@@ -77,8 +75,14 @@ void pool2d_forward(Context& ctx, const Pool2dGeometry& g, PoolMode mode, const 
     }
     check_tensor(ctx, op, "argmax", *argmax, {g.N, g.C, g.P, g.Q});
   }
-  cpu::pool2d_forward(g, mode, x.data<float>(), y.data<float>(),
-                      argmax != nullptr ? argmax->data<float>() : nullptr, ctx.num_threads());
+  float* indices = argmax != nullptr ? argmax->data<float>() : nullptr;
+#ifdef CREMA_WITH_CUDA
+  if (ctx.device().is_cuda()) {
+    cuda::pool2d_forward(g, mode, x.data<float>(), y.data<float>(), indices, ctx.stream());
+    return;
+  }
+#endif
+  cpu::pool2d_forward(g, mode, x.data<float>(), y.data<float>(), indices, ctx.num_threads());
 }
 
 void pool2d_backward(Context& ctx, const Pool2dGeometry& g, PoolMode mode, const Tensor& dy,
@@ -93,9 +97,14 @@ void pool2d_backward(Context& ctx, const Pool2dGeometry& g, PoolMode mode, const
   } else if (argmax != nullptr) {
     throw Error("pool2d_backward: average pooling has no argmax; pass nullptr");
   }
-  cpu::pool2d_backward(g, mode, dy.data<float>(),
-                       argmax != nullptr ? argmax->data<float>() : nullptr, dx.data<float>(),
-                       ctx.num_threads());
+  const float* indices = argmax != nullptr ? argmax->data<float>() : nullptr;
+#ifdef CREMA_WITH_CUDA
+  if (ctx.device().is_cuda()) {
+    cuda::pool2d_backward(g, mode, dy.data<float>(), indices, dx.data<float>(), ctx.stream());
+    return;
+  }
+#endif
+  cpu::pool2d_backward(g, mode, dy.data<float>(), indices, dx.data<float>(), ctx.num_threads());
 }
 
 }  // namespace crema::kernels

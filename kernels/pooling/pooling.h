@@ -24,6 +24,7 @@
 #include <cstdint>
 
 #include "core/context.h"
+#include "core/cuda_runtime.h"
 #include "core/tensor.h"
 
 namespace crema::kernels {
@@ -60,6 +61,17 @@ void pool2d_forward(const Pool2dGeometry& g, PoolMode mode, const float* x, floa
 void pool2d_backward(const Pool2dGeometry& g, PoolMode mode, const float* dy, const float* argmax,
                      float* dx, int num_threads);
 }  // namespace cpu
+
+namespace cuda {
+// Forward: one thread per output, its window read in row-major order. Backward: one thread per
+// input element, gathering dy from the windows that contain it (no atomics, so deterministic; the
+// same additions in the same order as the CPU path's scatter, so the same bits). One version
+// each; kernels/pooling/README.md says why.
+void pool2d_forward(const Pool2dGeometry& g, PoolMode mode, const float* x, float* y, float* argmax,
+                    gpu::Stream stream);
+void pool2d_backward(const Pool2dGeometry& g, PoolMode mode, const float* dy, const float* argmax,
+                     float* dx, gpu::Stream stream);
+}  // namespace cuda
 
 // Tensor level: x [N,C,H,W], y [N,C,P,Q]; argmax [N,C,P,Q] float32 in max mode (may be null when
 // the indices are not needed), null in average mode. All float32 on the context's device.

@@ -1,4 +1,4 @@
-// SGD with momentum, dispatch: checks the tensors once, then runs the CPU path.
+// SGD with momentum, dispatch: checks the tensors once, then runs the CPU or the CUDA path.
 #include "kernels/sgd/sgd.h"
 
 #include <string>
@@ -8,12 +8,10 @@
 namespace crema::kernels {
 namespace {
 
-void check_tensor(const Context& ctx, const char* name, const Tensor& t, const Shape& shape) {
-  if (!ctx.device().is_cpu()) {
-    throw Error("sgd_momentum_update: no version for " + ctx.device().str() + " yet");
-  }
+void check_tensor(const Context& ctx, const std::string& op, const char* name, const Tensor& t,
+                  const Shape& shape) {
   if (!t.defined() || t.dtype() != DType::f32 || t.device() != ctx.device() || t.shape() != shape) {
-    throw Error(std::string("sgd_momentum_update: ") + name + " is " +
+    throw Error(op + ": " + name + " is " +
                 (t.defined() ? t.description() : std::string("undefined")) + ", expected f32" +
                 shape_str(shape) + " on " + ctx.device().str());
   }
@@ -23,11 +21,43 @@ void check_tensor(const Context& ctx, const char* name, const Tensor& t, const S
 
 void sgd_momentum_update(Context& ctx, Tensor& w, const Tensor& g, Tensor& v, float lr,
                          float momentum, float weight_decay) {
-  check_tensor(ctx, "w", w, w.shape());
-  check_tensor(ctx, "g", g, w.shape());
-  check_tensor(ctx, "v", v, w.shape());
+  const std::string op = "sgd_momentum_update";
+  check_tensor(ctx, op, "w", w, w.shape());
+  check_tensor(ctx, op, "g", g, w.shape());
+  check_tensor(ctx, op, "v", v, w.shape());
+#ifdef CREMA_WITH_CUDA
+  if (ctx.device().is_cuda()) {
+    cuda::sgd_momentum_update(w.numel(), w.data<float>(), g.data<float>(), v.data<float>(), lr,
+                              momentum, weight_decay, ctx.stream());
+    return;
+  }
+#endif
   cpu::sgd_momentum_update(w.numel(), w.data<float>(), g.data<float>(), v.data<float>(), lr,
                            momentum, weight_decay, ctx.num_threads());
+}
+
+void sgd_momentum_update_multi(Context& ctx, const std::vector<SgdTensorSet>& sets,
+                               float momentum) {
+  std::vector<SgdSlice> slices;
+  slices.reserve(sets.size());
+  for (size_t k = 0; k < sets.size(); ++k) {
+    const SgdTensorSet& s = sets[k];
+    const std::string op = "sgd_momentum_update_multi (set " + std::to_string(k) + ")";
+    if (s.w == nullptr || s.g == nullptr || s.v == nullptr) throw Error(op + ": a tensor is null");
+    check_tensor(ctx, op, "w", *s.w, s.w->shape());
+    check_tensor(ctx, op, "g", *s.g, s.w->shape());
+    check_tensor(ctx, op, "v", *s.v, s.w->shape());
+    slices.push_back({s.w->data<float>(), s.g->data<float>(), s.v->data<float>(), s.w->numel(),
+                      s.lr, s.weight_decay});
+  }
+#ifdef CREMA_WITH_CUDA
+  if (ctx.device().is_cuda()) {
+    cuda::sgd_momentum_update_multi(slices.data(), int(slices.size()), momentum,
+                                    cuda::Version::best, ctx.stream());
+    return;
+  }
+#endif
+  cpu::sgd_momentum_update_multi(slices.data(), int(slices.size()), momentum, ctx.num_threads());
 }
 
 }  // namespace crema::kernels

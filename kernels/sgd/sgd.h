@@ -14,14 +14,31 @@
 //
 // g is read only: zeroing the gradients after the update is the solver's business. w, g and v
 // have one shape.
+//
+// A net has several parameters (LeNet: 8), and on a GPU a launch per parameter costs more than
+// the update of a small one. sgd_momentum_update_multi updates a list of parameters, each with its
+// own lr and weight_decay, in one launch per 16 parameters.
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "core/context.h"
+#include "core/cuda_runtime.h"
 #include "core/tensor.h"
 
 namespace crema::kernels {
+
+// One parameter of a multi-tensor update, as raw pointers: n elements of w, g and v (host
+// pointers for cpu::, device pointers for cuda::) and this parameter's effective rate and decay.
+struct SgdSlice {
+  float* w;
+  const float* g;
+  float* v;
+  int64_t n;
+  float lr;
+  float weight_decay;
+};
 
 namespace ref {
 // The three lines above for n elements; explicitly instantiated for float and double.
@@ -33,11 +50,38 @@ namespace cpu {
 // The same, vectorized, on up to `num_threads` OpenMP threads for large n.
 void sgd_momentum_update(int64_t n, float* w, const float* g, float* v, float lr, float momentum,
                          float weight_decay, int num_threads);
+// Each of the `count` slices in turn.
+void sgd_momentum_update_multi(const SgdSlice* slices, int count, float momentum, int num_threads);
 }  // namespace cpu
+
+namespace cuda {
+// sgd_momentum_update_multi: per_tensor launches one update per slice; one_launch passes up to
+// kMaxSlicesPerLaunch slices by value in the kernel's parameters and gives each slice its own
+// range of blocks, so a whole net updates in one launch.
+enum class Version { per_tensor, one_launch, best = one_launch };
+constexpr int kMaxSlicesPerLaunch = 16;
+void sgd_momentum_update(int64_t n, float* w, const float* g, float* v, float lr, float momentum,
+                         float weight_decay, gpu::Stream stream);
+void sgd_momentum_update_multi(const SgdSlice* slices, int count, float momentum, Version version,
+                               gpu::Stream stream);
+}  // namespace cuda
 
 // Tensor level: w, g, v of one shape, float32, on the context's device; throws crema::Error
 // naming the tensors otherwise.
 void sgd_momentum_update(Context& ctx, Tensor& w, const Tensor& g, Tensor& v, float lr,
                          float momentum, float weight_decay);
+
+// One parameter of sgd_momentum_update_multi: its value, gradient and history (one shape) and
+// its effective lr and weight_decay. The tensors are not owned.
+struct SgdTensorSet {
+  Tensor* w;
+  const Tensor* g;
+  Tensor* v;
+  float lr;
+  float weight_decay;
+};
+// The update above for every set, with one momentum; the same checks per set (the message names
+// the set's index). On a GPU: one launch per 16 sets.
+void sgd_momentum_update_multi(Context& ctx, const std::vector<SgdTensorSet>& sets, float momentum);
 
 }  // namespace crema::kernels

@@ -23,4 +23,11 @@ void sgd_momentum_update(int64_t n, float* w, const float* g, float* v, float lr
   }
 }
 
+void sgd_momentum_update_multi(const SgdSlice* slices, int count, float momentum, int num_threads) {
+  for (int k = 0; k < count; ++k) {
+    const SgdSlice& s = slices[k];
+    sgd_momentum_update(s.n, s.w, s.g, s.v, s.lr, momentum, s.weight_decay, num_threads);
+  }
+}
+
 }  // namespace crema::kernels::cpu

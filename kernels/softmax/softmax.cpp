@@ -1,7 +1,8 @@
-// Softmax and softmax cross-entropy, dispatch: checks the tensors, the axis and the labels once,
-// then runs the CPU path.
+// Softmax and softmax cross-entropy, dispatch: checks the tensors and the axis once (and, on the
+// CPU, the labels), then runs the CPU or the CUDA path.
 #include "kernels/softmax/softmax.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 #include <string>
@@ -13,9 +14,6 @@ namespace {
 
 void check_tensor(const Context& ctx, const char* op, const char* name, const Tensor& t,
                   const Shape& shape) {
-  if (!ctx.device().is_cpu()) {
-    throw Error(std::string(op) + ": no version for " + ctx.device().str() + " yet");
-  }
   if (!t.defined() || t.dtype() != DType::f32 || t.device() != ctx.device() || t.shape() != shape) {
     throw Error(std::string(op) + ": " + name + " is " +
                 (t.defined() ? t.description() : std::string("undefined")) + ", expected f32" +
@@ -38,7 +36,18 @@ Extents extents(const char* op, const Tensor& t, int axis) {
   return {shape_count(t.shape(), 0, a), t.shape()[size_t(a)], shape_count(t.shape(), a + 1, n)};
 }
 
-// Labels: float32, one per position, each an integer class index in [0, C) or the ignore_label.
+// A one-element tensor (the loss, its gradient).
+void check_scalar(const Context& ctx, const char* op, const char* name, const Tensor& t) {
+  if (!t.defined() || t.dtype() != DType::f32 || t.device() != ctx.device() || t.numel() != 1) {
+    throw Error(std::string(op) + ": " + name + " is " +
+                (t.defined() ? t.description() : std::string("undefined")) +
+                ", expected an f32 tensor of one element on " + ctx.device().str());
+  }
+}
+
+// Labels: float32, one per position; on the CPU, each an integer class index in [0, C) or the
+// ignore_label (a GPU kernel turns an invalid label into a NaN loss instead: reading the labels
+// here would wait for the device).
 void check_labels(const Context& ctx, const char* op, const Tensor& labels, const Extents& e,
                   const SoftmaxLossOptions& options) {
   const int64_t positions = e.outer * e.inner;
@@ -50,6 +59,7 @@ void check_labels(const Context& ctx, const char* op, const Tensor& labels, cons
                 std::to_string(e.outer) + " x inner " + std::to_string(e.inner) + ") on " +
                 ctx.device().str());
   }
+  if (!labels.device().is_cpu()) return;
   const float* l = labels.data<float>();
   for (int64_t j = 0; j < positions; ++j) {
     const float v = l[j];
@@ -66,10 +76,32 @@ void check_labels(const Context& ctx, const char* op, const Tensor& labels, cons
 
 }  // namespace
 
+int64_t loss_normalizer(LossNormalization normalization, int64_t outer, int64_t inner,
+                        int64_t counted) {
+  switch (normalization) {
+    case LossNormalization::valid:
+      return std::max<int64_t>(counted, 1);
+    case LossNormalization::batch_size:
+      return outer;
+    case LossNormalization::full:
+      return outer * inner;
+    case LossNormalization::none:
+      return 1;
+  }
+  return 1;
+}
+
 void softmax_forward(Context& ctx, const Tensor& x, Tensor& y, int axis) {
   const Extents e = extents("softmax_forward", x, axis);
   check_tensor(ctx, "softmax_forward", "x", x, x.shape());
   check_tensor(ctx, "softmax_forward", "y", y, x.shape());
+#ifdef CREMA_WITH_CUDA
+  if (ctx.device().is_cuda()) {
+    cuda::softmax_forward(e.outer, e.C, e.inner, x.data<float>(), y.data<float>(),
+                          cuda::Version::best, ctx.stream());
+    return;
+  }
+#endif
   cpu::softmax_forward(e.outer, e.C, e.inner, x.data<float>(), y.data<float>(), ctx.num_threads());
 }
 
@@ -78,34 +110,65 @@ void softmax_backward(Context& ctx, const Tensor& y, const Tensor& dy, Tensor& d
   check_tensor(ctx, "softmax_backward", "y", y, y.shape());
   check_tensor(ctx, "softmax_backward", "dy", dy, y.shape());
   check_tensor(ctx, "softmax_backward", "dx", dx, y.shape());
+#ifdef CREMA_WITH_CUDA
+  if (ctx.device().is_cuda()) {
+    cuda::softmax_backward(e.outer, e.C, e.inner, y.data<float>(), dy.data<float>(),
+                           dx.data<float>(), cuda::Version::best, ctx.stream());
+    return;
+  }
+#endif
   cpu::softmax_backward(e.outer, e.C, e.inner, y.data<float>(), dy.data<float>(), dx.data<float>(),
                         ctx.num_threads());
 }
 
-double softmax_cross_entropy_forward(Context& ctx, const Tensor& logits, const Tensor& labels,
-                                     Tensor& prob, const SoftmaxLossOptions& options,
-                                     int64_t* valid_count) {
+void softmax_cross_entropy_forward(Context& ctx, const Tensor& logits, const Tensor& labels,
+                                   Tensor& prob, Tensor& loss, const SoftmaxLossOptions& options) {
   const char* op = "softmax_cross_entropy_forward";
   const Extents e = extents(op, logits, options.axis);
   check_tensor(ctx, op, "logits", logits, logits.shape());
   check_tensor(ctx, op, "prob", prob, logits.shape());
+  check_scalar(ctx, op, "loss", loss);
   check_labels(ctx, op, labels, e, options);
-  return cpu::softmax_cross_entropy_forward(e.outer, e.C, e.inner, logits.data<float>(),
-                                            labels.data<float>(), options, prob.data<float>(),
-                                            valid_count, ctx.num_threads());
+#ifdef CREMA_WITH_CUDA
+  if (ctx.device().is_cuda()) {
+    const cuda::Version version = cuda::Version::best;
+    const size_t bytes =
+        cuda::softmax_cross_entropy_workspace_bytes(e.outer, e.C, e.inner, options, version);
+    void* workspace = bytes > 0 ? ctx.workspace((bytes + 3) / 4) : nullptr;
+    cuda::softmax_cross_entropy_forward(e.outer, e.C, e.inner, logits.data<float>(),
+                                        labels.data<float>(), options, prob.data<float>(),
+                                        loss.data<float>(), workspace, version, ctx.stream());
+    return;
+  }
+#endif
+  cpu::softmax_cross_entropy_forward(e.outer, e.C, e.inner, logits.data<float>(),
+                                     labels.data<float>(), options, prob.data<float>(),
+                                     loss.data<float>(), ctx.num_threads());
 }
 
 void softmax_cross_entropy_backward(Context& ctx, const Tensor& prob, const Tensor& labels,
-                                    const SoftmaxLossOptions& options, float scale,
+                                    const Tensor& top_grad, const SoftmaxLossOptions& options,
                                     Tensor& dlogits) {
   const char* op = "softmax_cross_entropy_backward";
   const Extents e = extents(op, prob, options.axis);
   check_tensor(ctx, op, "prob", prob, prob.shape());
   check_tensor(ctx, op, "dlogits", dlogits, prob.shape());
+  check_scalar(ctx, op, "top_grad", top_grad);
   check_labels(ctx, op, labels, e, options);
+#ifdef CREMA_WITH_CUDA
+  if (ctx.device().is_cuda()) {
+    const size_t bytes = cuda::softmax_cross_entropy_workspace_bytes(e.outer, e.C, e.inner, options,
+                                                                     cuda::Version::best);
+    void* workspace = bytes > 0 ? ctx.workspace((bytes + 3) / 4) : nullptr;
+    cuda::softmax_cross_entropy_backward(e.outer, e.C, e.inner, prob.data<float>(),
+                                         labels.data<float>(), top_grad.data<float>(), options,
+                                         dlogits.data<float>(), workspace, ctx.stream());
+    return;
+  }
+#endif
   cpu::softmax_cross_entropy_backward(e.outer, e.C, e.inner, prob.data<float>(),
-                                      labels.data<float>(), options, scale, dlogits.data<float>(),
-                                      ctx.num_threads());
+                                      labels.data<float>(), top_grad.data<float>(), options,
+                                      dlogits.data<float>(), ctx.num_threads());
 }
 
 }  // namespace crema::kernels

@@ -9,12 +9,26 @@
 //
 // Cross-entropy: labels hold one class index per position, label[o*inner + i] in [0, C) (as
 // float32; any shape with outer*inner elements). With prob = softmax(logits):
-//   loss     = sum over counted positions of -log(max(prob[o, label, i], FLT_MIN))
-//   dlogits  = scale * (prob - onehot(label))  at counted positions, 0 at ignored ones
-// A position is counted unless has_ignore_label and its label equals ignore_label. The loss is
-// returned as a SUM in double together with the count; the layer divides by whatever its
-// normalization says (Caffe's VALID, BATCH_SIZE, ...) and passes that factor back as `scale`.
-// FLT_MIN keeps a probability that underflowed to 0 from giving an infinite loss.
+//   loss     = -(1 / normalizer) * sum over counted positions (o, i) of
+//                                    log(max(prob[o, label, i], FLT_MIN))
+//   dlogits  = top_grad[0] / normalizer * (prob - onehot(label))  at counted positions,
+//              0 at ignored ones
+// A position is counted unless has_ignore_label and its label equals ignore_label. The
+// normalizer (Caffe's LossParameter.normalization) is
+//   valid:       the number of counted positions, at least 1 (the default)
+//   batch_size:  outer
+//   full:        outer * inner, ignored positions included
+//   none:        1
+// top_grad holds the gradient flowing into the loss (its loss weight, in a Net). loss and
+// top_grad are one-element tensors on the device, and the normalizer is computed there too: a GPU
+// training step never reads a number back to the host, so it can be captured as a CUDA graph.
+// FLT_MIN keeps a probability that underflowed to 0 from giving an infinite loss (a NaN
+// probability still gives a NaN loss).
+//
+// Labels that are neither an integer in [0, C) nor the ignore_label: the CPU path throws
+// crema::Error naming the value and its position. A CUDA kernel cannot throw, and checking on the
+// host would mean reading the labels back every step; instead such a position makes the loss NaN
+// (and its dlogits NaN), which the trainer's non-finite-loss check reports and stops on.
 //
 // y may alias x (in-place softmax), dx may alias dy, and prob may alias logits.
 #pragma once
@@ -22,25 +36,37 @@
 #include <cstdint>
 
 #include "core/context.h"
+#include "core/cuda_runtime.h"
 #include "core/tensor.h"
 
 namespace crema::kernels {
+
+enum class LossNormalization { valid, batch_size, full, none };
 
 struct SoftmaxLossOptions {
   int axis = 1;
   bool has_ignore_label = false;
   int ignore_label = -1;
+  LossNormalization normalization = LossNormalization::valid;
 };
+
+// The normalizer above, given the number of counted positions.
+int64_t loss_normalizer(LossNormalization normalization, int64_t outer, int64_t inner,
+                        int64_t counted);
 
 namespace ref {
 // Plain loops on [outer, C, inner] arrays; the oracle of the tests. Labels must be valid (the
-// Tensor-level functions check them). Explicitly instantiated for float and double.
+// Tensor-level functions check them). Explicitly instantiated for float and double. The
+// cross-entropy here is the definition before normalization: the forward returns the SUM of
+// -log(max(prob, FLT_MIN)) over counted positions (and their number), the backward takes the
+// factor `scale` = top_grad / normalizer.
 template <class T>
 void softmax_forward(int64_t outer, int64_t C, int64_t inner, const T* x, T* y);
 template <class T>
 void softmax_backward(int64_t outer, int64_t C, int64_t inner, const T* y, const T* dy, T* dx);
 // Returns the loss sum; writes prob and, when not null, the number of counted positions.
-// options.axis is not used: the caller has already folded the shape into outer, C, inner.
+// options.axis and options.normalization are not used: the caller has already folded the shape
+// into outer, C, inner, and divides.
 template <class T>
 double softmax_cross_entropy_forward(int64_t outer, int64_t C, int64_t inner, const T* logits,
                                      const T* labels, const SoftmaxLossOptions& options, T* prob,
@@ -52,32 +78,62 @@ void softmax_cross_entropy_backward(int64_t outer, int64_t C, int64_t inner, con
 }  // namespace ref
 
 namespace cpu {
-// The same on up to `num_threads` OpenMP threads; the loss sum is accumulated in a fixed order,
-// so it does not depend on the thread count.
+// The same on up to `num_threads` OpenMP threads, the cross-entropy normalized as at the top:
+// loss[0] = float(sum / normalizer), the sum accumulated in double in a fixed order (it does not
+// depend on the thread count); dlogits with the factor top_grad[0] / float(normalizer).
 void softmax_forward(int64_t outer, int64_t C, int64_t inner, const float* x, float* y,
                      int num_threads);
 void softmax_backward(int64_t outer, int64_t C, int64_t inner, const float* y, const float* dy,
                       float* dx, int num_threads);
-double softmax_cross_entropy_forward(int64_t outer, int64_t C, int64_t inner, const float* logits,
-                                     const float* labels, const SoftmaxLossOptions& options,
-                                     float* prob, int64_t* valid_count, int num_threads);
+void softmax_cross_entropy_forward(int64_t outer, int64_t C, int64_t inner, const float* logits,
+                                   const float* labels, const SoftmaxLossOptions& options,
+                                   float* prob, float* loss, int num_threads);
 void softmax_cross_entropy_backward(int64_t outer, int64_t C, int64_t inner, const float* prob,
-                                    const float* labels, const SoftmaxLossOptions& options,
-                                    float scale, float* dlogits, int num_threads);
+                                    const float* labels, const float* top_grad,
+                                    const SoftmaxLossOptions& options, float* dlogits,
+                                    int num_threads);
 }  // namespace cpu
 
-// Tensor level: x and y (y, dy, dx; logits and prob) of one shape, float32, on the context's
-// device. Throws crema::Error naming the tensors when they do not fit, when the axis is out of
-// range, and (cross-entropy) for a label that is neither an integer in [0, C) nor the
-// ignore_label, naming its value and position.
+namespace cuda {
+// thread_per_position: one thread walks a distribution's C classes (`inner` apart: coalesced
+//   across threads when inner > 1, strided when inner == 1).
+// warp_per_position: a warp per distribution, lanes over classes, max and sums by warp
+//   butterflies (coalesced when inner == 1).
+// by_shape: warp_per_position when inner == 1 and C > 16, thread_per_position otherwise.
+// The forward loss is reduced in a fixed order (kernels/elementwise/reduce_cuda.cuh): the same
+// bits on every run. See README.md.
+enum class Version { thread_per_position, warp_per_position, by_shape, best = by_shape };
+
+void softmax_forward(int64_t outer, int64_t C, int64_t inner, const float* x, float* y,
+                     Version version, gpu::Stream stream);
+void softmax_backward(int64_t outer, int64_t C, int64_t inner, const float* y, const float* dy,
+                      float* dx, Version version, gpu::Stream stream);
+// Device scratch the two functions below need (0 for small problems such as LeNet's).
+size_t softmax_cross_entropy_workspace_bytes(int64_t outer, int64_t C, int64_t inner,
+                                             const SoftmaxLossOptions& options, Version version);
+// loss: one float on the device; labels are not checked (an invalid one gives a NaN loss).
+void softmax_cross_entropy_forward(int64_t outer, int64_t C, int64_t inner, const float* logits,
+                                   const float* labels, const SoftmaxLossOptions& options,
+                                   float* prob, float* loss, void* workspace, Version version,
+                                   gpu::Stream stream);
+// One thread per element of dlogits (one version); top_grad: one float on the device.
+void softmax_cross_entropy_backward(int64_t outer, int64_t C, int64_t inner, const float* prob,
+                                    const float* labels, const float* top_grad,
+                                    const SoftmaxLossOptions& options, float* dlogits,
+                                    void* workspace, gpu::Stream stream);
+}  // namespace cuda
+
+// Tensor level: x and y (y, dy, dx; logits, prob and dlogits) of one shape, float32, on the
+// context's device; labels float32 with outer*inner elements; loss and top_grad float32 tensors
+// of one element (any shape). Throws crema::Error naming the tensors when they do not fit or the
+// axis is out of range, and, on the CPU, for a label that is neither an integer in [0, C) nor the
+// ignore_label, naming its value and position (on a GPU the loss becomes NaN instead).
 void softmax_forward(Context& ctx, const Tensor& x, Tensor& y, int axis);
 void softmax_backward(Context& ctx, const Tensor& y, const Tensor& dy, Tensor& dx, int axis);
-// valid_count may be null.
-double softmax_cross_entropy_forward(Context& ctx, const Tensor& logits, const Tensor& labels,
-                                     Tensor& prob, const SoftmaxLossOptions& options,
-                                     int64_t* valid_count);
+void softmax_cross_entropy_forward(Context& ctx, const Tensor& logits, const Tensor& labels,
+                                   Tensor& prob, Tensor& loss, const SoftmaxLossOptions& options);
 void softmax_cross_entropy_backward(Context& ctx, const Tensor& prob, const Tensor& labels,
-                                    const SoftmaxLossOptions& options, float scale,
+                                    const Tensor& top_grad, const SoftmaxLossOptions& options,
                                     Tensor& dlogits);
 
 }  // namespace crema::kernels

@@ -120,29 +120,37 @@ void softmax_backward(int64_t outer, int64_t C, int64_t inner, const float* y, c
   }
 }
 
-double softmax_cross_entropy_forward(int64_t outer, int64_t C, int64_t inner, const float* logits,
-                                     const float* labels, const SoftmaxLossOptions& options,
-                                     float* prob, int64_t* valid_count, int num_threads) {
+void softmax_cross_entropy_forward(int64_t outer, int64_t C, int64_t inner, const float* logits,
+                                   const float* labels, const SoftmaxLossOptions& options,
+                                   float* prob, float* loss, int num_threads) {
   softmax_forward(outer, C, inner, logits, prob, num_threads);
   // One log per position against C exps above: not worth threads, and a serial sum in double
   // gives the same loss whatever the thread count.
-  double loss = 0;
-  int64_t count = 0;
+  double sum = 0;
+  int64_t counted = 0;
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t i = 0; i < inner; ++i) {
       const int64_t label = int64_t(labels[o * inner + i]);
       if (options.has_ignore_label && label == options.ignore_label) continue;
-      loss -= std::log(std::max(prob[(o * C + label) * inner + i], FLT_MIN));
-      ++count;
+      sum -= std::log(std::max(prob[(o * C + label) * inner + i], FLT_MIN));
+      ++counted;
     }
   }
-  if (valid_count != nullptr) *valid_count = count;
-  return loss;
+  loss[0] = float(sum / double(loss_normalizer(options.normalization, outer, inner, counted)));
 }
 
 void softmax_cross_entropy_backward(int64_t outer, int64_t C, int64_t inner, const float* prob,
-                                    const float* labels, const SoftmaxLossOptions& options,
-                                    float scale, float* dlogits, int num_threads) {
+                                    const float* labels, const float* top_grad,
+                                    const SoftmaxLossOptions& options, float* dlogits,
+                                    int num_threads) {
+  int64_t counted = outer * inner;  // only the `valid` normalization needs the real count
+  if (options.normalization == LossNormalization::valid && options.has_ignore_label) {
+    for (int64_t j = 0; j < outer * inner; ++j) {
+      counted -= int64_t(labels[j]) == options.ignore_label ? 1 : 0;
+    }
+  }
+  const float scale =
+      top_grad[0] / float(loss_normalizer(options.normalization, outer, inner, counted));
 #pragma omp parallel for schedule(static) \
     num_threads(std::max(1, num_threads)) if (outer * C * inner >= kParallelElements)
   for (int64_t o = 0; o < outer; ++o) {

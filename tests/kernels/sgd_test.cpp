@@ -1,12 +1,13 @@
 // SGD with momentum: two steps against a hand computation, the equivalence with PyTorch's form
 // at a fixed rate (and the difference once the rate changes), the CPU path against ref<double>,
-// and shape errors.
+// the multi-tensor update against single updates, and shape errors.
 #include "kernels/sgd/sgd.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "core/context.h"
@@ -84,6 +85,44 @@ TEST(SgdMomentumCpu, MatchesReference) {
                              double(0.05f), double(0.9f), double(0.0005f));
     EXPECT_LT(testing::rel_error(w.to_vector(), w_ref), 1e-6) << n;
     EXPECT_LT(testing::rel_error(v.to_vector(), v_ref), 1e-6) << n;
+  }
+}
+
+TEST(SgdMomentumMulti, EqualsOneUpdatePerTensor) {
+  Context ctx(Device::cpu(), 1, 2);
+  Random rng(6);
+  const std::vector<int64_t> sizes = {500, 20, 25000, 1, 100003};
+  std::vector<Tensor> w, g, v, w_single, v_single;
+  std::vector<SgdTensorSet> sets;
+  for (size_t k = 0; k < sizes.size(); ++k) {
+    w.push_back(testing::random_tensor(rng, {sizes[k]}));
+    g.push_back(testing::random_tensor(rng, {sizes[k]}));
+    v.push_back(testing::random_tensor(rng, {sizes[k]}));
+    w_single.push_back(w.back().clone());
+    v_single.push_back(v.back().clone());
+  }
+  for (size_t k = 0; k < sizes.size(); ++k) {
+    sets.push_back({&w[k], &g[k], &v[k], 0.01f * float(k + 1), k % 2 == 0 ? 0.0005f : 0.0f});
+  }
+  sgd_momentum_update_multi(ctx, sets, 0.9f);
+  for (size_t k = 0; k < sizes.size(); ++k) {
+    sgd_momentum_update(ctx, w_single[k], g[k], v_single[k], sets[k].lr, 0.9f,
+                        sets[k].weight_decay);
+    EXPECT_EQ(w[k].to_vector(), w_single[k].to_vector()) << k;
+    EXPECT_EQ(v[k].to_vector(), v_single[k].to_vector()) << k;
+  }
+}
+
+TEST(SgdMomentumMulti, NamesTheSetThatDoesNotFit) {
+  Context ctx;
+  Tensor w({4}), g({4}), v({4}), v5({5});
+  const std::vector<SgdTensorSet> sets = {{&w, &g, &v, 0.1f, 0.0f}, {&w, &g, &v5, 0.1f, 0.0f}};
+  try {
+    sgd_momentum_update_multi(ctx, sets, 0.9f);
+    ADD_FAILURE() << "a history of the wrong shape was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("set 1"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("v is"), std::string::npos) << e.what();
   }
 }
 

@@ -1,11 +1,13 @@
 // Softmax and softmax cross-entropy: the reference by hand (stability under a large shift, an
 // axis with inner > 1, FLT_MIN clamping, ignore_label), both backwards against central
 // differences in double, the CPU path against ref<double> on awkward shapes with poisoned
-// outputs, in-place use, and the label errors.
+// outputs (the normalized, device-resident loss API against the reference's sum and count under
+// every normalization), in-place use, and the label errors.
 #include "kernels/softmax/softmax.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <string>
@@ -180,11 +182,19 @@ TEST(SoftmaxCrossEntropyCpu, UnderflowedProbabilityIsClampedToFltMin) {
   Context ctx;
   const Tensor logits = Tensor::from_vector({1, 2}, {0.0f, -200.0f});
   const Tensor labels = Tensor::from_vector({1}, {1.0f});
-  Tensor prob({1, 2});
-  int64_t count = 0;
-  const double loss = softmax_cross_entropy_forward(ctx, logits, labels, prob, {}, &count);
+  Tensor prob({1, 2}), loss = testing::poisoned({});
+  softmax_cross_entropy_forward(ctx, logits, labels, prob, loss, {});
   EXPECT_EQ(prob.to_vector()[1], 0.0f);
-  EXPECT_NEAR(loss, -std::log(double(FLT_MIN)), 1e-4);  // 87.34, not infinity
+  EXPECT_NEAR(loss.to_vector()[0], -std::log(double(FLT_MIN)), 1e-4);  // 87.34, not infinity
+}
+
+TEST(SoftmaxCrossEntropy, NormalizerByMode) {
+  // outer 3, inner 4, 5 counted positions.
+  EXPECT_EQ(loss_normalizer(LossNormalization::valid, 3, 4, 5), 5);
+  EXPECT_EQ(loss_normalizer(LossNormalization::valid, 3, 4, 0), 1);  // at least 1
+  EXPECT_EQ(loss_normalizer(LossNormalization::batch_size, 3, 4, 5), 3);
+  EXPECT_EQ(loss_normalizer(LossNormalization::full, 3, 4, 5), 12);
+  EXPECT_EQ(loss_normalizer(LossNormalization::none, 3, 4, 5), 1);
 }
 
 TEST(SoftmaxCrossEntropyRef, BackwardMatchesFiniteDifferences) {
@@ -207,48 +217,75 @@ TEST(SoftmaxCrossEntropyRef, BackwardMatchesFiniteDifferences) {
   });
 }
 
+// The normalized loss and the top_grad-scaled gradient of the Tensor-level API against the
+// reference's definition (a sum, a count, a scale), under every normalization.
 TEST(SoftmaxCrossEntropyCpu, MatchesReference) {
+  const LossNormalization modes[] = {LossNormalization::valid, LossNormalization::batch_size,
+                                     LossNormalization::full, LossNormalization::none};
   uint64_t seed = 20;
   for (const Case& c : awkward_cases()) {
-    SCOPED_TRACE(shape_str(c.shape) + " axis " + std::to_string(c.axis));
     int64_t outer, C, inner;
     extents(c, outer, C, inner);
     Context ctx(Device::cpu(), 1, 2);
     Random rng(++seed);
-    SoftmaxLossOptions options;
-    options.axis = c.axis;
-    options.has_ignore_label = true;
-    options.ignore_label = 255;
     const Tensor logits = testing::random_tensor(rng, c.shape, -5, 5);
     std::vector<float> label_values(static_cast<size_t>(outer * inner));
     for (float& l : label_values) l = rng.below(5) == 0 ? 255.0f : float(rng.below(uint64_t(C)));
     const Tensor labels = Tensor::from_vector({outer * inner}, label_values);
-    Tensor prob = testing::poisoned(c.shape), dlogits = testing::poisoned(c.shape);
-    int64_t count = -1;
-    const double loss = softmax_cross_entropy_forward(ctx, logits, labels, prob, options, &count);
-    softmax_cross_entropy_backward(ctx, prob, labels, options, 0.25f, dlogits);
-
+    const Tensor top_grad = Tensor::from_vector({1}, {0.25f});
     const std::vector<double> xd = testing::to_double(logits);
     const std::vector<double> ld = testing::to_double(label_values);
-    std::vector<double> prob_ref(xd.size()), dlogits_ref(xd.size());
-    int64_t count_ref = -2;
-    const double loss_ref = ref::softmax_cross_entropy_forward(
-        outer, C, inner, xd.data(), ld.data(), options, prob_ref.data(), &count_ref);
-    ref::softmax_cross_entropy_backward(outer, C, inner, prob_ref.data(), ld.data(), options, 0.25,
-                                        dlogits_ref.data());
-    EXPECT_EQ(count, count_ref);
-    EXPECT_NEAR(loss, loss_ref, 1e-6 * std::max(1.0, std::abs(loss_ref)));
-    EXPECT_LT(testing::rel_error(prob.to_vector(), prob_ref), 1e-6);
-    EXPECT_LT(testing::rel_error(dlogits.to_vector(), dlogits_ref), 1e-6);
+    for (LossNormalization mode : modes) {
+      SCOPED_TRACE(shape_str(c.shape) + " axis " + std::to_string(c.axis) + " normalization " +
+                   std::to_string(int(mode)));
+      SoftmaxLossOptions options;
+      options.axis = c.axis;
+      options.has_ignore_label = true;
+      options.ignore_label = 255;
+      options.normalization = mode;
+      Tensor prob = testing::poisoned(c.shape), dlogits = testing::poisoned(c.shape);
+      Tensor loss = testing::poisoned({});
+      softmax_cross_entropy_forward(ctx, logits, labels, prob, loss, options);
+      softmax_cross_entropy_backward(ctx, prob, labels, top_grad, options, dlogits);
+
+      std::vector<double> prob_ref(xd.size()), dlogits_ref(xd.size());
+      int64_t count = -1;
+      const double sum = ref::softmax_cross_entropy_forward(outer, C, inner, xd.data(), ld.data(),
+                                                            options, prob_ref.data(), &count);
+      double normalizer = 1;
+      if (mode == LossNormalization::valid) normalizer = double(std::max<int64_t>(count, 1));
+      if (mode == LossNormalization::batch_size) normalizer = double(outer);
+      if (mode == LossNormalization::full) normalizer = double(outer * inner);
+      ref::softmax_cross_entropy_backward(outer, C, inner, prob_ref.data(), ld.data(), options,
+                                          0.25 / normalizer, dlogits_ref.data());
+      const double loss_ref = sum / normalizer;
+      EXPECT_NEAR(loss.to_vector()[0], loss_ref, 1e-6 * std::max(1.0, std::abs(loss_ref)));
+      EXPECT_LT(testing::rel_error(prob.to_vector(), prob_ref), 1e-6);
+      EXPECT_LT(testing::rel_error(dlogits.to_vector(), dlogits_ref), 1e-6);
+    }
   }
+}
+
+TEST(SoftmaxCrossEntropyCpu, EveryPositionIgnored) {
+  Context ctx;
+  const Tensor logits = Tensor::from_vector({2, 3}, {0.1f, 0.2f, 0.3f, 0.4f, 0.5f, 0.6f});
+  const Tensor labels = Tensor::from_vector({2}, {-1, -1});
+  SoftmaxLossOptions options;
+  options.has_ignore_label = true;
+  Tensor prob({2, 3}), loss = testing::poisoned({1}), dlogits = testing::poisoned({2, 3});
+  softmax_cross_entropy_forward(ctx, logits, labels, prob, loss, options);
+  EXPECT_EQ(loss.to_vector()[0], 0.0f);  // normalizer max(0, 1): no division by zero
+  softmax_cross_entropy_backward(ctx, prob, labels, Tensor::from_vector({}, {1.0f}), options,
+                                 dlogits);
+  EXPECT_EQ(dlogits.to_vector(), std::vector<float>(6, 0.0f));
 }
 
 std::string error_of(const Tensor& labels, const SoftmaxLossOptions& options) {
   Context ctx;
   const Tensor logits = Tensor::from_vector({2, 3}, {0.1f, 0.2f, 0.3f, 0.4f, 0.5f, 0.6f});
-  Tensor prob({2, 3});
+  Tensor prob({2, 3}), loss(Shape{});
   try {
-    softmax_cross_entropy_forward(ctx, logits, labels, prob, options, nullptr);
+    softmax_cross_entropy_forward(ctx, logits, labels, prob, loss, options);
   } catch (const Error& e) {
     return e.what();
   }
@@ -273,6 +310,21 @@ TEST(SoftmaxCrossEntropy, RejectsBadLabels) {
   SoftmaxLossOptions bad_axis;
   bad_axis.axis = 2;
   EXPECT_NE(error_of(Tensor::from_vector({2}, {0, 1}), bad_axis).find("axis 2"), std::string::npos);
+  // The backward checks the labels too, and wants a one-element top_grad and loss.
+  Context ctx;
+  const Tensor prob = Tensor::from_vector({2, 3}, {0.1f, 0.2f, 0.7f, 0.3f, 0.3f, 0.4f});
+  Tensor dlogits({2, 3});
+  EXPECT_THROW(softmax_cross_entropy_backward(ctx, prob, Tensor::from_vector({2}, {0, 3}),
+                                              Tensor::from_vector({1}, {1.0f}), plain, dlogits),
+               Error);
+  EXPECT_THROW(
+      softmax_cross_entropy_backward(ctx, prob, Tensor::from_vector({2}, {0, 1}),
+                                     Tensor::from_vector({2}, {1.0f, 1.0f}), plain, dlogits),
+      Error);
+  Tensor loss2({2});
+  EXPECT_THROW(softmax_cross_entropy_forward(ctx, prob, Tensor::from_vector({2}, {0, 1}), dlogits,
+                                             loss2, plain),
+               Error);
 }
 
 }  // namespace

@@ -1,0 +1,172 @@
+// 2-D pooling, CUDA versions (one each; README.md says why there is no ladder yet).
+//
+// Forward: one thread per output (n, c, p, q). It walks its window clipped to the input in
+// row-major order with the reference's comparison (larger, or the first NaN), so ties and NaN
+// resolve as on the CPU and the argmax is the same.
+//
+// Backward: one thread per input element (n, c, h, w), gathering instead of scattering. The
+// windows that contain row h are those with p*stride - pad <= h < p*stride - pad + kernel, i.e.
+//   p in [p0, p1),  p0 = h + pad < kernel ? 0 : (h + pad - kernel) / stride + 1,
+//                   p1 = min((h + pad) / stride + 1, P)
+// (columns likewise). Max: dx adds dy[p, q] of every such window whose argmax is this element;
+// average: dy[p, q] / window_size of every such window. The additions run in (p, q) row-major
+// order starting from 0, the order in which the CPU path's scatter reaches this element, so the
+// result is the same bits, and no two threads write one element: no atomics, deterministic.
+#include "kernels/elementwise/map_cuda.cuh"
+#include "kernels/pooling/pooling.h"
+
+namespace crema::kernels::cuda {
+namespace {
+
+using detail::kMapThreads;
+using detail::map_blocks;
+
+// The geometry in 32-bit integers: extents, and indices within a plane (at most 2^24 elements in
+// max mode, which the dispatch checks; far below 2^31 in any real average pooling).
+struct Geometry {
+  int H, W, P, Q, kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w;
+};
+
+Geometry geometry32(const Pool2dGeometry& g) {
+  return {int(g.H),        int(g.W),        int(g.P),        int(g.Q),     int(g.kernel_h),
+          int(g.kernel_w), int(g.stride_h), int(g.stride_w), int(g.pad_h), int(g.pad_w)};
+}
+
+// Index: the type of flat element indices (int32 when the tensors allow it: cheaper division).
+template <class Index, PoolMode kMode>
+__global__ void pool_forward_kernel(Geometry g, Index total, const float* __restrict__ x,
+                                    float* __restrict__ y, float* __restrict__ argmax) {
+  for (Index idx = blockIdx.x * Index(blockDim.x) + threadIdx.x; idx < total;
+       idx += Index(gridDim.x) * blockDim.x) {
+    const int q = int(idx % g.Q);
+    const Index rest = idx / g.Q;
+    const int p = int(rest % g.P);
+    const Index plane = rest / g.P;
+    const float* xp = x + plane * g.H * g.W;  // [H, W]
+    // The window in padded coordinates, then clipped to the input.
+    const int h0 = p * g.stride_h - g.pad_h, w0 = q * g.stride_w - g.pad_w;
+    const int h1 = min(h0 + g.kernel_h, g.H + g.pad_h), w1 = min(w0 + g.kernel_w, g.W + g.pad_w);
+    const int hs = max(h0, 0), he = min(h1, g.H), ws = max(w0, 0), we = min(w1, g.W);
+    if constexpr (kMode == PoolMode::max) {
+      int best = hs * g.W + ws;
+      float m = xp[best];
+      for (int h = hs; h < he; ++h) {
+        for (int w = ws; w < we; ++w) {
+          const float v = xp[h * g.W + w];
+          if (v > m || (isnan(v) && !isnan(m))) {  // larger, or the first NaN
+            m = v;
+            best = h * g.W + w;
+          }
+        }
+      }
+      y[idx] = m;
+      if (argmax != nullptr) argmax[idx] = float(best);
+    } else {
+      float sum = 0.0f;
+      for (int h = hs; h < he; ++h) {
+        for (int w = ws; w < we; ++w) sum += xp[h * g.W + w];
+      }
+      y[idx] = sum / float((h1 - h0) * (w1 - w0));
+    }
+  }
+}
+
+// The windows [first, last) along one axis that contain input coordinate `at`.
+__device__ inline void windows_containing(int at, int kernel, int stride, int pad, int outputs,
+                                          int& first, int& last) {
+  first = at + pad < kernel ? 0 : (at + pad - kernel) / stride + 1;
+  last = min((at + pad) / stride + 1, outputs);
+}
+
+template <class Index, PoolMode kMode>
+__global__ void pool_backward_kernel(Geometry g, Index total, const float* __restrict__ dy,
+                                     const float* __restrict__ argmax, float* __restrict__ dx) {
+  for (Index idx = blockIdx.x * Index(blockDim.x) + threadIdx.x; idx < total;
+       idx += Index(gridDim.x) * blockDim.x) {
+    const int w = int(idx % g.W);
+    const Index rest = idx / g.W;
+    const int h = int(rest % g.H);
+    const Index plane = rest / g.H;
+    int p0, p1, q0, q1;
+    windows_containing(h, g.kernel_h, g.stride_h, g.pad_h, g.P, p0, p1);
+    windows_containing(w, g.kernel_w, g.stride_w, g.pad_w, g.Q, q0, q1);
+    const float* dyp = dy + plane * g.P * g.Q;  // [P, Q]
+    float acc = 0.0f;
+    if constexpr (kMode == PoolMode::max) {
+      const float* ap = argmax + plane * g.P * g.Q;
+      const float me = float(h * g.W + w);
+      for (int p = p0; p < p1; ++p) {
+        for (int q = q0; q < q1; ++q) {
+          if (ap[p * g.Q + q] == me) acc += dyp[p * g.Q + q];
+        }
+      }
+    } else {
+      for (int p = p0; p < p1; ++p) {
+        const int h0 = p * g.stride_h - g.pad_h;
+        const int rows = min(h0 + g.kernel_h, g.H + g.pad_h) - h0;
+        for (int q = q0; q < q1; ++q) {
+          const int w0 = q * g.stride_w - g.pad_w;
+          const int cols = min(w0 + g.kernel_w, g.W + g.pad_w) - w0;
+          acc += dyp[p * g.Q + q] / float(rows * cols);
+        }
+      }
+    }
+    dx[idx] = acc;
+  }
+}
+
+template <class Index>
+void launch_forward(const Geometry& g, int64_t total, PoolMode mode, const float* x, float* y,
+                    float* argmax, gpu::Stream stream) {
+  const int blocks = map_blocks(total);
+  if (mode == PoolMode::max) {
+    pool_forward_kernel<Index, PoolMode::max>
+        <<<blocks, kMapThreads, 0, stream>>>(g, Index(total), x, y, argmax);
+  } else {
+    pool_forward_kernel<Index, PoolMode::average>
+        <<<blocks, kMapThreads, 0, stream>>>(g, Index(total), x, y, nullptr);
+  }
+  gpu::check_launch("pool2d_forward");
+}
+
+template <class Index>
+void launch_backward(const Geometry& g, int64_t total, PoolMode mode, const float* dy,
+                     const float* argmax, float* dx, gpu::Stream stream) {
+  const int blocks = map_blocks(total);
+  if (mode == PoolMode::max) {
+    pool_backward_kernel<Index, PoolMode::max>
+        <<<blocks, kMapThreads, 0, stream>>>(g, Index(total), dy, argmax, dx);
+  } else {
+    pool_backward_kernel<Index, PoolMode::average>
+        <<<blocks, kMapThreads, 0, stream>>>(g, Index(total), dy, nullptr, dx);
+  }
+  gpu::check_launch("pool2d_backward");
+}
+
+}  // namespace
+
+void pool2d_forward(const Pool2dGeometry& g, PoolMode mode, const float* x, float* y, float* argmax,
+                    gpu::Stream stream) {
+  const int64_t total = g.N * g.C * g.P * g.Q;
+  if (total == 0) return;
+  const Geometry g32 = geometry32(g);
+  if (detail::int32_indexable(total) && detail::int32_indexable(g.N * g.C * g.H * g.W)) {
+    launch_forward<int32_t>(g32, total, mode, x, y, argmax, stream);
+  } else {
+    launch_forward<int64_t>(g32, total, mode, x, y, argmax, stream);
+  }
+}
+
+void pool2d_backward(const Pool2dGeometry& g, PoolMode mode, const float* dy, const float* argmax,
+                     float* dx, gpu::Stream stream) {
+  const int64_t total = g.N * g.C * g.H * g.W;
+  if (total == 0) return;
+  const Geometry g32 = geometry32(g);
+  if (detail::int32_indexable(total) && detail::int32_indexable(g.N * g.C * g.P * g.Q)) {
+    launch_backward<int32_t>(g32, total, mode, dy, argmax, dx, stream);
+  } else {
+    launch_backward<int64_t>(g32, total, mode, dy, argmax, dx, stream);
+  }
+}
+
+}  // namespace crema::kernels::cuda

@@ -1,0 +1,276 @@
+// Softmax and softmax cross-entropy on CUDA: every version against ref<double> on awkward shapes
+// (N = 1, odd class counts, inner > 1, LeNet's logits, wide rows, shapes that need several blocks
+// and the finishing block, and the backward's separate label count), every normalization, the
+// ignore_label, poisoned outputs, in-place softmax, bit-identical repeats, invalid labels giving
+// a NaN loss, and the dispatch.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "kernels/softmax/softmax.h"
+#include "tests/kernels/kernel_cuda_test_util.h"
+#include "tests/support/cuda_test_util.h"
+
+namespace crema::kernels {
+namespace {
+
+using testing::host_values;
+using testing::kNaN;
+
+const cuda::Version kVersions[] = {cuda::Version::thread_per_position,
+                                   cuda::Version::warp_per_position, cuda::Version::by_shape};
+const LossNormalization kModes[] = {LossNormalization::valid, LossNormalization::batch_size,
+                                    LossNormalization::full, LossNormalization::none};
+
+struct Case {
+  Shape shape;
+  int axis;
+};
+
+struct Extents {
+  int64_t outer, C, inner;
+};
+
+Extents extents(const Case& c) {
+  const int a = c.axis < 0 ? c.axis + int(c.shape.size()) : c.axis;
+  return {shape_count(c.shape, 0, a), c.shape[size_t(a)],
+          shape_count(c.shape, a + 1, int(c.shape.size()))};
+}
+
+std::string describe(const Case& c) {
+  return shape_str(c.shape) + " axis " + std::to_string(c.axis);
+}
+
+const std::vector<Case>& cases() {
+  static const std::vector<Case> all =
+      {
+          {{1, 1}, 1},         {{1, 10}, 1}, {{7, 13}, -1},  {{64, 10}, 1},
+          {{256, 10}, 1},      {{5, 33}, 1}, {{7, 1000}, 1}, {{3, 5, 4, 7}, 1},
+          {{2, 3, 300}, 1},    {{5, 3}, 0},  {{2, 3, 4}, 2}, {{2, 21, 20, 20}, 1},
+          {{3, 5, 40, 40}, 1},  // 4800 positions: the backward counts labels in a separate kernel
+      };
+  return all;
+}
+
+TEST(SoftmaxCuda, EveryVersionMatchesReference) {
+  CREMA_REQUIRE_CUDA();
+  Context ctx(Device::cuda(0));
+  uint64_t seed = 60;
+  for (const Case& c : cases()) {
+    const Extents e = extents(c);
+    Random rng(++seed);
+    const Tensor x = testing::random_tensor(rng, c.shape, -5, 5);
+    const Tensor dy = testing::random_tensor(rng, c.shape);
+    const std::vector<double> xd = testing::to_double(x), dyd = testing::to_double(dy);
+    std::vector<double> y_ref(xd.size()), dx_ref(xd.size());
+    ref::softmax_forward(e.outer, e.C, e.inner, xd.data(), y_ref.data());
+    ref::softmax_backward(e.outer, e.C, e.inner, y_ref.data(), dyd.data(), dx_ref.data());
+    const Tensor xg = testing::to_device(ctx, x), dyg = testing::to_device(ctx, dy);
+    for (cuda::Version version : kVersions) {
+      SCOPED_TRACE(describe(c) + " version " + std::to_string(int(version)));
+      Tensor y = testing::poisoned_device(ctx, c.shape),
+             dx = testing::poisoned_device(ctx, c.shape);
+      cuda::softmax_forward(e.outer, e.C, e.inner, xg.data<float>(), y.data<float>(), version,
+                            ctx.stream());
+      cuda::softmax_backward(e.outer, e.C, e.inner, y.data<float>(), dyg.data<float>(),
+                             dx.data<float>(), version, ctx.stream());
+      const std::vector<float> yv = host_values(ctx, y), dxv = host_values(ctx, dx);
+      EXPECT_LT(testing::rel_error(yv, y_ref), 1e-5);
+      EXPECT_LT(testing::rel_error(dxv, dx_ref), 1e-5);
+      // In place (y over x, dx over dy): the same bits.
+      Tensor t = testing::to_device(ctx, x), g = testing::to_device(ctx, dy);
+      cuda::softmax_forward(e.outer, e.C, e.inner, t.data<float>(), t.data<float>(), version,
+                            ctx.stream());
+      cuda::softmax_backward(e.outer, e.C, e.inner, t.data<float>(), g.data<float>(),
+                             g.data<float>(), version, ctx.stream());
+      EXPECT_TRUE(testing::same_bits(host_values(ctx, t), yv));
+      EXPECT_TRUE(testing::same_bits(host_values(ctx, g), dxv));
+    }
+  }
+}
+
+// Labels for a case: a class index per position, every fifth (about) the ignore_label 255.
+std::vector<float> random_labels(Random& rng, const Extents& e) {
+  std::vector<float> labels(static_cast<size_t>(e.outer * e.inner));
+  for (float& l : labels) l = rng.below(5) == 0 ? 255.0f : float(rng.below(uint64_t(e.C)));
+  return labels;
+}
+
+SoftmaxLossOptions loss_options(const Case& c, LossNormalization mode) {
+  SoftmaxLossOptions options;
+  options.axis = c.axis;
+  options.has_ignore_label = true;
+  options.ignore_label = 255;
+  options.normalization = mode;
+  return options;
+}
+
+// Runs forward and backward of `version` on device copies; returns {loss}, prob, dlogits.
+struct LossRun {
+  std::vector<float> loss, prob, dlogits;
+};
+
+LossRun run_loss(Context& ctx, const Extents& e, const Shape& shape, const Tensor& logits,
+                 const Tensor& labels, const Tensor& top_grad, const SoftmaxLossOptions& options,
+                 cuda::Version version) {
+  const size_t bytes =
+      cuda::softmax_cross_entropy_workspace_bytes(e.outer, e.C, e.inner, options, version);
+  Tensor workspace = ctx.empty({int64_t(bytes / 4) + 1});
+  Tensor prob = testing::poisoned_device(ctx, shape),
+         dlogits = testing::poisoned_device(ctx, shape);
+  Tensor loss = testing::poisoned_device(ctx, {});
+  cuda::softmax_cross_entropy_forward(
+      e.outer, e.C, e.inner, logits.data<float>(), labels.data<float>(), options,
+      prob.data<float>(), loss.data<float>(), workspace.data<float>(), version, ctx.stream());
+  cuda::softmax_cross_entropy_backward(
+      e.outer, e.C, e.inner, prob.data<float>(), labels.data<float>(), top_grad.data<float>(),
+      options, dlogits.data<float>(), workspace.data<float>(), ctx.stream());
+  return {host_values(ctx, loss), host_values(ctx, prob), host_values(ctx, dlogits)};
+}
+
+TEST(SoftmaxCrossEntropyCuda, EveryVersionMatchesReference) {
+  CREMA_REQUIRE_CUDA();
+  Context ctx(Device::cuda(0));
+  uint64_t seed = 80;
+  for (const Case& c : cases()) {
+    const Extents e = extents(c);
+    Random rng(++seed);
+    const Tensor logits = testing::random_tensor(rng, c.shape, -5, 5);
+    const std::vector<float> label_values = random_labels(rng, e);
+    const std::vector<double> xd = testing::to_double(logits);
+    const std::vector<double> ld = testing::to_double(label_values);
+    const Tensor logits_g = testing::to_device(ctx, logits);
+    const Tensor labels_g = testing::to_device(ctx, {e.outer * e.inner}, label_values);
+    const Tensor top_grad = testing::to_device(ctx, {1}, {0.7f});
+    for (LossNormalization mode : kModes) {
+      const SoftmaxLossOptions options = loss_options(c, mode);
+      std::vector<double> prob_ref(xd.size()), dlogits_ref(xd.size());
+      int64_t counted = 0;
+      const double sum = ref::softmax_cross_entropy_forward(
+          e.outer, e.C, e.inner, xd.data(), ld.data(), options, prob_ref.data(), &counted);
+      const double normalizer = double(loss_normalizer(mode, e.outer, e.inner, counted));
+      ref::softmax_cross_entropy_backward(e.outer, e.C, e.inner, prob_ref.data(), ld.data(),
+                                          options, double(0.7f) / normalizer, dlogits_ref.data());
+      for (cuda::Version version : kVersions) {
+        SCOPED_TRACE(describe(c) + " normalization " + std::to_string(int(mode)) + " version " +
+                     std::to_string(int(version)));
+        const LossRun r = run_loss(ctx, e, c.shape, logits_g, labels_g, top_grad, options, version);
+        const double loss_ref = sum / normalizer;
+        EXPECT_NEAR(r.loss[0], loss_ref, 1e-5 * std::max(1.0, std::abs(loss_ref)));
+        EXPECT_LT(testing::rel_error(r.prob, prob_ref), 1e-5);
+        EXPECT_LT(testing::rel_error(r.dlogits, dlogits_ref), 1e-5);
+      }
+    }
+  }
+}
+
+TEST(SoftmaxCrossEntropyCuda, RepeatsBitForBit) {
+  CREMA_REQUIRE_CUDA();
+  Context ctx(Device::cuda(0));
+  // LeNet's logits (one block) and a per-pixel case (block partials, a finishing block, and the
+  // backward's label count).
+  for (const Case& c : {Case{{256, 10}, 1}, Case{{3, 5, 40, 40}, 1}, Case{{64, 1000}, 1}}) {
+    SCOPED_TRACE(describe(c));
+    const Extents e = extents(c);
+    Random rng(7);
+    const Tensor logits = testing::to_device(ctx, testing::random_tensor(rng, c.shape, -5, 5));
+    const Tensor labels = testing::to_device(ctx, {e.outer * e.inner}, random_labels(rng, e));
+    const Tensor top_grad = testing::to_device(ctx, {1}, {1.0f});
+    const SoftmaxLossOptions options = loss_options(c, LossNormalization::valid);
+    const LossRun first =
+        run_loss(ctx, e, c.shape, logits, labels, top_grad, options, cuda::Version::best);
+    for (int repeat = 0; repeat < 3; ++repeat) {
+      const LossRun again =
+          run_loss(ctx, e, c.shape, logits, labels, top_grad, options, cuda::Version::best);
+      EXPECT_TRUE(testing::same_bits(again.loss, first.loss));
+      EXPECT_TRUE(testing::same_bits(again.prob, first.prob));
+      EXPECT_TRUE(testing::same_bits(again.dlogits, first.dlogits));
+    }
+  }
+}
+
+TEST(SoftmaxCrossEntropyCuda, InvalidLabelGivesNaNLoss) {
+  CREMA_REQUIRE_CUDA();
+  Context ctx(Device::cuda(0));
+  for (const Case& c : {Case{{64, 10}, 1}, Case{{64, 100}, 1}, Case{{3, 5, 40, 40}, 1}}) {
+    const Extents e = extents(c);
+    Random rng(11);
+    const Tensor logits = testing::to_device(ctx, testing::random_tensor(rng, c.shape, -5, 5));
+    const Tensor top_grad = testing::to_device(ctx, {1}, {1.0f});
+    for (float bad : {float(e.C), -2.0f, 1.5f, kNaN}) {
+      std::vector<float> label_values = random_labels(rng, e);
+      const int64_t at = e.outer * e.inner / 2 + 1;
+      label_values[size_t(at)] = bad;
+      const Tensor labels = testing::to_device(ctx, {e.outer * e.inner}, label_values);
+      for (cuda::Version version : kVersions) {
+        SCOPED_TRACE(describe(c) + " label " + std::to_string(bad) + " version " +
+                     std::to_string(int(version)));
+        const LossRun r = run_loss(ctx, e, c.shape, logits, labels, top_grad,
+                                   loss_options(c, LossNormalization::valid), version);
+        EXPECT_TRUE(std::isnan(r.loss[0]));
+        // dlogits: NaN at the bad position's C entries, finite everywhere else.
+        EXPECT_EQ(testing::count_nan(r.dlogits), e.C);
+        EXPECT_EQ(testing::count_nan(r.prob), 0);
+      }
+    }
+  }
+}
+
+TEST(SoftmaxCrossEntropyCuda, EveryPositionIgnored) {
+  CREMA_REQUIRE_CUDA();
+  Context ctx(Device::cuda(0));
+  const Case c{{5, 7}, 1};
+  const Extents e = extents(c);
+  Random rng(13);
+  const Tensor logits = testing::to_device(ctx, testing::random_tensor(rng, c.shape));
+  const Tensor labels = testing::to_device(ctx, {5}, std::vector<float>(5, 255.0f));
+  const Tensor top_grad = testing::to_device(ctx, {1}, {1.0f});
+  for (cuda::Version version : kVersions) {
+    const LossRun r = run_loss(ctx, e, c.shape, logits, labels, top_grad,
+                               loss_options(c, LossNormalization::valid), version);
+    EXPECT_EQ(r.loss[0], 0.0f);
+    EXPECT_EQ(r.dlogits, std::vector<float>(35, 0.0f));
+  }
+}
+
+TEST(SoftmaxCrossEntropyCuda, DispatchMatchesCpu) {
+  CREMA_REQUIRE_CUDA();
+  Context ctx(Device::cuda(0)), cpu_ctx;
+  for (int64_t batch : {64, 256}) {  // LeNet
+    Random rng(static_cast<uint64_t>(batch));
+    const Tensor logits = testing::random_tensor(rng, {batch, 10}, -3, 3);
+    std::vector<float> label_values(static_cast<size_t>(batch));
+    for (float& l : label_values) l = float(rng.below(10));
+    const Tensor labels = Tensor::from_vector({batch}, label_values);
+    const Tensor top_grad = Tensor::from_vector({}, {1.0f});
+    SoftmaxLossOptions options;
+    Tensor prob_cpu({batch, 10}), loss_cpu(Shape{}), dlogits_cpu({batch, 10});
+    softmax_cross_entropy_forward(cpu_ctx, logits, labels, prob_cpu, loss_cpu, options);
+    softmax_cross_entropy_backward(cpu_ctx, prob_cpu, labels, top_grad, options, dlogits_cpu);
+
+    const Tensor logits_g = testing::to_device(ctx, logits),
+                 labels_g = testing::to_device(ctx, labels);
+    const Tensor top_grad_g = testing::to_device(ctx, top_grad);
+    Tensor prob = testing::poisoned_device(ctx, {batch, 10});
+    Tensor dlogits = testing::poisoned_device(ctx, {batch, 10});
+    Tensor loss = testing::poisoned_device(ctx, {});
+    softmax_cross_entropy_forward(ctx, logits_g, labels_g, prob, loss, options);
+    softmax_cross_entropy_backward(ctx, prob, labels_g, top_grad_g, options, dlogits);
+    EXPECT_NEAR(host_values(ctx, loss)[0], loss_cpu.to_vector()[0], 1e-5);
+    EXPECT_LT(testing::rel_error(host_values(ctx, prob), testing::to_double(prob_cpu)), 1e-6);
+    EXPECT_LT(testing::rel_error(host_values(ctx, dlogits), testing::to_double(dlogits_cpu)), 1e-6);
+
+    Tensor host_loss(Shape{});
+    EXPECT_THROW(softmax_cross_entropy_forward(ctx, logits_g, labels_g, prob, host_loss, options),
+                 Error);
+    EXPECT_THROW(softmax_cross_entropy_backward(ctx, prob, labels, top_grad_g, options, dlogits),
+                 Error);  // host labels
+  }
+}
+
+}  // namespace
+}  // namespace crema::kernels
