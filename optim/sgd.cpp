@@ -4,11 +4,18 @@
 
 namespace crema {
 
-void SgdSolver::update(Param& param, size_t index, float lr, float weight_decay, Context& ctx) {
-  if (velocity_.size() <= index) velocity_.resize(index + 1);
-  Tensor& v = velocity_[index];
-  if (!v.defined() || v.shape() != param.value.shape()) v = ctx.zeros(param.value.shape());
-  kernels::sgd_momentum_update(ctx, param.value, param.grad, v, lr, float(momentum_), weight_decay);
+void SgdSolver::update(const std::vector<ParamUpdate>& updates, Context& ctx) {
+  for (const ParamUpdate& u : updates) {
+    if (velocity_.size() <= u.index) velocity_.resize(u.index + 1);  // before taking addresses
+  }
+  std::vector<kernels::SgdTensorSet> sets;
+  sets.reserve(updates.size());
+  for (const ParamUpdate& u : updates) {
+    Tensor& v = velocity_[u.index];
+    if (!v.defined() || v.shape() != u.param->value.shape()) v = ctx.zeros(u.param->value.shape());
+    sets.push_back({&u.param->value, &u.param->grad, &v, u.lr, u.weight_decay});
+  }
+  kernels::sgd_momentum_update_multi(ctx, sets, float(momentum_));
 }
 
 }  // namespace crema

@@ -2,7 +2,8 @@
 //   v = momentum * v + lr * (g + weight_decay * w);   w = w - v
 // With a fixed learning rate this equals PyTorch's SGD (v' = m v' + g_wd; w -= lr v', v = lr v').
 // When the rate changes, Caffe's v carries the old rate for a while; PyTorch's rescales at once.
-// The update is one fused kernel (kernels/sgd): one pass over w, g and v.
+// The update is one fused kernel (kernels/sgd) for all parameters: one pass over w, g and v that
+// also zeroes g.
 #pragma once
 
 #include <vector>
@@ -17,7 +18,7 @@ class SgdSolver final : public Solver {
       : Solver(base_lr, weight_decay, std::move(policy)), momentum_(momentum) {}
 
  protected:
-  void update(Param& param, size_t index, float lr, float weight_decay, Context& ctx) override;
+  void update(const std::vector<ParamUpdate>& updates, Context& ctx) override;
 
  private:
   double momentum_;

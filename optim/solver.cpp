@@ -1,17 +1,18 @@
 #include "optim/solver.h"
 
-#include "kernels/elementwise/elementwise.h"
 #include "optim/sgd.h"
 
 namespace crema {
 
 void Solver::step(const std::vector<Param*>& params, int64_t iter, Context& ctx) {
   const double lr = learning_rate(iter);
+  std::vector<ParamUpdate> updates;
+  updates.reserve(params.size());
   for (size_t i = 0; i < params.size(); ++i) {
-    Param& p = *params[i];
-    update(p, i, float(lr * p.lr_mult), float(weight_decay_ * p.decay_mult), ctx);
-    kernels::fill(ctx, p.grad, 0.0f);
+    Param* p = params[i];
+    updates.push_back({p, i, float(lr * p->lr_mult), float(weight_decay_ * p->decay_mult)});
   }
+  update(updates, ctx);
 }
 
 std::unique_ptr<Solver> make_solver(const ConfigNode& solver, int64_t total_iters) {

@@ -2,7 +2,8 @@
 //
 // Each step: for every learnable parameter p with multipliers (lr_mult, decay_mult),
 //   lr_p = lr(iter) * lr_mult,  weight_decay_p = weight_decay * decay_mult,
-// the solver's update rule is applied, and the gradient is zeroed (gradients accumulate in
+// the solver's update rule is applied to all parameters at once (one fused kernel launch where
+// the rule allows) and the gradients are zeroed in the same pass (gradients accumulate in
 // between, so several forward/backward passes per step sum theirs).
 //
 // Solvers are chosen by solver.type; make_solver lists the known ones. To add one, see
@@ -23,15 +24,23 @@ namespace crema {
 class Solver {
  public:
   virtual ~Solver() = default;
-  // Applies one update with the learning rate for `iter`, then zeroes the gradients.
+  // Applies one update with the learning rate for `iter` and zeroes the gradients.
   void step(const std::vector<Param*>& params, int64_t iter, Context& ctx);
   double learning_rate(int64_t iter) const { return policy_.rate(base_lr_, iter); }
 
  protected:
   Solver(double base_lr, double weight_decay, LrPolicy policy)
       : base_lr_(base_lr), weight_decay_(weight_decay), policy_(std::move(policy)) {}
-  // Updates one parameter; `index` identifies its optimizer state (momentum, ...).
-  virtual void update(Param& param, size_t index, float lr, float weight_decay, Context& ctx) = 0;
+  // One parameter's share of a step: its position (which identifies its optimizer state, such
+  // as momentum) and its effective rate and decay.
+  struct ParamUpdate {
+    Param* param;
+    size_t index;
+    float lr;
+    float weight_decay;
+  };
+  // Updates every parameter and zeroes its gradient.
+  virtual void update(const std::vector<ParamUpdate>& updates, Context& ctx) = 0;
 
  private:
   double base_lr_;

@@ -12,12 +12,13 @@
 // them decay by momentum, PyTorch's rescales the whole history to the new rate at once. A
 // checkpoint's momentum buffer is therefore not interchangeable between the two.
 //
-// g is read only: zeroing the gradients after the update is the solver's business. w, g and v
-// have one shape.
+// sgd_momentum_update reads g only. w, g and v have one shape.
 //
 // A net has several parameters (LeNet: 8), and on a GPU a launch per parameter costs more than
 // the update of a small one. sgd_momentum_update_multi updates a list of parameters, each with its
-// own lr and weight_decay, in one launch per 16 parameters.
+// own lr and weight_decay, in one launch per 16 parameters, and CONSUMES their gradients: g is
+// zeroed in the same pass, which is the solver's "zero the gradients after the update" without a
+// launch per parameter.
 #pragma once
 
 #include <cstdint>
@@ -33,7 +34,7 @@ namespace crema::kernels {
 // pointers for cpu::, device pointers for cuda::) and this parameter's effective rate and decay.
 struct SgdSlice {
   float* w;
-  const float* g;
+  float* g;  // zeroed by the multi-tensor update
   float* v;
   int64_t n;
   float lr;
@@ -75,13 +76,13 @@ void sgd_momentum_update(Context& ctx, Tensor& w, const Tensor& g, Tensor& v, fl
 // its effective lr and weight_decay. The tensors are not owned.
 struct SgdTensorSet {
   Tensor* w;
-  const Tensor* g;
+  Tensor* g;  // zeroed by the update
   Tensor* v;
   float lr;
   float weight_decay;
 };
-// The update above for every set, with one momentum; the same checks per set (the message names
-// the set's index). On a GPU: one launch per 16 sets.
+// The update above for every set, with one momentum, zeroing each g; the same checks per set (the
+// message names the set's index). On a GPU: one launch per 16 sets.
 void sgd_momentum_update_multi(Context& ctx, const std::vector<SgdTensorSet>& sets, float momentum);
 
 }  // namespace crema::kernels

@@ -27,6 +27,7 @@ void sgd_momentum_update_multi(const SgdSlice* slices, int count, float momentum
   for (int k = 0; k < count; ++k) {
     const SgdSlice& s = slices[k];
     sgd_momentum_update(s.n, s.w, s.g, s.v, s.lr, momentum, s.weight_decay, num_threads);
+    std::fill(s.g, s.g + s.n, 0.0f);
   }
 }
 

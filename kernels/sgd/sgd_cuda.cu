@@ -26,11 +26,14 @@ __device__ inline void update(int64_t i, float* __restrict__ w, const float* __r
   w[i] -= history;
 }
 
+// consumed: g as writable when the update zeroes it (the multi-tensor API), else null.
 __global__ void sgd_kernel(int64_t n, float* __restrict__ w, const float* __restrict__ g,
-                           float* __restrict__ v, float lr, float momentum, float weight_decay) {
+                           float* __restrict__ v, float lr, float momentum, float weight_decay,
+                           float* __restrict__ consumed) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
     update(i, w, g, v, lr, momentum, weight_decay);
+    if (consumed != nullptr) consumed[i] = 0.0f;
   }
 }
 
@@ -54,6 +57,7 @@ __global__ void sgd_multi_kernel(const __grid_constant__ SliceBatch batch, float
   for (int64_t i = (int64_t(blockIdx.x) - batch.first_block[k]) * kThreads + threadIdx.x; i < s.n;
        i += blocks * kThreads) {
     update(i, s.w, s.g, s.v, s.lr, momentum, s.weight_decay);
+    s.g[i] = 0.0f;
   }
 }
 
@@ -62,7 +66,8 @@ __global__ void sgd_multi_kernel(const __grid_constant__ SliceBatch batch, float
 void sgd_momentum_update(int64_t n, float* w, const float* g, float* v, float lr, float momentum,
                          float weight_decay, gpu::Stream stream) {
   if (n <= 0) return;
-  sgd_kernel<<<blocks_for(n), kThreads, 0, stream>>>(n, w, g, v, lr, momentum, weight_decay);
+  sgd_kernel<<<blocks_for(n), kThreads, 0, stream>>>(n, w, g, v, lr, momentum, weight_decay,
+                                                      nullptr);
   gpu::check_launch("sgd_momentum_update");
 }
 
@@ -71,7 +76,10 @@ void sgd_momentum_update_multi(const SgdSlice* slices, int count, float momentum
   if (version == Version::per_tensor) {
     for (int k = 0; k < count; ++k) {
       const SgdSlice& s = slices[k];
-      sgd_momentum_update(s.n, s.w, s.g, s.v, s.lr, momentum, s.weight_decay, stream);
+      if (s.n <= 0) continue;
+      sgd_kernel<<<blocks_for(s.n), kThreads, 0, stream>>>(s.n, s.w, s.g, s.v, s.lr, momentum,
+                                                            s.weight_decay, s.g);
+      gpu::check_launch("sgd_momentum_update_multi (per tensor)");
     }
     return;
   }

@@ -81,6 +81,7 @@ TEST(SgdMomentumCuda, MultiMatchesCpu) {
     Params expected = {host.w, host.g, host.v};
     for (size_t k = 0; k < sizes.size(); ++k) {
       expected.w[k] = host.w[k].clone();
+      expected.g[k] = host.g[k].clone();  // the update consumes (zeroes) it
       expected.v[k] = host.v[k].clone();
     }
     const std::vector<SgdSlice> cpu_slices = slices(expected);
@@ -98,6 +99,7 @@ TEST(SgdMomentumCuda, MultiMatchesCpu) {
         EXPECT_LT(testing::rel_error(host_values(ctx, dev.v[k]), testing::to_double(expected.v[k])),
                   1e-6)
             << "set " << k;
+        EXPECT_EQ(host_values(ctx, dev.g[k]), std::vector<float>(size_t(sizes[k]), 0.0f)) << k;
       }
     }
   }
@@ -123,7 +125,8 @@ TEST(SgdMomentumCuda, MultiDispatchIsDeterministicAndEqualsSingleUpdates) {
         first.push_back(w);
         // The same update one tensor at a time.
         Tensor w1 = testing::to_device(ctx, host.w[k]), v1 = testing::to_device(ctx, host.v[k]);
-        sgd_momentum_update(ctx, w1, dev.g[k], v1, 0.02f, 0.9f, 0.001f);
+        const Tensor g1 = testing::to_device(ctx, host.g[k]);  // dev.g[k] was consumed
+        sgd_momentum_update(ctx, w1, g1, v1, 0.02f, 0.9f, 0.001f);
         EXPECT_TRUE(testing::same_bits(host_values(ctx, w1), w)) << k;
       } else {
         EXPECT_TRUE(testing::same_bits(first[k], w)) << k;

@@ -92,13 +92,14 @@ TEST(SgdMomentumMulti, EqualsOneUpdatePerTensor) {
   Context ctx(Device::cpu(), 1, 2);
   Random rng(6);
   const std::vector<int64_t> sizes = {500, 20, 25000, 1, 100003};
-  std::vector<Tensor> w, g, v, w_single, v_single;
+  std::vector<Tensor> w, g, v, w_single, g_single, v_single;
   std::vector<SgdTensorSet> sets;
   for (size_t k = 0; k < sizes.size(); ++k) {
     w.push_back(testing::random_tensor(rng, {sizes[k]}));
     g.push_back(testing::random_tensor(rng, {sizes[k]}));
     v.push_back(testing::random_tensor(rng, {sizes[k]}));
     w_single.push_back(w.back().clone());
+    g_single.push_back(g.back().clone());
     v_single.push_back(v.back().clone());
   }
   for (size_t k = 0; k < sizes.size(); ++k) {
@@ -106,10 +107,11 @@ TEST(SgdMomentumMulti, EqualsOneUpdatePerTensor) {
   }
   sgd_momentum_update_multi(ctx, sets, 0.9f);
   for (size_t k = 0; k < sizes.size(); ++k) {
-    sgd_momentum_update(ctx, w_single[k], g[k], v_single[k], sets[k].lr, 0.9f,
+    sgd_momentum_update(ctx, w_single[k], g_single[k], v_single[k], sets[k].lr, 0.9f,
                         sets[k].weight_decay);
     EXPECT_EQ(w[k].to_vector(), w_single[k].to_vector()) << k;
     EXPECT_EQ(v[k].to_vector(), v_single[k].to_vector()) << k;
+    EXPECT_EQ(g[k].to_vector(), std::vector<float>(size_t(sizes[k]), 0.0f)) << k;  // consumed
   }
 }
 
