@@ -4,20 +4,9 @@
 #include <string>
 
 #include "core/error.h"
+#include "kernels/tensor_checks.h"
 
 namespace crema::kernels {
-namespace {
-
-void check_tensor(const Context& ctx, const char* op, const char* name, const Tensor& t,
-                  const Shape& shape) {
-  if (!t.defined() || t.dtype() != DType::f32 || t.device() != ctx.device() || t.shape() != shape) {
-    throw Error(std::string(op) + ": " + name + " is " +
-                (t.defined() ? t.description() : std::string("undefined")) + ", expected f32" +
-                shape_str(shape) + " on " + ctx.device().str());
-  }
-}
-
-}  // namespace
 
 void relu_forward(Context& ctx, const Tensor& x, Tensor& y, float negative_slope) {
   check_tensor(ctx, "relu_forward", "x", x, x.shape());

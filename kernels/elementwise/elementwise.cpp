@@ -5,27 +5,10 @@
 #include <utility>
 
 #include "core/error.h"
+#include "kernels/tensor_checks.h"
 
 namespace crema::kernels {
 namespace {
-
-void check_tensor(const Context& ctx, const char* op, const char* name, const Tensor& t,
-                  const Shape& shape) {
-  if (!t.defined() || t.dtype() != DType::f32 || t.device() != ctx.device() || t.shape() != shape) {
-    throw Error(std::string(op) + ": " + name + " is " +
-                (t.defined() ? t.description() : std::string("undefined")) + ", expected f32" +
-                shape_str(shape) + " on " + ctx.device().str());
-  }
-}
-
-// A one-element result of the sums (a loss-like scalar: shape [] or [1] or [1, 1] ...).
-void check_scalar(const Context& ctx, const char* op, const char* name, const Tensor& t) {
-  if (!t.defined() || t.dtype() != DType::f32 || t.device() != ctx.device() || t.numel() != 1) {
-    throw Error(std::string(op) + ": " + name + " is " +
-                (t.defined() ? t.description() : std::string("undefined")) +
-                ", expected an f32 tensor of one element on " + ctx.device().str());
-  }
-}
 
 // The bias helpers: `matrix` is [..., N] and `bias` has N elements; returns {M, N}.
 std::pair<int64_t, int64_t> bias_extents(const Context& ctx, const char* op,

@@ -5,18 +5,10 @@
 #include <string>
 
 #include "core/error.h"
+#include "kernels/tensor_checks.h"
 
 namespace crema::kernels {
 namespace {
-
-void check_tensor(const Context& ctx, const char* op, const char* name, const Tensor& t,
-                  const Shape& shape) {
-  if (!t.defined() || t.dtype() != DType::f32 || t.device() != ctx.device() || t.shape() != shape) {
-    throw Error(std::string(op) + ": " + name + " is " +
-                (t.defined() ? t.description() : std::string("undefined")) + ", expected f32" +
-                shape_str(shape) + " on " + ctx.device().str());
-  }
-}
 
 std::string geometry_str(const Pool2dGeometry& g) {
   return "input " + std::to_string(g.H) + "x" + std::to_string(g.W) + ", kernel " +

@@ -8,18 +8,10 @@
 #include <string>
 
 #include "core/error.h"
+#include "kernels/tensor_checks.h"
 
 namespace crema::kernels {
 namespace {
-
-void check_tensor(const Context& ctx, const char* op, const char* name, const Tensor& t,
-                  const Shape& shape) {
-  if (!t.defined() || t.dtype() != DType::f32 || t.device() != ctx.device() || t.shape() != shape) {
-    throw Error(std::string(op) + ": " + name + " is " +
-                (t.defined() ? t.description() : std::string("undefined")) + ", expected f32" +
-                shape_str(shape) + " on " + ctx.device().str());
-  }
-}
 
 // [outer, C, inner] around `axis` of `t`.
 struct Extents {
@@ -34,15 +26,6 @@ Extents extents(const char* op, const Tensor& t, int axis) {
   }
   const int a = axis < 0 ? axis + n : axis;
   return {shape_count(t.shape(), 0, a), t.shape()[size_t(a)], shape_count(t.shape(), a + 1, n)};
-}
-
-// A one-element tensor (the loss, its gradient).
-void check_scalar(const Context& ctx, const char* op, const char* name, const Tensor& t) {
-  if (!t.defined() || t.dtype() != DType::f32 || t.device() != ctx.device() || t.numel() != 1) {
-    throw Error(std::string(op) + ": " + name + " is " +
-                (t.defined() ? t.description() : std::string("undefined")) +
-                ", expected an f32 tensor of one element on " + ctx.device().str());
-  }
 }
 
 // Labels: float32, one per position; on the CPU, each an integer class index in [0, C) or the

@@ -1,0 +1,19 @@
+// The checks every Tensor-level kernel function makes before it dispatches: the right dtype,
+// device and shape, with a message that names the op, the tensor and what was expected.
+#pragma once
+
+#include <string>
+
+#include "core/context.h"
+#include "core/tensor.h"
+
+namespace crema::kernels {
+
+// `t` is a float32 tensor of `shape` on the context's device; otherwise throws crema::Error:
+//   "relu_forward: y is f32[2, 3] on cpu, expected f32[2, 4] on cpu".
+void check_tensor(const Context& ctx, const std::string& op, const char* name, const Tensor& t,
+                  const Shape& shape);
+// `t` is a float32 tensor of one element (a loss, its gradient, a sum) on the context's device.
+void check_scalar(const Context& ctx, const std::string& op, const char* name, const Tensor& t);
+
+}  // namespace crema::kernels
