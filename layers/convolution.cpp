@@ -6,21 +6,20 @@
 //   P = (H + 2*pad_h - dilation_h*(R-1) - 1) / stride_h + 1, likewise Q.
 //
 // YAML keys (defaults): num_output (required), kernel_size (required; n or [R, S]),
-//   stride (1), pad (0), dilation (1) -- each n or [h, w] --, group (1), bias_term (true),
-//   weight_filler ({type: xavier}), bias_filler ({type: constant, value: 0}),
-//   param: {weight: {lr_mult, decay_mult, name}, bias: {...}}.
+//   stride (1), pad (0), dilation (1) -- each n or [h, w] --, group (1), and the weight and bias
+//   keys of WeightedLayer (weighted_layer.h): bias_term, weight_filler, bias_filler, param.
 // From LeCun et al. 1998 (LeNet); the layout and keys are Caffe's.
 #include "kernels/convolution/convolution.h"
-#include "layers/filler.h"
 #include "layers/layer_keys.h"
 #include "layers/register_layers.h"
+#include "layers/weighted_layer.h"
 
 namespace crema {
 namespace {
 
-class ConvolutionLayer final : public Layer {
+class ConvolutionLayer final : public WeightedLayer {
  public:
-  explicit ConvolutionLayer(const LayerSpec& spec) : Layer(spec) {
+  explicit ConvolutionLayer(const LayerSpec& spec) : WeightedLayer(spec) {
     const ConfigNode& node = *spec.node;
     num_output_ = node.get<int64_t>("num_output");
     std::tie(kernel_h_, kernel_w_) = read_hw(node, "kernel_size");
@@ -28,42 +27,35 @@ class ConvolutionLayer final : public Layer {
     std::tie(pad_h_, pad_w_) = read_hw(node, "pad", {0, 0});
     std::tie(dilation_h_, dilation_w_) = read_hw(node, "dilation", {1, 1});
     group_ = node.get<int64_t>("group", 1);
-    bias_term_ = node.get<bool>("bias_term", true);
-    FillerSpec xavier;
-    xavier.type = "xavier";
-    weight_filler_ = read_filler(node, "weight_filler", xavier);
-    bias_filler_ = read_filler(node, "bias_filler", FillerSpec{});
     if (num_output_ <= 0) node.at("num_output").fail("num_output must be positive");
   }
 
-  void setup(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top, Context& ctx) override {
+  void setup(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top,
+             Context& ctx) override {
     const Tensor& x = bottom[0]->value;
     if (x.ndim() != 4) fail("expects a 4-D input [N, C, H, W], got " + shape_str(x.shape()));
     geometry(x).validate("layer '" + name() + "'");
-    add_param("weight", {num_output_, x.dim(1) / group_, kernel_h_, kernel_w_}, ctx);
-    fill_tensor(weight_filler_, ctx.random(), params_[0].value);
-    if (bias_term_) {
-      add_param("bias", {num_output_}, ctx);
-      fill_tensor(bias_filler_, ctx.random(), params_[1].value);
-    }
+    create_weight_and_bias({num_output_, x.dim(1) / group_, kernel_h_, kernel_w_}, num_output_,
+                           ctx);
   }
 
   void reshape(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top, Context&) override {
     const Tensor& x = bottom[0]->value;
     if (x.ndim() != 4) fail("expects a 4-D input [N, C, H, W], got " + shape_str(x.shape()));
-    if (x.dim(1) / group_ != params_[0].value.dim(1)) {
+    if (x.dim(1) / group_ != weight().value.dim(1)) {
       fail("input has " + std::to_string(x.dim(1)) + " channels, the weights expect " +
-           std::to_string(params_[0].value.dim(1) * group_));
+           std::to_string(weight().value.dim(1) * group_));
     }
     const kernels::Conv2dGeometry g = geometry(x);
     g.validate("layer '" + name() + "'");
     top[0]->value.reshape({g.N, g.K, g.P(), g.Q()});
   }
 
-  void forward(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top, Context& ctx) override {
-    const Tensor* bias = bias_term_ ? &params_[1].value : nullptr;
-    kernels::conv2d_forward(ctx, geometry(bottom[0]->value), bottom[0]->value, params_[0].value,
-                            bias, top[0]->value);
+  void forward(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top,
+               Context& ctx) override {
+    const Tensor* b = bias_term_ ? &bias().value : nullptr;
+    kernels::conv2d_forward(ctx, geometry(bottom[0]->value), bottom[0]->value, weight().value, b,
+                            top[0]->value);
   }
 
   // dL/db[k] = sum_{n,p,q} dy[n,k,p,q]; dL/dw = correlation of x with dy; dL/dx = the
@@ -72,9 +64,10 @@ class ConvolutionLayer final : public Layer {
                 const std::vector<Blob*>& bottom, Context& ctx) override {
     const kernels::Conv2dGeometry g = geometry(bottom[0]->value);
     const Tensor& dy = top[0]->grad;
-    if (bias_term_) kernels::conv2d_backward_bias(ctx, g, dy, params_[1].grad);
-    kernels::conv2d_backward_filter(ctx, g, bottom[0]->value, dy, params_[0].grad);
-    if (propagate_down[0]) kernels::conv2d_backward_data(ctx, g, dy, params_[0].value, bottom[0]->grad);
+    if (bias_term_) kernels::conv2d_backward_bias(ctx, g, dy, bias().grad);
+    kernels::conv2d_backward_filter(ctx, g, bottom[0]->value, dy, weight().grad);
+    if (propagate_down[0])
+      kernels::conv2d_backward_data(ctx, g, dy, weight().value, bottom[0]->grad);
   }
 
  private:
@@ -89,8 +82,6 @@ class ConvolutionLayer final : public Layer {
 
   int64_t num_output_, kernel_h_, kernel_w_, stride_h_, stride_w_, pad_h_, pad_w_;
   int64_t dilation_h_, dilation_w_, group_;
-  bool bias_term_;
-  FillerSpec weight_filler_, bias_filler_;
 };
 
 }  // namespace

@@ -3,61 +3,53 @@
 //   x [M, K] (the input flattened from `axis` on: M = product of the axes before it),
 //   W [N, K], b [N], y [M, N], with N = num_output.
 //
-// YAML keys (defaults): num_output (required), axis (1), bias_term (true),
-//   weight_filler ({type: xavier}), bias_filler ({type: constant, value: 0}), param.
+// YAML keys (defaults): num_output (required), axis (1), and the weight and bias keys of
+//   WeightedLayer (weighted_layer.h): bias_term, weight_filler, bias_filler, param.
 #include "kernels/elementwise/elementwise.h"
 #include "kernels/gemm/gemm.h"
-#include "layers/filler.h"
 #include "layers/register_layers.h"
+#include "layers/weighted_layer.h"
 
 namespace crema {
 namespace {
 
-class InnerProductLayer final : public Layer {
+class InnerProductLayer final : public WeightedLayer {
  public:
-  explicit InnerProductLayer(const LayerSpec& spec) : Layer(spec) {
+  explicit InnerProductLayer(const LayerSpec& spec) : WeightedLayer(spec) {
     const ConfigNode& node = *spec.node;
     num_output_ = node.get<int64_t>("num_output");
     if (num_output_ <= 0) node.at("num_output").fail("num_output must be positive");
     axis_ = node.get<int>("axis", 1);
-    bias_term_ = node.get<bool>("bias_term", true);
-    FillerSpec xavier;
-    xavier.type = "xavier";
-    weight_filler_ = read_filler(node, "weight_filler", xavier);
-    bias_filler_ = read_filler(node, "bias_filler", FillerSpec{});
   }
 
-  void setup(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top, Context& ctx) override {
+  void setup(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top,
+             Context& ctx) override {
     const Tensor& x = bottom[0]->value;
     if (axis_ < 1 || axis_ > x.ndim()) {
       fail("axis " + std::to_string(axis_) + " is out of range for input " + shape_str(x.shape()));
     }
-    add_param("weight", {num_output_, shape_count(x.shape(), axis_, x.ndim())}, ctx);
-    fill_tensor(weight_filler_, ctx.random(), params_[0].value);
-    if (bias_term_) {
-      add_param("bias", {num_output_}, ctx);
-      fill_tensor(bias_filler_, ctx.random(), params_[1].value);
-    }
+    create_weight_and_bias({num_output_, shape_count(x.shape(), axis_, x.ndim())}, num_output_,
+                           ctx);
   }
 
   void reshape(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top, Context&) override {
     const Tensor& x = bottom[0]->value;
     const int64_t k = shape_count(x.shape(), axis_, x.ndim());
-    if (k != params_[0].value.dim(1)) {
-      fail("input " + shape_str(x.shape()) + " has " + std::to_string(k) +
-           " features from axis " + std::to_string(axis_) + ", the weights expect " +
-           std::to_string(params_[0].value.dim(1)));
+    if (k != weight().value.dim(1)) {
+      fail("input " + shape_str(x.shape()) + " has " + std::to_string(k) + " features from axis " +
+           std::to_string(axis_) + ", the weights expect " + std::to_string(weight().value.dim(1)));
     }
     Shape y(x.shape().begin(), x.shape().begin() + axis_);
     y.push_back(num_output_);
     top[0]->value.reshape(y);
   }
 
-  void forward(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top, Context& ctx) override {
+  void forward(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top,
+               Context& ctx) override {
     const Tensor x = flat(bottom[0]->value);
     Tensor y = top[0]->value.view({x.dim(0), num_output_});
-    kernels::gemm(ctx, false, true, 1.0f, x, params_[0].value, 0.0f, y);
-    if (bias_term_) kernels::add_bias_rows(ctx, params_[1].value, y);
+    kernels::gemm(ctx, false, true, 1.0f, x, weight().value, 0.0f, y);
+    if (bias_term_) kernels::add_bias_rows(ctx, bias().value, y);
   }
 
   // dL/dW += dy^T x ; dL/db += sum over rows of dy ; dL/dx = dy W.
@@ -65,11 +57,11 @@ class InnerProductLayer final : public Layer {
                 const std::vector<Blob*>& bottom, Context& ctx) override {
     const Tensor x = flat(bottom[0]->value);
     const Tensor dy = top[0]->grad.view({x.dim(0), num_output_});
-    kernels::gemm(ctx, true, false, 1.0f, dy, x, 1.0f, params_[0].grad);
-    if (bias_term_) kernels::accumulate_bias_rows(ctx, dy, params_[1].grad);
+    kernels::gemm(ctx, true, false, 1.0f, dy, x, 1.0f, weight().grad);
+    if (bias_term_) kernels::accumulate_bias_rows(ctx, dy, bias().grad);
     if (propagate_down[0]) {
       Tensor dx = bottom[0]->grad.view(x.shape());
-      kernels::gemm(ctx, false, false, 1.0f, dy, params_[0].value, 0.0f, dx);
+      kernels::gemm(ctx, false, false, 1.0f, dy, weight().value, 0.0f, dx);
     }
   }
 
@@ -81,8 +73,6 @@ class InnerProductLayer final : public Layer {
 
   int64_t num_output_;
   int axis_;
-  bool bias_term_;
-  FillerSpec weight_filler_, bias_filler_;
 };
 
 }  // namespace
