@@ -185,7 +185,7 @@ TrainSummary train_command(const CommandOptions& options, std::ostream& out) {
       const double seconds = seconds_since(window_start);
       if (iter + 1 <= display) summary.first_loss = mean_loss;
       summary.last_loss = mean_loss;
-      out << fmt::format("iter {:>6}  loss {:.4f}  lr {:.6g}  {:.0f} img/s\n", iter + 1, mean_loss,
+      out << fmt::format("iter {:>6}  loss {:.6g}  lr {:.6g}  {:.0f} img/s\n", iter + 1, mean_loss,
                          solver->learning_rate(iter), double(window_images) / seconds)
           << std::flush;
       ctx.fill(loss_sum, 0.0f);

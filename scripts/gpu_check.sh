@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# The whole GPU check of crema in one go, for a GPU machine where nothing can be built: the GPU
+# tests, the same under compute-sanitizer memcheck, the LeNet benchmark beside PyTorch + cuDNN, a
+# 10-epoch LeNet run on the GPU, CPU-vs-GPU losses over the first 100 iterations, and two
+# same-seed GPU runs of 1,000 iterations compared bit for bit. Logs go to LOGS.
+#
+# Prepare here:  ../shared/tools/gpu-bundle .gpu build/bin/crema build/bin/crema_gpu_tests
+#                cp scripts/bench/peer_lenet_cuda.py .gpu/ && mkdir -p .gpu/data &&
+#                cp /usr/share/datasets/fashion-mnist/*.gz .gpu/data/
+# Run there:     scripts/gpu_check.sh LOGS [all|tests|bench|train]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+logs=${1:?usage: gpu_check.sh LOGS [all|tests|bench|train]}
+what=${2:-all}
+mkdir -p "$logs"
+run=.gpu/run
+data=.gpu/data
+paths=(--set "data.train.source.images=$data/train-images-idx3-ubyte.gz"
+       --set "data.train.source.labels=$data/train-labels-idx1-ubyte.gz"
+       --set "data.test.source.images=$data/t10k-images-idx3-ubyte.gz"
+       --set "data.test.source.labels=$data/t10k-labels-idx1-ubyte.gz")
+lenet=configs/lenet_fashion_mnist.yaml
+
+$run crema devices | tee "$logs/devices.txt"
+if [ "$what" = all ] || [ "$what" = tests ]; then
+  $run crema_gpu_tests 2>&1 | tail -n 40 > "$logs/gpu_tests.txt"
+  tail -n 3 "$logs/gpu_tests.txt"
+  sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  LD_LIBRARY_PATH=$PWD/.gpu/lib "$sanitizer" --tool memcheck --error-exitcode 1 \
+    .gpu/bin/crema_gpu_tests > "$logs/memcheck.txt" 2>&1
+  echo "memcheck exit code $?: $(grep -E 'ERROR SUMMARY' "$logs/memcheck.txt" | tail -n 1)"
+fi
+if [ "$what" = all ] || [ "$what" = bench ]; then
+  scripts/bench_lenet_gpu.sh "$run crema" > "$logs/bench.txt" 2> "$logs/bench_detail.txt"
+  cat "$logs/bench.txt"
+fi
+if [ "$what" = all ] || [ "$what" = train ]; then
+  $run crema train $lenet --device cuda:0 "${paths[@]}" --out "$logs/run_gpu" > "$logs/train_gpu.txt" 2>&1
+  tail -n 3 "$logs/train_gpu.txt"
+  for device in cpu cuda:0; do
+    $run crema train $lenet --device $device "${paths[@]}" --set ++solver.max_iter=100 \
+      --set solver.display=1 --set solver.test_interval=0 --out "$logs/first100_${device%%:*}" \
+      > "$logs/first100_${device%%:*}.txt" 2>&1
+  done
+  paste <(grep '^iter' "$logs/first100_cpu.txt" | awk '{print $4}') \
+        <(grep '^iter' "$logs/first100_cuda.txt" | awk '{print $4}') |
+    awk '{d = ($1 - $2) / $1; if (d < 0) d = -d; if (d > m) m = d; n++}
+         END {printf "CPU vs GPU, first %d iterations: largest relative loss difference %.2e\n", n, m}'
+  for k in 1 2; do
+    $run crema train $lenet --device cuda:0 "${paths[@]}" --set ++solver.max_iter=1000 \
+      --set solver.display=1 --set solver.test_interval=0 --out "$logs/repeat$k" > "$logs/repeat$k.txt" 2>&1
+  done
+  if cmp -s <(grep '^iter' "$logs/repeat1.txt" | awk '{print $4}') \
+            <(grep '^iter' "$logs/repeat2.txt" | awk '{print $4}') &&
+     cmp -s "$logs/repeat1/final.safetensors" "$logs/repeat2/final.safetensors"; then
+    echo "two GPU runs, same seed, 1000 iterations: identical losses and bit-identical weights"
+  else
+    echo "two GPU runs, same seed, 1000 iterations: THEY DIFFER"
+  fi
+fi
