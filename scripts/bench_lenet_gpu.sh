@@ -10,12 +10,17 @@ crema=${1:-build/bin/crema}
 peer=$(dirname "$0")/bench/peer_lenet_cuda.py
 [ -f "$peer" ] || peer=.gpu/peer_lenet_cuda.py
 results=$(mktemp)
+log=$(mktemp)
 for batch in 64 256; do
   $crema time configs/lenet_fashion_mnist.yaml --device cuda:0 --iterations 200 \
-    --set data.train.batch_size=$batch | tee /dev/stderr |
-    awk -v b=$batch '/^training step: /{print "crema eager b" b, $3} /^training step, CUDA graph: /{print "crema graph b" b, $5}' >> "$results"
+    --set data.train.batch_size=$batch > "$log"
+  cat "$log" >&2
+  awk -v b=$batch '/^training step: /{print "crema eager b" b, $3}
+                   /^training step, CUDA graph: /{print "crema graph b" b, $5}' "$log" >> "$results"
 done
-python3 "$peer" 64 256 | tee /dev/stderr | awk '{print $1, $2, $3, $4}' >> "$results"
+python3 "$peer" 64 256 > "$log"
+cat "$log" >&2
+awk '{print $1, $2, $3, $4}' "$log" >> "$results"
 echo
 nvidia-smi --query-gpu=name --format=csv,noheader | head -1
 awk '{t[$1 " " $2 " " $3] = $4}

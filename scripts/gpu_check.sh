@@ -26,8 +26,10 @@ if [ "$what" = all ] || [ "$what" = tests ]; then
   $run crema_gpu_tests 2>&1 | tail -n 40 > "$logs/gpu_tests.txt"
   tail -n 3 "$logs/gpu_tests.txt"
   sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  # The out-of-memory test provokes a failing cudaMalloc on purpose, which memcheck would count.
   LD_LIBRARY_PATH=$PWD/.gpu/lib "$sanitizer" --tool memcheck --error-exitcode 1 \
-    .gpu/bin/crema_gpu_tests > "$logs/memcheck.txt" 2>&1
+    .gpu/bin/crema_gpu_tests --gtest_filter=-RuntimeCuda.OutOfMemorySaysHowMuch \
+    > "$logs/memcheck.txt" 2>&1
   echo "memcheck exit code $?: $(grep -E 'ERROR SUMMARY' "$logs/memcheck.txt" | tail -n 1)"
 fi
 if [ "$what" = all ] || [ "$what" = bench ]; then
