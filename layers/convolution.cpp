@@ -64,8 +64,8 @@ class ConvolutionLayer final : public WeightedLayer {
                 const std::vector<Blob*>& bottom, Context& ctx) override {
     const kernels::Conv2dGeometry g = geometry(bottom[0]->value);
     const Tensor& dy = top[0]->grad;
-    if (bias_term_) kernels::conv2d_backward_bias(ctx, g, dy, bias().grad);
-    kernels::conv2d_backward_filter(ctx, g, bottom[0]->value, dy, weight().grad);
+    kernels::conv2d_backward_weights(ctx, g, bottom[0]->value, dy, weight().grad,
+                                     bias_term_ ? &bias().grad : nullptr);
     if (propagate_down[0])
       kernels::conv2d_backward_data(ctx, g, dy, weight().value, bottom[0]->grad);
   }

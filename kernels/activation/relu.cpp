@@ -14,7 +14,7 @@ void relu_forward(Context& ctx, const Tensor& x, Tensor& y, float negative_slope
 #ifdef CREMA_WITH_CUDA
   if (ctx.device().is_cuda()) {
     cuda::relu_forward(x.numel(), x.data<float>(), y.data<float>(), negative_slope,
-                       cuda::Version::best, ctx.stream());
+                       cuda::ReluVersion::best, ctx.stream());
     return;
   }
 #endif
@@ -33,7 +33,7 @@ void relu_backward(Context& ctx, const Tensor& y, const Tensor& dy, Tensor& dx,
 #ifdef CREMA_WITH_CUDA
   if (ctx.device().is_cuda()) {
     cuda::relu_backward(y.numel(), y.data<float>(), dy.data<float>(), dx.data<float>(),
-                        negative_slope, cuda::Version::best, ctx.stream());
+                        negative_slope, cuda::ReluVersion::best, ctx.stream());
     return;
   }
 #endif

@@ -36,11 +36,11 @@ void relu_backward(int64_t n, const float* y, const float* dy, float* dx, float 
 namespace cuda {
 // scalar: one element per thread; vectorized: four per thread through float4 accesses (scalar
 // where a pointer is not 16-byte aligned). Same values, bit for bit, as the CPU path.
-enum class Version { scalar, vectorized, best = vectorized };
-void relu_forward(int64_t n, const float* x, float* y, float negative_slope, Version version,
+enum class ReluVersion { scalar, vectorized, best = vectorized };
+void relu_forward(int64_t n, const float* x, float* y, float negative_slope, ReluVersion version,
                   gpu::Stream stream);
 void relu_backward(int64_t n, const float* y, const float* dy, float* dx, float negative_slope,
-                   Version version, gpu::Stream stream);
+                   ReluVersion version, gpu::Stream stream);
 }  // namespace cuda
 
 // Tensor level: x and y (and y, dy, dx) of one shape, float32, on the context's device. Throws

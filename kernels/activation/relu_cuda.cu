@@ -1,6 +1,6 @@
 // ReLU, CUDA versions: elementwise maps (kernels/elementwise/map_cuda.cuh).
-//   Version::scalar      one element per thread and iteration of a grid-stride loop.
-//   Version::vectorized  four elements per thread through float4 loads and stores.
+//   ReluVersion::scalar      one element per thread and iteration of a grid-stride loop.
+//   ReluVersion::vectorized  four elements per thread through float4 loads and stores.
 // Both compute the reference's selects exactly (a NaN fails `> 0` and takes the slope branch, as
 // on the CPU), so GPU and CPU agree bit for bit. y may alias x, dx may alias dy.
 #include "kernels/activation/relu.h"
@@ -21,15 +21,15 @@ struct Backward {
 
 }  // namespace
 
-void relu_forward(int64_t n, const float* x, float* y, float negative_slope, Version version,
+void relu_forward(int64_t n, const float* x, float* y, float negative_slope, ReluVersion version,
                   gpu::Stream stream) {
-  detail::launch_map<1>(n, x, nullptr, y, Forward{negative_slope}, version == Version::vectorized,
+  detail::launch_map<1>(n, x, nullptr, y, Forward{negative_slope}, version == ReluVersion::vectorized,
                         stream, "relu_forward");
 }
 
 void relu_backward(int64_t n, const float* y, const float* dy, float* dx, float negative_slope,
-                   Version version, gpu::Stream stream) {
-  detail::launch_map<2>(n, y, dy, dx, Backward{negative_slope}, version == Version::vectorized,
+                   ReluVersion version, gpu::Stream stream) {
+  detail::launch_map<2>(n, y, dy, dx, Backward{negative_slope}, version == ReluVersion::vectorized,
                         stream, "relu_backward");
 }
 

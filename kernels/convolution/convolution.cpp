@@ -1,7 +1,8 @@
 // 2-D convolution: geometry checks and the one dispatch point (device and dtype -> path).
 //
 // float32 on the CPU runs the fast im2col + GEMM path; float64 runs the reference (it exists
-// for gradient checks, where exactness matters more than speed).
+// for gradient checks, where exactness matters more than speed). On a GPU (float32 only) the
+// cuda:: best version runs on the context's stream, its scratch from ctx.workspace().
 #include <string>
 
 #include "core/error.h"
@@ -36,10 +37,17 @@ void check_tensor(const Context& ctx, const char* op, const char* name, const Te
     throw Error(std::string(op) + ": " + name + " is " + t.description() +
                 " but the context runs on " + ctx.device().str());
   }
+#ifdef CREMA_WITH_CUDA
+  if (t.device().is_cuda() && dtype != DType::f32) {
+    throw Error(std::string(op) + ": " + name + " is " + t.description() +
+                "; convolution on a GPU is float32 only");
+  }
+#else
   if (!t.device().is_cpu()) {
     throw Error(std::string(op) + ": " + name + " is on " + t.device().str() +
-                "; convolution runs on the cpu only in this build");
+                "; this build has no CUDA backend");
   }
+#endif
 }
 
 Shape x_shape(const Conv2dGeometry& g) {
@@ -98,6 +106,14 @@ void conv2d_forward(Context& ctx, const Conv2dGeometry& g, const Tensor& x, cons
   check_tensor(ctx, op, "w", w, w_shape(g), dtype);
   if (bias) check_tensor(ctx, op, "bias", *bias, {g.K}, dtype);
   check_tensor(ctx, op, "y", y, y_shape(g), dtype);
+#ifdef CREMA_WITH_CUDA
+  if (ctx.device().is_cuda()) {
+    cuda::conv2d_forward(g, x.data<float>(), w.data<float>(), bias ? bias->data<float>() : nullptr,
+                         y.data<float>(), ctx.workspace(cuda::conv2d_forward_workspace(g)),
+                         ctx.stream());
+    return;
+  }
+#endif
   if (dtype == DType::f64) {
     ref::conv2d_forward(g, x.data<double>(), w.data<double>(),
                         bias ? bias->data<double>() : nullptr, y.data<double>());
@@ -116,6 +132,14 @@ void conv2d_backward_data(Context& ctx, const Conv2dGeometry& g, const Tensor& d
   check_tensor(ctx, op, "dy", dy, y_shape(g), dtype);
   check_tensor(ctx, op, "w", w, w_shape(g), dtype);
   check_tensor(ctx, op, "dx", dx, x_shape(g), dtype);
+#ifdef CREMA_WITH_CUDA
+  if (ctx.device().is_cuda()) {
+    cuda::conv2d_backward_data(g, dy.data<float>(), w.data<float>(), dx.data<float>(),
+                               ctx.workspace(cuda::conv2d_backward_data_workspace(g)),
+                               ctx.stream());
+    return;
+  }
+#endif
   if (dtype == DType::f64) {
     ref::conv2d_backward_data(g, dy.data<double>(), w.data<double>(), dx.data<double>());
     return;
@@ -133,6 +157,14 @@ void conv2d_backward_filter(Context& ctx, const Conv2dGeometry& g, const Tensor&
   check_tensor(ctx, op, "x", x, x_shape(g), dtype);
   check_tensor(ctx, op, "dy", dy, y_shape(g), dtype);
   check_tensor(ctx, op, "dw", dw, w_shape(g), dtype);
+#ifdef CREMA_WITH_CUDA
+  if (ctx.device().is_cuda()) {
+    cuda::conv2d_backward_filter(g, x.data<float>(), dy.data<float>(), dw.data<float>(), nullptr,
+                                 ctx.workspace(cuda::conv2d_backward_filter_workspace(g, false)),
+                                 ctx.stream());
+    return;
+  }
+#endif
   if (dtype == DType::f64) {
     ref::conv2d_backward_filter(g, x.data<double>(), dy.data<double>(), dw.data<double>());
     return;
@@ -148,11 +180,40 @@ void conv2d_backward_bias(Context& ctx, const Conv2dGeometry& g, const Tensor& d
   const DType dtype = dy.dtype();
   check_tensor(ctx, op, "dy", dy, y_shape(g), dtype);
   check_tensor(ctx, op, "db", db, {g.K}, dtype);
+#ifdef CREMA_WITH_CUDA
+  if (ctx.device().is_cuda()) {
+    cuda::conv2d_backward_bias(g, dy.data<float>(), db.data<float>(), ctx.stream());
+    return;
+  }
+#endif
   if (dtype == DType::f64) {
     ref::conv2d_backward_bias(g, dy.data<double>(), db.data<double>());
     return;
   }
   cpu::conv2d_backward_bias(g, dy.data<float>(), db.data<float>(), ctx.num_threads());
+}
+
+void conv2d_backward_weights(Context& ctx, const Conv2dGeometry& g, const Tensor& x,
+                             const Tensor& dy, Tensor& dw, Tensor* db) {
+  const char* op = "conv2d_backward_weights";
+  g.validate(op);
+  const DType dtype = x.dtype();
+  check_tensor(ctx, op, "x", x, x_shape(g), dtype);
+  check_tensor(ctx, op, "dy", dy, y_shape(g), dtype);
+  check_tensor(ctx, op, "dw", dw, w_shape(g), dtype);
+  if (db) check_tensor(ctx, op, "db", *db, {g.K}, dtype);
+#ifdef CREMA_WITH_CUDA
+  if (ctx.device().is_cuda()) {
+    const bool with_bias = db != nullptr;
+    cuda::conv2d_backward_filter(
+        g, x.data<float>(), dy.data<float>(), dw.data<float>(),
+        with_bias ? db->data<float>() : nullptr,
+        ctx.workspace(cuda::conv2d_backward_filter_workspace(g, with_bias)), ctx.stream());
+    return;
+  }
+#endif
+  conv2d_backward_filter(ctx, g, x, dy, dw);
+  if (db) conv2d_backward_bias(ctx, g, dy, *db);
 }
 
 }  // namespace crema::kernels

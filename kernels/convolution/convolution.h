@@ -22,6 +22,8 @@
 //   forward:  y[Kg, m*P*Q] = w[Kg, Cg*R*S] * col[Cg*R*S, m*P*Q]     then reorder to NKPQ + bias
 //   data:     dcol[Cg*R*S, m*P*Q] = w^T * dy[Kg, m*P*Q]             then col2im
 //   filter:   dw[Kg, Cg*R*S] += dy[Kg, m*P*Q] * col^T               (inner dimension m*P*Q)
+// Algorithm (cuda): implicit GEMM, the same products with the patches gathered tile by tile
+// into shared memory (README.md).
 #pragma once
 
 #include <cstddef>
@@ -29,6 +31,7 @@
 #include <string>
 
 #include "core/context.h"
+#include "core/cuda_runtime.h"
 #include "core/tensor.h"
 #include "kernels/im2col/im2col.h"
 
@@ -63,6 +66,12 @@ void conv2d_backward_filter(Context& ctx, const Conv2dGeometry& g, const Tensor&
                             const Tensor& dy, Tensor& dw);
 // dy [N,K,P,Q] -> db [K] (accumulated: db += sum of dy over N, P, Q).
 void conv2d_backward_bias(Context& ctx, const Conv2dGeometry& g, const Tensor& dy, Tensor& db);
+// Both parameter gradients at once: dw += ... as conv2d_backward_filter, and db += ... as
+// conv2d_backward_bias when db is not null. On the GPU the bias gradient rides along in the
+// filter gradient's pass over dy (db is the filter GEMM against an extra patch row of ones), which
+// saves a launch and a read of dy; on the CPU it is the two calls.
+void conv2d_backward_weights(Context& ctx, const Conv2dGeometry& g, const Tensor& x,
+                             const Tensor& dy, Tensor& dw, Tensor* db);
 
 // Reference: direct loops over the definitions above, in T (float or double).
 namespace ref {
@@ -92,5 +101,40 @@ void conv2d_backward_filter(const Conv2dGeometry& g, const float* x, const float
                             float* workspace, int num_threads);
 void conv2d_backward_bias(const Conv2dGeometry& g, const float* dy, float* db, int num_threads);
 }  // namespace cpu
+
+// CUDA (fp32 SIMT) on device pointers, queued on `stream`: no host synchronization, no
+// allocation, so a training step can be captured in a CUDA graph. Every version is deterministic
+// (no atomics; every sum's order depends on the geometry only). README.md has the ladder and its
+// measurements. `workspace` must hold the floats the matching *_workspace function returns.
+// Tensors of 2^31 elements or more are not supported (crema::Error).
+namespace cuda {
+enum class ConvVersion {
+  im2col_gemm = 1,  // v1: im2col / col2im over the whole batch, cuda::sgemm, layout reorders
+  implicit_gemm,    // v2: one tiled GEMM kernel per pass reading patches straight into shared
+                    //     memory; bias fused; filter gradient split over N*P*Q, then summed
+  best = implicit_gemm,
+};
+
+size_t conv2d_forward_workspace(const Conv2dGeometry& g, ConvVersion version = ConvVersion::best);
+size_t conv2d_backward_data_workspace(const Conv2dGeometry& g,
+                                      ConvVersion version = ConvVersion::best);
+size_t conv2d_backward_filter_workspace(const Conv2dGeometry& g, bool with_bias,
+                                        ConvVersion version = ConvVersion::best);
+
+// y = conv(x, w) + bias (bias may be null). y is written.
+void conv2d_forward(const Conv2dGeometry& g, const float* x, const float* w, const float* bias,
+                    float* y, float* workspace, gpu::Stream stream,
+                    ConvVersion version = ConvVersion::best);
+// dx is written.
+void conv2d_backward_data(const Conv2dGeometry& g, const float* dy, const float* w, float* dx,
+                          float* workspace, gpu::Stream stream,
+                          ConvVersion version = ConvVersion::best);
+// dw += ..., and db += ... when db is not null (with_bias of the workspace query).
+void conv2d_backward_filter(const Conv2dGeometry& g, const float* x, const float* dy, float* dw,
+                            float* db, float* workspace, gpu::Stream stream,
+                            ConvVersion version = ConvVersion::best);
+// db += sum of dy over N, P, Q, alone (one block per channel, a fixed-order tree in each).
+void conv2d_backward_bias(const Conv2dGeometry& g, const float* dy, float* db, gpu::Stream stream);
+}  // namespace cuda
 
 }  // namespace crema::kernels

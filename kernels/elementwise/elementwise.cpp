@@ -30,7 +30,7 @@ void fill(Context& ctx, Tensor& x, float value) {
   check_tensor(ctx, "fill", "x", x, x.shape());
 #ifdef CREMA_WITH_CUDA
   if (ctx.device().is_cuda()) {
-    cuda::fill(x.numel(), value, x.data<float>(), cuda::Version::best, ctx.stream());
+    cuda::fill(x.numel(), value, x.data<float>(), cuda::MapVersion::best, ctx.stream());
     return;
   }
 #endif
@@ -41,7 +41,7 @@ void scale(Context& ctx, float alpha, Tensor& x) {
   check_tensor(ctx, "scale", "x", x, x.shape());
 #ifdef CREMA_WITH_CUDA
   if (ctx.device().is_cuda()) {
-    cuda::scale(x.numel(), alpha, x.data<float>(), cuda::Version::best, ctx.stream());
+    cuda::scale(x.numel(), alpha, x.data<float>(), cuda::MapVersion::best, ctx.stream());
     return;
   }
 #endif
@@ -53,7 +53,7 @@ void axpy(Context& ctx, float alpha, const Tensor& x, Tensor& y) {
   check_tensor(ctx, "axpy", "y", y, x.shape());
 #ifdef CREMA_WITH_CUDA
   if (ctx.device().is_cuda()) {
-    cuda::axpy(x.numel(), alpha, x.data<float>(), y.data<float>(), cuda::Version::best,
+    cuda::axpy(x.numel(), alpha, x.data<float>(), y.data<float>(), cuda::MapVersion::best,
                ctx.stream());
     return;
   }
@@ -66,7 +66,7 @@ void axpby(Context& ctx, float alpha, const Tensor& x, float beta, Tensor& y) {
   check_tensor(ctx, "axpby", "y", y, x.shape());
 #ifdef CREMA_WITH_CUDA
   if (ctx.device().is_cuda()) {
-    cuda::axpby(x.numel(), alpha, x.data<float>(), beta, y.data<float>(), cuda::Version::best,
+    cuda::axpby(x.numel(), alpha, x.data<float>(), beta, y.data<float>(), cuda::MapVersion::best,
                 ctx.stream());
     return;
   }
@@ -80,7 +80,7 @@ void add(Context& ctx, const Tensor& a, const Tensor& b, Tensor& out) {
   check_tensor(ctx, "add", "out", out, a.shape());
 #ifdef CREMA_WITH_CUDA
   if (ctx.device().is_cuda()) {
-    cuda::add(a.numel(), a.data<float>(), b.data<float>(), out.data<float>(), cuda::Version::best,
+    cuda::add(a.numel(), a.data<float>(), b.data<float>(), out.data<float>(), cuda::MapVersion::best,
               ctx.stream());
     return;
   }

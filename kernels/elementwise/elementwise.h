@@ -66,17 +66,17 @@ void accumulate_bias_rows(int64_t M, int64_t N, const float* dy, float* dbias, i
 namespace cuda {
 // The maps (fill, scale, axpy, axpby, add): one element per thread, or four through float4
 // accesses (falling back to one where a pointer is not 16-byte aligned). See README.md.
-enum class Version { scalar, vectorized, best = vectorized };
+enum class MapVersion { scalar, vectorized, best = vectorized };
 // accumulate_bias_rows: one thread per column adding the rows in order (the CPU's order and bits),
 // or a block of 32 columns x 8 row groups whose group sums are added in a fixed tree.
 enum class BiasVersion { column_serial, row_groups, best = row_groups };
 
-void fill(int64_t n, float value, float* x, Version version, gpu::Stream stream);
-void scale(int64_t n, float alpha, float* x, Version version, gpu::Stream stream);
-void axpy(int64_t n, float alpha, const float* x, float* y, Version version, gpu::Stream stream);
-void axpby(int64_t n, float alpha, const float* x, float beta, float* y, Version version,
+void fill(int64_t n, float value, float* x, MapVersion version, gpu::Stream stream);
+void scale(int64_t n, float alpha, float* x, MapVersion version, gpu::Stream stream);
+void axpy(int64_t n, float alpha, const float* x, float* y, MapVersion version, gpu::Stream stream);
+void axpby(int64_t n, float alpha, const float* x, float beta, float* y, MapVersion version,
            gpu::Stream stream);
-void add(int64_t n, const float* a, const float* b, float* out, Version version,
+void add(int64_t n, const float* a, const float* b, float* out, MapVersion version,
          gpu::Stream stream);
 // out[0] = float(the sum in double). `workspace` holds sum_workspace_bytes(n) bytes of device
 // memory (none for small n).

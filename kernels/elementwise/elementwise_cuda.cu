@@ -1,8 +1,8 @@
 // Elementwise helpers, CUDA versions.
 //
 // Maps (fill, scale, axpy, axpby, add) go through map_cuda.cuh:
-//   Version::scalar      one element per thread and iteration of a grid-stride loop.
-//   Version::vectorized  as scalar, with float4 loads and stores when every pointer is 16-byte
+//   MapVersion::scalar      one element per thread and iteration of a grid-stride loop.
+//   MapVersion::vectorized  as scalar, with float4 loads and stores when every pointer is 16-byte
 //                        aligned (four elements per access; the n % 4 tail in the same launch).
 // add_bias_rows: one thread per element of y, the column being i % N (one version).
 // accumulate_bias_rows, dbias[n] += sum_m dy[m, n]:
@@ -23,8 +23,8 @@ namespace {
 using detail::launch_map;
 using detail::Partial;
 
-bool vectorized(Version version) {
-  return version == Version::vectorized;
+bool vectorized(MapVersion version) {
+  return version == MapVersion::vectorized;
 }
 
 struct Constant {
@@ -130,19 +130,19 @@ __global__ void accumulate_bias_rows_row_groups(int64_t M, int64_t N, const floa
 
 }  // namespace
 
-void fill(int64_t n, float value, float* x, Version version, gpu::Stream stream) {
+void fill(int64_t n, float value, float* x, MapVersion version, gpu::Stream stream) {
   launch_map<0>(n, nullptr, nullptr, x, Constant{value}, vectorized(version), stream, "fill");
 }
 
-void scale(int64_t n, float alpha, float* x, Version version, gpu::Stream stream) {
+void scale(int64_t n, float alpha, float* x, MapVersion version, gpu::Stream stream) {
   launch_map<1>(n, x, nullptr, x, Scaled{alpha}, vectorized(version), stream, "scale");
 }
 
-void axpy(int64_t n, float alpha, const float* x, float* y, Version version, gpu::Stream stream) {
+void axpy(int64_t n, float alpha, const float* x, float* y, MapVersion version, gpu::Stream stream) {
   launch_map<2>(n, x, y, y, Axpy{alpha}, vectorized(version), stream, "axpy");
 }
 
-void axpby(int64_t n, float alpha, const float* x, float beta, float* y, Version version,
+void axpby(int64_t n, float alpha, const float* x, float beta, float* y, MapVersion version,
            gpu::Stream stream) {
   if (beta == 0.0f) {  // BLAS: y is write-only, its old contents (even NaN) are ignored
     launch_map<1>(n, x, nullptr, y, Scaled{alpha}, vectorized(version), stream, "axpby");
@@ -151,7 +151,7 @@ void axpby(int64_t n, float alpha, const float* x, float beta, float* y, Version
   launch_map<2>(n, x, y, y, Axpby{alpha, beta}, vectorized(version), stream, "axpby");
 }
 
-void add(int64_t n, const float* a, const float* b, float* out, Version version,
+void add(int64_t n, const float* a, const float* b, float* out, MapVersion version,
          gpu::Stream stream) {
   launch_map<2>(n, a, b, out, Sum{}, vectorized(version), stream, "add");
 }

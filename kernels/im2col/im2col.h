@@ -22,6 +22,8 @@
 
 #include <cstdint>
 
+#include "core/cuda_runtime.h"
+
 namespace crema::kernels {
 
 // Geometry of the patches of one image: C channels of H x W, an R x S window.
@@ -53,5 +55,18 @@ void im2col(const Im2colGeometry& g, const float* im, float* col, int64_t ldcol)
 // col [C*R*S, P*Q] with row stride ldcol -> im [C, H, W] (accumulated).
 void col2im(const Im2colGeometry& g, const float* col, int64_t ldcol, float* im);
 }  // namespace cpu
+
+// CUDA, batched over images, queued on `stream`: image n is im + n*im_stride ([C, H, W] there; a
+// stride larger than C*H*W picks one group's channels out of a wider tensor) and owns columns
+// n*P*Q .. (n+1)*P*Q - 1 of col [C*R*S, images*P*Q] (row stride ldcol >= images*P*Q).
+namespace cuda {
+// Writes col. One thread per col entry.
+void im2col(const Im2colGeometry& g, int64_t images, const float* im, int64_t im_stride, float* col,
+            int64_t ldcol, gpu::Stream stream);
+// ACCUMULATES into the images, as a gather: one thread per pixel adds the col entries that read
+// it, in a fixed (r, s) order (deterministic, no atomics).
+void col2im(const Im2colGeometry& g, int64_t images, const float* col, int64_t ldcol, float* im,
+            int64_t im_stride, gpu::Stream stream);
+}  // namespace cuda
 
 }  // namespace crema::kernels

@@ -42,7 +42,7 @@ void sgd_momentum_update_multi(Context& ctx, const std::vector<SgdTensorSet>& se
 #ifdef CREMA_WITH_CUDA
   if (ctx.device().is_cuda()) {
     cuda::sgd_momentum_update_multi(slices.data(), int(slices.size()), momentum,
-                                    cuda::Version::best, ctx.stream());
+                                    cuda::SgdVersion::best, ctx.stream());
     return;
   }
 #endif

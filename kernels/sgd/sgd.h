@@ -59,11 +59,11 @@ namespace cuda {
 // sgd_momentum_update_multi: per_tensor launches one update per slice; one_launch passes up to
 // kMaxSlicesPerLaunch slices by value in the kernel's parameters and gives each slice its own
 // range of blocks, so a whole net updates in one launch.
-enum class Version { per_tensor, one_launch, best = one_launch };
+enum class SgdVersion { per_tensor, one_launch, best = one_launch };
 constexpr int kMaxSlicesPerLaunch = 16;
 void sgd_momentum_update(int64_t n, float* w, const float* g, float* v, float lr, float momentum,
                          float weight_decay, gpu::Stream stream);
-void sgd_momentum_update_multi(const SgdSlice* slices, int count, float momentum, Version version,
+void sgd_momentum_update_multi(const SgdSlice* slices, int count, float momentum, SgdVersion version,
                                gpu::Stream stream);
 }  // namespace cuda
 

@@ -2,8 +2,8 @@
 // element, nothing to compute, so a kernel costs its memory traffic plus its launch. LeNet's
 // parameters are 8 tensors of 10 to 400,000 elements: the launches, not the bytes, dominate.
 //   sgd_momentum_update: one element per thread and iteration of a grid-stride loop.
-//   Version::per_tensor  (multi) one such launch per parameter.
-//   Version::one_launch  (multi) up to kMaxSlicesPerLaunch parameters per launch: the slices
+//   SgdVersion::per_tensor  (multi) one such launch per parameter.
+//   SgdVersion::one_launch  (multi) up to kMaxSlicesPerLaunch parameters per launch: the slices
 //                        travel by value in the kernel's parameters (__grid_constant__, so they
 //                        are read in place, not copied per thread) and each slice owns a range
 //                        of blocks; a block finds its slice by a scan of at most 16 entries.
@@ -71,9 +71,9 @@ void sgd_momentum_update(int64_t n, float* w, const float* g, float* v, float lr
   gpu::check_launch("sgd_momentum_update");
 }
 
-void sgd_momentum_update_multi(const SgdSlice* slices, int count, float momentum, Version version,
+void sgd_momentum_update_multi(const SgdSlice* slices, int count, float momentum, SgdVersion version,
                                gpu::Stream stream) {
-  if (version == Version::per_tensor) {
+  if (version == SgdVersion::per_tensor) {
     for (int k = 0; k < count; ++k) {
       const SgdSlice& s = slices[k];
       if (s.n <= 0) continue;

@@ -81,7 +81,7 @@ void softmax_forward(Context& ctx, const Tensor& x, Tensor& y, int axis) {
 #ifdef CREMA_WITH_CUDA
   if (ctx.device().is_cuda()) {
     cuda::softmax_forward(e.outer, e.C, e.inner, x.data<float>(), y.data<float>(),
-                          cuda::Version::best, ctx.stream());
+                          cuda::SoftmaxVersion::best, ctx.stream());
     return;
   }
 #endif
@@ -96,7 +96,7 @@ void softmax_backward(Context& ctx, const Tensor& y, const Tensor& dy, Tensor& d
 #ifdef CREMA_WITH_CUDA
   if (ctx.device().is_cuda()) {
     cuda::softmax_backward(e.outer, e.C, e.inner, y.data<float>(), dy.data<float>(),
-                           dx.data<float>(), cuda::Version::best, ctx.stream());
+                           dx.data<float>(), cuda::SoftmaxVersion::best, ctx.stream());
     return;
   }
 #endif
@@ -114,7 +114,7 @@ void softmax_cross_entropy_forward(Context& ctx, const Tensor& logits, const Ten
   check_labels(ctx, op, labels, e, options);
 #ifdef CREMA_WITH_CUDA
   if (ctx.device().is_cuda()) {
-    const cuda::Version version = cuda::Version::best;
+    const cuda::SoftmaxVersion version = cuda::SoftmaxVersion::best;
     const size_t bytes =
         cuda::softmax_cross_entropy_workspace_bytes(e.outer, e.C, e.inner, options, version);
     void* workspace = bytes > 0 ? ctx.workspace((bytes + 3) / 4) : nullptr;
@@ -141,7 +141,7 @@ void softmax_cross_entropy_backward(Context& ctx, const Tensor& prob, const Tens
 #ifdef CREMA_WITH_CUDA
   if (ctx.device().is_cuda()) {
     const size_t bytes = cuda::softmax_cross_entropy_workspace_bytes(e.outer, e.C, e.inner, options,
-                                                                     cuda::Version::best);
+                                                                     cuda::SoftmaxVersion::best);
     void* workspace = bytes > 0 ? ctx.workspace((bytes + 3) / 4) : nullptr;
     cuda::softmax_cross_entropy_backward(e.outer, e.C, e.inner, prob.data<float>(),
                                          labels.data<float>(), top_grad.data<float>(), options,

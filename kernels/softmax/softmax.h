@@ -102,19 +102,19 @@ namespace cuda {
 // by_shape: warp_per_position when inner == 1 and C > 16, thread_per_position otherwise.
 // The forward loss is reduced in a fixed order (kernels/elementwise/reduce_cuda.cuh): the same
 // bits on every run. See README.md.
-enum class Version { thread_per_position, warp_per_position, by_shape, best = by_shape };
+enum class SoftmaxVersion { thread_per_position, warp_per_position, by_shape, best = by_shape };
 
 void softmax_forward(int64_t outer, int64_t C, int64_t inner, const float* x, float* y,
-                     Version version, gpu::Stream stream);
+                     SoftmaxVersion version, gpu::Stream stream);
 void softmax_backward(int64_t outer, int64_t C, int64_t inner, const float* y, const float* dy,
-                      float* dx, Version version, gpu::Stream stream);
+                      float* dx, SoftmaxVersion version, gpu::Stream stream);
 // Device scratch the two functions below need (0 for small problems such as LeNet's).
 size_t softmax_cross_entropy_workspace_bytes(int64_t outer, int64_t C, int64_t inner,
-                                             const SoftmaxLossOptions& options, Version version);
+                                             const SoftmaxLossOptions& options, SoftmaxVersion version);
 // loss: one float on the device; labels are not checked (an invalid one gives a NaN loss).
 void softmax_cross_entropy_forward(int64_t outer, int64_t C, int64_t inner, const float* logits,
                                    const float* labels, const SoftmaxLossOptions& options,
-                                   float* prob, float* loss, void* workspace, Version version,
+                                   float* prob, float* loss, void* workspace, SoftmaxVersion version,
                                    gpu::Stream stream);
 // One thread per element of dlogits (one version); top_grad: one float on the device.
 void softmax_cross_entropy_backward(int64_t outer, int64_t C, int64_t inner, const float* prob,

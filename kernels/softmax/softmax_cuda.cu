@@ -1,16 +1,16 @@
 // Softmax and softmax cross-entropy, CUDA versions. Tensors are [outer, C, inner]; a position
 // (o, i) owns one distribution over C classes, `inner` floats apart.
 //
-//   Version::thread_per_position  one thread per position walks its C classes three times (max;
+//   SoftmaxVersion::thread_per_position  one thread per position walks its C classes three times (max;
 //                                 exp and sum; scale). Coalesced across threads when inner > 1
 //                                 (neighbouring threads, neighbouring i); when inner == 1 a warp
 //                                 reads 32 rows C floats apart, which is fine for small C
 //                                 (LeNet's 10 classes sit in a few cache lines).
-//   Version::warp_per_position    one warp per position, lane l taking classes l, l+32, ...; the
+//   SoftmaxVersion::warp_per_position    one warp per position, lane l taking classes l, l+32, ...; the
 //                                 max and the sums go through warp butterflies. Coalesced when
 //                                 inner == 1 and uses 32x more threads: the one for wide rows
 //                                 (ImageNet's 1000 classes).
-//   Version::by_shape             warp_per_position when inner == 1 and C > 16, else
+//   SoftmaxVersion::by_shape             warp_per_position when inner == 1 and C > 16, else
 //                                 thread_per_position (the production choice).
 //
 // Cross-entropy forward: the same kernels also take -log(max(prob[label], FLT_MIN)) at each
@@ -315,9 +315,9 @@ __global__ void xent_backward_kernel(Index total, Index C, Index inner, const fl
 
 // --- launch geometry ---
 
-bool use_warps(Version version, int64_t C, int64_t inner) {
-  return version == Version::warp_per_position ||
-         (version == Version::by_shape && inner == 1 && C > 16);
+bool use_warps(SoftmaxVersion version, int64_t C, int64_t inner) {
+  return version == SoftmaxVersion::warp_per_position ||
+         (version == SoftmaxVersion::by_shape && inner == 1 && C > 16);
 }
 
 // Blocks of kReduceThreads for `positions` positions, a position per thread or per warp.
@@ -336,7 +336,7 @@ bool counts_first(int64_t positions, const SoftmaxLossOptions& options) {
 }  // namespace
 
 void softmax_forward(int64_t outer, int64_t C, int64_t inner, const float* x, float* y,
-                     Version version, gpu::Stream stream) {
+                     SoftmaxVersion version, gpu::Stream stream) {
   const int64_t positions = outer * inner;
   if (positions == 0 || C == 0) return;
   const bool warps = use_warps(version, C, inner);
@@ -350,7 +350,7 @@ void softmax_forward(int64_t outer, int64_t C, int64_t inner, const float* x, fl
 }
 
 void softmax_backward(int64_t outer, int64_t C, int64_t inner, const float* y, const float* dy,
-                      float* dx, Version version, gpu::Stream stream) {
+                      float* dx, SoftmaxVersion version, gpu::Stream stream) {
   const int64_t positions = outer * inner;
   if (positions == 0 || C == 0) return;
   const bool warps = use_warps(version, C, inner);
@@ -365,7 +365,7 @@ void softmax_backward(int64_t outer, int64_t C, int64_t inner, const float* y, c
 }
 
 size_t softmax_cross_entropy_workspace_bytes(int64_t outer, int64_t C, int64_t inner,
-                                             const SoftmaxLossOptions& options, Version version) {
+                                             const SoftmaxLossOptions& options, SoftmaxVersion version) {
   const int64_t positions = outer * inner;
   const size_t forward =
       detail::reduce_workspace_bytes(position_blocks(positions, use_warps(version, C, inner)));
@@ -376,7 +376,7 @@ size_t softmax_cross_entropy_workspace_bytes(int64_t outer, int64_t C, int64_t i
 
 void softmax_cross_entropy_forward(int64_t outer, int64_t C, int64_t inner, const float* logits,
                                    const float* labels, const SoftmaxLossOptions& options,
-                                   float* prob, float* loss, void* workspace, Version version,
+                                   float* prob, float* loss, void* workspace, SoftmaxVersion version,
                                    gpu::Stream stream) {
   const int64_t positions = outer * inner;
   const bool warps = use_warps(version, C, inner);

@@ -20,7 +20,7 @@ namespace {
 using testing::host_values;
 using testing::kNaN;
 
-const cuda::Version kVersions[] = {cuda::Version::scalar, cuda::Version::vectorized};
+const cuda::MapVersion kVersions[] = {cuda::MapVersion::scalar, cuda::MapVersion::vectorized};
 
 TEST(ElementwiseCuda, MapsMatchReference) {
   CREMA_REQUIRE_CUDA();
@@ -30,7 +30,7 @@ TEST(ElementwiseCuda, MapsMatchReference) {
     const Tensor x = testing::random_tensor(rng, {n}), y0 = testing::random_tensor(rng, {n});
     const std::vector<double> xd = testing::to_double(x), y0d = testing::to_double(y0);
     const Tensor xg = testing::to_device(ctx, x);
-    for (cuda::Version version : kVersions) {
+    for (cuda::MapVersion version : kVersions) {
       SCOPED_TRACE("n=" + std::to_string(n) + " version " + std::to_string(int(version)));
       Tensor t = testing::poisoned_device(ctx, {n});
       cuda::fill(n, 0.75f, t.data<float>(), version, ctx.stream());
@@ -82,7 +82,7 @@ TEST(ElementwiseCuda, VectorizedMapWithMisalignedPointers) {
   const Tensor x = testing::random_tensor(rng, {n}), y0 = testing::random_tensor(rng, {n});
   const Tensor xg = testing::to_device(ctx, x);
   Tensor y = testing::to_device(ctx, y0);
-  cuda::axpy(n - 2, 2.0f, xg.data<float>() + 1, y.data<float>() + 2, cuda::Version::vectorized,
+  cuda::axpy(n - 2, 2.0f, xg.data<float>() + 1, y.data<float>() + 2, cuda::MapVersion::vectorized,
              ctx.stream());
   std::vector<double> want = testing::to_double(y0);
   const std::vector<double> xd = testing::to_double(x);

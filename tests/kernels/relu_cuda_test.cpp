@@ -17,7 +17,7 @@ namespace {
 
 using testing::host_values;
 
-const cuda::Version kVersions[] = {cuda::Version::scalar, cuda::Version::vectorized};
+const cuda::ReluVersion kVersions[] = {cuda::ReluVersion::scalar, cuda::ReluVersion::vectorized};
 
 TEST(ReluCuda, EveryVersionMatchesReference) {
   CREMA_REQUIRE_CUDA();
@@ -34,7 +34,7 @@ TEST(ReluCuda, EveryVersionMatchesReference) {
       cpu::relu_forward(n, x.data<float>(), y_cpu.data<float>(), slope, 1);
       cpu::relu_backward(n, y_cpu.data<float>(), dy.data<float>(), dx_cpu.data<float>(), slope, 1);
       const Tensor xg = testing::to_device(ctx, x), dyg = testing::to_device(ctx, dy);
-      for (cuda::Version version : kVersions) {
+      for (cuda::ReluVersion version : kVersions) {
         SCOPED_TRACE("n=" + std::to_string(n) + " slope=" + std::to_string(slope) + " version " +
                      std::to_string(int(version)));
         Tensor y = testing::poisoned_device(ctx, {n}), dx = testing::poisoned_device(ctx, {n});
@@ -64,7 +64,7 @@ TEST(ReluCuda, MisalignedPointersFallBackToScalar) {
   Tensor y = testing::poisoned_device(ctx, {n});
   // Inputs and outputs one float past a 16-byte boundary.
   cuda::relu_forward(n - 1, xg.data<float>() + 1, y.data<float>() + 1, 0.1f,
-                     cuda::Version::vectorized, ctx.stream());
+                     cuda::ReluVersion::vectorized, ctx.stream());
   std::vector<float> yv = host_values(ctx, y);
   EXPECT_TRUE(std::isnan(yv[0]));  // not written
   yv.erase(yv.begin());

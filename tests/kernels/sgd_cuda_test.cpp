@@ -86,7 +86,7 @@ TEST(SgdMomentumCuda, MultiMatchesCpu) {
     }
     const std::vector<SgdSlice> cpu_slices = slices(expected);
     cpu::sgd_momentum_update_multi(cpu_slices.data(), int(cpu_slices.size()), 0.9f, 1);
-    for (cuda::Version version : {cuda::Version::per_tensor, cuda::Version::one_launch}) {
+    for (cuda::SgdVersion version : {cuda::SgdVersion::per_tensor, cuda::SgdVersion::one_launch}) {
       SCOPED_TRACE(std::to_string(sizes.size()) + " sets, version " + std::to_string(int(version)));
       Params dev = to_device(ctx, host);
       const std::vector<SgdSlice> dev_slices = slices(dev);

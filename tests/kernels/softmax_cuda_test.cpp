@@ -21,8 +21,8 @@ namespace {
 using testing::host_values;
 using testing::kNaN;
 
-const cuda::Version kVersions[] = {cuda::Version::thread_per_position,
-                                   cuda::Version::warp_per_position, cuda::Version::by_shape};
+const cuda::SoftmaxVersion kVersions[] = {cuda::SoftmaxVersion::thread_per_position,
+                                   cuda::SoftmaxVersion::warp_per_position, cuda::SoftmaxVersion::by_shape};
 const LossNormalization kModes[] = {LossNormalization::valid, LossNormalization::batch_size,
                                     LossNormalization::full, LossNormalization::none};
 
@@ -70,7 +70,7 @@ TEST(SoftmaxCuda, EveryVersionMatchesReference) {
     ref::softmax_forward(e.outer, e.C, e.inner, xd.data(), y_ref.data());
     ref::softmax_backward(e.outer, e.C, e.inner, y_ref.data(), dyd.data(), dx_ref.data());
     const Tensor xg = testing::to_device(ctx, x), dyg = testing::to_device(ctx, dy);
-    for (cuda::Version version : kVersions) {
+    for (cuda::SoftmaxVersion version : kVersions) {
       SCOPED_TRACE(describe(c) + " version " + std::to_string(int(version)));
       Tensor y = testing::poisoned_device(ctx, c.shape),
              dx = testing::poisoned_device(ctx, c.shape);
@@ -116,7 +116,7 @@ struct LossRun {
 
 LossRun run_loss(Context& ctx, const Extents& e, const Shape& shape, const Tensor& logits,
                  const Tensor& labels, const Tensor& top_grad, const SoftmaxLossOptions& options,
-                 cuda::Version version) {
+                 cuda::SoftmaxVersion version) {
   const size_t bytes =
       cuda::softmax_cross_entropy_workspace_bytes(e.outer, e.C, e.inner, options, version);
   Tensor workspace = ctx.empty({int64_t(bytes / 4) + 1});
@@ -155,7 +155,7 @@ TEST(SoftmaxCrossEntropyCuda, EveryVersionMatchesReference) {
       const double normalizer = double(loss_normalizer(mode, e.outer, e.inner, counted));
       ref::softmax_cross_entropy_backward(e.outer, e.C, e.inner, prob_ref.data(), ld.data(),
                                           options, double(0.7f) / normalizer, dlogits_ref.data());
-      for (cuda::Version version : kVersions) {
+      for (cuda::SoftmaxVersion version : kVersions) {
         SCOPED_TRACE(describe(c) + " normalization " + std::to_string(int(mode)) + " version " +
                      std::to_string(int(version)));
         const LossRun r = run_loss(ctx, e, c.shape, logits_g, labels_g, top_grad, options, version);
@@ -182,10 +182,10 @@ TEST(SoftmaxCrossEntropyCuda, RepeatsBitForBit) {
     const Tensor top_grad = testing::to_device(ctx, {1}, {1.0f});
     const SoftmaxLossOptions options = loss_options(c, LossNormalization::valid);
     const LossRun first =
-        run_loss(ctx, e, c.shape, logits, labels, top_grad, options, cuda::Version::best);
+        run_loss(ctx, e, c.shape, logits, labels, top_grad, options, cuda::SoftmaxVersion::best);
     for (int repeat = 0; repeat < 3; ++repeat) {
       const LossRun again =
-          run_loss(ctx, e, c.shape, logits, labels, top_grad, options, cuda::Version::best);
+          run_loss(ctx, e, c.shape, logits, labels, top_grad, options, cuda::SoftmaxVersion::best);
       EXPECT_TRUE(testing::same_bits(again.loss, first.loss));
       EXPECT_TRUE(testing::same_bits(again.prob, first.prob));
       EXPECT_TRUE(testing::same_bits(again.dlogits, first.dlogits));
@@ -206,7 +206,7 @@ TEST(SoftmaxCrossEntropyCuda, InvalidLabelGivesNaNLoss) {
       const int64_t at = e.outer * e.inner / 2 + 1;
       label_values[size_t(at)] = bad;
       const Tensor labels = testing::to_device(ctx, {e.outer * e.inner}, label_values);
-      for (cuda::Version version : kVersions) {
+      for (cuda::SoftmaxVersion version : kVersions) {
         SCOPED_TRACE(describe(c) + " label " + std::to_string(bad) + " version " +
                      std::to_string(int(version)));
         const LossRun r = run_loss(ctx, e, c.shape, logits, labels, top_grad,
@@ -229,7 +229,7 @@ TEST(SoftmaxCrossEntropyCuda, EveryPositionIgnored) {
   const Tensor logits = testing::to_device(ctx, testing::random_tensor(rng, c.shape));
   const Tensor labels = testing::to_device(ctx, {5}, std::vector<float>(5, 255.0f));
   const Tensor top_grad = testing::to_device(ctx, {1}, {1.0f});
-  for (cuda::Version version : kVersions) {
+  for (cuda::SoftmaxVersion version : kVersions) {
     const LossRun r = run_loss(ctx, e, c.shape, logits, labels, top_grad,
                                loss_options(c, LossNormalization::valid), version);
     EXPECT_EQ(r.loss[0], 0.0f);

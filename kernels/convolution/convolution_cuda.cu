@@ -1,0 +1,206 @@
+// 2-D convolution on the GPU: the cuda:: entry points and their version switch, v1, and the bias
+// gradient. README.md has the ladder and its measurements.
+//
+// v1 im2col_gemm    per group: im2col of the whole batch into col[CRS, N*PQ] (workspace), one
+//                   cuda::sgemm, and a reorder between the GEMM's [Kg, N*PQ] and NKPQ (bias added
+//                   there); backward data ends in a gather col2im. col goes through memory twice
+//                   per pass (CRS*N*PQ floats: 33 MB for LeNet's conv2 at N = 64), plus reorders.
+// v2 implicit_gemm  one tiled GEMM kernel per pass that gathers its patch (or dy) tiles straight
+//                   into shared memory (convolution_implicit_gemm*_cuda.cu): no col, bias in the
+//                   epilogue, the filter gradient split over N*P*Q and summed by a second kernel
+//                   together with the bias gradient.
+//
+// Every kernel is deterministic: each output is summed by one thread (or one block, in a fixed
+// tree), in an order fixed by the geometry; no atomics.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <string>
+
+#include "core/error.h"
+#include "kernels/convolution/convolution.h"
+#include "kernels/convolution/convolution_cuda_internal.h"
+#include "kernels/gemm/gemm.h"
+#include "kernels/im2col/im2col.h"
+
+namespace crema::kernels::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+int grid_for(int64_t count) {
+  return int(std::clamp<int64_t>((count + kThreads - 1) / kThreads, 1, 65536));
+}
+
+// dst[k, n*PQ + pq] = src[n, k0 + k, pq] for k < Kg: one group's channels of an NKPQ tensor laid
+// out as the GEMM's [Kg, N*PQ] matrix.
+__global__ void channels_to_rows(const float* __restrict__ src, int N, int K, int k0, int Kg,
+                                 int PQ, float* __restrict__ dst) {
+  const int64_t NPQ = int64_t(N) * PQ, total = Kg * NPQ;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t k = i / NPQ, j = i % NPQ, n = j / PQ, pq = j % PQ;
+    dst[i] = src[(n * K + k0 + k) * PQ + pq];
+  }
+}
+
+// dst[n, k0 + k, pq] = src[k, n*PQ + pq] + bias[k0 + k] (no bias when null): the inverse.
+__global__ void rows_to_channels(const float* __restrict__ src, const float* __restrict__ bias,
+                                 int N, int K, int k0, int Kg, int PQ, float* __restrict__ dst) {
+  const int64_t NPQ = int64_t(N) * PQ, total = Kg * NPQ;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t k = i / NPQ, j = i % NPQ, n = j / PQ, pq = j % PQ;
+    dst[(n * K + k0 + k) * PQ + pq] = src[i] + (bias != nullptr ? bias[k0 + k] : 0.0f);
+  }
+}
+
+// db[k] += sum over (n, pq) of dy[n, k, pq]. Block k: thread t sums positions t, t + 256, ...
+// in order, then the block adds the 256 sums in a fixed tree.
+__global__ void bias_gradient_kernel(const float* __restrict__ dy, int N, int K, int PQ,
+                                     float* __restrict__ db) {
+  __shared__ float sums[kThreads];
+  const int k = blockIdx.x, t = threadIdx.x;
+  float sum = 0.0f;
+  for (int64_t i = t; i < int64_t(N) * PQ; i += kThreads) {
+    sum += dy[(i / PQ * K + k) * PQ + i % PQ];
+  }
+  sums[t] = sum;
+  __syncthreads();
+  for (int stride = kThreads / 2; stride > 0; stride /= 2) {
+    if (t < stride) sums[t] += sums[t + stride];
+    __syncthreads();
+  }
+  if (t == 0) db[k] += sums[0];
+}
+
+// Sizes of one group's GEMMs.
+struct GroupGemm {
+  int64_t Cg, Kg, CRS, PQ, NPQ, HW;
+  explicit GroupGemm(const Conv2dGeometry& g)
+      : Cg(g.C / g.groups),
+        Kg(g.K / g.groups),
+        CRS(Cg * g.R * g.S),
+        PQ(g.P() * g.Q()),
+        NPQ(g.N * PQ),
+        HW(g.H * g.W) {}
+};
+
+// v1 needs col [CRS, N*PQ] and the GEMM's [Kg, N*PQ] side by side.
+size_t im2col_gemm_workspace(const Conv2dGeometry& g) {
+  const GroupGemm s(g);
+  return size_t((s.CRS + s.Kg) * s.NPQ);
+}
+
+void forward_im2col_gemm(const Conv2dGeometry& g, const float* x, const float* w, const float* bias,
+                         float* y, float* workspace, gpu::Stream stream) {
+  const GroupGemm s(g);
+  float* col = workspace;                  // [CRS, N*PQ]
+  float* out = workspace + s.CRS * s.NPQ;  // [Kg, N*PQ]
+  for (int64_t group = 0; group < g.groups; ++group) {
+    im2col(g.group_patches(), g.N, x + group * s.Cg * s.HW, g.C * s.HW, col, s.NPQ, stream);
+    sgemm(false, false, s.Kg, s.NPQ, s.CRS, 1.0f, w + group * s.Kg * s.CRS, s.CRS, col, s.NPQ, 0.0f,
+          out, s.NPQ, stream);
+    rows_to_channels<<<grid_for(s.Kg * s.NPQ), kThreads, 0, stream>>>(
+        out, bias, int(g.N), int(g.K), int(group * s.Kg), int(s.Kg), int(s.PQ), y);
+    gpu::check_launch("conv2d_forward (im2col + GEMM: reorder)");
+  }
+}
+
+void backward_data_im2col_gemm(const Conv2dGeometry& g, const float* dy, const float* w, float* dx,
+                               float* workspace, gpu::Stream stream) {
+  const GroupGemm s(g);
+  float* dyk = workspace;                                 // [Kg, N*PQ]
+  float* dcol = workspace + s.Kg * s.NPQ;                 // [CRS, N*PQ]
+  gpu::fill(dx, size_t(g.N * g.C * s.HW), 0.0f, stream);  // col2im accumulates
+  for (int64_t group = 0; group < g.groups; ++group) {
+    channels_to_rows<<<grid_for(s.Kg * s.NPQ), kThreads, 0, stream>>>(
+        dy, int(g.N), int(g.K), int(group * s.Kg), int(s.Kg), int(s.PQ), dyk);
+    gpu::check_launch("conv2d_backward_data (im2col + GEMM: reorder)");
+    sgemm(true, false, s.CRS, s.NPQ, s.Kg, 1.0f, w + group * s.Kg * s.CRS, s.CRS, dyk, s.NPQ, 0.0f,
+          dcol, s.NPQ, stream);
+    col2im(g.group_patches(), g.N, dcol, s.NPQ, dx + group * s.Cg * s.HW, g.C * s.HW, stream);
+  }
+}
+
+void backward_filter_im2col_gemm(const Conv2dGeometry& g, const float* x, const float* dy,
+                                 float* dw, float* db, float* workspace, gpu::Stream stream) {
+  const GroupGemm s(g);
+  float* col = workspace;                  // [CRS, N*PQ]
+  float* dyk = workspace + s.CRS * s.NPQ;  // [Kg, N*PQ]
+  for (int64_t group = 0; group < g.groups; ++group) {
+    im2col(g.group_patches(), g.N, x + group * s.Cg * s.HW, g.C * s.HW, col, s.NPQ, stream);
+    channels_to_rows<<<grid_for(s.Kg * s.NPQ), kThreads, 0, stream>>>(
+        dy, int(g.N), int(g.K), int(group * s.Kg), int(s.Kg), int(s.PQ), dyk);
+    gpu::check_launch("conv2d_backward_filter (im2col + GEMM: reorder)");
+    sgemm(false, true, s.Kg, s.CRS, s.NPQ, 1.0f, dyk, s.NPQ, col, s.NPQ, 1.0f,
+          dw + group * s.Kg * s.CRS, s.CRS, stream);
+  }
+  if (db != nullptr) conv2d_backward_bias(g, dy, db, stream);
+}
+
+[[noreturn]] void unknown_version(ConvVersion version) {
+  throw Error("conv2d on CUDA: unknown version " + std::to_string(int(version)));
+}
+
+}  // namespace
+
+size_t conv2d_forward_workspace(const Conv2dGeometry& g, ConvVersion version) {
+  return version == ConvVersion::im2col_gemm ? im2col_gemm_workspace(g) : 0;
+}
+
+size_t conv2d_backward_data_workspace(const Conv2dGeometry& g, ConvVersion version) {
+  return version == ConvVersion::im2col_gemm ? im2col_gemm_workspace(g) : 0;
+}
+
+size_t conv2d_backward_filter_workspace(const Conv2dGeometry& g, bool with_bias,
+                                        ConvVersion version) {
+  return version == ConvVersion::im2col_gemm
+             ? im2col_gemm_workspace(g)
+             : implicit_gemm::backward_filter_workspace(g, with_bias);
+}
+
+void conv2d_forward(const Conv2dGeometry& g, const float* x, const float* w, const float* bias,
+                    float* y, float* workspace, gpu::Stream stream, ConvVersion version) {
+  implicit_gemm::check_sizes(g);
+  switch (version) {
+    case ConvVersion::im2col_gemm:
+      return forward_im2col_gemm(g, x, w, bias, y, workspace, stream);
+    case ConvVersion::implicit_gemm:
+      return implicit_gemm::forward(g, x, w, bias, y, stream);
+  }
+  unknown_version(version);
+}
+
+void conv2d_backward_data(const Conv2dGeometry& g, const float* dy, const float* w, float* dx,
+                          float* workspace, gpu::Stream stream, ConvVersion version) {
+  implicit_gemm::check_sizes(g);
+  switch (version) {
+    case ConvVersion::im2col_gemm:
+      return backward_data_im2col_gemm(g, dy, w, dx, workspace, stream);
+    case ConvVersion::implicit_gemm:
+      return implicit_gemm::backward_data(g, dy, w, dx, stream);
+  }
+  unknown_version(version);
+}
+
+void conv2d_backward_filter(const Conv2dGeometry& g, const float* x, const float* dy, float* dw,
+                            float* db, float* workspace, gpu::Stream stream, ConvVersion version) {
+  implicit_gemm::check_sizes(g);
+  switch (version) {
+    case ConvVersion::im2col_gemm:
+      return backward_filter_im2col_gemm(g, x, dy, dw, db, workspace, stream);
+    case ConvVersion::implicit_gemm:
+      return implicit_gemm::backward_filter(g, x, dy, dw, db, workspace, stream);
+  }
+  unknown_version(version);
+}
+
+void conv2d_backward_bias(const Conv2dGeometry& g, const float* dy, float* db, gpu::Stream stream) {
+  implicit_gemm::check_sizes(g);
+  bias_gradient_kernel<<<unsigned(g.K), kThreads, 0, stream>>>(dy, int(g.N), int(g.K),
+                                                               int(g.P() * g.Q()), db);
+  gpu::check_launch("conv2d_backward_bias");
+}
+
+}  // namespace crema::kernels::cuda

@@ -1,0 +1,332 @@
+// CUDA convolution: every version against the double-precision reference on awkward geometries
+// (N = 1, odd sizes, stride, padding, dilation, groups, P = Q = 1, more channels than a tile) and
+// LeNet's layers at N = 1, and against the CPU path for LeNet at N = 64 and 256. Outputs poisoned
+// with NaN; dw and db pre-filled (they accumulate). Then bit-identical repeats, the Tensor-level
+// dispatch, and a CUDA-graph capture of a layer's three passes.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "core/context.h"
+#include "core/error.h"
+#include "core/random.h"
+#include "kernels/convolution/convolution.h"
+#include "tests/support/cuda_test_util.h"
+
+namespace crema::kernels {
+namespace {
+
+using cuda::ConvVersion;
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+const ConvVersion kVersions[] = {ConvVersion::im2col_gemm, ConvVersion::implicit_gemm};
+
+std::string describe(const Conv2dGeometry& g) {
+  return "N=" + std::to_string(g.N) + " C=" + std::to_string(g.C) + " H=" + std::to_string(g.H) +
+         " W=" + std::to_string(g.W) + " K=" + std::to_string(g.K) + " R=" + std::to_string(g.R) +
+         " S=" + std::to_string(g.S) + " pad=" + std::to_string(g.pad_h) + "," +
+         std::to_string(g.pad_w) + " stride=" + std::to_string(g.stride_h) + "," +
+         std::to_string(g.stride_w) + " dilation=" + std::to_string(g.dilation_h) + "," +
+         std::to_string(g.dilation_w) + " groups=" + std::to_string(g.groups);
+}
+
+Conv2dGeometry lenet_conv1(int64_t N) {
+  return {N, 1, 28, 28, 20, 5, 5};
+}
+Conv2dGeometry lenet_conv2(int64_t N) {
+  return {N, 20, 12, 12, 50, 5, 5};
+}
+
+std::vector<float> random_values(Random& rng, int64_t count) {
+  std::vector<float> v(static_cast<size_t>(count));
+  for (float& x : v) x = float(rng.uniform(-1.0, 1.0));
+  return v;
+}
+
+// Inputs, the parameter gradients' starting values, and what every pass must produce.
+struct Problem {
+  Conv2dGeometry g;
+  std::vector<float> x, w, bias, dy, dw0, db0;
+  std::vector<double> y, y_no_bias, dx, dw, db;  // dw = dw0 + gradient, db likewise
+};
+
+Problem make_inputs(const Conv2dGeometry& g, uint64_t seed) {
+  Random rng(seed);
+  Problem p;
+  p.g = g;
+  p.x = random_values(rng, g.N * g.C * g.H * g.W);
+  p.w = random_values(rng, g.K * (g.C / g.groups) * g.R * g.S);
+  p.bias = random_values(rng, g.K);
+  p.dy = random_values(rng, g.N * g.K * g.P() * g.Q());
+  p.dw0 = random_values(rng, int64_t(p.w.size()));
+  p.db0 = random_values(rng, g.K);
+  return p;
+}
+
+void fill_no_bias(Problem& p) {
+  const int64_t PQ = p.g.P() * p.g.Q();
+  p.y_no_bias = p.y;
+  for (size_t i = 0; i < p.y.size(); ++i) p.y_no_bias[i] -= p.bias[i / PQ % p.g.K];
+}
+
+// The expectations from ref:: in double.
+Problem reference_problem(const Conv2dGeometry& g, uint64_t seed) {
+  Problem p = make_inputs(g, seed);
+  const std::vector<double> x(p.x.begin(), p.x.end()), w(p.w.begin(), p.w.end()),
+      bias(p.bias.begin(), p.bias.end()), dy(p.dy.begin(), p.dy.end());
+  p.y.resize(p.dy.size());
+  p.dx.resize(p.x.size());
+  p.dw.assign(p.dw0.begin(), p.dw0.end());
+  p.db.assign(p.db0.begin(), p.db0.end());
+  ref::conv2d_forward<double>(g, x.data(), w.data(), bias.data(), p.y.data());
+  ref::conv2d_backward_data<double>(g, dy.data(), w.data(), p.dx.data());
+  ref::conv2d_backward_filter<double>(g, x.data(), dy.data(), p.dw.data());
+  ref::conv2d_backward_bias<double>(g, dy.data(), p.db.data());
+  fill_no_bias(p);
+  return p;
+}
+
+// The expectations from the CPU path (float, 2 threads): fast enough for LeNet at N = 256.
+Problem cpu_problem(const Conv2dGeometry& g, uint64_t seed) {
+  constexpr int kThreads = 2;
+  Problem p = make_inputs(g, seed);
+  std::vector<float> ws(std::max({cpu::conv2d_forward_workspace(g, kThreads),
+                                  cpu::conv2d_backward_data_workspace(g, kThreads),
+                                  cpu::conv2d_backward_filter_workspace(g, kThreads)}));
+  std::vector<float> y(p.dy.size()), dx(p.x.size()), dw = p.dw0, db = p.db0;
+  cpu::conv2d_forward(g, p.x.data(), p.w.data(), p.bias.data(), y.data(), ws.data(), kThreads);
+  cpu::conv2d_backward_data(g, p.dy.data(), p.w.data(), dx.data(), ws.data(), kThreads);
+  cpu::conv2d_backward_filter(g, p.x.data(), p.dy.data(), dw.data(), ws.data(), kThreads);
+  cpu::conv2d_backward_bias(g, p.dy.data(), db.data(), kThreads);
+  p.y.assign(y.begin(), y.end());
+  p.dx.assign(dx.begin(), dx.end());
+  p.dw.assign(dw.begin(), dw.end());
+  p.db.assign(db.begin(), db.end());
+  fill_no_bias(p);
+  return p;
+}
+
+Tensor upload(Context& ctx, const std::vector<float>& host) {
+  Tensor t = ctx.empty({int64_t(host.size())});
+  t.copy_from(Tensor::from_vector({int64_t(host.size())}, host));
+  return t;
+}
+
+// Every element finite (NaN poison overwritten) and ||out - ref|| / ||ref|| < 1e-5.
+void expect_close(const Tensor& t, const std::vector<double>& expected, const std::string& what) {
+  const std::vector<float> out = t.to_vector();
+  ASSERT_EQ(out.size(), expected.size()) << what;
+  double diff = 0, norm = 0;
+  int64_t not_finite = 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    not_finite += !std::isfinite(out[i]);
+    diff += (out[i] - expected[i]) * (out[i] - expected[i]);
+    norm += expected[i] * expected[i];
+  }
+  EXPECT_EQ(not_finite, 0) << what << ": elements not written";
+  EXPECT_LT(std::sqrt(diff), 1e-5 * std::sqrt(norm) + 1e-30) << what;
+}
+
+// The problem's tensors on the device.
+struct DeviceTensors {
+  Tensor x, w, bias, dy, y, dx, dw, db;
+  DeviceTensors(Context& ctx, const Problem& p)
+      : x(upload(ctx, p.x)),
+        w(upload(ctx, p.w)),
+        bias(upload(ctx, p.bias)),
+        dy(upload(ctx, p.dy)),
+        y(ctx.empty({int64_t(p.dy.size())})),
+        dx(ctx.empty({int64_t(p.x.size())})),
+        dw(ctx.empty({int64_t(p.w.size())})),
+        db(ctx.empty({p.g.K})) {}
+};
+
+float* workspace_for(Context& ctx, const Conv2dGeometry& g, ConvVersion v) {
+  return ctx.workspace(
+      std::max({cuda::conv2d_forward_workspace(g, v), cuda::conv2d_backward_data_workspace(g, v),
+                cuda::conv2d_backward_filter_workspace(g, false, v),
+                cuda::conv2d_backward_filter_workspace(g, true, v)}));
+}
+
+// All passes of one version: forward with and without bias, data, filter alone, filter with the
+// fused bias gradient, and the bias gradient alone.
+void check_version(Context& ctx, const Problem& p, ConvVersion v) {
+  const Conv2dGeometry& g = p.g;
+  const std::string what = describe(g) + " v" + std::to_string(int(v));
+  DeviceTensors d(ctx, p);
+  float* ws = workspace_for(ctx, g, v);
+  const gpu::Stream s = ctx.stream();
+  ctx.fill(d.y, kNaN);
+  cuda::conv2d_forward(g, d.x.data<float>(), d.w.data<float>(), d.bias.data<float>(),
+                       d.y.data<float>(), ws, s, v);
+  ctx.synchronize();
+  expect_close(d.y, p.y, what + " forward");
+  ctx.fill(d.y, kNaN);
+  cuda::conv2d_forward(g, d.x.data<float>(), d.w.data<float>(), nullptr, d.y.data<float>(), ws, s,
+                       v);
+  ctx.synchronize();
+  expect_close(d.y, p.y_no_bias, what + " forward without bias");
+  ctx.fill(d.dx, kNaN);
+  cuda::conv2d_backward_data(g, d.dy.data<float>(), d.w.data<float>(), d.dx.data<float>(), ws, s,
+                             v);
+  ctx.synchronize();
+  expect_close(d.dx, p.dx, what + " backward data");
+  d.dw.copy_from(upload(ctx, p.dw0));
+  cuda::conv2d_backward_filter(g, d.x.data<float>(), d.dy.data<float>(), d.dw.data<float>(),
+                               nullptr, ws, s, v);
+  ctx.synchronize();
+  expect_close(d.dw, p.dw, what + " backward filter");
+  d.dw.copy_from(upload(ctx, p.dw0));
+  d.db.copy_from(upload(ctx, p.db0));
+  cuda::conv2d_backward_filter(g, d.x.data<float>(), d.dy.data<float>(), d.dw.data<float>(),
+                               d.db.data<float>(), ws, s, v);
+  ctx.synchronize();
+  expect_close(d.dw, p.dw, what + " backward filter (with bias)");
+  expect_close(d.db, p.db, what + " backward bias (fused)");
+  d.db.copy_from(upload(ctx, p.db0));
+  cuda::conv2d_backward_bias(g, d.dy.data<float>(), d.db.data<float>(), s);
+  ctx.synchronize();
+  expect_close(d.db, p.db, what + " backward bias (alone)");
+}
+
+TEST(ConvolutionCuda, AwkwardGeometriesAgainstReference) {
+  CREMA_REQUIRE_CUDA();
+  Context ctx(Device::cuda(0));
+  const std::vector<Conv2dGeometry> geometries = {
+      // N C  H   W  K  R  S  pad_h pad_w stride_h stride_w dilation_h dilation_w groups
+      {1, 3, 7, 9, 5, 3, 3, 1, 1},
+      {2, 4, 11, 10, 6, 3, 2, 2, 1, 2, 2},
+      {3, 5, 9, 13, 7, 3, 3, 2, 2, 1, 1, 2, 2},
+      {2, 6, 8, 7, 4, 3, 3, 1, 1, 2, 1, 1, 1, 2},
+      {2, 3, 9, 8, 5, 3, 2, 1, 0, 3, 2, 1, 2},        // stride 3x2 with dilation 1x2
+      {2, 3, 5, 6, 3, 5, 2, 0, 0, 1, 5},              // P = Q = 1
+      {3, 7, 5, 3, 9, 1, 1},                          // 1x1
+      {2, 4, 6, 5, 8, 3, 3, 1, 1, 1, 1, 1, 1, 4},     // one input channel per group
+      {1, 2, 4, 4, 3, 3, 3, 3, 3, 3, 2},              // outputs that read only padding
+      {37, 3, 9, 8, 5, 3, 2, 1, 0},                   // many images, N*P*Q not a tile multiple
+      {3, 130, 6, 5, 70, 3, 3, 1, 1},                 // more channels than one tile holds
+      {2, 12, 9, 9, 300, 3, 3, 1, 1, 1, 1, 1, 1, 3},  // 100 filters per group: several tiles
+      lenet_conv1(1),
+      lenet_conv2(1),
+  };
+  uint64_t seed = 1;
+  for (const Conv2dGeometry& g : geometries) {
+    const Problem p = reference_problem(g, seed += 16);
+    for (ConvVersion v : kVersions) check_version(ctx, p, v);
+  }
+}
+
+TEST(ConvolutionCuda, LeNetBatchesAgainstCpu) {
+  CREMA_REQUIRE_CUDA();
+  Context ctx(Device::cuda(0));
+  uint64_t seed = 500;
+  for (int64_t N : {64, 256}) {
+    for (const Conv2dGeometry& g : {lenet_conv1(N), lenet_conv2(N)}) {
+      const Problem p = cpu_problem(g, seed += 16);
+      for (ConvVersion v : kVersions) check_version(ctx, p, v);
+    }
+  }
+}
+
+// The passes of the best version, run twice from the same inputs, give the same bits.
+TEST(ConvolutionCuda, RepeatsAreBitIdentical) {
+  CREMA_REQUIRE_CUDA();
+  Context ctx(Device::cuda(0));
+  uint64_t seed = 900;
+  for (const Conv2dGeometry& g : {lenet_conv1(64), lenet_conv2(64), lenet_conv2(7)}) {
+    const Problem p = make_inputs(g, seed += 16);
+    std::vector<float> first[4];
+    for (int run = 0; run < 2; ++run) {
+      DeviceTensors d(ctx, p);
+      d.dw.copy_from(upload(ctx, p.dw0));
+      d.db.copy_from(upload(ctx, p.db0));
+      float* ws = workspace_for(ctx, g, ConvVersion::best);
+      cuda::conv2d_forward(g, d.x.data<float>(), d.w.data<float>(), d.bias.data<float>(),
+                           d.y.data<float>(), ws, ctx.stream());
+      cuda::conv2d_backward_data(g, d.dy.data<float>(), d.w.data<float>(), d.dx.data<float>(), ws,
+                                 ctx.stream());
+      cuda::conv2d_backward_filter(g, d.x.data<float>(), d.dy.data<float>(), d.dw.data<float>(),
+                                   d.db.data<float>(), ws, ctx.stream());
+      ctx.synchronize();
+      const std::vector<float> outs[4] = {d.y.to_vector(), d.dx.to_vector(), d.dw.to_vector(),
+                                          d.db.to_vector()};
+      for (int i = 0; i < 4; ++i) {
+        if (run == 0) {
+          first[i] = outs[i];
+        } else {
+          EXPECT_EQ(std::memcmp(first[i].data(), outs[i].data(), outs[i].size() * sizeof(float)), 0)
+              << describe(g) << " output " << i << " (y, dx, dw, db)";
+        }
+      }
+    }
+  }
+}
+
+// The Tensor-level functions run the best version on a GPU context; captured in a CUDA graph
+// (no host synchronization or allocation inside) and replayed, they give the same bits.
+TEST(ConvolutionCuda, TensorLevelDispatchAndGraphCapture) {
+  CREMA_REQUIRE_CUDA();
+  Context ctx(Device::cuda(0));
+  const Conv2dGeometry g = lenet_conv2(16);
+  const Problem p = reference_problem(g, 1000);
+  const Tensor x = upload(ctx, p.x).view({g.N, g.C, g.H, g.W});
+  const Tensor w = upload(ctx, p.w).view({g.K, g.C, g.R, g.S});
+  const Tensor bias = upload(ctx, p.bias).view({g.K});
+  const Tensor dy = upload(ctx, p.dy).view({g.N, g.K, g.P(), g.Q()});
+  Tensor y = ctx.empty({g.N, g.K, g.P(), g.Q()}), dx = ctx.empty({g.N, g.C, g.H, g.W});
+  Tensor dw = ctx.empty({g.K, g.C, g.R, g.S}), db = ctx.empty({g.K});
+  auto step = [&] {
+    conv2d_forward(ctx, g, x, w, &bias, y);
+    conv2d_backward_data(ctx, g, dy, w, dx);
+    conv2d_backward_weights(ctx, g, x, dy, dw, &db);
+  };
+  ctx.fill(y, kNaN);
+  ctx.fill(dx, kNaN);
+  dw.copy_from(upload(ctx, p.dw0));
+  db.copy_from(upload(ctx, p.db0));
+  step();
+  ctx.synchronize();
+  expect_close(y, p.y, "Tensor-level forward");
+  expect_close(dx, p.dx, "Tensor-level backward data");
+  expect_close(dw, p.dw, "Tensor-level backward weights: dw");
+  expect_close(db, p.db, "Tensor-level backward weights: db");
+  const std::vector<float> direct[4] = {y.to_vector(), dx.to_vector(), dw.to_vector(),
+                                        db.to_vector()};
+
+  ctx.fill(y, kNaN);
+  ctx.fill(dx, kNaN);
+  dw.copy_from(upload(ctx, p.dw0));
+  db.copy_from(upload(ctx, p.db0));
+  ctx.synchronize();
+  gpu::begin_capture(ctx.stream());
+  step();
+  const gpu::Graph graph = gpu::end_capture(ctx.stream());
+  gpu::launch(graph, ctx.stream());
+  ctx.synchronize();
+  gpu::destroy_graph(graph);
+  const std::vector<float> replayed[4] = {y.to_vector(), dx.to_vector(), dw.to_vector(),
+                                          db.to_vector()};
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(std::memcmp(direct[i].data(), replayed[i].data(), direct[i].size() * sizeof(float)),
+              0)
+        << "graph replay, output " << i << " (y, dx, dw, db)";
+  }
+
+  // Tensors on the wrong device are the user's mistake, named in the message.
+  const Tensor x_host = Tensor::from_vector({g.N, g.C, g.H, g.W}, p.x);
+  try {
+    conv2d_forward(ctx, g, x_host, w, &bias, y);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the context runs on cuda:0"), std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace crema::kernels
