@@ -17,9 +17,11 @@ struct Outcome {
   std::string err;
 };
 
+// ctest runs tests in parallel processes: every test gets its own directory and files.
+std::string test_name() { return ::testing::UnitTest::GetInstance()->current_test_info()->name(); }
+
 Outcome run(const std::string& args) {
-  const std::string dir = ::testing::TempDir();
-  const std::string err_path = dir + "/crema_cli_stderr.txt";
+  const std::string err_path = ::testing::TempDir() + "/crema_cli_" + test_name() + "_stderr.txt";
   const std::string command = std::string(CREMA_BINARY_DIR) + "/bin/crema " + args + " > /dev/null 2> " + err_path;
   const int status = std::system(command.c_str());
   Outcome o;
@@ -34,7 +36,7 @@ Outcome run(const std::string& args) {
 class Cli : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = testing::fresh_dir("cli");
+    dir_ = testing::fresh_dir("cli_" + test_name());
     testing::write_synthetic_idx(dir_, 40, 1);
     good_ = testing::synthetic_config(dir_);
   }
