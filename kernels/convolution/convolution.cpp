@@ -134,9 +134,10 @@ void conv2d_backward_data(Context& ctx, const Conv2dGeometry& g, const Tensor& d
   check_tensor(ctx, op, "dx", dx, x_shape(g), dtype);
 #ifdef CREMA_WITH_CUDA
   if (ctx.device().is_cuda()) {
+    const cuda::ConvVersion version = cuda::backward_data_version(g);
     cuda::conv2d_backward_data(g, dy.data<float>(), w.data<float>(), dx.data<float>(),
-                               ctx.workspace(cuda::conv2d_backward_data_workspace(g)),
-                               ctx.stream());
+                               ctx.workspace(cuda::conv2d_backward_data_workspace(g, version)),
+                               ctx.stream(), version);
     return;
   }
 #endif

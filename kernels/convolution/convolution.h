@@ -114,6 +114,10 @@ enum class ConvVersion {
                     //     memory; bias fused; filter gradient split over N*P*Q, then summed
   best = implicit_gemm,
 };
+// The version production uses for backward data: v1 when a group has fewer than 32 input
+// channels, since v2's implicit GEMM then fills few rows of its tiles (C/G rows) while every
+// element it loads pays the patch index arithmetic. H200, LeNet conv2 at N = 256: README.md.
+ConvVersion backward_data_version(const Conv2dGeometry& g);
 
 size_t conv2d_forward_workspace(const Conv2dGeometry& g, ConvVersion version = ConvVersion::best);
 size_t conv2d_backward_data_workspace(const Conv2dGeometry& g,

@@ -149,6 +149,10 @@ size_t conv2d_forward_workspace(const Conv2dGeometry& g, ConvVersion version) {
   return version == ConvVersion::im2col_gemm ? im2col_gemm_workspace(g) : 0;
 }
 
+ConvVersion backward_data_version(const Conv2dGeometry& g) {
+  return g.C / g.groups < 32 ? ConvVersion::im2col_gemm : ConvVersion::implicit_gemm;
+}
+
 size_t conv2d_backward_data_workspace(const Conv2dGeometry& g, ConvVersion version) {
   return version == ConvVersion::im2col_gemm ? im2col_gemm_workspace(g) : 0;
 }
