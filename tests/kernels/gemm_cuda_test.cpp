@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/random.h"
 #include "kernels/gemm/gemm.h"
+#include "tests/kernels/gemm_test_util.h"
 #include "tests/support/cuda_test_util.h"
 
 namespace crema::kernels {
@@ -28,19 +29,8 @@ constexpr float kSentinel = 12345.0f;
 const GemmVersion kVersions[] = {GemmVersion::naive, GemmVersion::shared_tiles,
                                  GemmVersion::register_tiles, GemmVersion::adaptive_tiles};
 
-struct Case {
-  bool trans_a, trans_b;
-  int64_t M, N, K;
-  int64_t pad;  // extra elements in every leading dimension
-  float alpha, beta;
-};
-
-std::string describe(const Case& c) {
-  return std::string(c.trans_a ? "T" : "N") + (c.trans_b ? "T" : "N") +
-         " M=" + std::to_string(c.M) + " N=" + std::to_string(c.N) + " K=" + std::to_string(c.K) +
-         " pad=" + std::to_string(c.pad) + " alpha=" + std::to_string(c.alpha) +
-         " beta=" + std::to_string(c.beta);
-}
+using testing::Case;
+using testing::describe;
 
 // A rows x cols matrix stored with leading dimension ld, padding NaN (a kernel reading past a row
 // contaminates its result).

@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "core/random.h"
 #include "kernels/gemm/gemm_cpu_internal.h"
+#include "tests/kernels/gemm_test_util.h"
 
 namespace crema::kernels {
 namespace {
@@ -46,19 +47,8 @@ std::vector<double> to_double(const std::vector<float>& v) {
   return {v.begin(), v.end()};
 }
 
-struct Case {
-  bool trans_a, trans_b;
-  int64_t M, N, K;
-  int64_t pad;  // extra elements in every leading dimension
-  float alpha, beta;
-};
-
-std::string describe(const Case& c) {
-  return std::string(c.trans_a ? "T" : "N") + (c.trans_b ? "T" : "N") +
-         " M=" + std::to_string(c.M) + " N=" + std::to_string(c.N) + " K=" + std::to_string(c.K) +
-         " pad=" + std::to_string(c.pad) + " alpha=" + std::to_string(c.alpha) +
-         " beta=" + std::to_string(c.beta);
-}
+using testing::Case;
+using testing::describe;
 
 // Inputs of one case and the double-precision reference result.
 struct Problem {

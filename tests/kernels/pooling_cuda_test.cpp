@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "kernels/pooling/pooling.h"
 #include "tests/kernels/kernel_cuda_test_util.h"
+#include "tests/kernels/pooling_test_util.h"
 #include "tests/support/cuda_test_util.h"
 
 namespace crema::kernels {
@@ -20,29 +21,8 @@ namespace {
 using testing::host_values;
 using testing::kNaN;
 
-Pool2dGeometry geometry(int64_t N, int64_t C, int64_t H, int64_t W, int64_t k, int64_t s,
-                        int64_t pad, bool ceil_mode) {
-  return {N,
-          C,
-          H,
-          W,
-          k,
-          k,
-          s,
-          s,
-          pad,
-          pad,
-          pool2d_output_extent(H, k, s, pad, ceil_mode),
-          pool2d_output_extent(W, k, s, pad, ceil_mode)};
-}
-
-std::string describe(const Pool2dGeometry& g) {
-  return "N=" + std::to_string(g.N) + " C=" + std::to_string(g.C) + " H=" + std::to_string(g.H) +
-         " W=" + std::to_string(g.W) + " k=" + std::to_string(g.kernel_h) + "x" +
-         std::to_string(g.kernel_w) + " s=" + std::to_string(g.stride_h) + "x" +
-         std::to_string(g.stride_w) + " pad=" + std::to_string(g.pad_h) + "x" +
-         std::to_string(g.pad_w) + " P=" + std::to_string(g.P) + " Q=" + std::to_string(g.Q);
-}
+using testing::describe;
+using testing::geometry;
 
 bool same_or_both_nan(const std::vector<float>& a, const std::vector<float>& b) {
   if (a.size() != b.size()) return false;

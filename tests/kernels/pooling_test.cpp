@@ -12,35 +12,15 @@
 #include "core/context.h"
 #include "core/error.h"
 #include "tests/kernels/kernel_test_util.h"
+#include "tests/kernels/pooling_test_util.h"
 
 namespace crema::kernels {
 namespace {
 
 using testing::kNaN;
 
-Pool2dGeometry geometry(int64_t N, int64_t C, int64_t H, int64_t W, int64_t k, int64_t s,
-                        int64_t pad, bool ceil_mode) {
-  return {N,
-          C,
-          H,
-          W,
-          k,
-          k,
-          s,
-          s,
-          pad,
-          pad,
-          pool2d_output_extent(H, k, s, pad, ceil_mode),
-          pool2d_output_extent(W, k, s, pad, ceil_mode)};
-}
-
-std::string describe(const Pool2dGeometry& g) {
-  return "N=" + std::to_string(g.N) + " C=" + std::to_string(g.C) + " H=" + std::to_string(g.H) +
-         " W=" + std::to_string(g.W) + " k=" + std::to_string(g.kernel_h) + "x" +
-         std::to_string(g.kernel_w) + " s=" + std::to_string(g.stride_h) +
-         " pad=" + std::to_string(g.pad_h) + " P=" + std::to_string(g.P) +
-         " Q=" + std::to_string(g.Q);
-}
+using testing::describe;
+using testing::geometry;
 
 TEST(Pool2dOutputExtent, FloorCeilAndTheLastWindowRule) {
   EXPECT_EQ(pool2d_output_extent(24, 2, 2, 0, false), 12);
