@@ -210,6 +210,11 @@ TrainSummary train_command(const CommandOptions& options, std::ostream& out) {
                      "weights in {}/final.safetensors\n",
                      max_iter, summary.images_per_second, 100.0 * summary.data_wait_share,
                      summary.run_dir);
+  if (ctx.device().is_cuda()) {
+    out << fmt::format("{} memory: {:.1f} MiB in use, {:.1f} MiB at the peak\n", ctx.device().str(),
+                       double(ctx.allocator().current_bytes()) / (1 << 20),
+                       double(ctx.allocator().peak_bytes()) / (1 << 20));
+  }
   summary.final_test = test_now(max_iter);
   if (!summary.final_test.empty()) out << "final test: " << format_outputs(summary.final_test) << "\n";
   return summary;
