@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/cuda_runtime.h"
 #include "tests/support/synthetic_data.h"
 
 namespace crema {
@@ -108,6 +109,13 @@ TEST_F(Cli, NonNumericValue) {
 TEST_F(Cli, UnknownDevice) {
   const std::string path = variant("name: synthetic", "name: synthetic");
   expect_error("train " + path + " --device tpu:0", "unknown device 'tpu:0'");
+}
+
+TEST_F(Cli, MissingGpu) {
+  if (gpu::device_count() > 0) GTEST_SKIP() << "this machine has a GPU";
+  const std::string path = variant("name: synthetic", "name: synthetic");
+  expect_error("train " + path + " --device cuda:0", gpu::built_with_cuda() ? "cuda:0 is not available"
+                                                                             : "no CUDA backend");
 }
 
 TEST_F(Cli, WeightsOfAnotherShape) {
