@@ -11,6 +11,7 @@
 #include "core/context.h"
 #include "core/random.h"
 #include "kernels/im2col/im2col.h"
+#include "tests/kernels/im2col_test_util.h"
 #include "tests/support/cuda_test_util.h"
 
 namespace crema::kernels {
@@ -21,19 +22,7 @@ constexpr int64_t kImages = 3;
 constexpr int64_t kExtraChannels = 2;  // one before the patches' channels, one after
 constexpr int64_t kExtraColumns = 5;   // ldcol = images * P * Q + 5
 
-std::vector<Im2colGeometry> geometries() {
-  return {
-      // C  H   W  R  S  pad_h pad_w stride_h stride_w dilation_h dilation_w
-      {1, 3, 3, 2, 2},
-      {3, 7, 9, 3, 3, 1, 1},
-      {2, 11, 10, 3, 2, 2, 1, 2, 3},
-      {3, 9, 13, 3, 3, 2, 2, 1, 1, 2, 2},
-      {2, 5, 6, 5, 2, 0, 0, 1, 5},  // P = Q = 1
-      {4, 5, 3, 1, 1},
-      {1, 4, 4, 3, 3, 3, 3, 3, 2},  // whole rows and columns read only padding
-      {20, 12, 12, 5, 5},           // LeNet's conv2
-  };
-}
+using testing::geometries;
 
 std::string describe(const Im2colGeometry& g) {
   return "C=" + std::to_string(g.C) + " " + std::to_string(g.H) + "x" + std::to_string(g.W) +

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/random.h"
+#include "tests/kernels/im2col_test_util.h"
 
 namespace crema::kernels {
 namespace {
@@ -27,20 +28,7 @@ double dot(const std::vector<double>& a, const std::vector<double>& b) {
   return sum;
 }
 
-// Awkward geometries: padding wider than the window reach, strides that skip pixels, dilation,
-// rectangular windows, a single output row/column, a 1x1 window.
-std::vector<Im2colGeometry> geometries() {
-  return {
-      // C  H   W  R  S  pad_h pad_w stride_h stride_w dilation_h dilation_w
-      {1, 3, 3, 2, 2},
-      {3, 7, 9, 3, 3, 1, 1},
-      {2, 11, 10, 3, 2, 2, 1, 2, 3},
-      {3, 9, 13, 3, 3, 2, 2, 1, 1, 2, 2},
-      {2, 5, 6, 5, 2, 0, 0, 1, 5},  // P = Q = 1
-      {4, 5, 3, 1, 1},
-      {1, 4, 4, 3, 3, 3, 3, 3, 2},  // whole rows and columns read only padding
-  };
-}
+using testing::geometries;
 
 TEST(Im2colRef, HandComputed) {
   // im [1, 3, 3] = 1..9, a 2x2 window, padding 1, stride 2: P = Q = 2. Row (r, s) holds the
