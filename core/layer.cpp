@@ -28,6 +28,15 @@ size_t Layer::add_param(const std::string& role, const Shape& shape, Context& ct
   return params_.size() - 1;
 }
 
+size_t Layer::add_buffer(const std::string& role, const Shape& shape, Context& ctx, float value) {
+  Buffer b;
+  b.name = name() + "." + role;
+  b.value = ctx.empty(shape);
+  ctx.fill(b.value, value);
+  buffers_.push_back(std::move(b));
+  return buffers_.size() - 1;
+}
+
 void Layer::fail(const std::string& message) const {
   throw Error("layer '" + name() + "' (" + type() + "): " + message);
 }

@@ -41,6 +41,8 @@ struct Param {
   Tensor grad;
   float lr_mult = 1.0f;     // this parameter's learning rate is base_lr * lr_mult
   float decay_mult = 1.0f;  // and its weight decay weight_decay * decay_mult
+  // A frozen parameter (lr_mult 0) is never updated, so layers skip computing its gradient.
+  bool frozen() const { return lr_mult == 0.0f; }
 };
 
 // The keys every layer has, read by the Net; `node` holds the layer's own keys.
@@ -50,6 +52,15 @@ struct LayerSpec {
   std::vector<std::string> bottoms;
   std::vector<std::string> tops;
   const ConfigNode* node = nullptr;  // null for layers the Net inserts itself (Split)
+  Phase phase = Phase::train;        // the net's phase: Dropout and BatchNorm act on it
+};
+
+// Non-learned state a layer keeps between steps (BatchNorm's running statistics), named like a
+// parameter ("bn1.running_mean"). Saved with the weights and shared with the test net, as
+// PyTorch's registered buffers; the solver never touches it.
+struct Buffer {
+  std::string name;
+  Tensor value;
 };
 
 class Layer {
@@ -62,6 +73,7 @@ class Layer {
   const std::string& name() const { return spec_.name; }
   const std::string& type() const { return spec_.type; }
   const LayerSpec& spec() const { return spec_; }
+  Phase phase() const { return spec_.phase; }
 
   // How many bottoms and tops the layer takes (checked by the Net with a clear message).
   virtual int min_bottoms() const { return 1; }
@@ -83,17 +95,22 @@ class Layer {
 
   std::vector<Param>& params() { return params_; }
   const std::vector<Param>& params() const { return params_; }
+  std::vector<Buffer>& buffers() { return buffers_; }
+  const std::vector<Buffer>& buffers() const { return buffers_; }
 
  protected:
   // Creates parameter "<layer>.<role>" with its lr/decay multipliers from the `param:` key
   // (param: {weight: {lr_mult: 1}, bias: {lr_mult: 2, decay_mult: 0}}). Returns its index.
   size_t add_param(const std::string& role, const Shape& shape, Context& ctx,
                    float default_lr_mult = 1.0f, float default_decay_mult = 1.0f);
+  // Creates buffer "<layer>.<role>" filled with `value`. Returns its index.
+  size_t add_buffer(const std::string& role, const Shape& shape, Context& ctx, float value = 0.0f);
   // Throws crema::Error "layer 'conv1' (Convolution): message".
   [[noreturn]] void fail(const std::string& message) const;
 
   LayerSpec spec_;
   std::vector<Param> params_;
+  std::vector<Buffer> buffers_;
 };
 
 }  // namespace crema

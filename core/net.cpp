@@ -72,6 +72,7 @@ std::vector<LayerSpec> Net::read_layer_specs(const ConfigNode& model) {
     if (node.has("top")) spec.tops = node.get_list<std::string>("top");
     node.allow("loss_weight");  // read in build(), where the layer kind is known
     spec.node = &node;
+    spec.phase = phase_;
     if (node.has("phase")) {
       const std::string p = node.get<std::string>("phase");
       if (p != "train" && p != "test") {
@@ -202,6 +203,9 @@ void Net::build(std::vector<LayerSpec> specs, const LayerRegistry& registry, Con
     }
   }
   share_named_params();
+  for (auto& layer : layers_) {
+    for (Buffer& b : layer->buffers()) buffers_.push_back(&b);
+  }
   decide_backward();
 }
 
@@ -412,6 +416,14 @@ void Net::share_params_from(Net& other) {
       p.grad = it->second->grad;
     }
   }
+  std::map<std::string, Buffer*> their_buffers;
+  for (Buffer* b : other.buffers_) their_buffers[b->name] = b;
+  for (Buffer* b : buffers_) {
+    auto it = their_buffers.find(b->name);
+    if (it != their_buffers.end() && it->second->value.shape() == b->value.shape()) {
+      b->value = it->second->value;
+    }
+  }
 }
 
 void Net::save_weights(const std::string& path) const {
@@ -421,6 +433,11 @@ void Net::save_weights(const std::string& path) const {
     host.copy_from(p->value);
     named.emplace_back(p->name, std::move(host));
   }
+  for (const Buffer* b : buffers_) {
+    Tensor host(b->value.shape(), b->value.dtype());
+    host.copy_from(b->value);
+    named.emplace_back(b->name, std::move(host));
+  }
   save_safetensors(path, named);
 }
 
@@ -428,23 +445,25 @@ void Net::load_weights(const std::string& path, bool strict) {
   const auto loaded = load_safetensors(path);
   std::map<std::string, const Tensor*> by_name;
   for (const auto& [name, tensor] : loaded) by_name[name] = &tensor;
-  for (Param* p : learnable_) {
-    auto it = by_name.find(p->name);
+  auto load_one = [&](const std::string& name, Tensor& value) {
+    auto it = by_name.find(name);
     if (it == by_name.end()) {
       if (strict) {
-        throw Error(path + ": no tensor '" + p->name + "' for the net's parameter of that name");
+        throw Error(path + ": no tensor '" + name + "' for the net's tensor of that name");
       }
-      continue;
+      return;
     }
     const Tensor& t = *it->second;
-    if (t.shape() != p->value.shape()) {
-      const std::string layer = p->name.substr(0, p->name.rfind('.'));
-      throw Error(path + ": tensor '" + p->name + "' is " + shape_str(t.shape()) +
-                  " but layer '" + layer + "' expects " + shape_str(p->value.shape()) +
+    if (t.shape() != value.shape()) {
+      const std::string layer = name.substr(0, name.rfind('.'));
+      throw Error(path + ": tensor '" + name + "' is " + shape_str(t.shape()) + " but layer '" +
+                  layer + "' expects " + shape_str(value.shape()) +
                   " (rename the layer to train it from scratch instead of loading it)");
     }
-    p->value.copy_from(t);
-  }
+    value.copy_from(t);
+  };
+  for (Param* p : learnable_) load_one(p->name, p->value);
+  for (Buffer* b : buffers_) load_one(b->name, b->value);
 }
 
 std::string Net::summary() const {

@@ -69,8 +69,11 @@ class Net {
 
   // Every learnable parameter once (a shared parameter appears under its first owner's name).
   const std::vector<Param*>& learnable_params() const { return learnable_; }
-  // Makes this net's parameters share storage with `other`'s parameters of the same name
-  // (the test net evaluates the train net's weights). Shapes must agree.
+  // Every layer's buffers (running statistics), saved with the weights.
+  const std::vector<Buffer*>& buffers() const { return buffers_; }
+  // Makes this net's parameters and buffers share storage with `other`'s of the same name
+  // (the test net evaluates the train net's weights and running statistics). Parameter shapes
+  // must agree.
   void share_params_from(Net& other);
 
   // Weights as safetensors, by parameter name. Loading checks every name and shape and says
@@ -116,6 +119,7 @@ class Net {
   std::vector<bool> blob_needs_grad_;         // by blob index
   std::vector<size_t> grads_to_zero_;         // blobs whose consumers write no gradient
   std::vector<Param*> learnable_;
+  std::vector<Buffer*> buffers_;
   std::vector<std::pair<Blob*, float>> loss_tops_;
 };
 

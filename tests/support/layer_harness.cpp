@@ -18,18 +18,19 @@ std::vector<float> random_values(size_t count, float low, float high, uint64_t s
 }
 
 LayerHarness::LayerHarness(const std::string& yaml, const std::vector<Shape>& bottom_shapes,
-                           Context& context, int num_tops)
+                           Context& context, int num_tops, Phase phase)
     : node(parse_config(yaml, "test")), ctx(context) {
   LayerSpec spec;
   spec.name = node.get<std::string>("name");
   spec.type = node.get<std::string>("type");
   spec.node = &node;
+  spec.phase = phase;
   for (size_t i = 0; i < bottom_shapes.size(); ++i) {
     auto blob = std::make_unique<Blob>();
     blob->name = "bottom" + std::to_string(i);
     blob->value = ctx.empty(bottom_shapes[i]);
     blob->grad = ctx.empty(bottom_shapes[i]);
-    blob->value.fill(0.0f);
+    ctx.fill(blob->value, 0.0f);
     bottom.push_back(blob.get());
     spec.bottoms.push_back(blob->name);
     storage.push_back(std::move(blob));
@@ -52,7 +53,7 @@ LayerHarness::LayerHarness(const std::string& yaml, const std::vector<Shape>& bo
 
 void LayerHarness::set_bottom(size_t i, const std::vector<float>& values) {
   ASSERT_EQ(values.size(), size_t(bottom[i]->value.numel()));
-  std::memcpy(bottom[i]->value.data<float>(), values.data(), values.size() * sizeof(float));
+  bottom[i]->value.copy_from(Tensor::from_vector(bottom[i]->value.shape(), values));
 }
 
 void LayerHarness::forward() { layer->forward(bottom, top, ctx); }

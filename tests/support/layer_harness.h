@@ -13,12 +13,12 @@
 namespace crema::testing {
 
 // A layer made from YAML such as "{name: c, type: Convolution, num_output: 3, kernel_size: 3}"
-// with its bottom and top blobs. The config tree lives as long as the harness.
+// with its bottom and top blobs, on ctx's device. The config tree lives as long as the harness.
 struct LayerHarness {
   LayerHarness(const std::string& yaml, const std::vector<Shape>& bottom_shapes, Context& ctx,
-               int num_tops = 1);
+               int num_tops = 1, Phase phase = Phase::train);
 
-  // Fills bottom `i` with values (a Tensor of the same shape).
+  // Fills bottom `i` with values (as many as the bottom has elements), on any device.
   void set_bottom(size_t i, const std::vector<float>& values);
   void forward();
 
