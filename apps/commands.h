@@ -6,6 +6,7 @@
 #include <iosfwd>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace crema {
@@ -17,25 +18,35 @@ struct CommandOptions {
   std::optional<uint64_t> seed;        // --seed, over the config's `seed`
   int threads = 0;                     // --threads, CPU threads (0: all cores)
   std::string out_dir;                 // --out (train): where the run is written
-  std::string weights;                 // --weights (test): a safetensors file
+  std::string weights;                 // --weights: a safetensors file (test; train: fine-tune)
+  std::string resume;                  // --resume (train): a run directory or a checkpoint
+  int64_t stop_after = 0;              // --stop-after (train): stop after this iteration, as Ctrl-C
+  bool live_progress = false;          // train: redraw a progress line (stdout is a terminal)
+  std::vector<std::string> extract;    // --extract (test): blobs to save for every test sample
+  std::string extract_to;              // --extract-to (test): the safetensors file for them
   int iterations = 50;                 // --iterations (time)
 };
 
 // What a training run measured, for tests and the benchmark.
 struct TrainSummary {
-  int64_t iterations = 0;
-  double first_loss = 0.0;                                   // mean over the first display window
-  double last_loss = 0.0;                                    // mean over the last display window
-  double images_per_second = 0.0;                            // training steps only
-  double data_wait_share = 0.0;                              // of the training loop's time
-  std::vector<std::pair<std::string, double>> final_test;    // e.g. accuracy, loss
+  int64_t iterations = 0;          // completed, resumed ones included
+  double first_loss = 0.0;         // mean over this process's first display window
+  double last_loss = 0.0;          // mean over the last display window
+  double images_per_second = 0.0;  // training steps only
+  double data_wait_share = 0.0;    // of the training loop's time
+  std::vector<std::pair<std::string, double>> final_test;  // e.g. accuracy, loss
   std::string run_dir;
+  std::string checkpoint;    // the last checkpoint written
+  bool stopped = false;      // ended before max_iter, with a checkpoint (Ctrl-C or --stop-after)
+  bool interrupted = false;  // that was Ctrl-C (SIGINT): the command exits with 130
 };
 
-// crema train: trains, tests every solver.test_interval iterations and at the end, writes
-// <run>/config.yaml (the resolved config) and <run>/final.safetensors.
+// crema train: trains (from scratch, from --weights, or continuing --resume), tests every
+// solver.test_interval iterations and at the end, checkpoints every solver.snapshot_interval
+// iterations, and writes the run directory (apps/README.md lists its files).
 TrainSummary train_command(const CommandOptions& options, std::ostream& out);
-// crema test: evaluates --weights on the test set; returns the test outputs.
+// crema test: evaluates --weights on the test set; returns the test outputs. With --extract, also
+// saves the named blobs of every test sample to --extract-to ([samples, ...] per blob).
 std::vector<std::pair<std::string, double>> test_command(const CommandOptions& options,
                                                          std::ostream& out);
 // What crema time measured (milliseconds, means over the timed iterations).
@@ -51,8 +62,12 @@ struct TimeSummary {
 };
 // crema time: per-layer forward and backward times and the whole training step, like `caffe time`.
 TimeSummary time_command(const CommandOptions& options, std::ostream& out);
-// crema summary: the train net's layers and shapes.
+// crema summary: the train net's layers, shapes, parameters and multiply-adds, and the memory
+// training it takes at the configured batch.
 void summary_command(const CommandOptions& options, std::ostream& out);
+// crema plot: the loss and accuracy curves of a run directory as a PNG (with gnuplot); returns
+// the PNG's path (`png`, or <run_dir>/curves.png when empty).
+std::string plot_command(const std::string& run_dir, const std::string& png, std::ostream& out);
 // crema devices: one line per device this build can use ("cpu", then "cuda:N ..." per GPU).
 void devices_command(std::ostream& out);
 

@@ -1,36 +1,120 @@
 #include "apps/data_config.h"
 
+#include <algorithm>
+#include <functional>
+#include <iostream>
+
 #include "core/error.h"
+#include "data/cifar.h"
 #include "data/idx.h"
+#include "data/image_files.h"
 
 namespace crema {
 namespace {
 
-std::shared_ptr<const data::Dataset> read_source(const ConfigNode& source) {
-  const std::string format = source.get<std::string>("format");
-  if (format != "idx") source.at("format").fail("unknown data format '" + format + "' (known: idx)");
-  const std::string images = source.get<std::string>("images");
-  const std::string labels = source.get<std::string>("labels");
-  source.check_no_unknown_keys("data source (" + format + ")");
-  try {
-    return data::load_idx_dataset(images, labels);
-  } catch (const Error& e) {
-    source.fail(e.what());
+const char* const kFormats = "idx, image_folder, image_list, cifar10, cifar100";
+
+using DatasetPtr = std::shared_ptr<const data::Dataset>;
+
+int read_channels(const ConfigNode& source) {
+  const int channels = source.get<int>("channels", 3);
+  if (channels != 1 && channels != 3) {
+    source.at("channels")
+        .fail("channels must be 1 (grayscale) or 3 (RGB), got " + std::to_string(channels));
   }
+  return channels;
 }
 
-// Each list entry is a one-key map {kind: value or [values]}.
+// Reads the keys of a `format` source and returns what loads it, so that a misspelt key is
+// reported before any file is read.
+std::function<DatasetPtr()> source_reader(const ConfigNode& source, const std::string& format) {
+  if (format == "idx") {
+    const std::string images = source.get<std::string>("images");
+    const std::string labels = source.get<std::string>("labels");
+    return [=] { return DatasetPtr(data::load_idx_dataset(images, labels)); };
+  }
+  if (format == "image_folder") {
+    const std::string root = source.get<std::string>("root");
+    const int channels = read_channels(source);
+    return [=] { return DatasetPtr(data::load_image_folder(root, channels)); };
+  }
+  if (format == "image_list") {
+    const std::string list = source.get<std::string>("list");
+    const std::string root = source.get<std::string>("root", std::string());
+    const int64_t num_classes = source.get<int64_t>("num_classes", 0);
+    if (num_classes < 0) source.at("num_classes").fail("num_classes must be positive");
+    const int channels = read_channels(source);
+    return [=] { return DatasetPtr(data::load_image_list(list, root, channels, num_classes)); };
+  }
+  if (format == "cifar10" || format == "cifar100") {
+    const std::vector<std::string> files = source.get_list<std::string>("files");
+    data::CifarVariant variant = data::CifarVariant::cifar10;
+    if (format == "cifar100") {
+      const std::string label = source.get<std::string>("label", "fine");
+      if (label != "fine" && label != "coarse") {
+        source.at("label").fail("label must be fine (100 classes) or coarse (20), got '" + label +
+                                "'");
+      }
+      variant =
+          label == "fine" ? data::CifarVariant::cifar100_fine : data::CifarVariant::cifar100_coarse;
+    }
+    return [=] { return DatasetPtr(data::load_cifar(files, variant)); };
+  }
+  source.at("format").fail("unknown data format '" + format + "' (known: " + kFormats + ")");
+}
+
+// `classes:` entries are labels, or class names for a source that names its classes.
+std::vector<int64_t> read_classes(const ConfigNode& list, const data::Dataset& dataset) {
+  if (!list.is_sequence()) list.fail("classes: expected a list such as [5, 7, 9]");
+  const std::vector<std::string> names = dataset.class_names();
+  std::vector<int64_t> classes;
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string& text = list[i].scalar();
+    size_t used = 0;
+    int64_t label = -1;
+    try {
+      label = std::stoll(text, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != text.size()) {
+      const auto found = std::find(names.begin(), names.end(), text);
+      if (found == names.end()) {
+        list[i].fail("classes: '" + text + "' is neither a label nor a class name of " +
+                     dataset.description());
+      }
+      label = int64_t(found - names.begin());
+    }
+    classes.push_back(label);
+  }
+  return classes;
+}
+
+// Each list entry is a one-key map {kind: value, [values] or {option: value, ...}}, or a bare
+// kind that takes its defaults (horizontal_flip).
 std::vector<std::shared_ptr<const data::Transform>> read_transforms(const ConfigNode& list) {
   std::vector<std::shared_ptr<const data::Transform>> out;
   if (!list.is_sequence()) list.fail("transform: expected a list such as [{scale: 0.00390625}]");
   for (size_t i = 0; i < list.size(); ++i) {
     const ConfigNode& item = list[i];
-    if (!item.is_map() || item.keys().size() != 1) {
-      item.fail("transform: each entry is one {kind: value} pair, e.g. {scale: 0.00390625}");
-    }
     data::TransformSpec spec;
-    spec.kind = item.keys()[0];
-    spec.values = item.get_list<float>(spec.kind);
+    if (item.is_scalar()) {
+      spec.kind = item.scalar();
+    } else if (item.is_map() && item.keys().size() == 1) {
+      spec.kind = item.keys()[0];
+      const ConfigNode& value = item.at(spec.kind);
+      if (value.is_map()) {
+        for (const std::string& option : value.keys()) {
+          spec.options[option] = value.get_list<float>(option);
+        }
+      } else if (!value.is_null()) {
+        spec.values = item.get_list<float>(spec.kind);
+      }
+    } else {
+      item.fail(
+          "transform: each entry is one {kind: value} pair, e.g. {scale: 0.00390625} or "
+          "{random_crop: {size: 28, padding: 4}}");
+    }
     try {
       out.push_back(data::make_transform(spec));
     } catch (const Error& e) {
@@ -42,11 +126,33 @@ std::vector<std::shared_ptr<const data::Transform>> read_transforms(const Config
 
 }  // namespace
 
+std::shared_ptr<const data::Dataset> make_dataset(const ConfigNode& source) {
+  const std::string format = source.get<std::string>("format");
+  const std::function<DatasetPtr()> read = source_reader(source, format);
+  const ConfigNode* classes = source.has("classes") ? &source.at("classes") : nullptr;
+  source.check_no_unknown_keys("data source (" + format + ")");
+  DatasetPtr dataset;
+  try {
+    dataset = read();
+  } catch (const Error& e) {
+    source.fail(e.what());
+  }
+  if (classes != nullptr) {
+    const std::vector<int64_t> labels = read_classes(*classes, *dataset);
+    try {
+      dataset = data::select_classes(dataset, labels);
+    } catch (const Error& e) {
+      classes->fail(e.what());
+    }
+  }
+  return dataset;
+}
+
 std::unique_ptr<data::DataLoader> make_loader(const ConfigNode& data, const std::string& split,
-                                              uint64_t seed) {
+                                              uint64_t seed, Allocator* batch_allocator) {
   const ConfigNode& node = data.at(split);
   const bool training = split == "train";
-  std::shared_ptr<const data::Dataset> dataset = read_source(node.at("source"));
+  std::shared_ptr<const data::Dataset> dataset = make_dataset(node.at("source"));
   data::DataLoaderOptions options;
   options.batch_size = node.get<int64_t>("batch_size");
   if (options.batch_size <= 0) node.at("batch_size").fail("batch_size must be positive");
@@ -54,7 +160,10 @@ std::unique_ptr<data::DataLoader> make_loader(const ConfigNode& data, const std:
   options.drop_last = node.get<bool>("drop_last", training);
   options.num_workers = node.get<int>("workers", 1);
   options.prefetch = node.get<int>("prefetch", 4);
+  options.skip_bad = node.get<bool>("skip_bad", false);
+  options.report = [](const std::string& line) { std::cerr << "crema: warning: " << line << "\n"; };
   options.seed = seed;
+  options.allocator = batch_allocator;
   if (node.has("transform")) options.transforms = read_transforms(node.at("transform"));
   node.check_no_unknown_keys("data." + split);
   try {

@@ -2,28 +2,46 @@
 //
 //   data:
 //     train:
-//       source: {format: idx, images: path.gz, labels: path.gz}
+//       source: {format: image_folder, root: photos/train, channels: 3}
 //       batch_size: 64
 //       shuffle: true          # default: true for train, false for test
 //       drop_last: true        # default: true for train, false for test
-//       transform: [{scale: 0.00390625}, {mean: 0.286}, {std: [0.353]}]
-//       workers: 1             # background threads assembling batches
+//       transform: [{random_resized_crop: 224}, horizontal_flip, {scale: 0.00392157},
+//                   {normalize: {mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225]}}]
+//       workers: 2             # background threads decoding and transforming samples
 //       prefetch: 4            # batches prepared ahead
+//       skip_bad: false        # true: skip unreadable samples, reported once per epoch
 //
-// Relative paths are taken from the directory crema runs in. Data formats: idx (more in
-// data/README.md).
+// Sources (`format:` and its keys; every source also takes `classes: [5, 7, 9]`, which keeps
+// those classes and numbers them 0, 1, 2 in that order; an image folder's classes may be named):
+//   idx            images, labels                     MNIST-style files, gzip or plain
+//   image_folder   root, channels (3)                 root/<class>/<image>, classes sorted
+//   image_list     list, root (the list's folder),    "<path> <label>" lines (Caffe's ImageData)
+//                  channels (3), num_classes (max + 1)
+//   cifar10        files: [data_batch_1.bin, ...]     the binary version
+//   cifar100       files: [train.bin], label: fine | coarse (fine)
+// Relative paths are taken from the directory crema runs in. The formats are described in
+// data/README.md.
 #pragma once
 
 #include <memory>
 #include <string>
 
+#include "core/allocator.h"
 #include "core/config.h"
 #include "data/loader.h"
 
 namespace crema {
 
-// Builds the loader of `split` ("train" or "test"); the seed drives the shuffling.
+// The dataset a `source:` map describes, before any transform. Errors carry the source's
+// file:line:col.
+std::shared_ptr<const data::Dataset> make_dataset(const ConfigNode& source);
+
+// Builds the loader of `split` ("train" or "test"); the seed drives shuffling and augmentation.
+// Batches are allocated from `batch_allocator` (null: plain host memory); a GPU run passes its
+// Context's staging_allocator() so that batches are pinned and copied to the device
+// asynchronously without another copy.
 std::unique_ptr<data::DataLoader> make_loader(const ConfigNode& data, const std::string& split,
-                                              uint64_t seed);
+                                              uint64_t seed, Allocator* batch_allocator = nullptr);
 
 }  // namespace crema

@@ -1,16 +1,25 @@
 // crema: train, test and inspect networks described in YAML.
 //
 //   crema train CONFIG [--device cpu|cuda:N] [--set key=value]... [--out DIR] [--seed N] [--threads N]
+//               [--weights FILE | --resume RUN_DIR|CHECKPOINT] [--stop-after N]
 //   crema test CONFIG --weights FILE [--device ...] [--set key=value]...
+//              [--extract BLOB --extract-to FILE]
 //   crema summary CONFIG [--set key=value]...
+//   crema plot RUN_DIR [--out FILE.png]
 //   crema time CONFIG [--device ...] [--iterations N] [--set key=value]...
 //   crema devices
+//   crema export-images [CONFIG --split S | --images F --labels F] --out DIR [--classes 5,7,9] [--per-class N]
+//   crema bench-loader CONFIG [--split S] [--workers 1,2,4] [--batches N]
 //
-// Anything the user should fix ends with one line "crema: error: ..." and exit code 2.
+// Anything the user should fix ends with one line "crema: error: ..." and exit code 2. A training
+// run stopped by Ctrl-C (after writing its checkpoint) exits with 130, as shells report SIGINT.
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <iostream>
 
 #include "apps/commands.h"
+#include "apps/data_commands.h"
 #include "core/error.h"
 
 namespace {
@@ -36,19 +45,59 @@ int main(int argc, char** argv) {
   add_common(*train, options);
   train->add_option("--out", options.out_dir, "run directory (default runs/<name>)");
   CLI::Option* seed_option = train->add_option("--seed", seed, "random seed (overrides the config's)");
+  CLI::Option* train_weights = train->add_option(
+      "--weights", options.weights, "start from these weights (safetensors), copied by name");
+  train
+      ->add_option("--resume", options.resume,
+                   "continue a run: its directory or one of its checkpoints")
+      ->excludes(train_weights);
+  train->add_option("--stop-after", options.stop_after,
+                    "stop after iteration N as Ctrl-C would: write a checkpoint, exit with 0");
 
   CLI::App* test = app.add_subcommand("test", "evaluate weights on the test set");
   add_common(*test, options);
   test->add_option("--weights", options.weights, "safetensors weights file")->required();
+  test->add_option("--extract", options.extract, "blobs to save for every test sample (e.g. ip2)")
+      ->delimiter(',');
+  test->add_option("--extract-to", options.extract_to, "safetensors file for the --extract blobs");
 
-  CLI::App* summary = app.add_subcommand("summary", "print the layers and shapes of a network");
+  CLI::App* summary = app.add_subcommand(
+      "summary", "layers, shapes, parameters, multiply-adds and the memory training takes");
   add_common(*summary, options);
 
   CLI::App* time = app.add_subcommand("time", "time each layer's forward and backward and the whole step");
   add_common(*time, options);
   time->add_option("--iterations", options.iterations, "timed iterations")->capture_default_str();
 
+  CLI::App* plot = app.add_subcommand("plot", "draw a run's loss and accuracy curves as a PNG (gnuplot)");
+  std::string plot_dir, plot_png;
+  plot->add_option("run_dir", plot_dir, "the run directory")->required();
+  plot->add_option("--out", plot_png, "the PNG file (default RUN_DIR/curves.png)");
+
   CLI::App* devices = app.add_subcommand("devices", "list the devices this build can run on");
+
+  crema::ExportImagesOptions export_options;
+  CLI::App* export_images = app.add_subcommand("export-images", "write a dataset as an image folder (PNG or JPEG)");
+  export_images->add_option("config", export_options.config, "a config whose data.<split>.source is written");
+  export_images->add_option("--set", export_options.overrides, "override a config key")->allow_extra_args(false);
+  export_images->add_option("--split", export_options.split, "train or test")->capture_default_str();
+  export_images->add_option("--images", export_options.images, "IDX images file (instead of a config)");
+  export_images->add_option("--labels", export_options.labels, "IDX labels file");
+  export_images->add_option("--out", export_options.out_dir, "the folder to write")->required();
+  export_images->add_option("--classes", export_options.classes, "labels to export (default all)")->delimiter(',');
+  export_images->add_option("--per-class", export_options.per_class, "at most N per class, the first ones (0: all)");
+  export_images->add_option("--class-names", export_options.class_names, "names by label, for the folders")->delimiter(',');
+  export_images->add_option("--format", export_options.format, "png or jpg")->capture_default_str();
+  export_images->add_option("--quality", export_options.quality, "JPEG quality 1..100")->capture_default_str();
+  export_images->add_option("--list", export_options.list_file, "also write a '<path> <label>' list file");
+
+  crema::BenchLoaderOptions bench_options;
+  CLI::App* bench_loader = app.add_subcommand("bench-loader", "images/s the data loader delivers, by worker count");
+  bench_loader->add_option("config", bench_options.config, "the YAML config file")->required();
+  bench_loader->add_option("--set", bench_options.overrides, "override a config key")->allow_extra_args(false);
+  bench_loader->add_option("--split", bench_options.split, "train or test")->capture_default_str();
+  bench_loader->add_option("--workers", bench_options.workers, "worker counts")->delimiter(',')->capture_default_str();
+  bench_loader->add_option("--batches", bench_options.batches, "timed batches per worker count")->capture_default_str();
 
   try {
     app.parse(argc, argv);
@@ -61,13 +110,17 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (seed_option->count() > 0) options.seed = seed;
+  options.live_progress = isatty(STDOUT_FILENO) != 0;
 
   try {
-    if (*train) crema::train_command(options, std::cout);
+    if (*train && crema::train_command(options, std::cout).interrupted) return 130;
     if (*test) crema::test_command(options, std::cout);
     if (*summary) crema::summary_command(options, std::cout);
     if (*time) crema::time_command(options, std::cout);
+    if (*plot) crema::plot_command(plot_dir, plot_png, std::cout);
     if (*devices) crema::devices_command(std::cout);
+    if (*export_images) crema::export_images_command(export_options, std::cout);
+    if (*bench_loader) crema::bench_loader_command(bench_options, std::cout);
   } catch (const crema::Error& e) {
     std::cout.flush();
     std::cerr << "crema: error: " << e.what() << "\n";

@@ -26,6 +26,7 @@ Context::Context(Device device, uint64_t seed, int num_threads)
 
 Context::~Context() {
   workspace_ = Tensor();
+  outgrown_workspaces_.clear();
   gpu::destroy_stream(stream_);
 }
 
@@ -64,6 +65,7 @@ void Context::copy(Tensor& dst, const Tensor& src) {
 
 float* Context::workspace(size_t floats) {
   if (!workspace_.defined() || size_t(workspace_.numel()) < floats) {
+    if (workspace_.defined()) outgrown_workspaces_.push_back(std::move(workspace_));
     workspace_ = empty({int64_t(floats)});
   }
   return workspace_.data<float>();

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "core/allocator.h"
 #include "core/cuda_runtime.h"
@@ -45,7 +46,9 @@ class Context {
   void copy(Tensor& dst, const Tensor& src);
 
   // Scratch memory shared by all layers (Darknet's idea: one workspace sized by the largest
-  // need). Valid until the next call; grows, never shrinks during a run.
+  // need). Its contents are valid until the next call. It grows, never shrinks, and a buffer it
+  // outgrows is kept until the context ends: a CUDA graph captured earlier still points into it
+  // (the test net may need more scratch than the captured training step did).
   float* workspace(size_t floats);
 
  private:
@@ -57,6 +60,7 @@ class Context {
   Random random_;
   int num_threads_;
   Tensor workspace_;
+  std::vector<Tensor> outgrown_workspaces_;
 };
 
 }  // namespace crema

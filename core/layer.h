@@ -16,6 +16,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/config.h"
@@ -92,6 +93,25 @@ class Layer {
   // propagate_down[i]: whether bottom[i]'s gradient is wanted (false for data and labels).
   virtual void backward(const std::vector<Blob*>& top, const std::vector<bool>& propagate_down,
                         const std::vector<Blob*>& bottom, Context& ctx) = 0;
+
+  // Multiply-adds of one forward pass at the current shapes, for `crema summary`. The default
+  // fits layers whose every element of top[0] is a dot product with one row of their first
+  // parameter (Convolution: a row is one filter of C/g * R * S weights; InnerProduct: one row of
+  // the [out, in] matrix): numel(top[0]) * numel(params[0]) / params[0].dim(0). Layers without
+  // parameters count 0. A layer this rule does not describe (Deconvolution, recurrent layers,
+  // lookups) overrides it.
+  virtual int64_t multiply_adds(const std::vector<Blob*>& bottom,
+                                const std::vector<Blob*>& top) const {
+    if (params_.empty() || top.empty() || params_[0].value.ndim() == 0) return 0;
+    const Tensor& w = params_[0].value;
+    return w.dim(0) == 0 ? 0 : top[0]->value.numel() * (w.numel() / w.dim(0));
+  }
+
+  // State a resumed run needs that is neither a weight nor a buffer, because it must stay out of
+  // weight files (Dropout's mask counter): tensors by role, sharing the layer's storage. Training
+  // checkpoints save them as "<layer>.<role>" and copy them back on resume, so the run continues
+  // exactly. Default: none.
+  virtual std::vector<std::pair<std::string, Tensor>> run_state() { return {}; }
 
   std::vector<Param>& params() { return params_; }
   const std::vector<Param>& params() const { return params_; }

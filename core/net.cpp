@@ -468,29 +468,45 @@ void Net::load_weights(const std::string& path, bool strict) {
 
 std::string Net::summary() const {
   std::ostringstream out;
-  int64_t total = 0;
+  int64_t total_params = 0, total_macs = 0;
   char line[512];
-  std::snprintf(line, sizeof line, "%-20s %-16s %-28s %10s\n", "layer", "type", "top shapes", "params");
+  const char* row = "%-20s %-16s %-24s %12s %16s\n";
+  std::snprintf(line, sizeof line, row, "layer", "type", "top shapes", "params", "multiply-adds");
   out << line;
   for (const auto& [name, shape] : inputs_) {
     Shape full{batch_size_};
     full.insert(full.end(), shape.begin(), shape.end());
-    std::snprintf(line, sizeof line, "%-20s %-16s %-28s %10d\n", name.c_str(), "(input)",
-                  shape_str(full).c_str(), 0);
+    std::snprintf(line, sizeof line, row, name.c_str(), "(input)", shape_str(full).c_str(), "0", "0");
     out << line;
   }
   for (size_t i = 0; i < layers_.size(); ++i) {
     int64_t count = 0;
     for (const Param& p : layers_[i]->params()) count += p.value.numel();
-    total += count;
+    const int64_t macs = layers_[i]->multiply_adds(wiring_[i].bottoms, wiring_[i].tops);
+    total_params += count;
+    total_macs += macs;
     std::string tops;
     for (const Blob* t : wiring_[i].tops) tops += (tops.empty() ? "" : " ") + shape_str(t->value.shape());
-    std::snprintf(line, sizeof line, "%-20s %-16s %-28s %10lld\n", layers_[i]->name().c_str(),
-                  layers_[i]->type().c_str(), tops.c_str(), static_cast<long long>(count));
+    std::snprintf(line, sizeof line, row, layers_[i]->name().c_str(), layers_[i]->type().c_str(),
+                  tops.c_str(), std::to_string(count).c_str(), std::to_string(macs).c_str());
     out << line;
   }
-  out << "total parameters: " << total << "\n";
+  // A parameter shared by several layers is listed under each but stored once.
+  int64_t unique = 0;
+  for (const Param* p : learnable_) unique += p->value.numel();
+  std::snprintf(line, sizeof line, row, "total", "", "", std::to_string(total_params).c_str(),
+                std::to_string(total_macs).c_str());
+  out << line;
+  if (unique != total_params) out << "parameters stored once (shared ones counted once): " << unique << "\n";
   return out.str();
+}
+
+Net::Memory Net::memory() const {
+  Memory m;
+  for (const Param* p : learnable_) m.params += int64_t(p->value.nbytes());
+  for (const Buffer* b : buffers_) m.buffers += int64_t(b->value.nbytes());
+  for (const auto& blob : blobs_) m.activations += int64_t(blob->value.nbytes());
+  return m;
 }
 
 }  // namespace crema

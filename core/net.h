@@ -81,8 +81,16 @@ class Net {
   void save_weights(const std::string& path) const;
   void load_weights(const std::string& path, bool strict);
 
-  // A table: layer, type, bottoms -> tops with shapes, parameter count.
+  // A table: layer, type, top shapes, parameter count and multiply-adds of one forward pass
+  // (Layer::multiply_adds), with the totals.
   std::string summary() const;
+  // What the net holds, in bytes. Every blob keeps a gradient as large as its value.
+  struct Memory {
+    int64_t params = 0;       // learnable parameters, each shared one once (their grads: as many)
+    int64_t buffers = 0;      // running statistics
+    int64_t activations = 0;  // every blob's value (their gradients: as many)
+  };
+  Memory memory() const;
 
   // Per-layer access for `crema time`.
   size_t num_layers() const { return layers_.size(); }

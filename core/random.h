@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <random>
+#include <string>
 
 namespace crema {
 
@@ -23,6 +24,12 @@ class Random {
   uint64_t below(uint64_t n) { return n == 0 ? 0 : next() % n; }
   // A new generator whose stream is determined by this one (for workers and sub-tasks).
   Random split() { return Random(next()); }
+
+  // The generator's whole state as text (the engine's standard text form and the Gaussian spare),
+  // for checkpoints: set_state(state()) continues the exact same sequence. set_state throws
+  // crema::Error for text that state() did not produce.
+  std::string state() const;
+  void set_state(const std::string& text);
 
  private:
   std::mt19937_64 engine_;

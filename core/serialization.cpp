@@ -1,7 +1,13 @@
 #include "core/serialization.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -10,90 +16,221 @@
 namespace crema {
 namespace {
 
-void write_le64(std::ostream& out, uint64_t v) {
-  unsigned char bytes[8];
-  for (int i = 0; i < 8; ++i) bytes[i] = static_cast<unsigned char>(v >> (8 * i));
-  out.write(reinterpret_cast<const char*>(bytes), 8);
+// The format caps the header at 100 MB; a larger length means a corrupt or foreign file.
+constexpr uint64_t kMaxHeaderBytes = 100u << 20;
+
+std::string errno_text() {
+  return std::strerror(errno);
+}
+
+// Writes `pieces` (pointer, bytes) to <path>.tmp, fsyncs it and renames it over `path`.
+void write_pieces_atomic(const std::string& path,
+                         const std::vector<std::pair<const void*, size_t>>& pieces) {
+  const std::string temp = path + ".tmp";
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw Error("cannot write '" + temp + "': " + errno_text());
+  auto fail = [&](const std::string& what) {
+    const std::string reason = errno_text();
+    ::close(fd);
+    ::unlink(temp.c_str());
+    throw Error(what + " '" + temp + "' failed: " + reason);
+  };
+  for (const auto& [data, bytes] : pieces) {
+    const char* p = static_cast<const char*>(data);
+    size_t left = bytes;
+    while (left > 0) {
+      const ssize_t n = ::write(fd, p, left);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) fail("writing");
+      p += n;
+      left -= size_t(n);
+    }
+  }
+  if (::fsync(fd) != 0) fail("flushing");
+  if (::close(fd) != 0) {
+    ::unlink(temp.c_str());
+    throw Error("closing '" + temp + "' failed: " + errno_text());
+  }
+  if (std::rename(temp.c_str(), path.c_str()) != 0) {
+    const std::string reason = errno_text();
+    ::unlink(temp.c_str());
+    throw Error("cannot move '" + temp + "' to '" + path + "': " + reason);
+  }
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  sync_directory(dir.empty() ? "." : dir);
+}
+
+const char* file_dtype(DType dtype) {
+  return dtype == DType::f32 ? "F32" : "F64";
+}
+
+// Bytes per element of the dtypes the reader accepts (0 for any other).
+size_t readable_dtype_size(const std::string& dtype) {
+  if (dtype == "F32") return 4;
+  if (dtype == "F64" || dtype == "I64") return 8;
+  return 0;
+}
+
+uint64_t read_le64(const unsigned char* bytes) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v |= uint64_t(bytes[i]) << (8 * i);
+  return v;
+}
+
+// One header entry, checked against the format before any data is read.
+struct Entry {
+  std::string name, dtype;
+  Shape shape;
+  uint64_t begin = 0, end = 0;
+};
+
+Entry read_entry(const std::string& path, const std::string& name,
+                 const nlohmann::ordered_json& info) {
+  const std::string where = path + ": tensor '" + name + "'";
+  if (!info.is_object()) throw Error(where + ": its header entry is not a JSON object");
+  for (const char* key : {"dtype", "shape", "data_offsets"}) {
+    if (!info.contains(key)) throw Error(where + ": its header entry lacks '" + key + "'");
+  }
+  Entry e;
+  e.name = name;
+  if (!info["dtype"].is_string()) throw Error(where + ": 'dtype' is not a string");
+  e.dtype = info["dtype"].get<std::string>();
+  if (readable_dtype_size(e.dtype) == 0) {
+    throw Error(where + " has dtype " + e.dtype + "; crema reads F32, F64 and I64");
+  }
+  if (!info["shape"].is_array()) throw Error(where + ": 'shape' is not a list of sizes");
+  uint64_t numel = 1;
+  for (const auto& d : info["shape"]) {
+    if (!d.is_number_unsigned() || d.get<uint64_t>() > (uint64_t(1) << 40)) {
+      throw Error(where + ": 'shape' holds " + d.dump() + ", not a size");
+    }
+    e.shape.push_back(int64_t(d.get<uint64_t>()));
+    numel *= d.get<uint64_t>();
+    if (numel > (uint64_t(1) << 40)) throw Error(where + ": its shape is implausibly large");
+  }
+  const auto& offsets = info["data_offsets"];
+  if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
+      !offsets[1].is_number_unsigned()) {
+    throw Error(where + ": 'data_offsets' is not a pair [begin, end] of byte offsets");
+  }
+  e.begin = offsets[0].get<uint64_t>();
+  e.end = offsets[1].get<uint64_t>();
+  const uint64_t need = numel * readable_dtype_size(e.dtype);
+  if (e.end < e.begin || e.end - e.begin != need) {
+    throw Error(where + " (" + e.dtype + " " + shape_str(e.shape) + ") needs " +
+                std::to_string(need) + " bytes but its data_offsets [" + std::to_string(e.begin) +
+                ", " + std::to_string(e.end) + "] span " +
+                std::to_string(e.end >= e.begin ? e.end - e.begin : 0));
+  }
+  return e;
 }
 
 }  // namespace
 
+void write_file_atomic(const std::string& path, const std::string& contents) {
+  write_pieces_atomic(path, {{contents.data(), contents.size()}});
+}
+
+void sync_directory(const std::string& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) throw Error("cannot open directory '" + dir + "': " + errno_text());
+  const int rc = ::fsync(fd);
+  const std::string reason = errno_text();
+  ::close(fd);
+  // Some file systems cannot fsync a directory (EINVAL); their renames are as durable as they get.
+  if (rc != 0 && errno != EINVAL) throw Error("flushing directory '" + dir + "' failed: " + reason);
+}
+
 void save_safetensors(const std::string& path,
                       const std::vector<std::pair<std::string, Tensor>>& tensors) {
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
+  std::vector<std::pair<const void*, size_t>> pieces;
   size_t offset = 0;
   for (const auto& [name, tensor] : tensors) {
-    CREMA_CHECK(tensor.device().is_cpu(), "save_safetensors: copy '" + name + "' to the host first");
-    header[name] = {{"dtype", tensor.dtype() == DType::f32 ? "F32" : "F64"},
+    CREMA_CHECK(tensor.device().is_cpu(),
+                "save_safetensors: copy '" + name + "' to the host first");
+    CREMA_CHECK(header.count(name) == 0, "save_safetensors: tensor '" + name + "' given twice");
+    header[name] = {{"dtype", file_dtype(tensor.dtype())},
                     {"shape", tensor.shape()},
                     {"data_offsets", {offset, offset + tensor.nbytes()}}};
     offset += tensor.nbytes();
   }
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');  // the format pads the header to 8 bytes
-  const std::string temp = path + ".tmp";
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    if (!out) throw Error("cannot write '" + temp + "'");
-    write_le64(out, text.size());
-    out.write(text.data(), std::streamsize(text.size()));
-    for (const auto& entry : tensors) {
-      out.write(static_cast<const char*>(entry.second.raw()), std::streamsize(entry.second.nbytes()));
-    }
-    out.flush();
-    if (!out) throw Error("writing '" + temp + "' failed (disk full?)");
+  unsigned char length[8];
+  for (int i = 0; i < 8; ++i) {
+    length[i] = static_cast<unsigned char>(uint64_t(text.size()) >> (8 * i));
   }
-  if (std::rename(temp.c_str(), path.c_str()) != 0) {
-    throw Error("cannot move '" + temp + "' to '" + path + "': " + std::strerror(errno));
-  }
+  pieces.emplace_back(length, 8);
+  pieces.emplace_back(text.data(), text.size());
+  for (const auto& entry : tensors) pieces.emplace_back(entry.second.raw(), entry.second.nbytes());
+  write_pieces_atomic(path, pieces);
 }
 
 std::vector<std::pair<std::string, Tensor>> load_safetensors(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("cannot open weights file '" + path + "'");
+  if (!in) throw Error("cannot open '" + path + "'");
   in.seekg(0, std::ios::end);
   const uint64_t file_size = uint64_t(in.tellg());
   in.seekg(0);
   unsigned char len_bytes[8] = {};
   if (file_size < 8 || !in.read(reinterpret_cast<char*>(len_bytes), 8)) {
-    throw Error(path + ": not a safetensors file (shorter than its 8-byte header length)");
+    throw Error(path + ": not a safetensors file (" + std::to_string(file_size) +
+                " bytes, shorter than the 8-byte header length)");
   }
-  uint64_t header_len = 0;
-  for (int i = 0; i < 8; ++i) header_len |= uint64_t(len_bytes[i]) << (8 * i);
-  if (header_len > file_size - 8) {
-    throw Error(path + ": not a safetensors file (header length " + std::to_string(header_len) +
-                " exceeds the file size " + std::to_string(file_size) + ")");
+  const uint64_t header_len = read_le64(len_bytes);
+  if (header_len > file_size - 8 || header_len > kMaxHeaderBytes) {
+    throw Error(path + ": not a safetensors file, or truncated: the header length " +
+                std::to_string(header_len) + " exceeds the file's " + std::to_string(file_size) +
+                " bytes");
   }
   std::string text(header_len, '\0');
   in.read(text.data(), std::streamsize(header_len));
-  nlohmann::json header;
+  nlohmann::ordered_json header;
   try {
-    header = nlohmann::json::parse(text);
+    header = nlohmann::ordered_json::parse(text);
   } catch (const nlohmann::json::exception& e) {
-    throw Error(path + ": bad safetensors header: " + e.what());
+    throw Error(path + ": corrupt safetensors header (not JSON: " + e.what() + ")");
+  }
+  if (!header.is_object()) throw Error(path + ": corrupt safetensors header (not a JSON object)");
+
+  std::vector<Entry> entries;
+  for (const auto& [name, info] : header.items()) {
+    if (name != "__metadata__") entries.push_back(read_entry(path, name, info));
   }
   const uint64_t data_start = 8 + header_len;
-  std::vector<std::pair<std::string, Tensor>> out;
-  try {
-    for (const auto& [name, info] : header.items()) {
-      if (name == "__metadata__") continue;
-      const std::string dtype = info.at("dtype").get<std::string>();
-      if (dtype != "F32" && dtype != "F64") {
-        throw Error(path + ": tensor '" + name + "' has dtype " + dtype + " (crema reads F32 and F64)");
-      }
-      Tensor t(info.at("shape").get<Shape>(), dtype == "F32" ? DType::f32 : DType::f64);
-      const uint64_t begin = info.at("data_offsets")[0].get<uint64_t>();
-      const uint64_t end = info.at("data_offsets")[1].get<uint64_t>();
-      if (end < begin || end - begin != t.nbytes() || data_start + end > file_size) {
-        throw Error(path + ": tensor '" + name + "' has inconsistent offsets or the file is truncated");
-      }
-      in.seekg(std::streamoff(data_start + begin));
-      in.read(static_cast<char*>(t.raw()), std::streamsize(t.nbytes()));
-      if (!in) throw Error(path + ": truncated while reading tensor '" + name + "'");
-      out.emplace_back(name, std::move(t));
+  std::vector<const Entry*> by_offset;
+  for (const Entry& e : entries) by_offset.push_back(&e);
+  std::sort(by_offset.begin(), by_offset.end(),
+            [](const Entry* a, const Entry* b) { return a->begin < b->begin; });
+  for (size_t i = 0; i < by_offset.size(); ++i) {
+    const Entry& e = *by_offset[i];
+    if (i > 0 && e.begin < by_offset[i - 1]->end && e.end > e.begin) {
+      throw Error(path + ": tensors '" + by_offset[i - 1]->name + "' and '" + e.name +
+                  "' overlap in the file (corrupt header)");
     }
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(path + ": bad safetensors header: " + e.what());
+    if (data_start + e.end > file_size) {
+      throw Error(path + " is truncated: tensor '" + e.name + "' ends at byte " +
+                  std::to_string(data_start + e.end) + " but the file has " +
+                  std::to_string(file_size));
+    }
+  }
+
+  std::vector<std::pair<std::string, Tensor>> out;
+  for (const Entry& e : entries) {
+    in.seekg(std::streamoff(data_start + e.begin));
+    if (e.dtype == "I64") {
+      std::vector<int64_t> values(size_t(shape_numel(e.shape)));
+      in.read(reinterpret_cast<char*>(values.data()), std::streamsize(e.end - e.begin));
+      Tensor t(e.shape, DType::f32);
+      for (size_t i = 0; i < values.size(); ++i) t.data<float>()[i] = float(values[i]);
+      out.emplace_back(e.name, std::move(t));
+    } else {
+      Tensor t(e.shape, e.dtype == "F32" ? DType::f32 : DType::f64);
+      in.read(static_cast<char*>(t.raw()), std::streamsize(t.nbytes()));
+      out.emplace_back(e.name, std::move(t));
+    }
+    if (!in) throw Error(path + ": read error in tensor '" + e.name + "'");
   }
   return out;
 }

@@ -1,6 +1,17 @@
-// Tensors to and from files in the safetensors format (https://huggingface.co/docs/safetensors):
-// an 8-byte little-endian header length, a JSON header {name: {dtype, shape, data_offsets}}, then
-// the raw little-endian data. PyTorch, JAX and others read it, so crema checkpoints are portable.
+// Tensors to and from files in the safetensors format (https://huggingface.co/docs/safetensors),
+// and the durable, atomic file writes every checkpoint is made of.
+//
+// safetensors: an 8-byte little-endian header length L, L bytes of JSON
+//   {"conv1.weight": {"dtype": "F32", "shape": [20, 1, 5, 5], "data_offsets": [0, 2000]}, ...,
+//    "__metadata__": {"key": "value"}}   (optional, string values)
+// padded with spaces to a multiple of 8, then the raw little-endian data; data_offsets count
+// from the first byte after the header. PyTorch (safetensors.torch), JAX and others read it, so
+// crema checkpoints are portable.
+//
+// Atomic writes: the bytes go to "<path>.tmp" in the same directory, which is fsync'ed, renamed
+// over `path` (rename is atomic within a file system), and the directory is fsync'ed so that
+// the rename itself survives a power loss. A crash at any moment leaves either the old file or
+// the new one, whole -- never a truncated mix.
 #pragma once
 
 #include <string>
@@ -11,11 +22,21 @@
 
 namespace crema {
 
-// Writes to a temporary file in the same directory and renames it over `path`, so a crash
-// mid-write never leaves a truncated checkpoint where a good one was.
+// Writes host tensors (F32 or F64) atomically, in the given order. Throws crema::Error when the
+// file cannot be written (the old file, if any, is then untouched).
 void save_safetensors(const std::string& path,
                       const std::vector<std::pair<std::string, Tensor>>& tensors);
-// Reads every tensor (F32 or F64) onto the host. Errors name the file and what is wrong.
+
+// Reads every tensor onto the host, in file order. F32 and F64 tensors keep their dtype; I64
+// tensors (PyTorch's integer buffers such as bn1.num_batches_tracked) become F32. Any other dtype,
+// a truncated file, a header that is not JSON or is longer than the file, offsets that disagree
+// with a tensor's shape or overlap: crema::Error naming the file, the tensor and what is wrong.
 std::vector<std::pair<std::string, Tensor>> load_safetensors(const std::string& path);
+
+// Replaces `path` with `contents` atomically and durably (see above).
+void write_file_atomic(const std::string& path, const std::string& contents);
+
+// fsync of a directory: makes the creations, renames and removals inside it durable.
+void sync_directory(const std::string& dir);
 
 }  // namespace crema

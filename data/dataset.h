@@ -1,19 +1,23 @@
 // Dataset: a fixed, indexable set of labelled samples, the source a DataLoader draws batches from.
 //
-// A sample is an array of `sample_shape()` pixels, C x H x W for images (Fashion-MNIST: 1 x 28 x
-// 28), handed out as float in the file's own units (0..255 for uint8 images) before any
+// A sample is an Image (data/image.h): planar floats of some shape, C x H x W for images
+// (Fashion-MNIST: 1 x 28 x 28), in the file's own units (0..255 for 8-bit images) before any
 // transform, and an integer class label. Reads are const and must be safe to call from several
 // loader threads at once; a format whose reader keeps state (a file cursor) locks inside.
 //
-// To add a format (CIFAR binary, an image folder): write a loader function that returns a
-// Dataset, an InMemoryDataset when the decoded set fits in memory (see data/README.md).
+// Two kinds of source implement it: InMemoryDataset, decoded once into memory (IDX, CIFAR), and
+// ImageFileDataset (data/image_files.h), which decodes each file when it is read, in the
+// loader's workers, so a folder of photos may be larger than memory. select_classes() keeps some
+// classes of any dataset and numbers them anew. To add a format, see data/README.md.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "core/shape.h"
+#include "data/image.h"
 
 namespace crema::data {
 
@@ -23,14 +27,22 @@ class Dataset {
 
   // Number of samples; indices run over [0, size()).
   virtual int64_t size() const = 0;
-  // Shape of one sample without the batch axis, e.g. {1, 28, 28}.
+  // Shape of one sample without the batch axis, e.g. {1, 28, 28}. Image files may differ in
+  // size; theirs is the first file's, and the loader's transforms (resize, crops) must bring
+  // every sample to one shape.
   virtual const Shape& sample_shape() const = 0;
   // Number of classes (labels lie in [0, num_classes())), or 0 when unknown.
   virtual int64_t num_classes() const = 0;
-  // Writes sample `index`'s shape_numel(sample_shape()) pixels to `pixels`, untransformed.
-  virtual void read_sample(int64_t index, float* pixels) const = 0;
+  // The class names in label order when the source has them (an image folder's subfolders),
+  // otherwise empty.
+  virtual std::vector<std::string> class_names() const { return {}; }
+  // Reads sample `index`, untransformed, into `out` (its shape and pixels). Throws
+  // crema::Error naming the file for a sample that cannot be read.
+  virtual void read_sample(int64_t index, Image& out) const = 0;
   // The class label of sample `index`.
   virtual int64_t label(int64_t index) const = 0;
+  // What sample `index` is, for messages: its file, or "<description> sample <index>".
+  virtual std::string sample_name(int64_t index) const;
   // What the set is, for logs and messages: "train-images-idx3-ubyte.gz (60000 x [1, 28, 28])".
   virtual std::string description() const = 0;
 
@@ -41,14 +53,16 @@ class Dataset {
 class InMemoryDataset : public Dataset {
  public:
   // pixels: [N, sample_shape...] row-major, N = labels.size(). Throws crema::Error naming `name`
-  // when the pixel count is not N times the sample size. num_classes is max(label) + 1.
+  // when the pixel count is not N times the sample size, or a label is negative or not below
+  // class_names.size(). num_classes is class_names.size(), or max(label) + 1 without names.
   InMemoryDataset(std::string name, Shape sample_shape, std::vector<uint8_t> pixels,
-                  std::vector<int32_t> labels);
+                  std::vector<int32_t> labels, std::vector<std::string> class_names = {});
 
   int64_t size() const override { return int64_t(labels_.size()); }
   const Shape& sample_shape() const override { return sample_shape_; }
   int64_t num_classes() const override { return num_classes_; }
-  void read_sample(int64_t index, float* pixels) const override;
+  std::vector<std::string> class_names() const override { return class_names_; }
+  void read_sample(int64_t index, Image& out) const override;
   int64_t label(int64_t index) const override;
   std::string description() const override;
 
@@ -60,7 +74,19 @@ class InMemoryDataset : public Dataset {
   int64_t sample_numel_ = 0;
   std::vector<uint8_t> pixels_;  // [N, sample_shape...]
   std::vector<int32_t> labels_;  // [N]
+  std::vector<std::string> class_names_;
   int64_t num_classes_ = 0;
 };
+
+// The samples of `dataset` whose label is one of `classes`, in their order, relabelled by
+// position in `classes`: {5, 7, 9} keeps Fashion-MNIST's footwear as 5 -> 0, 7 -> 1, 9 -> 2.
+// Class names follow (the kept ones, or the old labels as text). Throws crema::Error for an
+// empty list, a repeated class, a class outside [0, num_classes()), or one with no sample.
+std::unique_ptr<Dataset> select_classes(std::shared_ptr<const Dataset> dataset,
+                                        const std::vector<int64_t>& classes);
+
+// The class names of a dataset as text, one per line in label order (the `classes.txt` a
+// training run saves beside its weights); labels as numbers when the dataset has no names.
+std::string class_names_text(const Dataset& dataset);
 
 }  // namespace crema::data

@@ -32,6 +32,10 @@ std::vector<int64_t> epoch_order(int64_t size, uint64_t seed, int64_t epoch) {
   return order;
 }
 
+uint64_t sample_seed(uint64_t seed, int64_t epoch, int64_t index) {
+  return mix64(mix64(mix64(seed) ^ uint64_t(epoch)) ^ uint64_t(index));
+}
+
 DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions options)
     : dataset_(std::move(dataset)), options_(std::move(options)) {
   CREMA_CHECK(dataset_ != nullptr, "DataLoader needs a dataset");
@@ -57,9 +61,15 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions
                 std::to_string(size) +
                 " samples, so drop_last leaves no batch; lower batch_size or unset drop_last");
   }
+  sample_shape_ = dataset_->sample_shape();
   for (const auto& transform : options_.transforms) {
     CREMA_CHECK(transform != nullptr, "null transform given to the data loader");
-    transform->check(dataset_->sample_shape());
+    random_transforms_ = random_transforms_ || transform->is_random();
+    try {
+      sample_shape_ = transform->output_shape(sample_shape_);
+    } catch (const Error& e) {
+      throw Error(what + ": " + e.what());
+    }
   }
   for (int w = 0; w < options_.num_workers; ++w) workers_.emplace_back([this] { worker_loop(); });
 }
@@ -90,28 +100,74 @@ std::shared_ptr<const std::vector<int64_t>> DataLoader::order_locked(int64_t epo
   return shared;
 }
 
-DataLoader::Result DataLoader::assemble(int64_t position, const std::vector<int64_t>& order) const {
+void DataLoader::load_sample(int64_t epoch, int64_t index, Image& image, Random& fixed) const {
+  dataset_->read_sample(index, image);  // its errors name the file
+  auto apply_all = [&](Random& random) {
+    try {
+      for (const auto& transform : options_.transforms) transform->apply(image, random);
+    } catch (const Error& e) {
+      throw Error(dataset_->sample_name(index) + ": " + e.what());
+    }
+  };
+  if (random_transforms_) {
+    Random random(sample_seed(options_.seed, epoch, index));
+    apply_all(random);
+  } else if (!options_.transforms.empty()) {
+    apply_all(fixed);
+  }
+  if (image.shape != sample_shape_) {
+    throw Error(dataset_->sample_name(index) + " is " + shape_str(image.shape) +
+                (options_.transforms.empty() ? "" : " after the transforms") +
+                ", but the batches hold " + shape_str(sample_shape_) +
+                " (the first sample's shape" +
+                (options_.transforms.empty() ? "" : " through the transforms") +
+                "); images of different sizes need a resize or crop transform");
+  }
+}
+
+DataLoader::Result DataLoader::assemble(int64_t position, const std::vector<int64_t>& order,
+                                        Image& scratch) const {
   Result result;
   Batch& batch = result.batch;
   batch.epoch = position / batches_per_epoch_;
   batch.index_in_epoch = position % batches_per_epoch_;
   try {
-    const Shape& sample_shape = dataset_->sample_shape();
-    const int64_t sample_numel = dataset_->sample_numel();
+    const int64_t size = dataset_->size();
+    const int64_t sample_numel = shape_numel(sample_shape_);
     const int64_t first = batch.index_in_epoch * options_.batch_size;
-    const int64_t count = std::min(options_.batch_size, dataset_->size() - first);
+    const int64_t count = std::min(options_.batch_size, size - first);
+    // Handed to transforms that draw nothing: seeding a generator per sample costs a microsecond.
+    Random fixed(0);
 
     Shape data_shape = {count};
-    data_shape.insert(data_shape.end(), sample_shape.begin(), sample_shape.end());
+    data_shape.insert(data_shape.end(), sample_shape_.begin(), sample_shape_.end());
     batch.data = Tensor(data_shape, DType::f32, Device::cpu(), options_.allocator);
     batch.labels = Tensor({count}, DType::f32, Device::cpu(), options_.allocator);
     float* data = batch.data.data<float>();      // [B, sample_shape...]
     float* labels = batch.labels.data<float>();  // [B]
     for (int64_t i = 0; i < count; ++i) {
-      const int64_t index = order[size_t(first + i)];
-      float* sample = data + i * sample_numel;
-      dataset_->read_sample(index, sample);
-      for (const auto& transform : options_.transforms) transform->apply(sample, sample_shape);
+      int64_t index = order[size_t(first + i)];
+      if (!options_.skip_bad) {
+        load_sample(batch.epoch, index, scratch, fixed);
+      } else {
+        // Bad samples give way to the next ones of the epoch's order; only a sample's failure at
+        // its own place is counted, so each bad sample is counted once per epoch.
+        constexpr int64_t kMaxAttempts = 1000;
+        for (int64_t attempt = 0;; ++attempt) {
+          try {
+            load_sample(batch.epoch, index, scratch, fixed);
+            break;
+          } catch (const Error& e) {
+            if (attempt == 0) result.skipped.push_back(e.what());
+            if (attempt + 1 >= std::min(size, kMaxAttempts)) {
+              throw Error("skip_bad: " + std::to_string(attempt + 1) +
+                          " samples in a row are bad; is the source right? The last: " + e.what());
+            }
+            index = order[size_t((first + i + attempt + 1) % size)];
+          }
+        }
+      }
+      std::copy(scratch.pixels.begin(), scratch.pixels.end(), data + i * sample_numel);
       labels[i] = float(dataset_->label(index));
     }
   } catch (...) {
@@ -120,7 +176,23 @@ DataLoader::Result DataLoader::assemble(int64_t position, const std::vector<int6
   return result;
 }
 
+void DataLoader::account_skipped(const Result& result) {
+  if (!result.skipped.empty() && skipped_in_epoch_ == 0) first_skipped_ = result.skipped[0];
+  skipped_in_epoch_ += int64_t(result.skipped.size());
+  skipped_total_ += int64_t(result.skipped.size());
+  if (result.batch.index_in_epoch + 1 < batches_per_epoch_ || skipped_in_epoch_ == 0) return;
+  if (options_.report) {
+    options_.report("data loader over " + dataset_->description() + ", epoch " +
+                    std::to_string(result.batch.epoch) + ": skipped " +
+                    std::to_string(skipped_in_epoch_) +
+                    " bad sample(s) (skip_bad); the first: " + first_skipped_);
+  }
+  skipped_in_epoch_ = 0;
+  first_skipped_.clear();
+}
+
 void DataLoader::worker_loop() {
+  Image scratch;
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
     space_cv_.wait(lock, [this] { return stop_ || next_claim_ < next_take_ + options_.prefetch; });
@@ -129,7 +201,7 @@ void DataLoader::worker_loop() {
     const uint64_t generation = generation_;
     const auto order = order_locked(position / batches_per_epoch_);
     lock.unlock();
-    Result result = assemble(position, *order);
+    Result result = assemble(position, *order, scratch);
     lock.lock();
     if (generation != generation_) continue;  // seek() moved the stream meanwhile
     ready_.emplace(position, std::move(result));
@@ -146,7 +218,7 @@ Batch DataLoader::next() {
       std::lock_guard<std::mutex> lock(mutex_);
       order = order_locked(next_take_ / batches_per_epoch_);
     }
-    result = assemble(next_take_, *order);
+    result = assemble(next_take_, *order, inline_scratch_);
     ++next_take_;
   } else {
     std::unique_lock<std::mutex> lock(mutex_);
@@ -159,6 +231,7 @@ Batch DataLoader::next() {
     space_cv_.notify_all();
   }
   wait_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  account_skipped(result);
 
   if (result.error) {
     const std::string where = "data loader over " + dataset_->description() + ", epoch " +
@@ -183,6 +256,8 @@ void DataLoader::seek(int64_t epoch, int64_t index_in_epoch) {
     std::lock_guard<std::mutex> lock(mutex_);
     ++generation_;
     ready_.clear();
+    skipped_in_epoch_ = 0;
+    first_skipped_.clear();
     next_take_ = next_claim_ = epoch * batches_per_epoch_ + index_in_epoch;
   }
   space_cv_.notify_all();

@@ -9,9 +9,11 @@
 // The stream. Batches are numbered by one position p = epoch * batches_per_epoch() + index, and
 // next() returns p, p + 1, p + 2, ... running from one epoch into the next without end. Batch p
 // holds the samples order(epoch)[index * B, index * B + B) where order(epoch) is the identity or,
-// with shuffle, a permutation drawn from (seed, epoch) alone (epoch_order below). So the stream
-// is a pure function of the options: the same on every run, whatever the thread timing, and a
-// run resumed with seek(epoch, index) sees exactly the batches it would have seen.
+// with shuffle, a permutation drawn from (seed, epoch) alone (epoch_order below). Each sample's
+// random transforms (crops, flips) draw from a Random seeded by (seed, epoch, sample index)
+// alone (sample_seed). So the stream is a pure function of the options: the same on every run,
+// whatever the number of workers or the thread timing, and a run resumed with seek(epoch, index)
+// sees exactly the batches it would have seen.
 //
 // drop_last: an epoch of N samples has floor(N / B) batches and skips the N mod B left over
 // (training, as PyTorch's loader with drop_last=True); otherwise ceil(N / B) batches, the last one
@@ -19,18 +21,24 @@
 // after start_epoch(0), or simply the next batches_per_epoch() calls: a pass stays aligned.
 //
 // Threads. num_workers threads (std::thread, owned by the loader) claim positions in order, read
-// and transform their samples, and file the finished batch under its position. At most `prefetch`
-// batches are claimed beyond the one next() waits for, so memory stays bounded. next() blocks
-// only until its own position is ready and adds that time to wait_seconds(). A worker's exception
-// is kept with its batch and re-thrown by next() when that batch's turn comes. The destructor
-// stops the workers (each finishes at most the batch it is on) and joins them; it never waits on
-// the consumer. num_workers = 0 assembles each batch inside next() (simplest, for debugging).
-// One consumer thread calls next(), seek() and wait_seconds().
+// (decode) and transform their samples, and file the finished batch under its position. At most
+// `prefetch` batches are claimed beyond the one next() waits for, so memory stays bounded. next()
+// blocks only until its own position is ready and adds that time to wait_seconds(). A worker's
+// exception is kept with its batch and re-thrown by next() when that batch's turn comes. The
+// destructor stops the workers (each finishes at most the batch it is on) and joins them; it
+// never waits on the consumer. num_workers = 0 assembles each batch inside next() (simplest, for
+// debugging). One consumer thread calls next(), seek() and wait_seconds().
+//
+// Bad samples. A sample that cannot be read or transformed (a corrupt file, an image of the
+// wrong size) is an error naming it. With skip_bad it is replaced by the next sample of the
+// epoch's order that reads (deterministically), counted, and reported through `report` when the
+// epoch's last batch is handed out.
 #pragma once
 
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -58,8 +66,12 @@ struct DataLoaderOptions {
   bool drop_last = false;
   int num_workers = 1;  // background threads; 0 assembles inside next()
   int prefetch = 2;     // batches assembled ahead of the consumer, >= 1
-  // Applied in order to every sample.
+  // Applied in order to every sample; they must bring every sample to one shape.
   std::vector<std::shared_ptr<const Transform>> transforms;
+  // Replace unreadable samples instead of failing their batch (see above).
+  bool skip_bad = false;
+  // Receives one line per epoch that skipped samples: "epoch 3: skipped 2 bad samples ...".
+  std::function<void(const std::string&)> report;
   // Where batch memory comes from (pinned host memory speeds up copies to a GPU); null means
   // host_allocator(). Must be thread-safe.
   Allocator* allocator = nullptr;
@@ -68,6 +80,9 @@ struct DataLoaderOptions {
 // The sample order of `epoch` over `size` samples with shuffling: a Fisher-Yates permutation
 // driven by a Random seeded from (seed, epoch) only.
 std::vector<int64_t> epoch_order(int64_t size, uint64_t seed, int64_t epoch);
+
+// The seed of the Random that sample `index`'s transforms draw from in `epoch`.
+uint64_t sample_seed(uint64_t seed, int64_t epoch, int64_t index);
 
 class DataLoader {
  public:
@@ -88,6 +103,10 @@ class DataLoader {
   void start_epoch(int64_t epoch) { seek(epoch, 0); }
 
   int64_t batches_per_epoch() const { return batches_per_epoch_; }
+  // The shape of one sample of a batch: the dataset's, through the transforms.
+  const Shape& sample_shape() const { return sample_shape_; }
+  // Samples skipped as bad (skip_bad) in the batches next() has returned.
+  int64_t skipped_samples() const { return skipped_total_; }
   // Epoch and index of the batch next() will return.
   int64_t epoch() const;
   int64_t index_in_epoch() const;
@@ -101,17 +120,29 @@ class DataLoader {
   struct Result {
     Batch batch;
     std::exception_ptr error;
+    std::vector<std::string> skipped;  // what was wrong with each sample skipped
   };
 
   void worker_loop();
-  Result assemble(int64_t position, const std::vector<int64_t>& order) const;
+  // Assembles batch `position`; `scratch` holds one sample at a time (one per thread).
+  Result assemble(int64_t position, const std::vector<int64_t>& order, Image& scratch) const;
+  // Reads and transforms sample `index` of `epoch` into `image`; throws naming the sample. The
+  // random transforms draw from a Random seeded for the sample, the others get `fixed`.
+  void load_sample(int64_t epoch, int64_t index, Image& image, Random& fixed) const;
+  // Counts a returned batch's skipped samples and reports them at the end of its epoch.
+  void account_skipped(const Result& result);
   // The order of `epoch`, cached; mutex_ must be held.
   std::shared_ptr<const std::vector<int64_t>> order_locked(int64_t epoch);
 
   std::shared_ptr<const Dataset> dataset_;
   DataLoaderOptions options_;
   int64_t batches_per_epoch_ = 0;
+  Shape sample_shape_;
+  bool random_transforms_ = false;  // some transform draws random numbers
   double wait_seconds_ = 0.0;
+  Image inline_scratch_;  // next()'s sample buffer when num_workers = 0
+  int64_t skipped_in_epoch_ = 0, skipped_total_ = 0;
+  std::string first_skipped_;
 
   std::mutex mutex_;                  // guards everything below
   std::condition_variable ready_cv_;  // a batch was filed

@@ -3,92 +3,295 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <set>
 #include <utility>
 
 #include "core/error.h"
+#include "data/image_ops.h"
 
 namespace crema::data {
 namespace {
 
-std::string format_values(const std::string& kind, const std::vector<float>& values) {
-  std::string text = kind + "(";
+std::string number_text(double value) {
+  char number[32];
+  std::snprintf(number, sizeof(number), "%.7g", value);
+  return number;
+}
+
+std::string list_text(const std::vector<float>& values) {
+  std::string text;
   for (size_t i = 0; i < values.size(); ++i) {
-    char number[32];
-    std::snprintf(number, sizeof(number), "%.7g", double(values[i]));
-    text += (i > 0 ? ", " : "") + std::string(number);
+    text += (i > 0 ? ", " : "") + number_text(values[i]);
   }
-  return text + ")";
+  return text;
+}
+
+std::string size_text(const Size2& size) {
+  return std::to_string(size.height) + ", " + std::to_string(size.width);
+}
+
+// The sample must be C x H x W for the geometric transforms.
+void require_chw(const Shape& shape, const std::string& what) {
+  if (shape.size() != 3) {
+    throw Error("transform " + what + " needs C x H x W samples; these are " + shape_str(shape));
+  }
 }
 
 // x <- x * factor over the whole sample.
 class ScaleTransform : public Transform {
  public:
   explicit ScaleTransform(float factor) : factor_(factor) {}
-  void apply(float* sample, const Shape& sample_shape) const override {
-    const int64_t n = shape_numel(sample_shape);
-    for (int64_t i = 0; i < n; ++i) sample[i] *= factor_;
+  Shape output_shape(const Shape& input) const override { return input; }
+  void apply(Image& image, Random&) const override {
+    for (float& x : image.pixels) x *= factor_;
   }
-  std::string description() const override { return format_values("scale", {factor_}); }
+  std::string description() const override { return "scale(" + number_text(factor_) + ")"; }
 
  private:
   float factor_;
 };
 
-// The common part of mean and std: one value for the whole sample, or one per channel, where
-// the channel is the sample's first axis (C of C x H x W) and the rest is one plane.
+// x[c] <- (x[c] - mean_c) / std_c, the channel being the sample's first axis (C of C x H x W);
+// `mean`, `std` and `normalize` are this with no std, no mean, or both. A list of one value
+// applies to every channel.
 class ChannelTransform : public Transform {
  public:
-  ChannelTransform(std::string kind, std::vector<float> values)
-      : kind_(std::move(kind)), values_(std::move(values)) {}
+  ChannelTransform(std::string kind, std::vector<float> means, std::vector<float> stds)
+      : kind_(std::move(kind)), means_(std::move(means)), stds_(std::move(stds)) {}
 
-  void check(const Shape& sample_shape) const override {
-    const int64_t channels = sample_shape.empty() ? 1 : sample_shape[0];
-    if (values_.size() != 1 && int64_t(values_.size()) != channels) {
-      throw Error("transform " + description() + " has " + std::to_string(values_.size()) +
-                  " values for samples of shape " + shape_str(sample_shape) + " with " +
-                  std::to_string(channels) + " channels; give one value or one per channel");
+  Shape output_shape(const Shape& input) const override {
+    const int64_t channels = input.empty() ? 1 : input[0];
+    for (const std::vector<float>* values : {&means_, &stds_}) {
+      if (values->size() > 1 && int64_t(values->size()) != channels) {
+        throw Error("transform " + description() + " has " + std::to_string(values->size()) +
+                    " values for samples of shape " + shape_str(input) + " with " +
+                    std::to_string(channels) + " channels; give one value or one per channel");
+      }
     }
+    return input;
   }
 
-  void apply(float* sample, const Shape& sample_shape) const override {
-    const int64_t channels = sample_shape.empty() ? 1 : sample_shape[0];
-    const int64_t plane =
-        sample_shape.empty() ? 1 : shape_count(sample_shape, 1, int(sample_shape.size()));
+  void apply(Image& image, Random&) const override {
+    const Shape& shape = image.shape;
+    const int64_t channels = shape.empty() ? 1 : shape[0];
+    const int64_t plane = shape.empty() ? 1 : shape_count(shape, 1, int(shape.size()));
     for (int64_t c = 0; c < channels; ++c) {
-      const float value = values_.size() == 1 ? values_[0] : values_[size_t(c)];
-      apply_plane(sample + c * plane, plane, value);
+      float* x = image.pixels.data() + c * plane;  // [plane]
+      if (!means_.empty()) {
+        const float mean = means_[means_.size() == 1 ? 0 : size_t(c)];
+        for (int64_t i = 0; i < plane; ++i) x[i] -= mean;
+      }
+      if (!stds_.empty()) {
+        const float stddev = stds_[stds_.size() == 1 ? 0 : size_t(c)];
+        for (int64_t i = 0; i < plane; ++i) x[i] /= stddev;
+      }
     }
   }
 
-  std::string description() const override { return format_values(kind_, values_); }
+  std::string description() const override {
+    if (stds_.empty()) return kind_ + "(" + list_text(means_) + ")";
+    if (means_.empty()) return kind_ + "(" + list_text(stds_) + ")";
+    return kind_ + "(mean=[" + list_text(means_) + "], std=[" + list_text(stds_) + "])";
+  }
 
  private:
-  virtual void apply_plane(float* plane, int64_t count, float value) const = 0;
-
   std::string kind_;
-  std::vector<float> values_;
+  std::vector<float> means_, stds_;
 };
 
-// x <- x - mean
-class MeanTransform : public ChannelTransform {
+class ResizeTransform : public Transform {
  public:
-  explicit MeanTransform(std::vector<float> means) : ChannelTransform("mean", std::move(means)) {}
+  // shorter_side: size.height is the new shorter side; otherwise size is exact.
+  ResizeTransform(Size2 size, bool shorter_side) : size_(size), shorter_side_(shorter_side) {}
+  Shape output_shape(const Shape& input) const override {
+    require_chw(input, description());
+    const Size2 out = target(input[1], input[2]);
+    return {input[0], out.height, out.width};
+  }
+  void apply(Image& image, Random&) const override {
+    const Size2 out = target(image.height(), image.width());
+    Image resized;
+    resize(image, out.height, out.width, resized);
+    std::swap(image, resized);
+  }
+  std::string description() const override {
+    return "resize(" + (shorter_side_ ? std::to_string(size_.height) : size_text(size_)) + ")";
+  }
 
  private:
-  void apply_plane(float* plane, int64_t count, float mean) const override {
-    for (int64_t i = 0; i < count; ++i) plane[i] -= mean;
+  Size2 target(int64_t height, int64_t width) const {
+    return shorter_side_ ? shorter_side_size(height, width, size_.height) : size_;
   }
+  Size2 size_;
+  bool shorter_side_;
 };
 
-// x <- x / std
-class StdTransform : public ChannelTransform {
+class CenterCropTransform : public Transform {
  public:
-  explicit StdTransform(std::vector<float> stds) : ChannelTransform("std", std::move(stds)) {}
+  explicit CenterCropTransform(Size2 size) : size_(size) {}
+  Shape output_shape(const Shape& input) const override {
+    require_chw(input, description());
+    return {input[0], size_.height, size_.width};
+  }
+  void apply(Image& image, Random&) const override {
+    Image out;
+    crop(image, center_crop_box(image.height(), image.width(), size_.height, size_.width), out);
+    std::swap(image, out);
+  }
+  std::string description() const override { return "center_crop(" + size_text(size_) + ")"; }
 
  private:
-  void apply_plane(float* plane, int64_t count, float stddev) const override {
-    for (int64_t i = 0; i < count; ++i) plane[i] /= stddev;
+  Size2 size_;
+};
+
+// torchvision's RandomCrop(size, padding): `padding` zero rows above and below and columns left
+// and right, then a window placed uniformly: top ~ U{0..H + 2p - h}, then left likewise.
+class RandomCropTransform : public Transform {
+ public:
+  RandomCropTransform(Size2 size, int64_t padding) : size_(size), padding_(padding) {}
+  Shape output_shape(const Shape& input) const override {
+    require_chw(input, description());
+    check_fits(input[1], input[2]);
+    return {input[0], size_.height, size_.width};
   }
+  void apply(Image& image, Random& random) const override {
+    check_fits(image.height(), image.width());
+    const int64_t top =
+        int64_t(random.below(uint64_t(image.height() + 2 * padding_ - size_.height + 1)));
+    const int64_t left =
+        int64_t(random.below(uint64_t(image.width() + 2 * padding_ - size_.width + 1)));
+    Image out;
+    crop(image, {top - padding_, left - padding_, size_.height, size_.width}, out);
+    std::swap(image, out);
+  }
+  bool is_random() const override { return true; }
+  std::string description() const override {
+    return "random_crop(" + size_text(size_) + ", padding=" + std::to_string(padding_) + ")";
+  }
+
+ private:
+  void check_fits(int64_t height, int64_t width) const {
+    if (height + 2 * padding_ < size_.height || width + 2 * padding_ < size_.width) {
+      throw Error("transform " + description() + ": the window is larger than the " +
+                  std::to_string(height) + " x " + std::to_string(width) +
+                  " image with its padding; resize first or pad more");
+    }
+  }
+  Size2 size_;
+  int64_t padding_;
+};
+
+class RandomResizedCropTransform : public Transform {
+ public:
+  RandomResizedCropTransform(Size2 size, std::vector<float> scale, std::vector<float> ratio)
+      : size_(size), scale_(std::move(scale)), ratio_(std::move(ratio)) {}
+  Shape output_shape(const Shape& input) const override {
+    require_chw(input, description());
+    return {input[0], size_.height, size_.width};
+  }
+  void apply(Image& image, Random& random) const override {
+    const CropBox box = random_resized_crop_box(image.height(), image.width(), scale_[0], scale_[1],
+                                                ratio_[0], ratio_[1], random);
+    Image cropped;
+    crop(image, box, cropped);
+    resize(cropped, size_.height, size_.width, image);
+  }
+  bool is_random() const override { return true; }
+  std::string description() const override {
+    return "random_resized_crop(" + size_text(size_) + ", scale=[" + list_text(scale_) +
+           "], ratio=[" + list_text(ratio_) + "])";
+  }
+
+ private:
+  Size2 size_;
+  std::vector<float> scale_, ratio_;  // [lo, hi] each
+};
+
+class HorizontalFlipTransform : public Transform {
+ public:
+  explicit HorizontalFlipTransform(float p) : p_(p) {}
+  Shape output_shape(const Shape& input) const override {
+    require_chw(input, description());
+    return input;
+  }
+  void apply(Image& image, Random& random) const override {
+    if (random.uniform01() < double(p_)) flip_horizontal(image);
+  }
+  bool is_random() const override { return true; }
+  std::string description() const override { return "horizontal_flip(" + number_text(p_) + ")"; }
+
+ private:
+  float p_;
+};
+
+// A spec's values by option name; the main value counts as the option `main` ("size", "p").
+class SpecReader {
+ public:
+  SpecReader(const TransformSpec& spec, const std::string& main,
+             const std::vector<std::string>& known)
+      : spec_(spec), options_(spec.options) {
+    for (const auto& [name, values] : options_) {
+      if (std::find(known.begin(), known.end(), name) == known.end()) {
+        std::string list;
+        for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
+        fail("unknown option '" + name + "' (known: " + (list.empty() ? "none" : list) + ")");
+      }
+    }
+    if (!spec.values.empty()) {
+      if (main.empty())
+        fail("takes options only, e.g. {" + spec.kind + ": {" + known[0] + ": ...}}");
+      if (options_.count(main) > 0) fail("'" + main + "' is given twice");
+      options_[main] = spec.values;
+    }
+  }
+
+  bool has(const std::string& name) const { return options_.count(name) > 0; }
+  // The values of `name`, which must hold between `min_count` and `max_count` finite values.
+  std::vector<float> get(const std::string& name, size_t min_count, size_t max_count) const {
+    const auto found = options_.find(name);
+    if (found == options_.end()) fail("needs '" + name + "'");
+    const std::vector<float>& values = found->second;
+    if (values.size() < min_count || values.size() > max_count) {
+      fail("'" + name + "' has " + std::to_string(values.size()) + " values, expected " +
+           (min_count == max_count
+                ? std::to_string(min_count)
+                : std::to_string(min_count) + " to " + std::to_string(max_count)));
+    }
+    for (float v : values) {
+      if (!std::isfinite(v)) fail("'" + name + "' must be finite");
+    }
+    return values;
+  }
+  // A size: one positive whole number (a square, or resize's shorter side) or [h, w].
+  Size2 size(const std::string& name, bool& single) const {
+    const std::vector<float> values = get(name, 1, 2);
+    for (float v : values) {
+      if (v < 1.0f || v != std::floor(v) || v > 65536.0f) {
+        fail("'" + name + "' must be whole numbers of pixels from 1, got [" + list_text(values) +
+             "]");
+      }
+    }
+    single = values.size() == 1;
+    return {int64_t(values[0]), int64_t(values.back())};
+  }
+  // A [lo, hi] range with 0 < lo <= hi (<= upper when upper > 0).
+  std::vector<float> range(const std::string& name, std::vector<float> fallback,
+                           float upper) const {
+    std::vector<float> values = has(name) ? get(name, 2, 2) : std::move(fallback);
+    if (!(values[0] > 0.0f && values[0] <= values[1] && (upper <= 0.0f || values[1] <= upper))) {
+      fail("'" + name + "' must be [lo, hi] with 0 < lo <= hi" +
+           (upper > 0.0f ? " <= " + number_text(upper) : std::string()) + ", got [" +
+           list_text(values) + "]");
+    }
+    return values;
+  }
+  [[noreturn]] void fail(const std::string& message) const {
+    throw Error("transform " + spec_.kind + ": " + message);
+  }
+
+ private:
+  const TransformSpec& spec_;
+  std::map<std::string, std::vector<float>> options_;
 };
 
 std::string known_kinds_text() {
@@ -97,33 +300,71 @@ std::string known_kinds_text() {
   return text;
 }
 
+std::unique_ptr<Transform> make_channel_transform(const TransformSpec& spec) {
+  const bool normalize = spec.kind == "normalize";
+  SpecReader reader(
+      spec, normalize ? "" : "values",
+      normalize ? std::vector<std::string>{"mean", "std"} : std::vector<std::string>{"values"});
+  std::vector<float> means, stds;
+  if (spec.kind != "std") means = reader.get(normalize ? "mean" : "values", 1, 4096);
+  if (spec.kind != "mean") stds = reader.get(normalize ? "std" : "values", 1, 4096);
+  for (float s : stds) {
+    if (s <= 0.0f) reader.fail("every std must be positive, got [" + list_text(stds) + "]");
+  }
+  return std::make_unique<ChannelTransform>(spec.kind, std::move(means), std::move(stds));
+}
+
 }  // namespace
 
 const std::vector<std::string>& transform_kinds() {
-  static const std::vector<std::string> kinds = {"scale", "mean", "std"};
+  static const std::vector<std::string> kinds = {
+      "scale",          "mean",        "std",         "normalize",
+      "resize",         "center_crop", "random_crop", "random_resized_crop",
+      "horizontal_flip"};
   return kinds;
 }
 
 std::unique_ptr<Transform> make_transform(const TransformSpec& spec) {
   const std::string& kind = spec.kind;
-  const std::vector<float>& values = spec.values;
   const std::vector<std::string>& kinds = transform_kinds();
   if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) {
     throw Error("unknown transform '" + kind + "' (known: " + known_kinds_text() + ")");
   }
-  if (values.empty() || (kind == "scale" && values.size() != 1)) {
-    throw Error(format_values("transform " + kind, values) + " needs " +
-                (kind == "scale" ? "exactly one value" : "one value or one per channel"));
+  if (kind == "mean" || kind == "std" || kind == "normalize") return make_channel_transform(spec);
+  if (kind == "scale") {
+    const SpecReader reader(spec, "factor", {"factor"});
+    return std::make_unique<ScaleTransform>(reader.get("factor", 1, 1)[0]);
   }
-  for (float value : values) {
-    if (!std::isfinite(value) || (kind == "std" && value <= 0.0f)) {
-      throw Error(format_values("transform " + kind, values) + ": every value must be " +
-                  (kind == "std" ? "positive and finite" : "finite"));
+  if (kind == "horizontal_flip") {
+    const SpecReader reader(spec, "p", {"p"});
+    const float p = reader.has("p") ? reader.get("p", 1, 1)[0] : 0.5f;
+    if (p < 0.0f || p > 1.0f) reader.fail("p must lie in [0, 1], got " + number_text(p));
+    return std::make_unique<HorizontalFlipTransform>(p);
+  }
+  bool single = false;
+  if (kind == "resize") {
+    const SpecReader reader(spec, "size", {"size"});
+    const Size2 size = reader.size("size", single);
+    return std::make_unique<ResizeTransform>(size, single);
+  }
+  if (kind == "center_crop") {
+    const SpecReader reader(spec, "size", {"size"});
+    return std::make_unique<CenterCropTransform>(reader.size("size", single));
+  }
+  if (kind == "random_crop") {
+    const SpecReader reader(spec, "size", {"size", "padding"});
+    const Size2 size = reader.size("size", single);
+    const float padding = reader.has("padding") ? reader.get("padding", 1, 1)[0] : 0.0f;
+    if (padding < 0.0f || padding != std::floor(padding) || padding > 65536.0f) {
+      reader.fail("padding must be a whole number of pixels from 0, got " + number_text(padding));
     }
+    return std::make_unique<RandomCropTransform>(size, int64_t(padding));
   }
-  if (kind == "scale") return std::make_unique<ScaleTransform>(values[0]);
-  if (kind == "mean") return std::make_unique<MeanTransform>(values);
-  return std::make_unique<StdTransform>(values);
+  const SpecReader reader(spec, "size", {"size", "scale", "ratio"});
+  const Size2 size = reader.size("size", single);
+  return std::make_unique<RandomResizedCropTransform>(
+      size, reader.range("scale", {0.08f, 1.0f}, 1.0f),
+      reader.range("ratio", {3.0f / 4.0f, 4.0f / 3.0f}, 0.0f));
 }
 
 }  // namespace crema::data

@@ -1,40 +1,74 @@
-// Per-sample transforms, applied in order by the loader's worker as it assembles a batch.
+// Per-sample transforms, applied in list order by the loader's worker as it assembles a batch.
+// Images are C x H x W (data/image.h); sizes are `s` (a square, or for resize the shorter side)
+// or `[h, w]`.
 //
-//   scale  x <- x * a                 one value; Caffe's MNIST uses 0.00390625 = 1/256
-//   mean   x[c,...] <- x[c,...] - m   one value, or one per channel (the sample's first axis)
-//   std    x[c,...] <- x[c,...] / s   one value, or one per channel; every s must be positive
+//   kind                 main value        options (torchvision's names and defaults)
+//   scale                a                 x <- a x (Caffe's MNIST: 0.00390625 = 1/256)
+//   mean                 m or [m_c...]     x[c] <- x[c] - m_c
+//   std                  s or [s_c...]     x[c] <- x[c] / s_c, every s_c > 0
+//   normalize            -                 mean: [m_c...], std: [s_c...]: x[c] <- (x[c] - m_c) /
+//   s_c resize               s or [h, w]       s: the shorter side becomes s, the other keeps the
+//                                          aspect ratio (truncated); [h, w]: exactly h x w.
+//                                          Bilinear (triangle filter, antialiased when shrinking)
+//   center_crop          s or [h, w]       the centred window (zero padding where larger)
+//   random_crop          s or [h, w]       padding: p (0): p zero rows/columns on every side,
+//                                          then a uniformly placed window
+//   random_resized_crop  s or [h, w]       scale: [0.08, 1], ratio: [3/4, 4/3]: a random area
+//                                          fraction and aspect ratio (data/image_ops.h), resized
+//                                          to h x w
+//   horizontal_flip      p (0.5)           mirrors the image with probability p
 //
-// The usual normalization (x/255 - mean) / std is the list [scale 1/255, mean m, std s].
-// A transform is immutable once made, so one object serves every worker thread.
+// The main value may also be written as the option of the same role: {random_crop: {size: 28,
+// padding: 4}} equals {random_crop: 28} with padding 4; {horizontal_flip: {p: 0.5}}.
+// The usual normalization of 8-bit images is [{scale: 0.00392157}, {normalize: {mean, std}}]
+// (1/255 first, as torchvision's ToTensor).
+//
+// Randomness: a random transform draws from the Random it is handed; the loader seeds one per
+// sample from (seed, epoch, sample index), so augmentation does not depend on the thread that
+// runs it. A transform is immutable once made, so one object serves every worker thread.
 //
 // Parsing stays out of data/: the config layer turns YAML into TransformSpec values and calls
-// make_transform. To add a kind: subclass Transform in transform.cpp, add it to make_transform
-// and to the known-kinds list, and describe it above.
+// make_transform. To add a kind: a Transform subclass in transform.cpp, a branch in
+// make_transform, its name in transform_kinds(), a line in the table above, and a test.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "core/random.h"
 #include "core/shape.h"
+#include "data/image.h"
 
 namespace crema::data {
 
-// A transform as a config describes it: {kind: "mean", values: [0.2860]}.
+// A transform as a config describes it: {kind: values} ({scale: 0.5}, {mean: [0.1, 0.2]}) or
+// {kind: {option: values, ...}} ({random_crop: {size: 28, padding: 4}}).
 struct TransformSpec {
+  TransformSpec() = default;
+  TransformSpec(std::string kind_, std::vector<float> values_ = {},
+                std::map<std::string, std::vector<float>> options_ = {})
+      : kind(std::move(kind_)), values(std::move(values_)), options(std::move(options_)) {}
+
   std::string kind;
-  std::vector<float> values;
+  std::vector<float> values;                          // the main value
+  std::map<std::string, std::vector<float>> options;  // named values
 };
 
 class Transform {
  public:
   virtual ~Transform() = default;
-  // Throws crema::Error when the transform cannot apply to samples of `sample_shape` (a
-  // per-channel list whose length is not the channel count). The loader calls it once.
-  virtual void check(const Shape& sample_shape) const {}
-  // Transforms one sample, shape_numel(sample_shape) floats, in place.
-  virtual void apply(float* sample, const Shape& sample_shape) const = 0;
-  // "scale(0.00390625)", "mean(0.5, 0.4, 0.3)", for logs.
+  // The shape a sample of `input` shape has after this transform. Throws crema::Error when the
+  // transform cannot apply (a per-channel list whose length is not the channel count, a crop of
+  // a sample that is not C x H x W). The loader chains it once over the dataset's sample shape.
+  virtual Shape output_shape(const Shape& input) const = 0;
+  // Transforms one sample (its shape may change); random transforms draw from `random`.
+  virtual void apply(Image& image, Random& random) const = 0;
+  // Whether apply() draws from its Random (the loader seeds one per sample only if some does).
+  virtual bool is_random() const { return false; }
+  // "scale(0.00390625)", "random_crop(28, 28, padding=4)", for logs.
   virtual std::string description() const = 0;
 };
 
@@ -42,7 +76,8 @@ class Transform {
 const std::vector<std::string>& transform_kinds();
 
 // Builds the transform `spec` describes. Throws crema::Error for an unknown kind (listing the
-// known ones), a wrong number of values, or a non-positive std.
+// known ones), an unknown option (listing the kind's options), a wrong number of values, or a
+// value out of range (a non-positive std or size, a probability outside [0, 1]).
 std::unique_ptr<Transform> make_transform(const TransformSpec& spec);
 
 }  // namespace crema::data

@@ -4,7 +4,8 @@
 //   W [N, K], b [N], y [M, N], with N = num_output.
 //
 // YAML keys (defaults): num_output (required), axis (1), and the weight and bias keys of
-//   WeightedLayer (weighted_layer.h): bias_term, weight_filler, bias_filler, param.
+//   WeightedLayer (weighted_layer.h): bias_term, weight_filler, bias_filler, param (lr_mult 0
+//   freezes a parameter: no gradient).
 #include "kernels/elementwise/elementwise.h"
 #include "kernels/gemm/gemm.h"
 #include "layers/register_layers.h"
@@ -52,13 +53,14 @@ class InnerProductLayer final : public WeightedLayer {
     if (bias_term_) kernels::add_bias_rows(ctx, bias().value, y);
   }
 
-  // dL/dW += dy^T x ; dL/db += sum over rows of dy ; dL/dx = dy W.
+  // dL/dW += dy^T x ; dL/db += sum over rows of dy ; dL/dx = dy W. Frozen parameters (lr_mult
+  // 0) get no gradient.
   void backward(const std::vector<Blob*>& top, const std::vector<bool>& propagate_down,
                 const std::vector<Blob*>& bottom, Context& ctx) override {
     const Tensor x = flat(bottom[0]->value);
     const Tensor dy = top[0]->grad.view({x.dim(0), num_output_});
-    kernels::gemm(ctx, true, false, 1.0f, dy, x, 1.0f, weight().grad);
-    if (bias_term_) kernels::accumulate_bias_rows(ctx, dy, bias().grad);
+    if (Tensor* dw = weight_grad()) kernels::gemm(ctx, true, false, 1.0f, dy, x, 1.0f, *dw);
+    if (Tensor* db = bias_grad()) kernels::accumulate_bias_rows(ctx, dy, *db);
     if (propagate_down[0]) {
       Tensor dx = bottom[0]->grad.view(x.shape());
       kernels::gemm(ctx, false, false, 1.0f, dy, weight().value, 0.0f, dx);

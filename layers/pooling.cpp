@@ -3,16 +3,24 @@
 //   x [N,C,H,W] -> y [N,C,P,Q]
 //   max:     y[n,c,p,q] = max over the window of x          (second top, optional: the argmax,
 //                                                             the flat index h*W+w in the plane)
-//   average: y[n,c,p,q] = sum over the window of x / window size counted within the padded input
+//   average: y[n,c,p,q] = sum over the window of x / window size, the size counted within the
+//            padded input (count_include_pad: true, Caffe's rule and PyTorch's default) or within
+//            the input (count_include_pad: false)
 //   P = round((H + 2*pad_h - kernel_h) / stride_h) + 1, round = ceil (Caffe, the default) or
 //   floor (PyTorch); a last window that would start inside the bottom/right padding is dropped,
-//   so every window overlaps the image.
+//   so every window overlaps the image. Padding never wins a max (PyTorch's -inf padding).
 //
-// YAML keys (defaults): pool (max | average), kernel_size (required unless global_pooling),
-//   stride (1), pad (0) -- each n or [h, w] --, global_pooling (false), round_mode (ceil | floor).
+// YAML keys (defaults): pool (max | average), kernel_size (required unless global_pooling; or
+//   kernel_h + kernel_w), stride (1; or stride_h + stride_w), pad (0, less than the kernel; or
+//   pad_h + pad_w) -- each n or [h, w] --, global_pooling (false: true pools each whole plane to
+//   1x1 and takes no kernel, stride or pad), round_mode (ceil | floor), count_include_pad (true;
+//   average pooling only).
+#include <tuple>
+
 #include "kernels/pooling/pooling.h"
-#include "layers/layer_keys.h"
+#include "layers/key_error.h"
 #include "layers/register_layers.h"
+#include "layers/weighted_layer.h"
 
 namespace crema {
 namespace {
@@ -27,38 +35,63 @@ class PoolingLayer final : public Layer {
     } else if (pool == "average" || pool == "ave") {
       mode_ = kernels::PoolMode::average;
     } else {
-      node.at("pool").fail("pool must be max or average, got '" + pool + "'");
+      fail_at_key(spec, "pool", "must be max or average, got '" + pool + "'");
     }
     global_ = node.get<bool>("global_pooling", false);
-    if (!global_) std::tie(kernel_h_, kernel_w_) = read_hw(node, "kernel_size");
-    std::tie(stride_h_, stride_w_) = read_hw(node, "stride", {1, 1});
-    std::tie(pad_h_, pad_w_) = read_hw(node, "pad", {0, 0});
+    if (global_) {
+      for (const char* key : {"kernel_size", "kernel_h", "kernel_w", "stride", "stride_h",
+                              "stride_w", "pad", "pad_h", "pad_w"}) {
+        if (node.has(key))
+          fail_at_key(spec, key, "global_pooling pools the whole plane; remove it");
+      }
+    } else {
+      std::tie(kernel_h_, kernel_w_) = read_spatial(spec, "kernel_size", "kernel", std::nullopt, 1);
+      std::tie(stride_h_, stride_w_) =
+          read_spatial(spec, "stride", "stride", std::pair<int64_t, int64_t>{1, 1}, 1);
+      std::tie(pad_h_, pad_w_) =
+          read_spatial(spec, "pad", "pad", std::pair<int64_t, int64_t>{0, 0}, 0);
+      if (pad_h_ >= kernel_h_ || pad_w_ >= kernel_w_) {
+        fail_at_key(spec,
+                    node.has("pad")       ? "pad"
+                    : pad_h_ >= kernel_h_ ? "pad_h"
+                                          : "pad_w",
+                    "must be smaller than the kernel " + std::to_string(kernel_h_) + "x" +
+                        std::to_string(kernel_w_));
+      }
+    }
     const std::string round = node.get<std::string>("round_mode", "ceil");
     if (round != "ceil" && round != "floor") {
-      node.at("round_mode").fail("round_mode must be ceil or floor, got '" + round + "'");
+      fail_at_key(spec, "round_mode", "must be ceil or floor, got '" + round + "'");
     }
     ceil_ = round == "ceil";
-    if (stride_h_ <= 0 || stride_w_ <= 0) fail("stride must be positive");
-    if (pad_h_ < 0 || pad_w_ < 0) fail("pad must not be negative");
+    // Only average pooling reads count_include_pad: given to max pooling, it is an unknown key.
+    if (mode_ == kernels::PoolMode::average) {
+      count_include_pad_ = node.get<bool>("count_include_pad", true);
+    }
   }
 
   int max_tops() const override { return mode_ == kernels::PoolMode::max ? 2 : 1; }
 
-  void reshape(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top, Context& ctx) override {
+  void reshape(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top,
+               Context& ctx) override {
     geometry_ = geometry(bottom[0]->value);
     if (!argmax_.defined()) argmax_ = ctx.empty({0});
     const auto& g = geometry_;
     top[0]->value.reshape({g.N, g.C, g.P, g.Q});
-    if (top.size() > 1) top[1]->value.reshape({g.N, g.C, g.P, g.Q});
-    else if (mode_ == kernels::PoolMode::max) argmax_.reshape({g.N, g.C, g.P, g.Q});
+    if (top.size() > 1) {
+      top[1]->value.reshape({g.N, g.C, g.P, g.Q});
+    } else if (mode_ == kernels::PoolMode::max) {
+      argmax_.reshape({g.N, g.C, g.P, g.Q});
+    }
   }
 
-  void forward(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top, Context& ctx) override {
+  void forward(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top,
+               Context& ctx) override {
     kernels::pool2d_forward(ctx, geometry_, mode_, bottom[0]->value, top[0]->value, argmax(top));
   }
 
   // Each output's gradient flows back to its window: all of it to the argmax (max), or an equal
-  // share to every element of the window (average).
+  // share, dy / window size, to every input element of the window (average).
   void backward(const std::vector<Blob*>& top, const std::vector<bool>& propagate_down,
                 const std::vector<Blob*>& bottom, Context& ctx) override {
     if (!propagate_down[0]) return;
@@ -78,22 +111,20 @@ class PoolingLayer final : public Layer {
     g.kernel_h = global_ ? g.H : kernel_h_;
     g.kernel_w = global_ ? g.W : kernel_w_;
     g.stride_h = stride_h_, g.stride_w = stride_w_, g.pad_h = pad_h_, g.pad_w = pad_w_;
-    if (g.pad_h >= g.kernel_h || g.pad_w >= g.kernel_w) {
-      fail("pad must be smaller than the kernel (" + std::to_string(g.kernel_h) + "x" +
-           std::to_string(g.kernel_w) + ")");
-    }
     if (g.kernel_h > g.H + 2 * g.pad_h || g.kernel_w > g.W + 2 * g.pad_w) {
-      fail("kernel " + std::to_string(g.kernel_h) + "x" + std::to_string(g.kernel_w) +
-           " is larger than the padded input " + std::to_string(g.H + 2 * g.pad_h) + "x" +
-           std::to_string(g.W + 2 * g.pad_w));
+      fail_at_key(spec_, spec_.node->has("kernel_size") ? "kernel_size" : "kernel_h",
+                  std::to_string(g.kernel_h) + "x" + std::to_string(g.kernel_w) +
+                      " is larger than the padded input " + std::to_string(g.H + 2 * g.pad_h) +
+                      "x" + std::to_string(g.W + 2 * g.pad_w));
     }
     g.P = kernels::pool2d_output_extent(g.H, g.kernel_h, g.stride_h, g.pad_h, ceil_);
     g.Q = kernels::pool2d_output_extent(g.W, g.kernel_w, g.stride_w, g.pad_w, ceil_);
+    g.count_include_pad = count_include_pad_;
     return g;
   }
 
   kernels::PoolMode mode_ = kernels::PoolMode::max;
-  bool global_ = false, ceil_ = true;
+  bool global_ = false, ceil_ = true, count_include_pad_ = true;
   int64_t kernel_h_ = 0, kernel_w_ = 0, stride_h_ = 1, stride_w_ = 1, pad_h_ = 0, pad_w_ = 0;
   kernels::Pool2dGeometry geometry_{};
   Tensor argmax_;  // [N,C,P,Q] when max pooling has no second top
@@ -101,6 +132,8 @@ class PoolingLayer final : public Layer {
 
 }  // namespace
 
-void register_pooling(LayerRegistry& registry) { registry.add<PoolingLayer>("Pooling"); }
+void register_pooling(LayerRegistry& registry) {
+  registry.add<PoolingLayer>("Pooling");
+}
 
 }  // namespace crema

@@ -4,10 +4,25 @@ namespace crema {
 
 void register_layers(LayerRegistry& registry) {
   register_accuracy(registry);
+  register_activations(registry);
+  register_batch_norm(registry);
+  register_concat(registry);
   register_convolution(registry);
+  register_deconvolution(registry);
+  register_dropout(registry);
+  register_eltwise(registry);
+  register_euclidean_loss(registry);
   register_inner_product(registry);
+  register_lrn(registry);
+  register_permute(registry);
   register_pooling(registry);
+  register_prelu(registry);
   register_relu(registry);
+  register_reshape(registry);
+  register_scale(registry);
+  register_sigmoid_cross_entropy_loss(registry);
+  register_slice(registry);
+  register_softmax(registry);
   register_softmax_with_loss(registry);
   register_split(registry);
 }

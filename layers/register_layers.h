@@ -12,10 +12,25 @@ LayerRegistry builtin_layers();
 void register_layers(LayerRegistry& registry);
 
 void register_accuracy(LayerRegistry& registry);
+void register_activations(LayerRegistry& registry);  // ELU, Sigmoid, TanH, Clip, Swish/SiLU, GELU
+void register_batch_norm(LayerRegistry& registry);
+void register_concat(LayerRegistry& registry);
 void register_convolution(LayerRegistry& registry);
+void register_deconvolution(LayerRegistry& registry);
+void register_dropout(LayerRegistry& registry);
+void register_eltwise(LayerRegistry& registry);
+void register_euclidean_loss(LayerRegistry& registry);
 void register_inner_product(LayerRegistry& registry);
+void register_lrn(LayerRegistry& registry);
+void register_permute(LayerRegistry& registry);
 void register_pooling(LayerRegistry& registry);
+void register_prelu(LayerRegistry& registry);
 void register_relu(LayerRegistry& registry);
+void register_reshape(LayerRegistry& registry);  // Flatten, Reshape
+void register_scale(LayerRegistry& registry);  // Scale, Bias
+void register_sigmoid_cross_entropy_loss(LayerRegistry& registry);
+void register_slice(LayerRegistry& registry);
+void register_softmax(LayerRegistry& registry);  // Softmax, LogSoftmax
 void register_softmax_with_loss(LayerRegistry& registry);
 void register_split(LayerRegistry& registry);
 

@@ -7,10 +7,15 @@
 //   stored as floats); top: loss, a scalar; optional second top: prob.
 //   normalizer: valid (non-ignored positions, at least 1; the default), batch_size (the outer
 //   size), full (all positions) or none (1).
+//   label_smoothing eps (PyTorch's CrossEntropyLoss(label_smoothing=eps)): the target of a
+//   counted position is (1 - eps) onehot(label) + eps / C, its term -sum_c target_c log prob_c
+//   (from the log-softmax, exactly as PyTorch); ignored positions stay out.
+//   Spatial losses: logits [N, C, H, W] with axis 1 and labels [N, H, W] (or [N, 1, H, W]).
 // The loss and its normalizer are computed on the context's device, and the backward reads the
 // loss weight from the top's gradient there too: no step waits for the host. Labels that are not
 // class indices (nor the ignore_label) are an error on the CPU and make the loss NaN on a GPU.
-// YAML keys (defaults): axis (1), ignore_label (none), normalization (valid), loss_weight (1).
+// YAML keys (defaults): axis (1), ignore_label (none), normalization (valid), label_smoothing
+// (0, in [0, 1)), loss_weight (1).
 #include "kernels/softmax/softmax.h"
 #include "layers/register_layers.h"
 
@@ -27,17 +32,16 @@ class SoftmaxWithLossLayer final : public Layer {
       options_.ignore_label = node.get<int>("ignore_label");
     }
     const std::string normalization = node.get<std::string>("normalization", "valid");
-    if (normalization == "valid") {
-      options_.normalization = kernels::LossNormalization::valid;
-    } else if (normalization == "batch_size") {
-      options_.normalization = kernels::LossNormalization::batch_size;
-    } else if (normalization == "full") {
-      options_.normalization = kernels::LossNormalization::full;
-    } else if (normalization == "none") {
-      options_.normalization = kernels::LossNormalization::none;
-    } else {
-      node.at("normalization").fail("normalization must be valid, batch_size, full or none, got '" +
-                                    normalization + "'");
+    if (!kernels::parse_loss_normalization(normalization, options_.normalization)) {
+      node.at("normalization")
+          .fail(where() + "normalization must be valid, batch_size, full or none, got '" +
+                normalization + "'");
+    }
+    options_.label_smoothing = node.get<float>("label_smoothing", 0.0f);
+    if (!(options_.label_smoothing >= 0.0f && options_.label_smoothing < 1.0f)) {
+      node.at("label_smoothing")
+          .fail(where() + "label_smoothing must be in [0, 1), got " +
+                node.at("label_smoothing").scalar());
     }
   }
 
@@ -46,17 +50,19 @@ class SoftmaxWithLossLayer final : public Layer {
   int max_tops() const override { return 2; }
   bool is_loss() const override { return true; }
 
-  void reshape(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top, Context& ctx) override {
+  void reshape(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top,
+               Context& ctx) override {
     const Tensor& x = bottom[0]->value;
     const int axis = options_.axis < 0 ? options_.axis + x.ndim() : options_.axis;
     if (axis < 0 || axis >= x.ndim()) {
-      fail("axis " + std::to_string(options_.axis) + " is out of range for " + shape_str(x.shape()));
+      fail("axis " + std::to_string(options_.axis) + " is out of range for " +
+           shape_str(x.shape()));
     }
     const int64_t positions = x.numel() / x.dim(axis);
     if (bottom[1]->value.numel() != positions) {
-      fail("labels '" + bottom[1]->name + "' " + shape_str(bottom[1]->value.shape()) + " must have " +
-           std::to_string(positions) + " entries, one per position of '" + bottom[0]->name + "' " +
-           shape_str(x.shape()));
+      fail("labels '" + bottom[1]->name + "' " + shape_str(bottom[1]->value.shape()) +
+           " must have " + std::to_string(positions) + " entries, one per position of '" +
+           bottom[0]->name + "' " + shape_str(x.shape()));
     }
     top[0]->value.reshape({});
     if (!prob_.defined()) prob_ = ctx.empty({0});
@@ -67,12 +73,15 @@ class SoftmaxWithLossLayer final : public Layer {
     }
   }
 
-  void forward(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top, Context& ctx) override {
+  void forward(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top,
+               Context& ctx) override {
     kernels::softmax_cross_entropy_forward(ctx, bottom[0]->value, bottom[1]->value, prob(top),
                                            top[0]->value, options_);
   }
 
-  // dL/dx = (top gradient / normalizer) * (prob - onehot(label)), zero at ignored positions.
+  // dL/dx = (top gradient / normalizer) * (prob - target), zero at ignored positions: with
+  // log prob_c = x_c - log sum_c' exp x_c', d(-sum_c t_c log prob_c)/dx_k = prob_k sum_c t_c - t_k,
+  // and the target sums to 1 (target = onehot(label), or its smoothed form).
   // The top gradient is the loss weight the Net put there; the kernel reads it on the device.
   void backward(const std::vector<Blob*>& top, const std::vector<bool>& propagate_down,
                 const std::vector<Blob*>& bottom, Context& ctx) override {
@@ -83,6 +92,7 @@ class SoftmaxWithLossLayer final : public Layer {
   }
 
  private:
+  std::string where() const { return "layer '" + name() + "' (" + type() + "): "; }
   Tensor& prob(const std::vector<Blob*>& top) { return top.size() > 1 ? top[1]->value : prob_; }
 
   kernels::SoftmaxLossOptions options_;

@@ -1,11 +1,21 @@
 // WeightedLayer: the base of layers with a weight and an optional bias (Convolution,
-// InnerProduct), which read the same keys and create their parameters the same way.
+// Deconvolution, InnerProduct), which read the same keys and create their parameters the same way.
 //
 // YAML keys (defaults): bias_term (true), weight_filler ({type: xavier}),
 //   bias_filler ({type: constant, value: 0}), param: {weight: {...}, bias: {...}}.
+// A parameter with lr_mult 0 is frozen: the solver never updates it, so backward does not
+// compute its gradient (weight_grad() and bias_grad() return null for it).
+//
+// Also here, because Convolution and Deconvolution share them (and Pooling the spatial sizes):
+// the readers of Caffe's ConvolutionParameter keys.
 #pragma once
 
+#include <optional>
+#include <string>
+#include <utility>
+
 #include "core/layer.h"
+#include "kernels/convolution/convolution.h"
 #include "layers/filler.h"
 
 namespace crema {
@@ -21,8 +31,37 @@ class WeightedLayer : public Layer {
   Param& weight() { return params_[0]; }
   Param& bias() { return params_[1]; }  // only with bias_term
 
+  // The gradients backward must add to: null for a frozen parameter (lr_mult 0) or no bias.
+  Tensor* weight_grad();
+  Tensor* bias_grad();
+
   bool bias_term_ = true;
   FillerSpec weight_filler_, bias_filler_;
+};
+
+// A spatial size {h, w} given as `key: n`, as `key: [h, w]`, or -- when `prefix` is not empty --
+// as Caffe's separate `<prefix>_h` and `<prefix>_w` (kernel_size or kernel_h and kernel_w).
+// `fallback` when none is given (nullopt: the key is required). A value below `minimum`, both
+// forms at once, or only one of the _h/_w pair is an error naming the layer and the key.
+std::pair<int64_t, int64_t> read_spatial(const LayerSpec& spec, const std::string& key,
+                                         const std::string& prefix,
+                                         std::optional<std::pair<int64_t, int64_t>> fallback,
+                                         int64_t minimum);
+
+// The keys of Caffe's ConvolutionParameter, as Convolution and Deconvolution read them
+// (defaults): num_output (required), kernel_size or kernel_h + kernel_w (required), stride or
+// stride_h + stride_w (1), pad or pad_h + pad_w (0), dilation (1), group (1); each size n or
+// [h, w]. Out-of-range values are errors naming the layer and the key.
+struct ConvolutionKeys {
+  int64_t num_output;
+  int64_t kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w;
+  int64_t group;
+
+  explicit ConvolutionKeys(const LayerSpec& spec);
+  // Fails naming `group` unless it divides both channel counts.
+  void check_groups(const LayerSpec& spec, int64_t input_channels, int64_t output_channels) const;
+  // The convolution of an [N, C, H, W] input with K filters and these sizes.
+  kernels::Conv2dGeometry geometry(int64_t N, int64_t C, int64_t H, int64_t W, int64_t K) const;
 };
 
 }  // namespace crema

@@ -1,33 +1,54 @@
 #include "optim/solver.h"
 
-#include "optim/sgd.h"
-
 namespace crema {
+
+Solver::Slots& Solver::slots_of(size_t index, const Param& param, Context& ctx) {
+  if (state_.size() <= index) state_.resize(index + 1);
+  Slots& slots = state_[index];
+  for (int j = 0; j < kernels::kMaxOptimizerSlots; ++j) {
+    if (kernels::optimizer_slot_name(config_.rule, j).empty()) continue;
+    Tensor& t = slots[size_t(j)];
+    if (t.defined() && t.shape() == param.value.shape() && t.device() == ctx.device()) continue;
+    t = ctx.empty(param.value.shape());
+    ctx.fill(t, kernels::optimizer_slot_initial_value(config_.rule, j));
+  }
+  return slots;
+}
 
 void Solver::step(const std::vector<Param*>& params, int64_t iter, Context& ctx) {
   const double lr = learning_rate(iter);
-  std::vector<ParamUpdate> updates;
-  updates.reserve(params.size());
+  if (state_.size() < params.size()) state_.resize(params.size());  // before taking addresses
+  std::vector<kernels::OptimizerTensorSet> sets;
+  sets.reserve(params.size());
   for (size_t i = 0; i < params.size(); ++i) {
-    Param* p = params[i];
-    updates.push_back({p, i, float(lr * p->lr_mult), float(weight_decay_ * p->decay_mult)});
+    Param& p = *params[i];
+    if (p.frozen()) continue;
+    Slots& slots = slots_of(i, p, ctx);
+    kernels::OptimizerTensorSet set{
+        &p.value, &p.grad, {}, float(lr * p.lr_mult), float(config_.weight_decay * p.decay_mult)};
+    for (size_t j = 0; j < slots.size(); ++j) {
+      if (slots[j].defined()) set.state[j] = &slots[j];
+    }
+    sets.push_back(set);
   }
-  update(updates, ctx);
+  const kernels::GradientScaling scaling{float(1.0 / config_.iter_size),
+                                         float(config_.clip_gradients)};
+  kernels::optimizer_update(ctx, config_.rule, iter + 1, sets, scaling);
 }
 
-std::unique_ptr<Solver> make_solver(const ConfigNode& solver, int64_t total_iters) {
-  const std::string type = solver.get<std::string>("type", "sgd");
-  const double base_lr = solver.get<double>("base_lr");
-  if (!(base_lr > 0)) solver.at("base_lr").fail("solver.base_lr must be positive");
-  const double weight_decay = solver.get<double>("weight_decay", 0.0);
-  if (weight_decay < 0) solver.at("weight_decay").fail("solver.weight_decay must not be negative");
-  LrPolicy policy = read_lr_policy(solver, total_iters);
-  if (type == "sgd") {
-    const double momentum = solver.get<double>("momentum", 0.0);
-    if (momentum < 0 || momentum >= 1) solver.at("momentum").fail("solver.momentum must be in [0, 1)");
-    return std::make_unique<SgdSolver>(base_lr, weight_decay, std::move(policy), momentum);
+std::vector<std::pair<std::string, Tensor>> Solver::state(const std::vector<Param*>& params,
+                                                          Context& ctx) {
+  std::vector<std::pair<std::string, Tensor>> named;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const Param& p = *params[i];
+    if (p.frozen()) continue;
+    const Slots& slots = slots_of(i, p, ctx);
+    for (int j = 0; j < kernels::kMaxOptimizerSlots; ++j) {
+      const std::string slot = kernels::optimizer_slot_name(config_.rule, j);
+      if (!slot.empty()) named.emplace_back(p.name + "." + slot, slots[size_t(j)]);
+    }
   }
-  solver.at("type").fail("unknown solver type '" + type + "' (known: sgd)");
+  return named;
 }
 
 }  // namespace crema

@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # The whole GPU check of crema in one go, for a GPU machine where nothing can be built: the GPU
 # tests, the same under compute-sanitizer memcheck, the LeNet benchmark beside PyTorch + cuDNN, a
-# 10-epoch LeNet run on the GPU, CPU-vs-GPU losses over the first 100 iterations, and two
-# same-seed GPU runs of 1,000 iterations compared bit for bit. Logs go to LOGS.
+# 10-epoch LeNet run on the GPU, CPU-vs-GPU losses over the first 100 iterations beside PyTorch's
+# own drift (scripts/bench/pytorch_lenet_divergence.py), two same-seed GPU runs of 1,000
+# iterations compared bit for bit, and the issue-4 nets (VGG-BN, ResNet) trained to the end.
+# Logs go to LOGS.
 #
 # Prepare here:  ../shared/tools/gpu-bundle .gpu build/bin/crema build/bin/crema_gpu_tests
 #                cp scripts/bench/peer_lenet_cuda.py .gpu/ && mkdir -p .gpu/data &&
 #                cp /usr/share/datasets/fashion-mnist/*.gz .gpu/data/
-# Run there:     scripts/gpu_check.sh LOGS [all|tests|bench|train]
+# Run there:     scripts/gpu_check.sh LOGS [all|tests|bench|train|nets]
 set -uo pipefail
 cd "$(dirname "$0")/.."
-logs=${1:?usage: gpu_check.sh LOGS [all|tests|bench|train]}
+logs=${1:?usage: gpu_check.sh LOGS [all|tests|bench|train|nets]}
 what=${2:-all}
 mkdir -p "$logs"
 run=.gpu/run
@@ -48,6 +50,7 @@ if [ "$what" = all ] || [ "$what" = train ]; then
         <(grep '^iter' "$logs/first100_cuda.txt" | awk '{print $4}') |
     awk '{d = ($1 - $2) / $1; if (d < 0) d = -d; if (d > m) m = d; n++}
          END {printf "CPU vs GPU, first %d iterations: largest relative loss difference %.2e\n", n, m}'
+  python3 scripts/bench/pytorch_lenet_divergence.py "$data" | tee "$logs/pytorch_divergence.txt"
   for k in 1 2; do
     $run crema train $lenet --device cuda:0 "${paths[@]}" --set ++solver.max_iter=1000 \
       --set solver.display=1 --set solver.test_interval=0 --out "$logs/repeat$k" > "$logs/repeat$k.txt" 2>&1
@@ -59,4 +62,11 @@ if [ "$what" = all ] || [ "$what" = train ]; then
   else
     echo "two GPU runs, same seed, 1000 iterations: THEY DIFFER"
   fi
+fi
+if [ "$what" = all ] || [ "$what" = nets ]; then
+  for net in vggbn resnet; do
+    $run crema train configs/${net}_fashion_mnist.yaml --device cuda:0 "${paths[@]}" \
+      --out "$logs/run_$net" > "$logs/train_$net.txt" 2>&1
+    echo "$net: $(grep -E 'final test|data wait|img/s' "$logs/train_$net.txt" | tail -n 3 | tr '\n' ' ')"
+  done
 fi

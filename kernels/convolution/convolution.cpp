@@ -1,8 +1,10 @@
-// 2-D convolution: geometry checks and the one dispatch point (device and dtype -> path).
+// 2-D convolution and its transpose: geometry checks and the one dispatch point (device and
+// dtype -> path).
 //
 // float32 on the CPU runs the fast im2col + GEMM path; float64 runs the reference (it exists
 // for gradient checks, where exactness matters more than speed). On a GPU (float32 only) the
-// cuda:: best version runs on the context's stream, its scratch from ctx.workspace().
+// cuda:: version chosen for the geometry and pass (cuda::forward_version and its siblings) runs
+// on the context's stream, its scratch from ctx.workspace().
 #include <string>
 
 #include "core/error.h"
@@ -108,9 +110,10 @@ void conv2d_forward(Context& ctx, const Conv2dGeometry& g, const Tensor& x, cons
   check_tensor(ctx, op, "y", y, y_shape(g), dtype);
 #ifdef CREMA_WITH_CUDA
   if (ctx.device().is_cuda()) {
+    const cuda::ConvVersion version = cuda::forward_version(g);
     cuda::conv2d_forward(g, x.data<float>(), w.data<float>(), bias ? bias->data<float>() : nullptr,
-                         y.data<float>(), ctx.workspace(cuda::conv2d_forward_workspace(g)),
-                         ctx.stream());
+                         y.data<float>(), ctx.workspace(cuda::conv2d_forward_workspace(g, version)),
+                         ctx.stream(), version);
     return;
   }
 #endif
@@ -160,9 +163,11 @@ void conv2d_backward_filter(Context& ctx, const Conv2dGeometry& g, const Tensor&
   check_tensor(ctx, op, "dw", dw, w_shape(g), dtype);
 #ifdef CREMA_WITH_CUDA
   if (ctx.device().is_cuda()) {
-    cuda::conv2d_backward_filter(g, x.data<float>(), dy.data<float>(), dw.data<float>(), nullptr,
-                                 ctx.workspace(cuda::conv2d_backward_filter_workspace(g, false)),
-                                 ctx.stream());
+    const cuda::ConvVersion version = cuda::backward_filter_version(g);
+    cuda::conv2d_backward_filter(
+        g, x.data<float>(), dy.data<float>(), dw.data<float>(), nullptr,
+        ctx.workspace(cuda::conv2d_backward_filter_workspace(g, false, version)), ctx.stream(),
+        version);
     return;
   }
 #endif
@@ -206,15 +211,67 @@ void conv2d_backward_weights(Context& ctx, const Conv2dGeometry& g, const Tensor
 #ifdef CREMA_WITH_CUDA
   if (ctx.device().is_cuda()) {
     const bool with_bias = db != nullptr;
+    const cuda::ConvVersion version = cuda::backward_filter_version(g);
     cuda::conv2d_backward_filter(
         g, x.data<float>(), dy.data<float>(), dw.data<float>(),
         with_bias ? db->data<float>() : nullptr,
-        ctx.workspace(cuda::conv2d_backward_filter_workspace(g, with_bias)), ctx.stream());
+        ctx.workspace(cuda::conv2d_backward_filter_workspace(g, with_bias, version)), ctx.stream(),
+        version);
     return;
   }
 #endif
   conv2d_backward_filter(ctx, g, x, dy, dw);
   if (db) conv2d_backward_bias(ctx, g, dy, *db);
+}
+
+// The transposed convolution is the convolution's passes with the activations' roles swapped
+// (convolution.h); only its bias, which lives on the convolution's input side, needs kernels of
+// its own.
+void conv_transpose2d_forward(Context& ctx, const Conv2dGeometry& g, const Tensor& x,
+                              const Tensor& w, const Tensor* bias, Tensor& y) {
+  const char* op = "conv_transpose2d_forward";
+  conv2d_backward_data(ctx, g, x, w, y);  // checks g, x, w and y
+  if (bias == nullptr) return;
+  check_tensor(ctx, op, "bias", *bias, {g.C}, y.dtype());
+  const int64_t HW = g.H * g.W;
+#ifdef CREMA_WITH_CUDA
+  if (ctx.device().is_cuda()) {
+    cuda::add_channel_bias(g.N, g.C, HW, bias->data<float>(), y.data<float>(), ctx.stream());
+    return;
+  }
+#endif
+  if (y.dtype() == DType::f64) {
+    ref::add_channel_bias(g.N, g.C, HW, bias->data<double>(), y.data<double>());
+    return;
+  }
+  cpu::add_channel_bias(g.N, g.C, HW, bias->data<float>(), y.data<float>(), ctx.num_threads());
+}
+
+void conv_transpose2d_backward_data(Context& ctx, const Conv2dGeometry& g, const Tensor& dy,
+                                    const Tensor& w, Tensor& dx) {
+  conv2d_forward(ctx, g, dy, w, nullptr, dx);
+}
+
+void conv_transpose2d_backward_weights(Context& ctx, const Conv2dGeometry& g, const Tensor& x,
+                                       const Tensor& dy, Tensor* dw, Tensor* db) {
+  const char* op = "conv_transpose2d_backward_weights";
+  if (dw) conv2d_backward_filter(ctx, g, dy, x, *dw);
+  if (db == nullptr) return;
+  g.validate(op);
+  check_tensor(ctx, op, "dy", dy, x_shape(g), dy.dtype());
+  check_tensor(ctx, op, "db", *db, {g.C}, dy.dtype());
+  const int64_t HW = g.H * g.W;
+#ifdef CREMA_WITH_CUDA
+  if (ctx.device().is_cuda()) {
+    cuda::channel_bias_gradient(g.N, g.C, HW, dy.data<float>(), db->data<float>(), ctx.stream());
+    return;
+  }
+#endif
+  if (dy.dtype() == DType::f64) {
+    ref::channel_bias_gradient(g.N, g.C, HW, dy.data<double>(), db->data<double>());
+    return;
+  }
+  cpu::channel_bias_gradient(g.N, g.C, HW, dy.data<float>(), db->data<float>(), ctx.num_threads());
 }
 
 }  // namespace crema::kernels

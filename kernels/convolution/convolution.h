@@ -22,8 +22,13 @@
 //   forward:  y[Kg, m*P*Q] = w[Kg, Cg*R*S] * col[Cg*R*S, m*P*Q]     then reorder to NKPQ + bias
 //   data:     dcol[Cg*R*S, m*P*Q] = w^T * dy[Kg, m*P*Q]             then col2im
 //   filter:   dw[Kg, Cg*R*S] += dy[Kg, m*P*Q] * col^T               (inner dimension m*P*Q)
+// A 1x1 filter with stride 1 and no padding ("pointwise") in chunks of one image (P*Q of 256 and
+// more) skips im2col and col2im: an image's group slice x[n, group's channels] is already the
+// [Cg, H*W] matrix col would be, so each pass is one plain GEMM per image and group, reading and
+// writing the tensors in place.
 // Algorithm (cuda): implicit GEMM, the same products with the patches gathered tile by tile
-// into shared memory (README.md).
+// into shared memory; plain batched GEMMs for pointwise filters; direct loops for depthwise
+// convolutions (one input channel per group); README.md has the choice and its reasons.
 #pragma once
 
 #include <cstddef>
@@ -53,6 +58,13 @@ struct Conv2dGeometry {
   void validate(const std::string& where) const;
   // The patches of one image within one group (C/groups channels), for im2col.
   Im2colGeometry group_patches() const;
+  // A 1x1 filter, stride 1, no padding: patches are the input itself (P = H, Q = W).
+  bool pointwise() const {
+    return R == 1 && S == 1 && stride_h == 1 && stride_w == 1 && pad_h == 0 && pad_w == 0;
+  }
+  // One input channel per group, several groups (MobileNet's depthwise convolution; K/groups
+  // filters per channel).
+  bool depthwise() const { return groups > 1 && C == groups; }
 };
 
 // x [N,C,H,W], w [K,C/groups,R,S], bias [K] or nullptr, y [N,K,P,Q] (written).
@@ -73,6 +85,24 @@ void conv2d_backward_bias(Context& ctx, const Conv2dGeometry& g, const Tensor& d
 void conv2d_backward_weights(Context& ctx, const Conv2dGeometry& g, const Tensor& x,
                              const Tensor& dy, Tensor& dw, Tensor* db);
 
+// Transposed convolution (Caffe's Deconvolution, PyTorch's ConvTranspose2d): the adjoint of
+// conv2d in its input. `g` is the geometry of the convolution that maps the transposed
+// convolution's OUTPUT back to its INPUT: y [N, g.C, g.H, g.W] is what the convolution reads and
+// x [N, g.K, g.P(), g.Q()] what it writes; the filters are the convolution's, w [g.K, g.C/groups,
+// R, S], which is PyTorch's ConvTranspose2d layout [C_in, C_out/groups, R, S]. Then
+//   y   = conv2d_backward_data(g, x, w) + bias       (bias [g.C]; y written)
+//   dx  = conv2d_forward(g, dy, w)                    (no bias; dx written)
+//   dw += conv2d_backward_filter(g, dy, x)            (the two activations swap roles)
+//   db += sum over n, h, w of dy[n, c, h, w]
+// (<conv(u, w), v> = <u, conv_transpose(v, w)> for all u, v: each pass is the other's adjoint.)
+void conv_transpose2d_forward(Context& ctx, const Conv2dGeometry& g, const Tensor& x,
+                              const Tensor& w, const Tensor* bias, Tensor& y);
+void conv_transpose2d_backward_data(Context& ctx, const Conv2dGeometry& g, const Tensor& dy,
+                                    const Tensor& w, Tensor& dx);
+// dw and db may each be null (a frozen or absent parameter): that gradient is not computed.
+void conv_transpose2d_backward_weights(Context& ctx, const Conv2dGeometry& g, const Tensor& x,
+                                       const Tensor& dy, Tensor* dw, Tensor* db);
+
 // Reference: direct loops over the definitions above, in T (float or double).
 namespace ref {
 template <class T>
@@ -83,6 +113,12 @@ template <class T>
 void conv2d_backward_filter(const Conv2dGeometry& g, const T* x, const T* dy, T* dw);
 template <class T>
 void conv2d_backward_bias(const Conv2dGeometry& g, const T* dy, T* db);
+// A per-channel bias on y [N, C, HW]: y[n, c, i] += bias[c]; and its gradient, db[c] += sum over
+// n, i of dy[n, c, i] (the transposed convolution's bias lives on the convolution's input side).
+template <class T>
+void add_channel_bias(int64_t N, int64_t C, int64_t HW, const T* bias, T* y);
+template <class T>
+void channel_bias_gradient(int64_t N, int64_t C, int64_t HW, const T* dy, T* db);
 }  // namespace ref
 
 // Fast CPU path: im2col + sgemm on up to `num_threads` OpenMP threads. `workspace` must hold
@@ -100,6 +136,10 @@ void conv2d_backward_data(const Conv2dGeometry& g, const float* dy, const float*
 void conv2d_backward_filter(const Conv2dGeometry& g, const float* x, const float* dy, float* dw,
                             float* workspace, int num_threads);
 void conv2d_backward_bias(const Conv2dGeometry& g, const float* dy, float* db, int num_threads);
+void add_channel_bias(int64_t N, int64_t C, int64_t HW, const float* bias, float* y,
+                      int num_threads);
+void channel_bias_gradient(int64_t N, int64_t C, int64_t HW, const float* dy, float* db,
+                           int num_threads);
 }  // namespace cpu
 
 // CUDA (fp32 SIMT) on device pointers, queued on `stream`: no host synchronization, no
@@ -109,15 +149,26 @@ void conv2d_backward_bias(const Conv2dGeometry& g, const float* dy, float* db, i
 // Tensors of 2^31 elements or more are not supported (crema::Error).
 namespace cuda {
 enum class ConvVersion {
-  im2col_gemm = 1,  // v1: im2col / col2im over the whole batch, cuda::sgemm, layout reorders
-  implicit_gemm,    // v2: one tiled GEMM kernel per pass reading patches straight into shared
-                    //     memory; bias fused; filter gradient split over N*P*Q, then summed
-  best = implicit_gemm,
+  im2col_gemm = 1,   // v1: im2col / col2im over the whole batch, cuda::sgemm, layout reorders
+  implicit_gemm,     // v2: one tiled GEMM kernel per pass reading patches straight into shared
+                     //     memory; bias fused; filter gradient split over N*P*Q, then summed
+  pointwise_gemm,    // v3: pointwise geometries only: forward and backward data as one batched
+                     //     plain GEMM per pass (float4 loads, no patch arithmetic); filter as v2
+  depthwise_direct,  // v4: depthwise geometries only: a thread per output (forward) or input
+                     //     (data) looping over its taps; filter gradient a block per channel
+                     //     and taps, split over N*P*Q, summed in split order
+  best = implicit_gemm,  // the general version (every geometry)
 };
-// The version production uses for backward data: v1 when a group has fewer than 32 input
-// channels, since v2's implicit GEMM then fills few rows of its tiles (C/G rows) while every
-// element it loads pays the patch index arithmetic. H200, LeNet conv2 at N = 256: README.md.
+// Whether `version` handles geometry g (v3: g.pointwise(); v4: g.depthwise(); v1, v2: all).
+bool supports(ConvVersion version, const Conv2dGeometry& g);
+// The versions production uses per pass (README.md has the reasons): v4 for depthwise
+// geometries, v3 for pointwise ones (forward and data), else v2 -- except backward data when a
+// group has fewer than 32 input channels: v1, since v2's implicit GEMM then fills few rows of its
+// tiles (C/G rows) while every element it loads pays the patch index arithmetic (H200, LeNet
+// conv2 at N = 256: README.md).
+ConvVersion forward_version(const Conv2dGeometry& g);
 ConvVersion backward_data_version(const Conv2dGeometry& g);
+ConvVersion backward_filter_version(const Conv2dGeometry& g);
 
 size_t conv2d_forward_workspace(const Conv2dGeometry& g, ConvVersion version = ConvVersion::best);
 size_t conv2d_backward_data_workspace(const Conv2dGeometry& g,
@@ -125,7 +176,8 @@ size_t conv2d_backward_data_workspace(const Conv2dGeometry& g,
 size_t conv2d_backward_filter_workspace(const Conv2dGeometry& g, bool with_bias,
                                         ConvVersion version = ConvVersion::best);
 
-// y = conv(x, w) + bias (bias may be null). y is written.
+// y = conv(x, w) + bias (bias may be null). y is written. A version that does not support g
+// throws crema::Error.
 void conv2d_forward(const Conv2dGeometry& g, const float* x, const float* w, const float* bias,
                     float* y, float* workspace, gpu::Stream stream,
                     ConvVersion version = ConvVersion::best);
@@ -139,6 +191,11 @@ void conv2d_backward_filter(const Conv2dGeometry& g, const float* x, const float
                             ConvVersion version = ConvVersion::best);
 // db += sum of dy over N, P, Q, alone (one block per channel, a fixed-order tree in each).
 void conv2d_backward_bias(const Conv2dGeometry& g, const float* dy, float* db, gpu::Stream stream);
+// y [N, C, HW] += bias[c] per channel; db[c] += sum over n, i of dy[n, c, i] (as above).
+void add_channel_bias(int64_t N, int64_t C, int64_t HW, const float* bias, float* y,
+                      gpu::Stream stream);
+void channel_bias_gradient(int64_t N, int64_t C, int64_t HW, const float* dy, float* db,
+                           gpu::Stream stream);
 }  // namespace cuda
 
 }  // namespace crema::kernels

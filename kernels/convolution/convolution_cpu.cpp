@@ -17,6 +17,12 @@
 // A chunk of one image needs no reorder: y[n]'s and dy[n]'s group slices are [Kg, PQ] matrices
 // already, so the GEMMs write and read them in place.
 //
+// Pointwise geometries (1x1 filter, stride 1, no padding) in chunks of one image go further:
+// col would be a copy of x[n]'s group slice, [Cg, HW] with HW = PQ, so there is no im2col (the
+// GEMMs read x in place) and no col2im (backward data's GEMM writes dx in place): the same GEMMs
+// as before, minus a copy. When P*Q is small enough for chunks of several images (7x7 maps), the
+// copy that lays them side by side buys a wider GEMM, and im2col stays.
+//
 // Threads: with at least two images per thread, each thread takes an even share of the batch
 // and walks it in its own chunks with one-thread GEMMs (no synchronization until the end; the
 // filter gradient goes to a private partial sum per thread, added up at the end). With fewer
@@ -54,6 +60,7 @@ struct Plan {
   int threads_per_chunk;   // threads working on one chunk
   int64_t chunk;           // images per chunk, at most
   int64_t chunk_floats;    // scratch of one chunk (see make_plan)
+  bool pointwise;          // col is x itself: a pointwise geometry in chunks of one image
   Im2colGeometry channel;  // the patches of one channel of one image
 };
 
@@ -73,8 +80,11 @@ Plan make_plan(const Conv2dGeometry& g, int num_threads) {
   const int64_t long_enough = ceil_div(kChunkColumns * plan.threads_per_chunk, plan.PQ);
   const int64_t fit = kChunkColFloatsPerThread * plan.threads_per_chunk / (plan.CRS * plan.PQ);
   plan.chunk = std::clamp<int64_t>(std::min(long_enough, fit), 1, images_per_team);
-  // col [CRS, chunk*PQ], and out or dyk [Kg, chunk*PQ] when a chunk needs a reorder.
-  plan.chunk_floats = (plan.CRS + (plan.chunk > 1 ? plan.Kg : 0)) * plan.chunk * plan.PQ;
+  plan.pointwise = g.pointwise() && plan.chunk == 1;
+  // col [CRS, chunk*PQ], and out or dyk [Kg, chunk*PQ] when a chunk needs a reorder; nothing when
+  // the GEMMs work in place.
+  plan.chunk_floats =
+      plan.pointwise ? 0 : (plan.CRS + (plan.chunk > 1 ? plan.Kg : 0)) * plan.chunk * plan.PQ;
   plan.channel = g.group_patches();
   plan.channel.C = 1;
   return plan;
@@ -119,14 +129,17 @@ void parallel_for_2d(int threads, int64_t rows, int64_t cols, F f) {
   }
 }
 
-// col[CRS, m*PQ] <- im2col of images n0..n0+m-1, channels of `group` of x [N,C,H,W].
-void im2col_chunk(const Conv2dGeometry& g, const Plan& plan, const float* x, int64_t n0, int64_t m,
-                  int64_t group, float* col, int threads) {
+// col[CRS, m*PQ] of images n0..n0+m-1, channels of `group` of x [N,C,H,W]: im2col into
+// `scratch`, or, for a pointwise geometry (m = 1), x[n0]'s group slice itself.
+const float* im2col_chunk(const Conv2dGeometry& g, const Plan& plan, const float* x, int64_t n0,
+                          int64_t m, int64_t group, float* scratch, int threads) {
+  if (plan.pointwise) return x + (n0 * g.C + group * plan.Cg) * plan.HW;
   const int64_t ld = m * plan.PQ;
   parallel_for_2d(threads, m, plan.Cg, [&](int64_t i, int64_t c) {
     const float* image = x + ((n0 + i) * g.C + group * plan.Cg + c) * plan.HW;
-    im2col(plan.channel, image, col + c * plan.RS * ld + i * plan.PQ, ld);
+    im2col(plan.channel, image, scratch + c * plan.RS * ld + i * plan.PQ, ld);
   });
+  return scratch;
 }
 
 // dx[n0..n0+m-1, channels of `group`] = col2im(dcol[CRS, m*PQ]) (written).
@@ -141,11 +154,12 @@ void col2im_chunk(const Conv2dGeometry& g, const Plan& plan, const float* dcol, 
 }
 
 // dy[n0..n0+m-1, channels of `group`, PQ] as one matrix dyk[Kg, m*PQ]: for one image that is
-// dy itself; for several, a copy into `scratch`.
+// dy itself; for several, a copy into the chunk's scratch, after its col [CRS, m*PQ].
 const float* gathered_dy(const Conv2dGeometry& g, const Plan& plan, const float* dy, int64_t n0,
-                         int64_t m, int64_t group, float* scratch, int threads) {
+                         int64_t m, int64_t group, float* chunk_scratch, int threads) {
   if (m == 1) return dy + (n0 * g.K + group * plan.Kg) * plan.PQ;
   const int64_t ld = m * plan.PQ;
+  float* scratch = chunk_scratch + plan.CRS * ld;
   parallel_for_2d(threads, m, plan.Kg, [&](int64_t i, int64_t k) {
     const float* src = dy + ((n0 + i) * g.K + group * plan.Kg + k) * plan.PQ;
     std::memcpy(scratch + k * ld + i * plan.PQ, src, size_t(plan.PQ) * sizeof(float));
@@ -201,8 +215,7 @@ void conv2d_forward(const Conv2dGeometry& g, const float* x, const float* w, con
     const float* w_g = w + group * plan.Kg * plan.CRS;  // [Kg, CRS]
     auto body = [&](int, int64_t n0, int64_t m, float* scratch, int threads) {
       const int64_t cols = m * plan.PQ;
-      float* col = scratch;  // [CRS, m*PQ]
-      im2col_chunk(g, plan, x, n0, m, group, col, threads);
+      const float* col = im2col_chunk(g, plan, x, n0, m, group, scratch, threads);  // [CRS, m*PQ]
       if (m == 1) {  // y[n0, group's k, PQ] is the GEMM's output as it stands
         float* y_n = y + (n0 * g.K + group * plan.Kg) * plan.PQ;  // [Kg, PQ]
         if (bias) fill_bias(plan, bias + group * plan.Kg, y_n, threads);
@@ -226,11 +239,12 @@ void conv2d_backward_data(const Conv2dGeometry& g, const float* dy, const float*
     const float* w_g = w + group * plan.Kg * plan.CRS;  // [Kg, CRS]
     auto body = [&](int, int64_t n0, int64_t m, float* scratch, int threads) {
       const int64_t cols = m * plan.PQ;
-      float* dcol = scratch;  // [CRS, m*PQ]
-      const float* dyk = gathered_dy(g, plan, dy, n0, m, group, scratch + plan.CRS * cols, threads);
+      const float* dyk = gathered_dy(g, plan, dy, n0, m, group, scratch, threads);
+      // Pointwise: dcol is dx[n0]'s group slice, written by the GEMM; else scratch, then col2im.
+      float* dcol = plan.pointwise ? dx + (n0 * g.C + group * plan.Cg) * plan.HW : scratch;
       sgemm(true, false, plan.CRS, cols, plan.Kg, 1.0f, w_g, plan.CRS, dyk, cols, 0.0f, dcol, cols,
             threads);
-      col2im_chunk(g, plan, dcol, n0, m, group, dx, threads);
+      if (!plan.pointwise) col2im_chunk(g, plan, dcol, n0, m, group, dx, threads);
     };
     for_each_chunk(g, plan, workspace, plan.chunk_floats, body);
   }
@@ -251,9 +265,8 @@ void conv2d_backward_filter(const Conv2dGeometry& g, const float* x, const float
     }
     auto body = [&](int team, int64_t n0, int64_t m, float* scratch, int threads) {
       const int64_t cols = m * plan.PQ;
-      float* col = scratch;  // [CRS, m*PQ]
-      im2col_chunk(g, plan, x, n0, m, group, col, threads);
-      const float* dyk = gathered_dy(g, plan, dy, n0, m, group, scratch + plan.CRS * cols, threads);
+      const float* col = im2col_chunk(g, plan, x, n0, m, group, scratch, threads);  // [CRS, m*PQ]
+      const float* dyk = gathered_dy(g, plan, dy, n0, m, group, scratch, threads);
       float* sum = plan.teams > 1 ? partial(team) : dw_g;
       sgemm(false, true, plan.Kg, plan.CRS, cols, 1.0f, dyk, cols, col, cols, 1.0f, sum, plan.CRS,
             threads);
@@ -271,17 +284,31 @@ void conv2d_backward_filter(const Conv2dGeometry& g, const float* x, const float
 }
 
 void conv2d_backward_bias(const Conv2dGeometry& g, const float* dy, float* db, int num_threads) {
-  const int64_t PQ = g.P() * g.Q();
+  channel_bias_gradient(g.N, g.K, g.P() * g.Q(), dy, db, num_threads);
+}
+
+void add_channel_bias(int64_t N, int64_t C, int64_t HW, const float* bias, float* y,
+                      int num_threads) {
+  parallel_for_2d(std::max(1, num_threads), N, C, [&](int64_t n, int64_t c) {
+    float* row = y + (n * C + c) * HW;
+    const float b = bias[c];
+#pragma omp simd
+    for (int64_t i = 0; i < HW; ++i) row[i] += b;
+  });
+}
+
+void channel_bias_gradient(int64_t N, int64_t C, int64_t HW, const float* dy, float* db,
+                           int num_threads) {
   const int threads = std::max(1, num_threads);
 #pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
-  for (int64_t k = 0; k < g.K; ++k) {
+  for (int64_t c = 0; c < C; ++c) {
     float sum = 0.0f;
-    for (int64_t n = 0; n < g.N; ++n) {
-      const float* row = dy + (n * g.K + k) * PQ;
+    for (int64_t n = 0; n < N; ++n) {
+      const float* row = dy + (n * C + c) * HW;
 #pragma omp simd reduction(+ : sum)
-      for (int64_t j = 0; j < PQ; ++j) sum += row[j];
+      for (int64_t j = 0; j < HW; ++j) sum += row[j];
     }
-    db[k] += sum;
+    db[c] += sum;
   }
 }
 

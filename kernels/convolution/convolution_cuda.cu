@@ -9,12 +9,18 @@
 //                   into shared memory (convolution_implicit_gemm*_cuda.cu): no col, bias in the
 //                   epilogue, the filter gradient split over N*P*Q and summed by a second kernel
 //                   together with the bias gradient.
+// v3 pointwise_gemm pointwise geometries: forward and backward data are per-image plain GEMMs
+//                   over x, y, dy, dx in place, all images in one launch
+//                   (convolution_pointwise_cuda.cu); the filter gradient is v2's.
+// v4 depthwise_direct depthwise geometries: direct loops over the R*S taps, no GEMM
+//                   (convolution_depthwise_cuda.cu).
 //
 // Every kernel is deterministic: each output is summed by one thread (or one block, in a fixed
 // tree), in an order fixed by the geometry; no atomics.
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
 
 #include "core/error.h"
@@ -52,6 +58,15 @@ __global__ void rows_to_channels(const float* __restrict__ src, const float* __r
        i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t k = i / NPQ, j = i % NPQ, n = j / PQ, pq = j % PQ;
     dst[(n * K + k0 + k) * PQ + pq] = src[i] + (bias != nullptr ? bias[k0 + k] : 0.0f);
+  }
+}
+
+// y[n, c, i] += bias[c] for y [N, C, HW].
+__global__ void add_channel_bias_kernel(const float* __restrict__ bias, int64_t C, int64_t HW,
+                                        int64_t total, float* __restrict__ y) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    y[i] += bias[i / HW % C];
   }
 }
 
@@ -143,14 +158,48 @@ void backward_filter_im2col_gemm(const Conv2dGeometry& g, const float* x, const 
   throw Error("conv2d on CUDA: unknown version " + std::to_string(int(version)));
 }
 
+// Throws crema::Error when `version` cannot run geometry g; checks the sizes for 32-bit indexing.
+void check_version(const char* op, ConvVersion version, const Conv2dGeometry& g) {
+  implicit_gemm::check_sizes(g);
+  if (!supports(version, g)) {
+    throw Error(std::string(op) + " on CUDA: version " + std::to_string(int(version)) +
+                (version == ConvVersion::pointwise_gemm
+                     ? " needs a 1x1 filter with stride 1 and no padding"
+                     : " needs one input channel per group (C == groups > 1)"));
+  }
+}
+
 }  // namespace
 
-size_t conv2d_forward_workspace(const Conv2dGeometry& g, ConvVersion version) {
-  return version == ConvVersion::im2col_gemm ? im2col_gemm_workspace(g) : 0;
+bool supports(ConvVersion version, const Conv2dGeometry& g) {
+  switch (version) {
+    case ConvVersion::pointwise_gemm:
+      return g.pointwise();
+    case ConvVersion::depthwise_direct:
+      return g.depthwise();
+    default:
+      return true;
+  }
+}
+
+ConvVersion forward_version(const Conv2dGeometry& g) {
+  if (g.depthwise()) return ConvVersion::depthwise_direct;
+  if (g.pointwise()) return ConvVersion::pointwise_gemm;
+  return ConvVersion::implicit_gemm;
 }
 
 ConvVersion backward_data_version(const Conv2dGeometry& g) {
+  if (g.depthwise()) return ConvVersion::depthwise_direct;
+  if (g.pointwise()) return ConvVersion::pointwise_gemm;
   return g.C / g.groups < 32 ? ConvVersion::im2col_gemm : ConvVersion::implicit_gemm;
+}
+
+ConvVersion backward_filter_version(const Conv2dGeometry& g) {
+  return g.depthwise() ? ConvVersion::depthwise_direct : ConvVersion::implicit_gemm;
+}
+
+size_t conv2d_forward_workspace(const Conv2dGeometry& g, ConvVersion version) {
+  return version == ConvVersion::im2col_gemm ? im2col_gemm_workspace(g) : 0;
 }
 
 size_t conv2d_backward_data_workspace(const Conv2dGeometry& g, ConvVersion version) {
@@ -159,52 +208,87 @@ size_t conv2d_backward_data_workspace(const Conv2dGeometry& g, ConvVersion versi
 
 size_t conv2d_backward_filter_workspace(const Conv2dGeometry& g, bool with_bias,
                                         ConvVersion version) {
-  return version == ConvVersion::im2col_gemm
-             ? im2col_gemm_workspace(g)
-             : implicit_gemm::backward_filter_workspace(g, with_bias);
+  switch (version) {
+    case ConvVersion::im2col_gemm:
+      return im2col_gemm_workspace(g);
+    case ConvVersion::depthwise_direct:
+      return depthwise::backward_filter_workspace(g, with_bias);
+    default:  // v3 runs v2's filter gradient
+      return implicit_gemm::backward_filter_workspace(g, with_bias);
+  }
 }
 
 void conv2d_forward(const Conv2dGeometry& g, const float* x, const float* w, const float* bias,
                     float* y, float* workspace, gpu::Stream stream, ConvVersion version) {
-  implicit_gemm::check_sizes(g);
+  check_version("conv2d_forward", version, g);
   switch (version) {
     case ConvVersion::im2col_gemm:
       return forward_im2col_gemm(g, x, w, bias, y, workspace, stream);
     case ConvVersion::implicit_gemm:
       return implicit_gemm::forward(g, x, w, bias, y, stream);
+    case ConvVersion::pointwise_gemm:
+      return pointwise::forward(g, x, w, bias, y, stream);
+    case ConvVersion::depthwise_direct:
+      return depthwise::forward(g, x, w, bias, y, stream);
   }
   unknown_version(version);
 }
 
 void conv2d_backward_data(const Conv2dGeometry& g, const float* dy, const float* w, float* dx,
                           float* workspace, gpu::Stream stream, ConvVersion version) {
-  implicit_gemm::check_sizes(g);
+  check_version("conv2d_backward_data", version, g);
   switch (version) {
     case ConvVersion::im2col_gemm:
       return backward_data_im2col_gemm(g, dy, w, dx, workspace, stream);
     case ConvVersion::implicit_gemm:
       return implicit_gemm::backward_data(g, dy, w, dx, stream);
+    case ConvVersion::pointwise_gemm:
+      return pointwise::backward_data(g, dy, w, dx, stream);
+    case ConvVersion::depthwise_direct:
+      return depthwise::backward_data(g, dy, w, dx, stream);
   }
   unknown_version(version);
 }
 
 void conv2d_backward_filter(const Conv2dGeometry& g, const float* x, const float* dy, float* dw,
                             float* db, float* workspace, gpu::Stream stream, ConvVersion version) {
-  implicit_gemm::check_sizes(g);
+  check_version("conv2d_backward_filter", version, g);
   switch (version) {
     case ConvVersion::im2col_gemm:
       return backward_filter_im2col_gemm(g, x, dy, dw, db, workspace, stream);
     case ConvVersion::implicit_gemm:
+    case ConvVersion::pointwise_gemm:
       return implicit_gemm::backward_filter(g, x, dy, dw, db, workspace, stream);
+    case ConvVersion::depthwise_direct:
+      return depthwise::backward_filter(g, x, dy, dw, db, workspace, stream);
   }
   unknown_version(version);
 }
 
 void conv2d_backward_bias(const Conv2dGeometry& g, const float* dy, float* db, gpu::Stream stream) {
   implicit_gemm::check_sizes(g);
-  bias_gradient_kernel<<<unsigned(g.K), kThreads, 0, stream>>>(dy, int(g.N), int(g.K),
-                                                               int(g.P() * g.Q()), db);
-  gpu::check_launch("conv2d_backward_bias");
+  channel_bias_gradient(g.N, g.K, g.P() * g.Q(), dy, db, stream);
+}
+
+void add_channel_bias(int64_t N, int64_t C, int64_t HW, const float* bias, float* y,
+                      gpu::Stream stream) {
+  const int64_t total = N * C * HW;
+  if (total == 0) return;
+  add_channel_bias_kernel<<<grid_for(total), kThreads, 0, stream>>>(bias, C, HW, total, y);
+  gpu::check_launch("add_channel_bias");
+}
+
+void channel_bias_gradient(int64_t N, int64_t C, int64_t HW, const float* dy, float* db,
+                           gpu::Stream stream) {
+  if (C == 0) return;
+  if (N * C * HW >= INT32_MAX) {
+    throw Error(
+        "channel_bias_gradient on CUDA: tensors of 2^31 elements or more are not "
+        "supported (dy has " +
+        std::to_string(N * C * HW) + ")");
+  }
+  bias_gradient_kernel<<<unsigned(C), kThreads, 0, stream>>>(dy, int(N), int(C), int(HW), db);
+  gpu::check_launch("channel_bias_gradient");
 }
 
 }  // namespace crema::kernels::cuda

@@ -64,10 +64,23 @@ void conv2d_backward_filter(const Conv2dGeometry& g, const T* x, const T* dy, T*
 
 template <class T>
 void conv2d_backward_bias(const Conv2dGeometry& g, const T* dy, T* db) {
-  const int64_t PQ = g.P() * g.Q();
-  for (int64_t n = 0; n < g.N; ++n) {
-    for (int64_t k = 0; k < g.K; ++k) {
-      for (int64_t i = 0; i < PQ; ++i) db[k] += dy[(n * g.K + k) * PQ + i];
+  channel_bias_gradient(g.N, g.K, g.P() * g.Q(), dy, db);
+}
+
+template <class T>
+void add_channel_bias(int64_t N, int64_t C, int64_t HW, const T* bias, T* y) {
+  for (int64_t n = 0; n < N; ++n) {
+    for (int64_t c = 0; c < C; ++c) {
+      for (int64_t i = 0; i < HW; ++i) y[(n * C + c) * HW + i] += bias[c];
+    }
+  }
+}
+
+template <class T>
+void channel_bias_gradient(int64_t N, int64_t C, int64_t HW, const T* dy, T* db) {
+  for (int64_t n = 0; n < N; ++n) {
+    for (int64_t c = 0; c < C; ++c) {
+      for (int64_t i = 0; i < HW; ++i) db[c] += dy[(n * C + c) * HW + i];
     }
   }
 }
@@ -86,5 +99,9 @@ template void conv2d_backward_data<double>(const Conv2dGeometry&, const double*,
 template void conv2d_backward_filter<double>(const Conv2dGeometry&, const double*, const double*,
                                              double*);
 template void conv2d_backward_bias<double>(const Conv2dGeometry&, const double*, double*);
+template void add_channel_bias<float>(int64_t, int64_t, int64_t, const float*, float*);
+template void add_channel_bias<double>(int64_t, int64_t, int64_t, const double*, double*);
+template void channel_bias_gradient<float>(int64_t, int64_t, int64_t, const float*, float*);
+template void channel_bias_gradient<double>(int64_t, int64_t, int64_t, const double*, double*);
 
 }  // namespace crema::kernels::ref

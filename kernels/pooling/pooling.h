@@ -7,9 +7,11 @@
 //   average:  y[n,c,p,q] = (sum of x[n,c,h,w] over the clipped window) / window_size
 // where window_size counts the window clipped to the PADDED input [-pad_h, H + pad_h) x
 // [-pad_w, W + pad_w) (padding counts as zeros: count_include_pad, as Caffe and PyTorch's
-// default). Max pooling records in argmax[n,c,p,q] the flat index h*W + w, within its (n, c)
-// plane, of the element it chose: ties pick the first in row-major window order, and a NaN
-// anywhere in the window wins (the first NaN), so a diverged input shows as NaN.
+// default), or, with count_include_pad false (PyTorch's option), the window clipped to the input
+// itself: the average of the elements the window covers. Max pooling records in argmax[n,c,p,q] the
+// flat index h*W + w, within its (n, c) plane, of the element it chose: ties pick the first in
+// row-major window order, and a NaN anywhere in the window wins (the first NaN), so a diverged
+// input shows as NaN.
 //
 // P and Q are the caller's choice (the layer decides between floor and ceil rounding; see
 // pool2d_output_extent), with one requirement: every window must overlap the input itself, i.e.
@@ -19,6 +21,7 @@
 // Backward: dx is WRITTEN (zeroed, then scattered into):
 //   max:      dx[n,c,argmax[n,c,p,q]] += dy[n,c,p,q]
 //   average:  dx[n,c,h,w] += dy[n,c,p,q] / window_size   for every (h, w) of the clipped window
+//             (window_size as in the forward)
 #pragma once
 
 #include <cstdint>
@@ -34,7 +37,8 @@ enum class PoolMode { max, average };
 struct Pool2dGeometry {
   int64_t N, C, H, W;
   int64_t kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w;
-  int64_t P, Q;  // output height, width
+  int64_t P, Q;                   // output height, width
+  bool count_include_pad = true;  // average: divide by the window within the padded input
 };
 
 // Number of windows along one axis of extent `in`: floor or ceil of

@@ -30,18 +30,20 @@
 namespace crema::kernels::cpu {
 namespace {
 
-// One window along one axis: [start, end) clipped to the input, and its extent clipped to the
-// padded input (the average's divisor counts padding).
+// One window along one axis: [start, end) clipped to the input, and the extent the average
+// divides by: clipped to the padded input (count_include_pad) or to the input.
 struct Span {
-  int64_t start, end, padded_size;
+  int64_t start, end, size;
 };
 
-std::vector<Span> spans(int64_t outputs, int64_t in, int64_t kernel, int64_t stride, int64_t pad) {
+std::vector<Span> spans(int64_t outputs, int64_t in, int64_t kernel, int64_t stride, int64_t pad,
+                        bool count_include_pad) {
   std::vector<Span> result;
   result.reserve(static_cast<size_t>(outputs));
   for (int64_t o = 0; o < outputs; ++o) {
     const int64_t lo = o * stride - pad, hi = std::min(lo + kernel, in + pad);
-    result.push_back({std::max<int64_t>(lo, 0), std::min(hi, in), hi - lo});
+    const int64_t start = std::max<int64_t>(lo, 0), end = std::min(hi, in);
+    result.push_back({start, end, count_include_pad ? hi - lo : end - start});
   }
   return result;
 }
@@ -82,7 +84,7 @@ void pool_one(const Pool2dGeometry& g, PoolMode mode, const float* xp, const Spa
   for (int64_t h = r.start; h < r.end; ++h) {
     for (int64_t w = c.start; w < c.end; ++w) sum += xp[h * g.W + w];
   }
-  *y = sum / float(r.padded_size * c.padded_size);
+  *y = sum / float(r.size * c.size);
 }
 
 // The interior columns [lo, hi) of row p, a tap at a time. y and argmax point at row p's outputs
@@ -118,7 +120,7 @@ void pool_interior(const Pool2dGeometry& g, PoolMode mode, const float* xp, cons
     }
   }
   if (mode == PoolMode::average) {
-    const float size = float(r.padded_size * g.kernel_w);
+    const float size = float(r.size * g.kernel_w);  // interior windows: kernel_w columns
 #pragma omp simd
     for (int64_t q = lo; q < hi; ++q) y[q] /= size;
   } else if (argmax != nullptr) {
@@ -132,8 +134,10 @@ void pool_interior(const Pool2dGeometry& g, PoolMode mode, const float* xp, cons
 void pool2d_forward(const Pool2dGeometry& g, PoolMode mode, const float* x, float* y, float* argmax,
                     int num_threads) {
   CREMA_CHECK(g.H * g.W <= INT32_MAX, "pool2d_forward: plane indices must fit in int32");
-  const std::vector<Span> rows = spans(g.P, g.H, g.kernel_h, g.stride_h, g.pad_h);
-  const std::vector<Span> cols = spans(g.Q, g.W, g.kernel_w, g.stride_w, g.pad_w);
+  const std::vector<Span> rows =
+      spans(g.P, g.H, g.kernel_h, g.stride_h, g.pad_h, g.count_include_pad);
+  const std::vector<Span> cols =
+      spans(g.Q, g.W, g.kernel_w, g.stride_w, g.pad_w, g.count_include_pad);
   const std::pair<int64_t, int64_t> interior = interior_columns(g);
   const int64_t lo = interior.first, hi = interior.second;  // plain names: OpenMP captures them
   const int64_t planes = g.N * g.C;
@@ -161,8 +165,10 @@ void pool2d_forward(const Pool2dGeometry& g, PoolMode mode, const float* x, floa
 
 void pool2d_backward(const Pool2dGeometry& g, PoolMode mode, const float* dy, const float* argmax,
                      float* dx, int num_threads) {
-  const std::vector<Span> rows = spans(g.P, g.H, g.kernel_h, g.stride_h, g.pad_h);
-  const std::vector<Span> cols = spans(g.Q, g.W, g.kernel_w, g.stride_w, g.pad_w);
+  const std::vector<Span> rows =
+      spans(g.P, g.H, g.kernel_h, g.stride_h, g.pad_h, g.count_include_pad);
+  const std::vector<Span> cols =
+      spans(g.Q, g.W, g.kernel_w, g.stride_w, g.pad_w, g.count_include_pad);
   const int64_t planes = g.N * g.C;
 #pragma omp parallel for schedule(static) \
     num_threads(std::max(1, num_threads)) if (planes * g.H * g.W >= kParallelElements)
@@ -179,7 +185,7 @@ void pool2d_backward(const Pool2dGeometry& g, PoolMode mode, const float* dy, co
       const Span r = rows[size_t(p)];
       for (int64_t q = 0; q < g.Q; ++q) {
         const Span c = cols[size_t(q)];
-        const float share = dyp[p * g.Q + q] / float(r.padded_size * c.padded_size);
+        const float share = dyp[p * g.Q + q] / float(r.size * c.size);
         for (int64_t h = r.start; h < r.end; ++h) {
           for (int64_t w = c.start; w < c.end; ++w) dxp[h * g.W + w] += share;
         }

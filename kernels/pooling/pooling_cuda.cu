@@ -25,11 +25,20 @@ using detail::map_blocks;
 // max mode, which the dispatch checks; far below 2^31 in any real average pooling).
 struct Geometry {
   int H, W, P, Q, kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w;
+  bool count_include_pad;
 };
 
 Geometry geometry32(const Pool2dGeometry& g) {
-  return {int(g.H),        int(g.W),        int(g.P),        int(g.Q),     int(g.kernel_h),
-          int(g.kernel_w), int(g.stride_h), int(g.stride_w), int(g.pad_h), int(g.pad_w)};
+  return {int(g.H),        int(g.W),        int(g.P),           int(g.Q),
+          int(g.kernel_h), int(g.kernel_w), int(g.stride_h),    int(g.stride_w),
+          int(g.pad_h),    int(g.pad_w),    g.count_include_pad};
+}
+
+// The average's divisor for the window [h0, h1) x [w0, w1) of the padded input (count_include_pad)
+// or its part inside the input.
+__device__ inline int window_size(const Geometry& g, int h0, int h1, int w0, int w1) {
+  if (g.count_include_pad) return (h1 - h0) * (w1 - w0);
+  return (min(h1, g.H) - max(h0, 0)) * (min(w1, g.W) - max(w0, 0));
 }
 
 // Index: the type of flat element indices (int32 when the tensors allow it: cheaper division).
@@ -66,7 +75,7 @@ __global__ void pool_forward_kernel(Geometry g, Index total, const float* __rest
       for (int h = hs; h < he; ++h) {
         for (int w = ws; w < we; ++w) sum += xp[h * g.W + w];
       }
-      y[idx] = sum / float((h1 - h0) * (w1 - w0));
+      y[idx] = sum / float(window_size(g, h0, h1, w0, w1));
     }
   }
 }
@@ -102,12 +111,10 @@ __global__ void pool_backward_kernel(Geometry g, Index total, const float* __res
       }
     } else {
       for (int p = p0; p < p1; ++p) {
-        const int h0 = p * g.stride_h - g.pad_h;
-        const int rows = min(h0 + g.kernel_h, g.H + g.pad_h) - h0;
+        const int h0 = p * g.stride_h - g.pad_h, h1 = min(h0 + g.kernel_h, g.H + g.pad_h);
         for (int q = q0; q < q1; ++q) {
-          const int w0 = q * g.stride_w - g.pad_w;
-          const int cols = min(w0 + g.kernel_w, g.W + g.pad_w) - w0;
-          acc += dyp[p * g.Q + q] / float(rows * cols);
+          const int w0 = q * g.stride_w - g.pad_w, w1 = min(w0 + g.kernel_w, g.W + g.pad_w);
+          acc += dyp[p * g.Q + q] / float(window_size(g, h0, h1, w0, w1));
         }
       }
     }

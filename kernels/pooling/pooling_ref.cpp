@@ -16,9 +16,10 @@ void pool2d_forward(const Pool2dGeometry& g, PoolMode mode, const T* x, T* y, T*
         const int64_t h0 = p * g.stride_h - g.pad_h, w0 = q * g.stride_w - g.pad_w;
         const int64_t h1 = std::min(h0 + g.kernel_h, g.H + g.pad_h);
         const int64_t w1 = std::min(w0 + g.kernel_w, g.W + g.pad_w);
-        const int64_t window_size = (h1 - h0) * (w1 - w0);
         const int64_t hs = std::max<int64_t>(h0, 0), he = std::min(h1, g.H);
         const int64_t ws = std::max<int64_t>(w0, 0), we = std::min(w1, g.W);
+        const int64_t window_size =
+            g.count_include_pad ? (h1 - h0) * (w1 - w0) : (he - hs) * (we - ws);
         const int64_t out = plane * g.P * g.Q + p * g.Q + q;
         if (mode == PoolMode::max) {
           int64_t best = hs * g.W + ws;
@@ -57,11 +58,13 @@ void pool2d_backward(const Pool2dGeometry& g, PoolMode mode, const T* dy, const 
         const int64_t h0 = p * g.stride_h - g.pad_h, w0 = q * g.stride_w - g.pad_w;
         const int64_t h1 = std::min(h0 + g.kernel_h, g.H + g.pad_h);
         const int64_t w1 = std::min(w0 + g.kernel_w, g.W + g.pad_w);
-        const T share = dy[out] / T((h1 - h0) * (w1 - w0));
-        for (int64_t h = std::max<int64_t>(h0, 0); h < std::min(h1, g.H); ++h) {
-          for (int64_t w = std::max<int64_t>(w0, 0); w < std::min(w1, g.W); ++w) {
-            dxp[h * g.W + w] += share;
-          }
+        const int64_t hs = std::max<int64_t>(h0, 0), he = std::min(h1, g.H);
+        const int64_t ws = std::max<int64_t>(w0, 0), we = std::min(w1, g.W);
+        const int64_t window_size =
+            g.count_include_pad ? (h1 - h0) * (w1 - w0) : (he - hs) * (we - ws);
+        const T share = dy[out] / T(window_size);
+        for (int64_t h = hs; h < he; ++h) {
+          for (int64_t w = ws; w < we; ++w) dxp[h * g.W + w] += share;
         }
       }
     }

@@ -1,8 +1,7 @@
-// Softmax and softmax cross-entropy, dispatch: checks the tensors and the axis once (and, on the
-// CPU, the labels), then runs the CPU or the CUDA path.
+// Softmax, log-softmax and softmax cross-entropy, dispatch: checks the tensors and the axis once
+// (and, on the CPU, the labels), then runs the CPU or the CUDA path.
 #include "kernels/softmax/softmax.h"
 
-#include <algorithm>
 #include <cmath>
 #include <sstream>
 #include <string>
@@ -57,51 +56,67 @@ void check_labels(const Context& ctx, const char* op, const Tensor& labels, cons
   }
 }
 
-}  // namespace
-
-int64_t loss_normalizer(LossNormalization normalization, int64_t outer, int64_t inner,
-                        int64_t counted) {
-  switch (normalization) {
-    case LossNormalization::valid:
-      return std::max<int64_t>(counted, 1);
-    case LossNormalization::batch_size:
-      return outer;
-    case LossNormalization::full:
-      return outer * inner;
-    case LossNormalization::none:
-      return 1;
+void check_label_smoothing(const char* op, const SoftmaxLossOptions& options) {
+  const float eps = options.label_smoothing;
+  if (!(eps >= 0.0f && eps < 1.0f)) {
+    throw Error(std::string(op) + ": label_smoothing " + std::to_string(eps) +
+                " is outside [0, 1)");
   }
-  return 1;
 }
 
-void softmax_forward(Context& ctx, const Tensor& x, Tensor& y, int axis) {
-  const Extents e = extents("softmax_forward", x, axis);
-  check_tensor(ctx, "softmax_forward", "x", x, x.shape());
-  check_tensor(ctx, "softmax_forward", "y", y, x.shape());
+// softmax (log = false) or log-softmax (log = true), forward and backward: the same checks.
+void forward(Context& ctx, const Tensor& x, Tensor& y, int axis, bool log) {
+  const char* op = log ? "log_softmax_forward" : "softmax_forward";
+  const Extents e = extents(op, x, axis);
+  check_tensor(ctx, op, "x", x, x.shape());
+  check_tensor(ctx, op, "y", y, x.shape());
 #ifdef CREMA_WITH_CUDA
   if (ctx.device().is_cuda()) {
-    cuda::softmax_forward(e.outer, e.C, e.inner, x.data<float>(), y.data<float>(),
-                          cuda::SoftmaxVersion::best, ctx.stream());
+    (log ? cuda::log_softmax_forward : cuda::softmax_forward)(
+        e.outer, e.C, e.inner, x.data<float>(), y.data<float>(), cuda::SoftmaxVersion::best,
+        ctx.stream());
     return;
   }
 #endif
-  cpu::softmax_forward(e.outer, e.C, e.inner, x.data<float>(), y.data<float>(), ctx.num_threads());
+  (log ? cpu::log_softmax_forward : cpu::softmax_forward)(e.outer, e.C, e.inner, x.data<float>(),
+                                                          y.data<float>(), ctx.num_threads());
+}
+
+void backward(Context& ctx, const Tensor& y, const Tensor& dy, Tensor& dx, int axis, bool log) {
+  const char* op = log ? "log_softmax_backward" : "softmax_backward";
+  const Extents e = extents(op, y, axis);
+  check_tensor(ctx, op, "y", y, y.shape());
+  check_tensor(ctx, op, "dy", dy, y.shape());
+  check_tensor(ctx, op, "dx", dx, y.shape());
+#ifdef CREMA_WITH_CUDA
+  if (ctx.device().is_cuda()) {
+    (log ? cuda::log_softmax_backward : cuda::softmax_backward)(
+        e.outer, e.C, e.inner, y.data<float>(), dy.data<float>(), dx.data<float>(),
+        cuda::SoftmaxVersion::best, ctx.stream());
+    return;
+  }
+#endif
+  (log ? cpu::log_softmax_backward : cpu::softmax_backward)(e.outer, e.C, e.inner, y.data<float>(),
+                                                            dy.data<float>(), dx.data<float>(),
+                                                            ctx.num_threads());
+}
+
+}  // namespace
+
+void softmax_forward(Context& ctx, const Tensor& x, Tensor& y, int axis) {
+  forward(ctx, x, y, axis, false);
 }
 
 void softmax_backward(Context& ctx, const Tensor& y, const Tensor& dy, Tensor& dx, int axis) {
-  const Extents e = extents("softmax_backward", y, axis);
-  check_tensor(ctx, "softmax_backward", "y", y, y.shape());
-  check_tensor(ctx, "softmax_backward", "dy", dy, y.shape());
-  check_tensor(ctx, "softmax_backward", "dx", dx, y.shape());
-#ifdef CREMA_WITH_CUDA
-  if (ctx.device().is_cuda()) {
-    cuda::softmax_backward(e.outer, e.C, e.inner, y.data<float>(), dy.data<float>(),
-                           dx.data<float>(), cuda::SoftmaxVersion::best, ctx.stream());
-    return;
-  }
-#endif
-  cpu::softmax_backward(e.outer, e.C, e.inner, y.data<float>(), dy.data<float>(), dx.data<float>(),
-                        ctx.num_threads());
+  backward(ctx, y, dy, dx, axis, false);
+}
+
+void log_softmax_forward(Context& ctx, const Tensor& x, Tensor& y, int axis) {
+  forward(ctx, x, y, axis, true);
+}
+
+void log_softmax_backward(Context& ctx, const Tensor& y, const Tensor& dy, Tensor& dx, int axis) {
+  backward(ctx, y, dy, dx, axis, true);
 }
 
 void softmax_cross_entropy_forward(Context& ctx, const Tensor& logits, const Tensor& labels,
@@ -111,6 +126,7 @@ void softmax_cross_entropy_forward(Context& ctx, const Tensor& logits, const Ten
   check_tensor(ctx, op, "logits", logits, logits.shape());
   check_tensor(ctx, op, "prob", prob, logits.shape());
   check_scalar(ctx, op, "loss", loss);
+  check_label_smoothing(op, options);
   check_labels(ctx, op, labels, e, options);
 #ifdef CREMA_WITH_CUDA
   if (ctx.device().is_cuda()) {
@@ -137,6 +153,7 @@ void softmax_cross_entropy_backward(Context& ctx, const Tensor& prob, const Tens
   check_tensor(ctx, op, "prob", prob, prob.shape());
   check_tensor(ctx, op, "dlogits", dlogits, prob.shape());
   check_scalar(ctx, op, "top_grad", top_grad);
+  check_label_smoothing(op, options);
   check_labels(ctx, op, labels, e, options);
 #ifdef CREMA_WITH_CUDA
   if (ctx.device().is_cuda()) {

@@ -1,430 +1,124 @@
-// Softmax and softmax cross-entropy, CUDA versions. Tensors are [outer, C, inner]; a position
-// (o, i) owns one distribution over C classes, `inner` floats apart.
+// Softmax and log-softmax, CUDA versions. Tensors are [outer, C, inner]; a position (o, i) owns
+// one distribution over C classes, `inner` floats apart.
 //
-//   SoftmaxVersion::thread_per_position  one thread per position walks its C classes three times (max;
-//                                 exp and sum; scale). Coalesced across threads when inner > 1
-//                                 (neighbouring threads, neighbouring i); when inner == 1 a warp
-//                                 reads 32 rows C floats apart, which is fine for small C
-//                                 (LeNet's 10 classes sit in a few cache lines).
-//   SoftmaxVersion::warp_per_position    one warp per position, lane l taking classes l, l+32, ...; the
-//                                 max and the sums go through warp butterflies. Coalesced when
+//   SoftmaxVersion::thread_per_position  one thread per position walks its C classes three times
+//                                 (max; exp and sum; scale, or for log-softmax subtract log(s)).
+//                                 Coalesced across threads when inner > 1 (neighbouring threads,
+//                                 neighbouring i); when inner == 1 a warp reads 32 rows C floats
+//                                 apart, which is fine for small C (LeNet's 10 classes sit in a
+//                                 few cache lines).
+//   SoftmaxVersion::warp_per_position    one warp per position, lane l taking classes l, l+32, ...;
+//                                 the max and the sums go through warp butterflies. Coalesced when
 //                                 inner == 1 and uses 32x more threads: the one for wide rows
 //                                 (ImageNet's 1000 classes).
 //   SoftmaxVersion::by_shape             warp_per_position when inner == 1 and C > 16, else
 //                                 thread_per_position (the production choice).
 //
-// Cross-entropy forward: the same kernels also take -log(max(prob[label], FLT_MIN)) at each
-// counted position, accumulate it per thread in double, reduce per block in a fixed tree and
-// finish in one block (kernels/elementwise/reduce_cuda.cuh): the loss is the same bits on every
-// run. With LeNet's batches (64 or 256 rows of 10) everything fits one block: one launch.
-//
-// Cross-entropy backward: one thread per element of dlogits (one version). The `valid`
-// normalizer needs the number of counted labels: for up to kCountInBlock positions each block
-// counts them itself (cheaper than another launch); beyond, a counting kernel first writes
-// per-block counts that every block adds up (integers: any order gives the same count).
-//
-// Invalid labels (not an integer in [0, C), not the ignore_label) give a NaN loss and NaN
-// dlogits at their position: kernels cannot throw, and the trainer stops on a non-finite loss.
-#include <cfloat>
-#include <cmath>
-
-#include "kernels/elementwise/map_cuda.cuh"
-#include "kernels/elementwise/reduce_cuda.cuh"
-#include "kernels/softmax/softmax.h"
+// The per-distribution device functions live in softmax_cuda.cuh (shared with the cross-entropy
+// in softmax_cross_entropy_cuda.cu); the kernels here are templated on kLog, log-softmax or not.
+#include "kernels/softmax/softmax_cuda.cuh"
 
 namespace crema::kernels::cuda {
 namespace {
 
 using detail::kReduceThreads;
-using detail::Partial;
+using namespace softmax_detail;
 
-// The backward sizes its grid with map_blocks and reduces with block_sum: one block size for both.
-static_assert(detail::kMapThreads == kReduceThreads);
-
-constexpr unsigned kFullMask = 0xffffffffu;
-// Positions up to which the backward's blocks count the labels themselves.
-constexpr int64_t kCountInBlock = 4096;
-
-__device__ inline float warp_max(float v) {
-  for (int offset = 16; offset > 0; offset /= 2)
-    v = fmaxf(v, __shfl_xor_sync(kFullMask, v, offset));
-  return v;
-}
-
-__device__ inline float warp_sum(float v) {
-  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(kFullMask, v, offset);
-  return v;
-}
-
-// --- one distribution: x, y (dy, dx) point at element (o, 0, i), classes `inner` apart ---
-
-__device__ inline void softmax_thread(int64_t C, int64_t inner, const float* x, float* y) {
-  float m = -INFINITY;
-  for (int64_t c = 0; c < C; ++c) m = fmaxf(m, x[c * inner]);
-  float sum = 0.0f;
-  for (int64_t c = 0; c < C; ++c) {
-    const float e = expf(x[c * inner] - m);
-    y[c * inner] = e;
-    sum += e;
-  }
-  const float inv = 1.0f / sum;
-  for (int64_t c = 0; c < C; ++c) y[c * inner] *= inv;
-}
-
-// Every lane of the warp calls it; lane takes classes lane, lane + 32, ...
-__device__ inline void softmax_warp(int64_t C, int64_t inner, const float* x, float* y, int lane) {
-  float m = -INFINITY;
-  for (int64_t c = lane; c < C; c += 32) m = fmaxf(m, x[c * inner]);
-  m = warp_max(m);
-  float sum = 0.0f;
-  for (int64_t c = lane; c < C; c += 32) {
-    const float e = expf(x[c * inner] - m);
-    y[c * inner] = e;
-    sum += e;
-  }
-  const float inv = 1.0f / warp_sum(sum);
-  for (int64_t c = lane; c < C; c += 32) y[c * inner] *= inv;
-}
-
-__device__ inline void softmax_backward_thread(int64_t C, int64_t inner, const float* y,
-                                               const float* dy, float* dx) {
-  float dot = 0.0f;
-  for (int64_t c = 0; c < C; ++c) dot += dy[c * inner] * y[c * inner];
-  for (int64_t c = 0; c < C; ++c) dx[c * inner] = y[c * inner] * (dy[c * inner] - dot);
-}
-
-__device__ inline void softmax_backward_warp(int64_t C, int64_t inner, const float* y,
-                                             const float* dy, float* dx, int lane) {
-  float dot = 0.0f;
-  for (int64_t c = lane; c < C; c += 32) dot += dy[c * inner] * y[c * inner];
-  dot = warp_sum(dot);
-  for (int64_t c = lane; c < C; c += 32) dx[c * inner] = y[c * inner] * (dy[c * inner] - dot);
-}
-
-// --- labels ---
-
-enum class LabelKind { counted, ignored, invalid };
-
-struct LabelRule {
-  int64_t C;
-  bool has_ignore_label;
-  float ignore_label;
-};
-
-LabelRule label_rule(int64_t C, const SoftmaxLossOptions& options) {
-  return {C, options.has_ignore_label, float(options.ignore_label)};
-}
-
-// The same test as the CPU dispatch's label check.
-__device__ inline LabelKind classify(float v, const LabelRule& rule, int64_t& cls) {
-  if (rule.has_ignore_label && v == rule.ignore_label) return LabelKind::ignored;
-  if (v >= 0.0f && v < float(rule.C) && v == floorf(v)) {
-    cls = int64_t(v);
-    return LabelKind::counted;
-  }
-  return LabelKind::invalid;
-}
-
-// -log(max(p, FLT_MIN)), the max written so that a NaN p stays NaN (fmaxf would drop it).
-__device__ inline double loss_term(float p) {
-  return double(-logf(p < FLT_MIN ? FLT_MIN : p));
-}
-
-struct StoreLoss {
-  float* loss;
-  LossNormalization normalization;
-  int64_t outer, inner;
-  __device__ void operator()(Partial p) const {
-    int64_t normalizer = 1;
-    switch (normalization) {
-      case LossNormalization::valid:
-        normalizer = p.count > 1 ? p.count : 1;
-        break;
-      case LossNormalization::batch_size:
-        normalizer = outer;
-        break;
-      case LossNormalization::full:
-        normalizer = outer * inner;
-        break;
-      case LossNormalization::none:
-        break;
-    }
-    *loss = float(p.value / double(normalizer));
-  }
-};
-
-// --- softmax kernels ---
-
-__global__ void softmax_forward_thread(int64_t outer, int64_t C, int64_t inner, const float* x,
-                                       float* y) {
+template <bool kLog>
+__global__ void forward_thread_kernel(int64_t outer, int64_t C, int64_t inner, const float* x,
+                                      float* y) {
   for (int64_t pos = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; pos < outer * inner;
        pos += int64_t(gridDim.x) * blockDim.x) {
     const int64_t o = pos / inner, base = o * C * inner + (pos - o * inner);
-    softmax_thread(C, inner, x + base, y + base);
+    softmax_thread<kLog>(C, inner, x + base, y + base);
   }
 }
 
 // The loop bound is the same for every lane of a warp, so the butterflies see all 32 lanes.
-__global__ void softmax_forward_warp(int64_t outer, int64_t C, int64_t inner, const float* x,
-                                     float* y) {
+template <bool kLog>
+__global__ void forward_warp_kernel(int64_t outer, int64_t C, int64_t inner, const float* x,
+                                    float* y) {
   const int lane = int(threadIdx.x) % 32;
   const int64_t warps = int64_t(gridDim.x) * blockDim.x / 32;
   for (int64_t pos = (blockIdx.x * int64_t(blockDim.x) + threadIdx.x) / 32; pos < outer * inner;
        pos += warps) {
     const int64_t o = pos / inner, base = o * C * inner + (pos - o * inner);
-    softmax_warp(C, inner, x + base, y + base, lane);
+    softmax_warp<kLog>(C, inner, x + base, y + base, lane);
   }
 }
 
-__global__ void softmax_backward_thread_kernel(int64_t outer, int64_t C, int64_t inner,
-                                               const float* y, const float* dy, float* dx) {
+template <bool kLog>
+__global__ void backward_thread_kernel(int64_t outer, int64_t C, int64_t inner, const float* y,
+                                       const float* dy, float* dx) {
   for (int64_t pos = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; pos < outer * inner;
        pos += int64_t(gridDim.x) * blockDim.x) {
     const int64_t o = pos / inner, base = o * C * inner + (pos - o * inner);
-    softmax_backward_thread(C, inner, y + base, dy + base, dx + base);
+    softmax_backward_thread<kLog>(C, inner, y + base, dy + base, dx + base);
   }
 }
 
-__global__ void softmax_backward_warp_kernel(int64_t outer, int64_t C, int64_t inner,
-                                             const float* y, const float* dy, float* dx) {
+template <bool kLog>
+__global__ void backward_warp_kernel(int64_t outer, int64_t C, int64_t inner, const float* y,
+                                     const float* dy, float* dx) {
   const int lane = int(threadIdx.x) % 32;
   const int64_t warps = int64_t(gridDim.x) * blockDim.x / 32;
   for (int64_t pos = (blockIdx.x * int64_t(blockDim.x) + threadIdx.x) / 32; pos < outer * inner;
        pos += warps) {
     const int64_t o = pos / inner, base = o * C * inner + (pos - o * inner);
-    softmax_backward_warp(C, inner, y + base, dy + base, dx + base, lane);
+    softmax_backward_warp<kLog>(C, inner, y + base, dy + base, dx + base, lane);
   }
 }
 
-// --- cross-entropy forward ---
-
-__global__ void xent_forward_thread(int64_t outer, int64_t C, int64_t inner, const float* logits,
-                                    const float* labels, LabelRule rule, float* prob,
-                                    Partial* partials, StoreLoss finish) {
-  Partial acc{0.0, 0};
-  for (int64_t pos = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; pos < outer * inner;
-       pos += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t o = pos / inner, base = o * C * inner + (pos - o * inner);
-    softmax_thread(C, inner, logits + base, prob + base);
-    int64_t cls = 0;
-    const LabelKind kind = classify(labels[pos], rule, cls);
-    if (kind == LabelKind::counted) {
-      acc.value += loss_term(prob[base + cls * inner]);
-      ++acc.count;
-    } else if (kind == LabelKind::invalid) {
-      acc.value += double(NAN);
-      ++acc.count;
-    }
-  }
-  detail::publish(detail::block_sum(acc), partials, finish);
-}
-
-// The label's probability is in the lane that computed it (class cls belongs to lane cls % 32).
-__global__ void xent_forward_warp(int64_t outer, int64_t C, int64_t inner, const float* logits,
-                                  const float* labels, LabelRule rule, float* prob,
-                                  Partial* partials, StoreLoss finish) {
-  const int lane = int(threadIdx.x) % 32;
-  const int64_t warps = int64_t(gridDim.x) * blockDim.x / 32;
-  Partial acc{0.0, 0};
-  for (int64_t pos = (blockIdx.x * int64_t(blockDim.x) + threadIdx.x) / 32; pos < outer * inner;
-       pos += warps) {
-    const int64_t o = pos / inner, base = o * C * inner + (pos - o * inner);
-    softmax_warp(C, inner, logits + base, prob + base, lane);
-    int64_t cls = 0;
-    const LabelKind kind = classify(labels[pos], rule, cls);
-    if (kind == LabelKind::counted && cls % 32 == lane) {
-      acc.value += loss_term(prob[base + cls * inner]);
-      ++acc.count;
-    } else if (kind == LabelKind::invalid && lane == 0) {
-      acc.value += double(NAN);
-      ++acc.count;
-    }
-  }
-  detail::publish(detail::block_sum(acc), partials, finish);
-}
-
-// --- cross-entropy backward ---
-
-// Where a backward block gets its normalizer: `fixed` when the normalization does not depend on
-// the labels; otherwise from per-block counts (`counts`, num_counts of them) or, when counts is
-// null, by counting the labels itself.
-struct Normalizer {
-  int64_t fixed;  // 0: count
-  const Partial* counts;
-  int num_counts;
-  int64_t positions;
-};
-
-__device__ inline bool is_ignored(float v, const LabelRule& rule) {
-  return rule.has_ignore_label && v == rule.ignore_label;
-}
-
-__global__ void count_labels(int64_t positions, const float* __restrict__ labels, LabelRule rule,
-                             Partial* counts) {
-  Partial p{0.0, 0};
-  for (int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; j < positions;
-       j += int64_t(gridDim.x) * blockDim.x) {
-    p.count += is_ignored(labels[j], rule) ? 0 : 1;
-  }
-  p = detail::block_sum(p);
-  if (threadIdx.x == 0) counts[blockIdx.x] = p;
-}
-
-// Every thread of the block calls it; returns float(normalizer) in every thread.
-__device__ float block_normalizer(const Normalizer& n, const float* labels, const LabelRule& rule) {
-  if (n.fixed > 0) return float(n.fixed);
-  __shared__ float result;
-  Partial p{0.0, 0};
-  if (n.counts != nullptr) {
-    for (int b = int(threadIdx.x); b < n.num_counts; b += int(blockDim.x)) {
-      p.count += n.counts[b].count;
-    }
+template <bool kLog>
+void launch_forward(int64_t outer, int64_t C, int64_t inner, const float* x, float* y,
+                    SoftmaxVersion version, gpu::Stream stream, const char* what) {
+  const int64_t positions = outer * inner;
+  if (positions == 0 || C == 0) return;
+  const bool warps = use_warps(version, C, inner);
+  const int blocks = position_blocks(positions, warps);
+  if (warps) {
+    forward_warp_kernel<kLog><<<blocks, kReduceThreads, 0, stream>>>(outer, C, inner, x, y);
   } else {
-    for (int64_t j = threadIdx.x; j < n.positions; j += blockDim.x) {
-      p.count += is_ignored(labels[j], rule) ? 0 : 1;
-    }
+    forward_thread_kernel<kLog><<<blocks, kReduceThreads, 0, stream>>>(outer, C, inner, x, y);
   }
-  p = detail::block_sum(p);
-  if (threadIdx.x == 0) result = float(p.count > 1 ? p.count : 1);
-  __syncthreads();
-  return result;
+  gpu::check_launch(what);
 }
 
-// dlogits[o, c, i] = top_grad / normalizer * (prob - [c == label]), 0 where ignored, NaN where
-// the label is invalid. Index: the type of flat indices (int32 when they fit).
-template <class Index>
-__global__ void xent_backward_kernel(Index total, Index C, Index inner, const float* prob,
-                                     const float* labels, const float* top_grad, LabelRule rule,
-                                     Normalizer normalizer, float* dlogits) {
-  const float scale = top_grad[0] / block_normalizer(normalizer, labels, rule);
-  for (Index k = blockIdx.x * Index(blockDim.x) + threadIdx.x; k < total;
-       k += Index(gridDim.x) * blockDim.x) {
-    const Index i = k % inner, rest = k / inner;
-    const Index c = rest % C, o = rest / C;
-    int64_t cls = 0;
-    const LabelKind kind = classify(labels[o * inner + i], rule, cls);
-    float d = 0.0f;
-    if (kind == LabelKind::counted) {
-      d = c == cls ? scale * (prob[k] - 1.0f) : scale * prob[k];
-    } else if (kind == LabelKind::invalid) {
-      d = NAN;
-    }
-    dlogits[k] = d;
+template <bool kLog>
+void launch_backward(int64_t outer, int64_t C, int64_t inner, const float* y, const float* dy,
+                     float* dx, SoftmaxVersion version, gpu::Stream stream, const char* what) {
+  const int64_t positions = outer * inner;
+  if (positions == 0 || C == 0) return;
+  const bool warps = use_warps(version, C, inner);
+  const int blocks = position_blocks(positions, warps);
+  if (warps) {
+    backward_warp_kernel<kLog><<<blocks, kReduceThreads, 0, stream>>>(outer, C, inner, y, dy, dx);
+  } else {
+    backward_thread_kernel<kLog><<<blocks, kReduceThreads, 0, stream>>>(outer, C, inner, y, dy, dx);
   }
-}
-
-// --- launch geometry ---
-
-bool use_warps(SoftmaxVersion version, int64_t C, int64_t inner) {
-  return version == SoftmaxVersion::warp_per_position ||
-         (version == SoftmaxVersion::by_shape && inner == 1 && C > 16);
-}
-
-// Blocks of kReduceThreads for `positions` positions, a position per thread or per warp.
-int position_blocks(int64_t positions, bool warps) {
-  return detail::reduce_blocks(warps ? positions * 32 : positions);
-}
-
-int count_blocks(int64_t positions) {
-  return detail::reduce_blocks(positions, 16);
-}
-
-bool counts_first(int64_t positions, const SoftmaxLossOptions& options) {
-  return options.normalization == LossNormalization::valid && positions > kCountInBlock;
+  gpu::check_launch(what);
 }
 
 }  // namespace
 
 void softmax_forward(int64_t outer, int64_t C, int64_t inner, const float* x, float* y,
                      SoftmaxVersion version, gpu::Stream stream) {
-  const int64_t positions = outer * inner;
-  if (positions == 0 || C == 0) return;
-  const bool warps = use_warps(version, C, inner);
-  const int blocks = position_blocks(positions, warps);
-  if (warps) {
-    softmax_forward_warp<<<blocks, kReduceThreads, 0, stream>>>(outer, C, inner, x, y);
-  } else {
-    softmax_forward_thread<<<blocks, kReduceThreads, 0, stream>>>(outer, C, inner, x, y);
-  }
-  gpu::check_launch("softmax_forward");
+  launch_forward<false>(outer, C, inner, x, y, version, stream, "softmax_forward");
 }
 
 void softmax_backward(int64_t outer, int64_t C, int64_t inner, const float* y, const float* dy,
                       float* dx, SoftmaxVersion version, gpu::Stream stream) {
-  const int64_t positions = outer * inner;
-  if (positions == 0 || C == 0) return;
-  const bool warps = use_warps(version, C, inner);
-  const int blocks = position_blocks(positions, warps);
-  if (warps) {
-    softmax_backward_warp_kernel<<<blocks, kReduceThreads, 0, stream>>>(outer, C, inner, y, dy, dx);
-  } else {
-    softmax_backward_thread_kernel<<<blocks, kReduceThreads, 0, stream>>>(outer, C, inner, y, dy,
-                                                                          dx);
-  }
-  gpu::check_launch("softmax_backward");
+  launch_backward<false>(outer, C, inner, y, dy, dx, version, stream, "softmax_backward");
 }
 
-size_t softmax_cross_entropy_workspace_bytes(int64_t outer, int64_t C, int64_t inner,
-                                             const SoftmaxLossOptions& options, SoftmaxVersion version) {
-  const int64_t positions = outer * inner;
-  const size_t forward =
-      detail::reduce_workspace_bytes(position_blocks(positions, use_warps(version, C, inner)));
-  const size_t backward =
-      counts_first(positions, options) ? size_t(count_blocks(positions)) * sizeof(Partial) : 0;
-  return forward > backward ? forward : backward;
+void log_softmax_forward(int64_t outer, int64_t C, int64_t inner, const float* x, float* y,
+                         SoftmaxVersion version, gpu::Stream stream) {
+  launch_forward<true>(outer, C, inner, x, y, version, stream, "log_softmax_forward");
 }
 
-void softmax_cross_entropy_forward(int64_t outer, int64_t C, int64_t inner, const float* logits,
-                                   const float* labels, const SoftmaxLossOptions& options,
-                                   float* prob, float* loss, void* workspace, SoftmaxVersion version,
-                                   gpu::Stream stream) {
-  const int64_t positions = outer * inner;
-  const bool warps = use_warps(version, C, inner);
-  const int blocks = position_blocks(positions, warps);
-  Partial* partials = static_cast<Partial*>(workspace);
-  const StoreLoss finish{loss, options.normalization, outer, inner};
-  const LabelRule rule = label_rule(C, options);
-  if (warps) {
-    xent_forward_warp<<<blocks, kReduceThreads, 0, stream>>>(outer, C, inner, logits, labels, rule,
-                                                             prob, partials, finish);
-  } else {
-    xent_forward_thread<<<blocks, kReduceThreads, 0, stream>>>(outer, C, inner, logits, labels,
-                                                               rule, prob, partials, finish);
-  }
-  gpu::check_launch("softmax_cross_entropy_forward");
-  if (blocks > 1) {
-    detail::finish_partials<<<1, kReduceThreads, 0, stream>>>(partials, blocks, finish);
-    gpu::check_launch("softmax_cross_entropy_forward (finish)");
-  }
-}
-
-void softmax_cross_entropy_backward(int64_t outer, int64_t C, int64_t inner, const float* prob,
-                                    const float* labels, const float* top_grad,
-                                    const SoftmaxLossOptions& options, float* dlogits,
-                                    void* workspace, gpu::Stream stream) {
-  const int64_t positions = outer * inner, total = positions * C;
-  if (total == 0) return;
-  const LabelRule rule = label_rule(C, options);
-  Normalizer normalizer{0, nullptr, 0, positions};
-  if (options.normalization != LossNormalization::valid) {
-    normalizer.fixed = loss_normalizer(options.normalization, outer, inner, 0);
-  } else if (counts_first(positions, options)) {
-    normalizer.counts = static_cast<const Partial*>(workspace);
-    normalizer.num_counts = count_blocks(positions);
-    count_labels<<<normalizer.num_counts, kReduceThreads, 0, stream>>>(
-        positions, labels, rule, static_cast<Partial*>(workspace));
-    gpu::check_launch("softmax_cross_entropy_backward (count labels)");
-  }
-  const int blocks = detail::map_blocks(total);
-  if (detail::int32_indexable(total)) {
-    xent_backward_kernel<int32_t>
-        <<<blocks, kReduceThreads, 0, stream>>>(int32_t(total), int32_t(C), int32_t(inner), prob,
-                                                labels, top_grad, rule, normalizer, dlogits);
-  } else {
-    xent_backward_kernel<int64_t><<<blocks, kReduceThreads, 0, stream>>>(
-        total, C, inner, prob, labels, top_grad, rule, normalizer, dlogits);
-  }
-  gpu::check_launch("softmax_cross_entropy_backward");
+void log_softmax_backward(int64_t outer, int64_t C, int64_t inner, const float* y, const float* dy,
+                          float* dx, SoftmaxVersion version, gpu::Stream stream) {
+  launch_backward<true>(outer, C, inner, y, dy, dx, version, stream, "log_softmax_backward");
 }
 
 }  // namespace crema::kernels::cuda

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "apps/commands.h"
+#include "apps/data_commands.h"
 #include "core/config.h"
 #include "core/error.h"
 #include "tests/support/synthetic_data.h"
@@ -61,6 +62,32 @@ TEST(TrainCommand, SameSeedSameLosses) {
   EXPECT_NE(sa.last_loss, sc.last_loss);
 }
 
+// Configs that read image folders written by `crema export-images` (the PNG copy of
+// Fashion-MNIST, the 300 footwear images) get small folders of the same kind made here: for
+// each such source, the first 10 images of each class it needs, and an override of its root.
+std::vector<std::string> image_folder_overrides(const std::string& config) {
+  const std::string idx = "/usr/share/datasets/fashion-mnist/";
+  std::vector<std::string> overrides;
+  const ConfigNode root = load_config(config);
+  for (const std::string split : {"train", "test"}) {
+    if (!root.at("data").has(split)) continue;
+    const ConfigNode& source = root.at("data").at(split).at("source");
+    if (source.get<std::string>("format") != "image_folder") continue;
+    const std::string folder = source.get<std::string>("root");
+    ExportImagesOptions options;
+    const bool test_images = folder.size() >= 5 && folder.substr(folder.size() - 5) == "/test";
+    options.images = idx + (test_images ? "t10k" : "train") + "-images-idx3-ubyte.gz";
+    options.labels = idx + (test_images ? "t10k" : "train") + "-labels-idx1-ubyte.gz";
+    if (folder.find("footwear") != std::string::npos) options.classes = {5, 7, 9};
+    options.per_class = 10;
+    options.out_dir = testing::fresh_dir("images_" + split) + "/" + split;
+    std::ostringstream log;
+    export_images_command(options, log);
+    overrides.push_back("data." + split + ".source.root=" + options.out_dir);
+  }
+  return overrides;
+}
+
 // Every config shipped in configs/ builds and trains a few steps (on the real data when present).
 TEST(Configs, EveryConfigRunsAFewSteps) {
   if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz")) {
@@ -72,10 +99,13 @@ TEST(Configs, EveryConfigRunsAFewSteps) {
     ++count;
     CommandOptions options;
     options.config = entry.path().string();
-    options.overrides = {"++solver.max_iter=4", "solver.display=2", "solver.test_interval=0"};
+    SCOPED_TRACE(options.config);
+    options.overrides = image_folder_overrides(options.config);
+    for (const char* o : {"++solver.max_iter=4", "solver.display=2", "solver.test_interval=0"}) {
+      options.overrides.push_back(o);
+    }
     options.out_dir = testing::fresh_dir("config_" + entry.path().stem().string());
     std::ostringstream log;
-    SCOPED_TRACE(options.config);
     const TrainSummary s = train_command(options, log);
     EXPECT_EQ(s.iterations, 4) << log.str();
     EXPECT_FALSE(s.final_test.empty()) << log.str();

@@ -108,9 +108,12 @@ TEST_F(IdxFiles, LoadDatasetKeepsSamplesAndLabels) {
   EXPECT_EQ(dataset->num_classes(), 10);
   EXPECT_CONTAINS(dataset->description(), "img.gz");
   for (int64_t i = 0; i < 7; ++i) {
-    std::vector<float> sample(6, std::nanf(""));
-    dataset->read_sample(i, sample.data());
-    for (int j = 0; j < 6; ++j) EXPECT_EQ(sample[j], float(pixels[size_t(i * 6 + j)]));
+    Image sample;
+    sample.pixels.assign(6, std::nanf(""));
+    dataset->read_sample(i, sample);
+    ASSERT_EQ(sample.shape, (Shape{1, 3, 2}));
+    for (int j = 0; j < 6; ++j)
+      EXPECT_EQ(sample.pixels[size_t(j)], float(pixels[size_t(i * 6 + j)]));
     EXPECT_EQ(dataset->label(i), labels[size_t(i)]);
   }
 }
@@ -218,10 +221,10 @@ TEST(IdxFashionMnist, LoadsWhenPresent) {
     EXPECT_EQ(dataset->sample_shape(), (Shape{1, 28, 28}));
     EXPECT_EQ(dataset->num_classes(), 10);
     EXPECT_EQ(dataset->label(0), set.first_label);
-    std::vector<float> sample(784);
-    dataset->read_sample(0, sample.data());
+    Image sample;
+    dataset->read_sample(0, sample);
     double sum = 0;
-    for (float v : sample) sum += v;
+    for (float v : sample.pixels) sum += v;
     EXPECT_EQ(sum, set.first_sum);
   }
 }

@@ -5,12 +5,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "core/error.h"
+#include "tests/data/data_test_util.h"
 
 namespace crema::data {
 namespace {
@@ -27,10 +29,12 @@ class IndexDataset : public Dataset {
   int64_t size() const override { return size_; }
   const Shape& sample_shape() const override { return shape_; }
   int64_t num_classes() const override { return 11; }
-  void read_sample(int64_t index, float* pixels) const override {
+  void read_sample(int64_t index, Image& out) const override {
     if (delay_.count() > 0) std::this_thread::sleep_for(delay_);
     if (index == fail_at_) throw Error("sample " + std::to_string(index) + " is unreadable");
-    for (int64_t j = 0; j < sample_numel(); ++j) pixels[j] = float(1000 * index + j + 1);
+    out.reset(shape_);
+    for (int64_t j = 0; j < sample_numel(); ++j)
+      out.pixels[size_t(j)] = float(1000 * index + j + 1);
   }
   int64_t label(int64_t index) const override { return (3 * index) % 11; }
   std::string description() const override { return "index dataset"; }
@@ -264,6 +268,91 @@ TEST(DataLoaderThreads, WaitTimeIsCounted) {
   take(loader, 5);
   EXPECT_GT(loader.wait_seconds(), 0.01);
   EXPECT_LT(loader.wait_seconds(), 1.0);
+}
+
+// Random crops and flips depend on (seed, epoch, sample) only: the same batches for 0, 1 or 3
+// workers, different augmentations in another epoch or with another seed.
+TEST(DataLoaderTransforms, SameAugmentationForAnyWorkerCount) {
+  auto dataset = std::make_shared<IndexDataset>(21, Shape{1, 4, 5});
+  auto make = [&](int workers, uint64_t seed) {
+    DataLoaderOptions o = options(4, true, true, seed, workers, 2);
+    o.transforms.push_back(
+        make_transform({"random_crop", {}, {{"size", {3.0f, 4.0f}}, {"padding", {1.0f}}}}));
+    o.transforms.push_back(make_transform({"horizontal_flip", {}}));
+    return std::make_unique<DataLoader>(dataset, o);
+  };
+  auto batches = [](DataLoader& loader, int count) {
+    std::vector<std::vector<float>> out;
+    for (int b = 0; b < count; ++b) {
+      const Batch batch = loader.next();
+      EXPECT_EQ(batch.data.shape(), (Shape{4, 1, 3, 4}));
+      std::vector<float> values = batch.data.to_vector();
+      const std::vector<float> labels = batch.labels.to_vector();
+      values.insert(values.end(), labels.begin(), labels.end());
+      out.push_back(values);
+    }
+    return out;
+  };
+  const auto reference = batches(*make(0, 9), 10);  // two epochs of 5 batches
+  EXPECT_EQ(batches(*make(1, 9), 10), reference);
+  EXPECT_EQ(batches(*make(3, 9), 10), reference);
+  EXPECT_NE(batches(*make(2, 10), 10), reference);
+  // Epoch 1 shows the same samples with other crops: compare each sample's pixels by index.
+  auto loader = make(2, 9);
+  std::map<int64_t, std::vector<float>> first_epoch;
+  int64_t differ = 0;
+  for (int e = 0; e < 2; ++e) {
+    for (int b = 0; b < 5; ++b) {
+      const Batch batch = loader->next();
+      const std::vector<float> values = batch.data.to_vector();
+      for (int64_t i = 0; i < 4; ++i) {
+        const std::vector<float> sample(values.begin() + i * 12, values.begin() + i * 12 + 12);
+        const float top_value = *std::max_element(sample.begin(), sample.end());
+        const int64_t index = int64_t(top_value - 1) / 1000;
+        if (e == 0) first_epoch[index] = sample;
+        if (e == 1 && first_epoch.count(index) && first_epoch[index] != sample) ++differ;
+      }
+    }
+  }
+  EXPECT_GT(differ, 5);
+}
+
+TEST(DataLoaderTransforms, ShapeChangesAreBatched) {
+  auto dataset = std::make_shared<IndexDataset>(5, Shape{1, 4, 5});
+  DataLoaderOptions o = options(2, false, false);
+  o.transforms.push_back(make_transform({"center_crop", {2.0f, 3.0f}}));
+  DataLoader loader(dataset, o);
+  EXPECT_EQ(loader.sample_shape(), (Shape{1, 2, 3}));
+  const Batch batch = loader.next();
+  EXPECT_EQ(batch.data.shape(), (Shape{2, 1, 2, 3}));
+  // Sample 1, rows 1..2, columns 1..3 of x[h, w] = 1000 + 5 h + w + 1.
+  const std::vector<float> values = batch.data.to_vector();
+  EXPECT_EQ(std::vector<float>(values.begin() + 6, values.end()),
+            (std::vector<float>{1007, 1008, 1009, 1012, 1013, 1014}));
+}
+
+// skip_bad: the bad sample gives way to the next one of the order; it is counted once per
+// epoch and reported when the epoch's last batch is handed out.
+TEST(DataLoaderErrors, SkipBadReplacesAndReports) {
+  for (int workers : {0, 2}) {
+    auto dataset = std::make_shared<IndexDataset>(10, Shape{2, 3}, 3);
+    DataLoaderOptions o = options(4, false, true, 1, workers);
+    o.skip_bad = true;
+    std::vector<std::string> reports;
+    o.report = [&](const std::string& line) { reports.push_back(line); };
+    DataLoader loader(dataset, o);
+    EXPECT_EQ(sample_indices(loader.next()), (std::vector<int64_t>{0, 1, 2, 4}));
+    EXPECT_EQ(loader.skipped_samples(), 1);
+    EXPECT_TRUE(reports.empty());
+    EXPECT_EQ(sample_indices(loader.next()), iota(4, 8));
+    ASSERT_EQ(reports.size(), 1u);
+    EXPECT_CONTAINS(reports[0], "epoch 0: skipped 1 bad sample");
+    EXPECT_CONTAINS(reports[0], "sample 3 is unreadable");
+    loader.next();
+    loader.next();
+    EXPECT_EQ(reports.size(), 2u);
+    EXPECT_EQ(loader.skipped_samples(), 2);
+  }
 }
 
 }  // namespace

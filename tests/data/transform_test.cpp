@@ -2,62 +2,184 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
+#include "tests/data/data_test_util.h"
 
 namespace crema::data {
 namespace {
 
+using testing::error_of;
+
 // A 2 x 2 x 3 sample whose values differ everywhere: x[c, h, w] = 1 + 6c + 3h + w + 0.5.
-std::vector<float> sample_2x2x3() {
-  std::vector<float> x(12);
-  for (int i = 0; i < 12; ++i) x[size_t(i)] = 1.5f + float(i);
+Image sample_2x2x3() {
+  Image x;
+  x.reset({2, 2, 3});
+  for (int i = 0; i < 12; ++i) x.pixels[size_t(i)] = 1.5f + float(i);
+  return x;
+}
+
+// 1 x 3 x 4, x[h, w] = 10 h + w + 1.
+Image sample_3x4() {
+  Image x;
+  x.shape = {1, 3, 4};
+  x.pixels = {1, 2, 3, 4, 11, 12, 13, 14, 21, 22, 23, 24};
+  return x;
+}
+
+// Applies `spec` to `x` with a generator seeded by `seed`, checking output_shape on the way.
+Image apply(const TransformSpec& spec, Image x, uint64_t seed = 1) {
+  const auto transform = make_transform(spec);
+  const Shape expected = transform->output_shape(x.shape);
+  Random random(seed);
+  transform->apply(x, random);
+  EXPECT_EQ(x.shape, expected) << transform->description();
+  EXPECT_EQ(x.pixels.size(), size_t(shape_numel(x.shape)));
   return x;
 }
 
 TEST(TransformScale, MultipliesEveryPixel) {
-  const Shape shape = {2, 2, 3};
-  std::vector<float> x = sample_2x2x3();
-  make_transform({"scale", {0.00390625f}})->apply(x.data(), shape);
-  for (int i = 0; i < 12; ++i) EXPECT_EQ(x[size_t(i)], (1.5f + float(i)) * 0.00390625f);
+  const Image x = apply({"scale", {0.00390625f}}, sample_2x2x3());
+  for (int i = 0; i < 12; ++i) EXPECT_EQ(x.pixels[size_t(i)], (1.5f + float(i)) * 0.00390625f);
   EXPECT_EQ(make_transform({"scale", {0.00390625f}})->description(), "scale(0.00390625)");
+  EXPECT_EQ(apply({"scale", {}, {{"factor", {2.0f}}}}, sample_2x2x3()).pixels[0], 3.0f);
 }
 
 TEST(TransformMean, ScalarAndPerChannel) {
-  const Shape shape = {2, 2, 3};
-  std::vector<float> x = sample_2x2x3();
-  make_transform({"mean", {0.25f}})->apply(x.data(), shape);
-  for (int i = 0; i < 12; ++i) EXPECT_EQ(x[size_t(i)], 1.25f + float(i));
-
-  x = sample_2x2x3();
-  auto per_channel = make_transform({"mean", {1.0f, 10.0f}});
-  per_channel->check(shape);
-  per_channel->apply(x.data(), shape);
-  for (int i = 0; i < 12; ++i) EXPECT_EQ(x[size_t(i)], 1.5f + float(i) - (i < 6 ? 1.0f : 10.0f));
+  Image x = apply({"mean", {0.25f}}, sample_2x2x3());
+  for (int i = 0; i < 12; ++i) EXPECT_EQ(x.pixels[size_t(i)], 1.25f + float(i));
+  x = apply({"mean", {1.0f, 10.0f}}, sample_2x2x3());
+  for (int i = 0; i < 12; ++i) {
+    EXPECT_EQ(x.pixels[size_t(i)], 1.5f + float(i) - (i < 6 ? 1.0f : 10.0f));
+  }
 }
 
 TEST(TransformStd, ScalarAndPerChannel) {
-  const Shape shape = {2, 2, 3};
-  std::vector<float> x = sample_2x2x3();
-  make_transform({"std", {2.0f}})->apply(x.data(), shape);
-  for (int i = 0; i < 12; ++i) EXPECT_EQ(x[size_t(i)], (1.5f + float(i)) / 2.0f);
+  Image x = apply({"std", {2.0f}}, sample_2x2x3());
+  for (int i = 0; i < 12; ++i) EXPECT_EQ(x.pixels[size_t(i)], (1.5f + float(i)) / 2.0f);
+  x = apply({"std", {0.5f, 4.0f}}, sample_2x2x3());
+  for (int i = 0; i < 12; ++i) {
+    EXPECT_EQ(x.pixels[size_t(i)], (1.5f + float(i)) / (i < 6 ? 0.5f : 4.0f));
+  }
+}
 
-  x = sample_2x2x3();
-  make_transform({"std", {0.5f, 4.0f}})->apply(x.data(), shape);
-  for (int i = 0; i < 12; ++i) EXPECT_EQ(x[size_t(i)], (1.5f + float(i)) / (i < 6 ? 0.5f : 4.0f));
+TEST(TransformNormalize, PerChannelMeanThenStd) {
+  const Image x =
+      apply({"normalize", {}, {{"mean", {1.0f, 2.0f}}, {"std", {0.5f, 4.0f}}}}, sample_2x2x3());
+  for (int i = 0; i < 12; ++i) {
+    const float expected =
+        i < 6 ? (1.5f + float(i) - 1.0f) / 0.5f : (1.5f + float(i) - 2.0f) / 4.0f;
+    EXPECT_EQ(x.pixels[size_t(i)], expected) << i;
+  }
+  EXPECT_CONTAINS(error_of([] {
+                    make_transform({"normalize", {}, {{"mean", {0.5f}}}});
+                  }),
+                  "needs 'std'");
+  EXPECT_CONTAINS(error_of([] { make_transform({"normalize", {0.5f}}); }), "options only");
+}
+
+TEST(TransformResize, ShorterSideAndExactSize) {
+  Image wide;
+  wide.reset({1, 30, 40});
+  for (size_t i = 0; i < wide.pixels.size(); ++i) wide.pixels[i] = float(i % 7);
+  EXPECT_EQ(apply({"resize", {15.0f}}, wide).shape, (Shape{1, 15, 20}));
+  EXPECT_EQ(apply({"resize", {12.0f, 9.0f}}, wide).shape, (Shape{1, 12, 9}));
+  EXPECT_EQ(make_transform({"resize", {15.0f}})->output_shape({3, 40, 30}), (Shape{3, 20, 15}));
+  // Values: the triangle filter (tests/data/image_test.cpp works them out).
+  Image ramp;
+  ramp.shape = {1, 1, 4};
+  ramp.pixels = {0, 10, 20, 30};
+  const Image half = apply({"resize", {1.0f, 2.0f}}, ramp);
+  EXPECT_NEAR(half.pixels[0], 6.25f, 1e-4);
+  EXPECT_NEAR(half.pixels[1], 23.75f, 1e-4);
+}
+
+TEST(TransformCenterCrop, TakesTheMiddle) {
+  // 3 x 4 -> 1 x 2: top round(1) = 1, left round(1) = 1.
+  EXPECT_EQ(apply({"center_crop", {1.0f, 2.0f}}, sample_3x4()).pixels,
+            (std::vector<float>{12, 13}));
+  // 3 x 4 -> 2 x 2: top round(0.5) = 0 (half to even), left 1.
+  EXPECT_EQ(apply({"center_crop", {2.0f}}, sample_3x4()).pixels,
+            (std::vector<float>{2, 3, 12, 13}));
+  // Larger than the image: centred on zeros.
+  EXPECT_EQ(
+      apply({"center_crop", {5.0f, 4.0f}}, sample_3x4()).pixels,
+      (std::vector<float>{0, 0, 0, 0, 1, 2, 3, 4, 11, 12, 13, 14, 21, 22, 23, 24, 0, 0, 0, 0}));
+}
+
+TEST(TransformRandomCrop, WindowOfThePaddedImage) {
+  // With padding 1 the 3 x 4 image is 5 x 6; a 3 x 4 window starts at top in 0..2, left in
+  // 0..2 of the padded image, drawn in that order from the sample's generator.
+  std::set<std::pair<int, int>> seen;
+  for (uint64_t seed = 1; seed <= 60; ++seed) {
+    const Image x = apply({"random_crop", {}, {{"size", {3.0f, 4.0f}}, {"padding", {1.0f}}}},
+                          sample_3x4(), seed);
+    Random random(seed);
+    const int top = int(random.below(3)) - 1, left = int(random.below(3)) - 1;
+    seen.insert({top, left});
+    for (int h = 0; h < 3; ++h) {
+      for (int w = 0; w < 4; ++w) {
+        const int y = top + h, z = left + w;
+        const float expected = (y < 0 || y > 2 || z < 0 || z > 3) ? 0.0f : float(10 * y + z + 1);
+        EXPECT_EQ(x.pixels[size_t(h * 4 + w)], expected) << seed << " " << h << " " << w;
+      }
+    }
+  }
+  EXPECT_EQ(seen.size(), 9u);  // every placement occurs
+  EXPECT_CONTAINS(error_of([] {
+                    make_transform({"random_crop", {5.0f}})->output_shape({1, 3, 4});
+                  }),
+                  "larger than");
+}
+
+TEST(TransformRandomResizedCrop, FallbackIsTheCentredCrop) {
+  // Scale 1 at ratio 1 never fits a 2 x 5 image (a 3.16 square rounds to 3 rows): the centred
+  // 2 x 2 (left (5 - 2) // 2 = 1), then resized to 2 x 2, a copy.
+  Image x;
+  x.shape = {1, 2, 5};
+  x.pixels = {1, 2, 3, 4, 5, 11, 12, 13, 14, 15};
+  x = apply({"random_resized_crop",
+             {},
+             {{"size", {2.0f}}, {"scale", {1.0f, 1.0f}}, {"ratio", {1.0f, 1.0f}}}},
+            x);
+  EXPECT_EQ(x.pixels, (std::vector<float>{2, 3, 12, 13}));
+  // Random boxes always give the requested size.
+  Image big;
+  big.reset({3, 20, 30});
+  for (size_t i = 0; i < big.pixels.size(); ++i) big.pixels[i] = float(i % 251);
+  for (uint64_t seed = 1; seed < 20; ++seed) {
+    EXPECT_EQ(apply({"random_resized_crop", {8.0f, 6.0f}}, big, seed).shape, (Shape{3, 8, 6}));
+  }
+  EXPECT_CONTAINS(
+      error_of([] {
+        make_transform({"random_resized_crop", {}, {{"size", {8.0f}}, {"scale", {0.5f, 2.0f}}}});
+      }),
+      "scale");
+}
+
+TEST(TransformHorizontalFlip, ByProbability) {
+  const std::vector<float> mirrored = {4, 3, 2, 1, 14, 13, 12, 11, 24, 23, 22, 21};
+  EXPECT_EQ(apply({"horizontal_flip", {1.0f}}, sample_3x4()).pixels, mirrored);
+  EXPECT_EQ(apply({"horizontal_flip", {0.0f}}, sample_3x4()).pixels, sample_3x4().pixels);
+  int flipped = 0;
+  for (uint64_t seed = 1; seed <= 200; ++seed) {
+    const Image x = apply({"horizontal_flip", {}}, sample_3x4(), seed);  // p = 0.5
+    Random random(seed);
+    const bool expected = random.uniform01() < 0.5;
+    EXPECT_EQ(x.pixels == mirrored, expected) << seed;
+    flipped += expected;
+  }
+  EXPECT_GT(flipped, 70);
+  EXPECT_LT(flipped, 130);
 }
 
 TEST(TransformSpecs, UnknownKindListsKnownOnes) {
-  try {
-    make_transform({"mirror", {}});
-    FAIL() << "no error for an unknown kind";
-  } catch (const Error& e) {
-    const std::string message = e.what();
-    EXPECT_NE(message.find("'mirror'"), std::string::npos) << message;
-    EXPECT_NE(message.find("scale, mean, std"), std::string::npos) << message;
-  }
+  const std::string message = error_of([] { make_transform({"mirror", {}}); });
+  EXPECT_CONTAINS(message, "'mirror'");
+  EXPECT_CONTAINS(message, "scale, mean, std, normalize, resize, center_crop");
 }
 
 TEST(TransformSpecs, BadValuesAreErrors) {
@@ -66,10 +188,28 @@ TEST(TransformSpecs, BadValuesAreErrors) {
   EXPECT_THROW(make_transform({"mean", {}}), Error);
   EXPECT_THROW(make_transform({"std", {1.0f, 0.0f}}), Error);
   EXPECT_THROW(make_transform({"std", {-1.0f}}), Error);
-  // Three means for a one-channel image.
+  EXPECT_THROW(make_transform({"resize", {0.0f}}), Error);
+  EXPECT_THROW(make_transform({"resize", {2.5f}}), Error);
+  EXPECT_THROW(make_transform({"center_crop", {1.0f, 2.0f, 3.0f}}), Error);
+  EXPECT_THROW(make_transform({"random_crop", {}, {{"size", {4.0f}}, {"padding", {-1.0f}}}}),
+               Error);
+  EXPECT_THROW(make_transform({"horizontal_flip", {1.5f}}), Error);
+  EXPECT_CONTAINS(error_of([] {
+                    make_transform({"random_crop", {}, {{"pad", {4.0f}}}});
+                  }),
+                  "unknown option 'pad' (known: size, padding)");
+  EXPECT_CONTAINS(error_of([] {
+                    make_transform({"random_crop", {4.0f}, {{"size", {4.0f}}}});
+                  }),
+                  "given twice");
+  // Three means for a one-channel image; a crop of a sample that is not C x H x W.
   auto three = make_transform({"mean", {0.1f, 0.2f, 0.3f}});
-  EXPECT_THROW(three->check({1, 28, 28}), Error);
-  EXPECT_NO_THROW(three->check({3, 28, 28}));
+  EXPECT_THROW(three->output_shape({1, 28, 28}), Error);
+  EXPECT_NO_THROW(three->output_shape({3, 28, 28}));
+  EXPECT_CONTAINS(error_of([] {
+                    make_transform({"center_crop", {2.0f}})->output_shape({28, 28});
+                  }),
+                  "C x H x W");
 }
 
 }  // namespace

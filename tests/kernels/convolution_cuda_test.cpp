@@ -1,8 +1,10 @@
-// CUDA convolution: every version against the double-precision reference on awkward geometries
-// (N = 1, odd sizes, stride, padding, dilation, groups, P = Q = 1, more channels than a tile) and
-// LeNet's layers at N = 1, and against the CPU path for LeNet at N = 64 and 256. Outputs poisoned
-// with NaN; dw and db pre-filled (they accumulate). Then bit-identical repeats, the Tensor-level
-// dispatch, and a CUDA-graph capture of a layer's three passes.
+// CUDA convolution: every version against the double-precision reference on the awkward
+// geometries it supports (N = 1, odd sizes, stride, padding, dilation, groups, depthwise,
+// pointwise, P = Q = 1, more channels than a tile) and LeNet's layers at N = 1, and against the
+// CPU path for LeNet at N = 64 and 256 and for larger depthwise and pointwise layers. Outputs
+// poisoned with NaN; dw and db pre-filled (they accumulate). Then the per-geometry version choice,
+// bit-identical repeats, the Tensor-level dispatch (the transposed convolution too), and a
+// CUDA-graph capture of a layer's three passes.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -24,7 +26,8 @@ namespace {
 using cuda::ConvVersion;
 
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
-const ConvVersion kVersions[] = {ConvVersion::im2col_gemm, ConvVersion::implicit_gemm};
+const ConvVersion kVersions[] = {ConvVersion::im2col_gemm, ConvVersion::implicit_gemm,
+                                 ConvVersion::pointwise_gemm, ConvVersion::depthwise_direct};
 
 std::string describe(const Conv2dGeometry& g) {
   return "N=" + std::to_string(g.N) + " C=" + std::to_string(g.C) + " H=" + std::to_string(g.H) +
@@ -213,11 +216,22 @@ TEST(ConvolutionCuda, AwkwardGeometriesAgainstReference) {
       {2, 12, 9, 9, 300, 3, 3, 1, 1, 1, 1, 1, 1, 3},  // 100 filters per group: several tiles
       lenet_conv1(1),
       lenet_conv2(1),
+      {2, 6, 5, 7, 4, 1, 1, 0, 0, 1, 1, 1, 1, 2},    // pointwise, groups, H*W odd
+      {3, 8, 4, 6, 12, 1, 1},                        // pointwise, float4 paths (Cg, H*W % 4 == 0)
+      {2, 40, 6, 6, 140, 1, 1},                      // pointwise, several row tiles
+      {1, 5, 3, 3, 3, 1, 1, 0, 0, 1, 1, 2, 3},       // pointwise with a (moot) dilation
+      {3, 4, 7, 6, 4, 3, 3, 1, 1, 2, 2, 1, 1, 4},    // depthwise: group = C = K, stride 2
+      {2, 3, 8, 9, 6, 3, 2, 2, 1, 1, 2, 2, 1, 3},    // depthwise, 2 filters per channel, dilated
+      {2, 5, 9, 7, 5, 5, 5, 2, 2, 1, 1, 1, 1, 5},    // depthwise 5x5: 26 taps, two tap blocks
+      {1, 4, 6, 6, 4, 1, 1, 0, 0, 1, 1, 1, 1, 4},    // depthwise and pointwise at once
+      {4, 3, 48, 45, 3, 3, 3, 1, 1, 1, 1, 1, 1, 3},  // depthwise, filter gradient in 4 splits
   };
   uint64_t seed = 1;
   for (const Conv2dGeometry& g : geometries) {
     const Problem p = reference_problem(g, seed += 16);
-    for (ConvVersion v : kVersions) check_version(ctx, p, v);
+    for (ConvVersion v : kVersions) {
+      if (cuda::supports(v, g)) check_version(ctx, p, v);
+    }
   }
 }
 
@@ -228,9 +242,64 @@ TEST(ConvolutionCuda, LeNetBatchesAgainstCpu) {
   for (int64_t N : {64, 256}) {
     for (const Conv2dGeometry& g : {lenet_conv1(N), lenet_conv2(N)}) {
       const Problem p = cpu_problem(g, seed += 16);
-      for (ConvVersion v : kVersions) check_version(ctx, p, v);
+      for (ConvVersion v : kVersions) {
+        if (cuda::supports(v, g)) check_version(ctx, p, v);
+      }
     }
   }
+}
+
+// MobileNet-like depthwise and pointwise layers at batch sizes where the tiles and splits differ
+// from the small cases above.
+TEST(ConvolutionCuda, DepthwiseAndPointwiseBatchesAgainstCpu) {
+  CREMA_REQUIRE_CUDA();
+  Context ctx(Device::cuda(0));
+  const std::vector<Conv2dGeometry> geometries = {
+      {16, 32, 28, 28, 32, 3, 3, 1, 1, 1, 1, 1, 1, 32},  // depthwise 3x3
+      {16, 64, 14, 14, 64, 3, 3, 1, 1, 2, 2, 1, 1, 64},  // depthwise 3x3, stride 2
+      {16, 32, 28, 28, 64, 1, 1},                        // pointwise
+      {8, 128, 7, 7, 256, 1, 1},                         // pointwise, H*W = 49
+  };
+  uint64_t seed = 700;
+  for (const Conv2dGeometry& g : geometries) {
+    const Problem p = cpu_problem(g, seed += 16);
+    for (ConvVersion v : kVersions) {
+      if (cuda::supports(v, g)) check_version(ctx, p, v);
+    }
+  }
+}
+
+// Production keeps LeNet on v2 (and v1 for conv2's backward data) and sends depthwise and
+// pointwise geometries to v4 and v3; a version asked for a geometry it cannot run is an error.
+TEST(ConvolutionCuda, VersionChoicePerGeometry) {
+  CREMA_REQUIRE_CUDA();
+  for (int64_t N : {64, 256}) {
+    EXPECT_EQ(cuda::forward_version(lenet_conv1(N)), ConvVersion::implicit_gemm);
+    EXPECT_EQ(cuda::backward_filter_version(lenet_conv1(N)), ConvVersion::implicit_gemm);
+    EXPECT_EQ(cuda::forward_version(lenet_conv2(N)), ConvVersion::implicit_gemm);
+    EXPECT_EQ(cuda::backward_data_version(lenet_conv2(N)), ConvVersion::im2col_gemm);
+    EXPECT_EQ(cuda::backward_filter_version(lenet_conv2(N)), ConvVersion::implicit_gemm);
+  }
+  const Conv2dGeometry depthwise{8, 16, 9, 9, 16, 3, 3, 1, 1, 1, 1, 1, 1, 16};
+  EXPECT_EQ(cuda::forward_version(depthwise), ConvVersion::depthwise_direct);
+  EXPECT_EQ(cuda::backward_data_version(depthwise), ConvVersion::depthwise_direct);
+  EXPECT_EQ(cuda::backward_filter_version(depthwise), ConvVersion::depthwise_direct);
+  const Conv2dGeometry pointwise{8, 16, 9, 9, 32, 1, 1};
+  EXPECT_EQ(cuda::forward_version(pointwise), ConvVersion::pointwise_gemm);
+  EXPECT_EQ(cuda::backward_data_version(pointwise), ConvVersion::pointwise_gemm);
+  EXPECT_EQ(cuda::backward_filter_version(pointwise), ConvVersion::implicit_gemm);
+
+  Context ctx(Device::cuda(0));
+  const Problem p = make_inputs(lenet_conv2(2), 3);
+  DeviceTensors d(ctx, p);
+  EXPECT_THROW(
+      cuda::conv2d_forward(p.g, d.x.data<float>(), d.w.data<float>(), nullptr, d.y.data<float>(),
+                           nullptr, ctx.stream(), ConvVersion::depthwise_direct),
+      Error);
+  EXPECT_THROW(
+      cuda::conv2d_backward_data(p.g, d.dy.data<float>(), d.w.data<float>(), d.dx.data<float>(),
+                                 nullptr, ctx.stream(), ConvVersion::pointwise_gemm),
+      Error);
 }
 
 // The passes of the best version, run twice from the same inputs, give the same bits.
@@ -238,20 +307,31 @@ TEST(ConvolutionCuda, RepeatsAreBitIdentical) {
   CREMA_REQUIRE_CUDA();
   Context ctx(Device::cuda(0));
   uint64_t seed = 900;
-  for (const Conv2dGeometry& g : {lenet_conv1(64), lenet_conv2(64), lenet_conv2(7)}) {
+  const std::vector<Conv2dGeometry> geometries = {
+      lenet_conv1(64),
+      lenet_conv2(64),
+      lenet_conv2(7),
+      {8, 24, 32, 32, 24, 3, 3, 1, 1, 1, 1, 1, 1, 24},  // depthwise (v4, filter in 4 splits)
+      {8, 24, 10, 10, 40, 1, 1}};                       // pointwise (v3)
+  for (const Conv2dGeometry& g : geometries) {
     const Problem p = make_inputs(g, seed += 16);
     std::vector<float> first[4];
+    const ConvVersion forward =
+        g.pointwise() || g.depthwise() ? cuda::forward_version(g) : ConvVersion::best;
+    const ConvVersion data =
+        g.pointwise() || g.depthwise() ? cuda::backward_data_version(g) : ConvVersion::best;
+    const ConvVersion filter = cuda::backward_filter_version(g);
     for (int run = 0; run < 2; ++run) {
       DeviceTensors d(ctx, p);
       d.dw.copy_from(upload(ctx, p.dw0));
       d.db.copy_from(upload(ctx, p.db0));
-      float* ws = workspace_for(ctx, g, ConvVersion::best);
+      float* ws = workspace_for(ctx, g, filter);
       cuda::conv2d_forward(g, d.x.data<float>(), d.w.data<float>(), d.bias.data<float>(),
-                           d.y.data<float>(), ws, ctx.stream());
+                           d.y.data<float>(), ws, ctx.stream(), forward);
       cuda::conv2d_backward_data(g, d.dy.data<float>(), d.w.data<float>(), d.dx.data<float>(), ws,
-                                 ctx.stream());
+                                 ctx.stream(), data);
       cuda::conv2d_backward_filter(g, d.x.data<float>(), d.dy.data<float>(), d.dw.data<float>(),
-                                   d.db.data<float>(), ws, ctx.stream());
+                                   d.db.data<float>(), ws, ctx.stream(), filter);
       ctx.synchronize();
       const std::vector<float> outs[4] = {d.y.to_vector(), d.dx.to_vector(), d.dw.to_vector(),
                                           d.db.to_vector()};
@@ -325,6 +405,57 @@ TEST(ConvolutionCuda, TensorLevelDispatchAndGraphCapture) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("the context runs on cuda:0"), std::string::npos)
         << e.what();
+  }
+}
+
+// The transposed convolution's Tensor-level passes on the GPU against the CPU's.
+TEST(ConvolutionCuda, TransposedMatchesCpu) {
+  CREMA_REQUIRE_CUDA();
+  Context gpu(Device::cuda(0)), cpu(Device::cpu(), 1, 2);
+  const std::vector<Conv2dGeometry> geometries = {
+      {2, 4, 9, 11, 3, 3, 3, 1, 1, 2, 2},          // stride 2 upsampling
+      {1, 6, 8, 7, 4, 3, 2, 1, 0, 2, 3, 1, 2, 2},  // groups, dilation, rectangular
+      {2, 5, 8, 8, 5, 4, 4, 1, 1, 2, 2, 1, 1, 5},  // depthwise (FCN's bilinear upsampling)
+      {3, 6, 5, 4, 9, 1, 1},                       // pointwise
+  };
+  uint64_t seed = 1200;
+  for (const Conv2dGeometry& g : geometries) {
+    SCOPED_TRACE(describe(g));
+    Random rng(seed += 16);
+    const Shape big = {g.N, g.C, g.H, g.W}, small = {g.N, g.K, g.P(), g.Q()};
+    const Shape w_shape = {g.K, g.C / g.groups, g.R, g.S};
+    const Tensor x = Tensor::from_vector(small, random_values(rng, shape_numel(small)));
+    const Tensor w = Tensor::from_vector(w_shape, random_values(rng, shape_numel(w_shape)));
+    const Tensor bias = Tensor::from_vector({g.C}, random_values(rng, g.C));
+    const Tensor dy = Tensor::from_vector(big, random_values(rng, shape_numel(big)));
+    const Tensor dw0 = Tensor::from_vector(w_shape, random_values(rng, shape_numel(w_shape)));
+    const Tensor db0 = Tensor::from_vector({g.C}, random_values(rng, g.C));
+    Tensor y(big), dx(small), dw = dw0.clone(), db = db0.clone();
+    conv_transpose2d_forward(cpu, g, x, w, &bias, y);
+    conv_transpose2d_backward_data(cpu, g, dy, w, dx);
+    conv_transpose2d_backward_weights(cpu, g, x, dy, &dw, &db);
+
+    auto device = [&](const Tensor& host) {
+      Tensor t = gpu.empty(host.shape());
+      t.copy_from(host);
+      return t;
+    };
+    const Tensor xg = device(x), wg = device(w), bg = device(bias), dyg = device(dy);
+    Tensor yg = gpu.empty(big), dxg = gpu.empty(small), dwg = device(dw0), dbg = device(db0);
+    gpu.fill(yg, kNaN);
+    gpu.fill(dxg, kNaN);
+    conv_transpose2d_forward(gpu, g, xg, wg, &bg, yg);
+    conv_transpose2d_backward_data(gpu, g, dyg, wg, dxg);
+    conv_transpose2d_backward_weights(gpu, g, xg, dyg, &dwg, &dbg);
+    gpu.synchronize();
+    const auto as_double = [](const Tensor& t) {
+      const std::vector<float> v = t.to_vector();
+      return std::vector<double>(v.begin(), v.end());
+    };
+    expect_close(yg, as_double(y), "transposed forward");
+    expect_close(dxg, as_double(dx), "transposed backward data");
+    expect_close(dwg, as_double(dw), "transposed backward weights: dw");
+    expect_close(dbg, as_double(db), "transposed backward weights: db");
   }
 }
 

@@ -48,8 +48,9 @@ std::string describe(const Conv2dGeometry& g) {
 }
 
 // Awkward geometries: N = 1, odd sizes, stride 2, padding 1 and 2, rectangular filters,
-// dilation 2, groups 2 and depthwise, P = Q = 1, 1x1 filters, sizes not multiples of anything,
-// a batch that does not divide into the fast path's chunks, and LeNet's conv2.
+// dilation 2, groups 2 and depthwise, P = Q = 1, 1x1 filters (pointwise: no im2col; and with
+// stride or padding: im2col), sizes not multiples of anything, a batch that does not divide into
+// the fast path's chunks, and LeNet's conv2.
 std::vector<Conv2dGeometry> geometries() {
   return {
       // N C  H   W  K  R  S  pad_h pad_w stride_h stride_w dilation_h dilation_w groups
@@ -65,6 +66,12 @@ std::vector<Conv2dGeometry> geometries() {
       {4, 2, 18, 17, 4, 3, 3, 1, 1, 1, 1, 1, 1, 2},  // long rows: one image per GEMM
       {37, 3, 9, 8, 5, 3, 2, 1, 0},                  // many images: several chunks, a partial last
       {4, 20, 12, 12, 50, 5, 5},                     // LeNet conv2
+      {1, 6, 5, 7, 4, 1, 1, 0, 0, 1, 1, 1, 1, 2},    // pointwise with groups, in place (N = 1)
+      {4, 3, 16, 17, 5, 1, 1},                       // pointwise, in place (P*Q >= 256)
+      {9, 5, 4, 3, 6, 1, 1, 0, 0, 1, 1, 3, 2},       // pointwise in chunks (dilation is moot)
+      {2, 3, 6, 5, 4, 1, 1, 1, 0, 2, 1},             // 1x1 with padding and stride: im2col
+      {3, 4, 7, 6, 4, 3, 3, 1, 1, 2, 2, 1, 1, 4},    // depthwise: group = C = K, stride 2
+      {2, 3, 8, 9, 6, 3, 2, 2, 1, 1, 2, 2, 1, 3},    // depthwise, 2 filters per channel, dilated
   };
 }
 
@@ -286,6 +293,101 @@ TEST(ConvolutionCpu, DoubleTensorsRunTheReference) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The transposed convolution: the convolution's passes with the roles of x and y swapped.
+
+// Calls f(x_index, w_index, y_index) for every term y[n,c,h,w] += w[k,c',r,s] * x[n,k,p,q] of the
+// transposed convolution (x [N,K,P,Q] its input, y [N,C,H,W] its output, written from its own
+// definition: input pixel (p, q) of channel k spreads over the outputs its filters cover).
+template <class F>
+void for_each_transposed_term(const Conv2dGeometry& g, F f) {
+  const int64_t P = g.P(), Q = g.Q(), Cg = g.C / g.groups, Kg = g.K / g.groups;
+  for (int64_t n = 0; n < g.N; ++n) {
+    for (int64_t k = 0; k < g.K; ++k) {
+      for (int64_t p = 0; p < P; ++p) {
+        for (int64_t q = 0; q < Q; ++q) {
+          for (int64_t cg = 0; cg < Cg; ++cg) {
+            for (int64_t r = 0; r < g.R; ++r) {
+              for (int64_t s = 0; s < g.S; ++s) {
+                const int64_t h = p * g.stride_h - g.pad_h + r * g.dilation_h;
+                const int64_t w = q * g.stride_w - g.pad_w + s * g.dilation_w;
+                if (h < 0 || h >= g.H || w < 0 || w >= g.W) continue;
+                const int64_t c = k / Kg * Cg + cg;
+                f(((n * g.K + k) * P + p) * Q + q, ((k * Cg + cg) * g.R + r) * g.S + s,
+                  ((n * g.C + c) * g.H + h) * g.W + w);
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(ConvolutionTranspose, PassesMatchTheDefinition) {
+  Random random(43);
+  Context ctx(Device::cpu(), 1, 2);
+  for (const Conv2dGeometry& g : geometries()) {
+    // Transposed: x is the convolution's output shape, dy its input shape.
+    const std::vector<double> x = random_doubles(random, g.N * g.K * g.P() * g.Q());
+    const std::vector<double> w = random_doubles(random, g.K * (g.C / g.groups) * g.R * g.S);
+    const std::vector<double> bias = random_doubles(random, g.C);
+    const std::vector<double> dy = random_doubles(random, g.N * g.C * g.H * g.W);
+    const std::vector<double> dw0 = random_doubles(random, int64_t(w.size()));
+    const std::vector<double> db0 = random_doubles(random, g.C);
+    std::vector<double> y(dy.size()), dx(x.size(), 0.0), dw = dw0, db = db0;
+    const int64_t HW = g.H * g.W;
+    for (size_t i = 0; i < y.size(); ++i) y[i] = bias[i / HW % g.C];
+    for (size_t i = 0; i < dy.size(); ++i) db[i / HW % g.C] += dy[i];
+    for_each_transposed_term(g, [&](int64_t xi, int64_t wi, int64_t yi) {
+      y[yi] += w[wi] * x[xi];
+      dx[xi] += w[wi] * dy[yi];
+      dw[wi] += x[xi] * dy[yi];
+    });
+
+    const Tensor xt = tensor_of(y_shape(g), x), wt = tensor_of(w_shape(g), w);
+    const Tensor bt = tensor_of({g.C}, bias), dyt = tensor_of(x_shape(g), dy);
+    Tensor yt = testing::poisoned(x_shape(g)), dxt = testing::poisoned(y_shape(g));
+    Tensor dwt = tensor_of(w_shape(g), dw0), dbt = tensor_of({g.C}, db0);
+    conv_transpose2d_forward(ctx, g, xt, wt, &bt, yt);
+    conv_transpose2d_backward_data(ctx, g, dyt, wt, dxt);
+    conv_transpose2d_backward_weights(ctx, g, xt, dyt, &dwt, &dbt);
+    EXPECT_LT(rel_error(yt.to_vector(), y), kTolerance) << describe(g);
+    EXPECT_LT(rel_error(dxt.to_vector(), dx), kTolerance) << describe(g);
+    EXPECT_LT(rel_error(dwt.to_vector(), dw), kTolerance) << describe(g);
+    EXPECT_LT(rel_error(dbt.to_vector(), db), kTolerance) << describe(g);
+
+    // Either parameter gradient alone (the other frozen) leaves the other untouched.
+    Tensor only_db = tensor_of({g.C}, db0), only_dw = tensor_of(w_shape(g), dw0);
+    conv_transpose2d_backward_weights(ctx, g, xt, dyt, nullptr, &only_db);
+    conv_transpose2d_backward_weights(ctx, g, xt, dyt, &only_dw, nullptr);
+    EXPECT_EQ(only_db.to_vector(), dbt.to_vector()) << describe(g);
+    EXPECT_EQ(only_dw.to_vector(), dwt.to_vector()) << describe(g);
+  }
+}
+
+TEST(ConvolutionTranspose, DoubleTensorsRunTheReference) {
+  Random random(47);
+  Context ctx;
+  const Conv2dGeometry g = geometries()[2];
+  const std::vector<double> x = random_doubles(random, g.N * g.K * g.P() * g.Q());
+  const std::vector<double> w = random_doubles(random, g.K * (g.C / g.groups) * g.R * g.S);
+  const std::vector<double> bias = random_doubles(random, g.C);
+  std::vector<double> expected(size_t(g.N * g.C * g.H * g.W));
+  for (size_t i = 0; i < expected.size(); ++i) expected[i] = bias[i / (g.H * g.W) % g.C];
+  for_each_transposed_term(
+      g, [&](int64_t xi, int64_t wi, int64_t yi) { expected[yi] += w[wi] * x[xi]; });
+  Tensor xt(y_shape(g), DType::f64), wt(w_shape(g), DType::f64), bt({g.C}, DType::f64);
+  Tensor yt(x_shape(g), DType::f64);
+  std::copy(x.begin(), x.end(), xt.data<double>());
+  std::copy(w.begin(), w.end(), wt.data<double>());
+  std::copy(bias.begin(), bias.end(), bt.data<double>());
+  conv_transpose2d_forward(ctx, g, xt, wt, &bt, yt);
+  for (size_t i = 0; i < expected.size(); ++i) {
+    ASSERT_NEAR(yt.data<double>()[i], expected[i], 1e-12) << i;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Errors a user can cause.
 
 void expect_error_mentions(const Conv2dGeometry& g, const std::vector<std::string>& parts) {
@@ -310,6 +412,22 @@ TEST(ConvolutionGeometry, ValidateRejectsWhatCannotWork) {
   expect_error_mentions({1, 1, 8, 8, 2, 3, 3, 0, 0, 0, 1}, {"stride_h"});
   expect_error_mentions({0, 1, 8, 8, 2, 3, 3}, {"N"});
   expect_error_mentions({1, 1, 8, 8, 2, 3, 3, -1, 0}, {"padding"});
+  expect_error_mentions({1, 1, 8, 8, 2, 3, 3, 0, 0, 1, 1, 0, 1}, {"dilation_h"});
+  expect_error_mentions({1, 1, 8, 8, 2, 0, 3}, {"filter height R"});
+  expect_error_mentions({1, 4, 8, 8, 6, 3, 3, 0, 0, 1, 1, 1, 1, 4}, {"groups", "K=6"});
+}
+
+TEST(ConvolutionGeometry, PointwiseAndDepthwise) {
+  EXPECT_TRUE((Conv2dGeometry{2, 8, 5, 5, 4, 1, 1}.pointwise()));
+  EXPECT_TRUE(
+      (Conv2dGeometry{2, 8, 5, 5, 4, 1, 1, 0, 0, 1, 1, 2, 2}.pointwise()));  // dilation moot
+  EXPECT_FALSE((Conv2dGeometry{2, 8, 5, 5, 4, 1, 1, 1, 0}.pointwise()));
+  EXPECT_FALSE((Conv2dGeometry{2, 8, 5, 5, 4, 1, 1, 0, 0, 1, 2}.pointwise()));
+  EXPECT_FALSE((Conv2dGeometry{2, 8, 5, 5, 4, 3, 1}.pointwise()));
+  EXPECT_TRUE((Conv2dGeometry{2, 8, 5, 5, 8, 3, 3, 1, 1, 1, 1, 1, 1, 8}.depthwise()));
+  EXPECT_TRUE((Conv2dGeometry{2, 8, 5, 5, 16, 3, 3, 1, 1, 1, 1, 1, 1, 8}.depthwise()));
+  EXPECT_FALSE((Conv2dGeometry{2, 8, 5, 5, 8, 3, 3, 1, 1, 1, 1, 1, 1, 4}.depthwise()));
+  EXPECT_FALSE((Conv2dGeometry{64, 1, 28, 28, 20, 5, 5}.depthwise()));  // LeNet conv1: C = 1
 }
 
 TEST(ConvolutionGeometry, TensorShapeMismatchThrows) {

@@ -1,6 +1,7 @@
 // Pooling on CUDA: forward (values and argmax) and the gather backward against ref<double> and
 // bit for bit against the CPU path on awkward geometries (padding, partial ceil-mode windows,
-// overlapping windows, gaps between windows, N = 1, LeNet's real shapes), with poisoned outputs;
+// overlapping windows, gaps between windows, N = 1, LeNet's real shapes; average pooling with and
+// without counting the padding; global pooling), with poisoned outputs;
 // ties and NaN; bit-identical repeats; the dispatch's device checks.
 #include <gtest/gtest.h>
 
@@ -37,7 +38,8 @@ bool same_or_both_nan(const std::vector<float>& a, const std::vector<float>& b) 
 void check_cuda(Context& ctx, const Pool2dGeometry& g, PoolMode mode, const std::vector<float>& x,
                 uint64_t seed) {
   const bool max = mode == PoolMode::max;
-  SCOPED_TRACE(describe(g) + (max ? " max" : " average"));
+  SCOPED_TRACE(describe(g) + (max ? " max" : " average") +
+               (g.count_include_pad ? "" : " excluding padding"));
   Random rng(seed);
   const Shape xs = {g.N, g.C, g.H, g.W}, ys = {g.N, g.C, g.P, g.Q};
   const Tensor xh = Tensor::from_vector(xs, x), dyh = testing::random_tensor(rng, ys);
@@ -87,6 +89,7 @@ TEST(Pool2dCuda, MatchesReferenceOnAwkwardGeometries) {
       geometry(1, 2, 11, 13, 2, 3, 1, true),     // stride > kernel: elements in no window
       geometry(2, 1, 2, 2, 3, 2, 1, true),       // every window clipped
       geometry(3, 5, 37, 37, 3, 2, 1, true),
+      geometry(4, 6, 7, 7, 7, 1, 0, false),  // global pooling of a 7x7 plane
   };
   std::vector<Pool2dGeometry> all = cases;
   all.push_back({2, 3, 11, 8, 3, 2, 2, 1, 1, 0, pool2d_output_extent(11, 3, 2, 1, true),
@@ -96,6 +99,9 @@ TEST(Pool2dCuda, MatchesReferenceOnAwkwardGeometries) {
     Random rng(++seed);
     const std::vector<float> x = testing::random_values(rng, g.N * g.C * g.H * g.W);
     for (PoolMode mode : {PoolMode::max, PoolMode::average}) check_cuda(ctx, g, mode, x, ++seed);
+    Pool2dGeometry exclude = g;  // average over the input only (PyTorch's count_include_pad=False)
+    exclude.count_include_pad = false;
+    check_cuda(ctx, exclude, PoolMode::average, x, ++seed);
   }
 }
 

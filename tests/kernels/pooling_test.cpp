@@ -58,6 +58,22 @@ TEST(Pool2dRef, AverageCountsPaddingButNotBeyondIt) {
   EXPECT_EQ(y, (std::vector<double>{4 / 4.0, (9 + 2) / 4.0, (3 + 8) / 4.0, (5 + 7 + 1 + 6) / 4.0}));
 }
 
+TEST(Pool2dRef, AverageWithoutPaddingCountsOnlyTheInput) {
+  const std::vector<double> x = {4, 9, 2,  //
+                                 3, 5, 7,  //
+                                 8, 1, 6};
+  // count_include_pad false: each window divides by the elements it covers (1, 2, 2, 4).
+  Pool2dGeometry g = geometry(1, 1, 3, 3, 2, 2, 1, false);
+  g.count_include_pad = false;
+  std::vector<double> y(4, kNaN);
+  ref::pool2d_forward<double>(g, PoolMode::average, x.data(), y.data(), nullptr);
+  EXPECT_EQ(y, (std::vector<double>{4, (9 + 2) / 2.0, (3 + 8) / 2.0, (5 + 7 + 1 + 6) / 4.0}));
+  const std::vector<double> dy = {1, 2, 3, 4};
+  std::vector<double> dx(9, kNaN);
+  ref::pool2d_backward<double>(g, PoolMode::average, dy.data(), nullptr, dx.data());
+  EXPECT_EQ(dx, (std::vector<double>{1, 1, 1, 1.5, 1, 1, 1.5, 1, 1}));
+}
+
 TEST(Pool2dRef, PartialCeilModeWindow) {
   // One row of 5, kernel 1x2, stride 1x2, ceil mode: the last window covers only element 4 and,
   // with no padding, averages over that one element.
@@ -94,6 +110,7 @@ TEST(Pool2dRef, TiesPickTheFirstInRowMajorOrderAndNaNWins) {
 
 // L(x) = sum(dy * pool(x)); the reference backward must be its gradient.
 void check_gradient(const Pool2dGeometry& g, PoolMode mode, uint64_t seed) {
+  SCOPED_TRACE(describe(g) + (g.count_include_pad ? "" : " excluding padding"));
   Random rng(seed);
   const int64_t nx = g.N * g.C * g.H * g.W, ny = g.N * g.C * g.P * g.Q;
   std::vector<double> x = testing::to_double(testing::random_values(rng, nx, -2, 2));
@@ -127,10 +144,14 @@ TEST(Pool2dRef, BackwardMatchesFiniteDifferences) {
     check_gradient(geometry(1, 1, 5, 6, 2, 2, 0, true), mode, 2);   // partial ceil windows
     check_gradient(geometry(1, 2, 7, 5, 3, 2, 1, true), mode, 3);
   }
+  Pool2dGeometry exclude = geometry(1, 2, 7, 5, 3, 2, 1, true);
+  exclude.count_include_pad = false;
+  check_gradient(exclude, PoolMode::average, 4);
 }
 
 void check_cpu(const Pool2dGeometry& g, PoolMode mode, int threads, uint64_t seed) {
   SCOPED_TRACE(describe(g) + (mode == PoolMode::max ? " max" : " average") +
+               (g.count_include_pad ? "" : " excluding padding") +
                " threads=" + std::to_string(threads));
   Context ctx(Device::cpu(), 1, threads);
   Random rng(seed);
@@ -172,6 +193,9 @@ TEST(Pool2dCpu, MatchesReferenceOnAwkwardGeometries) {
     for (PoolMode mode : {PoolMode::max, PoolMode::average}) {
       for (int threads : {1, 2}) check_cpu(g, mode, threads, ++seed);
     }
+    Pool2dGeometry exclude = g;  // average over the input only
+    exclude.count_include_pad = false;
+    check_cpu(exclude, PoolMode::average, 2, ++seed);
   }
   // A rectangular window with different strides and pads per axis.
   const Pool2dGeometry rect = {2,

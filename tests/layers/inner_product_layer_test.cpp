@@ -23,9 +23,10 @@ TEST(InnerProductLayer, ForwardMatchesHandComputation) {
 
 TEST(InnerProductLayer, GradientFlattensFromAxis) {
   Context ctx;
-  LayerHarness h("{name: fc, type: InnerProduct, num_output: 5,"
-                 " bias_filler: {type: uniform, min: -1, max: 1}}",
-                 {{3, 2, 2, 3}}, ctx);
+  LayerHarness h(
+      "{name: fc, type: InnerProduct, num_output: 5,"
+      " bias_filler: {type: uniform, min: -1, max: 1}}",
+      {{3, 2, 2, 3}}, ctx);
   EXPECT_EQ(h.top[0]->value.shape(), (Shape{3, 5}));
   EXPECT_EQ(h.layer->params()[0].value.shape(), (Shape{5, 12}));
   h.set_bottom(0, random_values(36, -1, 1, 3));
@@ -53,6 +54,38 @@ TEST(InnerProductLayer, GradientsAccumulate) {
   const auto twice = h.layer->params()[0].grad.to_vector();
   for (size_t i = 0; i < once.size(); ++i) EXPECT_FLOAT_EQ(twice[i], 2 * once[i]);
   EXPECT_EQ(h.layer->params()[1].grad.to_vector()[0], 4.0f);  // 2 rows x 2 passes
+}
+
+// Frozen parameters (lr_mult 0) get no gradient computation; the others and dx are unchanged.
+TEST(InnerProductLayer, FrozenParametersGetNoGradient) {
+  for (const std::string frozen : {"weight", "bias"}) {
+    SCOPED_TRACE(frozen);
+    Context ctx;
+    LayerHarness h(
+        "{name: fc, type: InnerProduct, num_output: 3, param: {" + frozen + ": {lr_mult: 0}}}",
+        {{2, 4}}, ctx);
+    LayerHarness reference("{name: fc, type: InnerProduct, num_output: 3}", {{2, 4}}, ctx);
+    for (size_t i = 0; i < 2; ++i) {
+      reference.layer->params()[i].value.copy_from(h.layer->params()[i].value);
+    }
+    for (LayerHarness* run : {&h, &reference}) {
+      run->set_bottom(0, random_values(8, -1, 1, 6));
+      run->forward();
+      run->top[0]->grad.copy_from(Tensor::from_vector({2, 3}, random_values(6, -1, 1, 7)));
+      for (Param& p : run->layer->params()) p.grad.fill(7.0f);
+      run->layer->backward(run->top, {true}, run->bottom, ctx);
+    }
+    const size_t frozen_index = frozen == "weight" ? 0 : 1;
+    for (size_t i = 0; i < 2; ++i) {
+      const std::vector<float> got = h.layer->params()[i].grad.to_vector();
+      if (i == frozen_index) {
+        for (float v : got) ASSERT_EQ(v, 7.0f) << "a frozen gradient was written";
+      } else {
+        EXPECT_EQ(got, reference.layer->params()[i].grad.to_vector());
+      }
+    }
+    EXPECT_EQ(h.bottom[0]->grad.to_vector(), reference.bottom[0]->grad.to_vector());
+  }
 }
 
 }  // namespace

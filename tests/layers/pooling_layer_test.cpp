@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "core/random.h"
+#include "tests/fixtures/conv_fixture.h"
 #include "tests/support/layer_harness.h"
 
 namespace crema::testing {
@@ -24,15 +25,18 @@ TEST(PoolingLayer, CeilAndFloorShapes) {
   Context ctx;
   LayerHarness ceil("{name: p, type: Pooling, kernel_size: 3, stride: 2}", {{1, 1, 6, 6}}, ctx);
   EXPECT_EQ(ceil.top[0]->value.shape(), (Shape{1, 1, 3, 3}));  // Caffe rounds up
-  LayerHarness floor("{name: p, type: Pooling, kernel_size: 3, stride: 2, round_mode: floor}", {{1, 1, 6, 6}}, ctx);
+  LayerHarness floor("{name: p, type: Pooling, kernel_size: 3, stride: 2, round_mode: floor}",
+                     {{1, 1, 6, 6}}, ctx);
   EXPECT_EQ(floor.top[0]->value.shape(), (Shape{1, 1, 2, 2}));  // PyTorch rounds down
-  LayerHarness global("{name: p, type: Pooling, pool: average, global_pooling: true}", {{2, 3, 5, 4}}, ctx);
+  LayerHarness global("{name: p, type: Pooling, pool: average, global_pooling: true}",
+                      {{2, 3, 5, 4}}, ctx);
   EXPECT_EQ(global.top[0]->value.shape(), (Shape{2, 3, 1, 1}));
 }
 
 TEST(PoolingLayer, MaxGradient) {
   Context ctx;
-  LayerHarness h("{name: p, type: Pooling, pool: max, kernel_size: 3, stride: 2, pad: 1}", {{2, 2, 5, 7}}, ctx);
+  LayerHarness h("{name: p, type: Pooling, pool: max, kernel_size: 3, stride: 2, pad: 1}",
+                 {{2, 2, 5, 7}}, ctx);
   h.set_bottom(0, spaced_values(140, 1));
   check_gradients(h);
 }
@@ -47,18 +51,131 @@ TEST(PoolingLayer, AverageGradient) {
 
 TEST(PoolingLayer, MaxWithArgmaxTop) {
   Context ctx;
-  LayerHarness h("{name: p, type: Pooling, pool: max, kernel_size: 2, stride: 2}", {{1, 1, 2, 4}}, ctx, 2);
+  LayerHarness h("{name: p, type: Pooling, pool: max, kernel_size: 2, stride: 2}", {{1, 1, 2, 4}},
+                 ctx, 2);
   h.set_bottom(0, {1, 5, 2, 0, 3, 4, 9, 8});
   h.forward();
   EXPECT_EQ(h.top[0]->value.to_vector(), (std::vector<float>{5, 9}));
   EXPECT_EQ(h.top[1]->value.to_vector(), (std::vector<float>{1, 6}));
 }
 
-TEST(PoolingLayer, BadKeysAreErrors) {
+TEST(PoolingLayer, CaffeSeparateHeightAndWidthKeys) {
   Context ctx;
-  EXPECT_THROW(LayerHarness("{name: p, type: Pooling, pool: median, kernel_size: 2}", {{1, 1, 4, 4}}, ctx), Error);
-  EXPECT_THROW(LayerHarness("{name: p, type: Pooling, kernel_size: 5}", {{1, 1, 4, 4}}, ctx), Error);
-  EXPECT_THROW(LayerHarness("{name: p, type: Pooling, kernel_size: 2, strde: 2}", {{1, 1, 4, 4}}, ctx), Error);
+  LayerHarness h(
+      "{name: p, type: Pooling, kernel_h: 3, kernel_w: 2, stride_h: 2, stride_w: 1,"
+      " pad_h: 1, pad_w: 0, round_mode: floor}",
+      {{1, 1, 7, 5}}, ctx);
+  EXPECT_EQ(h.top[0]->value.shape(), (Shape{1, 1, 4, 4}));
+}
+
+TEST(PoolingLayer, GradientMaxRectangularCeil) {
+  Context ctx;
+  LayerHarness h(
+      "{name: p, type: Pooling, pool: max, kernel_size: [3, 2], stride: [2, 3],"
+      " pad: [1, 1]}",
+      {{2, 2, 6, 7}}, ctx, 2);
+  h.set_bottom(0, spaced_values(168, 3));
+  check_gradients(h);
+}
+
+TEST(PoolingLayer, GradientAverageExcludingPadding) {
+  Context ctx;
+  LayerHarness h(
+      "{name: p, type: Pooling, pool: average, kernel_size: 3, stride: 2, pad: 1,"
+      " count_include_pad: false}",
+      {{2, 2, 6, 5}}, ctx);
+  h.set_bottom(0, random_values(120, -1, 1, 4));
+  check_gradients(h);
+}
+
+TEST(PoolingLayer, GradientGlobalMaxAndAverage) {
+  for (const char* pool : {"max", "average"}) {
+    SCOPED_TRACE(pool);
+    Context ctx;
+    LayerHarness h(
+        std::string("{name: p, type: Pooling, global_pooling: true, pool: ") + pool + "}",
+        {{2, 3, 4, 5}}, ctx);
+    EXPECT_EQ(h.top[0]->value.shape(), (Shape{2, 3, 1, 1}));
+    h.set_bottom(0, spaced_values(120, 5));
+    check_gradients(h);
+  }
+}
+
+// Average pooling with padding divides by the window within the padded input by default (Caffe;
+// PyTorch's count_include_pad=True), by the window within the input with count_include_pad: false.
+TEST(PoolingLayer, AverageDivisorWithAndWithoutPadding) {
+  Context ctx;
+  const std::vector<float> x = {1, 2, 3, 4};  // 2x2, pooled 2x2/2 with pad 1: four corner windows
+  LayerHarness with("{name: p, type: Pooling, pool: average, kernel_size: 2, stride: 2, pad: 1}",
+                    {{1, 1, 2, 2}}, ctx);
+  with.set_bottom(0, x);
+  with.forward();
+  EXPECT_EQ(with.top[0]->value.to_vector(), (std::vector<float>{0.25, 0.5, 0.75, 1}));
+  LayerHarness without(
+      "{name: p, type: Pooling, pool: average, kernel_size: 2, stride: 2, pad: 1,"
+      " count_include_pad: false}",
+      {{1, 1, 2, 2}}, ctx);
+  without.set_bottom(0, x);
+  without.forward();
+  EXPECT_EQ(without.top[0]->value.to_vector(), x);
+}
+
+TEST(PoolingLayer, GoldenMaxCeilMatchesPyTorch) {
+  Context ctx;
+  check_against_golden(ctx, "maxpool_ceil",
+                       "{name: p, type: Pooling, pool: max, kernel_size: 3, stride: 2}", 2);
+  check_against_golden(ctx, "maxpool_ceil_pad",
+                       "{name: p, type: Pooling, pool: max, kernel_size: [3, 2], stride: 2,"
+                       " pad: [1, 1]}",
+                       2);
+}
+
+TEST(PoolingLayer, GoldenAverageWithPaddingMatchesPyTorch) {
+  Context ctx;
+  check_against_golden(ctx, "avgpool_pad",
+                       "{name: p, type: Pooling, pool: average, kernel_size: 3, stride: 2, pad: 1,"
+                       " round_mode: floor}");
+  check_against_golden(
+      ctx, "avgpool_pad_ceil",
+      "{name: p, type: Pooling, pool: average, kernel_size: 2, stride: 2, pad: 1}");
+  check_against_golden(ctx, "avgpool_exclude_pad",
+                       "{name: p, type: Pooling, pool: average, kernel_size: 3, stride: 2, pad: 1,"
+                       " count_include_pad: false}");
+}
+
+TEST(PoolingLayer, BadKeysNameTheLayerAndTheKey) {
+  auto expect_key_error = [](const std::string& keys, const std::string& key) {
+    Context ctx;
+    try {
+      LayerHarness h("{name: p, type: Pooling, " + keys + "}", {{1, 1, 4, 4}}, ctx);
+      ADD_FAILURE() << "no error for " << keys;
+    } catch (const Error& e) {
+      const std::string message = e.what();
+      EXPECT_NE(message.find("layer 'p'"), std::string::npos) << message;
+      EXPECT_NE(message.find(key), std::string::npos) << "'" << key << "' not in: " << message;
+    }
+  };
+  expect_key_error("pool: median, kernel_size: 2", "pool");
+  expect_key_error("kernel_size: 5", "kernel_size");  // larger than the input
+  expect_key_error("kernel_size: 0", "kernel_size");
+  expect_key_error("kernel_h: 2", "kernel_w");
+  expect_key_error("kernel_size: 2, stride: 0", "stride");
+  expect_key_error("kernel_size: 2, stride_h: -1, stride_w: 1", "stride_h");
+  expect_key_error("kernel_size: 2, pad: -1", "pad");
+  expect_key_error("kernel_size: 2, pad: 2", "pad");  // not smaller than the kernel
+  expect_key_error("kernel_size: 3, pad_h: 1, pad_w: 3", "pad_w");
+  expect_key_error("kernel_size: 2, round_mode: up", "round_mode");
+  expect_key_error("global_pooling: true, kernel_size: 2", "kernel_size");
+  expect_key_error("global_pooling: true, stride: 2", "stride");
+  // Keys the layer does not read are reported by the config checker (the Net names the layer).
+  for (const char* keys :
+       {"kernel_size: 2, strde: 2", "pool: max, kernel_size: 2, count_include_pad: false"}) {
+    Context ctx;
+    EXPECT_THROW(
+        LayerHarness(std::string("{name: p, type: Pooling, ") + keys + "}", {{1, 1, 4, 4}}, ctx),
+        Error)
+        << keys;
+  }
 }
 
 }  // namespace

@@ -1,0 +1,327 @@
+#include "apps/checkpoint.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/serialization.h"
+
+namespace crema {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::ordered_json;
+
+constexpr int kFormat = 1;
+
+void pause_for_tests() {
+  if (const char* ms = std::getenv("CREMA_TEST_CHECKPOINT_DELAY_MS")) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::atoll(ms)));
+  }
+}
+
+// The iteration of a checkpoint directory name "iter_000500", or -1.
+int64_t iteration_of(const std::string& name) {
+  if (name.rfind("iter_", 0) != 0 || name.size() == 5) return -1;
+  for (size_t i = 5; i < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9') return -1;
+  }
+  return std::stoll(name.substr(5));
+}
+
+// Makes dir/link point to `target` (a name in dir), replacing the old link in one rename.
+void point_link(const fs::path& dir, const std::string& link, const std::string& target) {
+  const fs::path temp = dir / (".tmp-link-" + link);
+  fs::remove(temp);
+  fs::create_directory_symlink(target, temp);
+  fs::rename(temp, dir / link);
+}
+
+// Removes a directory so that it never looks like a checkpoint half-way: rename, then delete.
+void discard(const fs::path& dir, const std::string& name) {
+  const fs::path trash = dir / (".trash-" + name);
+  fs::remove_all(trash);
+  fs::rename(dir / name, trash);
+  fs::remove_all(trash);
+}
+
+ordered_json state_to_json(const TrainingState& s) {
+  ordered_json j = {
+      {"format", kFormat},
+      {"iteration", s.iteration},
+      {"data",
+       {{"position", s.data_position},
+        {"epoch", s.batches_per_epoch > 0 ? s.data_position / s.batches_per_epoch : 0},
+        {"index_in_epoch", s.batches_per_epoch > 0 ? s.data_position % s.batches_per_epoch : 0},
+        {"batch_size", s.batch_size},
+        {"batches_per_epoch", s.batches_per_epoch},
+        {"iter_size", s.iter_size},
+        {"seed", s.seed}}},
+      {"rng", s.rng},
+      {"loss_window",
+       {{"sum", double(s.loss_sum)},
+        {"iterations", s.window_iterations},
+        {"images", s.window_images}}},
+      {"test_pending", s.test_pending},
+      {"best", nullptr},
+      {"solver_type", s.solver_type},
+      {"model", s.model}};
+  if (s.best) {
+    j["best"] = {{"metric", s.best->metric},
+                 {"mode", s.best->maximize ? "max" : "min"},
+                 {"value", s.best->value},
+                 {"iteration", s.best->iteration},
+                 {"checkpoint", s.best->checkpoint}};
+  }
+  return j;
+}
+
+TrainingState state_from_json(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error("cannot open '" + path + "'");
+  const ordered_json j = ordered_json::parse(in, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) throw Error(path + ": not a checkpoint state (not JSON)");
+  try {
+    if (j.at("format").get<int>() != kFormat) {
+      throw Error(path + ": checkpoint format " + j.at("format").dump() + ", this crema reads " +
+                  std::to_string(kFormat));
+    }
+    TrainingState s;
+    s.iteration = j.at("iteration").get<int64_t>();
+    const auto& data = j.at("data");
+    s.data_position = data.at("position").get<int64_t>();
+    s.batch_size = data.at("batch_size").get<int64_t>();
+    s.batches_per_epoch = data.at("batches_per_epoch").get<int64_t>();
+    s.iter_size = data.at("iter_size").get<int>();
+    s.seed = data.at("seed").get<uint64_t>();
+    s.rng = j.at("rng").get<std::string>();
+    s.loss_sum = float(j.at("loss_window").at("sum").get<double>());
+    s.window_iterations = j.at("loss_window").at("iterations").get<int64_t>();
+    s.window_images = j.at("loss_window").at("images").get<int64_t>();
+    s.test_pending = j.at("test_pending").get<bool>();
+    s.solver_type = j.at("solver_type").get<std::string>();
+    s.model = j.at("model").get<std::string>();
+    if (!j.at("best").is_null()) {
+      const auto& b = j.at("best");
+      s.best = BestMetric{b.at("metric").get<std::string>(),
+                          b.at("mode").get<std::string>() == "max", b.at("value").get<double>(),
+                          b.at("iteration").get<int64_t>(), b.at("checkpoint").get<std::string>()};
+    }
+    if (s.iteration < 0 || s.data_position < 0) {
+      throw Error(path + ": negative iteration or position");
+    }
+    return s;
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(path + ": not a complete checkpoint state (" + e.what() + ")");
+  }
+}
+
+std::string join_some(const std::vector<std::string>& items) {
+  std::string out;
+  for (size_t i = 0; i < items.size() && i < 4; ++i) out += (i ? ", " : "") + items[i];
+  if (items.size() > 4) out += fmt::format(" and {} more", items.size() - 4);
+  return out;
+}
+
+const Tensor& checked_f32(const std::string& source, const std::string& name, const Tensor& t) {
+  if (t.dtype() != DType::f32) {
+    throw Error(source + ": tensor '" + name + "' is " + dtype_name(t.dtype()) +
+                " but crema's parameters and state are f32");
+  }
+  return t;
+}
+
+NamedTensors on_host(const NamedTensors& tensors) {
+  NamedTensors host;
+  for (const auto& [name, t] : tensors) {
+    Tensor copy(t.shape(), t.dtype());
+    copy.copy_from(t);
+    host.emplace_back(name, std::move(copy));
+  }
+  return host;
+}
+
+}  // namespace
+
+std::string write_checkpoint(const std::string& run_dir, const Net& net,
+                             const NamedTensors& solver_state, const NamedTensors& layer_state,
+                             const TrainingState& state) {
+  const fs::path dir = fs::path(run_dir) / "checkpoints";
+  fs::create_directories(dir);
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(".tmp-", 0) == 0 || name.rfind(".trash-", 0) == 0) fs::remove_all(entry.path());
+  }
+  const std::string name = fmt::format("iter_{:06d}", state.iteration);
+  const fs::path temp = dir / (".tmp-" + name);
+  fs::create_directory(temp);
+
+  net.save_weights((temp / "model.safetensors").string());
+  pause_for_tests();
+  save_safetensors((temp / "solver.safetensors").string(), on_host(solver_state));
+  pause_for_tests();
+  save_safetensors((temp / "layers.safetensors").string(), on_host(layer_state));
+  write_file_atomic((temp / "state.json").string(), state_to_json(state).dump(2) + "\n");
+  pause_for_tests();
+  sync_directory(temp.string());
+
+  if (fs::exists(dir / name)) discard(dir, name);  // the same iteration again, after a resume
+  fs::rename(temp, dir / name);
+  sync_directory(dir.string());
+  point_link(dir, "last", name);
+  const bool best_here = state.best && fs::exists(dir / state.best->checkpoint);
+  if (best_here) {
+    point_link(dir, "best", state.best->checkpoint);
+  } else {
+    fs::remove(dir / "best");
+  }
+  sync_directory(dir.string());
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const std::string other = entry.path().filename().string();
+    if (iteration_of(other) >= 0 && other != name &&
+        !(best_here && other == state.best->checkpoint)) {
+      discard(dir, other);
+    }
+  }
+  sync_directory(dir.string());
+  return (dir / name).string();
+}
+
+std::string find_checkpoint(const std::string& path) {
+  const fs::path p(path);
+  if (fs::exists(p / "state.json")) return fs::canonical(p).string();
+  const fs::path dir = p / "checkpoints";
+  if (!fs::is_directory(dir)) {
+    throw Error("--resume " + path +
+                ": neither a checkpoint (a directory with state.json) nor a "
+                "run directory with checkpoints/");
+  }
+  if (fs::exists(dir / "last" / "state.json")) return fs::canonical(dir / "last").string();
+  int64_t newest = -1;
+  std::string found;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const int64_t it = iteration_of(entry.path().filename().string());
+    if (it > newest && fs::exists(entry.path() / "state.json")) {
+      newest = it, found = entry.path().string();
+    }
+  }
+  if (found.empty()) throw Error("--resume " + path + ": " + dir.string() + " holds no checkpoint");
+  return fs::canonical(found).string();
+}
+
+Checkpoint read_checkpoint(const std::string& dir) {
+  Checkpoint c;
+  c.dir = dir;
+  c.state = state_from_json(dir + "/state.json");
+  c.model = load_safetensors(dir + "/model.safetensors");
+  c.solver = load_safetensors(dir + "/solver.safetensors");
+  c.layers = load_safetensors(dir + "/layers.safetensors");
+  return c;
+}
+
+std::string run_dir_of(const std::string& checkpoint_dir) {
+  const fs::path p = fs::canonical(checkpoint_dir);
+  return p.parent_path().filename() == "checkpoints" ? p.parent_path().parent_path().string() : "";
+}
+
+NamedTensors layer_state(Net& net) {
+  NamedTensors out;
+  for (size_t i = 0; i < net.num_layers(); ++i) {
+    for (auto& [role, t] : net.layer(i).run_state()) {
+      out.emplace_back(net.layer(i).name() + "." + role, t);
+    }
+  }
+  return out;
+}
+
+NamedTensors net_tensors(Net& net) {
+  NamedTensors out;
+  for (Param* p : net.learnable_params()) out.emplace_back(p->name, p->value);
+  for (Buffer* b : net.buffers()) out.emplace_back(b->name, b->value);
+  return out;
+}
+
+std::string tensor_mismatch(const NamedTensors& targets, const NamedTensors& saved) {
+  std::map<std::string, const Tensor*> by_name;
+  for (const auto& [name, t] : saved) by_name[name] = &t;
+  std::vector<std::string> missing, wrong_shape;
+  for (const auto& [name, t] : targets) {
+    auto it = by_name.find(name);
+    if (it == by_name.end()) {
+      missing.push_back(name);
+      continue;
+    }
+    if (it->second->shape() != t.shape()) {
+      wrong_shape.push_back(name + " is " + shape_str(it->second->shape()) + " there but " +
+                            shape_str(t.shape()) + " here");
+    }
+    by_name.erase(it);
+  }
+  std::vector<std::string> unexpected;
+  for (const auto& entry : by_name) unexpected.push_back(entry.first);
+  std::string text;
+  auto add = [&](const std::string& part) { text += (text.empty() ? "" : "; ") + part; };
+  if (!wrong_shape.empty()) add(join_some(wrong_shape));
+  if (!missing.empty()) add("it lacks " + join_some(missing));
+  if (!unexpected.empty()) add("it has no place here for " + join_some(unexpected));
+  return text;
+}
+
+void restore_exactly(const NamedTensors& targets, const NamedTensors& saved,
+                     const std::string& source, const std::string& what) {
+  const std::string mismatch = tensor_mismatch(targets, saved);
+  if (!mismatch.empty()) throw Error(source + " does not fit " + what + ": " + mismatch);
+  std::map<std::string, const Tensor*> by_name;
+  for (const auto& [name, t] : saved) by_name[name] = &checked_f32(source, name, t);
+  for (const auto& [name, t] : targets) {
+    Tensor target = t;
+    target.copy_from(*by_name.at(name));
+  }
+}
+
+WeightsReport copy_weights_by_name(Net& net, const std::string& path) {
+  const NamedTensors saved = load_safetensors(path);
+  std::map<std::string, const Tensor*> by_name;
+  for (const auto& [name, t] : saved) by_name[name] = &t;
+  WeightsReport report;
+  const NamedTensors targets = net_tensors(net);
+  for (const auto& [name, t] : targets) {
+    auto it = by_name.find(name);
+    if (it == by_name.end()) {
+      report.missing.push_back(name);
+      continue;
+    }
+    if (it->second->shape() != t.shape()) {
+      const std::string layer = name.substr(0, name.rfind('.'));
+      throw Error(path + ": tensor '" + name + "' is " + shape_str(it->second->shape()) +
+                  " but layer '" + layer + "' expects " + shape_str(t.shape()) +
+                  " (rename the layer, e.g. '" + layer +
+                  "_new', to train it from its filler "
+                  "instead of loading it)");
+    }
+    checked_f32(path, name, *it->second);
+    by_name.erase(it);
+  }
+  for (const auto& entry : by_name) report.unused.push_back(entry.first);
+  // Copy only after every check passed: an error leaves the net as it was.
+  std::map<std::string, const Tensor*> all;
+  for (const auto& [name, t] : saved) all[name] = &t;
+  for (const auto& [name, t] : targets) {
+    auto it = all.find(name);
+    if (it == all.end()) continue;
+    Tensor target = t;
+    target.copy_from(*it->second);
+    ++report.copied;
+  }
+  return report;
+}
+
+}  // namespace crema

@@ -1,0 +1,107 @@
+// Checkpoints: all a training run needs to continue exactly, one directory per checkpoint.
+//
+//   <run>/checkpoints/iter_000500/
+//     model.safetensors    parameters and buffers under PyTorch's names and layouts (conv1.weight
+//                          [K, C, R, S], ip1.weight [out, in], bn1.running_mean, ...): an
+//                          equivalent torch.nn.Module loads it with load_state_dict
+//     solver.safetensors   the solver's per-parameter state (conv1.weight.momentum_buffer, ...)
+//     layers.safetensors   the layers' run state (Layer::run_state: drop1.step, ...)
+//     state.json           iteration, position in the data order, the random generator's state,
+//                          the open loss window, the best test metric so far, the model's YAML
+//   <run>/checkpoints/last -> iter_000500     symbolic links, each replaced atomically
+//   <run>/checkpoints/best -> iter_000400     (only with solver.keep_best)
+//
+// Writing never touches a complete checkpoint: the files go into checkpoints/.tmp-iter_000500/
+// (each written atomically and fsync'ed), the directory is fsync'ed and renamed to iter_000500
+// (atomic), then `last` (and `best`) are re-pointed (a new link renamed over the old one), and
+// only then are checkpoints that neither link names removed (renamed to .trash-* first, so a
+// half-removed directory never looks like a checkpoint). A crash or SIGKILL at any point leaves
+// the previous checkpoint whole; leftovers (.tmp-*, .trash-*) are cleared by the next write.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/net.h"
+#include "core/tensor.h"
+
+namespace crema {
+
+using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+
+// The best test metric so far and the checkpoint that holds it.
+struct BestMetric {
+  std::string metric;  // a test output: accuracy, loss, ...
+  bool maximize = true;
+  double value = 0.0;
+  int64_t iteration = 0;
+  std::string checkpoint;  // directory name under checkpoints/
+};
+
+// state.json: what a resumed run restores besides the tensors, and what it checks.
+struct TrainingState {
+  int64_t iteration = 0;      // completed iterations (solver steps)
+  int64_t data_position = 0;  // training batches consumed: the loader's stream position
+  int64_t batch_size = 0;     // these four must match for the data order to continue
+  int64_t batches_per_epoch = 0;
+  int iter_size = 1;
+  uint64_t seed = 0;
+  std::string rng;                // Context::random().state()
+  float loss_sum = 0.0f;          // the display window still open: its summed loss,
+  int64_t window_iterations = 0;  // iterations
+  int64_t window_images = 0;      // and images
+  bool test_pending = false;      // a test was due at `iteration` but Ctrl-C came first
+  std::optional<BestMetric> best;
+  std::string model;  // the config's model section as YAML
+  std::string solver_type;
+};
+
+// Writes the checkpoint of `state.iteration` into <run_dir>/checkpoints and returns its
+// directory. `solver_state` is Solver::state, `layer_state` layer_state(net) (device tensors are
+// copied to the host here).
+// The environment variable CREMA_TEST_CHECKPOINT_DELAY_MS (tests only) pauses that many
+// milliseconds after each file, so a test can kill the process in the middle of a write.
+std::string write_checkpoint(const std::string& run_dir, const Net& net,
+                             const NamedTensors& solver_state, const NamedTensors& layer_state,
+                             const TrainingState& state);
+
+struct Checkpoint {
+  std::string dir;
+  TrainingState state;
+  NamedTensors model, solver, layers;  // on the host
+};
+
+// What --resume names: a checkpoint directory, or a run directory (its checkpoints/last, else the
+// newest complete iter_* directory). Throws crema::Error saying what was expected.
+std::string find_checkpoint(const std::string& path);
+// Reads and checks all three files; throws crema::Error naming the file and what is wrong.
+Checkpoint read_checkpoint(const std::string& dir);
+// The run directory of a checkpoint at <run>/checkpoints/<name>, or "" if it lies elsewhere.
+std::string run_dir_of(const std::string& checkpoint_dir);
+
+// The net's parameters and buffers by name, sharing the net's storage.
+NamedTensors net_tensors(Net& net);
+// Every layer's run state as "<layer>.<role>", sharing the layers' storage.
+NamedTensors layer_state(Net& net);
+// How `saved` differs from `targets` in names and shapes ("" when they match):
+// "conv1.weight is [8, 1, 3, 3] there but [16, 1, 3, 3] here; it lacks ip2.bias; it has no place
+// here for ip9.weight".
+std::string tensor_mismatch(const NamedTensors& targets, const NamedTensors& saved);
+// Copies `saved` into `targets`, which must hold exactly the same names with the same shapes, in
+// float32. Otherwise throws crema::Error "<source> does not fit <what>: <tensor_mismatch>".
+void restore_exactly(const NamedTensors& targets, const NamedTensors& saved,
+                     const std::string& source, const std::string& what);
+
+// Fine-tuning (--weights FILE): copies every net tensor the file has, by name. A shape mismatch
+// throws, naming the layer and both shapes and suggesting to rename the layer (Caffe's rule).
+struct WeightsReport {
+  int64_t copied = 0;
+  std::vector<std::string> missing;  // net tensors the file lacks: they keep their fillers
+  std::vector<std::string> unused;   // file tensors the net has no place for
+};
+WeightsReport copy_weights_by_name(Net& net, const std::string& path);
+
+}  // namespace crema

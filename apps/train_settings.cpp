@@ -1,0 +1,45 @@
+#include "apps/train_settings.h"
+
+#include <algorithm>
+
+namespace crema {
+namespace {
+
+int64_t non_negative(const ConfigNode& solver, const std::string& key, int64_t fallback) {
+  const int64_t value = solver.get<int64_t>(key, fallback);
+  if (value < 0) solver.at(key).fail("solver." + key + " must not be negative");
+  return value;
+}
+
+}  // namespace
+
+LoopSettings read_loop_settings(const ConfigNode& solver, int64_t batches_per_epoch) {
+  LoopSettings s;
+  if (solver.has("max_iter")) {
+    s.max_iter = solver.get<int64_t>("max_iter");
+    solver.allow("max_epochs");
+  } else {
+    const int64_t iter_size = std::max<int64_t>(1, solver.get<int64_t>("iter_size", 1));
+    s.max_iter = solver.get<int64_t>("max_epochs") * batches_per_epoch / iter_size;
+  }
+  if (s.max_iter <= 0) {
+    solver.fail("solver: the run must have at least one iteration (max_iter or max_epochs)");
+  }
+  s.test_interval = non_negative(solver, "test_interval", 0);
+  s.display = std::max<int64_t>(1, non_negative(solver, "display", 100));
+  if (solver.has("snapshot")) {
+    solver.at("snapshot").fail("solver.snapshot: crema calls Caffe's key snapshot_interval");
+  }
+  s.snapshot_interval = non_negative(solver, "snapshot_interval", 0);
+  s.keep_best = solver.get<std::string>("keep_best", "");
+  const std::string fallback = s.keep_best.find("loss") != std::string::npos ? "min" : "max";
+  const std::string mode = solver.get<std::string>("keep_best_mode", fallback);
+  if (mode != "min" && mode != "max") {
+    solver.at("keep_best_mode").fail("solver.keep_best_mode is min or max, got '" + mode + "'");
+  }
+  s.keep_best_max = mode == "max";
+  s.cuda_graph = solver.get<bool>("cuda_graph", true);
+  return s;
+}
+
+}  // namespace crema

@@ -1,0 +1,158 @@
+// Batch normalization, dispatch: checks the tensors and the hyper-parameters once, then runs the
+// CPU or the CUDA path. Optional tensors are undefined Tensors here and null pointers below.
+#include "kernels/batch_norm/batch_norm.h"
+
+#include <climits>
+#include <string>
+
+#include "core/error.h"
+#include "kernels/tensor_checks.h"
+
+namespace crema::kernels {
+namespace {
+
+BatchNormShape shape_of(const std::string& op, const Tensor& x) {
+  if (!x.defined() || x.ndim() < 2) {
+    throw Error(op + ": x is " + (x.defined() ? x.description() : std::string("undefined")) +
+                ", expected at least 2 axes [N, C, ...]");
+  }
+  BatchNormShape s;
+  s.N = x.dim(0);
+  s.C = x.dim(1);
+  s.S = shape_count(x.shape(), 2, x.ndim());
+  return s;
+}
+
+void check_optional(const Context& ctx, const std::string& op, const char* name, const Tensor& t,
+                    const Shape& shape) {
+  if (t.defined()) check_tensor(ctx, op, name, t, shape);
+}
+
+const float* data_or_null(const Tensor& t) {
+  return t.defined() ? t.data<float>() : nullptr;
+}
+float* data_or_null(Tensor& t) {
+  return t.defined() ? t.data<float>() : nullptr;
+}
+
+void check_eps(const std::string& op, float eps) {
+  if (!(eps >= 0.0f)) throw Error(op + ": eps " + std::to_string(eps) + " must be >= 0");
+}
+
+// The CUDA kernels index a channel's values with 32-bit integers.
+void check_channel_size(const Context& ctx, const std::string& op, const BatchNormShape& s) {
+  if (ctx.device().is_cuda() && s.N * s.S > INT_MAX) {
+    throw Error(op + ": a channel of " + std::to_string(s.N * s.S) +
+                " values is more than the CUDA kernels index (2^31 - 1)");
+  }
+}
+
+}  // namespace
+
+void batch_norm_forward_training(Context& ctx, const Tensor& x, const Tensor& gamma,
+                                 const Tensor& beta, float eps, float momentum, Tensor& y,
+                                 Tensor& save_mean, Tensor& save_invstd, Tensor& running_mean,
+                                 Tensor& running_var, Tensor& num_batches_tracked) {
+  const std::string op = "batch_norm_forward_training";
+  const BatchNormShape s = shape_of(op, x);
+  check_tensor(ctx, op, "x", x, x.shape());
+  check_tensor(ctx, op, "y", y, x.shape());
+  check_optional(ctx, op, "gamma", gamma, {s.C});
+  check_optional(ctx, op, "beta", beta, {s.C});
+  check_tensor(ctx, op, "save_mean", save_mean, {s.C});
+  check_tensor(ctx, op, "save_invstd", save_invstd, {s.C});
+  check_optional(ctx, op, "running_mean", running_mean, {s.C});
+  check_optional(ctx, op, "running_var", running_var, {s.C});
+  if (num_batches_tracked.defined())
+    check_scalar(ctx, op, "num_batches_tracked", num_batches_tracked);
+  check_eps(op, eps);
+  if (!(momentum >= 0.0f && momentum <= 1.0f)) {
+    throw Error(op + ": momentum " + std::to_string(momentum) + " must be in [0, 1]");
+  }
+  if (s.N * s.S < 2) {
+    throw Error(op + ": x is " + x.description() +
+                ": batch statistics need more than one value per channel");
+  }
+  check_channel_size(ctx, op, s);
+#ifdef CREMA_WITH_CUDA
+  if (ctx.device().is_cuda()) {
+    const cuda::BatchNormVersion version = cuda::BatchNormVersion::best;
+    const size_t bytes = cuda::batch_norm_workspace_bytes(s, version);
+    void* workspace = bytes > 0 ? ctx.workspace((bytes + 3) / 4) : nullptr;
+    cuda::batch_norm_forward_training(s, x.data<float>(), data_or_null(gamma), data_or_null(beta),
+                                      eps, momentum, y.data<float>(), save_mean.data<float>(),
+                                      save_invstd.data<float>(), data_or_null(running_mean),
+                                      data_or_null(running_var), data_or_null(num_batches_tracked),
+                                      workspace, version, ctx.stream());
+    return;
+  }
+#endif
+  cpu::batch_norm_forward_training(
+      s, x.data<float>(), data_or_null(gamma), data_or_null(beta), eps, momentum, y.data<float>(),
+      save_mean.data<float>(), save_invstd.data<float>(), data_or_null(running_mean),
+      data_or_null(running_var), data_or_null(num_batches_tracked), ctx.num_threads());
+}
+
+void batch_norm_forward_inference(Context& ctx, const Tensor& x, const Tensor& gamma,
+                                  const Tensor& beta, const Tensor& running_mean,
+                                  const Tensor& running_var, float eps, Tensor& y,
+                                  Tensor& save_mean, Tensor& save_invstd) {
+  const std::string op = "batch_norm_forward_inference";
+  const BatchNormShape s = shape_of(op, x);
+  check_tensor(ctx, op, "x", x, x.shape());
+  check_tensor(ctx, op, "y", y, x.shape());
+  check_optional(ctx, op, "gamma", gamma, {s.C});
+  check_optional(ctx, op, "beta", beta, {s.C});
+  check_tensor(ctx, op, "running_mean", running_mean, {s.C});
+  check_tensor(ctx, op, "running_var", running_var, {s.C});
+  check_tensor(ctx, op, "save_mean", save_mean, {s.C});
+  check_tensor(ctx, op, "save_invstd", save_invstd, {s.C});
+  check_eps(op, eps);
+#ifdef CREMA_WITH_CUDA
+  if (ctx.device().is_cuda()) {
+    cuda::batch_norm_forward_inference(s, x.data<float>(), data_or_null(gamma), data_or_null(beta),
+                                       running_mean.data<float>(), running_var.data<float>(), eps,
+                                       y.data<float>(), save_mean.data<float>(),
+                                       save_invstd.data<float>(), ctx.stream());
+    return;
+  }
+#endif
+  cpu::batch_norm_forward_inference(s, x.data<float>(), data_or_null(gamma), data_or_null(beta),
+                                    running_mean.data<float>(), running_var.data<float>(), eps,
+                                    y.data<float>(), save_mean.data<float>(),
+                                    save_invstd.data<float>(), ctx.num_threads());
+}
+
+void batch_norm_backward(Context& ctx, const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                         const Tensor& save_mean, const Tensor& save_invstd, bool batch_stats,
+                         Tensor& dx, Tensor& dgamma, Tensor& dbeta) {
+  const std::string op = "batch_norm_backward";
+  const BatchNormShape s = shape_of(op, x);
+  check_tensor(ctx, op, "x", x, x.shape());
+  check_tensor(ctx, op, "dy", dy, x.shape());
+  check_optional(ctx, op, "dx", dx, x.shape());
+  check_optional(ctx, op, "gamma", gamma, {s.C});
+  check_tensor(ctx, op, "save_mean", save_mean, {s.C});
+  check_tensor(ctx, op, "save_invstd", save_invstd, {s.C});
+  check_optional(ctx, op, "dgamma", dgamma, {s.C});
+  check_optional(ctx, op, "dbeta", dbeta, {s.C});
+  check_channel_size(ctx, op, s);
+#ifdef CREMA_WITH_CUDA
+  if (ctx.device().is_cuda()) {
+    const cuda::BatchNormVersion version = cuda::BatchNormVersion::best;
+    const size_t bytes = cuda::batch_norm_workspace_bytes(s, version);
+    void* workspace = bytes > 0 ? ctx.workspace((bytes + 3) / 4) : nullptr;
+    cuda::batch_norm_backward(s, x.data<float>(), dy.data<float>(), data_or_null(gamma),
+                              save_mean.data<float>(), save_invstd.data<float>(), batch_stats,
+                              data_or_null(dx), data_or_null(dgamma), data_or_null(dbeta),
+                              workspace, version, ctx.stream());
+    return;
+  }
+#endif
+  cpu::batch_norm_backward(s, x.data<float>(), dy.data<float>(), data_or_null(gamma),
+                           save_mean.data<float>(), save_invstd.data<float>(), batch_stats,
+                           data_or_null(dx), data_or_null(dgamma), data_or_null(dbeta),
+                           ctx.num_threads());
+}
+
+}  // namespace crema::kernels

@@ -1,0 +1,68 @@
+// Per-channel scale and bias (Caffe's Scale and Bias layers). x is viewed as [outer, C, inner],
+// where the C "channels" are the axes [axis, axis + num_axes) of x (one axis, C, in the common
+// case; several, e.g. [N, C] of an [N, C, H, W] input, when the scale comes from a blob):
+//   forward:         y[o, c, i] = x[o, c, i] * scale[c] + bias[c]   (no scale: 1; no bias: 0)
+//   backward data:   dx[o, c, i] = dy[o, c, i] * scale[c]           (the forward applied to dy)
+//   backward params: dscale[c] = sum_{o, i} dy[o, c, i] * x[o, c, i]
+//                    dbias[c]  = sum_{o, i} dy[o, c, i]
+// The sums are channel_reduce: out[c] = (accumulate ? out[c] : 0) + sum_{o, i} dy * (x or 1),
+// accumulating for parameter gradients (+=) and writing for a bottom's gradient (=). They are
+// deterministic: fixed order on the CPU, a fixed partition and tree on the GPU, no atomics.
+// y may alias x (in place); out aliases nothing.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/context.h"
+#include "core/cuda_runtime.h"
+#include "core/tensor.h"
+
+namespace crema::kernels {
+
+namespace ref {
+// Plain loops over the definitions; the sums accumulate in double, in (o, i) order. Explicitly
+// instantiated for float and double.
+template <class T>
+void scale_forward(int64_t outer, int64_t C, int64_t inner, const T* x, const T* scale,
+                   const T* bias, T* y);
+template <class T>
+void channel_reduce(int64_t outer, int64_t C, int64_t inner, const T* dy, const T* x,
+                    bool accumulate, T* out);
+}  // namespace ref
+
+namespace cpu {
+// Forward: the (o, c) rows spread over OpenMP threads, each a vector loop. Reduce: the channels
+// spread over threads, each summed by one thread in double in a fixed order, so the result does
+// not depend on the thread count.
+void scale_forward(int64_t outer, int64_t C, int64_t inner, const float* x, const float* scale,
+                   const float* bias, float* y, int num_threads);
+void channel_reduce(int64_t outer, int64_t C, int64_t inner, const float* dy, const float* x,
+                    bool accumulate, float* out, int num_threads);
+}  // namespace cpu
+
+namespace cuda {
+// Reduce: block_per_channel: one block sums one channel's outer * inner products (in double,
+// fixed tree); split: each channel's products are cut into S segments fixed by the sizes, a
+// block per (channel, segment) writes a partial to the workspace, and a second kernel adds each
+// channel's S partials in order (all SMs busy when C is small). See README.md.
+enum class ReduceVersion { block_per_channel, split, best = split };
+void scale_forward(int64_t outer, int64_t C, int64_t inner, const float* x, const float* scale,
+                   const float* bias, float* y, gpu::Stream stream);
+// Bytes of device workspace channel_reduce needs (0 for block_per_channel).
+size_t channel_reduce_workspace_bytes(int64_t outer, int64_t C, int64_t inner,
+                                      ReduceVersion version);
+void channel_reduce(int64_t outer, int64_t C, int64_t inner, const float* dy, const float* x,
+                    bool accumulate, float* out, void* workspace, ReduceVersion version,
+                    gpu::Stream stream);
+}  // namespace cuda
+
+// Tensor level: x, y (dy) of one shape; scale, bias and out float32 tensors of
+// C = x.dim(axis) * ... * x.dim(axis + num_axes - 1) elements (any shape); all on the context's
+// device. scale, bias and x in channel_reduce may be null. Throws crema::Error naming the tensor.
+void scale_forward(Context& ctx, const Tensor& x, const Tensor* scale, const Tensor* bias, int axis,
+                   int num_axes, Tensor& y);
+void channel_reduce(Context& ctx, const Tensor& dy, const Tensor* x, int axis, int num_axes,
+                    bool accumulate, Tensor& out);
+
+}  // namespace crema::kernels

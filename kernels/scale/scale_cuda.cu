@@ -1,0 +1,146 @@
+// Scale and bias, CUDA.
+//
+// Forward (one version): one thread per element, c = (e / inner) % C; the multiply and the add
+// rounded separately (no fused multiply-add) as on the CPU, so the bits agree.
+//
+// channel_reduce, out[c] (+)= sum_{o, i} dy * x, in double, deterministically:
+//   ReduceVersion::block_per_channel  one block of kReduceThreads per channel: thread t takes the
+//                                     flat positions j = t, t + 256, ... of the channel's outer *
+//                                     inner, then the block adds its threads in a fixed tree.
+//                                     Only C blocks: a C = 16 layer leaves most SMs idle.
+//   ReduceVersion::split              each channel's positions cut into S contiguous segments
+//                                     (S from the sizes alone: about 4096 positions per segment,
+//                                     C * S <= 1024 blocks); block (c, s) writes a partial to the
+//                                     workspace and a second kernel adds the S partials of each
+//                                     channel in order. S = 1 needs no second kernel.
+#include "core/error.h"
+#include "kernels/elementwise/map_cuda.cuh"
+#include "kernels/elementwise/reduce_cuda.cuh"
+#include "kernels/scale/scale.h"
+
+namespace crema::kernels::cuda {
+namespace {
+
+using detail::kReduceThreads;
+
+template <class Index>
+__global__ void scale_forward_kernel(Index n, Index C, Index inner, const float* x,
+                                     const float* __restrict__ scale,
+                                     const float* __restrict__ bias, float* y) {
+  for (Index e = Index(blockIdx.x) * Index(blockDim.x) + Index(threadIdx.x); e < n;
+       e += Index(gridDim.x) * Index(blockDim.x)) {
+    const Index c = (e / inner) % C;
+    const float s = scale != nullptr ? scale[c] : 1.0f, b = bias != nullptr ? bias[c] : 0.0f;
+    y[e] = __fadd_rn(__fmul_rn(x[e], s), b);
+  }
+}
+
+// Sum of dy * x (or dy) over positions [begin, end) of channel c, strided over the block's
+// threads, then over the block: valid in thread 0.
+__device__ double channel_segment_sum(int64_t C, int64_t inner, const float* __restrict__ dy,
+                                      const float* __restrict__ x, int64_t c, int64_t begin,
+                                      int64_t end) {
+  double acc = 0.0;
+  for (int64_t j = begin + threadIdx.x; j < end; j += kReduceThreads) {
+    const int64_t o = j / inner, e = (o * C + c) * inner + (j - o * inner);
+    acc += x != nullptr ? double(dy[e]) * double(x[e]) : double(dy[e]);
+  }
+  return detail::block_sum(detail::Partial{acc, 0}).value;
+}
+
+// v1: block c sums channel c.
+__global__ void reduce_block_per_channel(int64_t outer, int64_t C, int64_t inner,
+                                         const float* __restrict__ dy, const float* __restrict__ x,
+                                         bool accumulate, float* __restrict__ out) {
+  const int64_t c = blockIdx.x;
+  const double sum = channel_segment_sum(C, inner, dy, x, c, 0, outer * inner);
+  if (threadIdx.x == 0) out[c] = accumulate ? float(double(out[c]) + sum) : float(sum);
+}
+
+// v2, first pass: block (c, s) sums segment s of channel c into partials[c * S + s], or, with
+// S = 1, finishes the channel itself.
+__global__ void reduce_split(int64_t outer, int64_t C, int64_t inner, int64_t segment, int S,
+                             const float* __restrict__ dy, const float* __restrict__ x,
+                             bool accumulate, double* __restrict__ partials,
+                             float* __restrict__ out) {
+  const int64_t c = blockIdx.x, s = blockIdx.y, total = outer * inner;
+  const int64_t begin = s * segment, end = begin + segment < total ? begin + segment : total;
+  const double sum = channel_segment_sum(C, inner, dy, x, c, begin, end);
+  if (threadIdx.x != 0) return;
+  if (S == 1) {
+    out[c] = accumulate ? float(double(out[c]) + sum) : float(sum);
+  } else {
+    partials[c * S + s] = sum;
+  }
+}
+
+// v2, second pass: one thread per channel adds its S partials in segment order.
+__global__ void reduce_split_finish(int64_t C, int S, const double* __restrict__ partials,
+                                    bool accumulate, float* __restrict__ out) {
+  const int64_t c = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (c >= C) return;
+  double sum = 0.0;
+  for (int s = 0; s < S; ++s) sum += partials[c * S + s];
+  out[c] = accumulate ? float(double(out[c]) + sum) : float(sum);
+}
+
+constexpr int64_t kSegmentPositions = 4096;
+constexpr int64_t kMaxSplitBlocks = 1024;
+
+// Segments per channel for the split version: a function of the sizes only (determinism).
+int split_segments(int64_t outer, int64_t C, int64_t inner) {
+  const int64_t by_work = (outer * inner + kSegmentPositions - 1) / kSegmentPositions;
+  const int64_t by_blocks = kMaxSplitBlocks / (C > 0 ? C : 1);
+  const int64_t S = by_work < by_blocks ? by_work : by_blocks;
+  return int(S < 1 ? 1 : S);
+}
+
+}  // namespace
+
+void scale_forward(int64_t outer, int64_t C, int64_t inner, const float* x, const float* scale,
+                   const float* bias, float* y, gpu::Stream stream) {
+  const int64_t n = outer * C * inner;
+  if (n == 0) return;
+  const int blocks = detail::map_blocks(n);
+  if (detail::int32_indexable(n)) {
+    scale_forward_kernel<int32_t><<<blocks, detail::kMapThreads, 0, stream>>>(
+        int32_t(n), int32_t(C), int32_t(inner), x, scale, bias, y);
+  } else {
+    scale_forward_kernel<int64_t>
+        <<<blocks, detail::kMapThreads, 0, stream>>>(n, C, inner, x, scale, bias, y);
+  }
+  gpu::check_launch("scale_forward");
+}
+
+size_t channel_reduce_workspace_bytes(int64_t outer, int64_t C, int64_t inner,
+                                      ReduceVersion version) {
+  if (version == ReduceVersion::block_per_channel) return 0;
+  const int S = split_segments(outer, C, inner);
+  return S > 1 ? size_t(C) * size_t(S) * sizeof(double) : 0;
+}
+
+void channel_reduce(int64_t outer, int64_t C, int64_t inner, const float* dy, const float* x,
+                    bool accumulate, float* out, void* workspace, ReduceVersion version,
+                    gpu::Stream stream) {
+  if (C == 0) return;
+  if (version == ReduceVersion::block_per_channel) {
+    reduce_block_per_channel<<<unsigned(C), kReduceThreads, 0, stream>>>(outer, C, inner, dy, x,
+                                                                         accumulate, out);
+    gpu::check_launch("channel_reduce");
+    return;
+  }
+  const int S = split_segments(outer, C, inner);
+  const int64_t segment = (outer * inner + S - 1) / S;
+  CREMA_CHECK(S == 1 || workspace != nullptr, "channel_reduce: split needs its workspace");
+  reduce_split<<<dim3(unsigned(C), unsigned(S)), kReduceThreads, 0, stream>>>(
+      outer, C, inner, segment, S, dy, x, accumulate, static_cast<double*>(workspace), out);
+  gpu::check_launch("channel_reduce");
+  if (S > 1) {
+    const int threads = 128;
+    reduce_split_finish<<<unsigned((C + threads - 1) / threads), threads, 0, stream>>>(
+        C, S, static_cast<const double*>(workspace), accumulate, out);
+    gpu::check_launch("channel_reduce (finish)");
+  }
+}
+
+}  // namespace crema::kernels::cuda

@@ -1,0 +1,163 @@
+// The pointwise activation layers without parameters: ELU, Sigmoid, TanH, Clip, Swish (= SiLU),
+// GELU. Each maps every element on its own:
+//
+//   x, y: any shape, the same.   forward y = f(x);   backward dL/dx = dL/dy * f'(x)
+//
+// The formulas and derivatives are in kernels/activation/pointwise.h; each layer below gives its
+// own, its YAML keys and its paper. All run in place (top == bottom): ELU, Sigmoid and TanH for
+// free, since their derivative follows from y; Clip, Swish and GELU need x, so in place they copy
+// x aside before the forward overwrites it (one extra tensor and one copy per step, which the
+// out-of-place form does not pay).
+#include <string>
+
+#include "kernels/activation/pointwise.h"
+#include "layers/register_layers.h"
+
+namespace crema {
+namespace {
+
+// One bottom, one top of its shape, forward and backward through kernels::activation_*.
+class PointwiseLayer : public Layer {
+ public:
+  PointwiseLayer(const LayerSpec& spec, kernels::ActivationKind kind) : Layer(spec) {
+    activation_.kind = kind;
+  }
+
+  void reshape(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top,
+               Context& ctx) override {
+    const Shape& shape = bottom[0]->value.shape();
+    if (top[0] != bottom[0]) {
+      top[0]->value.reshape(shape);
+    } else if (reads_input()) {
+      if (saved_input_.defined()) {
+        saved_input_.reshape(shape);
+      } else {
+        saved_input_ = ctx.empty(shape);
+      }
+    }
+  }
+
+  void forward(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top,
+               Context& ctx) override {
+    if (top[0] == bottom[0] && reads_input()) ctx.copy(saved_input_, bottom[0]->value);
+    kernels::activation_forward(ctx, activation_, bottom[0]->value, top[0]->value);
+  }
+
+  // dL/dx = dL/dy * f'(x), with f'(x) computed from y (ELU, Sigmoid, TanH) or from x (the input,
+  // or its copy when the layer ran in place).
+  void backward(const std::vector<Blob*>& top, const std::vector<bool>& propagate_down,
+                const std::vector<Blob*>& bottom, Context& ctx) override {
+    if (!propagate_down[0]) return;
+    const Tensor& saved = !reads_input()        ? top[0]->value
+                          : top[0] == bottom[0] ? saved_input_
+                                                : bottom[0]->value;
+    kernels::activation_backward(ctx, activation_, saved, top[0]->grad, bottom[0]->grad);
+  }
+
+ protected:
+  // Throws "file:line:col: layer 'name' (Type): key: message", pointing at the key's value.
+  [[noreturn]] void fail_key(const std::string& key, const std::string& message) const {
+    spec_.node->at(key).fail("layer '" + name() + "' (" + type() + "): " + key + ": " + message);
+  }
+
+  kernels::Activation activation_;
+
+ private:
+  bool reads_input() const {
+    return kernels::backward_reads(activation_.kind) == kernels::BackwardReads::input;
+  }
+
+  Tensor saved_input_;  // x's copy when running in place and the backward reads x
+};
+
+// ELU: y = x > 0 ? x : alpha * (exp(x) - 1);  dy/dx = 1 for x > 0, y + alpha otherwise.
+// YAML keys (defaults): alpha (1; must be >= 0, so that y > 0 exactly where x > 0).
+// Clevert, Unterthiner & Hochreiter 2015, "Fast and Accurate Deep Network Learning by
+// Exponential Linear Units".
+class ELULayer final : public PointwiseLayer {
+ public:
+  explicit ELULayer(const LayerSpec& spec) : PointwiseLayer(spec, kernels::ActivationKind::elu) {
+    activation_.alpha = spec.node->get<float>("alpha", 1.0f);
+    if (activation_.alpha < 0.0f) {
+      fail_key("alpha", "must not be negative (y > 0 must tell x > 0), got " +
+                            std::to_string(activation_.alpha));
+    }
+  }
+};
+
+// Sigmoid: y = 1 / (1 + exp(-x));  dy/dx = y * (1 - y). No keys.
+class SigmoidLayer final : public PointwiseLayer {
+ public:
+  explicit SigmoidLayer(const LayerSpec& spec)
+      : PointwiseLayer(spec, kernels::ActivationKind::sigmoid) {}
+};
+
+// TanH: y = tanh(x);  dy/dx = 1 - y^2. No keys.
+class TanHLayer final : public PointwiseLayer {
+ public:
+  explicit TanHLayer(const LayerSpec& spec) : PointwiseLayer(spec, kernels::ActivationKind::tanh) {}
+};
+
+// Clip: y = min(max(x, min), max);  dy/dx = 1 where min <= x <= max (ends included, PyTorch's
+// clamp), 0 elsewhere. ReLU6 is Clip with min 0, max 6 (PyTorch's relu6 excludes the ends, which
+// matters only for inputs exactly 0 or 6).
+// YAML keys: min, max (both required, as in Caffe; min <= max).
+class ClipLayer final : public PointwiseLayer {
+ public:
+  explicit ClipLayer(const LayerSpec& spec) : PointwiseLayer(spec, kernels::ActivationKind::clip) {
+    const ConfigNode& node = *spec.node;
+    for (const char* key : {"min", "max"}) {
+      if (!node.has(key)) fail(std::string("key '") + key + "' is required (Clip: min, max)");
+    }
+    activation_.min = node.get<float>("min");
+    activation_.max = node.get<float>("max");
+    if (!(activation_.min <= activation_.max)) {
+      fail_key("max", "must not be less than min (" + std::to_string(activation_.min) + "), got " +
+                          std::to_string(activation_.max));
+    }
+  }
+};
+
+// Swish: y = x * sigmoid(beta * x);  dy/dx = s + beta * x * s * (1 - s), s = sigmoid(beta * x).
+// With beta = 1 it is SiLU (PyTorch's nn.SiLU); type SiLU is the same layer.
+// YAML keys (defaults): beta (1).
+// Ramachandran, Zoph & Le 2017, "Searching for Activation Functions"; Elfwing et al. 2017 (SiLU).
+class SwishLayer final : public PointwiseLayer {
+ public:
+  explicit SwishLayer(const LayerSpec& spec)
+      : PointwiseLayer(spec, kernels::ActivationKind::swish) {
+    activation_.beta = spec.node->get<float>("beta", 1.0f);
+  }
+};
+
+// GELU: y = x * Phi(x), Phi the standard normal CDF (approximate: none, the default), or its tanh
+// approximation y = x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))) (approximate: tanh); both
+// as PyTorch's nn.GELU. Derivatives in kernels/activation/pointwise.h.
+// YAML keys (defaults): approximate (none | tanh).
+// Hendrycks & Gimpel 2016, "Gaussian Error Linear Units (GELUs)".
+class GELULayer final : public PointwiseLayer {
+ public:
+  explicit GELULayer(const LayerSpec& spec)
+      : PointwiseLayer(spec, kernels::ActivationKind::gelu_erf) {
+    const std::string approximate = spec.node->get<std::string>("approximate", "none");
+    if (approximate == "tanh") {
+      activation_.kind = kernels::ActivationKind::gelu_tanh;
+    } else if (approximate != "none") {
+      fail_key("approximate", "must be none or tanh, got '" + approximate + "'");
+    }
+  }
+};
+
+}  // namespace
+
+void register_activations(LayerRegistry& registry) {
+  registry.add<ELULayer>("ELU");
+  registry.add<SigmoidLayer>("Sigmoid");
+  registry.add<TanHLayer>("TanH");
+  registry.add<ClipLayer>("Clip");
+  registry.add<SwishLayer>("Swish");
+  registry.add<SwishLayer>("SiLU");
+  registry.add<GELULayer>("GELU");
+}
+
+}  // namespace crema

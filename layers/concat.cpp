@@ -1,0 +1,78 @@
+// Concat: joins its bottoms along one axis (Caffe's Concat, torch.cat).
+//
+//   x_0 [.., K_0, ..], x_1 [.., K_1, ..], ...  ->  y [.., K_0 + K_1 + ..., ..]
+// The bottoms agree on every axis but `axis`: channels of two [N, C_i, H, W] maps give
+// [N, C_0 + C_1, H, W] (GoogLeNet's inception outputs). Any number of bottoms, at least one.
+// YAML keys (defaults): axis (1; negative counts from the end).
+#include <string>
+
+#include "kernels/concat/concat.h"
+#include "layers/key_error.h"
+#include "layers/register_layers.h"
+
+namespace crema {
+namespace {
+
+class ConcatLayer final : public Layer {
+ public:
+  explicit ConcatLayer(const LayerSpec& spec) : Layer(spec) {
+    axis_ = spec.node->get<int>("axis", 1);
+  }
+
+  int max_bottoms() const override { return 1 << 20; }
+
+  void reshape(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top, Context&) override {
+    const Shape& first = bottom[0]->value.shape();
+    axis_index_ = canonical_axis(spec_, "axis", axis_, int(first.size()));
+    Shape shape = first;
+    shape[size_t(axis_index_)] = 0;
+    for (size_t b = 0; b < bottom.size(); ++b) {
+      if (top[0] == bottom[b]) {
+        fail("does not run in place (top '" + spec_.tops[0] + "' is a bottom)");
+      }
+      const Shape& s = bottom[b]->value.shape();
+      Shape a = s, f = first;
+      if (a.size() == f.size()) a[size_t(axis_index_)] = f[size_t(axis_index_)] = 0;
+      if (a != f) {
+        fail_at_key(spec_, "bottom",
+                    "'" + spec_.bottoms[0] + "' " + shape_str(first) + " and '" + spec_.bottoms[b] +
+                        "' " + shape_str(s) +
+                        " must agree on every axis but the concatenation axis " +
+                        std::to_string(axis_index_));
+      }
+      shape[size_t(axis_index_)] += s[size_t(axis_index_)];
+    }
+    top[0]->value.reshape(shape);
+  }
+
+  void forward(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top,
+               Context& ctx) override {
+    std::vector<const Tensor*> parts;
+    for (Blob* b : bottom) parts.push_back(&b->value);
+    kernels::concat(ctx, parts, axis_index_, top[0]->value);
+  }
+
+  // y is the x_b side by side, so dL/dx_b is dL/dy's block at x_b's place: a slice.
+  void backward(const std::vector<Blob*>& top, const std::vector<bool>& propagate_down,
+                const std::vector<Blob*>& bottom, Context& ctx) override {
+    std::vector<int64_t> extents;
+    std::vector<Tensor*> parts;
+    for (size_t b = 0; b < bottom.size(); ++b) {
+      extents.push_back(bottom[b]->value.dim(axis_index_));
+      parts.push_back(propagate_down[b] ? &bottom[b]->grad : nullptr);
+    }
+    kernels::slice(ctx, top[0]->grad, axis_index_, extents, parts);
+  }
+
+ private:
+  int axis_;            // as written
+  int axis_index_ = 0;  // in [0, ndim)
+};
+
+}  // namespace
+
+void register_concat(LayerRegistry& registry) {
+  registry.add<ConcatLayer>("Concat");
+}
+
+}  // namespace crema

@@ -1,0 +1,126 @@
+// Deconvolution (transposed convolution): the adjoint of Convolution in its input, which makes
+// it an upsampling: every input pixel spreads its filter-weighted copy over the output.
+//
+//   y[n, g*K/G + k, h, w] = b[.] + sum over c of group g, (r, s) and (p, q) with
+//                           p*stride_h - pad_h + r*dilation_h = h, q*stride_w - pad_w +
+//                           s*dilation_w = w of w[c, k, r, s] * x[n, c, p, q]
+//   x [N,C,H,W] -> y [N,K,P,Q], w [C, K/G, R, S] (PyTorch's ConvTranspose2d layout), b [K];
+//   P = (H-1)*stride_h - 2*pad_h + dilation_h*(R-1) + 1 + output_padding_h, likewise Q.
+//
+// The convolution with the same keys maps y's shape back to x's: Deconvolution's forward is that
+// convolution's backward data pass, its backward data the convolution's forward, and its weight
+// gradient the convolution's filter gradient with x and dy swapping roles
+// (kernels/convolution/convolution.h, conv_transpose2d_*).
+//
+// YAML keys (defaults): Convolution's (num_output = K, kernel_size, stride, pad, dilation, group,
+//   and the weight and bias keys; weighted_layer.h), plus PyTorch's output_padding (0; n or
+//   [h, w], less than the stride): the extra rows and columns at the bottom and right that pick
+//   one of the `stride` output sizes which all convolve back to H x W.
+// Caffe's Deconvolution layer; Zeiler et al. 2010, Long et al. 2015 (FCN upsampling).
+#include <tuple>
+
+#include "kernels/convolution/convolution.h"
+#include "layers/key_error.h"
+#include "layers/register_layers.h"
+#include "layers/weighted_layer.h"
+
+namespace crema {
+namespace {
+
+class DeconvolutionLayer final : public WeightedLayer {
+ public:
+  explicit DeconvolutionLayer(const LayerSpec& spec) : WeightedLayer(spec), keys_(spec) {
+    std::tie(output_padding_h_, output_padding_w_) =
+        read_spatial(spec, "output_padding", "", std::pair<int64_t, int64_t>{0, 0}, 0);
+    if (output_padding_h_ >= keys_.stride_h || output_padding_w_ >= keys_.stride_w) {
+      fail_at_key(spec, "output_padding",
+                  "must be smaller than the stride " + std::to_string(keys_.stride_h) + "x" +
+                      std::to_string(keys_.stride_w) + ", got " +
+                      std::to_string(output_padding_h_) + "x" + std::to_string(output_padding_w_));
+    }
+  }
+
+  void setup(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top,
+             Context& ctx) override {
+    const Tensor& x = bottom[0]->value;
+    if (x.ndim() != 4) fail("expects a 4-D input [N, C, H, W], got " + shape_str(x.shape()));
+    keys_.check_groups(spec_, x.dim(1), keys_.num_output);
+    geometry(x).validate("layer '" + name() + "'");
+    create_weight_and_bias(
+        {x.dim(1), keys_.num_output / keys_.group, keys_.kernel_h, keys_.kernel_w},
+        keys_.num_output, ctx);
+  }
+
+  void reshape(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top, Context&) override {
+    const Tensor& x = bottom[0]->value;
+    if (x.ndim() != 4) fail("expects a 4-D input [N, C, H, W], got " + shape_str(x.shape()));
+    if (x.dim(1) != weight().value.dim(0)) {
+      fail("input has " + std::to_string(x.dim(1)) + " channels, the weights expect " +
+           std::to_string(weight().value.dim(0)));
+    }
+    const kernels::Conv2dGeometry g = geometry(x);
+    g.validate("layer '" + name() + "'");
+    top[0]->value.reshape({g.N, g.C, g.H, g.W});
+  }
+
+  void forward(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top,
+               Context& ctx) override {
+    const Tensor* b = bias_term_ ? &bias().value : nullptr;
+    kernels::conv_transpose2d_forward(ctx, geometry(bottom[0]->value), bottom[0]->value,
+                                      weight().value, b, top[0]->value);
+  }
+
+  // y = T x + b with T the transpose of the convolution C (T = C^T), so dL/dx = C dy: the
+  // convolution of dy. For the weights, <dy, T_w x> = <C_w dy, x> is the convolution's loss with
+  // input dy and output gradient x, so dL/dw is the convolution's filter gradient of (dy, x).
+  // dL/db[k] += sum_{n,h,w} dy[n,k,h,w]. Frozen parameters (lr_mult 0) get no gradient.
+  void backward(const std::vector<Blob*>& top, const std::vector<bool>& propagate_down,
+                const std::vector<Blob*>& bottom, Context& ctx) override {
+    const kernels::Conv2dGeometry g = geometry(bottom[0]->value);
+    const Tensor& dy = top[0]->grad;
+    Tensor* dw = weight_grad();
+    Tensor* db = bias_grad();
+    if (dw != nullptr || db != nullptr) {
+      kernels::conv_transpose2d_backward_weights(ctx, g, bottom[0]->value, dy, dw, db);
+    }
+    if (propagate_down[0]) {
+      kernels::conv_transpose2d_backward_data(ctx, g, dy, weight().value, bottom[0]->grad);
+    }
+  }
+
+  // Each input element is multiplied into K/G * R * S outputs.
+  int64_t multiply_adds(const std::vector<Blob*>& bottom,
+                        const std::vector<Blob*>& top) const override {
+    if (params_.empty() || bottom.empty()) return 0;
+    const Tensor& w = params_[0].value;
+    return bottom[0]->value.numel() * (w.numel() / w.dim(0));
+  }
+
+ private:
+  // The convolution that maps y [N, K, P, Q] back to x [N, C, H, W] (its P() and Q() are H and W,
+  // since output_padding < stride).
+  kernels::Conv2dGeometry geometry(const Tensor& x) const {
+    const int64_t P = (x.dim(2) - 1) * keys_.stride_h - 2 * keys_.pad_h +
+                      keys_.dilation_h * (keys_.kernel_h - 1) + 1 + output_padding_h_;
+    const int64_t Q = (x.dim(3) - 1) * keys_.stride_w - 2 * keys_.pad_w +
+                      keys_.dilation_w * (keys_.kernel_w - 1) + 1 + output_padding_w_;
+    if (P < 1 || Q < 1) {
+      fail_at_key(spec_, "pad",
+                  "the output of a " + std::to_string(x.dim(2)) + "x" + std::to_string(x.dim(3)) +
+                      " input would be " + std::to_string(P) + "x" + std::to_string(Q) +
+                      "; use less padding");
+    }
+    return keys_.geometry(x.dim(0), keys_.num_output, P, Q, x.dim(1));
+  }
+
+  ConvolutionKeys keys_;
+  int64_t output_padding_h_ = 0, output_padding_w_ = 0;
+};
+
+}  // namespace
+
+void register_deconvolution(LayerRegistry& registry) {
+  registry.add<DeconvolutionLayer>("Deconvolution");
+}
+
+}  // namespace crema

@@ -1,0 +1,193 @@
+// The image codec (stb_image / stb_image_write) and the geometry of data/image_ops.h.
+#include "data/image.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "data/image_ops.h"
+#include "tests/data/data_test_util.h"
+
+namespace crema::data {
+namespace {
+
+using testing::DataFiles;
+using testing::error_of;
+using testing::pattern_image;
+
+Image from_rows(const Shape& shape, const std::vector<float>& pixels) {
+  Image image;
+  image.shape = shape;
+  image.pixels = pixels;
+  return image;
+}
+
+using ImageCodec = DataFiles;
+
+TEST_F(ImageCodec, PngRoundTripIsExactForGrayAndRgb) {
+  for (const Image& image : {pattern_image(1, 5, 7, 1), pattern_image(3, 4, 6, 2)}) {
+    const std::string file = path("x" + std::to_string(image.channels()) + ".png");
+    write_image_file(file, image, ImageFormat::png);
+    EXPECT_EQ(image_file_shape(file, int(image.channels())), image.shape);
+    Image back;
+    back.pixels.assign(3, std::nanf(""));
+    read_image_file(file, int(image.channels()), back);
+    EXPECT_EQ(back.shape, image.shape);
+    EXPECT_EQ(back.pixels, image.pixels);
+  }
+}
+
+TEST_F(ImageCodec, JpegRoundTripIsClose) {
+  // A smooth image: JPEG keeps it within a few levels at quality 95.
+  Image image;
+  image.reset({3, 16, 24});
+  for (int64_t c = 0; c < 3; ++c) {
+    for (int64_t h = 0; h < 16; ++h) {
+      for (int64_t w = 0; w < 24; ++w) {
+        image.pixels[size_t((c * 16 + h) * 24 + w)] = float(40 + 60 * c + 5 * h + 3 * w);
+      }
+    }
+  }
+  const std::string file = path("smooth.jpg");
+  write_image_file(file, image, ImageFormat::jpeg, 95);
+  Image back;
+  read_image_file(file, 3, back);
+  ASSERT_EQ(back.shape, image.shape);
+  double total = 0;
+  for (size_t i = 0; i < image.pixels.size(); ++i)
+    total += std::fabs(back.pixels[i] - image.pixels[i]);
+  EXPECT_LT(total / double(image.pixels.size()), 3.0);
+}
+
+TEST_F(ImageCodec, ConvertsBetweenGrayAndRgb) {
+  const Image rgb = pattern_image(3, 3, 5, 3);
+  write_image_file(path("rgb.png"), rgb, ImageFormat::png);
+  Image gray;
+  read_image_file(path("rgb.png"), 1, gray);
+  ASSERT_EQ(gray.shape, (Shape{1, 3, 5}));
+  for (size_t i = 0; i < 15; ++i) {
+    // stb_image's luma: (77 R + 150 G + 29 B) >> 8.
+    const int r = int(rgb.pixels[i]), g = int(rgb.pixels[15 + i]), b = int(rgb.pixels[30 + i]);
+    EXPECT_EQ(gray.pixels[i], float((77 * r + 150 * g + 29 * b) >> 8)) << i;
+  }
+  const Image one = pattern_image(1, 2, 3, 4);
+  write_image_file(path("gray.png"), one, ImageFormat::png);
+  Image three;
+  read_image_file(path("gray.png"), 3, three);
+  ASSERT_EQ(three.shape, (Shape{3, 2, 3}));
+  for (size_t c = 0; c < 3; ++c) {
+    for (size_t i = 0; i < 6; ++i) EXPECT_EQ(three.pixels[c * 6 + i], one.pixels[i]);
+  }
+}
+
+TEST_F(ImageCodec, BadFilesAreErrorsNamingTheFile) {
+  Image out;
+  const std::string missing = path("absent.png");
+  EXPECT_CONTAINS(error_of([&] { read_image_file(missing, 1, out); }), missing);
+  EXPECT_CONTAINS(error_of([&] { image_file_shape(missing, 1); }), missing);
+
+  const std::string text = write_file("notes.png", "these are not pixels\n");
+  EXPECT_CONTAINS(error_of([&] { read_image_file(text, 1, out); }), text);
+  EXPECT_CONTAINS(error_of([&] { image_file_shape(text, 1); }), text);
+
+  write_image_file(path("whole.png"), pattern_image(1, 20, 20), ImageFormat::png);
+  const std::string bytes = testing::read_file(path("whole.png"));
+  const std::string cut = write_file("cut.png", bytes.substr(0, bytes.size() / 2));
+  const std::string message = error_of([&] { read_image_file(cut, 1, out); });
+  EXPECT_CONTAINS(message, cut);
+  EXPECT_CONTAINS(message, "cannot decode");
+
+  const std::string empty = write_file("empty.jpg", "");
+  EXPECT_CONTAINS(error_of([&] { read_image_file(empty, 3, out); }), empty);
+  EXPECT_CONTAINS(error_of([&] { read_image_file(path("whole.png"), 2, out); }), "channels is 2");
+}
+
+TEST_F(ImageCodec, FormatsByName) {
+  EXPECT_EQ(parse_image_format("png"), ImageFormat::png);
+  EXPECT_EQ(parse_image_format("jpg"), ImageFormat::jpeg);
+  EXPECT_EQ(parse_image_format("jpeg"), ImageFormat::jpeg);
+  EXPECT_CONTAINS(error_of([] { parse_image_format("tiff"); }), "png, jpg");
+  EXPECT_CONTAINS(error_of([&] {
+                    write_image_file(path("two.png"), pattern_image(2, 2, 2), ImageFormat::png);
+                  }),
+                  "two.png");
+}
+
+TEST(ImageOps, CropReadsZerosOutsideTheImage) {
+  // 1 x 3 x 4, x[h, w] = 10 h + w + 1.
+  const Image in = from_rows({1, 3, 4}, {1, 2, 3, 4, 11, 12, 13, 14, 21, 22, 23, 24});
+  Image out;
+  crop(in, {-1, 2, 3, 3}, out);  // rows -1..1, columns 2..4
+  EXPECT_EQ(out.shape, (Shape{1, 3, 3}));
+  EXPECT_EQ(out.pixels, (std::vector<float>{0, 0, 0, 3, 4, 0, 13, 14, 0}));
+  crop(in, {1, 0, 2, 2}, out);
+  EXPECT_EQ(out.pixels, (std::vector<float>{11, 12, 21, 22}));
+  crop(in, {5, 5, 1, 2}, out);  // entirely outside
+  EXPECT_EQ(out.pixels, (std::vector<float>{0, 0}));
+}
+
+TEST(ImageOps, FlipMirrorsEveryRowOfEveryChannel) {
+  Image image = from_rows({2, 2, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
+  flip_horizontal(image);
+  EXPECT_EQ(image.pixels, (std::vector<float>{3, 2, 1, 6, 5, 4, 9, 8, 7, 12, 11, 10}));
+}
+
+TEST(ImageOps, TorchvisionSizeRules) {
+  EXPECT_EQ(shorter_side_size(30, 40, 15).height, 15);
+  EXPECT_EQ(shorter_side_size(30, 40, 15).width, 20);
+  EXPECT_EQ(shorter_side_size(40, 30, 15).height, 20);
+  EXPECT_EQ(shorter_side_size(7, 10, 4).width, 5);  // 4 * 10 / 7 = 5.71, truncated
+  EXPECT_EQ(shorter_side_size(9, 9, 4).height, 4);
+  EXPECT_EQ(shorter_side_size(9, 9, 4).width, 4);
+  // round((H - h) / 2) with halves to even: (5 - 2) / 2 = 1.5 -> 2; (3 - 2) / 2 = 0.5 -> 0.
+  CropBox box = center_crop_box(5, 3, 2, 2);
+  EXPECT_EQ(box.top, 2);
+  EXPECT_EQ(box.left, 0);
+  box = center_crop_box(4, 4, 6, 7);  // larger: centred on padding
+  EXPECT_EQ(box.top, -1);
+  EXPECT_EQ(box.left, -1);
+}
+
+TEST(ImageOps, RandomResizedCropBoxFitsAndFallsBack) {
+  Random random(3);
+  for (int i = 0; i < 200; ++i) {
+    const CropBox box = random_resized_crop_box(20, 30, 0.08, 1.0, 3.0 / 4.0, 4.0 / 3.0, random);
+    EXPECT_GE(box.top, 0);
+    EXPECT_GE(box.left, 0);
+    EXPECT_LE(box.top + box.height, 20);
+    EXPECT_LE(box.left + box.width, 30);
+    EXPECT_GE(box.height * box.width, 1);
+  }
+  // The whole 2 x 4 area at ratio 1 never fits (a 2.8 x 2.8 square): the centred 2 x 2.
+  const CropBox box = random_resized_crop_box(2, 4, 1.0, 1.0, 1.0, 1.0, random);
+  EXPECT_EQ(box.top, 0);
+  EXPECT_EQ(box.left, 1);
+  EXPECT_EQ(box.height, 2);
+  EXPECT_EQ(box.width, 2);
+}
+
+TEST(ImageOps, ResizeIsTheTriangleFilter) {
+  Image out;
+  // Shrinking 4 -> 2: output centres at input 1.0 and 3.0, the triangle widened to 2 pixels:
+  // weights 1/8, 3/8, 3/8, 1/8 over pixels -1..2 (pixel -1 clamped to 0):
+  // 0.5 * 0 + 0.375 * 10 + 0.125 * 20 = 6.25, and 0.125 * 10 + 0.375 * 20 + 0.5 * 30 = 23.75.
+  resize(from_rows({1, 1, 4}, {0, 10, 20, 30}), 1, 2, out);
+  ASSERT_EQ(out.shape, (Shape{1, 1, 2}));
+  EXPECT_NEAR(out.pixels[0], 6.25f, 1e-4);
+  EXPECT_NEAR(out.pixels[1], 23.75f, 1e-4);
+  // Growing 2 -> 4 (a column, so along H): centres at 0.25, 0.75, 1.25, 1.75 interpolate
+  // linearly between pixel centres 0.5 and 1.5, clamped outside: 0, 10, 30, 40.
+  resize(from_rows({1, 2, 1}, {0, 40}), 4, 1, out);
+  ASSERT_EQ(out.shape, (Shape{1, 4, 1}));
+  const std::vector<float> expected = {0, 10, 30, 40};
+  for (size_t i = 0; i < 4; ++i) EXPECT_NEAR(out.pixels[i], expected[i], 1e-4) << i;
+  // Channels are resized independently; the same size is a copy.
+  const Image two = pattern_image(2, 3, 3);
+  resize(two, 3, 3, out);
+  EXPECT_EQ(out.pixels, two.pixels);
+}
+
+}  // namespace
+}  // namespace crema::data
