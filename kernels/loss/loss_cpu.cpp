@@ -68,7 +68,10 @@ void sigmoid_cross_entropy_forward(int64_t outer, int64_t inner, const float* x,
   const int64_t n = outer * inner;
   const double sum = blocked_sum(n, num_threads, [&](int64_t k) {
     if (is_ignored(t[k], options)) return 0.0;
-    return double(std::max(x[k], 0.0f) - x[k] * t[k] + std::log1p(std::exp(-std::abs(x[k]))));
+    // max(x,0) - x t in double (exact there), as on the GPU: the terms nearly cancel for
+    // large targets.
+    return double(std::max(x[k], 0.0f)) - double(x[k]) * double(t[k]) +
+           double(std::log1p(std::exp(-std::abs(x[k]))));
   });
   const int64_t normalizer =
       loss_normalizer(options.normalization, outer, inner, counted(n, t, options));

@@ -67,7 +67,10 @@ __global__ void sigmoid_cross_entropy_forward_kernel(int64_t n, const float* __r
        k += int64_t(gridDim.x) * blockDim.x) {
     const float xk = x[k], tk = t[k];
     if (is_ignored(tk, rule)) continue;
-    acc.value += double(fmaxf(xk, 0.0f) - xk * tk + log1pf(expf(-fabsf(xk))));
+    // max(x,0) - x t in double: x t is exact there, and with large targets the terms nearly
+    // cancel, so rounding them in float would cost digits of the sum.
+    acc.value += double(fmaxf(xk, 0.0f)) - double(xk) * double(tk) +
+                 double(log1pf(expf(-fabsf(xk))));
     ++acc.count;
   }
   detail::publish(detail::block_sum(acc), partials, finish);
