@@ -195,7 +195,9 @@ void DataLoader::worker_loop() {
   Image scratch;
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
-    space_cv_.wait(lock, [this] { return stop_ || next_claim_ < next_take_ + options_.prefetch; });
+    space_cv_.wait(lock, [this] {
+      return stop_ || next_claim_ < next_take_ + options_.num_workers + options_.prefetch;
+    });
     if (stop_) return;
     const int64_t position = next_claim_++;
     const uint64_t generation = generation_;

@@ -22,7 +22,9 @@
 //
 // Threads. num_workers threads (std::thread, owned by the loader) claim positions in order, read
 // (decode) and transform their samples, and file the finished batch under its position. At most
-// `prefetch` batches are claimed beyond the one next() waits for, so memory stays bounded. next()
+// num_workers + prefetch batches are claimed beyond the one next() waits for: every worker can be
+// busy while `prefetch` finished batches wait (a window of `prefetch` alone would leave workers
+// beyond the prefetch count idle), and memory stays bounded. next()
 // blocks only until its own position is ready and adds that time to wait_seconds(). A worker's
 // exception is kept with its batch and re-thrown by next() when that batch's turn comes. The
 // destructor stops the workers (each finishes at most the batch it is on) and joins them; it
@@ -65,7 +67,7 @@ struct DataLoaderOptions {
   uint64_t seed = 1;
   bool drop_last = false;
   int num_workers = 1;  // background threads; 0 assembles inside next()
-  int prefetch = 2;     // batches assembled ahead of the consumer, >= 1
+  int prefetch = 2;     // finished batches kept ahead of the consumer, >= 1
   // Applied in order to every sample; they must bring every sample to one shape.
   std::vector<std::shared_ptr<const Transform>> transforms;
   // Replace unreadable samples instead of failing their batch (see above).
