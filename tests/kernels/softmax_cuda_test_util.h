@@ -1,0 +1,76 @@
+// Shared by the CUDA softmax tests (softmax_cuda_test.cpp, softmax_log_smoothing_cuda_test.cpp):
+// the versions, the normalizations, the awkward shapes, and one forward + backward of the
+// softmax cross-entropy.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kernels/softmax/softmax.h"
+#include "tests/kernels/kernel_cuda_test_util.h"
+
+namespace crema::kernels::softmax_testing {
+
+using testing::host_values;
+
+const cuda::SoftmaxVersion kVersions[] = {cuda::SoftmaxVersion::thread_per_position,
+                                          cuda::SoftmaxVersion::warp_per_position,
+                                          cuda::SoftmaxVersion::by_shape};
+const LossNormalization kModes[] = {LossNormalization::valid, LossNormalization::batch_size,
+                                    LossNormalization::full, LossNormalization::none};
+
+struct Case {
+  Shape shape;
+  int axis;
+};
+
+struct Extents {
+  int64_t outer, C, inner;
+};
+
+inline Extents extents(const Case& c) {
+  const int a = c.axis < 0 ? c.axis + int(c.shape.size()) : c.axis;
+  return {shape_count(c.shape, 0, a), c.shape[size_t(a)],
+          shape_count(c.shape, a + 1, int(c.shape.size()))};
+}
+
+inline std::string describe(const Case& c) {
+  return shape_str(c.shape) + " axis " + std::to_string(c.axis);
+}
+
+inline const std::vector<Case>& cases() {
+  static const std::vector<Case> all =
+      {
+          {{1, 1}, 1},         {{1, 10}, 1}, {{7, 13}, -1},  {{64, 10}, 1},
+          {{256, 10}, 1},      {{5, 33}, 1}, {{7, 1000}, 1}, {{3, 5, 4, 7}, 1},
+          {{2, 3, 300}, 1},    {{5, 3}, 0},  {{2, 3, 4}, 2}, {{2, 21, 20, 20}, 1},
+          {{3, 5, 40, 40}, 1},  // 4800 positions: the backward counts labels in a separate kernel
+      };
+  return all;
+}
+
+struct LossRun {
+  std::vector<float> loss, prob, dlogits;
+};
+
+// Forward and backward of `version`; with in_place, prob is written over a copy of the logits.
+inline LossRun run_loss(Context& ctx, const Extents& e, const Shape& shape, const Tensor& logits,
+                 const Tensor& labels, const Tensor& top_grad, const SoftmaxLossOptions& options,
+                 cuda::SoftmaxVersion version, bool in_place = false) {
+  const size_t bytes =
+      cuda::softmax_cross_entropy_workspace_bytes(e.outer, e.C, e.inner, options, version);
+  Tensor workspace = ctx.empty({int64_t(bytes / 4) + 1});
+  Tensor prob = testing::poisoned_device(ctx, shape);
+  if (in_place) ctx.copy(prob, logits);
+  Tensor dlogits = testing::poisoned_device(ctx, shape), loss = testing::poisoned_device(ctx, {});
+  cuda::softmax_cross_entropy_forward(
+      e.outer, e.C, e.inner, in_place ? prob.data<float>() : logits.data<float>(),
+      labels.data<float>(), options, prob.data<float>(), loss.data<float>(),
+      workspace.data<float>(), version, ctx.stream());
+  cuda::softmax_cross_entropy_backward(
+      e.outer, e.C, e.inner, prob.data<float>(), labels.data<float>(), top_grad.data<float>(),
+      options, dlogits.data<float>(), workspace.data<float>(), ctx.stream());
+  return {host_values(ctx, loss), host_values(ctx, prob), host_values(ctx, dlogits)};
+}
+
+}  // namespace crema::kernels::softmax_testing
