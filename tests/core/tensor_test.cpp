@@ -81,7 +81,9 @@ TEST(Context, Workspace) {
   w[99] = 1.f;
   EXPECT_EQ(ctx.workspace(50), w);
   EXPECT_GT(ctx.num_threads(), 0);
-  if (gpu::device_count() == 0) EXPECT_THROW(Context(Device::cuda(0)), Error);
+  if (gpu::device_count() == 0) {
+    EXPECT_THROW(Context(Device::cuda(0)), Error);
+  }
 }
 
 }  // namespace
