@@ -202,8 +202,10 @@ TEST_F(ImageList, MissingFileIsNamedWithItsLine) {
 TEST(SelectClasses, KeepsAndRenumbers) {
   // Six 1 x 1 x 2 samples with labels 0 1 2 3 1 3 and pixels (10 i, 10 i + 1).
   std::vector<uint8_t> pixels;
-  for (uint8_t i = 0; i < 6; ++i)
-    pixels.insert(pixels.end(), {uint8_t(10 * i), uint8_t(10 * i + 1)});
+  for (uint8_t i = 0; i < 6; ++i) {
+    pixels.push_back(uint8_t(10 * i));
+    pixels.push_back(uint8_t(10 * i + 1));
+  }
   auto base = std::make_shared<InMemoryDataset>("toy", Shape{1, 1, 2}, pixels,
                                                 std::vector<int32_t>{0, 1, 2, 3, 1, 3},
                                                 std::vector<std::string>{"a", "b", "c", "d"});
