@@ -38,7 +38,8 @@ struct TrainSummary {
   std::string run_dir;
   std::string checkpoint;    // the last checkpoint written
   bool stopped = false;      // ended before max_iter, with a checkpoint (Ctrl-C or --stop-after)
-  bool interrupted = false;  // that was Ctrl-C (SIGINT): the command exits with 130
+  bool interrupted = false;  // that was a signal (SIGINT, SIGTERM): the command exits with
+  int signal = 0;            // 128 + this signal's number (130, 143)
 };
 
 // crema train: trains (from scratch, from --weights, or continuing --resume), tests every

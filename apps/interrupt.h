@@ -1,6 +1,7 @@
-// Ctrl-C during training: the first SIGINT asks the loop to stop after the current step (it then
-// writes a checkpoint and exits with status 130, the shell's code for "ended by SIGINT"); a
-// second SIGINT ends the process at once (_exit(130)), which the atomic checkpoint writes
+// Ctrl-C (SIGINT) or SIGTERM (what job schedulers send before preempting) during training: the
+// first one asks the loop to stop after the current step (it then writes a checkpoint and exits
+// with 128 + the signal's number, as shells report it: 130 for SIGINT, 143 for SIGTERM); a second
+// one ends the process at once (_exit with that status), which the atomic checkpoint writes
 // survive: the previous checkpoint stays whole.
 #pragma once
 
@@ -8,7 +9,8 @@
 
 namespace crema {
 
-// Installs the SIGINT handler for its lifetime and restores the previous one afterwards. One at a
+// Installs the SIGINT and SIGTERM handler for its lifetime and restores the previous ones
+// afterwards. One at a
 // time: a signal handler can only reach a process-wide flag, so this is crema's one piece of
 // global state, confined to this file.
 class InterruptGuard {
@@ -18,11 +20,14 @@ class InterruptGuard {
   InterruptGuard(const InterruptGuard&) = delete;
   InterruptGuard& operator=(const InterruptGuard&) = delete;
 
-  // True once SIGINT has arrived.
+  // True once SIGINT or SIGTERM has arrived.
   bool requested() const;
+  // The signal that asked to stop (SIGINT, SIGTERM), 0 when none did.
+  int signal_number() const;
 
  private:
-  struct sigaction previous_ {};
+  struct sigaction previous_int_ {};
+  struct sigaction previous_term_ {};
 };
 
 }  // namespace crema

@@ -12,7 +12,8 @@
 //   crema bench-loader CONFIG [--split S] [--workers 1,2,4] [--batches N]
 //
 // Anything the user should fix ends with one line "crema: error: ..." and exit code 2. A training
-// run stopped by Ctrl-C (after writing its checkpoint) exits with 130, as shells report SIGINT.
+// run stopped by Ctrl-C or SIGTERM (after writing its checkpoint) exits with 130 or 143, as
+// shells report those signals.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -113,7 +114,10 @@ int main(int argc, char** argv) {
   options.live_progress = isatty(STDOUT_FILENO) != 0;
 
   try {
-    if (*train && crema::train_command(options, std::cout).interrupted) return 130;
+    if (*train) {
+      const crema::TrainSummary result = crema::train_command(options, std::cout);
+      if (result.interrupted) return 128 + result.signal;
+    }
     if (*test) crema::test_command(options, std::cout);
     if (*summary) crema::summary_command(options, std::cout);
     if (*time) crema::time_command(options, std::cout);

@@ -465,6 +465,7 @@ TrainSummary TrainingRun::run() {
                       options_.config, run_dir_));
       summary_.stopped = true;
       summary_.interrupted = interrupt.requested();
+      summary_.signal = interrupt.signal_number();
       summary_.iterations = done;
       return summary_;
     }

@@ -1,6 +1,7 @@
-// Signals sent to a running `crema train`: Ctrl-C (SIGINT) checkpoints and exits 130, and the run
-// resumes exactly; a second Ctrl-C exits at once; SIGKILL in the middle of a checkpoint write, or
-// at any moment, leaves the previous checkpoint whole and the run resumable.
+// Signals sent to a running `crema train`: Ctrl-C (SIGINT) checkpoints and exits 130 (SIGTERM
+// the same, 143), and the run resumes exactly; a second Ctrl-C exits at once; SIGKILL in the
+// middle of a checkpoint write, or at any moment, leaves the previous checkpoint whole and the
+// run resumable.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -86,6 +87,19 @@ TEST_F(TrainSignals, SigintCheckpointsExits130AndTheRunResumesExactly) {
             testing::deterministic_metrics(dir_ + "/whole/metrics.csv"));
   EXPECT_EQ(testing::read_file(run_ + "/final.safetensors"),
             testing::read_file(dir_ + "/whole/final.safetensors"));
+}
+
+// SIGTERM, what a job scheduler sends before preempting, is handled like Ctrl-C: a checkpoint,
+// then exit status 143 (128 + 15).
+TEST_F(TrainSignals, SigtermCheckpointsAndExits143) {
+  testing::Background crema(long_run({"--out", run_}), dir_ + "/first");
+  ASSERT_TRUE(testing::wait_until([&] { return lines_in(run_ + "/metrics.csv") >= 4; }, 60))
+      << crema.err();
+  crema.signal(SIGTERM);
+  EXPECT_EQ(crema.wait(), 143) << crema.err();
+  EXPECT_NE(crema.out().find("interrupted after iteration"), std::string::npos) << crema.out();
+  const Checkpoint stopped = read_checkpoint(find_checkpoint(run_));
+  EXPECT_GE(stopped.state.iteration, 3);
 }
 
 TEST_F(TrainSignals, SecondSigintExitsAtOnce) {
