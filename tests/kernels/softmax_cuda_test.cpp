@@ -24,41 +24,21 @@ using testing::kNaN;
 
 using namespace softmax_testing;
 
+// The op's functions, for check_every_version.
+struct SoftmaxOp {
+  template <class... A>
+  void ref_forward(A... a) const { ref::softmax_forward(a...); }
+  template <class... A>
+  void ref_backward(A... a) const { ref::softmax_backward(a...); }
+  template <class... A>
+  void forward(A... a) const { cuda::softmax_forward(a...); }
+  template <class... A>
+  void backward(A... a) const { cuda::softmax_backward(a...); }
+};
+
 TEST(SoftmaxCuda, EveryVersionMatchesReference) {
   CREMA_REQUIRE_CUDA();
-  Context ctx(Device::cuda(0));
-  uint64_t seed = 60;
-  for (const Case& c : cases()) {
-    const Extents e = extents(c);
-    Random rng(++seed);
-    const Tensor x = testing::random_tensor(rng, c.shape, -5, 5);
-    const Tensor dy = testing::random_tensor(rng, c.shape);
-    const std::vector<double> xd = testing::to_double(x), dyd = testing::to_double(dy);
-    std::vector<double> y_ref(xd.size()), dx_ref(xd.size());
-    ref::softmax_forward(e.outer, e.C, e.inner, xd.data(), y_ref.data());
-    ref::softmax_backward(e.outer, e.C, e.inner, y_ref.data(), dyd.data(), dx_ref.data());
-    const Tensor xg = testing::to_device(ctx, x), dyg = testing::to_device(ctx, dy);
-    for (cuda::SoftmaxVersion version : kVersions) {
-      SCOPED_TRACE(describe(c) + " version " + std::to_string(int(version)));
-      Tensor y = testing::poisoned_device(ctx, c.shape),
-             dx = testing::poisoned_device(ctx, c.shape);
-      cuda::softmax_forward(e.outer, e.C, e.inner, xg.data<float>(), y.data<float>(), version,
-                            ctx.stream());
-      cuda::softmax_backward(e.outer, e.C, e.inner, y.data<float>(), dyg.data<float>(),
-                             dx.data<float>(), version, ctx.stream());
-      const std::vector<float> yv = host_values(ctx, y), dxv = host_values(ctx, dx);
-      EXPECT_LT(testing::rel_error(yv, y_ref), 1e-5);
-      EXPECT_LT(testing::rel_error(dxv, dx_ref), 1e-5);
-      // In place (y over x, dx over dy): the same bits.
-      Tensor t = testing::to_device(ctx, x), g = testing::to_device(ctx, dy);
-      cuda::softmax_forward(e.outer, e.C, e.inner, t.data<float>(), t.data<float>(), version,
-                            ctx.stream());
-      cuda::softmax_backward(e.outer, e.C, e.inner, t.data<float>(), g.data<float>(),
-                             g.data<float>(), version, ctx.stream());
-      EXPECT_TRUE(testing::same_bits(host_values(ctx, t), yv));
-      EXPECT_TRUE(testing::same_bits(host_values(ctx, g), dxv));
-    }
-  }
+  check_every_version(SoftmaxOp{}, 60, 5.0f);
 }
 
 // Labels for a case: a class index per position, every fifth (about) the ignore_label 255.

@@ -3,8 +3,12 @@
 // softmax cross-entropy.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <string>
 #include <vector>
+
+#include "core/random.h"
 
 #include "kernels/softmax/softmax.h"
 #include "tests/kernels/kernel_cuda_test_util.h"
@@ -71,6 +75,42 @@ inline LossRun run_loss(Context& ctx, const Extents& e, const Shape& shape, cons
       e.outer, e.C, e.inner, prob.data<float>(), labels.data<float>(), top_grad.data<float>(),
       options, dlogits.data<float>(), workspace.data<float>(), ctx.stream());
   return {host_values(ctx, loss), host_values(ctx, prob), host_values(ctx, dlogits)};
+}
+
+// Every CUDA version of a softmax-like op (Op: ref_forward, ref_backward, forward, backward, as
+// the softmax and log-softmax functions are declared) against ref<double> on every case, out of
+// place and in place (y over x, dx over dy: the same bits), inputs uniform in [-range, range).
+template <class Op>
+void check_every_version(const Op& op, uint64_t seed, float range) {
+  Context ctx(Device::cuda(0));
+  for (const Case& c : cases()) {
+    const Extents e = extents(c);
+    Random rng(++seed);
+    const Tensor x = testing::random_tensor(rng, c.shape, -range, range);
+    const Tensor dy = testing::random_tensor(rng, c.shape);
+    const std::vector<double> xd = testing::to_double(x), dyd = testing::to_double(dy);
+    std::vector<double> y_ref(xd.size()), dx_ref(xd.size());
+    op.ref_forward(e.outer, e.C, e.inner, xd.data(), y_ref.data());
+    op.ref_backward(e.outer, e.C, e.inner, y_ref.data(), dyd.data(), dx_ref.data());
+    const Tensor xg = testing::to_device(ctx, x), dyg = testing::to_device(ctx, dy);
+    for (cuda::SoftmaxVersion version : kVersions) {
+      SCOPED_TRACE(describe(c) + " version " + std::to_string(int(version)));
+      Tensor y = testing::poisoned_device(ctx, c.shape),
+             dx = testing::poisoned_device(ctx, c.shape);
+      op.forward(e.outer, e.C, e.inner, xg.data<float>(), y.data<float>(), version, ctx.stream());
+      op.backward(e.outer, e.C, e.inner, y.data<float>(), dyg.data<float>(), dx.data<float>(),
+                  version, ctx.stream());
+      const std::vector<float> yv = host_values(ctx, y), dxv = host_values(ctx, dx);
+      EXPECT_LT(testing::rel_error(yv, y_ref), 1e-5);
+      EXPECT_LT(testing::rel_error(dxv, dx_ref), 1e-5);
+      Tensor t = testing::to_device(ctx, x), g = testing::to_device(ctx, dy);
+      op.forward(e.outer, e.C, e.inner, t.data<float>(), t.data<float>(), version, ctx.stream());
+      op.backward(e.outer, e.C, e.inner, t.data<float>(), g.data<float>(), g.data<float>(),
+                  version, ctx.stream());
+      EXPECT_TRUE(testing::same_bits(host_values(ctx, t), yv));
+      EXPECT_TRUE(testing::same_bits(host_values(ctx, g), dxv));
+    }
+  }
 }
 
 }  // namespace crema::kernels::softmax_testing
