@@ -13,6 +13,7 @@
 #include <cmath>
 
 #include "kernels/elementwise/map_cuda.cuh"
+#include "kernels/loss/store_loss_cuda.cuh"
 #include "kernels/elementwise/reduce_cuda.cuh"
 #include "kernels/loss/loss.h"
 
@@ -21,6 +22,7 @@ namespace {
 
 using detail::kReduceThreads;
 using detail::Partial;
+using detail::StoreLoss;
 
 // The backwards size their grids with map_blocks and reduce with block_sum: one block size.
 static_assert(detail::kMapThreads == kReduceThreads);
@@ -33,31 +35,6 @@ struct IgnoreRule {
 __device__ inline bool is_ignored(float target, const IgnoreRule& rule) {
   return rule.has_ignore_label && target == rule.ignore_label;
 }
-
-// loss = factor * sum / normalizer (factor 1/2 for the Euclidean loss).
-struct StoreLoss {
-  float* loss;
-  LossNormalization normalization;
-  int64_t outer, inner;
-  double factor;
-  __device__ void operator()(Partial p) const {
-    int64_t normalizer = 1;
-    switch (normalization) {
-      case LossNormalization::valid:
-        normalizer = p.count > 1 ? p.count : 1;
-        break;
-      case LossNormalization::batch_size:
-        normalizer = outer;
-        break;
-      case LossNormalization::full:
-        normalizer = outer * inner;
-        break;
-      case LossNormalization::none:
-        break;
-    }
-    *loss = float(factor * p.value / double(normalizer));
-  }
-};
 
 __global__ void sigmoid_cross_entropy_forward_kernel(int64_t n, const float* __restrict__ x,
                                                      const float* __restrict__ t, IgnoreRule rule,

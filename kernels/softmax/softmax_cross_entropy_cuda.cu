@@ -19,6 +19,7 @@
 #include <cmath>
 
 #include "kernels/elementwise/map_cuda.cuh"
+#include "kernels/loss/store_loss_cuda.cuh"
 #include "kernels/softmax/softmax_cuda.cuh"
 
 namespace crema::kernels::cuda {
@@ -26,6 +27,7 @@ namespace {
 
 using detail::kReduceThreads;
 using detail::Partial;
+using detail::StoreLoss;
 using namespace softmax_detail;
 
 // The backward sizes its grid with map_blocks and reduces with block_sum: one block size for both.
@@ -62,29 +64,6 @@ __device__ inline LabelKind classify(float v, const LabelRule& rule, int64_t& cl
 __device__ inline double loss_term(float p) {
   return double(-logf(p < FLT_MIN ? FLT_MIN : p));
 }
-
-struct StoreLoss {
-  float* loss;
-  LossNormalization normalization;
-  int64_t outer, inner;
-  __device__ void operator()(Partial p) const {
-    int64_t normalizer = 1;
-    switch (normalization) {
-      case LossNormalization::valid:
-        normalizer = p.count > 1 ? p.count : 1;
-        break;
-      case LossNormalization::batch_size:
-        normalizer = outer;
-        break;
-      case LossNormalization::full:
-        normalizer = outer * inner;
-        break;
-      case LossNormalization::none:
-        break;
-    }
-    *loss = float(p.value / double(normalizer));
-  }
-};
 
 // --- label smoothing: softmax of one distribution plus the pieces of its term ---
 

@@ -27,13 +27,21 @@ using namespace softmax_testing;
 // The op's functions, for check_every_version.
 struct SoftmaxOp {
   template <class... A>
-  void ref_forward(A... a) const { ref::softmax_forward(a...); }
+  void ref_forward(A... a) const {
+    ref::softmax_forward(a...);
+  }
   template <class... A>
-  void ref_backward(A... a) const { ref::softmax_backward(a...); }
+  void ref_backward(A... a) const {
+    ref::softmax_backward(a...);
+  }
   template <class... A>
-  void forward(A... a) const { cuda::softmax_forward(a...); }
+  void forward(A... a) const {
+    cuda::softmax_forward(a...);
+  }
   template <class... A>
-  void backward(A... a) const { cuda::softmax_backward(a...); }
+  void backward(A... a) const {
+    cuda::softmax_backward(a...);
+  }
 };
 
 TEST(SoftmaxCuda, EveryVersionMatchesReference) {
@@ -42,21 +50,6 @@ TEST(SoftmaxCuda, EveryVersionMatchesReference) {
 }
 
 // Labels for a case: a class index per position, every fifth (about) the ignore_label 255.
-std::vector<float> random_labels(Random& rng, const Extents& e) {
-  std::vector<float> labels(static_cast<size_t>(e.outer * e.inner));
-  for (float& l : labels) l = rng.below(5) == 0 ? 255.0f : float(rng.below(uint64_t(e.C)));
-  return labels;
-}
-
-SoftmaxLossOptions loss_options(const Case& c, LossNormalization mode) {
-  SoftmaxLossOptions options;
-  options.axis = c.axis;
-  options.has_ignore_label = true;
-  options.ignore_label = 255;
-  options.normalization = mode;
-  return options;
-}
-
 // Runs forward and backward of `version` on device copies; returns {loss}, prob, dlogits.
 TEST(SoftmaxCrossEntropyCuda, EveryVersionMatchesReference) {
   CREMA_REQUIRE_CUDA();
@@ -99,24 +92,25 @@ TEST(SoftmaxCrossEntropyCuda, RepeatsBitForBit) {
   Context ctx(Device::cuda(0));
   // LeNet's logits (one block) and a per-pixel case (block partials, a finishing block, and the
   // backward's label count).
-  for (const Case& c : {Case{{256, 10}, 1}, Case{{3, 5, 40, 40}, 1}, Case{{64, 1000}, 1}}) {
-    SCOPED_TRACE(describe(c));
-    const Extents e = extents(c);
-    Random rng(7);
-    const Tensor logits = testing::to_device(ctx, testing::random_tensor(rng, c.shape, -5, 5));
-    const Tensor labels = testing::to_device(ctx, {e.outer * e.inner}, random_labels(rng, e));
-    const Tensor top_grad = testing::to_device(ctx, {1}, {1.0f});
-    const SoftmaxLossOptions options = loss_options(c, LossNormalization::valid);
-    const LossRun first =
-        run_loss(ctx, e, c.shape, logits, labels, top_grad, options, cuda::SoftmaxVersion::best);
-    for (int repeat = 0; repeat < 3; ++repeat) {
-      const LossRun again =
+  for (const Case& c : {Case{{256, 10}, 1}, Case{{3, 5, 40, 40}, 1}, Case{{64, 1000}, 1}})
+    for (float smoothing : {0.0f, 0.2f}) {
+      SCOPED_TRACE(describe(c) + " label smoothing " + std::to_string(smoothing));
+      const Extents e = extents(c);
+      Random rng(7);
+      const Tensor logits = testing::to_device(ctx, testing::random_tensor(rng, c.shape, -5, 5));
+      const Tensor labels = testing::to_device(ctx, {e.outer * e.inner}, random_labels(rng, e));
+      const Tensor top_grad = testing::to_device(ctx, {1}, {1.0f});
+      const SoftmaxLossOptions options = loss_options(c, LossNormalization::valid, smoothing);
+      const LossRun first =
           run_loss(ctx, e, c.shape, logits, labels, top_grad, options, cuda::SoftmaxVersion::best);
-      EXPECT_TRUE(testing::same_bits(again.loss, first.loss));
-      EXPECT_TRUE(testing::same_bits(again.prob, first.prob));
-      EXPECT_TRUE(testing::same_bits(again.dlogits, first.dlogits));
+      for (int repeat = 0; repeat < 3; ++repeat) {
+        const LossRun again = run_loss(ctx, e, c.shape, logits, labels, top_grad, options,
+                                       cuda::SoftmaxVersion::best);
+        EXPECT_TRUE(testing::same_bits(again.loss, first.loss));
+        EXPECT_TRUE(testing::same_bits(again.prob, first.prob));
+        EXPECT_TRUE(testing::same_bits(again.dlogits, first.dlogits));
+      }
     }
-  }
 }
 
 TEST(SoftmaxCrossEntropyCuda, InvalidLabelGivesNaNLoss) {
@@ -132,16 +126,18 @@ TEST(SoftmaxCrossEntropyCuda, InvalidLabelGivesNaNLoss) {
       const int64_t at = e.outer * e.inner / 2 + 1;
       label_values[size_t(at)] = bad;
       const Tensor labels = testing::to_device(ctx, {e.outer * e.inner}, label_values);
-      for (cuda::SoftmaxVersion version : kVersions) {
-        SCOPED_TRACE(describe(c) + " label " + std::to_string(bad) + " version " +
-                     std::to_string(int(version)));
-        const LossRun r = run_loss(ctx, e, c.shape, logits, labels, top_grad,
-                                   loss_options(c, LossNormalization::valid), version);
-        EXPECT_TRUE(std::isnan(r.loss[0]));
-        // dlogits: NaN at the bad position's C entries, finite everywhere else.
-        EXPECT_EQ(testing::count_nan(r.dlogits), e.C);
-        EXPECT_EQ(testing::count_nan(r.prob), 0);
-      }
+      for (cuda::SoftmaxVersion version : kVersions)
+        for (float smoothing : {0.0f, 0.2f}) {
+          SCOPED_TRACE(describe(c) + " label " + std::to_string(bad) + " version " +
+                       std::to_string(int(version)) + " label smoothing " +
+                       std::to_string(smoothing));
+          const LossRun r = run_loss(ctx, e, c.shape, logits, labels, top_grad,
+                                     loss_options(c, LossNormalization::valid, smoothing), version);
+          EXPECT_TRUE(std::isnan(r.loss[0]));
+          // dlogits: NaN at the bad position's C entries, finite everywhere else.
+          EXPECT_EQ(testing::count_nan(r.dlogits), e.C);
+          EXPECT_EQ(testing::count_nan(r.prob), 0);
+        }
     }
   }
 }

@@ -53,14 +53,33 @@ inline const std::vector<Case>& cases() {
   return all;
 }
 
+// Labels in [0, C), one in five the ignore_label 255.
+inline std::vector<float> random_labels(Random& rng, const Extents& e) {
+  std::vector<float> labels(static_cast<size_t>(e.outer * e.inner));
+  for (float& l : labels) l = rng.below(5) == 0 ? 255.0f : float(rng.below(uint64_t(e.C)));
+  return labels;
+}
+
+inline SoftmaxLossOptions loss_options(const Case& c, LossNormalization mode,
+                                       float label_smoothing = 0.0f) {
+  SoftmaxLossOptions options;
+  options.axis = c.axis;
+  options.has_ignore_label = true;
+  options.ignore_label = 255;
+  options.normalization = mode;
+  options.label_smoothing = label_smoothing;
+  return options;
+}
+
 struct LossRun {
   std::vector<float> loss, prob, dlogits;
 };
 
 // Forward and backward of `version`; with in_place, prob is written over a copy of the logits.
 inline LossRun run_loss(Context& ctx, const Extents& e, const Shape& shape, const Tensor& logits,
-                 const Tensor& labels, const Tensor& top_grad, const SoftmaxLossOptions& options,
-                 cuda::SoftmaxVersion version, bool in_place = false) {
+                        const Tensor& labels, const Tensor& top_grad,
+                        const SoftmaxLossOptions& options, cuda::SoftmaxVersion version,
+                        bool in_place = false) {
   const size_t bytes =
       cuda::softmax_cross_entropy_workspace_bytes(e.outer, e.C, e.inner, options, version);
   Tensor workspace = ctx.empty({int64_t(bytes / 4) + 1});
@@ -105,8 +124,8 @@ void check_every_version(const Op& op, uint64_t seed, float range) {
       EXPECT_LT(testing::rel_error(dxv, dx_ref), 1e-5);
       Tensor t = testing::to_device(ctx, x), g = testing::to_device(ctx, dy);
       op.forward(e.outer, e.C, e.inner, t.data<float>(), t.data<float>(), version, ctx.stream());
-      op.backward(e.outer, e.C, e.inner, t.data<float>(), g.data<float>(), g.data<float>(),
-                  version, ctx.stream());
+      op.backward(e.outer, e.C, e.inner, t.data<float>(), g.data<float>(), g.data<float>(), version,
+                  ctx.stream());
       EXPECT_TRUE(testing::same_bits(host_values(ctx, t), yv));
       EXPECT_TRUE(testing::same_bits(host_values(ctx, g), dxv));
     }
