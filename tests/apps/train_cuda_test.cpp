@@ -7,6 +7,7 @@
 
 #include "apps/checkpoint.h"
 #include "apps/commands.h"
+#include "tests/apps/iter_size_check.h"
 #include "tests/apps/run_dir_util.h"
 #include "tests/support/cuda_test_util.h"
 #include "tests/support/synthetic_data.h"
@@ -47,29 +48,9 @@ TEST(TrainCuda, ResumeIsExactWithGraphAndIterSize) {
 // (the solver divides by iter_size): the first step's update matches, so the first losses agree.
 TEST(TrainCuda, IterSizeMatchesTheLargerBatch) {
   CREMA_REQUIRE_CUDA();
-  const std::string dir = testing::fresh_dir("train_cuda_iter_size");
-  testing::write_synthetic_idx(dir, 64, 10);
   CommandOptions o;
-  o.config = dir + "/net.yaml";
-  testing::write_text(o.config, testing::synthetic_config(dir));
   o.device = "cuda:0";
-  o.overrides = {"solver.max_iter=3", "solver.display=1", "solver.test_interval=0",
-                 "data.train.batch_size=16", "++data.train.shuffle=false"};
-  std::ostringstream log;
-  o.out_dir = dir + "/one";
-  train_command(o, log);
-  o.overrides.push_back("++solver.iter_size=4");
-  o.overrides.push_back("data.train.batch_size=4");
-  o.out_dir = dir + "/four";
-  train_command(o, log);
-  const auto one = testing::read_csv(dir + "/one/metrics.csv");
-  const auto four = testing::read_csv(dir + "/four/metrics.csv");
-  ASSERT_EQ(one.size(), 5u);  // the header, 3 training rows and the final test
-  ASSERT_EQ(four.size(), 5u);
-  for (size_t r = 1; r < 4; ++r) {
-    const double a = std::stod(one[r][2]), b = std::stod(four[r][2]);
-    EXPECT_NEAR(a, b, 1e-5 * std::abs(a)) << "iteration " << r << "\n" << log.str();
-  }
+  testing::expect_iter_size_matches_larger_batch(testing::fresh_dir("train_cuda_iter_size"), o);
 }
 
 }  // namespace
