@@ -33,7 +33,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "core/context.h"
 #include "core/cuda_runtime.h"
@@ -159,8 +161,18 @@ enum class ConvVersion {
                      //     and taps, split over N*P*Q, summed in split order
   best = implicit_gemm,  // the general version (every geometry)
 };
-// Whether `version` handles geometry g (v3: g.pointwise(); v4: g.depthwise(); v1, v2: all).
+// The three passes an algorithm may implement (cuDNN's fwd, bwd data and bwd filter algos).
+enum class ConvPass { forward, backward_data, backward_filter };
+const char* conv_pass_name(ConvPass pass);
+// Every version, in ladder order (tests, `crema bench` and the measuring selection walk it).
+const std::vector<ConvVersion>& conv_versions();
+// Its name as YAML and `crema bench` spell it ("implicit_gemm"), and back (nullopt: unknown).
+const char* conv_version_name(ConvVersion version);
+std::optional<ConvVersion> conv_version_from_name(const std::string& name);
+// Whether `version` handles geometry g (v3: g.pointwise(); v4: g.depthwise(); v1, v2: all), and
+// whether it implements `pass` for g.
 bool supports(ConvVersion version, const Conv2dGeometry& g);
+bool supports(ConvVersion version, ConvPass pass, const Conv2dGeometry& g);
 // The versions production uses per pass (README.md has the reasons): v4 for depthwise
 // geometries, v3 for pointwise ones (forward and data), else v2 -- except backward data when a
 // group has fewer than 32 input channels: v1, since v2's implicit GEMM then fills few rows of its

@@ -171,17 +171,6 @@ void check_version(const char* op, ConvVersion version, const Conv2dGeometry& g)
 
 }  // namespace
 
-bool supports(ConvVersion version, const Conv2dGeometry& g) {
-  switch (version) {
-    case ConvVersion::pointwise_gemm:
-      return g.pointwise();
-    case ConvVersion::depthwise_direct:
-      return g.depthwise();
-    default:
-      return true;
-  }
-}
-
 ConvVersion forward_version(const Conv2dGeometry& g) {
   if (g.depthwise()) return ConvVersion::depthwise_direct;
   if (g.pointwise()) return ConvVersion::pointwise_gemm;

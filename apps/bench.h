@@ -1,0 +1,77 @@
+// crema bench: for one op, a list of shapes and every version (or one), check each version
+// against the op's reference, then time it with CUDA events and print the time, the achieved
+// TFLOP/s or GB/s and the fraction of the device's peak.
+//
+//   crema bench gemm|conv|rnn [--shape S]... [--version V] [--math fp32|tf32|bf16]
+//                             [--warmup 5] [--repeats 50] [--device cuda:0]
+//
+// Each op family lives in its own file (bench_gemm.cpp, bench_conv.cpp, bench_rnn.cpp) and
+// uses the shared pieces below; apps/README.md says how to add one more.
+#pragma once
+
+#include <functional>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "core/context.h"
+
+namespace crema::bench {
+
+struct Options {
+  std::vector<std::string> shapes;  // empty: the op's default list (the peer's benchmark shapes)
+  std::string version;              // empty: every version that supports the shape
+  std::string math = "fp32";        // fp32 | tf32 | bf16 (ops without math modes accept fp32 only)
+  int warmup = 5;
+  int repeats = 50;
+};
+
+// What the device can do at most, for "fraction of peak" (from its name; zeros when unknown).
+struct DevicePeak {
+  std::string name;
+  double fp32_tflops = 0, tf32_tflops = 0, bf16_tflops = 0;  // dense tensor-core peaks
+  double dram_gbps = 0;
+};
+DevicePeak device_peak(const Context& ctx);
+
+// Calls `launch(i)` (which queues work on ctx.stream()) `warmup` times, then times each of
+// `repeats` calls with CUDA events and returns the median in milliseconds. `i` counts calls from
+// 0, so a benchmark can rotate among several input copies larger than L2 (see rotation_copies).
+double median_ms(Context& ctx, int warmup, int repeats, const std::function<void(int)>& launch);
+// How many copies of a working set of `bytes` make the rotation exceed L2 several times over
+// (at least 1; about 200 MB of traffic between reuses of one copy).
+int rotation_copies(size_t bytes);
+
+// ||out - ref|| / ||ref|| over n values (ref in double).
+double relative_error(const float* out, const double* ref, size_t n);
+
+// One printed line per (shape, version): the check and the timing.
+struct Row {
+  std::string shape, version;
+  double rel_error = 0, tolerance = 0;  // passed when rel_error <= tolerance
+  double ms = 0;
+  double flops = 0;  // per call; 0 when the op is memory-bound
+  double bytes = 0;  // the fewest bytes one call must move
+  std::string peak;  // which peak the fraction is of: "fp32", "tf32", "bf16", "dram"
+};
+class Table {
+ public:
+  Table(std::ostream& out, DevicePeak peak);
+  void print(const Row& row);
+  // 0 when every row passed its check, 1 otherwise (the command's exit status).
+  int status() const { return failed_ ? 1 : 0; }
+
+ private:
+  std::ostream& out_;
+  DevicePeak peak_;
+  bool header_printed_ = false;
+  bool failed_ = false;
+};
+
+// The op families. Each returns the command's exit status (1 when a check failed) and throws
+// crema::Error for a shape or version it cannot parse or run.
+int bench_gemm(Context& ctx, const Options& options, std::ostream& out);
+int bench_conv(Context& ctx, const Options& options, std::ostream& out);
+int bench_rnn(Context& ctx, const Options& options, std::ostream& out);
+
+}  // namespace crema::bench
