@@ -9,12 +9,14 @@
 // uses the shared pieces below; apps/README.md says how to add one more.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <iosfwd>
 #include <string>
 #include <vector>
 
 #include "core/context.h"
+#include "kernels/convolution/convolution.h"
 
 namespace crema::bench {
 
@@ -25,6 +27,12 @@ struct Options {
   int warmup = 5;
   int repeats = 50;
 };
+// Throws crema::Error for a math mode other than fp32|tf32|bf16, warmup < 0 or repeats < 1.
+void check_options(const Options& options);
+// The command: opens `device` (a CUDA device: crema::Error naming the device otherwise), checks
+// the options, and runs the family `op` (gemm, conv or rnn). Returns the exit status.
+int bench_command(const std::string& op, const std::string& device, const Options& options,
+                  std::ostream& out);
 
 // What the device can do at most, for "fraction of peak" (from its name; zeros when unknown).
 struct DevicePeak {
@@ -38,6 +46,9 @@ DevicePeak device_peak(const Context& ctx);
 // `repeats` calls with CUDA events and returns the median in milliseconds. `i` counts calls from
 // 0, so a benchmark can rotate among several input copies larger than L2 (see rotation_copies).
 double median_ms(Context& ctx, int warmup, int repeats, const std::function<void(int)>& launch);
+// median_ms with options.warmup and options.repeats, both cut down for a slow call (a naive
+// kernel on a large shape) so that one row takes about two seconds at most: a first call measures.
+double measure_ms(Context& ctx, const Options& options, const std::function<void(int)>& launch);
 // How many copies of a working set of `bytes` make the rotation exceed L2 several times over
 // (at least 1; about 200 MB of traffic between reuses of one copy).
 int rotation_copies(size_t bytes);
@@ -53,6 +64,9 @@ struct Row {
   double flops = 0;  // per call; 0 when the op is memory-bound
   double bytes = 0;  // the fewest bytes one call must move
   std::string peak;  // which peak the fraction is of: "fp32", "tf32", "bf16", "dram"
+  std::string pass;  // conv: fwd | dgrad | wgrad (the peer benchmark's names); "" for others
+  double workspace_bytes = 0;
+  std::string check;  // what the output was compared with: "ref", "cpu", "sampled2048", ...
 };
 class Table {
  public:
@@ -73,5 +87,27 @@ class Table {
 int bench_gemm(Context& ctx, const Options& options, std::ostream& out);
 int bench_conv(Context& ctx, const Options& options, std::ostream& out);
 int bench_rnn(Context& ctx, const Options& options, std::ostream& out);
+
+// Shapes, as --shape spells them.
+// GEMM "M,N,K[,NN|NT|TN|TT]": C[M,N] = op(A)[M,K] op(B)[K,N], a letter T transposing that operand
+// (stored [K,M] or [N,K]); NN by default.
+struct GemmShape {
+  int64_t M = 0, N = 0, K = 0;
+  bool trans_a = false, trans_b = false;
+  std::string str() const;  // "8192,8192,8192,NN"
+};
+GemmShape parse_gemm_shape(const std::string& text);
+// 8192^3, then the GEMMs of the default convolutions (as implicit GEMMs: [K, C*R*S] x [C*R*S,
+// N*P*Q]) and of LeNet's inner products.
+std::vector<GemmShape> default_gemm_shapes();
+// Convolution "N,C,H,W,K,R[xS][,s2][,p1][,d2][,g2]" (stride, padding, dilation, groups: one
+// number for both axes or HxW, "s2x1"), or the name of a default shape.
+struct ConvShape {
+  std::string name;  // the default list's name, else the text as given
+  kernels::Conv2dGeometry g;
+};
+ConvShape parse_conv_shape(const std::string& text);
+// The convolutions of the peer benchmark (/work/shared/bench/peer_cudnn.py), with its names.
+std::vector<ConvShape> default_conv_shapes();
 
 }  // namespace crema::bench

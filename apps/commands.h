@@ -25,6 +25,7 @@ struct CommandOptions {
   std::vector<std::string> extract;    // --extract (test): blobs to save for every test sample
   std::string extract_to;              // --extract-to (test): the safetensors file for them
   int iterations = 50;                 // --iterations (time)
+  std::string algo_cache;              // --algo-cache (train, time): measured algorithm choices
 };
 
 // What a training run measured, for tests and the benchmark.
@@ -55,6 +56,7 @@ struct TimeSummary {
   struct LayerTime {
     std::string name, type;
     double forward_ms = 0, backward_ms = 0;
+    std::string algorithm;  // Layer::describe_algorithm(): the versions a convolution runs
   };
   std::vector<LayerTime> layers;
   double step_ms = 0;        // forward + backward + solver update, launched one by one

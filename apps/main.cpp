@@ -10,15 +10,18 @@
 //   crema devices
 //   crema export-images [CONFIG --split S | --images F --labels F] --out DIR [--classes 5,7,9] [--per-class N]
 //   crema bench-loader CONFIG [--split S] [--workers 1,2,4] [--batches N]
+//   crema bench gemm|conv|rnn [--shape S]... [--version V] [--math fp32|tf32|bf16] [--warmup N]
+//               [--repeats N] [--device cuda:N]
 //
 // Anything the user should fix ends with one line "crema: error: ..." and exit code 2. A training
 // run stopped by Ctrl-C or SIGTERM (after writing its checkpoint) exits with 130 or 143, as
-// shells report those signals.
+// shells report those signals. `crema bench` exits with 1 when a version fails its check.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <iostream>
 
+#include "apps/bench.h"
 #include "apps/commands.h"
 #include "apps/data_commands.h"
 #include "core/error.h"
@@ -69,6 +72,11 @@ int main(int argc, char** argv) {
   CLI::App* time = app.add_subcommand("time", "time each layer's forward and backward and the whole step");
   add_common(*time, options);
   time->add_option("--iterations", options.iterations, "timed iterations")->capture_default_str();
+  for (CLI::App* command : {train, time}) {
+    command->add_option("--algo-cache", options.algo_cache,
+                        "JSON file of measured algorithm choices (algorithm: find), read and "
+                        "updated");
+  }
 
   CLI::App* plot = app.add_subcommand("plot", "draw a run's loss and accuracy curves as a PNG (gnuplot)");
   std::string plot_dir, plot_png;
@@ -100,6 +108,24 @@ int main(int argc, char** argv) {
   bench_loader->add_option("--workers", bench_options.workers, "worker counts")->delimiter(',')->capture_default_str();
   bench_loader->add_option("--batches", bench_options.batches, "timed batches per worker count")->capture_default_str();
 
+  crema::bench::Options kernel_bench;
+  std::string kernel_bench_op, kernel_bench_device = "cuda:0";
+  CLI::App* bench = app.add_subcommand(
+      "bench", "check every CUDA version of an op against its reference, then time it");
+  bench->add_option("op", kernel_bench_op, "gemm, conv or rnn")
+      ->required()
+      ->check(CLI::IsMember({"gemm", "conv", "rnn"}));
+  bench->add_option("--shape", kernel_bench.shapes, "a shape (repeatable; default: the op's list)")
+      ->allow_extra_args(false);
+  bench->add_option("--version", kernel_bench.version, "only this version (default: every one)");
+  bench->add_option("--math", kernel_bench.math, "fp32, tf32 or bf16")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fp32", "tf32", "bf16"}));
+  bench->add_option("--warmup", kernel_bench.warmup, "untimed calls first")->capture_default_str();
+  bench->add_option("--repeats", kernel_bench.repeats, "timed calls (the median is printed)")
+      ->capture_default_str();
+  bench->add_option("--device", kernel_bench_device, "cuda:N")->capture_default_str();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -125,6 +151,10 @@ int main(int argc, char** argv) {
     if (*devices) crema::devices_command(std::cout);
     if (*export_images) crema::export_images_command(export_options, std::cout);
     if (*bench_loader) crema::bench_loader_command(bench_options, std::cout);
+    if (*bench) {
+      return crema::bench::bench_command(kernel_bench_op, kernel_bench_device, kernel_bench,
+                                         std::cout);
+    }
   } catch (const crema::Error& e) {
     std::cout.flush();
     std::cerr << "crema: error: " << e.what() << "\n";

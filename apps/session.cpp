@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "apps/input_feeder.h"
+#include "kernels/convolution/convolution_select.h"
 #include "layers/register_layers.h"
 
 namespace crema {
@@ -15,6 +16,12 @@ Session::Session(const CommandOptions& options) : registry(builtin_layers()) {
   const int64_t config_seed = root.get<int64_t>("seed", 1);
   seed = options.seed ? *options.seed : uint64_t(config_seed);
   ctx = std::make_unique<Context>(Device::parse(options.device), seed, options.threads);
+  algo_cache = options.algo_cache;
+  if (!algo_cache.empty()) kernels::load_algorithm_cache(algo_cache, ctx->algorithm_cache());
+}
+
+void Session::save_algorithm_cache() const {
+  if (!algo_cache.empty()) kernels::save_algorithm_cache(algo_cache, ctx->algorithm_cache());
 }
 
 void check_inputs(Net& net, const data::DataLoader& loader, const ConfigNode& model) {

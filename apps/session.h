@@ -26,8 +26,13 @@ struct Session {
   std::unique_ptr<Context> ctx;
   LayerRegistry registry;
 
-  // Loads options.config with its overrides and opens the device (errors name what is wrong).
+  std::string algo_cache;  // --algo-cache: the file the context's algorithm choices live in
+
+  // Loads options.config with its overrides, opens the device (errors name what is wrong) and
+  // loads the --algo-cache file into the context when it exists.
   explicit Session(const CommandOptions& options);
+  // Writes the context's algorithm choices to the --algo-cache file (none: does nothing).
+  void save_algorithm_cache() const;
 };
 
 // Checks that the net declares the inputs `data` and `label` and that `data` has the shape of the

@@ -5,7 +5,8 @@
 // iteration runs every layer's forward, then every backward, timing each layer: with CUDA events
 // on a GPU (the time the GPU spent, launch gaps included), with a steady clock on the CPU. Then the
 // whole step (forward, backward, solver update) is timed without per-layer probes, and on a GPU
-// also with forward and backward replayed as one CUDA graph.
+// also with forward and backward replayed as one CUDA graph. A layer with a choice of algorithms
+// (Convolution: `algorithm:`) shows the ones it ran after its times.
 #include <chrono>
 #include <ostream>
 
@@ -81,7 +82,9 @@ TimeSummary time_command(const CommandOptions& options, std::ostream& out) {
   TimeSummary summary;
   summary.batch_size = batch;
   const size_t n = net.num_layers();
-  for (size_t i = 0; i < n; ++i) summary.layers.push_back({net.layer(i).name(), net.layer(i).type()});
+  for (size_t i = 0; i < n; ++i) {
+    summary.layers.push_back({net.layer(i).name(), net.layer(i).type(), 0.0, 0.0, ""});
+  }
   Stopwatch watch(ctx);
   auto step = [&](int64_t iter) {
     net.forward(ctx);
@@ -94,9 +97,10 @@ TimeSummary time_command(const CommandOptions& options, std::ostream& out) {
     for (size_t i = n; i-- > 0;) summary.layers[i].backward_ms += watch.time([&] { net.backward_layer(i, ctx); });
     solver->step(net.learnable_params(), it, ctx);
   }
-  for (auto& layer : summary.layers) {
-    layer.forward_ms /= options.iterations;
-    layer.backward_ms /= options.iterations;
+  for (size_t i = 0; i < n; ++i) {
+    summary.layers[i].forward_ms /= options.iterations;
+    summary.layers[i].backward_ms /= options.iterations;
+    summary.layers[i].algorithm = net.layer(i).describe_algorithm();
   }
   summary.step_ms = watch.time([&] {
     for (int it = 0; it < options.iterations; ++it) step(it);
@@ -114,14 +118,16 @@ TimeSummary time_command(const CommandOptions& options, std::ostream& out) {
     }) / options.iterations;
     gpu::destroy_graph(graph);
   }
+  s.save_algorithm_cache();
 
   out << fmt::format("{} on {}, batch {}, {} iterations (milliseconds per iteration)\n", s.name,
                      ctx.device().str(), batch, options.iterations);
   out << fmt::format("{:<20} {:<16} {:>10} {:>10}\n", "layer", "type", "forward", "backward");
   double forward = 0, backward = 0;
   for (const auto& layer : summary.layers) {
-    out << fmt::format("{:<20} {:<16} {:>10.4f} {:>10.4f}\n", layer.name, layer.type, layer.forward_ms,
-                       layer.backward_ms);
+    out << fmt::format("{:<20} {:<16} {:>10.4f} {:>10.4f}{}\n", layer.name, layer.type,
+                       layer.forward_ms, layer.backward_ms,
+                       layer.algorithm.empty() ? "" : "  " + layer.algorithm);
     forward += layer.forward_ms, backward += layer.backward_ms;
   }
   out << fmt::format("{:<37} {:>10.4f} {:>10.4f}\n", "sum of layers", forward, backward);

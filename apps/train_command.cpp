@@ -355,6 +355,7 @@ void TrainingRun::save(int64_t done, bool test_pending) {
   state_.rng = ctx_.random().state();
   state_.loss_sum = loss_sum_.to_vector()[0];
   state_.test_pending = test_pending;
+  s_.save_algorithm_cache();
   summary_.checkpoint =
       write_checkpoint(run_dir_, *train_net_, solver_->state(train_net_->learnable_params(), ctx_),
                        layer_state(*train_net_), state_);

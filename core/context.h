@@ -6,7 +6,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/allocator.h"
@@ -51,6 +53,11 @@ class Context {
   // (the test net may need more scratch than the captured training step did).
   float* workspace(size_t floats);
 
+  // Measured algorithm choices, by key (op, pass, shape, device): an op that times its candidates
+  // (convolution's find, kernels/convolution/convolution_select.h) measures a shape once per
+  // context and remembers the winner's name here; `--algo-cache FILE` saves and reloads it.
+  std::map<std::string, std::string>& algorithm_cache() { return algorithm_cache_; }
+
  private:
   Device device_;
   std::unique_ptr<Allocator> owned_allocator_, owned_staging_;  // CUDA contexts only
@@ -61,6 +68,7 @@ class Context {
   int num_threads_;
   Tensor workspace_;
   std::vector<Tensor> outgrown_workspaces_;
+  std::map<std::string, std::string> algorithm_cache_;
 };
 
 }  // namespace crema

@@ -107,6 +107,10 @@ class Layer {
     return w.dim(0) == 0 ? 0 : top[0]->value.numel() * (w.numel() / w.dim(0));
   }
 
+  // The algorithms the layer's kernels run, for `crema time` ("forward implicit_gemm, ..."), when
+  // it has a choice of them (Convolution); "" otherwise.
+  virtual std::string describe_algorithm() const { return ""; }
+
   // State a resumed run needs that is neither a weight nor a buffer, because it must stay out of
   // weight files (Dropout's mask counter): tensors by role, sharing the layer's storage. Training
   // checkpoints save them as "<layer>.<role>" and copy them back on resume, so the run continues

@@ -9,11 +9,14 @@
 //   kernel_h + kernel_w), stride (1; or stride_h + stride_w), pad (0; or pad_h + pad_w),
 //   dilation (1) -- each n or [h, w] --, group (1; C and K must be multiples: group = C = K is a
 //   depthwise convolution), and the weight and bias keys of WeightedLayer (weighted_layer.h):
-//   bias_term, weight_filler, bias_filler, param (lr_mult 0 freezes a parameter: no gradient).
+//   bias_term, weight_filler, bias_filler, param (lr_mult 0 freezes a parameter: no gradient),
+//   and algorithm (auto; or find, or a version's name, for all passes or per pass:
+//   layers/conv_algorithms.h).
 // From LeCun et al. 1998 (LeNet); the layout and keys are Caffe's. The kernels pick a path per
 // geometry (1x1 filters with stride 1 and no padding are plain GEMMs; depthwise convolutions run
 // direct loops on the GPU): kernels/convolution/README.md.
 #include "kernels/convolution/convolution.h"
+#include "layers/conv_algorithms.h"
 #include "layers/register_layers.h"
 #include "layers/weighted_layer.h"
 
@@ -22,7 +25,8 @@ namespace {
 
 class ConvolutionLayer final : public WeightedLayer {
  public:
-  explicit ConvolutionLayer(const LayerSpec& spec) : WeightedLayer(spec), keys_(spec) {}
+  explicit ConvolutionLayer(const LayerSpec& spec)
+      : WeightedLayer(spec), keys_(spec), algorithms_(spec, false) {}
 
   void setup(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top,
              Context& ctx) override {
@@ -30,6 +34,7 @@ class ConvolutionLayer final : public WeightedLayer {
     if (x.ndim() != 4) fail("expects a 4-D input [N, C, H, W], got " + shape_str(x.shape()));
     keys_.check_groups(spec_, x.dim(1), keys_.num_output);
     geometry(x).validate("layer '" + name() + "'");
+    algorithms_.check(spec_, geometry(x));
     create_weight_and_bias(
         {keys_.num_output, x.dim(1) / keys_.group, keys_.kernel_h, keys_.kernel_w},
         keys_.num_output, ctx);
@@ -44,14 +49,17 @@ class ConvolutionLayer final : public WeightedLayer {
     }
     const kernels::Conv2dGeometry g = geometry(x);
     g.validate("layer '" + name() + "'");
+    algorithms_.check(spec_, g);
     top[0]->value.reshape({g.N, g.K, g.P(), g.Q()});
   }
 
   void forward(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top,
                Context& ctx) override {
     const Tensor* b = bias_term_ ? &bias().value : nullptr;
-    kernels::conv2d_forward(ctx, geometry(bottom[0]->value), bottom[0]->value, weight().value, b,
-                            top[0]->value);
+    const kernels::Conv2dGeometry g = geometry(bottom[0]->value);
+    algorithms_.choose(ctx, g, "layer '" + name() + "'");
+    kernels::conv2d_forward(ctx, g, bottom[0]->value, weight().value, b, top[0]->value,
+                            algorithms_.version(ConvAlgorithms::forward));
   }
 
   // dL/db[k] += sum_{n,p,q} dy[n,k,p,q]; dL/dw += correlation of x with dy; dL/dx = the
@@ -64,14 +72,18 @@ class ConvolutionLayer final : public WeightedLayer {
     Tensor* dw = weight_grad();
     Tensor* db = bias_grad();
     if (dw != nullptr) {
-      kernels::conv2d_backward_weights(ctx, g, bottom[0]->value, dy, *dw, db);
+      kernels::conv2d_backward_weights(ctx, g, bottom[0]->value, dy, *dw, db,
+                                       algorithms_.version(ConvAlgorithms::backward_filter));
     } else if (db != nullptr) {
       kernels::conv2d_backward_bias(ctx, g, dy, *db);
     }
     if (propagate_down[0]) {
-      kernels::conv2d_backward_data(ctx, g, dy, weight().value, bottom[0]->grad);
+      kernels::conv2d_backward_data(ctx, g, dy, weight().value, bottom[0]->grad,
+                                    algorithms_.version(ConvAlgorithms::backward_data));
     }
   }
+
+  std::string describe_algorithm() const override { return algorithms_.describe(); }
 
  private:
   kernels::Conv2dGeometry geometry(const Tensor& x) const {
@@ -79,6 +91,7 @@ class ConvolutionLayer final : public WeightedLayer {
   }
 
   ConvolutionKeys keys_;
+  ConvAlgorithms algorithms_;
 };
 
 }  // namespace

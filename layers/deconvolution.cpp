@@ -15,11 +15,13 @@
 // YAML keys (defaults): Convolution's (num_output = K, kernel_size, stride, pad, dilation, group,
 //   and the weight and bias keys; weighted_layer.h), plus PyTorch's output_padding (0; n or
 //   [h, w], less than the stride): the extra rows and columns at the bottom and right that pick
-//   one of the `stride` output sizes which all convolve back to H x W.
+//   one of the `stride` output sizes which all convolve back to H x W; and algorithm (auto; the
+//   CUDA version of each pass: layers/conv_algorithms.h).
 // Caffe's Deconvolution layer; Zeiler et al. 2010, Long et al. 2015 (FCN upsampling).
 #include <tuple>
 
 #include "kernels/convolution/convolution.h"
+#include "layers/conv_algorithms.h"
 #include "layers/key_error.h"
 #include "layers/register_layers.h"
 #include "layers/weighted_layer.h"
@@ -29,7 +31,8 @@ namespace {
 
 class DeconvolutionLayer final : public WeightedLayer {
  public:
-  explicit DeconvolutionLayer(const LayerSpec& spec) : WeightedLayer(spec), keys_(spec) {
+  explicit DeconvolutionLayer(const LayerSpec& spec)
+      : WeightedLayer(spec), keys_(spec), algorithms_(spec, true) {
     std::tie(output_padding_h_, output_padding_w_) =
         read_spatial(spec, "output_padding", "", std::pair<int64_t, int64_t>{0, 0}, 0);
     if (output_padding_h_ >= keys_.stride_h || output_padding_w_ >= keys_.stride_w) {
@@ -46,6 +49,7 @@ class DeconvolutionLayer final : public WeightedLayer {
     if (x.ndim() != 4) fail("expects a 4-D input [N, C, H, W], got " + shape_str(x.shape()));
     keys_.check_groups(spec_, x.dim(1), keys_.num_output);
     geometry(x).validate("layer '" + name() + "'");
+    algorithms_.check(spec_, geometry(x));
     create_weight_and_bias(
         {x.dim(1), keys_.num_output / keys_.group, keys_.kernel_h, keys_.kernel_w},
         keys_.num_output, ctx);
@@ -60,14 +64,17 @@ class DeconvolutionLayer final : public WeightedLayer {
     }
     const kernels::Conv2dGeometry g = geometry(x);
     g.validate("layer '" + name() + "'");
+    algorithms_.check(spec_, g);
     top[0]->value.reshape({g.N, g.C, g.H, g.W});
   }
 
   void forward(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top,
                Context& ctx) override {
     const Tensor* b = bias_term_ ? &bias().value : nullptr;
-    kernels::conv_transpose2d_forward(ctx, geometry(bottom[0]->value), bottom[0]->value,
-                                      weight().value, b, top[0]->value);
+    const kernels::Conv2dGeometry g = geometry(bottom[0]->value);
+    algorithms_.choose(ctx, g, "layer '" + name() + "'");
+    kernels::conv_transpose2d_forward(ctx, g, bottom[0]->value, weight().value, b, top[0]->value,
+                                      algorithms_.version(ConvAlgorithms::forward));
   }
 
   // y = T x + b with T the transpose of the convolution C (T = C^T), so dL/dx = C dy: the
@@ -81,12 +88,17 @@ class DeconvolutionLayer final : public WeightedLayer {
     Tensor* dw = weight_grad();
     Tensor* db = bias_grad();
     if (dw != nullptr || db != nullptr) {
-      kernels::conv_transpose2d_backward_weights(ctx, g, bottom[0]->value, dy, dw, db);
+      kernels::conv_transpose2d_backward_weights(
+          ctx, g, bottom[0]->value, dy, dw, db,
+          algorithms_.version(ConvAlgorithms::backward_filter));
     }
     if (propagate_down[0]) {
-      kernels::conv_transpose2d_backward_data(ctx, g, dy, weight().value, bottom[0]->grad);
+      kernels::conv_transpose2d_backward_data(ctx, g, dy, weight().value, bottom[0]->grad,
+                                              algorithms_.version(ConvAlgorithms::backward_data));
     }
   }
+
+  std::string describe_algorithm() const override { return algorithms_.describe(); }
 
   // Each input element is multiplied into K/G * R * S outputs.
   int64_t multiply_adds(const std::vector<Blob*>& bottom,
@@ -114,6 +126,7 @@ class DeconvolutionLayer final : public WeightedLayer {
   }
 
   ConvolutionKeys keys_;
+  ConvAlgorithms algorithms_;
   int64_t output_padding_h_ = 0, output_padding_w_ = 0;
 };
 

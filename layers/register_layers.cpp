@@ -17,6 +17,7 @@ void register_layers(LayerRegistry& registry) {
   register_permute(registry);
   register_pooling(registry);
   register_prelu(registry);
+  register_recurrent(registry);
   register_relu(registry);
   register_reshape(registry);
   register_scale(registry);

@@ -25,6 +25,7 @@ void register_lrn(LayerRegistry& registry);
 void register_permute(LayerRegistry& registry);
 void register_pooling(LayerRegistry& registry);
 void register_prelu(LayerRegistry& registry);
+void register_recurrent(LayerRegistry& registry);  // RNN, LSTM, GRU
 void register_relu(LayerRegistry& registry);
 void register_reshape(LayerRegistry& registry);  // Flatten, Reshape
 void register_scale(LayerRegistry& registry);  // Scale, Bias

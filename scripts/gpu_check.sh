@@ -3,16 +3,18 @@
 # tests, the same under compute-sanitizer memcheck, the LeNet benchmark beside PyTorch + cuDNN, a
 # 10-epoch LeNet run on the GPU, CPU-vs-GPU losses over the first 100 iterations beside PyTorch's
 # own drift (scripts/bench/pytorch_lenet_divergence.py), two same-seed GPU runs of 1,000
-# iterations compared bit for bit, and the issue-4 nets (VGG-BN, ResNet) trained to the end.
-# Logs go to LOGS.
+# iterations compared bit for bit, the issue-4 nets (VGG-BN, ResNet) trained to the end, the
+# recurrent layers (`crema bench rnn` beside cuDNN, the row-LSTM trained and its step timed) and
+# the convolution/GEMM speed of issue 8 (`crema bench conv|gemm` beside cuDNN/cuBLAS, whole VGG-BN
+# and ResNet-18 steps). Logs go to LOGS.
 #
 # Prepare here:  ../shared/tools/gpu-bundle .gpu build/bin/crema build/bin/crema_gpu_tests
-#                cp scripts/bench/peer_lenet_cuda.py .gpu/ && mkdir -p .gpu/data &&
-#                cp /usr/share/datasets/fashion-mnist/*.gz .gpu/data/
-# Run there:     scripts/gpu_check.sh LOGS [all|tests|bench|train|nets]
+#                cp scripts/bench/peer_lenet_cuda.py ../shared/bench/peer_cudnn.py .gpu/ &&
+#                mkdir -p .gpu/data && cp /usr/share/datasets/fashion-mnist/*.gz .gpu/data/
+# Run there:     scripts/gpu_check.sh LOGS [all|tests|bench|train|nets|rnn|speed]
 set -uo pipefail
 cd "$(dirname "$0")/.."
-logs=${1:?usage: gpu_check.sh LOGS [all|tests|bench|train|nets]}
+logs=${1:?usage: gpu_check.sh LOGS [all|tests|bench|train|nets|rnn|speed]}
 what=${2:-all}
 mkdir -p "$logs"
 run=.gpu/run
@@ -68,5 +70,27 @@ if [ "$what" = all ] || [ "$what" = nets ]; then
     $run crema train configs/${net}_fashion_mnist.yaml --device cuda:0 "${paths[@]}" \
       --out "$logs/run_$net" > "$logs/train_$net.txt" 2>&1
     echo "$net: $(grep -E 'final test|data wait|img/s' "$logs/train_$net.txt" | tail -n 3 | tr '\n' ' ')"
+  done
+fi
+if [ "$what" = all ] || [ "$what" = rnn ]; then
+  $run crema bench rnn > "$logs/bench_rnn.txt" 2>&1
+  python3 scripts/bench/peer_rnn.py > "$logs/peer_rnn.txt" 2>&1
+  cat "$logs/bench_rnn.txt" "$logs/peer_rnn.txt"
+  $run crema train configs/lstm_fashion_mnist.yaml --device cuda:0 "${paths[@]}" \
+    --out "$logs/run_lstm" > "$logs/train_lstm.txt" 2>&1
+  echo "lstm: $(grep -E 'final test|data wait|img/s' "$logs/train_lstm.txt" | tail -n 3 | tr '\n' ' ')"
+  $run crema time configs/lstm_fashion_mnist.yaml --device cuda:0 --iterations 200 \
+    > "$logs/time_lstm.txt" 2>&1
+  grep -E '^training step' "$logs/time_lstm.txt"
+fi
+if [ "$what" = all ] || [ "$what" = speed ]; then
+  python3 scripts/bench/compare_cudnn.py --crema "$run crema" --peer .gpu/peer_cudnn.py \
+    --out "$logs/compare" > "$logs/compare.txt" 2>&1
+  tail -n 40 "$logs/compare.txt"
+  for spec in "configs/vggbn_fashion_mnist.yaml --set data.train.batch_size=256" \
+              "scripts/bench/resnet18_32x32.yaml"; do
+    # shellcheck disable=SC2086
+    $run crema time $spec --device cuda:0 --iterations 50 > "$logs/time_step.txt" 2>&1
+    echo "${spec%% *}: $(grep -E '^training step' "$logs/time_step.txt" | tr '\n' ' ')"
   done
 fi

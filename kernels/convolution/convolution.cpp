@@ -3,8 +3,9 @@
 //
 // float32 on the CPU runs the fast im2col + GEMM path; float64 runs the reference (it exists
 // for gradient checks, where exactness matters more than speed). On a GPU (float32 only) the
-// cuda:: version chosen for the geometry and pass (cuda::forward_version and its siblings) runs
-// on the context's stream, its scratch from ctx.workspace().
+// cuda:: version asked for, or else the one chosen for the geometry and pass
+// (cuda::forward_version and its siblings), runs on the context's stream, its scratch from
+// ctx.workspace().
 #include <string>
 
 #include "core/error.h"
@@ -100,7 +101,7 @@ Im2colGeometry Conv2dGeometry::group_patches() const {
 }
 
 void conv2d_forward(Context& ctx, const Conv2dGeometry& g, const Tensor& x, const Tensor& w,
-                    const Tensor* bias, Tensor& y) {
+                    const Tensor* bias, Tensor& y, std::optional<cuda::ConvVersion> version) {
   const char* op = "conv2d_forward";
   g.validate(op);
   const DType dtype = x.dtype();
@@ -110,10 +111,10 @@ void conv2d_forward(Context& ctx, const Conv2dGeometry& g, const Tensor& x, cons
   check_tensor(ctx, op, "y", y, y_shape(g), dtype);
 #ifdef CREMA_WITH_CUDA
   if (ctx.device().is_cuda()) {
-    const cuda::ConvVersion version = cuda::forward_version(g);
+    const cuda::ConvVersion v = version.value_or(cuda::forward_version(g));
     cuda::conv2d_forward(g, x.data<float>(), w.data<float>(), bias ? bias->data<float>() : nullptr,
-                         y.data<float>(), ctx.workspace(cuda::conv2d_forward_workspace(g, version)),
-                         ctx.stream(), version);
+                         y.data<float>(), ctx.workspace(cuda::conv2d_forward_workspace(g, v)),
+                         ctx.stream(), v);
     return;
   }
 #endif
@@ -128,7 +129,7 @@ void conv2d_forward(Context& ctx, const Conv2dGeometry& g, const Tensor& x, cons
 }
 
 void conv2d_backward_data(Context& ctx, const Conv2dGeometry& g, const Tensor& dy, const Tensor& w,
-                          Tensor& dx) {
+                          Tensor& dx, std::optional<cuda::ConvVersion> version) {
   const char* op = "conv2d_backward_data";
   g.validate(op);
   const DType dtype = dy.dtype();
@@ -137,10 +138,10 @@ void conv2d_backward_data(Context& ctx, const Conv2dGeometry& g, const Tensor& d
   check_tensor(ctx, op, "dx", dx, x_shape(g), dtype);
 #ifdef CREMA_WITH_CUDA
   if (ctx.device().is_cuda()) {
-    const cuda::ConvVersion version = cuda::backward_data_version(g);
+    const cuda::ConvVersion v = version.value_or(cuda::backward_data_version(g));
     cuda::conv2d_backward_data(g, dy.data<float>(), w.data<float>(), dx.data<float>(),
-                               ctx.workspace(cuda::conv2d_backward_data_workspace(g, version)),
-                               ctx.stream(), version);
+                               ctx.workspace(cuda::conv2d_backward_data_workspace(g, v)),
+                               ctx.stream(), v);
     return;
   }
 #endif
@@ -154,7 +155,8 @@ void conv2d_backward_data(Context& ctx, const Conv2dGeometry& g, const Tensor& d
 }
 
 void conv2d_backward_filter(Context& ctx, const Conv2dGeometry& g, const Tensor& x,
-                            const Tensor& dy, Tensor& dw) {
+                            const Tensor& dy, Tensor& dw,
+                            std::optional<cuda::ConvVersion> version) {
   const char* op = "conv2d_backward_filter";
   g.validate(op);
   const DType dtype = x.dtype();
@@ -163,11 +165,10 @@ void conv2d_backward_filter(Context& ctx, const Conv2dGeometry& g, const Tensor&
   check_tensor(ctx, op, "dw", dw, w_shape(g), dtype);
 #ifdef CREMA_WITH_CUDA
   if (ctx.device().is_cuda()) {
-    const cuda::ConvVersion version = cuda::backward_filter_version(g);
-    cuda::conv2d_backward_filter(
-        g, x.data<float>(), dy.data<float>(), dw.data<float>(), nullptr,
-        ctx.workspace(cuda::conv2d_backward_filter_workspace(g, false, version)), ctx.stream(),
-        version);
+    const cuda::ConvVersion v = version.value_or(cuda::backward_filter_version(g));
+    cuda::conv2d_backward_filter(g, x.data<float>(), dy.data<float>(), dw.data<float>(), nullptr,
+                                 ctx.workspace(cuda::conv2d_backward_filter_workspace(g, false, v)),
+                                 ctx.stream(), v);
     return;
   }
 #endif
@@ -200,7 +201,8 @@ void conv2d_backward_bias(Context& ctx, const Conv2dGeometry& g, const Tensor& d
 }
 
 void conv2d_backward_weights(Context& ctx, const Conv2dGeometry& g, const Tensor& x,
-                             const Tensor& dy, Tensor& dw, Tensor* db) {
+                             const Tensor& dy, Tensor& dw, Tensor* db,
+                             std::optional<cuda::ConvVersion> version) {
   const char* op = "conv2d_backward_weights";
   g.validate(op);
   const DType dtype = x.dtype();
@@ -211,16 +213,15 @@ void conv2d_backward_weights(Context& ctx, const Conv2dGeometry& g, const Tensor
 #ifdef CREMA_WITH_CUDA
   if (ctx.device().is_cuda()) {
     const bool with_bias = db != nullptr;
-    const cuda::ConvVersion version = cuda::backward_filter_version(g);
+    const cuda::ConvVersion v = version.value_or(cuda::backward_filter_version(g));
     cuda::conv2d_backward_filter(
         g, x.data<float>(), dy.data<float>(), dw.data<float>(),
         with_bias ? db->data<float>() : nullptr,
-        ctx.workspace(cuda::conv2d_backward_filter_workspace(g, with_bias, version)), ctx.stream(),
-        version);
+        ctx.workspace(cuda::conv2d_backward_filter_workspace(g, with_bias, v)), ctx.stream(), v);
     return;
   }
 #endif
-  conv2d_backward_filter(ctx, g, x, dy, dw);
+  conv2d_backward_filter(ctx, g, x, dy, dw, version);
   if (db) conv2d_backward_bias(ctx, g, dy, *db);
 }
 
@@ -228,9 +229,10 @@ void conv2d_backward_weights(Context& ctx, const Conv2dGeometry& g, const Tensor
 // (convolution.h); only its bias, which lives on the convolution's input side, needs kernels of
 // its own.
 void conv_transpose2d_forward(Context& ctx, const Conv2dGeometry& g, const Tensor& x,
-                              const Tensor& w, const Tensor* bias, Tensor& y) {
+                              const Tensor& w, const Tensor* bias, Tensor& y,
+                              std::optional<cuda::ConvVersion> version) {
   const char* op = "conv_transpose2d_forward";
-  conv2d_backward_data(ctx, g, x, w, y);  // checks g, x, w and y
+  conv2d_backward_data(ctx, g, x, w, y, version);  // checks g, x, w and y
   if (bias == nullptr) return;
   check_tensor(ctx, op, "bias", *bias, {g.C}, y.dtype());
   const int64_t HW = g.H * g.W;
@@ -248,14 +250,16 @@ void conv_transpose2d_forward(Context& ctx, const Conv2dGeometry& g, const Tenso
 }
 
 void conv_transpose2d_backward_data(Context& ctx, const Conv2dGeometry& g, const Tensor& dy,
-                                    const Tensor& w, Tensor& dx) {
-  conv2d_forward(ctx, g, dy, w, nullptr, dx);
+                                    const Tensor& w, Tensor& dx,
+                                    std::optional<cuda::ConvVersion> version) {
+  conv2d_forward(ctx, g, dy, w, nullptr, dx, version);
 }
 
 void conv_transpose2d_backward_weights(Context& ctx, const Conv2dGeometry& g, const Tensor& x,
-                                       const Tensor& dy, Tensor* dw, Tensor* db) {
+                                       const Tensor& dy, Tensor* dw, Tensor* db,
+                                       std::optional<cuda::ConvVersion> version) {
   const char* op = "conv_transpose2d_backward_weights";
-  if (dw) conv2d_backward_filter(ctx, g, dy, x, *dw);
+  if (dw) conv2d_backward_filter(ctx, g, dy, x, *dw, version);
   if (db == nullptr) return;
   g.validate(op);
   check_tensor(ctx, op, "dy", dy, x_shape(g), dy.dtype());

@@ -69,15 +69,24 @@ struct Conv2dGeometry {
   bool depthwise() const { return groups > 1 && C == groups; }
 };
 
+namespace cuda {
+enum class ConvVersion;  // below
+}  // namespace cuda
+
+// On a GPU each pass runs `version` when given (it must support the geometry: crema::Error
+// otherwise), else the heuristic's choice (cuda::forward_version and its siblings;
+// convolution_select.h chooses by measuring). On the CPU `version` is ignored.
 // x [N,C,H,W], w [K,C/groups,R,S], bias [K] or nullptr, y [N,K,P,Q] (written).
 void conv2d_forward(Context& ctx, const Conv2dGeometry& g, const Tensor& x, const Tensor& w,
-                    const Tensor* bias, Tensor& y);
+                    const Tensor* bias, Tensor& y,
+                    std::optional<cuda::ConvVersion> version = std::nullopt);
 // dy [N,K,P,Q], w [K,C/groups,R,S] -> dx [N,C,H,W] (written).
 void conv2d_backward_data(Context& ctx, const Conv2dGeometry& g, const Tensor& dy, const Tensor& w,
-                          Tensor& dx);
+                          Tensor& dx, std::optional<cuda::ConvVersion> version = std::nullopt);
 // x [N,C,H,W], dy [N,K,P,Q] -> dw [K,C/groups,R,S] (accumulated: dw += ...).
 void conv2d_backward_filter(Context& ctx, const Conv2dGeometry& g, const Tensor& x,
-                            const Tensor& dy, Tensor& dw);
+                            const Tensor& dy, Tensor& dw,
+                            std::optional<cuda::ConvVersion> version = std::nullopt);
 // dy [N,K,P,Q] -> db [K] (accumulated: db += sum of dy over N, P, Q).
 void conv2d_backward_bias(Context& ctx, const Conv2dGeometry& g, const Tensor& dy, Tensor& db);
 // Both parameter gradients at once: dw += ... as conv2d_backward_filter, and db += ... as
@@ -85,7 +94,8 @@ void conv2d_backward_bias(Context& ctx, const Conv2dGeometry& g, const Tensor& d
 // filter gradient's pass over dy (db is the filter GEMM against an extra patch row of ones), which
 // saves a launch and a read of dy; on the CPU it is the two calls.
 void conv2d_backward_weights(Context& ctx, const Conv2dGeometry& g, const Tensor& x,
-                             const Tensor& dy, Tensor& dw, Tensor* db);
+                             const Tensor& dy, Tensor& dw, Tensor* db,
+                             std::optional<cuda::ConvVersion> version = std::nullopt);
 
 // Transposed convolution (Caffe's Deconvolution, PyTorch's ConvTranspose2d): the adjoint of
 // conv2d in its input. `g` is the geometry of the convolution that maps the transposed
@@ -97,13 +107,18 @@ void conv2d_backward_weights(Context& ctx, const Conv2dGeometry& g, const Tensor
 //   dw += conv2d_backward_filter(g, dy, x)            (the two activations swap roles)
 //   db += sum over n, h, w of dy[n, c, h, w]
 // (<conv(u, w), v> = <u, conv_transpose(v, w)> for all u, v: each pass is the other's adjoint.)
+// `version` is the version of the convolution pass each runs (forward: backward data's; backward
+// data: forward's; weights: backward filter's).
 void conv_transpose2d_forward(Context& ctx, const Conv2dGeometry& g, const Tensor& x,
-                              const Tensor& w, const Tensor* bias, Tensor& y);
+                              const Tensor& w, const Tensor* bias, Tensor& y,
+                              std::optional<cuda::ConvVersion> version = std::nullopt);
 void conv_transpose2d_backward_data(Context& ctx, const Conv2dGeometry& g, const Tensor& dy,
-                                    const Tensor& w, Tensor& dx);
+                                    const Tensor& w, Tensor& dx,
+                                    std::optional<cuda::ConvVersion> version = std::nullopt);
 // dw and db may each be null (a frozen or absent parameter): that gradient is not computed.
 void conv_transpose2d_backward_weights(Context& ctx, const Conv2dGeometry& g, const Tensor& x,
-                                       const Tensor& dy, Tensor* dw, Tensor* db);
+                                       const Tensor& dy, Tensor* dw, Tensor* db,
+                                       std::optional<cuda::ConvVersion> version = std::nullopt);
 
 // Reference: direct loops over the definitions above, in T (float or double).
 namespace ref {
@@ -159,6 +174,16 @@ enum class ConvVersion {
   depthwise_direct,  // v4: depthwise geometries only: a thread per output (forward) or input
                      //     (data) looping over its taps; filter gradient a block per channel
                      //     and taps, split over N*P*Q, summed in split order
+  winograd_2x2,      // v5: 3x3 filters, stride 1, no dilation: Winograd F(2x2,3x3), non-fused:
+                     //     tile transforms into the workspace, 16 batched GEMMs over the tiles,
+                     //     inverse transform; backward data is v5's forward on dy with the
+                     //     filter rotated (pad <= 2); filter gradient as F(3x3,2x2)
+  winograd_4x4,      // v6: v5 with F(4x4,3x3): 6x6 tiles, 36 GEMMs over 4x fewer tiles
+  direct,            // v7: filters up to 16x16, strides up to 4: forward and backward data as
+                     //     direct loops, a thread per 4 pixels x 4 or 8 channels (data: one
+                     //     launch over the stride's pixel classes); filter gradient as v2
+  precomputed_gemm,  // v8: v2 whose loaders read each inner index's offsets from a table built
+                     //     once per call in the workspace instead of dividing; filter as v2
   best = implicit_gemm,  // the general version (every geometry)
 };
 // The three passes an algorithm may implement (cuDNN's fwd, bwd data and bwd filter algos).
@@ -169,15 +194,17 @@ const std::vector<ConvVersion>& conv_versions();
 // Its name as YAML and `crema bench` spell it ("implicit_gemm"), and back (nullopt: unknown).
 const char* conv_version_name(ConvVersion version);
 std::optional<ConvVersion> conv_version_from_name(const std::string& name);
-// Whether `version` handles geometry g (v3: g.pointwise(); v4: g.depthwise(); v1, v2: all), and
-// whether it implements `pass` for g.
+// Whether `version` handles geometry g (v3: g.pointwise(); v4: g.depthwise(); v5, v6: a 3x3
+// filter with stride 1 and dilation 1; v7: R, S <= 16 and strides <= 4; v1, v2: all), and whether
+// it implements `pass` for g (v5 and v6: backward data needs padding <= 2).
 bool supports(ConvVersion version, const Conv2dGeometry& g);
 bool supports(ConvVersion version, ConvPass pass, const Conv2dGeometry& g);
 // The versions production uses per pass (README.md has the reasons): v4 for depthwise
-// geometries, v3 for pointwise ones (forward and data), else v2 -- except backward data when a
-// group has fewer than 32 input channels: v1, since v2's implicit GEMM then fills few rows of its
-// tiles (C/G rows) while every element it loads pays the patch index arithmetic (H200, LeNet
-// conv2 at N = 256: README.md).
+// geometries, v3 for pointwise ones (forward and data), v6 (Winograd F(4x4,3x3)) for 3x3
+// stride-1 geometries with at least 32 input and output channels per group, else v2 -- except
+// backward data when a group has fewer than 32 input channels: v1, since v2's implicit GEMM then
+// fills few rows of its tiles (C/G rows) while every element it loads pays the patch index
+// arithmetic (H200, LeNet conv2 at N = 256: README.md).
 ConvVersion forward_version(const Conv2dGeometry& g);
 ConvVersion backward_data_version(const Conv2dGeometry& g);
 ConvVersion backward_filter_version(const Conv2dGeometry& g);

@@ -14,6 +14,14 @@
 //                   (convolution_pointwise_cuda.cu); the filter gradient is v2's.
 // v4 depthwise_direct depthwise geometries: direct loops over the R*S taps, no GEMM
 //                   (convolution_depthwise_cuda.cu).
+// v5 winograd_2x2   3x3 stride-1 geometries: Winograd F(2x2,3x3); filter and tile transforms into
+//                   the workspace, 16 batched GEMMs, output transform; backward data the same on dy
+//                   with the filter rotated; filter gradient F(3x3,2x2) (convolution_winograd*).
+// v6 winograd_4x4   v5 with F(4x4,3x3): 36 GEMMs over 4x fewer (6x6) tiles.
+// v7 direct         forward and backward data as direct loops over the taps, for few channels
+//                   (convolution_direct_cuda.cu); the filter gradient is v2's.
+// v8 precomputed_gemm v2 with the inner index's offsets read from a table in the workspace
+//                   (convolution_implicit_gemm_cuda.cu); the filter gradient is v2's.
 //
 // Every kernel is deterministic: each output is summed by one thread (or one block, in a fixed
 // tree), in an order fixed by the geometry; no atomics.
@@ -158,41 +166,104 @@ void backward_filter_im2col_gemm(const Conv2dGeometry& g, const float* x, const 
   throw Error("conv2d on CUDA: unknown version " + std::to_string(int(version)));
 }
 
-// Throws crema::Error when `version` cannot run geometry g; checks the sizes for 32-bit indexing.
-void check_version(const char* op, ConvVersion version, const Conv2dGeometry& g) {
-  implicit_gemm::check_sizes(g);
-  if (!supports(version, g)) {
-    throw Error(std::string(op) + " on CUDA: version " + std::to_string(int(version)) +
-                (version == ConvVersion::pointwise_gemm
-                     ? " needs a 1x1 filter with stride 1 and no padding"
-                     : " needs one input channel per group (C == groups > 1)"));
+// What a version that does not run every geometry needs.
+const char* requirement(ConvVersion version) {
+  switch (version) {
+    case ConvVersion::pointwise_gemm:
+      return "a 1x1 filter with stride 1 and no padding";
+    case ConvVersion::depthwise_direct:
+      return "one input channel per group (C == groups > 1)";
+    case ConvVersion::winograd_2x2:
+    case ConvVersion::winograd_4x4:
+      return "a 3x3 filter with stride 1 and dilation 1 (backward data: padding at most 2)";
+    case ConvVersion::direct:
+      return "filters of at most 16x16 taps and strides of at most 4";
+    default:
+      return "a supported geometry";
   }
 }
 
+// Throws crema::Error when `version` cannot run `pass` of geometry g; checks the sizes for
+// 32-bit indexing.
+void check_version(const char* op, ConvVersion version, ConvPass pass, const Conv2dGeometry& g) {
+  implicit_gemm::check_sizes(g);
+  if (!supports(version, pass, g)) {
+    throw Error(std::string(op) + " on CUDA: version " + conv_version_name(version) + " needs " +
+                requirement(version));
+  }
+}
+
+// The output tile side of a Winograd version.
+int winograd_tile(ConvVersion version) {
+  return version == ConvVersion::winograd_2x2 ? 2 : 4;
+}
+
+}  // namespace
+
+namespace {
+// Winograd F(4x4,3x3) where it was measured to win (H200, README.md: ResNet's 3x3 layers with 64
+// to 256 channels, every pass 2.4-3.9x faster than v2): 3x3 stride-1 geometries whose groups
+// have at least 32 input and output channels (the batched GEMMs' inner dimension and rows).
+bool winograd_pays(ConvPass pass, const Conv2dGeometry& g) {
+  return supports(ConvVersion::winograd_4x4, pass, g) && g.C / g.groups >= 32 &&
+         g.K / g.groups >= 32;
+}
 }  // namespace
 
 ConvVersion forward_version(const Conv2dGeometry& g) {
   if (g.depthwise()) return ConvVersion::depthwise_direct;
   if (g.pointwise()) return ConvVersion::pointwise_gemm;
+  if (winograd_pays(ConvPass::forward, g)) return ConvVersion::winograd_4x4;
   return ConvVersion::implicit_gemm;
 }
 
 ConvVersion backward_data_version(const Conv2dGeometry& g) {
   if (g.depthwise()) return ConvVersion::depthwise_direct;
   if (g.pointwise()) return ConvVersion::pointwise_gemm;
+  if (winograd_pays(ConvPass::backward_data, g)) return ConvVersion::winograd_4x4;
   return g.C / g.groups < 32 ? ConvVersion::im2col_gemm : ConvVersion::implicit_gemm;
 }
 
 ConvVersion backward_filter_version(const Conv2dGeometry& g) {
-  return g.depthwise() ? ConvVersion::depthwise_direct : ConvVersion::implicit_gemm;
+  if (g.depthwise()) return ConvVersion::depthwise_direct;
+  if (winograd_pays(ConvPass::backward_filter, g)) return ConvVersion::winograd_4x4;
+  return ConvVersion::implicit_gemm;
 }
 
 size_t conv2d_forward_workspace(const Conv2dGeometry& g, ConvVersion version) {
-  return version == ConvVersion::im2col_gemm ? im2col_gemm_workspace(g) : 0;
+  switch (version) {
+    case ConvVersion::im2col_gemm:
+      return im2col_gemm_workspace(g);
+    case ConvVersion::winograd_2x2:
+    case ConvVersion::winograd_4x4:
+      return supports(version, ConvPass::forward, g)
+                 ? winograd::forward_workspace(g, winograd_tile(version))
+                 : 0;
+    case ConvVersion::direct:
+      return supports(version, g) ? direct::workspace(g, false) : 0;
+    case ConvVersion::precomputed_gemm:
+      return implicit_gemm::precomputed_workspace(g, false);
+    default:
+      return 0;
+  }
 }
 
 size_t conv2d_backward_data_workspace(const Conv2dGeometry& g, ConvVersion version) {
-  return version == ConvVersion::im2col_gemm ? im2col_gemm_workspace(g) : 0;
+  switch (version) {
+    case ConvVersion::im2col_gemm:
+      return im2col_gemm_workspace(g);
+    case ConvVersion::winograd_2x2:
+    case ConvVersion::winograd_4x4:
+      return supports(version, ConvPass::backward_data, g)
+                 ? winograd::backward_data_workspace(g, winograd_tile(version))
+                 : 0;
+    case ConvVersion::direct:
+      return supports(version, g) ? direct::workspace(g, true) : 0;
+    case ConvVersion::precomputed_gemm:
+      return implicit_gemm::precomputed_workspace(g, true);
+    default:
+      return 0;
+  }
 }
 
 size_t conv2d_backward_filter_workspace(const Conv2dGeometry& g, bool with_bias,
@@ -202,14 +273,19 @@ size_t conv2d_backward_filter_workspace(const Conv2dGeometry& g, bool with_bias,
       return im2col_gemm_workspace(g);
     case ConvVersion::depthwise_direct:
       return depthwise::backward_filter_workspace(g, with_bias);
-    default:  // v3 runs v2's filter gradient
+    case ConvVersion::winograd_2x2:
+    case ConvVersion::winograd_4x4:
+      return supports(version, ConvPass::backward_filter, g)
+                 ? winograd::backward_filter_workspace(g, winograd_tile(version))
+                 : 0;
+    default:  // v3, v7 and v8 run v2's filter gradient
       return implicit_gemm::backward_filter_workspace(g, with_bias);
   }
 }
 
 void conv2d_forward(const Conv2dGeometry& g, const float* x, const float* w, const float* bias,
                     float* y, float* workspace, gpu::Stream stream, ConvVersion version) {
-  check_version("conv2d_forward", version, g);
+  check_version("conv2d_forward", version, ConvPass::forward, g);
   switch (version) {
     case ConvVersion::im2col_gemm:
       return forward_im2col_gemm(g, x, w, bias, y, workspace, stream);
@@ -219,13 +295,20 @@ void conv2d_forward(const Conv2dGeometry& g, const float* x, const float* w, con
       return pointwise::forward(g, x, w, bias, y, stream);
     case ConvVersion::depthwise_direct:
       return depthwise::forward(g, x, w, bias, y, stream);
+    case ConvVersion::winograd_2x2:
+    case ConvVersion::winograd_4x4:
+      return winograd::forward(g, winograd_tile(version), x, w, bias, y, workspace, stream);
+    case ConvVersion::direct:
+      return direct::forward(g, x, w, bias, y, workspace, stream);
+    case ConvVersion::precomputed_gemm:
+      return implicit_gemm::forward_precomputed(g, x, w, bias, y, workspace, stream);
   }
   unknown_version(version);
 }
 
 void conv2d_backward_data(const Conv2dGeometry& g, const float* dy, const float* w, float* dx,
                           float* workspace, gpu::Stream stream, ConvVersion version) {
-  check_version("conv2d_backward_data", version, g);
+  check_version("conv2d_backward_data", version, ConvPass::backward_data, g);
   switch (version) {
     case ConvVersion::im2col_gemm:
       return backward_data_im2col_gemm(g, dy, w, dx, workspace, stream);
@@ -235,21 +318,33 @@ void conv2d_backward_data(const Conv2dGeometry& g, const float* dy, const float*
       return pointwise::backward_data(g, dy, w, dx, stream);
     case ConvVersion::depthwise_direct:
       return depthwise::backward_data(g, dy, w, dx, stream);
+    case ConvVersion::winograd_2x2:
+    case ConvVersion::winograd_4x4:
+      return winograd::backward_data(g, winograd_tile(version), dy, w, dx, workspace, stream);
+    case ConvVersion::direct:
+      return direct::backward_data(g, dy, w, dx, workspace, stream);
+    case ConvVersion::precomputed_gemm:
+      return implicit_gemm::backward_data_precomputed(g, dy, w, dx, workspace, stream);
   }
   unknown_version(version);
 }
 
 void conv2d_backward_filter(const Conv2dGeometry& g, const float* x, const float* dy, float* dw,
                             float* db, float* workspace, gpu::Stream stream, ConvVersion version) {
-  check_version("conv2d_backward_filter", version, g);
+  check_version("conv2d_backward_filter", version, ConvPass::backward_filter, g);
   switch (version) {
     case ConvVersion::im2col_gemm:
       return backward_filter_im2col_gemm(g, x, dy, dw, db, workspace, stream);
     case ConvVersion::implicit_gemm:
     case ConvVersion::pointwise_gemm:
+    case ConvVersion::direct:
+    case ConvVersion::precomputed_gemm:
       return implicit_gemm::backward_filter(g, x, dy, dw, db, workspace, stream);
     case ConvVersion::depthwise_direct:
       return depthwise::backward_filter(g, x, dy, dw, db, workspace, stream);
+    case ConvVersion::winograd_2x2:
+    case ConvVersion::winograd_4x4:
+      return winograd::backward_filter(g, winograd_tile(version), x, dy, dw, db, workspace, stream);
   }
   unknown_version(version);
 }

@@ -1,7 +1,9 @@
 // Between convolution_cuda.cu (the cuda:: entry points, v1 im2col + GEMM) and the other versions:
 // v2, the implicit GEMM (convolution_implicit_gemm_cuda.cu,
 // convolution_implicit_gemm_filter_cuda.cu), v3, pointwise batched GEMMs
-// (convolution_pointwise_cuda.cu), v4, direct depthwise loops (convolution_depthwise_cuda.cu).
+// (convolution_pointwise_cuda.cu), v4, direct depthwise loops (convolution_depthwise_cuda.cu), v5
+// and v6, Winograd (convolution_winograd_cuda.cu, convolution_winograd_filter_cuda.cu), v7,
+// direct loops for few channels (convolution_direct_cuda.cu).
 // Device pointers, queued on `stream`; the entry points have checked the sizes (and, for v3 and v4,
 // that the version supports the geometry).
 #pragma once
@@ -20,6 +22,13 @@ void forward(const Conv2dGeometry& g, const float* x, const float* w, const floa
              gpu::Stream stream);
 void backward_data(const Conv2dGeometry& g, const float* dy, const float* w, float* dx,
                    gpu::Stream stream);
+// v8: forward and backward data with the inner index's offsets from a table in `workspace`
+// (precomputed_workspace(g, data) floats).
+size_t precomputed_workspace(const Conv2dGeometry& g, bool data);
+void forward_precomputed(const Conv2dGeometry& g, const float* x, const float* w, const float* bias,
+                         float* y, float* workspace, gpu::Stream stream);
+void backward_data_precomputed(const Conv2dGeometry& g, const float* dy, const float* w, float* dx,
+                               float* workspace, gpu::Stream stream);
 // Floats of partial sums backward_filter needs (0 when the N*P*Q range is not split).
 size_t backward_filter_workspace(const Conv2dGeometry& g, bool with_bias);
 // dw += ..., db += ... when db is not null.
@@ -50,3 +59,35 @@ void backward_filter(const Conv2dGeometry& g, const float* x, const float* dy, f
                      float* workspace, gpu::Stream stream);
 
 }  // namespace crema::kernels::cuda::depthwise
+
+// v5 (m = 2) and v6 (m = 4): Winograd F(m x m, 3x3) for 3x3 filters with stride 1 and no
+// dilation (backward data: pad <= 2). y and dx are written; dw += ..., db += ... when db is not
+// null. `workspace` holds the *_workspace floats (transformed filters and tiles, GEMM results).
+namespace crema::kernels::cuda::winograd {
+
+size_t forward_workspace(const Conv2dGeometry& g, int m);
+size_t backward_data_workspace(const Conv2dGeometry& g, int m);
+size_t backward_filter_workspace(const Conv2dGeometry& g, int m);
+void forward(const Conv2dGeometry& g, int m, const float* x, const float* w, const float* bias,
+             float* y, float* workspace, gpu::Stream stream);
+void backward_data(const Conv2dGeometry& g, int m, const float* dy, const float* w, float* dx,
+                   float* workspace, gpu::Stream stream);
+void backward_filter(const Conv2dGeometry& g, int m, const float* x, const float* dy, float* dw,
+                     float* db, float* workspace, gpu::Stream stream);
+
+}  // namespace crema::kernels::cuda::winograd
+
+// v7: forward and backward data as direct loops (filters up to kMaxTaps taps a side, strides up
+// to kMaxStride). y and dx are written. `workspace` holds workspace(g, data) floats: the filter
+// in the layout the kernel reads.
+namespace crema::kernels::cuda::direct {
+
+constexpr int kMaxTaps = 16, kMaxStride = 4;
+
+size_t workspace(const Conv2dGeometry& g, bool data);
+void forward(const Conv2dGeometry& g, const float* x, const float* w, const float* bias, float* y,
+             float* workspace, gpu::Stream stream);
+void backward_data(const Conv2dGeometry& g, const float* dy, const float* w, float* dx,
+                   float* workspace, gpu::Stream stream);
+
+}  // namespace crema::kernels::cuda::direct

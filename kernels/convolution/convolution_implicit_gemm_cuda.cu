@@ -12,6 +12,11 @@
 //                                 where both divisions are exact and land inside P x Q, else 0
 //
 // dys_g is the gather form of col2im(w^T dy): every dx element sums its own terms (no atomics).
+//
+// v8 (PRECOMPUTED = true) differs in the loaders only: where v2 splits every inner index (c,r,s)
+// or (k,r,s) with two fast divisions per loaded element, v8 reads it from a table built once per
+// call in the workspace, {c*H*W + r*dil_h*W + s*dil_w, r*dil_h, s*dil_w} (data: {k*P*Q, r*dil_h,
+// s*dil_w}): one 16-byte load that every thread of a row shares (an L1 broadcast).
 // This file holds forward and backward data; the filter gradient, whose extra column of ones
 // makes its last output column the bias gradient, is in convolution_implicit_gemm_filter_cuda.cu.
 #include <cuda_runtime.h>
@@ -33,19 +38,21 @@ using tile::TileShape;
 
 // Thread t always loads column n0 + t % BN (one output position: its receptive field is found
 // once) and rows t / BN + i * THREADS / BN of each slab; consecutive threads read consecutive q.
-template <int BN, int BK, int THREADS>
+template <int BN, int BK, int THREADS, bool PRECOMPUTED>
 struct PatchLoader {
   static constexpr int PER_THREAD = BK * BN / THREADS, ROW_STEP = THREADS / BN;
   static_assert(THREADS % BN == 0 && PER_THREAD * THREADS == BK * BN, "slab must split evenly");
 
   ConvParams p;
+  const int4* table;             // v8: the patch rows' offsets; v2: null
   const float* image = nullptr;  // x[n, g*Cg] of this thread's column; null past N*P*Q
   int h0 = 0, w0 = 0;            // top-left corner of the column's receptive field
   int column, row;
   float regs[PER_THREAD];
 
-  __device__ PatchLoader(const ConvParams& params, const float* x, int group, int n0, int tid)
-      : p(params), column(tid % BN), row(tid / BN) {
+  __device__ PatchLoader(const ConvParams& params, const int4* offsets, const float* x, int group,
+                         int n0, int tid)
+      : p(params), table(offsets), column(tid % BN), row(tid / BN) {
     const int j = n0 + column;
     if (j < p.N * p.PQ) {
       int n, pq, out_p, out_q;
@@ -62,12 +69,20 @@ struct PatchLoader {
       const int crs = k0 + row + i * ROW_STEP;
       float v = 0.0f;
       if (image != nullptr && crs < p.CRS) {
-        int c, rs, r, s;
-        p.by_RS.divmod(crs, c, rs);
-        p.by_S.divmod(rs, r, s);
-        const int h = h0 + r * p.dilation_h, w = w0 + s * p.dilation_w;
-        if (unsigned(h) < unsigned(p.H) && unsigned(w) < unsigned(p.W)) {
-          v = image[c * p.HW + h * p.W + w];
+        if constexpr (PRECOMPUTED) {
+          const int4 e = __ldg(table + crs);
+          const int h = h0 + e.y, w = w0 + e.z;
+          if (unsigned(h) < unsigned(p.H) && unsigned(w) < unsigned(p.W)) {
+            v = image[e.x + h0 * p.W + w0];
+          }
+        } else {
+          int c, rs, r, s;
+          p.by_RS.divmod(crs, c, rs);
+          p.by_S.divmod(rs, r, s);
+          const int h = h0 + r * p.dilation_h, w = w0 + s * p.dilation_w;
+          if (unsigned(h) < unsigned(p.H) && unsigned(w) < unsigned(p.W)) {
+            v = image[c * p.HW + h * p.W + w];
+          }
         }
       }
       regs[i] = v;
@@ -79,10 +94,11 @@ struct PatchLoader {
   }
 };
 
-template <class Cfg>
+template <class Cfg, bool PRECOMPUTED>
 __global__ void __launch_bounds__(Cfg::THREADS)
-    forward_kernel(ConvParams p, const float* __restrict__ x, const float* __restrict__ w,
-                   const float* __restrict__ bias, float* __restrict__ y, bool vec_w, bool vec_y) {
+    forward_kernel(ConvParams p, const int4* __restrict__ table, const float* __restrict__ x,
+                   const float* __restrict__ w, const float* __restrict__ bias,
+                   float* __restrict__ y, bool vec_w, bool vec_y) {
   __shared__ tile::SharedStorage<Cfg> sm;
   const int tiles_m = (p.Kg + Cfg::BM - 1) / Cfg::BM;
   const int group = blockIdx.y / tiles_m;
@@ -90,7 +106,7 @@ __global__ void __launch_bounds__(Cfg::THREADS)
   const int tid = threadIdx.x;
   tile::DenseLoader<Cfg::BM, Cfg::BK, Cfg::THREADS, true> load_w{
       w + int64_t(group) * p.Kg * p.CRS, p.CRS, m0, p.Kg, p.CRS, vec_w, tid};
-  PatchLoader<Cfg::BN, Cfg::BK, Cfg::THREADS> load_x(p, x, group, n0, tid);
+  PatchLoader<Cfg::BN, Cfg::BK, Cfg::THREADS, PRECOMPUTED> load_x(p, table, x, group, n0, tid);
   const tile::ThreadTile<Cfg> t(tid);
   float acc[Cfg::TM][Cfg::TN] = {};
   tile::accumulate(load_w, load_x, 0, p.CRS, sm, t, acc);
@@ -156,20 +172,21 @@ struct TransposedFilterLoader {
 
 // Thread t always loads column n0 + t % BN (one input pixel (n, h, w)) and rows t / BN + i *
 // THREADS / BN: the (k, r, s) whose output position (p, q) reads that pixel, if any.
-template <int BN, int BK, int THREADS>
+template <int BN, int BK, int THREADS, bool PRECOMPUTED>
 struct OutputGradientLoader {
   static constexpr int PER_THREAD = BK * BN / THREADS, ROW_STEP = THREADS / BN;
   static_assert(THREADS % BN == 0 && PER_THREAD * THREADS == BK * BN, "slab must split evenly");
 
   ConvParams p;
+  const int4* table;             // v8: the (k, r, s) rows' offsets; v2: null
   const float* image = nullptr;  // dy[n, g*Kg] of this thread's pixel; null past N*H*W
   int hh = 0, ww = 0;            // the pixel's row and column in the padded image
   int column, row;
   float regs[PER_THREAD];
 
-  __device__ OutputGradientLoader(const ConvParams& params, const float* dy, int group, int n0,
-                                  int tid)
-      : p(params), column(tid % BN), row(tid / BN) {
+  __device__ OutputGradientLoader(const ConvParams& params, const int4* offsets, const float* dy,
+                                  int group, int n0, int tid)
+      : p(params), table(offsets), column(tid % BN), row(tid / BN) {
     const int j = n0 + column;
     if (j < p.N * p.HW) {
       int n, hw, h, w;
@@ -186,16 +203,22 @@ struct OutputGradientLoader {
       const int krs = k0 + row + i * ROW_STEP;
       float v = 0.0f;
       if (image != nullptr && krs < p.Kg * p.RS) {
-        int k, rs, r, s;
-        p.by_RS.divmod(krs, k, rs);
-        p.by_S.divmod(rs, r, s);
-        const int hp = hh - r * p.dilation_h, wq = ww - s * p.dilation_w;
+        int channel, hp, wq;  // k*P*Q, and the tap's row and column in dy's padded grid
+        if constexpr (PRECOMPUTED) {
+          const int4 e = __ldg(table + krs);
+          channel = e.x, hp = hh - e.y, wq = ww - e.z;
+        } else {
+          int k, rs, r, s;
+          p.by_RS.divmod(krs, k, rs);
+          p.by_S.divmod(rs, r, s);
+          channel = k * p.PQ, hp = hh - r * p.dilation_h, wq = ww - s * p.dilation_w;
+        }
         if (hp >= 0 && wq >= 0) {
           int out_p, rest_h, out_q, rest_w;
           p.by_stride_h.divmod(hp, out_p, rest_h);
           p.by_stride_w.divmod(wq, out_q, rest_w);
           if (rest_h == 0 && rest_w == 0 && out_p < p.P && out_q < p.Q) {
-            v = image[k * p.PQ + out_p * p.Q + out_q];
+            v = image[channel + out_p * p.Q + out_q];
           }
         }
       }
@@ -208,17 +231,18 @@ struct OutputGradientLoader {
   }
 };
 
-template <class Cfg>
+template <class Cfg, bool PRECOMPUTED>
 __global__ void __launch_bounds__(Cfg::THREADS)
-    backward_data_kernel(ConvParams p, const float* __restrict__ dy, const float* __restrict__ w,
-                         float* __restrict__ dx, bool vec_dx) {
+    backward_data_kernel(ConvParams p, const int4* __restrict__ table, const float* __restrict__ dy,
+                         const float* __restrict__ w, float* __restrict__ dx, bool vec_dx) {
   __shared__ tile::SharedStorage<Cfg> sm;
   const int tiles_m = (p.Cg + Cfg::BM - 1) / Cfg::BM;
   const int group = blockIdx.y / tiles_m;
   const int m0 = blockIdx.y % tiles_m * Cfg::BM, n0 = blockIdx.x * Cfg::BN;
   const int tid = threadIdx.x;
   TransposedFilterLoader<Cfg::BM, Cfg::BK, Cfg::THREADS> load_w(p, w, group, m0, tid);
-  OutputGradientLoader<Cfg::BN, Cfg::BK, Cfg::THREADS> load_dy(p, dy, group, n0, tid);
+  OutputGradientLoader<Cfg::BN, Cfg::BK, Cfg::THREADS, PRECOMPUTED> load_dy(p, table, dy, group, n0,
+                                                                            tid);
   const tile::ThreadTile<Cfg> t(tid);
   float acc[Cfg::TM][Cfg::TN] = {};
   tile::accumulate(load_w, load_dy, 0, p.Kg * p.RS, sm, t, acc);
@@ -240,24 +264,76 @@ __global__ void __launch_bounds__(Cfg::THREADS)
   tile::finish(sm, t, acc, m0, n0, p.Cg, p.N * p.HW, store);
 }
 
-template <class Cfg>
-void launch_forward(const Conv2dGeometry& g, const ConvParams& p, const float* x, const float* w,
-                    const float* bias, float* y, gpu::Stream stream) {
+// The offset tables of v8: forward table[(c, r, s)] = {c*H*W + r*dil_h*W + s*dil_w, r*dil_h,
+// s*dil_w}; backward data table[(k, r, s)] = {k*P*Q, r*dil_h, s*dil_w}.
+__global__ void offset_table_kernel(ConvParams p, bool data, int4* __restrict__ table) {
+  const int rows = data ? p.Kg * p.RS : p.CRS;
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < rows; i += gridDim.x * blockDim.x) {
+    int channel, rs, r, s;
+    p.by_RS.divmod(i, channel, rs);
+    p.by_S.divmod(rs, r, s);
+    const int dh = r * p.dilation_h, dw = s * p.dilation_w;
+    table[i] = make_int4(data ? channel * p.PQ : channel * p.HW + dh * p.W + dw, dh, dw, 0);
+  }
+}
+
+const int4* build_table(const ConvParams& p, bool data, float* workspace, gpu::Stream stream) {
+  int4* table = reinterpret_cast<int4*>(workspace);
+  const int rows = data ? p.Kg * p.RS : p.CRS;
+  offset_table_kernel<<<unsigned(std::min(4096, (rows + 255) / 256)), 256, 0, stream>>>(p, data,
+                                                                                        table);
+  gpu::check_launch("conv2d (precomputed implicit GEMM: offset table)");
+  return table;
+}
+
+template <class Cfg, bool PRECOMPUTED>
+void launch_forward(const Conv2dGeometry& g, const ConvParams& p, const int4* table, const float* x,
+                    const float* w, const float* bias, float* y, gpu::Stream stream) {
   const dim3 grid(unsigned((int64_t(p.N) * p.PQ + Cfg::BN - 1) / Cfg::BN),
                   grid_y(g, p.Kg, Cfg::BM));
-  forward_kernel<Cfg><<<grid, Cfg::THREADS, 0, stream>>>(
-      p, x, w, bias, y, aligned16(w) && p.CRS % 4 == 0, aligned16(y) && p.PQ % 4 == 0);
+  forward_kernel<Cfg, PRECOMPUTED><<<grid, Cfg::THREADS, 0, stream>>>(
+      p, table, x, w, bias, y, aligned16(w) && p.CRS % 4 == 0, aligned16(y) && p.PQ % 4 == 0);
   gpu::check_launch("conv2d_forward (implicit GEMM)");
 }
 
-template <class Cfg>
-void launch_backward_data(const Conv2dGeometry& g, const ConvParams& p, const float* dy,
-                          const float* w, float* dx, gpu::Stream stream) {
+template <class Cfg, bool PRECOMPUTED>
+void launch_backward_data(const Conv2dGeometry& g, const ConvParams& p, const int4* table,
+                          const float* dy, const float* w, float* dx, gpu::Stream stream) {
   const dim3 grid(unsigned((int64_t(p.N) * p.HW + Cfg::BN - 1) / Cfg::BN),
                   grid_y(g, p.Cg, Cfg::BM));
-  backward_data_kernel<Cfg>
-      <<<grid, Cfg::THREADS, 0, stream>>>(p, dy, w, dx, aligned16(dx) && p.HW % 4 == 0);
+  backward_data_kernel<Cfg, PRECOMPUTED>
+      <<<grid, Cfg::THREADS, 0, stream>>>(p, table, dy, w, dx, aligned16(dx) && p.HW % 4 == 0);
   gpu::check_launch("conv2d_backward_data (implicit GEMM)");
+}
+
+template <bool PRECOMPUTED>
+void run_forward(const Conv2dGeometry& g, const float* x, const float* w, const float* bias,
+                 float* y, float* workspace, gpu::Stream stream) {
+  const ConvParams p = params_of(g);
+  const int4* table = PRECOMPUTED ? build_table(p, false, workspace, stream) : nullptr;
+  switch (tile::choose_tile(p.Kg, int64_t(p.N) * p.PQ, g.groups, TileShape::small)) {
+    case TileShape::large:
+      return launch_forward<tile::Large, PRECOMPUTED>(g, p, table, x, w, bias, y, stream);
+    case TileShape::medium:
+      return launch_forward<tile::Medium, PRECOMPUTED>(g, p, table, x, w, bias, y, stream);
+    default:
+      return launch_forward<tile::Small, PRECOMPUTED>(g, p, table, x, w, bias, y, stream);
+  }
+}
+
+template <bool PRECOMPUTED>
+void run_backward_data(const Conv2dGeometry& g, const float* dy, const float* w, float* dx,
+                       float* workspace, gpu::Stream stream) {
+  const ConvParams p = params_of(g);
+  const int4* table = PRECOMPUTED ? build_table(p, true, workspace, stream) : nullptr;
+  switch (tile::choose_tile(p.Cg, int64_t(p.N) * p.HW, g.groups, TileShape::small)) {
+    case TileShape::large:
+      return launch_backward_data<tile::Large, PRECOMPUTED>(g, p, table, dy, w, dx, stream);
+    case TileShape::medium:
+      return launch_backward_data<tile::Medium, PRECOMPUTED>(g, p, table, dy, w, dx, stream);
+    default:
+      return launch_backward_data<tile::Small, PRECOMPUTED>(g, p, table, dy, w, dx, stream);
+  }
 }
 
 }  // namespace
@@ -275,28 +351,26 @@ void check_sizes(const Conv2dGeometry& g) {
 
 void forward(const Conv2dGeometry& g, const float* x, const float* w, const float* bias, float* y,
              gpu::Stream stream) {
-  const ConvParams p = params_of(g);
-  switch (tile::choose_tile(p.Kg, int64_t(p.N) * p.PQ, g.groups, TileShape::small)) {
-    case TileShape::large:
-      return launch_forward<tile::Large>(g, p, x, w, bias, y, stream);
-    case TileShape::medium:
-      return launch_forward<tile::Medium>(g, p, x, w, bias, y, stream);
-    default:
-      return launch_forward<tile::Small>(g, p, x, w, bias, y, stream);
-  }
+  run_forward<false>(g, x, w, bias, y, nullptr, stream);
 }
 
 void backward_data(const Conv2dGeometry& g, const float* dy, const float* w, float* dx,
                    gpu::Stream stream) {
-  const ConvParams p = params_of(g);
-  switch (tile::choose_tile(p.Cg, int64_t(p.N) * p.HW, g.groups, TileShape::small)) {
-    case TileShape::large:
-      return launch_backward_data<tile::Large>(g, p, dy, w, dx, stream);
-    case TileShape::medium:
-      return launch_backward_data<tile::Medium>(g, p, dy, w, dx, stream);
-    default:
-      return launch_backward_data<tile::Small>(g, p, dy, w, dx, stream);
-  }
+  run_backward_data<false>(g, dy, w, dx, nullptr, stream);
+}
+
+size_t precomputed_workspace(const Conv2dGeometry& g, bool data) {
+  return size_t(4 * (data ? g.K / g.groups : g.C / g.groups) * g.R * g.S);
+}
+
+void forward_precomputed(const Conv2dGeometry& g, const float* x, const float* w, const float* bias,
+                         float* y, float* workspace, gpu::Stream stream) {
+  run_forward<true>(g, x, w, bias, y, workspace, stream);
+}
+
+void backward_data_precomputed(const Conv2dGeometry& g, const float* dy, const float* w, float* dx,
+                               float* workspace, gpu::Stream stream) {
+  run_backward_data<true>(g, dy, w, dx, workspace, stream);
 }
 
 }  // namespace crema::kernels::cuda::implicit_gemm

@@ -3,6 +3,7 @@
 #include <array>
 
 #include "kernels/convolution/convolution.h"
+#include "kernels/convolution/convolution_cuda_internal.h"
 
 namespace crema::kernels::cuda {
 
@@ -11,11 +12,15 @@ struct VersionName {
   ConvVersion version;
   const char* name;
 };
-constexpr std::array<VersionName, 4> kNames{{
+constexpr std::array<VersionName, 8> kNames{{
     {ConvVersion::im2col_gemm, "im2col_gemm"},
     {ConvVersion::implicit_gemm, "implicit_gemm"},
     {ConvVersion::pointwise_gemm, "pointwise_gemm"},
     {ConvVersion::depthwise_direct, "depthwise_direct"},
+    {ConvVersion::winograd_2x2, "winograd_2x2"},
+    {ConvVersion::winograd_4x4, "winograd_4x4"},
+    {ConvVersion::direct, "direct"},
+    {ConvVersion::precomputed_gemm, "precomputed_gemm"},
 }};
 }  // namespace
 
@@ -60,14 +65,27 @@ bool supports(ConvVersion version, const Conv2dGeometry& g) {
       return g.pointwise();
     case ConvVersion::depthwise_direct:
       return g.depthwise();
+    case ConvVersion::winograd_2x2:
+    case ConvVersion::winograd_4x4:
+      return g.R == 3 && g.S == 3 && g.stride_h == 1 && g.stride_w == 1 && g.dilation_h == 1 &&
+             g.dilation_w == 1;
+    case ConvVersion::direct:
+      return g.R <= direct::kMaxTaps && g.S <= direct::kMaxTaps &&
+             g.stride_h <= direct::kMaxStride && g.stride_w <= direct::kMaxStride;
     default:
       return true;
   }
 }
 
-// Every version implements the three passes (v3's filter gradient is v2's).
-bool supports(ConvVersion version, ConvPass, const Conv2dGeometry& g) {
-  return supports(version, g);
+// Every version implements the three passes (v3's, v7's and v8's filter gradient is v2's).
+// Winograd's backward data is a forward convolution of dy padded by 2 - pad on each side, so pad
+// may not exceed 2.
+bool supports(ConvVersion version, ConvPass pass, const Conv2dGeometry& g) {
+  if (!supports(version, g)) return false;
+  const bool winograd =
+      version == ConvVersion::winograd_2x2 || version == ConvVersion::winograd_4x4;
+  if (winograd && pass == ConvPass::backward_data) return g.pad_h <= 2 && g.pad_w <= 2;
+  return true;
 }
 
 }  // namespace crema::kernels::cuda

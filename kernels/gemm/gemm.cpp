@@ -27,7 +27,7 @@ void check_operand(const Context& ctx, const char* name, const Tensor& t) {
 }  // namespace
 
 void gemm(Context& ctx, bool trans_a, bool trans_b, float alpha, const Tensor& a, const Tensor& b,
-          float beta, Tensor& c) {
+          float beta, Tensor& c, cuda::GemmMath math) {
   check_operand(ctx, "a", a);
   check_operand(ctx, "b", b);
   check_operand(ctx, "c", c);
@@ -58,7 +58,7 @@ void gemm(Context& ctx, bool trans_a, bool trans_b, float alpha, const Tensor& a
 #ifdef CREMA_WITH_CUDA
   if (ctx.device().is_cuda()) {
     cuda::sgemm(trans_a, trans_b, M, N, K, alpha, a.data<float>(), lda, b.data<float>(), ldb, beta,
-                c.data<float>(), ldc, ctx.stream());
+                c.data<float>(), ldc, ctx.stream(), cuda::best_version(math), math);
     return;
   }
 #endif

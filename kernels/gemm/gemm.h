@@ -13,6 +13,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "core/context.h"
 #include "core/cuda_runtime.h"
@@ -40,28 +43,62 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
 const char* sgemm_isa();
 }  // namespace cpu
 
-// CUDA SIMT (fp32 FFMA) versions, slowest to fastest; README.md has the ladder. Pointers are
-// device pointers; the kernels are queued on `stream` (no host synchronization, no allocation:
-// capturable in a CUDA graph). Every version is deterministic: each element of C is summed in an
-// order fixed by the shape alone. M, N, K must be below 2^31.
+// CUDA versions, slowest to fastest; README.md has the ladder. Pointers are device pointers; the
+// kernels are queued on `stream` (no host synchronization, no allocation: capturable in a CUDA
+// graph). Every version is deterministic: each element of C is summed in an order fixed by the
+// shape alone. M, N, K must be below 2^31.
 namespace cuda {
+
+// The arithmetic of a product. Operands and C stay fp32 in memory in every mode; the modes differ
+// in what the multiplier sees. fp32: true fp32 FFMA (the default). tf32: tensor cores on operands
+// rounded to TF32 (10-bit mantissa, as cuDNN/cuBLAS's opt-in TF32), fp32 accumulation. bf16:
+// tensor cores on operands rounded to bf16 (7-bit mantissa), fp32 accumulation.
+enum class GemmMath { fp32, tf32, bf16 };
+// "fp32", "tf32", "bf16" (as YAML and `crema bench --math` spell them), and back (nullopt:
+// unknown).
+const char* gemm_math_name(GemmMath math);
+std::optional<GemmMath> gemm_math_from_name(const std::string& name);
+
 enum class GemmVersion {
   naive = 1,       // v1: one thread per element of C, operands read straight from global memory
   shared_tiles,    // v2: 16x16 tiles of op(A) and op(B) staged in shared memory
   register_tiles,  // v3: 128x128 block tiles, an 8x8 micro-tile per thread, float4 loads
   adaptive_tiles,  // v4: v3 with the tile size chosen per shape; small tiles split k in the block
-  best = adaptive_tiles,
+  warp_tiles,      // v5: v3 with warp-shaped thread groups, 16-deep slabs, two shared buffers
+  tf32_mma,        // v6: tensor cores, mma.sync m16n8k8 TF32, cp.async 3-stage pipeline (tf32)
+  bf16_mma,        // v7: v6 with mma.sync m16n8k16 on bf16 fragments (bf16)
+  wgmma,           // v8: sm_90a warpgroup MMA from 128B-swizzled shared memory (tf32 or bf16)
+  wgmma_pipelined,  // v9: v8 fed by TMA through a 4-stage mbarrier ring, producer/consumer warps
+  best = adaptive_tiles,  // fp32's production version; see best_version for the others
 };
+// Every version, in ladder order (tests and `crema bench gemm` walk it).
+const std::vector<GemmVersion>& gemm_versions();
+// Its name as `crema bench` spells it ("adaptive_tiles"), and back (nullopt: unknown).
+const char* gemm_version_name(GemmVersion version);
+std::optional<GemmVersion> gemm_version_from_name(const std::string& name);
+// Whether `version` computes in `math`: v1-v5 fp32, v6 tf32, v7 bf16, v8 tf32 and bf16, v9 tf32.
+bool supports(GemmVersion version, GemmMath math);
+// The version production uses for `math`: v4 (fp32), v6 (tf32), v7 (bf16); README.md has the
+// measurements behind the choice (v8 loses to v6/v7 on most shapes so far).
+GemmVersion best_version(GemmMath math);
 
+// C = alpha op(A) op(B) + beta C in `math` with `version`. Throws crema::Error when `version`
+// does not compute in `math` (supports) or cannot run on the current device (v8 needs compute
+// capability 9.0). Any shape, leading dimension and alignment is accepted by every version.
+// v9 truncates its operands to TF32 (the tensor cores' own reading of an fp32 word, as cuBLAS's
+// TF32 mode) where every other TF32 path rounds to nearest; it runs only NT calls with 16-byte
+// aligned A and B and lda, ldb, K multiples of 4, and hands any other call to v8 (which rounds).
 void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
            int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
-           gpu::Stream stream, GemmVersion version = GemmVersion::best);
+           gpu::Stream stream, GemmVersion version = GemmVersion::best,
+           GemmMath math = GemmMath::fp32);
 }  // namespace cuda
 
 // Tensor level: a is [M,K] ([K,M] when trans_a), b is [K,N] ([N,K] when trans_b), c is [M,N]; all
 // 2-D, float32, contiguous and on the context's device. Throws crema::Error naming the shapes when
-// they do not fit. Uses ctx.num_threads() CPU threads.
+// they do not fit. Uses ctx.num_threads() CPU threads. `math` picks the arithmetic on a GPU
+// (cuda::best_version(math)); the CPU always computes in fp32, which is at least as exact.
 void gemm(Context& ctx, bool trans_a, bool trans_b, float alpha, const Tensor& a, const Tensor& b,
-          float beta, Tensor& c);
+          float beta, Tensor& c, cuda::GemmMath math = cuda::GemmMath::fp32);
 
 }  // namespace crema::kernels

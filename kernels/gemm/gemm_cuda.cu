@@ -1,5 +1,6 @@
-// CUDA SGEMM (fp32 FFMA, no tensor cores), four versions side by side; README.md has the ladder
-// and its measurements.
+// CUDA GEMM: the fp32 SIMT versions v1-v4 and cuda::sgemm, the one entry point that checks the
+// arguments and switches over every version (v5-v9 live in their own files, declared in
+// gemm_cuda_internal.h). README.md has the ladder and its measurements.
 //
 //   C[M,N] = alpha * op(A)[M,K] * op(B)[K,N] + beta * C      row-major, leading dimensions
 //
@@ -13,6 +14,15 @@
 // v4 adaptive_tiles  v3's loop with the tile chosen per shape: the 64-row GEMMs of a small
 //                    network get 16x16 or 32x32 tiles (enough blocks for 132 SMs), whose threads
 //                    split k four ways inside the block and add their partial tiles in order.
+// v5 warp_tiles      (gemm_warp_tiles_cuda.cu) v3 with warp-shaped thread groups, a 16-deep slab
+//                    and two shared buffers (one barrier per slab).
+// v6 tf32_mma        (gemm_mma_cuda.cu) tensor cores: mma.sync m16n8k8 on TF32-rounded operands,
+//                    a 3-stage cp.async ring.
+// v7 bf16_mma        (gemm_mma_cuda.cu) v6 with mma.sync m16n8k16 on bf16-rounded operands.
+// v8 wgmma           (gemm_wgmma_sm90a.cu) sm_90a warpgroup MMA, TF32 or bf16, from swizzled
+//                    shared memory filled through registers (rounding and transposing there).
+// v9 wgmma_pipelined (gemm_wgmma_pipelined_sm90a.cu) v8 fed by TMA, 4 stages on mbarriers, a
+//                    producer warpgroup and two consumers; TF32 truncated, NT only (else v8).
 //
 // All versions are deterministic (no atomics; each sum's order depends on the shape only).
 #include <cuda_runtime.h>
@@ -23,6 +33,7 @@
 #include "core/error.h"
 #include "kernels/gemm/gemm.h"
 #include "kernels/gemm/gemm_block_tile.cuh"
+#include "kernels/gemm/gemm_cuda_internal.h"
 
 namespace crema::kernels::cuda {
 namespace {
@@ -166,7 +177,11 @@ void launch_tiled(bool trans_a, bool trans_b, int M, int N, int K, float alpha, 
 
 void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
            int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
-           gpu::Stream stream, GemmVersion version) {
+           gpu::Stream stream, GemmVersion version, GemmMath math) {
+  if (!supports(version, math)) {
+    throw Error(std::string("cuda::sgemm: version ") + gemm_version_name(version) +
+                " does not compute in " + gemm_math_name(math) + " math");
+  }
   CREMA_CHECK(M >= 0 && N >= 0 && K >= 0 && M < INT32_MAX && N < INT32_MAX && K < INT32_MAX,
               "cuda::sgemm: sizes M=" + std::to_string(M) + " N=" + std::to_string(N) +
                   " K=" + std::to_string(K));
@@ -180,6 +195,7 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
     gpu::check_launch("scale_matrix");
     return;
   }
+  const detail::GemmArgs args{trans_a, trans_b, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc};
   switch (version) {
     case GemmVersion::naive:
       sgemm_naive<<<blocks_for(M * N, kThreads), kThreads, 0, stream>>>(
@@ -215,8 +231,33 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
                                    stream);
           return;
       }
+      break;
+    case GemmVersion::warp_tiles:
+      return detail::sgemm_warp_tiles(args, stream);
+    case GemmVersion::tf32_mma:
+      return detail::gemm_mma(args, false, stream);
+    case GemmVersion::bf16_mma:
+      return detail::gemm_mma(args, true, stream);
+    case GemmVersion::wgmma:
+      return detail::gemm_wgmma(args, math == GemmMath::bf16, stream);
+    case GemmVersion::wgmma_pipelined:
+      return detail::gemm_wgmma_pipelined(args, stream);
+    default:
+      break;
   }
   throw Error("cuda::sgemm: unknown version " + std::to_string(int(version)));
 }
+
+namespace detail {
+bool device_is_sm90() {
+  int device = 0, major = 0, minor = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess) {
+    throw DeviceError("cuda::sgemm: cannot read the compute capability of the current device");
+  }
+  return major == 9 && minor == 0;
+}
+}  // namespace detail
 
 }  // namespace crema::kernels::cuda

@@ -108,7 +108,9 @@ enum class RnnVersion {
   per_step_gemm = 1,  // v1: cuDNN's structure: all steps' input projection as one GEMM, then per
                       //     step one recurrent GEMM and one fused pointwise gate kernel; backward
                       //     the same in reverse, weight gradients as one GEMM over all steps
-  best = per_step_gemm,
+  fused_step,         // v2: v1 with each step's recurrent GEMM and pointwise kernel fused into one
+                      //     kernel (the gate math in the GEMM's epilogue): one launch per step
+  best = fused_step,
 };
 size_t rnn_reserve_floats(const RnnGeometry& g, RnnVersion version = RnnVersion::best);
 size_t rnn_workspace_floats(const RnnGeometry& g, RnnVersion version = RnnVersion::best);

@@ -11,6 +11,9 @@ num_batches_tracked are buffers), on a small synthetic IDX dataset written here:
   3. the checkpoint is read with a safetensors reader written here from the format's definition,
      loaded with load_state_dict(strict=True) (every name and shape must match PyTorch's), and
      the module's logits on the same images are compared with crema's: within 1e-5.
+The same for a row LSTM (each image as 28 steps of 28 pixels; two bidirectional LSTM layers,
+`outputs: [last]`, then ip2): its checkpoint loads strictly into torch.nn.LSTM + nn.Linear, and
+the logits agree.
 Exit code 0: passed; 1: failed; 77: skipped (no torch), which ctest reports as skipped.
 """
 import gzip
@@ -144,11 +147,59 @@ def check(crema, directory, batch_norm):
     assert torch.allclose(ours, theirs, rtol=1e-5, atol=1e-5)
 
 
+ROW_LSTM_LAYERS = """    - {name: rows, type: Reshape, bottom: data, top: rows, shape: [0, 28, 28]}
+    - {name: lstm, type: LSTM, bottom: rows, top: last, num_output: 16, num_layers: 2,
+       bidirectional: true, batch_first: true, outputs: [last]}
+    - {name: ip2, type: InnerProduct, bottom: last, top: ip2, num_output: 10}
+"""
+
+
+class RowLSTM(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = torch.nn.LSTM(28, 16, num_layers=2, bidirectional=True, batch_first=True)
+        self.ip2 = torch.nn.Linear(32, 10)
+
+    def forward(self, x):
+        _, (h_n, _) = self.lstm(x.view(x.shape[0], 28, 28))
+        return self.ip2(torch.cat([h_n[-2], h_n[-1]], dim=1))  # crema's `last`
+
+
+def check_row_lstm(crema, directory):
+    work = os.path.join(directory, "row_lstm")
+    os.makedirs(work)
+    images = write_idx(work, seed=12)
+    lenet = config(work, batch_norm=False)
+    begin = lenet.index("    - {name: conv1")
+    end = lenet.index("    - {name: loss")
+    with open(os.path.join(work, "net.yaml"), "w") as f:
+        f.write(lenet[:begin] + ROW_LSTM_LAYERS + lenet[end:])
+    run = os.path.join(work, "run")
+    cfg = os.path.join(work, "net.yaml")
+    subprocess.run([crema, "train", cfg, "--out", run, "--threads", "2"], check=True, stdout=subprocess.DEVNULL)
+    checkpoint = os.path.join(run, "checkpoints", "last", "model.safetensors")
+    outputs = os.path.join(work, "ip2.safetensors")
+    subprocess.run([crema, "test", cfg, "--weights", checkpoint, "--extract", "ip2", "--extract-to", outputs],
+                   check=True, stdout=subprocess.DEVNULL)
+    model = RowLSTM()
+    state = read_safetensors(checkpoint)
+    model.load_state_dict(state, strict=True)
+    with torch.no_grad():
+        ours = read_safetensors(outputs)["ip2"]
+        exact = model.double()(images.double())
+    error = ((ours.double() - exact).norm() / exact.norm()).item()
+    print(f"row_lstm: {len(state)} tensors loaded strictly; logits vs PyTorch float64: relative "
+          f"error {error:.2e}, largest difference {(ours.double() - exact).abs().max().item():.2e}")
+    assert ours.shape == (SAMPLES, 10), ours.shape
+    assert torch.allclose(ours.double(), exact, rtol=1e-5, atol=1e-5), error
+
+
 def main():
     crema = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/bin/crema")
     with tempfile.TemporaryDirectory(prefix="crema_pytorch_") as directory:
         check(crema, directory, batch_norm=False)
         check(crema, directory, batch_norm=True)
+        check_row_lstm(crema, directory)
     print("PASSED")
 
 

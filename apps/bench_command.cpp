@@ -1,0 +1,32 @@
+// crema bench: the command's one dispatch point, from the op's name to its family (bench_gemm.cpp,
+// bench_conv.cpp, bench_rnn.cpp). The families call the cuda:: versions directly, which a build
+// without CUDA does not have: there the command only says so.
+#include <ostream>
+
+#include "apps/bench.h"
+#include "core/error.h"
+
+namespace crema::bench {
+
+int bench_command(const std::string& op, const std::string& device, const Options& options,
+                  std::ostream& out) {
+  if (op != "gemm" && op != "conv" && op != "rnn") {
+    throw Error("crema bench: unknown op '" + op + "' (gemm, conv or rnn)");
+  }
+  check_options(options);
+  const Device dev = Device::parse(device);
+  if (!dev.is_cuda()) {
+    throw Error("crema bench times CUDA kernels; --device " + device +
+                " is not a GPU (use --device cuda:N)");
+  }
+#ifdef CREMA_WITH_CUDA
+  Context ctx(dev);
+  if (op == "gemm") return bench_gemm(ctx, options, out);
+  if (op == "conv") return bench_conv(ctx, options, out);
+  return bench_rnn(ctx, options, out);
+#else
+  throw Error("crema bench: this build has no CUDA backend");
+#endif
+}
+
+}  // namespace crema::bench

@@ -1,0 +1,176 @@
+// crema bench gemm: every CUDA GEMM version (kernels/gemm/gemm.h) that computes in --math, on
+// each shape: checked against double-precision dot products, then timed over input copies
+// rotated past L2.
+//
+// The check: shapes up to kFullCheckMacs multiply-adds compare all of C with ref::gemm in double
+// ("ref"); larger ones compare kSamples elements of C, each a dot product in double on the host
+// ("sampled2048"), and scan all of C for NaN (the output is poisoned first, so an element a
+// kernel never wrote fails).
+#include <algorithm>
+#include <cmath>
+#include <ostream>
+
+#include "apps/bench.h"
+#include "core/error.h"
+#include "core/random.h"
+#include "kernels/gemm/gemm.h"
+
+namespace crema::bench {
+namespace {
+
+namespace cuda = kernels::cuda;
+
+constexpr double kFullCheckMacs = 1 << 26;
+constexpr int kSamples = 2048;
+
+double tolerance(cuda::GemmMath math) {
+  switch (math) {
+    case cuda::GemmMath::tf32:
+      return 2e-3;
+    case cuda::GemmMath::bf16:
+      return 1e-2;
+    case cuda::GemmMath::fp32:
+      break;
+  }
+  return 1e-4;
+}
+
+std::vector<cuda::GemmVersion> versions_to_run(const Options& options, cuda::GemmMath math) {
+  if (options.version.empty()) {
+    std::vector<cuda::GemmVersion> versions;
+    for (cuda::GemmVersion v : cuda::gemm_versions()) {
+      if (cuda::supports(v, math)) versions.push_back(v);
+    }
+    return versions;
+  }
+  const std::optional<cuda::GemmVersion> v = cuda::gemm_version_from_name(options.version);
+  if (!v) {
+    std::string names;
+    for (cuda::GemmVersion known : cuda::gemm_versions()) {
+      names += std::string(names.empty() ? "" : ", ") + cuda::gemm_version_name(known);
+    }
+    throw Error("--version '" + options.version + "': no such GEMM version (" + names + ")");
+  }
+  if (!cuda::supports(*v, math)) {
+    throw Error("--version " + options.version + " does not compute in " + options.math);
+  }
+  return {*v};
+}
+
+// The operands of one shape on the host (the check's inputs) and their rotated device copies.
+struct Operands {
+  GemmShape s;
+  int64_t lda, ldb;
+  std::vector<float> a, b;
+  std::vector<Tensor> dev_a, dev_b, dev_c;
+
+  Operands(Context& ctx, const GemmShape& shape, Random& random)
+      : s(shape), lda(shape.trans_a ? shape.M : shape.K), ldb(shape.trans_b ? shape.K : shape.N) {
+    a.resize(size_t(s.M * s.K));
+    b.resize(size_t(s.K * s.N));
+    for (float& v : a) v = float(random.uniform(-1.0, 1.0));
+    for (float& v : b) v = float(random.uniform(-1.0, 1.0));
+    const Tensor host_a = Tensor::from_vector({s.M * s.K}, a);
+    const Tensor host_b = Tensor::from_vector({s.K * s.N}, b);
+    const int copies = rotation_copies(size_t(s.M * s.K + s.K * s.N + s.M * s.N) * sizeof(float));
+    for (int i = 0; i < copies; ++i) {
+      dev_a.push_back(ctx.empty({s.M * s.K}));
+      dev_b.push_back(ctx.empty({s.K * s.N}));
+      dev_c.push_back(ctx.empty({s.M * s.N}));
+      dev_a.back().copy_from(host_a);
+      dev_b.back().copy_from(host_b);
+    }
+  }
+
+  double a_at(int64_t i, int64_t k) const {
+    return a[size_t(s.trans_a ? k * lda + i : i * lda + k)];
+  }
+  double b_at(int64_t k, int64_t j) const {
+    return b[size_t(s.trans_b ? j * ldb + k : k * ldb + j)];
+  }
+
+  void launch(int copy, cuda::GemmVersion version, cuda::GemmMath math, gpu::Stream stream) {
+    const size_t i = size_t(copy) % dev_a.size();
+    cuda::sgemm(s.trans_a, s.trans_b, s.M, s.N, s.K, 1.0f, dev_a[i].data<float>(), lda,
+                dev_b[i].data<float>(), ldb, 0.0f, dev_c[i].data<float>(), s.N, stream, version,
+                math);
+  }
+};
+
+// What C should be where the check looks: all of it in double, or kSamples sampled elements.
+struct Reference {
+  std::string kind;
+  std::vector<int64_t> where;  // indices into C (empty: all)
+  std::vector<double> values;
+};
+
+Reference reference(const Operands& op, Random& random) {
+  const GemmShape& s = op.s;
+  Reference ref;
+  if (double(s.M) * double(s.N) * double(s.K) <= kFullCheckMacs) {
+    ref.kind = "ref";
+    std::vector<double> a(op.a.begin(), op.a.end()), b(op.b.begin(), op.b.end());
+    ref.values.resize(size_t(s.M * s.N));
+    kernels::ref::gemm<double>(s.trans_a, s.trans_b, s.M, s.N, s.K, 1.0, a.data(), op.lda, b.data(),
+                               op.ldb, 0.0, ref.values.data(), s.N);
+    return ref;
+  }
+  ref.kind = "sampled" + std::to_string(kSamples);
+  for (int t = 0; t < kSamples; ++t) {
+    const int64_t i = int64_t(random.below(uint64_t(s.M))),
+                  j = int64_t(random.below(uint64_t(s.N)));
+    double sum = 0;
+    for (int64_t k = 0; k < s.K; ++k) sum += op.a_at(i, k) * op.b_at(k, j);
+    ref.where.push_back(i * s.N + j);
+    ref.values.push_back(sum);
+  }
+  return ref;
+}
+
+double check(const std::vector<float>& c, const Reference& ref) {
+  if (std::any_of(c.begin(), c.end(), [](float v) { return std::isnan(v); })) return NAN;
+  if (ref.where.empty()) return relative_error(c.data(), ref.values.data(), c.size());
+  std::vector<float> picked;
+  for (int64_t index : ref.where) picked.push_back(c[size_t(index)]);
+  return relative_error(picked.data(), ref.values.data(), picked.size());
+}
+
+}  // namespace
+
+int bench_gemm(Context& ctx, const Options& options, std::ostream& out) {
+  const std::optional<cuda::GemmMath> math = cuda::gemm_math_from_name(options.math);
+  if (!math) throw Error("--math: expected fp32, tf32 or bf16, got '" + options.math + "'");
+  const std::vector<cuda::GemmVersion> versions = versions_to_run(options, *math);
+  std::vector<GemmShape> shapes;
+  for (const std::string& text : options.shapes) shapes.push_back(parse_gemm_shape(text));
+  if (shapes.empty()) shapes = default_gemm_shapes();
+
+  Table table(out, device_peak(ctx));
+  Random random(1);
+  for (const GemmShape& shape : shapes) {
+    Operands op(ctx, shape, random);
+    const Reference ref = reference(op, random);
+    for (cuda::GemmVersion version : versions) {
+      Row row;
+      row.shape = shape.str();
+      row.version = cuda::gemm_version_name(version);
+      row.check = ref.kind;
+      row.tolerance = tolerance(*math);
+      row.flops = 2.0 * double(shape.M) * double(shape.N) * double(shape.K);
+      row.bytes = double(shape.M * shape.K + shape.K * shape.N + shape.M * shape.N) * sizeof(float);
+      row.peak = options.math;
+      ctx.fill(op.dev_c[0], NAN);
+      op.launch(0, version, *math, ctx.stream());
+      ctx.synchronize();
+      row.rel_error = check(op.dev_c[0].to_vector(), ref);
+      if (row.rel_error <= row.tolerance) {
+        row.ms = measure_ms(ctx, options,
+                            [&](int call) { op.launch(call, version, *math, ctx.stream()); });
+      }
+      table.print(row);
+    }
+  }
+  return table.status();
+}
+
+}  // namespace crema::bench

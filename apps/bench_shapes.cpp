@@ -1,0 +1,175 @@
+// crema bench: the shapes --shape accepts, and the default lists.
+#include <cctype>
+#include <optional>
+#include <sstream>
+#include <tuple>
+#include <utility>
+
+#include "apps/bench.h"
+#include "core/error.h"
+
+namespace crema::bench {
+namespace {
+
+constexpr const char* kGemmFormat = "M,N,K[,NN|NT|TN|TT]";
+constexpr const char* kConvFormat = "N,C,H,W,K,R[xS][,s2][,p1][,d2][,g2]";
+
+std::vector<std::string> split(const std::string& text, char separator) {
+  std::vector<std::string> parts;
+  std::stringstream stream(text);
+  std::string part;
+  while (std::getline(stream, part, separator)) parts.push_back(part);
+  if (!text.empty() && text.back() == separator) parts.emplace_back();
+  return parts;
+}
+
+// A non-negative decimal integer (at least `minimum`), or nullopt.
+std::optional<int64_t> number(const std::string& text, int64_t minimum) {
+  if (text.empty() || text.size() > 12) return std::nullopt;
+  for (char c : text) {
+    if (!std::isdigit(static_cast<unsigned char>(c))) return std::nullopt;
+  }
+  const int64_t value = std::stoll(text);
+  if (value < minimum) return std::nullopt;
+  return value;
+}
+
+// "n" or "HxW" as {h, w}.
+std::optional<std::pair<int64_t, int64_t>> pair_of(const std::string& text, int64_t minimum) {
+  const std::vector<std::string> parts = split(text, 'x');
+  if (parts.size() == 1) {
+    const auto v = number(parts[0], minimum);
+    if (!v) return std::nullopt;
+    return std::pair{*v, *v};
+  }
+  if (parts.size() != 2) return std::nullopt;
+  const auto h = number(parts[0], minimum), w = number(parts[1], minimum);
+  if (!h || !w) return std::nullopt;
+  return std::pair{*h, *w};
+}
+
+// (name, N, C, H, W, K, R, stride, pad) as in peer_cudnn.py.
+struct PeerConv {
+  const char* name;
+  int64_t N, C, H, W, K, R, stride, pad;
+};
+constexpr PeerConv kPeerConvs[] = {
+    {"resnet 3x3 64->64 56x56 n64", 64, 64, 56, 56, 64, 3, 1, 1},
+    {"resnet 3x3 128->128 28x28 n64", 64, 128, 28, 28, 128, 3, 1, 1},
+    {"resnet 3x3 256->256 14x14 n64", 64, 256, 14, 14, 256, 3, 1, 1},
+    {"resnet 1x1 256->64 56x56 n64", 64, 256, 56, 56, 64, 1, 1, 0},
+    {"resnet 7x7s2 3->64 224x224 n64", 64, 3, 224, 224, 64, 7, 2, 3},
+    {"lenet 5x5 20->50 12x12 n256", 256, 20, 12, 12, 50, 5, 1, 0},
+};
+
+}  // namespace
+
+std::string GemmShape::str() const {
+  return std::to_string(M) + "," + std::to_string(N) + "," + std::to_string(K) + "," +
+         (trans_a ? "T" : "N") + (trans_b ? "T" : "N");
+}
+
+GemmShape parse_gemm_shape(const std::string& text) {
+  const std::vector<std::string> parts = split(text, ',');
+  auto fail = [&](const std::string& why) -> GemmShape {
+    throw Error("--shape '" + text + "': " + why + "; a GEMM shape is " + kGemmFormat +
+                " (e.g. 8192,8192,8192 or 256,500,800,NT)");
+  };
+  if (parts.size() != 3 && parts.size() != 4) return fail("expected 3 or 4 fields");
+  GemmShape shape;
+  int64_t* sizes[] = {&shape.M, &shape.N, &shape.K};
+  for (int i = 0; i < 3; ++i) {
+    const auto v = number(parts[size_t(i)], 1);
+    if (!v) return fail("'" + parts[size_t(i)] + "' is not a positive integer");
+    *sizes[i] = *v;
+  }
+  if (parts.size() == 4) {
+    const std::string& t = parts[3];
+    if (t.size() != 2 || (t[0] != 'N' && t[0] != 'T') || (t[1] != 'N' && t[1] != 'T')) {
+      return fail("'" + t + "' is not one of NN, NT, TN, TT");
+    }
+    shape.trans_a = t[0] == 'T';
+    shape.trans_b = t[1] == 'T';
+  }
+  return shape;
+}
+
+std::vector<GemmShape> default_gemm_shapes() {
+  std::vector<GemmShape> shapes{{8192, 8192, 8192}};
+  // Each default convolution's forward pass as one GEMM: [K, C*R*S] x [C*R*S, N*P*Q].
+  for (const ConvShape& conv : default_conv_shapes()) {
+    const kernels::Conv2dGeometry& g = conv.g;
+    shapes.push_back({g.K, g.N * g.P() * g.Q(), g.C / g.groups * g.R * g.S});
+  }
+  // LeNet's inner products at batch 256: x [256, 800] times w [500, 800]^T, then [256, 500] x
+  // [10, 500]^T.
+  shapes.push_back({256, 500, 800, false, true});
+  shapes.push_back({256, 10, 500, false, true});
+  return shapes;
+}
+
+ConvShape parse_conv_shape(const std::string& text) {
+  for (const ConvShape& shape : default_conv_shapes()) {
+    if (shape.name == text) return shape;
+  }
+  auto fail = [&](const std::string& why) -> ConvShape {
+    std::string names;
+    for (const ConvShape& shape : default_conv_shapes()) names += "\n  " + shape.name;
+    throw Error("--shape '" + text + "': " + why + "; a convolution is " + kConvFormat +
+                " (e.g. 64,64,56,56,64,3,p1) or one of:" + names);
+  };
+  const std::vector<std::string> parts = split(text, ',');
+  if (parts.size() < 6) return fail("expected at least 6 fields");
+  ConvShape shape;
+  shape.name = text;
+  kernels::Conv2dGeometry& g = shape.g;
+  int64_t* sizes[] = {&g.N, &g.C, &g.H, &g.W, &g.K};
+  for (int i = 0; i < 5; ++i) {
+    const auto v = number(parts[size_t(i)], 1);
+    if (!v) return fail("'" + parts[size_t(i)] + "' is not a positive integer");
+    *sizes[i] = *v;
+  }
+  const auto filter = pair_of(parts[5], 1);
+  if (!filter) return fail("filter '" + parts[5] + "' is not R or RxS");
+  std::tie(g.R, g.S) = *filter;
+  for (size_t i = 6; i < parts.size(); ++i) {
+    const std::string& part = parts[i];
+    const char key = part.empty() ? '?' : part[0];
+    const auto value = pair_of(part.empty() ? "" : part.substr(1), key == 'p' ? 0 : 1);
+    if (!value || (key == 'g' && value->first != value->second)) {
+      return fail("'" + part + "' is not s<n>, p<n>, d<n> (each n or HxW) or g<n>");
+    }
+    switch (key) {
+      case 's':
+        std::tie(g.stride_h, g.stride_w) = *value;
+        break;
+      case 'p':
+        std::tie(g.pad_h, g.pad_w) = *value;
+        break;
+      case 'd':
+        std::tie(g.dilation_h, g.dilation_w) = *value;
+        break;
+      case 'g':
+        g.groups = value->first;
+        break;
+      default:
+        return fail("'" + part + "' is not s<n>, p<n>, d<n> (each n or HxW) or g<n>");
+    }
+  }
+  g.validate("--shape '" + text + "'");
+  return shape;
+}
+
+std::vector<ConvShape> default_conv_shapes() {
+  std::vector<ConvShape> shapes;
+  for (const PeerConv& p : kPeerConvs) {
+    kernels::Conv2dGeometry g;
+    g.N = p.N, g.C = p.C, g.H = p.H, g.W = p.W, g.K = p.K, g.R = p.R, g.S = p.R;
+    g.stride_h = g.stride_w = p.stride;
+    g.pad_h = g.pad_w = p.pad;
+    shapes.push_back({p.name, g});
+  }
+  return shapes;
+}
+
+}  // namespace crema::bench

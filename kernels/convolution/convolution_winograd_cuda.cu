@@ -1,0 +1,176 @@
+// Convolution v5 / v6: Winograd F(2x2,3x3) and F(4x4,3x3), forward and backward data
+// (convolution_winograd.cuh has the algorithm). Non-fused: four launches, each with a plain
+// job -- filter transform U, input transform V, alpha^2 batched GEMMs M = U V, output transform
+// -- through the workspace (U + V + M). A fused kernel (transforms in the GEMM's loaders and
+// epilogue) saves V's and M's round trips through memory, but its GEMM works on one tile
+// position's slab at a time with the transform's index arithmetic in every load; the non-fused
+// form keeps the GEMM the plain, tuned block-tiled one (README.md has the measurements).
+//
+// Backward data is the same algorithm: dx = conv(dy padded by 2 - pad, w rotated by 180 degrees
+// with its K and C swapped), stride 1, so it runs the forward path on dy with the rotation done
+// by the filter transform (needs pad <= 2).
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include "core/error.h"
+#include "kernels/convolution/convolution_winograd.cuh"
+
+namespace crema::kernels::cuda::winograd {
+namespace {
+
+// A stride-1 3x3 convolution src [N, Cin, H, W] -> dst [N, Cout, P, Q] in `groups` groups.
+struct Problem {
+  int N, Cin, H, W, Cout, P, Q, pad_h, pad_w, groups;
+  int cin_g() const { return Cin / groups; }
+  int cout_g() const { return Cout / groups; }
+};
+
+Problem forward_problem(const Conv2dGeometry& g) {
+  return {int(g.N),   int(g.C),   int(g.H),     int(g.W),     int(g.K),
+          int(g.P()), int(g.Q()), int(g.pad_h), int(g.pad_w), int(g.groups)};
+}
+
+// dx = conv(dy, rot180(w)^T) with padding 2 - pad: outputs H x W.
+Problem backward_data_problem(const Conv2dGeometry& g) {
+  return {int(g.N), int(g.K), int(g.P()),       int(g.Q()),       int(g.C),
+          int(g.H), int(g.W), int(2 - g.pad_h), int(2 - g.pad_w), int(g.groups)};
+}
+
+// Workspace: U [alpha^2][Cout][Cin/G], V [alpha^2][Cin][ld], M [alpha^2][Cout][ld].
+struct Layout {
+  TileGrid grid;
+  int64_t u, v, m;  // floats of each
+};
+
+Layout layout_of(const Problem& p, int m) {
+  const int64_t a2 = int64_t(m + 2) * (m + 2);
+  Layout l;
+  l.grid = tile_grid(p.N, p.P, p.Q, m);
+  l.u = round_up4(a2 * p.Cout * p.cin_g());
+  l.v = a2 * p.Cin * l.grid.ld;
+  l.m = a2 * p.Cout * l.grid.ld;
+  if (std::max(l.v, l.m) >= INT32_MAX) {
+    throw Error("conv2d on CUDA (Winograd): the transformed tiles would have " +
+                std::to_string(std::max(l.v, l.m)) +
+                " elements, 2^31 or more are not supported; use a smaller batch");
+  }
+  return l;
+}
+
+// U[xi][row][col] = (G f G^T)[xi] for U's rows x cols filters. Forward: row k, column c,
+// f = w[k, c]. Backward data (flip): row c (of C, in groups of rows_g), column k (of K/G),
+// f = w[group*cols + k, c % rows_g] rotated by 180 degrees.
+template <int M>
+__global__ void filter_transform_kernel(const float* __restrict__ w, int rows, int rows_g, int cols,
+                                        bool flip, float* __restrict__ U) {
+  constexpr int A = Transform<M>::kAlpha;
+  const int64_t total = int64_t(rows) * cols;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int row = int(i / cols), col = int(i % cols);
+    const int64_t filter = flip ? (int64_t(row / rows_g) * cols + col) * rows_g + row % rows_g : i;
+    const float* f = w + filter * 9;
+    float g[3][3], u[A][A];
+#pragma unroll
+    for (int r = 0; r < 3; ++r) {
+#pragma unroll
+      for (int s = 0; s < 3; ++s) g[r][s] = flip ? f[(2 - r) * 3 + 2 - s] : f[r * 3 + s];
+    }
+    transform_2d(g, u, [](const float(&in)[3], float(&out)[A]) { Transform<M>::filter(in, out); });
+#pragma unroll
+    for (int xi = 0; xi < A * A; ++xi) U[xi * total + i] = u[xi / A][xi % A];
+  }
+}
+
+// dst[n, k, tile t] = (A^T M[.][k][t] A) + bias[k], the outputs inside P x Q. One thread per
+// (k, t).
+template <int M>
+__global__ void output_transform_kernel(const float* __restrict__ Mt, int K, int P, int Q,
+                                        TileGrid grid, const float* __restrict__ bias,
+                                        float* __restrict__ dst) {
+  constexpr int A = Transform<M>::kAlpha;
+  const int64_t total = int64_t(K) * grid.T;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int k = int(i / grid.T), t = int(i % grid.T);
+    float v[A][A], y[M][M];
+#pragma unroll
+    for (int xi = 0; xi < A * A; ++xi) v[xi / A][xi % A] = Mt[(int64_t(xi) * K + k) * grid.ld + t];
+    transform_2d(v, y, [](const float(&in)[A], float(&out)[M]) { Transform<M>::output(in, out); });
+    const int per_image = grid.tiles_h * grid.tiles_w;
+    const int n = t / per_image, tile = t % per_image;
+    const int p0 = tile / grid.tiles_w * M, q0 = tile % grid.tiles_w * M;
+    const float b = bias != nullptr ? bias[k] : 0.0f;
+    float* out = dst + (int64_t(n) * K + k) * P * Q;
+#pragma unroll
+    for (int r = 0; r < M; ++r) {
+#pragma unroll
+      for (int s = 0; s < M; ++s) {
+        if (p0 + r < P && q0 + s < Q) out[(p0 + r) * Q + q0 + s] = y[r][s] + b;
+      }
+    }
+  }
+}
+
+template <int M>
+void run(const Problem& p, const float* src, const float* w, bool flip, const float* bias,
+         float* dst, float* workspace, gpu::Stream stream) {
+  constexpr int A = Transform<M>::kAlpha;
+  const Layout l = layout_of(p, M);
+  float* U = workspace;  // [alpha^2][Cout][Cin/G]
+  float* V = U + l.u;    // [alpha^2][Cin][ld]
+  float* Mt = V + l.v;   // [alpha^2][Cout][ld]
+  const int64_t filters = int64_t(p.Cout) * p.cin_g();
+  filter_transform_kernel<M>
+      <<<blocks_for(filters), kThreads, 0, stream>>>(w, p.Cout, p.cout_g(), p.cin_g(), flip, U);
+  gpu::check_launch("conv2d (Winograd: filter transform)");
+  input_transform_kernel<M><<<blocks_for(int64_t(p.Cin) * l.grid.T), kThreads, 0, stream>>>(
+      src, p.Cin, p.H, p.W, p.pad_h, p.pad_w, l.grid, V);
+  gpu::check_launch("conv2d (Winograd: input transform)");
+  BatchedGemm gemm;
+  gemm.rows = p.cout_g(), gemm.cols = l.grid.T, gemm.inner = p.cin_g(), gemm.batches = A * A;
+  gemm.chunk = gemm.inner;
+  gemm.a = {U, p.cin_g(), filters, int64_t(p.cout_g()) * p.cin_g()};
+  gemm.b = {V, l.grid.ld, int64_t(p.Cin) * l.grid.ld, int64_t(p.cin_g()) * l.grid.ld};
+  gemm.c = Mt, gemm.ldc = l.grid.ld, gemm.c_batch = int64_t(p.Cout) * l.grid.ld;
+  gemm.c_group = int64_t(p.cout_g()) * l.grid.ld, gemm.c_split = 0;
+  gemm.vec_a = vec_ok(U, {gemm.a.ld, gemm.a.batch_stride, gemm.a.group_stride});
+  gemm.vec_b = vec_ok(V, {gemm.b.ld, gemm.b.batch_stride, gemm.b.group_stride});
+  gemm.vec_c = vec_ok(Mt, {gemm.ldc, gemm.c_batch, gemm.c_group});
+  run_gemm<false>(gemm_tile(gemm.rows, gemm.cols), gemm, p.groups, 1, stream);
+  output_transform_kernel<M><<<blocks_for(int64_t(p.Cout) * l.grid.T), kThreads, 0, stream>>>(
+      Mt, p.Cout, p.P, p.Q, l.grid, bias, dst);
+  gpu::check_launch("conv2d (Winograd: output transform)");
+}
+
+size_t workspace_of(const Problem& p, int m) {
+  const Layout l = layout_of(p, m);
+  return size_t(l.u + l.v + l.m);
+}
+
+}  // namespace
+
+size_t forward_workspace(const Conv2dGeometry& g, int m) {
+  return workspace_of(forward_problem(g), m);
+}
+
+size_t backward_data_workspace(const Conv2dGeometry& g, int m) {
+  return workspace_of(backward_data_problem(g), m);
+}
+
+void forward(const Conv2dGeometry& g, int m, const float* x, const float* w, const float* bias,
+             float* y, float* workspace, gpu::Stream stream) {
+  if (m == 2) return run<2>(forward_problem(g), x, w, false, bias, y, workspace, stream);
+  run<4>(forward_problem(g), x, w, false, bias, y, workspace, stream);
+}
+
+void backward_data(const Conv2dGeometry& g, int m, const float* dy, const float* w, float* dx,
+                   float* workspace, gpu::Stream stream) {
+  if (m == 2) return run<2>(backward_data_problem(g), dy, w, true, nullptr, dx, workspace, stream);
+  run<4>(backward_data_problem(g), dy, w, true, nullptr, dx, workspace, stream);
+}
+
+}  // namespace crema::kernels::cuda::winograd

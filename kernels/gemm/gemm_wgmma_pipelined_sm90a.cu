@@ -1,0 +1,237 @@
+// v9 wgmma_pipelined: v8's wgmma, with the operands written into shared memory by the copy engine
+// (TMA) instead of by the threads: no register pass, several slabs in flight. TF32, NT only (both
+// operands K-major, as wgmma reads TF32). This file is compiled for sm_90a alone (CMakeLists.txt).
+//
+//   block tile 128 x 256, k slab 32 floats (one 128-byte swizzle row); 4 shared stages of 48 KB
+//   384 threads = 3 warpgroups, specialized:
+//     warpgroup 0, the producer: one thread waits until a stage is empty, then asks the TMA unit
+//       for slab s of A (128 x 32) and of B (256 x 32) with one cp.async.bulk.tensor each; the
+//       unit writes them 128B-swizzled (the layout the descriptors describe) and signals the
+//       stage's "full" mbarrier by the bytes it delivered (zero-filled past the matrix edges)
+//     warpgroups 1, 2, the consumers: each waits on "full", issues 8 wgmma m64n128k8 (its 64 rows
+//       of A times the two 128-row halves of B, 4 k steps), keeps one group in flight, and
+//       releases the previous slab's stage on its "empty" mbarrier once that group is done
+//   setmaxnreg moves registers from the producer (40) to the consumers (232): 128 accumulators
+//
+// Math: the tensor cores read a TF32 operand from an fp32 word and ignore its 13 low mantissa bits,
+// so operands are truncated toward zero to TF32 (what cuBLAS's TF32 mode does), not rounded to
+// nearest as in v6/v8, whose register pass rounds with cvt.rna. Rounding would need that pass back.
+//
+// What fits: A not transposed and B transposed (NT), A and B 16-byte aligned, lda, ldb and K
+// multiples of 4 (the tensor map's row strides must be multiples of 16 bytes). Any M, N, K
+// otherwise: the TMA unit zero-fills rows and k past the edges. Any other call runs v8.
+#include <cuda.h>  // CUtensorMap and cuTensorMapEncodeTiled's signature; reached through cudart
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <string>
+
+#include "core/error.h"
+#include "kernels/gemm/gemm_cuda_internal.h"
+#include "kernels/gemm/gemm_tile_common.cuh"
+#include "kernels/gemm/gemm_wgmma_instructions.cuh"
+
+namespace crema::kernels::cuda::detail {
+namespace {
+
+constexpr int kBM = 128, kBN = 256, kBK = 32, kRowBytes = 128, kStages = 4;
+constexpr int kConsumers = 2, kThreads = 128 * (1 + kConsumers);
+constexpr int kABytes = kBM * kRowBytes, kBBytes = kBN * kRowBytes;
+constexpr int kStageBytes = kABytes + kBBytes;
+// The stages (1024-byte aligned, as the 128B swizzle needs), then the full and empty mbarriers;
+// + 1024 of room to align the base.
+constexpr int kSmemBytes = kStages * kStageBytes + 2 * kStages * 8 + 1024;
+
+__device__ __forceinline__ void mbarrier_init(uint32_t bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbarrier_arrive(uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+// Arrives and announces `bytes` that asynchronous copies will deliver before the phase completes.
+__device__ __forceinline__ void mbarrier_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)
+               : "memory");
+}
+// Waits until the phase of parity `parity` (0 for the barrier's 1st, 3rd, ... phase) completed.
+__device__ __forceinline__ void mbarrier_wait(uint32_t bar, uint32_t parity) {
+  uint32_t done = 0;
+  while (!done) {
+    asm volatile(
+        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+        "selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+  }
+}
+// The TMA unit copies the box at (inner, outer) of `map` to shared `dst` and completes its bytes
+// on mbarrier `bar`.
+__device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map, uint32_t bar,
+                                            int inner, int outer) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%3, %4}], [%2];\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(inner), "r"(outer)
+      : "memory");
+}
+template <int REGISTERS>
+__device__ __forceinline__ void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(REGISTERS));
+}
+template <int REGISTERS>
+__device__ __forceinline__ void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(REGISTERS));
+}
+
+__global__ void __launch_bounds__(kThreads, 1)
+    gemm_wgmma_pipelined_kernel(const __grid_constant__ CUtensorMap map_a,
+                                const __grid_constant__ CUtensorMap map_b, int M, int N, int K,
+                                float alpha, float beta, float* __restrict__ C, int64_t ldc) {
+  extern __shared__ uint8_t raw_smem[];
+  const uint32_t raw_address = uint32_t(__cvta_generic_to_shared(raw_smem));
+  const uint32_t base = raw_address + (1024 - raw_address % 1024) % 1024;
+  const uint32_t full = base + kStages * kStageBytes, empty = full + 8 * kStages;
+
+  const int tid = threadIdx.x, warpgroup = tid / 128;
+  if (tid == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      mbarrier_init(full + 8 * s, 1);  // the producer's arrive; the TMA bytes complete it
+      mbarrier_init(empty + 8 * s, kConsumers * 128);
+    }
+    // The initialized barriers made visible to the TMA unit (the async proxy) as well.
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    fence_async_shared();
+  }
+  __syncthreads();
+
+  const int tiles_m = (M + kBM - 1) / kBM, tiles_n = (N + kBN - 1) / kBN;
+  const TileCoord tile = grouped_tile(blockIdx.x, tiles_m, tiles_n, 8);
+  const int m0 = tile.m * kBM, n0 = tile.n * kBN;
+  const int slabs = (K + kBK - 1) / kBK;
+
+  if (warpgroup == 0) {
+    setmaxnreg_dec<40>();
+    if (tid == 0) {
+      for (int s = 0; s < slabs; ++s) {
+        const int stage = s % kStages;
+        // Slab s - kStages, the stage's previous tenant, released by both consumers.
+        if (s >= kStages) mbarrier_wait(empty + 8 * stage, (s / kStages - 1) & 1);
+        const uint32_t a = base + stage * kStageBytes, bar = full + 8 * stage;
+        mbarrier_arrive_expect_tx(bar, kStageBytes);
+        tma_load_2d(a, &map_a, bar, s * kBK, m0);
+        tma_load_2d(a + kABytes, &map_b, bar, s * kBK, n0);
+      }
+    }
+    return;
+  }
+
+  setmaxnreg_inc<232>();
+  const int consumer = warpgroup - 1;
+  float acc_lo[64], acc_hi[64];  // columns n0 .. n0+127 and n0+128 .. n0+255 of 64 rows
+#pragma unroll
+  for (int i = 0; i < 64; ++i) acc_lo[i] = acc_hi[i] = 0.0f;
+  for (int s = 0; s < slabs; ++s) {
+    const int stage = s % kStages;
+    mbarrier_wait(full + 8 * stage, (s / kStages) & 1);
+    const uint32_t a_tile = base + stage * kStageBytes + consumer * 64 * kRowBytes;
+    const uint32_t b_tile = base + stage * kStageBytes + kABytes;
+    wgmma_fence();
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {  // 4 steps of 8 k (32 bytes) along the swizzled rows
+      const uint64_t a = descriptor(a_tile + 32 * k);
+      wgmma_tf32_n128(acc_lo, a, descriptor(b_tile + 32 * k));
+      wgmma_tf32_n128(acc_hi, a, descriptor(b_tile + 128 * kRowBytes + 32 * k));
+    }
+    wgmma_commit();
+    // Slab s-1's group is done with its stage: hand it back to the producer.
+    wgmma_wait<1>();
+    if (s > 0) mbarrier_arrive(empty + 8 * ((s - 1) % kStages));
+  }
+  wgmma_wait<0>();
+#pragma unroll
+  for (int i = 0; i < 64; ++i) {
+    fence_register(acc_lo[i]);
+    fence_register(acc_hi[i]);
+  }
+
+  const int warp = tid % 128 / 32, lane = tid % 32;
+  const int row = m0 + consumer * 64 + warp * 16 + lane / 4;
+#pragma unroll
+  for (int j = 0; j < 16; ++j) {
+    const int n = n0 + 8 * j + 2 * (lane % 4);
+    if (row < M) {
+      store_pair(C, ldc, row, n, N, alpha, beta, acc_lo[4 * j], acc_lo[4 * j + 1]);
+      store_pair(C, ldc, row, n + 128, N, alpha, beta, acc_hi[4 * j], acc_hi[4 * j + 1]);
+    }
+    if (row + 8 < M) {
+      store_pair(C, ldc, row + 8, n, N, alpha, beta, acc_lo[4 * j + 2], acc_lo[4 * j + 3]);
+      store_pair(C, ldc, row + 8, n + 128, N, alpha, beta, acc_hi[4 * j + 2], acc_hi[4 * j + 3]);
+    }
+  }
+}
+
+using EncodeTiled = decltype(&cuTensorMapEncodeTiled);
+
+// The driver's tensor-map encoder, looked up once through the runtime (no -lcuda link).
+EncodeTiled tensor_map_encoder() {
+  static const EncodeTiled encode = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault,
+                                         &found) != cudaSuccess ||
+        found != cudaDriverEntryPointSuccess || fn == nullptr) {
+      throw DeviceError("cuda::sgemm (wgmma_pipelined): the driver has no cuTensorMapEncodeTiled");
+    }
+    return reinterpret_cast<EncodeTiled>(fn);
+  }();
+  return encode;
+}
+
+// A tensor map over a K-major operand: `rows` rows of K floats, `ld` floats apart; boxes of
+// `box_rows` rows x 32 floats, written 128B-swizzled, zeros past the edges.
+CUtensorMap k_major_map(const float* p, int rows, int K, int64_t ld, int box_rows) {
+  CUtensorMap map;
+  const cuuint64_t dims[2] = {cuuint64_t(K), cuuint64_t(rows)};
+  const cuuint64_t strides[1] = {cuuint64_t(ld) * sizeof(float)};
+  const cuuint32_t box[2] = {cuuint32_t(kBK), cuuint32_t(box_rows)};
+  const cuuint32_t element_strides[2] = {1, 1};
+  const CUresult r = tensor_map_encoder()(
+      &map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, const_cast<float*>(p), dims, strides, box,
+      element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+      CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) {
+    throw DeviceError("cuda::sgemm (wgmma_pipelined): cuTensorMapEncodeTiled failed (CUresult " +
+                      std::to_string(int(r)) + ")");
+  }
+  return map;
+}
+
+bool fits(const GemmArgs& g) {
+  return !g.trans_a && g.trans_b && reinterpret_cast<uintptr_t>(g.A) % 16 == 0 &&
+         reinterpret_cast<uintptr_t>(g.B) % 16 == 0 && g.lda % 4 == 0 && g.ldb % 4 == 0 &&
+         g.K % 4 == 0;
+}
+
+}  // namespace
+
+void gemm_wgmma_pipelined(const GemmArgs& g, gpu::Stream stream) {
+  if (!fits(g)) return gemm_wgmma(g, false, stream);
+  if (!device_is_sm90()) {
+    throw Error(
+        "cuda::sgemm: version wgmma_pipelined needs a GPU of compute capability 9.0 (H100, H200); "
+        "this device has another: use tf32_mma");
+  }
+  const int64_t blocks = int64_t((g.M + kBM - 1) / kBM) * ((g.N + kBN - 1) / kBN);
+  if (blocks > INT32_MAX) {
+    throw Error("cuda::sgemm: " + std::to_string(blocks) + " tiles of C exceed a 1-D grid");
+  }
+  const CUtensorMap map_a = k_major_map(g.A, g.M, g.K, g.lda, kBM);
+  const CUtensorMap map_b = k_major_map(g.B, g.N, g.K, g.ldb, kBN);
+  set_shared_memory_limit(gemm_wgmma_pipelined_kernel, kSmemBytes, "gemm_wgmma_pipelined");
+  gemm_wgmma_pipelined_kernel<<<int(blocks), kThreads, kSmemBytes, stream>>>(
+      map_a, map_b, g.M, g.N, g.K, g.alpha, g.beta, g.C, g.ldc);
+  gpu::check_launch("gemm_wgmma_pipelined (tf32)");
+}
+
+}  // namespace crema::kernels::cuda::detail

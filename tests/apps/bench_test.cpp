@@ -1,0 +1,189 @@
+// crema bench without a device: shapes and options as the command line spells them, their
+// errors, the default lists, and the table's arithmetic and exit status.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <sstream>
+#include <string>
+
+#include "apps/bench.h"
+#include "core/error.h"
+
+namespace crema::bench {
+namespace {
+
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no crema::Error";
+  return "";
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST(BenchShapes, GemmShapes) {
+  GemmShape s = parse_gemm_shape("8192,4096,1024");
+  EXPECT_EQ(s.M, 8192);
+  EXPECT_EQ(s.N, 4096);
+  EXPECT_EQ(s.K, 1024);
+  EXPECT_FALSE(s.trans_a);
+  EXPECT_FALSE(s.trans_b);
+  EXPECT_EQ(s.str(), "8192,4096,1024,NN");
+  s = parse_gemm_shape("3,5,7,TN");
+  EXPECT_TRUE(s.trans_a);
+  EXPECT_FALSE(s.trans_b);
+  s = parse_gemm_shape("3,5,7,NT");
+  EXPECT_FALSE(s.trans_a);
+  EXPECT_TRUE(s.trans_b);
+  EXPECT_EQ(parse_gemm_shape(s.str()).str(), "3,5,7,NT");
+}
+
+TEST(BenchShapes, GemmShapeErrorsSayTheFormat) {
+  for (const char* bad : {"", "8192", "1,2", "1,2,3,4,5", "0,2,3", "1,-2,3", "1,2,x", "1,2,3,NX",
+                          "1,2,3,", "1,2,3,TTT"}) {
+    const std::string message = error_of([&] { parse_gemm_shape(bad); });
+    EXPECT_TRUE(contains(message, std::string("--shape '") + bad + "'")) << message;
+    EXPECT_TRUE(contains(message, "M,N,K[,NN|NT|TN|TT]")) << message;
+  }
+}
+
+TEST(BenchShapes, ConvShapesWithEveryOption) {
+  ConvShape s = parse_conv_shape("64,64,56,56,64,3,p1");
+  EXPECT_EQ(s.name, "64,64,56,56,64,3,p1");
+  EXPECT_EQ(s.g.N, 64);
+  EXPECT_EQ(s.g.R, 3);
+  EXPECT_EQ(s.g.S, 3);
+  EXPECT_EQ(s.g.pad_h, 1);
+  EXPECT_EQ(s.g.pad_w, 1);
+  EXPECT_EQ(s.g.stride_h, 1);
+  EXPECT_EQ(s.g.groups, 1);
+
+  s = parse_conv_shape("2,6,17,13,4,5x3,s2x1,p2x0,d1x2,g2");
+  EXPECT_EQ(s.g.C, 6);
+  EXPECT_EQ(s.g.H, 17);
+  EXPECT_EQ(s.g.W, 13);
+  EXPECT_EQ(s.g.K, 4);
+  EXPECT_EQ(s.g.R, 5);
+  EXPECT_EQ(s.g.S, 3);
+  EXPECT_EQ(s.g.stride_h, 2);
+  EXPECT_EQ(s.g.stride_w, 1);
+  EXPECT_EQ(s.g.pad_h, 2);
+  EXPECT_EQ(s.g.pad_w, 0);
+  EXPECT_EQ(s.g.dilation_h, 1);
+  EXPECT_EQ(s.g.dilation_w, 2);
+  EXPECT_EQ(s.g.groups, 2);
+}
+
+TEST(BenchShapes, ConvShapeErrors) {
+  for (const char* bad :
+       {"64,64,56,56,64", "64,64,56,56,64,3,q1", "64,64,56,56,64,3x,p1", "64,64,56,56,64,3,s0",
+        "64,64,56,56,64,3,g2x1", "a,64,56,56,64,3", "resnet 3x3"}) {
+    const std::string message = error_of([&] { parse_conv_shape(bad); });
+    EXPECT_TRUE(contains(message, std::string("--shape '") + bad + "'")) << message;
+    EXPECT_TRUE(contains(message, "N,C,H,W,K,R[xS]")) << message;
+    EXPECT_TRUE(contains(message, "resnet 3x3 64->64 56x56 n64")) << message;  // the names
+  }
+  // Parsed, but a geometry that cannot work: the geometry's own message.
+  EXPECT_TRUE(contains(error_of([] { parse_conv_shape("1,6,8,8,4,3,g4"); }), "groups must divide"));
+  EXPECT_TRUE(
+      contains(error_of([] { parse_conv_shape("1,3,4,4,4,7"); }), "larger than the padded"));
+}
+
+TEST(BenchShapes, DefaultConvShapesAreThePeers) {
+  const std::vector<ConvShape> shapes = default_conv_shapes();
+  ASSERT_EQ(shapes.size(), 6u);
+  EXPECT_EQ(shapes[0].name, "resnet 3x3 64->64 56x56 n64");
+  EXPECT_EQ(shapes[5].name, "lenet 5x5 20->50 12x12 n256");
+  const ConvShape stem = parse_conv_shape("resnet 7x7s2 3->64 224x224 n64");
+  EXPECT_EQ(stem.g.N, 64);
+  EXPECT_EQ(stem.g.C, 3);
+  EXPECT_EQ(stem.g.R, 7);
+  EXPECT_EQ(stem.g.stride_w, 2);
+  EXPECT_EQ(stem.g.pad_h, 3);
+  EXPECT_EQ(stem.g.P(), 112);
+  const ConvShape pointwise = parse_conv_shape("resnet 1x1 256->64 56x56 n64");
+  EXPECT_TRUE(pointwise.g.pointwise());
+  EXPECT_EQ(pointwise.g.K, 64);
+}
+
+TEST(BenchShapes, DefaultGemmShapes) {
+  const std::vector<GemmShape> shapes = default_gemm_shapes();
+  ASSERT_GE(shapes.size(), 7u);
+  EXPECT_EQ(shapes[0].str(), "8192,8192,8192,NN");
+  // resnet 3x3 64->64 at 56x56, n64, as an implicit GEMM: [64, 576] x [576, 64*56*56].
+  EXPECT_EQ(shapes[1].str(), "64,200704,576,NN");
+}
+
+TEST(BenchOptions, Checked) {
+  Options options;
+  check_options(options);
+  options.math = "fp16";
+  EXPECT_TRUE(contains(error_of([&] { check_options(options); }), "--math"));
+  options.math = "bf16";
+  options.repeats = 0;
+  EXPECT_TRUE(contains(error_of([&] { check_options(options); }), "--repeats"));
+  options.repeats = 1;
+  options.warmup = -1;
+  EXPECT_TRUE(contains(error_of([&] { check_options(options); }), "--warmup"));
+}
+
+TEST(BenchOptions, CommandNeedsAGpuAndAKnownOp) {
+  std::ostringstream out;
+  EXPECT_TRUE(
+      contains(error_of([&] { bench_command("conv", "cpu", Options{}, out); }), "not a GPU"));
+  EXPECT_TRUE(contains(error_of([&] { bench_command("pool", "cuda:0", Options{}, out); }),
+                       "unknown op 'pool'"));
+  EXPECT_TRUE(contains(error_of([&] { bench_command("gemm", "tpu:0", Options{}, out); }), "tpu"));
+}
+
+TEST(BenchTable, Arithmetic) {
+  const double ref[] = {3.0, 4.0};
+  const float same[] = {3.0f, 4.0f}, off[] = {3.0f, 4.5f};
+  EXPECT_EQ(relative_error(same, ref, 2), 0.0);
+  EXPECT_NEAR(relative_error(off, ref, 2), 0.1, 1e-12);  // 0.5 / 5
+  EXPECT_EQ(rotation_copies(0), 1);
+  EXPECT_EQ(rotation_copies(size_t(1) << 30), 1);
+  EXPECT_EQ(rotation_copies(size_t(100e6)), 2);
+  EXPECT_EQ(rotation_copies(size_t(1e6)), 200);
+  EXPECT_EQ(rotation_copies(16), 256);  // capped
+}
+
+TEST(BenchTable, PrintsRowsAndFailsOnABadCheck) {
+  DevicePeak peak;
+  peak.name = "test GPU";
+  peak.fp32_tflops = 50;
+  std::ostringstream out;
+  Table table(out, peak);
+  Row row;
+  row.shape = "resnet 3x3 64->64 56x56 n64";
+  row.pass = "fwd";
+  row.version = "implicit_gemm";
+  row.check = "cpu";
+  row.rel_error = 2e-7;
+  row.tolerance = 1e-4;
+  row.ms = 2.0;
+  row.flops = 50e9;  // 25 TFLOP/s: half the peak
+  row.peak = "fp32";
+  row.workspace_bytes = 3e6;
+  table.print(row);
+  EXPECT_EQ(table.status(), 0);
+  const std::string text = out.str();
+  EXPECT_TRUE(contains(text, "device: test GPU")) << text;
+  EXPECT_TRUE(contains(text, "25.00")) << text;
+  EXPECT_TRUE(contains(text, " 50.0 ")) << text;
+  EXPECT_TRUE(contains(text, " 3.0 ok")) << text;
+
+  row.rel_error = NAN;  // an element never written
+  table.print(row);
+  EXPECT_EQ(table.status(), 1);
+  EXPECT_TRUE(contains(out.str(), "FAIL")) << out.str();
+}
+
+}  // namespace
+}  // namespace crema::bench

@@ -1,0 +1,201 @@
+// What the CUDA convolution tests share: random problems with their expected results (ref:: in
+// double, or the CPU path for large batches), the tensors on the device, and a check of every
+// pass of one version (outputs poisoned with NaN, dw and db pre-filled; ||out - ref|| / ||ref||
+// below 1e-5).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "core/context.h"
+#include "core/random.h"
+#include "kernels/convolution/convolution.h"
+
+namespace crema::kernels::conv_test {
+
+inline constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+inline const cuda::ConvVersion kVersions[] = {
+    cuda::ConvVersion::im2col_gemm,    cuda::ConvVersion::implicit_gemm,
+    cuda::ConvVersion::pointwise_gemm, cuda::ConvVersion::depthwise_direct,
+    cuda::ConvVersion::winograd_2x2,   cuda::ConvVersion::winograd_4x4,
+    cuda::ConvVersion::direct,         cuda::ConvVersion::precomputed_gemm};
+
+inline std::string describe(const Conv2dGeometry& g) {
+  return "N=" + std::to_string(g.N) + " C=" + std::to_string(g.C) + " H=" + std::to_string(g.H) +
+         " W=" + std::to_string(g.W) + " K=" + std::to_string(g.K) + " R=" + std::to_string(g.R) +
+         " S=" + std::to_string(g.S) + " pad=" + std::to_string(g.pad_h) + "," +
+         std::to_string(g.pad_w) + " stride=" + std::to_string(g.stride_h) + "," +
+         std::to_string(g.stride_w) + " dilation=" + std::to_string(g.dilation_h) + "," +
+         std::to_string(g.dilation_w) + " groups=" + std::to_string(g.groups);
+}
+
+inline Conv2dGeometry lenet_conv1(int64_t N) {
+  return {N, 1, 28, 28, 20, 5, 5};
+}
+inline Conv2dGeometry lenet_conv2(int64_t N) {
+  return {N, 20, 12, 12, 50, 5, 5};
+}
+
+inline std::vector<float> random_values(Random& rng, int64_t count) {
+  std::vector<float> v(static_cast<size_t>(count));
+  for (float& x : v) x = float(rng.uniform(-1.0, 1.0));
+  return v;
+}
+
+// Inputs, the parameter gradients' starting values, and what every pass must produce.
+struct Problem {
+  Conv2dGeometry g;
+  std::vector<float> x, w, bias, dy, dw0, db0;
+  std::vector<double> y, y_no_bias, dx, dw, db;  // dw = dw0 + gradient, db likewise
+};
+
+inline Problem make_inputs(const Conv2dGeometry& g, uint64_t seed) {
+  Random rng(seed);
+  Problem p;
+  p.g = g;
+  p.x = random_values(rng, g.N * g.C * g.H * g.W);
+  p.w = random_values(rng, g.K * (g.C / g.groups) * g.R * g.S);
+  p.bias = random_values(rng, g.K);
+  p.dy = random_values(rng, g.N * g.K * g.P() * g.Q());
+  p.dw0 = random_values(rng, int64_t(p.w.size()));
+  p.db0 = random_values(rng, g.K);
+  return p;
+}
+
+inline void fill_no_bias(Problem& p) {
+  const int64_t PQ = p.g.P() * p.g.Q();
+  p.y_no_bias = p.y;
+  for (size_t i = 0; i < p.y.size(); ++i) p.y_no_bias[i] -= p.bias[i / PQ % p.g.K];
+}
+
+// The expectations from ref:: in double.
+inline Problem reference_problem(const Conv2dGeometry& g, uint64_t seed) {
+  Problem p = make_inputs(g, seed);
+  const std::vector<double> x(p.x.begin(), p.x.end()), w(p.w.begin(), p.w.end()),
+      bias(p.bias.begin(), p.bias.end()), dy(p.dy.begin(), p.dy.end());
+  p.y.resize(p.dy.size());
+  p.dx.resize(p.x.size());
+  p.dw.assign(p.dw0.begin(), p.dw0.end());
+  p.db.assign(p.db0.begin(), p.db0.end());
+  ref::conv2d_forward<double>(g, x.data(), w.data(), bias.data(), p.y.data());
+  ref::conv2d_backward_data<double>(g, dy.data(), w.data(), p.dx.data());
+  ref::conv2d_backward_filter<double>(g, x.data(), dy.data(), p.dw.data());
+  ref::conv2d_backward_bias<double>(g, dy.data(), p.db.data());
+  fill_no_bias(p);
+  return p;
+}
+
+// The expectations from the CPU path (float, 2 threads): fast enough for LeNet at N = 256.
+inline Problem cpu_problem(const Conv2dGeometry& g, uint64_t seed) {
+  constexpr int kThreads = 2;
+  Problem p = make_inputs(g, seed);
+  std::vector<float> ws(std::max({cpu::conv2d_forward_workspace(g, kThreads),
+                                  cpu::conv2d_backward_data_workspace(g, kThreads),
+                                  cpu::conv2d_backward_filter_workspace(g, kThreads)}));
+  std::vector<float> y(p.dy.size()), dx(p.x.size()), dw = p.dw0, db = p.db0;
+  cpu::conv2d_forward(g, p.x.data(), p.w.data(), p.bias.data(), y.data(), ws.data(), kThreads);
+  cpu::conv2d_backward_data(g, p.dy.data(), p.w.data(), dx.data(), ws.data(), kThreads);
+  cpu::conv2d_backward_filter(g, p.x.data(), p.dy.data(), dw.data(), ws.data(), kThreads);
+  cpu::conv2d_backward_bias(g, p.dy.data(), db.data(), kThreads);
+  p.y.assign(y.begin(), y.end());
+  p.dx.assign(dx.begin(), dx.end());
+  p.dw.assign(dw.begin(), dw.end());
+  p.db.assign(db.begin(), db.end());
+  fill_no_bias(p);
+  return p;
+}
+
+inline Tensor upload(Context& ctx, const std::vector<float>& host) {
+  Tensor t = ctx.empty({int64_t(host.size())});
+  t.copy_from(Tensor::from_vector({int64_t(host.size())}, host));
+  return t;
+}
+
+// Every element finite (NaN poison overwritten) and ||out - ref|| / ||ref|| < 1e-5.
+inline void expect_close(const Tensor& t, const std::vector<double>& expected,
+                         const std::string& what) {
+  const std::vector<float> out = t.to_vector();
+  ASSERT_EQ(out.size(), expected.size()) << what;
+  double diff = 0, norm = 0;
+  int64_t not_finite = 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    not_finite += !std::isfinite(out[i]);
+    diff += (out[i] - expected[i]) * (out[i] - expected[i]);
+    norm += expected[i] * expected[i];
+  }
+  EXPECT_EQ(not_finite, 0) << what << ": elements not written";
+  EXPECT_LT(std::sqrt(diff), 1e-5 * std::sqrt(norm) + 1e-30) << what;
+}
+
+// The problem's tensors on the device.
+struct DeviceTensors {
+  Tensor x, w, bias, dy, y, dx, dw, db;
+  DeviceTensors(Context& ctx, const Problem& p)
+      : x(upload(ctx, p.x)),
+        w(upload(ctx, p.w)),
+        bias(upload(ctx, p.bias)),
+        dy(upload(ctx, p.dy)),
+        y(ctx.empty({int64_t(p.dy.size())})),
+        dx(ctx.empty({int64_t(p.x.size())})),
+        dw(ctx.empty({int64_t(p.w.size())})),
+        db(ctx.empty({p.g.K})) {}
+};
+
+inline float* workspace_for(Context& ctx, const Conv2dGeometry& g, cuda::ConvVersion v) {
+  return ctx.workspace(
+      std::max({cuda::conv2d_forward_workspace(g, v), cuda::conv2d_backward_data_workspace(g, v),
+                cuda::conv2d_backward_filter_workspace(g, false, v),
+                cuda::conv2d_backward_filter_workspace(g, true, v)}));
+}
+
+// All passes of one version that it supports for the geometry: forward with and without bias,
+// data, filter alone, filter with the fused bias gradient, and the bias gradient alone.
+inline void check_version(Context& ctx, const Problem& p, cuda::ConvVersion v) {
+  const Conv2dGeometry& g = p.g;
+  const std::string what = describe(g) + " " + cuda::conv_version_name(v);
+  DeviceTensors d(ctx, p);
+  float* ws = workspace_for(ctx, g, v);
+  const gpu::Stream s = ctx.stream();
+  ASSERT_TRUE(cuda::supports(v, cuda::ConvPass::forward, g)) << what;
+  ASSERT_TRUE(cuda::supports(v, cuda::ConvPass::backward_filter, g)) << what;
+  ctx.fill(d.y, kNaN);
+  cuda::conv2d_forward(g, d.x.data<float>(), d.w.data<float>(), d.bias.data<float>(),
+                       d.y.data<float>(), ws, s, v);
+  ctx.synchronize();
+  expect_close(d.y, p.y, what + " forward");
+  ctx.fill(d.y, kNaN);
+  cuda::conv2d_forward(g, d.x.data<float>(), d.w.data<float>(), nullptr, d.y.data<float>(), ws, s,
+                       v);
+  ctx.synchronize();
+  expect_close(d.y, p.y_no_bias, what + " forward without bias");
+  if (cuda::supports(v, cuda::ConvPass::backward_data, g)) {
+    ctx.fill(d.dx, kNaN);
+    cuda::conv2d_backward_data(g, d.dy.data<float>(), d.w.data<float>(), d.dx.data<float>(), ws, s,
+                               v);
+    ctx.synchronize();
+    expect_close(d.dx, p.dx, what + " backward data");
+  }
+  d.dw.copy_from(upload(ctx, p.dw0));
+  cuda::conv2d_backward_filter(g, d.x.data<float>(), d.dy.data<float>(), d.dw.data<float>(),
+                               nullptr, ws, s, v);
+  ctx.synchronize();
+  expect_close(d.dw, p.dw, what + " backward filter");
+  d.dw.copy_from(upload(ctx, p.dw0));
+  d.db.copy_from(upload(ctx, p.db0));
+  cuda::conv2d_backward_filter(g, d.x.data<float>(), d.dy.data<float>(), d.dw.data<float>(),
+                               d.db.data<float>(), ws, s, v);
+  ctx.synchronize();
+  expect_close(d.dw, p.dw, what + " backward filter (with bias)");
+  expect_close(d.db, p.db, what + " backward bias (fused)");
+  d.db.copy_from(upload(ctx, p.db0));
+  cuda::conv2d_backward_bias(g, d.dy.data<float>(), d.db.data<float>(), s);
+  ctx.synchronize();
+  expect_close(d.db, p.db, what + " backward bias (alone)");
+}
+
+}  // namespace crema::kernels::conv_test
