@@ -20,6 +20,7 @@ namespace crema::kernels {
 namespace {
 
 using cuda::RnnVersion;
+using testing::expect_same_bits;
 using testing::RnnCase;
 using testing::RnnInputs;
 using testing::RnnRun;
@@ -138,19 +139,6 @@ RnnRun run_version(Context& ctx, const RnnGeometry& g, const RnnInputs& in, RnnV
   run.forward(ctx, g, v);
   run.backward(ctx, g, v);
   return run.results(ctx);
-}
-
-void expect_same_bits(const RnnRun& a, const RnnRun& b) {
-  EXPECT_EQ(a.y, b.y);
-  EXPECT_EQ(a.hT, b.hT);
-  EXPECT_EQ(a.cT, b.cT);
-  EXPECT_EQ(a.dx, b.dx);
-  EXPECT_EQ(a.dh0, b.dh0);
-  EXPECT_EQ(a.dc0, b.dc0);
-  EXPECT_EQ(a.dw_ih, b.dw_ih);
-  EXPECT_EQ(a.dw_hh, b.dw_hh);
-  EXPECT_EQ(a.db_ih, b.db_ih);
-  EXPECT_EQ(a.db_hh, b.db_hh);
 }
 
 TEST(RnnCuda, EveryVersionMatchesTheReference) {

@@ -226,16 +226,7 @@ TEST_P(RnnCpu, ResultsDoNotDependOnTheThreadCount) {
   Context one(Device::cpu(), 1, 1), two(Device::cpu(), 1, 2);
   const RnnRun a = testing::run_rnn_tensors(one, c.g, in);
   const RnnRun b = testing::run_rnn_tensors(two, c.g, in);
-  EXPECT_EQ(a.y, b.y);
-  EXPECT_EQ(a.hT, b.hT);
-  EXPECT_EQ(a.cT, b.cT);
-  EXPECT_EQ(a.dx, b.dx);
-  EXPECT_EQ(a.dh0, b.dh0);
-  EXPECT_EQ(a.dc0, b.dc0);
-  EXPECT_EQ(a.dw_ih, b.dw_ih);
-  EXPECT_EQ(a.dw_hh, b.dw_hh);
-  EXPECT_EQ(a.db_ih, b.db_ih);
-  EXPECT_EQ(a.db_hh, b.db_hh);
+  testing::expect_same_bits(a, b);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cells, RnnCpu, ::testing::ValuesIn(kCells), cell_param_name);

@@ -264,4 +264,18 @@ inline void expect_rnn_close(const RnnRun& out, const RnnRun& ref, double tol) {
   }
 }
 
+// Every output and gradient of two runs is bitwise the same.
+inline void expect_same_bits(const RnnRun& a, const RnnRun& b) {
+  EXPECT_EQ(a.y, b.y);
+  EXPECT_EQ(a.hT, b.hT);
+  EXPECT_EQ(a.cT, b.cT);
+  EXPECT_EQ(a.dx, b.dx);
+  EXPECT_EQ(a.dh0, b.dh0);
+  EXPECT_EQ(a.dc0, b.dc0);
+  EXPECT_EQ(a.dw_ih, b.dw_ih);
+  EXPECT_EQ(a.dw_hh, b.dw_hh);
+  EXPECT_EQ(a.db_ih, b.db_ih);
+  EXPECT_EQ(a.db_hh, b.db_hh);
+}
+
 }  // namespace crema::kernels::testing
