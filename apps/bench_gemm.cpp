@@ -6,8 +6,13 @@
 // ("ref"); larger ones compare kSamples elements of C, each a dot product in double on the host
 // ("sampled2048"), and scan all of C for NaN (the output is poisoned first, so an element a
 // kernel never wrote fails).
+//
+// With --math bf16, NT shapes with K a multiple of 8 get one more row, "gemm_bf16":
+// cuda::gemm_bf16 on the same operands stored as bf16 (what cuBLAS's bf16 GEMM reads), checked
+// against the same fp32-operand reference.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <ostream>
 
 #include "apps/bench.h"
@@ -97,6 +102,43 @@ struct Operands {
   }
 };
 
+// The operands of `op` rounded to bf16 (nearest even) and stored as bf16, rotated like op's.
+struct Bf16Operands {
+  std::vector<Tensor> dev_a, dev_b;
+
+  Bf16Operands(Context& ctx, const Operands& op) {
+    const Tensor host_a = pack(op.a), host_b = pack(op.b);
+    for (size_t i = 0; i < op.dev_a.size(); ++i) {
+      dev_a.push_back(ctx.empty(host_a.shape()));
+      dev_b.push_back(ctx.empty(host_b.shape()));
+      dev_a.back().copy_from(host_a);
+      dev_b.back().copy_from(host_b);
+    }
+  }
+
+  // bf16 bit patterns, two to a float of the returned host tensor.
+  static Tensor pack(const std::vector<float>& values) {
+    std::vector<uint16_t> bits(values.size());
+    for (size_t i = 0; i < values.size(); ++i) {
+      uint32_t u;
+      std::memcpy(&u, &values[i], 4);
+      bits[i] = uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);  // nearest even (finite input)
+    }
+    std::vector<float> packed((bits.size() + 1) / 2, 0.0f);
+    std::memcpy(packed.data(), bits.data(), bits.size() * sizeof(uint16_t));
+    return Tensor::from_vector({int64_t(packed.size())}, packed);
+  }
+
+  void launch(int copy, Operands& op, gpu::Stream stream) const {
+    const size_t i = size_t(copy) % dev_a.size();
+    const GemmShape& s = op.s;
+    cuda::gemm_bf16(false, true, s.M, s.N, s.K, 1.0f,
+                    reinterpret_cast<const uint16_t*>(dev_a[i].data<float>()), op.lda,
+                    reinterpret_cast<const uint16_t*>(dev_b[i].data<float>()), op.ldb, 0.0f,
+                    op.dev_c[i].data<float>(), s.N, stream);
+  }
+};
+
 // What C should be where the check looks: all of it in double, or kSamples sampled elements.
 struct Reference {
   std::string kind;
@@ -166,6 +208,25 @@ int bench_gemm(Context& ctx, const Options& options, std::ostream& out) {
       if (row.rel_error <= row.tolerance) {
         row.ms = measure_ms(ctx, options,
                             [&](int call) { op.launch(call, version, *math, ctx.stream()); });
+      }
+      table.print(row);
+    }
+    if (*math == cuda::GemmMath::bf16 && !shape.trans_a && shape.trans_b && shape.K % 8 == 0) {
+      const Bf16Operands bf16(ctx, op);
+      Row row;
+      row.shape = shape.str();
+      row.version = "gemm_bf16";
+      row.check = ref.kind;
+      row.tolerance = tolerance(*math);
+      row.flops = 2.0 * double(shape.M) * double(shape.N) * double(shape.K);
+      row.bytes = double(shape.M * shape.K + shape.K * shape.N) * 2 + double(shape.M * shape.N) * 4;
+      row.peak = options.math;
+      ctx.fill(op.dev_c[0], NAN);
+      bf16.launch(0, op, ctx.stream());
+      ctx.synchronize();
+      row.rel_error = check(op.dev_c[0].to_vector(), ref);
+      if (row.rel_error <= row.tolerance) {
+        row.ms = measure_ms(ctx, options, [&](int call) { bf16.launch(call, op, ctx.stream()); });
       }
       table.print(row);
     }

@@ -60,14 +60,14 @@ const char* gemm_math_name(GemmMath math);
 std::optional<GemmMath> gemm_math_from_name(const std::string& name);
 
 enum class GemmVersion {
-  naive = 1,       // v1: one thread per element of C, operands read straight from global memory
-  shared_tiles,    // v2: 16x16 tiles of op(A) and op(B) staged in shared memory
-  register_tiles,  // v3: 128x128 block tiles, an 8x8 micro-tile per thread, float4 loads
-  adaptive_tiles,  // v4: v3 with the tile size chosen per shape; small tiles split k in the block
-  warp_tiles,      // v5: v3 with warp-shaped thread groups, 16-deep slabs, two shared buffers
-  tf32_mma,        // v6: tensor cores, mma.sync m16n8k8 TF32, cp.async 3-stage pipeline (tf32)
-  bf16_mma,        // v7: v6 with mma.sync m16n8k16 on bf16 fragments (bf16)
-  wgmma,           // v8: sm_90a warpgroup MMA from 128B-swizzled shared memory (tf32 or bf16)
+  naive = 1,        // v1: one thread per element of C, operands read straight from global memory
+  shared_tiles,     // v2: 16x16 tiles of op(A) and op(B) staged in shared memory
+  register_tiles,   // v3: 128x128 block tiles, an 8x8 micro-tile per thread, float4 loads
+  adaptive_tiles,   // v4: v3 with the tile size chosen per shape; small tiles split k in the block
+  warp_tiles,       // v5: v3 with warp-shaped thread groups, 16-deep slabs, two shared buffers
+  tf32_mma,         // v6: tensor cores, mma.sync m16n8k8 TF32, cp.async 3-stage pipeline (tf32)
+  bf16_mma,         // v7: v6 with mma.sync m16n8k16 on bf16 fragments (bf16)
+  wgmma,            // v8: sm_90a warpgroup MMA from 128B-swizzled shared memory (tf32 or bf16)
   wgmma_pipelined,  // v9: v8 fed by TMA through a 4-stage mbarrier ring, producer/consumer warps
   best = adaptive_tiles,  // fp32's production version; see best_version for the others
 };
@@ -85,13 +85,22 @@ GemmVersion best_version(GemmMath math);
 // C = alpha op(A) op(B) + beta C in `math` with `version`. Throws crema::Error when `version`
 // does not compute in `math` (supports) or cannot run on the current device (v8 needs compute
 // capability 9.0). Any shape, leading dimension and alignment is accepted by every version.
-// v9 truncates its operands to TF32 (the tensor cores' own reading of an fp32 word, as cuBLAS's
-// TF32 mode) where every other TF32 path rounds to nearest; it runs only NT calls with 16-byte
-// aligned A and B and lda, ldb, K multiples of 4, and hands any other call to v8 (which rounds).
+// v9 truncates its operands to TF32 (the tensor cores' own reading of an fp32 word) where every
+// other TF32 path rounds to nearest; it runs only NT calls with 16-byte aligned A and B and lda,
+// ldb, K multiples of 4, and hands any other call to v8 (which rounds).
 void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
            int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
            gpu::Stream stream, GemmVersion version = GemmVersion::best,
            GemmMath math = GemmMath::fp32);
+
+// C = alpha A B^T + beta C with bf16 operands in memory (bf16 bit patterns, as torch.bfloat16
+// stores them), C fp32: A is [M,K] (lda), B is [N,K] (ldb). Tensor cores multiply the operands as
+// stored, fp32 accumulation; v9's kernel (TMA-fed wgmma), so it needs compute capability 9.0. Only
+// this layout (trans_a false, trans_b true), A and B 16-byte aligned, lda, ldb and K multiples of
+// 8: anything else throws crema::Error, as does another device.
+void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+               const uint16_t* A, int64_t lda, const uint16_t* B, int64_t ldb, float beta, float* C,
+               int64_t ldc, gpu::Stream stream);
 }  // namespace cuda
 
 // Tensor level: a is [M,K] ([K,M] when trans_a), b is [K,N] ([N,K] when trans_b), c is [M,N]; all

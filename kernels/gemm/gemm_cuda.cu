@@ -248,6 +248,41 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
   throw Error("cuda::sgemm: unknown version " + std::to_string(int(version)));
 }
 
+void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+               const uint16_t* A, int64_t lda, const uint16_t* B, int64_t ldb, float beta, float* C,
+               int64_t ldc, gpu::Stream stream) {
+  if (trans_a || !trans_b) {
+    throw Error(
+        "cuda::gemm_bf16: only A [M,K] times B [N,K] transposed (trans_a = false, trans_b "
+        "= true) is implemented");
+  }
+  if (M < 0 || N < 0 || K < 0 || M >= INT32_MAX || N >= INT32_MAX || K >= INT32_MAX) {
+    throw Error("cuda::gemm_bf16: sizes M=" + std::to_string(M) + " N=" + std::to_string(N) +
+                " K=" + std::to_string(K) + " must lie in [0, 2^31)");
+  }
+  if (lda < K || ldb < K || ldc < N) {
+    throw Error("cuda::gemm_bf16: leading dimensions lda=" + std::to_string(lda) +
+                " ldb=" + std::to_string(ldb) + " ldc=" + std::to_string(ldc) +
+                " too small for K=" + std::to_string(K) + " N=" + std::to_string(N));
+  }
+  if (reinterpret_cast<uintptr_t>(A) % 16 != 0 || reinterpret_cast<uintptr_t>(B) % 16 != 0 ||
+      lda % 8 != 0 || ldb % 8 != 0 || K % 8 != 0) {
+    throw Error("cuda::gemm_bf16: A and B must be 16-byte aligned and lda=" + std::to_string(lda) +
+                ", ldb=" + std::to_string(ldb) + ", K=" + std::to_string(K) +
+                " multiples of 8 (the copy engine reads rows of whole 16-byte units)");
+  }
+  if (M == 0 || N == 0) return;
+  if (K == 0 || alpha == 0.0f) {
+    constexpr int kThreads = 256;
+    scale_matrix<<<blocks_for(M * N, kThreads), kThreads, 0, stream>>>(int(M), int(N), beta, C,
+                                                                       ldc);
+    gpu::check_launch("scale_matrix");
+    return;
+  }
+  detail::gemm_wgmma_pipelined_bf16(int(M), int(N), int(K), alpha, A, lda, B, ldb, beta, C, ldc,
+                                    stream);
+}
+
 namespace detail {
 bool device_is_sm90() {
   int device = 0, major = 0, minor = 0;

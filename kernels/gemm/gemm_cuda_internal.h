@@ -32,6 +32,11 @@ void gemm_wgmma(const GemmArgs& args, bool bf16, gpu::Stream stream);
 // v9: wgmma fed by TMA through an mbarrier ring, TF32 (gemm_wgmma_pipelined_sm90a.cu). NT calls
 // with 16-byte aligned operands and lda, ldb, K multiples of 4 run it; any other call runs v8.
 void gemm_wgmma_pipelined(const GemmArgs& args, gpu::Stream stream);
+// v9's kernel on bf16 operands in memory, A [M,K] and B [N,K] (cuda::gemm_bf16, which checked the
+// layout and alignment; M, N, K >= 1, alpha != 0); throws crema::Error off compute capability 9.0.
+void gemm_wgmma_pipelined_bf16(int M, int N, int K, float alpha, const uint16_t* A, int64_t lda,
+                               const uint16_t* B, int64_t ldb, float beta, float* C, int64_t ldc,
+                               gpu::Stream stream);
 
 // Whether the current device has compute capability 9.0 (H100, H200): wgmma's requirement.
 bool device_is_sm90();

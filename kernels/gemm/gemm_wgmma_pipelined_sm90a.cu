@@ -1,25 +1,29 @@
 // v9 wgmma_pipelined: v8's wgmma, with the operands written into shared memory by the copy engine
-// (TMA) instead of by the threads: no register pass, several slabs in flight. TF32, NT only (both
-// operands K-major, as wgmma reads TF32). This file is compiled for sm_90a alone (CMakeLists.txt).
+// (TMA) instead of by the threads: no register pass, several slabs in flight. TF32 on fp32
+// operands (cuda::sgemm) or bf16 operands in memory (cuda::gemm_bf16); NT only (both operands
+// K-major). This file is compiled for sm_90a alone (CMakeLists.txt).
 //
-//   block tile 128 x 256, k slab 32 floats (one 128-byte swizzle row); 4 shared stages of 48 KB
+//   block tile 128 x 256, k slab 128 bytes (32 floats or 64 bf16: one 128-byte swizzle row);
+//   4 shared stages of 48 KB
 //   384 threads = 3 warpgroups, specialized:
 //     warpgroup 0, the producer: one thread waits until a stage is empty, then asks the TMA unit
-//       for slab s of A (128 x 32) and of B (256 x 32) with one cp.async.bulk.tensor each; the
+//       for slab s of A (128 rows) and of B (256 rows) with one cp.async.bulk.tensor each; the
 //       unit writes them 128B-swizzled (the layout the descriptors describe) and signals the
 //       stage's "full" mbarrier by the bytes it delivered (zero-filled past the matrix edges)
-//     warpgroups 1, 2, the consumers: each waits on "full", issues 8 wgmma m64n128k8 (its 64 rows
+//     warpgroups 1, 2, the consumers: each waits on "full", issues 8 wgmma m64n128 (its 64 rows
 //       of A times the two 128-row halves of B, 4 k steps), keeps one group in flight, and
 //       releases the previous slab's stage on its "empty" mbarrier once that group is done
 //   setmaxnreg moves registers from the producer (40) to the consumers (232): 128 accumulators
 //
 // Math: the tensor cores read a TF32 operand from an fp32 word and ignore its 13 low mantissa bits,
-// so operands are truncated toward zero to TF32 (what cuBLAS's TF32 mode does), not rounded to
-// nearest as in v6/v8, whose register pass rounds with cvt.rna. Rounding would need that pass back.
+// so operands are truncated toward zero to TF32 (as cuBLAS's TF32 mode is understood to), not
+// rounded to nearest as in v6/v8, whose register pass rounds with cvt.rna. Rounding would need that
+// pass back. bf16 operands are multiplied as stored.
 //
 // What fits: A not transposed and B transposed (NT), A and B 16-byte aligned, lda, ldb and K
-// multiples of 4 (the tensor map's row strides must be multiples of 16 bytes). Any M, N, K
-// otherwise: the TMA unit zero-fills rows and k past the edges. Any other call runs v8.
+// multiples of 4 (TF32) or 8 (bf16): a tensor map's row stride is a multiple of 16 bytes. Any M, N,
+// K otherwise: the TMA unit zero-fills rows and k past the edges. Any other TF32 call runs v8; a
+// bf16 call that does not fit is refused by cuda::gemm_bf16 before it gets here.
 #include <cuda.h>  // CUtensorMap and cuTensorMapEncodeTiled's signature; reached through cudart
 #include <cuda_runtime.h>
 
@@ -34,7 +38,10 @@
 namespace crema::kernels::cuda::detail {
 namespace {
 
-constexpr int kBM = 128, kBN = 256, kBK = 32, kRowBytes = 128, kStages = 4;
+constexpr int kBM = 128, kBN = 256, kRowBytes = 128, kStages = 4;
+// k per slab: one 128-byte row of 4-byte (TF32) or 2-byte (bf16) elements.
+template <bool BF16>
+constexpr int kBK = BF16 ? 64 : 32;
 constexpr int kConsumers = 2, kThreads = 128 * (1 + kConsumers);
 constexpr int kABytes = kBM * kRowBytes, kBBytes = kBN * kRowBytes;
 constexpr int kStageBytes = kABytes + kBBytes;
@@ -84,6 +91,7 @@ __device__ __forceinline__ void setmaxnreg_inc() {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(REGISTERS));
 }
 
+template <bool BF16>
 __global__ void __launch_bounds__(kThreads, 1)
     gemm_wgmma_pipelined_kernel(const __grid_constant__ CUtensorMap map_a,
                                 const __grid_constant__ CUtensorMap map_b, int M, int N, int K,
@@ -108,7 +116,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int tiles_m = (M + kBM - 1) / kBM, tiles_n = (N + kBN - 1) / kBN;
   const TileCoord tile = grouped_tile(blockIdx.x, tiles_m, tiles_n, 8);
   const int m0 = tile.m * kBM, n0 = tile.n * kBN;
-  const int slabs = (K + kBK - 1) / kBK;
+  const int slabs = (K + kBK<BF16> - 1) / kBK<BF16>;
 
   if (warpgroup == 0) {
     setmaxnreg_dec<40>();
@@ -119,8 +127,8 @@ __global__ void __launch_bounds__(kThreads, 1)
         if (s >= kStages) mbarrier_wait(empty + 8 * stage, (s / kStages - 1) & 1);
         const uint32_t a = base + stage * kStageBytes, bar = full + 8 * stage;
         mbarrier_arrive_expect_tx(bar, kStageBytes);
-        tma_load_2d(a, &map_a, bar, s * kBK, m0);
-        tma_load_2d(a + kABytes, &map_b, bar, s * kBK, n0);
+        tma_load_2d(a, &map_a, bar, s * kBK<BF16>, m0);
+        tma_load_2d(a + kABytes, &map_b, bar, s * kBK<BF16>, n0);
       }
     }
     return;
@@ -138,10 +146,17 @@ __global__ void __launch_bounds__(kThreads, 1)
     const uint32_t b_tile = base + stage * kStageBytes + kABytes;
     wgmma_fence();
 #pragma unroll
-    for (int k = 0; k < 4; ++k) {  // 4 steps of 8 k (32 bytes) along the swizzled rows
+    for (int k = 0; k < 4; ++k) {  // 4 steps of 32 bytes (8 TF32, 16 bf16) along the rows
       const uint64_t a = descriptor(a_tile + 32 * k);
-      wgmma_tf32_n128(acc_lo, a, descriptor(b_tile + 32 * k));
-      wgmma_tf32_n128(acc_hi, a, descriptor(b_tile + 128 * kRowBytes + 32 * k));
+      const uint64_t b_lo = descriptor(b_tile + 32 * k);
+      const uint64_t b_hi = descriptor(b_tile + 128 * kRowBytes + 32 * k);
+      if constexpr (BF16) {
+        wgmma_bf16_n128(acc_lo, a, b_lo);
+        wgmma_bf16_n128(acc_hi, a, b_hi);
+      } else {
+        wgmma_tf32_n128(acc_lo, a, b_lo);
+        wgmma_tf32_n128(acc_hi, a, b_hi);
+      }
     }
     wgmma_commit();
     // Slab s-1's group is done with its stage: hand it back to the producer.
@@ -188,18 +203,20 @@ EncodeTiled tensor_map_encoder() {
   return encode;
 }
 
-// A tensor map over a K-major operand: `rows` rows of K floats, `ld` floats apart; boxes of
-// `box_rows` rows x 32 floats, written 128B-swizzled, zeros past the edges.
-CUtensorMap k_major_map(const float* p, int rows, int K, int64_t ld, int box_rows) {
+// A tensor map over a K-major operand: `rows` rows of K elements (fp32 or bf16), `ld` elements
+// apart; boxes of `box_rows` rows x 128 bytes, written 128B-swizzled, zeros past the edges.
+template <bool BF16>
+CUtensorMap k_major_map(const void* p, int rows, int K, int64_t ld, int box_rows) {
   CUtensorMap map;
   const cuuint64_t dims[2] = {cuuint64_t(K), cuuint64_t(rows)};
-  const cuuint64_t strides[1] = {cuuint64_t(ld) * sizeof(float)};
-  const cuuint32_t box[2] = {cuuint32_t(kBK), cuuint32_t(box_rows)};
+  const cuuint64_t strides[1] = {cuuint64_t(ld) * (BF16 ? 2 : 4)};
+  const cuuint32_t box[2] = {cuuint32_t(kBK<BF16>), cuuint32_t(box_rows)};
   const cuuint32_t element_strides[2] = {1, 1};
   const CUresult r = tensor_map_encoder()(
-      &map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, const_cast<float*>(p), dims, strides, box,
-      element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-      CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+      &map, BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2,
+      const_cast<void*>(p), dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+      CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS) {
     throw DeviceError("cuda::sgemm (wgmma_pipelined): cuTensorMapEncodeTiled failed (CUresult " +
                       std::to_string(int(r)) + ")");
@@ -213,25 +230,42 @@ bool fits(const GemmArgs& g) {
          g.K % 4 == 0;
 }
 
+void check_device() {
+  if (!device_is_sm90()) {
+    throw Error(
+        "cuda::sgemm: version wgmma_pipelined needs a GPU of compute capability 9.0 (H100, H200); "
+        "this device has another: use tf32_mma or bf16_mma");
+  }
+}
+
+template <bool BF16>
+void launch(int M, int N, int K, float alpha, const void* A, int64_t lda, const void* B,
+            int64_t ldb, float beta, float* C, int64_t ldc, gpu::Stream stream) {
+  const int64_t blocks = int64_t((M + kBM - 1) / kBM) * ((N + kBN - 1) / kBN);
+  if (blocks > INT32_MAX) {
+    throw Error("cuda::sgemm: " + std::to_string(blocks) + " tiles of C exceed a 1-D grid");
+  }
+  const CUtensorMap map_a = k_major_map<BF16>(A, M, K, lda, kBM);
+  const CUtensorMap map_b = k_major_map<BF16>(B, N, K, ldb, kBN);
+  auto kernel = gemm_wgmma_pipelined_kernel<BF16>;
+  set_shared_memory_limit(kernel, kSmemBytes, "gemm_wgmma_pipelined");
+  kernel<<<int(blocks), kThreads, kSmemBytes, stream>>>(map_a, map_b, M, N, K, alpha, beta, C, ldc);
+  gpu::check_launch(BF16 ? "gemm_wgmma_pipelined (bf16)" : "gemm_wgmma_pipelined (tf32)");
+}
+
 }  // namespace
 
 void gemm_wgmma_pipelined(const GemmArgs& g, gpu::Stream stream) {
   if (!fits(g)) return gemm_wgmma(g, false, stream);
-  if (!device_is_sm90()) {
-    throw Error(
-        "cuda::sgemm: version wgmma_pipelined needs a GPU of compute capability 9.0 (H100, H200); "
-        "this device has another: use tf32_mma");
-  }
-  const int64_t blocks = int64_t((g.M + kBM - 1) / kBM) * ((g.N + kBN - 1) / kBN);
-  if (blocks > INT32_MAX) {
-    throw Error("cuda::sgemm: " + std::to_string(blocks) + " tiles of C exceed a 1-D grid");
-  }
-  const CUtensorMap map_a = k_major_map(g.A, g.M, g.K, g.lda, kBM);
-  const CUtensorMap map_b = k_major_map(g.B, g.N, g.K, g.ldb, kBN);
-  set_shared_memory_limit(gemm_wgmma_pipelined_kernel, kSmemBytes, "gemm_wgmma_pipelined");
-  gemm_wgmma_pipelined_kernel<<<int(blocks), kThreads, kSmemBytes, stream>>>(
-      map_a, map_b, g.M, g.N, g.K, g.alpha, g.beta, g.C, g.ldc);
-  gpu::check_launch("gemm_wgmma_pipelined (tf32)");
+  check_device();
+  launch<false>(g.M, g.N, g.K, g.alpha, g.A, g.lda, g.B, g.ldb, g.beta, g.C, g.ldc, stream);
+}
+
+void gemm_wgmma_pipelined_bf16(int M, int N, int K, float alpha, const uint16_t* A, int64_t lda,
+                               const uint16_t* B, int64_t ldb, float beta, float* C, int64_t ldc,
+                               gpu::Stream stream) {
+  check_device();
+  launch<true>(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, stream);
 }
 
 }  // namespace crema::kernels::cuda::detail

@@ -11,6 +11,8 @@
 // math's own error (2e-3 TF32, 1e-2 bf16). v9 (wgmma_pipelined) truncates its operands to TF32
 // where its TMA path runs (NT, 16-byte aligned, lda, ldb, K multiples of 4): there it is held to
 // the product of truncated operands instead, and shown to differ from the rounded one.
+// cuda::gemm_bf16 (bf16 operands in memory) is held to the product of the stored bf16 values
+// within 1e-5.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -145,6 +147,27 @@ Tensor upload(Context& ctx, const std::vector<float>& host, int64_t offset = 0) 
   return t;
 }
 
+// The bf16 bit patterns of `m` rounded to nearest even (round_operand's bf16 in the top half),
+// uploaded two to a float.
+Tensor upload_bf16(Context& ctx, const std::vector<float>& m) {
+  std::vector<uint16_t> bits(m.size());
+  for (size_t i = 0; i < m.size(); ++i) {
+    const float r = round_operand(m[i], GemmMath::bf16);
+    uint32_t u;
+    std::memcpy(&u, &r, 4);
+    bits[i] = uint16_t(u >> 16);
+  }
+  std::vector<float> packed((bits.size() + 1) / 2, 0.0f);
+  std::memcpy(packed.data(), bits.data(), bits.size() * sizeof(uint16_t));
+  Tensor t = ctx.empty({int64_t(packed.size())});
+  t.copy_from(Tensor::from_vector({int64_t(packed.size())}, packed));
+  return t;
+}
+
+const uint16_t* bf16_data(const Tensor& t) {
+  return reinterpret_cast<const uint16_t*>(t.data<float>());
+}
+
 // Runs `version` on device copies (shifted by `offset` floats: offset 1 breaks 16-byte
 // alignment) and returns C as stored, padding included.
 std::vector<float> run(Context& ctx, const Problem& p, Variant variant, int64_t offset = 0) {
@@ -176,8 +199,8 @@ double relative_error(const Problem& p, const std::vector<float>& out,
 // Whether v9's TMA path (truncating) runs this problem: what gemm.h promises. Device buffers are
 // 256-byte aligned, so `offset` floats decide the operands' alignment.
 bool truncates(const Problem& p, GemmVersion version, int64_t offset) {
-  return version == GemmVersion::wgmma_pipelined && !p.c.trans_a && p.c.trans_b &&
-         p.lda % 4 == 0 && p.ldb % 4 == 0 && p.c.K % 4 == 0 && offset % 4 == 0;
+  return version == GemmVersion::wgmma_pipelined && !p.c.trans_a && p.c.trans_b && p.lda % 4 == 0 &&
+         p.ldb % 4 == 0 && p.c.K % 4 == 0 && offset % 4 == 0;
 }
 
 // The product of the operands as `variant` reads them.
@@ -287,12 +310,10 @@ TEST(GemmCuda, PipelinedTmaPath) {
   Context ctx(Device::cuda(0));
   // NT shapes v9's TMA path takes: M, N not dividing its 128 x 256 tile, K from one partial slab
   // (4) to 32 slabs (8 laps of the 4-stage ring), padded rows (NaN past K), alpha/beta blends.
-  const Case cases[] = {{false, true, 1, 1, 4, 0, 1.0f, 0.0f},
-                        {false, true, 7, 257, 36, 0, 1.0f, 0.0f},
-                        {false, true, 129, 300, 260, 4, 0.5f, 1.0f},
-                        {false, true, 257, 520, 1000, 0, 1.0f, 0.0f},
-                        {false, true, 300, 129, 516, 8, -1.5f, 0.25f},
-                        {false, true, 64, 500, 800, 0, 1.0f, 0.0f}};
+  const Case cases[] = {
+      {false, true, 1, 1, 4, 0, 1.0f, 0.0f},         {false, true, 7, 257, 36, 0, 1.0f, 0.0f},
+      {false, true, 129, 300, 260, 4, 0.5f, 1.0f},   {false, true, 257, 520, 1000, 0, 1.0f, 0.0f},
+      {false, true, 300, 129, 516, 8, -1.5f, 0.25f}, {false, true, 64, 500, 800, 0, 1.0f, 0.0f}};
   const Variant v9{GemmVersion::wgmma_pipelined, GemmMath::tf32};
   uint64_t seed = 650;
   for (const Case& c : cases) {
@@ -301,8 +322,47 @@ TEST(GemmCuda, PipelinedTmaPath) {
     const std::vector<float> out = run(ctx, p, v9);
     expect_matches(p, out, v9.math, p.expected_tf32_truncated, describe(c));
     // Truncated, not rounded: a v8 fallback (which rounds) would be within 1e-5 of this one.
-    if (c.K >= 256) EXPECT_GT(relative_error(p, out, p.expected_tf32), 2e-5) << describe(c);
+    if (c.K >= 256) {
+      EXPECT_GT(relative_error(p, out, p.expected_tf32), 2e-5) << describe(c);
+    }
   }
+}
+
+TEST(GemmCuda, Bf16OperandsInMemory) {
+  CREMA_REQUIRE_CUDA();
+  Context ctx(Device::cuda(0));
+  // NT shapes not dividing v9's 128 x 256 tile, K from one partial slab (8) to 16 slabs (4 laps of
+  // the ring), padded rows (NaN past K), alpha/beta blends.
+  const Case cases[] = {{false, true, 1, 1, 8, 0, 1.0f, 0.0f},
+                        {false, true, 7, 257, 72, 0, 1.0f, 0.0f},
+                        {false, true, 129, 300, 264, 8, 0.5f, 1.0f},
+                        {false, true, 257, 520, 1000, 0, 1.0f, 0.0f},
+                        {false, true, 300, 129, 520, 8, -1.5f, 0.25f}};
+  uint64_t seed = 680;
+  for (const Case& c : cases) {
+    const Problem p = make_problem(c, seed += 8);
+    const Tensor a = upload_bf16(ctx, p.a), b = upload_bf16(ctx, p.b);
+    Tensor out = upload(ctx, p.c0);
+    cuda::gemm_bf16(false, true, c.M, c.N, c.K, c.alpha, bf16_data(a), p.lda, bf16_data(b), p.ldb,
+                    c.beta, out.data<float>(), p.ldc, ctx.stream());
+    ctx.synchronize();
+    expect_matches(p, out.to_vector(), GemmMath::bf16, p.expected_bf16, describe(c));
+  }
+  // What it does not take is refused with the reason: another layout, a row of 12 bf16 (24
+  // bytes), a base off 16-byte alignment.
+  Tensor a = ctx.empty({256}), b = ctx.empty({256}), c = ctx.empty({256});
+  const auto expect_refused = [&](bool trans_b, int64_t lda, int64_t offset, const char* why) {
+    try {
+      cuda::gemm_bf16(false, trans_b, 8, 8, 8, 1.0f, bf16_data(a) + offset, lda, bf16_data(b), 8,
+                      0.0f, c.data<float>(), 8, ctx.stream());
+      FAIL() << why << ": no error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+  };
+  expect_refused(false, 8, 0, "only A [M,K] times B [N,K]");
+  expect_refused(true, 12, 0, "multiples of 8");
+  expect_refused(true, 8, 1, "16-byte aligned");
 }
 
 TEST(GemmCuda, RepeatsAreBitIdentical) {
