@@ -1,5 +1,8 @@
 // crema bench conv: every CUDA convolution version (kernels/convolution/convolution.h) on each
 // shape and pass it implements: checked, then timed over input copies rotated past L2.
+// --math tf32 or bf16 runs only the versions that compute in that math (cuda::computes_in; the
+// others compute in fp32 whatever the math, so their fp32 rows stand for them), checked within
+// conv_find_tolerance(math) (tf32 2e-3, bf16 1e-2) of the same fp32/double reference.
 //
 // The check: shapes whose pass costs at most kCpuCheckFlops compare every output with the CPU
 // path (im2col + the CPU SGEMM, fp32) on the same inputs ("cpu"); larger ones compare kSamples
@@ -14,6 +17,7 @@
 #include "apps/bench.h"
 #include "core/error.h"
 #include "core/random.h"
+#include "kernels/convolution/convolution_select.h"
 
 namespace crema::bench {
 namespace {
@@ -174,19 +178,20 @@ struct DevicePass {
 
   DevicePass(ConvPass p, const Conv2dGeometry& geometry) : pass(p), g(geometry) {}
 
-  void launch(int call, cuda::ConvVersion version, gpu::Stream stream) {
+  void launch(int call, cuda::ConvVersion version, cuda::GemmMath math, gpu::Stream stream) {
     const size_t i = size_t(call) % in0.size();
     float* ws = workspace.data<float>();
     switch (pass) {
       case ConvPass::forward:
         return cuda::conv2d_forward(g, in0[i].data<float>(), in1[i].data<float>(), nullptr,
-                                    out[i].data<float>(), ws, stream, version);
+                                    out[i].data<float>(), ws, stream, version, math);
       case ConvPass::backward_data:
         return cuda::conv2d_backward_data(g, in0[i].data<float>(), in1[i].data<float>(),
-                                          out[i].data<float>(), ws, stream, version);
+                                          out[i].data<float>(), ws, stream, version, math);
       case ConvPass::backward_filter:
         return cuda::conv2d_backward_filter(g, in0[i].data<float>(), in1[i].data<float>(),
-                                            out[i].data<float>(), nullptr, ws, stream, version);
+                                            out[i].data<float>(), nullptr, ws, stream, version,
+                                            math);
     }
   }
 };
@@ -206,10 +211,9 @@ size_t workspace_floats(cuda::ConvVersion version, ConvPass pass, const Conv2dGe
 }  // namespace
 
 int bench_conv(Context& ctx, const Options& options, std::ostream& out) {
-  if (options.math != "fp32") {
-    throw Error("crema bench conv: the convolution versions compute in fp32 only (--math " +
-                options.math + ")");
-  }
+  const std::optional<cuda::GemmMath> parsed = cuda::gemm_math_from_name(options.math);
+  if (!parsed) throw Error("--math: expected fp32, tf32 or bf16, got '" + options.math + "'");
+  const cuda::GemmMath math = *parsed;
   std::optional<cuda::ConvVersion> only;
   if (!options.version.empty()) {
     only = cuda::conv_version_from_name(options.version);
@@ -261,6 +265,7 @@ int bench_conv(Context& ctx, const Options& options, std::ostream& out) {
       }
       for (cuda::ConvVersion version : cuda::conv_versions()) {
         if (only && version != *only) continue;
+        if (!only && !cuda::computes_in(version, pass, math)) continue;
         if (!cuda::supports(version, pass, g)) {
           if (only) {
             out << shape.name << " " << peer_pass_name(pass) << ": " << options.version
@@ -273,20 +278,21 @@ int bench_conv(Context& ctx, const Options& options, std::ostream& out) {
         row.pass = peer_pass_name(pass);
         row.version = cuda::conv_version_name(version);
         row.check = ref.kind;
-        row.tolerance = kTolerance;
+        const bool in_math = cuda::computes_in(version, pass, math);
+        row.tolerance = in_math ? kernels::conv_find_tolerance(math) : kTolerance;
         row.flops = flops;
         row.bytes = bytes;
-        row.peak = "fp32";
+        row.peak = in_math ? options.math : "fp32";
         const size_t ws = workspace_floats(version, pass, g);
         row.workspace_bytes = double(ws * sizeof(float));
         dev.workspace = ctx.empty({int64_t(std::max<size_t>(ws, 1))});
         ctx.fill(dev.out[0], pass == ConvPass::backward_filter ? 0.0f : NAN);
-        dev.launch(0, version, ctx.stream());
+        dev.launch(0, version, math, ctx.stream());
         ctx.synchronize();
         row.rel_error = check(dev.out[0].to_vector(), ref);
         if (row.rel_error <= row.tolerance) {
-          row.ms =
-              measure_ms(ctx, options, [&](int call) { dev.launch(call, version, ctx.stream()); });
+          row.ms = measure_ms(ctx, options,
+                              [&](int call) { dev.launch(call, version, math, ctx.stream()); });
         }
         dev.workspace = Tensor();
         table.print(row);

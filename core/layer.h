@@ -54,6 +54,9 @@ struct LayerSpec {
   std::vector<std::string> tops;
   const ConfigNode* node = nullptr;  // null for layers the Net inserts itself (Split)
   Phase phase = Phase::train;        // the net's phase: Dropout and BatchNorm act on it
+  // The net's arithmetic for products (model.math: fp32, tf32 or bf16; fp32 when absent), the
+  // default of the layers that have a `math:` key (Convolution, Deconvolution, InnerProduct).
+  std::string math = "fp32";
 };
 
 // Non-learned state a layer keeps between steps (BatchNorm's running statistics), named like a

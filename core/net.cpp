@@ -55,6 +55,13 @@ std::vector<LayerSpec> Net::read_layer_specs(const ConfigNode& model) {
     inputs_.emplace_back(name, shape);
   }
 
+  // model.math: the net's default arithmetic for products, handed to each layer in its spec (a
+  // layer's own `math:` key wins; layers/layer_keys.h reads both).
+  const std::string math = model.get<std::string>("math", "fp32");
+  if (math != "fp32" && math != "tf32" && math != "bf16") {
+    model.at("math").fail("model.math: unknown math '" + math + "'; choose from fp32, tf32, bf16");
+  }
+
   const ConfigNode& layers = model.at("layers");
   if (!layers.is_sequence()) layers.fail("model.layers: expected a list of layers");
   std::vector<LayerSpec> specs;
@@ -73,6 +80,7 @@ std::vector<LayerSpec> Net::read_layer_specs(const ConfigNode& model) {
     node.allow("loss_weight");  // read in build(), where the layer kind is known
     spec.node = &node;
     spec.phase = phase_;
+    spec.math = math;
     if (node.has("phase")) {
       const std::string p = node.get<std::string>("phase");
       if (p != "train" && p != "test") {

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "layers/key_error.h"
+#include "layers/layer_keys.h"
 
 namespace crema {
 namespace {
@@ -46,7 +47,8 @@ ConvAlgorithmRequest read_request(const LayerSpec& spec, const ConfigNode& value
 
 }  // namespace
 
-ConvAlgorithms::ConvAlgorithms(const LayerSpec& spec, bool transposed) : transposed_(transposed) {
+ConvAlgorithms::ConvAlgorithms(const LayerSpec& spec, bool transposed)
+    : transposed_(transposed), math_(read_math(spec)) {
   if (spec.node == nullptr || !spec.node->has(kKey)) return;
   const ConfigNode& node = spec.node->at(kKey);
   if (node.is_scalar()) {
@@ -103,8 +105,9 @@ void ConvAlgorithms::choose(Context& ctx, const kernels::Conv2dGeometry& g,
   if (!ctx.device().is_cuda()) return;
   if (chosen_for_ && same_geometry(*chosen_for_, g)) return;
   for (int pass = 0; pass < 3; ++pass) {
-    chosen_[pass] = kernels::choose_conv_algorithm(ctx, conv_pass(Pass(pass)), g, requests_[pass],
-                                                   std::numeric_limits<size_t>::max(), where);
+    chosen_[pass] =
+        kernels::choose_conv_algorithm(ctx, conv_pass(Pass(pass)), g, requests_[pass],
+                                       std::numeric_limits<size_t>::max(), where, math_);
   }
   chosen_for_ = g;
 }
@@ -118,6 +121,7 @@ std::string ConvAlgorithms::describe() const {
             cuda::conv_version_name(*chosen_[pass]);
     if (request.mode != ConvAlgorithmRequest::Mode::pinned) text += " (" + request.str() + ")";
   }
+  if (math_ != cuda::GemmMath::fp32) text += std::string(", math ") + cuda::gemm_math_name(math_);
   return text;
 }
 

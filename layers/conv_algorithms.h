@@ -12,6 +12,10 @@
 // workspace limit, once per geometry and process (the Context's algorithm cache, which
 // `--algo-cache FILE` keeps between runs), before any CUDA-graph capture (training captures its
 // second step). On the CPU the key is checked but there is nothing to choose.
+//
+// The layer's `math:` key (fp32, tf32 or bf16; the net's model.math when absent:
+// layers/layer_keys.h) is read here too: every pass runs in it, and `find` measures in it (its
+// cache entries are per math). On the CPU every math computes in fp32.
 #pragma once
 
 #include <array>
@@ -28,8 +32,8 @@ class ConvAlgorithms {
  public:
   enum Pass { forward = 0, backward_data = 1, backward_filter = 2 };  // the layer's passes
 
-  // Reads `algorithm:` of `spec`; `transposed` for Deconvolution. Unknown names and pass keys are
-  // errors naming the layer and the key.
+  // Reads `algorithm:` and `math:` of `spec`; `transposed` for Deconvolution. Unknown names and
+  // pass keys are errors naming the layer and the key.
   ConvAlgorithms(const LayerSpec& spec, bool transposed);
 
   // Fails naming the layer and the key when a pinned version does not implement its pass for
@@ -40,14 +44,18 @@ class ConvAlgorithms {
   void choose(Context& ctx, const kernels::Conv2dGeometry& g, const std::string& where);
   // The chosen version of a layer pass (nullopt on the CPU: the Tensor-level call ignores it).
   std::optional<kernels::cuda::ConvVersion> version(Pass pass) const { return chosen_[pass]; }
+  // The arithmetic every pass runs in.
+  kernels::cuda::GemmMath math() const { return math_; }
   // "forward implicit_gemm (auto), backward_data im2col_gemm (auto), backward_filter
-  // implicit_gemm (find)"; "" before a choice was made (or on the CPU).
+  // implicit_gemm (find)", then ", math tf32" when not fp32; "" before a choice was made (or on
+  // the CPU).
   std::string describe() const;
 
  private:
   kernels::cuda::ConvPass conv_pass(Pass pass) const;
 
   bool transposed_;
+  kernels::cuda::GemmMath math_;
   std::array<kernels::ConvAlgorithmRequest, 3> requests_{};
   std::array<std::optional<kernels::cuda::ConvVersion>, 3> chosen_{};
   std::optional<kernels::Conv2dGeometry> chosen_for_;

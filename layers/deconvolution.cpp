@@ -15,8 +15,9 @@
 // YAML keys (defaults): Convolution's (num_output = K, kernel_size, stride, pad, dilation, group,
 //   and the weight and bias keys; weighted_layer.h), plus PyTorch's output_padding (0; n or
 //   [h, w], less than the stride): the extra rows and columns at the bottom and right that pick
-//   one of the `stride` output sizes which all convolve back to H x W; and algorithm (auto; the
-//   CUDA version of each pass: layers/conv_algorithms.h).
+//   one of the `stride` output sizes which all convolve back to H x W; algorithm (auto; the
+//   CUDA version of each pass: layers/conv_algorithms.h); and math (the net's model.math; fp32,
+//   tf32 or bf16, as Convolution's).
 // Caffe's Deconvolution layer; Zeiler et al. 2010, Long et al. 2015 (FCN upsampling).
 #include <tuple>
 
@@ -74,7 +75,8 @@ class DeconvolutionLayer final : public WeightedLayer {
     const kernels::Conv2dGeometry g = geometry(bottom[0]->value);
     algorithms_.choose(ctx, g, "layer '" + name() + "'");
     kernels::conv_transpose2d_forward(ctx, g, bottom[0]->value, weight().value, b, top[0]->value,
-                                      algorithms_.version(ConvAlgorithms::forward));
+                                      algorithms_.version(ConvAlgorithms::forward),
+                                      algorithms_.math());
   }
 
   // y = T x + b with T the transpose of the convolution C (T = C^T), so dL/dx = C dy: the
@@ -90,11 +92,12 @@ class DeconvolutionLayer final : public WeightedLayer {
     if (dw != nullptr || db != nullptr) {
       kernels::conv_transpose2d_backward_weights(
           ctx, g, bottom[0]->value, dy, dw, db,
-          algorithms_.version(ConvAlgorithms::backward_filter));
+          algorithms_.version(ConvAlgorithms::backward_filter), algorithms_.math());
     }
     if (propagate_down[0]) {
       kernels::conv_transpose2d_backward_data(ctx, g, dy, weight().value, bottom[0]->grad,
-                                              algorithms_.version(ConvAlgorithms::backward_data));
+                                              algorithms_.version(ConvAlgorithms::backward_data),
+                                              algorithms_.math());
     }
   }
 

@@ -5,9 +5,12 @@
 //
 // YAML keys (defaults): num_output (required), axis (1), and the weight and bias keys of
 //   WeightedLayer (weighted_layer.h): bias_term, weight_filler, bias_filler, param (lr_mult 0
-//   freezes a parameter: no gradient).
+//   freezes a parameter: no gradient), and math (the net's model.math, itself fp32 by default; or
+//   tf32 or bf16: the three GEMMs on tensor cores with fp32 accumulation on a GPU,
+//   kernels/gemm/gemm.h; fp32 on the CPU).
 #include "kernels/elementwise/elementwise.h"
 #include "kernels/gemm/gemm.h"
+#include "layers/layer_keys.h"
 #include "layers/register_layers.h"
 #include "layers/weighted_layer.h"
 
@@ -21,6 +24,7 @@ class InnerProductLayer final : public WeightedLayer {
     num_output_ = node.get<int64_t>("num_output");
     if (num_output_ <= 0) node.at("num_output").fail("num_output must be positive");
     axis_ = node.get<int>("axis", 1);
+    math_ = read_math(spec);
   }
 
   void setup(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top,
@@ -49,7 +53,7 @@ class InnerProductLayer final : public WeightedLayer {
                Context& ctx) override {
     const Tensor x = flat(bottom[0]->value);
     Tensor y = top[0]->value.view({x.dim(0), num_output_});
-    kernels::gemm(ctx, false, true, 1.0f, x, weight().value, 0.0f, y);
+    kernels::gemm(ctx, false, true, 1.0f, x, weight().value, 0.0f, y, math_);
     if (bias_term_) kernels::add_bias_rows(ctx, bias().value, y);
   }
 
@@ -59,11 +63,11 @@ class InnerProductLayer final : public WeightedLayer {
                 const std::vector<Blob*>& bottom, Context& ctx) override {
     const Tensor x = flat(bottom[0]->value);
     const Tensor dy = top[0]->grad.view({x.dim(0), num_output_});
-    if (Tensor* dw = weight_grad()) kernels::gemm(ctx, true, false, 1.0f, dy, x, 1.0f, *dw);
+    if (Tensor* dw = weight_grad()) kernels::gemm(ctx, true, false, 1.0f, dy, x, 1.0f, *dw, math_);
     if (Tensor* db = bias_grad()) kernels::accumulate_bias_rows(ctx, dy, *db);
     if (propagate_down[0]) {
       Tensor dx = bottom[0]->grad.view(x.shape());
-      kernels::gemm(ctx, false, false, 1.0f, dy, weight().value, 0.0f, dx);
+      kernels::gemm(ctx, false, false, 1.0f, dy, weight().value, 0.0f, dx, math_);
     }
   }
 
@@ -75,6 +79,7 @@ class InnerProductLayer final : public WeightedLayer {
 
   int64_t num_output_;
   int axis_;
+  kernels::cuda::GemmMath math_;
 };
 
 }  // namespace

@@ -5,6 +5,8 @@
 #include <utility>
 
 #include "core/config.h"
+#include "core/layer.h"
+#include "kernels/gemm/gemm.h"
 
 namespace crema {
 
@@ -14,5 +16,10 @@ std::pair<int64_t, int64_t> read_hw(const ConfigNode& node, const std::string& k
                                     std::pair<int64_t, int64_t> fallback);
 // The same for a required key: its absence is an error naming the layer's location.
 std::pair<int64_t, int64_t> read_hw(const ConfigNode& node, const std::string& key);
+
+// The `math:` key of a layer whose products have math modes (Convolution, Deconvolution,
+// InnerProduct): fp32, tf32 or bf16 (kernels/gemm/gemm.h: GemmMath); the net's model.math
+// (spec.math) when absent. Anything else is an error naming the layer and the key.
+kernels::cuda::GemmMath read_math(const LayerSpec& spec);
 
 }  // namespace crema

@@ -4,8 +4,8 @@
 // float32 on the CPU runs the fast im2col + GEMM path; float64 runs the reference (it exists
 // for gradient checks, where exactness matters more than speed). On a GPU (float32 only) the
 // cuda:: version asked for, or else the one chosen for the geometry and pass
-// (cuda::forward_version and its siblings), runs on the context's stream, its scratch from
-// ctx.workspace().
+// (cuda::forward_version and its siblings), runs on the context's stream in the math asked for,
+// its scratch from ctx.workspace(). The CPU computes in fp32 (or float64) whatever the math.
 #include <string>
 
 #include "core/error.h"
@@ -101,7 +101,8 @@ Im2colGeometry Conv2dGeometry::group_patches() const {
 }
 
 void conv2d_forward(Context& ctx, const Conv2dGeometry& g, const Tensor& x, const Tensor& w,
-                    const Tensor* bias, Tensor& y, std::optional<cuda::ConvVersion> version) {
+                    const Tensor* bias, Tensor& y, std::optional<cuda::ConvVersion> version,
+                    cuda::GemmMath math) {
   const char* op = "conv2d_forward";
   g.validate(op);
   const DType dtype = x.dtype();
@@ -114,7 +115,7 @@ void conv2d_forward(Context& ctx, const Conv2dGeometry& g, const Tensor& x, cons
     const cuda::ConvVersion v = version.value_or(cuda::forward_version(g));
     cuda::conv2d_forward(g, x.data<float>(), w.data<float>(), bias ? bias->data<float>() : nullptr,
                          y.data<float>(), ctx.workspace(cuda::conv2d_forward_workspace(g, v)),
-                         ctx.stream(), v);
+                         ctx.stream(), v, math);
     return;
   }
 #endif
@@ -129,7 +130,8 @@ void conv2d_forward(Context& ctx, const Conv2dGeometry& g, const Tensor& x, cons
 }
 
 void conv2d_backward_data(Context& ctx, const Conv2dGeometry& g, const Tensor& dy, const Tensor& w,
-                          Tensor& dx, std::optional<cuda::ConvVersion> version) {
+                          Tensor& dx, std::optional<cuda::ConvVersion> version,
+                          cuda::GemmMath math) {
   const char* op = "conv2d_backward_data";
   g.validate(op);
   const DType dtype = dy.dtype();
@@ -141,7 +143,7 @@ void conv2d_backward_data(Context& ctx, const Conv2dGeometry& g, const Tensor& d
     const cuda::ConvVersion v = version.value_or(cuda::backward_data_version(g));
     cuda::conv2d_backward_data(g, dy.data<float>(), w.data<float>(), dx.data<float>(),
                                ctx.workspace(cuda::conv2d_backward_data_workspace(g, v)),
-                               ctx.stream(), v);
+                               ctx.stream(), v, math);
     return;
   }
 #endif
@@ -155,8 +157,8 @@ void conv2d_backward_data(Context& ctx, const Conv2dGeometry& g, const Tensor& d
 }
 
 void conv2d_backward_filter(Context& ctx, const Conv2dGeometry& g, const Tensor& x,
-                            const Tensor& dy, Tensor& dw,
-                            std::optional<cuda::ConvVersion> version) {
+                            const Tensor& dy, Tensor& dw, std::optional<cuda::ConvVersion> version,
+                            cuda::GemmMath math) {
   const char* op = "conv2d_backward_filter";
   g.validate(op);
   const DType dtype = x.dtype();
@@ -168,7 +170,7 @@ void conv2d_backward_filter(Context& ctx, const Conv2dGeometry& g, const Tensor&
     const cuda::ConvVersion v = version.value_or(cuda::backward_filter_version(g));
     cuda::conv2d_backward_filter(g, x.data<float>(), dy.data<float>(), dw.data<float>(), nullptr,
                                  ctx.workspace(cuda::conv2d_backward_filter_workspace(g, false, v)),
-                                 ctx.stream(), v);
+                                 ctx.stream(), v, math);
     return;
   }
 #endif
@@ -202,7 +204,7 @@ void conv2d_backward_bias(Context& ctx, const Conv2dGeometry& g, const Tensor& d
 
 void conv2d_backward_weights(Context& ctx, const Conv2dGeometry& g, const Tensor& x,
                              const Tensor& dy, Tensor& dw, Tensor* db,
-                             std::optional<cuda::ConvVersion> version) {
+                             std::optional<cuda::ConvVersion> version, cuda::GemmMath math) {
   const char* op = "conv2d_backward_weights";
   g.validate(op);
   const DType dtype = x.dtype();
@@ -217,11 +219,12 @@ void conv2d_backward_weights(Context& ctx, const Conv2dGeometry& g, const Tensor
     cuda::conv2d_backward_filter(
         g, x.data<float>(), dy.data<float>(), dw.data<float>(),
         with_bias ? db->data<float>() : nullptr,
-        ctx.workspace(cuda::conv2d_backward_filter_workspace(g, with_bias, v)), ctx.stream(), v);
+        ctx.workspace(cuda::conv2d_backward_filter_workspace(g, with_bias, v)), ctx.stream(), v,
+        math);
     return;
   }
 #endif
-  conv2d_backward_filter(ctx, g, x, dy, dw, version);
+  conv2d_backward_filter(ctx, g, x, dy, dw, version, math);
   if (db) conv2d_backward_bias(ctx, g, dy, *db);
 }
 
@@ -230,9 +233,9 @@ void conv2d_backward_weights(Context& ctx, const Conv2dGeometry& g, const Tensor
 // its own.
 void conv_transpose2d_forward(Context& ctx, const Conv2dGeometry& g, const Tensor& x,
                               const Tensor& w, const Tensor* bias, Tensor& y,
-                              std::optional<cuda::ConvVersion> version) {
+                              std::optional<cuda::ConvVersion> version, cuda::GemmMath math) {
   const char* op = "conv_transpose2d_forward";
-  conv2d_backward_data(ctx, g, x, w, y, version);  // checks g, x, w and y
+  conv2d_backward_data(ctx, g, x, w, y, version, math);  // checks g, x, w and y
   if (bias == nullptr) return;
   check_tensor(ctx, op, "bias", *bias, {g.C}, y.dtype());
   const int64_t HW = g.H * g.W;
@@ -251,15 +254,16 @@ void conv_transpose2d_forward(Context& ctx, const Conv2dGeometry& g, const Tenso
 
 void conv_transpose2d_backward_data(Context& ctx, const Conv2dGeometry& g, const Tensor& dy,
                                     const Tensor& w, Tensor& dx,
-                                    std::optional<cuda::ConvVersion> version) {
-  conv2d_forward(ctx, g, dy, w, nullptr, dx, version);
+                                    std::optional<cuda::ConvVersion> version, cuda::GemmMath math) {
+  conv2d_forward(ctx, g, dy, w, nullptr, dx, version, math);
 }
 
 void conv_transpose2d_backward_weights(Context& ctx, const Conv2dGeometry& g, const Tensor& x,
                                        const Tensor& dy, Tensor* dw, Tensor* db,
-                                       std::optional<cuda::ConvVersion> version) {
+                                       std::optional<cuda::ConvVersion> version,
+                                       cuda::GemmMath math) {
   const char* op = "conv_transpose2d_backward_weights";
-  if (dw) conv2d_backward_filter(ctx, g, dy, x, *dw, version);
+  if (dw) conv2d_backward_filter(ctx, g, dy, x, *dw, version, math);
   if (db == nullptr) return;
   g.validate(op);
   check_tensor(ctx, op, "dy", dy, x_shape(g), dy.dtype());

@@ -40,6 +40,7 @@
 #include "core/context.h"
 #include "core/cuda_runtime.h"
 #include "core/tensor.h"
+#include "kernels/gemm/gemm.h"
 #include "kernels/im2col/im2col.h"
 
 namespace crema::kernels {
@@ -75,18 +76,24 @@ enum class ConvVersion;  // below
 
 // On a GPU each pass runs `version` when given (it must support the geometry: crema::Error
 // otherwise), else the heuristic's choice (cuda::forward_version and its siblings;
-// convolution_select.h chooses by measuring). On the CPU `version` is ignored.
+// convolution_select.h chooses by measuring), in `math` where the version has that arithmetic
+// (cuda::computes_in; the others compute in fp32 whatever the math, as cuDNN's algorithms
+// without a tensor-core path do). On the CPU `version` and `math` are ignored: every math
+// computes in fp32 there (at least as exact as tf32 or bf16), as the GEMM does.
 // x [N,C,H,W], w [K,C/groups,R,S], bias [K] or nullptr, y [N,K,P,Q] (written).
 void conv2d_forward(Context& ctx, const Conv2dGeometry& g, const Tensor& x, const Tensor& w,
                     const Tensor* bias, Tensor& y,
-                    std::optional<cuda::ConvVersion> version = std::nullopt);
+                    std::optional<cuda::ConvVersion> version = std::nullopt,
+                    cuda::GemmMath math = cuda::GemmMath::fp32);
 // dy [N,K,P,Q], w [K,C/groups,R,S] -> dx [N,C,H,W] (written).
 void conv2d_backward_data(Context& ctx, const Conv2dGeometry& g, const Tensor& dy, const Tensor& w,
-                          Tensor& dx, std::optional<cuda::ConvVersion> version = std::nullopt);
+                          Tensor& dx, std::optional<cuda::ConvVersion> version = std::nullopt,
+                          cuda::GemmMath math = cuda::GemmMath::fp32);
 // x [N,C,H,W], dy [N,K,P,Q] -> dw [K,C/groups,R,S] (accumulated: dw += ...).
 void conv2d_backward_filter(Context& ctx, const Conv2dGeometry& g, const Tensor& x,
                             const Tensor& dy, Tensor& dw,
-                            std::optional<cuda::ConvVersion> version = std::nullopt);
+                            std::optional<cuda::ConvVersion> version = std::nullopt,
+                            cuda::GemmMath math = cuda::GemmMath::fp32);
 // dy [N,K,P,Q] -> db [K] (accumulated: db += sum of dy over N, P, Q).
 void conv2d_backward_bias(Context& ctx, const Conv2dGeometry& g, const Tensor& dy, Tensor& db);
 // Both parameter gradients at once: dw += ... as conv2d_backward_filter, and db += ... as
@@ -95,7 +102,8 @@ void conv2d_backward_bias(Context& ctx, const Conv2dGeometry& g, const Tensor& d
 // saves a launch and a read of dy; on the CPU it is the two calls.
 void conv2d_backward_weights(Context& ctx, const Conv2dGeometry& g, const Tensor& x,
                              const Tensor& dy, Tensor& dw, Tensor* db,
-                             std::optional<cuda::ConvVersion> version = std::nullopt);
+                             std::optional<cuda::ConvVersion> version = std::nullopt,
+                             cuda::GemmMath math = cuda::GemmMath::fp32);
 
 // Transposed convolution (Caffe's Deconvolution, PyTorch's ConvTranspose2d): the adjoint of
 // conv2d in its input. `g` is the geometry of the convolution that maps the transposed
@@ -111,14 +119,17 @@ void conv2d_backward_weights(Context& ctx, const Conv2dGeometry& g, const Tensor
 // data: forward's; weights: backward filter's).
 void conv_transpose2d_forward(Context& ctx, const Conv2dGeometry& g, const Tensor& x,
                               const Tensor& w, const Tensor* bias, Tensor& y,
-                              std::optional<cuda::ConvVersion> version = std::nullopt);
+                              std::optional<cuda::ConvVersion> version = std::nullopt,
+                              cuda::GemmMath math = cuda::GemmMath::fp32);
 void conv_transpose2d_backward_data(Context& ctx, const Conv2dGeometry& g, const Tensor& dy,
                                     const Tensor& w, Tensor& dx,
-                                    std::optional<cuda::ConvVersion> version = std::nullopt);
+                                    std::optional<cuda::ConvVersion> version = std::nullopt,
+                                    cuda::GemmMath math = cuda::GemmMath::fp32);
 // dw and db may each be null (a frozen or absent parameter): that gradient is not computed.
 void conv_transpose2d_backward_weights(Context& ctx, const Conv2dGeometry& g, const Tensor& x,
                                        const Tensor& dy, Tensor* dw, Tensor* db,
-                                       std::optional<cuda::ConvVersion> version = std::nullopt);
+                                       std::optional<cuda::ConvVersion> version = std::nullopt,
+                                       cuda::GemmMath math = cuda::GemmMath::fp32);
 
 // Reference: direct loops over the definitions above, in T (float or double).
 namespace ref {
@@ -159,7 +170,7 @@ void channel_bias_gradient(int64_t N, int64_t C, int64_t HW, const float* dy, fl
                            int num_threads);
 }  // namespace cpu
 
-// CUDA (fp32 SIMT) on device pointers, queued on `stream`: no host synchronization, no
+// CUDA on device pointers, queued on `stream`: no host synchronization, no
 // allocation, so a training step can be captured in a CUDA graph. Every version is deterministic
 // (no atomics; every sum's order depends on the geometry only). README.md has the ladder and its
 // measurements. `workspace` must hold the floats the matching *_workspace function returns.
@@ -199,6 +210,16 @@ std::optional<ConvVersion> conv_version_from_name(const std::string& name);
 // it implements `pass` for g (v5 and v6: backward data needs padding <= 2).
 bool supports(ConvVersion version, const Conv2dGeometry& g);
 bool supports(ConvVersion version, ConvPass pass, const Conv2dGeometry& g);
+// The arithmetic (kernels/gemm/gemm.h: GemmMath) is a per-call argument, fp32 by default. Whether
+// `version` computes `pass` in `math`: every pass of every version in fp32; in tf32 and bf16
+// (tensor cores, fp32 accumulation) every pass of v1 (its products are cuda::sgemm calls in that
+// math; im2col, col2im and the reorders stay fp32), of v3 and of v5 (the batched GEMMs; the
+// transforms stay fp32), and the filter gradient of v2 (so of v7 and v8, which run it). The rest
+// computes in fp32 whatever the math, as cuDNN's algorithms without a tensor-core path do: v6
+// because F(4x4,3x3)'s output transform amplifies operand rounding about 12x (tf32 operands give
+// ~3e-3 relative error, over tf32's 2e-3; bf16 ~2.5e-2), v2's, v7's and v8's forward and backward
+// data and v4 for want of a tensor-core variant so far.
+bool computes_in(ConvVersion version, ConvPass pass, GemmMath math);
 // The versions production uses per pass (README.md has the reasons): v4 for depthwise
 // geometries, v3 for pointwise ones (forward and data), v6 (Winograd F(4x4,3x3)) for 3x3
 // stride-1 geometries with at least 32 input and output channels per group, else v2 -- except
@@ -219,15 +240,16 @@ size_t conv2d_backward_filter_workspace(const Conv2dGeometry& g, bool with_bias,
 // throws crema::Error.
 void conv2d_forward(const Conv2dGeometry& g, const float* x, const float* w, const float* bias,
                     float* y, float* workspace, gpu::Stream stream,
-                    ConvVersion version = ConvVersion::best);
+                    ConvVersion version = ConvVersion::best, GemmMath math = GemmMath::fp32);
 // dx is written.
 void conv2d_backward_data(const Conv2dGeometry& g, const float* dy, const float* w, float* dx,
                           float* workspace, gpu::Stream stream,
-                          ConvVersion version = ConvVersion::best);
+                          ConvVersion version = ConvVersion::best, GemmMath math = GemmMath::fp32);
 // dw += ..., and db += ... when db is not null (with_bias of the workspace query).
 void conv2d_backward_filter(const Conv2dGeometry& g, const float* x, const float* dy, float* dw,
                             float* db, float* workspace, gpu::Stream stream,
-                            ConvVersion version = ConvVersion::best);
+                            ConvVersion version = ConvVersion::best,
+                            GemmMath math = GemmMath::fp32);
 // db += sum of dy over N, P, Q, alone (one block per channel, a fixed-order tree in each).
 void conv2d_backward_bias(const Conv2dGeometry& g, const float* dy, float* db, gpu::Stream stream);
 // y [N, C, HW] += bias[c] per channel; db[c] += sum over n, i of dy[n, c, i] (as above).

@@ -24,7 +24,9 @@
 //                   (convolution_implicit_gemm_cuda.cu); the filter gradient is v2's.
 //
 // Every kernel is deterministic: each output is summed by one thread (or one block, in a fixed
-// tree), in an order fixed by the geometry; no atomics.
+// tree), in an order fixed by the geometry; no atomics. In tf32 and bf16 the passes that have a
+// tensor-core path (computes_in: v1 through cuda::sgemm's math, v3, v5 and v2's filter gradient
+// through convolution_mma.cuh) run it; every other pass runs its fp32 code unchanged.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -116,14 +118,14 @@ size_t im2col_gemm_workspace(const Conv2dGeometry& g) {
 }
 
 void forward_im2col_gemm(const Conv2dGeometry& g, const float* x, const float* w, const float* bias,
-                         float* y, float* workspace, gpu::Stream stream) {
+                         float* y, float* workspace, gpu::Stream stream, GemmMath math) {
   const GroupGemm s(g);
   float* col = workspace;                  // [CRS, N*PQ]
   float* out = workspace + s.CRS * s.NPQ;  // [Kg, N*PQ]
   for (int64_t group = 0; group < g.groups; ++group) {
     im2col(g.group_patches(), g.N, x + group * s.Cg * s.HW, g.C * s.HW, col, s.NPQ, stream);
     sgemm(false, false, s.Kg, s.NPQ, s.CRS, 1.0f, w + group * s.Kg * s.CRS, s.CRS, col, s.NPQ, 0.0f,
-          out, s.NPQ, stream);
+          out, s.NPQ, stream, best_version(math), math);
     rows_to_channels<<<grid_for(s.Kg * s.NPQ), kThreads, 0, stream>>>(
         out, bias, int(g.N), int(g.K), int(group * s.Kg), int(s.Kg), int(s.PQ), y);
     gpu::check_launch("conv2d_forward (im2col + GEMM: reorder)");
@@ -131,7 +133,7 @@ void forward_im2col_gemm(const Conv2dGeometry& g, const float* x, const float* w
 }
 
 void backward_data_im2col_gemm(const Conv2dGeometry& g, const float* dy, const float* w, float* dx,
-                               float* workspace, gpu::Stream stream) {
+                               float* workspace, gpu::Stream stream, GemmMath math) {
   const GroupGemm s(g);
   float* dyk = workspace;                                 // [Kg, N*PQ]
   float* dcol = workspace + s.Kg * s.NPQ;                 // [CRS, N*PQ]
@@ -141,13 +143,14 @@ void backward_data_im2col_gemm(const Conv2dGeometry& g, const float* dy, const f
         dy, int(g.N), int(g.K), int(group * s.Kg), int(s.Kg), int(s.PQ), dyk);
     gpu::check_launch("conv2d_backward_data (im2col + GEMM: reorder)");
     sgemm(true, false, s.CRS, s.NPQ, s.Kg, 1.0f, w + group * s.Kg * s.CRS, s.CRS, dyk, s.NPQ, 0.0f,
-          dcol, s.NPQ, stream);
+          dcol, s.NPQ, stream, best_version(math), math);
     col2im(g.group_patches(), g.N, dcol, s.NPQ, dx + group * s.Cg * s.HW, g.C * s.HW, stream);
   }
 }
 
 void backward_filter_im2col_gemm(const Conv2dGeometry& g, const float* x, const float* dy,
-                                 float* dw, float* db, float* workspace, gpu::Stream stream) {
+                                 float* dw, float* db, float* workspace, gpu::Stream stream,
+                                 GemmMath math) {
   const GroupGemm s(g);
   float* col = workspace;                  // [CRS, N*PQ]
   float* dyk = workspace + s.CRS * s.NPQ;  // [Kg, N*PQ]
@@ -157,7 +160,7 @@ void backward_filter_im2col_gemm(const Conv2dGeometry& g, const float* x, const 
         dy, int(g.N), int(g.K), int(group * s.Kg), int(s.Kg), int(s.PQ), dyk);
     gpu::check_launch("conv2d_backward_filter (im2col + GEMM: reorder)");
     sgemm(false, true, s.Kg, s.CRS, s.NPQ, 1.0f, dyk, s.NPQ, col, s.NPQ, 1.0f,
-          dw + group * s.Kg * s.CRS, s.CRS, stream);
+          dw + group * s.Kg * s.CRS, s.CRS, stream, best_version(math), math);
   }
   if (db != nullptr) conv2d_backward_bias(g, dy, db, stream);
 }
@@ -191,6 +194,12 @@ void check_version(const char* op, ConvVersion version, ConvPass pass, const Con
     throw Error(std::string(op) + " on CUDA: version " + conv_version_name(version) + " needs " +
                 requirement(version));
   }
+}
+
+// The math `version` computes `pass` in when asked for `math` (computes_in: fp32 where it has no
+// other).
+GemmMath own_math(ConvVersion version, ConvPass pass, GemmMath math) {
+  return computes_in(version, pass, math) ? math : GemmMath::fp32;
 }
 
 // The output tile side of a Winograd version.
@@ -284,20 +293,22 @@ size_t conv2d_backward_filter_workspace(const Conv2dGeometry& g, bool with_bias,
 }
 
 void conv2d_forward(const Conv2dGeometry& g, const float* x, const float* w, const float* bias,
-                    float* y, float* workspace, gpu::Stream stream, ConvVersion version) {
+                    float* y, float* workspace, gpu::Stream stream, ConvVersion version,
+                    GemmMath math) {
   check_version("conv2d_forward", version, ConvPass::forward, g);
   switch (version) {
     case ConvVersion::im2col_gemm:
-      return forward_im2col_gemm(g, x, w, bias, y, workspace, stream);
+      return forward_im2col_gemm(g, x, w, bias, y, workspace, stream, math);
     case ConvVersion::implicit_gemm:
       return implicit_gemm::forward(g, x, w, bias, y, stream);
     case ConvVersion::pointwise_gemm:
-      return pointwise::forward(g, x, w, bias, y, stream);
+      return pointwise::forward(g, x, w, bias, y, stream, math);
     case ConvVersion::depthwise_direct:
       return depthwise::forward(g, x, w, bias, y, stream);
     case ConvVersion::winograd_2x2:
     case ConvVersion::winograd_4x4:
-      return winograd::forward(g, winograd_tile(version), x, w, bias, y, workspace, stream);
+      return winograd::forward(g, winograd_tile(version), x, w, bias, y, workspace, stream,
+                               own_math(version, ConvPass::forward, math));
     case ConvVersion::direct:
       return direct::forward(g, x, w, bias, y, workspace, stream);
     case ConvVersion::precomputed_gemm:
@@ -307,20 +318,22 @@ void conv2d_forward(const Conv2dGeometry& g, const float* x, const float* w, con
 }
 
 void conv2d_backward_data(const Conv2dGeometry& g, const float* dy, const float* w, float* dx,
-                          float* workspace, gpu::Stream stream, ConvVersion version) {
+                          float* workspace, gpu::Stream stream, ConvVersion version,
+                          GemmMath math) {
   check_version("conv2d_backward_data", version, ConvPass::backward_data, g);
   switch (version) {
     case ConvVersion::im2col_gemm:
-      return backward_data_im2col_gemm(g, dy, w, dx, workspace, stream);
+      return backward_data_im2col_gemm(g, dy, w, dx, workspace, stream, math);
     case ConvVersion::implicit_gemm:
       return implicit_gemm::backward_data(g, dy, w, dx, stream);
     case ConvVersion::pointwise_gemm:
-      return pointwise::backward_data(g, dy, w, dx, stream);
+      return pointwise::backward_data(g, dy, w, dx, stream, math);
     case ConvVersion::depthwise_direct:
       return depthwise::backward_data(g, dy, w, dx, stream);
     case ConvVersion::winograd_2x2:
     case ConvVersion::winograd_4x4:
-      return winograd::backward_data(g, winograd_tile(version), dy, w, dx, workspace, stream);
+      return winograd::backward_data(g, winograd_tile(version), dy, w, dx, workspace, stream,
+                                     own_math(version, ConvPass::forward, math));
     case ConvVersion::direct:
       return direct::backward_data(g, dy, w, dx, workspace, stream);
     case ConvVersion::precomputed_gemm:
@@ -330,21 +343,23 @@ void conv2d_backward_data(const Conv2dGeometry& g, const float* dy, const float*
 }
 
 void conv2d_backward_filter(const Conv2dGeometry& g, const float* x, const float* dy, float* dw,
-                            float* db, float* workspace, gpu::Stream stream, ConvVersion version) {
+                            float* db, float* workspace, gpu::Stream stream, ConvVersion version,
+                            GemmMath math) {
   check_version("conv2d_backward_filter", version, ConvPass::backward_filter, g);
   switch (version) {
     case ConvVersion::im2col_gemm:
-      return backward_filter_im2col_gemm(g, x, dy, dw, db, workspace, stream);
+      return backward_filter_im2col_gemm(g, x, dy, dw, db, workspace, stream, math);
     case ConvVersion::implicit_gemm:
     case ConvVersion::pointwise_gemm:
     case ConvVersion::direct:
     case ConvVersion::precomputed_gemm:
-      return implicit_gemm::backward_filter(g, x, dy, dw, db, workspace, stream);
+      return implicit_gemm::backward_filter(g, x, dy, dw, db, workspace, stream, math);
     case ConvVersion::depthwise_direct:
       return depthwise::backward_filter(g, x, dy, dw, db, workspace, stream);
     case ConvVersion::winograd_2x2:
     case ConvVersion::winograd_4x4:
-      return winograd::backward_filter(g, winograd_tile(version), x, dy, dw, db, workspace, stream);
+      return winograd::backward_filter(g, winograd_tile(version), x, dy, dw, db, workspace, stream,
+                                       own_math(version, ConvPass::forward, math));
   }
   unknown_version(version);
 }

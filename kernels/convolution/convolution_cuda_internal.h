@@ -31,19 +31,20 @@ void backward_data_precomputed(const Conv2dGeometry& g, const float* dy, const f
                                float* workspace, gpu::Stream stream);
 // Floats of partial sums backward_filter needs (0 when the N*P*Q range is not split).
 size_t backward_filter_workspace(const Conv2dGeometry& g, bool with_bias);
-// dw += ..., db += ... when db is not null.
+// dw += ..., db += ... when db is not null, in `math` (tf32, bf16: tensor cores, the same
+// workspace).
 void backward_filter(const Conv2dGeometry& g, const float* x, const float* dy, float* dw, float* db,
-                     float* workspace, gpu::Stream stream);
+                     float* workspace, gpu::Stream stream, GemmMath math);
 
 }  // namespace crema::kernels::cuda::implicit_gemm
 
-// v3: g.pointwise() only. y and dx are written.
+// v3: g.pointwise() only. y and dx are written, in `math` (tf32, bf16: tensor cores).
 namespace crema::kernels::cuda::pointwise {
 
 void forward(const Conv2dGeometry& g, const float* x, const float* w, const float* bias, float* y,
-             gpu::Stream stream);
+             gpu::Stream stream, GemmMath math);
 void backward_data(const Conv2dGeometry& g, const float* dy, const float* w, float* dx,
-                   gpu::Stream stream);
+                   gpu::Stream stream, GemmMath math);
 
 }  // namespace crema::kernels::cuda::pointwise
 
@@ -68,12 +69,13 @@ namespace crema::kernels::cuda::winograd {
 size_t forward_workspace(const Conv2dGeometry& g, int m);
 size_t backward_data_workspace(const Conv2dGeometry& g, int m);
 size_t backward_filter_workspace(const Conv2dGeometry& g, int m);
+// `math` is the batched GEMMs' (tf32, bf16: tensor cores); the transforms stay fp32.
 void forward(const Conv2dGeometry& g, int m, const float* x, const float* w, const float* bias,
-             float* y, float* workspace, gpu::Stream stream);
+             float* y, float* workspace, gpu::Stream stream, GemmMath math);
 void backward_data(const Conv2dGeometry& g, int m, const float* dy, const float* w, float* dx,
-                   float* workspace, gpu::Stream stream);
+                   float* workspace, gpu::Stream stream, GemmMath math);
 void backward_filter(const Conv2dGeometry& g, int m, const float* x, const float* dy, float* dw,
-                     float* db, float* workspace, gpu::Stream stream);
+                     float* db, float* workspace, gpu::Stream stream, GemmMath math);
 
 }  // namespace crema::kernels::cuda::winograd
 

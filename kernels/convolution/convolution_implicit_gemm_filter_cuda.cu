@@ -6,15 +6,19 @@
 // (convolution_implicit_gemm_cuda.cu has the notation). The result is small and the inner
 // dimension N*P*Q long (LeNet's conv1: 20 x 26 over 36864 at N = 64), so N*P*Q is split over
 // blocks (grid z); each split writes its partial tile to the workspace and a second kernel adds
-// the splits in split order into dw and db. No atomics: the same bits every run.
+// the splits in split order into dw and db. No atomics: the same bits every run. In tf32 and bf16
+// the same loaders feed convolution_mma.cuh's tensor-core loop (64 x 128 tiles) over the same
+// number of splits (so the workspace does not depend on the math).
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "core/error.h"
 #include "kernels/convolution/convolution_implicit_gemm.cuh"
+#include "kernels/convolution/convolution_mma.cuh"
 
 namespace crema::kernels::cuda::implicit_gemm {
 namespace {
@@ -137,7 +141,7 @@ struct PatchColumnsLoader {
 // Block (x, y, z) computes tile x of the CRS(+1) columns, tile y % tiles_m of group y / tiles_m's
 // output channels, over split z of N*P*Q (j in [z*chunk, (z+1)*chunk)). With one split it adds
 // into dw and db itself; otherwise it writes partial[z][k][column] (columns = CRS + with_bias).
-template <class Cfg>
+template <class Cfg, GemmMath MATH>
 __global__ void __launch_bounds__(Cfg::THREADS)
     backward_filter_kernel(ConvParams p, const float* __restrict__ x, const float* __restrict__ dy,
                            int columns, int chunk, float* __restrict__ dw, float* __restrict__ db,
@@ -153,9 +157,6 @@ __global__ void __launch_bounds__(Cfg::THREADS)
   OutputGradientRowsLoader<Cfg::BM, Cfg::BK, Cfg::THREADS> load_dy(p, dy, group, m0, j_end, tid);
   PatchColumnsLoader<Cfg::BN, Cfg::BK, Cfg::THREADS> load_x(p, x, group, n0, j_end, columns > p.CRS,
                                                             tid);
-  const tile::ThreadTile<Cfg> t(tid);
-  float acc[Cfg::TM][Cfg::TN] = {};
-  tile::accumulate(load_dy, load_x, j_begin, j_end, sm, t, acc);
   auto store = [&](int m, int column, const float* v, int count) {
     const int k = group * p.Kg + m;
     for (int e = 0; e < count; ++e) {
@@ -169,7 +170,16 @@ __global__ void __launch_bounds__(Cfg::THREADS)
       }
     }
   };
-  tile::finish(sm, t, acc, m0, n0, p.Kg, columns, store);
+  if constexpr (MATH == GemmMath::fp32) {
+    const tile::ThreadTile<Cfg> t(tid);
+    float acc[Cfg::TM][Cfg::TN] = {};
+    tile::accumulate(load_dy, load_x, j_begin, j_end, sm, t, acc);
+    tile::finish(sm, t, acc, m0, n0, p.Kg, columns, store);
+  } else {
+    static_assert(std::is_same_v<Cfg, conv_mma::Tile>, "tensor cores run conv_mma's tile");
+    conv_mma::gemm<MATH == GemmMath::bf16>(load_dy, load_x, j_begin, j_end, sm, m0, n0, p.Kg,
+                                           columns, store);
+  }
 }
 
 // dw[k, crs] += sum over splits z, in order, of partial[z][k][crs]; db[k] likewise from the
@@ -227,14 +237,26 @@ FilterPlan filter_plan(const Conv2dGeometry& g, bool with_bias) {
   return plan;
 }
 
-template <class Cfg>
+// The tensor cores' cut: the fp32 plan's number of splits (at most), chunks a multiple of
+// conv_mma::Tile's slab depth.
+FilterPlan mma_plan(const Conv2dGeometry& g, bool with_bias) {
+  FilterPlan plan = filter_plan(g, with_bias);
+  const int64_t NPQ = g.N * g.P() * g.Q(), bk = conv_mma::Tile::BK;
+  const int64_t slabs = (NPQ + bk - 1) / bk;
+  const int64_t slabs_per_split = (slabs + plan.splits - 1) / plan.splits;
+  plan.chunk = int(slabs_per_split * bk);
+  plan.splits = int((slabs + slabs_per_split - 1) / slabs_per_split);
+  return plan;
+}
+
+template <class Cfg, GemmMath MATH = GemmMath::fp32>
 void launch_backward_filter(const Conv2dGeometry& g, const ConvParams& p, const FilterPlan& plan,
                             const float* x, const float* dy, float* dw, float* db, float* workspace,
                             gpu::Stream stream) {
   const dim3 grid(unsigned((plan.columns + Cfg::BN - 1) / Cfg::BN), grid_y(g, p.Kg, Cfg::BM),
                   unsigned(plan.splits));
   float* partial = plan.splits > 1 ? workspace : nullptr;
-  backward_filter_kernel<Cfg>
+  backward_filter_kernel<Cfg, MATH>
       <<<grid, Cfg::THREADS, 0, stream>>>(p, x, dy, plan.columns, plan.chunk, dw, db, partial);
   gpu::check_launch("conv2d_backward_filter (implicit GEMM)");
   if (partial == nullptr) return;
@@ -253,8 +275,17 @@ size_t backward_filter_workspace(const Conv2dGeometry& g, bool with_bias) {
 }
 
 void backward_filter(const Conv2dGeometry& g, const float* x, const float* dy, float* dw, float* db,
-                     float* workspace, gpu::Stream stream) {
+                     float* workspace, gpu::Stream stream, GemmMath math) {
   const ConvParams p = params_of(g);
+  if (math != GemmMath::fp32) {
+    const FilterPlan plan = mma_plan(g, db != nullptr);
+    if (math == GemmMath::tf32) {
+      return launch_backward_filter<conv_mma::Tile, GemmMath::tf32>(g, p, plan, x, dy, dw, db,
+                                                                    workspace, stream);
+    }
+    return launch_backward_filter<conv_mma::Tile, GemmMath::bf16>(g, p, plan, x, dy, dw, db,
+                                                                  workspace, stream);
+  }
   const FilterPlan plan = filter_plan(g, db != nullptr);
   switch (plan.shape) {
     case TileShape::large:

@@ -10,13 +10,17 @@
 // gemm_block_tile.cuh's DenseLoader with float4s when H*W (and, for w, Cg) is a multiple of 4:
 // none of v2's per-element patch arithmetic. The filter gradient sums over images, a reduction
 // v2's split implicit GEMM already does with trivial patch arithmetic here, so v3 uses it.
+// In tf32 and bf16 the same loaders feed convolution_mma.cuh's tensor-core loop (64 x 128 tiles)
+// instead of the FFMA one; the filter gradient (v2's) stays fp32.
 #include <cuda_runtime.h>
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "core/error.h"
 #include "kernels/convolution/convolution_implicit_gemm.cuh"
+#include "kernels/convolution/convolution_mma.cuh"
 
 namespace crema::kernels::cuda::pointwise {
 namespace {
@@ -48,8 +52,24 @@ __device__ __forceinline__ void store_row(float* row, int j, const float* v, int
   for (int e = 0; e < count; ++e) row[j + e] = v[e] + add;
 }
 
+// The block's GEMM over inner indices [0, k_end) in MATH: FFMA tiles (fp32) or tensor cores.
+template <class Cfg, GemmMath MATH, class LoadA, class LoadB, class Store>
+__device__ __forceinline__ void block_gemm(LoadA& load_a, LoadB& load_b, int k_end,
+                                           tile::SharedStorage<Cfg>& sm, int m0, int j0, int M,
+                                           int N, Store& store) {
+  if constexpr (MATH == GemmMath::fp32) {
+    const tile::ThreadTile<Cfg> t(threadIdx.x);
+    float acc[Cfg::TM][Cfg::TN] = {};
+    tile::accumulate(load_a, load_b, 0, k_end, sm, t, acc);
+    tile::finish(sm, t, acc, m0, j0, M, N, store);
+  } else {
+    static_assert(std::is_same_v<Cfg, conv_mma::Tile>, "tensor cores run conv_mma's tile");
+    conv_mma::gemm<MATH == GemmMath::bf16>(load_a, load_b, 0, k_end, sm, m0, j0, M, N, store);
+  }
+}
+
 // vec_w: w 16-byte aligned and Cg % 4 == 0; vec_hw: x and y 16-byte aligned and HW % 4 == 0.
-template <class Cfg>
+template <class Cfg, GemmMath MATH>
 __global__ void __launch_bounds__(Cfg::THREADS)
     forward_kernel(ConvParams p, const float* __restrict__ x, const float* __restrict__ w,
                    const float* __restrict__ bias, float* __restrict__ y, bool vec_w, bool vec_hw) {
@@ -67,19 +87,16 @@ __global__ void __launch_bounds__(Cfg::THREADS)
       p.Cg,
       vec_hw,
       tid};
-  const tile::ThreadTile<Cfg> t(tid);
-  float acc[Cfg::TM][Cfg::TN] = {};
-  tile::accumulate(load_w, load_x, 0, p.Cg, sm, t, acc);
   float* y_ng = y + (int64_t(b.n) * p.K + int64_t(b.group) * p.Kg) * p.HW;  // [Kg, HW]
   auto store = [&](int m, int j, const float* v, int count) {
     const float add = bias != nullptr ? bias[b.group * p.Kg + m] : 0.0f;
     store_row(y_ng + int64_t(m) * p.HW, j, v, count, add, vec_hw);
   };
-  tile::finish(sm, t, acc, b.m0, b.j0, p.Kg, p.HW, store);
+  block_gemm<Cfg, MATH>(load_w, load_x, p.Cg, sm, b.m0, b.j0, p.Kg, p.HW, store);
 }
 
 // vec_w: w 16-byte aligned and Cg % 4 == 0; vec_hw: dy and dx 16-byte aligned and HW % 4 == 0.
-template <class Cfg>
+template <class Cfg, GemmMath MATH>
 __global__ void __launch_bounds__(Cfg::THREADS)
     backward_data_kernel(ConvParams p, const float* __restrict__ dy, const float* __restrict__ w,
                          float* __restrict__ dx, bool vec_w, bool vec_hw) {
@@ -97,14 +114,11 @@ __global__ void __launch_bounds__(Cfg::THREADS)
       p.Kg,
       vec_hw,
       tid};
-  const tile::ThreadTile<Cfg> t(tid);
-  float acc[Cfg::TM][Cfg::TN] = {};
-  tile::accumulate(load_w, load_dy, 0, p.Kg, sm, t, acc);
   float* dx_ng = dx + (int64_t(b.n) * p.C + int64_t(b.group) * p.Cg) * p.HW;  // [Cg, HW]
   auto store = [&](int m, int j, const float* v, int count) {
     store_row(dx_ng + int64_t(m) * p.HW, j, v, count, 0.0f, vec_hw);
   };
-  tile::finish(sm, t, acc, b.m0, b.j0, p.Cg, p.HW, store);
+  block_gemm<Cfg, MATH>(load_w, load_dy, p.Kg, sm, b.m0, b.j0, p.Cg, p.HW, store);
 }
 
 // The grid of one pass: images * column tiles by groups * row tiles.
@@ -117,30 +131,38 @@ dim3 grid_of(const Conv2dGeometry& g, const ConvParams& p, int rows_per_group, i
   return dim3(unsigned(x), implicit_gemm::grid_y(g, rows_per_group, bm));
 }
 
-template <class Cfg>
+template <class Cfg, GemmMath MATH = GemmMath::fp32>
 void launch_forward(const Conv2dGeometry& g, const ConvParams& p, const float* x, const float* w,
                     const float* bias, float* y, gpu::Stream stream) {
   const bool vec_hw = aligned16(x) && aligned16(y) && p.HW % 4 == 0;
-  forward_kernel<Cfg><<<grid_of(g, p, p.Kg, Cfg::BM, Cfg::BN), Cfg::THREADS, 0, stream>>>(
+  forward_kernel<Cfg, MATH><<<grid_of(g, p, p.Kg, Cfg::BM, Cfg::BN), Cfg::THREADS, 0, stream>>>(
       p, x, w, bias, y, aligned16(w) && p.Cg % 4 == 0, vec_hw);
   gpu::check_launch("conv2d_forward (pointwise GEMM)");
 }
 
-template <class Cfg>
+template <class Cfg, GemmMath MATH = GemmMath::fp32>
 void launch_backward_data(const Conv2dGeometry& g, const ConvParams& p, const float* dy,
                           const float* w, float* dx, gpu::Stream stream) {
   const bool vec_hw = aligned16(dy) && aligned16(dx) && p.HW % 4 == 0;
-  backward_data_kernel<Cfg><<<grid_of(g, p, p.Cg, Cfg::BM, Cfg::BN), Cfg::THREADS, 0, stream>>>(
-      p, dy, w, dx, aligned16(w) && p.Cg % 4 == 0, vec_hw);
+  backward_data_kernel<Cfg, MATH>
+      <<<grid_of(g, p, p.Cg, Cfg::BM, Cfg::BN), Cfg::THREADS, 0, stream>>>(
+          p, dy, w, dx, aligned16(w) && p.Cg % 4 == 0, vec_hw);
   gpu::check_launch("conv2d_backward_data (pointwise GEMM)");
 }
 
 }  // namespace
 
-// Tiles: the GEMM's cost estimate over one image's [rows, HW] result, N * groups copies of it.
+// Tiles (fp32): the GEMM's cost estimate over one image's [rows, HW] result, N * groups copies of
+// it. tf32 and bf16 run conv_mma's one tile.
 void forward(const Conv2dGeometry& g, const float* x, const float* w, const float* bias, float* y,
-             gpu::Stream stream) {
+             gpu::Stream stream, GemmMath math) {
   const ConvParams p = implicit_gemm::params_of(g);
+  if (math == GemmMath::tf32) {
+    return launch_forward<conv_mma::Tile, GemmMath::tf32>(g, p, x, w, bias, y, stream);
+  }
+  if (math == GemmMath::bf16) {
+    return launch_forward<conv_mma::Tile, GemmMath::bf16>(g, p, x, w, bias, y, stream);
+  }
   switch (tile::choose_tile(p.Kg, p.HW, g.groups * g.N, TileShape::small)) {
     case TileShape::large:
       return launch_forward<tile::Large>(g, p, x, w, bias, y, stream);
@@ -152,8 +174,14 @@ void forward(const Conv2dGeometry& g, const float* x, const float* w, const floa
 }
 
 void backward_data(const Conv2dGeometry& g, const float* dy, const float* w, float* dx,
-                   gpu::Stream stream) {
+                   gpu::Stream stream, GemmMath math) {
   const ConvParams p = implicit_gemm::params_of(g);
+  if (math == GemmMath::tf32) {
+    return launch_backward_data<conv_mma::Tile, GemmMath::tf32>(g, p, dy, w, dx, stream);
+  }
+  if (math == GemmMath::bf16) {
+    return launch_backward_data<conv_mma::Tile, GemmMath::bf16>(g, p, dy, w, dx, stream);
+  }
   switch (tile::choose_tile(p.Cg, p.HW, g.groups * g.N, TileShape::small)) {
     case TileShape::large:
       return launch_backward_data<tile::Large>(g, p, dy, w, dx, stream);

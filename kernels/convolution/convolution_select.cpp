@@ -84,13 +84,27 @@ const char* conv_algorithm_status_name(ConvAlgorithmStatus status) {
   return "?";
 }
 
+double conv_find_tolerance(cuda::GemmMath math) {
+  switch (math) {
+    case cuda::GemmMath::fp32:
+      break;
+    case cuda::GemmMath::tf32:
+      return 2e-3;
+    case cuda::GemmMath::bf16:
+      return 1e-2;
+  }
+  return kConvFindTolerance;
+}
+
 std::string conv_algorithm_cache_key(cuda::ConvPass pass, const Conv2dGeometry& g,
-                                     const std::string& device, size_t workspace_limit_bytes) {
+                                     const std::string& device, size_t workspace_limit_bytes,
+                                     cuda::GemmMath math) {
   std::ostringstream key;
   key << "conv2d " << cuda::conv_pass_name(pass) << " N" << g.N << " C" << g.C << " H" << g.H
       << " W" << g.W << " K" << g.K << " R" << g.R << " S" << g.S << " pad" << g.pad_h << "x"
       << g.pad_w << " stride" << g.stride_h << "x" << g.stride_w << " dilation" << g.dilation_h
       << "x" << g.dilation_w << " groups" << g.groups;
+  if (math != cuda::GemmMath::fp32) key << " math " << cuda::gemm_math_name(math);
   if (!device.empty()) {
     key << " ws<=";
     if (workspace_limit_bytes == std::numeric_limits<size_t>::max()) {
@@ -104,17 +118,17 @@ std::string conv_algorithm_cache_key(cuda::ConvPass pass, const Conv2dGeometry& 
 }
 
 cuda::ConvVersion find_conv_algorithm_cached(Context& ctx, cuda::ConvPass pass,
-                                             const Conv2dGeometry& g,
-                                             size_t workspace_limit_bytes) {
+                                             const Conv2dGeometry& g, size_t workspace_limit_bytes,
+                                             cuda::GemmMath math) {
   const std::string key =
-      conv_algorithm_cache_key(pass, g, device_name(ctx), workspace_limit_bytes);
+      conv_algorithm_cache_key(pass, g, device_name(ctx), workspace_limit_bytes, math);
   std::map<std::string, std::string>& cache = ctx.algorithm_cache();
   if (auto it = cache.find(key); it != cache.end()) {
     const std::optional<cuda::ConvVersion> cached = cuda::conv_version_from_name(it->second);
     if (cached && cuda::supports(*cached, pass, g)) return *cached;
   }
   const std::vector<ConvAlgorithmPerf> results =
-      find_conv_algorithms(ctx, pass, g, workspace_limit_bytes);
+      find_conv_algorithms(ctx, pass, g, workspace_limit_bytes, math);
   // Sorted, ok first; the heuristic version always checks against itself, so unless it is over
   // the limit there is an ok result.
   if (results.empty() || results.front().status != ConvAlgorithmStatus::ok) {
@@ -127,13 +141,14 @@ cuda::ConvVersion find_conv_algorithm_cached(Context& ctx, cuda::ConvPass pass,
 
 cuda::ConvVersion choose_conv_algorithm(Context& ctx, cuda::ConvPass pass, const Conv2dGeometry& g,
                                         const ConvAlgorithmRequest& request,
-                                        size_t workspace_limit_bytes, const std::string& where) {
+                                        size_t workspace_limit_bytes, const std::string& where,
+                                        cuda::GemmMath math) {
   switch (request.mode) {
     case ConvAlgorithmRequest::Mode::pinned:
       check_supported(request.version, pass, g, where);
       return request.version;
     case ConvAlgorithmRequest::Mode::measure:
-      return find_conv_algorithm_cached(ctx, pass, g, workspace_limit_bytes);
+      return find_conv_algorithm_cached(ctx, pass, g, workspace_limit_bytes, math);
     case ConvAlgorithmRequest::Mode::heuristic:
       break;
   }

@@ -63,31 +63,42 @@ struct ConvAlgorithmPerf {
 // The largest relative difference from the heuristic version's output find accepts (fp32 sums in
 // another order differ by about 1e-6; a wrong index or a lower precision differs far more).
 constexpr double kConvFindTolerance = 1e-4;
+// The same in `math` (the reference stays fp32): fp32 kConvFindTolerance, tf32 2e-3 (operands
+// rounded to 10-bit mantissas), bf16 1e-2 (7-bit mantissas).
+double conv_find_tolerance(cuda::GemmMath math);
 
 // cuDNN's Find on the context's device: every version that supports (pass, g), on scratch tensors
 // from the context filled with random values (a fixed seed; the context's generator is not
 // touched), run once and checked against the heuristic version, then timed (median of a few
 // runs after a warm-up). Sorted: ok results fastest first, then mismatches, then those over the
 // limit. Synchronizes the stream (it reads results back): call it outside CUDA-graph capture.
-// Throws crema::Error on a CPU context.
+// Throws crema::Error on a CPU context. Every version runs in `math` (those that compute in fp32
+// whatever the math too: cuda::computes_in); the heuristic's reference runs in fp32 and a
+// version passes within conv_find_tolerance(math).
 std::vector<ConvAlgorithmPerf> find_conv_algorithms(Context& ctx, cuda::ConvPass pass,
                                                     const Conv2dGeometry& g,
-                                                    size_t workspace_limit_bytes);
+                                                    size_t workspace_limit_bytes,
+                                                    cuda::GemmMath math = cuda::GemmMath::fp32);
 
-// The key of (pass, g, device, limit) in Context::algorithm_cache():
+// The key of (pass, g, device, limit, math) in Context::algorithm_cache():
 // "conv2d forward N64 C64 H56 W56 K64 R3 S3 pad1x1 stride1x1 dilation1x1 groups1 ws<=any on
-// NVIDIA H200, sm_90, ...".
+// NVIDIA H200, sm_90, ...", with " math tf32" (or bf16) after the groups for a math other than
+// fp32 (so caches written before math modes existed keep their fp32 entries).
 std::string conv_algorithm_cache_key(cuda::ConvPass pass, const Conv2dGeometry& g,
-                                     const std::string& device, size_t workspace_limit_bytes);
+                                     const std::string& device, size_t workspace_limit_bytes,
+                                     cuda::GemmMath math = cuda::GemmMath::fp32);
 // find_conv_algorithms' fastest ok version, measured once per key: a cached name that this
 // build does not know, or that does not support g, is measured again.
 cuda::ConvVersion find_conv_algorithm_cached(Context& ctx, cuda::ConvPass pass,
-                                             const Conv2dGeometry& g, size_t workspace_limit_bytes);
-// The version `request` picks for (pass, g): get, find (cached) or the pinned one. Throws
-// crema::Error naming `where` when a pinned version does not support (pass, g).
+                                             const Conv2dGeometry& g, size_t workspace_limit_bytes,
+                                             cuda::GemmMath math = cuda::GemmMath::fp32);
+// The version `request` picks for (pass, g) in `math`: get (which does not depend on the math),
+// find (cached per math) or the pinned one. Throws crema::Error naming `where` when a pinned
+// version does not support (pass, g).
 cuda::ConvVersion choose_conv_algorithm(Context& ctx, cuda::ConvPass pass, const Conv2dGeometry& g,
                                         const ConvAlgorithmRequest& request,
-                                        size_t workspace_limit_bytes, const std::string& where);
+                                        size_t workspace_limit_bytes, const std::string& where,
+                                        cuda::GemmMath math = cuda::GemmMath::fp32);
 
 // The algorithm cache as a JSON file: {"crema_algorithm_cache": 1, "entries": {key: name}}.
 // load merges the file's entries into `cache` (a missing file adds nothing; a malformed one

@@ -63,22 +63,24 @@ class PassRunner {
     }
   }
 
-  // Queues one call of `version` on the stream.
+  // Queues one call of `version` in `math_` on the stream.
   void launch(cuda::ConvVersion version, float* workspace) {
     const gpu::Stream stream = ctx_.stream();
     switch (pass_) {
       case cuda::ConvPass::forward:
         return cuda::conv2d_forward(g_, a_.data<float>(), b_.data<float>(), nullptr,
-                                    out_.data<float>(), workspace, stream, version);
+                                    out_.data<float>(), workspace, stream, version, math_);
       case cuda::ConvPass::backward_data:
         return cuda::conv2d_backward_data(g_, a_.data<float>(), b_.data<float>(),
-                                          out_.data<float>(), workspace, stream, version);
+                                          out_.data<float>(), workspace, stream, version, math_);
       case cuda::ConvPass::backward_filter:
         return cuda::conv2d_backward_filter(g_, a_.data<float>(), b_.data<float>(),
-                                            out_.data<float>(), nullptr, workspace, stream,
-                                            version);
+                                            out_.data<float>(), nullptr, workspace, stream, version,
+                                            math_);
     }
   }
+
+  void set_math(cuda::GemmMath math) { math_ = math; }
 
   // Runs `version` once from a fresh output and returns that output.
   std::vector<float> run_once(cuda::ConvVersion version, float* workspace) {
@@ -94,6 +96,7 @@ class PassRunner {
   cuda::ConvPass pass_;
   Conv2dGeometry g_;
   Tensor a_, b_, out_;
+  cuda::GemmMath math_ = cuda::GemmMath::fp32;
 };
 
 // Median of kTimedRuns calls after one warm-up, timed with events on the stream.
@@ -159,7 +162,8 @@ size_t conv_algorithm_workspace_bytes(cuda::ConvVersion version, cuda::ConvPass 
 
 std::vector<ConvAlgorithmPerf> find_conv_algorithms(Context& ctx, cuda::ConvPass pass,
                                                     const Conv2dGeometry& g,
-                                                    size_t workspace_limit_bytes) {
+                                                    size_t workspace_limit_bytes,
+                                                    cuda::GemmMath math) {
   const std::string op = std::string("find_conv_algorithms (") + cuda::conv_pass_name(pass) + ")";
   if (!ctx.device().is_cuda()) {
     throw Error(op + ": measuring needs a CUDA context, this one runs on " + ctx.device().str());
@@ -176,6 +180,7 @@ std::vector<ConvAlgorithmPerf> find_conv_algorithms(Context& ctx, cuda::ConvPass
   const std::vector<float> reference =
       runner.run_once(heuristic, heuristic_workspace.data<float>());
   heuristic_workspace = Tensor();
+  runner.set_math(math);  // the reference above ran in fp32
 
   std::vector<ConvAlgorithmPerf> results;
   for (cuda::ConvVersion version : cuda::conv_versions()) {
@@ -190,7 +195,7 @@ std::vector<ConvAlgorithmPerf> find_conv_algorithms(Context& ctx, cuda::ConvPass
     Tensor workspace = workspace_for(version);
     perf.rel_error =
         relative_difference(runner.run_once(version, workspace.data<float>()), reference);
-    if (!(perf.rel_error <= kConvFindTolerance)) {  // NaN (an unwritten element) fails too
+    if (!(perf.rel_error <= conv_find_tolerance(math))) {  // NaN (an unwritten element) fails too
       perf.status = ConvAlgorithmStatus::mismatch;
     } else {
       perf.ms = median_ms(ctx, runner, version, workspace.data<float>());

@@ -22,7 +22,7 @@ size_t conv_algorithm_workspace_bytes(cuda::ConvVersion, cuda::ConvPass, const C
 }
 
 std::vector<ConvAlgorithmPerf> find_conv_algorithms(Context&, cuda::ConvPass, const Conv2dGeometry&,
-                                                    size_t) {
+                                                    size_t, cuda::GemmMath) {
   no_cuda("find_conv_algorithms");
 }
 

@@ -88,4 +88,21 @@ bool supports(ConvVersion version, ConvPass pass, const Conv2dGeometry& g) {
   return true;
 }
 
+bool computes_in(ConvVersion version, ConvPass pass, GemmMath math) {
+  switch (version) {
+    case ConvVersion::im2col_gemm:
+    case ConvVersion::pointwise_gemm:
+    case ConvVersion::winograd_2x2:
+      return true;
+    case ConvVersion::implicit_gemm:
+    case ConvVersion::direct:
+    case ConvVersion::precomputed_gemm:  // their filter gradient is v2's
+      return math == GemmMath::fp32 || pass == ConvPass::backward_filter;
+    case ConvVersion::depthwise_direct:
+    case ConvVersion::winograd_4x4:
+      break;
+  }
+  return math == GemmMath::fp32;
+}
+
 }  // namespace crema::kernels::cuda

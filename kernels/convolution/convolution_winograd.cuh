@@ -31,6 +31,7 @@
 #include <initializer_list>
 
 #include "kernels/convolution/convolution_implicit_gemm.cuh"
+#include "kernels/convolution/convolution_mma.cuh"
 #include "kernels/gemm/gemm_block_tile.cuh"
 
 namespace crema::kernels::cuda::winograd {
@@ -206,9 +207,10 @@ struct BatchedGemm {
 template <class Cfg>
 constexpr int kMinBlocks = Cfg::TM* Cfg::TN >= 64 ? 2 : 4;
 
-template <class Cfg, bool B_K_CONTIGUOUS>
-__global__ void __launch_bounds__(Cfg::THREADS, kMinBlocks<Cfg>)
-    batched_gemm_kernel(BatchedGemm p) {
+// One block's tile of one batch and split, in MATH: FFMA tiles (fp32) or conv_mma's tensor cores
+// (tf32, bf16; Cfg is then conv_mma::Tile).
+template <class Cfg, bool B_K_CONTIGUOUS, GemmMath MATH>
+__device__ __forceinline__ void batched_gemm_block(const BatchedGemm& p) {
   __shared__ tile::SharedStorage<Cfg> sm;
   const int tiles_m = (p.rows + Cfg::BM - 1) / Cfg::BM;
   const int group = blockIdx.y / tiles_m;
@@ -233,9 +235,6 @@ __global__ void __launch_bounds__(Cfg::THREADS, kMinBlocks<Cfg>)
       k_end,
       p.vec_b,
       tid};
-  const tile::ThreadTile<Cfg> t(tid);
-  float acc[Cfg::TM][Cfg::TN] = {};
-  tile::accumulate(load_a, load_b, k_begin, k_end, sm, t, acc);
   float* c = p.c + split * p.c_split + batch * p.c_batch + group * p.c_group;
   auto store = [&](int m, int n, const float* v, int count) {
     float* dst = c + m * p.ldc + n;
@@ -245,7 +244,28 @@ __global__ void __launch_bounds__(Cfg::THREADS, kMinBlocks<Cfg>)
     }
     for (int e = 0; e < count; ++e) dst[e] = v[e];
   };
-  tile::finish(sm, t, acc, m0, n0, p.rows, p.cols, store);
+  if constexpr (MATH == GemmMath::fp32) {
+    const tile::ThreadTile<Cfg> t(tid);
+    float acc[Cfg::TM][Cfg::TN] = {};
+    tile::accumulate(load_a, load_b, k_begin, k_end, sm, t, acc);
+    tile::finish(sm, t, acc, m0, n0, p.rows, p.cols, store);
+  } else {
+    conv_mma::gemm<MATH == GemmMath::bf16>(load_a, load_b, k_begin, k_end, sm, m0, n0, p.rows,
+                                           p.cols, store);
+  }
+}
+
+template <class Cfg, bool B_K_CONTIGUOUS>
+__global__ void __launch_bounds__(Cfg::THREADS, kMinBlocks<Cfg>)
+    batched_gemm_kernel(BatchedGemm p) {
+  batched_gemm_block<Cfg, B_K_CONTIGUOUS, GemmMath::fp32>(p);
+}
+
+// Two blocks per SM: 32 accumulators, the fragments and the next slab need about 100 registers.
+template <bool B_K_CONTIGUOUS, GemmMath MATH>
+__global__ void __launch_bounds__(conv_mma::Tile::THREADS, 2)
+    batched_gemm_mma_kernel(BatchedGemm p) {
+  batched_gemm_block<conv_mma::Tile, B_K_CONTIGUOUS, MATH>(p);
 }
 
 // 64 x 256 tiles with 8 x 8 per thread (Large's micro-tile): the shape for 64 output channels
@@ -287,8 +307,26 @@ void launch_gemm(const BatchedGemm& p, int groups, int splits, gpu::Stream strea
   gpu::check_launch("conv2d (Winograd: batched GEMM)");
 }
 
+template <bool B_K_CONTIGUOUS, GemmMath MATH>
+void launch_gemm_mma(const BatchedGemm& p, int groups, int splits, gpu::Stream stream) {
+  using Cfg = conv_mma::Tile;
+  const dim3 grid(unsigned((p.cols + Cfg::BN - 1) / Cfg::BN),
+                  unsigned(groups * ((p.rows + Cfg::BM - 1) / Cfg::BM)),
+                  unsigned(p.batches * splits));
+  batched_gemm_mma_kernel<B_K_CONTIGUOUS, MATH><<<grid, Cfg::THREADS, 0, stream>>>(p);
+  gpu::check_launch("conv2d (Winograd: batched GEMM on tensor cores)");
+}
+
+// `shape` picks the FFMA tile (fp32); tf32 and bf16 run conv_mma's one tile.
 template <bool B_K_CONTIGUOUS>
-void run_gemm(GemmTile shape, const BatchedGemm& p, int groups, int splits, gpu::Stream stream) {
+void run_gemm(GemmTile shape, const BatchedGemm& p, int groups, int splits, gpu::Stream stream,
+              GemmMath math) {
+  if (math == GemmMath::tf32) {
+    return launch_gemm_mma<B_K_CONTIGUOUS, GemmMath::tf32>(p, groups, splits, stream);
+  }
+  if (math == GemmMath::bf16) {
+    return launch_gemm_mma<B_K_CONTIGUOUS, GemmMath::bf16>(p, groups, splits, stream);
+  }
   switch (shape) {
     case GemmTile::small:
       return launch_gemm<tile::Small, B_K_CONTIGUOUS>(p, groups, splits, stream);

@@ -117,7 +117,7 @@ __global__ void output_transform_kernel(const float* __restrict__ Mt, int K, int
 
 template <int M>
 void run(const Problem& p, const float* src, const float* w, bool flip, const float* bias,
-         float* dst, float* workspace, gpu::Stream stream) {
+         float* dst, float* workspace, gpu::Stream stream, GemmMath math) {
   constexpr int A = Transform<M>::kAlpha;
   const Layout l = layout_of(p, M);
   float* U = workspace;  // [alpha^2][Cout][Cin/G]
@@ -140,7 +140,7 @@ void run(const Problem& p, const float* src, const float* w, bool flip, const fl
   gemm.vec_a = vec_ok(U, {gemm.a.ld, gemm.a.batch_stride, gemm.a.group_stride});
   gemm.vec_b = vec_ok(V, {gemm.b.ld, gemm.b.batch_stride, gemm.b.group_stride});
   gemm.vec_c = vec_ok(Mt, {gemm.ldc, gemm.c_batch, gemm.c_group});
-  run_gemm<false>(gemm_tile(gemm.rows, gemm.cols), gemm, p.groups, 1, stream);
+  run_gemm<false>(gemm_tile(gemm.rows, gemm.cols), gemm, p.groups, 1, stream, math);
   output_transform_kernel<M><<<blocks_for(int64_t(p.Cout) * l.grid.T), kThreads, 0, stream>>>(
       Mt, p.Cout, p.P, p.Q, l.grid, bias, dst);
   gpu::check_launch("conv2d (Winograd: output transform)");
@@ -162,15 +162,16 @@ size_t backward_data_workspace(const Conv2dGeometry& g, int m) {
 }
 
 void forward(const Conv2dGeometry& g, int m, const float* x, const float* w, const float* bias,
-             float* y, float* workspace, gpu::Stream stream) {
-  if (m == 2) return run<2>(forward_problem(g), x, w, false, bias, y, workspace, stream);
-  run<4>(forward_problem(g), x, w, false, bias, y, workspace, stream);
+             float* y, float* workspace, gpu::Stream stream, GemmMath math) {
+  if (m == 2) return run<2>(forward_problem(g), x, w, false, bias, y, workspace, stream, math);
+  run<4>(forward_problem(g), x, w, false, bias, y, workspace, stream, math);
 }
 
 void backward_data(const Conv2dGeometry& g, int m, const float* dy, const float* w, float* dx,
-                   float* workspace, gpu::Stream stream) {
-  if (m == 2) return run<2>(backward_data_problem(g), dy, w, true, nullptr, dx, workspace, stream);
-  run<4>(backward_data_problem(g), dy, w, true, nullptr, dx, workspace, stream);
+                   float* workspace, gpu::Stream stream, GemmMath math) {
+  const Problem p = backward_data_problem(g);
+  if (m == 2) return run<2>(p, dy, w, true, nullptr, dx, workspace, stream, math);
+  run<4>(p, dy, w, true, nullptr, dx, workspace, stream, math);
 }
 
 }  // namespace crema::kernels::cuda::winograd

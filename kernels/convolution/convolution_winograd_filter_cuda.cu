@@ -127,7 +127,7 @@ __global__ void filter_gradient_kernel(const float* __restrict__ Mw, int K, int 
 
 template <int M>
 void run_filter(const Conv2dGeometry& g, const float* x, const float* dy, float* dw,
-                float* workspace, gpu::Stream stream) {
+                float* workspace, gpu::Stream stream, GemmMath math) {
   constexpr int A = Transform<M>::kAlpha;
   const FilterPlan plan = filter_plan(g, M);
   const int C = int(g.C), K = int(g.K), Cg = C / int(g.groups), Kg = K / int(g.groups);
@@ -151,7 +151,7 @@ void run_filter(const Conv2dGeometry& g, const float* x, const float* dy, float*
   gemm.vec_a = vec_ok(D, {gemm.a.ld, gemm.a.batch_stride, gemm.a.group_stride});
   gemm.vec_b = vec_ok(V, {gemm.b.ld, gemm.b.batch_stride, gemm.b.group_stride});
   gemm.vec_c = vec_ok(partial, {gemm.ldc, gemm.c_batch, gemm.c_group, gemm.c_split});
-  run_gemm<true>(plan.shape, gemm, int(g.groups), plan.splits, stream);
+  run_gemm<true>(plan.shape, gemm, int(g.groups), plan.splits, stream, math);
   if (plan.splits > 1) {
     const int64_t count = int64_t(A) * A * K * Cg;
     sum_splits_kernel<<<blocks_for(count), kThreads, 0, stream>>>(partial, plan.splits, count);
@@ -170,11 +170,11 @@ size_t backward_filter_workspace(const Conv2dGeometry& g, int m) {
 }
 
 void backward_filter(const Conv2dGeometry& g, int m, const float* x, const float* dy, float* dw,
-                     float* db, float* workspace, gpu::Stream stream) {
+                     float* db, float* workspace, gpu::Stream stream, GemmMath math) {
   if (m == 2) {
-    run_filter<2>(g, x, dy, dw, workspace, stream);
+    run_filter<2>(g, x, dy, dw, workspace, stream, math);
   } else {
-    run_filter<4>(g, x, dy, dw, workspace, stream);
+    run_filter<4>(g, x, dy, dw, workspace, stream, math);
   }
   if (db != nullptr) conv2d_backward_bias(g, dy, db, stream);
 }

@@ -4,11 +4,15 @@
 Runs `crema bench conv`, `crema bench gemm` (fp32, and tf32/bf16 at 8192^3) and the peer
 benchmark peer_cudnn.py (its path is an argument: it is not part of crema) in one go, then prints
 per convolution shape and pass the time of crema's fastest version that passed its check over
-cuDNN's (fp32, TF32 off), their geometric mean, and crema's GEMM against cuBLAS. The bars of
-issue 8: fp32 convolutions geomean <= 1.2 with no shape above 2.0; fp32 GEMM >= 90% of cuBLAS.
+cuDNN's (fp32, TF32 off), their geometric mean, the same in TF32 (crema's fastest version in fp32
+or tf32 -- `crema bench conv --math tf32` runs the versions with a tf32 path -- over cuDNN's with
+TF32 on), and crema's GEMM against cuBLAS. The bars of issue 8: fp32 convolutions geomean <= 1.2
+with no shape above 2.0; TF32 convolutions geomean <= 1.5; fp32 GEMM >= 90% of cuBLAS.
 
   python3 scripts/bench/compare_cudnn.py --crema build/bin/crema --peer PATH/peer_cudnn.py \
-      [--out DIR]          (DIR keeps the raw outputs: conv.txt, gemm*.txt, peer.json)
+      [--out DIR] [--conv-only] [--bench-args "--repeats 10"]
+      (DIR keeps the raw outputs: conv*.txt, gemm*.txt, peer.json; --conv-only skips crema's GEMM
+      benchmarks; --bench-args are appended to every `crema bench` command)
   python3 scripts/bench/compare_cudnn.py --from DIR   (the comparison again, from kept outputs)
 """
 import argparse
@@ -46,6 +50,27 @@ def geomean(values):
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
 
 
+def compare_conv(peer, conv, title, peer_suffix):
+    """Prints crema's fastest passing version per shape and pass over the peer's; the ratios."""
+    prims = peer["prims"]
+    print(f"\ncrema / cuDNN on {peer['device']} (torch {peer['torch']}, cuDNN {peer['cudnn']}), "
+          f"{title}")
+    print(f"{'shape':34} {'pass':6} {'crema version':18} {'crema ms':>9} {'cuDNN ms':>9} {'ratio':>6}")
+    ratios = []
+    for shape in dict.fromkeys(r["shape"] for r in conv):
+        for pass_ in PASSES:
+            row = best(conv, shape, pass_)
+            key = f"conv {pass_} {shape} {peer_suffix}"
+            if row is None or key not in prims:
+                print(f"{shape:34} {pass_:6} {'(no passing version or no peer)':18}")
+                continue
+            ratio = row["ms"] / prims[key]["ms"]
+            ratios.append(ratio)
+            print(f"{shape:34} {pass_:6} {row['version']:18} {row['ms']:9.4f} "
+                  f"{prims[key]['ms']:9.4f} {ratio:6.2f}")
+    return ratios
+
+
 def run(command, path):
     print("$", " ".join(command), flush=True)
     result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -62,23 +87,20 @@ def compare(out_dir):
     prims = peer["prims"]
     with open(os.path.join(out_dir, "conv.txt")) as f:
         conv = parse_table(f.read())
-    print(f"\ncrema / cuDNN on {peer['device']} (torch {peer['torch']}, cuDNN {peer['cudnn']}), fp32")
-    print(f"{'shape':34} {'pass':6} {'crema version':18} {'crema ms':>9} {'cuDNN ms':>9} {'ratio':>6}")
-    ratios = []
-    for shape in dict.fromkeys(r["shape"] for r in conv):
-        for pass_ in PASSES:
-            row = best(conv, shape, pass_)
-            key = f"conv {pass_} {shape} tf32=False"
-            if row is None or key not in prims:
-                print(f"{shape:34} {pass_:6} {'(no passing version or no peer)':18}")
-                continue
-            ratio = row["ms"] / prims[key]["ms"]
-            ratios.append(ratio)
-            print(f"{shape:34} {pass_:6} {row['version']:18} {row['ms']:9.4f} "
-                  f"{prims[key]['ms']:9.4f} {ratio:6.2f}")
+    ratios = compare_conv(peer, conv, "fp32", "tf32=False")
     worst = max(ratios) if ratios else float("nan")
     print(f"geometric mean {geomean(ratios):.2f} over {len(ratios)} (bar <= 1.2), "
           f"worst {worst:.2f} (bar <= 2.0)")
+    tf32_path = os.path.join(out_dir, "conv_tf32.txt")
+    if os.path.exists(tf32_path):
+        with open(tf32_path) as f:
+            conv_tf32 = parse_table(f.read())
+        for row in conv_tf32:
+            row["version"] += "/tf32"
+        ratios = compare_conv(peer, conv + conv_tf32, "TF32 (crema fp32 or tf32 versions)",
+                              "tf32=True")
+        print(f"geometric mean {geomean(ratios):.2f} over {len(ratios)} (bar <= 1.5), "
+              f"worst {max(ratios) if ratios else float('nan'):.2f}")
 
     print(f"\n{'GEMM 8192^3':34} {'math':6} {'crema version':18} {'TFLOP/s':>9} {'cuBLAS':>9} {'share':>6}")
     for math_, key in GEMM_MATHS:
@@ -103,6 +125,8 @@ def main():
     parser.add_argument("--peer", help="path of peer_cudnn.py")
     parser.add_argument("--out", default="bench_compare", help="where the raw outputs go")
     parser.add_argument("--from", dest="from_dir", help="compare the raw outputs kept in DIR")
+    parser.add_argument("--conv-only", action="store_true", help="skip crema's GEMM benchmarks")
+    parser.add_argument("--bench-args", default="", help="appended to every `crema bench` command")
     args = parser.parse_args()
     if args.from_dir:
         compare(args.from_dir)
@@ -111,11 +135,15 @@ def main():
         parser.error("--crema and --peer are required (or --from DIR)")
     os.makedirs(args.out, exist_ok=True)
     crema = shlex.split(args.crema)
-    run(crema + ["bench", "conv"], os.path.join(args.out, "conv.txt"))
-    run(crema + ["bench", "gemm"], os.path.join(args.out, "gemm_fp32.txt"))
-    for math_ in ("tf32", "bf16"):
-        run(crema + ["bench", "gemm", "--math", math_, "--shape", "8192,8192,8192"],
-            os.path.join(args.out, f"gemm_{math_}.txt"))
+    extra = shlex.split(args.bench_args)
+    run(crema + ["bench", "conv"] + extra, os.path.join(args.out, "conv.txt"))
+    run(crema + ["bench", "conv", "--math", "tf32"] + extra,
+        os.path.join(args.out, "conv_tf32.txt"))
+    if not args.conv_only:
+        run(crema + ["bench", "gemm"] + extra, os.path.join(args.out, "gemm_fp32.txt"))
+        for math_ in ("tf32", "bf16"):
+            run(crema + ["bench", "gemm", "--math", math_, "--shape", "8192,8192,8192"] + extra,
+                os.path.join(args.out, f"gemm_{math_}.txt"))
     run([sys.executable, args.peer, "--json", os.path.join(args.out, "peer.json")],
         os.path.join(args.out, "peer.txt"))
     compare(args.out)

@@ -1,7 +1,8 @@
 // What the CUDA convolution tests share: random problems with their expected results (ref:: in
 // double, or the CPU path for large batches), the tensors on the device, and a check of every
-// pass of one version (outputs poisoned with NaN, dw and db pre-filled; ||out - ref|| / ||ref||
-// below 1e-5).
+// pass of one version in one math (outputs poisoned with NaN, dw and db pre-filled;
+// ||out - ref|| / ||ref|| below 1e-5 in fp32, below conv_find_tolerance(math) for a version that
+// computes in tf32 or bf16).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -15,6 +16,7 @@
 #include "core/context.h"
 #include "core/random.h"
 #include "kernels/convolution/convolution.h"
+#include "kernels/convolution/convolution_select.h"
 
 namespace crema::kernels::conv_test {
 
@@ -116,11 +118,13 @@ inline Tensor upload(Context& ctx, const std::vector<float>& host) {
   return t;
 }
 
-// Every element finite (NaN poison overwritten) and ||out - ref|| / ||ref|| < 1e-5.
-inline void expect_close(const Tensor& t, const std::vector<double>& expected,
-                         const std::string& what) {
+// Every element finite (NaN poison overwritten) and ||out - ref|| / ||ref|| < tolerance.
+// Returns that relative error.
+inline double expect_close(const Tensor& t, const std::vector<double>& expected,
+                           const std::string& what, double tolerance = 1e-5) {
   const std::vector<float> out = t.to_vector();
-  ASSERT_EQ(out.size(), expected.size()) << what;
+  EXPECT_EQ(out.size(), expected.size()) << what;
+  if (out.size() != expected.size()) return INFINITY;
   double diff = 0, norm = 0;
   int64_t not_finite = 0;
   for (size_t i = 0; i < out.size(); ++i) {
@@ -129,7 +133,8 @@ inline void expect_close(const Tensor& t, const std::vector<double>& expected,
     norm += expected[i] * expected[i];
   }
   EXPECT_EQ(not_finite, 0) << what << ": elements not written";
-  EXPECT_LT(std::sqrt(diff), 1e-5 * std::sqrt(norm) + 1e-30) << what;
+  EXPECT_LT(std::sqrt(diff), tolerance * std::sqrt(norm) + 1e-30) << what;
+  return std::sqrt(diff) / (std::sqrt(norm) + 1e-30);
 }
 
 // The problem's tensors on the device.
@@ -153,49 +158,64 @@ inline float* workspace_for(Context& ctx, const Conv2dGeometry& g, cuda::ConvVer
                 cuda::conv2d_backward_filter_workspace(g, true, v)}));
 }
 
-// All passes of one version that it supports for the geometry: forward with and without bias,
-// data, filter alone, filter with the fused bias gradient, and the bias gradient alone.
-inline void check_version(Context& ctx, const Problem& p, cuda::ConvVersion v) {
+// All passes of one version that it supports for the geometry, in `math`: forward with and
+// without bias, data, filter alone, filter with the fused bias gradient, and the bias gradient
+// alone. Each pass is held to its math's tolerance where the version computes it in the math
+// (cuda::computes_in), else to fp32's. Returns the largest relative error of the passes computed
+// in a math other than fp32 (0 when none is).
+inline double check_version(Context& ctx, const Problem& p, cuda::ConvVersion v,
+                            cuda::GemmMath math = cuda::GemmMath::fp32) {
+  using cuda::ConvPass;
   const Conv2dGeometry& g = p.g;
-  const std::string what = describe(g) + " " + cuda::conv_version_name(v);
+  const std::string what =
+      describe(g) + " " + cuda::conv_version_name(v) + " " + cuda::gemm_math_name(math);
+  double worst = 0;
+  auto close = [&](const Tensor& t, const std::vector<double>& expected, ConvPass pass,
+                   const std::string& name) {
+    const bool in_math = math != cuda::GemmMath::fp32 && cuda::computes_in(v, pass, math);
+    const double error =
+        expect_close(t, expected, what + " " + name, in_math ? conv_find_tolerance(math) : 1e-5);
+    if (in_math) worst = std::max(worst, error);
+  };
   DeviceTensors d(ctx, p);
   float* ws = workspace_for(ctx, g, v);
   const gpu::Stream s = ctx.stream();
-  ASSERT_TRUE(cuda::supports(v, cuda::ConvPass::forward, g)) << what;
-  ASSERT_TRUE(cuda::supports(v, cuda::ConvPass::backward_filter, g)) << what;
+  EXPECT_TRUE(cuda::supports(v, cuda::ConvPass::forward, g)) << what;
+  EXPECT_TRUE(cuda::supports(v, cuda::ConvPass::backward_filter, g)) << what;
   ctx.fill(d.y, kNaN);
   cuda::conv2d_forward(g, d.x.data<float>(), d.w.data<float>(), d.bias.data<float>(),
-                       d.y.data<float>(), ws, s, v);
+                       d.y.data<float>(), ws, s, v, math);
   ctx.synchronize();
-  expect_close(d.y, p.y, what + " forward");
+  close(d.y, p.y, ConvPass::forward, "forward");
   ctx.fill(d.y, kNaN);
   cuda::conv2d_forward(g, d.x.data<float>(), d.w.data<float>(), nullptr, d.y.data<float>(), ws, s,
-                       v);
+                       v, math);
   ctx.synchronize();
-  expect_close(d.y, p.y_no_bias, what + " forward without bias");
+  close(d.y, p.y_no_bias, ConvPass::forward, "forward without bias");
   if (cuda::supports(v, cuda::ConvPass::backward_data, g)) {
     ctx.fill(d.dx, kNaN);
     cuda::conv2d_backward_data(g, d.dy.data<float>(), d.w.data<float>(), d.dx.data<float>(), ws, s,
-                               v);
+                               v, math);
     ctx.synchronize();
-    expect_close(d.dx, p.dx, what + " backward data");
+    close(d.dx, p.dx, ConvPass::backward_data, "backward data");
   }
   d.dw.copy_from(upload(ctx, p.dw0));
   cuda::conv2d_backward_filter(g, d.x.data<float>(), d.dy.data<float>(), d.dw.data<float>(),
-                               nullptr, ws, s, v);
+                               nullptr, ws, s, v, math);
   ctx.synchronize();
-  expect_close(d.dw, p.dw, what + " backward filter");
+  close(d.dw, p.dw, ConvPass::backward_filter, "backward filter");
   d.dw.copy_from(upload(ctx, p.dw0));
   d.db.copy_from(upload(ctx, p.db0));
   cuda::conv2d_backward_filter(g, d.x.data<float>(), d.dy.data<float>(), d.dw.data<float>(),
-                               d.db.data<float>(), ws, s, v);
+                               d.db.data<float>(), ws, s, v, math);
   ctx.synchronize();
-  expect_close(d.dw, p.dw, what + " backward filter (with bias)");
-  expect_close(d.db, p.db, what + " backward bias (fused)");
+  close(d.dw, p.dw, ConvPass::backward_filter, "backward filter (with bias)");
+  close(d.db, p.db, ConvPass::backward_filter, "backward bias (fused)");
   d.db.copy_from(upload(ctx, p.db0));
   cuda::conv2d_backward_bias(g, d.dy.data<float>(), d.db.data<float>(), s);
   ctx.synchronize();
   expect_close(d.db, p.db, what + " backward bias (alone)");
+  return worst;
 }
 
 }  // namespace crema::kernels::conv_test

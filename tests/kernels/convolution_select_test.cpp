@@ -75,6 +75,41 @@ TEST(ConvolutionSelect, CacheKeyNamesEveryPart) {
   EXPECT_NE(conv_algorithm_cache_key(ConvPass::backward_data, g, "GPU X", kAnyWorkspace), key);
   EXPECT_NE(conv_algorithm_cache_key(ConvPass::forward, g, "GPU Y", kAnyWorkspace), key);
   EXPECT_NE(conv_algorithm_cache_key(ConvPass::forward, g, "GPU X", 1 << 20), key);
+  // The math: fp32 is the key above (cache files from before math modes still answer); tf32 and
+  // bf16 have keys of their own.
+  EXPECT_EQ(
+      conv_algorithm_cache_key(ConvPass::forward, g, "GPU X", kAnyWorkspace, cuda::GemmMath::fp32),
+      key);
+  EXPECT_EQ(
+      conv_algorithm_cache_key(ConvPass::forward, g, "GPU X", kAnyWorkspace, cuda::GemmMath::tf32),
+      "conv2d forward N64 C64 H56 W56 K64 R3 S3 pad1x1 stride1x1 dilation1x1 groups1 "
+      "math tf32 ws<=any on GPU X");
+  EXPECT_NE(
+      conv_algorithm_cache_key(ConvPass::forward, g, "GPU X", kAnyWorkspace, cuda::GemmMath::bf16),
+      key);
+}
+
+TEST(ConvolutionSelect, FindToleranceFollowsTheMath) {
+  EXPECT_EQ(conv_find_tolerance(cuda::GemmMath::fp32), kConvFindTolerance);
+  EXPECT_EQ(conv_find_tolerance(cuda::GemmMath::tf32), 2e-3);
+  EXPECT_EQ(conv_find_tolerance(cuda::GemmMath::bf16), 1e-2);
+}
+
+TEST(ConvolutionSelect, TensorCorePassesPerVersion) {
+  const cuda::GemmMath tf32 = cuda::GemmMath::tf32, bf16 = cuda::GemmMath::bf16;
+  for (ConvVersion v : cuda::conv_versions()) {
+    for (ConvPass pass : {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_filter}) {
+      EXPECT_TRUE(cuda::computes_in(v, pass, cuda::GemmMath::fp32));
+      EXPECT_EQ(cuda::computes_in(v, pass, tf32), cuda::computes_in(v, pass, bf16));
+    }
+  }
+  EXPECT_TRUE(cuda::computes_in(ConvVersion::im2col_gemm, ConvPass::backward_data, tf32));
+  EXPECT_TRUE(cuda::computes_in(ConvVersion::pointwise_gemm, ConvPass::forward, tf32));
+  EXPECT_TRUE(cuda::computes_in(ConvVersion::winograd_2x2, ConvPass::backward_filter, bf16));
+  EXPECT_TRUE(cuda::computes_in(ConvVersion::implicit_gemm, ConvPass::backward_filter, tf32));
+  EXPECT_FALSE(cuda::computes_in(ConvVersion::implicit_gemm, ConvPass::forward, tf32));
+  EXPECT_FALSE(cuda::computes_in(ConvVersion::winograd_4x4, ConvPass::forward, tf32));
+  EXPECT_FALSE(cuda::computes_in(ConvVersion::depthwise_direct, ConvPass::backward_filter, bf16));
 }
 
 TEST(ConvolutionSelect, CachedChoiceIsUsedWithoutMeasuring) {
@@ -103,10 +138,9 @@ TEST(ConvolutionSelect, StaleCachedNameIsMeasuredAgain) {
   ctx.algorithm_cache()[conv_algorithm_cache_key(ConvPass::backward_data, g, "cpu",
                                                  kAnyWorkspace)] = "a_version_since_removed";
   for (ConvPass pass : {ConvPass::forward, ConvPass::backward_data}) {
-    EXPECT_NE(error_of([&] {
-                find_conv_algorithm_cached(ctx, pass, g, kAnyWorkspace);
-              }).find("CUDA"),
-              std::string::npos);
+    EXPECT_NE(
+        error_of([&] { find_conv_algorithm_cached(ctx, pass, g, kAnyWorkspace); }).find("CUDA"),
+        std::string::npos);
   }
 }
 
