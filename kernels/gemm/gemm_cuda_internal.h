@@ -23,7 +23,8 @@ struct GemmArgs {
   int64_t ldc;
 };
 
-// v5: fp32 SIMT, warp-shaped thread groups, cp.async 3-stage ring (gemm_warp_tiles_cuda.cu).
+// v5: fp32 SIMT, warp-shaped thread groups, double-buffered shared memory fed from registers
+//     (gemm_warp_tiles_cuda.cu).
 void sgemm_warp_tiles(const GemmArgs& args, gpu::Stream stream);
 // v6 / v7: mma.sync tensor cores, TF32 (bf16 == false) or bf16 operands (gemm_mma_cuda.cu).
 void gemm_mma(const GemmArgs& args, bool bf16, gpu::Stream stream);
