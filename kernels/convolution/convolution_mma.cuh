@@ -33,22 +33,6 @@ static_assert(kWarpsM * kWarpsN * 32 == Tile::THREADS, "one warp per piece");
 
 using Acc = float[kMTiles][kNTiles][4];
 
-__device__ __forceinline__ void mma_tf32(float (&d)[4], const uint32_t (&a)[4],
-                                         const uint32_t (&b)[2]) {
-  asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-      "{%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-
-__device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4],
-                                         const uint32_t (&b)[2]) {
-  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-      "{%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-
 // acc += this warp's piece of a[k]^T b[k] over the slab (rows wm*32.., columns wn*32..).
 template <bool BF16>
 __device__ __forceinline__ void multiply_slab(const tile::SharedStorage<Tile>& sm, int wm, int wn,
@@ -91,9 +75,9 @@ __device__ __forceinline__ void multiply_slab(const tile::SharedStorage<Tile>& s
 #pragma unroll
       for (int j = 0; j < kNTiles; ++j) {
         if constexpr (BF16) {
-          mma_bf16(acc[i][j], fa[i], fb[j]);
+          detail::mma_bf16(acc[i][j], fa[i], fb[j]);
         } else {
-          mma_tf32(acc[i][j], fa[i], fb[j]);
+          detail::mma_tf32(acc[i][j], fa[i], fb[j]);
         }
       }
     }

@@ -39,6 +39,23 @@ __device__ __forceinline__ uint32_t to_bf16x2(float lo, float hi) {
   return r;
 }
 
+// The mma.sync instructions (fp32 accumulation): d += a * b on one 16 x 8 tile, TF32 m16n8k8 or
+// bf16 m16n8k16 (fragment layouts: gemm_mma_cuda.cu, convolution_mma.cuh).
+__device__ __forceinline__ void mma_tf32(float (&d)[4], const uint32_t (&a)[4],
+                                         const uint32_t (&b)[2]) {
+  asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+__device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4],
+                                         const uint32_t (&b)[2]) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
 // cp.async of `bytes` (16 or 4) from global to shared; only `src_bytes` are read, the rest of
 // the destination is zero-filled (src_bytes == 0: nothing is read, `src` need only be mapped).
 template <int BYTES>
