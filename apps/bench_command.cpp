@@ -14,6 +14,11 @@ int bench_command(const std::string& op, const std::string& device, const Option
     throw Error("crema bench: unknown op '" + op + "' (gemm, conv or rnn)");
   }
   check_options(options);
+  // Shapes first, so that a typo is reported as one also on a machine without a GPU.
+  for (const std::string& shape : options.shapes) {
+    if (op == "gemm") parse_gemm_shape(shape);
+    if (op == "conv") parse_conv_shape(shape);
+  }
   const Device dev = Device::parse(device);
   if (!dev.is_cuda()) {
     throw Error("crema bench times CUDA kernels; --device " + device +
