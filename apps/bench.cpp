@@ -29,6 +29,9 @@ void check_options(const Options& options) {
   if (options.math != "fp32" && options.math != "tf32" && options.math != "bf16") {
     throw Error("--math: expected fp32, tf32 or bf16, got '" + options.math + "'");
   }
+  if (options.layout != "nchw" && options.layout != "nhwc") {
+    throw Error("--layout: expected nchw or nhwc, got '" + options.layout + "'");
+  }
   if (options.warmup < 0) {
     throw Error("--warmup: must not be negative, got " + std::to_string(options.warmup));
   }

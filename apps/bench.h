@@ -3,7 +3,7 @@
 // TFLOP/s or GB/s and the fraction of the device's peak.
 //
 //   crema bench gemm|conv|rnn [--shape S]... [--version V] [--math fp32|tf32|bf16]
-//                             [--warmup 5] [--repeats 50] [--device cuda:0]
+//                             [--layout nchw|nhwc] [--warmup 5] [--repeats 50] [--device cuda:0]
 //
 // Each op family lives in its own file (bench_gemm.cpp, bench_conv.cpp, bench_rnn.cpp) and
 // uses the shared pieces below; apps/README.md says how to add one more.
@@ -24,10 +24,12 @@ struct Options {
   std::vector<std::string> shapes;  // empty: the op's default list (the peer's benchmark shapes)
   std::string version;              // empty: every version that supports the shape
   std::string math = "fp32";        // fp32 | tf32 | bf16 (ops without math modes accept fp32 only)
+  std::string layout = "nchw";      // conv: nchw | nhwc (the raw NHWC passes, no transforms)
   int warmup = 5;
   int repeats = 50;
 };
-// Throws crema::Error for a math mode other than fp32|tf32|bf16, warmup < 0 or repeats < 1.
+// Throws crema::Error for a math mode other than fp32|tf32|bf16, a layout other than nchw|nhwc,
+// warmup < 0 or repeats < 1.
 void check_options(const Options& options);
 // The command: opens `device` (a CUDA device: crema::Error naming the device otherwise), checks
 // the options, and runs the family `op` (gemm, conv or rnn). Returns the exit status.

@@ -9,6 +9,11 @@
 // outputs computed in double on the host from the definition ("sampled2048"). Forward and data
 // outputs are poisoned with NaN first (an element never written fails); the filter gradient
 // accumulates, so it starts from zeros.
+//
+// --layout nhwc times the raw NHWC passes (cuda::conv2d_*_nhwc) on NHWC tensors and KRSC filters,
+// without the layout transforms that v9 (nhwc_implicit_gemm) adds for NCHW callers: the number to
+// hold against cuDNN on channels_last tensors. The inputs are the same values transposed on the
+// host, and the output is transposed back to NCHW / KCRS before the same check.
 #include <algorithm>
 #include <cmath>
 #include <ostream>
@@ -18,6 +23,7 @@
 #include "core/error.h"
 #include "core/random.h"
 #include "kernels/convolution/convolution_select.h"
+#include "kernels/layout/layout.h"
 
 namespace crema::bench {
 namespace {
@@ -208,6 +214,77 @@ size_t workspace_floats(cuda::ConvVersion version, ConvPass pass, const Conv2dGe
   return cuda::conv2d_backward_filter_workspace(g, false, version);
 }
 
+// [B, R, S] -> [B, S, R] on the host.
+std::vector<float> transposed(int64_t B, int64_t R, int64_t S, const std::vector<float>& v) {
+  std::vector<float> t(v.size());
+  kernels::ref::batched_transpose<float>(B, R, S, v.data(), t.data());
+  return t;
+}
+
+// One pass of the raw NHWC entry points, checked against `ref` (NCHW) and timed.
+Row nhwc_row(Context& ctx, const Options& options, const ConvShape& shape, const HostTensors& host,
+             ConvPass pass, const Reference& ref, cuda::GemmMath math) {
+  const Conv2dGeometry& g = shape.g;
+  const int64_t HW = g.H * g.W, PQ = host.P * host.Q, RS = g.R * g.S;
+  const std::vector<float> x = transposed(g.N, g.C, HW, host.x);      // [N, H, W, C]
+  const std::vector<float> w = transposed(g.K, host.Cg, RS, host.w);  // [K, R, S, Cg]
+  const std::vector<float> dy = transposed(g.N, g.K, PQ, host.dy);    // [N, P, Q, K]
+  const std::vector<float>& in0 = pass == ConvPass::backward_data ? dy : x;
+  const std::vector<float>& in1 = pass == ConvPass::backward_filter ? dy : w;
+  const int64_t out_size = pass == ConvPass::forward         ? g.N * PQ * g.K
+                           : pass == ConvPass::backward_data ? g.N * HW * g.C
+                                                             : g.K * RS * host.Cg;
+  const size_t ws = pass == ConvPass::forward ? cuda::conv2d_forward_nhwc_workspace(g)
+                    : pass == ConvPass::backward_data
+                        ? cuda::conv2d_backward_data_nhwc_workspace(g)
+                        : cuda::conv2d_backward_filter_nhwc_workspace(g);
+  Row row;
+  row.shape = shape.name;
+  row.pass = peer_pass_name(pass);
+  row.version = "nhwc";
+  row.check = ref.kind;
+  row.tolerance = math == cuda::GemmMath::fp32 ? kTolerance : kernels::conv_find_tolerance(math);
+  row.flops = 2.0 * double(g.N * g.K * PQ) * double(host.Cg * RS);
+  row.bytes = double(x.size() + w.size() + dy.size()) * sizeof(float);
+  row.peak = options.math;
+  row.workspace_bytes = double(ws * sizeof(float));
+  std::vector<Tensor> d_in0, d_in1, d_out;
+  const Tensor host_in0 = Tensor::from_vector({int64_t(in0.size())}, in0);
+  const Tensor host_in1 = Tensor::from_vector({int64_t(in1.size())}, in1);
+  for (int i = 0; i < rotation_copies(size_t(row.bytes)); ++i) {
+    d_in0.push_back(ctx.empty({int64_t(in0.size())}));
+    d_in1.push_back(ctx.empty({int64_t(in1.size())}));
+    d_out.push_back(ctx.empty({out_size}));
+    d_in0.back().copy_from(host_in0);
+    d_in1.back().copy_from(host_in1);
+  }
+  Tensor workspace = ctx.empty({int64_t(std::max<size_t>(ws, 1))});
+  auto launch = [&](int call) {
+    const size_t i = size_t(call) % d_in0.size();
+    const float *a = d_in0[i].data<float>(), *b = d_in1[i].data<float>();
+    float *out = d_out[i].data<float>(), *space = workspace.data<float>();
+    switch (pass) {
+      case ConvPass::forward:
+        return cuda::conv2d_forward_nhwc(g, a, b, nullptr, out, space, ctx.stream(), math);
+      case ConvPass::backward_data:
+        return cuda::conv2d_backward_data_nhwc(g, a, b, out, space, ctx.stream(), math);
+      case ConvPass::backward_filter:
+        return cuda::conv2d_backward_filter_nhwc(g, a, b, out, nullptr, space, ctx.stream(), math);
+    }
+  };
+  ctx.fill(d_out[0], pass == ConvPass::backward_filter ? 0.0f : NAN);
+  launch(0);
+  ctx.synchronize();
+  const std::vector<float> out = d_out[0].to_vector();
+  const std::vector<float> out_nchw = pass == ConvPass::forward ? transposed(g.N, PQ, g.K, out)
+                                      : pass == ConvPass::backward_data
+                                          ? transposed(g.N, HW, g.C, out)
+                                          : transposed(g.K, RS, host.Cg, out);
+  row.rel_error = check(out_nchw, ref);
+  if (row.rel_error <= row.tolerance) row.ms = measure_ms(ctx, options, launch);
+  return row;
+}
+
 }  // namespace
 
 int bench_conv(Context& ctx, const Options& options, std::ostream& out) {
@@ -252,6 +329,10 @@ int bench_conv(Context& ctx, const Options& options, std::ostream& out) {
                               : pass == ConvPass::backward_data ? x_shape
                                                                 : w_shape;
       const Reference ref = reference(host, pass, shape_numel(out_shape), flops, random);
+      if (options.layout == "nhwc") {
+        table.print(nhwc_row(ctx, options, shape, host, pass, ref, math));
+        continue;
+      }
       DevicePass dev(pass, g);
       const Tensor host_in0 = Tensor::from_vector(in0_shape, in0);
       const Tensor host_in1 = Tensor::from_vector(in1_shape, in1);

@@ -7,9 +7,12 @@
 // ("sampled2048"), and scan all of C for NaN (the output is poisoned first, so an element a
 // kernel never wrote fails).
 //
-// With --math bf16, NT shapes with K a multiple of 8 get one more row, "gemm_bf16":
-// cuda::gemm_bf16 on the same operands stored as bf16 (what cuBLAS's bf16 GEMM reads), checked
-// against the same fp32-operand reference.
+// With --math bf16, every shape gets one more row, "gemm_bf16": cuda::gemm_bf16 on the same
+// operands stored as bf16 (what cuBLAS's bf16 GEMM reads), checked against the same fp32-operand
+// reference.
+//
+// A version that wants a workspace (v10 repacks operands into one; cuda::sgemm_workspace,
+// cuda::gemm_bf16_workspace) gets it from ctx.workspace(), and its time includes the repacking.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -94,11 +97,12 @@ struct Operands {
     return b[size_t(s.trans_b ? j * ldb + k : k * ldb + j)];
   }
 
-  void launch(int copy, cuda::GemmVersion version, cuda::GemmMath math, gpu::Stream stream) {
+  void launch(int copy, cuda::GemmVersion version, cuda::GemmMath math, float* workspace,
+              gpu::Stream stream) {
     const size_t i = size_t(copy) % dev_a.size();
     cuda::sgemm(s.trans_a, s.trans_b, s.M, s.N, s.K, 1.0f, dev_a[i].data<float>(), lda,
                 dev_b[i].data<float>(), ldb, 0.0f, dev_c[i].data<float>(), s.N, stream, version,
-                math);
+                math, workspace);
   }
 };
 
@@ -129,13 +133,13 @@ struct Bf16Operands {
     return Tensor::from_vector({int64_t(packed.size())}, packed);
   }
 
-  void launch(int copy, Operands& op, gpu::Stream stream) const {
+  void launch(int copy, Operands& op, float* workspace, gpu::Stream stream) const {
     const size_t i = size_t(copy) % dev_a.size();
     const GemmShape& s = op.s;
-    cuda::gemm_bf16(false, true, s.M, s.N, s.K, 1.0f,
+    cuda::gemm_bf16(s.trans_a, s.trans_b, s.M, s.N, s.K, 1.0f,
                     reinterpret_cast<const uint16_t*>(dev_a[i].data<float>()), op.lda,
                     reinterpret_cast<const uint16_t*>(dev_b[i].data<float>()), op.ldb, 0.0f,
-                    op.dev_c[i].data<float>(), s.N, stream);
+                    op.dev_c[i].data<float>(), s.N, stream, workspace);
   }
 };
 
@@ -193,6 +197,9 @@ int bench_gemm(Context& ctx, const Options& options, std::ostream& out) {
     Operands op(ctx, shape, random);
     const Reference ref = reference(op, random);
     for (cuda::GemmVersion version : versions) {
+      const size_t floats = cuda::sgemm_workspace(shape.trans_a, shape.trans_b, shape.M, shape.N,
+                                                  shape.K, version, *math);
+      float* workspace = floats > 0 ? ctx.workspace(floats) : nullptr;
       Row row;
       row.shape = shape.str();
       row.version = cuda::gemm_version_name(version);
@@ -201,18 +208,23 @@ int bench_gemm(Context& ctx, const Options& options, std::ostream& out) {
       row.flops = 2.0 * double(shape.M) * double(shape.N) * double(shape.K);
       row.bytes = double(shape.M * shape.K + shape.K * shape.N + shape.M * shape.N) * sizeof(float);
       row.peak = options.math;
+      row.workspace_bytes = double(floats) * sizeof(float);
       ctx.fill(op.dev_c[0], NAN);
-      op.launch(0, version, *math, ctx.stream());
+      op.launch(0, version, *math, workspace, ctx.stream());
       ctx.synchronize();
       row.rel_error = check(op.dev_c[0].to_vector(), ref);
       if (row.rel_error <= row.tolerance) {
-        row.ms = measure_ms(ctx, options,
-                            [&](int call) { op.launch(call, version, *math, ctx.stream()); });
+        row.ms = measure_ms(ctx, options, [&](int call) {
+          op.launch(call, version, *math, workspace, ctx.stream());
+        });
       }
       table.print(row);
     }
-    if (*math == cuda::GemmMath::bf16 && !shape.trans_a && shape.trans_b && shape.K % 8 == 0) {
+    if (*math == cuda::GemmMath::bf16) {
       const Bf16Operands bf16(ctx, op);
+      const size_t floats =
+          cuda::gemm_bf16_workspace(shape.trans_a, shape.trans_b, shape.M, shape.N, shape.K);
+      float* workspace = floats > 0 ? ctx.workspace(floats) : nullptr;
       Row row;
       row.shape = shape.str();
       row.version = "gemm_bf16";
@@ -221,12 +233,14 @@ int bench_gemm(Context& ctx, const Options& options, std::ostream& out) {
       row.flops = 2.0 * double(shape.M) * double(shape.N) * double(shape.K);
       row.bytes = double(shape.M * shape.K + shape.K * shape.N) * 2 + double(shape.M * shape.N) * 4;
       row.peak = options.math;
+      row.workspace_bytes = double(floats) * sizeof(float);
       ctx.fill(op.dev_c[0], NAN);
-      bf16.launch(0, op, ctx.stream());
+      bf16.launch(0, op, workspace, ctx.stream());
       ctx.synchronize();
       row.rel_error = check(op.dev_c[0].to_vector(), ref);
       if (row.rel_error <= row.tolerance) {
-        row.ms = measure_ms(ctx, options, [&](int call) { bf16.launch(call, op, ctx.stream()); });
+        row.ms = measure_ms(ctx, options,
+                            [&](int call) { bf16.launch(call, op, workspace, ctx.stream()); });
       }
       table.print(row);
     }

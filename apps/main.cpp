@@ -11,7 +11,7 @@
 //   crema export-images [CONFIG --split S | --images F --labels F] --out DIR [--classes 5,7,9] [--per-class N]
 //   crema bench-loader CONFIG [--split S] [--workers 1,2,4] [--batches N]
 //   crema bench gemm|conv|rnn [--shape S]... [--version V] [--math fp32|tf32|bf16] [--warmup N]
-//               [--repeats N] [--device cuda:N]
+//               [--layout nchw|nhwc] [--repeats N] [--device cuda:N]
 //
 // Anything the user should fix ends with one line "crema: error: ..." and exit code 2. A training
 // run stopped by Ctrl-C or SIGTERM (after writing its checkpoint) exits with 130 or 143, as
@@ -121,6 +121,10 @@ int main(int argc, char** argv) {
   bench->add_option("--math", kernel_bench.math, "fp32, tf32 or bf16")
       ->capture_default_str()
       ->check(CLI::IsMember({"fp32", "tf32", "bf16"}));
+  bench->add_option("--layout", kernel_bench.layout,
+                    "conv: nchw, or nhwc (the raw NHWC passes on NHWC tensors, no transforms)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"nchw", "nhwc"}));
   bench->add_option("--warmup", kernel_bench.warmup, "untimed calls first")->capture_default_str();
   bench->add_option("--repeats", kernel_bench.repeats, "timed calls (the median is printed)")
       ->capture_default_str();

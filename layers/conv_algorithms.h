@@ -1,7 +1,8 @@
 // The `algorithm:` key of Convolution and Deconvolution: which CUDA version runs each pass
 // (kernels/convolution/convolution_select.h has the selection itself).
 //
-//   algorithm: auto                        (default) the heuristic's version for every pass
+//   algorithm: auto                        (default) the heuristic's version for every pass (in the
+//                                          layer's math: get_conv_algorithm)
 //   algorithm: find                        every pass measured on the device at the first forward
 //   algorithm: implicit_gemm               one version pinned for every pass
 //   algorithm: {forward: winograd_4x4, backward_data: find}    per pass; absent passes are auto

@@ -6,7 +6,8 @@
 # iterations compared bit for bit, the issue-4 nets (VGG-BN, ResNet) trained to the end, the
 # recurrent layers (`crema bench rnn` beside cuDNN, the row-LSTM trained and its step timed) and
 # the convolution/GEMM speed of issue 8 (`crema bench conv|gemm` beside cuDNN/cuBLAS, whole VGG-BN
-# and ResNet-18 steps). Logs go to LOGS.
+# and ResNet-18 steps, ResNet-18 in tf32 too; GEMM 8192^3 in every layout and math beside cuBLAS
+# through scripts/bench/peer_gemm.py). Logs go to LOGS.
 #
 # Prepare here:  ../shared/tools/gpu-bundle .gpu build/bin/crema build/bin/crema_gpu_tests
 #                cp scripts/bench/peer_lenet_cuda.py ../shared/bench/peer_cudnn.py .gpu/ &&
@@ -87,10 +88,20 @@ if [ "$what" = all ] || [ "$what" = speed ]; then
   python3 scripts/bench/compare_cudnn.py --crema "$run crema" --peer .gpu/peer_cudnn.py \
     --out "$logs/compare" > "$logs/compare.txt" 2>&1
   tail -n 40 "$logs/compare.txt"
+  # GEMM 8192^3 in every layout, each math's production version at that size, beside cuBLAS.
+  layouts=(--shape 8192,8192,8192 --shape 8192,8192,8192,NT --shape 8192,8192,8192,TN
+           --shape 8192,8192,8192,TT)
+  for mv in fp32:ffma_tuned tf32:wgmma_repacked bf16:wgmma_repacked; do
+    $run crema bench gemm --math "${mv%%:*}" --version "${mv#*:}" --warmup 3 --repeats 10 \
+      "${layouts[@]}" 2>&1 | grep -v '^device'
+  done > "$logs/gemm_layouts.txt"
+  python3 scripts/bench/peer_gemm.py > "$logs/peer_gemm.txt" 2>&1
+  cat "$logs/gemm_layouts.txt" "$logs/peer_gemm.txt"
   for spec in "configs/vggbn_fashion_mnist.yaml --set data.train.batch_size=256" \
-              "scripts/bench/resnet18_32x32.yaml"; do
+              "scripts/bench/resnet18_32x32.yaml" \
+              "scripts/bench/resnet18_32x32.yaml --set +model.math=tf32"; do
     # shellcheck disable=SC2086
     $run crema time $spec --device cuda:0 --iterations 50 > "$logs/time_step.txt" 2>&1
-    echo "${spec%% *}: $(grep -E '^training step' "$logs/time_step.txt" | tr '\n' ' ')"
+    echo "$spec: $(grep -E '^training step' "$logs/time_step.txt" | tr '\n' ' ')"
   done
 fi

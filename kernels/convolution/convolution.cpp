@@ -3,7 +3,7 @@
 //
 // float32 on the CPU runs the fast im2col + GEMM path; float64 runs the reference (it exists
 // for gradient checks, where exactness matters more than speed). On a GPU (float32 only) the
-// cuda:: version asked for, or else the one chosen for the geometry and pass
+// cuda:: version asked for, or else the one chosen for the geometry, pass and math
 // (cuda::forward_version and its siblings), runs on the context's stream in the math asked for,
 // its scratch from ctx.workspace(). The CPU computes in fp32 (or float64) whatever the math.
 #include <string>
@@ -112,7 +112,7 @@ void conv2d_forward(Context& ctx, const Conv2dGeometry& g, const Tensor& x, cons
   check_tensor(ctx, op, "y", y, y_shape(g), dtype);
 #ifdef CREMA_WITH_CUDA
   if (ctx.device().is_cuda()) {
-    const cuda::ConvVersion v = version.value_or(cuda::forward_version(g));
+    const cuda::ConvVersion v = version.value_or(cuda::forward_version(g, math));
     cuda::conv2d_forward(g, x.data<float>(), w.data<float>(), bias ? bias->data<float>() : nullptr,
                          y.data<float>(), ctx.workspace(cuda::conv2d_forward_workspace(g, v)),
                          ctx.stream(), v, math);
@@ -140,7 +140,7 @@ void conv2d_backward_data(Context& ctx, const Conv2dGeometry& g, const Tensor& d
   check_tensor(ctx, op, "dx", dx, x_shape(g), dtype);
 #ifdef CREMA_WITH_CUDA
   if (ctx.device().is_cuda()) {
-    const cuda::ConvVersion v = version.value_or(cuda::backward_data_version(g));
+    const cuda::ConvVersion v = version.value_or(cuda::backward_data_version(g, math));
     cuda::conv2d_backward_data(g, dy.data<float>(), w.data<float>(), dx.data<float>(),
                                ctx.workspace(cuda::conv2d_backward_data_workspace(g, v)),
                                ctx.stream(), v, math);
@@ -167,7 +167,7 @@ void conv2d_backward_filter(Context& ctx, const Conv2dGeometry& g, const Tensor&
   check_tensor(ctx, op, "dw", dw, w_shape(g), dtype);
 #ifdef CREMA_WITH_CUDA
   if (ctx.device().is_cuda()) {
-    const cuda::ConvVersion v = version.value_or(cuda::backward_filter_version(g));
+    const cuda::ConvVersion v = version.value_or(cuda::backward_filter_version(g, math));
     cuda::conv2d_backward_filter(g, x.data<float>(), dy.data<float>(), dw.data<float>(), nullptr,
                                  ctx.workspace(cuda::conv2d_backward_filter_workspace(g, false, v)),
                                  ctx.stream(), v, math);
@@ -215,7 +215,7 @@ void conv2d_backward_weights(Context& ctx, const Conv2dGeometry& g, const Tensor
 #ifdef CREMA_WITH_CUDA
   if (ctx.device().is_cuda()) {
     const bool with_bias = db != nullptr;
-    const cuda::ConvVersion v = version.value_or(cuda::backward_filter_version(g));
+    const cuda::ConvVersion v = version.value_or(cuda::backward_filter_version(g, math));
     cuda::conv2d_backward_filter(
         g, x.data<float>(), dy.data<float>(), dw.data<float>(),
         with_bias ? db->data<float>() : nullptr,

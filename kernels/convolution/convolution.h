@@ -75,11 +75,11 @@ enum class ConvVersion;  // below
 }  // namespace cuda
 
 // On a GPU each pass runs `version` when given (it must support the geometry: crema::Error
-// otherwise), else the heuristic's choice (cuda::forward_version and its siblings;
-// convolution_select.h chooses by measuring), in `math` where the version has that arithmetic
-// (cuda::computes_in; the others compute in fp32 whatever the math, as cuDNN's algorithms
-// without a tensor-core path do). On the CPU `version` and `math` are ignored: every math
-// computes in fp32 there (at least as exact as tf32 or bf16), as the GEMM does.
+// otherwise), else the heuristic's choice for the geometry and math (cuda::forward_version and
+// its siblings; convolution_select.h chooses by measuring), in `math` where the version has that
+// arithmetic (cuda::computes_in; the others compute in fp32 whatever the math, as cuDNN's
+// algorithms without a tensor-core path do). On the CPU `version` and `math` are ignored:
+// every math computes in fp32 there (at least as exact as tf32 or bf16), as the GEMM does.
 // x [N,C,H,W], w [K,C/groups,R,S], bias [K] or nullptr, y [N,K,P,Q] (written).
 void conv2d_forward(Context& ctx, const Conv2dGeometry& g, const Tensor& x, const Tensor& w,
                     const Tensor* bias, Tensor& y,
@@ -195,6 +195,10 @@ enum class ConvVersion {
                      //     launch over the stride's pixel classes); filter gradient as v2
   precomputed_gemm,  // v8: v2 whose loaders read each inner index's offsets from a table built
                      //     once per call in the workspace instead of dividing; filter as v2
+  // v9: every pass through the NHWC kernels (conv2d_*_nhwc below): x, dy, w (and dw) transposed
+  // into the workspace, the NHWC pass, the result transposed back; every math (FFMA, or mma.sync
+  // in tf32 and bf16)
+  nhwc_implicit_gemm,
   best = implicit_gemm,  // the general version (every geometry)
 };
 // The three passes an algorithm may implement (cuDNN's fwd, bwd data and bwd filter algos).
@@ -213,22 +217,27 @@ bool supports(ConvVersion version, ConvPass pass, const Conv2dGeometry& g);
 // The arithmetic (kernels/gemm/gemm.h: GemmMath) is a per-call argument, fp32 by default. Whether
 // `version` computes `pass` in `math`: every pass of every version in fp32; in tf32 and bf16
 // (tensor cores, fp32 accumulation) every pass of v1 (its products are cuda::sgemm calls in that
-// math; im2col, col2im and the reorders stay fp32), of v3 and of v5 (the batched GEMMs; the
-// transforms stay fp32), and the filter gradient of v2 (so of v7 and v8, which run it). The rest
-// computes in fp32 whatever the math, as cuDNN's algorithms without a tensor-core path do: v6
-// because F(4x4,3x3)'s output transform amplifies operand rounding about 12x (tf32 operands give
-// ~3e-3 relative error, over tf32's 2e-3; bf16 ~2.5e-2), v2's, v7's and v8's forward and backward
-// data and v4 for want of a tensor-core variant so far.
+// math; im2col, col2im and the reorders stay fp32), of v2 and v8 (their loaders feed
+// convolution_mma.cuh's mma.sync loop), of v3 and of v5 (the batched GEMMs; the transforms stay
+// fp32), and v7's filter gradient (v2's). The rest computes in fp32 whatever the math, as cuDNN's
+// algorithms without a tensor-core path do: v6 because F(4x4,3x3)'s output transform amplifies
+// operand rounding about 12x (tf32 operands give ~3e-3 relative error, over tf32's 2e-3; bf16
+// ~2.5e-2), v7's forward and backward data and v4 for want of a tensor-core variant so far.
 bool computes_in(ConvVersion version, ConvPass pass, GemmMath math);
 // The versions production uses per pass (README.md has the reasons): v4 for depthwise
 // geometries, v3 for pointwise ones (forward and data), v6 (Winograd F(4x4,3x3)) for 3x3
 // stride-1 geometries with at least 32 input and output channels per group, else v2 -- except
 // backward data when a group has fewer than 32 input channels: v1, since v2's implicit GEMM then
 // fills few rows of its tiles (C/G rows) while every element it loads pays the patch index
-// arithmetic (H200, LeNet conv2 at N = 256: README.md).
-ConvVersion forward_version(const Conv2dGeometry& g);
-ConvVersion backward_data_version(const Conv2dGeometry& g);
-ConvVersion backward_filter_version(const Conv2dGeometry& g);
+// arithmetic (H200, LeNet conv2 at N = 256: README.md). That is fp32's choice; in tf32 and bf16
+// (measured on ResNet-18's and the peer benchmark's shapes, README.md "The heuristic in tf32 and
+// bf16") 3x3 stride-1 layers run v5 on tensor cores for forward and data from 256 channels a group
+// (v6 in fp32 below, and for the filter gradient); other filters with at least 16 channels a
+// group run v9 (NHWC, cp.async, tensor cores) forward, and v9 or, on maps of 8x8 and smaller, v1
+// for backward data; 1x1 filters and fewer channels run v2 forward on tensor cores.
+ConvVersion forward_version(const Conv2dGeometry& g, GemmMath math = GemmMath::fp32);
+ConvVersion backward_data_version(const Conv2dGeometry& g, GemmMath math = GemmMath::fp32);
+ConvVersion backward_filter_version(const Conv2dGeometry& g, GemmMath math = GemmMath::fp32);
 
 size_t conv2d_forward_workspace(const Conv2dGeometry& g, ConvVersion version = ConvVersion::best);
 size_t conv2d_backward_data_workspace(const Conv2dGeometry& g,
@@ -257,6 +266,51 @@ void add_channel_bias(int64_t N, int64_t C, int64_t HW, const float* bias, float
                       gpu::Stream stream);
 void channel_bias_gradient(int64_t N, int64_t C, int64_t HW, const float* dy, float* db,
                            gpu::Stream stream);
+}  // namespace cuda
+
+// ---- NHWC: channels-last activations, KRSC filters ------------------------------------------
+// The same convolution with the channel index innermost: x [N,H,W,C], w [K,R,S,C/groups],
+// y [N,P,Q,K], dy [N,P,Q,K], dx [N,H,W,C], dw [K,R,S,C/groups] (PyTorch's channels_last, cuDNN's
+// and CUTLASS's tensor-core layout). The GEMM's inner index (r, s, c) then has c innermost and
+// contiguous in both operands, so a tile of the patch matrix is rows of 16-byte runs of channels
+// that cp.async copies straight into shared memory (README.md, "NHWC").
+//   y[n,p,q,k]   = bias[k] + sum_{r,s,c<Cg} w[k,r,s,c] * x[n, i, j, g*Cg + c]      (written)
+//   dx[n,i,j,c'] = sum over (k in c's group, r, s, p, q) reading (i, j) of dy[n,p,q,k] * w[k,r,s,c]
+//   dw[k,r,s,c] += sum_{n,p,q} dy[n,p,q,k] * x[n, i, j, g*Cg + c]                  (accumulated)
+// with i, j, P, Q and the groups as in the NCHW definition above.
+namespace ref {
+// The NCHW reference on transposed copies (the tests' oracle).
+template <class T>
+void conv2d_forward_nhwc(const Conv2dGeometry& g, const T* x, const T* w, const T* bias, T* y);
+template <class T>
+void conv2d_backward_data_nhwc(const Conv2dGeometry& g, const T* dy, const T* w, T* dx);
+template <class T>
+void conv2d_backward_filter_nhwc(const Conv2dGeometry& g, const T* x, const T* dy, T* dw);
+}  // namespace ref
+
+// One implicit-GEMM kernel per pass (convolution_nhwc_gemm.cuh): a 128 x 128 or 128 x 64 block
+// tile, 32-deep slabs in a 3-stage cp.async pipeline, FFMA in fp32 and mma.sync in tf32 and bf16
+// (fp32 accumulation). 16-byte copies where the pass's channel counts (forward C/groups, data
+// K/groups, filter both) are multiples of 4 and the tensors 16-byte aligned, else 4-byte copies
+// (any C, any groups). Any stride, padding and dilation. Deterministic: the filter gradient splits
+// N*P*Q into fixed slices whose partial sums (workspace) are added in slice order, no atomics. The
+// workspace queries give floats; the pointers must not alias.
+namespace cuda {
+size_t conv2d_forward_nhwc_workspace(const Conv2dGeometry& g);
+size_t conv2d_backward_data_nhwc_workspace(const Conv2dGeometry& g);
+size_t conv2d_backward_filter_nhwc_workspace(const Conv2dGeometry& g);
+// y = conv(x, w) + bias (bias may be null); y is written.
+void conv2d_forward_nhwc(const Conv2dGeometry& g, const float* x, const float* w, const float* bias,
+                         float* y, float* workspace, gpu::Stream stream,
+                         GemmMath math = GemmMath::fp32);
+// dx is written.
+void conv2d_backward_data_nhwc(const Conv2dGeometry& g, const float* dy, const float* w, float* dx,
+                               float* workspace, gpu::Stream stream,
+                               GemmMath math = GemmMath::fp32);
+// dw += ..., and db += sum of dy over N, P, Q when db is not null.
+void conv2d_backward_filter_nhwc(const Conv2dGeometry& g, const float* x, const float* dy,
+                                 float* dw, float* db, float* workspace, gpu::Stream stream,
+                                 GemmMath math = GemmMath::fp32);
 }  // namespace cuda
 
 }  // namespace crema::kernels

@@ -22,11 +22,13 @@
 //                   (convolution_direct_cuda.cu); the filter gradient is v2's.
 // v8 precomputed_gemm v2 with the inner index's offsets read from a table in the workspace
 //                   (convolution_implicit_gemm_cuda.cu); the filter gradient is v2's.
+// v9 nhwc_implicit_gemm every pass through the NHWC kernels, with layout transforms around them
+//                   (convolution_nhwc_version_cuda.cu, convolution_nhwc_cuda.cu).
 //
 // Every kernel is deterministic: each output is summed by one thread (or one block, in a fixed
 // tree), in an order fixed by the geometry; no atomics. In tf32 and bf16 the passes that have a
-// tensor-core path (computes_in: v1 through cuda::sgemm's math, v3, v5 and v2's filter gradient
-// through convolution_mma.cuh) run it; every other pass runs its fp32 code unchanged.
+// tensor-core path (computes_in: v1 through cuda::sgemm's math, v3, v5, and v2's and v8's three
+// passes through convolution_mma.cuh) run it; every other pass runs its fp32 code unchanged.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -36,6 +38,7 @@
 #include "core/error.h"
 #include "kernels/convolution/convolution.h"
 #include "kernels/convolution/convolution_cuda_internal.h"
+#include "kernels/convolution/convolution_nhwc_internal.h"
 #include "kernels/gemm/gemm.h"
 #include "kernels/im2col/im2col.h"
 
@@ -217,23 +220,53 @@ bool winograd_pays(ConvPass pass, const Conv2dGeometry& g) {
   return supports(ConvVersion::winograd_4x4, pass, g) && g.C / g.groups >= 32 &&
          g.K / g.groups >= 32;
 }
+
+// The Winograd version of a 3x3 stride-1 layer in tf32 / bf16 (H200, README.md "The heuristic in
+// tf32 and bf16"): forward and backward data run v5 on tensor cores from 256 channels a group
+// (its 16 GEMMs are then large enough that the tensor cores beat v6's 4x fewer FFMA multiplies:
+// 0.12 against 0.13 ms at 256 channels 8x8, 0.11 against 0.16 ms at 512 4x4), v6 in fp32 below
+// (0.155 against v5's 0.263 ms at 64 channels 32x32); the filter gradient v6 (fp32) at every
+// size measured (its F(3x3,2x2) in v5 pays the transforms of x and dy at full resolution).
+ConvVersion tensor_winograd(ConvPass pass, const Conv2dGeometry& g) {
+  const bool wide = std::min(g.C, g.K) / g.groups >= 256;
+  return pass != ConvPass::backward_filter && wide ? ConvVersion::winograd_2x2
+                                                   : ConvVersion::winograd_4x4;
+}
 }  // namespace
 
-ConvVersion forward_version(const Conv2dGeometry& g) {
+ConvVersion forward_version(const Conv2dGeometry& g, GemmMath math) {
   if (g.depthwise()) return ConvVersion::depthwise_direct;
   if (g.pointwise()) return ConvVersion::pointwise_gemm;
-  if (winograd_pays(ConvPass::forward, g)) return ConvVersion::winograd_4x4;
+  if (math == GemmMath::fp32) {
+    return winograd_pays(ConvPass::forward, g) ? ConvVersion::winograd_4x4
+                                               : ConvVersion::implicit_gemm;
+  }
+  if (winograd_pays(ConvPass::forward, g)) return tensor_winograd(ConvPass::forward, g);
+  // Tensor cores: v9's cp.async pipeline from 16 channels a group (3x3 stride 2: 0.09-0.13 ms
+  // against v2's 0.15-0.26), v2 for 1x1 filters (its patch loader is then a strided copy: 0.03
+  // ms against v9's 0.05-0.07, whose transposes cost more than the GEMM) and few channels (a
+  // 3-channel stem: 0.035 against 0.085).
+  if (g.R * g.S > 1 && g.C / g.groups >= 16) return ConvVersion::nhwc_implicit_gemm;
   return ConvVersion::implicit_gemm;
 }
 
-ConvVersion backward_data_version(const Conv2dGeometry& g) {
+ConvVersion backward_data_version(const Conv2dGeometry& g, GemmMath math) {
   if (g.depthwise()) return ConvVersion::depthwise_direct;
   if (g.pointwise()) return ConvVersion::pointwise_gemm;
-  if (winograd_pays(ConvPass::backward_data, g)) return ConvVersion::winograd_4x4;
-  return g.C / g.groups < 32 ? ConvVersion::im2col_gemm : ConvVersion::implicit_gemm;
+  if (winograd_pays(ConvPass::backward_data, g)) {
+    return math == GemmMath::fp32 ? ConvVersion::winograd_4x4
+                                  : tensor_winograd(ConvPass::backward_data, g);
+  }
+  if (g.C / g.groups < 32) return ConvVersion::im2col_gemm;
+  if (math == GemmMath::fp32) return ConvVersion::implicit_gemm;
+  // Tensor cores: v2's gather reads mostly zeros at stride 2 (0.70-0.86 ms); v1 (im2col + the
+  // tf32 GEMM + col2im) wins on 8x8 maps and smaller (0.16 against v9's 0.24 ms), v9 above.
+  return g.H * g.W <= 64 ? ConvVersion::im2col_gemm : ConvVersion::nhwc_implicit_gemm;
 }
 
-ConvVersion backward_filter_version(const Conv2dGeometry& g) {
+ConvVersion backward_filter_version(const Conv2dGeometry& g, GemmMath /*math*/) {
+  // The same in every math: in tf32 v6 (fp32) still beats v5 and v2 on tensor cores for 3x3
+  // layers, and v2's split GEMM is within 10% of the fastest elsewhere (README.md).
   if (g.depthwise()) return ConvVersion::depthwise_direct;
   if (winograd_pays(ConvPass::backward_filter, g)) return ConvVersion::winograd_4x4;
   return ConvVersion::implicit_gemm;
@@ -252,6 +285,8 @@ size_t conv2d_forward_workspace(const Conv2dGeometry& g, ConvVersion version) {
       return supports(version, g) ? direct::workspace(g, false) : 0;
     case ConvVersion::precomputed_gemm:
       return implicit_gemm::precomputed_workspace(g, false);
+    case ConvVersion::nhwc_implicit_gemm:
+      return nhwc_version::forward_workspace(g);
     default:
       return 0;
   }
@@ -270,6 +305,8 @@ size_t conv2d_backward_data_workspace(const Conv2dGeometry& g, ConvVersion versi
       return supports(version, g) ? direct::workspace(g, true) : 0;
     case ConvVersion::precomputed_gemm:
       return implicit_gemm::precomputed_workspace(g, true);
+    case ConvVersion::nhwc_implicit_gemm:
+      return nhwc_version::backward_data_workspace(g);
     default:
       return 0;
   }
@@ -287,6 +324,8 @@ size_t conv2d_backward_filter_workspace(const Conv2dGeometry& g, bool with_bias,
       return supports(version, ConvPass::backward_filter, g)
                  ? winograd::backward_filter_workspace(g, winograd_tile(version))
                  : 0;
+    case ConvVersion::nhwc_implicit_gemm:
+      return nhwc_version::backward_filter_workspace(g);
     default:  // v3, v7 and v8 run v2's filter gradient
       return implicit_gemm::backward_filter_workspace(g, with_bias);
   }
@@ -300,7 +339,7 @@ void conv2d_forward(const Conv2dGeometry& g, const float* x, const float* w, con
     case ConvVersion::im2col_gemm:
       return forward_im2col_gemm(g, x, w, bias, y, workspace, stream, math);
     case ConvVersion::implicit_gemm:
-      return implicit_gemm::forward(g, x, w, bias, y, stream);
+      return implicit_gemm::forward(g, x, w, bias, y, stream, math);
     case ConvVersion::pointwise_gemm:
       return pointwise::forward(g, x, w, bias, y, stream, math);
     case ConvVersion::depthwise_direct:
@@ -312,7 +351,9 @@ void conv2d_forward(const Conv2dGeometry& g, const float* x, const float* w, con
     case ConvVersion::direct:
       return direct::forward(g, x, w, bias, y, workspace, stream);
     case ConvVersion::precomputed_gemm:
-      return implicit_gemm::forward_precomputed(g, x, w, bias, y, workspace, stream);
+      return implicit_gemm::forward_precomputed(g, x, w, bias, y, workspace, stream, math);
+    case ConvVersion::nhwc_implicit_gemm:
+      return nhwc_version::forward(g, x, w, bias, y, workspace, stream, math);
   }
   unknown_version(version);
 }
@@ -325,7 +366,7 @@ void conv2d_backward_data(const Conv2dGeometry& g, const float* dy, const float*
     case ConvVersion::im2col_gemm:
       return backward_data_im2col_gemm(g, dy, w, dx, workspace, stream, math);
     case ConvVersion::implicit_gemm:
-      return implicit_gemm::backward_data(g, dy, w, dx, stream);
+      return implicit_gemm::backward_data(g, dy, w, dx, stream, math);
     case ConvVersion::pointwise_gemm:
       return pointwise::backward_data(g, dy, w, dx, stream, math);
     case ConvVersion::depthwise_direct:
@@ -337,7 +378,9 @@ void conv2d_backward_data(const Conv2dGeometry& g, const float* dy, const float*
     case ConvVersion::direct:
       return direct::backward_data(g, dy, w, dx, workspace, stream);
     case ConvVersion::precomputed_gemm:
-      return implicit_gemm::backward_data_precomputed(g, dy, w, dx, workspace, stream);
+      return implicit_gemm::backward_data_precomputed(g, dy, w, dx, workspace, stream, math);
+    case ConvVersion::nhwc_implicit_gemm:
+      return nhwc_version::backward_data(g, dy, w, dx, workspace, stream, math);
   }
   unknown_version(version);
 }
@@ -360,6 +403,8 @@ void conv2d_backward_filter(const Conv2dGeometry& g, const float* x, const float
     case ConvVersion::winograd_4x4:
       return winograd::backward_filter(g, winograd_tile(version), x, dy, dw, db, workspace, stream,
                                        own_math(version, ConvPass::forward, math));
+    case ConvVersion::nhwc_implicit_gemm:
+      return nhwc_version::backward_filter(g, x, dy, dw, db, workspace, stream, math);
   }
   unknown_version(version);
 }

@@ -18,17 +18,18 @@ namespace crema::kernels::cuda::implicit_gemm {
 // Throws crema::Error when a tensor of the geometry has 2^31 elements or more (32-bit indexing).
 void check_sizes(const Conv2dGeometry& g);
 
+// y and dx are written, in `math` (tf32, bf16: tensor cores, convolution_mma.cuh's tile).
 void forward(const Conv2dGeometry& g, const float* x, const float* w, const float* bias, float* y,
-             gpu::Stream stream);
+             gpu::Stream stream, GemmMath math);
 void backward_data(const Conv2dGeometry& g, const float* dy, const float* w, float* dx,
-                   gpu::Stream stream);
+                   gpu::Stream stream, GemmMath math);
 // v8: forward and backward data with the inner index's offsets from a table in `workspace`
-// (precomputed_workspace(g, data) floats).
+// (precomputed_workspace(g, data) floats), in `math` as v2.
 size_t precomputed_workspace(const Conv2dGeometry& g, bool data);
 void forward_precomputed(const Conv2dGeometry& g, const float* x, const float* w, const float* bias,
-                         float* y, float* workspace, gpu::Stream stream);
+                         float* y, float* workspace, gpu::Stream stream, GemmMath math);
 void backward_data_precomputed(const Conv2dGeometry& g, const float* dy, const float* w, float* dx,
-                               float* workspace, gpu::Stream stream);
+                               float* workspace, gpu::Stream stream, GemmMath math);
 // Floats of partial sums backward_filter needs (0 when the N*P*Q range is not split).
 size_t backward_filter_workspace(const Conv2dGeometry& g, bool with_bias);
 // dw += ..., db += ... when db is not null, in `math` (tf32, bf16: tensor cores, the same

@@ -17,6 +17,10 @@
 // or (k,r,s) with two fast divisions per loaded element, v8 reads it from a table built once per
 // call in the workspace, {c*H*W + r*dil_h*W + s*dil_w, r*dil_h, s*dil_w} (data: {k*P*Q, r*dil_h,
 // s*dil_w}): one 16-byte load that every thread of a row shares (an L1 broadcast).
+//
+// In tf32 and bf16 the same loaders feed convolution_mma.cuh's tensor-core loop (64 x 128 tiles,
+// mma.sync, fp32 accumulation) instead of the FFMA loop: only the multiply of each shared slab
+// and the epilogue's grouping (pairs of columns instead of float4s) change.
 // This file holds forward and backward data; the filter gradient, whose extra column of ones
 // makes its last output column the bias gradient, is in convolution_implicit_gemm_filter_cuda.cu.
 #include <cuda_runtime.h>
@@ -24,9 +28,11 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "core/error.h"
 #include "kernels/convolution/convolution_implicit_gemm.cuh"
+#include "kernels/convolution/convolution_mma.cuh"
 
 namespace crema::kernels::cuda::implicit_gemm {
 namespace {
@@ -94,7 +100,23 @@ struct PatchLoader {
   }
 };
 
-template <class Cfg, bool PRECOMPUTED>
+// The block's GEMM over [0, k_end): the FFMA loop of gemm_block_tile.cuh in fp32, the tensor
+// cores' in tf32 and bf16 (store then sees pairs of columns instead of up to four).
+template <class Cfg, GemmMath MATH, class LoadA, class LoadB, class Store>
+__device__ void block_gemm(LoadA& load_a, LoadB& load_b, int k_end, tile::SharedStorage<Cfg>& sm,
+                           int m0, int n0, int M, int N, Store& store) {
+  if constexpr (MATH == GemmMath::fp32) {
+    const tile::ThreadTile<Cfg> t(threadIdx.x);
+    float acc[Cfg::TM][Cfg::TN] = {};
+    tile::accumulate(load_a, load_b, 0, k_end, sm, t, acc);
+    tile::finish(sm, t, acc, m0, n0, M, N, store);
+  } else {
+    static_assert(std::is_same_v<Cfg, conv_mma::Tile>, "tensor cores run conv_mma's tile");
+    conv_mma::gemm<MATH == GemmMath::bf16>(load_a, load_b, 0, k_end, sm, m0, n0, M, N, store);
+  }
+}
+
+template <class Cfg, bool PRECOMPUTED, GemmMath MATH>
 __global__ void __launch_bounds__(Cfg::THREADS)
     forward_kernel(ConvParams p, const int4* __restrict__ table, const float* __restrict__ x,
                    const float* __restrict__ w, const float* __restrict__ bias,
@@ -107,9 +129,6 @@ __global__ void __launch_bounds__(Cfg::THREADS)
   tile::DenseLoader<Cfg::BM, Cfg::BK, Cfg::THREADS, true> load_w{
       w + int64_t(group) * p.Kg * p.CRS, p.CRS, m0, p.Kg, p.CRS, vec_w, tid};
   PatchLoader<Cfg::BN, Cfg::BK, Cfg::THREADS, PRECOMPUTED> load_x(p, table, x, group, n0, tid);
-  const tile::ThreadTile<Cfg> t(tid);
-  float acc[Cfg::TM][Cfg::TN] = {};
-  tile::accumulate(load_w, load_x, 0, p.CRS, sm, t, acc);
   // Row m of the tile is output channel k; column j is (n, p, q): y[n, k, p, q] = acc + bias[k].
   auto store = [&](int m, int j, const float* v, int count) {
     const int k = group * p.Kg + m;
@@ -121,12 +140,17 @@ __global__ void __launch_bounds__(Cfg::THREADS)
           make_float4(v[0] + b, v[1] + b, v[2] + b, v[3] + b);
       return;
     }
+    if (count == 2 && vec_y) {  // j even (tensor cores' pairs), so the two stay in one image
+      *reinterpret_cast<float2*>(y + (int64_t(n) * p.K + k) * p.PQ + pq) =
+          make_float2(v[0] + b, v[1] + b);
+      return;
+    }
     for (int e = 0; e < count; ++e) {
       p.by_PQ.divmod(j + e, n, pq);
       y[(int64_t(n) * p.K + k) * p.PQ + pq] = v[e] + b;
     }
   };
-  tile::finish(sm, t, acc, m0, n0, p.Kg, p.N * p.PQ, store);
+  block_gemm<Cfg, MATH>(load_w, load_x, p.CRS, sm, m0, n0, p.Kg, p.N * p.PQ, store);
 }
 
 // ---- backward data: A = w_g^T [Cg, Kg*RS], B = dys_g [Kg*RS, N*HW] ----------------------------
@@ -231,7 +255,7 @@ struct OutputGradientLoader {
   }
 };
 
-template <class Cfg, bool PRECOMPUTED>
+template <class Cfg, bool PRECOMPUTED, GemmMath MATH>
 __global__ void __launch_bounds__(Cfg::THREADS)
     backward_data_kernel(ConvParams p, const int4* __restrict__ table, const float* __restrict__ dy,
                          const float* __restrict__ w, float* __restrict__ dx, bool vec_dx) {
@@ -243,9 +267,6 @@ __global__ void __launch_bounds__(Cfg::THREADS)
   TransposedFilterLoader<Cfg::BM, Cfg::BK, Cfg::THREADS> load_w(p, w, group, m0, tid);
   OutputGradientLoader<Cfg::BN, Cfg::BK, Cfg::THREADS, PRECOMPUTED> load_dy(p, table, dy, group, n0,
                                                                             tid);
-  const tile::ThreadTile<Cfg> t(tid);
-  float acc[Cfg::TM][Cfg::TN] = {};
-  tile::accumulate(load_w, load_dy, 0, p.Kg * p.RS, sm, t, acc);
   // Row m of the tile is input channel g*Cg + m; column j is the pixel (n, h, w).
   auto store = [&](int m, int j, const float* v, int count) {
     const int c = group * p.Cg + m;
@@ -256,12 +277,16 @@ __global__ void __launch_bounds__(Cfg::THREADS)
           make_float4(v[0], v[1], v[2], v[3]);
       return;
     }
+    if (count == 2 && vec_dx) {  // j even (tensor cores' pairs), so the two stay in one image
+      *reinterpret_cast<float2*>(dx + (int64_t(n) * p.C + c) * p.HW + hw) = make_float2(v[0], v[1]);
+      return;
+    }
     for (int e = 0; e < count; ++e) {
       p.by_HW.divmod(j + e, n, hw);
       dx[(int64_t(n) * p.C + c) * p.HW + hw] = v[e];
     }
   };
-  tile::finish(sm, t, acc, m0, n0, p.Cg, p.N * p.HW, store);
+  block_gemm<Cfg, MATH>(load_w, load_dy, p.Kg * p.RS, sm, m0, n0, p.Cg, p.N * p.HW, store);
 }
 
 // The offset tables of v8: forward table[(c, r, s)] = {c*H*W + r*dil_h*W + s*dil_w, r*dil_h,
@@ -286,53 +311,71 @@ const int4* build_table(const ConvParams& p, bool data, float* workspace, gpu::S
   return table;
 }
 
-template <class Cfg, bool PRECOMPUTED>
+template <class Cfg, bool PRECOMPUTED, GemmMath MATH>
 void launch_forward(const Conv2dGeometry& g, const ConvParams& p, const int4* table, const float* x,
                     const float* w, const float* bias, float* y, gpu::Stream stream) {
   const dim3 grid(unsigned((int64_t(p.N) * p.PQ + Cfg::BN - 1) / Cfg::BN),
                   grid_y(g, p.Kg, Cfg::BM));
-  forward_kernel<Cfg, PRECOMPUTED><<<grid, Cfg::THREADS, 0, stream>>>(
+  forward_kernel<Cfg, PRECOMPUTED, MATH><<<grid, Cfg::THREADS, 0, stream>>>(
       p, table, x, w, bias, y, aligned16(w) && p.CRS % 4 == 0, aligned16(y) && p.PQ % 4 == 0);
   gpu::check_launch("conv2d_forward (implicit GEMM)");
 }
 
-template <class Cfg, bool PRECOMPUTED>
+template <class Cfg, bool PRECOMPUTED, GemmMath MATH>
 void launch_backward_data(const Conv2dGeometry& g, const ConvParams& p, const int4* table,
                           const float* dy, const float* w, float* dx, gpu::Stream stream) {
   const dim3 grid(unsigned((int64_t(p.N) * p.HW + Cfg::BN - 1) / Cfg::BN),
                   grid_y(g, p.Cg, Cfg::BM));
-  backward_data_kernel<Cfg, PRECOMPUTED>
+  backward_data_kernel<Cfg, PRECOMPUTED, MATH>
       <<<grid, Cfg::THREADS, 0, stream>>>(p, table, dy, w, dx, aligned16(dx) && p.HW % 4 == 0);
   gpu::check_launch("conv2d_backward_data (implicit GEMM)");
 }
 
 template <bool PRECOMPUTED>
 void run_forward(const Conv2dGeometry& g, const float* x, const float* w, const float* bias,
-                 float* y, float* workspace, gpu::Stream stream) {
+                 float* y, float* workspace, gpu::Stream stream, GemmMath math) {
   const ConvParams p = params_of(g);
   const int4* table = PRECOMPUTED ? build_table(p, false, workspace, stream) : nullptr;
+  if (math == GemmMath::tf32) {
+    return launch_forward<conv_mma::Tile, PRECOMPUTED, GemmMath::tf32>(g, p, table, x, w, bias, y,
+                                                                       stream);
+  }
+  if (math == GemmMath::bf16) {
+    return launch_forward<conv_mma::Tile, PRECOMPUTED, GemmMath::bf16>(g, p, table, x, w, bias, y,
+                                                                       stream);
+  }
+  constexpr GemmMath fp32 = GemmMath::fp32;
   switch (tile::choose_tile(p.Kg, int64_t(p.N) * p.PQ, g.groups, TileShape::small)) {
     case TileShape::large:
-      return launch_forward<tile::Large, PRECOMPUTED>(g, p, table, x, w, bias, y, stream);
+      return launch_forward<tile::Large, PRECOMPUTED, fp32>(g, p, table, x, w, bias, y, stream);
     case TileShape::medium:
-      return launch_forward<tile::Medium, PRECOMPUTED>(g, p, table, x, w, bias, y, stream);
+      return launch_forward<tile::Medium, PRECOMPUTED, fp32>(g, p, table, x, w, bias, y, stream);
     default:
-      return launch_forward<tile::Small, PRECOMPUTED>(g, p, table, x, w, bias, y, stream);
+      return launch_forward<tile::Small, PRECOMPUTED, fp32>(g, p, table, x, w, bias, y, stream);
   }
 }
 
 template <bool PRECOMPUTED>
 void run_backward_data(const Conv2dGeometry& g, const float* dy, const float* w, float* dx,
-                       float* workspace, gpu::Stream stream) {
+                       float* workspace, gpu::Stream stream, GemmMath math) {
   const ConvParams p = params_of(g);
   const int4* table = PRECOMPUTED ? build_table(p, true, workspace, stream) : nullptr;
+  if (math == GemmMath::tf32) {
+    return launch_backward_data<conv_mma::Tile, PRECOMPUTED, GemmMath::tf32>(g, p, table, dy, w, dx,
+                                                                             stream);
+  }
+  if (math == GemmMath::bf16) {
+    return launch_backward_data<conv_mma::Tile, PRECOMPUTED, GemmMath::bf16>(g, p, table, dy, w, dx,
+                                                                             stream);
+  }
+  constexpr GemmMath fp32 = GemmMath::fp32;
   switch (tile::choose_tile(p.Cg, int64_t(p.N) * p.HW, g.groups, TileShape::small)) {
     case TileShape::large:
-      return launch_backward_data<tile::Large, PRECOMPUTED>(g, p, table, dy, w, dx, stream);
+      return launch_backward_data<tile::Large, PRECOMPUTED, fp32>(g, p, table, dy, w, dx, stream);
     case TileShape::medium:
-      return launch_backward_data<tile::Medium, PRECOMPUTED>(g, p, table, dy, w, dx, stream);
+      return launch_backward_data<tile::Medium, PRECOMPUTED, fp32>(g, p, table, dy, w, dx, stream);
     default:
-      return launch_backward_data<tile::Small, PRECOMPUTED>(g, p, table, dy, w, dx, stream);
+      return launch_backward_data<tile::Small, PRECOMPUTED, fp32>(g, p, table, dy, w, dx, stream);
   }
 }
 
@@ -350,13 +393,13 @@ void check_sizes(const Conv2dGeometry& g) {
 }
 
 void forward(const Conv2dGeometry& g, const float* x, const float* w, const float* bias, float* y,
-             gpu::Stream stream) {
-  run_forward<false>(g, x, w, bias, y, nullptr, stream);
+             gpu::Stream stream, GemmMath math) {
+  run_forward<false>(g, x, w, bias, y, nullptr, stream, math);
 }
 
 void backward_data(const Conv2dGeometry& g, const float* dy, const float* w, float* dx,
-                   gpu::Stream stream) {
-  run_backward_data<false>(g, dy, w, dx, nullptr, stream);
+                   gpu::Stream stream, GemmMath math) {
+  run_backward_data<false>(g, dy, w, dx, nullptr, stream, math);
 }
 
 size_t precomputed_workspace(const Conv2dGeometry& g, bool data) {
@@ -364,13 +407,13 @@ size_t precomputed_workspace(const Conv2dGeometry& g, bool data) {
 }
 
 void forward_precomputed(const Conv2dGeometry& g, const float* x, const float* w, const float* bias,
-                         float* y, float* workspace, gpu::Stream stream) {
-  run_forward<true>(g, x, w, bias, y, workspace, stream);
+                         float* y, float* workspace, gpu::Stream stream, GemmMath math) {
+  run_forward<true>(g, x, w, bias, y, workspace, stream, math);
 }
 
 void backward_data_precomputed(const Conv2dGeometry& g, const float* dy, const float* w, float* dx,
-                               float* workspace, gpu::Stream stream) {
-  run_backward_data<true>(g, dy, w, dx, workspace, stream);
+                               float* workspace, gpu::Stream stream, GemmMath math) {
+  run_backward_data<true>(g, dy, w, dx, workspace, stream, math);
 }
 
 }  // namespace crema::kernels::cuda::implicit_gemm

@@ -152,7 +152,7 @@ cuda::ConvVersion choose_conv_algorithm(Context& ctx, cuda::ConvPass pass, const
     case ConvAlgorithmRequest::Mode::heuristic:
       break;
   }
-  return get_conv_algorithm(pass, g);
+  return get_conv_algorithm(pass, g, math);
 }
 
 void load_algorithm_cache(const std::string& path, std::map<std::string, std::string>& cache) {

@@ -3,8 +3,8 @@
 // A convolution pass (forward, backward data, backward filter) has several CUDA versions
 // (convolution.h: cuda::ConvVersion), each supporting some geometries, each fastest on some.
 // Three ways to pick one, as a layer's `algorithm:` key spells them:
-//   auto     get_conv_algorithm: the heuristic, from the geometry alone (cuDNN's Get). Free,
-//            deterministic, and what every Tensor-level call uses when given no version.
+//   auto     get_conv_algorithm: the heuristic, from the geometry and math alone (cuDNN's Get).
+//            Free, deterministic, and what every Tensor-level call uses when given no version.
 //   find     find_conv_algorithms: time every version that supports the geometry on the device,
 //            under a workspace limit, each first checked against the heuristic's output (cuDNN's
 //            Find). The winner is remembered per (pass, geometry, device, limit) in the Context's
@@ -37,9 +37,11 @@ std::optional<ConvAlgorithmRequest> parse_conv_algorithm(const std::string& text
 // Every accepted spelling, for error messages: "auto, find, im2col_gemm, implicit_gemm, ...".
 std::string conv_algorithm_spellings();
 
-// The heuristic: the version production runs for `pass` on g (cuda::forward_version and its
-// siblings). The same geometry always gives the same version.
-cuda::ConvVersion get_conv_algorithm(cuda::ConvPass pass, const Conv2dGeometry& g);
+// The heuristic: the version production runs for `pass` on g in `math` (cuda::forward_version
+// and its siblings: in tf32 and bf16 the versions measured fastest with tensor cores). The same
+// geometry and math always give the same version.
+cuda::ConvVersion get_conv_algorithm(cuda::ConvPass pass, const Conv2dGeometry& g,
+                                     cuda::GemmMath math = cuda::GemmMath::fp32);
 
 // The workspace a version needs for a pass, in bytes (the filter pass without the bias).
 size_t conv_algorithm_workspace_bytes(cuda::ConvVersion version, cuda::ConvPass pass,
@@ -92,8 +94,8 @@ std::string conv_algorithm_cache_key(cuda::ConvPass pass, const Conv2dGeometry& 
 cuda::ConvVersion find_conv_algorithm_cached(Context& ctx, cuda::ConvPass pass,
                                              const Conv2dGeometry& g, size_t workspace_limit_bytes,
                                              cuda::GemmMath math = cuda::GemmMath::fp32);
-// The version `request` picks for (pass, g) in `math`: get (which does not depend on the math),
-// find (cached per math) or the pinned one. Throws crema::Error naming `where` when a pinned
+// The version `request` picks for (pass, g) in `math`: get (in that math), find (cached per
+// math) or the pinned one. Throws crema::Error naming `where` when a pinned
 // version does not support (pass, g).
 cuda::ConvVersion choose_conv_algorithm(Context& ctx, cuda::ConvPass pass, const Conv2dGeometry& g,
                                         const ConvAlgorithmRequest& request,

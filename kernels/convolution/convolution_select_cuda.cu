@@ -131,14 +131,15 @@ int rank(ConvAlgorithmStatus status) {
 
 }  // namespace
 
-cuda::ConvVersion get_conv_algorithm(cuda::ConvPass pass, const Conv2dGeometry& g) {
+cuda::ConvVersion get_conv_algorithm(cuda::ConvPass pass, const Conv2dGeometry& g,
+                                     cuda::GemmMath math) {
   switch (pass) {
     case cuda::ConvPass::forward:
-      return cuda::forward_version(g);
+      return cuda::forward_version(g, math);
     case cuda::ConvPass::backward_data:
-      return cuda::backward_data_version(g);
+      return cuda::backward_data_version(g, math);
     case cuda::ConvPass::backward_filter:
-      return cuda::backward_filter_version(g);
+      return cuda::backward_filter_version(g, math);
   }
   return cuda::ConvVersion::best;
 }
@@ -171,7 +172,7 @@ std::vector<ConvAlgorithmPerf> find_conv_algorithms(Context& ctx, cuda::ConvPass
   g.validate(op);
   ctx.synchronize();  // the scratch tensors may reuse memory that queued work still reads
   PassRunner runner(ctx, pass, g);
-  const cuda::ConvVersion heuristic = get_conv_algorithm(pass, g);
+  const cuda::ConvVersion heuristic = get_conv_algorithm(pass, g, cuda::GemmMath::fp32);
   auto workspace_for = [&](cuda::ConvVersion version) {
     const size_t floats = conv_algorithm_workspace_bytes(version, pass, g) / sizeof(float);
     return ctx.empty({int64_t(std::max<size_t>(floats, 1))});

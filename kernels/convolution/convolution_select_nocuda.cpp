@@ -13,7 +13,7 @@ namespace {
 
 }  // namespace
 
-cuda::ConvVersion get_conv_algorithm(cuda::ConvPass, const Conv2dGeometry&) {
+cuda::ConvVersion get_conv_algorithm(cuda::ConvPass, const Conv2dGeometry&, cuda::GemmMath) {
   no_cuda("get_conv_algorithm");
 }
 

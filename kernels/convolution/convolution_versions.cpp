@@ -12,7 +12,7 @@ struct VersionName {
   ConvVersion version;
   const char* name;
 };
-constexpr std::array<VersionName, 8> kNames{{
+constexpr std::array<VersionName, 9> kNames{{
     {ConvVersion::im2col_gemm, "im2col_gemm"},
     {ConvVersion::implicit_gemm, "implicit_gemm"},
     {ConvVersion::pointwise_gemm, "pointwise_gemm"},
@@ -21,6 +21,7 @@ constexpr std::array<VersionName, 8> kNames{{
     {ConvVersion::winograd_4x4, "winograd_4x4"},
     {ConvVersion::direct, "direct"},
     {ConvVersion::precomputed_gemm, "precomputed_gemm"},
+    {ConvVersion::nhwc_implicit_gemm, "nhwc_implicit_gemm"},
 }};
 }  // namespace
 
@@ -91,12 +92,13 @@ bool supports(ConvVersion version, ConvPass pass, const Conv2dGeometry& g) {
 bool computes_in(ConvVersion version, ConvPass pass, GemmMath math) {
   switch (version) {
     case ConvVersion::im2col_gemm:
+    case ConvVersion::implicit_gemm:
     case ConvVersion::pointwise_gemm:
     case ConvVersion::winograd_2x2:
+    case ConvVersion::precomputed_gemm:
+    case ConvVersion::nhwc_implicit_gemm:
       return true;
-    case ConvVersion::implicit_gemm:
-    case ConvVersion::direct:
-    case ConvVersion::precomputed_gemm:  // their filter gradient is v2's
+    case ConvVersion::direct:  // its filter gradient is v2's
       return math == GemmMath::fp32 || pass == ConvPass::backward_filter;
     case ConvVersion::depthwise_direct:
     case ConvVersion::winograd_4x4:

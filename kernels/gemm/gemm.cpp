@@ -1,5 +1,6 @@
 // The one dispatch point of GEMM: checks the tensors once, then calls the implementation for the
-// context's device (cpu::sgemm or, behind CREMA_WITH_CUDA and nowhere else, cuda::sgemm).
+// context's device (cpu::sgemm or, behind CREMA_WITH_CUDA and nowhere else, cuda::sgemm with the
+// version cuda::best_version picks for the shape and its workspace from ctx.workspace()).
 #include "kernels/gemm/gemm.h"
 
 #include <algorithm>
@@ -57,8 +58,11 @@ void gemm(Context& ctx, bool trans_a, bool trans_b, float alpha, const Tensor& a
   }
 #ifdef CREMA_WITH_CUDA
   if (ctx.device().is_cuda()) {
+    const cuda::GemmVersion version = cuda::best_version(math, M, N, K);
+    const size_t floats = cuda::sgemm_workspace(trans_a, trans_b, M, N, K, version, math);
     cuda::sgemm(trans_a, trans_b, M, N, K, alpha, a.data<float>(), lda, b.data<float>(), ldb, beta,
-                c.data<float>(), ldc, ctx.stream(), cuda::best_version(math), math);
+                c.data<float>(), ldc, ctx.stream(), version, math,
+                floats > 0 ? ctx.workspace(floats) : nullptr);
     return;
   }
 #endif

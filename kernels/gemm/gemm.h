@@ -12,6 +12,7 @@
 // (or K == 0) means A and B are not read: C = beta * C.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -69,16 +70,19 @@ enum class GemmVersion {
   bf16_mma,         // v7: v6 with mma.sync m16n8k16 on bf16 fragments (bf16)
   wgmma,            // v8: sm_90a warpgroup MMA from 128B-swizzled shared memory (tf32 or bf16)
   wgmma_pipelined,  // v9: v8 fed by TMA through a 4-stage mbarrier ring, producer/consumer warps
-  best = adaptive_tiles,  // fp32's production version; see best_version for the others
+  wgmma_repacked,   // v10: v9 for every layout and bf16 math: operands repacked K-major first
+  ffma_tuned,       // v11: v4 with its 128x128 tile's loop double-buffered (slabs and fragments)
+  best = ffma_tuned,  // fp32's production version; see best_version for the others
 };
 // Every version, in ladder order (tests and `crema bench gemm` walk it).
 const std::vector<GemmVersion>& gemm_versions();
 // Its name as `crema bench` spells it ("adaptive_tiles"), and back (nullopt: unknown).
 const char* gemm_version_name(GemmVersion version);
 std::optional<GemmVersion> gemm_version_from_name(const std::string& name);
-// Whether `version` computes in `math`: v1-v5 fp32, v6 tf32, v7 bf16, v8 tf32 and bf16, v9 tf32.
+// Whether `version` computes in `math`: v1-v5 fp32, v6 tf32, v7 bf16, v8 tf32 and bf16, v9 tf32,
+// v10 tf32 and bf16, v11 fp32.
 bool supports(GemmVersion version, GemmMath math);
-// The version production uses for `math`: v4 (fp32), v6 (tf32), v7 (bf16); README.md has the
+// The version production uses for `math`: v11 (fp32), v6 (tf32), v7 (bf16); README.md has the
 // measurements behind the choice (v8 loses to v6/v7 on most shapes so far).
 GemmVersion best_version(GemmMath math);
 
@@ -88,25 +92,47 @@ GemmVersion best_version(GemmMath math);
 // v9 truncates its operands to TF32 (the tensor cores' own reading of an fp32 word) where every
 // other TF32 path rounds to nearest; it runs only NT calls with 16-byte aligned A and B and lda,
 // ldb, K multiples of 4, and hands any other call to v8 (which rounds).
+// v10 first copies the operands v9 cannot read in place into `workspace` (at least
+// sgemm_workspace(...) floats, 16-byte aligned), K-major, and as bf16 in bf16 math (rounded to
+// nearest even), then runs v9's kernel; TF32 operands are copied unchanged (truncated, as v9).
+// Without a workspace where one is needed (nullptr), or with an operand it would read in place
+// that is not 16-byte aligned with a leading dimension that is a multiple of 4, v10 runs v9
+// (tf32) or v8 (bf16). Every other version ignores `workspace`.
 void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
            int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
            gpu::Stream stream, GemmVersion version = GemmVersion::best,
-           GemmMath math = GemmMath::fp32);
+           GemmMath math = GemmMath::fp32, float* workspace = nullptr);
+// The floats of workspace sgemm wants for this call (0: none; only v10 wants any): v10 copies an
+// operand that is MN-major (A when trans_a, B when !trans_b), every operand in bf16 math, and both
+// when K is not a multiple of 4, to rows of K rounded up to 4 (TF32) or 8 (bf16) elements.
+size_t sgemm_workspace(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+                       GemmVersion version, GemmMath math);
+// The production version for this shape on the current device: v10 in tf32 and bf16 for large
+// products (M, N >= 1024, K >= 256, MNK >= 2^30) on compute capability 9.0, where its copy passes
+// cost little against the product (README.md has the measurements), else best_version(math).
+// Callers run it with sgemm_workspace(...) floats of workspace.
+GemmVersion best_version(GemmMath math, int64_t M, int64_t N, int64_t K);
 
-// C = alpha A B^T + beta C with bf16 operands in memory (bf16 bit patterns, as torch.bfloat16
-// stores them), C fp32: A is [M,K] (lda), B is [N,K] (ldb). Tensor cores multiply the operands as
-// stored, fp32 accumulation; v9's kernel (TMA-fed wgmma), so it needs compute capability 9.0. Only
-// this layout (trans_a false, trans_b true), A and B 16-byte aligned, lda, ldb and K multiples of
-// 8: anything else throws crema::Error, as does another device.
+// C = alpha op(A) op(B) + beta C with bf16 operands in memory (bf16 bit patterns, as
+// torch.bfloat16 stores them), C fp32, layouts as in sgemm. Tensor cores multiply the operands as
+// stored, fp32 accumulation; v9's kernel (TMA-fed wgmma), so it needs compute capability 9.0.
+// An operand v9 reads in place (A when !trans_a, B when trans_b) must be 16-byte aligned with a
+// leading dimension that is a multiple of 8; the others (MN-major ones, and both when K is not a
+// multiple of 8) are first transposed into `workspace` (gemm_bf16_workspace(...) floats, 16-byte
+// aligned; nullptr is fine where none is needed). Anything else throws crema::Error, as does
+// another device.
 void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
                const uint16_t* A, int64_t lda, const uint16_t* B, int64_t ldb, float beta, float* C,
-               int64_t ldc, gpu::Stream stream);
+               int64_t ldc, gpu::Stream stream, float* workspace = nullptr);
+// The floats of workspace gemm_bf16 wants for this call (0 for NT with K a multiple of 8).
+size_t gemm_bf16_workspace(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K);
 }  // namespace cuda
 
 // Tensor level: a is [M,K] ([K,M] when trans_a), b is [K,N] ([N,K] when trans_b), c is [M,N]; all
 // 2-D, float32, contiguous and on the context's device. Throws crema::Error naming the shapes when
 // they do not fit. Uses ctx.num_threads() CPU threads. `math` picks the arithmetic on a GPU
-// (cuda::best_version(math)); the CPU always computes in fp32, which is at least as exact.
+// (cuda::best_version(math, M, N, K), its workspace from ctx.workspace()); the CPU always computes
+// in fp32, which is at least as exact.
 void gemm(Context& ctx, bool trans_a, bool trans_b, float alpha, const Tensor& a, const Tensor& b,
           float beta, Tensor& c, cuda::GemmMath math = cuda::GemmMath::fp32);
 

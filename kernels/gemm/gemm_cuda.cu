@@ -23,6 +23,11 @@
 //                    shared memory filled through registers (rounding and transposing there).
 // v9 wgmma_pipelined (gemm_wgmma_pipelined_sm90a.cu) v8 fed by TMA, 4 stages on mbarriers, a
 //                    producer warpgroup and two consumers; TF32 truncated, NT only (else v8).
+// v10 wgmma_repacked (gemm_wgmma_repacked_sm90a.cu) v9 for every layout and bf16 math: the
+//                    operands it cannot read in place repacked K-major (bf16) into a workspace.
+// v11 ffma_tuned     v4 whose 128x128 tile runs the loop of gemm_ffma_tuned_cuda.cu: two shared
+//                    slabs (one barrier per slab), the next k step's fragments read during the
+//                    FFMAs, edge-free loads for interior slabs; v4's smaller tiles unchanged.
 //
 // All versions are deterministic (no atomics; each sum's order depends on the shape only).
 #include <cuda_runtime.h>
@@ -177,7 +182,7 @@ void launch_tiled(bool trans_a, bool trans_b, int M, int N, int K, float alpha, 
 
 void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
            int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
-           gpu::Stream stream, GemmVersion version, GemmMath math) {
+           gpu::Stream stream, GemmVersion version, GemmMath math, float* workspace) {
   if (!supports(version, math)) {
     throw Error(std::string("cuda::sgemm: version ") + gemm_version_name(version) +
                 " does not compute in " + gemm_math_name(math) + " math");
@@ -213,8 +218,10 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
                                 stream);
       return;
     case GemmVersion::adaptive_tiles:
+    case GemmVersion::ffma_tuned:
       switch (tile::choose_tile(M, N, 1, tile::TileShape::tiny)) {
         case tile::TileShape::large:
+          if (version == GemmVersion::ffma_tuned) return detail::sgemm_ffma_tuned(args, stream);
           launch_tiled<tile::Large>(trans_a, trans_b, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc,
                                     stream);
           return;
@@ -242,6 +249,8 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
       return detail::gemm_wgmma(args, math == GemmMath::bf16, stream);
     case GemmVersion::wgmma_pipelined:
       return detail::gemm_wgmma_pipelined(args, stream);
+    case GemmVersion::wgmma_repacked:
+      return detail::gemm_wgmma_repacked(args, math == GemmMath::bf16, workspace, stream);
     default:
       break;
   }
@@ -250,26 +259,16 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
 
 void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
                const uint16_t* A, int64_t lda, const uint16_t* B, int64_t ldb, float beta, float* C,
-               int64_t ldc, gpu::Stream stream) {
-  if (trans_a || !trans_b) {
-    throw Error(
-        "cuda::gemm_bf16: only A [M,K] times B [N,K] transposed (trans_a = false, trans_b "
-        "= true) is implemented");
-  }
+               int64_t ldc, gpu::Stream stream, float* workspace) {
   if (M < 0 || N < 0 || K < 0 || M >= INT32_MAX || N >= INT32_MAX || K >= INT32_MAX) {
     throw Error("cuda::gemm_bf16: sizes M=" + std::to_string(M) + " N=" + std::to_string(N) +
                 " K=" + std::to_string(K) + " must lie in [0, 2^31)");
   }
-  if (lda < K || ldb < K || ldc < N) {
+  if (lda < (trans_a ? M : K) || ldb < (trans_b ? K : N) || ldc < N) {
     throw Error("cuda::gemm_bf16: leading dimensions lda=" + std::to_string(lda) +
                 " ldb=" + std::to_string(ldb) + " ldc=" + std::to_string(ldc) +
-                " too small for K=" + std::to_string(K) + " N=" + std::to_string(N));
-  }
-  if (reinterpret_cast<uintptr_t>(A) % 16 != 0 || reinterpret_cast<uintptr_t>(B) % 16 != 0 ||
-      lda % 8 != 0 || ldb % 8 != 0 || K % 8 != 0) {
-    throw Error("cuda::gemm_bf16: A and B must be 16-byte aligned and lda=" + std::to_string(lda) +
-                ", ldb=" + std::to_string(ldb) + ", K=" + std::to_string(K) +
-                " multiples of 8 (the copy engine reads rows of whole 16-byte units)");
+                " too small for M=" + std::to_string(M) + " N=" + std::to_string(N) +
+                " K=" + std::to_string(K) + (trans_a ? " (A^T)" : "") + (trans_b ? " (B^T)" : ""));
   }
   if (M == 0 || N == 0) return;
   if (K == 0 || alpha == 0.0f) {
@@ -279,8 +278,8 @@ void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, floa
     gpu::check_launch("scale_matrix");
     return;
   }
-  detail::gemm_wgmma_pipelined_bf16(int(M), int(N), int(K), alpha, A, lda, B, ldb, beta, C, ldc,
-                                    stream);
+  detail::gemm_bf16_repacked(trans_a, trans_b, int(M), int(N), int(K), alpha, A, lda, B, ldb, beta,
+                             C, ldc, workspace, stream);
 }
 
 namespace detail {

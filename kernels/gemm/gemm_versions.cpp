@@ -11,7 +11,7 @@ struct VersionName {
   GemmVersion version;
   const char* name;
 };
-constexpr std::array<VersionName, 9> kVersionNames{{
+constexpr std::array<VersionName, 11> kVersionNames{{
     {GemmVersion::naive, "naive"},
     {GemmVersion::shared_tiles, "shared_tiles"},
     {GemmVersion::register_tiles, "register_tiles"},
@@ -21,6 +21,8 @@ constexpr std::array<VersionName, 9> kVersionNames{{
     {GemmVersion::bf16_mma, "bf16_mma"},
     {GemmVersion::wgmma, "wgmma"},
     {GemmVersion::wgmma_pipelined, "wgmma_pipelined"},
+    {GemmVersion::wgmma_repacked, "wgmma_repacked"},
+    {GemmVersion::ffma_tuned, "ffma_tuned"},
 }};
 
 struct MathName {
@@ -79,6 +81,7 @@ bool supports(GemmVersion version, GemmMath math) {
     case GemmVersion::bf16_mma:
       return math == GemmMath::bf16;
     case GemmVersion::wgmma:
+    case GemmVersion::wgmma_repacked:
       return math == GemmMath::tf32 || math == GemmMath::bf16;
     default:
       return math == GemmMath::fp32;

@@ -1,7 +1,8 @@
 // v9 wgmma_pipelined: v8's wgmma, with the operands written into shared memory by the copy engine
 // (TMA) instead of by the threads: no register pass, several slabs in flight. TF32 on fp32
-// operands (cuda::sgemm) or bf16 operands in memory (cuda::gemm_bf16); NT only (both operands
-// K-major). This file is compiled for sm_90a alone (CMakeLists.txt).
+// operands (cuda::sgemm) or bf16 operands in memory (cuda::gemm_bf16 and v10); NT only (both
+// operands K-major: v10, gemm_wgmma_repacked_sm90a.cu, repacks the others). This file is compiled
+// for sm_90a alone (CMakeLists.txt).
 //
 //   block tile 128 x 256, k slab 128 bytes (32 floats or 64 bf16: one 128-byte swizzle row);
 //   4 shared stages of 48 KB
@@ -22,8 +23,8 @@
 //
 // What fits: A not transposed and B transposed (NT), A and B 16-byte aligned, lda, ldb and K
 // multiples of 4 (TF32) or 8 (bf16): a tensor map's row stride is a multiple of 16 bytes. Any M, N,
-// K otherwise: the TMA unit zero-fills rows and k past the edges. Any other TF32 call runs v8; a
-// bf16 call that does not fit is refused by cuda::gemm_bf16 before it gets here.
+// K otherwise: the TMA unit zero-fills rows and k past the edges. Any other TF32 call runs v8 (v10
+// repacks it first); gemm_bf16 repacks or refuses a bf16 call that does not fit.
 #include <cuda.h>  // CUtensorMap and cuTensorMapEncodeTiled's signature; reached through cudart
 #include <cuda_runtime.h>
 
@@ -261,11 +262,12 @@ void gemm_wgmma_pipelined(const GemmArgs& g, gpu::Stream stream) {
   launch<false>(g.M, g.N, g.K, g.alpha, g.A, g.lda, g.B, g.ldb, g.beta, g.C, g.ldc, stream);
 }
 
-void gemm_wgmma_pipelined_bf16(int M, int N, int K, float alpha, const uint16_t* A, int64_t lda,
-                               const uint16_t* B, int64_t ldb, float beta, float* C, int64_t ldc,
-                               gpu::Stream stream) {
+void gemm_wgmma_pipelined_k_major(bool bf16, int M, int N, int K, float alpha, const void* A,
+                                  int64_t lda, const void* B, int64_t ldb, float beta, float* C,
+                                  int64_t ldc, gpu::Stream stream) {
   check_device();
-  launch<true>(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, stream);
+  if (bf16) return launch<true>(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, stream);
+  launch<false>(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, stream);
 }
 
 }  // namespace crema::kernels::cuda::detail

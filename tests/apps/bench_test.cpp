@@ -131,6 +131,11 @@ TEST(BenchOptions, Checked) {
   options.repeats = 1;
   options.warmup = -1;
   EXPECT_TRUE(contains(error_of([&] { check_options(options); }), "--warmup"));
+  options.warmup = 0;
+  options.layout = "nhwc";
+  check_options(options);
+  options.layout = "chwn";
+  EXPECT_TRUE(contains(error_of([&] { check_options(options); }), "--layout"));
 }
 
 TEST(BenchOptions, CommandNeedsAGpuAndAKnownOp) {

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -161,21 +162,22 @@ inline float* workspace_for(Context& ctx, const Conv2dGeometry& g, cuda::ConvVer
 // All passes of one version that it supports for the geometry, in `math`: forward with and
 // without bias, data, filter alone, filter with the fused bias gradient, and the bias gradient
 // alone. Each pass is held to its math's tolerance where the version computes it in the math
-// (cuda::computes_in), else to fp32's. Returns the largest relative error of the passes computed
-// in a math other than fp32 (0 when none is).
-inline double check_version(Context& ctx, const Problem& p, cuda::ConvVersion v,
-                            cuda::GemmMath math = cuda::GemmMath::fp32) {
+// (cuda::computes_in), else to fp32's. Returns, per pass (indexed by int(cuda::ConvPass)), the
+// largest relative error of its outputs when the pass is computed in a math other than fp32 (0
+// when it is not, or not supported).
+inline std::array<double, 3> check_version(Context& ctx, const Problem& p, cuda::ConvVersion v,
+                                           cuda::GemmMath math = cuda::GemmMath::fp32) {
   using cuda::ConvPass;
   const Conv2dGeometry& g = p.g;
   const std::string what =
       describe(g) + " " + cuda::conv_version_name(v) + " " + cuda::gemm_math_name(math);
-  double worst = 0;
+  std::array<double, 3> worst{};
   auto close = [&](const Tensor& t, const std::vector<double>& expected, ConvPass pass,
                    const std::string& name) {
     const bool in_math = math != cuda::GemmMath::fp32 && cuda::computes_in(v, pass, math);
     const double error =
         expect_close(t, expected, what + " " + name, in_math ? conv_find_tolerance(math) : 1e-5);
-    if (in_math) worst = std::max(worst, error);
+    if (in_math) worst[int(pass)] = std::max(worst[int(pass)], error);
   };
   DeviceTensors d(ctx, p);
   float* ws = workspace_for(ctx, g, v);

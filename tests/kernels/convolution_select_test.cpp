@@ -107,7 +107,10 @@ TEST(ConvolutionSelect, TensorCorePassesPerVersion) {
   EXPECT_TRUE(cuda::computes_in(ConvVersion::pointwise_gemm, ConvPass::forward, tf32));
   EXPECT_TRUE(cuda::computes_in(ConvVersion::winograd_2x2, ConvPass::backward_filter, bf16));
   EXPECT_TRUE(cuda::computes_in(ConvVersion::implicit_gemm, ConvPass::backward_filter, tf32));
-  EXPECT_FALSE(cuda::computes_in(ConvVersion::implicit_gemm, ConvPass::forward, tf32));
+  EXPECT_TRUE(cuda::computes_in(ConvVersion::implicit_gemm, ConvPass::forward, tf32));
+  EXPECT_TRUE(cuda::computes_in(ConvVersion::precomputed_gemm, ConvPass::backward_data, bf16));
+  EXPECT_TRUE(cuda::computes_in(ConvVersion::direct, ConvPass::backward_filter, tf32));
+  EXPECT_FALSE(cuda::computes_in(ConvVersion::direct, ConvPass::forward, tf32));
   EXPECT_FALSE(cuda::computes_in(ConvVersion::winograd_4x4, ConvPass::forward, tf32));
   EXPECT_FALSE(cuda::computes_in(ConvVersion::depthwise_direct, ConvPass::backward_filter, bf16));
 }

@@ -18,14 +18,14 @@ using cuda::GemmVersion;
 
 TEST(GemmVersions, LadderOrderAndNamesRoundTrip) {
   const std::vector<GemmVersion>& versions = cuda::gemm_versions();
-  ASSERT_EQ(versions.size(), 9u);
+  ASSERT_EQ(versions.size(), 11u);
   for (size_t i = 0; i < versions.size(); ++i) {
-    EXPECT_EQ(int(versions[i]), int(i) + 1);  // v1..v9 in ladder order
+    EXPECT_EQ(int(versions[i]), int(i) + 1);  // v1..v11 in ladder order
     const char* name = cuda::gemm_version_name(versions[i]);
     ASSERT_TRUE(cuda::gemm_version_from_name(name).has_value()) << name;
     EXPECT_EQ(*cuda::gemm_version_from_name(name), versions[i]);
   }
-  EXPECT_STREQ(cuda::gemm_version_name(GemmVersion::best), "adaptive_tiles");
+  EXPECT_STREQ(cuda::gemm_version_name(GemmVersion::best), "ffma_tuned");
   EXPECT_FALSE(cuda::gemm_version_from_name("fastest").has_value());
   for (GemmMath m : {GemmMath::fp32, GemmMath::tf32, GemmMath::bf16}) {
     EXPECT_EQ(*cuda::gemm_math_from_name(cuda::gemm_math_name(m)), m);
@@ -46,6 +46,9 @@ TEST(GemmVersions, EachVersionComputesInItsMath) {
   EXPECT_TRUE(cuda::supports(GemmVersion::wgmma_pipelined, GemmMath::tf32));
   EXPECT_FALSE(cuda::supports(GemmVersion::wgmma_pipelined, GemmMath::bf16));
   EXPECT_FALSE(cuda::supports(GemmVersion::wgmma_pipelined, GemmMath::fp32));
+  EXPECT_TRUE(cuda::supports(GemmVersion::wgmma_repacked, GemmMath::tf32));
+  EXPECT_TRUE(cuda::supports(GemmVersion::wgmma_repacked, GemmMath::bf16));
+  EXPECT_FALSE(cuda::supports(GemmVersion::wgmma_repacked, GemmMath::fp32));
   for (GemmVersion v : cuda::gemm_versions()) {
     int maths = 0;
     for (GemmMath m : {GemmMath::fp32, GemmMath::tf32, GemmMath::bf16})
