@@ -199,6 +199,10 @@ enum class ConvVersion {
   // into the workspace, the NHWC pass, the result transposed back; every math (FFMA, or mma.sync
   // in tf32 and bf16)
   nhwc_implicit_gemm,
+  // v10: stride 1, dilation 1, groups 1, padded maps within 64x64: every pass by the 2-D FFT
+  //      (real half spectra of F x F maps, F a power of two, in the workspace), a batched complex
+  //      GEMM over the bins, and the inverse FFT with the crop; fp32 only
+  fft,
   best = implicit_gemm,  // the general version (every geometry)
 };
 // The three passes an algorithm may implement (cuDNN's fwd, bwd data and bwd filter algos).
@@ -210,7 +214,8 @@ const std::vector<ConvVersion>& conv_versions();
 const char* conv_version_name(ConvVersion version);
 std::optional<ConvVersion> conv_version_from_name(const std::string& name);
 // Whether `version` handles geometry g (v3: g.pointwise(); v4: g.depthwise(); v5, v6: a 3x3
-// filter with stride 1 and dilation 1; v7: R, S <= 16 and strides <= 4; v1, v2: all), and whether
+// filter with stride 1 and dilation 1; v7: R, S <= 16 and strides <= 4; v10: stride 1, dilation
+// 1, no groups, H + 2*pad_h and W + 2*pad_w at most 64; v1, v2: all), and whether
 // it implements `pass` for g (v5 and v6: backward data needs padding <= 2).
 bool supports(ConvVersion version, const Conv2dGeometry& g);
 bool supports(ConvVersion version, ConvPass pass, const Conv2dGeometry& g);
@@ -222,14 +227,17 @@ bool supports(ConvVersion version, ConvPass pass, const Conv2dGeometry& g);
 // fp32), and v7's filter gradient (v2's). The rest computes in fp32 whatever the math, as cuDNN's
 // algorithms without a tensor-core path do: v6 because F(4x4,3x3)'s output transform amplifies
 // operand rounding about 12x (tf32 operands give ~3e-3 relative error, over tf32's 2e-3; bf16
-// ~2.5e-2), v7's forward and backward data and v4 for want of a tensor-core variant so far.
+// ~2.5e-2), v7's forward and backward data and v4 for want of a tensor-core variant so far, and
+// v10 (its complex products are FFMA code of its own).
 bool computes_in(ConvVersion version, ConvPass pass, GemmMath math);
 // The versions production uses per pass (README.md has the reasons): v4 for depthwise
 // geometries, v3 for pointwise ones (forward and data), v6 (Winograd F(4x4,3x3)) for 3x3
 // stride-1 geometries with at least 32 input and output channels per group, else v2 -- except
 // backward data when a group has fewer than 32 input channels: v1, since v2's implicit GEMM then
 // fills few rows of its tiles (C/G rows) while every element it loads pays the patch index
-// arithmetic (H200, LeNet conv2 at N = 256: README.md). That is fp32's choice; in tf32 and bf16
+// arithmetic (H200, LeNet conv2 at N = 256: README.md); and v10 (FFT) for every pass of
+// ungrouped stride-1 layers with 5x5 or larger filters, at least 64 input and output channels
+// and padded maps of 32 x 32 or less (README.md "FFT"). That is fp32's choice; in tf32 and bf16
 // (measured on ResNet-18's and the peer benchmark's shapes, README.md "The heuristic in tf32 and
 // bf16") 3x3 stride-1 layers run v5 on tensor cores for forward and data from 256 channels a group
 // (v6 in fp32 below, and for the filter gradient); other filters with at least 16 channels a

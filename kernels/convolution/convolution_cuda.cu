@@ -24,6 +24,9 @@
 //                   (convolution_implicit_gemm_cuda.cu); the filter gradient is v2's.
 // v9 nhwc_implicit_gemm every pass through the NHWC kernels, with layout transforms around them
 //                   (convolution_nhwc_version_cuda.cu, convolution_nhwc_cuda.cu).
+// v10 fft           stride-1 ungrouped geometries with padded maps up to 64x64: half spectra of the
+//                   maps in the workspace, a batched complex GEMM per bin, inverse FFT with the
+//                   crop (convolution_fft_cuda.cu).
 //
 // Every kernel is deterministic: each output is summed by one thread (or one block, in a fixed
 // tree), in an order fixed by the geometry; no atomics. In tf32 and bf16 the passes that have a
@@ -184,6 +187,8 @@ const char* requirement(ConvVersion version) {
       return "a 3x3 filter with stride 1 and dilation 1 (backward data: padding at most 2)";
     case ConvVersion::direct:
       return "filters of at most 16x16 taps and strides of at most 4";
+    case ConvVersion::fft:
+      return "stride 1, dilation 1, groups 1 and padded maps of at most 64x64";
     default:
       return "a supported geometry";
   }
@@ -221,6 +226,16 @@ bool winograd_pays(ConvPass pass, const Conv2dGeometry& g) {
          g.K / g.groups >= 32;
 }
 
+// FFT (v10) in fp32 (H200, README.md "FFT"): 5x5 and larger filters with at least 64 input and
+// output channels on padded maps of 32 x 32 or less, where its per-bin products do 9-15x fewer
+// operations than the direct sum: every pass 0.27-0.76x the best other version on five such
+// layers. Not at F = 64 (a 32x32 map with pad 3: 1.2-1.3x behind v9), nor with few channels
+// (LeNet's 20 -> 50: 1.35-2.7x), nor on 3x3 filters (Winograd F(4x4,3x3): 2.1-4.1x faster).
+bool fft_pays(const Conv2dGeometry& g) {
+  return supports(ConvVersion::fft, g) && g.R >= 5 && g.S >= 5 && g.C >= 64 && g.K >= 64 &&
+         g.H + 2 * g.pad_h <= 32 && g.W + 2 * g.pad_w <= 32;
+}
+
 // The Winograd version of a 3x3 stride-1 layer in tf32 / bf16 (H200, README.md "The heuristic in
 // tf32 and bf16"): forward and backward data run v5 on tensor cores from 256 channels a group
 // (its 16 GEMMs are then large enough that the tensor cores beat v6's 4x fewer FFMA multiplies:
@@ -238,6 +253,7 @@ ConvVersion forward_version(const Conv2dGeometry& g, GemmMath math) {
   if (g.depthwise()) return ConvVersion::depthwise_direct;
   if (g.pointwise()) return ConvVersion::pointwise_gemm;
   if (math == GemmMath::fp32) {
+    if (fft_pays(g)) return ConvVersion::fft;
     return winograd_pays(ConvPass::forward, g) ? ConvVersion::winograd_4x4
                                                : ConvVersion::implicit_gemm;
   }
@@ -253,6 +269,7 @@ ConvVersion forward_version(const Conv2dGeometry& g, GemmMath math) {
 ConvVersion backward_data_version(const Conv2dGeometry& g, GemmMath math) {
   if (g.depthwise()) return ConvVersion::depthwise_direct;
   if (g.pointwise()) return ConvVersion::pointwise_gemm;
+  if (math == GemmMath::fp32 && fft_pays(g)) return ConvVersion::fft;
   if (winograd_pays(ConvPass::backward_data, g)) {
     return math == GemmMath::fp32 ? ConvVersion::winograd_4x4
                                   : tensor_winograd(ConvPass::backward_data, g);
@@ -264,10 +281,12 @@ ConvVersion backward_data_version(const Conv2dGeometry& g, GemmMath math) {
   return g.H * g.W <= 64 ? ConvVersion::im2col_gemm : ConvVersion::nhwc_implicit_gemm;
 }
 
-ConvVersion backward_filter_version(const Conv2dGeometry& g, GemmMath /*math*/) {
-  // The same in every math: in tf32 v6 (fp32) still beats v5 and v2 on tensor cores for 3x3
-  // layers, and v2's split GEMM is within 10% of the fastest elsewhere (README.md).
+ConvVersion backward_filter_version(const Conv2dGeometry& g, GemmMath math) {
+  // The same in every math but for FFT (measured in fp32 only): in tf32 v6 (fp32) still beats v5
+  // and v2 on tensor cores for 3x3 layers, and v2's split GEMM is within 10% of the fastest
+  // elsewhere (README.md).
   if (g.depthwise()) return ConvVersion::depthwise_direct;
+  if (math == GemmMath::fp32 && fft_pays(g)) return ConvVersion::fft;
   if (winograd_pays(ConvPass::backward_filter, g)) return ConvVersion::winograd_4x4;
   return ConvVersion::implicit_gemm;
 }
@@ -287,6 +306,8 @@ size_t conv2d_forward_workspace(const Conv2dGeometry& g, ConvVersion version) {
       return implicit_gemm::precomputed_workspace(g, false);
     case ConvVersion::nhwc_implicit_gemm:
       return nhwc_version::forward_workspace(g);
+    case ConvVersion::fft:
+      return fft::workspace(g, ConvPass::forward);
     default:
       return 0;
   }
@@ -307,6 +328,8 @@ size_t conv2d_backward_data_workspace(const Conv2dGeometry& g, ConvVersion versi
       return implicit_gemm::precomputed_workspace(g, true);
     case ConvVersion::nhwc_implicit_gemm:
       return nhwc_version::backward_data_workspace(g);
+    case ConvVersion::fft:
+      return fft::workspace(g, ConvPass::backward_data);
     default:
       return 0;
   }
@@ -326,6 +349,8 @@ size_t conv2d_backward_filter_workspace(const Conv2dGeometry& g, bool with_bias,
                  : 0;
     case ConvVersion::nhwc_implicit_gemm:
       return nhwc_version::backward_filter_workspace(g);
+    case ConvVersion::fft:
+      return fft::workspace(g, ConvPass::backward_filter);
     default:  // v3, v7 and v8 run v2's filter gradient
       return implicit_gemm::backward_filter_workspace(g, with_bias);
   }
@@ -354,6 +379,8 @@ void conv2d_forward(const Conv2dGeometry& g, const float* x, const float* w, con
       return implicit_gemm::forward_precomputed(g, x, w, bias, y, workspace, stream, math);
     case ConvVersion::nhwc_implicit_gemm:
       return nhwc_version::forward(g, x, w, bias, y, workspace, stream, math);
+    case ConvVersion::fft:
+      return fft::forward(g, x, w, bias, y, workspace, stream);
   }
   unknown_version(version);
 }
@@ -381,6 +408,8 @@ void conv2d_backward_data(const Conv2dGeometry& g, const float* dy, const float*
       return implicit_gemm::backward_data_precomputed(g, dy, w, dx, workspace, stream, math);
     case ConvVersion::nhwc_implicit_gemm:
       return nhwc_version::backward_data(g, dy, w, dx, workspace, stream, math);
+    case ConvVersion::fft:
+      return fft::backward_data(g, dy, w, dx, workspace, stream);
   }
   unknown_version(version);
 }
@@ -405,6 +434,8 @@ void conv2d_backward_filter(const Conv2dGeometry& g, const float* x, const float
                                        own_math(version, ConvPass::forward, math));
     case ConvVersion::nhwc_implicit_gemm:
       return nhwc_version::backward_filter(g, x, dy, dw, db, workspace, stream, math);
+    case ConvVersion::fft:
+      return fft::backward_filter(g, x, dy, dw, db, workspace, stream);
   }
   unknown_version(version);
 }

@@ -3,12 +3,14 @@
 // convolution_implicit_gemm_filter_cuda.cu), v3, pointwise batched GEMMs
 // (convolution_pointwise_cuda.cu), v4, direct depthwise loops (convolution_depthwise_cuda.cu), v5
 // and v6, Winograd (convolution_winograd_cuda.cu, convolution_winograd_filter_cuda.cu), v7,
-// direct loops for few channels (convolution_direct_cuda.cu).
+// direct loops for few channels (convolution_direct_cuda.cu), v10, FFT (convolution_fft_cuda.cu).
 // Device pointers, queued on `stream`; the entry points have checked the sizes (and, for v3 and v4,
 // that the version supports the geometry).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
+#include <cstdint>
 
 #include "core/cuda_runtime.h"
 #include "kernels/convolution/convolution.h"
@@ -94,3 +96,32 @@ void backward_data(const Conv2dGeometry& g, const float* dy, const float* w, flo
                    float* workspace, gpu::Stream stream);
 
 }  // namespace crema::kernels::cuda::direct
+
+// v10: FFT convolution (convolution_fft_cuda.cu) for geometries that fit(): stride 1, dilation
+// 1, groups 1, padded maps of at most 64 x 64. y and dx are written; dw += ..., db += ... when db
+// is not null. `workspace` holds workspace(g, pass) floats (0 when g does not fit).
+namespace crema::kernels::cuda::fft {
+
+constexpr int kMinLogF = 3, kMaxLogF = 6;  // 8 <= F <= 64
+
+// log2 of the smallest transform size F that holds g's padded maps (0 when F would pass 64).
+inline int log_size(const Conv2dGeometry& g) {
+  const int64_t need = std::max(g.H + 2 * g.pad_h, g.W + 2 * g.pad_w);
+  for (int log_f = kMinLogF; log_f <= kMaxLogF; ++log_f) {
+    if ((int64_t(1) << log_f) >= need) return log_f;
+  }
+  return 0;
+}
+inline bool fits(const Conv2dGeometry& g) {
+  return g.stride_h == 1 && g.stride_w == 1 && g.dilation_h == 1 && g.dilation_w == 1 &&
+         g.groups == 1 && log_size(g) > 0;
+}
+size_t workspace(const Conv2dGeometry& g, ConvPass pass);
+void forward(const Conv2dGeometry& g, const float* x, const float* w, const float* bias, float* y,
+             float* workspace, gpu::Stream stream);
+void backward_data(const Conv2dGeometry& g, const float* dy, const float* w, float* dx,
+                   float* workspace, gpu::Stream stream);
+void backward_filter(const Conv2dGeometry& g, const float* x, const float* dy, float* dw, float* db,
+                     float* workspace, gpu::Stream stream);
+
+}  // namespace crema::kernels::cuda::fft

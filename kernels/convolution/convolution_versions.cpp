@@ -12,7 +12,7 @@ struct VersionName {
   ConvVersion version;
   const char* name;
 };
-constexpr std::array<VersionName, 9> kNames{{
+constexpr std::array<VersionName, 10> kNames{{
     {ConvVersion::im2col_gemm, "im2col_gemm"},
     {ConvVersion::implicit_gemm, "implicit_gemm"},
     {ConvVersion::pointwise_gemm, "pointwise_gemm"},
@@ -22,6 +22,7 @@ constexpr std::array<VersionName, 9> kNames{{
     {ConvVersion::direct, "direct"},
     {ConvVersion::precomputed_gemm, "precomputed_gemm"},
     {ConvVersion::nhwc_implicit_gemm, "nhwc_implicit_gemm"},
+    {ConvVersion::fft, "fft"},
 }};
 }  // namespace
 
@@ -73,6 +74,8 @@ bool supports(ConvVersion version, const Conv2dGeometry& g) {
     case ConvVersion::direct:
       return g.R <= direct::kMaxTaps && g.S <= direct::kMaxTaps &&
              g.stride_h <= direct::kMaxStride && g.stride_w <= direct::kMaxStride;
+    case ConvVersion::fft:
+      return fft::fits(g);
     default:
       return true;
   }
@@ -102,6 +105,7 @@ bool computes_in(ConvVersion version, ConvPass pass, GemmMath math) {
       return math == GemmMath::fp32 || pass == ConvPass::backward_filter;
     case ConvVersion::depthwise_direct:
     case ConvVersion::winograd_4x4:
+    case ConvVersion::fft:
       break;
   }
   return math == GemmMath::fp32;

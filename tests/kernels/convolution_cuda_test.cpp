@@ -40,6 +40,7 @@ using conv_test::reference_problem;
 using conv_test::upload;
 using conv_test::workspace_for;
 using cuda::ConvVersion;
+using cuda::GemmMath;
 
 TEST(ConvolutionCuda, AwkwardGeometriesAgainstReference) {
   CREMA_REQUIRE_CUDA();
@@ -145,6 +146,16 @@ TEST(ConvolutionCuda, VersionChoicePerGeometry) {
   EXPECT_EQ(cuda::forward_version(few_channels), ConvVersion::implicit_gemm);
   const Conv2dGeometry strided{8, 64, 28, 28, 64, 3, 3, 1, 1, 2, 2};
   EXPECT_EQ(cuda::forward_version(strided), ConvVersion::implicit_gemm);
+  // FFT for 5x5 and larger filters, 64 channels and more, padded maps up to 32 x 32 (fp32 only).
+  const Conv2dGeometry large_filter{64, 128, 26, 26, 128, 7, 7, 3, 3};
+  EXPECT_EQ(cuda::forward_version(large_filter), ConvVersion::fft);
+  EXPECT_EQ(cuda::backward_data_version(large_filter), ConvVersion::fft);
+  EXPECT_EQ(cuda::backward_filter_version(large_filter), ConvVersion::fft);
+  EXPECT_NE(cuda::forward_version(large_filter, GemmMath::tf32), ConvVersion::fft);
+  const Conv2dGeometry past_32{64, 64, 32, 32, 64, 7, 7, 3, 3};  // F = 64
+  EXPECT_EQ(cuda::forward_version(past_32), ConvVersion::implicit_gemm);
+  const Conv2dGeometry strided_large{64, 128, 26, 26, 128, 7, 7, 3, 3, 2, 2};
+  EXPECT_EQ(cuda::forward_version(strided_large), ConvVersion::implicit_gemm);
 
   Context ctx(Device::cuda(0));
   const Problem p = make_inputs(lenet_conv2(2), 3);

@@ -22,11 +22,15 @@
 namespace crema::kernels::conv_test {
 
 inline constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
-inline const cuda::ConvVersion kVersions[] = {
-    cuda::ConvVersion::im2col_gemm,    cuda::ConvVersion::implicit_gemm,
-    cuda::ConvVersion::pointwise_gemm, cuda::ConvVersion::depthwise_direct,
-    cuda::ConvVersion::winograd_2x2,   cuda::ConvVersion::winograd_4x4,
-    cuda::ConvVersion::direct,         cuda::ConvVersion::precomputed_gemm};
+inline const cuda::ConvVersion kVersions[] = {cuda::ConvVersion::im2col_gemm,
+                                              cuda::ConvVersion::implicit_gemm,
+                                              cuda::ConvVersion::pointwise_gemm,
+                                              cuda::ConvVersion::depthwise_direct,
+                                              cuda::ConvVersion::winograd_2x2,
+                                              cuda::ConvVersion::winograd_4x4,
+                                              cuda::ConvVersion::direct,
+                                              cuda::ConvVersion::precomputed_gemm,
+                                              cuda::ConvVersion::fft};
 
 inline std::string describe(const Conv2dGeometry& g) {
   return "N=" + std::to_string(g.N) + " C=" + std::to_string(g.C) + " H=" + std::to_string(g.H) +
