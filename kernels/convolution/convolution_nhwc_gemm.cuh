@@ -110,6 +110,24 @@ __device__ __forceinline__ void multiply_ffma_outer(const float* sa, const float
   }
 }
 
+// acc += every (row tile, column tile) product of one k step's fragments.
+template <class T, bool BF16>
+__device__ __forceinline__ void mma_tiles(const uint32_t (&fa)[T::MT][4],
+                                          const uint32_t (&fb)[T::NT][2], Acc<T>& acc) {
+#pragma unroll
+  for (int i = 0; i < T::MT; ++i) {
+#pragma unroll
+    for (int j = 0; j < T::NT; ++j) {
+      float(&c)[4] = *reinterpret_cast<float(*)[4]>(&acc.v[(i * T::NT + j) * 4]);
+      if constexpr (BF16) {
+        detail::mma_bf16(c, fa[i], fb[j]);
+      } else {
+        detail::mma_tf32(c, fa[i], fb[j]);
+      }
+    }
+  }
+}
+
 template <class T, bool BF16>
 __device__ __forceinline__ void multiply_mma_outer(const float* sa, const float* sb, Acc<T>& acc) {
   constexpr int LA = T::BM + 4, LB = T::BN + 4;
@@ -144,18 +162,7 @@ __device__ __forceinline__ void multiply_mma_outer(const float* sa, const float*
         fb[j][0] = detail::to_tf32(b[t * LB]), fb[j][1] = detail::to_tf32(b[(t + 4) * LB]);
       }
     }
-#pragma unroll
-    for (int i = 0; i < T::MT; ++i) {
-#pragma unroll
-      for (int j = 0; j < T::NT; ++j) {
-        float(&c)[4] = *reinterpret_cast<float(*)[4]>(&acc.v[(i * T::NT + j) * 4]);
-        if constexpr (BF16) {
-          detail::mma_bf16(c, fa[i], fb[j]);
-        } else {
-          detail::mma_tf32(c, fa[i], fb[j]);
-        }
-      }
-    }
+    mma_tiles<T, BF16>(fa, fb, acc);
   }
 }
 
@@ -193,18 +200,7 @@ __device__ __forceinline__ void multiply_mma(const float* sa, const float* sb, A
         fb[j][0] = detail::to_tf32(n0[t]), fb[j][1] = detail::to_tf32(n0[t + 4]);
       }
     }
-#pragma unroll
-    for (int i = 0; i < T::MT; ++i) {
-#pragma unroll
-      for (int j = 0; j < T::NT; ++j) {
-        float(&c)[4] = *reinterpret_cast<float(*)[4]>(&acc.v[(i * T::NT + j) * 4]);
-        if constexpr (BF16) {
-          detail::mma_bf16(c, fa[i], fb[j]);
-        } else {
-          detail::mma_tf32(c, fa[i], fb[j]);
-        }
-      }
-    }
+    mma_tiles<T, BF16>(fa, fb, acc);
   }
 }
 

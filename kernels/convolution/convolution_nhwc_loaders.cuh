@@ -119,6 +119,17 @@ struct DenseLoader {
   }
 };
 
+// Patch row m = (r, s, c) of a group's filter gradient: where its tap reads x relative to an
+// output position (h = p*stride_h + off_h, w likewise) and which channel (g*Cg + c).
+__device__ __forceinline__ void decode_tap(const Params& p, int m, int group, int& off_h,
+                                           int& off_w, int& ch) {
+  int tap, c, r, s;
+  p.by_Cg.divmod(m, tap, c);
+  p.by_S.divmod(tap, r, s);
+  off_h = r * p.dilation_h - p.pad_h, off_w = s * p.dilation_w - p.pad_w;
+  ch = group * p.Cg + c;
+}
+
 // Filter gradient, A: rows are the filter taps (r, s, c) of the group (M = R*S*Cg), the inner
 // index is the output position n*P*Q + p*Q + q, so each element is a 4-byte copy of
 // x[n, p*stride_h - pad_h + r*dil_h, ..., g*Cg + c]. Thread t keeps row t % ROWS (its tap split
@@ -137,11 +148,7 @@ struct TapLoader {
       : p(params), x(x_), k_end(k_end_), row(threadIdx.x % ROWS), col(threadIdx.x / ROWS) {
     const int m = m0 + row;
     valid = m < p.RS * p.Cg;
-    int tap, c, r, s;
-    p.by_Cg.divmod(m, tap, c);
-    p.by_S.divmod(tap, r, s);
-    off_h = r * p.dilation_h - p.pad_h, off_w = s * p.dilation_w - p.pad_w;
-    ch = group * p.Cg + c;
+    decode_tap(p, m, group, off_h, off_w, ch);
   }
 
   __device__ void load(float* tile, int k0) const {
@@ -206,11 +213,7 @@ struct TapRunLoader {
       : p(params), x(x_), k_end(k_end_), run(threadIdx.x % RUNS), col(threadIdx.x / RUNS) {
     const int m = m0 + 4 * run;
     valid = m < p.RS * p.Cg;
-    int tap, c, r, s;
-    p.by_Cg.divmod(m, tap, c);
-    p.by_S.divmod(tap, r, s);
-    off_h = r * p.dilation_h - p.pad_h, off_w = s * p.dilation_w - p.pad_w;
-    ch = group * p.Cg + c;
+    decode_tap(p, m, group, off_h, off_w, ch);
   }
 
   __device__ void load(float* tile, int k0) const {

@@ -9,27 +9,12 @@ import sys
 import torch
 import torch.nn.functional as F
 
+from cuda_timing import median_ms
+
 dev = torch.device("cuda")
 torch.backends.cudnn.allow_tf32 = False
 torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.benchmark = True
-
-
-def bench(fn, warm=5, rep=30):
-    for _ in range(warm):
-        fn()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(rep):
-        a = torch.cuda.Event(enable_timing=True)
-        b = torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        ts.append(a.elapsed_time(b))
-    ts.sort()
-    return ts[len(ts) // 2]
 
 
 print(torch.cuda.get_device_name(0), torch.__version__, torch.backends.cudnn.version())
@@ -43,7 +28,7 @@ for text in sys.argv[1:]:
         return lambda: torch.ops.aten.convolution_backward(
             gy, x, w, None, [1, 1], [p, p], [1, 1], False, [0, 0], 1, mask)
 
-    fwd = bench(lambda: F.conv2d(x, w, padding=p))
-    dgrad = bench(backward([True, False, False]))
-    wgrad = bench(backward([False, True, False]))
+    fwd = median_ms(lambda: F.conv2d(x, w, padding=p))
+    dgrad = median_ms(backward([True, False, False]))
+    wgrad = median_ms(backward([False, True, False]))
     print(f"peer {text:28s} fwd {fwd:.4f} dgrad {dgrad:.4f} wgrad {wgrad:.4f} ms", flush=True)

@@ -10,6 +10,8 @@ import sys
 import torch
 import torch.nn.functional as F
 
+from cuda_timing import median_ms
+
 dev = torch.device("cuda")
 torch.manual_seed(0)
 convs = [("resnet 3x3 64->64 56x56 n64", 64, 64, 56, 56, 64, 3, 1, 1),
@@ -18,23 +20,6 @@ convs = [("resnet 3x3 64->64 56x56 n64", 64, 64, 56, 56, 64, 3, 1, 1),
          ("resnet 1x1 256->64 56x56 n64", 64, 256, 56, 56, 64, 1, 1, 0),
          ("resnet 7x7s2 3->64 224x224 n64", 64, 3, 224, 224, 64, 7, 2, 3),
          ("lenet 5x5 20->50 12x12 n256", 256, 20, 12, 12, 50, 5, 1, 0)]
-
-
-def bench(fn, warm=5, rep=30):
-    for _ in range(warm):
-        fn()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(rep):
-        a = torch.cuda.Event(enable_timing=True)
-        b = torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        ts.append(a.elapsed_time(b))
-    ts.sort()
-    return ts[len(ts) // 2]
 
 
 print(f"device {torch.cuda.get_device_name(0)}, torch {torch.__version__}, "
@@ -56,6 +41,6 @@ for fmt in formats:
                     "dgrad": lambda: torch.ops.aten.convolution_backward(*args, [True, False, False]),
                     "wgrad": lambda: torch.ops.aten.convolution_backward(*args, [False, True, False])}
             for pas, fn in runs.items():
-                ms = bench(fn)
+                ms = median_ms(fn)
                 print(f"conv {pas} {nm} tf32={tf32} {fmt} {ms:9.4f} ms "
                       f"{fl / ms / 1e9:.1f} TFLOP/s", flush=True)

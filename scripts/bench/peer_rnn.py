@@ -14,6 +14,8 @@ import sys
 import torch
 import torch.nn as nn
 
+from cuda_timing import median_ms
+
 DEFAULT_SHAPES = ["lstm:T50,N64,C512,H512", "gru:T50,N64,C512,H512", "lstm:T28,N256,C28,H128"]
 GATES = {"rnn_tanh": 1, "rnn_relu": 1, "lstm": 4, "gru": 3}
 
@@ -48,23 +50,6 @@ def forward_flops(s):
     return total
 
 
-def bench(fn, warm, rep):
-    for _ in range(warm):
-        fn()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(rep):
-        a = torch.cuda.Event(enable_timing=True)
-        b = torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        ts.append(a.elapsed_time(b))
-    ts.sort()
-    return ts[len(ts) // 2]
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--shape", action="append", default=[])
@@ -85,8 +70,8 @@ def main():
         for tf32 in (False, True):
             torch.backends.cudnn.allow_tf32 = tf32
             torch.backends.cuda.matmul.allow_tf32 = tf32
-            fwd = bench(lambda: m(x), args.warmup, args.repeats)
-            both = bench(lambda: torch.autograd.grad(m(x)[0], wanted, dy), args.warmup,
+            fwd = median_ms(lambda: m(x), args.warmup, args.repeats)
+            both = median_ms(lambda: torch.autograd.grad(m(x)[0], wanted, dy), args.warmup,
                          args.repeats)
             for name, ms, flops in (("forward", fwd, fl), ("forward+backward", both, 3 * fl)):
                 print(f"{text:32s} {name:18s} cudnn tf32={str(tf32):5s} {ms:9.4f} ms "
