@@ -149,6 +149,20 @@ NamedTensors on_host(const NamedTensors& tensors) {
   return host;
 }
 
+// The first line where two YAML texts differ, for the "different model" message.
+std::string first_difference(const std::string& a, const std::string& b) {
+  std::istringstream sa(a), sb(b);
+  std::string la, lb;
+  for (int line = 1;; ++line) {
+    const bool more_a = bool(std::getline(sa, la)), more_b = bool(std::getline(sb, lb));
+    if (!more_a && !more_b) return "";
+    if (!more_a || !more_b || la != lb) {
+      return fmt::format("model line {}: '{}' there, '{}' here", line, more_a ? la : "",
+                         more_b ? lb : "");
+    }
+  }
+}
+
 }  // namespace
 
 std::string write_checkpoint(const std::string& run_dir, const Net& net,
@@ -322,6 +336,31 @@ WeightsReport copy_weights_by_name(Net& net, const std::string& path) {
     ++report.copied;
   }
   return report;
+}
+
+void check_same_run(const TrainingState& saved, const TrainingState& now, const std::string& dir) {
+  const std::string cannot = "cannot resume from " + dir + ": ";
+  if (saved.model != now.model) {
+    throw Error(cannot + "it was trained with a different model (" +
+                first_difference(saved.model, now.model) + "); to start a new run from its " +
+                "weights, use --weights " + dir + "/model.safetensors");
+  }
+  auto same = [&](const char* what, auto there, auto here) {
+    if (there != here) {
+      throw Error(cannot + fmt::format("it was trained with {} {}, the config now gives {} (a "
+                                       "resumed run must see the same data order)",
+                                       what, there, here));
+    }
+  };
+  same("seed", saved.seed, now.seed);
+  same("data.train.batch_size", saved.batch_size, now.batch_size);
+  same("batches per epoch", saved.batches_per_epoch, now.batches_per_epoch);
+  same("solver.iter_size", saved.iter_size, now.iter_size);
+  if (saved.solver_type != now.solver_type) {
+    throw Error(cannot + "its solver is " + saved.solver_type + " but solver.type is now " +
+                now.solver_type + "; to switch solvers, start a new run with --weights " + dir +
+                "/model.safetensors");
+  }
 }
 
 }  // namespace crema

@@ -82,6 +82,12 @@ Checkpoint read_checkpoint(const std::string& dir);
 // The run directory of a checkpoint at <run>/checkpoints/<name>, or "" if it lies elsewhere.
 std::string run_dir_of(const std::string& checkpoint_dir);
 
+// Throws crema::Error "cannot resume from <dir>: ..." unless the checkpoint's state `saved` was
+// trained like the run `now` is configured: the same model (the first differing line is named),
+// seed, batch size, batches per epoch and iter_size (so that the data order continues) and
+// solver type; each message says how to start a new run from the checkpoint's weights instead.
+void check_same_run(const TrainingState& saved, const TrainingState& now, const std::string& dir);
+
 // The net's parameters and buffers by name, sharing the net's storage.
 NamedTensors net_tensors(Net& net);
 // Every layer's run state as "<layer>.<role>", sharing the layers' storage.

@@ -20,7 +20,6 @@
 #include <filesystem>
 #include <optional>
 #include <ostream>
-#include <sstream>
 
 #include <fmt/format.h>
 
@@ -53,20 +52,6 @@ std::string duration_text(double seconds) {
   const int64_t s = int64_t(seconds + 0.5);
   if (s >= 3600) return fmt::format("{}:{:02d}:{:02d}", s / 3600, (s / 60) % 60, s % 60);
   return fmt::format("{}:{:02d}", s / 60, s % 60);
-}
-
-// The first line where two YAML texts differ, for the "different model" message.
-std::string first_difference(const std::string& a, const std::string& b) {
-  std::istringstream sa(a), sb(b);
-  std::string la, lb;
-  for (int line = 1;; ++line) {
-    const bool more_a = bool(std::getline(sa, la)), more_b = bool(std::getline(sb, lb));
-    if (!more_a && !more_b) return "";
-    if (!more_a || !more_b || la != lb) {
-      return fmt::format("model line {}: '{}' there, '{}' here", line, more_a ? la : "",
-                         more_b ? lb : "");
-    }
-  }
 }
 
 // An instantiated CUDA graph of the training step, destroyed with the run.
@@ -198,27 +183,7 @@ void TrainingRun::load_starting_point() {
   }
   restore_exactly(net_tensors(*train_net_), resumed_->model, dir + "/model.safetensors",
                   "the model of " + options_.config);
-  if (saved.model != state_.model) {
-    throw Error(cannot + "it was trained with a different model (" +
-                first_difference(saved.model, state_.model) + "); to start a new run from its " +
-                "weights, use --weights " + dir + "/model.safetensors");
-  }
-  auto same = [&](const char* what, auto there, auto here) {
-    if (there != here) {
-      throw Error(cannot + fmt::format("it was trained with {} {}, the config now gives {} (a "
-                                       "resumed run must see the same data order)",
-                                       what, there, here));
-    }
-  };
-  same("seed", saved.seed, state_.seed);
-  same("data.train.batch_size", saved.batch_size, state_.batch_size);
-  same("batches per epoch", saved.batches_per_epoch, state_.batches_per_epoch);
-  same("solver.iter_size", saved.iter_size, state_.iter_size);
-  if (saved.solver_type != state_.solver_type) {
-    throw Error(cannot + "its solver is " + saved.solver_type + " but solver.type is now " +
-                state_.solver_type + "; to switch solvers, start a new run with --weights " + dir +
-                "/model.safetensors");
-  }
+  check_same_run(saved, state_, dir);
   if (saved.iteration >= loop_.max_iter) {
     throw Error(cannot + fmt::format("it has already run {} iterations and solver.max_iter is {}; "
                                      "raise it (--set ++solver.max_iter=N) to train further",
