@@ -8,8 +8,32 @@
 
 namespace crema {
 
-size_t dtype_size(DType dtype) { return dtype == DType::f32 ? 4 : 8; }
-const char* dtype_name(DType dtype) { return dtype == DType::f32 ? "f32" : "f64"; }
+size_t dtype_size(DType dtype) {
+  switch (dtype) {
+    case DType::f32:
+      return 4;
+    case DType::f64:
+      return 8;
+    case DType::bf16:
+    case DType::f16:
+      return 2;
+  }
+  return 0;
+}
+
+const char* dtype_name(DType dtype) {
+  switch (dtype) {
+    case DType::f32:
+      return "f32";
+    case DType::f64:
+      return "f64";
+    case DType::bf16:
+      return "bf16";
+    case DType::f16:
+      return "f16";
+  }
+  return "?";
+}
 
 Tensor::Storage::~Storage() {
   if (ptr != nullptr) allocator->deallocate(ptr, bytes);

@@ -2,6 +2,7 @@
 // storage. Copying a Tensor shares the storage (like a PyTorch tensor); clone() copies the data.
 //
 // float32 is the training dtype; float64 exists for references and gradient checks on the CPU.
+// bf16 and f16 are named (dispatch and its messages carry them) but no op implements them yet.
 // Element access goes through data<T>(), which checks that T matches the dtype.
 #pragma once
 
@@ -17,7 +18,7 @@ namespace crema {
 
 class Allocator;
 
-enum class DType { f32, f64 };
+enum class DType { f32, f64, bf16, f16 };
 
 size_t dtype_size(DType dtype);
 const char* dtype_name(DType dtype);

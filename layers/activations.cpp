@@ -3,14 +3,14 @@
 //
 //   x, y: any shape, the same.   forward y = f(x);   backward dL/dx = dL/dy * f'(x)
 //
-// The formulas and derivatives are in kernels/activation/pointwise.h; each layer below gives its
+// The formulas and derivatives are in kernels/activations/pointwise.h; each layer below gives its
 // own, its YAML keys and its paper. All run in place (top == bottom): ELU, Sigmoid and TanH for
 // free, since their derivative follows from y; Clip, Swish and GELU need x, so in place they copy
 // x aside before the forward overwrites it (one extra tensor and one copy per step, which the
 // out-of-place form does not pay).
 #include <string>
 
-#include "kernels/activation/pointwise.h"
+#include "kernels/activations/pointwise.h"
 #include "layers/register_layers.h"
 
 namespace crema {
@@ -132,7 +132,7 @@ class SwishLayer final : public PointwiseLayer {
 
 // GELU: y = x * Phi(x), Phi the standard normal CDF (approximate: none, the default), or its tanh
 // approximation y = x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))) (approximate: tanh); both
-// as PyTorch's nn.GELU. Derivatives in kernels/activation/pointwise.h.
+// as PyTorch's nn.GELU. Derivatives in kernels/activations/pointwise.h.
 // YAML keys (defaults): approximate (none | tanh).
 // Hendrycks & Gimpel 2016, "Gaussian Error Linear Units (GELUs)".
 class GELULayer final : public PointwiseLayer {

@@ -11,7 +11,7 @@
 #include <string>
 
 #include "kernels/elementwise/elementwise.h"
-#include "kernels/eltwise/eltwise.h"
+#include "kernels/elementwise/eltwise.h"
 #include "layers/key_error.h"
 #include "layers/register_layers.h"
 

@@ -10,7 +10,7 @@
 //   no weight decay on the slopes (decay_mult: 0); crema keeps Caffe's default of 1.
 // Runs in place (top == bottom): it then copies x aside, as both gradients need x itself.
 // He, Zhang, Ren & Sun 2015, "Delving Deep into Rectifiers".
-#include "kernels/activation/prelu.h"
+#include "kernels/activations/prelu.h"
 #include "layers/filler.h"
 #include "layers/register_layers.h"
 

@@ -3,7 +3,7 @@
 //   x, y: any shape, the same. Runs in place when top == bottom.
 // YAML keys (defaults): negative_slope (0).
 // Nair & Hinton 2010; the leaky form from Maas et al. 2013.
-#include "kernels/activation/relu.h"
+#include "kernels/activations/relu.h"
 #include "layers/register_layers.h"
 
 namespace crema {

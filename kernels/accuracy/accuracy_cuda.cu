@@ -2,13 +2,13 @@
 // label's score (greater or equal, or NaN: Caffe's tie rule, as accuracy_ref.cpp), C reads `inner`
 // apart (coalesced across threads when inner > 1; LeNet's [N, 10] rows sit in a few cache lines).
 // Each thread adds its (correct, counted) pairs, blocks add theirs in a fixed tree, one finishing
-// block adds the block partials when there are several (kernels/elementwise/reduce_cuda.cuh);
+// block adds the block partials when there are several (kernels/common/reduce_cuda.cuh);
 // the counts are integers, so the result is exact. An invalid label (not an integer in [0, C),
 // not the ignore_label) adds NaN: the accuracy reads NaN instead of a kernel throwing.
 #include <cmath>
 
 #include "kernels/accuracy/accuracy.h"
-#include "kernels/elementwise/reduce_cuda.cuh"
+#include "kernels/common/reduce_cuda.cuh"
 
 namespace crema::kernels::cuda {
 namespace {

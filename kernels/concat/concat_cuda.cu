@@ -7,7 +7,7 @@
 //                            not 4, which is what a small net's step time is made of).
 // 32-bit indices when the whole has at most 2^30 elements (cheaper division).
 #include "kernels/concat/concat.h"
-#include "kernels/elementwise/map_cuda.cuh"
+#include "kernels/common/map_cuda.cuh"
 
 namespace crema::kernels::cuda {
 namespace {

@@ -8,7 +8,7 @@
 
 #include "core/error.h"
 #include "kernels/convolution/convolution_cuda_internal.h"
-#include "kernels/gemm/gemm_block_tile.cuh"
+#include "kernels/tiles/block_tile.cuh"
 
 namespace crema::kernels::cuda::implicit_gemm {
 

@@ -1,5 +1,5 @@
 // Convolution v2: implicit GEMM. Each pass is the block-tiled GEMM of
-// kernels/gemm/gemm_block_tile.cuh whose loaders compute, for every element of a tile, where in
+// kernels/tiles/block_tile.cuh whose loaders compute, for every element of a tile, where in
 // x, w or dy it lives, and read it straight into shared memory: the patch matrix of im2col
 // exists only one slab at a time. Per group g (Cg = C/G, Kg = K/G, CRS = Cg*R*S):
 //

@@ -1,5 +1,5 @@
 // The tensor-core main loop of the convolutions' tf32 and bf16 maths: the block-tiled loop of
-// kernels/gemm/gemm_block_tile.cuh (same loaders, same k-major shared slabs, same store callback)
+// kernels/tiles/block_tile.cuh (same loaders, same k-major shared slabs, same store callback)
 // with the slab multiplied by mma.sync instead of FFMA. Used by v3 (pointwise GEMMs) and v5
 // (Winograd F(2x2,3x3)'s batched GEMMs) when the math is tf32 or bf16.
 //
@@ -19,8 +19,8 @@
 
 #include <cstdint>
 
-#include "kernels/gemm/gemm_block_tile.cuh"
-#include "kernels/gemm/gemm_tile_common.cuh"
+#include "kernels/tiles/block_tile.cuh"
+#include "kernels/tiles/tile_common.cuh"
 
 namespace crema::kernels::cuda::conv_mma {
 

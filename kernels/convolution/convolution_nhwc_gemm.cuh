@@ -31,7 +31,7 @@
 #include <cstdint>
 
 #include "kernels/gemm/gemm.h"
-#include "kernels/gemm/gemm_tile_common.cuh"
+#include "kernels/tiles/tile_common.cuh"
 
 namespace crema::kernels::cuda::nhwc {
 

@@ -32,7 +32,7 @@
 
 #include "kernels/convolution/convolution_implicit_gemm.cuh"
 #include "kernels/convolution/convolution_mma.cuh"
-#include "kernels/gemm/gemm_block_tile.cuh"
+#include "kernels/tiles/block_tile.cuh"
 
 namespace crema::kernels::cuda::winograd {
 

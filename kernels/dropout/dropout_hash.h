@@ -13,11 +13,8 @@
 #include <cmath>
 #include <cstdint>
 
-#ifdef __CUDACC__
-#define CREMA_HOST_DEVICE __host__ __device__
-#else
-#define CREMA_HOST_DEVICE
-#endif
+#include "kernels/common/host_device.h"
+
 
 namespace crema::kernels::dropout_hash {
 
@@ -46,4 +43,3 @@ inline uint32_t threshold(float ratio) {
 
 }  // namespace crema::kernels::dropout_hash
 
-#undef CREMA_HOST_DEVICE

@@ -14,8 +14,8 @@
 // sum, sum_of_squares: double partials per thread, a fixed-order tree per block, one finishing
 // block over the block partials when there are several (reduce_cuda.cuh).
 #include "kernels/elementwise/elementwise.h"
-#include "kernels/elementwise/map_cuda.cuh"
-#include "kernels/elementwise/reduce_cuda.cuh"
+#include "kernels/common/map_cuda.cuh"
+#include "kernels/common/reduce_cuda.cuh"
 
 namespace crema::kernels::cuda {
 namespace {

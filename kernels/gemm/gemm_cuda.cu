@@ -37,7 +37,7 @@
 
 #include "core/error.h"
 #include "kernels/gemm/gemm.h"
-#include "kernels/gemm/gemm_block_tile.cuh"
+#include "kernels/tiles/block_tile.cuh"
 #include "kernels/gemm/gemm_cuda_internal.h"
 
 namespace crema::kernels::cuda {

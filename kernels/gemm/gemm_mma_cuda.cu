@@ -19,7 +19,7 @@
 
 #include "core/error.h"
 #include "kernels/gemm/gemm_cuda_internal.h"
-#include "kernels/gemm/gemm_tile_common.cuh"
+#include "kernels/tiles/tile_common.cuh"
 
 namespace crema::kernels::cuda::detail {
 namespace {

@@ -16,9 +16,9 @@
 #include <string>
 
 #include "core/error.h"
-#include "kernels/gemm/gemm_block_tile.cuh"
+#include "kernels/tiles/block_tile.cuh"
 #include "kernels/gemm/gemm_cuda_internal.h"
-#include "kernels/gemm/gemm_tile_common.cuh"
+#include "kernels/tiles/tile_common.cuh"
 
 namespace crema::kernels::cuda::detail {
 namespace {

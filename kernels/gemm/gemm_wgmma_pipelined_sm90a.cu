@@ -33,7 +33,7 @@
 
 #include "core/error.h"
 #include "kernels/gemm/gemm_cuda_internal.h"
-#include "kernels/gemm/gemm_tile_common.cuh"
+#include "kernels/tiles/tile_common.cuh"
 #include "kernels/gemm/gemm_wgmma_instructions.cuh"
 
 namespace crema::kernels::cuda::detail {

@@ -9,7 +9,7 @@
 // General permutation: one thread per y element, its x offset decoded from its index (writes
 // coalesced, reads gathered). All are copies, so they equal the CPU bit for bit.
 #include "core/error.h"
-#include "kernels/elementwise/map_cuda.cuh"
+#include "kernels/common/map_cuda.cuh"
 #include "kernels/layout/layout.h"
 
 namespace crema::kernels::cuda {

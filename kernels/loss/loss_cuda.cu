@@ -1,7 +1,7 @@
 // Pointwise losses, CUDA (one version each; see README.md).
 //
 // Forward (sigmoid cross-entropy, Euclidean): a grid-stride loop in which every thread adds the
-// terms of its elements in double, a fixed tree per block (kernels/elementwise/reduce_cuda.cuh),
+// terms of its elements in double, a fixed tree per block (kernels/common/reduce_cuda.cuh),
 // and, when there are several blocks, one more block that adds their partials in block order and
 // divides by the normalizer, computed there from the count of counted elements. No float
 // atomics: the same loss bits on every run. Up to 256 elements one block does everything.
@@ -12,9 +12,9 @@
 // (integers: exact in any order).
 #include <cmath>
 
-#include "kernels/elementwise/map_cuda.cuh"
+#include "kernels/common/map_cuda.cuh"
 #include "kernels/loss/store_loss_cuda.cuh"
-#include "kernels/elementwise/reduce_cuda.cuh"
+#include "kernels/common/reduce_cuda.cuh"
 #include "kernels/loss/loss.h"
 
 namespace crema::kernels::cuda {

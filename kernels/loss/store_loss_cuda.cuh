@@ -1,11 +1,11 @@
 // The last step of every CUDA loss (softmax cross-entropy, sigmoid cross-entropy, Euclidean):
-// the finishing block of the fixed-order reduction (kernels/elementwise/reduce_cuda.cuh) turns
+// the finishing block of the fixed-order reduction (kernels/common/reduce_cuda.cuh) turns
 // the summed terms and the counted positions into the device-resident loss,
 //   loss = factor * sum / normalizer,
 // with the normalizer chosen as loss_normalizer (loss.h) chooses it on the host.
 #pragma once
 
-#include "kernels/elementwise/reduce_cuda.cuh"
+#include "kernels/common/reduce_cuda.cuh"
 #include "kernels/loss/loss.h"
 
 namespace crema::kernels::cuda::detail {

@@ -1,11 +1,13 @@
-// LRN, dispatch: checks the tensors and the window once, then runs the CPU or the CUDA path.
+// LRN, dispatch: checks the tensors and the window once, then runs the path for the device and
+// dtype (float32: cpu:: or cuda::; float64 on the CPU: the reference, for gradient checks).
 #include "kernels/lrn/lrn.h"
 
 #include <string>
 #include <utility>
 
 #include "core/error.h"
-#include "kernels/tensor_checks.h"
+#include "kernels/common/dispatch.h"
+#include "kernels/common/tensor_checks.h"
 
 namespace crema::kernels {
 namespace {
@@ -36,45 +38,61 @@ void check_distinct(const std::string& op, const char* out_name, const Tensor& o
 void lrn_forward(Context& ctx, const LrnParams& p, const Tensor& x, Tensor& y, Tensor& scale) {
   const std::string op = "lrn_forward";
   const LrnShape s = shape_of(op, p, x);
-  check_tensor(ctx, op, "x", x, x.shape());
-  check_tensor(ctx, op, "y", y, x.shape());
-  check_tensor(ctx, op, "scale", scale, x.shape());
+  const DType dtype = x.dtype();
+  check_tensor(ctx, op, "x", x, x.shape(), dtype);
+  check_tensor(ctx, op, "y", y, x.shape(), dtype);
+  check_tensor(ctx, op, "scale", scale, x.shape(), dtype);
   check_distinct(op, "y", y, "x", x);
   check_distinct(op, "scale", scale, "x", x);
-#ifdef CREMA_WITH_CUDA
-  if (ctx.device().is_cuda()) {
-    cuda::lrn_forward(s, p, x.data<float>(), y.data<float>(), scale.data<float>(),
-                      cuda::LrnVersion::best, ctx.stream());
-    return;
-  }
-#endif
-  cpu::lrn_forward(s, p, x.data<float>(), y.data<float>(), scale.data<float>(), ctx.num_threads());
+  dispatch(ctx, op.c_str(), dtype,
+           on_cuda(DType::f32,
+                   [&](auto stream) {
+                     cuda::lrn_forward(s, p, x.data<float>(), y.data<float>(),
+                                       scale.data<float>(), cuda::LrnVersion::best, stream);
+                   }),
+           on_cpu(DType::f32,
+                  [&] {
+                    cpu::lrn_forward(s, p, x.data<float>(), y.data<float>(), scale.data<float>(),
+                                     ctx.num_threads());
+                  }),
+           on_cpu(DType::f64, [&] {
+             ref::lrn_forward(s, p, x.data<double>(), y.data<double>(), scale.data<double>());
+           }));
 }
 
 void lrn_backward(Context& ctx, const LrnParams& p, const Tensor& x, const Tensor& y,
                   const Tensor& scale, const Tensor& dy, Tensor& dx) {
   const std::string op = "lrn_backward";
   const LrnShape s = shape_of(op, p, x);
-  check_tensor(ctx, op, "x", x, x.shape());
-  check_tensor(ctx, op, "y", y, x.shape());
-  check_tensor(ctx, op, "scale", scale, x.shape());
-  check_tensor(ctx, op, "dy", dy, x.shape());
-  check_tensor(ctx, op, "dx", dx, x.shape());
+  const DType dtype = x.dtype();
+  check_tensor(ctx, op, "x", x, x.shape(), dtype);
+  check_tensor(ctx, op, "y", y, x.shape(), dtype);
+  check_tensor(ctx, op, "scale", scale, x.shape(), dtype);
+  check_tensor(ctx, op, "dy", dy, x.shape(), dtype);
+  check_tensor(ctx, op, "dx", dx, x.shape(), dtype);
   for (const auto& [name, in] : {std::pair<const char*, const Tensor*>{"x", &x},
                                  {"y", &y},
                                  {"scale", &scale},
                                  {"dy", &dy}}) {
     check_distinct(op, "dx", dx, name, *in);
   }
-#ifdef CREMA_WITH_CUDA
-  if (ctx.device().is_cuda()) {
-    cuda::lrn_backward(s, p, x.data<float>(), y.data<float>(), scale.data<float>(),
-                       dy.data<float>(), dx.data<float>(), cuda::LrnVersion::best, ctx.stream());
-    return;
-  }
-#endif
-  cpu::lrn_backward(s, p, x.data<float>(), y.data<float>(), scale.data<float>(), dy.data<float>(),
-                    dx.data<float>(), ctx.num_threads());
+  dispatch(ctx, op.c_str(), dtype,
+           on_cuda(DType::f32,
+                   [&](auto stream) {
+                     cuda::lrn_backward(s, p, x.data<float>(), y.data<float>(),
+                                        scale.data<float>(), dy.data<float>(), dx.data<float>(),
+                                        cuda::LrnVersion::best, stream);
+                   }),
+           on_cpu(DType::f32,
+                  [&] {
+                    cpu::lrn_backward(s, p, x.data<float>(), y.data<float>(),
+                                      scale.data<float>(), dy.data<float>(), dx.data<float>(),
+                                      ctx.num_threads());
+                  }),
+           on_cpu(DType::f64, [&] {
+             ref::lrn_backward(s, p, x.data<double>(), y.data<double>(), scale.data<double>(),
+                               dy.data<double>(), dx.data<double>());
+           }));
 }
 
 }  // namespace crema::kernels

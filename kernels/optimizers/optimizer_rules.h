@@ -8,13 +8,9 @@
 
 #include <cstdint>
 
+#include "kernels/common/host_device.h"
 #include "kernels/optimizers/optimizers.h"
 
-#ifdef __CUDACC__
-#define CREMA_HOST_DEVICE __host__ __device__
-#else
-#define CREMA_HOST_DEVICE
-#endif
 
 namespace crema::kernels::rules {
 

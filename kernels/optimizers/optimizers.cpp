@@ -5,7 +5,7 @@
 #include <string>
 
 #include "core/error.h"
-#include "kernels/tensor_checks.h"
+#include "kernels/common/tensor_checks.h"
 
 namespace crema::kernels {
 

@@ -14,7 +14,7 @@
 // host round trip, the same bits on every run.
 #include <algorithm>
 
-#include "kernels/elementwise/reduce_cuda.cuh"
+#include "kernels/common/reduce_cuda.cuh"
 #include "kernels/optimizers/optimizer_rules.h"
 #include "kernels/optimizers/optimizers.h"
 

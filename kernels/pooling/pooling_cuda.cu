@@ -12,7 +12,7 @@
 // average: dy[p, q] / window_size of every such window. The additions run in (p, q) row-major
 // order starting from 0, the order in which the CPU path's scatter reaches this element, so the
 // result is the same bits, and no two threads write one element: no atomics, deterministic.
-#include "kernels/elementwise/map_cuda.cuh"
+#include "kernels/common/map_cuda.cuh"
 #include "kernels/pooling/pooling.h"
 
 namespace crema::kernels::cuda {

@@ -14,8 +14,8 @@
 //                                     workspace and a second kernel adds the S partials of each
 //                                     channel in order. S = 1 needs no second kernel.
 #include "core/error.h"
-#include "kernels/elementwise/map_cuda.cuh"
-#include "kernels/elementwise/reduce_cuda.cuh"
+#include "kernels/common/map_cuda.cuh"
+#include "kernels/common/reduce_cuda.cuh"
 #include "kernels/scale/scale.h"
 
 namespace crema::kernels::cuda {

@@ -116,7 +116,7 @@ namespace cuda {
 //   butterflies (coalesced when inner == 1).
 // by_shape: warp_per_position when inner == 1 and C > 16, thread_per_position otherwise.
 // Log-softmax runs the same versions. The forward loss is reduced in a fixed order
-// (kernels/elementwise/reduce_cuda.cuh): the same bits on every run. See README.md.
+// (kernels/common/reduce_cuda.cuh): the same bits on every run. See README.md.
 enum class SoftmaxVersion { thread_per_position, warp_per_position, by_shape, best = by_shape };
 
 void softmax_forward(int64_t outer, int64_t C, int64_t inner, const float* x, float* y,

@@ -2,7 +2,7 @@
 //
 // Forward: the softmax kernels also take -log(max(prob[label], FLT_MIN)) at each counted
 // position, accumulate it per thread in double, reduce per block in a fixed tree and finish in one
-// block (kernels/elementwise/reduce_cuda.cuh): the loss is the same bits on every run. With
+// block (kernels/common/reduce_cuda.cuh): the loss is the same bits on every run. With
 // LeNet's batches (64 or 256 rows of 10) everything fits one block: one launch. With label
 // smoothing (a separate instantiation, so the plain path is unchanged) the same pass also keeps
 // z[label] (read before the exps overwrite the logits, which prob may alias), sum_c z and log(s),
@@ -18,7 +18,7 @@
 #include <cfloat>
 #include <cmath>
 
-#include "kernels/elementwise/map_cuda.cuh"
+#include "kernels/common/map_cuda.cuh"
 #include "kernels/loss/store_loss_cuda.cuh"
 #include "kernels/softmax/softmax_cuda.cuh"
 

@@ -10,7 +10,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "kernels/elementwise/reduce_cuda.cuh"
+#include "kernels/common/reduce_cuda.cuh"
 #include "kernels/softmax/softmax.h"
 
 namespace crema::kernels::cuda::softmax_detail {

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "core/error.h"
-#include "kernels/activation/pointwise.h"
-#include "kernels/activation/prelu.h"
+#include "kernels/activations/pointwise.h"
+#include "kernels/activations/prelu.h"
 #include "tests/fixtures/activation_fixture.h"
 #include "tests/kernels/kernel_cuda_test_util.h"
 #include "tests/support/cuda_test_util.h"

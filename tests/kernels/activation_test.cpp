@@ -11,8 +11,8 @@
 
 #include "core/context.h"
 #include "core/error.h"
-#include "kernels/activation/pointwise.h"
-#include "kernels/activation/prelu.h"
+#include "kernels/activations/pointwise.h"
+#include "kernels/activations/prelu.h"
 #include "tests/fixtures/activation_fixture.h"
 #include "tests/kernels/kernel_test_util.h"
 

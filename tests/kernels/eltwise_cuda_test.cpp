@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "kernels/eltwise/eltwise.h"
+#include "kernels/elementwise/eltwise.h"
 #include "tests/kernels/kernel_cuda_test_util.h"
 #include "tests/support/cuda_test_util.h"
 

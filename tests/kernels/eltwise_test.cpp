@@ -1,7 +1,7 @@
 // Eltwise on the CPU: the reference by hand (ties, NaN, zeros in a product), the fast path
 // against the reference bit for bit and against ref<double>, the product's backward against
 // central differences, and the Tensor-level errors.
-#include "kernels/eltwise/eltwise.h"
+#include "kernels/elementwise/eltwise.h"
 
 #include <gtest/gtest.h>
 

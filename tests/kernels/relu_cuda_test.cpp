@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "kernels/activation/relu.h"
+#include "kernels/activations/relu.h"
 #include "tests/kernels/kernel_cuda_test_util.h"
 #include "tests/support/cuda_test_util.h"
 

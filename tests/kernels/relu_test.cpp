@@ -1,6 +1,6 @@
 // ReLU: the reference by hand (leaky and plain, the x = 0 kink), the CPU path against
 // ref<double> with poisoned outputs, in-place use (y aliases x, dx aliases dy) and the errors.
-#include "kernels/activation/relu.h"
+#include "kernels/activations/relu.h"
 
 #include <gtest/gtest.h>
 

@@ -6,8 +6,8 @@
 // operation at a time (__fmul_rn, __fadd_rn: no fused multiply-add), as on the CPU.
 #include <cmath>
 
-#include "kernels/elementwise/map_cuda.cuh"
-#include "kernels/eltwise/eltwise.h"
+#include "kernels/common/map_cuda.cuh"
+#include "kernels/elementwise/eltwise.h"
 
 namespace crema::kernels::cuda {
 namespace {

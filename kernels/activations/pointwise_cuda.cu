@@ -1,4 +1,4 @@
-// Pointwise activations, CUDA versions: elementwise maps (kernels/elementwise/map_cuda.cuh), one
+// Pointwise activations, CUDA versions: elementwise maps (kernels/common/map_cuda.cuh), one
 // functor per activation and direction, picked by a switch on the host.
 //   PointwiseVersion::scalar      one element per thread and iteration of a grid-stride loop.
 //   PointwiseVersion::vectorized  four elements per thread through float4 loads and stores.
@@ -6,8 +6,8 @@
 // __expf-style intrinsics, so the results agree with the double reference to about 1e-7. GELU's
 // tanh form goes through sigmoid(2u), as on the CPU (pointwise_cpu.cpp says why).
 // y may alias x, dx may alias dy.
-#include "kernels/activation/pointwise.h"
-#include "kernels/elementwise/map_cuda.cuh"
+#include "kernels/activations/pointwise.h"
+#include "kernels/common/map_cuda.cuh"
 
 namespace crema::kernels::cuda {
 namespace {

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "kernels/activation/prelu.h"
+#include "kernels/activations/prelu.h"
 
 namespace crema::kernels::cpu {
 namespace {

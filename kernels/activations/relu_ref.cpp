@@ -1,5 +1,5 @@
 // ReLU, reference: the formulas of relu.h, one element at a time.
-#include "kernels/activation/relu.h"
+#include "kernels/activations/relu.h"
 
 namespace crema::kernels::ref {
 

@@ -17,7 +17,7 @@
 #include <algorithm>
 #include <unsupported/Eigen/SpecialFunctions>
 
-#include "kernels/activation/pointwise.h"
+#include "kernels/activations/pointwise.h"
 
 namespace crema::kernels::cpu {
 namespace {

@@ -9,7 +9,7 @@
 // candidates are computed unconditionally: the loop then vectorizes (about 50x faster on the
 // numbers in README.md). `omp simd` asserts the iterations are independent even when y aliases x,
 // which they are: each touches only element i.
-#include "kernels/activation/relu.h"
+#include "kernels/activations/relu.h"
 
 #include <algorithm>
 #include <cstring>

@@ -1,5 +1,5 @@
 // PReLU, reference: the formulas of prelu.h, one element at a time, in [N, C, D] order.
-#include "kernels/activation/prelu.h"
+#include "kernels/activations/prelu.h"
 
 namespace crema::kernels::ref {
 

@@ -1,10 +1,10 @@
 // ReLU, dispatch: checks the tensors once, then runs the CPU or the CUDA path.
-#include "kernels/activation/relu.h"
+#include "kernels/activations/relu.h"
 
 #include <string>
 
 #include "core/error.h"
-#include "kernels/tensor_checks.h"
+#include "kernels/common/tensor_checks.h"
 
 namespace crema::kernels {
 

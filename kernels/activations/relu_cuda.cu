@@ -1,10 +1,10 @@
-// ReLU, CUDA versions: elementwise maps (kernels/elementwise/map_cuda.cuh).
+// ReLU, CUDA versions: elementwise maps (kernels/common/map_cuda.cuh).
 //   ReluVersion::scalar      one element per thread and iteration of a grid-stride loop.
 //   ReluVersion::vectorized  four elements per thread through float4 loads and stores.
 // Both compute the reference's selects exactly (a NaN fails `> 0` and takes the slope branch, as
 // on the CPU), so GPU and CPU agree bit for bit. y may alias x, dx may alias dy.
-#include "kernels/activation/relu.h"
-#include "kernels/elementwise/map_cuda.cuh"
+#include "kernels/activations/relu.h"
+#include "kernels/common/map_cuda.cuh"
 
 namespace crema::kernels::cuda {
 namespace {

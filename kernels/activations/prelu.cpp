@@ -1,11 +1,11 @@
 // PReLU, dispatch: checks the tensors once, views x as [N, C, D], then runs the CPU or the CUDA
 // path.
-#include "kernels/activation/prelu.h"
+#include "kernels/activations/prelu.h"
 
 #include <string>
 
 #include "core/error.h"
-#include "kernels/tensor_checks.h"
+#include "kernels/common/tensor_checks.h"
 
 namespace crema::kernels {
 namespace {

@@ -1,12 +1,12 @@
 // Pointwise activations, dispatch: checks the constants and the tensors once, then runs the CPU
 // or the CUDA path.
-#include "kernels/activation/pointwise.h"
+#include "kernels/activations/pointwise.h"
 
 #include <cmath>
 #include <string>
 
 #include "core/error.h"
-#include "kernels/tensor_checks.h"
+#include "kernels/common/tensor_checks.h"
 
 namespace crema::kernels {
 namespace {

@@ -1,7 +1,7 @@
 // Pointwise activations, reference: the formulas of pointwise.h, one element at a time.
 #include <cmath>
 
-#include "kernels/activation/pointwise.h"
+#include "kernels/activations/pointwise.h"
 
 namespace crema::kernels::ref {
 namespace {

@@ -8,9 +8,9 @@
 //                      (channel, slice), the slice sums stored in the workspace and added in slice
 //                      order by one block per channel: with a shared slope (C = 1) the first
 //                      version runs one block on one SM, this one up to 64.
-#include "kernels/activation/prelu.h"
-#include "kernels/elementwise/map_cuda.cuh"
-#include "kernels/elementwise/reduce_cuda.cuh"
+#include "kernels/activations/prelu.h"
+#include "kernels/common/map_cuda.cuh"
+#include "kernels/common/reduce_cuda.cuh"
 
 namespace crema::kernels::cuda {
 namespace {

@@ -5,7 +5,7 @@
 // Blocks are independent, so they are spread over OpenMP threads.
 #include <algorithm>
 
-#include "kernels/eltwise/eltwise.h"
+#include "kernels/elementwise/eltwise.h"
 
 namespace crema::kernels::cpu {
 namespace {

@@ -1,5 +1,5 @@
 // Eltwise, reference: the definitions of eltwise.h, one element at a time.
-#include "kernels/eltwise/eltwise.h"
+#include "kernels/elementwise/eltwise.h"
 
 namespace crema::kernels::ref {
 

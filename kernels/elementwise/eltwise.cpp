@@ -1,10 +1,10 @@
 // Eltwise, dispatch: checks that every input has y's shape, then runs the CPU or the CUDA path.
-#include "kernels/eltwise/eltwise.h"
+#include "kernels/elementwise/eltwise.h"
 
 #include <string>
 
 #include "core/error.h"
-#include "kernels/tensor_checks.h"
+#include "kernels/common/tensor_checks.h"
 
 namespace crema::kernels {
 namespace {

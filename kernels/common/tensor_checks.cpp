@@ -1,0 +1,35 @@
+#include "kernels/common/tensor_checks.h"
+
+#include "core/error.h"
+
+namespace crema::kernels {
+namespace {
+
+bool usable(const Context& ctx, const Tensor& t, DType dtype) {
+  return t.defined() && t.dtype() == dtype && t.device() == ctx.device();
+}
+
+std::string described(const Tensor& t) {
+  return t.defined() ? t.description() : "undefined";
+}
+
+}  // namespace
+
+void check_tensor(const Context& ctx, const std::string& op, const char* name, const Tensor& t,
+                  const Shape& shape, DType dtype) {
+  if (!usable(ctx, t, dtype) || t.shape() != shape) {
+    throw Error(op + ": " + name + " is " + described(t) + ", expected " + dtype_name(dtype) +
+                shape_str(shape) +
+                " on " + ctx.device().str());
+  }
+}
+
+void check_scalar(const Context& ctx, const std::string& op, const char* name, const Tensor& t,
+                  DType dtype) {
+  if (!usable(ctx, t, dtype) || t.numel() != 1) {
+    throw Error(op + ": " + name + " is " + described(t) + ", expected an " + dtype_name(dtype) +
+                " tensor of one element on " + ctx.device().str());
+  }
+}
+
+}  // namespace crema::kernels

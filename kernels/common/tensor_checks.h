@@ -1,0 +1,22 @@
+// The checks every Tensor-level kernel function makes before it dispatches: the right dtype,
+// device and shape, with a message that names the op, the tensor and what was expected.
+#pragma once
+
+#include <string>
+
+#include "core/context.h"
+#include "core/tensor.h"
+
+namespace crema::kernels {
+
+// `t` is a `dtype` tensor of `shape` on the context's device; otherwise throws crema::Error:
+//   "relu_forward: y is f32[2, 3] on cpu, expected f32[2, 4] on cpu".
+// An op checks every tensor against the dtype of its first input, then dispatches on that dtype
+// (dispatch.h), which refuses the dtypes it has no implementation for.
+void check_tensor(const Context& ctx, const std::string& op, const char* name, const Tensor& t,
+                  const Shape& shape, DType dtype = DType::f32);
+// `t` is a `dtype` tensor of one element (a loss, its gradient, a sum) on the context's device.
+void check_scalar(const Context& ctx, const std::string& op, const char* name, const Tensor& t,
+                  DType dtype = DType::f32);
+
+}  // namespace crema::kernels
