@@ -15,6 +15,11 @@ namespace crema::kernels {
 // (dispatch.h), which refuses the dtypes it has no implementation for.
 void check_tensor(const Context& ctx, const std::string& op, const char* name, const Tensor& t,
                   const Shape& shape, DType dtype = DType::f32);
+// `t` is a `dtype` tensor of `numel` elements, of any shape, on the context's device; `per` says
+// what one element stands for: "accuracy: labels is f32[3] on cpu, expected f32 with 2 elements
+// (one per position) on cpu".
+void check_numel(const Context& ctx, const std::string& op, const char* name, const Tensor& t,
+                 int64_t numel, const std::string& per, DType dtype = DType::f32);
 // `t` is a `dtype` tensor of one element (a loss, its gradient, a sum) on the context's device.
 void check_scalar(const Context& ctx, const std::string& op, const char* name, const Tensor& t,
                   DType dtype = DType::f32);

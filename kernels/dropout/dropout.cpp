@@ -1,12 +1,14 @@
-// Dropout, dispatch: checks the tensors, the ratio and the step counter once, then runs the CPU or
-// the CUDA path. On the CPU the counter is host memory, read and advanced here; on a GPU it is
-// advanced and read by kernels, so nothing waits for the device.
+// Dropout, dispatch: checks the tensors, the ratio and the step counter once, then runs the path
+// for the device and dtype (float32: cpu:: or cuda::; float64 on the CPU: the reference). On the
+// CPU the counter is host memory, read and advanced here; on a GPU it is advanced and read by
+// kernels, so nothing waits for the device.
 #include "kernels/dropout/dropout.h"
 
 #include <cstring>
 #include <string>
 
 #include "core/error.h"
+#include "kernels/common/dispatch.h"
 #include "kernels/common/tensor_checks.h"
 
 namespace crema::kernels {
@@ -28,6 +30,13 @@ uint64_t read_host(const Tensor& step) {
   return value;
 }
 
+// The host counter, advanced by one: the step this forward draws its mask for.
+uint64_t advance_host(Tensor& step) {
+  const uint64_t next = read_host(step) + 1;
+  std::memcpy(step.raw(), &next, sizeof next);
+  return next;
+}
+
 }  // namespace
 
 Tensor dropout_step_counter(Context& ctx) {
@@ -43,43 +52,55 @@ uint64_t dropout_step_value(const Tensor& step) {
 
 void dropout_forward(Context& ctx, const Tensor& x, Tensor& y, float ratio, uint64_t seed,
                      Tensor& step) {
-  const std::string op = "dropout_forward";
-  check_tensor(ctx, op, "x", x, x.shape());
-  check_tensor(ctx, op, "y", y, x.shape());
+  const char* op = "dropout_forward";
+  const DType dtype = x.dtype();
+  check_tensor(ctx, op, "x", x, x.shape(), dtype);
+  check_tensor(ctx, op, "y", y, x.shape(), dtype);
   check_step(ctx, op, step);
   check_ratio(op, ratio);
-#ifdef CREMA_WITH_CUDA
-  if (ctx.device().is_cuda()) {
-    uint64_t* counter = static_cast<uint64_t*>(step.raw());
-    cuda::dropout_advance(counter, ctx.stream());
-    cuda::dropout_forward(x.numel(), x.data<float>(), y.data<float>(), ratio, seed, counter,
-                          cuda::DropoutVersion::best, ctx.stream());
-    return;
-  }
-#endif
-  const uint64_t next = read_host(step) + 1;
-  std::memcpy(step.raw(), &next, sizeof next);
-  cpu::dropout_forward(x.numel(), x.data<float>(), y.data<float>(), ratio, seed, next,
-                       ctx.num_threads());
+  dispatch(ctx, op, dtype,
+           on_cuda(DType::f32,
+                   [&](auto stream) {
+                     uint64_t* counter = static_cast<uint64_t*>(step.raw());
+                     cuda::dropout_advance(counter, stream);
+                     cuda::dropout_forward(x.numel(), x.data<float>(), y.data<float>(), ratio, seed,
+                                           counter, cuda::DropoutVersion::best, stream);
+                   }),
+           on_cpu(DType::f32,
+                  [&] {
+                    cpu::dropout_forward(x.numel(), x.data<float>(), y.data<float>(), ratio, seed,
+                                         advance_host(step), ctx.num_threads());
+                  }),
+           on_cpu(DType::f64, [&] {
+             ref::dropout_forward(x.numel(), x.data<double>(), y.data<double>(), ratio, seed,
+                                  advance_host(step));
+           }));
 }
 
 void dropout_backward(Context& ctx, const Tensor& dy, Tensor& dx, float ratio, uint64_t seed,
                       const Tensor& step) {
-  const std::string op = "dropout_backward";
-  check_tensor(ctx, op, "dy", dy, dy.shape());
-  check_tensor(ctx, op, "dx", dx, dy.shape());
+  const char* op = "dropout_backward";
+  const DType dtype = dy.dtype();
+  check_tensor(ctx, op, "dy", dy, dy.shape(), dtype);
+  check_tensor(ctx, op, "dx", dx, dy.shape(), dtype);
   check_step(ctx, op, step);
   check_ratio(op, ratio);
-#ifdef CREMA_WITH_CUDA
-  if (ctx.device().is_cuda()) {
-    cuda::dropout_backward(dy.numel(), dy.data<float>(), dx.data<float>(), ratio, seed,
-                           static_cast<const uint64_t*>(step.raw()), cuda::DropoutVersion::best,
-                           ctx.stream());
-    return;
-  }
-#endif
-  cpu::dropout_backward(dy.numel(), dy.data<float>(), dx.data<float>(), ratio, seed,
-                        read_host(step), ctx.num_threads());
+  dispatch(ctx, op, dtype,
+           on_cuda(DType::f32,
+                   [&](auto stream) {
+                     cuda::dropout_backward(dy.numel(), dy.data<float>(), dx.data<float>(), ratio,
+                                            seed, static_cast<const uint64_t*>(step.raw()),
+                                            cuda::DropoutVersion::best, stream);
+                   }),
+           on_cpu(DType::f32,
+                  [&] {
+                    cpu::dropout_backward(dy.numel(), dy.data<float>(), dx.data<float>(), ratio,
+                                          seed, read_host(step), ctx.num_threads());
+                  }),
+           on_cpu(DType::f64, [&] {
+             ref::dropout_backward(dy.numel(), dy.data<double>(), dx.data<double>(), ratio, seed,
+                                   read_host(step));
+           }));
 }
 
 }  // namespace crema::kernels
