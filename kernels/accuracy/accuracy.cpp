@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "kernels/common/dispatch.h"
 #include "kernels/common/tensor_checks.h"
+#include "kernels/common/workspace.h"
 
 namespace crema::kernels {
 namespace {
@@ -62,8 +63,8 @@ void accuracy(Context& ctx, const Tensor& scores, const Tensor& labels,
   dispatch(ctx, op, dtype,
            on_cuda(DType::f32,
                    [&](auto stream) {
-                     const size_t bytes = cuda::accuracy_workspace_bytes(positions);
-                     void* workspace = bytes > 0 ? ctx.workspace((bytes + 3) / 4) : nullptr;
+                     void* workspace =
+                         workspace_for(ctx, cuda::accuracy_workspace_bytes(positions));
                      cuda::accuracy(outer, C, inner, scores.data<float>(), labels.data<float>(),
                                     options.top_k, options.has_ignore_label, options.ignore_label,
                                     out.data<float>(), workspace, stream);

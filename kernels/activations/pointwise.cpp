@@ -69,8 +69,7 @@ void activation_forward(Context& ctx, const Activation& a, const Tensor& x, Tens
   const char* op = "activation_forward";
   check_constants(op, a);
   const DType dtype = x.dtype();
-  check_tensor(ctx, op, "x", x, x.shape(), dtype);
-  check_tensor(ctx, op, "y", y, x.shape(), dtype);
+  check_tensors(ctx, op, x.shape(), dtype, {{"x", x}, {"y", y}});
   dispatch(ctx, op, dtype,
            on_cuda(DType::f32,
                    [&](auto stream) {
@@ -93,9 +92,7 @@ void activation_backward(Context& ctx, const Activation& a, const Tensor& saved,
   check_constants(op, a);
   const char* saved_name = backward_reads(a.kind) == BackwardReads::output ? "y" : "x";
   const DType dtype = saved.dtype();
-  check_tensor(ctx, op, saved_name, saved, saved.shape(), dtype);
-  check_tensor(ctx, op, "dy", dy, saved.shape(), dtype);
-  check_tensor(ctx, op, "dx", dx, saved.shape(), dtype);
+  check_tensors(ctx, op, saved.shape(), dtype, {{saved_name, saved}, {"dy", dy}, {"dx", dx}});
   dispatch(ctx, op, dtype,
            on_cuda(DType::f32,
                    [&](auto stream) {

@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "kernels/common/dispatch.h"
 #include "kernels/common/tensor_checks.h"
+#include "kernels/common/workspace.h"
 
 namespace crema::kernels {
 namespace {
@@ -58,8 +59,7 @@ void prelu_backward_data(Context& ctx, const Tensor& x, const Tensor& slope, con
   const DType dtype = x.dtype();
   check_tensor(ctx, op, "x", x, x.shape(), dtype);
   check_tensor(ctx, op, "slope", slope, slope.shape(), dtype);
-  check_tensor(ctx, op, "dy", dy, x.shape(), dtype);
-  check_tensor(ctx, op, "dx", dx, x.shape(), dtype);
+  check_tensors(ctx, op, x.shape(), dtype, {{"dy", dy}, {"dx", dx}});
   const Extents e = extents(op, x, slope);
   dispatch(ctx, op, dtype,
            on_cuda(DType::f32,
@@ -81,29 +81,28 @@ void prelu_backward_data(Context& ctx, const Tensor& x, const Tensor& slope, con
 void prelu_backward_slope(Context& ctx, const Tensor& x, const Tensor& dy, Tensor& dslope) {
   const char* op = "prelu_backward_slope";
   const DType dtype = x.dtype();
-  check_tensor(ctx, op, "x", x, x.shape(), dtype);
-  check_tensor(ctx, op, "dy", dy, x.shape(), dtype);
+  check_tensors(ctx, op, x.shape(), dtype, {{"x", x}, {"dy", dy}});
   check_tensor(ctx, op, "dslope", dslope, dslope.shape(), dtype);
   const Extents e = extents(op, x, dslope);
-  dispatch(ctx, op, dtype,
-           on_cuda(DType::f32,
-                   [&](auto stream) {
-                     const auto version = cuda::PreluVersion::best;
-                     const size_t floats =
-                         cuda::prelu_backward_slope_workspace(e.N, e.C, e.D, version);
-                     float* workspace = floats > 0 ? ctx.workspace(floats) : nullptr;
-                     cuda::prelu_backward_slope(e.N, e.C, e.D, x.data<float>(), dy.data<float>(),
-                                                dslope.data<float>(), workspace, version, stream);
-                   }),
-           on_cpu(DType::f32,
-                  [&] {
-                    cpu::prelu_backward_slope(e.N, e.C, e.D, x.data<float>(), dy.data<float>(),
-                                              dslope.data<float>(), ctx.num_threads());
-                  }),
-           on_cpu(DType::f64, [&] {
-             ref::prelu_backward_slope(e.N, e.C, e.D, x.data<double>(), dy.data<double>(),
-                                       dslope.data<double>());
-           }));
+  dispatch(
+      ctx, op, dtype,
+      on_cuda(DType::f32,
+              [&](auto stream) {
+                const auto version = cuda::PreluVersion::best;
+                const size_t floats = cuda::prelu_backward_slope_workspace(e.N, e.C, e.D, version);
+                auto* workspace = static_cast<float*>(workspace_for(ctx, floats * sizeof(float)));
+                cuda::prelu_backward_slope(e.N, e.C, e.D, x.data<float>(), dy.data<float>(),
+                                           dslope.data<float>(), workspace, version, stream);
+              }),
+      on_cpu(DType::f32,
+             [&] {
+               cpu::prelu_backward_slope(e.N, e.C, e.D, x.data<float>(), dy.data<float>(),
+                                         dslope.data<float>(), ctx.num_threads());
+             }),
+      on_cpu(DType::f64, [&] {
+        ref::prelu_backward_slope(e.N, e.C, e.D, x.data<double>(), dy.data<double>(),
+                                  dslope.data<double>());
+      }));
 }
 
 }  // namespace crema::kernels

@@ -13,8 +13,7 @@ namespace crema::kernels {
 void relu_forward(Context& ctx, const Tensor& x, Tensor& y, float negative_slope) {
   const char* op = "relu_forward";
   const DType dtype = x.dtype();
-  check_tensor(ctx, op, "x", x, x.shape(), dtype);
-  check_tensor(ctx, op, "y", y, x.shape(), dtype);
+  check_tensors(ctx, op, x.shape(), dtype, {{"x", x}, {"y", y}});
   dispatch(ctx, op, dtype,
            on_cuda(DType::f32,
                    [&](auto stream) {
@@ -40,9 +39,7 @@ void relu_backward(Context& ctx, const Tensor& y, const Tensor& dy, Tensor& dx,
                 " < 0; the backward reads the output y, whose sign then no longer tells x > 0");
   }
   const DType dtype = y.dtype();
-  check_tensor(ctx, op, "y", y, y.shape(), dtype);
-  check_tensor(ctx, op, "dy", dy, y.shape(), dtype);
-  check_tensor(ctx, op, "dx", dx, y.shape(), dtype);
+  check_tensors(ctx, op, y.shape(), dtype, {{"y", y}, {"dy", dy}, {"dx", dx}});
   dispatch(ctx, op, dtype,
            on_cuda(DType::f32,
                    [&](auto stream) {

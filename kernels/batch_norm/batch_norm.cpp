@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "kernels/common/dispatch.h"
 #include "kernels/common/tensor_checks.h"
+#include "kernels/common/workspace.h"
 
 namespace crema::kernels {
 namespace {
@@ -18,11 +19,7 @@ BatchNormShape shape_of(const std::string& op, const Tensor& x) {
     throw Error(op + ": x is " + (x.defined() ? x.description() : std::string("undefined")) +
                 ", expected at least 2 axes [N, C, ...]");
   }
-  BatchNormShape s;
-  s.N = x.dim(0);
-  s.C = x.dim(1);
-  s.S = shape_count(x.shape(), 2, x.ndim());
-  return s;
+  return batch_norm_shape(x.shape());
 }
 
 void check_optional(const Context& ctx, const std::string& op, const char* name, const Tensor& t,
@@ -60,16 +57,15 @@ void batch_norm_forward_training(Context& ctx, const Tensor& x, const Tensor& ga
   const std::string op = "batch_norm_forward_training";
   const BatchNormShape s = shape_of(op, x);
   const DType dtype = x.dtype();
-  check_tensor(ctx, op, "x", x, x.shape(), dtype);
-  check_tensor(ctx, op, "y", y, x.shape(), dtype);
+  check_tensors(ctx, op, x.shape(), dtype, {{"x", x}, {"y", y}});
   check_optional(ctx, op, "gamma", gamma, {s.C}, dtype);
   check_optional(ctx, op, "beta", beta, {s.C}, dtype);
-  check_tensor(ctx, op, "save_mean", save_mean, {s.C}, dtype);
-  check_tensor(ctx, op, "save_invstd", save_invstd, {s.C}, dtype);
+  check_tensors(ctx, op, {s.C}, dtype, {{"save_mean", save_mean}, {"save_invstd", save_invstd}});
   check_optional(ctx, op, "running_mean", running_mean, {s.C}, dtype);
   check_optional(ctx, op, "running_var", running_var, {s.C}, dtype);
-  if (num_batches_tracked.defined())
+  if (num_batches_tracked.defined()) {
     check_scalar(ctx, op, "num_batches_tracked", num_batches_tracked, dtype);
+  }
   check_eps(op, eps);
   if (!(momentum >= 0.0f && momentum <= 1.0f)) {
     throw Error(op + ": momentum " + std::to_string(momentum) + " must be in [0, 1]");
@@ -84,8 +80,7 @@ void batch_norm_forward_training(Context& ctx, const Tensor& x, const Tensor& ga
       on_cuda(DType::f32,
               [&](auto stream) {
                 const cuda::BatchNormVersion version = cuda::BatchNormVersion::best;
-                const size_t bytes = cuda::batch_norm_workspace_bytes(s, version);
-                void* workspace = bytes > 0 ? ctx.workspace((bytes + 3) / 4) : nullptr;
+                void* workspace = workspace_for(ctx, cuda::batch_norm_workspace_bytes(s, version));
                 cuda::batch_norm_forward_training(
                     s, x.data<float>(), data_or_null<float>(gamma), data_or_null<float>(beta), eps,
                     momentum, y.data<float>(), save_mean.data<float>(), save_invstd.data<float>(),
@@ -116,14 +111,14 @@ void batch_norm_forward_inference(Context& ctx, const Tensor& x, const Tensor& g
   const std::string op = "batch_norm_forward_inference";
   const BatchNormShape s = shape_of(op, x);
   const DType dtype = x.dtype();
-  check_tensor(ctx, op, "x", x, x.shape(), dtype);
-  check_tensor(ctx, op, "y", y, x.shape(), dtype);
+  check_tensors(ctx, op, x.shape(), dtype, {{"x", x}, {"y", y}});
   check_optional(ctx, op, "gamma", gamma, {s.C}, dtype);
   check_optional(ctx, op, "beta", beta, {s.C}, dtype);
-  check_tensor(ctx, op, "running_mean", running_mean, {s.C}, dtype);
-  check_tensor(ctx, op, "running_var", running_var, {s.C}, dtype);
-  check_tensor(ctx, op, "save_mean", save_mean, {s.C}, dtype);
-  check_tensor(ctx, op, "save_invstd", save_invstd, {s.C}, dtype);
+  check_tensors(ctx, op, {s.C}, dtype,
+                {{"running_mean", running_mean},
+                 {"running_var", running_var},
+                 {"save_mean", save_mean},
+                 {"save_invstd", save_invstd}});
   check_eps(op, eps);
   dispatch(ctx, op.c_str(), dtype,
            on_cuda(DType::f32,
@@ -155,42 +150,39 @@ void batch_norm_backward(Context& ctx, const Tensor& x, const Tensor& dy, const 
   const std::string op = "batch_norm_backward";
   const BatchNormShape s = shape_of(op, x);
   const DType dtype = x.dtype();
-  check_tensor(ctx, op, "x", x, x.shape(), dtype);
-  check_tensor(ctx, op, "dy", dy, x.shape(), dtype);
+  check_tensors(ctx, op, x.shape(), dtype, {{"x", x}, {"dy", dy}});
   check_optional(ctx, op, "dx", dx, x.shape(), dtype);
   check_optional(ctx, op, "gamma", gamma, {s.C}, dtype);
-  check_tensor(ctx, op, "save_mean", save_mean, {s.C}, dtype);
-  check_tensor(ctx, op, "save_invstd", save_invstd, {s.C}, dtype);
+  check_tensors(ctx, op, {s.C}, dtype, {{"save_mean", save_mean}, {"save_invstd", save_invstd}});
   check_optional(ctx, op, "dgamma", dgamma, {s.C}, dtype);
   check_optional(ctx, op, "dbeta", dbeta, {s.C}, dtype);
   check_channel_size(ctx, op, s);
-  dispatch(ctx, op.c_str(), dtype,
-           on_cuda(DType::f32,
-                   [&](auto stream) {
-                     const cuda::BatchNormVersion version = cuda::BatchNormVersion::best;
-                     const size_t bytes = cuda::batch_norm_workspace_bytes(s, version);
-                     void* workspace = bytes > 0 ? ctx.workspace((bytes + 3) / 4) : nullptr;
-                     cuda::batch_norm_backward(
-                         s, x.data<float>(), dy.data<float>(), data_or_null<float>(gamma),
-                         save_mean.data<float>(), save_invstd.data<float>(), batch_stats,
-                         data_or_null<float>(dx), data_or_null<float>(dgamma),
-                         data_or_null<float>(dbeta), workspace, version, stream);
-                   }),
-           on_cpu(DType::f32,
-                  [&] {
-                    cpu::batch_norm_backward(s, x.data<float>(), dy.data<float>(),
-                                             data_or_null<float>(gamma), save_mean.data<float>(),
-                                             save_invstd.data<float>(), batch_stats,
-                                             data_or_null<float>(dx), data_or_null<float>(dgamma),
-                                             data_or_null<float>(dbeta), ctx.num_threads());
-                  }),
-           on_cpu(DType::f64, [&] {
-             ref::batch_norm_backward(s, x.data<double>(), dy.data<double>(),
-                                      data_or_null<double>(gamma), save_mean.data<double>(),
-                                      save_invstd.data<double>(), batch_stats,
-                                      data_or_null<double>(dx), data_or_null<double>(dgamma),
-                                      data_or_null<double>(dbeta));
-           }));
+  dispatch(
+      ctx, op.c_str(), dtype,
+      on_cuda(DType::f32,
+              [&](auto stream) {
+                const cuda::BatchNormVersion version = cuda::BatchNormVersion::best;
+                void* workspace = workspace_for(ctx, cuda::batch_norm_workspace_bytes(s, version));
+                cuda::batch_norm_backward(s, x.data<float>(), dy.data<float>(),
+                                          data_or_null<float>(gamma), save_mean.data<float>(),
+                                          save_invstd.data<float>(), batch_stats,
+                                          data_or_null<float>(dx), data_or_null<float>(dgamma),
+                                          data_or_null<float>(dbeta), workspace, version, stream);
+              }),
+      on_cpu(DType::f32,
+             [&] {
+               cpu::batch_norm_backward(s, x.data<float>(), dy.data<float>(),
+                                        data_or_null<float>(gamma), save_mean.data<float>(),
+                                        save_invstd.data<float>(), batch_stats,
+                                        data_or_null<float>(dx), data_or_null<float>(dgamma),
+                                        data_or_null<float>(dbeta), ctx.num_threads());
+             }),
+      on_cpu(DType::f64, [&] {
+        ref::batch_norm_backward(s, x.data<double>(), dy.data<double>(),
+                                 data_or_null<double>(gamma), save_mean.data<double>(),
+                                 save_invstd.data<double>(), batch_stats, data_or_null<double>(dx),
+                                 data_or_null<double>(dgamma), data_or_null<double>(dbeta));
+      }));
 }
 
 }  // namespace crema::kernels

@@ -37,6 +37,7 @@
 
 #include "core/context.h"
 #include "core/cuda_runtime.h"
+#include "core/shape.h"
 #include "core/tensor.h"
 
 namespace crema::kernels {
@@ -44,6 +45,11 @@ namespace crema::kernels {
 struct BatchNormShape {
   int64_t N = 0, C = 0, S = 1;  // x is [N, C, S]
 };
+
+// The view of an x of shape [N, C, ...] (at least 2 axes): S is the product of the axes after C.
+inline BatchNormShape batch_norm_shape(const Shape& x_shape) {
+  return {x_shape[0], x_shape[1], shape_count(x_shape, 2, int(x_shape.size()))};
+}
 
 namespace ref {
 // Plain loops, sums in double; the oracle of the tests. Explicitly instantiated for float and

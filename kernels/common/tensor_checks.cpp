@@ -25,6 +25,11 @@ void check_tensor(const Context& ctx, const std::string& op, const char* name, c
   }
 }
 
+void check_tensors(const Context& ctx, const std::string& op, const Shape& shape, DType dtype,
+                   std::initializer_list<NamedTensor> tensors) {
+  for (const NamedTensor& t : tensors) check_tensor(ctx, op, t.name, t.tensor, shape, dtype);
+}
+
 void check_numel(const Context& ctx, const std::string& op, const char* name, const Tensor& t,
                  int64_t numel, const std::string& per, DType dtype) {
   if (!usable(ctx, t, dtype) || t.numel() != numel) {

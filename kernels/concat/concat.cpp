@@ -50,8 +50,9 @@ Geometry check_parts(const Context& ctx, const char* op, const Tensor& whole, in
 template <class T, class Part>
 std::vector<T*> data_of(const std::vector<Part*>& parts) {
   std::vector<T*> pointers;
-  for (Part* t : parts)
+  for (Part* t : parts) {
     pointers.push_back(t ? t->template data<std::remove_const_t<T>>() : nullptr);
+  }
   return pointers;
 }
 

@@ -54,8 +54,7 @@ void dropout_forward(Context& ctx, const Tensor& x, Tensor& y, float ratio, uint
                      Tensor& step) {
   const char* op = "dropout_forward";
   const DType dtype = x.dtype();
-  check_tensor(ctx, op, "x", x, x.shape(), dtype);
-  check_tensor(ctx, op, "y", y, x.shape(), dtype);
+  check_tensors(ctx, op, x.shape(), dtype, {{"x", x}, {"y", y}});
   check_step(ctx, op, step);
   check_ratio(op, ratio);
   dispatch(ctx, op, dtype,
@@ -81,8 +80,7 @@ void dropout_backward(Context& ctx, const Tensor& dy, Tensor& dx, float ratio, u
                       const Tensor& step) {
   const char* op = "dropout_backward";
   const DType dtype = dy.dtype();
-  check_tensor(ctx, op, "dy", dy, dy.shape(), dtype);
-  check_tensor(ctx, op, "dx", dx, dy.shape(), dtype);
+  check_tensors(ctx, op, dy.shape(), dtype, {{"dy", dy}, {"dx", dx}});
   check_step(ctx, op, step);
   check_ratio(op, ratio);
   dispatch(ctx, op, dtype,

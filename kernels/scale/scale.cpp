@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "kernels/common/dispatch.h"
 #include "kernels/common/tensor_checks.h"
+#include "kernels/common/workspace.h"
 
 namespace crema::kernels {
 namespace {
@@ -36,8 +37,7 @@ void scale_forward(Context& ctx, const Tensor& x, const Tensor* scale, const Ten
                    int num_axes, Tensor& y) {
   const char* op = "scale_forward";
   const DType dtype = x.dtype();
-  check_tensor(ctx, op, "x", x, x.shape(), dtype);
-  check_tensor(ctx, op, "y", y, x.shape(), dtype);
+  check_tensors(ctx, op, x.shape(), dtype, {{"x", x}, {"y", y}});
   const Geometry g = channel_geometry(op, x, axis, num_axes);
   if (scale != nullptr) check_numel(ctx, op, "scale", *scale, g.C, "channel", dtype);
   if (bias != nullptr) check_numel(ctx, op, "bias", *bias, g.C, "channel", dtype);
@@ -73,11 +73,8 @@ void channel_reduce(Context& ctx, const Tensor& dy, const Tensor* x, int axis, i
            on_cuda(DType::f32,
                    [&](auto stream) {
                      const auto version = cuda::ReduceVersion::best;
-                     const size_t bytes =
-                         cuda::channel_reduce_workspace_bytes(g.outer, g.C, g.inner, version);
-                     float* workspace =
-                         bytes > 0 ? ctx.workspace((bytes + sizeof(float) - 1) / sizeof(float))
-                                   : nullptr;
+                     void* workspace = workspace_for(
+                         ctx, cuda::channel_reduce_workspace_bytes(g.outer, g.C, g.inner, version));
                      cuda::channel_reduce(g.outer, g.C, g.inner, dy.data<float>(),
                                           data_or_null<float>(x), accumulate, out.data<float>(),
                                           workspace, version, stream);
