@@ -36,6 +36,16 @@ T* data_or_null(Tensor& t) {
   return t.defined() ? t.data<T>() : nullptr;
 }
 
+// What both forwards check first: x and y alike, the optional affine parameters of x's dtype.
+BatchNormShape check_forward(const Context& ctx, const std::string& op, const Tensor& x,
+                             const Tensor& y, const Tensor& gamma, const Tensor& beta) {
+  const BatchNormShape s = shape_of(op, x);
+  check_tensors(ctx, op, x.shape(), x.dtype(), {{"x", x}, {"y", y}});
+  check_optional(ctx, op, "gamma", gamma, {s.C}, x.dtype());
+  check_optional(ctx, op, "beta", beta, {s.C}, x.dtype());
+  return s;
+}
+
 void check_eps(const std::string& op, float eps) {
   if (!(eps >= 0.0f)) throw Error(op + ": eps " + std::to_string(eps) + " must be >= 0");
 }
@@ -55,11 +65,8 @@ void batch_norm_forward_training(Context& ctx, const Tensor& x, const Tensor& ga
                                  Tensor& save_mean, Tensor& save_invstd, Tensor& running_mean,
                                  Tensor& running_var, Tensor& num_batches_tracked) {
   const std::string op = "batch_norm_forward_training";
-  const BatchNormShape s = shape_of(op, x);
+  const BatchNormShape s = check_forward(ctx, op, x, y, gamma, beta);
   const DType dtype = x.dtype();
-  check_tensors(ctx, op, x.shape(), dtype, {{"x", x}, {"y", y}});
-  check_optional(ctx, op, "gamma", gamma, {s.C}, dtype);
-  check_optional(ctx, op, "beta", beta, {s.C}, dtype);
   check_tensors(ctx, op, {s.C}, dtype, {{"save_mean", save_mean}, {"save_invstd", save_invstd}});
   check_optional(ctx, op, "running_mean", running_mean, {s.C}, dtype);
   check_optional(ctx, op, "running_var", running_var, {s.C}, dtype);
@@ -109,11 +116,8 @@ void batch_norm_forward_inference(Context& ctx, const Tensor& x, const Tensor& g
                                   const Tensor& running_var, float eps, Tensor& y,
                                   Tensor& save_mean, Tensor& save_invstd) {
   const std::string op = "batch_norm_forward_inference";
-  const BatchNormShape s = shape_of(op, x);
+  const BatchNormShape s = check_forward(ctx, op, x, y, gamma, beta);
   const DType dtype = x.dtype();
-  check_tensors(ctx, op, x.shape(), dtype, {{"x", x}, {"y", y}});
-  check_optional(ctx, op, "gamma", gamma, {s.C}, dtype);
-  check_optional(ctx, op, "beta", beta, {s.C}, dtype);
   check_tensors(ctx, op, {s.C}, dtype,
                 {{"running_mean", running_mean},
                  {"running_var", running_var},

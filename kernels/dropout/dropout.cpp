@@ -14,14 +14,13 @@
 namespace crema::kernels {
 namespace {
 
-void check_ratio(const std::string& op, float ratio) {
+// What the mask depends on besides the seed: a ratio in [0, 1) and the step counter (f32[2]
+// whatever the data's dtype: its 8 bytes are one uint64).
+void check_mask(const Context& ctx, const std::string& op, float ratio, const Tensor& step) {
+  check_tensor(ctx, op, "step", step, {2});
   if (!(ratio >= 0.0f && ratio < 1.0f)) {
     throw Error(op + ": ratio " + std::to_string(ratio) + " must be in [0, 1)");
   }
-}
-
-void check_step(const Context& ctx, const std::string& op, const Tensor& step) {
-  check_tensor(ctx, op, "step", step, {2});
 }
 
 uint64_t read_host(const Tensor& step) {
@@ -55,8 +54,7 @@ void dropout_forward(Context& ctx, const Tensor& x, Tensor& y, float ratio, uint
   const char* op = "dropout_forward";
   const DType dtype = x.dtype();
   check_tensors(ctx, op, x.shape(), dtype, {{"x", x}, {"y", y}});
-  check_step(ctx, op, step);
-  check_ratio(op, ratio);
+  check_mask(ctx, op, ratio, step);
   dispatch(ctx, op, dtype,
            on_cuda(DType::f32,
                    [&](auto stream) {
@@ -81,8 +79,7 @@ void dropout_backward(Context& ctx, const Tensor& dy, Tensor& dx, float ratio, u
   const char* op = "dropout_backward";
   const DType dtype = dy.dtype();
   check_tensors(ctx, op, dy.shape(), dtype, {{"dy", dy}, {"dx", dx}});
-  check_step(ctx, op, step);
-  check_ratio(op, ratio);
+  check_mask(ctx, op, ratio, step);
   dispatch(ctx, op, dtype,
            on_cuda(DType::f32,
                    [&](auto stream) {

@@ -10,13 +10,7 @@
 namespace crema::kernels::testing {
 
 inline LrnParams lrn_params(LrnRegion region, int64_t size, float alpha, float beta, float k) {
-  LrnParams p;
-  p.region = region;
-  p.local_size = size;
-  p.alpha = alpha;
-  p.beta = beta;
-  p.k = k;
-  return p;
+  return {region, size, alpha, beta, k};
 }
 
 inline LrnShape lrn_shape(const Shape& s) {
