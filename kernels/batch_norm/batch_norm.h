@@ -112,10 +112,10 @@ void batch_norm_backward(const BatchNormShape& s, const float* x, const float* d
 
 // Tensor level. x, y, dy, dx: float32 [N, C, ...] (at least 2 axes) of one shape; gamma, beta,
 // dgamma, dbeta, save_mean, save_invstd, running_mean, running_var: [C]; num_batches_tracked: one
-// element. All on the context's device; optional ones may be undefined Tensors (see above).
-// Throws crema::Error naming the op and the tensor when they do not fit, for eps < 0 or a
-// momentum outside [0, 1], and in training when a channel has a single value (M = 1: no
-// unbiased variance).
+// element. All float32 (or all float64 on the CPU, which runs ref::) on the context's device;
+// optional ones may be undefined Tensors (see above). Throws crema::Error naming the op and the
+// tensor when they do not fit, for eps < 0 or a momentum outside [0, 1], and in training when a
+// channel has a single value (M = 1: no unbiased variance).
 void batch_norm_forward_training(Context& ctx, const Tensor& x, const Tensor& gamma,
                                  const Tensor& beta, float eps, float momentum, Tensor& y,
                                  Tensor& save_mean, Tensor& save_invstd, Tensor& running_mean,
