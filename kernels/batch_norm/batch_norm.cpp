@@ -14,6 +14,9 @@
 namespace crema::kernels {
 namespace {
 
+// The CUDA version production runs (the others are measured by the tests).
+constexpr cuda::BatchNormVersion kVersion = cuda::BatchNormVersion::best;
+
 BatchNormShape shape_of(const std::string& op, const Tensor& x) {
   if (!x.defined() || x.ndim() < 2) {
     throw Error(op + ": x is " + (x.defined() ? x.description() : std::string("undefined")) +
@@ -86,13 +89,12 @@ void batch_norm_forward_training(Context& ctx, const Tensor& x, const Tensor& ga
       ctx, op.c_str(), dtype,
       on_cuda(DType::f32,
               [&](auto stream) {
-                const cuda::BatchNormVersion version = cuda::BatchNormVersion::best;
-                void* workspace = workspace_for(ctx, cuda::batch_norm_workspace_bytes(s, version));
+                void* workspace = workspace_for(ctx, cuda::batch_norm_workspace_bytes(s, kVersion));
                 cuda::batch_norm_forward_training(
                     s, x.data<float>(), data_or_null<float>(gamma), data_or_null<float>(beta), eps,
                     momentum, y.data<float>(), save_mean.data<float>(), save_invstd.data<float>(),
                     data_or_null<float>(running_mean), data_or_null<float>(running_var),
-                    data_or_null<float>(num_batches_tracked), workspace, version, stream);
+                    data_or_null<float>(num_batches_tracked), workspace, kVersion, stream);
               }),
       on_cpu(DType::f32,
              [&] {
@@ -165,13 +167,12 @@ void batch_norm_backward(Context& ctx, const Tensor& x, const Tensor& dy, const 
       ctx, op.c_str(), dtype,
       on_cuda(DType::f32,
               [&](auto stream) {
-                const cuda::BatchNormVersion version = cuda::BatchNormVersion::best;
-                void* workspace = workspace_for(ctx, cuda::batch_norm_workspace_bytes(s, version));
+                void* workspace = workspace_for(ctx, cuda::batch_norm_workspace_bytes(s, kVersion));
                 cuda::batch_norm_backward(s, x.data<float>(), dy.data<float>(),
                                           data_or_null<float>(gamma), save_mean.data<float>(),
                                           save_invstd.data<float>(), batch_stats,
                                           data_or_null<float>(dx), data_or_null<float>(dgamma),
-                                          data_or_null<float>(dbeta), workspace, version, stream);
+                                          data_or_null<float>(dbeta), workspace, kVersion, stream);
               }),
       on_cpu(DType::f32,
              [&] {
