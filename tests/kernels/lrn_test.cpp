@@ -13,10 +13,12 @@
 #include "kernels/lrn/lrn.h"
 #include "tests/fixtures/norm_fixture.h"
 #include "tests/kernels/kernel_test_util.h"
+#include "tests/support/error_text.h"
 
 namespace crema::kernels {
 namespace {
 
+using crema::testing::error_of;
 using testing::rel_error;
 
 LrnShape lrn_shape(const Shape& s) {
@@ -144,15 +146,6 @@ TEST(Lrn, ResultsDoNotDependOnTheThreadCount) {
               0)
         << describe(p);
   }
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
 }
 
 TEST(Lrn, BadArgumentsAreErrors) {
