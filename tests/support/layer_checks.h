@@ -36,8 +36,8 @@ void check_gradient_cases(const std::string& head, const std::vector<GradientCas
 std::string layer_error(const std::string& yaml, const std::vector<Shape>& bottoms,
                         int num_tops = 1);
 
-// Building `yaml` on `bottoms` must fail with a message that holds every one of `parts` (the
-// layer's name, the key, the fix).
+// Building `yaml` on `bottoms` (and one forward pass) must fail with a message that holds every
+// one of `parts` (the layer's name, the key, the fix).
 void expect_layer_error(const std::string& yaml, const std::vector<Shape>& bottoms,
                         const std::vector<std::string>& parts, int num_tops = 1);
 
