@@ -14,10 +14,12 @@
 #include "tests/fixtures/norm_fixture.h"
 #include "tests/kernels/kernel_test_util.h"
 #include "tests/kernels/lrn_test_util.h"
+#include "tests/support/error_text.h"
 
 namespace crema::kernels {
 namespace {
 
+using crema::testing::error_of;
 using testing::lrn_params;
 using testing::rel_error;
 
@@ -122,15 +124,6 @@ TEST(Lrn, ResultsDoNotDependOnTheThreadCount) {
               0)
         << describe(p);
   }
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
 }
 
 TEST(Lrn, BadArgumentsAreErrors) {
