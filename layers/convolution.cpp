@@ -10,10 +10,10 @@
 //   dilation (1) -- each n or [h, w] --, group (1; C and K must be multiples: group = C = K is a
 //   depthwise convolution), and the weight and bias keys of WeightedLayer (weighted_layer.h):
 //   bias_term, weight_filler, bias_filler, param (lr_mult 0 freezes a parameter: no gradient),
-//   algorithm (auto; or find, or a version's name, for all passes or per pass:
-//   layers/conv_algorithms.h), and math (the net's model.math, itself fp32 by default; or tf32 or
-//   bf16: tensor-core products with fp32 accumulation on a GPU where the pass's version has them,
-//   fp32 on the CPU).
+//   algorithm (auto; or find, or an algorithm's name, for all passes or per pass:
+//   layers/conv_algorithms.h), workspace_limit (the net's model.workspace_limit), and math (the
+//   net's model.math, itself fp32 by default; or tf32 or bf16: tensor-core products with fp32
+//   accumulation on a GPU where the pass's version has them, fp32 on the CPU).
 // From LeCun et al. 1998 (LeNet); the layout and keys are Caffe's. The kernels pick a path per
 // geometry (1x1 filters with stride 1 and no padding are plain GEMMs; depthwise convolutions run
 // direct loops on the GPU): kernels/convolution/README.md.
@@ -35,7 +35,6 @@ class ConvolutionLayer final : public WeightedLayer {
     const Tensor& x = bottom[0]->value;
     if (x.ndim() != 4) fail("expects a 4-D input [N, C, H, W], got " + shape_str(x.shape()));
     keys_.check_groups(spec_, x.dim(1), keys_.num_output);
-    geometry(x).validate("layer '" + name() + "'");
     algorithms_.check(spec_, geometry(x));
     create_weight_and_bias(
         {keys_.num_output, x.dim(1) / keys_.group, keys_.kernel_h, keys_.kernel_w},
@@ -50,7 +49,6 @@ class ConvolutionLayer final : public WeightedLayer {
            std::to_string(weight().value.dim(1) * keys_.group));
     }
     const kernels::Conv2dGeometry g = geometry(x);
-    g.validate("layer '" + name() + "'");
     algorithms_.check(spec_, g);
     top[0]->value.reshape({g.N, g.K, g.P(), g.Q()});
   }
@@ -59,9 +57,8 @@ class ConvolutionLayer final : public WeightedLayer {
                Context& ctx) override {
     const Tensor* b = bias_term_ ? &bias().value : nullptr;
     const kernels::Conv2dGeometry g = geometry(bottom[0]->value);
-    algorithms_.choose(ctx, g, "layer '" + name() + "'");
     kernels::conv2d_forward(ctx, g, bottom[0]->value, weight().value, b, top[0]->value,
-                            algorithms_.version(ConvAlgorithms::forward), algorithms_.math());
+                            algorithms_.request(ConvAlgorithms::forward));
   }
 
   // dL/db[k] += sum_{n,p,q} dy[n,k,p,q]; dL/dw += correlation of x with dy; dL/dx = the
@@ -75,15 +72,13 @@ class ConvolutionLayer final : public WeightedLayer {
     Tensor* db = bias_grad();
     if (dw != nullptr) {
       kernels::conv2d_backward_weights(ctx, g, bottom[0]->value, dy, *dw, db,
-                                       algorithms_.version(ConvAlgorithms::backward_filter),
-                                       algorithms_.math());
+                                       algorithms_.request(ConvAlgorithms::backward_filter));
     } else if (db != nullptr) {
       kernels::conv2d_backward_bias(ctx, g, dy, *db);
     }
     if (propagate_down[0]) {
       kernels::conv2d_backward_data(ctx, g, dy, weight().value, bottom[0]->grad,
-                                    algorithms_.version(ConvAlgorithms::backward_data),
-                                    algorithms_.math());
+                                    algorithms_.request(ConvAlgorithms::backward_data));
     }
   }
 

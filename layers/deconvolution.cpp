@@ -16,8 +16,8 @@
 //   and the weight and bias keys; weighted_layer.h), plus PyTorch's output_padding (0; n or
 //   [h, w], less than the stride): the extra rows and columns at the bottom and right that pick
 //   one of the `stride` output sizes which all convolve back to H x W; algorithm (auto; the
-//   CUDA version of each pass: layers/conv_algorithms.h); and math (the net's model.math; fp32,
-//   tf32 or bf16, as Convolution's).
+//   CUDA algorithm of each pass, and workspace_limit: layers/conv_algorithms.h); and math (the
+//   net's model.math; fp32, tf32 or bf16, as Convolution's).
 // Caffe's Deconvolution layer; Zeiler et al. 2010, Long et al. 2015 (FCN upsampling).
 #include <tuple>
 
@@ -49,7 +49,6 @@ class DeconvolutionLayer final : public WeightedLayer {
     const Tensor& x = bottom[0]->value;
     if (x.ndim() != 4) fail("expects a 4-D input [N, C, H, W], got " + shape_str(x.shape()));
     keys_.check_groups(spec_, x.dim(1), keys_.num_output);
-    geometry(x).validate("layer '" + name() + "'");
     algorithms_.check(spec_, geometry(x));
     create_weight_and_bias(
         {x.dim(1), keys_.num_output / keys_.group, keys_.kernel_h, keys_.kernel_w},
@@ -64,7 +63,6 @@ class DeconvolutionLayer final : public WeightedLayer {
            std::to_string(weight().value.dim(0)));
     }
     const kernels::Conv2dGeometry g = geometry(x);
-    g.validate("layer '" + name() + "'");
     algorithms_.check(spec_, g);
     top[0]->value.reshape({g.N, g.C, g.H, g.W});
   }
@@ -73,10 +71,8 @@ class DeconvolutionLayer final : public WeightedLayer {
                Context& ctx) override {
     const Tensor* b = bias_term_ ? &bias().value : nullptr;
     const kernels::Conv2dGeometry g = geometry(bottom[0]->value);
-    algorithms_.choose(ctx, g, "layer '" + name() + "'");
     kernels::conv_transpose2d_forward(ctx, g, bottom[0]->value, weight().value, b, top[0]->value,
-                                      algorithms_.version(ConvAlgorithms::forward),
-                                      algorithms_.math());
+                                      algorithms_.request(ConvAlgorithms::forward));
   }
 
   // y = T x + b with T the transpose of the convolution C (T = C^T), so dL/dx = C dy: the
@@ -92,12 +88,11 @@ class DeconvolutionLayer final : public WeightedLayer {
     if (dw != nullptr || db != nullptr) {
       kernels::conv_transpose2d_backward_weights(
           ctx, g, bottom[0]->value, dy, dw, db,
-          algorithms_.version(ConvAlgorithms::backward_filter), algorithms_.math());
+          algorithms_.request(ConvAlgorithms::backward_filter));
     }
     if (propagate_down[0]) {
       kernels::conv_transpose2d_backward_data(ctx, g, dy, weight().value, bottom[0]->grad,
-                                              algorithms_.version(ConvAlgorithms::backward_data),
-                                              algorithms_.math());
+                                              algorithms_.request(ConvAlgorithms::backward_data));
     }
   }
 
