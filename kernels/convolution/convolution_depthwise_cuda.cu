@@ -24,6 +24,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "kernels/common/launch.h"
 #include "kernels/convolution/algorithm.h"
 #include "kernels/convolution/convolution_implicit_gemm.cuh"
 
@@ -32,12 +33,6 @@ namespace {
 
 using implicit_gemm::ConvParams;
 using implicit_gemm::FastDivmod;
-
-constexpr int kThreads = 256;
-
-int blocks_for(int64_t count) {
-  return int(std::clamp<int64_t>((count + kThreads - 1) / kThreads, 1, 65536));
-}
 
 // by_M: divides by M = K/groups (output channel -> input channel).
 __global__ void forward_kernel(ConvParams p, FastDivmod by_K, FastDivmod by_M,
