@@ -35,13 +35,10 @@ Shape y_shape(const Conv2dGeometry& g) {
   return {g.N, g.K, g.P(), g.Q()};
 }
 
-template <class T>
-const T* data_or_null(const Tensor* t) {
-  return t ? t->data<T>() : nullptr;
-}
-template <class T>
-T* data_or_null(Tensor* t) {
-  return t ? t->data<T>() : nullptr;
+// An optional tensor's data (bias, db): null when the tensor is absent.
+template <class T, class TensorPtr>
+auto data_or_null(TensorPtr t) -> decltype(t->template data<T>()) {
+  return t ? t->template data<T>() : nullptr;
 }
 
 // The record `request` picks for (pass, g) and its workspace from the context.

@@ -33,6 +33,9 @@ void backward_data_precomputed(const Conv2dGeometry& g, const float* dy, const f
                                float* workspace, gpu::Stream stream, GemmMath math);
 // Floats of partial sums backward_filter needs (0 when the N*P*Q range is not split).
 size_t backward_filter_workspace(const Conv2dGeometry& g, bool with_bias);
+// The workspace of a record whose filter pass is backward_filter above and whose forward and
+// data passes need none (v2, v3).
+size_t filter_workspace_only(ConvPass pass, const Conv2dGeometry& g, bool with_bias);
 // dw += ..., db += ... when db is not null, in `math` (tf32, bf16: tensor cores, the same
 // workspace).
 void backward_filter(const Conv2dGeometry& g, const float* x, const float* dy, float* dw, float* db,

@@ -431,11 +431,7 @@ extern const ConvAlgorithm implicit_gemm{
     supports_every_geometry,
     "any geometry",
     computes_in_every_math,
-    [](ConvPass pass, const Conv2dGeometry& g, bool with_bias) -> size_t {
-      return pass == ConvPass::backward_filter
-                 ? cuda::implicit_gemm::backward_filter_workspace(g, with_bias)
-                 : 0;
-    },
+    cuda::implicit_gemm::filter_workspace_only,
     [](const Conv2dGeometry& g, const float* x, const float* w, const float* bias, float* y, float*,
        gpu::Stream stream,
        cuda::GemmMath math) { cuda::implicit_gemm::forward(g, x, w, bias, y, stream, math); },

@@ -206,11 +206,7 @@ extern const ConvAlgorithm pointwise_gemm{
     [](ConvPass, const Conv2dGeometry& g) { return g.pointwise(); },
     "a 1x1 filter with stride 1 and no padding",
     computes_in_every_math,
-    [](ConvPass pass, const Conv2dGeometry& g, bool with_bias) -> size_t {
-      return pass == ConvPass::backward_filter
-                 ? cuda::implicit_gemm::backward_filter_workspace(g, with_bias)
-                 : 0;
-    },
+    cuda::implicit_gemm::filter_workspace_only,
     [](const Conv2dGeometry& g, const float* x, const float* w, const float* bias, float* y, float*,
        gpu::Stream stream,
        cuda::GemmMath math) { cuda::pointwise::forward(g, x, w, bias, y, stream, math); },

@@ -195,12 +195,12 @@ TEST(ConvolutionCuda, RepeatsAreBitIdentical) {
       d.dw.copy_from(upload(ctx, p.dw0));
       d.db.copy_from(upload(ctx, p.db0));
       float* ws = workspace_for(ctx, g, *filter);
-      (*forward).forward(g, d.x.data<float>(), d.w.data<float>(), d.bias.data<float>(),
-                         d.y.data<float>(), ws, ctx.stream(), GemmMath::fp32);
-      (*data).backward_data(g, d.dy.data<float>(), d.w.data<float>(), d.dx.data<float>(), ws,
-                            ctx.stream(), GemmMath::fp32);
-      (*filter).backward_filter(g, d.x.data<float>(), d.dy.data<float>(), d.dw.data<float>(),
-                                d.db.data<float>(), ws, ctx.stream(), GemmMath::fp32);
+      forward->forward(g, d.x.data<float>(), d.w.data<float>(), d.bias.data<float>(),
+                       d.y.data<float>(), ws, ctx.stream(), GemmMath::fp32);
+      data->backward_data(g, d.dy.data<float>(), d.w.data<float>(), d.dx.data<float>(), ws,
+                          ctx.stream(), GemmMath::fp32);
+      filter->backward_filter(g, d.x.data<float>(), d.dy.data<float>(), d.dw.data<float>(),
+                              d.db.data<float>(), ws, ctx.stream(), GemmMath::fp32);
       ctx.synchronize();
       const std::vector<float> outs[4] = {d.y.to_vector(), d.dx.to_vector(), d.dw.to_vector(),
                                           d.db.to_vector()};

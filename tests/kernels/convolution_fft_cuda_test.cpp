@@ -67,12 +67,12 @@ TEST(ConvolutionCuda, FftBatchesAgainstCpuAndRepeatable) {
     DeviceTensors d(ctx, p);
     d.dw.copy_from(upload(ctx, p.dw0));
     float* ws = workspace_for(ctx, g, *v);
-    (*v).forward(g, d.x.data<float>(), d.w.data<float>(), d.bias.data<float>(), d.y.data<float>(),
-                 ws, ctx.stream(), GemmMath::fp32);
-    (*v).backward_data(g, d.dy.data<float>(), d.w.data<float>(), d.dx.data<float>(), ws,
-                       ctx.stream(), GemmMath::fp32);
-    (*v).backward_filter(g, d.x.data<float>(), d.dy.data<float>(), d.dw.data<float>(), nullptr, ws,
-                         ctx.stream(), GemmMath::fp32);
+    v->forward(g, d.x.data<float>(), d.w.data<float>(), d.bias.data<float>(), d.y.data<float>(), ws,
+               ctx.stream(), cuda::GemmMath::fp32);
+    v->backward_data(g, d.dy.data<float>(), d.w.data<float>(), d.dx.data<float>(), ws, ctx.stream(),
+                     cuda::GemmMath::fp32);
+    v->backward_filter(g, d.x.data<float>(), d.dy.data<float>(), d.dw.data<float>(), nullptr, ws,
+                       ctx.stream(), cuda::GemmMath::fp32);
     ctx.synchronize();
     const std::vector<float> outs[3] = {d.y.to_vector(), d.dx.to_vector(), d.dw.to_vector()};
     for (int i = 0; i < 3; ++i) {

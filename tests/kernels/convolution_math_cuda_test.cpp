@@ -59,14 +59,13 @@ TEST(ConvolutionMathCuda, EveryVersionAndMathAgainstReference) {
       for (GemmMath math : {GemmMath::tf32, GemmMath::bf16}) {
         const std::array<double, 3> worst = check_algorithm(ctx, p, *v, math);
         for (ConvPass pass : kPasses) {
-          if (!(v)->supports(pass, g) || !v->computes_in(pass, math)) continue;
+          if (!v->supports(pass, g) || !v->computes_in(pass, math)) continue;
           // Rounding the operands to 10 (tf32) or 7 (bf16) mantissa bits leaves a relative error
           // of about 1e-4 or 1e-3 on random data; fp32 arithmetic stays near 1e-7. Each pass on
           // its own: one that missed the tensor cores fails even when the others reach them.
           EXPECT_GT(worst[int(pass)], 1e-5)
-              << conv_test::describe(g) << " " << v->name << " " << cuda::conv_pass_name(pass)
-              << " " << cuda::gemm_math_name(math)
-              << ": as exact as fp32, so the math was not applied";
+              << conv_test::describe(g) << " " << v->name << " " << conv_pass_name(pass) << " "
+              << cuda::gemm_math_name(math) << ": as exact as fp32, so the math was not applied";
         }
       }
     }
@@ -79,11 +78,11 @@ std::vector<float> forward_output(Context& ctx, const Problem& p, DeviceTensors&
   ctx.fill(d.y, kNaN);
   float* ws = workspace_for(ctx, p.g, *v);
   if (math == nullptr) {
-    (*v).forward(p.g, d.x.data<float>(), d.w.data<float>(), d.bias.data<float>(), d.y.data<float>(),
-                 ws, ctx.stream(), GemmMath::fp32);
+    v->forward(p.g, d.x.data<float>(), d.w.data<float>(), d.bias.data<float>(), d.y.data<float>(),
+               ws, ctx.stream(), GemmMath::fp32);
   } else {
-    (*v).forward(p.g, d.x.data<float>(), d.w.data<float>(), d.bias.data<float>(), d.y.data<float>(),
-                 ws, ctx.stream(), *math);
+    v->forward(p.g, d.x.data<float>(), d.w.data<float>(), d.bias.data<float>(), d.y.data<float>(),
+               ws, ctx.stream(), *math);
   }
   return d.y.to_vector();
 }
@@ -109,7 +108,7 @@ TEST(ConvolutionMathCuda, Fp32IsTheDefaultBitForBit) {
       const Tensor w = d.w.view({g.K, g.C / g.groups, g.R, g.S});
       Tensor y = d.y.view({g.N, g.K, g.P(), g.Q()});
       ctx.fill(y, kNaN);
-      conv2d_forward(ctx, g, x, w, &d.bias, y, v, fp32);
+      conv2d_forward(ctx, g, x, w, &d.bias, y, ConvRequest::pin(*v, fp32));
       EXPECT_EQ(y.to_vector(), by_default) << v->name;
     }
   }
@@ -194,8 +193,8 @@ TEST(ConvolutionMathCuda, TensorLevelDefaultIsTheMathsHeuristic) {
 
       const ConvAlgorithm* data = conv_test::backward_data_version(g, math);
       ctx.fill(dx, kNaN);
-      (*data).backward_data(g, d.dy.data<float>(), d.w.data<float>(), d.dx.data<float>(),
-                            workspace_for(ctx, g, *data), ctx.stream(), math);
+      data->backward_data(g, d.dy.data<float>(), d.w.data<float>(), d.dx.data<float>(),
+                          workspace_for(ctx, g, *data), ctx.stream(), math);
       const std::vector<float> raw_dx = dx.to_vector();
       ctx.fill(dx, kNaN);
       conv2d_backward_data(ctx, g, dy, w, dx,

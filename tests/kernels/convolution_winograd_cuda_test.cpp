@@ -49,7 +49,7 @@ TEST(ConvolutionCuda, WinogradAgainstReference) {
     const Problem p = reference_problem(g, seed += 16);
     for (const ConvAlgorithm* v : {&record("winograd_2x2"), &record("winograd_4x4")}) {
       ASSERT_TRUE(v->supports(ConvPass::forward, g)) << describe(g);
-      EXPECT_EQ((v)->supports(ConvPass::backward_data, g), g.pad_h <= 2 && g.pad_w <= 2);
+      EXPECT_EQ(v->supports(ConvPass::backward_data, g), g.pad_h <= 2 && g.pad_w <= 2);
       check_algorithm(ctx, p, *v);
     }
   }
@@ -69,12 +69,12 @@ TEST(ConvolutionCuda, WinogradBatchesAgainstCpuAndRepeatable) {
       DeviceTensors d(ctx, p);
       d.dw.copy_from(upload(ctx, p.dw0));
       float* ws = workspace_for(ctx, g, *v);
-      (*v).forward(g, d.x.data<float>(), d.w.data<float>(), d.bias.data<float>(), d.y.data<float>(),
-                   ws, ctx.stream(), GemmMath::fp32);
-      (*v).backward_data(g, d.dy.data<float>(), d.w.data<float>(), d.dx.data<float>(), ws,
-                         ctx.stream(), GemmMath::fp32);
-      (*v).backward_filter(g, d.x.data<float>(), d.dy.data<float>(), d.dw.data<float>(), nullptr,
-                           ws, ctx.stream(), GemmMath::fp32);
+      v->forward(g, d.x.data<float>(), d.w.data<float>(), d.bias.data<float>(), d.y.data<float>(),
+                 ws, ctx.stream(), cuda::GemmMath::fp32);
+      v->backward_data(g, d.dy.data<float>(), d.w.data<float>(), d.dx.data<float>(), ws,
+                       ctx.stream(), cuda::GemmMath::fp32);
+      v->backward_filter(g, d.x.data<float>(), d.dy.data<float>(), d.dw.data<float>(), nullptr, ws,
+                         ctx.stream(), cuda::GemmMath::fp32);
       ctx.synchronize();
       const std::vector<float> outs[3] = {d.y.to_vector(), d.dx.to_vector(), d.dw.to_vector()};
       for (int i = 0; i < 3; ++i) {
