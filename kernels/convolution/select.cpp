@@ -45,19 +45,19 @@ void check_sizes(const std::string& where, const Conv2dGeometry& g) {
 }
 
 // ---- The heuristic (get) --------------------------------------------------------------------
-// The algorithms production uses per pass, from the geometry and math alone (README.md has the
-// measurements behind each rule).
+// The algorithms production uses per pass, from the geometry and math alone (MEASUREMENTS.md has
+// the measurements behind each rule).
 
-// Winograd F(4x4,3x3) where it was measured to win (H200, README.md: ResNet's 3x3 layers with 64
-// to 256 channels, every pass 2.4-3.9x faster than v2): 3x3 stride-1 geometries whose groups
+// Winograd F(4x4,3x3) where it was measured to win (H200, MEASUREMENTS.md: ResNet's 3x3 layers with
+// 64 to 256 channels, every pass 2.4-3.9x faster than v2): 3x3 stride-1 geometries whose groups
 // have at least 32 input and output channels (the batched GEMMs' inner dimension and rows).
 bool winograd_pays(ConvPass pass, const Conv2dGeometry& g) {
   return production("winograd_4x4").supports(pass, g) && g.C / g.groups >= 32 &&
          g.K / g.groups >= 32;
 }
 
-// FFT (v10) in fp32 (H200, README.md "FFT"): 5x5 and larger filters with at least 64 input and
-// output channels on padded maps of 32 x 32 or less, where its per-bin products do 9-15x fewer
+// FFT (v10) in fp32 (H200, MEASUREMENTS.md "FFT"): 5x5 and larger filters with at least 64 input
+// and output channels on padded maps of 32 x 32 or less, where its per-bin products do 9-15x fewer
 // operations than the direct sum: every pass 0.27-0.76x the best other version on five such
 // layers. Not at F = 64 (a 32x32 map with pad 3: 1.2-1.3x behind v9), nor with few channels
 // (LeNet's 20 -> 50: 1.35-2.7x), nor on 3x3 filters (Winograd F(4x4,3x3): 2.1-4.1x faster).
@@ -66,8 +66,8 @@ bool fft_pays(const Conv2dGeometry& g) {
          g.K >= 64 && g.H + 2 * g.pad_h <= 32 && g.W + 2 * g.pad_w <= 32;
 }
 
-// The Winograd version of a 3x3 stride-1 layer in tf32 / bf16 (H200, README.md "The heuristic in
-// tf32 and bf16"): forward and backward data run v5 on tensor cores from 256 channels a group
+// The Winograd version of a 3x3 stride-1 layer in tf32 / bf16 (H200, MEASUREMENTS.md "The heuristic
+// in tf32 and bf16"): forward and backward data run v5 on tensor cores from 256 channels a group
 // (its 16 GEMMs are then large enough that the tensor cores beat v6's 4x fewer FFMA multiplies:
 // 0.12 against 0.13 ms at 256 channels 8x8, 0.11 against 0.16 ms at 512 4x4), v6 in fp32 below
 // (0.155 against v5's 0.263 ms at 64 channels 32x32); the filter gradient v6 (fp32) at every
@@ -113,7 +113,7 @@ const char* backward_data_rule(const Conv2dGeometry& g, cuda::GemmMath math) {
 const char* backward_filter_rule(const Conv2dGeometry& g, cuda::GemmMath math) {
   // The same in every math but for FFT (measured in fp32 only): in tf32 v6 (fp32) still beats v5
   // and v2 on tensor cores for 3x3 layers, and v2's split GEMM is within 10% of the fastest
-  // elsewhere (README.md).
+  // elsewhere (MEASUREMENTS.md).
   if (g.depthwise()) return "depthwise_direct";
   if (math == cuda::GemmMath::fp32 && fft_pays(g)) return "fft";
   if (winograd_pays(ConvPass::backward_filter, g)) return "winograd_4x4";
