@@ -41,6 +41,9 @@ std::string key_name(const LayerSpec& spec, int pass) {
 
 ConvRequest read_request(const LayerSpec& spec, const ConfigNode& value, const std::string& key) {
   const std::string text = value.as<std::string>();
+  // A build without CUDA has no algorithms to name or choose: the key is read and ignored, so a
+  // config written for a GPU runs unchanged on the CPU.
+  if (kernels::conv_algorithms().empty()) return ConvRequest{};
   if (const auto request = kernels::parse_conv_algorithm(text)) return *request;
   std::vector<std::string> names{"auto", "find"};
   for (const kernels::ConvAlgorithm* a : kernels::conv_algorithms()) names.push_back(a->name);

@@ -20,7 +20,8 @@
 // its `forward:` names an algorithm of the convolution's backward_data. `find` measures once per
 // geometry, limit and process (the Context's algorithm cache, which `--algo-cache FILE` keeps
 // between runs), at the first step, before any CUDA-graph capture (training captures its second
-// step). On the CPU the keys are checked but there is nothing to choose.
+// step). On the CPU the keys are checked but there is nothing to choose; a build without CUDA
+// has no algorithms at all, and reads `algorithm:` without checking the name.
 //
 // The layer's `math:` key (fp32, tf32 or bf16; the net's model.math when absent:
 // layers/layer_keys.h) is read here too: every pass runs in it, and `find` measures in it (its

@@ -82,6 +82,7 @@ TEST(ConvolutionNhwc, ReferenceMatchesTheNhwcDefinitionAndItsAdjoints) {
 }
 
 TEST(ConvolutionNhwc, RegistryKnowsTheNhwcAlgorithm) {
+  if (conv_algorithms().empty()) GTEST_SKIP() << "a build without CUDA has no records";
   const ConvAlgorithm* v = conv_algorithm_named("nhwc_implicit_gemm");
   ASSERT_NE(v, nullptr);
   EXPECT_STREQ(v->name, "nhwc_implicit_gemm");
