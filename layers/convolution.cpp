@@ -18,40 +18,15 @@
 // geometry (1x1 filters with stride 1 and no padding are plain GEMMs; depthwise convolutions run
 // direct loops on the GPU): kernels/convolution/README.md.
 #include "kernels/convolution/convolution.h"
-#include "layers/conv_algorithms.h"
+#include "layers/convolution_base.h"
 #include "layers/register_layers.h"
-#include "layers/weighted_layer.h"
 
 namespace crema {
 namespace {
 
-class ConvolutionLayer final : public WeightedLayer {
+class ConvolutionLayer final : public ConvolutionBase {
  public:
-  explicit ConvolutionLayer(const LayerSpec& spec)
-      : WeightedLayer(spec), keys_(spec), algorithms_(spec, false) {}
-
-  void setup(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top,
-             Context& ctx) override {
-    const Tensor& x = bottom[0]->value;
-    if (x.ndim() != 4) fail("expects a 4-D input [N, C, H, W], got " + shape_str(x.shape()));
-    keys_.check_groups(spec_, x.dim(1), keys_.num_output);
-    algorithms_.check(spec_, geometry(x));
-    create_weight_and_bias(
-        {keys_.num_output, x.dim(1) / keys_.group, keys_.kernel_h, keys_.kernel_w},
-        keys_.num_output, ctx);
-  }
-
-  void reshape(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top, Context&) override {
-    const Tensor& x = bottom[0]->value;
-    if (x.ndim() != 4) fail("expects a 4-D input [N, C, H, W], got " + shape_str(x.shape()));
-    if (x.dim(1) != weight().value.dim(1) * keys_.group) {
-      fail("input has " + std::to_string(x.dim(1)) + " channels, the weights expect " +
-           std::to_string(weight().value.dim(1) * keys_.group));
-    }
-    const kernels::Conv2dGeometry g = geometry(x);
-    algorithms_.check(spec_, g);
-    top[0]->value.reshape({g.N, g.K, g.P(), g.Q()});
-  }
+  explicit ConvolutionLayer(const LayerSpec& spec) : ConvolutionBase(spec, false) {}
 
   void forward(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top,
                Context& ctx) override {
@@ -82,15 +57,17 @@ class ConvolutionLayer final : public WeightedLayer {
     }
   }
 
-  std::string describe_algorithm() const override { return algorithms_.describe(); }
-
  private:
-  kernels::Conv2dGeometry geometry(const Tensor& x) const {
+  kernels::Conv2dGeometry geometry(const Tensor& x) const override {
     return keys_.geometry(x.dim(0), x.dim(1), x.dim(2), x.dim(3), keys_.num_output);
   }
-
-  ConvolutionKeys keys_;
-  ConvAlgorithms algorithms_;
+  Shape weight_shape(const Tensor& x) const override {
+    return {keys_.num_output, x.dim(1) / keys_.group, keys_.kernel_h, keys_.kernel_w};
+  }
+  int64_t expected_channels() override { return weight().value.dim(1) * keys_.group; }
+  Shape top_shape(const kernels::Conv2dGeometry& g) const override {
+    return {g.N, g.K, g.P(), g.Q()};
+  }
 };
 
 }  // namespace
