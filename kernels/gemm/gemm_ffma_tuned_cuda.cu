@@ -20,6 +20,7 @@
 #include <cuda_runtime.h>
 
 #include "kernels/gemm/gemm_cuda_internal.h"
+#include "kernels/gemm/gemm_tiled.cuh"
 #include "kernels/tiles/block_tile.cuh"
 #include "kernels/tiles/tile_common.cuh"
 
@@ -169,20 +170,12 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS)
   }
 }
 
-template <class Cfg, bool TA, bool TB>
-void launch(const GemmArgs& g, gpu::Stream stream) {
-  sgemm_ffma_kernel<Cfg, TA, TB>
-      <<<tile_grid(g.M, g.N, Cfg::BM, Cfg::BN), Cfg::THREADS, 0, stream>>>(
-          g.M, g.N, g.K, g.alpha, g.A, g.lda, g.B, g.ldb, g.beta, g.C, g.ldc, vector_ok(g.A, g.lda),
-          vector_ok(g.B, g.ldb), vector_ok(g.C, g.ldc));
-  gpu::check_launch("sgemm_ffma_tuned");
-}
-
 }  // namespace
 
 void sgemm_ffma_tuned(const GemmArgs& g, gpu::Stream stream) {
   for_layout(g, [&](auto ta, auto tb) {
-    launch<Tuned, decltype(ta)::value, decltype(tb)::value>(g, stream);
+    launch_over_tiles(sgemm_ffma_kernel<Tuned, decltype(ta)::value, decltype(tb)::value>, Tuned::BM,
+                      Tuned::BN, Tuned::THREADS, g, stream, "sgemm_ffma_tuned");
   });
 }
 

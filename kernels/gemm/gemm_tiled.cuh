@@ -1,7 +1,8 @@
 // The block-tiled fp32 GEMM on dense operands: kernels/tiles/block_tile.cuh's loop with loaders
 // that read op(A) and op(B) from row-major storage and a store that blends alpha and beta into C.
 // Production instantiates it for v11's smaller tiles (gemm_cuda.cu), the ladder for v3's and v4's
-// 128 x 128 tile (ladder/gemm_ladder_cuda.cu); no tile is instantiated twice.
+// 128 x 128 tile (ladder/gemm_ladder_cuda.cu); no tile is instantiated twice. v11's own loop
+// (gemm_ffma_tuned_cuda.cu) takes the same parameters and shares the launch.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -51,20 +52,23 @@ __global__ void __launch_bounds__(Cfg::THREADS)
   tile::finish(sm, t, acc, m0, n0, M, N, store);
 }
 
-template <class Cfg, bool TA, bool TB>
-void launch_tiled(const GemmArgs& g, gpu::Stream stream) {
-  sgemm_tiled_kernel<Cfg, TA, TB>
-      <<<tile_grid(g.M, g.N, Cfg::BM, Cfg::BN), Cfg::THREADS, 0, stream>>>(
-          g.M, g.N, g.K, g.alpha, g.A, g.lda, g.B, g.ldb, g.beta, g.C, g.ldc, vector_ok(g.A, g.lda),
-          vector_ok(g.B, g.ldb), vector_ok(g.C, g.ldc));
-  gpu::check_launch("sgemm_tiled");
+// Queues a kernel with the parameters of the fp32 SIMT loops on dense operands (this file's and
+// v11's, gemm_ffma_tuned_cuda.cu), one block of `threads` per bm x bn tile of C.
+template <class Kernel>
+void launch_over_tiles(Kernel kernel, int bm, int bn, int threads, const GemmArgs& g,
+                       gpu::Stream stream, const char* what) {
+  kernel<<<tile_grid(g.M, g.N, bm, bn), threads, 0, stream>>>(
+      g.M, g.N, g.K, g.alpha, g.A, g.lda, g.B, g.ldb, g.beta, g.C, g.ldc, vector_ok(g.A, g.lda),
+      vector_ok(g.B, g.ldb), vector_ok(g.C, g.ldc));
+  gpu::check_launch(what);
 }
 
 // C = alpha op(A) op(B) + beta C on Cfg's tiles.
 template <class Cfg>
 void sgemm_tiled(const GemmArgs& g, gpu::Stream stream) {
   for_layout(g, [&](auto ta, auto tb) {
-    launch_tiled<Cfg, decltype(ta)::value, decltype(tb)::value>(g, stream);
+    launch_over_tiles(sgemm_tiled_kernel<Cfg, decltype(ta)::value, decltype(tb)::value>, Cfg::BM,
+                      Cfg::BN, Cfg::THREADS, g, stream, "sgemm_tiled");
   });
 }
 
