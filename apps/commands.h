@@ -59,6 +59,7 @@ struct TimeSummary {
     std::string algorithm;  // Layer::describe_algorithm(): the versions a convolution runs
   };
   std::vector<LayerTime> layers;
+  double solver_ms = 0;      // the solver's update of every parameter (one fused launch on a GPU)
   double step_ms = 0;        // forward + backward + solver update, launched one by one
   double graph_step_ms = 0;  // the same with forward and backward replayed as a CUDA graph (GPU)
   int64_t batch_size = 0;

@@ -95,8 +95,9 @@ TimeSummary time_command(const CommandOptions& options, std::ostream& out) {
   for (int it = 0; it < options.iterations; ++it) {
     for (size_t i = 0; i < n; ++i) summary.layers[i].forward_ms += watch.time([&] { net.forward_layer(i, ctx); });
     for (size_t i = n; i-- > 0;) summary.layers[i].backward_ms += watch.time([&] { net.backward_layer(i, ctx); });
-    solver->step(net.learnable_params(), it, ctx);
+    summary.solver_ms += watch.time([&] { solver->step(net.learnable_params(), it, ctx); });
   }
+  summary.solver_ms /= options.iterations;
   for (size_t i = 0; i < n; ++i) {
     summary.layers[i].forward_ms /= options.iterations;
     summary.layers[i].backward_ms /= options.iterations;
@@ -131,6 +132,9 @@ TimeSummary time_command(const CommandOptions& options, std::ostream& out) {
     forward += layer.forward_ms, backward += layer.backward_ms;
   }
   out << fmt::format("{:<37} {:>10.4f} {:>10.4f}\n", "sum of layers", forward, backward);
+  int64_t params = 0;
+  for (const Param* p : net.learnable_params()) params += p->value.numel();
+  out << fmt::format("solver update: {:.4f} ms ({} parameters)\n", summary.solver_ms, params);
   out << fmt::format("training step: {:.4f} ms ({:.0f} img/s)\n", summary.step_ms,
                      double(batch) / summary.step_ms * 1e3);
   if (summary.graph_step_ms > 0) {

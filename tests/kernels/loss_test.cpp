@@ -13,10 +13,12 @@
 #include "core/context.h"
 #include "core/error.h"
 #include "tests/kernels/kernel_test_util.h"
+#include "tests/support/numeric_gradient.h"
 
 namespace crema::kernels {
 namespace {
 
+using crema::testing::expect_gradient;
 using testing::kNaN;
 
 const LossNormalization kModes[] = {LossNormalization::valid, LossNormalization::batch_size,
@@ -81,21 +83,6 @@ TEST(SigmoidCrossEntropyRef, IgnoreLabel) {
   std::vector<double> dx(3, kNaN);
   ref::sigmoid_cross_entropy_backward(3, x.data(), t.data(), options, 1.0, dx.data());
   EXPECT_EQ(dx[1], 0.0);
-}
-
-// Central differences of f at x against the analytic gradient `grad`.
-template <class F>
-void expect_gradient(std::vector<double> x, const std::vector<double>& grad, F f) {
-  const double eps = 1e-6;
-  for (size_t i = 0; i < x.size(); ++i) {
-    const double saved = x[i];
-    x[i] = saved + eps;
-    const double plus = f(x);
-    x[i] = saved - eps;
-    const double minus = f(x);
-    x[i] = saved;
-    EXPECT_NEAR(grad[i], (plus - minus) / (2 * eps), 1e-7) << "element " << i;
-  }
 }
 
 TEST(SigmoidCrossEntropyRef, BackwardMatchesFiniteDifferences) {

@@ -14,10 +14,12 @@
 #include "core/error.h"
 #include "kernels/softmax/softmax.h"
 #include "tests/kernels/kernel_test_util.h"
+#include "tests/support/numeric_gradient.h"
 
 namespace crema::kernels {
 namespace {
 
+using crema::testing::expect_gradient;
 using testing::kNaN;
 
 const double kLn2 = std::log(2.0), kLn3 = std::log(3.0);
@@ -46,21 +48,6 @@ const std::vector<Case> kCases = {
     {{1, 1}, 1},     {{1, 10}, 1}, {{7, 13}, -1},        {{3, 5, 4, 7}, 1}, {{2, 3, 300}, 1},
     {{64, 1000}, 1}, {{5, 3}, 0},  {{2, 21, 20, 20}, 1}, {{2, 3, 4}, 2},
 };
-
-// Central differences of f at x against the analytic gradient `grad`.
-template <class F>
-void expect_gradient(std::vector<double> x, const std::vector<double>& grad, F f) {
-  const double eps = 1e-6;
-  for (size_t i = 0; i < x.size(); ++i) {
-    const double saved = x[i];
-    x[i] = saved + eps;
-    const double plus = f(x);
-    x[i] = saved - eps;
-    const double minus = f(x);
-    x[i] = saved;
-    EXPECT_NEAR(grad[i], (plus - minus) / (2 * eps), 1e-7) << "element " << i;
-  }
-}
 
 TEST(LogSoftmaxRef, ByHand) {
   const std::vector<double> x = {0, kLn2, kLn3};  // softmax 1/6, 2/6, 3/6

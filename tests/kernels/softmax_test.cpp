@@ -16,10 +16,12 @@
 #include "core/context.h"
 #include "core/error.h"
 #include "tests/kernels/kernel_test_util.h"
+#include "tests/support/numeric_gradient.h"
 
 namespace crema::kernels {
 namespace {
 
+using crema::testing::expect_gradient;
 using testing::kNaN;
 
 const double kLn2 = std::log(2.0), kLn3 = std::log(3.0);
@@ -104,21 +106,6 @@ TEST(SoftmaxCpu, InPlace) {
     softmax_backward(ctx, t, g, g, c.axis);
     EXPECT_EQ(t.to_vector(), y.to_vector());
     EXPECT_EQ(g.to_vector(), dx.to_vector());
-  }
-}
-
-// Central differences of f at x against the analytic gradient `grad`.
-template <class F>
-void expect_gradient(std::vector<double> x, const std::vector<double>& grad, F f) {
-  const double eps = 1e-6;
-  for (size_t i = 0; i < x.size(); ++i) {
-    const double saved = x[i];
-    x[i] = saved + eps;
-    const double plus = f(x);
-    x[i] = saved - eps;
-    const double minus = f(x);
-    x[i] = saved;
-    EXPECT_NEAR(grad[i], (plus - minus) / (2 * eps), 1e-7) << "element " << i;
   }
 }
 
