@@ -1,4 +1,5 @@
-// crema bench gemm: every CUDA GEMM version (kernels/gemm/gemm.h) that computes in --math, on
+// crema bench gemm: every rung of the CUDA GEMM ladder (kernels/gemm/ladder/gemm_ladder.h:
+// production's versions and the ladder's) that computes in --math, on
 // each shape: checked against double-precision dot products, then timed over input copies
 // rotated past L2.
 //
@@ -11,7 +12,7 @@
 // operands stored as bf16 (what cuBLAS's bf16 GEMM reads), checked against the same fp32-operand
 // reference.
 //
-// A version that wants a workspace (v10 repacks operands into one; cuda::sgemm_workspace,
+// A version that wants a workspace (v10 repacks operands into one; cuda::ladder::sgemm_workspace,
 // cuda::gemm_bf16_workspace) gets it from ctx.workspace(), and its time includes the repacking.
 #include <algorithm>
 #include <cmath>
@@ -22,11 +23,14 @@
 #include "core/error.h"
 #include "core/random.h"
 #include "kernels/gemm/gemm.h"
+#include "kernels/gemm/ladder/gemm_ladder.h"
 
 namespace crema::bench {
 namespace {
 
 namespace cuda = kernels::cuda;
+namespace ladder = kernels::cuda::ladder;
+using ladder::Rung;
 
 constexpr double kFullCheckMacs = 1 << 26;
 constexpr int kSamples = 2048;
@@ -43,23 +47,23 @@ double tolerance(cuda::GemmMath math) {
   return 1e-4;
 }
 
-std::vector<cuda::GemmVersion> versions_to_run(const Options& options, cuda::GemmMath math) {
+std::vector<Rung> versions_to_run(const Options& options, cuda::GemmMath math) {
   if (options.version.empty()) {
-    std::vector<cuda::GemmVersion> versions;
-    for (cuda::GemmVersion v : cuda::gemm_versions()) {
-      if (cuda::supports(v, math)) versions.push_back(v);
+    std::vector<Rung> versions;
+    for (Rung v : ladder::rungs()) {
+      if (ladder::supports(v, math)) versions.push_back(v);
     }
     return versions;
   }
-  const std::optional<cuda::GemmVersion> v = cuda::gemm_version_from_name(options.version);
+  const std::optional<Rung> v = ladder::from_name(options.version);
   if (!v) {
     std::string names;
-    for (cuda::GemmVersion known : cuda::gemm_versions()) {
-      names += std::string(names.empty() ? "" : ", ") + cuda::gemm_version_name(known);
+    for (Rung known : ladder::rungs()) {
+      names += std::string(names.empty() ? "" : ", ") + ladder::name(known);
     }
     throw Error("--version '" + options.version + "': no such GEMM version (" + names + ")");
   }
-  if (!cuda::supports(*v, math)) {
+  if (!ladder::supports(*v, math)) {
     throw Error("--version " + options.version + " does not compute in " + options.math);
   }
   return {*v};
@@ -97,12 +101,11 @@ struct Operands {
     return b[size_t(s.trans_b ? j * ldb + k : k * ldb + j)];
   }
 
-  void launch(int copy, cuda::GemmVersion version, cuda::GemmMath math, float* workspace,
-              gpu::Stream stream) {
+  void launch(int copy, Rung version, cuda::GemmMath math, float* workspace, gpu::Stream stream) {
     const size_t i = size_t(copy) % dev_a.size();
-    cuda::sgemm(s.trans_a, s.trans_b, s.M, s.N, s.K, 1.0f, dev_a[i].data<float>(), lda,
-                dev_b[i].data<float>(), ldb, 0.0f, dev_c[i].data<float>(), s.N, stream, version,
-                math, workspace);
+    ladder::sgemm(s.trans_a, s.trans_b, s.M, s.N, s.K, 1.0f, dev_a[i].data<float>(), lda,
+                  dev_b[i].data<float>(), ldb, 0.0f, dev_c[i].data<float>(), s.N, stream, version,
+                  math, workspace);
   }
 };
 
@@ -186,7 +189,7 @@ double check(const std::vector<float>& c, const Reference& ref) {
 int bench_gemm(Context& ctx, const Options& options, std::ostream& out) {
   const std::optional<cuda::GemmMath> math = cuda::gemm_math_from_name(options.math);
   if (!math) throw Error("--math: expected fp32, tf32 or bf16, got '" + options.math + "'");
-  const std::vector<cuda::GemmVersion> versions = versions_to_run(options, *math);
+  const std::vector<Rung> versions = versions_to_run(options, *math);
   std::vector<GemmShape> shapes;
   for (const std::string& text : options.shapes) shapes.push_back(parse_gemm_shape(text));
   if (shapes.empty()) shapes = default_gemm_shapes();
@@ -196,13 +199,13 @@ int bench_gemm(Context& ctx, const Options& options, std::ostream& out) {
   for (const GemmShape& shape : shapes) {
     Operands op(ctx, shape, random);
     const Reference ref = reference(op, random);
-    for (cuda::GemmVersion version : versions) {
-      const size_t floats = cuda::sgemm_workspace(shape.trans_a, shape.trans_b, shape.M, shape.N,
-                                                  shape.K, version, *math);
+    for (Rung version : versions) {
+      const size_t floats = ladder::sgemm_workspace(shape.trans_a, shape.trans_b, shape.M, shape.N,
+                                                    shape.K, version, *math);
       float* workspace = floats > 0 ? ctx.workspace(floats) : nullptr;
       Row row;
       row.shape = shape.str();
-      row.version = cuda::gemm_version_name(version);
+      row.version = ladder::name(version);
       row.check = ref.kind;
       row.tolerance = tolerance(*math);
       row.flops = 2.0 * double(shape.M) * double(shape.N) * double(shape.K);

@@ -1,27 +1,23 @@
-// The one dispatch point of GEMM: checks the tensors once, then calls the implementation for the
-// context's device (cpu::sgemm or, behind CREMA_WITH_CUDA and nowhere else, cuda::sgemm with the
-// version cuda::best_version picks for the shape and its workspace from ctx.workspace()).
+// The Tensor-level GEMM: checks the tensors once, then dispatches (kernels/common/dispatch.h) to
+// cuda::sgemm with the version cuda::best_version picks for the shape and its workspace from
+// ctx.workspace(), to cpu::sgemm, or, for f64 tensors on the CPU, to ref::gemm<double>.
 #include "kernels/gemm/gemm.h"
 
 #include <algorithm>
 #include <string>
 
 #include "core/error.h"
+#include "kernels/common/dispatch.h"
+#include "kernels/common/tensor_checks.h"
 
 namespace crema::kernels {
 namespace {
 
-void check_operand(const Context& ctx, const char* name, const Tensor& t) {
-  if (!t.defined()) throw Error(std::string("gemm: tensor ") + name + " is undefined");
-  if (t.ndim() != 2) {
-    throw Error(std::string("gemm: ") + name + " must be 2-D, got " + t.description());
-  }
-  if (t.dtype() != DType::f32) {
-    throw Error(std::string("gemm: ") + name + " must be f32, got " + t.description());
-  }
-  if (t.device() != ctx.device()) {
-    throw Error(std::string("gemm: ") + name + " is " + t.description() +
-                " but the context runs on " + ctx.device().str());
+// Matrices only: their extents name M, N and K.
+void check_matrix(const char* name, const Tensor& t) {
+  if (!t.defined() || t.ndim() != 2) {
+    throw Error(std::string("gemm: ") + name + " must be 2-D, got " +
+                (t.defined() ? t.description() : std::string("an undefined tensor")));
   }
 }
 
@@ -29,9 +25,9 @@ void check_operand(const Context& ctx, const char* name, const Tensor& t) {
 
 void gemm(Context& ctx, bool trans_a, bool trans_b, float alpha, const Tensor& a, const Tensor& b,
           float beta, Tensor& c, cuda::GemmMath math) {
-  check_operand(ctx, "a", a);
-  check_operand(ctx, "b", b);
-  check_operand(ctx, "c", c);
+  check_matrix("a", a);
+  check_matrix("b", b);
+  check_matrix("c", c);
   // a is [M, K] (or [K, M]), b is [K, N] (or [N, K]), c is [M, N].
   const int64_t M = trans_a ? a.dim(1) : a.dim(0);
   const int64_t K = trans_a ? a.dim(0) : a.dim(1);
@@ -47,26 +43,33 @@ void gemm(Context& ctx, bool trans_a, bool trans_b, float alpha, const Tensor& a
                 ", op(b) is " + op_b +
                 (K != Kb ? ": the K extents differ)" : ": c must be " + shape_str({M, N}) + ")"));
   }
+  // Every operand in a's dtype, on the context's device.
+  check_tensor(ctx, "gemm", "a", a, a.shape(), a.dtype());
+  check_tensor(ctx, "gemm", "b", b, b.shape(), a.dtype());
+  check_tensor(ctx, "gemm", "c", c, c.shape(), a.dtype());
   // Contiguous rows; an empty matrix still gets a leading dimension of at least 1, as in BLAS.
   const int64_t lda = std::max<int64_t>(1, a.dim(1));
   const int64_t ldb = std::max<int64_t>(1, b.dim(1));
   const int64_t ldc = std::max<int64_t>(1, c.dim(1));
-  if (ctx.device().is_cpu()) {
-    cpu::sgemm(trans_a, trans_b, M, N, K, alpha, a.data<float>(), lda, b.data<float>(), ldb, beta,
-               c.data<float>(), ldc, ctx.num_threads());
-    return;
-  }
-#ifdef CREMA_WITH_CUDA
-  if (ctx.device().is_cuda()) {
-    const cuda::GemmVersion version = cuda::best_version(math, M, N, K);
-    const size_t floats = cuda::sgemm_workspace(trans_a, trans_b, M, N, K, version, math);
-    cuda::sgemm(trans_a, trans_b, M, N, K, alpha, a.data<float>(), lda, b.data<float>(), ldb, beta,
-                c.data<float>(), ldc, ctx.stream(), version, math,
-                floats > 0 ? ctx.workspace(floats) : nullptr);
-    return;
-  }
-#endif
-  throw Error("gemm: no implementation for tensors on " + ctx.device().str() + " yet");
+  dispatch(ctx, "gemm", a.dtype(),
+           on_cuda(DType::f32,
+                   [&](auto stream) {
+                     const cuda::GemmVersion version = cuda::best_version(math, M, N, K);
+                     const size_t floats =
+                         cuda::sgemm_workspace(trans_a, trans_b, M, N, K, version, math);
+                     cuda::sgemm(trans_a, trans_b, M, N, K, alpha, a.data<float>(), lda,
+                                 b.data<float>(), ldb, beta, c.data<float>(), ldc, stream, version,
+                                 math, floats > 0 ? ctx.workspace(floats) : nullptr);
+                   }),
+           on_cpu(DType::f32,
+                  [&] {
+                    cpu::sgemm(trans_a, trans_b, M, N, K, alpha, a.data<float>(), lda,
+                               b.data<float>(), ldb, beta, c.data<float>(), ldc, ctx.num_threads());
+                  }),
+           on_cpu(DType::f64, [&] {
+             ref::gemm<double>(trans_a, trans_b, M, N, K, alpha, a.data<double>(), lda,
+                               b.data<double>(), ldb, beta, c.data<double>(), ldc);
+           }));
 }
 
 }  // namespace crema::kernels

@@ -16,7 +16,6 @@
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <vector>
 
 #include "core/context.h"
 #include "core/cuda_runtime.h"
@@ -44,10 +43,10 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
 const char* sgemm_isa();
 }  // namespace cpu
 
-// CUDA versions, slowest to fastest; README.md has the ladder. Pointers are device pointers; the
-// kernels are queued on `stream` (no host synchronization, no allocation: capturable in a CUDA
-// graph). Every version is deterministic: each element of C is summed in an order fixed by the
-// shape alone. M, N, K must be below 2^31.
+// CUDA versions; README.md has the ladder. Pointers are device pointers; the kernels are queued
+// on `stream` (no host synchronization, no allocation: capturable in a CUDA graph). Every version
+// is deterministic: each element of C is summed in an order fixed by the shape alone. M, N, K must
+// be below 2^31.
 namespace cuda {
 
 // The arithmetic of a product. Operands and C stay fp32 in memory in every mode; the modes differ
@@ -60,27 +59,21 @@ enum class GemmMath { fp32, tf32, bf16 };
 const char* gemm_math_name(GemmMath math);
 std::optional<GemmMath> gemm_math_from_name(const std::string& name);
 
+// The versions production runs, numbered as README.md's ladder numbers them. v1-v5, the steps that
+// led here, live in ladder/ (cuda::ladder::sgemm runs every rung, these included).
 enum class GemmVersion {
-  naive = 1,        // v1: one thread per element of C, operands read straight from global memory
-  shared_tiles,     // v2: 16x16 tiles of op(A) and op(B) staged in shared memory
-  register_tiles,   // v3: 128x128 block tiles, an 8x8 micro-tile per thread, float4 loads
-  adaptive_tiles,   // v4: v3 with the tile size chosen per shape; small tiles split k in the block
-  warp_tiles,       // v5: v3 with warp-shaped thread groups, 16-deep slabs, two shared buffers
-  tf32_mma,         // v6: tensor cores, mma.sync m16n8k8 TF32, cp.async 3-stage pipeline (tf32)
-  bf16_mma,         // v7: v6 with mma.sync m16n8k16 on bf16 fragments (bf16)
-  wgmma,            // v8: sm_90a warpgroup MMA from 128B-swizzled shared memory (tf32 or bf16)
-  wgmma_pipelined,  // v9: v8 fed by TMA through a 4-stage mbarrier ring, producer/consumer warps
-  wgmma_repacked,   // v10: v9 for every layout and bf16 math: operands repacked K-major first
-  ffma_tuned,       // v11: v4 with its 128x128 tile's loop double-buffered (slabs and fragments)
+  tf32_mma = 6,       // v6: tensor cores, mma.sync m16n8k8 TF32, cp.async 3-stage pipeline (tf32)
+  bf16_mma,           // v7: v6 with mma.sync m16n8k16 on bf16 fragments (bf16)
+  wgmma,              // v8: sm_90a warpgroup MMA from 128B-swizzled shared memory (tf32 or bf16)
+  wgmma_pipelined,    // v9: v8 fed by TMA through a 4-stage mbarrier ring, producer/consumer warps
+  wgmma_repacked,     // v10: v9 for every layout and bf16 math: operands repacked K-major first
+  ffma_tuned,         // v11: v4's adaptive tiles, its 128x128 tile's loop double-buffered
   best = ffma_tuned,  // fp32's production version; see best_version for the others
 };
-// Every version, in ladder order (tests and `crema bench gemm` walk it).
-const std::vector<GemmVersion>& gemm_versions();
-// Its name as `crema bench` spells it ("adaptive_tiles"), and back (nullopt: unknown).
+// Its name as `crema bench` spells it ("ffma_tuned").
 const char* gemm_version_name(GemmVersion version);
-std::optional<GemmVersion> gemm_version_from_name(const std::string& name);
-// Whether `version` computes in `math`: v1-v5 fp32, v6 tf32, v7 bf16, v8 tf32 and bf16, v9 tf32,
-// v10 tf32 and bf16, v11 fp32.
+// Whether `version` computes in `math`: v6 tf32, v7 bf16, v8 tf32 and bf16, v9 tf32, v10 tf32
+// and bf16, v11 fp32.
 bool supports(GemmVersion version, GemmMath math);
 // The version production uses for `math`: v11 (fp32), v6 (tf32), v7 (bf16); README.md has the
 // measurements behind the choice (v8 loses to v6/v7 on most shapes so far).
@@ -129,8 +122,9 @@ size_t gemm_bf16_workspace(bool trans_a, bool trans_b, int64_t M, int64_t N, int
 }  // namespace cuda
 
 // Tensor level: a is [M,K] ([K,M] when trans_a), b is [K,N] ([N,K] when trans_b), c is [M,N]; all
-// 2-D, float32, contiguous and on the context's device. Throws crema::Error naming the shapes when
-// they do not fit. Uses ctx.num_threads() CPU threads. `math` picks the arithmetic on a GPU
+// 2-D, of one dtype, contiguous and on the context's device: f32 (cpu::sgemm on ctx.num_threads()
+// threads, or cuda::sgemm), or f64 on the CPU (ref::gemm<double>, the tests' oracle). Throws
+// crema::Error naming the shapes when they do not fit. `math` picks the arithmetic on a GPU
 // (cuda::best_version(math, M, N, K), its workspace from ctx.workspace()); the CPU always computes
 // in fp32, which is at least as exact.
 void gemm(Context& ctx, bool trans_a, bool trans_b, float alpha, const Tensor& a, const Tensor& b,

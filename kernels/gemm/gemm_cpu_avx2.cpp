@@ -30,6 +30,8 @@ CREMA_AVX2 __m256i first_lanes(int64_t n) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(clamped), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
+// gemm_cpu_avx512.cpp's loop on ymm registers, written out per ISA on purpose (that file says
+// why: target attributes and inlining).
 template <int Rows>
 CREMA_AVX2 void microkernel(int64_t kc, float alpha, const float* a, const float* b, float beta,
                             float* c, int64_t ldc, int64_t cols) {

@@ -31,6 +31,11 @@ CREMA_AVX512 __mmask16 first_lanes(int64_t n) {
   return n >= 16 ? kAll : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1);
 }
 
+// The same loop as gemm_cpu_avx2.cpp's microkernel (and its packing the same shape), written out
+// per ISA on purpose: every function here carries target("avx512f"), and GCC inlines an
+// intrinsic only into a function of its own target, so a loop shared between the ISAs would need
+// a wrapper per ISA for each load, broadcast, FMA and masked store -- as much code as the loop,
+// and the inlining the 28-accumulator tile relies on would hang on every one of them.
 template <int Rows>
 CREMA_AVX512 void microkernel(int64_t kc, float alpha, const float* a, const float* b, float beta,
                               float* c, int64_t ldc, int64_t cols) {

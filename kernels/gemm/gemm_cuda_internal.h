@@ -1,10 +1,13 @@
-// Launchers of the CUDA GEMM versions that live in their own files (v5-v11), called by
-// cuda::sgemm's switch in gemm_cuda.cu, and small helpers they share. Host-side declarations only:
-// no CUDA header needed. Arguments are those of cuda::sgemm, already checked there (sizes below
-// 2^31, leading dimensions large enough, M, N, K >= 1 and alpha != 0).
+// Launchers of the production CUDA GEMM versions that live in their own files (v6-v11), called by
+// cuda::sgemm's switch in gemm_cuda.cu, and the host helpers they and the ladder's versions
+// (ladder/) share. No CUDA header needed. A launcher's arguments are those of cuda::sgemm, already
+// checked there (checked_args: sizes below 2^31, leading dimensions large enough, M, N, K >= 1
+// and alpha != 0).
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <type_traits>
 
 #include "core/cuda_runtime.h"
 
@@ -23,9 +26,35 @@ struct GemmArgs {
   int64_t ldc;
 };
 
-// v5: fp32 SIMT, warp-shaped thread groups, double-buffered shared memory fed from registers
-//     (gemm_warp_tiles_cuda.cu).
-void sgemm_warp_tiles(const GemmArgs& args, gpu::Stream stream);
+// cuda::sgemm's checks and its cases without a product, for every entry point that runs a
+// version: throws crema::Error naming `who` for a size of 2^31 or more or a leading dimension too
+// small; queues C = beta C when K == 0 or alpha == 0. Returns the arguments a version's launcher
+// takes, or nullopt when nothing is left to do.
+std::optional<GemmArgs> checked_args(const char* who, bool trans_a, bool trans_b, int64_t M,
+                                     int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+                                     const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
+                                     gpu::Stream stream);
+
+// The 1-D grid of one block per bm x bn tile of an M x N product; throws crema::Error when the
+// tiles exceed a grid's 2^31 - 1 blocks.
+int tile_grid(int M, int N, int bm, int bn);
+
+// Calls f(std::bool_constant<trans_a>, std::bool_constant<trans_b>): the launchers make the
+// transposes template arguments, one kernel per layout, and this is their one switch over it.
+template <class F>
+void for_layout(const GemmArgs& g, F&& f) {
+  if (!g.trans_a && !g.trans_b) return f(std::false_type{}, std::false_type{});
+  if (g.trans_a && !g.trans_b) return f(std::true_type{}, std::false_type{});
+  if (!g.trans_a && g.trans_b) return f(std::false_type{}, std::true_type{});
+  f(std::true_type{}, std::true_type{});
+}
+
+// Whether a float operand can be read as float4s: 16-byte aligned, leading dimension a multiple
+// of 4 (every row then starts 16-byte aligned too).
+inline bool vector_ok(const void* p, int64_t ld) {
+  return reinterpret_cast<uintptr_t>(p) % 16 == 0 && ld % 4 == 0;
+}
+
 // v11's 128 x 128 tile (gemm_ffma_tuned_cuda.cu): fp32 SIMT with double-buffered shared slabs and
 // register fragments, for any shape (cuda::sgemm runs it where v4 would pick its 128 x 128 tile).
 void sgemm_ffma_tuned(const GemmArgs& args, gpu::Stream stream);

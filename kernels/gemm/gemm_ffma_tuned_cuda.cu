@@ -15,15 +15,13 @@
 //   at most 128 registers for two blocks of 256 threads per SM: the loop needs 16 warps per SM
 //   (README.md: 8 warps, v4's 129 registers, cost 7-14%)
 //
-// The loaders are v3's (gemm_block_tile.cuh: zero-fill past the edges, scalar fallback for
+// The loaders are v3's (kernels/tiles/block_tile.cuh: zero-fill past the edges, scalar fallback for
 // unaligned operands), so every shape, transpose, leading dimension and alignment is accepted.
 #include <cuda_runtime.h>
 
-#include <string>
-
-#include "core/error.h"
-#include "kernels/tiles/block_tile.cuh"
 #include "kernels/gemm/gemm_cuda_internal.h"
+#include "kernels/gemm/gemm_tiled.cuh"
+#include "kernels/tiles/block_tile.cuh"
 #include "kernels/tiles/tile_common.cuh"
 
 namespace crema::kernels::cuda::detail {
@@ -172,33 +170,13 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS)
   }
 }
 
-template <class Cfg, bool TA, bool TB>
-void launch(const GemmArgs& g, gpu::Stream stream) {
-  const int64_t blocks = int64_t((g.M + Cfg::BM - 1) / Cfg::BM) * ((g.N + Cfg::BN - 1) / Cfg::BN);
-  if (blocks > INT32_MAX) {
-    throw Error("cuda::sgemm: " + std::to_string(blocks) + " tiles of C exceed a 1-D grid");
-  }
-  auto aligned = [](const void* p, int64_t ld) {
-    return reinterpret_cast<uintptr_t>(p) % 16 == 0 && ld % 4 == 0;
-  };
-  sgemm_ffma_kernel<Cfg, TA, TB><<<int(blocks), Cfg::THREADS, 0, stream>>>(
-      g.M, g.N, g.K, g.alpha, g.A, g.lda, g.B, g.ldb, g.beta, g.C, g.ldc, aligned(g.A, g.lda),
-      aligned(g.B, g.ldb), aligned(g.C, g.ldc));
-  gpu::check_launch("sgemm_ffma_tuned");
-}
-
-template <class Cfg>
-void launch_config(const GemmArgs& g, gpu::Stream stream) {
-  if (!g.trans_a && !g.trans_b) return launch<Cfg, false, false>(g, stream);
-  if (g.trans_a && !g.trans_b) return launch<Cfg, true, false>(g, stream);
-  if (!g.trans_a && g.trans_b) return launch<Cfg, false, true>(g, stream);
-  launch<Cfg, true, true>(g, stream);
-}
-
 }  // namespace
 
 void sgemm_ffma_tuned(const GemmArgs& g, gpu::Stream stream) {
-  launch_config<Tuned>(g, stream);
+  for_layout(g, [&](auto ta, auto tb) {
+    launch_over_tiles(sgemm_ffma_kernel<Tuned, decltype(ta)::value, decltype(tb)::value>, Tuned::BM,
+                      Tuned::BN, Tuned::THREADS, g, stream, "sgemm_ffma_tuned");
+  });
 }
 
 }  // namespace crema::kernels::cuda::detail

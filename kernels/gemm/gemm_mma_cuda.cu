@@ -15,9 +15,6 @@
 // warp hit 32 distinct banks (row strides of 36/40 or 136/132 words, see kPad).
 #include <cuda_runtime.h>
 
-#include <string>
-
-#include "core/error.h"
 #include "kernels/gemm/gemm_cuda_internal.h"
 #include "kernels/tiles/tile_common.cuh"
 
@@ -196,38 +193,22 @@ void launch(const GemmArgs& g, gpu::Stream stream) {
   constexpr int bytes = kStages * (Slab<BF16, !TA>::FLOATS + Slab<BF16, TB>::FLOATS) * 4;
   auto kernel = gemm_mma_kernel<BF16, TA, TB, VEC>;
   set_shared_memory_limit(kernel, bytes, "gemm_mma");
-  const int64_t blocks = int64_t((g.M + kBM - 1) / kBM) * ((g.N + kBN - 1) / kBN);
-  if (blocks > INT32_MAX) {
-    throw Error("cuda::sgemm: " + std::to_string(blocks) + " tiles of C exceed a 1-D grid");
-  }
-  kernel<<<int(blocks), kThreads, bytes, stream>>>(g.M, g.N, g.K, g.alpha, g.A, g.lda, g.B, g.ldb,
-                                                   g.beta, g.C, g.ldc);
+  kernel<<<tile_grid(g.M, g.N, kBM, kBN), kThreads, bytes, stream>>>(
+      g.M, g.N, g.K, g.alpha, g.A, g.lda, g.B, g.ldb, g.beta, g.C, g.ldc);
   gpu::check_launch(BF16 ? "gemm_mma (bf16)" : "gemm_mma (tf32)");
 }
 
 template <bool BF16>
 void dispatch(const GemmArgs& g, gpu::Stream stream) {
-  const bool vec = reinterpret_cast<uintptr_t>(g.A) % 16 == 0 && g.lda % 4 == 0 &&
-                   reinterpret_cast<uintptr_t>(g.B) % 16 == 0 && g.ldb % 4 == 0;
-  const int which = (g.trans_a ? 1 : 0) + (g.trans_b ? 2 : 0) + (vec ? 4 : 0);
-  switch (which) {
-    case 0:
-      return launch<BF16, false, false, false>(g, stream);
-    case 1:
-      return launch<BF16, true, false, false>(g, stream);
-    case 2:
-      return launch<BF16, false, true, false>(g, stream);
-    case 3:
-      return launch<BF16, true, true, false>(g, stream);
-    case 4:
-      return launch<BF16, false, false, true>(g, stream);
-    case 5:
-      return launch<BF16, true, false, true>(g, stream);
-    case 6:
-      return launch<BF16, false, true, true>(g, stream);
-    default:
-      return launch<BF16, true, true, true>(g, stream);
-  }
+  const bool vec = vector_ok(g.A, g.lda) && vector_ok(g.B, g.ldb);
+  for_layout(g, [&](auto ta, auto tb) {
+    constexpr bool TA = decltype(ta)::value, TB = decltype(tb)::value;
+    if (vec) {
+      launch<BF16, TA, TB, true>(g, stream);
+    } else {
+      launch<BF16, TA, TB, false>(g, stream);
+    }
+  });
 }
 
 }  // namespace

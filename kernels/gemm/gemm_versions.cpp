@@ -1,5 +1,5 @@
-// The CUDA GEMM versions' names, their list, and which math each computes in: plain host code,
-// compiled in every build (a CPU-only build still parses `--version` and `--math`).
+// The production CUDA GEMM versions' names and the math each computes in, and the maths' names:
+// plain host code, compiled in every build (a CPU-only build still parses `--math`).
 #include <array>
 
 #include "kernels/gemm/gemm.h"
@@ -11,12 +11,7 @@ struct VersionName {
   GemmVersion version;
   const char* name;
 };
-constexpr std::array<VersionName, 11> kVersionNames{{
-    {GemmVersion::naive, "naive"},
-    {GemmVersion::shared_tiles, "shared_tiles"},
-    {GemmVersion::register_tiles, "register_tiles"},
-    {GemmVersion::adaptive_tiles, "adaptive_tiles"},
-    {GemmVersion::warp_tiles, "warp_tiles"},
+constexpr std::array<VersionName, 6> kVersionNames{{
     {GemmVersion::tf32_mma, "tf32_mma"},
     {GemmVersion::bf16_mma, "bf16_mma"},
     {GemmVersion::wgmma, "wgmma"},
@@ -50,27 +45,11 @@ std::optional<GemmMath> gemm_math_from_name(const std::string& name) {
   return std::nullopt;
 }
 
-const std::vector<GemmVersion>& gemm_versions() {
-  static const std::vector<GemmVersion> versions = [] {
-    std::vector<GemmVersion> all;
-    for (const VersionName& v : kVersionNames) all.push_back(v.version);
-    return all;
-  }();
-  return versions;
-}
-
 const char* gemm_version_name(GemmVersion version) {
   for (const VersionName& v : kVersionNames) {
     if (v.version == version) return v.name;
   }
   return "unknown";
-}
-
-std::optional<GemmVersion> gemm_version_from_name(const std::string& name) {
-  for (const VersionName& v : kVersionNames) {
-    if (name == v.name) return v.version;
-  }
-  return std::nullopt;
 }
 
 bool supports(GemmVersion version, GemmMath math) {
@@ -83,9 +62,10 @@ bool supports(GemmVersion version, GemmMath math) {
     case GemmVersion::wgmma:
     case GemmVersion::wgmma_repacked:
       return math == GemmMath::tf32 || math == GemmMath::bf16;
-    default:
+    case GemmVersion::ffma_tuned:
       return math == GemmMath::fp32;
   }
+  return false;
 }
 
 // Measured on an H200 (README.md): the mma.sync versions beat v8 on most shapes, because v8's

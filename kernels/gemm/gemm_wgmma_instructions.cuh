@@ -10,6 +10,9 @@
 
 namespace crema::kernels::cuda::detail {
 
+// The TF32 and bf16 forms differ only in the instruction's shape and types and bf16's two
+// transpose immediates (0, 0: both K-major); an asm statement takes a string literal and a
+// written-out operand list, which no template can share, so each is spelled in full.
 __device__ __forceinline__ void wgmma_tf32_n128(float (&d)[64], uint64_t desc_a, uint64_t desc_b) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"

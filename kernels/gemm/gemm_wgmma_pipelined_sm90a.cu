@@ -33,8 +33,8 @@
 
 #include "core/error.h"
 #include "kernels/gemm/gemm_cuda_internal.h"
-#include "kernels/tiles/tile_common.cuh"
 #include "kernels/gemm/gemm_wgmma_instructions.cuh"
+#include "kernels/tiles/tile_common.cuh"
 
 namespace crema::kernels::cuda::detail {
 namespace {
@@ -226,9 +226,7 @@ CUtensorMap k_major_map(const void* p, int rows, int K, int64_t ld, int box_rows
 }
 
 bool fits(const GemmArgs& g) {
-  return !g.trans_a && g.trans_b && reinterpret_cast<uintptr_t>(g.A) % 16 == 0 &&
-         reinterpret_cast<uintptr_t>(g.B) % 16 == 0 && g.lda % 4 == 0 && g.ldb % 4 == 0 &&
-         g.K % 4 == 0;
+  return !g.trans_a && g.trans_b && vector_ok(g.A, g.lda) && vector_ok(g.B, g.ldb) && g.K % 4 == 0;
 }
 
 void check_device() {
@@ -242,15 +240,12 @@ void check_device() {
 template <bool BF16>
 void launch(int M, int N, int K, float alpha, const void* A, int64_t lda, const void* B,
             int64_t ldb, float beta, float* C, int64_t ldc, gpu::Stream stream) {
-  const int64_t blocks = int64_t((M + kBM - 1) / kBM) * ((N + kBN - 1) / kBN);
-  if (blocks > INT32_MAX) {
-    throw Error("cuda::sgemm: " + std::to_string(blocks) + " tiles of C exceed a 1-D grid");
-  }
+  const int blocks = tile_grid(M, N, kBM, kBN);
   const CUtensorMap map_a = k_major_map<BF16>(A, M, K, lda, kBM);
   const CUtensorMap map_b = k_major_map<BF16>(B, N, K, ldb, kBN);
   auto kernel = gemm_wgmma_pipelined_kernel<BF16>;
   set_shared_memory_limit(kernel, kSmemBytes, "gemm_wgmma_pipelined");
-  kernel<<<int(blocks), kThreads, kSmemBytes, stream>>>(map_a, map_b, M, N, K, alpha, beta, C, ldc);
+  kernel<<<blocks, kThreads, kSmemBytes, stream>>>(map_a, map_b, M, N, K, alpha, beta, C, ldc);
   gpu::check_launch(BF16 ? "gemm_wgmma_pipelined (bf16)" : "gemm_wgmma_pipelined (tf32)");
 }
 

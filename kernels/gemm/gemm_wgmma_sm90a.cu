@@ -22,12 +22,11 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <string>
 
 #include "core/error.h"
 #include "kernels/gemm/gemm_cuda_internal.h"
-#include "kernels/tiles/tile_common.cuh"
 #include "kernels/gemm/gemm_wgmma_instructions.cuh"
+#include "kernels/tiles/tile_common.cuh"
 
 namespace crema::kernels::cuda::detail {
 namespace {
@@ -225,23 +224,17 @@ void launch(const GemmArgs& g, gpu::Stream stream) {
   using S = Shape<BF16>;
   auto kernel = gemm_wgmma_kernel<BF16, TA, TB>;
   set_shared_memory_limit(kernel, S::SMEM_BYTES, "gemm_wgmma");
-  const int64_t blocks = int64_t((g.M + kBM - 1) / kBM) * ((g.N + S::BN - 1) / S::BN);
-  if (blocks > INT32_MAX) {
-    throw Error("cuda::sgemm: " + std::to_string(blocks) + " tiles of C exceed a 1-D grid");
-  }
-  const bool vec_a = reinterpret_cast<uintptr_t>(g.A) % 16 == 0 && g.lda % 4 == 0;
-  const bool vec_b = reinterpret_cast<uintptr_t>(g.B) % 16 == 0 && g.ldb % 4 == 0;
-  kernel<<<int(blocks), kThreads, S::SMEM_BYTES, stream>>>(g.M, g.N, g.K, g.alpha, g.A, g.lda, g.B,
-                                                           g.ldb, g.beta, g.C, g.ldc, vec_a, vec_b);
+  kernel<<<tile_grid(g.M, g.N, kBM, S::BN), kThreads, S::SMEM_BYTES, stream>>>(
+      g.M, g.N, g.K, g.alpha, g.A, g.lda, g.B, g.ldb, g.beta, g.C, g.ldc, vector_ok(g.A, g.lda),
+      vector_ok(g.B, g.ldb));
   gpu::check_launch(BF16 ? "gemm_wgmma (bf16)" : "gemm_wgmma (tf32)");
 }
 
 template <bool BF16>
 void dispatch(const GemmArgs& g, gpu::Stream stream) {
-  if (!g.trans_a && !g.trans_b) return launch<BF16, false, false>(g, stream);
-  if (g.trans_a && !g.trans_b) return launch<BF16, true, false>(g, stream);
-  if (!g.trans_a && g.trans_b) return launch<BF16, false, true>(g, stream);
-  launch<BF16, true, true>(g, stream);
+  for_layout(g, [&](auto ta, auto tb) {
+    launch<BF16, decltype(ta)::value, decltype(tb)::value>(g, stream);
+  });
 }
 
 }  // namespace

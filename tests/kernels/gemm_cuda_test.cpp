@@ -121,8 +121,8 @@ TEST(GemmCuda, FfmaTunedLoop) {
   for (int t = 0; t < 4; ++t) {
     const Case c{bool(t & 1), bool(t & 2), 1999, 2049, 21, 0, 1.0f, 0.0f};
     const Problem p = make_problem(c, seed += 8);
-    expect_matches(p, run(ctx, p, {GemmVersion::ffma_tuned, GemmMath::fp32}), GemmMath::fp32,
-                   p.expected, describe(c) + " ffma_tuned");
+    expect_matches(p, run(ctx, p, {Rung::ffma_tuned, GemmMath::fp32}), GemmMath::fp32, p.expected,
+                   describe(c) + " ffma_tuned");
   }
 }
 
@@ -169,7 +169,8 @@ TEST(GemmCuda, TensorLevelDispatchInEachMath) {
     gemm(ctx, false, true, 1.0f, a_host, b, 0.0f, out);
     FAIL() << "no error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("the context runs on cuda:0"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("gemm: a is "), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("expected f32[33, 65] on cuda:0"), std::string::npos)
         << e.what();
   }
 }
@@ -178,13 +179,13 @@ TEST(GemmCuda, VersionOutsideItsMathThrows) {
   CREMA_REQUIRE_CUDA();
   Context ctx(Device::cuda(0));
   Tensor a = ctx.empty({8, 8}), b = ctx.empty({8, 8}), c = ctx.empty({8, 8});
-  const Variant wrong[] = {{GemmVersion::tf32_mma, GemmMath::fp32},
-                           {GemmVersion::adaptive_tiles, GemmMath::bf16},
-                           {GemmVersion::wgmma, GemmMath::fp32}};
+  const Variant wrong[] = {{Rung::tf32_mma, GemmMath::fp32},
+                           {Rung::adaptive_tiles, GemmMath::bf16},
+                           {Rung::wgmma, GemmMath::fp32}};
   for (const Variant& v : wrong) {
     try {
-      cuda::sgemm(false, false, 8, 8, 8, 1.0f, a.data<float>(), 8, b.data<float>(), 8, 0.0f,
-                  c.data<float>(), 8, ctx.stream(), v.version, v.math);
+      cuda::ladder::sgemm(false, false, 8, 8, 8, 1.0f, a.data<float>(), 8, b.data<float>(), 8, 0.0f,
+                          c.data<float>(), 8, ctx.stream(), v.rung, v.math);
       FAIL() << name(v) << ": no error";
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find("does not compute in"), std::string::npos) << e.what();

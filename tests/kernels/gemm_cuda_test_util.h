@@ -29,34 +29,35 @@
 #include "core/context.h"
 #include "core/random.h"
 #include "kernels/gemm/gemm.h"
+#include "kernels/gemm/ladder/gemm_ladder.h"
 #include "tests/kernels/gemm_test_util.h"
 
 namespace crema::kernels::gemm_testing {
 
 using cuda::GemmMath;
-using cuda::GemmVersion;
+using cuda::ladder::Rung;
 
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 // Written into the padding of C (columns N..ldc); the kernels must leave it alone.
 constexpr float kSentinel = 12345.0f;
 
-// Every (version, math) pair the library has.
+// Every (rung, math) pair of the ladder, production's and ladder/'s.
 struct Variant {
-  GemmVersion version;
+  Rung rung;
   GemmMath math;
 };
 inline std::vector<Variant> all_variants() {
   std::vector<Variant> out;
-  for (GemmVersion v : cuda::gemm_versions()) {
+  for (Rung r : cuda::ladder::rungs()) {
     for (GemmMath m : {GemmMath::fp32, GemmMath::tf32, GemmMath::bf16}) {
-      if (cuda::supports(v, m)) out.push_back({v, m});
+      if (cuda::ladder::supports(r, m)) out.push_back({r, m});
     }
   }
   return out;
 }
 
 inline std::string name(const Variant& v) {
-  return std::string(cuda::gemm_version_name(v.version)) + "/" + cuda::gemm_math_name(v.math);
+  return std::string(cuda::ladder::name(v.rung)) + "/" + cuda::gemm_math_name(v.math);
 }
 
 // x rounded to the math's operand precision, as the tensor cores see it; `truncate`: TF32 by
@@ -176,21 +177,21 @@ inline const uint16_t* bf16_data(const Tensor& t) {
   return reinterpret_cast<const uint16_t*>(t.data<float>());
 }
 
-// Runs `version` on device copies (shifted by `offset` floats: offset 1 breaks 16-byte
+// Runs the variant on device copies (shifted by `offset` floats: offset 1 breaks 16-byte
 // alignment), with the workspace it asks for (NaN-poisoned: what it reads it must have written)
 // unless `no_workspace`, and returns C as stored, padding included.
 inline std::vector<float> run(Context& ctx, const Problem& p, Variant variant, int64_t offset = 0,
                               bool no_workspace = false) {
   const Tensor a = upload(ctx, p.a, offset), b = upload(ctx, p.b, offset);
   Tensor c = upload(ctx, p.c0, offset);
-  const size_t floats = cuda::sgemm_workspace(p.c.trans_a, p.c.trans_b, p.c.M, p.c.N, p.c.K,
-                                              variant.version, variant.math);
+  const size_t floats = cuda::ladder::sgemm_workspace(p.c.trans_a, p.c.trans_b, p.c.M, p.c.N, p.c.K,
+                                                      variant.rung, variant.math);
   Tensor workspace = ctx.empty({int64_t(std::max<size_t>(floats, 1))});
   ctx.fill(workspace, kNaN);
-  cuda::sgemm(p.c.trans_a, p.c.trans_b, p.c.M, p.c.N, p.c.K, p.c.alpha, a.data<float>() + offset,
-              p.lda, b.data<float>() + offset, p.ldb, p.c.beta, c.data<float>() + offset, p.ldc,
-              ctx.stream(), variant.version, variant.math,
-              floats > 0 && !no_workspace ? workspace.data<float>() : nullptr);
+  cuda::ladder::sgemm(p.c.trans_a, p.c.trans_b, p.c.M, p.c.N, p.c.K, p.c.alpha,
+                      a.data<float>() + offset, p.lda, b.data<float>() + offset, p.ldb, p.c.beta,
+                      c.data<float>() + offset, p.ldc, ctx.stream(), variant.rung, variant.math,
+                      floats > 0 && !no_workspace ? workspace.data<float>() : nullptr);
   ctx.synchronize();
   std::vector<float> out = c.to_vector();
   out.erase(out.begin(), out.begin() + offset);
@@ -219,11 +220,10 @@ inline bool truncates(const Problem& p, Variant v, int64_t offset, bool no_works
   if (v.math != GemmMath::tf32) return false;
   const bool ragged = p.c.K % 4 != 0, aligned = offset % 4 == 0;
   bool copy_a = false, copy_b = false;
-  if (v.version == GemmVersion::wgmma_repacked && !no_workspace) {
+  if (v.rung == Rung::wgmma_repacked && !no_workspace) {
     copy_a = p.c.trans_a || ragged;
     copy_b = !p.c.trans_b || ragged;
-  } else if (v.version != GemmVersion::wgmma_pipelined &&
-             v.version != GemmVersion::wgmma_repacked) {
+  } else if (v.rung != Rung::wgmma_pipelined && v.rung != Rung::wgmma_repacked) {
     return false;
   }
   const bool a_ok = copy_a || (!p.c.trans_a && !ragged && p.lda % 4 == 0 && aligned);
@@ -260,7 +260,7 @@ inline void expect_matches(const Problem& p, const std::vector<float>& out, Gemm
   EXPECT_LE(relative_error(p, out, p.expected), tf32 ? 2e-3 : 1e-2) << what;
 }
 
-// `c` in all four transpose combinations, every version in every math.
+// `c` in all four transpose combinations, every rung in every math.
 inline void check_all_versions(Context& ctx, Case c, uint64_t seed, int64_t offset = 0) {
   for (int t = 0; t < 4; ++t) {
     c.trans_a = t & 1, c.trans_b = t & 2;

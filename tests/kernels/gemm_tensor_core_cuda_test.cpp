@@ -20,6 +20,8 @@
 namespace crema::kernels::gemm_testing {
 namespace {
 
+using cuda::GemmVersion;
+
 TEST(GemmCuda, PipelinedTmaPath) {
   CREMA_REQUIRE_CUDA();
   Context ctx(Device::cuda(0));
@@ -29,7 +31,7 @@ TEST(GemmCuda, PipelinedTmaPath) {
       {false, true, 1, 1, 4, 0, 1.0f, 0.0f},         {false, true, 7, 257, 36, 0, 1.0f, 0.0f},
       {false, true, 129, 300, 260, 4, 0.5f, 1.0f},   {false, true, 257, 520, 1000, 0, 1.0f, 0.0f},
       {false, true, 300, 129, 516, 8, -1.5f, 0.25f}, {false, true, 64, 500, 800, 0, 1.0f, 0.0f}};
-  const Variant v9{GemmVersion::wgmma_pipelined, GemmMath::tf32};
+  const Variant v9{Rung::wgmma_pipelined, GemmMath::tf32};
   uint64_t seed = 650;
   for (const Case& c : cases) {
     const Problem p = make_problem(c, seed += 8);
@@ -69,7 +71,7 @@ TEST(GemmCuda, RepackedEveryLayout) {
       c.trans_a = t & 1, c.trans_b = t & 2;
       const Problem p = make_problem(c, seed += 8);
       for (GemmMath math : {GemmMath::tf32, GemmMath::bf16}) {
-        const Variant v{GemmVersion::wgmma_repacked, math};
+        const Variant v{Rung::wgmma_repacked, math};
         const std::string what = describe(c) + " " + name(v) +
                                  " offset=" + std::to_string(r.offset) +
                                  (r.no_workspace ? " no workspace" : "");

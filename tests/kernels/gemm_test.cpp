@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -311,7 +312,22 @@ TEST(GemmCpu, TensorLevelComputesAndChecksShapes) {
   EXPECT_NE(msg.find("a must be 2-D"), std::string::npos) << msg;
   Tensor f64({3, 4}, DType::f64);
   msg = message_of(true, false, a, f64, c);
-  EXPECT_NE(msg.find("b must be f32"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("b is f64[3, 4] on cpu, expected f32[3, 4]"), std::string::npos) << msg;
+}
+
+// f64 tensors on the CPU run the double-precision reference itself.
+TEST(GemmCpu, TensorLevelF64RunsTheReference) {
+  Context ctx(Device::cpu());
+  const std::vector<double> av = {1, 2, 3, 4, 5, 6}, bv = {7, 8, 9, 10, 11, 12};
+  Tensor a({2, 3}, DType::f64), b({3, 2}, DType::f64), c({2, 2}, DType::f64);
+  std::copy(av.begin(), av.end(), a.data<double>());
+  std::copy(bv.begin(), bv.end(), b.data<double>());
+  for (int64_t i = 0; i < 4; ++i) c.data<double>()[i] = 1.0;
+  gemm(ctx, false, false, 2.0f, a, b, 0.5f, c);
+  std::vector<double> expected(4, 1.0);
+  ref::gemm<double>(false, false, 2, 2, 3, 2.0, av.data(), 3, bv.data(), 2, 0.5, expected.data(),
+                    2);
+  for (int64_t i = 0; i < 4; ++i) EXPECT_EQ(c.data<double>()[i], expected[size_t(i)]) << i;
 }
 
 }  // namespace

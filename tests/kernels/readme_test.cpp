@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/gemm/gemm.h"
+#include "kernels/gemm/ladder/gemm_ladder.h"
 
 namespace crema::kernels {
 namespace {
@@ -119,7 +119,7 @@ const std::map<std::string, std::function<Names()>>& runtime_versions() {
       {"gemm",
        [] {
          Names names;
-         for (cuda::GemmVersion v : cuda::gemm_versions()) names.insert(cuda::gemm_version_name(v));
+         for (cuda::ladder::Rung r : cuda::ladder::rungs()) names.insert(cuda::ladder::name(r));
          return names;
        }},
   };

@@ -9,15 +9,13 @@
 //   slab s, then stored into the other buffer -- one barrier per slab instead of v3's two
 //   blocks walk the tiles of C in groups of 8 tile rows (L2 reuse of the operand panels)
 //
-// The loaders are v3's (gemm_block_tile.cuh: zero-fill past the edges, scalar fallback for
+// The loaders are v3's (kernels/tiles/block_tile.cuh: zero-fill past the edges, scalar fallback for
 // unaligned operands), so every shape, transpose, leading dimension and alignment is accepted.
 #include <cuda_runtime.h>
 
-#include <string>
-
-#include "core/error.h"
-#include "kernels/tiles/block_tile.cuh"
 #include "kernels/gemm/gemm_cuda_internal.h"
+#include "kernels/gemm/ladder/gemm_ladder_internal.h"
+#include "kernels/tiles/block_tile.cuh"
 #include "kernels/tiles/tile_common.cuh"
 
 namespace crema::kernels::cuda::detail {
@@ -93,24 +91,17 @@ __global__ void __launch_bounds__(kThreads)
 
 template <bool TA, bool TB>
 void launch(const GemmArgs& g, gpu::Stream stream) {
-  const int64_t blocks = int64_t((g.M + kBM - 1) / kBM) * ((g.N + kBN - 1) / kBN);
-  if (blocks > INT32_MAX) {
-    throw Error("cuda::sgemm: " + std::to_string(blocks) + " tiles of C exceed a 1-D grid");
-  }
-  const bool vec_a = reinterpret_cast<uintptr_t>(g.A) % 16 == 0 && g.lda % 4 == 0;
-  const bool vec_b = reinterpret_cast<uintptr_t>(g.B) % 16 == 0 && g.ldb % 4 == 0;
-  sgemm_warp_tiles_kernel<TA, TB><<<int(blocks), kThreads, 0, stream>>>(
-      g.M, g.N, g.K, g.alpha, g.A, g.lda, g.B, g.ldb, g.beta, g.C, g.ldc, vec_a, vec_b);
+  sgemm_warp_tiles_kernel<TA, TB><<<tile_grid(g.M, g.N, kBM, kBN), kThreads, 0, stream>>>(
+      g.M, g.N, g.K, g.alpha, g.A, g.lda, g.B, g.ldb, g.beta, g.C, g.ldc, vector_ok(g.A, g.lda),
+      vector_ok(g.B, g.ldb));
   gpu::check_launch("sgemm_warp_tiles");
 }
 
 }  // namespace
 
 void sgemm_warp_tiles(const GemmArgs& g, gpu::Stream stream) {
-  if (!g.trans_a && !g.trans_b) return launch<false, false>(g, stream);
-  if (g.trans_a && !g.trans_b) return launch<true, false>(g, stream);
-  if (!g.trans_a && g.trans_b) return launch<false, true>(g, stream);
-  launch<true, true>(g, stream);
+  for_layout(
+      g, [&](auto ta, auto tb) { launch<decltype(ta)::value, decltype(tb)::value>(g, stream); });
 }
 
 }  // namespace crema::kernels::cuda::detail

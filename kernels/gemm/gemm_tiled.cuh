@@ -1,0 +1,75 @@
+// The block-tiled fp32 GEMM on dense operands: kernels/tiles/block_tile.cuh's loop with loaders
+// that read op(A) and op(B) from row-major storage and a store that blends alpha and beta into C.
+// Production instantiates it for v11's smaller tiles (gemm_cuda.cu), the ladder for v3's and v4's
+// 128 x 128 tile (ladder/gemm_ladder_cuda.cu); no tile is instantiated twice. v11's own loop
+// (gemm_ffma_tuned_cuda.cu) takes the same parameters and shares the launch.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "core/cuda_runtime.h"
+#include "kernels/gemm/gemm_cuda_internal.h"
+#include "kernels/tiles/block_tile.cuh"
+
+namespace crema::kernels::cuda::detail {
+
+// c = alpha * sum + beta * c, never reading c when beta == 0 (it may hold NaN).
+__device__ __forceinline__ float blend(float alpha, float sum, float beta, const float* c) {
+  return beta == 0.0f ? alpha * sum : alpha * sum + beta * *c;
+}
+
+// Block b computes tile (b / tiles_n, b % tiles_n) of C. vec_* say a pointer can be read as
+// float4s (vector_ok).
+template <class Cfg, bool TA, bool TB>
+__global__ void __launch_bounds__(Cfg::THREADS)
+    sgemm_tiled_kernel(int M, int N, int K, float alpha, const float* __restrict__ A, int64_t lda,
+                       const float* __restrict__ B, int64_t ldb, float beta, float* __restrict__ C,
+                       int64_t ldc, bool vec_a, bool vec_b, bool vec_c) {
+  __shared__ tile::SharedStorage<Cfg> sm;
+  const int tiles_n = (N + Cfg::BN - 1) / Cfg::BN;
+  const int m0 = blockIdx.x / tiles_n * Cfg::BM, n0 = blockIdx.x % tiles_n * Cfg::BN;
+  const int tid = threadIdx.x;
+  // op(A)[m, k] is A[m*lda + k] (contiguous along k) or, transposed, A[k*lda + m].
+  tile::DenseLoader<Cfg::BM, Cfg::BK, Cfg::THREADS, !TA> load_a{A, lda, m0, M, K, vec_a, tid};
+  tile::DenseLoader<Cfg::BN, Cfg::BK, Cfg::THREADS, TB> load_b{B, ldb, n0, N, K, vec_b, tid};
+  const tile::ThreadTile<Cfg> t(tid);
+  float acc[Cfg::TM][Cfg::TN] = {};
+  tile::accumulate(load_a, load_b, 0, K, sm, t, acc);
+  auto store = [&](int m, int n, const float* v, int count) {
+    float* c = C + m * ldc + n;
+    if (count == 4 && vec_c) {
+      float4 r =
+          beta == 0.0f ? make_float4(0.0f, 0.0f, 0.0f, 0.0f) : *reinterpret_cast<const float4*>(c);
+      r.x = blend(alpha, v[0], beta, &r.x), r.y = blend(alpha, v[1], beta, &r.y);
+      r.z = blend(alpha, v[2], beta, &r.z), r.w = blend(alpha, v[3], beta, &r.w);
+      *reinterpret_cast<float4*>(c) = r;
+    } else {
+      for (int e = 0; e < count; ++e) c[e] = blend(alpha, v[e], beta, c + e);
+    }
+  };
+  tile::finish(sm, t, acc, m0, n0, M, N, store);
+}
+
+// Queues a kernel with the parameters of the fp32 SIMT loops on dense operands (this file's and
+// v11's, gemm_ffma_tuned_cuda.cu), one block of `threads` per bm x bn tile of C.
+template <class Kernel>
+void launch_over_tiles(Kernel kernel, int bm, int bn, int threads, const GemmArgs& g,
+                       gpu::Stream stream, const char* what) {
+  kernel<<<tile_grid(g.M, g.N, bm, bn), threads, 0, stream>>>(
+      g.M, g.N, g.K, g.alpha, g.A, g.lda, g.B, g.ldb, g.beta, g.C, g.ldc, vector_ok(g.A, g.lda),
+      vector_ok(g.B, g.ldb), vector_ok(g.C, g.ldc));
+  gpu::check_launch(what);
+}
+
+// C = alpha op(A) op(B) + beta C on Cfg's tiles.
+template <class Cfg>
+void sgemm_tiled(const GemmArgs& g, gpu::Stream stream) {
+  for_layout(g, [&](auto ta, auto tb) {
+    launch_over_tiles(sgemm_tiled_kernel<Cfg, decltype(ta)::value, decltype(tb)::value>, Cfg::BM,
+                      Cfg::BN, Cfg::THREADS, g, stream, "sgemm_tiled");
+  });
+}
+
+}  // namespace crema::kernels::cuda::detail
