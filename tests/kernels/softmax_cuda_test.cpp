@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "kernels/loss/softmax_cross_entropy.h"
 #include "kernels/softmax/softmax.h"
 #include "tests/kernels/kernel_cuda_test_util.h"
 #include "tests/kernels/softmax_cuda_test_util.h"
@@ -24,29 +25,11 @@ using testing::kNaN;
 
 using namespace softmax_testing;
 
-// The op's functions, for check_every_version.
-struct SoftmaxOp {
-  template <class... A>
-  void ref_forward(A... a) const {
-    ref::softmax_forward(a...);
-  }
-  template <class... A>
-  void ref_backward(A... a) const {
-    ref::softmax_backward(a...);
-  }
-  template <class... A>
-  void forward(A... a) const {
-    cuda::softmax_forward(a...);
-  }
-  template <class... A>
-  void backward(A... a) const {
-    cuda::softmax_backward(a...);
-  }
-};
-
 TEST(SoftmaxCuda, EveryVersionMatchesReference) {
   CREMA_REQUIRE_CUDA();
-  check_every_version(SoftmaxOp{}, 60, 5.0f);
+  check_every_version({ref::softmax_forward<double>, ref::softmax_backward<double>,
+                       cuda::softmax_forward, cuda::softmax_backward},
+                      60, 5.0f);
 }
 
 // Labels for a case: a class index per position, every fifth (about) the ignore_label 255.

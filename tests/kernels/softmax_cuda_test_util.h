@@ -10,6 +10,7 @@
 
 #include "core/random.h"
 
+#include "kernels/loss/softmax_cross_entropy.h"
 #include "kernels/softmax/softmax.h"
 #include "tests/kernels/kernel_cuda_test_util.h"
 
@@ -96,11 +97,20 @@ inline LossRun run_loss(Context& ctx, const Extents& e, const Shape& shape, cons
   return {host_values(ctx, loss), host_values(ctx, prob), host_values(ctx, dlogits)};
 }
 
-// Every CUDA version of a softmax-like op (Op: ref_forward, ref_backward, forward, backward, as
-// the softmax and log-softmax functions are declared) against ref<double> on every case, out of
-// place and in place (y over x, dx over dy: the same bits), inputs uniform in [-range, range).
-template <class Op>
-void check_every_version(const Op& op, uint64_t seed, float range) {
+// The four functions of a softmax-like op: softmax or log-softmax.
+struct SoftmaxOp {
+  void (*ref_forward)(int64_t outer, int64_t C, int64_t inner, const double* x, double* y);
+  void (*ref_backward)(int64_t outer, int64_t C, int64_t inner, const double* y, const double* dy,
+                       double* dx);
+  void (*forward)(int64_t outer, int64_t C, int64_t inner, const float* x, float* y,
+                  cuda::SoftmaxVersion version, gpu::Stream stream);
+  void (*backward)(int64_t outer, int64_t C, int64_t inner, const float* y, const float* dy,
+                   float* dx, cuda::SoftmaxVersion version, gpu::Stream stream);
+};
+
+// Every CUDA version of `op` against ref<double> on every case, out of place and in place (y over
+// x, dx over dy: the same bits), inputs uniform in [-range, range).
+inline void check_every_version(const SoftmaxOp& op, uint64_t seed, float range) {
   Context ctx(Device::cuda(0));
   for (const Case& c : cases()) {
     const Extents e = extents(c);

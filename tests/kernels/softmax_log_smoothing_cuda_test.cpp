@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/loss/softmax_cross_entropy.h"
 #include "kernels/softmax/softmax.h"
 #include "tests/kernels/kernel_cuda_test_util.h"
 #include "tests/kernels/softmax_cuda_test_util.h"
@@ -22,29 +23,11 @@ using testing::kNaN;
 
 using namespace softmax_testing;
 
-// The op's functions, for check_every_version.
-struct LogSoftmaxOp {
-  template <class... A>
-  void ref_forward(A... a) const {
-    ref::log_softmax_forward(a...);
-  }
-  template <class... A>
-  void ref_backward(A... a) const {
-    ref::log_softmax_backward(a...);
-  }
-  template <class... A>
-  void forward(A... a) const {
-    cuda::log_softmax_forward(a...);
-  }
-  template <class... A>
-  void backward(A... a) const {
-    cuda::log_softmax_backward(a...);
-  }
-};
-
 TEST(LogSoftmaxCuda, EveryVersionMatchesReference) {
   CREMA_REQUIRE_CUDA();
-  check_every_version(LogSoftmaxOp{}, 160, 8.0f);
+  check_every_version({ref::log_softmax_forward<double>, ref::log_softmax_backward<double>,
+                       cuda::log_softmax_forward, cuda::log_softmax_backward},
+                      160, 8.0f);
 }
 
 TEST(LogSoftmaxCuda, DispatchMatchesCpu) {

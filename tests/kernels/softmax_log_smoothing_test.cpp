@@ -12,8 +12,10 @@
 
 #include "core/context.h"
 #include "core/error.h"
+#include "kernels/loss/softmax_cross_entropy.h"
 #include "kernels/softmax/softmax.h"
 #include "tests/kernels/kernel_test_util.h"
+#include "tests/support/gradient_check.h"
 
 namespace crema::kernels {
 namespace {
@@ -47,20 +49,7 @@ const std::vector<Case> kCases = {
     {{64, 1000}, 1}, {{5, 3}, 0},  {{2, 21, 20, 20}, 1}, {{2, 3, 4}, 2},
 };
 
-// Central differences of f at x against the analytic gradient `grad`.
-template <class F>
-void expect_gradient(std::vector<double> x, const std::vector<double>& grad, F f) {
-  const double eps = 1e-6;
-  for (size_t i = 0; i < x.size(); ++i) {
-    const double saved = x[i];
-    x[i] = saved + eps;
-    const double plus = f(x);
-    x[i] = saved - eps;
-    const double minus = f(x);
-    x[i] = saved;
-    EXPECT_NEAR(grad[i], (plus - minus) / (2 * eps), 1e-7) << "element " << i;
-  }
-}
+using crema::testing::expect_gradient;
 
 TEST(LogSoftmaxRef, ByHand) {
   const std::vector<double> x = {0, kLn2, kLn3};  // softmax 1/6, 2/6, 3/6
@@ -75,23 +64,6 @@ TEST(LogSoftmaxRef, ByHand) {
   ref::log_softmax_forward<float>(1, 2, 1, far.data(), yf.data());
   EXPECT_EQ(yf[0], 0.0f);
   EXPECT_EQ(yf[1], -200.0f);
-}
-
-TEST(LogSoftmaxRef, BackwardMatchesFiniteDifferences) {
-  const int64_t outer = 2, C = 4, inner = 3, n = outer * C * inner;
-  Random rng(17);
-  const std::vector<double> x = testing::to_double(testing::random_values(rng, n, -2, 2));
-  const std::vector<double> dy = testing::to_double(testing::random_values(rng, n));
-  std::vector<double> y(static_cast<size_t>(n)), dx(static_cast<size_t>(n));
-  ref::log_softmax_forward(outer, C, inner, x.data(), y.data());
-  ref::log_softmax_backward(outer, C, inner, y.data(), dy.data(), dx.data());
-  expect_gradient(x, dx, [&](const std::vector<double>& at) {
-    std::vector<double> out(static_cast<size_t>(n));
-    ref::log_softmax_forward(outer, C, inner, at.data(), out.data());
-    double l = 0;
-    for (int64_t i = 0; i < n; ++i) l += dy[size_t(i)] * out[size_t(i)];
-    return l;
-  });
 }
 
 TEST(LogSoftmaxCpu, MatchesReferenceAndRunsInPlace) {

@@ -1,9 +1,10 @@
 // Softmax and softmax cross-entropy: the reference by hand (stability under a large shift, an
-// axis with inner > 1, FLT_MIN clamping, ignore_label), both backwards against central
-// differences in double, the CPU path against ref<double> on awkward shapes with poisoned
-// outputs (the normalized, device-resident loss API against the reference's sum and count under
-// every normalization), in-place use, and the label errors.
+// axis with inner > 1, FLT_MIN clamping, ignore_label), the softmax, log-softmax and
+// cross-entropy backwards against central differences in double, the CPU path against ref<double>
+// on awkward shapes with poisoned outputs (the normalized, device-resident loss API against the
+// reference's sum and count under every normalization), in-place use, and the label errors.
 #include "kernels/softmax/softmax.h"
+#include "kernels/loss/softmax_cross_entropy.h"
 
 #include <gtest/gtest.h>
 
@@ -16,6 +17,8 @@
 #include "core/context.h"
 #include "core/error.h"
 #include "tests/kernels/kernel_test_util.h"
+#include "tests/kernels/loss_test_util.h"
+#include "tests/support/gradient_check.h"
 
 namespace crema::kernels {
 namespace {
@@ -107,36 +110,38 @@ TEST(SoftmaxCpu, InPlace) {
   }
 }
 
-// Central differences of f at x against the analytic gradient `grad`.
-template <class F>
-void expect_gradient(std::vector<double> x, const std::vector<double>& grad, F f) {
-  const double eps = 1e-6;
-  for (size_t i = 0; i < x.size(); ++i) {
-    const double saved = x[i];
-    x[i] = saved + eps;
-    const double plus = f(x);
-    x[i] = saved - eps;
-    const double minus = f(x);
-    x[i] = saved;
-    EXPECT_NEAR(grad[i], (plus - minus) / (2 * eps), 1e-7) << "element " << i;
-  }
-}
+using crema::testing::expect_gradient;
 
-TEST(SoftmaxRef, BackwardMatchesFiniteDifferences) {
+// ref's backward of a softmax-like op against central differences of L(x) = <dy, forward(x)>.
+void expect_backward_matches_differences(void (*forward)(int64_t, int64_t, int64_t, const double*,
+                                                         double*),
+                                         void (*backward)(int64_t, int64_t, int64_t, const double*,
+                                                          const double*, double*),
+                                         uint64_t seed) {
   const int64_t outer = 2, C = 4, inner = 3, n = outer * C * inner;
-  Random rng(7);
+  Random rng(seed);
   const std::vector<double> x = testing::to_double(testing::random_values(rng, n, -2, 2));
   const std::vector<double> dy = testing::to_double(testing::random_values(rng, n));
   std::vector<double> y(static_cast<size_t>(n)), dx(static_cast<size_t>(n));
-  ref::softmax_forward(outer, C, inner, x.data(), y.data());
-  ref::softmax_backward(outer, C, inner, y.data(), dy.data(), dx.data());
+  forward(outer, C, inner, x.data(), y.data());
+  backward(outer, C, inner, y.data(), dy.data(), dx.data());
   expect_gradient(x, dx, [&](const std::vector<double>& at) {
     std::vector<double> out(static_cast<size_t>(n));
-    ref::softmax_forward(outer, C, inner, at.data(), out.data());
+    forward(outer, C, inner, at.data(), out.data());
     double l = 0;
-    for (int64_t i = 0; i < n; ++i) l += dy[i] * out[i];
+    for (int64_t i = 0; i < n; ++i) l += dy[size_t(i)] * out[size_t(i)];
     return l;
   });
+}
+
+TEST(SoftmaxRef, BackwardMatchesFiniteDifferences) {
+  expect_backward_matches_differences(ref::softmax_forward<double>, ref::softmax_backward<double>,
+                                      7);
+}
+
+TEST(LogSoftmaxRef, BackwardMatchesFiniteDifferences) {
+  expect_backward_matches_differences(ref::log_softmax_forward<double>,
+                                      ref::log_softmax_backward<double>, 17);
 }
 
 TEST(SoftmaxCrossEntropyRef, ByHand) {
@@ -215,6 +220,35 @@ TEST(SoftmaxCrossEntropyRef, BackwardMatchesFiniteDifferences) {
     return scale * ref::softmax_cross_entropy_forward(outer, C, inner, at.data(), labels.data(),
                                                       options, p.data(), nullptr);
   });
+}
+
+// float64 on the CPU runs the reference, normalized as float32 is: the Tensor-level gradient is
+// top_grad times the central difference of the Tensor-level loss, under every normalization.
+TEST(SoftmaxCrossEntropy, Float64RunsTheReferenceNormalized) {
+  Context ctx;
+  const Shape shape = {2, 4, 3};
+  Random rng(9);
+  const std::vector<double> logits = testing::to_double(testing::random_values(rng, 24, -2, 2));
+  const Tensor labels = loss_testing::f64_tensor({2, 3}, {3, 0, -1, 1, 2, 3});  // one ignored
+  const Tensor top_grad = loss_testing::f64_tensor({1}, {0.7});
+  for (LossNormalization mode : loss_testing::kModes) {
+    SCOPED_TRACE("normalization " + std::to_string(int(mode)));
+    SoftmaxLossOptions options;
+    options.has_ignore_label = true;
+    options.normalization = mode;
+    auto loss_at = [&](const std::vector<double>& at) {
+      Tensor prob(shape, DType::f64), loss({1}, DType::f64);
+      softmax_cross_entropy_forward(ctx, loss_testing::f64_tensor(shape, at), labels, prob, loss,
+                                    options);
+      return 0.7 * loss.data<double>()[0];
+    };
+    Tensor prob(shape, DType::f64), loss({1}, DType::f64), dlogits(shape, DType::f64);
+    softmax_cross_entropy_forward(ctx, loss_testing::f64_tensor(shape, logits), labels, prob, loss,
+                                  options);
+    softmax_cross_entropy_backward(ctx, prob, labels, top_grad, options, dlogits);
+    expect_gradient(
+        logits, std::vector<double>(dlogits.data<double>(), dlogits.data<double>() + 24), loss_at);
+  }
 }
 
 // The normalized loss and the top_grad-scaled gradient of the Tensor-level API against the
