@@ -28,9 +28,6 @@
 namespace crema::kernels::cuda {
 namespace {
 
-using detail::CountedNormalizer;
-using detail::IgnoreRule;
-using detail::is_ignored;
 using detail::kReduceThreads;
 using detail::Partial;
 using detail::StoreLoss;
@@ -48,7 +45,7 @@ enum class LabelKind { counted, ignored, invalid };
 
 struct LabelRule {
   int64_t C;
-  IgnoreRule ignore;
+  detail::IgnoreRule ignore;
 };
 
 LabelRule label_rule(int64_t C, const SoftmaxLossOptions& options) {
@@ -57,7 +54,7 @@ LabelRule label_rule(int64_t C, const SoftmaxLossOptions& options) {
 
 // The same test as the CPU dispatch's label check.
 __device__ inline LabelKind classify(float v, const LabelRule& rule, int64_t& cls) {
-  if (is_ignored(v, rule.ignore)) return LabelKind::ignored;
+  if (detail::is_ignored(v, rule.ignore)) return LabelKind::ignored;
   if (v >= 0.0f && v < float(rule.C) && v == floorf(v)) {
     cls = int64_t(v);
     return LabelKind::counted;
@@ -192,7 +189,7 @@ __global__ void xent_forward_warp(int64_t outer, int64_t C, int64_t inner, const
 template <class Index>
 __global__ void xent_backward_kernel(Index total, Index C, Index inner, const float* prob,
                                      const float* labels, const float* top_grad, LabelRule rule,
-                                     CountedNormalizer normalizer, float on, float off,
+                                     detail::CountedNormalizer normalizer, float on, float off,
                                      float* dlogits) {
   const float scale = top_grad[0] / detail::block_normalizer(normalizer, labels, rule.ignore);
   for (Index k = blockIdx.x * Index(blockDim.x) + threadIdx.x; k < total;
@@ -263,7 +260,7 @@ void softmax_cross_entropy_backward(int64_t outer, int64_t C, int64_t inner, con
   const int64_t positions = outer * inner, total = positions * C;
   if (total == 0) return;
   const LabelRule rule = label_rule(C, options);
-  CountedNormalizer normalizer{0, nullptr, 0, positions};
+  detail::CountedNormalizer normalizer{0, nullptr, 0, positions};
   if (options.normalization != LossNormalization::valid) {
     normalizer.fixed = loss_normalizer(options.normalization, outer, inner, 0);
   } else if (counts_first(positions, options)) {

@@ -1,8 +1,8 @@
-// Softmax and softmax cross-entropy on CUDA: every version against ref<double> on awkward shapes
-// (N = 1, odd class counts, inner > 1, LeNet's logits, wide rows, shapes that need several blocks
-// and the finishing block, and the backward's separate label count), every normalization, the
-// ignore_label, poisoned outputs, in-place softmax, bit-identical repeats, invalid labels giving
-// a NaN loss, and the dispatch.
+// Softmax, log-softmax and softmax cross-entropy on CUDA: every version against ref<double> on
+// awkward shapes (N = 1, odd class counts, inner > 1, LeNet's logits, wide rows, shapes that need
+// several blocks and the finishing block, and the backward's separate label count), every
+// normalization, the ignore_label, poisoned outputs, in-place use, bit-identical repeats, invalid
+// labels giving a NaN loss, and the dispatch.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -32,8 +32,13 @@ TEST(SoftmaxCuda, EveryVersionMatchesReference) {
                       60, 5.0f);
 }
 
-// Labels for a case: a class index per position, every fifth (about) the ignore_label 255.
-// Runs forward and backward of `version` on device copies; returns {loss}, prob, dlogits.
+TEST(LogSoftmaxCuda, EveryVersionMatchesReference) {
+  CREMA_REQUIRE_CUDA();
+  check_every_version({ref::log_softmax_forward<double>, ref::log_softmax_backward<double>,
+                       cuda::log_softmax_forward, cuda::log_softmax_backward},
+                      160, 8.0f);
+}
+
 TEST(SoftmaxCrossEntropyCuda, EveryVersionMatchesReference) {
   CREMA_REQUIRE_CUDA();
   Context ctx(Device::cuda(0));
