@@ -36,8 +36,8 @@ void check_same_count(const Context& ctx, const std::string& op, const char* nam
   }
 }
 
-// The device scratch of the CUDA forwards. Generic in the stream, as the CUDA lambdas are, so
-// that only a CUDA build compiles it.
+// The device scratch of the CUDA losses (block partials, target counts). Generic in the stream,
+// as the CUDA lambdas are, so that only a CUDA build compiles it.
 template <class Stream>
 void* loss_workspace(Context& ctx, int64_t n, Stream) {
   const size_t bytes = cuda::pointwise_loss_workspace_bytes(n);

@@ -1,6 +1,6 @@
 // Shared by the CUDA softmax tests (softmax_cuda_test.cpp, softmax_log_smoothing_cuda_test.cpp):
-// the versions, the normalizations, the awkward shapes, and one forward + backward of the
-// softmax cross-entropy.
+// the versions, the normalizations, the awkward shapes for the GPU, and one forward + backward
+// of the softmax cross-entropy (Case and its extents: softmax_test_util.h).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -13,6 +13,7 @@
 #include "kernels/loss/softmax_cross_entropy.h"
 #include "kernels/softmax/softmax.h"
 #include "tests/kernels/kernel_cuda_test_util.h"
+#include "tests/kernels/softmax_test_util.h"
 
 namespace crema::kernels::softmax_testing {
 
@@ -23,25 +24,6 @@ const cuda::SoftmaxVersion kVersions[] = {cuda::SoftmaxVersion::thread_per_posit
                                           cuda::SoftmaxVersion::by_shape};
 const LossNormalization kModes[] = {LossNormalization::valid, LossNormalization::batch_size,
                                     LossNormalization::full, LossNormalization::none};
-
-struct Case {
-  Shape shape;
-  int axis;
-};
-
-struct Extents {
-  int64_t outer, C, inner;
-};
-
-inline Extents extents(const Case& c) {
-  const int a = c.axis < 0 ? c.axis + int(c.shape.size()) : c.axis;
-  return {shape_count(c.shape, 0, a), c.shape[size_t(a)],
-          shape_count(c.shape, a + 1, int(c.shape.size()))};
-}
-
-inline std::string describe(const Case& c) {
-  return shape_str(c.shape) + " axis " + std::to_string(c.axis);
-}
 
 inline const std::vector<Case>& cases() {
   static const std::vector<Case> all =

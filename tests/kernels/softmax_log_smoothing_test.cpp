@@ -15,39 +15,16 @@
 #include "kernels/loss/softmax_cross_entropy.h"
 #include "kernels/softmax/softmax.h"
 #include "tests/kernels/kernel_test_util.h"
+#include "tests/kernels/softmax_test_util.h"
 #include "tests/support/gradient_check.h"
 
 namespace crema::kernels {
 namespace {
 
 using testing::kNaN;
+using namespace softmax_testing;
 
 const double kLn2 = std::log(2.0), kLn3 = std::log(3.0);
-
-struct Case {
-  Shape shape;
-  int axis;
-};
-
-struct Extents {
-  int64_t outer, C, inner;
-};
-
-Extents extents(const Case& c) {
-  const int a = c.axis < 0 ? c.axis + int(c.shape.size()) : c.axis;
-  return {shape_count(c.shape, 0, a), c.shape[size_t(a)],
-          shape_count(c.shape, a + 1, int(c.shape.size()))};
-}
-
-std::string describe(const Case& c) {
-  return shape_str(c.shape) + " axis " + std::to_string(c.axis);
-}
-
-// Rows, per-pixel maps (more than one 256-position block), other axes, N = 1, C = 1.
-const std::vector<Case> kCases = {
-    {{1, 1}, 1},     {{1, 10}, 1}, {{7, 13}, -1},        {{3, 5, 4, 7}, 1}, {{2, 3, 300}, 1},
-    {{64, 1000}, 1}, {{5, 3}, 0},  {{2, 21, 20, 20}, 1}, {{2, 3, 4}, 2},
-};
 
 using crema::testing::expect_gradient;
 
@@ -67,29 +44,9 @@ TEST(LogSoftmaxRef, ByHand) {
 }
 
 TEST(LogSoftmaxCpu, MatchesReferenceAndRunsInPlace) {
-  uint64_t seed = 40;
-  for (const Case& c : kCases) {
-    SCOPED_TRACE(describe(c));
-    const Extents e = extents(c);
-    Context ctx(Device::cpu(), 1, 2);
-    Random rng(++seed);
-    const Tensor x = testing::random_tensor(rng, c.shape, -8, 8);
-    const Tensor dy = testing::random_tensor(rng, c.shape);
-    Tensor y = testing::poisoned(c.shape), dx = testing::poisoned(c.shape);
-    log_softmax_forward(ctx, x, y, c.axis);
-    log_softmax_backward(ctx, y, dy, dx, c.axis);
-    const std::vector<double> xd = testing::to_double(x), dyd = testing::to_double(dy);
-    std::vector<double> y_ref(xd.size()), dx_ref(xd.size());
-    ref::log_softmax_forward(e.outer, e.C, e.inner, xd.data(), y_ref.data());
-    ref::log_softmax_backward(e.outer, e.C, e.inner, y_ref.data(), dyd.data(), dx_ref.data());
-    EXPECT_LT(testing::rel_error(y.to_vector(), y_ref), 1e-6);
-    EXPECT_LT(testing::rel_error(dx.to_vector(), dx_ref), 1e-5);
-    Tensor t = x.clone(), g = dy.clone();
-    log_softmax_forward(ctx, t, t, c.axis);
-    log_softmax_backward(ctx, t, g, g, c.axis);
-    EXPECT_EQ(t.to_vector(), y.to_vector());
-    EXPECT_EQ(g.to_vector(), dx.to_vector());
-  }
+  check_cpu_against_reference({ref::log_softmax_forward<double>, ref::log_softmax_backward<double>,
+                               log_softmax_forward, log_softmax_backward},
+                              40, 8.0);
 }
 
 TEST(SoftmaxCrossEntropySmoothingRef, ByHand) {
@@ -135,7 +92,7 @@ TEST(SoftmaxCrossEntropySmoothingCpu, MatchesReference) {
   const LossNormalization modes[] = {LossNormalization::valid, LossNormalization::batch_size,
                                      LossNormalization::full, LossNormalization::none};
   uint64_t seed = 50;
-  for (const Case& c : kCases) {
+  for (const Case& c : cpu_cases()) {
     const Extents e = extents(c);
     Random rng(++seed);
     const Tensor logits = testing::random_tensor(rng, c.shape, -5, 5);

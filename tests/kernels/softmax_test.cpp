@@ -18,12 +18,14 @@
 #include "core/error.h"
 #include "tests/kernels/kernel_test_util.h"
 #include "tests/kernels/loss_test_util.h"
+#include "tests/kernels/softmax_test_util.h"
 #include "tests/support/gradient_check.h"
 
 namespace crema::kernels {
 namespace {
 
 using testing::kNaN;
+using namespace softmax_testing;
 
 const double kLn2 = std::log(2.0), kLn3 = std::log(3.0);
 
@@ -50,64 +52,10 @@ TEST(SoftmaxRef, ByHand) {
   expect_near(y2, {1 / 6.0, 3 / 6.0, 2 / 6.0, 1 / 6.0, 3 / 6.0, 2 / 6.0}, 1e-15);
 }
 
-struct Case {
-  Shape shape;
-  int axis;
-};
-
-// outer, C, inner of a case (the tests' own arithmetic, independent of the dispatch's).
-void extents(const Case& c, int64_t& outer, int64_t& C, int64_t& inner) {
-  const int a = c.axis < 0 ? c.axis + int(c.shape.size()) : c.axis;
-  outer = shape_count(c.shape, 0, a);
-  C = c.shape[size_t(a)];
-  inner = shape_count(c.shape, a + 1, int(c.shape.size()));
-}
-
-const std::vector<Case>& awkward_cases() {
-  static const std::vector<Case> cases = {
-      {{1, 1}, 1},     {{1, 10}, 1},         {{7, 13}, -1}, {{3, 5, 4, 7}, 1}, {{2, 3, 300}, 1},
-      {{64, 1000}, 1}, {{2, 21, 20, 20}, 1}, {{5, 3}, 0},   {{2, 3, 4}, 2},
-  };
-  return cases;
-}
-
-TEST(SoftmaxCpu, ForwardAndBackwardMatchReference) {
-  uint64_t seed = 1;
-  for (const Case& c : awkward_cases()) {
-    SCOPED_TRACE(shape_str(c.shape) + " axis " + std::to_string(c.axis));
-    int64_t outer, C, inner;
-    extents(c, outer, C, inner);
-    Context ctx(Device::cpu(), 1, 2);
-    Random rng(++seed);
-    const Tensor x = testing::random_tensor(rng, c.shape, -5, 5);
-    const Tensor dy = testing::random_tensor(rng, c.shape);
-    Tensor y = testing::poisoned(c.shape), dx = testing::poisoned(c.shape);
-    softmax_forward(ctx, x, y, c.axis);
-    softmax_backward(ctx, y, dy, dx, c.axis);
-    const std::vector<double> xd = testing::to_double(x), dyd = testing::to_double(dy);
-    std::vector<double> y_ref(xd.size()), dx_ref(xd.size());
-    ref::softmax_forward(outer, C, inner, xd.data(), y_ref.data());
-    ref::softmax_backward(outer, C, inner, y_ref.data(), dyd.data(), dx_ref.data());
-    EXPECT_LT(testing::rel_error(y.to_vector(), y_ref), 1e-6);
-    EXPECT_LT(testing::rel_error(dx.to_vector(), dx_ref), 1e-5);
-  }
-}
-
-TEST(SoftmaxCpu, InPlace) {
-  Context ctx;
-  Random rng(4);
-  for (const Case& c : {Case{{6, 11}, 1}, Case{{2, 5, 9}, 1}}) {
-    const Tensor x = testing::random_tensor(rng, c.shape, -3, 3);
-    const Tensor dy = testing::random_tensor(rng, c.shape);
-    Tensor y(c.shape), dx(c.shape);
-    softmax_forward(ctx, x, y, c.axis);
-    softmax_backward(ctx, y, dy, dx, c.axis);
-    Tensor t = x.clone(), g = dy.clone();
-    softmax_forward(ctx, t, t, c.axis);
-    softmax_backward(ctx, t, g, g, c.axis);
-    EXPECT_EQ(t.to_vector(), y.to_vector());
-    EXPECT_EQ(g.to_vector(), dx.to_vector());
-  }
+TEST(SoftmaxCpu, MatchesReferenceAndRunsInPlace) {
+  check_cpu_against_reference({ref::softmax_forward<double>, ref::softmax_backward<double>,
+                               softmax_forward, softmax_backward},
+                              1, 5.0);
 }
 
 using crema::testing::expect_gradient;
@@ -257,9 +205,9 @@ TEST(SoftmaxCrossEntropyCpu, MatchesReference) {
   const LossNormalization modes[] = {LossNormalization::valid, LossNormalization::batch_size,
                                      LossNormalization::full, LossNormalization::none};
   uint64_t seed = 20;
-  for (const Case& c : awkward_cases()) {
-    int64_t outer, C, inner;
-    extents(c, outer, C, inner);
+  for (const Case& c : cpu_cases()) {
+    const Extents e = extents(c);
+    const int64_t outer = e.outer, C = e.C, inner = e.inner;
     Context ctx(Device::cpu(), 1, 2);
     Random rng(++seed);
     const Tensor logits = testing::random_tensor(rng, c.shape, -5, 5);
@@ -270,8 +218,7 @@ TEST(SoftmaxCrossEntropyCpu, MatchesReference) {
     const std::vector<double> xd = testing::to_double(logits);
     const std::vector<double> ld = testing::to_double(label_values);
     for (LossNormalization mode : modes) {
-      SCOPED_TRACE(shape_str(c.shape) + " axis " + std::to_string(c.axis) + " normalization " +
-                   std::to_string(int(mode)));
+      SCOPED_TRACE(describe(c) + " normalization " + std::to_string(int(mode)));
       SoftmaxLossOptions options;
       options.axis = c.axis;
       options.has_ignore_label = true;
