@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -22,8 +24,7 @@ using testing::host_values;
 const cuda::SoftmaxVersion kVersions[] = {cuda::SoftmaxVersion::thread_per_position,
                                           cuda::SoftmaxVersion::warp_per_position,
                                           cuda::SoftmaxVersion::by_shape};
-const LossNormalization kModes[] = {LossNormalization::valid, LossNormalization::batch_size,
-                                    LossNormalization::full, LossNormalization::none};
+using loss_testing::kModes;
 
 inline const std::vector<Case>& cases() {
   static const std::vector<Case> all =
@@ -34,24 +35,6 @@ inline const std::vector<Case>& cases() {
           {{3, 5, 40, 40}, 1},  // 4800 positions: the backward counts labels in a separate kernel
       };
   return all;
-}
-
-// Labels in [0, C), one in five the ignore_label 255.
-inline std::vector<float> random_labels(Random& rng, const Extents& e) {
-  std::vector<float> labels(static_cast<size_t>(e.outer * e.inner));
-  for (float& l : labels) l = rng.below(5) == 0 ? 255.0f : float(rng.below(uint64_t(e.C)));
-  return labels;
-}
-
-inline SoftmaxLossOptions loss_options(const Case& c, LossNormalization mode,
-                                       float label_smoothing = 0.0f) {
-  SoftmaxLossOptions options;
-  options.axis = c.axis;
-  options.has_ignore_label = true;
-  options.ignore_label = 255;
-  options.normalization = mode;
-  options.label_smoothing = label_smoothing;
-  return options;
 }
 
 struct LossRun {
@@ -120,6 +103,39 @@ inline void check_every_version(const SoftmaxOp& op, uint64_t seed, float range)
                   ctx.stream());
       EXPECT_TRUE(testing::same_bits(host_values(ctx, t), yv));
       EXPECT_TRUE(testing::same_bits(host_values(ctx, g), dxv));
+    }
+  }
+}
+
+// The cross-entropy (label smoothing eps) of every version against ref<double> on every case and
+// normalization, outputs poisoned first, and with prob written over the logits: the same bits.
+inline void check_loss_every_version(uint64_t seed, float label_smoothing) {
+  Context ctx(Device::cuda(0));
+  for (const Case& c : cases()) {
+    const Extents e = extents(c);
+    Random rng(++seed);
+    const Tensor logits = testing::random_tensor(rng, c.shape, -5, 5);
+    const std::vector<float> label_values = random_labels(rng, e);
+    const std::vector<double> xd = testing::to_double(logits);
+    const std::vector<double> ld = testing::to_double(label_values);
+    const Tensor logits_g = testing::to_device(ctx, logits);
+    const Tensor labels_g = testing::to_device(ctx, {e.outer * e.inner}, label_values);
+    const Tensor top_grad = testing::to_device(ctx, {1}, {0.7f});
+    for (LossNormalization mode : kModes) {
+      const SoftmaxLossOptions options = loss_options(c, mode, label_smoothing);
+      const LossExpected want = loss_expected(e, xd, ld, options, double(0.7f));
+      for (cuda::SoftmaxVersion version : kVersions) {
+        SCOPED_TRACE(describe(c) + " normalization " + std::to_string(int(mode)) + " version " +
+                     std::to_string(int(version)));
+        const LossRun r = run_loss(ctx, e, c.shape, logits_g, labels_g, top_grad, options, version);
+        EXPECT_NEAR(r.loss[0], want.loss, 1e-5 * std::max(1.0, std::abs(want.loss)));
+        EXPECT_LT(testing::rel_error(r.prob, want.prob), 1e-5);
+        EXPECT_LT(testing::rel_error(r.dlogits, want.dlogits), 1e-5);
+        const LossRun aliased =
+            run_loss(ctx, e, c.shape, logits_g, labels_g, top_grad, options, version, true);
+        EXPECT_TRUE(testing::same_bits(aliased.loss, r.loss));
+        EXPECT_TRUE(testing::same_bits(aliased.prob, r.prob));
+      }
     }
   }
 }

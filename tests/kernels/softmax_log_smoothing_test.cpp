@@ -89,55 +89,7 @@ TEST(SoftmaxCrossEntropySmoothingRef, BackwardMatchesFiniteDifferences) {
 }
 
 TEST(SoftmaxCrossEntropySmoothingCpu, MatchesReference) {
-  const LossNormalization modes[] = {LossNormalization::valid, LossNormalization::batch_size,
-                                     LossNormalization::full, LossNormalization::none};
-  uint64_t seed = 50;
-  for (const Case& c : cpu_cases()) {
-    const Extents e = extents(c);
-    Random rng(++seed);
-    const Tensor logits = testing::random_tensor(rng, c.shape, -5, 5);
-    std::vector<float> label_values(size_t(e.outer * e.inner));
-    for (float& l : label_values) l = rng.below(5) == 0 ? 255.0f : float(rng.below(uint64_t(e.C)));
-    const Tensor labels = Tensor::from_vector({e.outer * e.inner}, label_values);
-    const Tensor top_grad = Tensor::from_vector({1}, {0.25f});
-    const std::vector<double> xd = testing::to_double(logits);
-    const std::vector<double> ld = testing::to_double(label_values);
-    for (LossNormalization mode : modes) {
-      SCOPED_TRACE(describe(c) + " normalization " + std::to_string(int(mode)));
-      SoftmaxLossOptions options;
-      options.axis = c.axis;
-      options.has_ignore_label = true;
-      options.ignore_label = 255;
-      options.normalization = mode;
-      options.label_smoothing = 0.1f;
-      std::vector<double> prob_ref(xd.size()), dlogits_ref(xd.size());
-      int64_t count = -1;
-      const double sum = ref::softmax_cross_entropy_forward(
-          e.outer, e.C, e.inner, xd.data(), ld.data(), options, prob_ref.data(), &count);
-      const double normalizer = double(loss_normalizer(mode, e.outer, e.inner, count));
-      ref::softmax_cross_entropy_backward(e.outer, e.C, e.inner, prob_ref.data(), ld.data(),
-                                          options, 0.25 / normalizer, dlogits_ref.data());
-      const double loss_ref = sum / normalizer;
-      std::vector<std::vector<float>> losses;
-      for (int threads : {1, 2}) {
-        Context ctx(Device::cpu(), 1, threads);
-        Tensor prob = testing::poisoned(c.shape), dlogits = testing::poisoned(c.shape);
-        Tensor loss = testing::poisoned({});
-        softmax_cross_entropy_forward(ctx, logits, labels, prob, loss, options);
-        softmax_cross_entropy_backward(ctx, prob, labels, top_grad, options, dlogits);
-        EXPECT_NEAR(loss.to_vector()[0], loss_ref, 1e-6 * std::max(1.0, std::abs(loss_ref)));
-        EXPECT_LT(testing::rel_error(prob.to_vector(), prob_ref), 1e-6);
-        EXPECT_LT(testing::rel_error(dlogits.to_vector(), dlogits_ref), 1e-6);
-        losses.push_back(loss.to_vector());
-        // prob over the logits: the same loss and probabilities.
-        Tensor in_place = logits.clone(), loss2 = testing::poisoned({});
-        softmax_cross_entropy_forward(ctx, in_place, labels, in_place, loss2, options);
-        EXPECT_EQ(loss2.to_vector(), loss.to_vector());
-        EXPECT_EQ(in_place.to_vector(), prob.to_vector());
-      }
-      EXPECT_EQ(losses[0], losses[1]);  // the same bits for any thread count
-    }
-  }
+  check_cpu_loss_against_reference(50, 0.1f);
 }
 
 TEST(SoftmaxCrossEntropySmoothingCpu, NoFltMinClamp) {

@@ -202,49 +202,7 @@ TEST(SoftmaxCrossEntropy, Float64RunsTheReferenceNormalized) {
 // The normalized loss and the top_grad-scaled gradient of the Tensor-level API against the
 // reference's definition (a sum, a count, a scale), under every normalization.
 TEST(SoftmaxCrossEntropyCpu, MatchesReference) {
-  const LossNormalization modes[] = {LossNormalization::valid, LossNormalization::batch_size,
-                                     LossNormalization::full, LossNormalization::none};
-  uint64_t seed = 20;
-  for (const Case& c : cpu_cases()) {
-    const Extents e = extents(c);
-    const int64_t outer = e.outer, C = e.C, inner = e.inner;
-    Context ctx(Device::cpu(), 1, 2);
-    Random rng(++seed);
-    const Tensor logits = testing::random_tensor(rng, c.shape, -5, 5);
-    std::vector<float> label_values(static_cast<size_t>(outer * inner));
-    for (float& l : label_values) l = rng.below(5) == 0 ? 255.0f : float(rng.below(uint64_t(C)));
-    const Tensor labels = Tensor::from_vector({outer * inner}, label_values);
-    const Tensor top_grad = Tensor::from_vector({1}, {0.25f});
-    const std::vector<double> xd = testing::to_double(logits);
-    const std::vector<double> ld = testing::to_double(label_values);
-    for (LossNormalization mode : modes) {
-      SCOPED_TRACE(describe(c) + " normalization " + std::to_string(int(mode)));
-      SoftmaxLossOptions options;
-      options.axis = c.axis;
-      options.has_ignore_label = true;
-      options.ignore_label = 255;
-      options.normalization = mode;
-      Tensor prob = testing::poisoned(c.shape), dlogits = testing::poisoned(c.shape);
-      Tensor loss = testing::poisoned({});
-      softmax_cross_entropy_forward(ctx, logits, labels, prob, loss, options);
-      softmax_cross_entropy_backward(ctx, prob, labels, top_grad, options, dlogits);
-
-      std::vector<double> prob_ref(xd.size()), dlogits_ref(xd.size());
-      int64_t count = -1;
-      const double sum = ref::softmax_cross_entropy_forward(outer, C, inner, xd.data(), ld.data(),
-                                                            options, prob_ref.data(), &count);
-      double normalizer = 1;
-      if (mode == LossNormalization::valid) normalizer = double(std::max<int64_t>(count, 1));
-      if (mode == LossNormalization::batch_size) normalizer = double(outer);
-      if (mode == LossNormalization::full) normalizer = double(outer * inner);
-      ref::softmax_cross_entropy_backward(outer, C, inner, prob_ref.data(), ld.data(), options,
-                                          0.25 / normalizer, dlogits_ref.data());
-      const double loss_ref = sum / normalizer;
-      EXPECT_NEAR(loss.to_vector()[0], loss_ref, 1e-6 * std::max(1.0, std::abs(loss_ref)));
-      EXPECT_LT(testing::rel_error(prob.to_vector(), prob_ref), 1e-6);
-      EXPECT_LT(testing::rel_error(dlogits.to_vector(), dlogits_ref), 1e-6);
-    }
-  }
+  check_cpu_loss_against_reference(20, 0.0f);
 }
 
 TEST(SoftmaxCrossEntropyCpu, EveryPositionIgnored) {
