@@ -18,45 +18,41 @@ namespace {
 constexpr int64_t kParallelElements = 1 << 16;
 constexpr int64_t kSumBlock = 1 << 14;
 
-int threads(int num_threads) {
-  return std::max(1, num_threads);
-}
-
 }  // namespace
 
 void fill(int64_t n, float value, float* x, int num_threads) {
 #pragma omp parallel for simd schedule(static) \
-    num_threads(threads(num_threads)) if (n >= kParallelElements)
+    num_threads(std::max(1, num_threads)) if (n >= kParallelElements)
   for (int64_t i = 0; i < n; ++i) x[i] = value;
 }
 
 void scale(int64_t n, float alpha, float* x, int num_threads) {
 #pragma omp parallel for simd schedule(static) \
-    num_threads(threads(num_threads)) if (n >= kParallelElements)
+    num_threads(std::max(1, num_threads)) if (n >= kParallelElements)
   for (int64_t i = 0; i < n; ++i) x[i] *= alpha;
 }
 
 void axpy(int64_t n, float alpha, const float* x, float* y, int num_threads) {
 #pragma omp parallel for simd schedule(static) \
-    num_threads(threads(num_threads)) if (n >= kParallelElements)
+    num_threads(std::max(1, num_threads)) if (n >= kParallelElements)
   for (int64_t i = 0; i < n; ++i) y[i] += alpha * x[i];
 }
 
 void axpby(int64_t n, float alpha, const float* x, float beta, float* y, int num_threads) {
   if (beta == 0.0f) {  // BLAS: y is write-only, its old contents (even NaN) are ignored
 #pragma omp parallel for simd schedule(static) \
-    num_threads(threads(num_threads)) if (n >= kParallelElements)
+    num_threads(std::max(1, num_threads)) if (n >= kParallelElements)
     for (int64_t i = 0; i < n; ++i) y[i] = alpha * x[i];
     return;
   }
 #pragma omp parallel for simd schedule(static) \
-    num_threads(threads(num_threads)) if (n >= kParallelElements)
+    num_threads(std::max(1, num_threads)) if (n >= kParallelElements)
   for (int64_t i = 0; i < n; ++i) y[i] = alpha * x[i] + beta * y[i];
 }
 
 void add(int64_t n, const float* a, const float* b, float* out, int num_threads) {
 #pragma omp parallel for simd schedule(static) \
-    num_threads(threads(num_threads)) if (n >= kParallelElements)
+    num_threads(std::max(1, num_threads)) if (n >= kParallelElements)
   for (int64_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
 }
 
@@ -72,7 +68,7 @@ double sum_of_squares(int64_t n, const float* x, int num_threads) {
 
 void add_bias_rows(int64_t M, int64_t N, const float* bias, float* y, int num_threads) {
 #pragma omp parallel for schedule(static) \
-    num_threads(threads(num_threads)) if (M * N >= kParallelElements)
+    num_threads(std::max(1, num_threads)) if (M * N >= kParallelElements)
   for (int64_t m = 0; m < M; ++m) {
     float* row = y + m * N;
 #pragma omp simd
@@ -86,7 +82,7 @@ void accumulate_bias_rows(int64_t M, int64_t N, const float* dy, float* dbias, i
   constexpr int64_t kColumns = 256;
   const int64_t blocks = (N + kColumns - 1) / kColumns;
 #pragma omp parallel for schedule(static) \
-    num_threads(threads(num_threads)) if (M * N >= kParallelElements)
+    num_threads(std::max(1, num_threads)) if (M * N >= kParallelElements)
   for (int64_t b = 0; b < blocks; ++b) {
     const int64_t n0 = b * kColumns, width = std::min(kColumns, N - n0);
     float* column = dbias + n0;

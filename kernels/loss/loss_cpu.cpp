@@ -19,10 +19,6 @@ namespace {
 constexpr int64_t kParallelElements = 1 << 15;
 constexpr int64_t kSumBlock = 1 << 13;
 
-int threads(int num_threads) {
-  return std::max(1, num_threads);
-}
-
 bool is_ignored(float target, const SigmoidCrossEntropyOptions& options) {
   return options.has_ignore_label && target == float(options.ignore_label);
 }
@@ -63,7 +59,7 @@ void sigmoid_cross_entropy_backward(int64_t outer, int64_t inner, const float* x
   const float scale =
       top_grad[0] / float(loss_normalizer(options.normalization, outer, inner, count));
 #pragma omp parallel for schedule(static) \
-    num_threads(threads(num_threads)) if (n >= kParallelElements)
+    num_threads(std::max(1, num_threads)) if (n >= kParallelElements)
   for (int64_t k = 0; k < n; ++k) {
     const float sigmoid = 1.0f / (1.0f + std::exp(-x[k]));
     dx[k] = is_ignored(t[k], options) ? 0.0f : scale * (sigmoid - t[k]);
@@ -87,12 +83,12 @@ void euclidean_loss_backward(int64_t outer, int64_t inner, const float* a, const
   const float scale = top_grad[0] / float(loss_normalizer(normalization, outer, inner, n));
   if (da != nullptr) {
 #pragma omp parallel for simd schedule(static) \
-    num_threads(threads(num_threads)) if (n >= kParallelElements)
+    num_threads(std::max(1, num_threads)) if (n >= kParallelElements)
     for (int64_t k = 0; k < n; ++k) da[k] = scale * (a[k] - b[k]);
   }
   if (db != nullptr) {
 #pragma omp parallel for simd schedule(static) \
-    num_threads(threads(num_threads)) if (n >= kParallelElements)
+    num_threads(std::max(1, num_threads)) if (n >= kParallelElements)
     for (int64_t k = 0; k < n; ++k) db[k] = -scale * (a[k] - b[k]);
   }
 }

@@ -16,7 +16,6 @@
 #include "kernels/softmax/softmax.h"
 #include "tests/kernels/kernel_test_util.h"
 #include "tests/kernels/softmax_test_util.h"
-#include "tests/support/gradient_check.h"
 
 namespace crema::kernels {
 namespace {
@@ -25,8 +24,6 @@ using testing::kNaN;
 using namespace softmax_testing;
 
 const double kLn2 = std::log(2.0), kLn3 = std::log(3.0);
-
-using crema::testing::expect_gradient;
 
 TEST(LogSoftmaxRef, ByHand) {
   const std::vector<double> x = {0, kLn2, kLn3};  // softmax 1/6, 2/6, 3/6
@@ -69,23 +66,7 @@ TEST(SoftmaxCrossEntropySmoothingRef, ByHand) {
 }
 
 TEST(SoftmaxCrossEntropySmoothingRef, BackwardMatchesFiniteDifferences) {
-  const int64_t outer = 2, C = 4, inner = 3, n = outer * C * inner;
-  Random rng(18);
-  const std::vector<double> logits = testing::to_double(testing::random_values(rng, n, -2, 2));
-  const std::vector<double> labels = {3, 0, -1, 1, 2, 3};  // position 2 ignored
-  SoftmaxLossOptions options;
-  options.has_ignore_label = true;
-  options.label_smoothing = 0.2f;
-  std::vector<double> prob(static_cast<size_t>(n)), dlogits(size_t(n), kNaN);
-  ref::softmax_cross_entropy_forward(outer, C, inner, logits.data(), labels.data(), options,
-                                     prob.data(), nullptr);
-  ref::softmax_cross_entropy_backward(outer, C, inner, prob.data(), labels.data(), options, 0.7,
-                                      dlogits.data());
-  expect_gradient(logits, dlogits, [&](const std::vector<double>& at) {
-    std::vector<double> p(static_cast<size_t>(n));
-    return 0.7 * ref::softmax_cross_entropy_forward(outer, C, inner, at.data(), labels.data(),
-                                                    options, p.data(), nullptr);
-  });
+  expect_loss_backward_matches_differences(0.2f, 18);
 }
 
 TEST(SoftmaxCrossEntropySmoothingCpu, MatchesReference) {

@@ -16,6 +16,7 @@
 #include "kernels/softmax/softmax.h"
 #include "tests/kernels/kernel_test_util.h"
 #include "tests/kernels/loss_test_util.h"
+#include "tests/support/gradient_check.h"
 
 namespace crema::kernels::softmax_testing {
 
@@ -122,6 +123,28 @@ inline LossExpected loss_expected(const Extents& e, const std::vector<double>& l
                                       options, top_grad / normalizer, want.dlogits.data());
   want.loss = sum / normalizer;
   return want;
+}
+
+// ref's cross-entropy backward (label smoothing eps, an ignored position) against central
+// differences of top_grad times its forward, top_grad = 0.7.
+inline void expect_loss_backward_matches_differences(float label_smoothing, uint64_t seed) {
+  const int64_t outer = 2, C = 4, inner = 3, n = outer * C * inner;
+  Random rng(seed);
+  const std::vector<double> logits = testing::to_double(testing::random_values(rng, n, -2, 2));
+  const std::vector<double> labels = {3, 0, -1, 1, 2, 3};  // position 2 ignored
+  SoftmaxLossOptions options;
+  options.has_ignore_label = true;
+  options.label_smoothing = label_smoothing;
+  std::vector<double> prob(static_cast<size_t>(n)), dlogits(size_t(n), testing::kNaN);
+  ref::softmax_cross_entropy_forward(outer, C, inner, logits.data(), labels.data(), options,
+                                     prob.data(), nullptr);
+  ref::softmax_cross_entropy_backward(outer, C, inner, prob.data(), labels.data(), options, 0.7,
+                                      dlogits.data());
+  crema::testing::expect_gradient(logits, dlogits, [&](const std::vector<double>& at) {
+    std::vector<double> p(static_cast<size_t>(n));
+    return 0.7 * ref::softmax_cross_entropy_forward(outer, C, inner, at.data(), labels.data(),
+                                                    options, p.data(), nullptr);
+  });
 }
 
 // The CPU cross-entropy (label smoothing eps) against ref<double> on every CPU case and
