@@ -11,36 +11,17 @@
 // learned embeddings pulled together).
 // YAML keys (defaults): normalization (batch_size), loss_weight (1).
 #include "kernels/loss/loss.h"
+#include "layers/loss_layer.h"
 #include "layers/register_layers.h"
 
 namespace crema {
 namespace {
 
-class EuclideanLossLayer final : public Layer {
+class EuclideanLossLayer final : public ElementwiseLossLayer {
  public:
-  explicit EuclideanLossLayer(const LayerSpec& spec) : Layer(spec) {
-    const ConfigNode& node = *spec.node;
-    const std::string normalization = node.get<std::string>("normalization", "batch_size");
-    if (!kernels::parse_loss_normalization(normalization, normalization_)) {
-      node.at("normalization")
-          .fail("layer '" + name() + "' (" + type() +
-                "): normalization must be batch_size, full, valid or none, got '" + normalization +
-                "'");
-    }
-  }
-
-  int min_bottoms() const override { return 2; }
-  int max_bottoms() const override { return 2; }
-  bool is_loss() const override { return true; }
-
-  void reshape(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top, Context&) override {
-    if (bottom[1]->value.numel() != bottom[0]->value.numel()) {
-      fail("bottoms '" + bottom[0]->name + "' " + shape_str(bottom[0]->value.shape()) + " and '" +
-           bottom[1]->name + "' " + shape_str(bottom[1]->value.shape()) +
-           " must have as many elements");
-    }
-    top[0]->value.reshape({});
-  }
+  explicit EuclideanLossLayer(const LayerSpec& spec)
+      : ElementwiseLossLayer(spec, "bottom", "bottom"),
+        normalization_(loss_normalization(spec, "batch_size")) {}
 
   void forward(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top,
                Context& ctx) override {
@@ -59,7 +40,7 @@ class EuclideanLossLayer final : public Layer {
   }
 
  private:
-  kernels::LossNormalization normalization_ = kernels::LossNormalization::batch_size;
+  kernels::LossNormalization normalization_;
 };
 
 }  // namespace

@@ -13,39 +13,22 @@
 // loss weight from the top's gradient there too.
 // YAML keys (defaults): normalization (batch_size), ignore_label (none), loss_weight (1).
 #include "kernels/loss/loss.h"
+#include "layers/loss_layer.h"
 #include "layers/register_layers.h"
 
 namespace crema {
 namespace {
 
-class SigmoidCrossEntropyLossLayer final : public Layer {
+class SigmoidCrossEntropyLossLayer final : public ElementwiseLossLayer {
  public:
-  explicit SigmoidCrossEntropyLossLayer(const LayerSpec& spec) : Layer(spec) {
+  explicit SigmoidCrossEntropyLossLayer(const LayerSpec& spec)
+      : ElementwiseLossLayer(spec, "logits", "targets") {
     const ConfigNode& node = *spec.node;
     if (node.has("ignore_label")) {
       options_.has_ignore_label = true;
       options_.ignore_label = node.get<int>("ignore_label");
     }
-    const std::string normalization = node.get<std::string>("normalization", "batch_size");
-    if (!kernels::parse_loss_normalization(normalization, options_.normalization)) {
-      node.at("normalization")
-          .fail("layer '" + name() + "' (" + type() +
-                "): normalization must be valid, batch_size, full or none, got '" + normalization +
-                "'");
-    }
-  }
-
-  int min_bottoms() const override { return 2; }
-  int max_bottoms() const override { return 2; }
-  bool is_loss() const override { return true; }
-
-  void reshape(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top, Context&) override {
-    if (bottom[1]->value.numel() != bottom[0]->value.numel()) {
-      fail("targets '" + bottom[1]->name + "' " + shape_str(bottom[1]->value.shape()) +
-           " must have as many elements as the logits '" + bottom[0]->name + "' " +
-           shape_str(bottom[0]->value.shape()));
-    }
-    top[0]->value.reshape({});
+    options_.normalization = loss_normalization(spec, "batch_size");
   }
 
   void forward(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top,

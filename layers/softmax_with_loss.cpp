@@ -17,6 +17,7 @@
 // YAML keys (defaults): axis (1), ignore_label (none), normalization (valid), label_smoothing
 // (0, in [0, 1)), loss_weight (1).
 #include "kernels/loss/softmax_cross_entropy.h"
+#include "layers/loss_layer.h"
 #include "layers/register_layers.h"
 
 namespace crema {
@@ -31,12 +32,7 @@ class SoftmaxWithLossLayer final : public Layer {
       options_.has_ignore_label = true;
       options_.ignore_label = node.get<int>("ignore_label");
     }
-    const std::string normalization = node.get<std::string>("normalization", "valid");
-    if (!kernels::parse_loss_normalization(normalization, options_.normalization)) {
-      node.at("normalization")
-          .fail(where() + "normalization must be valid, batch_size, full or none, got '" +
-                normalization + "'");
-    }
+    options_.normalization = loss_normalization(spec, "valid");
     options_.label_smoothing = node.get<float>("label_smoothing", 0.0f);
     if (!(options_.label_smoothing >= 0.0f && options_.label_smoothing < 1.0f)) {
       node.at("label_smoothing")

@@ -1,5 +1,6 @@
 // Top-k accuracy, dispatch: checks the tensors, the axis and top_k once (and, on the CPU, every
-// label), then runs the CPU or the CUDA path.
+// label), then runs the path for the device and dtype (float32: cpu:: or cuda::; float64 on the
+// CPU: the reference).
 #include "kernels/accuracy/accuracy.h"
 
 #include <cmath>
@@ -7,57 +8,20 @@
 #include <string>
 
 #include "core/error.h"
+#include "kernels/common/dispatch.h"
+#include "kernels/common/tensor_checks.h"
+#include "kernels/common/workspace.h"
 
 namespace crema::kernels {
+namespace {
 
-void accuracy(Context& ctx, const Tensor& scores, const Tensor& labels,
-              const AccuracyOptions& options, Tensor& out) {
-  if (!scores.defined() || scores.dtype() != DType::f32 || scores.device() != ctx.device()) {
-    throw Error("accuracy: scores is " +
-                (scores.defined() ? scores.description() : std::string("undefined")) +
-                ", expected f32 on " + ctx.device().str());
-  }
-  const int n = scores.ndim(), axis = options.axis;
-  if (axis < -n || axis >= n) {
-    throw Error("accuracy: axis " + std::to_string(axis) + " is out of range for scores " +
-                scores.description());
-  }
-  const int a = axis < 0 ? axis + n : axis;
-  const int64_t outer = shape_count(scores.shape(), 0, a), C = scores.shape()[size_t(a)];
-  const int64_t inner = shape_count(scores.shape(), a + 1, n);
-  if (options.top_k < 1 || options.top_k > C) {
-    throw Error("accuracy: top_k " + std::to_string(options.top_k) + " must be in [1, " +
-                std::to_string(C) + "] for scores " + scores.description());
-  }
-  if (!labels.defined() || labels.dtype() != DType::f32 || labels.device() != ctx.device() ||
-      labels.numel() != outer * inner) {
-    throw Error("accuracy: labels is " +
-                (labels.defined() ? labels.description() : std::string("undefined")) +
-                ", expected f32 with " + std::to_string(outer * inner) + " elements (one per " +
-                "position of scores " + scores.description() + " along axis " +
-                std::to_string(axis) + ")");
-  }
-  if (!out.defined() || out.dtype() != DType::f32 || out.device() != ctx.device() ||
-      out.numel() != 1) {
-    throw Error("accuracy: out is " +
-                (out.defined() ? out.description() : std::string("undefined")) +
-                ", expected an f32 tensor of one element on " + ctx.device().str());
-  }
-#ifdef CREMA_WITH_CUDA
-  if (ctx.device().is_cuda()) {
-    const size_t bytes = cuda::accuracy_workspace_bytes(outer * inner);
-    void* workspace = bytes > 0 ? ctx.workspace((bytes + 3) / 4) : nullptr;
-    cuda::accuracy(outer, C, inner, scores.data<float>(), labels.data<float>(), options.top_k,
-                   options.has_ignore_label, options.ignore_label, out.data<float>(), workspace,
-                   ctx.stream());
-    return;
-  }
-#endif
-  const float* l = labels.data<float>();
-  for (int64_t j = 0; j < outer * inner; ++j) {
-    const float v = l[j];
-    if (options.has_ignore_label && v == float(options.ignore_label)) continue;
-    if (!(v >= 0.0f && v < float(C) && v == std::floor(v))) {
+// Every label is a class index in [0, C) or the ignore_label (the CPU paths trust this).
+template <class T>
+void check_labels(int64_t positions, int64_t C, const T* labels, const AccuracyOptions& options) {
+  for (int64_t j = 0; j < positions; ++j) {
+    const T v = labels[j];
+    if (options.has_ignore_label && v == T(options.ignore_label)) continue;
+    if (!(v >= T(0) && v < T(C) && v == std::floor(v))) {
       std::ostringstream message;
       message << "accuracy: label " << v << " at position " << j << " is not a class index in [0, "
               << C << ")";
@@ -65,11 +29,59 @@ void accuracy(Context& ctx, const Tensor& scores, const Tensor& labels,
       throw Error(message.str());
     }
   }
-  const AccuracyCount count =
-      cpu::accuracy(outer, C, inner, scores.data<float>(), l, options.top_k,
-                    options.has_ignore_label, options.ignore_label, ctx.num_threads());
-  out.data<float>()[0] =
-      count.counted > 0 ? float(double(count.correct) / double(count.counted)) : 0.0f;
+}
+
+// correct / counted, or 0 when nothing is counted.
+template <class T>
+T ratio(const AccuracyCount& count) {
+  return count.counted > 0 ? T(double(count.correct) / double(count.counted)) : T(0);
+}
+
+}  // namespace
+
+void accuracy(Context& ctx, const Tensor& scores, const Tensor& labels,
+              const AccuracyOptions& options, Tensor& out) {
+  const char* op = "accuracy";
+  const DType dtype = scores.dtype();
+  check_tensor(ctx, op, "scores", scores, scores.shape(), dtype);
+  const int n = scores.ndim(), axis = options.axis;
+  if (axis < -n || axis >= n) {
+    throw Error("accuracy: axis " + std::to_string(axis) + " is out of range for scores " +
+                scores.description());
+  }
+  const int a = axis < 0 ? axis + n : axis;
+  const int64_t outer = shape_count(scores.shape(), 0, a), C = scores.shape()[size_t(a)];
+  const int64_t inner = shape_count(scores.shape(), a + 1, n), positions = outer * inner;
+  if (options.top_k < 1 || options.top_k > C) {
+    throw Error("accuracy: top_k " + std::to_string(options.top_k) + " must be in [1, " +
+                std::to_string(C) + "] for scores " + scores.description());
+  }
+  check_numel(ctx, op, "labels", labels, positions,
+              "position of scores " + scores.description() + " along axis " + std::to_string(axis),
+              dtype);
+  check_scalar(ctx, op, "out", out, dtype);
+  dispatch(ctx, op, dtype,
+           on_cuda(DType::f32,
+                   [&](auto stream) {
+                     void* workspace =
+                         workspace_for(ctx, cuda::accuracy_workspace_bytes(positions));
+                     cuda::accuracy(outer, C, inner, scores.data<float>(), labels.data<float>(),
+                                    options.top_k, options.has_ignore_label, options.ignore_label,
+                                    out.data<float>(), workspace, stream);
+                   }),
+           on_cpu(DType::f32,
+                  [&] {
+                    check_labels(positions, C, labels.data<float>(), options);
+                    out.data<float>()[0] = ratio<float>(cpu::accuracy(
+                        outer, C, inner, scores.data<float>(), labels.data<float>(), options.top_k,
+                        options.has_ignore_label, options.ignore_label, ctx.num_threads()));
+                  }),
+           on_cpu(DType::f64, [&] {
+             check_labels(positions, C, labels.data<double>(), options);
+             out.data<double>()[0] = ratio<double>(
+                 ref::accuracy(outer, C, inner, scores.data<double>(), labels.data<double>(),
+                               options.top_k, options.has_ignore_label, options.ignore_label));
+           }));
 }
 
 }  // namespace crema::kernels

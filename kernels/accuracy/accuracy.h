@@ -65,9 +65,9 @@ void accuracy(int64_t outer, int64_t C, int64_t inner, const float* scores, cons
 
 // Tensor level: scores float32 on the context's device, options.axis in [-ndim, ndim),
 // 1 <= options.top_k <= C, labels float32 with one element per position, out float32 with one
-// element. Throws crema::Error naming the tensors for a wrong shape, dtype or device, and (CPU)
-// for a label that is neither an integer in [0, C) nor the ignore_label, naming its value and
-// position.
+// element (or all three float64 on the CPU, which runs ref::). Throws crema::Error naming the
+// tensors for a wrong shape, dtype or device, and (CPU) for a label that is neither an integer in
+// [0, C) nor the ignore_label, naming its value and position.
 void accuracy(Context& ctx, const Tensor& scores, const Tensor& labels,
               const AccuracyOptions& options, Tensor& out);
 

@@ -1,11 +1,12 @@
-// Pointwise activations, dispatch: checks the constants and the tensors once, then runs the CPU
-// or the CUDA path.
+// Pointwise activations, dispatch: checks the constants and the tensors once, then runs the path
+// for the device and dtype (float32: cpu:: or cuda::; float64 on the CPU: the reference).
 #include "kernels/activations/pointwise.h"
 
 #include <cmath>
 #include <string>
 
 #include "core/error.h"
+#include "kernels/common/dispatch.h"
 #include "kernels/common/tensor_checks.h"
 
 namespace crema::kernels {
@@ -65,35 +66,49 @@ const char* activation_name(ActivationKind kind) {
 }
 
 void activation_forward(Context& ctx, const Activation& a, const Tensor& x, Tensor& y) {
-  check_constants("activation_forward", a);
-  check_tensor(ctx, "activation_forward", "x", x, x.shape());
-  check_tensor(ctx, "activation_forward", "y", y, x.shape());
-#ifdef CREMA_WITH_CUDA
-  if (ctx.device().is_cuda()) {
-    cuda::activation_forward(a, x.numel(), x.data<float>(), y.data<float>(),
-                             cuda::PointwiseVersion::best, ctx.stream());
-    return;
-  }
-#endif
-  cpu::activation_forward(a, x.numel(), x.data<float>(), y.data<float>(), ctx.num_threads());
+  const char* op = "activation_forward";
+  check_constants(op, a);
+  const DType dtype = x.dtype();
+  check_tensors(ctx, op, x.shape(), dtype, {{"x", x}, {"y", y}});
+  dispatch(ctx, op, dtype,
+           on_cuda(DType::f32,
+                   [&](auto stream) {
+                     cuda::activation_forward(a, x.numel(), x.data<float>(), y.data<float>(),
+                                              cuda::PointwiseVersion::best, stream);
+                   }),
+           on_cpu(DType::f32,
+                  [&] {
+                    cpu::activation_forward(a, x.numel(), x.data<float>(), y.data<float>(),
+                                            ctx.num_threads());
+                  }),
+           on_cpu(DType::f64, [&] {
+             ref::activation_forward(a, x.numel(), x.data<double>(), y.data<double>());
+           }));
 }
 
 void activation_backward(Context& ctx, const Activation& a, const Tensor& saved, const Tensor& dy,
                          Tensor& dx) {
-  check_constants("activation_backward", a);
+  const char* op = "activation_backward";
+  check_constants(op, a);
   const char* saved_name = backward_reads(a.kind) == BackwardReads::output ? "y" : "x";
-  check_tensor(ctx, "activation_backward", saved_name, saved, saved.shape());
-  check_tensor(ctx, "activation_backward", "dy", dy, saved.shape());
-  check_tensor(ctx, "activation_backward", "dx", dx, saved.shape());
-#ifdef CREMA_WITH_CUDA
-  if (ctx.device().is_cuda()) {
-    cuda::activation_backward(a, saved.numel(), saved.data<float>(), dy.data<float>(),
-                              dx.data<float>(), cuda::PointwiseVersion::best, ctx.stream());
-    return;
-  }
-#endif
-  cpu::activation_backward(a, saved.numel(), saved.data<float>(), dy.data<float>(),
-                           dx.data<float>(), ctx.num_threads());
+  const DType dtype = saved.dtype();
+  check_tensors(ctx, op, saved.shape(), dtype, {{saved_name, saved}, {"dy", dy}, {"dx", dx}});
+  dispatch(ctx, op, dtype,
+           on_cuda(DType::f32,
+                   [&](auto stream) {
+                     cuda::activation_backward(a, saved.numel(), saved.data<float>(),
+                                               dy.data<float>(), dx.data<float>(),
+                                               cuda::PointwiseVersion::best, stream);
+                   }),
+           on_cpu(DType::f32,
+                  [&] {
+                    cpu::activation_backward(a, saved.numel(), saved.data<float>(),
+                                             dy.data<float>(), dx.data<float>(), ctx.num_threads());
+                  }),
+           on_cpu(DType::f64, [&] {
+             ref::activation_backward(a, saved.numel(), saved.data<double>(), dy.data<double>(),
+                                      dx.data<double>());
+           }));
 }
 
 }  // namespace crema::kernels

@@ -72,7 +72,8 @@ void activation_backward(const Activation& a, int64_t n, const float* saved, con
                          float* dx, PointwiseVersion version, gpu::Stream stream);
 }  // namespace cuda
 
-// Tensor level: tensors of one shape, float32, on the context's device; the constants valid
+// Tensor level: tensors of one shape, float32 (or float64 on the CPU, which runs ref::), on the
+// context's device; the constants valid
 // (alpha >= 0, min <= max, all finite). Throws crema::Error naming the op and what is wrong.
 void activation_forward(Context& ctx, const Activation& a, const Tensor& x, Tensor& y);
 void activation_backward(Context& ctx, const Activation& a, const Tensor& saved, const Tensor& dy,

@@ -1,11 +1,13 @@
-// PReLU, dispatch: checks the tensors once, views x as [N, C, D], then runs the CPU or the CUDA
-// path.
+// PReLU, dispatch: checks the tensors once, views x as [N, C, D], then runs the path for the
+// device and dtype (float32: cpu:: or cuda::; float64 on the CPU: the reference).
 #include "kernels/activations/prelu.h"
 
 #include <string>
 
 #include "core/error.h"
+#include "kernels/common/dispatch.h"
 #include "kernels/common/tensor_checks.h"
+#include "kernels/common/workspace.h"
 
 namespace crema::kernels {
 namespace {
@@ -28,56 +30,79 @@ Extents extents(const std::string& op, const Tensor& x, const Tensor& slope) {
 }  // namespace
 
 void prelu_forward(Context& ctx, const Tensor& x, const Tensor& slope, Tensor& y) {
-  check_tensor(ctx, "prelu_forward", "x", x, x.shape());
-  check_tensor(ctx, "prelu_forward", "slope", slope, slope.shape());
-  check_tensor(ctx, "prelu_forward", "y", y, x.shape());
-  const Extents e = extents("prelu_forward", x, slope);
-#ifdef CREMA_WITH_CUDA
-  if (ctx.device().is_cuda()) {
-    cuda::prelu_forward(e.N, e.C, e.D, x.data<float>(), slope.data<float>(), y.data<float>(),
-                        ctx.stream());
-    return;
-  }
-#endif
-  cpu::prelu_forward(e.N, e.C, e.D, x.data<float>(), slope.data<float>(), y.data<float>(),
-                     ctx.num_threads());
+  const char* op = "prelu_forward";
+  const DType dtype = x.dtype();
+  check_tensor(ctx, op, "x", x, x.shape(), dtype);
+  check_tensor(ctx, op, "slope", slope, slope.shape(), dtype);
+  check_tensor(ctx, op, "y", y, x.shape(), dtype);
+  const Extents e = extents(op, x, slope);
+  dispatch(ctx, op, dtype,
+           on_cuda(DType::f32,
+                   [&](auto stream) {
+                     cuda::prelu_forward(e.N, e.C, e.D, x.data<float>(), slope.data<float>(),
+                                         y.data<float>(), stream);
+                   }),
+           on_cpu(DType::f32,
+                  [&] {
+                    cpu::prelu_forward(e.N, e.C, e.D, x.data<float>(), slope.data<float>(),
+                                       y.data<float>(), ctx.num_threads());
+                  }),
+           on_cpu(DType::f64, [&] {
+             ref::prelu_forward(e.N, e.C, e.D, x.data<double>(), slope.data<double>(),
+                                y.data<double>());
+           }));
 }
 
 void prelu_backward_data(Context& ctx, const Tensor& x, const Tensor& slope, const Tensor& dy,
                          Tensor& dx) {
-  check_tensor(ctx, "prelu_backward_data", "x", x, x.shape());
-  check_tensor(ctx, "prelu_backward_data", "slope", slope, slope.shape());
-  check_tensor(ctx, "prelu_backward_data", "dy", dy, x.shape());
-  check_tensor(ctx, "prelu_backward_data", "dx", dx, x.shape());
-  const Extents e = extents("prelu_backward_data", x, slope);
-#ifdef CREMA_WITH_CUDA
-  if (ctx.device().is_cuda()) {
-    cuda::prelu_backward_data(e.N, e.C, e.D, x.data<float>(), slope.data<float>(), dy.data<float>(),
-                              dx.data<float>(), ctx.stream());
-    return;
-  }
-#endif
-  cpu::prelu_backward_data(e.N, e.C, e.D, x.data<float>(), slope.data<float>(), dy.data<float>(),
-                           dx.data<float>(), ctx.num_threads());
+  const char* op = "prelu_backward_data";
+  const DType dtype = x.dtype();
+  check_tensor(ctx, op, "x", x, x.shape(), dtype);
+  check_tensor(ctx, op, "slope", slope, slope.shape(), dtype);
+  check_tensors(ctx, op, x.shape(), dtype, {{"dy", dy}, {"dx", dx}});
+  const Extents e = extents(op, x, slope);
+  dispatch(ctx, op, dtype,
+           on_cuda(DType::f32,
+                   [&](auto stream) {
+                     cuda::prelu_backward_data(e.N, e.C, e.D, x.data<float>(), slope.data<float>(),
+                                               dy.data<float>(), dx.data<float>(), stream);
+                   }),
+           on_cpu(DType::f32,
+                  [&] {
+                    cpu::prelu_backward_data(e.N, e.C, e.D, x.data<float>(), slope.data<float>(),
+                                             dy.data<float>(), dx.data<float>(), ctx.num_threads());
+                  }),
+           on_cpu(DType::f64, [&] {
+             ref::prelu_backward_data(e.N, e.C, e.D, x.data<double>(), slope.data<double>(),
+                                      dy.data<double>(), dx.data<double>());
+           }));
 }
 
 void prelu_backward_slope(Context& ctx, const Tensor& x, const Tensor& dy, Tensor& dslope) {
-  check_tensor(ctx, "prelu_backward_slope", "x", x, x.shape());
-  check_tensor(ctx, "prelu_backward_slope", "dy", dy, x.shape());
-  check_tensor(ctx, "prelu_backward_slope", "dslope", dslope, dslope.shape());
-  const Extents e = extents("prelu_backward_slope", x, dslope);
-#ifdef CREMA_WITH_CUDA
-  if (ctx.device().is_cuda()) {
-    const auto version = cuda::PreluVersion::best;
-    const size_t floats = cuda::prelu_backward_slope_workspace(e.N, e.C, e.D, version);
-    float* workspace = floats > 0 ? ctx.workspace(floats) : nullptr;
-    cuda::prelu_backward_slope(e.N, e.C, e.D, x.data<float>(), dy.data<float>(),
-                               dslope.data<float>(), workspace, version, ctx.stream());
-    return;
-  }
-#endif
-  cpu::prelu_backward_slope(e.N, e.C, e.D, x.data<float>(), dy.data<float>(), dslope.data<float>(),
-                            ctx.num_threads());
+  const char* op = "prelu_backward_slope";
+  const DType dtype = x.dtype();
+  check_tensors(ctx, op, x.shape(), dtype, {{"x", x}, {"dy", dy}});
+  check_tensor(ctx, op, "dslope", dslope, dslope.shape(), dtype);
+  const Extents e = extents(op, x, dslope);
+  dispatch(
+      ctx, op, dtype,
+      on_cuda(DType::f32,
+              [&](auto stream) {
+                const auto version = cuda::PreluVersion::best;
+                const size_t floats = cuda::prelu_backward_slope_workspace(e.N, e.C, e.D, version);
+                auto* workspace = static_cast<float*>(workspace_for(ctx, floats * sizeof(float)));
+                cuda::prelu_backward_slope(e.N, e.C, e.D, x.data<float>(), dy.data<float>(),
+                                           dslope.data<float>(), workspace, version, stream);
+              }),
+      on_cpu(DType::f32,
+             [&] {
+               cpu::prelu_backward_slope(e.N, e.C, e.D, x.data<float>(), dy.data<float>(),
+                                         dslope.data<float>(), ctx.num_threads());
+             }),
+      on_cpu(DType::f64, [&] {
+        ref::prelu_backward_slope(e.N, e.C, e.D, x.data<double>(), dy.data<double>(),
+                                  dslope.data<double>());
+      }));
 }
 
 }  // namespace crema::kernels

@@ -66,7 +66,8 @@ void prelu_backward_slope(int64_t N, int64_t C, int64_t D, const float* x, const
 
 // Tensor level: x (any shape with at least two axes when the slope has more than one element;
 // the slope's extent must then be x.dim(1)), y/dy/dx of x's shape, slope and dslope of one shape,
-// all float32 on the context's device. Throws crema::Error naming the tensors otherwise.
+// all float32 (or all float64 on the CPU, which runs ref::) on the context's device. Throws
+// crema::Error naming the tensors otherwise.
 void prelu_forward(Context& ctx, const Tensor& x, const Tensor& slope, Tensor& y);
 void prelu_backward_data(Context& ctx, const Tensor& x, const Tensor& slope, const Tensor& dy,
                          Tensor& dx);

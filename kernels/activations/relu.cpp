@@ -1,44 +1,61 @@
-// ReLU, dispatch: checks the tensors once, then runs the CPU or the CUDA path.
+// ReLU, dispatch: checks the tensors once, then runs the path for the device and dtype (float32:
+// cpu:: or cuda::; float64 on the CPU: the reference, for gradient checks).
 #include "kernels/activations/relu.h"
 
 #include <string>
 
 #include "core/error.h"
+#include "kernels/common/dispatch.h"
 #include "kernels/common/tensor_checks.h"
 
 namespace crema::kernels {
 
 void relu_forward(Context& ctx, const Tensor& x, Tensor& y, float negative_slope) {
-  check_tensor(ctx, "relu_forward", "x", x, x.shape());
-  check_tensor(ctx, "relu_forward", "y", y, x.shape());
-#ifdef CREMA_WITH_CUDA
-  if (ctx.device().is_cuda()) {
-    cuda::relu_forward(x.numel(), x.data<float>(), y.data<float>(), negative_slope,
-                       cuda::ReluVersion::best, ctx.stream());
-    return;
-  }
-#endif
-  cpu::relu_forward(x.numel(), x.data<float>(), y.data<float>(), negative_slope, ctx.num_threads());
+  const char* op = "relu_forward";
+  const DType dtype = x.dtype();
+  check_tensors(ctx, op, x.shape(), dtype, {{"x", x}, {"y", y}});
+  dispatch(ctx, op, dtype,
+           on_cuda(DType::f32,
+                   [&](auto stream) {
+                     cuda::relu_forward(x.numel(), x.data<float>(), y.data<float>(), negative_slope,
+                                        cuda::ReluVersion::best, stream);
+                   }),
+           on_cpu(DType::f32,
+                  [&] {
+                    cpu::relu_forward(x.numel(), x.data<float>(), y.data<float>(), negative_slope,
+                                      ctx.num_threads());
+                  }),
+           on_cpu(DType::f64, [&] {
+             ref::relu_forward(x.numel(), x.data<double>(), y.data<double>(),
+                               double(negative_slope));
+           }));
 }
 
 void relu_backward(Context& ctx, const Tensor& y, const Tensor& dy, Tensor& dx,
                    float negative_slope) {
+  const char* op = "relu_backward";
   if (negative_slope < 0.0f) {
-    throw Error("relu_backward: negative_slope " + std::to_string(negative_slope) +
+    throw Error(std::string(op) + ": negative_slope " + std::to_string(negative_slope) +
                 " < 0; the backward reads the output y, whose sign then no longer tells x > 0");
   }
-  check_tensor(ctx, "relu_backward", "y", y, y.shape());
-  check_tensor(ctx, "relu_backward", "dy", dy, y.shape());
-  check_tensor(ctx, "relu_backward", "dx", dx, y.shape());
-#ifdef CREMA_WITH_CUDA
-  if (ctx.device().is_cuda()) {
-    cuda::relu_backward(y.numel(), y.data<float>(), dy.data<float>(), dx.data<float>(),
-                        negative_slope, cuda::ReluVersion::best, ctx.stream());
-    return;
-  }
-#endif
-  cpu::relu_backward(y.numel(), y.data<float>(), dy.data<float>(), dx.data<float>(), negative_slope,
-                     ctx.num_threads());
+  const DType dtype = y.dtype();
+  check_tensors(ctx, op, y.shape(), dtype, {{"y", y}, {"dy", dy}, {"dx", dx}});
+  dispatch(ctx, op, dtype,
+           on_cuda(DType::f32,
+                   [&](auto stream) {
+                     cuda::relu_backward(y.numel(), y.data<float>(), dy.data<float>(),
+                                         dx.data<float>(), negative_slope, cuda::ReluVersion::best,
+                                         stream);
+                   }),
+           on_cpu(DType::f32,
+                  [&] {
+                    cpu::relu_backward(y.numel(), y.data<float>(), dy.data<float>(),
+                                       dx.data<float>(), negative_slope, ctx.num_threads());
+                  }),
+           on_cpu(DType::f64, [&] {
+             ref::relu_backward(y.numel(), y.data<double>(), dy.data<double>(), dx.data<double>(),
+                                double(negative_slope));
+           }));
 }
 
 }  // namespace crema::kernels

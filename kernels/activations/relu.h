@@ -43,7 +43,8 @@ void relu_backward(int64_t n, const float* y, const float* dy, float* dx, float 
                    ReluVersion version, gpu::Stream stream);
 }  // namespace cuda
 
-// Tensor level: x and y (and y, dy, dx) of one shape, float32, on the context's device. Throws
+// Tensor level: x and y (and y, dy, dx) of one shape, float32 (or float64 on the CPU, which runs
+// ref::), on the context's device. Throws
 // crema::Error naming the tensors otherwise, and in relu_backward for negative_slope < 0.
 void relu_forward(Context& ctx, const Tensor& x, Tensor& y, float negative_slope);
 void relu_backward(Context& ctx, const Tensor& y, const Tensor& dy, Tensor& dx,

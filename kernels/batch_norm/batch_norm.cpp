@@ -1,38 +1,52 @@
 // Batch normalization, dispatch: checks the tensors and the hyper-parameters once, then runs the
-// CPU or the CUDA path. Optional tensors are undefined Tensors here and null pointers below.
+// path for the device and dtype (float32: cpu:: or cuda::; float64 on the CPU: the reference).
+// Optional tensors are undefined Tensors here and null pointers below.
 #include "kernels/batch_norm/batch_norm.h"
 
 #include <climits>
 #include <string>
 
 #include "core/error.h"
+#include "kernels/common/dispatch.h"
 #include "kernels/common/tensor_checks.h"
+#include "kernels/common/workspace.h"
 
 namespace crema::kernels {
 namespace {
+
+// The CUDA version production runs (the others are measured by the tests).
+constexpr cuda::BatchNormVersion kVersion = cuda::BatchNormVersion::best;
 
 BatchNormShape shape_of(const std::string& op, const Tensor& x) {
   if (!x.defined() || x.ndim() < 2) {
     throw Error(op + ": x is " + (x.defined() ? x.description() : std::string("undefined")) +
                 ", expected at least 2 axes [N, C, ...]");
   }
-  BatchNormShape s;
-  s.N = x.dim(0);
-  s.C = x.dim(1);
-  s.S = shape_count(x.shape(), 2, x.ndim());
-  return s;
+  return batch_norm_shape(x.shape());
 }
 
 void check_optional(const Context& ctx, const std::string& op, const char* name, const Tensor& t,
-                    const Shape& shape) {
-  if (t.defined()) check_tensor(ctx, op, name, t, shape);
+                    const Shape& shape, DType dtype) {
+  if (t.defined()) check_tensor(ctx, op, name, t, shape, dtype);
 }
 
-const float* data_or_null(const Tensor& t) {
-  return t.defined() ? t.data<float>() : nullptr;
+template <class T>
+const T* data_or_null(const Tensor& t) {
+  return t.defined() ? t.data<T>() : nullptr;
 }
-float* data_or_null(Tensor& t) {
-  return t.defined() ? t.data<float>() : nullptr;
+template <class T>
+T* data_or_null(Tensor& t) {
+  return t.defined() ? t.data<T>() : nullptr;
+}
+
+// What both forwards check first: x and y alike, the optional affine parameters of x's dtype.
+BatchNormShape check_forward(const Context& ctx, const std::string& op, const Tensor& x,
+                             const Tensor& y, const Tensor& gamma, const Tensor& beta) {
+  const BatchNormShape s = shape_of(op, x);
+  check_tensors(ctx, op, x.shape(), x.dtype(), {{"x", x}, {"y", y}});
+  check_optional(ctx, op, "gamma", gamma, {s.C}, x.dtype());
+  check_optional(ctx, op, "beta", beta, {s.C}, x.dtype());
+  return s;
 }
 
 void check_eps(const std::string& op, float eps) {
@@ -54,17 +68,14 @@ void batch_norm_forward_training(Context& ctx, const Tensor& x, const Tensor& ga
                                  Tensor& save_mean, Tensor& save_invstd, Tensor& running_mean,
                                  Tensor& running_var, Tensor& num_batches_tracked) {
   const std::string op = "batch_norm_forward_training";
-  const BatchNormShape s = shape_of(op, x);
-  check_tensor(ctx, op, "x", x, x.shape());
-  check_tensor(ctx, op, "y", y, x.shape());
-  check_optional(ctx, op, "gamma", gamma, {s.C});
-  check_optional(ctx, op, "beta", beta, {s.C});
-  check_tensor(ctx, op, "save_mean", save_mean, {s.C});
-  check_tensor(ctx, op, "save_invstd", save_invstd, {s.C});
-  check_optional(ctx, op, "running_mean", running_mean, {s.C});
-  check_optional(ctx, op, "running_var", running_var, {s.C});
-  if (num_batches_tracked.defined())
-    check_scalar(ctx, op, "num_batches_tracked", num_batches_tracked);
+  const BatchNormShape s = check_forward(ctx, op, x, y, gamma, beta);
+  const DType dtype = x.dtype();
+  check_tensors(ctx, op, {s.C}, dtype, {{"save_mean", save_mean}, {"save_invstd", save_invstd}});
+  check_optional(ctx, op, "running_mean", running_mean, {s.C}, dtype);
+  check_optional(ctx, op, "running_var", running_var, {s.C}, dtype);
+  if (num_batches_tracked.defined()) {
+    check_scalar(ctx, op, "num_batches_tracked", num_batches_tracked, dtype);
+  }
   check_eps(op, eps);
   if (!(momentum >= 0.0f && momentum <= 1.0f)) {
     throw Error(op + ": momentum " + std::to_string(momentum) + " must be in [0, 1]");
@@ -74,23 +85,32 @@ void batch_norm_forward_training(Context& ctx, const Tensor& x, const Tensor& ga
                 ": batch statistics need more than one value per channel");
   }
   check_channel_size(ctx, op, s);
-#ifdef CREMA_WITH_CUDA
-  if (ctx.device().is_cuda()) {
-    const cuda::BatchNormVersion version = cuda::BatchNormVersion::best;
-    const size_t bytes = cuda::batch_norm_workspace_bytes(s, version);
-    void* workspace = bytes > 0 ? ctx.workspace((bytes + 3) / 4) : nullptr;
-    cuda::batch_norm_forward_training(s, x.data<float>(), data_or_null(gamma), data_or_null(beta),
-                                      eps, momentum, y.data<float>(), save_mean.data<float>(),
-                                      save_invstd.data<float>(), data_or_null(running_mean),
-                                      data_or_null(running_var), data_or_null(num_batches_tracked),
-                                      workspace, version, ctx.stream());
-    return;
-  }
-#endif
-  cpu::batch_norm_forward_training(
-      s, x.data<float>(), data_or_null(gamma), data_or_null(beta), eps, momentum, y.data<float>(),
-      save_mean.data<float>(), save_invstd.data<float>(), data_or_null(running_mean),
-      data_or_null(running_var), data_or_null(num_batches_tracked), ctx.num_threads());
+  dispatch(
+      ctx, op.c_str(), dtype,
+      on_cuda(DType::f32,
+              [&](auto stream) {
+                void* workspace = workspace_for(ctx, cuda::batch_norm_workspace_bytes(s, kVersion));
+                cuda::batch_norm_forward_training(
+                    s, x.data<float>(), data_or_null<float>(gamma), data_or_null<float>(beta), eps,
+                    momentum, y.data<float>(), save_mean.data<float>(), save_invstd.data<float>(),
+                    data_or_null<float>(running_mean), data_or_null<float>(running_var),
+                    data_or_null<float>(num_batches_tracked), workspace, kVersion, stream);
+              }),
+      on_cpu(DType::f32,
+             [&] {
+               cpu::batch_norm_forward_training(
+                   s, x.data<float>(), data_or_null<float>(gamma), data_or_null<float>(beta), eps,
+                   momentum, y.data<float>(), save_mean.data<float>(), save_invstd.data<float>(),
+                   data_or_null<float>(running_mean), data_or_null<float>(running_var),
+                   data_or_null<float>(num_batches_tracked), ctx.num_threads());
+             }),
+      on_cpu(DType::f64, [&] {
+        ref::batch_norm_forward_training(
+            s, x.data<double>(), data_or_null<double>(gamma), data_or_null<double>(beta),
+            double(eps), double(momentum), y.data<double>(), save_mean.data<double>(),
+            save_invstd.data<double>(), data_or_null<double>(running_mean),
+            data_or_null<double>(running_var), data_or_null<double>(num_batches_tracked));
+      }));
 }
 
 void batch_norm_forward_inference(Context& ctx, const Tensor& x, const Tensor& gamma,
@@ -98,29 +118,36 @@ void batch_norm_forward_inference(Context& ctx, const Tensor& x, const Tensor& g
                                   const Tensor& running_var, float eps, Tensor& y,
                                   Tensor& save_mean, Tensor& save_invstd) {
   const std::string op = "batch_norm_forward_inference";
-  const BatchNormShape s = shape_of(op, x);
-  check_tensor(ctx, op, "x", x, x.shape());
-  check_tensor(ctx, op, "y", y, x.shape());
-  check_optional(ctx, op, "gamma", gamma, {s.C});
-  check_optional(ctx, op, "beta", beta, {s.C});
-  check_tensor(ctx, op, "running_mean", running_mean, {s.C});
-  check_tensor(ctx, op, "running_var", running_var, {s.C});
-  check_tensor(ctx, op, "save_mean", save_mean, {s.C});
-  check_tensor(ctx, op, "save_invstd", save_invstd, {s.C});
+  const BatchNormShape s = check_forward(ctx, op, x, y, gamma, beta);
+  const DType dtype = x.dtype();
+  check_tensors(ctx, op, {s.C}, dtype,
+                {{"running_mean", running_mean},
+                 {"running_var", running_var},
+                 {"save_mean", save_mean},
+                 {"save_invstd", save_invstd}});
   check_eps(op, eps);
-#ifdef CREMA_WITH_CUDA
-  if (ctx.device().is_cuda()) {
-    cuda::batch_norm_forward_inference(s, x.data<float>(), data_or_null(gamma), data_or_null(beta),
-                                       running_mean.data<float>(), running_var.data<float>(), eps,
-                                       y.data<float>(), save_mean.data<float>(),
-                                       save_invstd.data<float>(), ctx.stream());
-    return;
-  }
-#endif
-  cpu::batch_norm_forward_inference(s, x.data<float>(), data_or_null(gamma), data_or_null(beta),
-                                    running_mean.data<float>(), running_var.data<float>(), eps,
-                                    y.data<float>(), save_mean.data<float>(),
-                                    save_invstd.data<float>(), ctx.num_threads());
+  dispatch(ctx, op.c_str(), dtype,
+           on_cuda(DType::f32,
+                   [&](auto stream) {
+                     cuda::batch_norm_forward_inference(
+                         s, x.data<float>(), data_or_null<float>(gamma), data_or_null<float>(beta),
+                         running_mean.data<float>(), running_var.data<float>(), eps,
+                         y.data<float>(), save_mean.data<float>(), save_invstd.data<float>(),
+                         stream);
+                   }),
+           on_cpu(DType::f32,
+                  [&] {
+                    cpu::batch_norm_forward_inference(
+                        s, x.data<float>(), data_or_null<float>(gamma), data_or_null<float>(beta),
+                        running_mean.data<float>(), running_var.data<float>(), eps, y.data<float>(),
+                        save_mean.data<float>(), save_invstd.data<float>(), ctx.num_threads());
+                  }),
+           on_cpu(DType::f64, [&] {
+             ref::batch_norm_forward_inference(
+                 s, x.data<double>(), data_or_null<double>(gamma), data_or_null<double>(beta),
+                 running_mean.data<double>(), running_var.data<double>(), double(eps),
+                 y.data<double>(), save_mean.data<double>(), save_invstd.data<double>());
+           }));
 }
 
 void batch_norm_backward(Context& ctx, const Tensor& x, const Tensor& dy, const Tensor& gamma,
@@ -128,31 +155,39 @@ void batch_norm_backward(Context& ctx, const Tensor& x, const Tensor& dy, const 
                          Tensor& dx, Tensor& dgamma, Tensor& dbeta) {
   const std::string op = "batch_norm_backward";
   const BatchNormShape s = shape_of(op, x);
-  check_tensor(ctx, op, "x", x, x.shape());
-  check_tensor(ctx, op, "dy", dy, x.shape());
-  check_optional(ctx, op, "dx", dx, x.shape());
-  check_optional(ctx, op, "gamma", gamma, {s.C});
-  check_tensor(ctx, op, "save_mean", save_mean, {s.C});
-  check_tensor(ctx, op, "save_invstd", save_invstd, {s.C});
-  check_optional(ctx, op, "dgamma", dgamma, {s.C});
-  check_optional(ctx, op, "dbeta", dbeta, {s.C});
+  const DType dtype = x.dtype();
+  check_tensors(ctx, op, x.shape(), dtype, {{"x", x}, {"dy", dy}});
+  check_optional(ctx, op, "dx", dx, x.shape(), dtype);
+  check_optional(ctx, op, "gamma", gamma, {s.C}, dtype);
+  check_tensors(ctx, op, {s.C}, dtype, {{"save_mean", save_mean}, {"save_invstd", save_invstd}});
+  check_optional(ctx, op, "dgamma", dgamma, {s.C}, dtype);
+  check_optional(ctx, op, "dbeta", dbeta, {s.C}, dtype);
   check_channel_size(ctx, op, s);
-#ifdef CREMA_WITH_CUDA
-  if (ctx.device().is_cuda()) {
-    const cuda::BatchNormVersion version = cuda::BatchNormVersion::best;
-    const size_t bytes = cuda::batch_norm_workspace_bytes(s, version);
-    void* workspace = bytes > 0 ? ctx.workspace((bytes + 3) / 4) : nullptr;
-    cuda::batch_norm_backward(s, x.data<float>(), dy.data<float>(), data_or_null(gamma),
-                              save_mean.data<float>(), save_invstd.data<float>(), batch_stats,
-                              data_or_null(dx), data_or_null(dgamma), data_or_null(dbeta),
-                              workspace, version, ctx.stream());
-    return;
-  }
-#endif
-  cpu::batch_norm_backward(s, x.data<float>(), dy.data<float>(), data_or_null(gamma),
-                           save_mean.data<float>(), save_invstd.data<float>(), batch_stats,
-                           data_or_null(dx), data_or_null(dgamma), data_or_null(dbeta),
-                           ctx.num_threads());
+  dispatch(
+      ctx, op.c_str(), dtype,
+      on_cuda(DType::f32,
+              [&](auto stream) {
+                void* workspace = workspace_for(ctx, cuda::batch_norm_workspace_bytes(s, kVersion));
+                cuda::batch_norm_backward(s, x.data<float>(), dy.data<float>(),
+                                          data_or_null<float>(gamma), save_mean.data<float>(),
+                                          save_invstd.data<float>(), batch_stats,
+                                          data_or_null<float>(dx), data_or_null<float>(dgamma),
+                                          data_or_null<float>(dbeta), workspace, kVersion, stream);
+              }),
+      on_cpu(DType::f32,
+             [&] {
+               cpu::batch_norm_backward(s, x.data<float>(), dy.data<float>(),
+                                        data_or_null<float>(gamma), save_mean.data<float>(),
+                                        save_invstd.data<float>(), batch_stats,
+                                        data_or_null<float>(dx), data_or_null<float>(dgamma),
+                                        data_or_null<float>(dbeta), ctx.num_threads());
+             }),
+      on_cpu(DType::f64, [&] {
+        ref::batch_norm_backward(s, x.data<double>(), dy.data<double>(),
+                                 data_or_null<double>(gamma), save_mean.data<double>(),
+                                 save_invstd.data<double>(), batch_stats, data_or_null<double>(dx),
+                                 data_or_null<double>(dgamma), data_or_null<double>(dbeta));
+      }));
 }
 
 }  // namespace crema::kernels

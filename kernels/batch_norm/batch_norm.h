@@ -37,6 +37,7 @@
 
 #include "core/context.h"
 #include "core/cuda_runtime.h"
+#include "core/shape.h"
 #include "core/tensor.h"
 
 namespace crema::kernels {
@@ -44,6 +45,11 @@ namespace crema::kernels {
 struct BatchNormShape {
   int64_t N = 0, C = 0, S = 1;  // x is [N, C, S]
 };
+
+// The view of an x of shape [N, C, ...] (at least 2 axes): S is the product of the axes after C.
+inline BatchNormShape batch_norm_shape(const Shape& x_shape) {
+  return {x_shape[0], x_shape[1], shape_count(x_shape, 2, int(x_shape.size()))};
+}
 
 namespace ref {
 // Plain loops, sums in double; the oracle of the tests. Explicitly instantiated for float and
@@ -106,10 +112,10 @@ void batch_norm_backward(const BatchNormShape& s, const float* x, const float* d
 
 // Tensor level. x, y, dy, dx: float32 [N, C, ...] (at least 2 axes) of one shape; gamma, beta,
 // dgamma, dbeta, save_mean, save_invstd, running_mean, running_var: [C]; num_batches_tracked: one
-// element. All on the context's device; optional ones may be undefined Tensors (see above).
-// Throws crema::Error naming the op and the tensor when they do not fit, for eps < 0 or a
-// momentum outside [0, 1], and in training when a channel has a single value (M = 1: no
-// unbiased variance).
+// element. All float32 (or all float64 on the CPU, which runs ref::) on the context's device;
+// optional ones may be undefined Tensors (see above). Throws crema::Error naming the op and the
+// tensor when they do not fit, for eps < 0 or a momentum outside [0, 1], and in training when a
+// channel has a single value (M = 1: no unbiased variance).
 void batch_norm_forward_training(Context& ctx, const Tensor& x, const Tensor& gamma,
                                  const Tensor& beta, float eps, float momentum, Tensor& y,
                                  Tensor& save_mean, Tensor& save_invstd, Tensor& running_mean,

@@ -21,11 +21,11 @@
 #include <cmath>
 
 #include "kernels/batch_norm/batch_norm.h"
+#include "kernels/common/launch.h"
 
 namespace crema::kernels::cuda {
 namespace {
 
-constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
 constexpr unsigned kFullMask = 0xffffffffu;
 // Values per chunk of split_channel (8 per thread), and the most chunks a channel is cut into
@@ -331,8 +331,7 @@ void batch_norm_forward_inference(const BatchNormShape& s, const float* x, const
                                   float* save_invstd, gpu::Stream stream) {
   const int64_t total = s.N * s.C * s.S;
   if (total == 0) return;
-  const int64_t wanted = (total + kThreads - 1) / kThreads;
-  const unsigned blocks = unsigned(wanted < 4096 ? wanted : 4096);
+  const int blocks = blocks_for(total, kThreads, 4096);
   if (total <= (int64_t(1) << 30)) {
     normalize_inference<unsigned><<<blocks, kThreads, 0, stream>>>(
         unsigned(total), unsigned(s.C), unsigned(s.S), x, gamma, beta, running_mean, running_var,

@@ -1,5 +1,7 @@
 #include "kernels/common/tensor_checks.h"
 
+#include <string>
+
 #include "core/error.h"
 
 namespace crema::kernels {
@@ -19,8 +21,21 @@ void check_tensor(const Context& ctx, const std::string& op, const char* name, c
                   const Shape& shape, DType dtype) {
   if (!usable(ctx, t, dtype) || t.shape() != shape) {
     throw Error(op + ": " + name + " is " + described(t) + ", expected " + dtype_name(dtype) +
-                shape_str(shape) +
-                " on " + ctx.device().str());
+                shape_str(shape) + " on " + ctx.device().str());
+  }
+}
+
+void check_tensors(const Context& ctx, const std::string& op, const Shape& shape, DType dtype,
+                   std::initializer_list<NamedTensor> tensors) {
+  for (const NamedTensor& t : tensors) check_tensor(ctx, op, t.name, t.tensor, shape, dtype);
+}
+
+void check_numel(const Context& ctx, const std::string& op, const char* name, const Tensor& t,
+                 int64_t numel, const std::string& per, DType dtype) {
+  if (!usable(ctx, t, dtype) || t.numel() != numel) {
+    throw Error(op + ": " + name + " is " + described(t) + ", expected " + dtype_name(dtype) +
+                " with " + std::to_string(numel) + " elements (one per " + per + ") on " +
+                ctx.device().str());
   }
 }
 

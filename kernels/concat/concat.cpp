@@ -1,10 +1,13 @@
 // Concat and slice, dispatch: checks that the parts fit the whole along the axis, then runs the
-// CPU or the CUDA path.
+// path for the device and dtype (float32: cpu:: or cuda::; float64 on the CPU: the reference).
 #include "kernels/concat/concat.h"
 
 #include <string>
+#include <type_traits>
+#include <vector>
 
 #include "core/error.h"
+#include "kernels/common/dispatch.h"
 #include "kernels/common/tensor_checks.h"
 
 namespace crema::kernels {
@@ -18,7 +21,7 @@ struct Geometry {
 // for its extent along the axis.
 Geometry check_parts(const Context& ctx, const char* op, const Tensor& whole, int axis,
                      const std::vector<int64_t>& extents, const std::vector<const Tensor*>& parts) {
-  check_tensor(ctx, op, "whole", whole, whole.shape());
+  check_tensor(ctx, op, "whole", whole, whole.shape(), whole.dtype());
   if (axis < 0 || axis >= whole.ndim()) {
     throw Error(std::string(op) + ": axis " + std::to_string(axis) + " is out of range for " +
                 whole.description());
@@ -37,9 +40,20 @@ Geometry check_parts(const Context& ctx, const char* op, const Tensor& whole, in
     if (parts[p] == nullptr) continue;
     Shape expected = whole.shape();
     expected[size_t(axis)] = extents[p];
-    check_tensor(ctx, op, ("part " + std::to_string(p)).c_str(), *parts[p], expected);
+    check_tensor(ctx, op, ("part " + std::to_string(p)).c_str(), *parts[p], expected,
+                 whole.dtype());
   }
   return {shape_count(whole.shape(), 0, axis), shape_count(whole.shape(), axis + 1, whole.ndim())};
+}
+
+// The parts' element pointers (null for a part that is skipped).
+template <class T, class Part>
+std::vector<T*> data_of(const std::vector<Part*>& parts) {
+  std::vector<T*> pointers;
+  for (Part* t : parts) {
+    pointers.push_back(t ? t->template data<std::remove_const_t<T>>() : nullptr);
+  }
+  return pointers;
 }
 
 }  // namespace
@@ -58,35 +72,46 @@ void concat(Context& ctx, const std::vector<const Tensor*>& parts, int axis, Ten
     extents.push_back(parts[p]->dim(axis));
   }
   const Geometry g = check_parts(ctx, "concat", whole, axis, extents, parts);
-  for (const Tensor* t : parts) pointers.push_back(t->data<float>());
   const int num_parts = int(parts.size());
-#ifdef CREMA_WITH_CUDA
-  if (ctx.device().is_cuda()) {
-    cuda::concat(g.outer, g.inner, num_parts, extents.data(), pointers.data(), whole.data<float>(),
-                 cuda::ConcatVersion::best, ctx.stream());
-    return;
-  }
-#endif
-  cpu::concat(g.outer, g.inner, num_parts, extents.data(), pointers.data(), whole.data<float>(),
-              ctx.num_threads());
+  dispatch(ctx, "concat", whole.dtype(),
+           on_cuda(DType::f32,
+                   [&](auto stream) {
+                     cuda::concat(g.outer, g.inner, num_parts, extents.data(),
+                                  data_of<const float>(parts).data(), whole.data<float>(),
+                                  cuda::ConcatVersion::best, stream);
+                   }),
+           on_cpu(DType::f32,
+                  [&] {
+                    cpu::concat(g.outer, g.inner, num_parts, extents.data(),
+                                data_of<const float>(parts).data(), whole.data<float>(),
+                                ctx.num_threads());
+                  }),
+           on_cpu(DType::f64, [&] {
+             ref::concat(g.outer, g.inner, num_parts, extents.data(),
+                         data_of<const double>(parts).data(), whole.data<double>());
+           }));
 }
 
 void slice(Context& ctx, const Tensor& whole, int axis, const std::vector<int64_t>& extents,
            const std::vector<Tensor*>& parts) {
   const Geometry g = check_parts(ctx, "slice", whole, axis, extents,
                                  std::vector<const Tensor*>(parts.begin(), parts.end()));
-  std::vector<float*> pointers;
-  for (Tensor* t : parts) pointers.push_back(t ? t->data<float>() : nullptr);
   const int num_parts = int(parts.size());
-#ifdef CREMA_WITH_CUDA
-  if (ctx.device().is_cuda()) {
-    cuda::slice(g.outer, g.inner, num_parts, extents.data(), whole.data<float>(), pointers.data(),
-                cuda::ConcatVersion::best, ctx.stream());
-    return;
-  }
-#endif
-  cpu::slice(g.outer, g.inner, num_parts, extents.data(), whole.data<float>(), pointers.data(),
-             ctx.num_threads());
+  dispatch(ctx, "slice", whole.dtype(),
+           on_cuda(DType::f32,
+                   [&](auto stream) {
+                     cuda::slice(g.outer, g.inner, num_parts, extents.data(), whole.data<float>(),
+                                 data_of<float>(parts).data(), cuda::ConcatVersion::best, stream);
+                   }),
+           on_cpu(DType::f32,
+                  [&] {
+                    cpu::slice(g.outer, g.inner, num_parts, extents.data(), whole.data<float>(),
+                               data_of<float>(parts).data(), ctx.num_threads());
+                  }),
+           on_cpu(DType::f64, [&] {
+             ref::slice(g.outer, g.inner, num_parts, extents.data(), whole.data<double>(),
+                        data_of<double>(parts).data());
+           }));
 }
 
 }  // namespace crema::kernels

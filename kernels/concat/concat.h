@@ -50,10 +50,11 @@ void slice(int64_t outer, int64_t inner, int num_parts, const int64_t* extents, 
            float* const* parts, ConcatVersion version, gpu::Stream stream);
 }  // namespace cuda
 
-// Tensor level: float32 tensors on the context's device, all of one rank, whose extents agree
-// except along `axis` (0 <= axis < rank), where the parts' extents add up to the whole's.
-// Throws crema::Error naming the part and the shapes otherwise. slice takes the extents K_p
-// explicitly, so that a part nobody wants may be null (skipped) and still hold its place.
+// Tensor level: float32 tensors (or float64 on the CPU, which runs ref::) on the context's device,
+// all of one rank, whose extents agree except along `axis` (0 <= axis < rank), where the parts'
+// extents add up to the whole's. Throws crema::Error naming the part and the shapes otherwise.
+// slice takes the extents K_p explicitly, so that a part nobody wants may be null (skipped) and
+// still hold its place.
 void concat(Context& ctx, const std::vector<const Tensor*>& parts, int axis, Tensor& whole);
 void slice(Context& ctx, const Tensor& whole, int axis, const std::vector<int64_t>& extents,
            const std::vector<Tensor*>& parts);

@@ -1,31 +1,39 @@
-// Dropout, dispatch: checks the tensors, the ratio and the step counter once, then runs the CPU or
-// the CUDA path. On the CPU the counter is host memory, read and advanced here; on a GPU it is
-// advanced and read by kernels, so nothing waits for the device.
+// Dropout, dispatch: checks the tensors, the ratio and the step counter once, then runs the path
+// for the device and dtype (float32: cpu:: or cuda::; float64 on the CPU: the reference). On the
+// CPU the counter is host memory, read and advanced here; on a GPU it is advanced and read by
+// kernels, so nothing waits for the device.
 #include "kernels/dropout/dropout.h"
 
 #include <cstring>
 #include <string>
 
 #include "core/error.h"
+#include "kernels/common/dispatch.h"
 #include "kernels/common/tensor_checks.h"
 
 namespace crema::kernels {
 namespace {
 
-void check_ratio(const std::string& op, float ratio) {
+// What the mask depends on besides the seed: a ratio in [0, 1) and the step counter (f32[2]
+// whatever the data's dtype: its 8 bytes are one uint64).
+void check_mask(const Context& ctx, const std::string& op, float ratio, const Tensor& step) {
+  check_tensor(ctx, op, "step", step, {2});
   if (!(ratio >= 0.0f && ratio < 1.0f)) {
     throw Error(op + ": ratio " + std::to_string(ratio) + " must be in [0, 1)");
   }
-}
-
-void check_step(const Context& ctx, const std::string& op, const Tensor& step) {
-  check_tensor(ctx, op, "step", step, {2});
 }
 
 uint64_t read_host(const Tensor& step) {
   uint64_t value;
   std::memcpy(&value, step.raw(), sizeof value);
   return value;
+}
+
+// The host counter, advanced by one: the step this forward draws its mask for.
+uint64_t advance_host(Tensor& step) {
+  const uint64_t next = read_host(step) + 1;
+  std::memcpy(step.raw(), &next, sizeof next);
+  return next;
 }
 
 }  // namespace
@@ -43,43 +51,51 @@ uint64_t dropout_step_value(const Tensor& step) {
 
 void dropout_forward(Context& ctx, const Tensor& x, Tensor& y, float ratio, uint64_t seed,
                      Tensor& step) {
-  const std::string op = "dropout_forward";
-  check_tensor(ctx, op, "x", x, x.shape());
-  check_tensor(ctx, op, "y", y, x.shape());
-  check_step(ctx, op, step);
-  check_ratio(op, ratio);
-#ifdef CREMA_WITH_CUDA
-  if (ctx.device().is_cuda()) {
-    uint64_t* counter = static_cast<uint64_t*>(step.raw());
-    cuda::dropout_advance(counter, ctx.stream());
-    cuda::dropout_forward(x.numel(), x.data<float>(), y.data<float>(), ratio, seed, counter,
-                          cuda::DropoutVersion::best, ctx.stream());
-    return;
-  }
-#endif
-  const uint64_t next = read_host(step) + 1;
-  std::memcpy(step.raw(), &next, sizeof next);
-  cpu::dropout_forward(x.numel(), x.data<float>(), y.data<float>(), ratio, seed, next,
-                       ctx.num_threads());
+  const char* op = "dropout_forward";
+  const DType dtype = x.dtype();
+  check_tensors(ctx, op, x.shape(), dtype, {{"x", x}, {"y", y}});
+  check_mask(ctx, op, ratio, step);
+  dispatch(ctx, op, dtype,
+           on_cuda(DType::f32,
+                   [&](auto stream) {
+                     uint64_t* counter = static_cast<uint64_t*>(step.raw());
+                     cuda::dropout_advance(counter, stream);
+                     cuda::dropout_forward(x.numel(), x.data<float>(), y.data<float>(), ratio, seed,
+                                           counter, cuda::DropoutVersion::best, stream);
+                   }),
+           on_cpu(DType::f32,
+                  [&] {
+                    cpu::dropout_forward(x.numel(), x.data<float>(), y.data<float>(), ratio, seed,
+                                         advance_host(step), ctx.num_threads());
+                  }),
+           on_cpu(DType::f64, [&] {
+             ref::dropout_forward(x.numel(), x.data<double>(), y.data<double>(), ratio, seed,
+                                  advance_host(step));
+           }));
 }
 
 void dropout_backward(Context& ctx, const Tensor& dy, Tensor& dx, float ratio, uint64_t seed,
                       const Tensor& step) {
-  const std::string op = "dropout_backward";
-  check_tensor(ctx, op, "dy", dy, dy.shape());
-  check_tensor(ctx, op, "dx", dx, dy.shape());
-  check_step(ctx, op, step);
-  check_ratio(op, ratio);
-#ifdef CREMA_WITH_CUDA
-  if (ctx.device().is_cuda()) {
-    cuda::dropout_backward(dy.numel(), dy.data<float>(), dx.data<float>(), ratio, seed,
-                           static_cast<const uint64_t*>(step.raw()), cuda::DropoutVersion::best,
-                           ctx.stream());
-    return;
-  }
-#endif
-  cpu::dropout_backward(dy.numel(), dy.data<float>(), dx.data<float>(), ratio, seed,
-                        read_host(step), ctx.num_threads());
+  const char* op = "dropout_backward";
+  const DType dtype = dy.dtype();
+  check_tensors(ctx, op, dy.shape(), dtype, {{"dy", dy}, {"dx", dx}});
+  check_mask(ctx, op, ratio, step);
+  dispatch(ctx, op, dtype,
+           on_cuda(DType::f32,
+                   [&](auto stream) {
+                     cuda::dropout_backward(dy.numel(), dy.data<float>(), dx.data<float>(), ratio,
+                                            seed, static_cast<const uint64_t*>(step.raw()),
+                                            cuda::DropoutVersion::best, stream);
+                   }),
+           on_cpu(DType::f32,
+                  [&] {
+                    cpu::dropout_backward(dy.numel(), dy.data<float>(), dx.data<float>(), ratio,
+                                          seed, read_host(step), ctx.num_threads());
+                  }),
+           on_cpu(DType::f64, [&] {
+             ref::dropout_backward(dy.numel(), dy.data<double>(), dx.data<double>(), ratio, seed,
+                                   read_host(step));
+           }));
 }
 
 }  // namespace crema::kernels

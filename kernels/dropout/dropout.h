@@ -62,7 +62,8 @@ Tensor dropout_step_counter(Context& ctx);
 // The counter's value (synchronous: tests and logs).
 uint64_t dropout_step_value(const Tensor& step);
 
-// Tensor level: x and y (dy and dx) of one shape, float32, on the context's device; `step` from
+// Tensor level: x and y (dy and dx) of one shape, float32 (or float64 on the CPU, which runs
+// ref::), on the context's device; `step` from
 // dropout_step_counter. The forward first advances the step, then applies its mask; the backward
 // applies the mask of the current step (the last forward's). Throws crema::Error naming the
 // tensors when they do not fit, and for a ratio outside [0, 1).

@@ -6,19 +6,14 @@
 //       both pointers are 16-byte aligned, the n % 4 tail by the first threads of block 0.
 // dropout_advance is a one-thread kernel: the forward's mask kernel cannot advance the counter
 // itself, since its other blocks may read the counter after any given thread has written it.
+#include "kernels/common/launch.h"
 #include "kernels/dropout/dropout.h"
 #include "kernels/dropout/dropout_hash.h"
 
 namespace crema::kernels::cuda {
 namespace {
 
-constexpr int kThreads = 256;
 constexpr int64_t kMaxBlocks = 4096;
-
-unsigned blocks_for(int64_t work) {
-  const int64_t blocks = (work + kThreads - 1) / kThreads;
-  return unsigned(blocks < 1 ? 1 : (blocks > kMaxBlocks ? kMaxBlocks : blocks));
-}
 
 bool aligned16(const void* p) {
   return (uintptr_t(p) & 15u) == 0;
@@ -70,9 +65,10 @@ void apply_mask(int64_t n, const float* in, float* out, float ratio, uint64_t se
   if (n <= 0) return;
   const Mask m{dropout_hash::threshold(ratio), dropout_scale(ratio), seed, step};
   if (version == DropoutVersion::vectorized && aligned16(in) && aligned16(out)) {
-    mask_vectorized<<<blocks_for(n / 4), kThreads, 0, stream>>>(n, in, out, m);
+    mask_vectorized<<<blocks_for(n / 4, kThreads, kMaxBlocks), kThreads, 0, stream>>>(n, in, out,
+                                                                                      m);
   } else {
-    mask_scalar<<<blocks_for(n), kThreads, 0, stream>>>(n, in, out, m);
+    mask_scalar<<<blocks_for(n, kThreads, kMaxBlocks), kThreads, 0, stream>>>(n, in, out, m);
   }
   gpu::check_launch(what);
 }

@@ -15,7 +15,6 @@
 
 #include "kernels/common/host_device.h"
 
-
 namespace crema::kernels::dropout_hash {
 
 constexpr uint64_t kGolden = 0x9e3779b97f4a7c15ull;
@@ -42,4 +41,3 @@ inline uint32_t threshold(float ratio) {
 }
 
 }  // namespace crema::kernels::dropout_hash
-

@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "kernels/common/dispatch.h"
 #include "kernels/common/tensor_checks.h"
+#include "kernels/common/workspace.h"
 
 namespace crema::kernels {
 namespace {
@@ -30,8 +31,7 @@ std::pair<int64_t, int64_t> bias_extents(const Context& ctx, const char* op,
 // in the stream, as the CUDA lambdas are, so that only a CUDA build compiles it.
 template <class Stream>
 void* sum_workspace(Context& ctx, int64_t n, Stream) {
-  const size_t bytes = cuda::sum_workspace_bytes(n);
-  return bytes > 0 ? ctx.workspace((bytes + 3) / 4) : nullptr;
+  return workspace_for(ctx, cuda::sum_workspace_bytes(n));
 }
 
 }  // namespace
@@ -64,8 +64,7 @@ void scale(Context& ctx, float alpha, Tensor& x) {
 
 void axpy(Context& ctx, float alpha, const Tensor& x, Tensor& y) {
   const DType dtype = x.dtype();
-  check_tensor(ctx, "axpy", "x", x, x.shape(), dtype);
-  check_tensor(ctx, "axpy", "y", y, x.shape(), dtype);
+  check_tensors(ctx, "axpy", x.shape(), dtype, {{"x", x}, {"y", y}});
   const int64_t n = x.numel();
   dispatch(
       ctx, "axpy", dtype,
@@ -81,8 +80,7 @@ void axpy(Context& ctx, float alpha, const Tensor& x, Tensor& y) {
 
 void axpby(Context& ctx, float alpha, const Tensor& x, float beta, Tensor& y) {
   const DType dtype = x.dtype();
-  check_tensor(ctx, "axpby", "x", x, x.shape(), dtype);
-  check_tensor(ctx, "axpby", "y", y, x.shape(), dtype);
+  check_tensors(ctx, "axpby", x.shape(), dtype, {{"x", x}, {"y", y}});
   const int64_t n = x.numel();
   dispatch(ctx, "axpby", dtype,
            on_cuda(DType::f32,
@@ -101,9 +99,7 @@ void axpby(Context& ctx, float alpha, const Tensor& x, float beta, Tensor& y) {
 
 void add(Context& ctx, const Tensor& a, const Tensor& b, Tensor& out) {
   const DType dtype = a.dtype();
-  check_tensor(ctx, "add", "a", a, a.shape(), dtype);
-  check_tensor(ctx, "add", "b", b, a.shape(), dtype);
-  check_tensor(ctx, "add", "out", out, a.shape(), dtype);
+  check_tensors(ctx, "add", a.shape(), dtype, {{"a", a}, {"b", b}, {"out", out}});
   const int64_t n = a.numel();
   dispatch(ctx, "add", dtype,
            on_cuda(DType::f32,

@@ -94,8 +94,7 @@ void eltwise_prod_backward(Context& ctx, const std::vector<const Tensor*>& x, in
                            const Tensor& dy, Tensor& dx) {
   const char* op = "eltwise_prod_backward";
   const DType dtype = dy.dtype();
-  check_tensor(ctx, op, "dy", dy, dy.shape(), dtype);
-  check_tensor(ctx, op, "dx", dx, dy.shape(), dtype);
+  check_tensors(ctx, op, dy.shape(), dtype, {{"dy", dy}, {"dx", dx}});
   check_inputs(ctx, op, x, dy.shape(), dtype);
   check_index(op, i, x.size());
   const int K = int(x.size());
@@ -120,8 +119,7 @@ void eltwise_prod_backward(Context& ctx, const std::vector<const Tensor*>& x, in
 void eltwise_max(Context& ctx, const std::vector<const Tensor*>& x, Tensor& y, Tensor& argmax) {
   const char* op = "eltwise_max";
   const DType dtype = y.dtype();
-  check_tensor(ctx, op, "y", y, y.shape(), dtype);
-  check_tensor(ctx, op, "argmax", argmax, y.shape(), dtype);
+  check_tensors(ctx, op, y.shape(), dtype, {{"y", y}, {"argmax", argmax}});
   check_inputs(ctx, op, x, y.shape(), dtype);
   const int K = int(x.size());
   dispatch(ctx, op, dtype,
@@ -144,9 +142,7 @@ void eltwise_max(Context& ctx, const std::vector<const Tensor*>& x, Tensor& y, T
 void eltwise_max_backward(Context& ctx, const Tensor& dy, const Tensor& argmax, int i, Tensor& dx) {
   const char* op = "eltwise_max_backward";
   const DType dtype = dy.dtype();
-  check_tensor(ctx, op, "dy", dy, dy.shape(), dtype);
-  check_tensor(ctx, op, "argmax", argmax, dy.shape(), dtype);
-  check_tensor(ctx, op, "dx", dx, dy.shape(), dtype);
+  check_tensors(ctx, op, dy.shape(), dtype, {{"dy", dy}, {"argmax", argmax}, {"dx", dx}});
   if (i < 0) throw Error(std::string(op) + ": negative input index " + std::to_string(i));
   dispatch(ctx, op, dtype,
            on_cuda(DType::f32,

@@ -7,10 +7,10 @@
 // materializes col.
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <string>
 
 #include "core/error.h"
+#include "kernels/common/launch.h"
 #include "kernels/im2col/im2col.h"
 
 namespace crema::kernels::cuda {
@@ -82,13 +82,6 @@ __global__ void col2im_kernel(Patches g, int images, const float* __restrict__ c
   }
 }
 
-constexpr int kThreads = 256;
-
-int grid_for(int64_t count) {
-  // Grid-stride loops: enough blocks to fill an H100/H200 many times over, never more than needed.
-  return int(std::clamp<int64_t>((count + kThreads - 1) / kThreads, 1, 65536));
-}
-
 }  // namespace
 
 void im2col(const Im2colGeometry& g, int64_t images, const float* im, int64_t im_stride, float* col,
@@ -96,8 +89,8 @@ void im2col(const Im2colGeometry& g, int64_t images, const float* im, int64_t im
   const Patches p = patches_of(g, images, ldcol);
   const int64_t total = g.col_rows() * images * g.col_cols();
   if (total == 0) return;
-  im2col_kernel<<<grid_for(total), kThreads, 0, stream>>>(p, int(images), im, im_stride, col,
-                                                          ldcol);
+  im2col_kernel<<<blocks_for(total), kThreads, 0, stream>>>(p, int(images), im, im_stride, col,
+                                                            ldcol);
   gpu::check_launch("im2col");
 }
 
@@ -106,8 +99,8 @@ void col2im(const Im2colGeometry& g, int64_t images, const float* col, int64_t l
   const Patches p = patches_of(g, images, ldcol);
   const int64_t total = images * g.C * g.H * g.W;
   if (total == 0) return;
-  col2im_kernel<<<grid_for(total), kThreads, 0, stream>>>(p, int(images), col, ldcol, im,
-                                                          im_stride);
+  col2im_kernel<<<blocks_for(total), kThreads, 0, stream>>>(p, int(images), col, ldcol, im,
+                                                            im_stride);
   gpu::check_launch("col2im");
 }
 

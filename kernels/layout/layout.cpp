@@ -1,5 +1,6 @@
 // Layout transforms, dispatch: checks the tensors once, simplifies the permutation, then runs the
-// batched transpose or the general permutation on the CPU or the GPU.
+// batched transpose or the general permutation for the device and dtype (float32: cpu:: or
+// cuda::; float64 on the CPU: the reference).
 #include "kernels/layout/layout.h"
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "kernels/common/dispatch.h"
 #include "kernels/common/tensor_checks.h"
 
 namespace crema::kernels {
@@ -19,16 +21,21 @@ std::string order_str(const std::vector<int>& order) {
   return s + "]";
 }
 
-void run_batched_transpose(Context& ctx, int64_t B, int64_t R, int64_t S, const Tensor& x,
-                           Tensor& y) {
-#ifdef CREMA_WITH_CUDA
-  if (ctx.device().is_cuda()) {
-    cuda::batched_transpose(B, R, S, x.data<float>(), y.data<float>(), cuda::TransposeVersion::best,
-                            ctx.stream());
-    return;
-  }
-#endif
-  cpu::batched_transpose(B, R, S, x.data<float>(), y.data<float>(), ctx.num_threads());
+void run_batched_transpose(Context& ctx, const char* op, int64_t B, int64_t R, int64_t S,
+                           const Tensor& x, Tensor& y) {
+  dispatch(ctx, op, x.dtype(),
+           on_cuda(DType::f32,
+                   [&](auto stream) {
+                     cuda::batched_transpose(B, R, S, x.data<float>(), y.data<float>(),
+                                             cuda::TransposeVersion::best, stream);
+                   }),
+           on_cpu(DType::f32,
+                  [&] {
+                    cpu::batched_transpose(B, R, S, x.data<float>(), y.data<float>(),
+                                           ctx.num_threads());
+                  }),
+           on_cpu(DType::f64,
+                  [&] { ref::batched_transpose(B, R, S, x.data<double>(), y.data<double>()); }));
 }
 
 }  // namespace
@@ -105,48 +112,54 @@ PermutePlan simplify_permutation(const Shape& x_shape, const std::vector<int>& o
 
 void nchw_to_nhwc(Context& ctx, const Tensor& x, Tensor& y) {
   if (x.ndim() != 4) throw Error("nchw_to_nhwc: x is " + x.description() + ", expected 4-D NCHW");
-  check_tensor(ctx, "nchw_to_nhwc", "x", x, x.shape());
-  check_tensor(ctx, "nchw_to_nhwc", "y", y, {x.dim(0), x.dim(2), x.dim(3), x.dim(1)});
+  check_tensor(ctx, "nchw_to_nhwc", "x", x, x.shape(), x.dtype());
+  check_tensor(ctx, "nchw_to_nhwc", "y", y, {x.dim(0), x.dim(2), x.dim(3), x.dim(1)}, x.dtype());
   if (x.numel() == 0) return;
-  run_batched_transpose(ctx, x.dim(0), x.dim(1), x.dim(2) * x.dim(3), x, y);
+  run_batched_transpose(ctx, "nchw_to_nhwc", x.dim(0), x.dim(1), x.dim(2) * x.dim(3), x, y);
 }
 
 void nhwc_to_nchw(Context& ctx, const Tensor& x, Tensor& y) {
   if (x.ndim() != 4) throw Error("nhwc_to_nchw: x is " + x.description() + ", expected 4-D NHWC");
-  check_tensor(ctx, "nhwc_to_nchw", "x", x, x.shape());
-  check_tensor(ctx, "nhwc_to_nchw", "y", y, {x.dim(0), x.dim(3), x.dim(1), x.dim(2)});
+  check_tensor(ctx, "nhwc_to_nchw", "x", x, x.shape(), x.dtype());
+  check_tensor(ctx, "nhwc_to_nchw", "y", y, {x.dim(0), x.dim(3), x.dim(1), x.dim(2)}, x.dtype());
   if (x.numel() == 0) return;
-  run_batched_transpose(ctx, x.dim(0), x.dim(1) * x.dim(2), x.dim(3), x, y);
+  run_batched_transpose(ctx, "nhwc_to_nchw", x.dim(0), x.dim(1) * x.dim(2), x.dim(3), x, y);
 }
 
 void permute(Context& ctx, const Tensor& x, const std::vector<int>& order, Tensor& y) {
-  check_tensor(ctx, "permute", "x", x, x.shape());
-  check_tensor(ctx, "permute", "y", y, permuted_shape(x.shape(), order));
+  check_tensor(ctx, "permute", "x", x, x.shape(), x.dtype());
+  check_tensor(ctx, "permute", "y", y, permuted_shape(x.shape(), order), x.dtype());
   if (x.numel() == 0) return;
   const PermutePlan plan = simplify_permutation(x.shape(), order);
   const Shape& s = plan.shape;
   if (plan.order.size() == 1) {
     ctx.copy(y, x);
   } else if (plan.order == std::vector<int>{1, 0}) {
-    run_batched_transpose(ctx, 1, s[0], s[1], x, y);
+    run_batched_transpose(ctx, "permute", 1, s[0], s[1], x, y);
   } else if (plan.order == std::vector<int>{0, 2, 1}) {
-    run_batched_transpose(ctx, s[0], s[1], s[2], x, y);
+    run_batched_transpose(ctx, "permute", s[0], s[1], s[2], x, y);
   } else {
     const int ndim = int(s.size());
-#ifdef CREMA_WITH_CUDA
-    if (ctx.device().is_cuda()) {
-      if (ndim > cuda::kMaxPermuteAxes) {
-        throw Error("permute: order " + order_str(order) + " on " + x.description() + " leaves " +
-                    std::to_string(ndim) + " axes after merging; CUDA handles at most " +
-                    std::to_string(cuda::kMaxPermuteAxes));
-      }
-      cuda::permute(ndim, s.data(), plan.order.data(), x.data<float>(), y.data<float>(),
-                    ctx.stream());
-      return;
-    }
-#endif
-    cpu::permute(ndim, s.data(), plan.order.data(), x.data<float>(), y.data<float>(),
-                 ctx.num_threads());
+    dispatch(ctx, "permute", x.dtype(),
+             on_cuda(DType::f32,
+                     [&](auto stream) {
+                       if (ndim > cuda::kMaxPermuteAxes) {
+                         throw Error("permute: order " + order_str(order) + " on " +
+                                     x.description() + " leaves " + std::to_string(ndim) +
+                                     " axes after merging; CUDA handles at most " +
+                                     std::to_string(cuda::kMaxPermuteAxes));
+                       }
+                       cuda::permute(ndim, s.data(), plan.order.data(), x.data<float>(),
+                                     y.data<float>(), stream);
+                     }),
+             on_cpu(DType::f32,
+                    [&] {
+                      cpu::permute(ndim, s.data(), plan.order.data(), x.data<float>(),
+                                   y.data<float>(), ctx.num_threads());
+                    }),
+             on_cpu(DType::f64, [&] {
+               ref::permute(ndim, s.data(), plan.order.data(), x.data<double>(), y.data<double>());
+             }));
   }
 }
 

@@ -71,9 +71,9 @@ void permute(int ndim, const int64_t* x_shape, const int* order, const float* x,
              gpu::Stream stream);
 }  // namespace cuda
 
-// Tensor level: float32 tensors on the context's device; crema::Error naming the tensor when a
-// shape, dtype or device is wrong, or the order is not a permutation.
-// x [N, C, H, W] -> y [N, H, W, C].
+// Tensor level: float32 tensors (or float64 on the CPU, which runs ref::) on the context's device;
+// crema::Error naming the tensor when a shape, dtype or device is wrong, or the order is not a
+// permutation. x [N, C, H, W] -> y [N, H, W, C].
 void nchw_to_nhwc(Context& ctx, const Tensor& x, Tensor& y);
 // x [N, H, W, C] -> y [N, C, H, W].
 void nhwc_to_nchw(Context& ctx, const Tensor& x, Tensor& y);

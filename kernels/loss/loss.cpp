@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "kernels/common/dispatch.h"
 #include "kernels/common/tensor_checks.h"
+#include "kernels/common/workspace.h"
 
 namespace crema::kernels {
 namespace {
@@ -23,25 +24,11 @@ Extents extents(const Tensor& t) {
   return {outer, outer > 0 ? t.numel() / outer : 0};
 }
 
-// `second` has `first`'s dtype and device and as many elements (any shape).
-void check_same_count(const Context& ctx, const std::string& op, const char* name,
-                      const Tensor& second, const char* first_name, const Tensor& first) {
-  if (!second.defined() || second.dtype() != first.dtype() || second.device() != ctx.device() ||
-      second.numel() != first.numel()) {
-    throw Error(op + ": " + name + " is " +
-                (second.defined() ? second.description() : std::string("undefined")) +
-                ", expected " + dtype_name(first.dtype()) + " with " +
-                std::to_string(first.numel()) + " elements (as " + first_name + " " +
-                shape_str(first.shape()) + ") on " + ctx.device().str());
-  }
-}
-
 // The device scratch of the CUDA losses (block partials, target counts). Generic in the stream,
 // as the CUDA lambdas are, so that only a CUDA build compiles it.
 template <class Stream>
 void* loss_workspace(Context& ctx, int64_t n, Stream) {
-  const size_t bytes = cuda::pointwise_loss_workspace_bytes(n);
-  return bytes > 0 ? ctx.workspace((bytes + 3) / 4) : nullptr;
+  return workspace_for(ctx, cuda::pointwise_loss_workspace_bytes(n));
 }
 
 // The float64 backward's count of the targets not ignored (the reference's test), on the host.
@@ -96,7 +83,7 @@ void sigmoid_cross_entropy_forward(Context& ctx, const Tensor& x, const Tensor& 
   const std::string op = "sigmoid_cross_entropy_forward";
   const DType dtype = x.dtype();
   check_tensor(ctx, op, "x", x, x.shape(), dtype);
-  check_same_count(ctx, op, "targets", targets, "x", x);
+  check_numel(ctx, op, "targets", targets, x.numel(), "element of x", dtype);
   check_scalar(ctx, op, "loss", loss, dtype);
   const Extents e = extents(x);
   dispatch(ctx, op.c_str(), dtype,
@@ -127,7 +114,7 @@ void sigmoid_cross_entropy_backward(Context& ctx, const Tensor& x, const Tensor&
   const std::string op = "sigmoid_cross_entropy_backward";
   const DType dtype = x.dtype();
   check_tensor(ctx, op, "x", x, x.shape(), dtype);
-  check_same_count(ctx, op, "targets", targets, "x", x);
+  check_numel(ctx, op, "targets", targets, x.numel(), "element of x", dtype);
   check_scalar(ctx, op, "top_grad", top_grad, dtype);
   check_tensor(ctx, op, "dx", dx, x.shape(), dtype);
   const Extents e = extents(x);
@@ -161,7 +148,7 @@ void euclidean_loss_forward(Context& ctx, const Tensor& a, const Tensor& b, Tens
   const std::string op = "euclidean_loss_forward";
   const DType dtype = a.dtype();
   check_tensor(ctx, op, "a", a, a.shape(), dtype);
-  check_same_count(ctx, op, "b", b, "a", a);
+  check_numel(ctx, op, "b", b, a.numel(), "element of a", dtype);
   check_scalar(ctx, op, "loss", loss, dtype);
   const Extents e = extents(a);
   dispatch(ctx, op.c_str(), dtype,
@@ -190,7 +177,7 @@ void euclidean_loss_backward(Context& ctx, const Tensor& a, const Tensor& b, con
   const std::string op = "euclidean_loss_backward";
   const DType dtype = a.dtype();
   check_tensor(ctx, op, "a", a, a.shape(), dtype);
-  check_same_count(ctx, op, "b", b, "a", a);
+  check_numel(ctx, op, "b", b, a.numel(), "element of a", dtype);
   check_scalar(ctx, op, "top_grad", top_grad, dtype);
   if (da != nullptr) check_tensor(ctx, op, "da", *da, a.shape(), dtype);
   if (db != nullptr) check_tensor(ctx, op, "db", *db, b.shape(), dtype);

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "kernels/common/dispatch.h"
 #include "kernels/common/tensor_checks.h"
+#include "kernels/common/workspace.h"
 
 namespace crema::kernels {
 namespace {
@@ -36,14 +37,9 @@ void check_label_values(const char* op, const T* l, int64_t positions, const Sof
 void check_labels(const Context& ctx, const char* op, const Tensor& labels, DType dtype,
                   const SoftmaxExtents& e, const SoftmaxLossOptions& options) {
   const int64_t positions = e.outer * e.inner;
-  if (!labels.defined() || labels.dtype() != dtype || labels.device() != ctx.device() ||
-      labels.numel() != positions) {
-    throw Error(std::string(op) + ": labels is " +
-                (labels.defined() ? labels.description() : std::string("undefined")) +
-                ", expected " + dtype_name(dtype) + " with " + std::to_string(positions) +
-                " elements (outer " + std::to_string(e.outer) + " x inner " +
-                std::to_string(e.inner) + ") on " + ctx.device().str());
-  }
+  check_numel(ctx, op, "labels", labels, positions,
+              "position, outer " + std::to_string(e.outer) + " x inner " + std::to_string(e.inner),
+              dtype);
   if (!labels.device().is_cpu()) return;
   if (dtype == DType::f64) {
     check_label_values(op, labels.data<double>(), positions, e, options);
@@ -65,9 +61,8 @@ void check_label_smoothing(const char* op, const SoftmaxLossOptions& options) {
 template <class Stream>
 void* xent_workspace(Context& ctx, const SoftmaxExtents& e, const SoftmaxLossOptions& options,
                      Stream) {
-  const size_t bytes = cuda::softmax_cross_entropy_workspace_bytes(e.outer, e.C, e.inner, options,
-                                                                   cuda::SoftmaxVersion::best);
-  return bytes > 0 ? ctx.workspace((bytes + 3) / 4) : nullptr;
+  return workspace_for(ctx, cuda::softmax_cross_entropy_workspace_bytes(
+                                e.outer, e.C, e.inner, options, cuda::SoftmaxVersion::best));
 }
 
 // The float64 backward's normalizer: the labels not ignored (the reference's test), counted on the
@@ -88,8 +83,7 @@ void softmax_cross_entropy_forward(Context& ctx, const Tensor& logits, const Ten
   const char* op = "softmax_cross_entropy_forward";
   const SoftmaxExtents e = softmax_extents(op, logits, options.axis);
   const DType dtype = logits.dtype();
-  check_tensor(ctx, op, "logits", logits, logits.shape(), dtype);
-  check_tensor(ctx, op, "prob", prob, logits.shape(), dtype);
+  check_tensors(ctx, op, logits.shape(), dtype, {{"logits", logits}, {"prob", prob}});
   check_scalar(ctx, op, "loss", loss, dtype);
   check_label_smoothing(op, options);
   check_labels(ctx, op, labels, dtype, e, options);
@@ -124,8 +118,7 @@ void softmax_cross_entropy_backward(Context& ctx, const Tensor& prob, const Tens
   const char* op = "softmax_cross_entropy_backward";
   const SoftmaxExtents e = softmax_extents(op, prob, options.axis);
   const DType dtype = prob.dtype();
-  check_tensor(ctx, op, "prob", prob, prob.shape(), dtype);
-  check_tensor(ctx, op, "dlogits", dlogits, prob.shape(), dtype);
+  check_tensors(ctx, op, prob.shape(), dtype, {{"prob", prob}, {"dlogits", dlogits}});
   check_scalar(ctx, op, "top_grad", top_grad, dtype);
   check_label_smoothing(op, options);
   check_labels(ctx, op, labels, dtype, e, options);

@@ -39,16 +39,14 @@ void lrn_forward(Context& ctx, const LrnParams& p, const Tensor& x, Tensor& y, T
   const std::string op = "lrn_forward";
   const LrnShape s = shape_of(op, p, x);
   const DType dtype = x.dtype();
-  check_tensor(ctx, op, "x", x, x.shape(), dtype);
-  check_tensor(ctx, op, "y", y, x.shape(), dtype);
-  check_tensor(ctx, op, "scale", scale, x.shape(), dtype);
+  check_tensors(ctx, op, x.shape(), dtype, {{"x", x}, {"y", y}, {"scale", scale}});
   check_distinct(op, "y", y, "x", x);
   check_distinct(op, "scale", scale, "x", x);
   dispatch(ctx, op.c_str(), dtype,
            on_cuda(DType::f32,
                    [&](auto stream) {
-                     cuda::lrn_forward(s, p, x.data<float>(), y.data<float>(),
-                                       scale.data<float>(), cuda::LrnVersion::best, stream);
+                     cuda::lrn_forward(s, p, x.data<float>(), y.data<float>(), scale.data<float>(),
+                                       cuda::LrnVersion::best, stream);
                    }),
            on_cpu(DType::f32,
                   [&] {
@@ -65,11 +63,8 @@ void lrn_backward(Context& ctx, const LrnParams& p, const Tensor& x, const Tenso
   const std::string op = "lrn_backward";
   const LrnShape s = shape_of(op, p, x);
   const DType dtype = x.dtype();
-  check_tensor(ctx, op, "x", x, x.shape(), dtype);
-  check_tensor(ctx, op, "y", y, x.shape(), dtype);
-  check_tensor(ctx, op, "scale", scale, x.shape(), dtype);
-  check_tensor(ctx, op, "dy", dy, x.shape(), dtype);
-  check_tensor(ctx, op, "dx", dx, x.shape(), dtype);
+  check_tensors(ctx, op, x.shape(), dtype,
+                {{"x", x}, {"y", y}, {"scale", scale}, {"dy", dy}, {"dx", dx}});
   for (const auto& [name, in] : {std::pair<const char*, const Tensor*>{"x", &x},
                                  {"y", &y},
                                  {"scale", &scale},
@@ -79,15 +74,14 @@ void lrn_backward(Context& ctx, const LrnParams& p, const Tensor& x, const Tenso
   dispatch(ctx, op.c_str(), dtype,
            on_cuda(DType::f32,
                    [&](auto stream) {
-                     cuda::lrn_backward(s, p, x.data<float>(), y.data<float>(),
-                                        scale.data<float>(), dy.data<float>(), dx.data<float>(),
-                                        cuda::LrnVersion::best, stream);
+                     cuda::lrn_backward(s, p, x.data<float>(), y.data<float>(), scale.data<float>(),
+                                        dy.data<float>(), dx.data<float>(), cuda::LrnVersion::best,
+                                        stream);
                    }),
            on_cpu(DType::f32,
                   [&] {
-                    cpu::lrn_backward(s, p, x.data<float>(), y.data<float>(),
-                                      scale.data<float>(), dy.data<float>(), dx.data<float>(),
-                                      ctx.num_threads());
+                    cpu::lrn_backward(s, p, x.data<float>(), y.data<float>(), scale.data<float>(),
+                                      dy.data<float>(), dx.data<float>(), ctx.num_threads());
                   }),
            on_cpu(DType::f64, [&] {
              ref::lrn_backward(s, p, x.data<double>(), y.data<double>(), scale.data<double>(),

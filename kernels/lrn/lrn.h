@@ -68,7 +68,8 @@ void lrn_backward(const LrnShape& s, const LrnParams& p, const float* x, const f
                   gpu::Stream stream);
 }  // namespace cuda
 
-// Tensor level: x, y, scale, dy, dx float32 [N, C, H, W] of one shape on the context's device.
+// Tensor level: x, y, scale, dy, dx float32 [N, C, H, W] of one shape on the context's device
+// (or all float64 on the CPU, which runs ref::).
 // Throws crema::Error naming the op and the tensor when they do not fit, and for a local_size
 // that is not odd and positive.
 void lrn_forward(Context& ctx, const LrnParams& p, const Tensor& x, Tensor& y, Tensor& scale);

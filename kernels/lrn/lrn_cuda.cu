@@ -11,18 +11,13 @@
 // Window sums are added in a fixed order by one thread: the same bits on every run.
 #include <cmath>
 
+#include "kernels/common/launch.h"
 #include "kernels/lrn/lrn.h"
 
 namespace crema::kernels::cuda {
 namespace {
 
-constexpr int kThreads = 256;
 constexpr int64_t kMaxBlocks = 8192;
-
-unsigned blocks_for(int64_t work) {
-  const int64_t blocks = (work + kThreads - 1) / kThreads;
-  return unsigned(blocks < 1 ? 1 : (blocks > kMaxBlocks ? kMaxBlocks : blocks));
-}
 
 // The window of element e, as the flat indices it covers; Index is unsigned (tensors up to 2^30
 // elements: cheap division) or int64_t.
@@ -160,11 +155,12 @@ void launch_forward(const LrnShape& s, const LrnParams& p, const float* x, float
   const Coefficients k = coefficients(p);
   if (use_sliding(p, version)) {
     const Index positions = Index(s.N * s.H * s.W);
-    forward_sliding<Index>
-        <<<blocks_for(positions), kThreads, 0, stream>>>(positions, g, k, x, y, scale);
+    forward_sliding<Index><<<blocks_for(positions, kThreads, kMaxBlocks), kThreads, 0, stream>>>(
+        positions, g, k, x, y, scale);
   } else {
     const Index total = Index(s.N * s.C * s.H * s.W);
-    forward_direct<Index><<<blocks_for(total), kThreads, 0, stream>>>(total, g, k, x, y, scale);
+    forward_direct<Index><<<blocks_for(total, kThreads, kMaxBlocks), kThreads, 0, stream>>>(
+        total, g, k, x, y, scale);
   }
   gpu::check_launch("lrn_forward");
 }
@@ -177,12 +173,12 @@ void launch_backward(const LrnShape& s, const LrnParams& p, const float* x, cons
   const Coefficients k = coefficients(p);
   if (use_sliding(p, version)) {
     const Index positions = Index(s.N * s.H * s.W);
-    backward_sliding<Index>
-        <<<blocks_for(positions), kThreads, 0, stream>>>(positions, g, k, x, y, scale, dy, dx);
+    backward_sliding<Index><<<blocks_for(positions, kThreads, kMaxBlocks), kThreads, 0, stream>>>(
+        positions, g, k, x, y, scale, dy, dx);
   } else {
     const Index total = Index(s.N * s.C * s.H * s.W);
-    backward_direct<Index>
-        <<<blocks_for(total), kThreads, 0, stream>>>(total, g, k, x, y, scale, dy, dx);
+    backward_direct<Index><<<blocks_for(total, kThreads, kMaxBlocks), kThreads, 0, stream>>>(
+        total, g, k, x, y, scale, dy, dx);
   }
   gpu::check_launch("lrn_backward");
 }

@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "kernels/common/dispatch.h"
 #include "kernels/common/tensor_checks.h"
+#include "kernels/common/workspace.h"
 
 namespace crema::kernels {
 
@@ -64,11 +65,9 @@ void optimizer_update(Context& ctx, const OptimizerRule& rule, int64_t step,
   dispatch(ctx, "optimizer_update", DType::f32,
            on_cuda(DType::f32,
                    [&](auto stream) {
-                     const size_t bytes = cuda::optimizer_workspace_bytes(
-                         slices.data(), int(slices.size()), scaling);
                      void* workspace =
-                         bytes > 0 ? ctx.workspace((bytes + sizeof(float) - 1) / sizeof(float))
-                                   : nullptr;
+                         workspace_for(ctx, cuda::optimizer_workspace_bytes(
+                                                slices.data(), int(slices.size()), scaling));
                      cuda::optimizer_update(slices.data(), int(slices.size()), rule, step, scaling,
                                             workspace, cuda::OptimizerVersion::best, stream);
                    }),

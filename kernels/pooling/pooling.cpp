@@ -1,10 +1,11 @@
-// 2-D pooling, dispatch: checks the tensors and the geometry once, then runs the CPU or the CUDA
-// path.
+// 2-D pooling, dispatch: checks the tensors and the geometry once, then runs the path for the
+// device and dtype (float32: cpu:: or cuda::; float64 on the CPU: the reference).
 #include "kernels/pooling/pooling.h"
 
 #include <string>
 
 #include "core/error.h"
+#include "kernels/common/dispatch.h"
 #include "kernels/common/tensor_checks.h"
 
 namespace crema::kernels {
@@ -40,6 +41,12 @@ void check_geometry(const char* op, const Pool2dGeometry& g, PoolMode mode) {
   }
 }
 
+// The argmax indices (max pooling), or null (average pooling).
+template <class T, class Argmax>
+auto indices_of(Argmax* argmax) {
+  return argmax != nullptr ? argmax->template data<T>() : nullptr;
+}
+
 }  // namespace
 
 int64_t pool2d_output_extent(int64_t in, int64_t kernel, int64_t stride, int64_t pad,
@@ -59,44 +66,60 @@ void pool2d_forward(Context& ctx, const Pool2dGeometry& g, PoolMode mode, const 
                     Tensor& y, Tensor* argmax) {
   const char* op = "pool2d_forward";
   check_geometry(op, g, mode);
-  check_tensor(ctx, op, "x", x, {g.N, g.C, g.H, g.W});
-  check_tensor(ctx, op, "y", y, {g.N, g.C, g.P, g.Q});
+  const DType dtype = x.dtype();
+  check_tensor(ctx, op, "x", x, {g.N, g.C, g.H, g.W}, dtype);
+  check_tensor(ctx, op, "y", y, {g.N, g.C, g.P, g.Q}, dtype);
   if (argmax != nullptr) {
     if (mode == PoolMode::average) {
       throw Error("pool2d_forward: average pooling has no argmax; pass nullptr");
     }
-    check_tensor(ctx, op, "argmax", *argmax, {g.N, g.C, g.P, g.Q});
+    check_tensor(ctx, op, "argmax", *argmax, {g.N, g.C, g.P, g.Q}, dtype);
   }
-  float* indices = argmax != nullptr ? argmax->data<float>() : nullptr;
-#ifdef CREMA_WITH_CUDA
-  if (ctx.device().is_cuda()) {
-    cuda::pool2d_forward(g, mode, x.data<float>(), y.data<float>(), indices, ctx.stream());
-    return;
-  }
-#endif
-  cpu::pool2d_forward(g, mode, x.data<float>(), y.data<float>(), indices, ctx.num_threads());
+  dispatch(ctx, op, dtype,
+           on_cuda(DType::f32,
+                   [&](auto stream) {
+                     cuda::pool2d_forward(g, mode, x.data<float>(), y.data<float>(),
+                                          indices_of<float>(argmax), stream);
+                   }),
+           on_cpu(DType::f32,
+                  [&] {
+                    cpu::pool2d_forward(g, mode, x.data<float>(), y.data<float>(),
+                                        indices_of<float>(argmax), ctx.num_threads());
+                  }),
+           on_cpu(DType::f64, [&] {
+             ref::pool2d_forward(g, mode, x.data<double>(), y.data<double>(),
+                                 indices_of<double>(argmax));
+           }));
 }
 
 void pool2d_backward(Context& ctx, const Pool2dGeometry& g, PoolMode mode, const Tensor& dy,
                      const Tensor* argmax, Tensor& dx) {
   const char* op = "pool2d_backward";
   check_geometry(op, g, mode);
-  check_tensor(ctx, op, "dy", dy, {g.N, g.C, g.P, g.Q});
-  check_tensor(ctx, op, "dx", dx, {g.N, g.C, g.H, g.W});
+  const DType dtype = dy.dtype();
+  check_tensor(ctx, op, "dy", dy, {g.N, g.C, g.P, g.Q}, dtype);
+  check_tensor(ctx, op, "dx", dx, {g.N, g.C, g.H, g.W}, dtype);
   if (mode == PoolMode::max) {
     if (argmax == nullptr) throw Error("pool2d_backward: max pooling needs the forward's argmax");
-    check_tensor(ctx, op, "argmax", *argmax, {g.N, g.C, g.P, g.Q});
+    check_tensor(ctx, op, "argmax", *argmax, {g.N, g.C, g.P, g.Q}, dtype);
   } else if (argmax != nullptr) {
     throw Error("pool2d_backward: average pooling has no argmax; pass nullptr");
   }
-  const float* indices = argmax != nullptr ? argmax->data<float>() : nullptr;
-#ifdef CREMA_WITH_CUDA
-  if (ctx.device().is_cuda()) {
-    cuda::pool2d_backward(g, mode, dy.data<float>(), indices, dx.data<float>(), ctx.stream());
-    return;
-  }
-#endif
-  cpu::pool2d_backward(g, mode, dy.data<float>(), indices, dx.data<float>(), ctx.num_threads());
+  dispatch(ctx, op, dtype,
+           on_cuda(DType::f32,
+                   [&](auto stream) {
+                     cuda::pool2d_backward(g, mode, dy.data<float>(), indices_of<float>(argmax),
+                                           dx.data<float>(), stream);
+                   }),
+           on_cpu(DType::f32,
+                  [&] {
+                    cpu::pool2d_backward(g, mode, dy.data<float>(), indices_of<float>(argmax),
+                                         dx.data<float>(), ctx.num_threads());
+                  }),
+           on_cpu(DType::f64, [&] {
+             ref::pool2d_backward(g, mode, dy.data<double>(), indices_of<double>(argmax),
+                                  dx.data<double>());
+           }));
 }
 
 }  // namespace crema::kernels

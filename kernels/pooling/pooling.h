@@ -78,7 +78,8 @@ void pool2d_backward(const Pool2dGeometry& g, PoolMode mode, const float* dy, co
 }  // namespace cuda
 
 // Tensor level: x [N,C,H,W], y [N,C,P,Q]; argmax [N,C,P,Q] float32 in max mode (may be null when
-// the indices are not needed), null in average mode. All float32 on the context's device.
+// the indices are not needed), null in average mode. All float32 (or all float64 on the CPU,
+// which runs ref::) on the context's device.
 // Throws crema::Error naming the tensors when shapes, dtypes, devices or the geometry are wrong.
 void pool2d_forward(Context& ctx, const Pool2dGeometry& g, PoolMode mode, const Tensor& x,
                     Tensor& y, Tensor* argmax);

@@ -5,6 +5,25 @@
 #include <cmath>
 
 namespace crema::kernels::ref {
+namespace {
+
+// Output (p, q)'s window clipped to the input: rows [hs, he), columns [ws, we), and the divisor of
+// average pooling (the window clipped to the padded input, or to the input without
+// count_include_pad).
+struct Window {
+  int64_t hs, he, ws, we, size;
+};
+
+Window window_of(const Pool2dGeometry& g, int64_t p, int64_t q) {
+  const int64_t h0 = p * g.stride_h - g.pad_h, w0 = q * g.stride_w - g.pad_w;
+  const int64_t h1 = std::min(h0 + g.kernel_h, g.H + g.pad_h);
+  const int64_t w1 = std::min(w0 + g.kernel_w, g.W + g.pad_w);
+  const int64_t hs = std::max<int64_t>(h0, 0), he = std::min(h1, g.H);
+  const int64_t ws = std::max<int64_t>(w0, 0), we = std::min(w1, g.W);
+  return {hs, he, ws, we, g.count_include_pad ? (h1 - h0) * (w1 - w0) : (he - hs) * (we - ws)};
+}
+
+}  // namespace
 
 template <class T>
 void pool2d_forward(const Pool2dGeometry& g, PoolMode mode, const T* x, T* y, T* argmax) {
@@ -12,14 +31,7 @@ void pool2d_forward(const Pool2dGeometry& g, PoolMode mode, const T* x, T* y, T*
     const T* xp = x + plane * g.H * g.W;  // [H, W]
     for (int64_t p = 0; p < g.P; ++p) {
       for (int64_t q = 0; q < g.Q; ++q) {
-        // The window in padded coordinates, then clipped to the input.
-        const int64_t h0 = p * g.stride_h - g.pad_h, w0 = q * g.stride_w - g.pad_w;
-        const int64_t h1 = std::min(h0 + g.kernel_h, g.H + g.pad_h);
-        const int64_t w1 = std::min(w0 + g.kernel_w, g.W + g.pad_w);
-        const int64_t hs = std::max<int64_t>(h0, 0), he = std::min(h1, g.H);
-        const int64_t ws = std::max<int64_t>(w0, 0), we = std::min(w1, g.W);
-        const int64_t window_size =
-            g.count_include_pad ? (h1 - h0) * (w1 - w0) : (he - hs) * (we - ws);
+        const auto [hs, he, ws, we, window_size] = window_of(g, p, q);
         const int64_t out = plane * g.P * g.Q + p * g.Q + q;
         if (mode == PoolMode::max) {
           int64_t best = hs * g.W + ws;
@@ -55,13 +67,7 @@ void pool2d_backward(const Pool2dGeometry& g, PoolMode mode, const T* dy, const 
           dxp[int64_t(argmax[out])] += dy[out];
           continue;
         }
-        const int64_t h0 = p * g.stride_h - g.pad_h, w0 = q * g.stride_w - g.pad_w;
-        const int64_t h1 = std::min(h0 + g.kernel_h, g.H + g.pad_h);
-        const int64_t w1 = std::min(w0 + g.kernel_w, g.W + g.pad_w);
-        const int64_t hs = std::max<int64_t>(h0, 0), he = std::min(h1, g.H);
-        const int64_t ws = std::max<int64_t>(w0, 0), we = std::min(w1, g.W);
-        const int64_t window_size =
-            g.count_include_pad ? (h1 - h0) * (w1 - w0) : (he - hs) * (we - ws);
+        const auto [hs, he, ws, we, window_size] = window_of(g, p, q);
         const T share = dy[out] / T(window_size);
         for (int64_t h = hs; h < he; ++h) {
           for (int64_t w = ws; w < we; ++w) dxp[h * g.W + w] += share;

@@ -59,7 +59,8 @@ void channel_reduce(int64_t outer, int64_t C, int64_t inner, const float* dy, co
 
 // Tensor level: x, y (dy) of one shape; scale, bias and out float32 tensors of
 // C = x.dim(axis) * ... * x.dim(axis + num_axes - 1) elements (any shape); all on the context's
-// device. scale, bias and x in channel_reduce may be null. Throws crema::Error naming the tensor.
+// device (all float64 on the CPU runs ref::). scale, bias and x in channel_reduce may be null.
+// Throws crema::Error naming the tensor.
 void scale_forward(Context& ctx, const Tensor& x, const Tensor* scale, const Tensor* bias, int axis,
                    int num_axes, Tensor& y);
 void channel_reduce(Context& ctx, const Tensor& dy, const Tensor* x, int axis, int num_axes,

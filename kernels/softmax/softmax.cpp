@@ -17,8 +17,7 @@ void forward(Context& ctx, const Tensor& x, Tensor& y, int axis, bool log) {
   const char* op = log ? "log_softmax_forward" : "softmax_forward";
   const SoftmaxExtents e = softmax_extents(op, x, axis);
   const DType dtype = x.dtype();
-  check_tensor(ctx, op, "x", x, x.shape(), dtype);
-  check_tensor(ctx, op, "y", y, x.shape(), dtype);
+  check_tensors(ctx, op, x.shape(), dtype, {{"x", x}, {"y", y}});
   dispatch(ctx, op, dtype,
            on_cuda(DType::f32,
                    [&](auto stream) {
@@ -42,9 +41,7 @@ void backward(Context& ctx, const Tensor& y, const Tensor& dy, Tensor& dx, int a
   const char* op = log ? "log_softmax_backward" : "softmax_backward";
   const SoftmaxExtents e = softmax_extents(op, y, axis);
   const DType dtype = y.dtype();
-  check_tensor(ctx, op, "y", y, y.shape(), dtype);
-  check_tensor(ctx, op, "dy", dy, y.shape(), dtype);
-  check_tensor(ctx, op, "dx", dx, y.shape(), dtype);
+  check_tensors(ctx, op, y.shape(), dtype, {{"y", y}, {"dy", dy}, {"dx", dx}});
   dispatch(ctx, op, dtype,
            on_cuda(DType::f32,
                    [&](auto stream) {

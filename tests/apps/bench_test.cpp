@@ -8,20 +8,12 @@
 
 #include "apps/bench.h"
 #include "core/error.h"
+#include "tests/support/error_text.h"
 
 namespace crema::bench {
 namespace {
 
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no crema::Error";
-  return "";
-}
+using crema::testing::error_of;
 
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;

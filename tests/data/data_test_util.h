@@ -1,5 +1,5 @@
 // Helpers shared by the data tests: a temporary folder per test, images whose every pixel
-// differs, files written byte for byte, and error-message checks.
+// differs, files written byte for byte (error-message checks: tests/support/error_text.h).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -13,10 +13,12 @@
 
 #include "core/error.h"
 #include "data/image.h"
+#include "tests/support/error_text.h"
 
 namespace crema::data::testing {
 
 namespace fs = std::filesystem;
+using crema::testing::error_of;
 
 // A folder of its own for each test, removed at the end.
 class DataFiles : public ::testing::Test {
@@ -59,19 +61,4 @@ inline std::string read_file(const std::string& path) {
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
-// The message of the crema::Error that `body` throws ("" when it throws none).
-template <class F>
-std::string error_of(F body) {
-  try {
-    body();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 }  // namespace crema::data::testing
-
-#define EXPECT_CONTAINS(text, part)                          \
-  EXPECT_NE(std::string(text).find(part), std::string::npos) \
-      << "'" << (text) << "' lacks '" << (part) << "'"

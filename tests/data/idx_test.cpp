@@ -12,12 +12,14 @@
 #include <vector>
 
 #include "core/error.h"
+#include "tests/support/error_text.h"
 
 namespace crema::data {
 namespace {
 
 namespace fs = std::filesystem;
 using Bytes = std::vector<uint8_t>;
+using crema::testing::error_of;
 
 // An IDX file's bytes: magic 0x0000TTDD, big-endian extents, then `values`.
 Bytes idx_bytes(int type, const Shape& dims, const Bytes& values) {
@@ -64,21 +66,6 @@ class IdxFiles : public ::testing::Test {
 
   fs::path dir_;
 };
-
-// The message of the crema::Error that `body` throws ("" when it throws none).
-template <class F>
-std::string error_of(F body) {
-  try {
-    body();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-#define EXPECT_CONTAINS(text, part)                          \
-  EXPECT_NE(std::string(text).find(part), std::string::npos) \
-      << "'" << (text) << "' lacks '" << (part) << "'"
 
 TEST_F(IdxFiles, ReadsPlainAndGzip) {
   const Bytes values = pattern(5 * 3 * 2, 1);

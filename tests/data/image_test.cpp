@@ -24,7 +24,16 @@ Image from_rows(const Shape& shape, const std::vector<float>& pixels) {
   return image;
 }
 
-using ImageCodec = DataFiles;
+class ImageCodec : public DataFiles {
+ protected:
+  // `image` written as the PNG file `name` and read back with `channels` channels.
+  Image png_read_back(const Image& image, const std::string& name, int channels) const {
+    write_image_file(path(name), image, ImageFormat::png);
+    Image back;
+    read_image_file(path(name), channels, back);
+    return back;
+  }
+};
 
 TEST_F(ImageCodec, PngRoundTripIsExactForGrayAndRgb) {
   for (const Image& image : {pattern_image(1, 5, 7, 1), pattern_image(3, 4, 6, 2)}) {
@@ -63,9 +72,7 @@ TEST_F(ImageCodec, JpegRoundTripIsClose) {
 
 TEST_F(ImageCodec, ConvertsBetweenGrayAndRgb) {
   const Image rgb = pattern_image(3, 3, 5, 3);
-  write_image_file(path("rgb.png"), rgb, ImageFormat::png);
-  Image gray;
-  read_image_file(path("rgb.png"), 1, gray);
+  const Image gray = png_read_back(rgb, "rgb.png", 1);
   ASSERT_EQ(gray.shape, (Shape{1, 3, 5}));
   for (size_t i = 0; i < 15; ++i) {
     // stb_image's luma: (77 R + 150 G + 29 B) >> 8.
@@ -73,9 +80,7 @@ TEST_F(ImageCodec, ConvertsBetweenGrayAndRgb) {
     EXPECT_EQ(gray.pixels[i], float((77 * r + 150 * g + 29 * b) >> 8)) << i;
   }
   const Image one = pattern_image(1, 2, 3, 4);
-  write_image_file(path("gray.png"), one, ImageFormat::png);
-  Image three;
-  read_image_file(path("gray.png"), 3, three);
+  const Image three = png_read_back(one, "gray.png", 3);
   ASSERT_EQ(three.shape, (Shape{3, 2, 3}));
   for (size_t c = 0; c < 3; ++c) {
     for (size_t i = 0; i < 6; ++i) EXPECT_EQ(three.pixels[c * 6 + i], one.pixels[i]);

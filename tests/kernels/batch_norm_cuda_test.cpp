@@ -28,17 +28,9 @@ std::string name(BatchNormVersion v) {
   return v == BatchNormVersion::block_per_channel ? "block_per_channel" : "split_channel";
 }
 
-BatchNormShape bn_shape(const Shape& shape) {
-  BatchNormShape s;
-  s.N = shape[0];
-  s.C = shape[1];
-  s.S = shape_count(shape, 2, int(shape.size()));
-  return s;
-}
-
 // Inputs whose channels have different offsets, so that a wrong channel index shows.
 std::vector<float> channel_values(Random& rng, const Shape& shape) {
-  const BatchNormShape s = bn_shape(shape);
+  const BatchNormShape s = batch_norm_shape(shape);
   std::vector<float> v = testing::random_values(rng, shape_numel(shape));
   for (size_t i = 0; i < v.size(); ++i) v[i] += float((int64_t(i) / s.S) % s.C % 7) * 0.7f - 2.0f;
   return v;
@@ -54,7 +46,7 @@ void check_version(Context& ctx, const Shape& shape, bool affine, BatchNormVersi
                    uint64_t seed) {
   SCOPED_TRACE(shape_str(shape) + (affine ? " affine " : " no affine ") + name(version));
   Random rng(seed);
-  const BatchNormShape s = bn_shape(shape);
+  const BatchNormShape s = batch_norm_shape(shape);
   const int64_t C = s.C;
   const std::vector<float> xv = channel_values(rng, shape);
   const std::vector<float> dyv = testing::random_values(rng, shape_numel(shape));
@@ -163,7 +155,7 @@ TEST(BatchNormCuda, InferenceMatchesTheReference) {
     for (const bool affine : {true, false}) {
       SCOPED_TRACE(shape_str(shape) + (affine ? " affine" : " no affine"));
       Random rng(11);
-      const BatchNormShape s = bn_shape(shape);
+      const BatchNormShape s = batch_norm_shape(shape);
       const int64_t C = s.C;
       const std::vector<float> xv = channel_values(rng, shape);
       const std::vector<float> gv = testing::random_values(rng, C, 0.5, 1.5);

@@ -22,14 +22,6 @@ namespace {
 using testing::kNaN;
 using testing::rel_error;
 
-BatchNormShape bn_shape(const Shape& shape) {
-  BatchNormShape s;
-  s.N = shape[0];
-  s.C = shape[1];
-  s.S = shape_count(shape, 2, int(shape.size()));
-  return s;
-}
-
 // ||out - ref|| / ||ref|| for a double-precision result.
 double rel_error_d(const std::vector<double>& out, const std::vector<double>& ref) {
   if (out.size() != ref.size()) return INFINITY;
@@ -51,7 +43,7 @@ class BatchNormGolden : public ::testing::TestWithParam<std::string> {
 
 TEST_P(BatchNormGolden, ReferenceMatchesPyTorch) {
   const Shape shape = f.shape(name("x1"));
-  const BatchNormShape s = bn_shape(shape);
+  const BatchNormShape s = batch_norm_shape(shape);
   const std::vector<double> hyper = f.doubles(name("hyper"));
   const double eps = hyper[0], momentum = hyper[1];
   const std::vector<double> x1 = f.doubles(name("x1")), x2 = f.doubles(name("x2"));
@@ -149,7 +141,7 @@ void check_against_reference(const Case& tc, int threads, uint64_t seed) {
   SCOPED_TRACE(describe(tc) + ", " + std::to_string(threads) + " thread(s)");
   Context ctx(Device::cpu(), 1, threads);
   Random rng(seed);
-  const BatchNormShape s = bn_shape(tc.shape);
+  const BatchNormShape s = batch_norm_shape(tc.shape);
   const int64_t C = s.C;
   // Channels with different offsets, so that a wrong channel index shows.
   std::vector<float> xv = testing::random_values(rng, shape_numel(tc.shape));
@@ -293,7 +285,7 @@ TEST(BatchNorm, OnlyParameterGradientsWhenDxIsAbsent) {
   const std::vector<double> xd = testing::to_double(x), dyd = testing::to_double(dy);
   const std::vector<double> md = testing::to_double(mean), id = testing::to_double(invstd);
   std::vector<double> dgamma_ref(4, 0.0), dbeta_ref(4, 0.0);
-  ref::batch_norm_backward<double>(bn_shape(shape), xd.data(), dyd.data(), nullptr, md.data(),
+  ref::batch_norm_backward<double>(batch_norm_shape(shape), xd.data(), dyd.data(), nullptr, md.data(),
                                    id.data(), true, nullptr, dgamma_ref.data(), dbeta_ref.data());
   EXPECT_LT(rel_error(dgamma.to_vector(), dgamma_ref), 1e-5);
   EXPECT_LT(rel_error(dbeta.to_vector(), dbeta_ref), 1e-5);

@@ -10,11 +10,13 @@
 
 #include "core/error.h"
 #include "kernels/convolution/convolution_select.h"
+#include "tests/support/error_text.h"
 #include "tests/support/layer_harness.h"
 
 namespace crema::kernels {
 namespace {
 
+using crema::testing::error_of;
 using cuda::ConvPass;
 using cuda::ConvVersion;
 constexpr size_t kAnyWorkspace = std::numeric_limits<size_t>::max();
@@ -32,18 +34,6 @@ std::string temp_path(const std::string& name) {
                                .string();
   std::filesystem::remove(path);
   return path;
-}
-
-// The message of the crema::Error `f` throws.
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no crema::Error";
-  return "";
 }
 
 TEST(ConvolutionSelect, ParsesEverySpelling) {

@@ -14,11 +14,12 @@
 #include "core/error.h"
 #include "tests/kernels/kernel_test_util.h"
 #include "tests/kernels/loss_test_util.h"
-#include "tests/support/gradient_check.h"
+#include "tests/support/numeric_gradient.h"
 
 namespace crema::kernels {
 namespace {
 
+using crema::testing::expect_gradient;
 using testing::kNaN;
 using namespace loss_testing;
 
@@ -82,8 +83,6 @@ TEST(SigmoidCrossEntropyRef, IgnoreLabel) {
   ref::sigmoid_cross_entropy_backward(3, x.data(), t.data(), options, 1.0, dx.data());
   EXPECT_EQ(dx[1], 0.0);
 }
-
-using crema::testing::expect_gradient;
 
 TEST(SigmoidCrossEntropyRef, BackwardMatchesFiniteDifferences) {
   Random rng(3);

@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "kernels/lrn/lrn.h"
 #include "tests/kernels/kernel_cuda_test_util.h"
+#include "tests/kernels/lrn_test_util.h"
 #include "tests/support/cuda_test_util.h"
 
 namespace crema::kernels {
@@ -18,17 +19,8 @@ namespace {
 
 using cuda::LrnVersion;
 using testing::host_values;
+using testing::lrn_params;
 using testing::rel_error;
-
-LrnParams make_params(LrnRegion region, int64_t size, float alpha, float beta, float k) {
-  LrnParams p;
-  p.region = region;
-  p.local_size = size;
-  p.alpha = alpha;
-  p.beta = beta;
-  p.k = k;
-  return p;
-}
 
 std::string describe(const Shape& shape, const LrnParams& p, LrnVersion v) {
   return shape_str(shape) + (p.region == LrnRegion::across_channels ? " across" : " within") +
@@ -45,37 +37,30 @@ void check_version(Context& ctx, const Shape& shape, const LrnParams& p, LrnVers
   const Tensor x = testing::to_device(ctx, shape, xv), dy = testing::to_device(ctx, shape, dyv);
   Tensor y = testing::poisoned_device(ctx, shape), scale = testing::poisoned_device(ctx, shape);
   Tensor dx = testing::poisoned_device(ctx, shape);
-  const LrnShape s{shape[0], shape[1], shape[2], shape[3]};
+  const LrnShape s = testing::lrn_shape(shape);
   cuda::lrn_forward(s, p, x.data<float>(), y.data<float>(), scale.data<float>(), version,
                     ctx.stream());
   cuda::lrn_backward(s, p, x.data<float>(), y.data<float>(), scale.data<float>(), dy.data<float>(),
                      dx.data<float>(), version, ctx.stream());
 
-  const std::vector<double> xd = testing::to_double(xv), dyd = testing::to_double(dyv);
-  std::vector<double> y_ref(xd.size()), scale_ref(xd.size()), dx_ref(xd.size());
-  ref::lrn_forward(s, p, xd.data(), y_ref.data(), scale_ref.data());
-  ref::lrn_backward(s, p, xd.data(), y_ref.data(), scale_ref.data(), dyd.data(), dx_ref.data());
-  EXPECT_LT(rel_error(host_values(ctx, y), y_ref), 1e-5);
-  EXPECT_LT(rel_error(host_values(ctx, scale), scale_ref), 1e-5);
-  EXPECT_LT(rel_error(host_values(ctx, dx), dx_ref), 1e-5);
+  const testing::LrnReference r =
+      testing::lrn_reference(shape, p, testing::to_double(xv), testing::to_double(dyv));
+  EXPECT_LT(rel_error(host_values(ctx, y), r.y), 1e-5);
+  EXPECT_LT(rel_error(host_values(ctx, scale), r.scale), 1e-5);
+  EXPECT_LT(rel_error(host_values(ctx, dx), r.dx), 1e-5);
 }
 
 TEST(LrnCuda, EveryVersionMatchesTheReference) {
   CREMA_REQUIRE_CUDA();
   Context ctx(Device::cuda(0));
   const LrnRegion across = LrnRegion::across_channels, within = LrnRegion::within_channel;
-  const std::vector<std::pair<Shape, LrnParams>> cases = {
-      {{1, 1, 1, 1}, make_params(across, 5, 1.0f, 0.75f, 1.0f)},  // a single element
-      {{1, 1, 1, 1}, make_params(within, 3, 1.0f, 0.75f, 1.0f)},
-      {{2, 3, 5, 7}, make_params(across, 7, 2.0f, 0.75f, 1.0f)},  // window wider than C
-      {{2, 3, 5, 7}, make_params(across, 1, 0.5f, 0.5f, 2.0f)},   // a window of one
-      {{1, 6, 4, 3}, make_params(within, 7, 1.5f, 0.6f, 1.0f)},   // window wider than H, W
-      {{3, 2, 6, 5}, make_params(within, 3, 1e-2f, 0.75f, 1.0f)},
-      {{64, 20, 24, 24}, make_params(across, 5, 1e-4f, 0.75f, 1.0f)},  // LeNet conv1's output
-      {{64, 20, 24, 24}, make_params(within, 3, 0.5f, 0.75f, 1.0f)},
-      {{8, 96, 27, 27}, make_params(across, 5, 1e-4f, 0.75f, 2.0f)},  // AlexNet norm1-like
-      {{5, 33, 9, 11}, make_params(across, 3, 2.0f, 0.9f, 1.5f)},
-  };
+  std::vector<std::pair<Shape, LrnParams>> cases = testing::lrn_awkward_cases();
+  cases.emplace_back(Shape{64, 20, 24, 24},
+                     lrn_params(across, 5, 1e-4f, 0.75f, 1.0f));  // LeNet conv1's output
+  cases.emplace_back(Shape{64, 20, 24, 24}, lrn_params(within, 3, 0.5f, 0.75f, 1.0f));
+  cases.emplace_back(Shape{8, 96, 27, 27},
+                     lrn_params(across, 5, 1e-4f, 0.75f, 2.0f));  // AlexNet norm1-like
+  cases.emplace_back(Shape{5, 33, 9, 11}, lrn_params(across, 3, 2.0f, 0.9f, 1.5f));
   uint64_t seed = 1;
   for (const auto& [shape, p] : cases) {
     for (const LrnVersion v : {LrnVersion::direct, LrnVersion::sliding}) {
@@ -93,7 +78,7 @@ TEST(LrnCuda, BestIsDeterministic) {
   const Tensor x = testing::to_device(ctx, shape, testing::random_values(rng, shape_numel(shape)));
   const Tensor dy = testing::to_device(ctx, shape, testing::random_values(rng, shape_numel(shape)));
   for (const LrnRegion region : {LrnRegion::across_channels, LrnRegion::within_channel}) {
-    const LrnParams p = make_params(region, 5, 1.0f, 0.75f, 1.0f);
+    const LrnParams p = lrn_params(region, 5, 1.0f, 0.75f, 1.0f);
     std::vector<std::vector<float>> runs;
     for (int run = 0; run < 2; ++run) {
       Tensor y = testing::poisoned_device(ctx, shape), scale = testing::poisoned_device(ctx, shape);

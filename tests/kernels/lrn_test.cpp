@@ -13,15 +13,15 @@
 #include "kernels/lrn/lrn.h"
 #include "tests/fixtures/norm_fixture.h"
 #include "tests/kernels/kernel_test_util.h"
+#include "tests/kernels/lrn_test_util.h"
+#include "tests/support/error_text.h"
 
 namespace crema::kernels {
 namespace {
 
+using crema::testing::error_of;
+using testing::lrn_params;
 using testing::rel_error;
-
-LrnShape lrn_shape(const Shape& s) {
-  return {s[0], s[1], s[2], s[3]};
-}
 
 std::string describe(const LrnParams& p) {
   return std::string(p.region == LrnRegion::across_channels ? "across" : "within") + " size " +
@@ -46,7 +46,7 @@ class LrnGolden : public ::testing::TestWithParam<std::string> {
 
 TEST_P(LrnGolden, ReferenceMatchesPyTorch) {
   const LrnParams p = params();
-  const LrnShape s = lrn_shape(f.shape("lrn.x"));
+  const LrnShape s = testing::lrn_shape(f.shape("lrn.x"));
   const std::vector<double> x = f.doubles("lrn.x"), dy = f.doubles("lrn.dy");
   std::vector<double> y(x.size()), scale(x.size()), dx(x.size());
   ref::lrn_forward(s, p, x.data(), y.data(), scale.data());
@@ -73,16 +73,6 @@ INSTANTIATE_TEST_SUITE_P(Lrn, LrnGolden,
                          ::testing::Values("lrn_across5", "lrn_across3", "lrn_within3",
                                            "lrn_within5"));
 
-LrnParams make_params(LrnRegion region, int64_t size, float alpha, float beta, float k) {
-  LrnParams p;
-  p.region = region;
-  p.local_size = size;
-  p.alpha = alpha;
-  p.beta = beta;
-  p.k = k;
-  return p;
-}
-
 void check_against_reference(const Shape& shape, const LrnParams& p, int threads, uint64_t seed) {
   SCOPED_TRACE(shape_str(shape) + " " + describe(p) + ", " + std::to_string(threads) +
                " thread(s)");
@@ -95,28 +85,18 @@ void check_against_reference(const Shape& shape, const LrnParams& p, int threads
   lrn_forward(ctx, p, x, y, scale);
   lrn_backward(ctx, p, x, y, scale, dy, dx);
 
-  const LrnShape s = lrn_shape(shape);
-  const std::vector<double> xd = testing::to_double(x), dyd = testing::to_double(dy);
-  std::vector<double> y_ref(xd.size()), scale_ref(xd.size()), dx_ref(xd.size());
-  ref::lrn_forward(s, p, xd.data(), y_ref.data(), scale_ref.data());
-  ref::lrn_backward(s, p, xd.data(), y_ref.data(), scale_ref.data(), dyd.data(), dx_ref.data());
-  EXPECT_LT(rel_error(y.to_vector(), y_ref), 1e-6);
-  EXPECT_LT(rel_error(scale.to_vector(), scale_ref), 1e-6);
-  EXPECT_LT(rel_error(dx.to_vector(), dx_ref), 1e-5);
+  const testing::LrnReference r =
+      testing::lrn_reference(shape, p, testing::to_double(x), testing::to_double(dy));
+  EXPECT_LT(rel_error(y.to_vector(), r.y), 1e-6);
+  EXPECT_LT(rel_error(scale.to_vector(), r.scale), 1e-6);
+  EXPECT_LT(rel_error(dx.to_vector(), r.dx), 1e-5);
 }
 
 TEST(Lrn, CpuMatchesReferenceOnAwkwardShapes) {
   const LrnRegion across = LrnRegion::across_channels, within = LrnRegion::within_channel;
-  const std::vector<std::pair<Shape, LrnParams>> cases = {
-      {{1, 1, 1, 1}, make_params(across, 5, 1.0f, 0.75f, 1.0f)},  // a single element
-      {{1, 1, 1, 1}, make_params(within, 3, 1.0f, 0.75f, 1.0f)},
-      {{2, 3, 5, 7}, make_params(across, 7, 2.0f, 0.75f, 1.0f)},  // window wider than C
-      {{2, 3, 5, 7}, make_params(across, 1, 0.5f, 0.5f, 2.0f)},   // a window of one
-      {{1, 6, 4, 3}, make_params(within, 7, 1.5f, 0.6f, 1.0f)},   // window wider than H, W
-      {{3, 2, 6, 5}, make_params(within, 3, 1e-2f, 0.75f, 1.0f)},
-      {{4, 16, 13, 13}, make_params(across, 5, 1e-2f, 0.75f, 2.0f)},  // threaded
-      {{4, 8, 13, 13}, make_params(within, 3, 0.5f, 0.75f, 1.0f)},
-  };
+  std::vector<std::pair<Shape, LrnParams>> cases = testing::lrn_awkward_cases();
+  cases.emplace_back(Shape{4, 16, 13, 13}, lrn_params(across, 5, 1e-2f, 0.75f, 2.0f));  // threaded
+  cases.emplace_back(Shape{4, 8, 13, 13}, lrn_params(within, 3, 0.5f, 0.75f, 1.0f));
   uint64_t seed = 1;
   for (const auto& [shape, p] : cases) {
     for (const int threads : {1, 2}) check_against_reference(shape, p, threads, seed);
@@ -127,7 +107,7 @@ TEST(Lrn, CpuMatchesReferenceOnAwkwardShapes) {
 TEST(Lrn, ResultsDoNotDependOnTheThreadCount) {
   const Shape shape{4, 16, 13, 13};
   for (const LrnRegion region : {LrnRegion::across_channels, LrnRegion::within_channel}) {
-    const LrnParams p = make_params(region, 5, 1.0f, 0.75f, 1.0f);
+    const LrnParams p = lrn_params(region, 5, 1.0f, 0.75f, 1.0f);
     std::vector<std::vector<float>> outputs;
     for (const int threads : {1, 2}) {
       Context ctx(Device::cpu(), 1, threads);
@@ -146,22 +126,13 @@ TEST(Lrn, ResultsDoNotDependOnTheThreadCount) {
   }
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
-
 TEST(Lrn, BadArgumentsAreErrors) {
   Context ctx;
   const Shape shape{1, 3, 2, 2};
   Tensor x(shape), y(shape), scale(shape), dy(shape), dx(shape);
   x.fill(1.0f);
   dy.fill(1.0f);
-  LrnParams even = make_params(LrnRegion::across_channels, 4, 1.0f, 0.75f, 1.0f);
+  LrnParams even = lrn_params(LrnRegion::across_channels, 4, 1.0f, 0.75f, 1.0f);
   EXPECT_NE(error_of([&] { lrn_forward(ctx, even, x, y, scale); }).find("local_size 4"),
             std::string::npos);
   const LrnParams p;

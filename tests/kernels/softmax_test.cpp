@@ -19,7 +19,7 @@
 #include "tests/kernels/kernel_test_util.h"
 #include "tests/kernels/loss_test_util.h"
 #include "tests/kernels/softmax_test_util.h"
-#include "tests/support/gradient_check.h"
+#include "tests/support/numeric_gradient.h"
 
 namespace crema::kernels {
 namespace {

@@ -16,7 +16,7 @@
 #include "kernels/softmax/softmax.h"
 #include "tests/kernels/kernel_test_util.h"
 #include "tests/kernels/loss_test_util.h"
-#include "tests/support/gradient_check.h"
+#include "tests/support/numeric_gradient.h"
 
 namespace crema::kernels::softmax_testing {
 

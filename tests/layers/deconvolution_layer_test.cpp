@@ -5,20 +5,11 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
 #include "tests/fixtures/conv_fixture.h"
-#include "tests/support/layer_harness.h"
+#include "tests/support/layer_checks.h"
 
 namespace crema::testing {
 namespace {
-
-void check_deconv_gradients(const std::string& yaml, const Shape& x, uint64_t seed) {
-  SCOPED_TRACE(yaml);
-  Context ctx;
-  LayerHarness h(yaml, {x}, ctx);
-  h.set_bottom(0, random_values(size_t(shape_numel(x)), -1, 1, seed));
-  check_gradients(h);
-}
 
 TEST(DeconvolutionLayer, OutputSizeAndWeightLayoutArePyTorchs) {
   Context ctx;
@@ -55,34 +46,21 @@ TEST(DeconvolutionLayer, StrideTwoUpsamplingByHand) {
                                                              6.5, 8.5, 30.5, 40.5}));
 }
 
-TEST(DeconvolutionLayer, GradientStridePadOutputPadding) {
-  check_deconv_gradients(
-      "{name: d, type: Deconvolution, num_output: 3, kernel_size: 3,"
-      " stride: 2, pad: 1, output_padding: 1,"
-      " bias_filler: {type: uniform, min: -1, max: 1}}",
-      {2, 2, 3, 4}, 1);
-}
-
-TEST(DeconvolutionLayer, GradientGroupsDilationRectangular) {
-  check_deconv_gradients(
-      "{name: d, type: Deconvolution, num_output: 4, kernel_h: 2, kernel_w: 3,"
-      " stride_h: 1, stride_w: 2, pad: [1, 0], dilation: [2, 1], group: 2}",
-      {1, 4, 3, 3}, 2);
-}
-
-TEST(DeconvolutionLayer, GradientDepthwiseNoBias) {
-  // group = C = K: a bilinear-style per-channel upsampling (FCN).
-  check_deconv_gradients(
-      "{name: d, type: Deconvolution, num_output: 3, kernel_size: 4,"
-      " stride: 2, pad: 1, group: 3, bias_term: false}",
-      {2, 3, 3, 2}, 3);
-}
-
-TEST(DeconvolutionLayer, GradientOneByOne) {
-  check_deconv_gradients(
-      "{name: d, type: Deconvolution, num_output: 5, kernel_size: 1,"
-      " bias_filler: {type: uniform, min: -1, max: 1}}",
-      {2, 3, 2, 3}, 4);
+// Each option on a random input, by central differences.
+TEST(DeconvolutionLayer, GradientEveryOption) {
+  check_gradient_cases(
+      "name: d, type: Deconvolution",
+      {{"num_output: 3, kernel_size: 3, stride: 2, pad: 1, output_padding: 1,"
+        " bias_filler: {type: uniform, min: -1, max: 1}",
+        {2, 2, 3, 4}},
+       {"num_output: 4, kernel_h: 2, kernel_w: 3, stride_h: 1, stride_w: 2, pad: [1, 0],"
+        " dilation: [2, 1], group: 2",
+        {1, 4, 3, 3}},
+       // group = C = K: a bilinear-style per-channel upsampling (FCN).
+       {"num_output: 3, kernel_size: 4, stride: 2, pad: 1, group: 3, bias_term: false",
+        {2, 3, 3, 2}},
+       {"num_output: 5, kernel_size: 1, bias_filler: {type: uniform, min: -1, max: 1}",
+        {2, 3, 2, 3}}});
 }
 
 TEST(DeconvolutionLayer, FrozenWeightGetsNoGradient) {
@@ -117,15 +95,7 @@ TEST(DeconvolutionLayer, GoldenGroupedDilatedMatchesPyTorch) {
 
 TEST(DeconvolutionLayer, BadKeysNameTheLayerAndTheKey) {
   auto expect_key_error = [](const std::string& keys, const Shape& x, const std::string& key) {
-    Context ctx;
-    try {
-      LayerHarness h("{name: d, type: Deconvolution, " + keys + "}", {x}, ctx);
-      ADD_FAILURE() << "no error for " << keys;
-    } catch (const Error& e) {
-      const std::string message = e.what();
-      EXPECT_NE(message.find("layer 'd'"), std::string::npos) << message;
-      EXPECT_NE(message.find(key), std::string::npos) << "'" << key << "' not in: " << message;
-    }
+    expect_layer_error("{name: d, type: Deconvolution, " + keys + "}", {x}, {"layer 'd'", key});
   };
   const Shape x = {1, 4, 5, 5};
   expect_key_error("num_output: 4, kernel_size: 3, pad: -1", x, "pad");

@@ -1,7 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "core/error.h"
-#include "tests/support/layer_harness.h"
+#include "tests/support/layer_checks.h"
 
 namespace crema::testing {
 namespace {
@@ -58,34 +57,7 @@ TEST(InnerProductLayer, GradientsAccumulate) {
 
 // Frozen parameters (lr_mult 0) get no gradient computation; the others and dx are unchanged.
 TEST(InnerProductLayer, FrozenParametersGetNoGradient) {
-  for (const std::string frozen : {"weight", "bias"}) {
-    SCOPED_TRACE(frozen);
-    Context ctx;
-    LayerHarness h(
-        "{name: fc, type: InnerProduct, num_output: 3, param: {" + frozen + ": {lr_mult: 0}}}",
-        {{2, 4}}, ctx);
-    LayerHarness reference("{name: fc, type: InnerProduct, num_output: 3}", {{2, 4}}, ctx);
-    for (size_t i = 0; i < 2; ++i) {
-      reference.layer->params()[i].value.copy_from(h.layer->params()[i].value);
-    }
-    for (LayerHarness* run : {&h, &reference}) {
-      run->set_bottom(0, random_values(8, -1, 1, 6));
-      run->forward();
-      run->top[0]->grad.copy_from(Tensor::from_vector({2, 3}, random_values(6, -1, 1, 7)));
-      for (Param& p : run->layer->params()) p.grad.fill(7.0f);
-      run->layer->backward(run->top, {true}, run->bottom, ctx);
-    }
-    const size_t frozen_index = frozen == "weight" ? 0 : 1;
-    for (size_t i = 0; i < 2; ++i) {
-      const std::vector<float> got = h.layer->params()[i].grad.to_vector();
-      if (i == frozen_index) {
-        for (float v : got) ASSERT_EQ(v, 7.0f) << "a frozen gradient was written";
-      } else {
-        EXPECT_EQ(got, reference.layer->params()[i].grad.to_vector());
-      }
-    }
-    EXPECT_EQ(h.bottom[0]->grad.to_vector(), reference.bottom[0]->grad.to_vector());
-  }
+  check_frozen_parameters("name: fc, type: InnerProduct, num_output: 3", {2, 4}, 6);
 }
 
 }  // namespace

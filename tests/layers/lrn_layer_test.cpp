@@ -9,17 +9,14 @@
 #include "core/error.h"
 #include "tests/fixtures/norm_fixture.h"
 #include "tests/kernels/kernel_test_util.h"
-#include "tests/support/layer_harness.h"
+#include "tests/support/layer_checks.h"
 
 namespace crema::testing {
 namespace {
 
+// Uniform inputs in [-1.5, 1.5), a range where both LRN regions have sizeable gradients.
 void gradient_check(const std::string& yaml, const Shape& shape) {
-  SCOPED_TRACE(yaml);
-  Context ctx;
-  LayerHarness h(yaml, {shape}, ctx);
-  h.set_bottom(0, random_values(size_t(shape_numel(shape)), -1.5f, 1.5f, 17));
-  check_gradients(h);
+  check_layer_gradients(yaml, shape, random_input(shape, 17, 1.5f));
 }
 
 TEST(LRNLayer, GradientAcrossChannels) {
@@ -53,16 +50,7 @@ TEST(LRNLayer, MatchesPyTorchLocalResponseNorm) {
 
 void expect_error(const std::string& yaml, const std::vector<std::string>& parts,
                   const Shape& shape = {1, 3, 2, 2}) {
-  SCOPED_TRACE(yaml);
-  Context ctx;
-  try {
-    LayerHarness h(yaml, {shape}, ctx);
-    ADD_FAILURE() << "accepted";
-  } catch (const Error& e) {
-    for (const std::string& part : parts) {
-      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
-    }
-  }
+  expect_layer_error(yaml, {shape}, parts);
 }
 
 TEST(LRNLayer, BadKeysAreErrors) {

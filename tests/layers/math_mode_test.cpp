@@ -13,24 +13,13 @@
 #include "core/net.h"
 #include "layers/layer_keys.h"
 #include "layers/register_layers.h"
+#include "tests/support/error_text.h"
 #include "tests/support/layer_harness.h"
 
 namespace crema::testing {
 namespace {
 
 using kernels::cuda::GemmMath;
-
-// The message of the crema::Error that `build` throws ("" when none).
-template <class F>
-std::string error_of(F build) {
-  try {
-    build();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no error";
-  return "";
-}
 
 // Forward then backward of `yaml` (math appended) on fixed inputs in a fresh CPU context (the
 // same seed, so the same weights): every top value, bottom gradient and parameter gradient.

@@ -5,7 +5,7 @@
 #include "core/error.h"
 #include "core/random.h"
 #include "tests/fixtures/conv_fixture.h"
-#include "tests/support/layer_harness.h"
+#include "tests/support/layer_checks.h"
 
 namespace crema::testing {
 namespace {
@@ -22,15 +22,14 @@ std::vector<float> spaced_values(size_t count, uint64_t seed) {
 }
 
 TEST(PoolingLayer, CeilAndFloorShapes) {
-  Context ctx;
-  LayerHarness ceil("{name: p, type: Pooling, kernel_size: 3, stride: 2}", {{1, 1, 6, 6}}, ctx);
-  EXPECT_EQ(ceil.top[0]->value.shape(), (Shape{1, 1, 3, 3}));  // Caffe rounds up
-  LayerHarness floor("{name: p, type: Pooling, kernel_size: 3, stride: 2, round_mode: floor}",
-                     {{1, 1, 6, 6}}, ctx);
-  EXPECT_EQ(floor.top[0]->value.shape(), (Shape{1, 1, 2, 2}));  // PyTorch rounds down
-  LayerHarness global("{name: p, type: Pooling, pool: average, global_pooling: true}",
-                      {{2, 3, 5, 4}}, ctx);
-  EXPECT_EQ(global.top[0]->value.shape(), (Shape{2, 3, 1, 1}));
+  EXPECT_EQ(top_shape("{name: p, type: Pooling, kernel_size: 3, stride: 2}", {{1, 1, 6, 6}}),
+            (Shape{1, 1, 3, 3}));  // Caffe rounds up
+  EXPECT_EQ(top_shape("{name: p, type: Pooling, kernel_size: 3, stride: 2, round_mode: floor}",
+                      {{1, 1, 6, 6}}),
+            (Shape{1, 1, 2, 2}));  // PyTorch rounds down
+  EXPECT_EQ(
+      top_shape("{name: p, type: Pooling, pool: average, global_pooling: true}", {{2, 3, 5, 4}}),
+      (Shape{2, 3, 1, 1}));
 }
 
 TEST(PoolingLayer, MaxGradient) {
@@ -42,11 +41,10 @@ TEST(PoolingLayer, MaxGradient) {
 }
 
 TEST(PoolingLayer, AverageGradient) {
-  Context ctx;
-  LayerHarness h("{name: p, type: Pooling, pool: average, kernel_size: [2, 3], stride: 2, pad: 1}",
-                 {{2, 3, 5, 6}}, ctx);
-  h.set_bottom(0, random_values(180, -1, 1, 2));
-  check_gradients(h);
+  const Shape x = {2, 3, 5, 6};
+  check_layer_gradients(
+      "{name: p, type: Pooling, pool: average, kernel_size: [2, 3], stride: 2, pad: 1}", x,
+      random_input(x, 2));
 }
 
 TEST(PoolingLayer, MaxWithArgmaxTop) {
@@ -60,12 +58,10 @@ TEST(PoolingLayer, MaxWithArgmaxTop) {
 }
 
 TEST(PoolingLayer, CaffeSeparateHeightAndWidthKeys) {
-  Context ctx;
-  LayerHarness h(
-      "{name: p, type: Pooling, kernel_h: 3, kernel_w: 2, stride_h: 2, stride_w: 1,"
-      " pad_h: 1, pad_w: 0, round_mode: floor}",
-      {{1, 1, 7, 5}}, ctx);
-  EXPECT_EQ(h.top[0]->value.shape(), (Shape{1, 1, 4, 4}));
+  EXPECT_EQ(top_shape("{name: p, type: Pooling, kernel_h: 3, kernel_w: 2, stride_h: 2, stride_w: 1,"
+                      " pad_h: 1, pad_w: 0, round_mode: floor}",
+                      {{1, 1, 7, 5}}),
+            (Shape{1, 1, 4, 4}));
 }
 
 TEST(PoolingLayer, GradientMaxRectangularCeil) {
@@ -79,13 +75,11 @@ TEST(PoolingLayer, GradientMaxRectangularCeil) {
 }
 
 TEST(PoolingLayer, GradientAverageExcludingPadding) {
-  Context ctx;
-  LayerHarness h(
+  const Shape x = {2, 2, 6, 5};
+  check_layer_gradients(
       "{name: p, type: Pooling, pool: average, kernel_size: 3, stride: 2, pad: 1,"
       " count_include_pad: false}",
-      {{2, 2, 6, 5}}, ctx);
-  h.set_bottom(0, random_values(120, -1, 1, 4));
-  check_gradients(h);
+      x, random_input(x, 4));
 }
 
 TEST(PoolingLayer, GradientGlobalMaxAndAverage) {
@@ -145,15 +139,8 @@ TEST(PoolingLayer, GoldenAverageWithPaddingMatchesPyTorch) {
 
 TEST(PoolingLayer, BadKeysNameTheLayerAndTheKey) {
   auto expect_key_error = [](const std::string& keys, const std::string& key) {
-    Context ctx;
-    try {
-      LayerHarness h("{name: p, type: Pooling, " + keys + "}", {{1, 1, 4, 4}}, ctx);
-      ADD_FAILURE() << "no error for " << keys;
-    } catch (const Error& e) {
-      const std::string message = e.what();
-      EXPECT_NE(message.find("layer 'p'"), std::string::npos) << message;
-      EXPECT_NE(message.find(key), std::string::npos) << "'" << key << "' not in: " << message;
-    }
+    expect_layer_error("{name: p, type: Pooling, " + keys + "}", {{1, 1, 4, 4}},
+                       {"layer 'p'", key});
   };
   expect_key_error("pool: median, kernel_size: 2", "pool");
   expect_key_error("kernel_size: 5", "kernel_size");  // larger than the input

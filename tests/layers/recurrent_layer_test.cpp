@@ -7,14 +7,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <map>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
-#include "core/serialization.h"
+#include "tests/fixtures/safetensors_fixture.h"
 #include "tests/kernels/kernel_test_util.h"
-#include "tests/support/layer_harness.h"
+#include "tests/support/layer_checks.h"
 
 namespace crema::testing {
 namespace {
@@ -136,20 +135,12 @@ TEST(RNNLayer, GradientBatchFirstLast) {
 void expect_matches_pytorch(const std::string& name, const std::string& yaml,
                             const std::vector<std::string>& outputs) {
   SCOPED_TRACE(name);
-  std::map<std::string, Tensor> f;
-  for (auto& [key, tensor] : load_safetensors(std::string(CREMA_SOURCE_DIR) +
-                                              "/tests/fixtures/recurrent_fixtures.safetensors")) {
-    f[key] = tensor;
-  }
-  auto at = [&](const std::string& key) -> const Tensor& {
-    const auto it = f.find(name + "." + key);
-    if (it == f.end()) throw Error("recurrent_fixtures.safetensors has no " + name + "." + key);
-    return it->second;
-  };
+  static const SafetensorsFixture f("recurrent_fixtures.safetensors");
+  auto at = [&](const std::string& key) -> const Tensor& { return f.tensor(name + "." + key); };
   auto exact = [&](const std::string& key) { return kernels::testing::to_double(at(key)); };
   std::vector<std::string> bottoms = {"x"};
   for (const char* b : {"h0", "c0", "lengths"}) {
-    if (f.count(name + "." + b) != 0) bottoms.push_back(b);
+    if (f.has(name + "." + b)) bottoms.push_back(b);
   }
   std::vector<Shape> shapes;
   for (const std::string& b : bottoms) shapes.push_back(at(b).shape());
@@ -394,65 +385,51 @@ TEST(GRULayer, LengthsGradientIsZero) {
 
 // ---- errors ----------------------------------------------------------------------------------
 
-void expect_error(const std::string& yaml, const std::vector<Shape>& shapes, int num_tops,
-                  const std::vector<std::string>& parts) {
-  SCOPED_TRACE(yaml);
-  Context ctx;
-  try {
-    LayerHarness h(yaml, shapes, ctx, num_tops);
-    ADD_FAILURE() << "accepted";
-  } catch (const Error& e) {
-    for (const std::string& part : parts) {
-      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
-    }
-  }
-}
-
 TEST(LSTMLayer, BadKeysAreErrors) {
   const Shape x{4, 2, 3};
-  expect_error("{name: l, type: LSTM}", {x}, 1, {"test:1:", "layer 'l' (LSTM)", "num_output"});
-  expect_error("{name: l, type: LSTM, num_output: 0}", {x}, 1,
-               {"test:1:", "layer 'l' (LSTM)", "num_output", "at least 1"});
-  expect_error("{name: l, type: LSTM, num_output: 2, num_layers: 0}", {x}, 1,
-               {"test:1:", "layer 'l' (LSTM)", "num_layers"});
-  expect_error("{name: l, type: LSTM, num_output: 2, outputs: [sequence, state]}", {x}, 2,
-               {"test:1:", "layer 'l' (LSTM)", "outputs", "'state'"});
-  expect_error("{name: l, type: LSTM, num_output: 2, outputs: [last, last]}", {x}, 2,
-               {"layer 'l' (LSTM)", "outputs", "twice"});
-  expect_error("{name: l, type: LSTM, num_output: 2, initial_state: random}", {x}, 1,
-               {"test:1:", "layer 'l' (LSTM)", "initial_state", "random"});
-  expect_error("{name: l, type: LSTM, num_output: 2, nonlinearity: relu}", {x}, 1,
-               {"nonlinearity"});
-  expect_error("{name: l, type: LSTM, num_output: 2, bidirectional: sometimes}", {x}, 1,
-               {"bidirectional"});
+  expect_layer_error("{name: l, type: LSTM}", {x}, {"test:1:", "layer 'l' (LSTM)", "num_output"});
+  expect_layer_error("{name: l, type: LSTM, num_output: 0}", {x},
+                     {"test:1:", "layer 'l' (LSTM)", "num_output", "at least 1"});
+  expect_layer_error("{name: l, type: LSTM, num_output: 2, num_layers: 0}", {x},
+                     {"test:1:", "layer 'l' (LSTM)", "num_layers"});
+  expect_layer_error("{name: l, type: LSTM, num_output: 2, outputs: [sequence, state]}", {x},
+                     {"test:1:", "layer 'l' (LSTM)", "outputs", "'state'"}, 2);
+  expect_layer_error("{name: l, type: LSTM, num_output: 2, outputs: [last, last]}", {x},
+                     {"layer 'l' (LSTM)", "outputs", "twice"}, 2);
+  expect_layer_error("{name: l, type: LSTM, num_output: 2, initial_state: random}", {x},
+                     {"test:1:", "layer 'l' (LSTM)", "initial_state", "random"});
+  expect_layer_error("{name: l, type: LSTM, num_output: 2, nonlinearity: relu}", {x},
+                     {"nonlinearity"});
+  expect_layer_error("{name: l, type: LSTM, num_output: 2, bidirectional: sometimes}", {x},
+                     {"bidirectional"});
 }
 
 TEST(GRULayer, BadKeysAreErrors) {
-  expect_error("{name: g, type: GRU, num_output: 2, outputs: [sequence, cell]}", {{4, 2, 3}}, 2,
-               {"test:1:", "layer 'g' (GRU)", "outputs", "cell"});
-  expect_error("{name: g, type: GRU, num_output: -3}", {{4, 2, 3}}, 1,
-               {"layer 'g' (GRU)", "num_output"});
+  expect_layer_error("{name: g, type: GRU, num_output: 2, outputs: [sequence, cell]}", {{4, 2, 3}},
+                     {"test:1:", "layer 'g' (GRU)", "outputs", "cell"}, 2);
+  expect_layer_error("{name: g, type: GRU, num_output: -3}", {{4, 2, 3}},
+                     {"layer 'g' (GRU)", "num_output"});
 }
 
 TEST(RNNLayer, BadKeysAreErrors) {
-  expect_error("{name: r, type: RNN, num_output: 2, nonlinearity: sigmoid}", {{4, 2, 3}}, 1,
-               {"test:1:", "layer 'r' (RNN)", "nonlinearity", "sigmoid"});
-  expect_error("{name: r, type: RNN, num_output: 2, outputs: [hidden, cell]}", {{4, 2, 3}}, 2,
-               {"layer 'r' (RNN)", "outputs", "cell"});
+  expect_layer_error("{name: r, type: RNN, num_output: 2, nonlinearity: sigmoid}", {{4, 2, 3}},
+                     {"test:1:", "layer 'r' (RNN)", "nonlinearity", "sigmoid"});
+  expect_layer_error("{name: r, type: RNN, num_output: 2, outputs: [hidden, cell]}", {{4, 2, 3}},
+                     {"layer 'r' (RNN)", "outputs", "cell"}, 2);
 }
 
 TEST(LSTMLayer, BadBottomsAreErrors) {
-  expect_error("{name: l, type: LSTM, num_output: 2}", {{4, 6}}, 1,
-               {"layer 'l' (LSTM)", "3 axes", "[T, N, C]"});
-  expect_error("{name: l, type: LSTM, num_output: 2, batch_first: true}", {{4, 2, 3, 1}}, 1,
-               {"layer 'l' (LSTM)", "[N, T, C]"});
+  expect_layer_error("{name: l, type: LSTM, num_output: 2}", {{4, 6}},
+                     {"layer 'l' (LSTM)", "3 axes", "[T, N, C]"});
+  expect_layer_error("{name: l, type: LSTM, num_output: 2, batch_first: true}", {{4, 2, 3, 1}},
+                     {"layer 'l' (LSTM)", "[N, T, C]"});
   // h0 of another batch size, c0 of another layer count.
-  expect_error("{name: l, type: LSTM, num_output: 2, initial_state: bottom}",
-               {{4, 2, 3}, {1, 3, 2}, {1, 2, 2}}, 1, {"layer 'l' (LSTM)", "h0", "[1, 2, 2]"});
-  expect_error("{name: l, type: LSTM, num_output: 2, initial_state: bottom}",
-               {{4, 2, 3}, {1, 2, 2}, {2, 2, 2}}, 1, {"layer 'l' (LSTM)", "c0"});
-  expect_error("{name: l, type: LSTM, num_output: 2, lengths: true}", {{4, 2, 3}, {3}}, 1,
-               {"layer 'l' (LSTM)", "lengths", "[2]"});
+  expect_layer_error("{name: l, type: LSTM, num_output: 2, initial_state: bottom}",
+                     {{4, 2, 3}, {1, 3, 2}, {1, 2, 2}}, {"layer 'l' (LSTM)", "h0", "[1, 2, 2]"});
+  expect_layer_error("{name: l, type: LSTM, num_output: 2, initial_state: bottom}",
+                     {{4, 2, 3}, {1, 2, 2}, {2, 2, 2}}, {"layer 'l' (LSTM)", "c0"});
+  expect_layer_error("{name: l, type: LSTM, num_output: 2, lengths: true}", {{4, 2, 3}, {3}},
+                     {"layer 'l' (LSTM)", "lengths", "[2]"});
   // The features may not change after setup (the weights were made for them).
   Context ctx;
   LayerHarness h("{name: l, type: LSTM, num_output: 2}", {{4, 2, 3}}, ctx);

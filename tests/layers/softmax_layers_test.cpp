@@ -10,42 +10,27 @@
 #include <vector>
 
 #include "core/error.h"
-#include "core/serialization.h"
-#include "tests/support/layer_harness.h"
+#include "tests/fixtures/safetensors_fixture.h"
+#include "tests/support/layer_checks.h"
 
 namespace crema::testing {
 namespace {
 
 // --- PyTorch fixtures ---
 
-const std::map<std::string, Tensor>& fixtures() {
-  static const std::map<std::string, Tensor> all = [] {
-    std::map<std::string, Tensor> m;
-    for (auto& [name, t] :
-         load_safetensors(CREMA_SOURCE_DIR "/tests/fixtures/softmax_fixtures.safetensors")) {
-      m.emplace(name, std::move(t));
-    }
-    return m;
-  }();
+const SafetensorsFixture& fixtures() {
+  static const SafetensorsFixture all("softmax_fixtures.safetensors");
   return all;
-}
-
-const Tensor& fixture(const std::string& name) {
-  const auto it = fixtures().find(name);
-  if (it == fixtures().end()) throw Error("no fixture '" + name + "'");
-  return it->second;
 }
 
 // An input (stored as F32).
 std::vector<float> input(const std::string& name) {
-  return fixture(name).to_vector();
+  return fixtures().floats(name);
 }
 
 // A golden result (stored as F64).
 std::vector<double> golden(const std::string& name) {
-  const Tensor& t = fixture(name);
-  const double* p = t.data<double>();
-  return {p, p + t.numel()};
+  return fixtures().doubles(name);
 }
 
 // ||got - want|| / ||want||; NaN in got gives infinity.
@@ -72,52 +57,22 @@ void backward(LayerHarness& h, const std::vector<std::vector<float>>& top_grads,
   h.layer->backward(h.top, down, h.bottom, h.ctx);
 }
 
-// The message of the crema::Error that building `yaml` throws ("" when none).
-std::string build_error(const std::string& yaml, const std::vector<Shape>& shapes) {
-  Context ctx;
-  try {
-    LayerHarness h(yaml, shapes, ctx);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 // --- Softmax and LogSoftmax ---
 
-TEST(SoftmaxLayer, GradientAxis1) {
-  Context ctx;
-  LayerHarness h("{name: s, type: Softmax}", {{2, 3, 4, 5}}, ctx);
-  h.set_bottom(0, random_values(120, -3, 3, 1));
-  check_gradients(h);
+// Softmax and LogSoftmax along axis 1, an inner axis and the last axis counted from the end.
+TEST(SoftmaxLayer, GradientEveryAxis) {
+  check_layer_gradients("{name: s, type: Softmax}", {2, 3, 4, 5}, random_input({2, 3, 4, 5}, 1, 3));
+  check_layer_gradients("{name: s, type: Softmax, axis: 2}", {2, 3, 4, 5},
+                        random_input({2, 3, 4, 5}, 2, 3));
+  check_layer_gradients("{name: s, type: Softmax, axis: -1}", {3, 2, 7},
+                        random_input({3, 2, 7}, 3, 3));
 }
 
-TEST(SoftmaxLayer, GradientAxis2) {
-  Context ctx;
-  LayerHarness h("{name: s, type: Softmax, axis: 2}", {{2, 3, 4, 5}}, ctx);
-  h.set_bottom(0, random_values(120, -3, 3, 2));
-  check_gradients(h);
-}
-
-TEST(SoftmaxLayer, GradientLastAxisNegative) {
-  Context ctx;
-  LayerHarness h("{name: s, type: Softmax, axis: -1}", {{3, 2, 7}}, ctx);
-  h.set_bottom(0, random_values(42, -3, 3, 3));
-  check_gradients(h);
-}
-
-TEST(LogSoftmaxLayer, GradientAxis1) {
-  Context ctx;
-  LayerHarness h("{name: s, type: LogSoftmax}", {{2, 3, 4, 5}}, ctx);
-  h.set_bottom(0, random_values(120, -3, 3, 4));
-  check_gradients(h);
-}
-
-TEST(LogSoftmaxLayer, GradientAxis2) {
-  Context ctx;
-  LayerHarness h("{name: s, type: LogSoftmax, axis: 2}", {{2, 3, 4, 5}}, ctx);
-  h.set_bottom(0, random_values(120, -3, 3, 5));
-  check_gradients(h);
+TEST(LogSoftmaxLayer, GradientEveryAxis) {
+  check_layer_gradients("{name: s, type: LogSoftmax}", {2, 3, 4, 5},
+                        random_input({2, 3, 4, 5}, 4, 3));
+  check_layer_gradients("{name: s, type: LogSoftmax, axis: 2}", {2, 3, 4, 5},
+                        random_input({2, 3, 4, 5}, 5, 3));
 }
 
 // y and dL/dx for dims 1 and 2 of the same [2, 3, 4, 5] tensor against PyTorch (float64).
@@ -177,7 +132,7 @@ TEST(SoftmaxLayer, InPlace) {
 TEST(SoftmaxLayer, BadAxisNamesLayerAndKey) {
   for (const std::string type : {"Softmax", "LogSoftmax"}) {
     const std::string message =
-        build_error("{name: probs, type: " + type + ", axis: 3}", {{2, 3, 4}});
+        layer_error("{name: probs, type: " + type + ", axis: 3}", {{2, 3, 4}});
     EXPECT_NE(message.find("layer 'probs' (" + type + ")"), std::string::npos) << message;
     EXPECT_NE(message.find("axis 3"), std::string::npos) << message;
   }
@@ -262,7 +217,7 @@ TEST(SoftmaxWithLossLayer, ZeroLabelSmoothingIsThePlainLoss) {
 
 TEST(SoftmaxWithLossLayer, BadLabelSmoothingNamesLayerAndKey) {
   for (const std::string value : {"1", "1.5", "-0.1"}) {
-    const std::string message = build_error(
+    const std::string message = layer_error(
         "{name: xent, type: SoftmaxWithLoss, label_smoothing: " + value + "}", {{2, 3}, {2}});
     EXPECT_NE(message.find("layer 'xent' (SoftmaxWithLoss)"), std::string::npos) << message;
     EXPECT_NE(message.find("label_smoothing"), std::string::npos) << message;
@@ -347,15 +302,15 @@ TEST(SigmoidCrossEntropyLossLayer, MatchesPyTorch) {
 }
 
 TEST(SigmoidCrossEntropyLossLayer, Errors) {
-  const std::string bad_mode = build_error(
+  const std::string bad_mode = layer_error(
       "{name: bce, type: SigmoidCrossEntropyLoss, normalization: mean}", {{2, 3}, {2, 3}});
   EXPECT_NE(bad_mode.find("layer 'bce' (SigmoidCrossEntropyLoss)"), std::string::npos) << bad_mode;
   EXPECT_NE(bad_mode.find("normalization"), std::string::npos) << bad_mode;
   const std::string bad_count =
-      build_error("{name: bce, type: SigmoidCrossEntropyLoss}", {{2, 3}, {2, 2}});
+      layer_error("{name: bce, type: SigmoidCrossEntropyLoss}", {{2, 3}, {2, 2}});
   EXPECT_NE(bad_count.find("as many elements"), std::string::npos) << bad_count;
   // Targets of another shape but as many elements are fine (as Caffe).
-  EXPECT_EQ(build_error("{name: bce, type: SigmoidCrossEntropyLoss}", {{2, 3}, {6}}), "");
+  EXPECT_EQ(layer_error("{name: bce, type: SigmoidCrossEntropyLoss}", {{2, 3}, {6}}), "");
 }
 
 // --- EuclideanLoss ---
@@ -412,10 +367,10 @@ TEST(EuclideanLossLayer, MatchesPyTorchMse) {
 
 TEST(EuclideanLossLayer, Errors) {
   const std::string bad_mode =
-      build_error("{name: l2, type: EuclideanLoss, normalization: mse}", {{2, 3}, {2, 3}});
+      layer_error("{name: l2, type: EuclideanLoss, normalization: mse}", {{2, 3}, {2, 3}});
   EXPECT_NE(bad_mode.find("layer 'l2' (EuclideanLoss)"), std::string::npos) << bad_mode;
   EXPECT_NE(bad_mode.find("normalization"), std::string::npos) << bad_mode;
-  const std::string bad_count = build_error("{name: l2, type: EuclideanLoss}", {{2, 3}, {5}});
+  const std::string bad_count = layer_error("{name: l2, type: EuclideanLoss}", {{2, 3}, {5}});
   EXPECT_NE(bad_count.find("as many elements"), std::string::npos) << bad_count;
 }
 

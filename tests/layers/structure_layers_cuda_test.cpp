@@ -21,16 +21,6 @@ std::string with_filler(const std::string& head, const std::string& tail = "") {
   return "{" + head + ", filler: " + kUniform + tail + "}";
 }
 
-double relative_error(const std::vector<float>& got, const std::vector<float>& want) {
-  double diff = 0.0, norm = 0.0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    const double d = double(got[i]) - double(want[i]);
-    diff += std::isnan(got[i]) ? INFINITY : d * d;
-    norm += double(want[i]) * double(want[i]);
-  }
-  return std::sqrt(diff) / std::max(std::sqrt(norm), 1e-30);
-}
-
 // Tops and bottom gradients of the layer on the GPU and on the CPU, with the same bottoms and top
 // gradients; bottom gradients poisoned before backward.
 void check_shared_parity(const std::string& yaml, const std::vector<Shape>& shapes,

@@ -3,39 +3,16 @@
 // values, and the config errors (which must name the layer and the key).
 #include <gtest/gtest.h>
 
-#include <initializer_list>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
 #include "core/net.h"
 #include "layers/register_layers.h"
-#include "tests/support/layer_harness.h"
+#include "tests/support/layer_checks.h"
 
 namespace crema::testing {
 namespace {
-
-// Builds the layer and runs a forward pass, returning the error message ("" when none).
-std::string error_of(const std::string& yaml, const std::vector<Shape>& shapes, int num_tops = 1) {
-  Context ctx;
-  try {
-    LayerHarness h(yaml, shapes, ctx, num_tops);
-    h.forward();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-// The message names the layer and the key (and whatever else is listed).
-void expect_error(const std::string& yaml, const std::vector<Shape>& shapes,
-                  std::initializer_list<const char*> parts, int num_tops = 1) {
-  const std::string message = error_of(yaml, shapes, num_tops);
-  ASSERT_FALSE(message.empty()) << yaml << " was accepted";
-  for (const char* part : parts) {
-    EXPECT_NE(message.find(part), std::string::npos) << "'" << part << "' not in: " << message;
-  }
-}
 
 // Random values in every bottom, then the numerical gradient check.
 void check_layer(const std::string& yaml, const std::vector<Shape>& shapes, int num_tops = 1,
@@ -72,10 +49,11 @@ TEST(ConcatLayer, ValuesAndShape) {
 }
 
 TEST(ConcatLayer, MismatchedShapesAreConfigErrors) {
-  expect_error("{name: cat, type: Concat}", {{2, 3, 4}, {2, 3, 5}},
-               {"layer 'cat' (Concat)", "bottom", "'bottom0' [2, 3, 4]", "'bottom1' [2, 3, 5]"});
-  expect_error("{name: cat, type: Concat}", {{2, 3, 4}, {2, 3}}, {"layer 'cat'", "[2, 3]"});
-  expect_error("{name: cat, type: Concat, axis: 3}", {{2, 3, 4}}, {"layer 'cat'", "axis: 3"});
+  expect_layer_error(
+      "{name: cat, type: Concat}", {{2, 3, 4}, {2, 3, 5}},
+      {"layer 'cat' (Concat)", "bottom", "'bottom0' [2, 3, 4]", "'bottom1' [2, 3, 5]"});
+  expect_layer_error("{name: cat, type: Concat}", {{2, 3, 4}, {2, 3}}, {"layer 'cat'", "[2, 3]"});
+  expect_layer_error("{name: cat, type: Concat, axis: 3}", {{2, 3, 4}}, {"layer 'cat'", "axis: 3"});
 }
 
 // ---- Slice ----
@@ -98,14 +76,14 @@ TEST(SliceLayer, Shapes) {
 }
 
 TEST(SliceLayer, BadSlicePointsAreConfigErrors) {
-  expect_error("{name: sl, type: Slice, slice_point: [1, 2]}", {{2, 5}},
-               {"layer 'sl' (Slice)", "slice_point", "2 slice points", "2 tops"}, 2);
-  expect_error("{name: sl, type: Slice, slice_point: [3, 2]}", {{2, 5}},
-               {"layer 'sl'", "slice_point", "increase"}, 3);
-  expect_error("{name: sl, type: Slice, slice_point: [5]}", {{2, 5}}, {"layer 'sl'", "slice_point"},
-               2);
-  expect_error("{name: sl, type: Slice}", {{2, 5}}, {"layer 'sl'", "slice_point", "equal pieces"},
-               2);
+  expect_layer_error("{name: sl, type: Slice, slice_point: [1, 2]}", {{2, 5}},
+                     {"layer 'sl' (Slice)", "slice_point", "2 slice points", "2 tops"}, 2);
+  expect_layer_error("{name: sl, type: Slice, slice_point: [3, 2]}", {{2, 5}},
+                     {"layer 'sl'", "slice_point", "increase"}, 3);
+  expect_layer_error("{name: sl, type: Slice, slice_point: [5]}", {{2, 5}},
+                     {"layer 'sl'", "slice_point"}, 2);
+  expect_layer_error("{name: sl, type: Slice}", {{2, 5}},
+                     {"layer 'sl'", "slice_point", "equal pieces"}, 2);
 }
 
 // ---- Eltwise ----
@@ -157,16 +135,16 @@ TEST(EltwiseLayer, MaxRoutesTiesToTheFirstBottom) {
 }
 
 TEST(EltwiseLayer, BadInputsAreConfigErrors) {
-  expect_error("{name: el, type: Eltwise}", {{2, 3}, {3, 2}},
-               {"layer 'el' (Eltwise)", "bottom", "[2, 3]", "[3, 2]"});
-  expect_error("{name: el, type: Eltwise, coeff: [1, 2, 3]}", {{2, 3}, {2, 3}},
-               {"layer 'el' (Eltwise)", "coeff", "3 coefficients for 2 bottoms"});
-  expect_error("{name: el, type: Eltwise, operation: MAX, coeff: [1, 2]}", {{2}, {2}},
-               {"layer 'el'", "coeff", "SUM"});
-  expect_error("{name: el, type: Eltwise, operation: MIN}", {{2}, {2}},
-               {"layer 'el'", "operation", "MIN"});
-  expect_error("{name: el, type: Eltwise, operation: PROD, stable_prod_grad: false}", {{2}, {2}},
-               {"layer 'el'", "stable_prod_grad"});
+  expect_layer_error("{name: el, type: Eltwise}", {{2, 3}, {3, 2}},
+                     {"layer 'el' (Eltwise)", "bottom", "[2, 3]", "[3, 2]"});
+  expect_layer_error("{name: el, type: Eltwise, coeff: [1, 2, 3]}", {{2, 3}, {2, 3}},
+                     {"layer 'el' (Eltwise)", "coeff", "3 coefficients for 2 bottoms"});
+  expect_layer_error("{name: el, type: Eltwise, operation: MAX, coeff: [1, 2]}", {{2}, {2}},
+                     {"layer 'el'", "coeff", "SUM"});
+  expect_layer_error("{name: el, type: Eltwise, operation: MIN}", {{2}, {2}},
+                     {"layer 'el'", "operation", "MIN"});
+  expect_layer_error("{name: el, type: Eltwise, operation: PROD, stable_prod_grad: false}",
+                     {{2}, {2}}, {"layer 'el'", "stable_prod_grad"});
 }
 
 // ---- Flatten and Reshape ----
@@ -190,9 +168,9 @@ TEST(FlattenLayer, ShapesAndSharing) {
   EXPECT_EQ(h.bottom[0]->grad.shape(), (Shape{2, 3, 4, 5}));
   LayerHarness g("{name: f, type: Flatten, axis: 0, end_axis: -2}", {{2, 3, 4, 5}}, ctx);
   EXPECT_EQ(g.top[0]->value.shape(), (Shape{24, 5}));
-  expect_error("{name: fl, type: Flatten, axis: 2, end_axis: 1}", {{2, 3, 4}},
-               {"layer 'fl' (Flatten)", "end_axis"});
-  expect_error("{name: fl, type: Flatten, axis: 4}", {{2, 3, 4}}, {"layer 'fl'", "axis: 4"});
+  expect_layer_error("{name: fl, type: Flatten, axis: 2, end_axis: 1}", {{2, 3, 4}},
+                     {"layer 'fl' (Flatten)", "end_axis"});
+  expect_layer_error("{name: fl, type: Flatten, axis: 4}", {{2, 3, 4}}, {"layer 'fl'", "axis: 4"});
 }
 
 TEST(ReshapeLayer, Gradient) {
@@ -220,17 +198,17 @@ TEST(ReshapeLayer, CaffeShapeRules) {
 }
 
 TEST(ReshapeLayer, BadShapesAreConfigErrors) {
-  expect_error("{name: re, type: Reshape, shape: [0, 5, -1]}", {{2, 3, 4}},
-               {"layer 're' (Reshape)", "shape", "divide"});
-  expect_error("{name: re, type: Reshape, shape: [5, 5]}", {{2, 3, 4}},
-               {"layer 're'", "shape", "24 elements"});
-  expect_error("{name: re, type: Reshape, shape: [-1, -1]}", {{2, 3}},
-               {"layer 're'", "shape", "at most one"});
-  expect_error("{name: re, type: Reshape, shape: [0, 0, 0]}", {{6, 4}},
-               {"layer 're'", "shape", "does not have"});
-  expect_error("{name: re, type: Reshape, shape: [2], axis: 1, num_axes: 3}", {{2, 3}},
-               {"layer 're'", "num_axes"});
-  expect_error("{name: re, type: Reshape}", {{2, 3}}, {"layer 're'", "shape", "required"});
+  expect_layer_error("{name: re, type: Reshape, shape: [0, 5, -1]}", {{2, 3, 4}},
+                     {"layer 're' (Reshape)", "shape", "divide"});
+  expect_layer_error("{name: re, type: Reshape, shape: [5, 5]}", {{2, 3, 4}},
+                     {"layer 're'", "shape", "24 elements"});
+  expect_layer_error("{name: re, type: Reshape, shape: [-1, -1]}", {{2, 3}},
+                     {"layer 're'", "shape", "at most one"});
+  expect_layer_error("{name: re, type: Reshape, shape: [0, 0, 0]}", {{6, 4}},
+                     {"layer 're'", "shape", "does not have"});
+  expect_layer_error("{name: re, type: Reshape, shape: [2], axis: 1, num_axes: 3}", {{2, 3}},
+                     {"layer 're'", "num_axes"});
+  expect_layer_error("{name: re, type: Reshape}", {{2, 3}}, {"layer 're'", "shape", "required"});
 }
 
 TEST(ReshapeLayer, DoesNotRunInPlace) {
@@ -367,11 +345,12 @@ TEST(ScaleLayer, InPlaceMatchesOutOfPlace) {
 }
 
 TEST(ScaleLayer, BadInputsAreConfigErrors) {
-  expect_error("{name: sc, type: Scale}", {{2, 3, 4}, {4}},
-               {"layer 'sc' (Scale)", "axis", "[4]", "[2, 3, 4]"});
-  expect_error("{name: sc, type: Scale, axis: 1, num_axes: 3}", {{2, 3, 4}},
-               {"layer 'sc'", "num_axes"});
-  expect_error("{name: sc, type: Scale, num_axes: -2}", {{2, 3, 4}}, {"layer 'sc'", "num_axes"});
+  expect_layer_error("{name: sc, type: Scale}", {{2, 3, 4}, {4}},
+                     {"layer 'sc' (Scale)", "axis", "[4]", "[2, 3, 4]"});
+  expect_layer_error("{name: sc, type: Scale, axis: 1, num_axes: 3}", {{2, 3, 4}},
+                     {"layer 'sc'", "num_axes"});
+  expect_layer_error("{name: sc, type: Scale, num_axes: -2}", {{2, 3, 4}},
+                     {"layer 'sc'", "num_axes"});
 }
 
 TEST(BiasLayer, GradientLearned) {
@@ -429,10 +408,10 @@ TEST(PermuteLayer, ShapesAndValues) {
 }
 
 TEST(PermuteLayer, BadOrderIsAConfigError) {
-  expect_error("{name: pe, type: Permute, order: [0, 2, 2, 1]}", {{2, 3, 4, 5}},
-               {"layer 'pe' (Permute)", "order", "appears twice"});
-  expect_error("{name: pe, type: Permute, order: [0, 4]}", {{2, 3, 4, 5}},
-               {"layer 'pe'", "order", "4 is not an axis"});
+  expect_layer_error("{name: pe, type: Permute, order: [0, 2, 2, 1]}", {{2, 3, 4, 5}},
+                     {"layer 'pe' (Permute)", "order", "appears twice"});
+  expect_layer_error("{name: pe, type: Permute, order: [0, 4]}", {{2, 3, 4, 5}},
+                     {"layer 'pe'", "order", "4 is not an axis"});
 }
 
 }  // namespace

@@ -7,7 +7,6 @@
 #include "tests/support/layer_harness.h"
 
 namespace crema::testing {
-namespace {
 
 double relative_error(const std::vector<float>& got, const std::vector<float>& want) {
   double diff = 0.0, norm = 0.0;
@@ -19,8 +18,9 @@ double relative_error(const std::vector<float>& got, const std::vector<float>& w
   return std::sqrt(diff) / std::max(std::sqrt(norm), 1e-30);
 }
 
-void expect_close(const std::string& what, const Tensor& gpu, const Tensor& cpu,
-                  double tolerance) {
+namespace {
+
+void expect_close(const std::string& what, const Tensor& gpu, const Tensor& cpu, double tolerance) {
   const std::vector<float> g = gpu.to_vector(), c = cpu.to_vector();
   ASSERT_EQ(g.size(), c.size()) << what;
   if (c.empty()) return;

@@ -27,6 +27,9 @@ struct ParityOptions {
   int forward_passes = 1;  // > 1 checks state carried between passes (running statistics)
 };
 
+// ||got - want|| / ||want|| in double; a NaN in `got` (an element never written) makes it infinite.
+double relative_error(const std::vector<float>& got, const std::vector<float>& want);
+
 // Reports failures through GoogleTest. Call after CREMA_REQUIRE_CUDA().
 void check_cuda_parity(const std::string& yaml, const std::vector<Shape>& bottom_shapes,
                        const ParityOptions& options = {});
