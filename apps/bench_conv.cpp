@@ -1,6 +1,7 @@
-// crema bench conv: every CUDA convolution version (kernels/convolution/convolution.h) on each
-// shape and pass it implements: checked, then timed over input copies rotated past L2.
-// --math tf32 or bf16 runs only the versions that compute in that math (cuda::computes_in; the
+// crema bench conv: every record of the convolution ladder (kernels/convolution/algorithm.h:
+// conv_ladder(), production's and the ladder's) on each shape and pass it implements: checked,
+// then timed over input copies rotated past L2.
+// --math tf32 or bf16 runs only the records that compute in that math (computes_in; the
 // others compute in fp32 whatever the math, so their fp32 rows stand for them), checked within
 // conv_find_tolerance(math) (tf32 2e-3, bf16 1e-2) of the same fp32/double reference.
 //
@@ -22,15 +23,15 @@
 #include "apps/bench.h"
 #include "core/error.h"
 #include "core/random.h"
-#include "kernels/convolution/convolution_select.h"
+#include "kernels/convolution/convolution.h"
 #include "kernels/layout/layout.h"
 
 namespace crema::bench {
 namespace {
 
 namespace cuda = kernels::cuda;
-using cuda::ConvPass;
 using kernels::Conv2dGeometry;
+using kernels::ConvPass;
 
 constexpr double kCpuCheckFlops = 4e10;
 constexpr int kSamples = 2048;
@@ -184,35 +185,23 @@ struct DevicePass {
 
   DevicePass(ConvPass p, const Conv2dGeometry& geometry) : pass(p), g(geometry) {}
 
-  void launch(int call, cuda::ConvVersion version, cuda::GemmMath math, gpu::Stream stream) {
+  void launch(int call, const kernels::ConvAlgorithm& algorithm, cuda::GemmMath math,
+              gpu::Stream stream) {
     const size_t i = size_t(call) % in0.size();
     float* ws = workspace.data<float>();
     switch (pass) {
       case ConvPass::forward:
-        return cuda::conv2d_forward(g, in0[i].data<float>(), in1[i].data<float>(), nullptr,
-                                    out[i].data<float>(), ws, stream, version, math);
+        return algorithm.forward(g, in0[i].data<float>(), in1[i].data<float>(), nullptr,
+                                 out[i].data<float>(), ws, stream, math);
       case ConvPass::backward_data:
-        return cuda::conv2d_backward_data(g, in0[i].data<float>(), in1[i].data<float>(),
-                                          out[i].data<float>(), ws, stream, version, math);
+        return algorithm.backward_data(g, in0[i].data<float>(), in1[i].data<float>(),
+                                       out[i].data<float>(), ws, stream, math);
       case ConvPass::backward_filter:
-        return cuda::conv2d_backward_filter(g, in0[i].data<float>(), in1[i].data<float>(),
-                                            out[i].data<float>(), nullptr, ws, stream, version,
-                                            math);
+        return algorithm.backward_filter(g, in0[i].data<float>(), in1[i].data<float>(),
+                                         out[i].data<float>(), nullptr, ws, stream, math);
     }
   }
 };
-
-size_t workspace_floats(cuda::ConvVersion version, ConvPass pass, const Conv2dGeometry& g) {
-  switch (pass) {
-    case ConvPass::forward:
-      return cuda::conv2d_forward_workspace(g, version);
-    case ConvPass::backward_data:
-      return cuda::conv2d_backward_data_workspace(g, version);
-    case ConvPass::backward_filter:
-      break;
-  }
-  return cuda::conv2d_backward_filter_workspace(g, false, version);
-}
 
 // [B, R, S] -> [B, S, R] on the host.
 std::vector<float> transposed(int64_t B, int64_t R, int64_t S, const std::vector<float>& v) {
@@ -291,13 +280,15 @@ int bench_conv(Context& ctx, const Options& options, std::ostream& out) {
   const std::optional<cuda::GemmMath> parsed = cuda::gemm_math_from_name(options.math);
   if (!parsed) throw Error("--math: expected fp32, tf32 or bf16, got '" + options.math + "'");
   const cuda::GemmMath math = *parsed;
-  std::optional<cuda::ConvVersion> only;
+  const kernels::ConvAlgorithm* only = nullptr;
   if (!options.version.empty()) {
-    only = cuda::conv_version_from_name(options.version);
+    for (const kernels::ConvAlgorithm* a : kernels::conv_ladder()) {
+      if (options.version == a->name) only = a;
+    }
     if (!only) {
       std::string names;
-      for (cuda::ConvVersion v : cuda::conv_versions()) {
-        names += std::string(names.empty() ? "" : ", ") + cuda::conv_version_name(v);
+      for (const kernels::ConvAlgorithm* a : kernels::conv_ladder()) {
+        names += std::string(names.empty() ? "" : ", ") + a->name;
       }
       throw Error("--version '" + options.version + "': no such convolution version (" + names +
                   ")");
@@ -344,10 +335,10 @@ int bench_conv(Context& ctx, const Options& options, std::ostream& out) {
         dev.in0.back().copy_from(host_in0);
         dev.in1.back().copy_from(host_in1);
       }
-      for (cuda::ConvVersion version : cuda::conv_versions()) {
-        if (only && version != *only) continue;
-        if (!only && !cuda::computes_in(version, pass, math)) continue;
-        if (!cuda::supports(version, pass, g)) {
+      for (const kernels::ConvAlgorithm* algorithm : kernels::conv_ladder()) {
+        if (only && algorithm != only) continue;
+        if (!only && !algorithm->computes_in(pass, math)) continue;
+        if (!algorithm->supports(pass, g)) {
           if (only) {
             out << shape.name << " " << peer_pass_name(pass) << ": " << options.version
                 << " does not implement this pass for this shape\n";
@@ -357,23 +348,23 @@ int bench_conv(Context& ctx, const Options& options, std::ostream& out) {
         Row row;
         row.shape = shape.name;
         row.pass = peer_pass_name(pass);
-        row.version = cuda::conv_version_name(version);
+        row.version = algorithm->name;
         row.check = ref.kind;
-        const bool in_math = cuda::computes_in(version, pass, math);
+        const bool in_math = algorithm->computes_in(pass, math);
         row.tolerance = in_math ? kernels::conv_find_tolerance(math) : kTolerance;
         row.flops = flops;
         row.bytes = bytes;
         row.peak = in_math ? options.math : "fp32";
-        const size_t ws = workspace_floats(version, pass, g);
+        const size_t ws = algorithm->workspace(pass, g, false);
         row.workspace_bytes = double(ws * sizeof(float));
         dev.workspace = ctx.empty({int64_t(std::max<size_t>(ws, 1))});
         ctx.fill(dev.out[0], pass == ConvPass::backward_filter ? 0.0f : NAN);
-        dev.launch(0, version, math, ctx.stream());
+        dev.launch(0, *algorithm, math, ctx.stream());
         ctx.synchronize();
         row.rel_error = check(dev.out[0].to_vector(), ref);
         if (row.rel_error <= row.tolerance) {
           row.ms = measure_ms(ctx, options,
-                              [&](int call) { dev.launch(call, version, math, ctx.stream()); });
+                              [&](int call) { dev.launch(call, *algorithm, math, ctx.stream()); });
         }
         dev.workspace = Tensor();
         table.print(row);

@@ -72,6 +72,12 @@ int main(int argc, char** argv) {
   CLI::App* time = app.add_subcommand("time", "time each layer's forward and backward and the whole step");
   add_common(*time, options);
   time->add_option("--iterations", options.iterations, "timed iterations")->capture_default_str();
+  // --workspace-limit is model.workspace_limit (layers/conv_algorithms.h), set after the --set's.
+  std::string workspace_limit;
+  for (CLI::App* command : {train, test, time}) {
+    command->add_option("--workspace-limit", workspace_limit,
+                        "scratch a convolution pass may use (256MiB, 2GiB, none)");
+  }
   for (CLI::App* command : {train, time}) {
     command->add_option("--algo-cache", options.algo_cache,
                         "JSON file of measured algorithm choices (algorithm: find), read and "
@@ -139,6 +145,9 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     std::cerr << "crema: error: " << e.what() << " (see crema --help)\n";
     return 2;
+  }
+  if (!workspace_limit.empty()) {
+    options.overrides.push_back("++model.workspace_limit=" + workspace_limit);
   }
   if (seed_option->count() > 0) options.seed = seed;
   options.live_progress = isatty(STDOUT_FILENO) != 0;

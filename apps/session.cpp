@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "apps/input_feeder.h"
-#include "kernels/convolution/convolution_select.h"
+#include "kernels/convolution/select.h"
 #include "layers/register_layers.h"
 
 namespace crema {

@@ -54,7 +54,7 @@ class Context {
   float* workspace(size_t floats);
 
   // Measured algorithm choices, by key (op, pass, shape, device): an op that times its candidates
-  // (convolution's find, kernels/convolution/convolution_select.h) measures a shape once per
+  // (convolution's find, kernels/convolution/select.h) measures a shape once per
   // context and remembers the winner's name here; `--algo-cache FILE` saves and reloads it.
   std::map<std::string, std::string>& algorithm_cache() { return algorithm_cache_; }
 

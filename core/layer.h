@@ -57,6 +57,9 @@ struct LayerSpec {
   // The net's arithmetic for products (model.math: fp32, tf32 or bf16; fp32 when absent), the
   // default of the layers that have a `math:` key (Convolution, Deconvolution, InnerProduct).
   std::string math = "fp32";
+  // The net's model.workspace_limit node (null when absent): the default scratch limit of the
+  // layers that choose algorithms (Convolution, Deconvolution: layers/conv_algorithms.h).
+  const ConfigNode* workspace_limit = nullptr;
 };
 
 // Non-learned state a layer keeps between steps (BatchNorm's running statistics), named like a

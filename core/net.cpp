@@ -81,6 +81,7 @@ std::vector<LayerSpec> Net::read_layer_specs(const ConfigNode& model) {
     spec.node = &node;
     spec.phase = phase_;
     spec.math = math;
+    spec.workspace_limit = model.has("workspace_limit") ? &model.at("workspace_limit") : nullptr;
     if (node.has("phase")) {
       const std::string p = node.get<std::string>("phase");
       if (p != "train" && p != "test") {

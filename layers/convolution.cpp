@@ -10,58 +10,30 @@
 //   dilation (1) -- each n or [h, w] --, group (1; C and K must be multiples: group = C = K is a
 //   depthwise convolution), and the weight and bias keys of WeightedLayer (weighted_layer.h):
 //   bias_term, weight_filler, bias_filler, param (lr_mult 0 freezes a parameter: no gradient),
-//   algorithm (auto; or find, or a version's name, for all passes or per pass:
-//   layers/conv_algorithms.h), and math (the net's model.math, itself fp32 by default; or tf32 or
-//   bf16: tensor-core products with fp32 accumulation on a GPU where the pass's version has them,
-//   fp32 on the CPU).
+//   algorithm (auto; or find, or an algorithm's name, for all passes or per pass:
+//   layers/conv_algorithms.h), workspace_limit (the net's model.workspace_limit), and math (the
+//   net's model.math, itself fp32 by default; or tf32 or bf16: tensor-core products with fp32
+//   accumulation on a GPU where the pass's version has them, fp32 on the CPU).
 // From LeCun et al. 1998 (LeNet); the layout and keys are Caffe's. The kernels pick a path per
 // geometry (1x1 filters with stride 1 and no padding are plain GEMMs; depthwise convolutions run
 // direct loops on the GPU): kernels/convolution/README.md.
 #include "kernels/convolution/convolution.h"
-#include "layers/conv_algorithms.h"
+#include "layers/convolution_base.h"
 #include "layers/register_layers.h"
-#include "layers/weighted_layer.h"
 
 namespace crema {
 namespace {
 
-class ConvolutionLayer final : public WeightedLayer {
+class ConvolutionLayer final : public ConvolutionBase {
  public:
-  explicit ConvolutionLayer(const LayerSpec& spec)
-      : WeightedLayer(spec), keys_(spec), algorithms_(spec, false) {}
-
-  void setup(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top,
-             Context& ctx) override {
-    const Tensor& x = bottom[0]->value;
-    if (x.ndim() != 4) fail("expects a 4-D input [N, C, H, W], got " + shape_str(x.shape()));
-    keys_.check_groups(spec_, x.dim(1), keys_.num_output);
-    geometry(x).validate("layer '" + name() + "'");
-    algorithms_.check(spec_, geometry(x));
-    create_weight_and_bias(
-        {keys_.num_output, x.dim(1) / keys_.group, keys_.kernel_h, keys_.kernel_w},
-        keys_.num_output, ctx);
-  }
-
-  void reshape(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top, Context&) override {
-    const Tensor& x = bottom[0]->value;
-    if (x.ndim() != 4) fail("expects a 4-D input [N, C, H, W], got " + shape_str(x.shape()));
-    if (x.dim(1) != weight().value.dim(1) * keys_.group) {
-      fail("input has " + std::to_string(x.dim(1)) + " channels, the weights expect " +
-           std::to_string(weight().value.dim(1) * keys_.group));
-    }
-    const kernels::Conv2dGeometry g = geometry(x);
-    g.validate("layer '" + name() + "'");
-    algorithms_.check(spec_, g);
-    top[0]->value.reshape({g.N, g.K, g.P(), g.Q()});
-  }
+  explicit ConvolutionLayer(const LayerSpec& spec) : ConvolutionBase(spec, false) {}
 
   void forward(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top,
                Context& ctx) override {
     const Tensor* b = bias_term_ ? &bias().value : nullptr;
     const kernels::Conv2dGeometry g = geometry(bottom[0]->value);
-    algorithms_.choose(ctx, g, "layer '" + name() + "'");
     kernels::conv2d_forward(ctx, g, bottom[0]->value, weight().value, b, top[0]->value,
-                            algorithms_.version(ConvAlgorithms::forward), algorithms_.math());
+                            algorithms_.request(ConvAlgorithms::forward));
   }
 
   // dL/db[k] += sum_{n,p,q} dy[n,k,p,q]; dL/dw += correlation of x with dy; dL/dx = the
@@ -75,27 +47,27 @@ class ConvolutionLayer final : public WeightedLayer {
     Tensor* db = bias_grad();
     if (dw != nullptr) {
       kernels::conv2d_backward_weights(ctx, g, bottom[0]->value, dy, *dw, db,
-                                       algorithms_.version(ConvAlgorithms::backward_filter),
-                                       algorithms_.math());
+                                       algorithms_.request(ConvAlgorithms::backward_filter));
     } else if (db != nullptr) {
       kernels::conv2d_backward_bias(ctx, g, dy, *db);
     }
     if (propagate_down[0]) {
       kernels::conv2d_backward_data(ctx, g, dy, weight().value, bottom[0]->grad,
-                                    algorithms_.version(ConvAlgorithms::backward_data),
-                                    algorithms_.math());
+                                    algorithms_.request(ConvAlgorithms::backward_data));
     }
   }
 
-  std::string describe_algorithm() const override { return algorithms_.describe(); }
-
  private:
-  kernels::Conv2dGeometry geometry(const Tensor& x) const {
+  kernels::Conv2dGeometry geometry(const Tensor& x) const override {
     return keys_.geometry(x.dim(0), x.dim(1), x.dim(2), x.dim(3), keys_.num_output);
   }
-
-  ConvolutionKeys keys_;
-  ConvAlgorithms algorithms_;
+  Shape weight_shape(const Tensor& x) const override {
+    return {keys_.num_output, x.dim(1) / keys_.group, keys_.kernel_h, keys_.kernel_w};
+  }
+  int64_t expected_channels() override { return weight().value.dim(1) * keys_.group; }
+  Shape top_shape(const kernels::Conv2dGeometry& g) const override {
+    return {g.N, g.K, g.P(), g.Q()};
+  }
 };
 
 }  // namespace

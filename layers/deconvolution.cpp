@@ -16,24 +16,22 @@
 //   and the weight and bias keys; weighted_layer.h), plus PyTorch's output_padding (0; n or
 //   [h, w], less than the stride): the extra rows and columns at the bottom and right that pick
 //   one of the `stride` output sizes which all convolve back to H x W; algorithm (auto; the
-//   CUDA version of each pass: layers/conv_algorithms.h); and math (the net's model.math; fp32,
-//   tf32 or bf16, as Convolution's).
+//   CUDA algorithm of each pass, and workspace_limit: layers/conv_algorithms.h); and math (the
+//   net's model.math; fp32, tf32 or bf16, as Convolution's).
 // Caffe's Deconvolution layer; Zeiler et al. 2010, Long et al. 2015 (FCN upsampling).
 #include <tuple>
 
 #include "kernels/convolution/convolution.h"
-#include "layers/conv_algorithms.h"
+#include "layers/convolution_base.h"
 #include "layers/key_error.h"
 #include "layers/register_layers.h"
-#include "layers/weighted_layer.h"
 
 namespace crema {
 namespace {
 
-class DeconvolutionLayer final : public WeightedLayer {
+class DeconvolutionLayer final : public ConvolutionBase {
  public:
-  explicit DeconvolutionLayer(const LayerSpec& spec)
-      : WeightedLayer(spec), keys_(spec), algorithms_(spec, true) {
+  explicit DeconvolutionLayer(const LayerSpec& spec) : ConvolutionBase(spec, true) {
     std::tie(output_padding_h_, output_padding_w_) =
         read_spatial(spec, "output_padding", "", std::pair<int64_t, int64_t>{0, 0}, 0);
     if (output_padding_h_ >= keys_.stride_h || output_padding_w_ >= keys_.stride_w) {
@@ -44,39 +42,12 @@ class DeconvolutionLayer final : public WeightedLayer {
     }
   }
 
-  void setup(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top,
-             Context& ctx) override {
-    const Tensor& x = bottom[0]->value;
-    if (x.ndim() != 4) fail("expects a 4-D input [N, C, H, W], got " + shape_str(x.shape()));
-    keys_.check_groups(spec_, x.dim(1), keys_.num_output);
-    geometry(x).validate("layer '" + name() + "'");
-    algorithms_.check(spec_, geometry(x));
-    create_weight_and_bias(
-        {x.dim(1), keys_.num_output / keys_.group, keys_.kernel_h, keys_.kernel_w},
-        keys_.num_output, ctx);
-  }
-
-  void reshape(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top, Context&) override {
-    const Tensor& x = bottom[0]->value;
-    if (x.ndim() != 4) fail("expects a 4-D input [N, C, H, W], got " + shape_str(x.shape()));
-    if (x.dim(1) != weight().value.dim(0)) {
-      fail("input has " + std::to_string(x.dim(1)) + " channels, the weights expect " +
-           std::to_string(weight().value.dim(0)));
-    }
-    const kernels::Conv2dGeometry g = geometry(x);
-    g.validate("layer '" + name() + "'");
-    algorithms_.check(spec_, g);
-    top[0]->value.reshape({g.N, g.C, g.H, g.W});
-  }
-
   void forward(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top,
                Context& ctx) override {
     const Tensor* b = bias_term_ ? &bias().value : nullptr;
     const kernels::Conv2dGeometry g = geometry(bottom[0]->value);
-    algorithms_.choose(ctx, g, "layer '" + name() + "'");
     kernels::conv_transpose2d_forward(ctx, g, bottom[0]->value, weight().value, b, top[0]->value,
-                                      algorithms_.version(ConvAlgorithms::forward),
-                                      algorithms_.math());
+                                      algorithms_.request(ConvAlgorithms::forward));
   }
 
   // y = T x + b with T the transpose of the convolution C (T = C^T), so dL/dx = C dy: the
@@ -92,16 +63,13 @@ class DeconvolutionLayer final : public WeightedLayer {
     if (dw != nullptr || db != nullptr) {
       kernels::conv_transpose2d_backward_weights(
           ctx, g, bottom[0]->value, dy, dw, db,
-          algorithms_.version(ConvAlgorithms::backward_filter), algorithms_.math());
+          algorithms_.request(ConvAlgorithms::backward_filter));
     }
     if (propagate_down[0]) {
       kernels::conv_transpose2d_backward_data(ctx, g, dy, weight().value, bottom[0]->grad,
-                                              algorithms_.version(ConvAlgorithms::backward_data),
-                                              algorithms_.math());
+                                              algorithms_.request(ConvAlgorithms::backward_data));
     }
   }
-
-  std::string describe_algorithm() const override { return algorithms_.describe(); }
 
   // Each input element is multiplied into K/G * R * S outputs.
   int64_t multiply_adds(const std::vector<Blob*>& bottom,
@@ -114,7 +82,7 @@ class DeconvolutionLayer final : public WeightedLayer {
  private:
   // The convolution that maps y [N, K, P, Q] back to x [N, C, H, W] (its P() and Q() are H and W,
   // since output_padding < stride).
-  kernels::Conv2dGeometry geometry(const Tensor& x) const {
+  kernels::Conv2dGeometry geometry(const Tensor& x) const override {
     const int64_t P = (x.dim(2) - 1) * keys_.stride_h - 2 * keys_.pad_h +
                       keys_.dilation_h * (keys_.kernel_h - 1) + 1 + output_padding_h_;
     const int64_t Q = (x.dim(3) - 1) * keys_.stride_w - 2 * keys_.pad_w +
@@ -128,8 +96,12 @@ class DeconvolutionLayer final : public WeightedLayer {
     return keys_.geometry(x.dim(0), keys_.num_output, P, Q, x.dim(1));
   }
 
-  ConvolutionKeys keys_;
-  ConvAlgorithms algorithms_;
+  Shape weight_shape(const Tensor& x) const override {
+    return {x.dim(1), keys_.num_output / keys_.group, keys_.kernel_h, keys_.kernel_w};
+  }
+  int64_t expected_channels() override { return weight().value.dim(0); }
+  Shape top_shape(const kernels::Conv2dGeometry& g) const override { return {g.N, g.C, g.H, g.W}; }
+
   int64_t output_padding_h_ = 0, output_padding_w_ = 0;
 };
 

@@ -1,14 +1,15 @@
-// 2-D convolution and its transpose: geometry checks and the one dispatch point (device and
-// dtype -> path).
-//
-// float32 on the CPU runs the fast im2col + GEMM path; float64 runs the reference (it exists
-// for gradient checks, where exactness matters more than speed). On a GPU (float32 only) the
-// cuda:: version asked for, or else the one chosen for the geometry, pass and math
-// (cuda::forward_version and its siblings), runs on the context's stream in the math asked for,
-// its scratch from ctx.workspace(). The CPU computes in fp32 (or float64) whatever the math.
+// 2-D convolution and its transpose: geometry checks and the one dispatch point. Each call
+// checks its tensors, then dispatches (kernels/common/dispatch.h):
+//   cuda f32   asks select_conv_algorithm (select.h) once for the request's algorithm and runs
+//              that record's pass on the context's stream, its scratch from ctx.workspace();
+//   cpu f32    the fast im2col + GEMM path (fp32 whatever the math);
+//   cpu f64    the reference (it exists for gradient checks, where exactness matters more than
+//              speed).
 #include <string>
 
 #include "core/error.h"
+#include "kernels/common/dispatch.h"
+#include "kernels/common/tensor_checks.h"
 #include "kernels/convolution/convolution.h"
 
 namespace crema::kernels {
@@ -24,35 +25,6 @@ void check_positive(const std::string& where, const char* name, int64_t value) {
   }
 }
 
-// Checks that `t` is a `dtype` tensor of `shape` on the context's device.
-void check_tensor(const Context& ctx, const char* op, const char* name, const Tensor& t,
-                  const Shape& shape, DType dtype) {
-  if (!t.defined()) throw Error(std::string(op) + ": " + name + " is an undefined tensor");
-  if (t.shape() != shape) {
-    throw Error(std::string(op) + ": " + name + " is " + t.description() +
-                " but the convolution geometry needs " + shape_str(shape));
-  }
-  if (t.dtype() != dtype) {
-    throw Error(std::string(op) + ": " + name + " is " + t.description() + " but the other " +
-                "tensors are " + dtype_name(dtype));
-  }
-  if (t.device() != ctx.device()) {
-    throw Error(std::string(op) + ": " + name + " is " + t.description() +
-                " but the context runs on " + ctx.device().str());
-  }
-#ifdef CREMA_WITH_CUDA
-  if (t.device().is_cuda() && dtype != DType::f32) {
-    throw Error(std::string(op) + ": " + name + " is " + t.description() +
-                "; convolution on a GPU is float32 only");
-  }
-#else
-  if (!t.device().is_cpu()) {
-    throw Error(std::string(op) + ": " + name + " is on " + t.device().str() +
-                "; this build has no CUDA backend");
-  }
-#endif
-}
-
 Shape x_shape(const Conv2dGeometry& g) {
   return {g.N, g.C, g.H, g.W};
 }
@@ -61,6 +33,23 @@ Shape w_shape(const Conv2dGeometry& g) {
 }
 Shape y_shape(const Conv2dGeometry& g) {
   return {g.N, g.K, g.P(), g.Q()};
+}
+
+// An optional tensor's data (bias, db): null when the tensor is absent.
+template <class T, class TensorPtr>
+auto data_or_null(TensorPtr t) -> decltype(t->template data<T>()) {
+  return t ? t->template data<T>() : nullptr;
+}
+
+// The record `request` picks for (pass, g) and its workspace from the context.
+struct Chosen {
+  const ConvAlgorithm& algorithm;
+  float* workspace;
+};
+Chosen choose(Context& ctx, const char* op, ConvPass pass, const Conv2dGeometry& g,
+              const ConvRequest& request, bool with_bias = false) {
+  const ConvAlgorithm& algorithm = select_conv_algorithm(ctx, pass, g, request, op);
+  return {algorithm, ctx.workspace(algorithm.workspace(pass, g, with_bias))};
 }
 
 }  // namespace
@@ -101,8 +90,7 @@ Im2colGeometry Conv2dGeometry::group_patches() const {
 }
 
 void conv2d_forward(Context& ctx, const Conv2dGeometry& g, const Tensor& x, const Tensor& w,
-                    const Tensor* bias, Tensor& y, std::optional<cuda::ConvVersion> version,
-                    cuda::GemmMath math) {
+                    const Tensor* bias, Tensor& y, const ConvRequest& request) {
   const char* op = "conv2d_forward";
   g.validate(op);
   const DType dtype = x.dtype();
@@ -110,77 +98,57 @@ void conv2d_forward(Context& ctx, const Conv2dGeometry& g, const Tensor& x, cons
   check_tensor(ctx, op, "w", w, w_shape(g), dtype);
   if (bias) check_tensor(ctx, op, "bias", *bias, {g.K}, dtype);
   check_tensor(ctx, op, "y", y, y_shape(g), dtype);
-#ifdef CREMA_WITH_CUDA
-  if (ctx.device().is_cuda()) {
-    const cuda::ConvVersion v = version.value_or(cuda::forward_version(g, math));
-    cuda::conv2d_forward(g, x.data<float>(), w.data<float>(), bias ? bias->data<float>() : nullptr,
-                         y.data<float>(), ctx.workspace(cuda::conv2d_forward_workspace(g, v)),
-                         ctx.stream(), v, math);
-    return;
-  }
-#endif
-  if (dtype == DType::f64) {
-    ref::conv2d_forward(g, x.data<double>(), w.data<double>(),
-                        bias ? bias->data<double>() : nullptr, y.data<double>());
-    return;
-  }
-  float* workspace = ctx.workspace(cpu::conv2d_forward_workspace(g, ctx.num_threads()));
-  cpu::conv2d_forward(g, x.data<float>(), w.data<float>(), bias ? bias->data<float>() : nullptr,
-                      y.data<float>(), workspace, ctx.num_threads());
+  dispatch(
+      ctx, op, dtype,
+      on_cuda(DType::f32,
+              [&](auto stream) {
+                const Chosen c = choose(ctx, op, ConvPass::forward, g, request);
+                c.algorithm.forward(g, x.data<float>(), w.data<float>(), data_or_null<float>(bias),
+                                    y.data<float>(), c.workspace, stream, request.math);
+              }),
+      on_cpu(DType::f32,
+             [&] {
+               float* workspace =
+                   ctx.workspace(cpu::conv2d_forward_workspace(g, ctx.num_threads()));
+               cpu::conv2d_forward(g, x.data<float>(), w.data<float>(), data_or_null<float>(bias),
+                                   y.data<float>(), workspace, ctx.num_threads());
+             }),
+      on_cpu(DType::f64, [&] {
+        ref::conv2d_forward(g, x.data<double>(), w.data<double>(), data_or_null<double>(bias),
+                            y.data<double>());
+      }));
 }
 
 void conv2d_backward_data(Context& ctx, const Conv2dGeometry& g, const Tensor& dy, const Tensor& w,
-                          Tensor& dx, std::optional<cuda::ConvVersion> version,
-                          cuda::GemmMath math) {
+                          Tensor& dx, const ConvRequest& request) {
   const char* op = "conv2d_backward_data";
   g.validate(op);
   const DType dtype = dy.dtype();
   check_tensor(ctx, op, "dy", dy, y_shape(g), dtype);
   check_tensor(ctx, op, "w", w, w_shape(g), dtype);
   check_tensor(ctx, op, "dx", dx, x_shape(g), dtype);
-#ifdef CREMA_WITH_CUDA
-  if (ctx.device().is_cuda()) {
-    const cuda::ConvVersion v = version.value_or(cuda::backward_data_version(g, math));
-    cuda::conv2d_backward_data(g, dy.data<float>(), w.data<float>(), dx.data<float>(),
-                               ctx.workspace(cuda::conv2d_backward_data_workspace(g, v)),
-                               ctx.stream(), v, math);
-    return;
-  }
-#endif
-  if (dtype == DType::f64) {
-    ref::conv2d_backward_data(g, dy.data<double>(), w.data<double>(), dx.data<double>());
-    return;
-  }
-  float* workspace = ctx.workspace(cpu::conv2d_backward_data_workspace(g, ctx.num_threads()));
-  cpu::conv2d_backward_data(g, dy.data<float>(), w.data<float>(), dx.data<float>(), workspace,
-                            ctx.num_threads());
+  dispatch(ctx, op, dtype,
+           on_cuda(DType::f32,
+                   [&](auto stream) {
+                     const Chosen c = choose(ctx, op, ConvPass::backward_data, g, request);
+                     c.algorithm.backward_data(g, dy.data<float>(), w.data<float>(),
+                                               dx.data<float>(), c.workspace, stream, request.math);
+                   }),
+           on_cpu(DType::f32,
+                  [&] {
+                    float* workspace =
+                        ctx.workspace(cpu::conv2d_backward_data_workspace(g, ctx.num_threads()));
+                    cpu::conv2d_backward_data(g, dy.data<float>(), w.data<float>(),
+                                              dx.data<float>(), workspace, ctx.num_threads());
+                  }),
+           on_cpu(DType::f64, [&] {
+             ref::conv2d_backward_data(g, dy.data<double>(), w.data<double>(), dx.data<double>());
+           }));
 }
 
 void conv2d_backward_filter(Context& ctx, const Conv2dGeometry& g, const Tensor& x,
-                            const Tensor& dy, Tensor& dw, std::optional<cuda::ConvVersion> version,
-                            cuda::GemmMath math) {
-  const char* op = "conv2d_backward_filter";
-  g.validate(op);
-  const DType dtype = x.dtype();
-  check_tensor(ctx, op, "x", x, x_shape(g), dtype);
-  check_tensor(ctx, op, "dy", dy, y_shape(g), dtype);
-  check_tensor(ctx, op, "dw", dw, w_shape(g), dtype);
-#ifdef CREMA_WITH_CUDA
-  if (ctx.device().is_cuda()) {
-    const cuda::ConvVersion v = version.value_or(cuda::backward_filter_version(g, math));
-    cuda::conv2d_backward_filter(g, x.data<float>(), dy.data<float>(), dw.data<float>(), nullptr,
-                                 ctx.workspace(cuda::conv2d_backward_filter_workspace(g, false, v)),
-                                 ctx.stream(), v, math);
-    return;
-  }
-#endif
-  if (dtype == DType::f64) {
-    ref::conv2d_backward_filter(g, x.data<double>(), dy.data<double>(), dw.data<double>());
-    return;
-  }
-  float* workspace = ctx.workspace(cpu::conv2d_backward_filter_workspace(g, ctx.num_threads()));
-  cpu::conv2d_backward_filter(g, x.data<float>(), dy.data<float>(), dw.data<float>(), workspace,
-                              ctx.num_threads());
+                            const Tensor& dy, Tensor& dw, const ConvRequest& request) {
+  conv2d_backward_weights(ctx, g, x, dy, dw, nullptr, request);
 }
 
 void conv2d_backward_bias(Context& ctx, const Conv2dGeometry& g, const Tensor& dy, Tensor& db) {
@@ -189,43 +157,53 @@ void conv2d_backward_bias(Context& ctx, const Conv2dGeometry& g, const Tensor& d
   const DType dtype = dy.dtype();
   check_tensor(ctx, op, "dy", dy, y_shape(g), dtype);
   check_tensor(ctx, op, "db", db, {g.K}, dtype);
-#ifdef CREMA_WITH_CUDA
-  if (ctx.device().is_cuda()) {
-    cuda::conv2d_backward_bias(g, dy.data<float>(), db.data<float>(), ctx.stream());
-    return;
-  }
-#endif
-  if (dtype == DType::f64) {
-    ref::conv2d_backward_bias(g, dy.data<double>(), db.data<double>());
-    return;
-  }
-  cpu::conv2d_backward_bias(g, dy.data<float>(), db.data<float>(), ctx.num_threads());
+  dispatch(ctx, op, dtype,
+           on_cuda(DType::f32,
+                   [&](auto stream) {
+                     cuda::conv2d_backward_bias(g, dy.data<float>(), db.data<float>(), stream);
+                   }),
+           on_cpu(DType::f32,
+                  [&] {
+                    cpu::conv2d_backward_bias(g, dy.data<float>(), db.data<float>(),
+                                              ctx.num_threads());
+                  }),
+           on_cpu(DType::f64,
+                  [&] { ref::conv2d_backward_bias(g, dy.data<double>(), db.data<double>()); }));
 }
 
+// On the GPU the bias gradient rides along in the filter pass; on the CPU it is its own pass.
 void conv2d_backward_weights(Context& ctx, const Conv2dGeometry& g, const Tensor& x,
-                             const Tensor& dy, Tensor& dw, Tensor* db,
-                             std::optional<cuda::ConvVersion> version, cuda::GemmMath math) {
-  const char* op = "conv2d_backward_weights";
+                             const Tensor& dy, Tensor& dw, Tensor* db, const ConvRequest& request) {
+  const char* op = db ? "conv2d_backward_weights" : "conv2d_backward_filter";
   g.validate(op);
   const DType dtype = x.dtype();
   check_tensor(ctx, op, "x", x, x_shape(g), dtype);
   check_tensor(ctx, op, "dy", dy, y_shape(g), dtype);
   check_tensor(ctx, op, "dw", dw, w_shape(g), dtype);
   if (db) check_tensor(ctx, op, "db", *db, {g.K}, dtype);
-#ifdef CREMA_WITH_CUDA
-  if (ctx.device().is_cuda()) {
-    const bool with_bias = db != nullptr;
-    const cuda::ConvVersion v = version.value_or(cuda::backward_filter_version(g, math));
-    cuda::conv2d_backward_filter(
-        g, x.data<float>(), dy.data<float>(), dw.data<float>(),
-        with_bias ? db->data<float>() : nullptr,
-        ctx.workspace(cuda::conv2d_backward_filter_workspace(g, with_bias, v)), ctx.stream(), v,
-        math);
-    return;
-  }
-#endif
-  conv2d_backward_filter(ctx, g, x, dy, dw, version, math);
-  if (db) conv2d_backward_bias(ctx, g, dy, *db);
+  dispatch(ctx, op, dtype,
+           on_cuda(DType::f32,
+                   [&](auto stream) {
+                     const Chosen c =
+                         choose(ctx, op, ConvPass::backward_filter, g, request, db != nullptr);
+                     c.algorithm.backward_filter(g, x.data<float>(), dy.data<float>(),
+                                                 dw.data<float>(), data_or_null<float>(db),
+                                                 c.workspace, stream, request.math);
+                   }),
+           on_cpu(DType::f32,
+                  [&] {
+                    float* workspace =
+                        ctx.workspace(cpu::conv2d_backward_filter_workspace(g, ctx.num_threads()));
+                    cpu::conv2d_backward_filter(g, x.data<float>(), dy.data<float>(),
+                                                dw.data<float>(), workspace, ctx.num_threads());
+                    if (db)
+                      cpu::conv2d_backward_bias(g, dy.data<float>(), db->data<float>(),
+                                                ctx.num_threads());
+                  }),
+           on_cpu(DType::f64, [&] {
+             ref::conv2d_backward_filter(g, x.data<double>(), dy.data<double>(), dw.data<double>());
+             if (db) ref::conv2d_backward_bias(g, dy.data<double>(), db->data<double>());
+           }));
 }
 
 // The transposed convolution is the convolution's passes with the activations' roles swapped
@@ -233,53 +211,56 @@ void conv2d_backward_weights(Context& ctx, const Conv2dGeometry& g, const Tensor
 // its own.
 void conv_transpose2d_forward(Context& ctx, const Conv2dGeometry& g, const Tensor& x,
                               const Tensor& w, const Tensor* bias, Tensor& y,
-                              std::optional<cuda::ConvVersion> version, cuda::GemmMath math) {
+                              const ConvRequest& request) {
   const char* op = "conv_transpose2d_forward";
-  conv2d_backward_data(ctx, g, x, w, y, version, math);  // checks g, x, w and y
+  conv2d_backward_data(ctx, g, x, w, y, request);  // checks g, x, w and y
   if (bias == nullptr) return;
   check_tensor(ctx, op, "bias", *bias, {g.C}, y.dtype());
   const int64_t HW = g.H * g.W;
-#ifdef CREMA_WITH_CUDA
-  if (ctx.device().is_cuda()) {
-    cuda::add_channel_bias(g.N, g.C, HW, bias->data<float>(), y.data<float>(), ctx.stream());
-    return;
-  }
-#endif
-  if (y.dtype() == DType::f64) {
-    ref::add_channel_bias(g.N, g.C, HW, bias->data<double>(), y.data<double>());
-    return;
-  }
-  cpu::add_channel_bias(g.N, g.C, HW, bias->data<float>(), y.data<float>(), ctx.num_threads());
+  dispatch(
+      ctx, op, y.dtype(),
+      on_cuda(DType::f32,
+              [&](auto stream) {
+                cuda::add_channel_bias(g.N, g.C, HW, bias->data<float>(), y.data<float>(), stream);
+              }),
+      on_cpu(DType::f32,
+             [&] {
+               cpu::add_channel_bias(g.N, g.C, HW, bias->data<float>(), y.data<float>(),
+                                     ctx.num_threads());
+             }),
+      on_cpu(DType::f64,
+             [&] { ref::add_channel_bias(g.N, g.C, HW, bias->data<double>(), y.data<double>()); }));
 }
 
 void conv_transpose2d_backward_data(Context& ctx, const Conv2dGeometry& g, const Tensor& dy,
-                                    const Tensor& w, Tensor& dx,
-                                    std::optional<cuda::ConvVersion> version, cuda::GemmMath math) {
-  conv2d_forward(ctx, g, dy, w, nullptr, dx, version, math);
+                                    const Tensor& w, Tensor& dx, const ConvRequest& request) {
+  conv2d_forward(ctx, g, dy, w, nullptr, dx, request);
 }
 
 void conv_transpose2d_backward_weights(Context& ctx, const Conv2dGeometry& g, const Tensor& x,
                                        const Tensor& dy, Tensor* dw, Tensor* db,
-                                       std::optional<cuda::ConvVersion> version,
-                                       cuda::GemmMath math) {
+                                       const ConvRequest& request) {
   const char* op = "conv_transpose2d_backward_weights";
-  if (dw) conv2d_backward_filter(ctx, g, dy, x, *dw, version, math);
+  if (dw) conv2d_backward_filter(ctx, g, dy, x, *dw, request);
   if (db == nullptr) return;
   g.validate(op);
   check_tensor(ctx, op, "dy", dy, x_shape(g), dy.dtype());
   check_tensor(ctx, op, "db", *db, {g.C}, dy.dtype());
   const int64_t HW = g.H * g.W;
-#ifdef CREMA_WITH_CUDA
-  if (ctx.device().is_cuda()) {
-    cuda::channel_bias_gradient(g.N, g.C, HW, dy.data<float>(), db->data<float>(), ctx.stream());
-    return;
-  }
-#endif
-  if (dy.dtype() == DType::f64) {
-    ref::channel_bias_gradient(g.N, g.C, HW, dy.data<double>(), db->data<double>());
-    return;
-  }
-  cpu::channel_bias_gradient(g.N, g.C, HW, dy.data<float>(), db->data<float>(), ctx.num_threads());
+  dispatch(ctx, op, dy.dtype(),
+           on_cuda(DType::f32,
+                   [&](auto stream) {
+                     cuda::channel_bias_gradient(g.N, g.C, HW, dy.data<float>(), db->data<float>(),
+                                                 stream);
+                   }),
+           on_cpu(DType::f32,
+                  [&] {
+                    cpu::channel_bias_gradient(g.N, g.C, HW, dy.data<float>(), db->data<float>(),
+                                               ctx.num_threads());
+                  }),
+           on_cpu(DType::f64, [&] {
+             ref::channel_bias_gradient(g.N, g.C, HW, dy.data<double>(), db->data<double>());
+           }));
 }
 
 }  // namespace crema::kernels

@@ -26,9 +26,10 @@
 // more) skips im2col and col2im: an image's group slice x[n, group's channels] is already the
 // [Cg, H*W] matrix col would be, so each pass is one plain GEMM per image and group, reading and
 // writing the tensors in place.
-// Algorithm (cuda): implicit GEMM, the same products with the patches gathered tile by tile
-// into shared memory; plain batched GEMMs for pointwise filters; direct loops for depthwise
-// convolutions (one input channel per group); README.md has the choice and its reasons.
+// Algorithm (cuda): one of the records of algorithm.h (implicit GEMM, the same products with the
+// patches gathered tile by tile into shared memory; plain batched GEMMs for pointwise filters;
+// direct loops for depthwise convolutions; Winograd; FFT; ...), chosen per pass by select.h;
+// README.md has the ladder, the choice and its reasons.
 #pragma once
 
 #include <cstddef>
@@ -40,60 +41,27 @@
 #include "core/context.h"
 #include "core/cuda_runtime.h"
 #include "core/tensor.h"
+#include "kernels/convolution/geometry.h"
+#include "kernels/convolution/select.h"
 #include "kernels/gemm/gemm.h"
-#include "kernels/im2col/im2col.h"
 
 namespace crema::kernels {
 
-// Geometry of a 2-D convolution, NCHW activations and KCRS filters (C/groups per filter).
-struct Conv2dGeometry {
-  int64_t N, C, H, W;  // input
-  int64_t K;           // output channels
-  int64_t R, S;        // filter height, width
-  int64_t pad_h = 0, pad_w = 0, stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1;
-  int64_t groups = 1;
-
-  int64_t P() const { return (H + 2 * pad_h - dilation_h * (R - 1) - 1) / stride_h + 1; }
-  int64_t Q() const { return (W + 2 * pad_w - dilation_w * (S - 1) - 1) / stride_w + 1; }
-  // Throws crema::Error naming `where` (the layer) when the geometry cannot work: non-positive
-  // sizes, strides or dilations, negative padding, C or K not divisible by groups, or a
-  // (dilated) filter larger than the padded input.
-  void validate(const std::string& where) const;
-  // The patches of one image within one group (C/groups channels), for im2col.
-  Im2colGeometry group_patches() const;
-  // A 1x1 filter, stride 1, no padding: patches are the input itself (P = H, Q = W).
-  bool pointwise() const {
-    return R == 1 && S == 1 && stride_h == 1 && stride_w == 1 && pad_h == 0 && pad_w == 0;
-  }
-  // One input channel per group, several groups (MobileNet's depthwise convolution; K/groups
-  // filters per channel).
-  bool depthwise() const { return groups > 1 && C == groups; }
-};
-
-namespace cuda {
-enum class ConvVersion;  // below
-}  // namespace cuda
-
-// On a GPU each pass runs `version` when given (it must support the geometry: crema::Error
-// otherwise), else the heuristic's choice for the geometry and math (cuda::forward_version and
-// its siblings; convolution_select.h chooses by measuring), in `math` where the version has that
-// arithmetic (cuda::computes_in; the others compute in fp32 whatever the math, as cuDNN's
-// algorithms without a tensor-core path do). On the CPU `version` and `math` are ignored:
-// every math computes in fp32 there (at least as exact as tf32 or bf16), as the GEMM does.
+// On a GPU each pass asks select_conv_algorithm (select.h) once for the algorithm `request`
+// picks -- the heuristic's by default, or find's, or a pinned one (which must support the
+// geometry: crema::Error otherwise) -- and runs that record's pass in request.math where it has
+// that arithmetic (ConvAlgorithm::computes_in; the others compute in fp32 whatever the math, as
+// cuDNN's algorithms without a tensor-core path do). On the CPU the request is ignored: every
+// math computes in fp32 there (at least as exact as tf32 or bf16), as the GEMM does.
 // x [N,C,H,W], w [K,C/groups,R,S], bias [K] or nullptr, y [N,K,P,Q] (written).
 void conv2d_forward(Context& ctx, const Conv2dGeometry& g, const Tensor& x, const Tensor& w,
-                    const Tensor* bias, Tensor& y,
-                    std::optional<cuda::ConvVersion> version = std::nullopt,
-                    cuda::GemmMath math = cuda::GemmMath::fp32);
+                    const Tensor* bias, Tensor& y, const ConvRequest& request = {});
 // dy [N,K,P,Q], w [K,C/groups,R,S] -> dx [N,C,H,W] (written).
 void conv2d_backward_data(Context& ctx, const Conv2dGeometry& g, const Tensor& dy, const Tensor& w,
-                          Tensor& dx, std::optional<cuda::ConvVersion> version = std::nullopt,
-                          cuda::GemmMath math = cuda::GemmMath::fp32);
+                          Tensor& dx, const ConvRequest& request = {});
 // x [N,C,H,W], dy [N,K,P,Q] -> dw [K,C/groups,R,S] (accumulated: dw += ...).
 void conv2d_backward_filter(Context& ctx, const Conv2dGeometry& g, const Tensor& x,
-                            const Tensor& dy, Tensor& dw,
-                            std::optional<cuda::ConvVersion> version = std::nullopt,
-                            cuda::GemmMath math = cuda::GemmMath::fp32);
+                            const Tensor& dy, Tensor& dw, const ConvRequest& request = {});
 // dy [N,K,P,Q] -> db [K] (accumulated: db += sum of dy over N, P, Q).
 void conv2d_backward_bias(Context& ctx, const Conv2dGeometry& g, const Tensor& dy, Tensor& db);
 // Both parameter gradients at once: dw += ... as conv2d_backward_filter, and db += ... as
@@ -102,8 +70,7 @@ void conv2d_backward_bias(Context& ctx, const Conv2dGeometry& g, const Tensor& d
 // saves a launch and a read of dy; on the CPU it is the two calls.
 void conv2d_backward_weights(Context& ctx, const Conv2dGeometry& g, const Tensor& x,
                              const Tensor& dy, Tensor& dw, Tensor* db,
-                             std::optional<cuda::ConvVersion> version = std::nullopt,
-                             cuda::GemmMath math = cuda::GemmMath::fp32);
+                             const ConvRequest& request = {});
 
 // Transposed convolution (Caffe's Deconvolution, PyTorch's ConvTranspose2d): the adjoint of
 // conv2d in its input. `g` is the geometry of the convolution that maps the transposed
@@ -115,21 +82,17 @@ void conv2d_backward_weights(Context& ctx, const Conv2dGeometry& g, const Tensor
 //   dw += conv2d_backward_filter(g, dy, x)            (the two activations swap roles)
 //   db += sum over n, h, w of dy[n, c, h, w]
 // (<conv(u, w), v> = <u, conv_transpose(v, w)> for all u, v: each pass is the other's adjoint.)
-// `version` is the version of the convolution pass each runs (forward: backward data's; backward
-// data: forward's; weights: backward filter's).
+// `request` chooses for the convolution pass each runs (forward: backward data's; backward data:
+// forward's; weights: backward filter's).
 void conv_transpose2d_forward(Context& ctx, const Conv2dGeometry& g, const Tensor& x,
                               const Tensor& w, const Tensor* bias, Tensor& y,
-                              std::optional<cuda::ConvVersion> version = std::nullopt,
-                              cuda::GemmMath math = cuda::GemmMath::fp32);
+                              const ConvRequest& request = {});
 void conv_transpose2d_backward_data(Context& ctx, const Conv2dGeometry& g, const Tensor& dy,
-                                    const Tensor& w, Tensor& dx,
-                                    std::optional<cuda::ConvVersion> version = std::nullopt,
-                                    cuda::GemmMath math = cuda::GemmMath::fp32);
+                                    const Tensor& w, Tensor& dx, const ConvRequest& request = {});
 // dw and db may each be null (a frozen or absent parameter): that gradient is not computed.
 void conv_transpose2d_backward_weights(Context& ctx, const Conv2dGeometry& g, const Tensor& x,
                                        const Tensor& dy, Tensor* dw, Tensor* db,
-                                       std::optional<cuda::ConvVersion> version = std::nullopt,
-                                       cuda::GemmMath math = cuda::GemmMath::fp32);
+                                       const ConvRequest& request = {});
 
 // Reference: direct loops over the definitions above, in T (float or double).
 namespace ref {
@@ -170,103 +133,9 @@ void channel_bias_gradient(int64_t N, int64_t C, int64_t HW, const float* dy, fl
                            int num_threads);
 }  // namespace cpu
 
-// CUDA on device pointers, queued on `stream`: no host synchronization, no
-// allocation, so a training step can be captured in a CUDA graph. Every version is deterministic
-// (no atomics; every sum's order depends on the geometry only). README.md has the ladder and its
-// measurements. `workspace` must hold the floats the matching *_workspace function returns.
-// Tensors of 2^31 elements or more are not supported (crema::Error).
+// CUDA on device pointers, queued on `stream`, for the biases (the passes themselves are the
+// records' of algorithm.h).
 namespace cuda {
-enum class ConvVersion {
-  im2col_gemm = 1,   // v1: im2col / col2im over the whole batch, cuda::sgemm, layout reorders
-  implicit_gemm,     // v2: one tiled GEMM kernel per pass reading patches straight into shared
-                     //     memory; bias fused; filter gradient split over N*P*Q, then summed
-  pointwise_gemm,    // v3: pointwise geometries only: forward and backward data as one batched
-                     //     plain GEMM per pass (float4 loads, no patch arithmetic); filter as v2
-  depthwise_direct,  // v4: depthwise geometries only: a thread per output (forward) or input
-                     //     (data) looping over its taps; filter gradient a block per channel
-                     //     and taps, split over N*P*Q, summed in split order
-  winograd_2x2,      // v5: 3x3 filters, stride 1, no dilation: Winograd F(2x2,3x3), non-fused:
-                     //     tile transforms into the workspace, 16 batched GEMMs over the tiles,
-                     //     inverse transform; backward data is v5's forward on dy with the
-                     //     filter rotated (pad <= 2); filter gradient as F(3x3,2x2)
-  winograd_4x4,      // v6: v5 with F(4x4,3x3): 6x6 tiles, 36 GEMMs over 4x fewer tiles
-  direct,            // v7: filters up to 16x16, strides up to 4: forward and backward data as
-                     //     direct loops, a thread per 4 pixels x 4 or 8 channels (data: one
-                     //     launch over the stride's pixel classes); filter gradient as v2
-  precomputed_gemm,  // v8: v2 whose loaders read each inner index's offsets from a table built
-                     //     once per call in the workspace instead of dividing; filter as v2
-  // v9: every pass through the NHWC kernels (conv2d_*_nhwc below): x, dy, w (and dw) transposed
-  // into the workspace, the NHWC pass, the result transposed back; every math (FFMA, or mma.sync
-  // in tf32 and bf16)
-  nhwc_implicit_gemm,
-  // v10: stride 1, dilation 1, groups 1, padded maps within 64x64: every pass by the 2-D FFT
-  //      (real half spectra of F x F maps, F a power of two, in the workspace), a batched complex
-  //      GEMM over the bins, and the inverse FFT with the crop; fp32 only
-  fft,
-  best = implicit_gemm,  // the general version (every geometry)
-};
-// The three passes an algorithm may implement (cuDNN's fwd, bwd data and bwd filter algos).
-enum class ConvPass { forward, backward_data, backward_filter };
-const char* conv_pass_name(ConvPass pass);
-// Every version, in ladder order (tests, `crema bench` and the measuring selection walk it).
-const std::vector<ConvVersion>& conv_versions();
-// Its name as YAML and `crema bench` spell it ("implicit_gemm"), and back (nullopt: unknown).
-const char* conv_version_name(ConvVersion version);
-std::optional<ConvVersion> conv_version_from_name(const std::string& name);
-// Whether `version` handles geometry g (v3: g.pointwise(); v4: g.depthwise(); v5, v6: a 3x3
-// filter with stride 1 and dilation 1; v7: R, S <= 16 and strides <= 4; v10: stride 1, dilation
-// 1, no groups, H + 2*pad_h and W + 2*pad_w at most 64; v1, v2: all), and whether
-// it implements `pass` for g (v5 and v6: backward data needs padding <= 2).
-bool supports(ConvVersion version, const Conv2dGeometry& g);
-bool supports(ConvVersion version, ConvPass pass, const Conv2dGeometry& g);
-// The arithmetic (kernels/gemm/gemm.h: GemmMath) is a per-call argument, fp32 by default. Whether
-// `version` computes `pass` in `math`: every pass of every version in fp32; in tf32 and bf16
-// (tensor cores, fp32 accumulation) every pass of v1 (its products are cuda::sgemm calls in that
-// math; im2col, col2im and the reorders stay fp32), of v2 and v8 (their loaders feed
-// convolution_mma.cuh's mma.sync loop), of v3 and of v5 (the batched GEMMs; the transforms stay
-// fp32), and v7's filter gradient (v2's). The rest computes in fp32 whatever the math, as cuDNN's
-// algorithms without a tensor-core path do: v6 because F(4x4,3x3)'s output transform amplifies
-// operand rounding about 12x (tf32 operands give ~3e-3 relative error, over tf32's 2e-3; bf16
-// ~2.5e-2), v7's forward and backward data and v4 for want of a tensor-core variant so far, and
-// v10 (its complex products are FFMA code of its own).
-bool computes_in(ConvVersion version, ConvPass pass, GemmMath math);
-// The versions production uses per pass (README.md has the reasons): v4 for depthwise
-// geometries, v3 for pointwise ones (forward and data), v6 (Winograd F(4x4,3x3)) for 3x3
-// stride-1 geometries with at least 32 input and output channels per group, else v2 -- except
-// backward data when a group has fewer than 32 input channels: v1, since v2's implicit GEMM then
-// fills few rows of its tiles (C/G rows) while every element it loads pays the patch index
-// arithmetic (H200, LeNet conv2 at N = 256: README.md); and v10 (FFT) for every pass of
-// ungrouped stride-1 layers with 5x5 or larger filters, at least 64 input and output channels
-// and padded maps of 32 x 32 or less (README.md "FFT"). That is fp32's choice; in tf32 and bf16
-// (measured on ResNet-18's and the peer benchmark's shapes, README.md "The heuristic in tf32 and
-// bf16") 3x3 stride-1 layers run v5 on tensor cores for forward and data from 256 channels a group
-// (v6 in fp32 below, and for the filter gradient); other filters with at least 16 channels a
-// group run v9 (NHWC, cp.async, tensor cores) forward, and v9 or, on maps of 8x8 and smaller, v1
-// for backward data; 1x1 filters and fewer channels run v2 forward on tensor cores.
-ConvVersion forward_version(const Conv2dGeometry& g, GemmMath math = GemmMath::fp32);
-ConvVersion backward_data_version(const Conv2dGeometry& g, GemmMath math = GemmMath::fp32);
-ConvVersion backward_filter_version(const Conv2dGeometry& g, GemmMath math = GemmMath::fp32);
-
-size_t conv2d_forward_workspace(const Conv2dGeometry& g, ConvVersion version = ConvVersion::best);
-size_t conv2d_backward_data_workspace(const Conv2dGeometry& g,
-                                      ConvVersion version = ConvVersion::best);
-size_t conv2d_backward_filter_workspace(const Conv2dGeometry& g, bool with_bias,
-                                        ConvVersion version = ConvVersion::best);
-
-// y = conv(x, w) + bias (bias may be null). y is written. A version that does not support g
-// throws crema::Error.
-void conv2d_forward(const Conv2dGeometry& g, const float* x, const float* w, const float* bias,
-                    float* y, float* workspace, gpu::Stream stream,
-                    ConvVersion version = ConvVersion::best, GemmMath math = GemmMath::fp32);
-// dx is written.
-void conv2d_backward_data(const Conv2dGeometry& g, const float* dy, const float* w, float* dx,
-                          float* workspace, gpu::Stream stream,
-                          ConvVersion version = ConvVersion::best, GemmMath math = GemmMath::fp32);
-// dw += ..., and db += ... when db is not null (with_bias of the workspace query).
-void conv2d_backward_filter(const Conv2dGeometry& g, const float* x, const float* dy, float* dw,
-                            float* db, float* workspace, gpu::Stream stream,
-                            ConvVersion version = ConvVersion::best,
-                            GemmMath math = GemmMath::fp32);
 // db += sum of dy over N, P, Q, alone (one block per channel, a fixed-order tree in each).
 void conv2d_backward_bias(const Conv2dGeometry& g, const float* dy, float* db, gpu::Stream stream);
 // y [N, C, HW] += bias[c] per channel; db[c] += sum over n, i of dy[n, c, i] (as above).

@@ -1,11 +1,10 @@
-// Between convolution_cuda.cu (the cuda:: entry points, v1 im2col + GEMM) and the other versions:
-// v2, the implicit GEMM (convolution_implicit_gemm_cuda.cu,
-// convolution_implicit_gemm_filter_cuda.cu), v3, pointwise batched GEMMs
-// (convolution_pointwise_cuda.cu), v4, direct depthwise loops (convolution_depthwise_cuda.cu), v5
-// and v6, Winograd (convolution_winograd_cuda.cu, convolution_winograd_filter_cuda.cu), v7,
-// direct loops for few channels (convolution_direct_cuda.cu), v10, FFT (convolution_fft_cuda.cu).
-// Device pointers, queued on `stream`; the entry points have checked the sizes (and, for v3 and v4,
-// that the version supports the geometry).
+// Between the algorithms' files (each defines its record, algorithm.h): v2, the implicit GEMM
+// (convolution_implicit_gemm_cuda.cu, convolution_implicit_gemm_filter_cuda.cu), v3, pointwise
+// batched GEMMs (convolution_pointwise_cuda.cu), v4, direct depthwise loops
+// (convolution_depthwise_cuda.cu), v5 and v6, Winograd (convolution_winograd_cuda.cu,
+// convolution_winograd_filter_cuda.cu), v10, FFT (convolution_fft_cuda.cu); and the ladder's v7 and
+// v8 (ladder/). Device pointers, queued on `stream`; the selection (select.h) has checked the sizes
+// and that the record supports the geometry.
 #pragma once
 
 #include <algorithm>
@@ -34,6 +33,9 @@ void backward_data_precomputed(const Conv2dGeometry& g, const float* dy, const f
                                float* workspace, gpu::Stream stream, GemmMath math);
 // Floats of partial sums backward_filter needs (0 when the N*P*Q range is not split).
 size_t backward_filter_workspace(const Conv2dGeometry& g, bool with_bias);
+// The workspace of a record whose filter pass is backward_filter above and whose forward and
+// data passes need none (v2, v3).
+size_t filter_workspace_only(ConvPass pass, const Conv2dGeometry& g, bool with_bias);
 // dw += ..., db += ... when db is not null, in `math` (tf32, bf16: tensor cores, the same
 // workspace).
 void backward_filter(const Conv2dGeometry& g, const float* x, const float* dy, float* dw, float* db,
@@ -81,21 +83,6 @@ void backward_filter(const Conv2dGeometry& g, int m, const float* x, const float
                      float* db, float* workspace, gpu::Stream stream, GemmMath math);
 
 }  // namespace crema::kernels::cuda::winograd
-
-// v7: forward and backward data as direct loops (filters up to kMaxTaps taps a side, strides up
-// to kMaxStride). y and dx are written. `workspace` holds workspace(g, data) floats: the filter
-// in the layout the kernel reads.
-namespace crema::kernels::cuda::direct {
-
-constexpr int kMaxTaps = 16, kMaxStride = 4;
-
-size_t workspace(const Conv2dGeometry& g, bool data);
-void forward(const Conv2dGeometry& g, const float* x, const float* w, const float* bias, float* y,
-             float* workspace, gpu::Stream stream);
-void backward_data(const Conv2dGeometry& g, const float* dy, const float* w, float* dx,
-                   float* workspace, gpu::Stream stream);
-
-}  // namespace crema::kernels::cuda::direct
 
 // v10: FFT convolution (convolution_fft_cuda.cu) for geometries that fit(): stride 1, dilation
 // 1, groups 1, padded maps of at most 64 x 64. y and dx are written; dw += ..., db += ... when db

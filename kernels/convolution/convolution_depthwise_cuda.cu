@@ -24,6 +24,8 @@
 #include <string>
 
 #include "core/error.h"
+#include "kernels/common/launch.h"
+#include "kernels/convolution/algorithm.h"
 #include "kernels/convolution/convolution_implicit_gemm.cuh"
 
 namespace crema::kernels::cuda::depthwise {
@@ -31,12 +33,6 @@ namespace {
 
 using implicit_gemm::ConvParams;
 using implicit_gemm::FastDivmod;
-
-constexpr int kThreads = 256;
-
-int blocks_for(int64_t count) {
-  return int(std::clamp<int64_t>((count + kThreads - 1) / kThreads, 1, 65536));
-}
 
 // by_M: divides by M = K/groups (output channel -> input channel).
 __global__ void forward_kernel(ConvParams p, FastDivmod by_K, FastDivmod by_M,
@@ -259,3 +255,30 @@ void backward_filter(const Conv2dGeometry& g, const float* x, const float* dy, f
 }
 
 }  // namespace crema::kernels::cuda::depthwise
+
+// v4's record: depthwise geometries only, fp32 in every math (no tensor-core variant so far).
+namespace crema::kernels::records {
+
+extern const ConvAlgorithm depthwise_direct{
+    "depthwise_direct",
+    4,
+    DType::f32,
+    Layout::nchw,
+    [](ConvPass, const Conv2dGeometry& g) { return g.depthwise(); },
+    "one input channel per group (C == groups > 1)",
+    computes_in_fp32_only,
+    [](ConvPass pass, const Conv2dGeometry& g, bool with_bias) -> size_t {
+      return pass == ConvPass::backward_filter
+                 ? cuda::depthwise::backward_filter_workspace(g, with_bias)
+                 : 0;
+    },
+    [](const Conv2dGeometry& g, const float* x, const float* w, const float* bias, float* y, float*,
+       gpu::Stream stream, cuda::GemmMath) { cuda::depthwise::forward(g, x, w, bias, y, stream); },
+    [](const Conv2dGeometry& g, const float* dy, const float* w, float* dx, float*,
+       gpu::Stream stream,
+       cuda::GemmMath) { cuda::depthwise::backward_data(g, dy, w, dx, stream); },
+    [](const Conv2dGeometry& g, const float* x, const float* dy, float* dw, float* db,
+       float* workspace, gpu::Stream stream,
+       cuda::GemmMath) { cuda::depthwise::backward_filter(g, x, dy, dw, db, workspace, stream); }};
+
+}  // namespace crema::kernels::records

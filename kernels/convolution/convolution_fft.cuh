@@ -23,11 +23,11 @@
 
 #include <cstdint>
 
+#include "kernels/common/launch.h"
 #include "kernels/convolution/convolution_cuda_internal.h"
 
 namespace crema::kernels::cuda::fft {
 
-constexpr int kThreads = 256;
 constexpr int kLogBufferElems = 12;  // 4096 complex values (32 KB) of maps a block
 // A block's maps sit F*F + 1 complex values apart: the neighbouring maps that consecutive threads
 // touch when they load or store one bin of several maps then fall on different banks.

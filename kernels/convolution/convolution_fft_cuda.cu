@@ -25,6 +25,7 @@
 #include <cstdint>
 
 #include "core/cuda_runtime.h"
+#include "kernels/convolution/algorithm.h"
 #include "kernels/convolution/convolution_cuda_internal.h"
 #include "kernels/convolution/convolution_fft.cuh"
 
@@ -228,3 +229,28 @@ void backward_filter(const Conv2dGeometry& g, const float* x, const float* dy, f
 }
 
 }  // namespace crema::kernels::cuda::fft
+
+// v10's record: geometries that fit(), fp32 in every math (its complex products are FFMA code of
+// its own).
+namespace crema::kernels::records {
+
+extern const ConvAlgorithm fft{
+    "fft",
+    10,
+    DType::f32,
+    Layout::nchw,
+    [](ConvPass, const Conv2dGeometry& g) { return cuda::fft::fits(g); },
+    "stride 1, dilation 1, groups 1 and padded maps of at most 64x64",
+    computes_in_fp32_only,
+    [](ConvPass pass, const Conv2dGeometry& g, bool) { return cuda::fft::workspace(g, pass); },
+    [](const Conv2dGeometry& g, const float* x, const float* w, const float* bias, float* y,
+       float* workspace, gpu::Stream stream,
+       cuda::GemmMath) { cuda::fft::forward(g, x, w, bias, y, workspace, stream); },
+    [](const Conv2dGeometry& g, const float* dy, const float* w, float* dx, float* workspace,
+       gpu::Stream stream,
+       cuda::GemmMath) { cuda::fft::backward_data(g, dy, w, dx, workspace, stream); },
+    [](const Conv2dGeometry& g, const float* x, const float* dy, float* dw, float* db,
+       float* workspace, gpu::Stream stream,
+       cuda::GemmMath) { cuda::fft::backward_filter(g, x, dy, dw, db, workspace, stream); }};
+
+}  // namespace crema::kernels::records

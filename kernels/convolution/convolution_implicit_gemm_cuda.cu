@@ -31,6 +31,7 @@
 #include <type_traits>
 
 #include "core/error.h"
+#include "kernels/convolution/algorithm.h"
 #include "kernels/convolution/convolution_implicit_gemm.cuh"
 #include "kernels/convolution/convolution_mma.cuh"
 
@@ -417,3 +418,26 @@ void backward_data_precomputed(const Conv2dGeometry& g, const float* dy, const f
 }
 
 }  // namespace crema::kernels::cuda::implicit_gemm
+
+// v2's record: forward and backward data above, the filter gradient in
+// convolution_implicit_gemm_filter_cuda.cu (its split partial sums are the only workspace).
+namespace crema::kernels::records {
+
+extern const ConvAlgorithm implicit_gemm{
+    "implicit_gemm",
+    2,
+    DType::f32,
+    Layout::nchw,
+    supports_every_geometry,
+    "any geometry",
+    computes_in_every_math,
+    cuda::implicit_gemm::filter_workspace_only,
+    [](const Conv2dGeometry& g, const float* x, const float* w, const float* bias, float* y, float*,
+       gpu::Stream stream,
+       cuda::GemmMath math) { cuda::implicit_gemm::forward(g, x, w, bias, y, stream, math); },
+    [](const Conv2dGeometry& g, const float* dy, const float* w, float* dx, float*,
+       gpu::Stream stream,
+       cuda::GemmMath math) { cuda::implicit_gemm::backward_data(g, dy, w, dx, stream, math); },
+    cuda::implicit_gemm::backward_filter};
+
+}  // namespace crema::kernels::records

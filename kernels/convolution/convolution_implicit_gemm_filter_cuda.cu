@@ -274,6 +274,10 @@ size_t backward_filter_workspace(const Conv2dGeometry& g, bool with_bias) {
   return plan.splits > 1 ? size_t(plan.splits) * size_t(g.K) * size_t(plan.columns) : 0;
 }
 
+size_t filter_workspace_only(ConvPass pass, const Conv2dGeometry& g, bool with_bias) {
+  return pass == ConvPass::backward_filter ? backward_filter_workspace(g, with_bias) : 0;
+}
+
 void backward_filter(const Conv2dGeometry& g, const float* x, const float* dy, float* dw, float* db,
                      float* workspace, gpu::Stream stream, GemmMath math) {
   const ConvParams p = params_of(g);

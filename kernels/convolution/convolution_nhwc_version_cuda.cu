@@ -7,6 +7,7 @@
 // (README.md, "NHWC", has their cost next to the convolutions').
 #include <cstdint>
 
+#include "kernels/convolution/algorithm.h"
 #include "kernels/convolution/convolution.h"
 #include "kernels/convolution/convolution_nhwc_internal.h"
 #include "kernels/layout/layout.h"
@@ -93,3 +94,31 @@ void backward_filter(const Conv2dGeometry& g, const float* x, const float* dy, f
 }
 
 }  // namespace crema::kernels::cuda::nhwc_version
+
+// v9's record: every pass, every geometry, every math (FFMA, or mma.sync in tf32 and bf16).
+namespace crema::kernels::records {
+
+extern const ConvAlgorithm nhwc_implicit_gemm{
+    "nhwc_implicit_gemm",
+    9,
+    DType::f32,
+    Layout::nchw,
+    supports_every_geometry,
+    "any geometry",
+    computes_in_every_math,
+    [](ConvPass pass, const Conv2dGeometry& g, bool) -> size_t {
+      switch (pass) {
+        case ConvPass::forward:
+          return cuda::nhwc_version::forward_workspace(g);
+        case ConvPass::backward_data:
+          return cuda::nhwc_version::backward_data_workspace(g);
+        case ConvPass::backward_filter:
+          break;
+      }
+      return cuda::nhwc_version::backward_filter_workspace(g);
+    },
+    cuda::nhwc_version::forward,
+    cuda::nhwc_version::backward_data,
+    cuda::nhwc_version::backward_filter};
+
+}  // namespace crema::kernels::records

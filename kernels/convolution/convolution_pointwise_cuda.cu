@@ -19,6 +19,7 @@
 #include <type_traits>
 
 #include "core/error.h"
+#include "kernels/convolution/algorithm.h"
 #include "kernels/convolution/convolution_implicit_gemm.cuh"
 #include "kernels/convolution/convolution_mma.cuh"
 
@@ -193,3 +194,25 @@ void backward_data(const Conv2dGeometry& g, const float* dy, const float* w, flo
 }
 
 }  // namespace crema::kernels::cuda::pointwise
+
+// v3's record: pointwise geometries only; the filter gradient is v2's.
+namespace crema::kernels::records {
+
+extern const ConvAlgorithm pointwise_gemm{
+    "pointwise_gemm",
+    3,
+    DType::f32,
+    Layout::nchw,
+    [](ConvPass, const Conv2dGeometry& g) { return g.pointwise(); },
+    "a 1x1 filter with stride 1 and no padding",
+    computes_in_every_math,
+    cuda::implicit_gemm::filter_workspace_only,
+    [](const Conv2dGeometry& g, const float* x, const float* w, const float* bias, float* y, float*,
+       gpu::Stream stream,
+       cuda::GemmMath math) { cuda::pointwise::forward(g, x, w, bias, y, stream, math); },
+    [](const Conv2dGeometry& g, const float* dy, const float* w, float* dx, float*,
+       gpu::Stream stream,
+       cuda::GemmMath math) { cuda::pointwise::backward_data(g, dy, w, dx, stream, math); },
+    cuda::implicit_gemm::backward_filter};
+
+}  // namespace crema::kernels::records

@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <initializer_list>
 
+#include "kernels/common/launch.h"
 #include "kernels/convolution/convolution_implicit_gemm.cuh"
 #include "kernels/convolution/convolution_mma.cuh"
 #include "kernels/tiles/block_tile.cuh"
@@ -146,13 +147,6 @@ inline TileGrid tile_grid(int64_t N, int64_t P, int64_t Q, int m) {
   grid.T = int(N * grid.tiles_h * grid.tiles_w);
   grid.ld = (int64_t(grid.T) + 3) / 4 * 4;
   return grid;
-}
-
-constexpr int kThreads = 256;
-
-inline unsigned blocks_for(int64_t count) {
-  const int64_t blocks = (count + kThreads - 1) / kThreads;
-  return unsigned(blocks < 65536 ? (blocks > 0 ? blocks : 1) : 65536);
 }
 
 // V[xi][c][t] = (B^T d B)[xi] for every channel c < C and tile t of src [N, C, H, W] (positions

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "kernels/convolution/algorithm.h"
 #include "kernels/convolution/convolution_winograd.cuh"
 
 namespace crema::kernels::cuda::winograd {
@@ -175,3 +176,89 @@ void backward_data(const Conv2dGeometry& g, int m, const float* dy, const float*
 }
 
 }  // namespace crema::kernels::cuda::winograd
+
+// v5's and v6's records: one algorithm at two tile sizes M. v5's batched GEMMs run in the asked
+// math; v6 computes in fp32 whatever the math, because F(4x4,3x3)'s output transform amplifies
+// operand rounding about 12x (tf32 operands give ~3e-3 relative error, over tf32's 2e-3; bf16
+// ~2.5e-2).
+namespace crema::kernels::records {
+namespace {
+
+// 3x3 filters, stride 1, no dilation; backward data is a forward convolution of dy padded by
+// 2 - pad on each side, so pad may not exceed 2.
+bool winograd_supports(ConvPass pass, const Conv2dGeometry& g) {
+  const bool shape = g.R == 3 && g.S == 3 && g.stride_h == 1 && g.stride_w == 1 &&
+                     g.dilation_h == 1 && g.dilation_w == 1;
+  if (shape && pass == ConvPass::backward_data) return g.pad_h <= 2 && g.pad_w <= 2;
+  return shape;
+}
+
+template <int M>
+size_t winograd_workspace(ConvPass pass, const Conv2dGeometry& g, bool) {
+  if (!winograd_supports(pass, g)) return 0;
+  switch (pass) {
+    case ConvPass::forward:
+      return cuda::winograd::forward_workspace(g, M);
+    case ConvPass::backward_data:
+      return cuda::winograd::backward_data_workspace(g, M);
+    case ConvPass::backward_filter:
+      break;
+  }
+  return cuda::winograd::backward_filter_workspace(g, M);
+}
+
+// The math each pass runs in: the asked one for v5, fp32 for v6.
+template <int M>
+cuda::GemmMath own_math(cuda::GemmMath math) {
+  return M == 2 ? math : cuda::GemmMath::fp32;
+}
+
+template <int M>
+void winograd_forward(const Conv2dGeometry& g, const float* x, const float* w, const float* bias,
+                      float* y, float* workspace, gpu::Stream stream, cuda::GemmMath math) {
+  cuda::winograd::forward(g, M, x, w, bias, y, workspace, stream, own_math<M>(math));
+}
+
+template <int M>
+void winograd_backward_data(const Conv2dGeometry& g, const float* dy, const float* w, float* dx,
+                            float* workspace, gpu::Stream stream, cuda::GemmMath math) {
+  cuda::winograd::backward_data(g, M, dy, w, dx, workspace, stream, own_math<M>(math));
+}
+
+template <int M>
+void winograd_backward_filter(const Conv2dGeometry& g, const float* x, const float* dy, float* dw,
+                              float* db, float* workspace, gpu::Stream stream,
+                              cuda::GemmMath math) {
+  cuda::winograd::backward_filter(g, M, x, dy, dw, db, workspace, stream, own_math<M>(math));
+}
+
+constexpr const char* kRequirement =
+    "a 3x3 filter with stride 1 and dilation 1 (backward data: padding at most 2)";
+
+}  // namespace
+
+extern const ConvAlgorithm winograd_2x2{"winograd_2x2",
+                                        5,
+                                        DType::f32,
+                                        Layout::nchw,
+                                        winograd_supports,
+                                        kRequirement,
+                                        computes_in_every_math,
+                                        winograd_workspace<2>,
+                                        winograd_forward<2>,
+                                        winograd_backward_data<2>,
+                                        winograd_backward_filter<2>};
+
+extern const ConvAlgorithm winograd_4x4{"winograd_4x4",
+                                        6,
+                                        DType::f32,
+                                        Layout::nchw,
+                                        winograd_supports,
+                                        kRequirement,
+                                        computes_in_fp32_only,
+                                        winograd_workspace<4>,
+                                        winograd_forward<4>,
+                                        winograd_backward_data<4>,
+                                        winograd_backward_filter<4>};
+
+}  // namespace crema::kernels::records

@@ -107,6 +107,16 @@ TEST_F(Cli, NonNumericValue) {
   expect_error("train " + path + " --set solver.base_lr=fast", "expected a number, got 'fast'");
 }
 
+// --workspace-limit is model.workspace_limit; a size that is none is an error naming the key, as
+// the layer's own workspace_limit key is.
+TEST_F(Cli, WorkspaceLimitFlagAndKey) {
+  const std::string path = variant("name: synthetic", "name: synthetic");
+  expect_error("time " + path + " --workspace-limit 12XB", "model.workspace_limit");
+  expect_error("time " + path + " --workspace-limit 12XB", "got '12XB'");
+  expect_error("train " + variant("kernel_size: 3, pad: 1", "kernel_size: 3, pad: 1, workspace_limit: lots"),
+               "workspace_limit: expected a size");
+}
+
 TEST_F(Cli, UnknownDevice) {
   const std::string path = variant("name: synthetic", "name: synthetic");
   expect_error("train " + path + " --device tpu:0", "unknown device 'tpu:0'");

@@ -1,6 +1,6 @@
 // crema time on the CPU: every layer of the train net timed, and the algorithm cache file
 // (--algo-cache) read at the start and written back at the end. (On a GPU the convolutions also
-// say which versions they ran: tests/kernels/convolution_select_cuda_test.cpp.)
+// say which algorithms they ran: tests/kernels/convolution_select_cuda_test.cpp.)
 #include <gtest/gtest.h>
 
 #include <map>
@@ -9,7 +9,7 @@
 
 #include "apps/commands.h"
 #include "core/error.h"
-#include "kernels/convolution/convolution_select.h"
+#include "kernels/convolution/select.h"
 #include "tests/support/synthetic_data.h"
 
 namespace crema {

@@ -24,22 +24,21 @@
 namespace crema::kernels {
 namespace {
 
-using conv_test::check_version;
+using conv_test::check_algorithm;
 using conv_test::cpu_problem;
 using conv_test::describe;
 using conv_test::DeviceTensors;
 using conv_test::expect_close;
 using conv_test::kNaN;
-using conv_test::kVersions;
 using conv_test::lenet_conv1;
 using conv_test::lenet_conv2;
 using conv_test::make_inputs;
 using conv_test::Problem;
 using conv_test::random_values;
+using conv_test::record;
 using conv_test::reference_problem;
 using conv_test::upload;
 using conv_test::workspace_for;
-using cuda::ConvVersion;
 using cuda::GemmMath;
 
 TEST(ConvolutionCuda, AwkwardGeometriesAgainstReference) {
@@ -78,8 +77,8 @@ TEST(ConvolutionCuda, AwkwardGeometriesAgainstReference) {
   uint64_t seed = 1;
   for (const Conv2dGeometry& g : geometries) {
     const Problem p = reference_problem(g, seed += 16);
-    for (ConvVersion v : kVersions) {
-      if (cuda::supports(v, g)) check_version(ctx, p, v);
+    for (const ConvAlgorithm* v : conv_test::algorithms()) {
+      if (v->supports(ConvPass::forward, g)) check_algorithm(ctx, p, *v);
     }
   }
 }
@@ -91,8 +90,8 @@ TEST(ConvolutionCuda, LeNetBatchesAgainstCpu) {
   for (int64_t N : {64, 256}) {
     for (const Conv2dGeometry& g : {lenet_conv1(N), lenet_conv2(N)}) {
       const Problem p = cpu_problem(g, seed += 16);
-      for (ConvVersion v : kVersions) {
-        if (cuda::supports(v, g)) check_version(ctx, p, v);
+      for (const ConvAlgorithm* v : conv_test::algorithms()) {
+        if (v->supports(ConvPass::forward, g)) check_algorithm(ctx, p, *v);
       }
     }
   }
@@ -112,8 +111,8 @@ TEST(ConvolutionCuda, DepthwiseAndPointwiseBatchesAgainstCpu) {
   uint64_t seed = 700;
   for (const Conv2dGeometry& g : geometries) {
     const Problem p = cpu_problem(g, seed += 16);
-    for (ConvVersion v : kVersions) {
-      if (cuda::supports(v, g)) check_version(ctx, p, v);
+    for (const ConvAlgorithm* v : conv_test::algorithms()) {
+      if (v->supports(ConvPass::forward, g)) check_algorithm(ctx, p, *v);
     }
   }
 }
@@ -124,61 +123,52 @@ TEST(ConvolutionCuda, DepthwiseAndPointwiseBatchesAgainstCpu) {
 TEST(ConvolutionCuda, VersionChoicePerGeometry) {
   CREMA_REQUIRE_CUDA();
   for (int64_t N : {64, 256}) {
-    EXPECT_EQ(cuda::forward_version(lenet_conv1(N)), ConvVersion::implicit_gemm);
-    EXPECT_EQ(cuda::backward_filter_version(lenet_conv1(N)), ConvVersion::implicit_gemm);
-    EXPECT_EQ(cuda::forward_version(lenet_conv2(N)), ConvVersion::implicit_gemm);
-    EXPECT_EQ(cuda::backward_data_version(lenet_conv2(N)), ConvVersion::im2col_gemm);
-    EXPECT_EQ(cuda::backward_filter_version(lenet_conv2(N)), ConvVersion::implicit_gemm);
+    EXPECT_EQ(conv_test::forward_version(lenet_conv1(N)), &record("implicit_gemm"));
+    EXPECT_EQ(conv_test::backward_filter_version(lenet_conv1(N)), &record("implicit_gemm"));
+    EXPECT_EQ(conv_test::forward_version(lenet_conv2(N)), &record("implicit_gemm"));
+    EXPECT_EQ(conv_test::backward_data_version(lenet_conv2(N)), &record("im2col_gemm"));
+    EXPECT_EQ(conv_test::backward_filter_version(lenet_conv2(N)), &record("implicit_gemm"));
   }
   const Conv2dGeometry depthwise{8, 16, 9, 9, 16, 3, 3, 1, 1, 1, 1, 1, 1, 16};
-  EXPECT_EQ(cuda::forward_version(depthwise), ConvVersion::depthwise_direct);
-  EXPECT_EQ(cuda::backward_data_version(depthwise), ConvVersion::depthwise_direct);
-  EXPECT_EQ(cuda::backward_filter_version(depthwise), ConvVersion::depthwise_direct);
+  EXPECT_EQ(conv_test::forward_version(depthwise), &record("depthwise_direct"));
+  EXPECT_EQ(conv_test::backward_data_version(depthwise), &record("depthwise_direct"));
+  EXPECT_EQ(conv_test::backward_filter_version(depthwise), &record("depthwise_direct"));
   const Conv2dGeometry pointwise{8, 16, 9, 9, 32, 1, 1};
-  EXPECT_EQ(cuda::forward_version(pointwise), ConvVersion::pointwise_gemm);
-  EXPECT_EQ(cuda::backward_data_version(pointwise), ConvVersion::pointwise_gemm);
-  EXPECT_EQ(cuda::backward_filter_version(pointwise), ConvVersion::implicit_gemm);
+  EXPECT_EQ(conv_test::forward_version(pointwise), &record("pointwise_gemm"));
+  EXPECT_EQ(conv_test::backward_data_version(pointwise), &record("pointwise_gemm"));
+  EXPECT_EQ(conv_test::backward_filter_version(pointwise), &record("implicit_gemm"));
   const Conv2dGeometry resnet{64, 128, 28, 28, 128, 3, 3, 1, 1};
-  EXPECT_EQ(cuda::forward_version(resnet), ConvVersion::winograd_4x4);
-  EXPECT_EQ(cuda::backward_data_version(resnet), ConvVersion::winograd_4x4);
-  EXPECT_EQ(cuda::backward_filter_version(resnet), ConvVersion::winograd_4x4);
+  EXPECT_EQ(conv_test::forward_version(resnet), &record("winograd_4x4"));
+  EXPECT_EQ(conv_test::backward_data_version(resnet), &record("winograd_4x4"));
+  EXPECT_EQ(conv_test::backward_filter_version(resnet), &record("winograd_4x4"));
   const Conv2dGeometry few_channels{8, 16, 28, 28, 64, 3, 3, 1, 1};
-  EXPECT_EQ(cuda::forward_version(few_channels), ConvVersion::implicit_gemm);
+  EXPECT_EQ(conv_test::forward_version(few_channels), &record("implicit_gemm"));
   const Conv2dGeometry strided{8, 64, 28, 28, 64, 3, 3, 1, 1, 2, 2};
-  EXPECT_EQ(cuda::forward_version(strided), ConvVersion::implicit_gemm);
+  EXPECT_EQ(conv_test::forward_version(strided), &record("implicit_gemm"));
   // FFT for 5x5 and larger filters, 64 channels and more, padded maps up to 32 x 32 (fp32 only).
   const Conv2dGeometry large_filter{64, 128, 26, 26, 128, 7, 7, 3, 3};
-  EXPECT_EQ(cuda::forward_version(large_filter), ConvVersion::fft);
-  EXPECT_EQ(cuda::backward_data_version(large_filter), ConvVersion::fft);
-  EXPECT_EQ(cuda::backward_filter_version(large_filter), ConvVersion::fft);
-  EXPECT_NE(cuda::forward_version(large_filter, GemmMath::tf32), ConvVersion::fft);
+  EXPECT_EQ(conv_test::forward_version(large_filter), &record("fft"));
+  EXPECT_EQ(conv_test::backward_data_version(large_filter), &record("fft"));
+  EXPECT_EQ(conv_test::backward_filter_version(large_filter), &record("fft"));
+  EXPECT_NE(conv_test::forward_version(large_filter, GemmMath::tf32), &record("fft"));
   const Conv2dGeometry past_32{64, 64, 32, 32, 64, 7, 7, 3, 3};  // F = 64
-  EXPECT_EQ(cuda::forward_version(past_32), ConvVersion::implicit_gemm);
+  EXPECT_EQ(conv_test::forward_version(past_32), &record("implicit_gemm"));
   const Conv2dGeometry strided_large{64, 128, 26, 26, 128, 7, 7, 3, 3, 2, 2};
-  EXPECT_EQ(cuda::forward_version(strided_large), ConvVersion::implicit_gemm);
+  EXPECT_EQ(conv_test::forward_version(strided_large), &record("implicit_gemm"));
 
-  Context ctx(Device::cuda(0));
-  const Problem p = make_inputs(lenet_conv2(2), 3);
-  DeviceTensors d(ctx, p);
+  // A record that does not implement a pass for a geometry is refused by the selection.
   EXPECT_THROW(
-      cuda::conv2d_forward(p.g, d.x.data<float>(), d.w.data<float>(), nullptr, d.y.data<float>(),
-                           nullptr, ctx.stream(), ConvVersion::depthwise_direct),
+      check_conv_algorithm(record("depthwise_direct"), ConvPass::forward, lenet_conv2(2), "test"),
       Error);
+  EXPECT_THROW(check_conv_algorithm(record("pointwise_gemm"), ConvPass::backward_data,
+                                    lenet_conv2(2), "test"),
+               Error);
   EXPECT_THROW(
-      cuda::conv2d_backward_data(p.g, d.dy.data<float>(), d.w.data<float>(), d.dx.data<float>(),
-                                 nullptr, ctx.stream(), ConvVersion::pointwise_gemm),
-      Error);
-  EXPECT_THROW(
-      cuda::conv2d_forward(p.g, d.x.data<float>(), d.w.data<float>(), nullptr, d.y.data<float>(),
-                           nullptr, ctx.stream(), ConvVersion::winograd_2x2),
+      check_conv_algorithm(record("winograd_2x2"), ConvPass::forward, lenet_conv2(2), "test"),
       Error);
   const Conv2dGeometry pad3{2, 4, 7, 8, 6, 3, 3, 3, 3};
-  const Problem q = make_inputs(pad3, 4);
-  DeviceTensors e(ctx, q);
-  EXPECT_THROW(
-      cuda::conv2d_backward_data(q.g, e.dy.data<float>(), e.w.data<float>(), e.dx.data<float>(),
-                                 nullptr, ctx.stream(), ConvVersion::winograd_4x4),
-      Error);
+  EXPECT_THROW(check_conv_algorithm(record("winograd_4x4"), ConvPass::backward_data, pad3, "test"),
+               Error);
 }
 
 // The passes of the best version, run twice from the same inputs, give the same bits.
@@ -195,22 +185,22 @@ TEST(ConvolutionCuda, RepeatsAreBitIdentical) {
   for (const Conv2dGeometry& g : geometries) {
     const Problem p = make_inputs(g, seed += 16);
     std::vector<float> first[4];
-    const ConvVersion forward =
-        g.pointwise() || g.depthwise() ? cuda::forward_version(g) : ConvVersion::best;
-    const ConvVersion data =
-        g.pointwise() || g.depthwise() ? cuda::backward_data_version(g) : ConvVersion::best;
-    const ConvVersion filter = cuda::backward_filter_version(g);
+    const ConvAlgorithm* forward =
+        g.pointwise() || g.depthwise() ? conv_test::forward_version(g) : &record("implicit_gemm");
+    const ConvAlgorithm* data = g.pointwise() || g.depthwise() ? conv_test::backward_data_version(g)
+                                                               : &record("implicit_gemm");
+    const ConvAlgorithm* filter = conv_test::backward_filter_version(g);
     for (int run = 0; run < 2; ++run) {
       DeviceTensors d(ctx, p);
       d.dw.copy_from(upload(ctx, p.dw0));
       d.db.copy_from(upload(ctx, p.db0));
-      float* ws = workspace_for(ctx, g, filter);
-      cuda::conv2d_forward(g, d.x.data<float>(), d.w.data<float>(), d.bias.data<float>(),
-                           d.y.data<float>(), ws, ctx.stream(), forward);
-      cuda::conv2d_backward_data(g, d.dy.data<float>(), d.w.data<float>(), d.dx.data<float>(), ws,
-                                 ctx.stream(), data);
-      cuda::conv2d_backward_filter(g, d.x.data<float>(), d.dy.data<float>(), d.dw.data<float>(),
-                                   d.db.data<float>(), ws, ctx.stream(), filter);
+      float* ws = workspace_for(ctx, g, *filter);
+      forward->forward(g, d.x.data<float>(), d.w.data<float>(), d.bias.data<float>(),
+                       d.y.data<float>(), ws, ctx.stream(), GemmMath::fp32);
+      data->backward_data(g, d.dy.data<float>(), d.w.data<float>(), d.dx.data<float>(), ws,
+                          ctx.stream(), GemmMath::fp32);
+      filter->backward_filter(g, d.x.data<float>(), d.dy.data<float>(), d.dw.data<float>(),
+                              d.db.data<float>(), ws, ctx.stream(), GemmMath::fp32);
       ctx.synchronize();
       const std::vector<float> outs[4] = {d.y.to_vector(), d.dx.to_vector(), d.dw.to_vector(),
                                           d.db.to_vector()};

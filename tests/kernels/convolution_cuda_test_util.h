@@ -15,22 +15,38 @@
 #include <vector>
 
 #include "core/context.h"
+#include "core/error.h"
 #include "core/random.h"
 #include "kernels/convolution/convolution.h"
-#include "kernels/convolution/convolution_select.h"
+#include "kernels/convolution/select.h"
 
 namespace crema::kernels::conv_test {
 
 inline constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
-inline const cuda::ConvVersion kVersions[] = {cuda::ConvVersion::im2col_gemm,
-                                              cuda::ConvVersion::implicit_gemm,
-                                              cuda::ConvVersion::pointwise_gemm,
-                                              cuda::ConvVersion::depthwise_direct,
-                                              cuda::ConvVersion::winograd_2x2,
-                                              cuda::ConvVersion::winograd_4x4,
-                                              cuda::ConvVersion::direct,
-                                              cuda::ConvVersion::precomputed_gemm,
-                                              cuda::ConvVersion::fft};
+// Every record the tests walk: the whole ladder, production's and the ladder's.
+inline const std::vector<const ConvAlgorithm*>& algorithms() {
+  return conv_ladder();
+}
+// The ladder's record called `name` (every test names one that exists).
+inline const ConvAlgorithm& record(const std::string& name) {
+  for (const ConvAlgorithm* a : conv_ladder()) {
+    if (name == a->name) return *a;
+  }
+  throw Error("no convolution algorithm '" + name + "'");
+}
+// The heuristic's record per pass.
+inline const ConvAlgorithm* forward_version(const Conv2dGeometry& g,
+                                            cuda::GemmMath math = cuda::GemmMath::fp32) {
+  return &get_conv_algorithm(ConvPass::forward, g, math);
+}
+inline const ConvAlgorithm* backward_data_version(const Conv2dGeometry& g,
+                                                  cuda::GemmMath math = cuda::GemmMath::fp32) {
+  return &get_conv_algorithm(ConvPass::backward_data, g, math);
+}
+inline const ConvAlgorithm* backward_filter_version(const Conv2dGeometry& g,
+                                                    cuda::GemmMath math = cuda::GemmMath::fp32) {
+  return &get_conv_algorithm(ConvPass::backward_filter, g, math);
+}
 
 inline std::string describe(const Conv2dGeometry& g) {
   return "N=" + std::to_string(g.N) + " C=" + std::to_string(g.C) + " H=" + std::to_string(g.H) +
@@ -156,64 +172,60 @@ struct DeviceTensors {
         db(ctx.empty({p.g.K})) {}
 };
 
-inline float* workspace_for(Context& ctx, const Conv2dGeometry& g, cuda::ConvVersion v) {
-  return ctx.workspace(
-      std::max({cuda::conv2d_forward_workspace(g, v), cuda::conv2d_backward_data_workspace(g, v),
-                cuda::conv2d_backward_filter_workspace(g, false, v),
-                cuda::conv2d_backward_filter_workspace(g, true, v)}));
+inline float* workspace_for(Context& ctx, const Conv2dGeometry& g, const ConvAlgorithm& a) {
+  return ctx.workspace(std::max({a.workspace(ConvPass::forward, g, false),
+                                 a.workspace(ConvPass::backward_data, g, false),
+                                 a.workspace(ConvPass::backward_filter, g, false),
+                                 a.workspace(ConvPass::backward_filter, g, true)}));
 }
 
-// All passes of one version that it supports for the geometry, in `math`: forward with and
+// All passes of one record that it supports for the geometry, in `math`: forward with and
 // without bias, data, filter alone, filter with the fused bias gradient, and the bias gradient
-// alone. Each pass is held to its math's tolerance where the version computes it in the math
-// (cuda::computes_in), else to fp32's. Returns, per pass (indexed by int(cuda::ConvPass)), the
+// alone. Each pass is held to its math's tolerance where the record computes it in the math
+// (ConvAlgorithm::computes_in), else to fp32's. Returns, per pass (indexed by int(ConvPass)), the
 // largest relative error of its outputs when the pass is computed in a math other than fp32 (0
 // when it is not, or not supported).
-inline std::array<double, 3> check_version(Context& ctx, const Problem& p, cuda::ConvVersion v,
-                                           cuda::GemmMath math = cuda::GemmMath::fp32) {
-  using cuda::ConvPass;
+inline std::array<double, 3> check_algorithm(Context& ctx, const Problem& p, const ConvAlgorithm& a,
+                                             cuda::GemmMath math = cuda::GemmMath::fp32) {
   const Conv2dGeometry& g = p.g;
-  const std::string what =
-      describe(g) + " " + cuda::conv_version_name(v) + " " + cuda::gemm_math_name(math);
+  const std::string what = describe(g) + " " + a.name + " " + cuda::gemm_math_name(math);
   std::array<double, 3> worst{};
   auto close = [&](const Tensor& t, const std::vector<double>& expected, ConvPass pass,
                    const std::string& name) {
-    const bool in_math = math != cuda::GemmMath::fp32 && cuda::computes_in(v, pass, math);
+    const bool in_math = math != cuda::GemmMath::fp32 && a.computes_in(pass, math);
     const double error =
         expect_close(t, expected, what + " " + name, in_math ? conv_find_tolerance(math) : 1e-5);
     if (in_math) worst[int(pass)] = std::max(worst[int(pass)], error);
   };
   DeviceTensors d(ctx, p);
-  float* ws = workspace_for(ctx, g, v);
+  float* ws = workspace_for(ctx, g, a);
   const gpu::Stream s = ctx.stream();
-  EXPECT_TRUE(cuda::supports(v, cuda::ConvPass::forward, g)) << what;
-  EXPECT_TRUE(cuda::supports(v, cuda::ConvPass::backward_filter, g)) << what;
+  EXPECT_TRUE(a.supports(ConvPass::forward, g)) << what;
+  EXPECT_TRUE(a.supports(ConvPass::backward_filter, g)) << what;
   ctx.fill(d.y, kNaN);
-  cuda::conv2d_forward(g, d.x.data<float>(), d.w.data<float>(), d.bias.data<float>(),
-                       d.y.data<float>(), ws, s, v, math);
+  a.forward(g, d.x.data<float>(), d.w.data<float>(), d.bias.data<float>(), d.y.data<float>(), ws, s,
+            math);
   ctx.synchronize();
   close(d.y, p.y, ConvPass::forward, "forward");
   ctx.fill(d.y, kNaN);
-  cuda::conv2d_forward(g, d.x.data<float>(), d.w.data<float>(), nullptr, d.y.data<float>(), ws, s,
-                       v, math);
+  a.forward(g, d.x.data<float>(), d.w.data<float>(), nullptr, d.y.data<float>(), ws, s, math);
   ctx.synchronize();
   close(d.y, p.y_no_bias, ConvPass::forward, "forward without bias");
-  if (cuda::supports(v, cuda::ConvPass::backward_data, g)) {
+  if (a.supports(ConvPass::backward_data, g)) {
     ctx.fill(d.dx, kNaN);
-    cuda::conv2d_backward_data(g, d.dy.data<float>(), d.w.data<float>(), d.dx.data<float>(), ws, s,
-                               v, math);
+    a.backward_data(g, d.dy.data<float>(), d.w.data<float>(), d.dx.data<float>(), ws, s, math);
     ctx.synchronize();
     close(d.dx, p.dx, ConvPass::backward_data, "backward data");
   }
   d.dw.copy_from(upload(ctx, p.dw0));
-  cuda::conv2d_backward_filter(g, d.x.data<float>(), d.dy.data<float>(), d.dw.data<float>(),
-                               nullptr, ws, s, v, math);
+  a.backward_filter(g, d.x.data<float>(), d.dy.data<float>(), d.dw.data<float>(), nullptr, ws, s,
+                    math);
   ctx.synchronize();
   close(d.dw, p.dw, ConvPass::backward_filter, "backward filter");
   d.dw.copy_from(upload(ctx, p.dw0));
   d.db.copy_from(upload(ctx, p.db0));
-  cuda::conv2d_backward_filter(g, d.x.data<float>(), d.dy.data<float>(), d.dw.data<float>(),
-                               d.db.data<float>(), ws, s, v, math);
+  a.backward_filter(g, d.x.data<float>(), d.dy.data<float>(), d.dw.data<float>(),
+                    d.db.data<float>(), ws, s, math);
   ctx.synchronize();
   close(d.dw, p.dw, ConvPass::backward_filter, "backward filter (with bias)");
   close(d.db, p.db, ConvPass::backward_filter, "backward bias (fused)");

@@ -14,15 +14,15 @@
 namespace crema::kernels {
 namespace {
 
-using conv_test::check_version;
+using conv_test::check_algorithm;
 using conv_test::cpu_problem;
 using conv_test::describe;
 using conv_test::DeviceTensors;
 using conv_test::Problem;
+using conv_test::record;
 using conv_test::reference_problem;
 using conv_test::upload;
 using conv_test::workspace_for;
-using cuda::ConvVersion;
 
 // N = 1, odd H and W, C and K not multiples of 4, 1x1 to 7x7 and rectangular filters, pads 0 to 3,
 // every F from 8 to 64, maps that exactly fill F, products wider than one 64 x 64 GEMM tile, and
@@ -48,8 +48,8 @@ TEST(ConvolutionCuda, FftAgainstReference) {
   };
   uint64_t seed = 2100;
   for (const Conv2dGeometry& g : geometries) {
-    ASSERT_TRUE(cuda::supports(ConvVersion::fft, g)) << describe(g);
-    check_version(ctx, reference_problem(g, seed += 16), ConvVersion::fft);
+    ASSERT_TRUE(record("fft").supports(ConvPass::forward, g)) << describe(g);
+    check_algorithm(ctx, reference_problem(g, seed += 16), record("fft"));
   }
 }
 
@@ -60,19 +60,19 @@ TEST(ConvolutionCuda, FftBatchesAgainstCpuAndRepeatable) {
   Context ctx(Device::cuda(0));
   const Conv2dGeometry g{32, 24, 14, 14, 40, 5, 5, 2, 2};
   const Problem p = cpu_problem(g, 2400);
-  const ConvVersion v = ConvVersion::fft;
-  check_version(ctx, p, v);
+  const ConvAlgorithm* v = &record("fft");
+  check_algorithm(ctx, p, *v);
   std::vector<float> first[3];
   for (int run = 0; run < 2; ++run) {
     DeviceTensors d(ctx, p);
     d.dw.copy_from(upload(ctx, p.dw0));
-    float* ws = workspace_for(ctx, g, v);
-    cuda::conv2d_forward(g, d.x.data<float>(), d.w.data<float>(), d.bias.data<float>(),
-                         d.y.data<float>(), ws, ctx.stream(), v);
-    cuda::conv2d_backward_data(g, d.dy.data<float>(), d.w.data<float>(), d.dx.data<float>(), ws,
-                               ctx.stream(), v);
-    cuda::conv2d_backward_filter(g, d.x.data<float>(), d.dy.data<float>(), d.dw.data<float>(),
-                                 nullptr, ws, ctx.stream(), v);
+    float* ws = workspace_for(ctx, g, *v);
+    v->forward(g, d.x.data<float>(), d.w.data<float>(), d.bias.data<float>(), d.y.data<float>(), ws,
+               ctx.stream(), cuda::GemmMath::fp32);
+    v->backward_data(g, d.dy.data<float>(), d.w.data<float>(), d.dx.data<float>(), ws, ctx.stream(),
+                     cuda::GemmMath::fp32);
+    v->backward_filter(g, d.x.data<float>(), d.dy.data<float>(), d.dw.data<float>(), nullptr, ws,
+                       ctx.stream(), cuda::GemmMath::fp32);
     ctx.synchronize();
     const std::vector<float> outs[3] = {d.y.to_vector(), d.dx.to_vector(), d.dw.to_vector()};
     for (int i = 0; i < 3; ++i) {
@@ -89,13 +89,9 @@ TEST(ConvolutionCuda, FftBatchesAgainstCpuAndRepeatable) {
 // A geometry v10 does not take is refused with a crema::Error, not computed wrong.
 TEST(ConvolutionCuda, FftRefusesStrideTwo) {
   CREMA_REQUIRE_CUDA();
-  Context ctx(Device::cuda(0));
   const Conv2dGeometry g{1, 3, 9, 9, 4, 3, 3, 1, 1, 2, 2};
-  const Problem p = reference_problem(g, 2500);
-  DeviceTensors d(ctx, p);
-  EXPECT_THROW(cuda::conv2d_forward(g, d.x.data<float>(), d.w.data<float>(), nullptr,
-                                    d.y.data<float>(), nullptr, ctx.stream(), ConvVersion::fft),
-               Error);
+  EXPECT_FALSE(record("fft").supports(ConvPass::forward, g));
+  EXPECT_THROW(check_conv_algorithm(record("fft"), ConvPass::forward, g, "test"), Error);
 }
 
 }  // namespace

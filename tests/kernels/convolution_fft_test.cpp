@@ -9,16 +9,14 @@
 namespace crema::kernels {
 namespace {
 
-using cuda::ConvPass;
-using cuda::ConvVersion;
-
 constexpr ConvPass kPasses[] = {ConvPass::forward, ConvPass::backward_data,
                                 ConvPass::backward_filter};
 
 // Stride 1, dilation 1, no groups, padded maps of at most 64 x 64 (one F x F transform, F <= 64),
 // every pass; anything else is refused.
 TEST(ConvolutionFft, SupportsStrideOneUngroupedMapsUpTo64) {
-  const ConvVersion fft = ConvVersion::fft;
+  if (conv_algorithms().empty()) GTEST_SKIP() << "a build without CUDA has no records";
+  const ConvAlgorithm& fft = *conv_algorithm_named("fft");
   // N C  H   W  K  R  S  pad_h pad_w stride_h stride_w dilation_h dilation_w groups
   const Conv2dGeometry taken[] = {
       {1, 3, 7, 9, 5, 3, 3, 1, 1},  {2, 5, 6, 11, 7, 1, 1},        {1, 6, 5, 7, 10, 5, 5, 2, 2},
@@ -27,7 +25,7 @@ TEST(ConvolutionFft, SupportsStrideOneUngroupedMapsUpTo64) {
       {1, 1, 1, 1, 1, 1, 1},
   };
   for (const Conv2dGeometry& g : taken) {
-    for (ConvPass pass : kPasses) EXPECT_TRUE(cuda::supports(fft, pass, g)) << g.H << "x" << g.W;
+    for (ConvPass pass : kPasses) EXPECT_TRUE(fft.supports(pass, g)) << g.H << "x" << g.W;
   }
   const Conv2dGeometry refused[] = {
       {1, 3, 16, 16, 5, 3, 3, 1, 1, 2, 2},           // stride 2
@@ -39,20 +37,20 @@ TEST(ConvolutionFft, SupportsStrideOneUngroupedMapsUpTo64) {
       {1, 3, 65, 8, 5, 1, 1},                        // 65 high
   };
   for (const Conv2dGeometry& g : refused) {
-    for (ConvPass pass : kPasses) EXPECT_FALSE(cuda::supports(ConvVersion::fft, pass, g));
-    EXPECT_FALSE(cuda::supports(ConvVersion::fft, g));
+    for (ConvPass pass : kPasses) EXPECT_FALSE(fft.supports(pass, g));
   }
 }
 
 TEST(ConvolutionFft, NamedAndListedComputingInFp32Only) {
-  const std::optional<ConvVersion> v = cuda::conv_version_from_name("fft");
-  ASSERT_TRUE(v.has_value());
-  EXPECT_EQ(*v, ConvVersion::fft);
-  EXPECT_EQ(cuda::conv_versions().back(), ConvVersion::fft);
+  if (conv_algorithms().empty()) GTEST_SKIP() << "a build without CUDA has no records";
+  const ConvAlgorithm* fft = conv_algorithm_named("fft");
+  ASSERT_NE(fft, nullptr);
+  EXPECT_EQ(conv_algorithms().back(), fft);
+  EXPECT_EQ(fft->rung, 10);
   for (ConvPass pass : kPasses) {
-    EXPECT_TRUE(cuda::computes_in(ConvVersion::fft, pass, cuda::GemmMath::fp32));
-    EXPECT_FALSE(cuda::computes_in(ConvVersion::fft, pass, cuda::GemmMath::tf32));
-    EXPECT_FALSE(cuda::computes_in(ConvVersion::fft, pass, cuda::GemmMath::bf16));
+    EXPECT_TRUE(fft->computes_in(pass, cuda::GemmMath::fp32));
+    EXPECT_FALSE(fft->computes_in(pass, cuda::GemmMath::tf32));
+    EXPECT_FALSE(fft->computes_in(pass, cuda::GemmMath::bf16));
   }
 }
 

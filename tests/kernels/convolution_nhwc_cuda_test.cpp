@@ -213,7 +213,7 @@ TEST(ConvolutionNhwcCuda, NchwVersionThroughTheEntryPoints) {
   for (const Conv2dGeometry& g : geometries) {
     const conv_test::Problem p = conv_test::reference_problem(g, seed += 5);
     for (GemmMath math : kMaths) {
-      conv_test::check_version(ctx, p, cuda::ConvVersion::nhwc_implicit_gemm, math);
+      conv_test::check_algorithm(ctx, p, conv_test::record("nhwc_implicit_gemm"), math);
     }
   }
   // The Tensor-level dispatch with the version pinned.
@@ -225,7 +225,7 @@ TEST(ConvolutionNhwcCuda, NchwVersionThroughTheEntryPoints) {
   w.copy_from(Tensor::from_vector(w.shape(), p.w));
   bias.copy_from(Tensor::from_vector(bias.shape(), p.bias));
   ctx.fill(y, kNaN);
-  conv2d_forward(ctx, g, x, w, &bias, y, cuda::ConvVersion::nhwc_implicit_gemm);
+  conv2d_forward(ctx, g, x, w, &bias, y, ConvRequest::pin(conv_test::record("nhwc_implicit_gemm")));
   ctx.synchronize();
   expect_close(y, p.y, describe(g) + " Tensor-level conv2d_forward, nhwc_implicit_gemm");
 }

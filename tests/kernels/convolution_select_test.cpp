@@ -9,7 +9,7 @@
 #include <string>
 
 #include "core/error.h"
-#include "kernels/convolution/convolution_select.h"
+#include "kernels/convolution/select.h"
 #include "tests/support/error_text.h"
 #include "tests/support/layer_harness.h"
 
@@ -17,8 +17,6 @@ namespace crema::kernels {
 namespace {
 
 using crema::testing::error_of;
-using cuda::ConvPass;
-using cuda::ConvVersion;
 constexpr size_t kAnyWorkspace = std::numeric_limits<size_t>::max();
 
 Conv2dGeometry resnet_3x3() {
@@ -36,18 +34,29 @@ std::string temp_path(const std::string& name) {
   return path;
 }
 
+// The ladder's record called `name`.
+const ConvAlgorithm& named(const std::string& name) {
+  for (const ConvAlgorithm* a : conv_ladder()) {
+    if (name == a->name) return *a;
+  }
+  throw Error("no record " + name);
+}
+
 TEST(ConvolutionSelect, ParsesEverySpelling) {
-  EXPECT_EQ(parse_conv_algorithm("auto")->mode, ConvAlgorithmRequest::Mode::heuristic);
-  EXPECT_EQ(parse_conv_algorithm("find")->mode, ConvAlgorithmRequest::Mode::measure);
-  for (ConvVersion v : cuda::conv_versions()) {
-    const auto request = parse_conv_algorithm(cuda::conv_version_name(v));
-    ASSERT_TRUE(request.has_value()) << cuda::conv_version_name(v);
-    EXPECT_EQ(request->mode, ConvAlgorithmRequest::Mode::pinned);
-    EXPECT_EQ(request->version, v);
-    EXPECT_EQ(request->str(), cuda::conv_version_name(v));
-    EXPECT_NE(conv_algorithm_spellings().find(cuda::conv_version_name(v)), std::string::npos);
+  EXPECT_EQ(parse_conv_algorithm("auto")->mode, ConvRequest::Mode::heuristic);
+  EXPECT_EQ(parse_conv_algorithm("find")->mode, ConvRequest::Mode::measure);
+  for (const ConvAlgorithm* a : conv_algorithms()) {
+    const auto request = parse_conv_algorithm(a->name);
+    ASSERT_TRUE(request.has_value()) << a->name;
+    EXPECT_EQ(request->mode, ConvRequest::Mode::pinned);
+    EXPECT_EQ(request->pinned, a);
+    EXPECT_EQ(request->str(), a->name);
+    EXPECT_NE(conv_algorithm_spellings().find(a->name), std::string::npos);
   }
   EXPECT_FALSE(parse_conv_algorithm("implicit").has_value());
+  // The ladder's rungs are not production's: YAML cannot pin them.
+  EXPECT_FALSE(parse_conv_algorithm("direct").has_value());
+  EXPECT_FALSE(parse_conv_algorithm("precomputed_gemm").has_value());
   EXPECT_FALSE(parse_conv_algorithm("").has_value());
   EXPECT_FALSE(parse_conv_algorithm("Auto").has_value());
 }
@@ -86,36 +95,39 @@ TEST(ConvolutionSelect, FindToleranceFollowsTheMath) {
 }
 
 TEST(ConvolutionSelect, TensorCorePassesPerVersion) {
+  if (conv_algorithms().empty()) GTEST_SKIP() << "a build without CUDA has no records";
   const cuda::GemmMath tf32 = cuda::GemmMath::tf32, bf16 = cuda::GemmMath::bf16;
-  for (ConvVersion v : cuda::conv_versions()) {
+  for (const ConvAlgorithm* a : conv_ladder()) {
     for (ConvPass pass : {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_filter}) {
-      EXPECT_TRUE(cuda::computes_in(v, pass, cuda::GemmMath::fp32));
-      EXPECT_EQ(cuda::computes_in(v, pass, tf32), cuda::computes_in(v, pass, bf16));
+      EXPECT_TRUE(a->computes_in(pass, cuda::GemmMath::fp32));
+      EXPECT_EQ(a->computes_in(pass, tf32), a->computes_in(pass, bf16));
     }
   }
-  EXPECT_TRUE(cuda::computes_in(ConvVersion::im2col_gemm, ConvPass::backward_data, tf32));
-  EXPECT_TRUE(cuda::computes_in(ConvVersion::pointwise_gemm, ConvPass::forward, tf32));
-  EXPECT_TRUE(cuda::computes_in(ConvVersion::winograd_2x2, ConvPass::backward_filter, bf16));
-  EXPECT_TRUE(cuda::computes_in(ConvVersion::implicit_gemm, ConvPass::backward_filter, tf32));
-  EXPECT_TRUE(cuda::computes_in(ConvVersion::implicit_gemm, ConvPass::forward, tf32));
-  EXPECT_TRUE(cuda::computes_in(ConvVersion::precomputed_gemm, ConvPass::backward_data, bf16));
-  EXPECT_TRUE(cuda::computes_in(ConvVersion::direct, ConvPass::backward_filter, tf32));
-  EXPECT_FALSE(cuda::computes_in(ConvVersion::direct, ConvPass::forward, tf32));
-  EXPECT_FALSE(cuda::computes_in(ConvVersion::winograd_4x4, ConvPass::forward, tf32));
-  EXPECT_FALSE(cuda::computes_in(ConvVersion::depthwise_direct, ConvPass::backward_filter, bf16));
+  EXPECT_TRUE(named("im2col_gemm").computes_in(ConvPass::backward_data, tf32));
+  EXPECT_TRUE(named("pointwise_gemm").computes_in(ConvPass::forward, tf32));
+  EXPECT_TRUE(named("winograd_2x2").computes_in(ConvPass::backward_filter, bf16));
+  EXPECT_TRUE(named("implicit_gemm").computes_in(ConvPass::backward_filter, tf32));
+  EXPECT_TRUE(named("implicit_gemm").computes_in(ConvPass::forward, tf32));
+  EXPECT_TRUE(named("precomputed_gemm").computes_in(ConvPass::backward_data, bf16));
+  EXPECT_TRUE(named("direct").computes_in(ConvPass::backward_filter, tf32));
+  EXPECT_FALSE(named("direct").computes_in(ConvPass::forward, tf32));
+  EXPECT_FALSE(named("winograd_4x4").computes_in(ConvPass::forward, tf32));
+  EXPECT_FALSE(named("depthwise_direct").computes_in(ConvPass::backward_filter, bf16));
 }
 
 TEST(ConvolutionSelect, CachedChoiceIsUsedWithoutMeasuring) {
+  if (conv_algorithms().empty()) GTEST_SKIP() << "a build without CUDA has no records";
   Context ctx;  // the CPU: measuring would throw, so a returned version came from the cache
   const Conv2dGeometry g = resnet_3x3();
   const std::string key = conv_algorithm_cache_key(ConvPass::backward_filter, g, "cpu", 4096);
   ctx.algorithm_cache()[key] = "im2col_gemm";
-  EXPECT_EQ(find_conv_algorithm_cached(ctx, ConvPass::backward_filter, g, 4096),
-            ConvVersion::im2col_gemm);
-  ConvAlgorithmRequest find;
-  find.mode = ConvAlgorithmRequest::Mode::measure;
-  EXPECT_EQ(choose_conv_algorithm(ctx, ConvPass::backward_filter, g, find, 4096, "layer 'c'"),
-            ConvVersion::im2col_gemm);
+  EXPECT_STREQ(find_conv_algorithm_cached(ctx, ConvPass::backward_filter, g, 4096).name,
+               "im2col_gemm");
+  ConvRequest find;
+  find.mode = ConvRequest::Mode::measure;
+  find.workspace_limit = 4096;
+  EXPECT_STREQ(select_conv_algorithm(ctx, ConvPass::backward_filter, g, find, "layer 'c'").name,
+               "im2col_gemm");
   // Another limit is another key: not cached, so it would measure, which needs a GPU.
   EXPECT_NE(error_of([&] {
               find_conv_algorithm_cached(ctx, ConvPass::backward_filter, g, 8192);
@@ -138,16 +150,15 @@ TEST(ConvolutionSelect, StaleCachedNameIsMeasuredAgain) {
 }
 
 TEST(ConvolutionSelect, PinnedVersionMustSupportThePass) {
+  if (conv_algorithms().empty()) GTEST_SKIP() << "a build without CUDA has no records";
   Context ctx;
   const Conv2dGeometry g = resnet_3x3();
-  ConvAlgorithmRequest pinned;
-  pinned.mode = ConvAlgorithmRequest::Mode::pinned;
-  pinned.version = ConvVersion::implicit_gemm;
-  EXPECT_EQ(choose_conv_algorithm(ctx, ConvPass::forward, g, pinned, 0, "layer 'c'"),
-            ConvVersion::implicit_gemm);
-  pinned.version = ConvVersion::pointwise_gemm;
+  ConvRequest pinned = ConvRequest::pin(named("implicit_gemm"));
+  EXPECT_STREQ(select_conv_algorithm(ctx, ConvPass::forward, g, pinned, "layer 'c'").name,
+               "implicit_gemm");
+  pinned = ConvRequest::pin(named("pointwise_gemm"));
   const std::string message =
-      error_of([&] { choose_conv_algorithm(ctx, ConvPass::forward, g, pinned, 0, "layer 'c'"); });
+      error_of([&] { select_conv_algorithm(ctx, ConvPass::forward, g, pinned, "layer 'c'"); });
   EXPECT_NE(message.find("layer 'c'"), std::string::npos) << message;
   EXPECT_NE(message.find("pointwise_gemm does not implement forward"), std::string::npos)
       << message;
@@ -196,6 +207,7 @@ std::string layer_error(const std::string& yaml, const Shape& x) {
 }
 
 TEST(ConvolutionSelect, LayerAcceptsEveryForm) {
+  if (conv_algorithms().empty()) GTEST_SKIP() << "a build without CUDA has no records";
   Context ctx;
   for (const char* algorithm :
        {"auto", "find", "implicit_gemm", "{forward: im2col_gemm, backward_filter: find}",
@@ -214,6 +226,7 @@ TEST(ConvolutionSelect, LayerAcceptsEveryForm) {
 }
 
 TEST(ConvolutionSelect, LayerRejectsUnknownNamesAndKeys) {
+  if (conv_algorithms().empty()) GTEST_SKIP() << "a build without CUDA has no records";
   std::string message = layer_error(
       "{name: c, type: Convolution, num_output: 4, kernel_size: 3, algorithm: implicit_gem}",
       {2, 3, 7, 6});
@@ -236,6 +249,7 @@ TEST(ConvolutionSelect, LayerRejectsUnknownNamesAndKeys) {
 }
 
 TEST(ConvolutionSelect, LayerRejectsAPinThatDoesNotFitTheGeometry) {
+  if (conv_algorithms().empty()) GTEST_SKIP() << "a build without CUDA has no records";
   // A 3x3 convolution cannot run the pointwise version: the error names the layer, the key and
   // the pass, and lists what would work.
   std::string message = layer_error(

@@ -13,15 +13,15 @@
 namespace crema::kernels {
 namespace {
 
-using conv_test::check_version;
+using conv_test::check_algorithm;
 using conv_test::cpu_problem;
 using conv_test::describe;
 using conv_test::DeviceTensors;
 using conv_test::Problem;
+using conv_test::record;
 using conv_test::reference_problem;
 using conv_test::upload;
 using conv_test::workspace_for;
-using cuda::ConvVersion;
 
 // Winograd (v5, v6) on the geometries it runs: N = 1, odd sizes, tiles past the edges (P or Q
 // not a multiple of 2 or 4, P = Q = 1), padding 0 to 3 (backward data: up to 2), groups, C and K
@@ -47,10 +47,10 @@ TEST(ConvolutionCuda, WinogradAgainstReference) {
   uint64_t seed = 1500;
   for (const Conv2dGeometry& g : geometries) {
     const Problem p = reference_problem(g, seed += 16);
-    for (ConvVersion v : {ConvVersion::winograd_2x2, ConvVersion::winograd_4x4}) {
-      ASSERT_TRUE(cuda::supports(v, g)) << describe(g);
-      EXPECT_EQ(cuda::supports(v, cuda::ConvPass::backward_data, g), g.pad_h <= 2 && g.pad_w <= 2);
-      check_version(ctx, p, v);
+    for (const ConvAlgorithm* v : {&record("winograd_2x2"), &record("winograd_4x4")}) {
+      ASSERT_TRUE(v->supports(ConvPass::forward, g)) << describe(g);
+      EXPECT_EQ(v->supports(ConvPass::backward_data, g), g.pad_h <= 2 && g.pad_w <= 2);
+      check_algorithm(ctx, p, *v);
     }
   }
 }
@@ -62,19 +62,19 @@ TEST(ConvolutionCuda, WinogradBatchesAgainstCpuAndRepeatable) {
   Context ctx(Device::cuda(0));
   const Conv2dGeometry g{16, 32, 14, 14, 48, 3, 3, 1, 1};
   const Problem p = cpu_problem(g, 1700);
-  for (ConvVersion v : {ConvVersion::winograd_2x2, ConvVersion::winograd_4x4}) {
-    check_version(ctx, p, v);
+  for (const ConvAlgorithm* v : {&record("winograd_2x2"), &record("winograd_4x4")}) {
+    check_algorithm(ctx, p, *v);
     std::vector<float> first[3];
     for (int run = 0; run < 2; ++run) {
       DeviceTensors d(ctx, p);
       d.dw.copy_from(upload(ctx, p.dw0));
-      float* ws = workspace_for(ctx, g, v);
-      cuda::conv2d_forward(g, d.x.data<float>(), d.w.data<float>(), d.bias.data<float>(),
-                           d.y.data<float>(), ws, ctx.stream(), v);
-      cuda::conv2d_backward_data(g, d.dy.data<float>(), d.w.data<float>(), d.dx.data<float>(), ws,
-                                 ctx.stream(), v);
-      cuda::conv2d_backward_filter(g, d.x.data<float>(), d.dy.data<float>(), d.dw.data<float>(),
-                                   nullptr, ws, ctx.stream(), v);
+      float* ws = workspace_for(ctx, g, *v);
+      v->forward(g, d.x.data<float>(), d.w.data<float>(), d.bias.data<float>(), d.y.data<float>(),
+                 ws, ctx.stream(), cuda::GemmMath::fp32);
+      v->backward_data(g, d.dy.data<float>(), d.w.data<float>(), d.dx.data<float>(), ws,
+                       ctx.stream(), cuda::GemmMath::fp32);
+      v->backward_filter(g, d.x.data<float>(), d.dy.data<float>(), d.dw.data<float>(), nullptr, ws,
+                         ctx.stream(), cuda::GemmMath::fp32);
       ctx.synchronize();
       const std::vector<float> outs[3] = {d.y.to_vector(), d.dx.to_vector(), d.dw.to_vector()};
       for (int i = 0; i < 3; ++i) {
@@ -82,7 +82,7 @@ TEST(ConvolutionCuda, WinogradBatchesAgainstCpuAndRepeatable) {
           first[i] = outs[i];
         } else {
           EXPECT_EQ(std::memcmp(first[i].data(), outs[i].data(), outs[i].size() * sizeof(float)), 0)
-              << cuda::conv_version_name(v) << " output " << i << " (y, dx, dw)";
+              << v->name << " output " << i << " (y, dx, dw)";
         }
       }
     }

@@ -1,6 +1,6 @@
-// Algorithm selection for convolution: the heuristic (get) and the measurement (find). Host code
-// only; it lives in a .cu file because it calls the cuda:: versions, which a build without CUDA
-// lacks (convolution_select_nocuda.cpp stands in there).
+// Algorithm selection for convolution: the measurement (find). It runs the records' passes
+// through their pointers, so it is host code in every build (a build without CUDA has no records
+// and no CUDA context to measure on).
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -8,7 +8,7 @@
 
 #include "core/error.h"
 #include "core/random.h"
-#include "kernels/convolution/convolution_select.h"
+#include "kernels/convolution/select.h"
 
 namespace crema::kernels {
 namespace {
@@ -35,27 +35,26 @@ double relative_difference(const std::vector<float>& out, const std::vector<floa
   return std::sqrt(diff) / std::max(std::sqrt(norm), 1e-30);
 }
 
-// One pass of one version on fixed tensors: the output is poisoned (forward, data: NaN, so an
+// One pass of one algorithm on fixed tensors: the output is poisoned (forward, data: NaN, so an
 // element left unwritten fails the check) or zeroed (filter: it accumulates), then computed.
 class PassRunner {
  public:
-  PassRunner(Context& ctx, cuda::ConvPass pass, const Conv2dGeometry& g)
-      : ctx_(ctx), pass_(pass), g_(g) {
+  PassRunner(Context& ctx, ConvPass pass, const Conv2dGeometry& g) : ctx_(ctx), pass_(pass), g_(g) {
     Random random(kSeed);
     const Shape x_shape{g.N, g.C, g.H, g.W}, w_shape{g.K, g.C / g.groups, g.R, g.S},
         y_shape{g.N, g.K, g.P(), g.Q()};
     switch (pass) {
-      case cuda::ConvPass::forward:
+      case ConvPass::forward:
         a_ = random_tensor(ctx, x_shape, random);  // x
         b_ = random_tensor(ctx, w_shape, random);  // w
         out_ = ctx.empty(y_shape);                 // y
         break;
-      case cuda::ConvPass::backward_data:
+      case ConvPass::backward_data:
         a_ = random_tensor(ctx, y_shape, random);  // dy
         b_ = random_tensor(ctx, w_shape, random);  // w
         out_ = ctx.empty(x_shape);                 // dx
         break;
-      case cuda::ConvPass::backward_filter:
+      case ConvPass::backward_filter:
         a_ = random_tensor(ctx, x_shape, random);  // x
         b_ = random_tensor(ctx, y_shape, random);  // dy
         out_ = ctx.empty(w_shape);                 // dw
@@ -63,50 +62,50 @@ class PassRunner {
     }
   }
 
-  // Queues one call of `version` in `math_` on the stream.
-  void launch(cuda::ConvVersion version, float* workspace) {
+  // Queues one call of `algorithm` in `math_` on the stream.
+  void launch(const ConvAlgorithm& algorithm, float* workspace) {
     const gpu::Stream stream = ctx_.stream();
     switch (pass_) {
-      case cuda::ConvPass::forward:
-        return cuda::conv2d_forward(g_, a_.data<float>(), b_.data<float>(), nullptr,
-                                    out_.data<float>(), workspace, stream, version, math_);
-      case cuda::ConvPass::backward_data:
-        return cuda::conv2d_backward_data(g_, a_.data<float>(), b_.data<float>(),
-                                          out_.data<float>(), workspace, stream, version, math_);
-      case cuda::ConvPass::backward_filter:
-        return cuda::conv2d_backward_filter(g_, a_.data<float>(), b_.data<float>(),
-                                            out_.data<float>(), nullptr, workspace, stream, version,
-                                            math_);
+      case ConvPass::forward:
+        return algorithm.forward(g_, a_.data<float>(), b_.data<float>(), nullptr,
+                                 out_.data<float>(), workspace, stream, math_);
+      case ConvPass::backward_data:
+        return algorithm.backward_data(g_, a_.data<float>(), b_.data<float>(), out_.data<float>(),
+                                       workspace, stream, math_);
+      case ConvPass::backward_filter:
+        return algorithm.backward_filter(g_, a_.data<float>(), b_.data<float>(), out_.data<float>(),
+                                         nullptr, workspace, stream, math_);
     }
   }
 
   void set_math(cuda::GemmMath math) { math_ = math; }
 
-  // Runs `version` once from a fresh output and returns that output.
-  std::vector<float> run_once(cuda::ConvVersion version, float* workspace) {
-    const bool accumulates = pass_ == cuda::ConvPass::backward_filter;
+  // Runs `algorithm` once from a fresh output and returns that output.
+  std::vector<float> run_once(const ConvAlgorithm& algorithm, float* workspace) {
+    const bool accumulates = pass_ == ConvPass::backward_filter;
     ctx_.fill(out_, accumulates ? 0.0f : std::nanf(""));
-    launch(version, workspace);
+    launch(algorithm, workspace);
     ctx_.synchronize();
     return out_.to_vector();
   }
 
  private:
   Context& ctx_;
-  cuda::ConvPass pass_;
+  ConvPass pass_;
   Conv2dGeometry g_;
   Tensor a_, b_, out_;
   cuda::GemmMath math_ = cuda::GemmMath::fp32;
 };
 
 // Median of kTimedRuns calls after one warm-up, timed with events on the stream.
-double median_ms(Context& ctx, PassRunner& runner, cuda::ConvVersion version, float* workspace) {
+double median_ms(Context& ctx, PassRunner& runner, const ConvAlgorithm& algorithm,
+                 float* workspace) {
   const gpu::Event start = gpu::create_event(), stop = gpu::create_event();
   std::vector<double> times;
-  runner.launch(version, workspace);
+  runner.launch(algorithm, workspace);
   for (int i = 0; i < kTimedRuns; ++i) {
     gpu::record(start, ctx.stream());
-    runner.launch(version, workspace);
+    runner.launch(algorithm, workspace);
     gpu::record(stop, ctx.stream());
     gpu::synchronize_event(stop);
     times.push_back(gpu::elapsed_ms(start, stop));
@@ -131,50 +130,20 @@ int rank(ConvAlgorithmStatus status) {
 
 }  // namespace
 
-cuda::ConvVersion get_conv_algorithm(cuda::ConvPass pass, const Conv2dGeometry& g,
-                                     cuda::GemmMath math) {
-  switch (pass) {
-    case cuda::ConvPass::forward:
-      return cuda::forward_version(g, math);
-    case cuda::ConvPass::backward_data:
-      return cuda::backward_data_version(g, math);
-    case cuda::ConvPass::backward_filter:
-      return cuda::backward_filter_version(g, math);
-  }
-  return cuda::ConvVersion::best;
-}
-
-size_t conv_algorithm_workspace_bytes(cuda::ConvVersion version, cuda::ConvPass pass,
-                                      const Conv2dGeometry& g) {
-  size_t floats = 0;
-  switch (pass) {
-    case cuda::ConvPass::forward:
-      floats = cuda::conv2d_forward_workspace(g, version);
-      break;
-    case cuda::ConvPass::backward_data:
-      floats = cuda::conv2d_backward_data_workspace(g, version);
-      break;
-    case cuda::ConvPass::backward_filter:
-      floats = cuda::conv2d_backward_filter_workspace(g, false, version);
-      break;
-  }
-  return floats * sizeof(float);
-}
-
-std::vector<ConvAlgorithmPerf> find_conv_algorithms(Context& ctx, cuda::ConvPass pass,
+std::vector<ConvAlgorithmPerf> find_conv_algorithms(Context& ctx, ConvPass pass,
                                                     const Conv2dGeometry& g,
                                                     size_t workspace_limit_bytes,
                                                     cuda::GemmMath math) {
-  const std::string op = std::string("find_conv_algorithms (") + cuda::conv_pass_name(pass) + ")";
+  const std::string op = std::string("find_conv_algorithms (") + conv_pass_name(pass) + ")";
   if (!ctx.device().is_cuda()) {
     throw Error(op + ": measuring needs a CUDA context, this one runs on " + ctx.device().str());
   }
   g.validate(op);
   ctx.synchronize();  // the scratch tensors may reuse memory that queued work still reads
   PassRunner runner(ctx, pass, g);
-  const cuda::ConvVersion heuristic = get_conv_algorithm(pass, g, cuda::GemmMath::fp32);
-  auto workspace_for = [&](cuda::ConvVersion version) {
-    const size_t floats = conv_algorithm_workspace_bytes(version, pass, g) / sizeof(float);
+  const ConvAlgorithm& heuristic = get_conv_algorithm(pass, g, cuda::GemmMath::fp32);
+  auto workspace_for = [&](const ConvAlgorithm& algorithm) {
+    const size_t floats = algorithm.workspace(pass, g, false);
     return ctx.empty({int64_t(std::max<size_t>(floats, 1))});
   };
   Tensor heuristic_workspace = workspace_for(heuristic);
@@ -184,26 +153,26 @@ std::vector<ConvAlgorithmPerf> find_conv_algorithms(Context& ctx, cuda::ConvPass
   runner.set_math(math);  // the reference above ran in fp32
 
   std::vector<ConvAlgorithmPerf> results;
-  for (cuda::ConvVersion version : cuda::conv_versions()) {
-    if (!cuda::supports(version, pass, g)) continue;
-    ConvAlgorithmPerf perf{version, ConvAlgorithmStatus::ok};
-    perf.workspace_bytes = conv_algorithm_workspace_bytes(version, pass, g);
+  for (const ConvAlgorithm* algorithm : conv_algorithms()) {
+    if (!algorithm->supports(pass, g)) continue;
+    ConvAlgorithmPerf perf{algorithm, ConvAlgorithmStatus::ok};
+    perf.workspace_bytes = conv_algorithm_workspace_bytes(*algorithm, pass, g);
     if (perf.workspace_bytes > workspace_limit_bytes) {
       perf.status = ConvAlgorithmStatus::over_workspace_limit;
       results.push_back(perf);
       continue;
     }
-    Tensor workspace = workspace_for(version);
+    Tensor workspace = workspace_for(*algorithm);
     perf.rel_error =
-        relative_difference(runner.run_once(version, workspace.data<float>()), reference);
+        relative_difference(runner.run_once(*algorithm, workspace.data<float>()), reference);
     if (!(perf.rel_error <= conv_find_tolerance(math))) {  // NaN (an unwritten element) fails too
       perf.status = ConvAlgorithmStatus::mismatch;
     } else {
-      perf.ms = median_ms(ctx, runner, version, workspace.data<float>());
+      perf.ms = median_ms(ctx, runner, *algorithm, workspace.data<float>());
     }
     results.push_back(perf);
   }
-  // Ties keep ladder order, so equal timings pick the same version every time.
+  // Ties keep ladder order, so equal timings pick the same algorithm every time.
   std::stable_sort(results.begin(), results.end(),
                    [](const ConvAlgorithmPerf& a, const ConvAlgorithmPerf& b) {
                      if (rank(a.status) != rank(b.status)) return rank(a.status) < rank(b.status);

@@ -1,7 +1,7 @@
-// Convolution v7: direct, forward and backward data, for layers with few channels (a ResNet stem's
-// 3 input channels, LeNet's 20), where a GEMM's tiles run mostly empty. Each thread sums its
-// outputs straight from the definition, for PX pixels x CB output channels at once: a filter
-// value serves PX pixels and an input value CB channels.
+// Convolution v7 (a ladder rung): direct, forward and backward data, for layers with few channels
+// (a ResNet stem's 3 input channels, LeNet's 20), where a GEMM's tiles run mostly empty. Each
+// thread sums its outputs straight from the definition, for PX pixels x CB output channels at once:
+// a filter value serves PX pixels and an input value CB channels.
 //
 //   forward  y[n, k, p, q]  = bias[k] + sum over c, r, s of x[n, c, p*sh - ph + r*dh, ...] w[k, c,
 //   r, s] data     dx[n, c, h, w] = sum over k, r, s with (h + ph - r*dh) / sh = p exact, in range,
@@ -22,10 +22,14 @@
 #include <string>
 
 #include "core/error.h"
+#include "kernels/convolution/algorithm.h"
 #include "kernels/convolution/convolution_cuda_internal.h"
 
 namespace crema::kernels::cuda::direct {
 namespace {
+
+// Filters up to kMaxTaps taps a side, strides up to kMaxStride.
+constexpr int kMaxTaps = 16, kMaxStride = 4;
 
 constexpr int kThreads = 128, kPixels = 4;
 
@@ -224,8 +228,6 @@ void run(const Conv2dGeometry& g, bool data, const float* in, const float* w, co
   gpu::check_launch(data ? "conv2d_backward_data (direct)" : "conv2d_forward (direct)");
 }
 
-}  // namespace
-
 size_t workspace(const Conv2dGeometry& g, bool data) {
   const Args a = make_args(g, data);
   return size_t(g.groups * a.in_cg * a.R * a.S * a.wt_ld);
@@ -241,4 +243,41 @@ void backward_data(const Conv2dGeometry& g, const float* dy, const float* w, flo
   run(g, true, dy, w, nullptr, dx, workspace, stream);
 }
 
+bool supports(ConvPass, const Conv2dGeometry& g) {
+  return g.R <= kMaxTaps && g.S <= kMaxTaps && g.stride_h <= kMaxStride && g.stride_w <= kMaxStride;
+}
+
+}  // namespace
 }  // namespace crema::kernels::cuda::direct
+
+// v7's record: forward and backward data as direct loops (fp32 in every math); the filter gradient
+// is v2's (in the asked math). A ladder rung: production never picks it.
+namespace crema::kernels::records {
+
+extern const ConvAlgorithm direct{
+    "direct",
+    7,
+    DType::f32,
+    Layout::nchw,
+    cuda::direct::supports,
+    "filters of at most 16x16 taps and strides of at most 4",
+    [](ConvPass pass, cuda::GemmMath math) {
+      return math == cuda::GemmMath::fp32 || pass == ConvPass::backward_filter;
+    },
+    [](ConvPass pass, const Conv2dGeometry& g, bool with_bias) -> size_t {
+      if (pass == ConvPass::backward_filter) {
+        return cuda::implicit_gemm::backward_filter_workspace(g, with_bias);
+      }
+      return cuda::direct::supports(pass, g)
+                 ? cuda::direct::workspace(g, pass == ConvPass::backward_data)
+                 : 0;
+    },
+    [](const Conv2dGeometry& g, const float* x, const float* w, const float* bias, float* y,
+       float* workspace, gpu::Stream stream,
+       cuda::GemmMath) { cuda::direct::forward(g, x, w, bias, y, workspace, stream); },
+    [](const Conv2dGeometry& g, const float* dy, const float* w, float* dx, float* workspace,
+       gpu::Stream stream,
+       cuda::GemmMath) { cuda::direct::backward_data(g, dy, w, dx, workspace, stream); },
+    cuda::implicit_gemm::backward_filter};
+
+}  // namespace crema::kernels::records
