@@ -4,6 +4,7 @@
 #include <ostream>
 
 #include "apps/bench.h"
+#include "core/build_config.h"
 #include "core/error.h"
 
 namespace crema::bench {
@@ -24,14 +25,15 @@ int bench_command(const std::string& op, const std::string& device, const Option
     throw Error("crema bench times CUDA kernels; --device " + device +
                 " is not a GPU (use --device cuda:N)");
   }
-#ifdef CREMA_WITH_CUDA
-  Context ctx(dev);
-  if (op == "gemm") return bench_gemm(ctx, options, out);
-  if (op == "conv") return bench_conv(ctx, options, out);
-  return bench_rnn(ctx, options, out);
-#else
-  throw Error("crema bench: this build has no CUDA backend");
-#endif
+  // A discarded branch needs no definition of what it calls: a build without CUDA links.
+  if constexpr (kBuiltWithCuda) {
+    Context ctx(dev);
+    if (op == "gemm") return bench_gemm(ctx, options, out);
+    if (op == "conv") return bench_conv(ctx, options, out);
+    return bench_rnn(ctx, options, out);
+  } else {
+    throw Error("crema bench: this build has no CUDA backend");
+  }
 }
 
 }  // namespace crema::bench

@@ -16,7 +16,7 @@
 // class indices (nor the ignore_label) are an error on the CPU and make the loss NaN on a GPU.
 // YAML keys (defaults): axis (1), ignore_label (none), normalization (valid), label_smoothing
 // (0, in [0, 1)), loss_weight (1).
-#include "kernels/softmax/softmax.h"
+#include "kernels/loss/softmax_cross_entropy.h"
 #include "layers/loss_layer.h"
 #include "layers/register_layers.h"
 

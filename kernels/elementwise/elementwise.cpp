@@ -1,11 +1,14 @@
-// Elementwise helpers, dispatch: checks the tensors once, then runs the CPU or the CUDA path.
+// Elementwise helpers, dispatch: checks the tensors once, then runs the path for the device and
+// dtype (float32: cpu:: or cuda::; float64 on the CPU: the reference, for gradient checks).
 #include "kernels/elementwise/elementwise.h"
 
 #include <string>
 #include <utility>
 
 #include "core/error.h"
+#include "kernels/common/dispatch.h"
 #include "kernels/common/tensor_checks.h"
+#include "kernels/common/workspace.h"
 
 namespace crema::kernels {
 namespace {
@@ -14,8 +17,8 @@ namespace {
 std::pair<int64_t, int64_t> bias_extents(const Context& ctx, const char* op,
                                          const char* matrix_name, const Tensor& matrix,
                                          const char* bias_name, const Tensor& bias) {
-  check_tensor(ctx, op, matrix_name, matrix, matrix.shape());
-  check_tensor(ctx, op, bias_name, bias, bias.shape());
+  check_tensor(ctx, op, matrix_name, matrix, matrix.shape(), matrix.dtype());
+  check_tensor(ctx, op, bias_name, bias, bias.shape(), matrix.dtype());
   if (matrix.ndim() < 1 || matrix.dim(-1) != bias.numel()) {
     throw Error(std::string(op) + ": " + bias_name + " " + bias.description() + " does not fit " +
                 matrix_name + " " + matrix.description() + " (needs as many elements as " +
@@ -24,119 +27,166 @@ std::pair<int64_t, int64_t> bias_extents(const Context& ctx, const char* op,
   return {bias.numel() == 0 ? 0 : matrix.numel() / bias.numel(), bias.numel()};
 }
 
+// The device scratch of the CUDA sums (none for small n), from the context's workspace. Generic
+// in the stream, as the CUDA lambdas are, so that only a CUDA build compiles it.
+template <class Stream>
+void* sum_workspace(Context& ctx, int64_t n, Stream) {
+  return workspace_for(ctx, cuda::sum_workspace_bytes(n));
+}
+
 }  // namespace
 
 void fill(Context& ctx, Tensor& x, float value) {
-  check_tensor(ctx, "fill", "x", x, x.shape());
-#ifdef CREMA_WITH_CUDA
-  if (ctx.device().is_cuda()) {
-    cuda::fill(x.numel(), value, x.data<float>(), cuda::MapVersion::best, ctx.stream());
-    return;
-  }
-#endif
-  cpu::fill(x.numel(), value, x.data<float>(), ctx.num_threads());
+  const DType dtype = x.dtype();
+  check_tensor(ctx, "fill", "x", x, x.shape(), dtype);
+  const int64_t n = x.numel();
+  dispatch(ctx, "fill", dtype,
+           on_cuda(DType::f32,
+                   [&](auto stream) {
+                     cuda::fill(n, value, x.data<float>(), cuda::MapVersion::best, stream);
+                   }),
+           on_cpu(DType::f32, [&] { cpu::fill(n, value, x.data<float>(), ctx.num_threads()); }),
+           on_cpu(DType::f64, [&] { ref::fill(n, double(value), x.data<double>()); }));
 }
 
 void scale(Context& ctx, float alpha, Tensor& x) {
-  check_tensor(ctx, "scale", "x", x, x.shape());
-#ifdef CREMA_WITH_CUDA
-  if (ctx.device().is_cuda()) {
-    cuda::scale(x.numel(), alpha, x.data<float>(), cuda::MapVersion::best, ctx.stream());
-    return;
-  }
-#endif
-  cpu::scale(x.numel(), alpha, x.data<float>(), ctx.num_threads());
+  const DType dtype = x.dtype();
+  check_tensor(ctx, "scale", "x", x, x.shape(), dtype);
+  const int64_t n = x.numel();
+  dispatch(ctx, "scale", dtype,
+           on_cuda(DType::f32,
+                   [&](auto stream) {
+                     cuda::scale(n, alpha, x.data<float>(), cuda::MapVersion::best, stream);
+                   }),
+           on_cpu(DType::f32, [&] { cpu::scale(n, alpha, x.data<float>(), ctx.num_threads()); }),
+           on_cpu(DType::f64, [&] { ref::scale(n, double(alpha), x.data<double>()); }));
 }
 
 void axpy(Context& ctx, float alpha, const Tensor& x, Tensor& y) {
-  check_tensor(ctx, "axpy", "x", x, x.shape());
-  check_tensor(ctx, "axpy", "y", y, x.shape());
-#ifdef CREMA_WITH_CUDA
-  if (ctx.device().is_cuda()) {
-    cuda::axpy(x.numel(), alpha, x.data<float>(), y.data<float>(), cuda::MapVersion::best,
-               ctx.stream());
-    return;
-  }
-#endif
-  cpu::axpy(x.numel(), alpha, x.data<float>(), y.data<float>(), ctx.num_threads());
+  const DType dtype = x.dtype();
+  check_tensors(ctx, "axpy", x.shape(), dtype, {{"x", x}, {"y", y}});
+  const int64_t n = x.numel();
+  dispatch(
+      ctx, "axpy", dtype,
+      on_cuda(DType::f32,
+              [&](auto stream) {
+                cuda::axpy(n, alpha, x.data<float>(), y.data<float>(), cuda::MapVersion::best,
+                           stream);
+              }),
+      on_cpu(DType::f32,
+             [&] { cpu::axpy(n, alpha, x.data<float>(), y.data<float>(), ctx.num_threads()); }),
+      on_cpu(DType::f64, [&] { ref::axpy(n, double(alpha), x.data<double>(), y.data<double>()); }));
 }
 
 void axpby(Context& ctx, float alpha, const Tensor& x, float beta, Tensor& y) {
-  check_tensor(ctx, "axpby", "x", x, x.shape());
-  check_tensor(ctx, "axpby", "y", y, x.shape());
-#ifdef CREMA_WITH_CUDA
-  if (ctx.device().is_cuda()) {
-    cuda::axpby(x.numel(), alpha, x.data<float>(), beta, y.data<float>(), cuda::MapVersion::best,
-                ctx.stream());
-    return;
-  }
-#endif
-  cpu::axpby(x.numel(), alpha, x.data<float>(), beta, y.data<float>(), ctx.num_threads());
+  const DType dtype = x.dtype();
+  check_tensors(ctx, "axpby", x.shape(), dtype, {{"x", x}, {"y", y}});
+  const int64_t n = x.numel();
+  dispatch(ctx, "axpby", dtype,
+           on_cuda(DType::f32,
+                   [&](auto stream) {
+                     cuda::axpby(n, alpha, x.data<float>(), beta, y.data<float>(),
+                                 cuda::MapVersion::best, stream);
+                   }),
+           on_cpu(DType::f32,
+                  [&] {
+                    cpu::axpby(n, alpha, x.data<float>(), beta, y.data<float>(), ctx.num_threads());
+                  }),
+           on_cpu(DType::f64, [&] {
+             ref::axpby(n, double(alpha), x.data<double>(), double(beta), y.data<double>());
+           }));
 }
 
 void add(Context& ctx, const Tensor& a, const Tensor& b, Tensor& out) {
-  check_tensor(ctx, "add", "a", a, a.shape());
-  check_tensor(ctx, "add", "b", b, a.shape());
-  check_tensor(ctx, "add", "out", out, a.shape());
-#ifdef CREMA_WITH_CUDA
-  if (ctx.device().is_cuda()) {
-    cuda::add(a.numel(), a.data<float>(), b.data<float>(), out.data<float>(), cuda::MapVersion::best,
-              ctx.stream());
-    return;
-  }
-#endif
-  cpu::add(a.numel(), a.data<float>(), b.data<float>(), out.data<float>(), ctx.num_threads());
+  const DType dtype = a.dtype();
+  check_tensors(ctx, "add", a.shape(), dtype, {{"a", a}, {"b", b}, {"out", out}});
+  const int64_t n = a.numel();
+  dispatch(ctx, "add", dtype,
+           on_cuda(DType::f32,
+                   [&](auto stream) {
+                     cuda::add(n, a.data<float>(), b.data<float>(), out.data<float>(),
+                               cuda::MapVersion::best, stream);
+                   }),
+           on_cpu(DType::f32,
+                  [&] {
+                    cpu::add(n, a.data<float>(), b.data<float>(), out.data<float>(),
+                             ctx.num_threads());
+                  }),
+           on_cpu(DType::f64,
+                  [&] { ref::add(n, a.data<double>(), b.data<double>(), out.data<double>()); }));
 }
 
 void sum(Context& ctx, const Tensor& x, Tensor& out) {
-  check_tensor(ctx, "sum", "x", x, x.shape());
-  check_scalar(ctx, "sum", "out", out);
-#ifdef CREMA_WITH_CUDA
-  if (ctx.device().is_cuda()) {
-    const size_t bytes = cuda::sum_workspace_bytes(x.numel());
-    void* workspace = bytes > 0 ? ctx.workspace((bytes + 3) / 4) : nullptr;
-    cuda::sum(x.numel(), x.data<float>(), out.data<float>(), workspace, ctx.stream());
-    return;
-  }
-#endif
-  out.data<float>()[0] = float(cpu::sum(x.numel(), x.data<float>(), ctx.num_threads()));
+  const DType dtype = x.dtype();
+  check_tensor(ctx, "sum", "x", x, x.shape(), dtype);
+  check_scalar(ctx, "sum", "out", out, dtype);
+  const int64_t n = x.numel();
+  dispatch(ctx, "sum", dtype,
+           on_cuda(DType::f32,
+                   [&](auto stream) {
+                     cuda::sum(n, x.data<float>(), out.data<float>(), sum_workspace(ctx, n, stream),
+                               stream);
+                   }),
+           on_cpu(DType::f32,
+                  [&] {
+                    out.data<float>()[0] = float(cpu::sum(n, x.data<float>(), ctx.num_threads()));
+                  }),
+           on_cpu(DType::f64, [&] { out.data<double>()[0] = ref::sum(n, x.data<double>()); }));
 }
 
 void sum_of_squares(Context& ctx, const Tensor& x, Tensor& out) {
-  check_tensor(ctx, "sum_of_squares", "x", x, x.shape());
-  check_scalar(ctx, "sum_of_squares", "out", out);
-#ifdef CREMA_WITH_CUDA
-  if (ctx.device().is_cuda()) {
-    const size_t bytes = cuda::sum_workspace_bytes(x.numel());
-    void* workspace = bytes > 0 ? ctx.workspace((bytes + 3) / 4) : nullptr;
-    cuda::sum_of_squares(x.numel(), x.data<float>(), out.data<float>(), workspace, ctx.stream());
-    return;
-  }
-#endif
-  out.data<float>()[0] = float(cpu::sum_of_squares(x.numel(), x.data<float>(), ctx.num_threads()));
+  const DType dtype = x.dtype();
+  check_tensor(ctx, "sum_of_squares", "x", x, x.shape(), dtype);
+  check_scalar(ctx, "sum_of_squares", "out", out, dtype);
+  const int64_t n = x.numel();
+  dispatch(ctx, "sum_of_squares", dtype,
+           on_cuda(DType::f32,
+                   [&](auto stream) {
+                     cuda::sum_of_squares(n, x.data<float>(), out.data<float>(),
+                                          sum_workspace(ctx, n, stream), stream);
+                   }),
+           on_cpu(DType::f32,
+                  [&] {
+                    out.data<float>()[0] =
+                        float(cpu::sum_of_squares(n, x.data<float>(), ctx.num_threads()));
+                  }),
+           on_cpu(DType::f64,
+                  [&] { out.data<double>()[0] = ref::sum_of_squares(n, x.data<double>()); }));
 }
 
 void add_bias_rows(Context& ctx, const Tensor& bias, Tensor& y) {
   const auto [M, N] = bias_extents(ctx, "add_bias_rows", "y", y, "bias", bias);
-#ifdef CREMA_WITH_CUDA
-  if (ctx.device().is_cuda()) {
-    cuda::add_bias_rows(M, N, bias.data<float>(), y.data<float>(), ctx.stream());
-    return;
-  }
-#endif
-  cpu::add_bias_rows(M, N, bias.data<float>(), y.data<float>(), ctx.num_threads());
+  dispatch(ctx, "add_bias_rows", y.dtype(),
+           on_cuda(DType::f32,
+                   [&, M = M, N = N](auto stream) {
+                     cuda::add_bias_rows(M, N, bias.data<float>(), y.data<float>(), stream);
+                   }),
+           on_cpu(DType::f32,
+                  [&, M = M, N = N] {
+                    cpu::add_bias_rows(M, N, bias.data<float>(), y.data<float>(),
+                                       ctx.num_threads());
+                  }),
+           on_cpu(DType::f64, [&, M = M, N = N] {
+             ref::add_bias_rows(M, N, bias.data<double>(), y.data<double>());
+           }));
 }
 
 void accumulate_bias_rows(Context& ctx, const Tensor& dy, Tensor& dbias) {
   const auto [M, N] = bias_extents(ctx, "accumulate_bias_rows", "dy", dy, "dbias", dbias);
-#ifdef CREMA_WITH_CUDA
-  if (ctx.device().is_cuda()) {
-    cuda::accumulate_bias_rows(M, N, dy.data<float>(), dbias.data<float>(), cuda::BiasVersion::best,
-                               ctx.stream());
-    return;
-  }
-#endif
-  cpu::accumulate_bias_rows(M, N, dy.data<float>(), dbias.data<float>(), ctx.num_threads());
+  dispatch(ctx, "accumulate_bias_rows", dy.dtype(),
+           on_cuda(DType::f32,
+                   [&, M = M, N = N](auto stream) {
+                     cuda::accumulate_bias_rows(M, N, dy.data<float>(), dbias.data<float>(),
+                                                cuda::BiasVersion::best, stream);
+                   }),
+           on_cpu(DType::f32,
+                  [&, M = M, N = N] {
+                    cpu::accumulate_bias_rows(M, N, dy.data<float>(), dbias.data<float>(),
+                                              ctx.num_threads());
+                  }),
+           on_cpu(DType::f64, [&, M = M, N = N] {
+             ref::accumulate_bias_rows(M, N, dy.data<double>(), dbias.data<double>());
+           }));
 }
 
 }  // namespace crema::kernels

@@ -88,14 +88,14 @@ void accumulate_bias_rows(int64_t M, int64_t N, const float* dy, float* dbias, B
                           gpu::Stream stream);
 }  // namespace cuda
 
-// Tensor level: float32 tensors on the context's device; throws crema::Error naming the tensors
-// when their shapes, dtypes or devices do not fit.
+// Tensor level: float32 tensors on the context's device, or float64 on the CPU (the reference);
+// throws crema::Error naming the tensors when their shapes, dtypes or devices do not fit.
 void fill(Context& ctx, Tensor& x, float value);
 void scale(Context& ctx, float alpha, Tensor& x);
 void axpy(Context& ctx, float alpha, const Tensor& x, Tensor& y);
 void axpby(Context& ctx, float alpha, const Tensor& x, float beta, Tensor& y);
 void add(Context& ctx, const Tensor& a, const Tensor& b, Tensor& out);
-// out: a float32 tensor of one element (any shape), on the context's device.
+// out: a tensor of x's dtype with one element (any shape), on the context's device.
 void sum(Context& ctx, const Tensor& x, Tensor& out);
 void sum_of_squares(Context& ctx, const Tensor& x, Tensor& out);
 // y [..., N] (viewed as [M, N]), bias with N elements.

@@ -3,14 +3,13 @@
 // input is fine: each iteration touches only its own element) and, for arrays well beyond the
 // caches, a second core's share of the memory bandwidth.
 //
-// The sums cut x into fixed blocks of kSumBlock elements; each block is summed with kLanes
-// independent double accumulators (which the compiler turns into vector adds) and the block sums
-// are added in block order. Neither the blocks nor the lanes depend on the thread count, so the
-// result is the same bits for any number of threads.
+// The sums are kernels/common/blocked_sum.h's, in blocks of kSumBlock elements: the same bits for
+// any number of threads.
 #include "kernels/elementwise/elementwise.h"
 
 #include <algorithm>
-#include <vector>
+
+#include "kernels/common/blocked_sum.h"
 
 namespace crema::kernels::cpu {
 namespace {
@@ -18,90 +17,58 @@ namespace {
 // Below this many elements one thread is faster: a parallel region costs a few microseconds.
 constexpr int64_t kParallelElements = 1 << 16;
 constexpr int64_t kSumBlock = 1 << 14;
-constexpr int kLanes = 8;
-
-int threads(int num_threads) {
-  return std::max(1, num_threads);
-}
-
-// sum_i term(x[i]) over n <= kSumBlock elements, lane by lane.
-template <class Term>
-double block_sum(int64_t n, const float* x, Term term) {
-  double lane[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    for (int l = 0; l < kLanes; ++l) lane[l] += term(x[i + l]);
-  }
-  double s = 0;
-  for (int l = 0; l < kLanes; ++l) s += lane[l];
-  for (; i < n; ++i) s += term(x[i]);
-  return s;
-}
-
-template <class Term>
-double blocked_sum(int64_t n, const float* x, int num_threads, Term term) {
-  const int64_t blocks = (n + kSumBlock - 1) / kSumBlock;
-  std::vector<double> partial(size_t(blocks), 0.0);
-#pragma omp parallel for schedule(static) \
-    num_threads(threads(num_threads)) if (n >= kParallelElements)
-  for (int64_t b = 0; b < blocks; ++b) {
-    const int64_t begin = b * kSumBlock;
-    partial[size_t(b)] = block_sum(std::min(kSumBlock, n - begin), x + begin, term);
-  }
-  double s = 0;
-  for (double p : partial) s += p;
-  return s;
-}
 
 }  // namespace
 
 void fill(int64_t n, float value, float* x, int num_threads) {
 #pragma omp parallel for simd schedule(static) \
-    num_threads(threads(num_threads)) if (n >= kParallelElements)
+    num_threads(std::max(1, num_threads)) if (n >= kParallelElements)
   for (int64_t i = 0; i < n; ++i) x[i] = value;
 }
 
 void scale(int64_t n, float alpha, float* x, int num_threads) {
 #pragma omp parallel for simd schedule(static) \
-    num_threads(threads(num_threads)) if (n >= kParallelElements)
+    num_threads(std::max(1, num_threads)) if (n >= kParallelElements)
   for (int64_t i = 0; i < n; ++i) x[i] *= alpha;
 }
 
 void axpy(int64_t n, float alpha, const float* x, float* y, int num_threads) {
 #pragma omp parallel for simd schedule(static) \
-    num_threads(threads(num_threads)) if (n >= kParallelElements)
+    num_threads(std::max(1, num_threads)) if (n >= kParallelElements)
   for (int64_t i = 0; i < n; ++i) y[i] += alpha * x[i];
 }
 
 void axpby(int64_t n, float alpha, const float* x, float beta, float* y, int num_threads) {
   if (beta == 0.0f) {  // BLAS: y is write-only, its old contents (even NaN) are ignored
 #pragma omp parallel for simd schedule(static) \
-    num_threads(threads(num_threads)) if (n >= kParallelElements)
+    num_threads(std::max(1, num_threads)) if (n >= kParallelElements)
     for (int64_t i = 0; i < n; ++i) y[i] = alpha * x[i];
     return;
   }
 #pragma omp parallel for simd schedule(static) \
-    num_threads(threads(num_threads)) if (n >= kParallelElements)
+    num_threads(std::max(1, num_threads)) if (n >= kParallelElements)
   for (int64_t i = 0; i < n; ++i) y[i] = alpha * x[i] + beta * y[i];
 }
 
 void add(int64_t n, const float* a, const float* b, float* out, int num_threads) {
 #pragma omp parallel for simd schedule(static) \
-    num_threads(threads(num_threads)) if (n >= kParallelElements)
+    num_threads(std::max(1, num_threads)) if (n >= kParallelElements)
   for (int64_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
 }
 
 double sum(int64_t n, const float* x, int num_threads) {
-  return blocked_sum(n, x, num_threads, [](float v) { return double(v); });
+  return blocked_sum(n, kSumBlock, num_threads, kParallelElements,
+                     [x](int64_t i) { return double(x[i]); });
 }
 
 double sum_of_squares(int64_t n, const float* x, int num_threads) {
-  return blocked_sum(n, x, num_threads, [](float v) { return double(v) * double(v); });
+  return blocked_sum(n, kSumBlock, num_threads, kParallelElements,
+                     [x](int64_t i) { return double(x[i]) * double(x[i]); });
 }
 
 void add_bias_rows(int64_t M, int64_t N, const float* bias, float* y, int num_threads) {
 #pragma omp parallel for schedule(static) \
-    num_threads(threads(num_threads)) if (M * N >= kParallelElements)
+    num_threads(std::max(1, num_threads)) if (M * N >= kParallelElements)
   for (int64_t m = 0; m < M; ++m) {
     float* row = y + m * N;
 #pragma omp simd
@@ -115,7 +82,7 @@ void accumulate_bias_rows(int64_t M, int64_t N, const float* dy, float* dbias, i
   constexpr int64_t kColumns = 256;
   const int64_t blocks = (N + kColumns - 1) / kColumns;
 #pragma omp parallel for schedule(static) \
-    num_threads(threads(num_threads)) if (M * N >= kParallelElements)
+    num_threads(std::max(1, num_threads)) if (M * N >= kParallelElements)
   for (int64_t b = 0; b < blocks; ++b) {
     const int64_t n0 = b * kColumns, width = std::min(kColumns, N - n0);
     float* column = dbias + n0;

@@ -14,6 +14,8 @@
 // sum, sum_of_squares: double partials per thread, a fixed-order tree per block, one finishing
 // block over the block partials when there are several (reduce_cuda.cuh).
 #include "kernels/elementwise/elementwise.h"
+
+#include "kernels/common/launch.h"
 #include "kernels/common/map_cuda.cuh"
 #include "kernels/common/reduce_cuda.cuh"
 
@@ -138,7 +140,8 @@ void scale(int64_t n, float alpha, float* x, MapVersion version, gpu::Stream str
   launch_map<1>(n, x, nullptr, x, Scaled{alpha}, vectorized(version), stream, "scale");
 }
 
-void axpy(int64_t n, float alpha, const float* x, float* y, MapVersion version, gpu::Stream stream) {
+void axpy(int64_t n, float alpha, const float* x, float* y, MapVersion version,
+          gpu::Stream stream) {
   launch_map<2>(n, x, y, y, Axpy{alpha}, vectorized(version), stream, "axpy");
 }
 
@@ -186,10 +189,10 @@ void accumulate_bias_rows(int64_t M, int64_t N, const float* dy, float* dbias, B
   if (N == 0) return;
   if (version == BiasVersion::column_serial) {
     const int threads = 128;
-    const int blocks = int((N + threads - 1) / threads);
+    const int blocks = int(ceil_div(N, threads));
     accumulate_bias_rows_column_serial<<<blocks, threads, 0, stream>>>(M, N, dy, dbias);
   } else {
-    const int blocks = int((N + kBiasColumns - 1) / kBiasColumns);
+    const int blocks = int(ceil_div(N, kBiasColumns));
     accumulate_bias_rows_row_groups<<<blocks, dim3(kBiasColumns, kBiasRowGroups), 0, stream>>>(
         M, N, dy, dbias);
   }

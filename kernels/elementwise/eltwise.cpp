@@ -1,26 +1,34 @@
-// Eltwise, dispatch: checks that every input has y's shape, then runs the CPU or the CUDA path.
+// Eltwise, dispatch: checks that every input has y's shape, then runs the path for the device and
+// dtype (float32: cpu:: or cuda::; float64 on the CPU: the reference, for gradient checks).
 #include "kernels/elementwise/eltwise.h"
 
 #include <string>
+#include <vector>
 
 #include "core/error.h"
+#include "kernels/common/dispatch.h"
 #include "kernels/common/tensor_checks.h"
 
 namespace crema::kernels {
 namespace {
 
-// The inputs' data pointers, after checking each is a float32 tensor of `shape` on the device.
-std::vector<const float*> checked_inputs(const Context& ctx, const char* op,
-                                         const std::vector<const Tensor*>& x, const Shape& shape) {
+// Checks that every input is a `dtype` tensor of `shape` on the device.
+void check_inputs(const Context& ctx, const char* op, const std::vector<const Tensor*>& x,
+                  const Shape& shape, DType dtype) {
   if (x.empty()) throw Error(std::string(op) + ": no inputs");
-  std::vector<const float*> pointers;
   for (size_t j = 0; j < x.size(); ++j) {
     const std::string name = "x[" + std::to_string(j) + "]";
     if (x[j] == nullptr) throw Error(std::string(op) + ": " + name + " is missing");
-    check_tensor(ctx, op, name.c_str(), *x[j], shape);
-    pointers.push_back(x[j]->data<float>());
+    check_tensor(ctx, op, name.c_str(), *x[j], shape, dtype);
   }
-  return pointers;
+}
+
+// The inputs' data pointers, of checked T tensors.
+template <class T>
+std::vector<const T*> pointers(const std::vector<const Tensor*>& x) {
+  std::vector<const T*> p;
+  for (const Tensor* t : x) p.push_back(t->data<T>());
+  return p;
 }
 
 void check_index(const char* op, int i, size_t K) {
@@ -34,84 +42,123 @@ void check_index(const char* op, int i, size_t K) {
 
 void eltwise_sum(Context& ctx, const std::vector<const Tensor*>& x, const std::vector<float>& coeff,
                  Tensor& y) {
-  check_tensor(ctx, "eltwise_sum", "y", y, y.shape());
-  const std::vector<const float*> in = checked_inputs(ctx, "eltwise_sum", x, y.shape());
+  const char* op = "eltwise_sum";
+  const DType dtype = y.dtype();
+  check_tensor(ctx, op, "y", y, y.shape(), dtype);
+  check_inputs(ctx, op, x, y.shape(), dtype);
   if (coeff.size() != x.size()) {
     throw Error("eltwise_sum: " + std::to_string(coeff.size()) + " coefficients for " +
                 std::to_string(x.size()) + " inputs");
   }
   const int K = int(x.size());
-#ifdef CREMA_WITH_CUDA
-  if (ctx.device().is_cuda()) {
-    cuda::eltwise_sum(y.numel(), K, in.data(), coeff.data(), y.data<float>(), ctx.stream());
-    return;
-  }
-#endif
-  cpu::eltwise_sum(y.numel(), K, in.data(), coeff.data(), y.data<float>(), ctx.num_threads());
+  dispatch(ctx, op, dtype,
+           on_cuda(DType::f32,
+                   [&](auto stream) {
+                     cuda::eltwise_sum(y.numel(), K, pointers<float>(x).data(), coeff.data(),
+                                       y.data<float>(), stream);
+                   }),
+           on_cpu(DType::f32,
+                  [&] {
+                    cpu::eltwise_sum(y.numel(), K, pointers<float>(x).data(), coeff.data(),
+                                     y.data<float>(), ctx.num_threads());
+                  }),
+           on_cpu(DType::f64, [&] {
+             const std::vector<double> c(coeff.begin(), coeff.end());
+             ref::eltwise_sum(y.numel(), K, pointers<double>(x).data(), c.data(), y.data<double>());
+           }));
 }
 
 void eltwise_prod(Context& ctx, const std::vector<const Tensor*>& x, Tensor& y) {
-  check_tensor(ctx, "eltwise_prod", "y", y, y.shape());
-  const std::vector<const float*> in = checked_inputs(ctx, "eltwise_prod", x, y.shape());
+  const char* op = "eltwise_prod";
+  const DType dtype = y.dtype();
+  check_tensor(ctx, op, "y", y, y.shape(), dtype);
+  check_inputs(ctx, op, x, y.shape(), dtype);
   const int K = int(x.size());
-#ifdef CREMA_WITH_CUDA
-  if (ctx.device().is_cuda()) {
-    cuda::eltwise_prod(y.numel(), K, in.data(), y.data<float>(), ctx.stream());
-    return;
-  }
-#endif
-  cpu::eltwise_prod(y.numel(), K, in.data(), y.data<float>(), ctx.num_threads());
+  dispatch(ctx, op, dtype,
+           on_cuda(DType::f32,
+                   [&](auto stream) {
+                     cuda::eltwise_prod(y.numel(), K, pointers<float>(x).data(), y.data<float>(),
+                                        stream);
+                   }),
+           on_cpu(DType::f32,
+                  [&] {
+                    cpu::eltwise_prod(y.numel(), K, pointers<float>(x).data(), y.data<float>(),
+                                      ctx.num_threads());
+                  }),
+           on_cpu(DType::f64, [&] {
+             ref::eltwise_prod(y.numel(), K, pointers<double>(x).data(), y.data<double>());
+           }));
 }
 
 void eltwise_prod_backward(Context& ctx, const std::vector<const Tensor*>& x, int i,
                            const Tensor& dy, Tensor& dx) {
   const char* op = "eltwise_prod_backward";
-  check_tensor(ctx, op, "dy", dy, dy.shape());
-  check_tensor(ctx, op, "dx", dx, dy.shape());
-  const std::vector<const float*> in = checked_inputs(ctx, op, x, dy.shape());
+  const DType dtype = dy.dtype();
+  check_tensors(ctx, op, dy.shape(), dtype, {{"dy", dy}, {"dx", dx}});
+  check_inputs(ctx, op, x, dy.shape(), dtype);
   check_index(op, i, x.size());
   const int K = int(x.size());
-#ifdef CREMA_WITH_CUDA
-  if (ctx.device().is_cuda()) {
-    cuda::eltwise_prod_backward(dy.numel(), K, in.data(), i, dy.data<float>(), dx.data<float>(),
-                                ctx.stream());
-    return;
-  }
-#endif
-  cpu::eltwise_prod_backward(dy.numel(), K, in.data(), i, dy.data<float>(), dx.data<float>(),
-                             ctx.num_threads());
+  dispatch(ctx, op, dtype,
+           on_cuda(DType::f32,
+                   [&](auto stream) {
+                     cuda::eltwise_prod_backward(dy.numel(), K, pointers<float>(x).data(), i,
+                                                 dy.data<float>(), dx.data<float>(), stream);
+                   }),
+           on_cpu(DType::f32,
+                  [&] {
+                    cpu::eltwise_prod_backward(dy.numel(), K, pointers<float>(x).data(), i,
+                                               dy.data<float>(), dx.data<float>(),
+                                               ctx.num_threads());
+                  }),
+           on_cpu(DType::f64, [&] {
+             ref::eltwise_prod_backward(dy.numel(), K, pointers<double>(x).data(), i,
+                                        dy.data<double>(), dx.data<double>());
+           }));
 }
 
 void eltwise_max(Context& ctx, const std::vector<const Tensor*>& x, Tensor& y, Tensor& argmax) {
-  check_tensor(ctx, "eltwise_max", "y", y, y.shape());
-  check_tensor(ctx, "eltwise_max", "argmax", argmax, y.shape());
-  const std::vector<const float*> in = checked_inputs(ctx, "eltwise_max", x, y.shape());
+  const char* op = "eltwise_max";
+  const DType dtype = y.dtype();
+  check_tensors(ctx, op, y.shape(), dtype, {{"y", y}, {"argmax", argmax}});
+  check_inputs(ctx, op, x, y.shape(), dtype);
   const int K = int(x.size());
-#ifdef CREMA_WITH_CUDA
-  if (ctx.device().is_cuda()) {
-    cuda::eltwise_max(y.numel(), K, in.data(), y.data<float>(), argmax.data<float>(), ctx.stream());
-    return;
-  }
-#endif
-  cpu::eltwise_max(y.numel(), K, in.data(), y.data<float>(), argmax.data<float>(),
-                   ctx.num_threads());
+  dispatch(ctx, op, dtype,
+           on_cuda(DType::f32,
+                   [&](auto stream) {
+                     cuda::eltwise_max(y.numel(), K, pointers<float>(x).data(), y.data<float>(),
+                                       argmax.data<float>(), stream);
+                   }),
+           on_cpu(DType::f32,
+                  [&] {
+                    cpu::eltwise_max(y.numel(), K, pointers<float>(x).data(), y.data<float>(),
+                                     argmax.data<float>(), ctx.num_threads());
+                  }),
+           on_cpu(DType::f64, [&] {
+             ref::eltwise_max(y.numel(), K, pointers<double>(x).data(), y.data<double>(),
+                              argmax.data<double>());
+           }));
 }
 
 void eltwise_max_backward(Context& ctx, const Tensor& dy, const Tensor& argmax, int i, Tensor& dx) {
   const char* op = "eltwise_max_backward";
-  check_tensor(ctx, op, "dy", dy, dy.shape());
-  check_tensor(ctx, op, "argmax", argmax, dy.shape());
-  check_tensor(ctx, op, "dx", dx, dy.shape());
+  const DType dtype = dy.dtype();
+  check_tensors(ctx, op, dy.shape(), dtype, {{"dy", dy}, {"argmax", argmax}, {"dx", dx}});
   if (i < 0) throw Error(std::string(op) + ": negative input index " + std::to_string(i));
-#ifdef CREMA_WITH_CUDA
-  if (ctx.device().is_cuda()) {
-    cuda::eltwise_max_backward(dy.numel(), i, dy.data<float>(), argmax.data<float>(),
-                               dx.data<float>(), ctx.stream());
-    return;
-  }
-#endif
-  cpu::eltwise_max_backward(dy.numel(), i, dy.data<float>(), argmax.data<float>(), dx.data<float>(),
-                            ctx.num_threads());
+  dispatch(ctx, op, dtype,
+           on_cuda(DType::f32,
+                   [&](auto stream) {
+                     cuda::eltwise_max_backward(dy.numel(), i, dy.data<float>(),
+                                                argmax.data<float>(), dx.data<float>(), stream);
+                   }),
+           on_cpu(DType::f32,
+                  [&] {
+                    cpu::eltwise_max_backward(dy.numel(), i, dy.data<float>(), argmax.data<float>(),
+                                              dx.data<float>(), ctx.num_threads());
+                  }),
+           on_cpu(DType::f64, [&] {
+             ref::eltwise_max_backward(dy.numel(), i, dy.data<double>(), argmax.data<double>(),
+                                       dx.data<double>());
+           }));
 }
 
 }  // namespace crema::kernels

@@ -66,7 +66,8 @@ void eltwise_max_backward(int64_t n, int i, const float* dy, const float* argmax
                           gpu::Stream stream);
 }  // namespace cuda
 
-// Tensor level: float32 tensors of one shape on the context's device, at least one input, one
+// Tensor level: float32 tensors of one shape on the context's device (float64 on the CPU: the
+// reference), at least one input, one
 // coefficient per input, 0 <= i < K. Throws crema::Error naming the tensor otherwise.
 void eltwise_sum(Context& ctx, const std::vector<const Tensor*>& x, const std::vector<float>& coeff,
                  Tensor& y);

@@ -116,7 +116,8 @@ void euclidean_loss_backward(int64_t outer, int64_t inner, const float* a, const
                              float* db, gpu::Stream stream);
 }  // namespace cuda
 
-// Tensor level: float32 tensors on the context's device; the second input (targets, b) has as
+// Tensor level: float32 tensors on the context's device (float64 on the CPU: the reference,
+// normalized as the float32 paths are); the second input (targets, b) has as
 // many elements as the first (any shape, as Caffe); dx, da, db the shape of their input; loss and
 // top_grad one element. Throws crema::Error naming the tensors when they do not fit. da or db may
 // be null (that gradient is not wanted).

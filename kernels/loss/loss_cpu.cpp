@@ -1,16 +1,16 @@
 // Pointwise losses, fast CPU path.
 //
-// The forward sums cut the n elements into fixed blocks of kSumBlock; each block accumulates its
-// terms in kLanes independent double accumulators (vector adds for the Euclidean loss; the
-// sigmoid's exp and log stay scalar libm calls) and the block sums are added in block order.
-// Neither blocks nor lanes depend on the thread count: the same bits for any number of threads.
-// The backwards are one vectorizable pass. The number of counted elements (needed only by the
-// `valid` normalization with an ignore_label) is an integer count: exact in any order.
+// The forward sums are kernels/common/blocked_sum.h's, in blocks of kSumBlock terms (vector adds
+// for the Euclidean loss; the sigmoid's exp and log stay scalar libm calls): the same bits for any
+// number of threads. The backwards are one vectorizable pass. The number of counted elements
+// (needed only by the `valid` normalization with an ignore_label) is an integer count: exact in any
+// order.
 #include "kernels/loss/loss.h"
 
 #include <algorithm>
 #include <cmath>
-#include <vector>
+
+#include "kernels/common/blocked_sum.h"
 
 namespace crema::kernels::cpu {
 namespace {
@@ -18,35 +18,6 @@ namespace {
 // Below this many elements one thread is faster: a parallel region costs a few microseconds.
 constexpr int64_t kParallelElements = 1 << 15;
 constexpr int64_t kSumBlock = 1 << 13;
-constexpr int kLanes = 8;
-
-int threads(int num_threads) {
-  return std::max(1, num_threads);
-}
-
-// sum_k term(k) over k in [0, n), blocked as described at the top.
-template <class Term>
-double blocked_sum(int64_t n, int num_threads, Term term) {
-  const int64_t blocks = (n + kSumBlock - 1) / kSumBlock;
-  std::vector<double> partial(size_t(blocks), 0.0);
-#pragma omp parallel for schedule(static) \
-    num_threads(threads(num_threads)) if (n >= kParallelElements)
-  for (int64_t block = 0; block < blocks; ++block) {
-    const int64_t begin = block * kSumBlock, end = std::min(n, begin + kSumBlock);
-    double lane[kLanes] = {};
-    int64_t k = begin;
-    for (; k + kLanes <= end; k += kLanes) {
-      for (int l = 0; l < kLanes; ++l) lane[l] += term(k + l);
-    }
-    double s = 0;
-    for (int l = 0; l < kLanes; ++l) s += lane[l];
-    for (; k < end; ++k) s += term(k);
-    partial[size_t(block)] = s;
-  }
-  double sum = 0;
-  for (double p : partial) sum += p;
-  return sum;
-}
 
 bool is_ignored(float target, const SigmoidCrossEntropyOptions& options) {
   return options.has_ignore_label && target == float(options.ignore_label);
@@ -66,7 +37,7 @@ void sigmoid_cross_entropy_forward(int64_t outer, int64_t inner, const float* x,
                                    const SigmoidCrossEntropyOptions& options, float* loss,
                                    int num_threads) {
   const int64_t n = outer * inner;
-  const double sum = blocked_sum(n, num_threads, [&](int64_t k) {
+  const double sum = blocked_sum(n, kSumBlock, num_threads, kParallelElements, [&](int64_t k) {
     if (is_ignored(t[k], options)) return 0.0;
     // max(x,0) - x t in double (exact there), as on the GPU: the terms nearly cancel for
     // large targets.
@@ -88,7 +59,7 @@ void sigmoid_cross_entropy_backward(int64_t outer, int64_t inner, const float* x
   const float scale =
       top_grad[0] / float(loss_normalizer(options.normalization, outer, inner, count));
 #pragma omp parallel for schedule(static) \
-    num_threads(threads(num_threads)) if (n >= kParallelElements)
+    num_threads(std::max(1, num_threads)) if (n >= kParallelElements)
   for (int64_t k = 0; k < n; ++k) {
     const float sigmoid = 1.0f / (1.0f + std::exp(-x[k]));
     dx[k] = is_ignored(t[k], options) ? 0.0f : scale * (sigmoid - t[k]);
@@ -98,7 +69,7 @@ void sigmoid_cross_entropy_backward(int64_t outer, int64_t inner, const float* x
 void euclidean_loss_forward(int64_t outer, int64_t inner, const float* a, const float* b,
                             LossNormalization normalization, float* loss, int num_threads) {
   const int64_t n = outer * inner;
-  const double sum = blocked_sum(n, num_threads, [&](int64_t k) {
+  const double sum = blocked_sum(n, kSumBlock, num_threads, kParallelElements, [&](int64_t k) {
     const double d = a[k] - b[k];  // the float difference, squared in double
     return d * d;
   });
@@ -112,12 +83,12 @@ void euclidean_loss_backward(int64_t outer, int64_t inner, const float* a, const
   const float scale = top_grad[0] / float(loss_normalizer(normalization, outer, inner, n));
   if (da != nullptr) {
 #pragma omp parallel for simd schedule(static) \
-    num_threads(threads(num_threads)) if (n >= kParallelElements)
+    num_threads(std::max(1, num_threads)) if (n >= kParallelElements)
     for (int64_t k = 0; k < n; ++k) da[k] = scale * (a[k] - b[k]);
   }
   if (db != nullptr) {
 #pragma omp parallel for simd schedule(static) \
-    num_threads(threads(num_threads)) if (n >= kParallelElements)
+    num_threads(std::max(1, num_threads)) if (n >= kParallelElements)
     for (int64_t k = 0; k < n; ++k) db[k] = -scale * (a[k] - b[k]);
   }
 }

@@ -9,32 +9,27 @@
 // Backward: one thread per element. The scale top_grad[0] / normalizer is read on the device;
 // the sigmoid's `valid` normalizer with an ignore_label needs the number of counted targets,
 // which a counting kernel writes first as per-block counts that every backward block adds up
-// (integers: exact in any order).
+// (kernels/common/count_cuda.cuh).
 #include <cmath>
 
+#include "kernels/common/count_cuda.cuh"
 #include "kernels/common/map_cuda.cuh"
-#include "kernels/loss/store_loss_cuda.cuh"
 #include "kernels/common/reduce_cuda.cuh"
 #include "kernels/loss/loss.h"
+#include "kernels/loss/store_loss_cuda.cuh"
 
 namespace crema::kernels::cuda {
 namespace {
 
+using detail::CountedNormalizer;
+using detail::IgnoreRule;
+using detail::is_ignored;
 using detail::kReduceThreads;
 using detail::Partial;
 using detail::StoreLoss;
 
 // The backwards size their grids with map_blocks and reduce with block_sum: one block size.
 static_assert(detail::kMapThreads == kReduceThreads);
-
-struct IgnoreRule {
-  bool has_ignore_label;
-  float ignore_label;
-};
-
-__device__ inline bool is_ignored(float target, const IgnoreRule& rule) {
-  return rule.has_ignore_label && target == rule.ignore_label;
-}
 
 __global__ void sigmoid_cross_entropy_forward_kernel(int64_t n, const float* __restrict__ x,
                                                      const float* __restrict__ t, IgnoreRule rule,
@@ -46,8 +41,8 @@ __global__ void sigmoid_cross_entropy_forward_kernel(int64_t n, const float* __r
     if (is_ignored(tk, rule)) continue;
     // max(x,0) - x t in double: x t is exact there, and with large targets the terms nearly
     // cancel, so rounding them in float would cost digits of the sum.
-    acc.value += double(fmaxf(xk, 0.0f)) - double(xk) * double(tk) +
-                 double(log1pf(expf(-fabsf(xk))));
+    acc.value +=
+        double(fmaxf(xk, 0.0f)) - double(xk) * double(tk) + double(log1pf(expf(-fabsf(xk))));
     ++acc.count;
   }
   detail::publish(detail::block_sum(acc), partials, finish);
@@ -66,44 +61,12 @@ __global__ void euclidean_loss_forward_kernel(int64_t n, const float* __restrict
   detail::publish(detail::block_sum(acc), partials, finish);
 }
 
-__global__ void count_not_ignored(int64_t n, const float* __restrict__ t, IgnoreRule rule,
-                                  Partial* counts) {
-  Partial p{0.0, 0};
-  for (int64_t k = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; k < n;
-       k += int64_t(gridDim.x) * blockDim.x) {
-    p.count += is_ignored(t[k], rule) ? 0 : 1;
-  }
-  p = detail::block_sum(p);
-  if (threadIdx.x == 0) counts[blockIdx.x] = p;
-}
-
-// A backward block's normalizer: `fixed` when it does not depend on the targets, otherwise the
-// sum of the counting kernel's per-block counts (at least 1).
-struct Normalizer {
-  int64_t fixed;  // 0: add up `counts`
-  const Partial* counts;
-  int num_counts;
-};
-
-// Every thread of the block calls it (the branch is the same for all); returns float(normalizer).
-__device__ float block_normalizer(const Normalizer& n) {
-  if (n.fixed > 0) return float(n.fixed);
-  __shared__ float result;
-  Partial p{0.0, 0};
-  for (int b = int(threadIdx.x); b < n.num_counts; b += int(blockDim.x))
-    p.count += n.counts[b].count;
-  p = detail::block_sum(p);
-  if (threadIdx.x == 0) result = float(p.count > 1 ? p.count : 1);
-  __syncthreads();
-  return result;
-}
-
 __global__ void sigmoid_cross_entropy_backward_kernel(int64_t n, const float* __restrict__ x,
                                                       const float* __restrict__ t,
                                                       const float* __restrict__ top_grad,
-                                                      IgnoreRule rule, Normalizer normalizer,
+                                                      IgnoreRule rule, CountedNormalizer normalizer,
                                                       float* dx) {
-  const float scale = top_grad[0] / block_normalizer(normalizer);
+  const float scale = top_grad[0] / detail::block_normalizer(normalizer, t, rule);
   for (int64_t k = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; k < n;
        k += int64_t(gridDim.x) * blockDim.x) {
     const float tk = t[k];
@@ -126,15 +89,11 @@ __global__ void euclidean_loss_backward_kernel(int64_t n, const float* __restric
   }
 }
 
-int count_blocks(int64_t n) {
-  return detail::reduce_blocks(n, 16);
-}
-
 }  // namespace
 
 size_t pointwise_loss_workspace_bytes(int64_t n) {
   const size_t forward = detail::reduce_workspace_bytes(detail::reduce_blocks(n));
-  const size_t counts = size_t(count_blocks(n)) * sizeof(Partial);
+  const size_t counts = size_t(detail::count_blocks(n)) * sizeof(Partial);
   return forward > counts ? forward : counts;
 }
 
@@ -162,12 +121,12 @@ void sigmoid_cross_entropy_backward(int64_t outer, int64_t inner, const float* x
   const int64_t n = outer * inner;
   if (n == 0) return;
   const IgnoreRule rule{options.has_ignore_label, float(options.ignore_label)};
-  Normalizer normalizer{loss_normalizer(options.normalization, outer, inner, n), nullptr, 0};
+  CountedNormalizer normalizer{loss_normalizer(options.normalization, outer, inner, n), nullptr, 0,
+                               n};
   if (options.normalization == LossNormalization::valid && options.has_ignore_label) {
-    normalizer = {0, static_cast<const Partial*>(workspace), count_blocks(n)};
-    count_not_ignored<<<normalizer.num_counts, kReduceThreads, 0, stream>>>(
-        n, t, rule, static_cast<Partial*>(workspace));
-    gpu::check_launch("sigmoid_cross_entropy_backward (count targets)");
+    normalizer = {0, static_cast<const Partial*>(workspace), detail::count_blocks(n), n};
+    detail::count_not_ignored(n, t, rule, static_cast<Partial*>(workspace),
+                              "sigmoid_cross_entropy_backward (count targets)", stream);
   }
   sigmoid_cross_entropy_backward_kernel<<<detail::map_blocks(n), kReduceThreads, 0, stream>>>(
       n, x, t, top_grad, rule, normalizer, dx);

@@ -11,7 +11,6 @@
 #include "kernels/common/host_device.h"
 #include "kernels/optimizers/optimizers.h"
 
-
 namespace crema::kernels::rules {
 
 // A rule as types: the rule, and which state slots it uses (SGD's momentum buffer, RMSProp's

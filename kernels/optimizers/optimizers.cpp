@@ -1,11 +1,13 @@
-// Optimizer updates, dispatch: names the rules' state, checks every set's tensors once, then runs
-// the CPU or the CUDA path.
+// Optimizer updates, dispatch: names the rules' state, checks every set's tensors once (float32:
+// the update's slices are float pointers), then runs the CPU or the CUDA path.
 #include "kernels/optimizers/optimizers.h"
 
 #include <string>
 
 #include "core/error.h"
+#include "kernels/common/dispatch.h"
 #include "kernels/common/tensor_checks.h"
+#include "kernels/common/workspace.h"
 
 namespace crema::kernels {
 
@@ -59,18 +61,20 @@ void optimizer_update(Context& ctx, const OptimizerRule& rule, int64_t step,
     }
     slices.push_back(slice);
   }
-#ifdef CREMA_WITH_CUDA
-  if (ctx.device().is_cuda()) {
-    const size_t bytes =
-        cuda::optimizer_workspace_bytes(slices.data(), int(slices.size()), scaling);
-    void* workspace =
-        bytes > 0 ? ctx.workspace((bytes + sizeof(float) - 1) / sizeof(float)) : nullptr;
-    cuda::optimizer_update(slices.data(), int(slices.size()), rule, step, scaling, workspace,
-                           cuda::OptimizerVersion::best, ctx.stream());
-    return;
-  }
-#endif
-  cpu::optimizer_update(slices.data(), int(slices.size()), rule, step, scaling, ctx.num_threads());
+  // float32 only: the float64 references are per rule (ref::sgd_update, ...), not per set.
+  dispatch(ctx, "optimizer_update", DType::f32,
+           on_cuda(DType::f32,
+                   [&](auto stream) {
+                     void* workspace =
+                         workspace_for(ctx, cuda::optimizer_workspace_bytes(
+                                                slices.data(), int(slices.size()), scaling));
+                     cuda::optimizer_update(slices.data(), int(slices.size()), rule, step, scaling,
+                                            workspace, cuda::OptimizerVersion::best, stream);
+                   }),
+           on_cpu(DType::f32, [&] {
+             cpu::optimizer_update(slices.data(), int(slices.size()), rule, step, scaling,
+                                   ctx.num_threads());
+           }));
 }
 
 }  // namespace crema::kernels

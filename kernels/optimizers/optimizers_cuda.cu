@@ -14,6 +14,7 @@
 // host round trip, the same bits on every run.
 #include <algorithm>
 
+#include "kernels/common/launch.h"
 #include "kernels/common/reduce_cuda.cuh"
 #include "kernels/optimizers/optimizer_rules.h"
 #include "kernels/optimizers/optimizers.h"
@@ -23,7 +24,8 @@ namespace {
 
 using detail::Partial;
 
-constexpr int kThreads = detail::kReduceThreads;  // 256; block_sum needs exactly this
+// The norm reduces with block_sum, which needs blocks of exactly kReduceThreads.
+static_assert(kThreads == detail::kReduceThreads);
 // Elements per thread a slice gets before it gets another block, and the most blocks per slice,
 // for the update and for the norm (whose per-slice partials the finishing block adds).
 constexpr int64_t kPerThread = 4;
@@ -31,15 +33,12 @@ constexpr int64_t kMaxBlocksPerSlice = 8192;
 constexpr int64_t kNormPerThread = 8;
 constexpr int64_t kMaxNormBlocksPerSlice = 128;
 
-int blocks_for(int64_t n, int64_t per_thread, int64_t max_blocks) {
-  const int64_t per_block = kThreads * per_thread;
-  return int(std::min(max_blocks, (n + per_block - 1) / per_block));
-}
+// An empty slice gets no block.
 int update_blocks(int64_t n) {
-  return blocks_for(n, kPerThread, kMaxBlocksPerSlice);
+  return int(std::min(kMaxBlocksPerSlice, ceil_div(n, kThreads * kPerThread)));
 }
 int norm_blocks(int64_t n) {
-  return blocks_for(n, kNormPerThread, kMaxNormBlocksPerSlice);
+  return int(std::min(kMaxNormBlocksPerSlice, ceil_div(n, kThreads * kNormPerThread)));
 }
 
 // The slice a block works on: slice k owns blocks [first_block[k], first_block[k + 1]).

@@ -13,7 +13,9 @@
 #include <sstream>
 #include <string>
 
+#include "core/build_config.h"
 #include "core/error.h"
+#include "kernels/common/dispatch.h"
 
 namespace crema::kernels {
 namespace {
@@ -48,20 +50,10 @@ class Checks {
       throw Error(op + ": x is " + x.description() +
                   "; float64 runs on the CPU only (the reference, for gradient checks)");
     }
-#ifndef CREMA_WITH_CUDA
-    if (!ctx.device().is_cpu()) {
-      throw Error(op + ": the context runs on " + ctx.device().str() +
-                  "; this build has no CUDA backend");
-    }
-#endif
   }
 
-  DType dtype() const {
-    return dtype_;
-  }
-  const std::string& op() const {
-    return op_;
-  }
+  DType dtype() const { return dtype_; }
+  const std::string& op() const { return op_; }
 
   void required(const std::string& name, const Tensor* t, const Shape& shape) const {
     if (!t || !t->defined() || t->dtype() != dtype_ || t->device() != ctx_.device() ||
@@ -163,14 +155,12 @@ void check_inputs(const Checks& c, const Context& ctx, const RnnGeometry& g, con
       check_length_values<float>(c.op(), g, lengths);
     }
   }
-#ifdef CREMA_WITH_CUDA
   // The CUDA kernels index a layer's [T*N, max(G*H, C_l)] buffers with 32-bit integers.
   const int64_t widest = std::max({g.gates() * g.H, g.C, g.directions() * g.H});
   if (ctx.device().is_cuda() && g.T * g.N * widest > INT_MAX) {
     throw Error(c.op() + ": T*N*max(G*H, C, D*H) = " + std::to_string(g.T * g.N * widest) +
                 " is more than the CUDA kernels index (2^31 - 1)");
   }
-#endif
 }
 
 Shape y_shape(const RnnGeometry& g) {
@@ -255,10 +245,11 @@ const char* rnn_cell_name(RnnCell cell) {
 }
 
 size_t rnn_reserve_floats(const Context& ctx, const RnnGeometry& g, DType dtype) {
-  if (dtype == DType::f64) return 0;
-#ifdef CREMA_WITH_CUDA
-  if (ctx.device().is_cuda()) return cuda::rnn_reserve_floats(g);
-#endif
+  if (dtype == DType::f64) return 0;  // the reference keeps nothing between the passes
+  // A discarded branch needs no definition of what it calls: a build without CUDA links.
+  if constexpr (kBuiltWithCuda) {
+    if (ctx.device().is_cuda()) return cuda::rnn_reserve_floats(g);
+  }
   return cpu::rnn_reserve_floats(g);
 }
 
@@ -270,25 +261,28 @@ void rnn_forward(Context& ctx, const RnnGeometry& g, const Tensor& x, const Tens
   c.required("y", &y, y_shape(g));
   c.state("hT", hT);
   c.cell_state("cT", cT);
-  if (c.dtype() == DType::f64) {
-    ref::rnn_forward(g, x.data<double>(), ptr<double>(lengths), ptr<double>(h0), ptr<double>(c0),
-                     raw_weights<double>(g, w), y.data<double>(), mut<double>(hT), mut<double>(cT));
-    return;
-  }
-  c.reserve(reserve, rnn_reserve_floats(ctx, g, DType::f32));
-#ifdef CREMA_WITH_CUDA
-  if (ctx.device().is_cuda()) {
-    cuda::rnn_forward(g, x.data<float>(), ptr<float>(lengths), ptr<float>(h0), ptr<float>(c0),
-                      raw_weights<float>(g, w), y.data<float>(), mut<float>(hT), mut<float>(cT),
-                      reserve.data<float>(), ctx.workspace(cuda::rnn_workspace_floats(g)),
-                      ctx.stream());
-    return;
-  }
-#endif
-  cpu::rnn_forward(g, x.data<float>(), ptr<float>(lengths), ptr<float>(h0), ptr<float>(c0),
-                   raw_weights<float>(g, w), y.data<float>(), mut<float>(hT), mut<float>(cT),
-                   reserve.data<float>(), ctx.workspace(cpu::rnn_workspace_floats(g)),
-                   ctx.num_threads());
+  if (c.dtype() == DType::f32) c.reserve(reserve, rnn_reserve_floats(ctx, g, DType::f32));
+  dispatch(ctx, "rnn_forward", c.dtype(),
+           on_cuda(DType::f32,
+                   [&](auto stream) {
+                     cuda::rnn_forward(g, x.data<float>(), ptr<float>(lengths), ptr<float>(h0),
+                                       ptr<float>(c0), raw_weights<float>(g, w), y.data<float>(),
+                                       mut<float>(hT), mut<float>(cT), reserve.data<float>(),
+                                       ctx.workspace(cuda::rnn_workspace_floats(g)), stream);
+                   }),
+           on_cpu(DType::f32,
+                  [&] {
+                    cpu::rnn_forward(g, x.data<float>(), ptr<float>(lengths), ptr<float>(h0),
+                                     ptr<float>(c0), raw_weights<float>(g, w), y.data<float>(),
+                                     mut<float>(hT), mut<float>(cT), reserve.data<float>(),
+                                     ctx.workspace(cpu::rnn_workspace_floats(g)),
+                                     ctx.num_threads());
+                  }),
+           on_cpu(DType::f64, [&] {
+             ref::rnn_forward(g, x.data<double>(), ptr<double>(lengths), ptr<double>(h0),
+                              ptr<double>(c0), raw_weights<double>(g, w), y.data<double>(),
+                              mut<double>(hT), mut<double>(cT));
+           }));
 }
 
 void rnn_backward(Context& ctx, const RnnGeometry& g, const Tensor& x, const Tensor& lengths,
@@ -308,30 +302,36 @@ void rnn_backward(Context& ctx, const RnnGeometry& g, const Tensor& x, const Ten
   c.params("grad of bias_ih", dw.b_ih, true, true, true);
   c.params("grad of bias_hh", dw.b_hh, true, true, true);
   if (c.dtype() == DType::f64) {
-    c.optional("y", &y, y_shape(g));
-    ref::rnn_backward(g, x.data<double>(), ptr<double>(lengths), ptr<double>(h0), ptr<double>(c0),
-                      raw_weights<double>(g, w), ptr<double>(dy), ptr<double>(dhT),
-                      ptr<double>(dcT), mut<double>(dx), mut<double>(dh0), mut<double>(dc0),
-                      raw_grads<double>(g, dw));
-    return;
+    c.optional("y", &y, y_shape(g));  // the reference recomputes the forward
+  } else {
+    c.required("y", &y, y_shape(g));
+    c.reserve(reserve, rnn_reserve_floats(ctx, g, DType::f32));
   }
-  c.required("y", &y, y_shape(g));
-  c.reserve(reserve, rnn_reserve_floats(ctx, g, DType::f32));
-#ifdef CREMA_WITH_CUDA
-  if (ctx.device().is_cuda()) {
-    cuda::rnn_backward(g, x.data<float>(), ptr<float>(lengths), ptr<float>(h0), ptr<float>(c0),
-                       raw_weights<float>(g, w), y.data<float>(), reserve.data<float>(),
-                       ptr<float>(dy), ptr<float>(dhT), ptr<float>(dcT), mut<float>(dx),
-                       mut<float>(dh0), mut<float>(dc0), raw_grads<float>(g, dw),
-                       ctx.workspace(cuda::rnn_workspace_floats(g)), ctx.stream());
-    return;
-  }
-#endif
-  cpu::rnn_backward(g, x.data<float>(), ptr<float>(lengths), ptr<float>(h0), ptr<float>(c0),
-                    raw_weights<float>(g, w), y.data<float>(), reserve.data<float>(),
-                    ptr<float>(dy), ptr<float>(dhT), ptr<float>(dcT), mut<float>(dx),
-                    mut<float>(dh0), mut<float>(dc0), raw_grads<float>(g, dw),
-                    ctx.workspace(cpu::rnn_workspace_floats(g)), ctx.num_threads());
+  dispatch(ctx, "rnn_backward", c.dtype(),
+           on_cuda(DType::f32,
+                   [&](auto stream) {
+                     cuda::rnn_backward(g, x.data<float>(), ptr<float>(lengths), ptr<float>(h0),
+                                        ptr<float>(c0), raw_weights<float>(g, w), y.data<float>(),
+                                        reserve.data<float>(), ptr<float>(dy), ptr<float>(dhT),
+                                        ptr<float>(dcT), mut<float>(dx), mut<float>(dh0),
+                                        mut<float>(dc0), raw_grads<float>(g, dw),
+                                        ctx.workspace(cuda::rnn_workspace_floats(g)), stream);
+                   }),
+           on_cpu(DType::f32,
+                  [&] {
+                    cpu::rnn_backward(
+                        g, x.data<float>(), ptr<float>(lengths), ptr<float>(h0), ptr<float>(c0),
+                        raw_weights<float>(g, w), y.data<float>(), reserve.data<float>(),
+                        ptr<float>(dy), ptr<float>(dhT), ptr<float>(dcT), mut<float>(dx),
+                        mut<float>(dh0), mut<float>(dc0), raw_grads<float>(g, dw),
+                        ctx.workspace(cpu::rnn_workspace_floats(g)), ctx.num_threads());
+                  }),
+           on_cpu(DType::f64, [&] {
+             ref::rnn_backward(g, x.data<double>(), ptr<double>(lengths), ptr<double>(h0),
+                               ptr<double>(c0), raw_weights<double>(g, w), ptr<double>(dy),
+                               ptr<double>(dhT), ptr<double>(dcT), mut<double>(dx),
+                               mut<double>(dh0), mut<double>(dc0), raw_grads<double>(g, dw));
+           }));
 }
 
 }  // namespace crema::kernels

@@ -24,14 +24,16 @@
 #include <cuda_runtime.h>
 
 #include "core/error.h"
+#include "kernels/common/launch.h"
 #include "kernels/rnn/rnn_cuda_cells.cuh"
 #include "kernels/rnn/rnn_cuda_internal.h"
 
 namespace crema::kernels::cuda::rnn_detail {
 namespace {
 
-constexpr int kThreads = 256, kWarps = kThreads / 32;
-constexpr int kTile = 16;                      // samples and hidden units per block
+constexpr int kWarps = kThreads / 32;
+constexpr int kTile = 16;  // samples and hidden units per block
+static_assert(kThreads == kTile * kTile, "the epilogue's thread (r, u) per (sample, unit)");
 constexpr int kSamplesPerLane = kTile / 2;     // a warp's two halves take 8 samples each
 constexpr int kSharedFloats = 200 * 1024 / 4;  // the budget of one block's shared memory
 
@@ -226,7 +228,7 @@ void launch_forward(const GatesForward& a, const float* w_hh, gpu::Stream stream
   const size_t floats = std::max(rows * (chunk + 4), kWarps * kTile * G * kTile);
   const bool vec = a.H % 4 == 0 && aligned16(a.h_prev) && aligned16(w_hh);
   allow_shared(fused_forward_kernel<G>, floats * sizeof(float));
-  const dim3 grid((a.H + kTile - 1) / kTile, (a.N + kTile - 1) / kTile);
+  const dim3 grid(unsigned(ceil_div(a.H, kTile)), unsigned(ceil_div(a.N, kTile)));
   fused_forward_kernel<G><<<grid, kThreads, floats * sizeof(float), stream>>>(a, w_hh, chunk, vec);
   gpu::check_launch("rnn fused_forward_step");
 }
@@ -252,7 +254,7 @@ void fused_backward_step(const GatesBackward& a, const float* dhp_next, const fl
   const bool vec =
       a.H % 4 == 0 && K % 4 == 0 && (!dhp_next || aligned16(dhp_next)) && aligned16(w_hh);
   allow_shared(fused_backward_kernel, floats * sizeof(float));
-  const dim3 grid((a.H + kTile - 1) / kTile, (a.N + kTile - 1) / kTile);
+  const dim3 grid(unsigned(ceil_div(a.H, kTile)), unsigned(ceil_div(a.N, kTile)));
   fused_backward_kernel<<<grid, kThreads, floats * sizeof(float), stream>>>(a, dhp_next, w_hh, K,
                                                                             chunk, vec);
   gpu::check_launch("rnn fused_backward_step");

@@ -3,13 +3,12 @@
 // fused gate-gradient kernel per backward step, and the bias gradients as deterministic column
 // sums (every version). One thread per (sample n, hidden unit j); consecutive threads take
 // consecutive j, so every access to a [.., N, G*H] or [.., N, H] row is coalesced.
+#include "kernels/common/launch.h"
 #include "kernels/rnn/rnn_cuda_cells.cuh"
 #include "kernels/rnn/rnn_cuda_internal.h"
 
 namespace crema::kernels::cuda::rnn_detail {
 namespace {
-
-constexpr int kThreads = 256;
 
 __global__ void gates_forward_kernel(GatesForward a) {
   const int idx = blockIdx.x * blockDim.x + threadIdx.x;
@@ -47,25 +46,26 @@ __global__ void column_sums_kernel(const float* __restrict__ a, int64_t rows, in
   }
 }
 
-int blocks_for(int64_t count) {
-  return int((count + kThreads - 1) / kThreads);
+// One thread per (n, j), no grid-stride loop: every block is needed.
+int cell_blocks(int64_t count) {
+  return int(ceil_div(count, kThreads));
 }
 
 }  // namespace
 
 void gates_forward(const GatesForward& a, gpu::Stream stream) {
-  gates_forward_kernel<<<blocks_for(int64_t(a.N) * a.H), kThreads, 0, stream>>>(a);
+  gates_forward_kernel<<<cell_blocks(int64_t(a.N) * a.H), kThreads, 0, stream>>>(a);
   gpu::check_launch("rnn gates_forward");
 }
 
 void gates_backward(const GatesBackward& a, gpu::Stream stream) {
-  gates_backward_kernel<<<blocks_for(int64_t(a.N) * a.H), kThreads, 0, stream>>>(a);
+  gates_backward_kernel<<<cell_blocks(int64_t(a.N) * a.H), kThreads, 0, stream>>>(a);
   gpu::check_launch("rnn gates_backward");
 }
 
 void column_sums_accumulate(const float* a, int64_t rows, int64_t cols, float* db,
                             gpu::Stream stream) {
-  column_sums_kernel<<<int((cols + 31) / 32), kThreads, 0, stream>>>(a, rows, int(cols), db);
+  column_sums_kernel<<<int(ceil_div(cols, 32)), kThreads, 0, stream>>>(a, rows, int(cols), db);
   gpu::check_launch("rnn column_sums");
 }
 

@@ -15,7 +15,8 @@
 //                                 thread_per_position (the production choice).
 //
 // The per-distribution device functions live in softmax_cuda.cuh (shared with the cross-entropy
-// in softmax_cross_entropy_cuda.cu); the kernels here are templated on kLog, log-softmax or not.
+// in kernels/loss/softmax_cross_entropy_cuda.cu); the kernels here are templated on kLog,
+// log-softmax or not.
 #include "kernels/softmax/softmax_cuda.cuh"
 
 namespace crema::kernels::cuda {

@@ -1,6 +1,6 @@
 // Softmax on CUDA, the pieces the softmax and the cross-entropy kernels share (included by
-// softmax_cuda.cu and softmax_cross_entropy_cuda.cu only): one distribution walked by one thread
-// or by one warp, and the choice between the two.
+// softmax_cuda.cu and kernels/loss/softmax_cross_entropy_cuda.cu only): one distribution walked by
+// one thread or by one warp, and the choice between the two.
 //
 // x, y (dy, dx) point at element (o, 0, i) of an [outer, C, inner] tensor: a distribution's C
 // classes are `inner` floats apart. kLog picks log-softmax over softmax. Every element is read

@@ -143,9 +143,26 @@ TEST(ElementwiseCpu, BiasRowsMatchReference) {
   }
 }
 
+// float64 tensors on the CPU run the double reference.
+TEST(Elementwise, Float64RunsTheReference) {
+  Context ctx;
+  Tensor x({3}, DType::f64), y({3}, DType::f64), total({1}, DType::f64);
+  const double xv[] = {0.1, 0.2, 0.3}, yv[] = {1, 2, 3};
+  for (int i = 0; i < 3; ++i) {
+    x.data<double>()[i] = xv[i];
+    y.data<double>()[i] = yv[i];
+  }
+  axpy(ctx, 2.0f, x, y);
+  std::vector<double> want(yv, yv + 3);
+  ref::axpy(3, 2.0, xv, want.data());
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(y.data<double>()[i], want[size_t(i)]);
+  sum(ctx, x, total);
+  EXPECT_EQ(total.data<double>()[0], ref::sum(3, xv));
+}
+
 TEST(Elementwise, RejectsMismatchedTensors) {
   Context ctx;
-  Tensor a({2, 3}), b({3, 2}), bias({2}), d({2, 3}, DType::f64);
+  Tensor a({2, 3}), b({3, 2}), bias({2}), d({2, 3}, DType::bf16);
   a.fill(1.0f);
   b.fill(1.0f);
   EXPECT_THROW(axpy(ctx, 1.0f, a, b), Error);
@@ -153,8 +170,9 @@ TEST(Elementwise, RejectsMismatchedTensors) {
   EXPECT_THROW(add(ctx, a, b, a), Error);
   EXPECT_THROW(add_bias_rows(ctx, bias, a), Error);
   EXPECT_THROW(accumulate_bias_rows(ctx, a, bias), Error);
-  EXPECT_THROW(fill(ctx, d, 0.0f), Error);
-  EXPECT_THROW(sum(ctx, a, b), Error);  // the result must have one element
+  EXPECT_THROW(fill(ctx, d, 0.0f), Error);     // no bf16 implementation
+  EXPECT_THROW(axpy(ctx, 1.0f, a, d), Error);  // y's dtype is not x's
+  EXPECT_THROW(sum(ctx, a, b), Error);         // the result must have one element
   try {
     add_bias_rows(ctx, bias, a);
   } catch (const Error& e) {

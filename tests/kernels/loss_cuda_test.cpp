@@ -12,24 +12,17 @@
 #include "core/error.h"
 #include "kernels/loss/loss.h"
 #include "tests/kernels/kernel_cuda_test_util.h"
+#include "tests/kernels/loss_test_util.h"
 #include "tests/support/cuda_test_util.h"
 
 namespace crema::kernels {
 namespace {
 
 using testing::host_values;
-
-const LossNormalization kModes[] = {LossNormalization::valid, LossNormalization::batch_size,
-                                    LossNormalization::full, LossNormalization::none};
+using namespace loss_testing;
 
 // One element; one block (up to 256); several; beyond 1024 blocks of 256 (threads loop).
 const std::vector<Shape> kShapes = {{1, 1}, {1, 256}, {3, 87}, {64, 10}, {7, 1001}, {5, 70001}};
-
-std::vector<float> targets(Random& rng, int64_t n) {
-  std::vector<float> t = testing::random_values(rng, n, 0, 1);
-  for (float& v : t) v = rng.below(5) == 0 ? 255.0f : v;
-  return t;
-}
 
 struct SigmoidRun {
   std::vector<float> loss, dx;
@@ -64,22 +57,11 @@ TEST(SigmoidCrossEntropyCuda, MatchesReference) {
       for (LossNormalization mode : kModes) {
         SCOPED_TRACE(shape_str(shape) + (ignore ? " ignore_label" : "") + " normalization " +
                      std::to_string(int(mode)));
-        SigmoidCrossEntropyOptions options;
-        options.has_ignore_label = ignore;
-        options.ignore_label = 255;
-        options.normalization = mode;
-        // Without an ignore_label the 255 targets are plain (large) targets.
-        int64_t counted = 0;
-        const double sum =
-            ref::sigmoid_cross_entropy_forward(n, xd.data(), td.data(), options, &counted);
-        const double normalizer = double(loss_normalizer(mode, outer, inner, counted));
-        std::vector<double> dx_ref(static_cast<size_t>(n));
-        ref::sigmoid_cross_entropy_backward(n, xd.data(), td.data(), options, 0.5 / normalizer,
-                                            dx_ref.data());
+        const SigmoidCrossEntropyOptions options = sigmoid_options(ignore, mode);
+        const SigmoidExpected want = sigmoid_expected(outer, inner, xd, td, options, 0.5);
         const SigmoidRun r = run_sigmoid(ctx, shape, x, t, top_grad, options);
-        const double want = sum / normalizer;
-        EXPECT_NEAR(r.loss[0], want, 1e-5 * std::max(1.0, std::abs(want)));
-        EXPECT_LT(testing::rel_error(r.dx, dx_ref), 1e-5);
+        EXPECT_NEAR(r.loss[0], want.loss, 1e-5 * std::max(1.0, std::abs(want.loss)));
+        EXPECT_LT(testing::rel_error(r.dx, want.dx), 1e-5);
       }
     }
   }
@@ -94,10 +76,7 @@ TEST(SigmoidCrossEntropyCuda, RepeatsBitForBit) {
   const Tensor x = testing::to_device(ctx, shape, testing::random_values(rng, n, -8, 8));
   const Tensor t = testing::to_device(ctx, shape, targets(rng, n));
   const Tensor top_grad = testing::to_device(ctx, {1}, {1.0f});
-  SigmoidCrossEntropyOptions options;
-  options.has_ignore_label = true;
-  options.ignore_label = 255;
-  options.normalization = LossNormalization::valid;
+  const SigmoidCrossEntropyOptions options = sigmoid_options(true, LossNormalization::valid);
   const SigmoidRun first = run_sigmoid(ctx, shape, x, t, top_grad, options);
   for (int repeat = 0; repeat < 3; ++repeat) {
     const SigmoidRun again = run_sigmoid(ctx, shape, x, t, top_grad, options);

@@ -13,6 +13,7 @@
 #include "core/context.h"
 #include "core/error.h"
 #include "tests/kernels/kernel_test_util.h"
+#include "tests/kernels/loss_test_util.h"
 #include "tests/support/numeric_gradient.h"
 
 namespace crema::kernels {
@@ -20,9 +21,7 @@ namespace {
 
 using crema::testing::expect_gradient;
 using testing::kNaN;
-
-const LossNormalization kModes[] = {LossNormalization::valid, LossNormalization::batch_size,
-                                    LossNormalization::full, LossNormalization::none};
+using namespace loss_testing;
 
 // outer x inner: one element, a few, LeNet-like, across the 8192-element summation blocks and the
 // threading threshold.
@@ -114,13 +113,6 @@ TEST(EuclideanLossRef, ByHandAndFiniteDifferences) {
   });
 }
 
-// Targets in [0, 1), every fifth (about) the ignore_label 255.
-std::vector<float> targets(Random& rng, int64_t n) {
-  std::vector<float> t = testing::random_values(rng, n, 0, 1);
-  for (float& v : t) v = rng.below(5) == 0 ? 255.0f : v;
-  return t;
-}
-
 TEST(SigmoidCrossEntropyCpu, MatchesReference) {
   uint64_t seed = 10;
   for (const Shape& shape : kShapes) {
@@ -132,25 +124,16 @@ TEST(SigmoidCrossEntropyCpu, MatchesReference) {
     const Tensor top_grad = Tensor::from_vector({1}, {0.75f});
     for (LossNormalization mode : kModes) {
       SCOPED_TRACE(shape_str(shape) + " normalization " + std::to_string(int(mode)));
-      SigmoidCrossEntropyOptions options;
-      options.has_ignore_label = true;
-      options.ignore_label = 255;
-      options.normalization = mode;
-      int64_t counted = 0;
-      const double sum =
-          ref::sigmoid_cross_entropy_forward(n, xd.data(), td.data(), options, &counted);
-      const double normalizer = double(loss_normalizer(mode, outer, inner, counted));
-      std::vector<double> dx_ref(static_cast<size_t>(n));
-      ref::sigmoid_cross_entropy_backward(n, xd.data(), td.data(), options, 0.75 / normalizer,
-                                          dx_ref.data());
+      const SigmoidCrossEntropyOptions options = sigmoid_options(true, mode);
+      const SigmoidExpected want = sigmoid_expected(outer, inner, xd, td, options, 0.75);
       std::vector<std::vector<float>> runs;
       for (int threads : {1, 2}) {
         Context ctx(Device::cpu(), 1, threads);
         Tensor loss = testing::poisoned({}), dx = testing::poisoned(shape);
         sigmoid_cross_entropy_forward(ctx, x, t, loss, options);
         sigmoid_cross_entropy_backward(ctx, x, t, top_grad, options, dx);
-        EXPECT_NEAR(loss.to_vector()[0], sum / normalizer, 1e-6 * std::abs(sum / normalizer));
-        EXPECT_LT(testing::rel_error(dx.to_vector(), dx_ref), 1e-6);
+        EXPECT_NEAR(loss.to_vector()[0], want.loss, 1e-6 * std::abs(want.loss));
+        EXPECT_LT(testing::rel_error(dx.to_vector(), want.dx), 1e-6);
         runs.push_back(loss.to_vector());
       }
       EXPECT_EQ(runs[0], runs[1]);  // the same bits for any thread count
@@ -199,6 +182,41 @@ TEST(EuclideanLossCpu, OneGradientOnly) {
   Tensor db = testing::poisoned({2});
   euclidean_loss_backward(ctx, a, b, top_grad, LossNormalization::none, nullptr, &db);
   EXPECT_EQ(db.to_vector(), (std::vector<float>{2, 3}));
+}
+
+// float64 on the CPU runs the reference, normalized as float32 is: the Tensor-level gradient is
+// top_grad times the central difference of the Tensor-level loss.
+TEST(PointwiseLoss, Float64RunsTheReferenceNormalized) {
+  Context ctx;
+  const Shape shape = {3, 4};
+  Random rng(12);
+  const std::vector<double> x = testing::to_double(testing::random_values(rng, 12, -3, 3));
+  const std::vector<double> t = testing::to_double(targets(rng, 12));
+  const Tensor targets64 = f64_tensor(shape, t), top_grad = f64_tensor({1}, {0.7});
+  for (LossNormalization mode : kModes) {
+    SCOPED_TRACE("normalization " + std::to_string(int(mode)));
+    const SigmoidCrossEntropyOptions options = sigmoid_options(true, mode);
+    auto loss_at = [&](const std::vector<double>& at) {
+      Tensor loss({1}, DType::f64);
+      sigmoid_cross_entropy_forward(ctx, f64_tensor(shape, at), targets64, loss, options);
+      return 0.7 * loss.data<double>()[0];
+    };
+    EXPECT_NEAR(loss_at(x), 0.7 * sigmoid_expected(3, 4, x, t, options, 0.7).loss, 1e-15);
+    Tensor dx(shape, DType::f64);
+    sigmoid_cross_entropy_backward(ctx, f64_tensor(shape, x), targets64, top_grad, options, dx);
+    expect_gradient(x, std::vector<double>(dx.data<double>(), dx.data<double>() + 12), loss_at);
+
+    const Tensor b = f64_tensor(shape, testing::to_double(testing::random_values(rng, 12, -3, 3)));
+    auto euclidean_at = [&](const std::vector<double>& at) {
+      Tensor loss({1}, DType::f64);
+      euclidean_loss_forward(ctx, f64_tensor(shape, at), b, loss, mode);
+      return 0.7 * loss.data<double>()[0];
+    };
+    Tensor da(shape, DType::f64);
+    euclidean_loss_backward(ctx, f64_tensor(shape, x), b, top_grad, mode, &da, nullptr);
+    expect_gradient(x, std::vector<double>(da.data<double>(), da.data<double>() + 12),
+                    euclidean_at);
+  }
 }
 
 TEST(PointwiseLoss, RejectsMismatchedTensors) {

@@ -1,8 +1,8 @@
-// Softmax and softmax cross-entropy on CUDA: every version against ref<double> on awkward shapes
-// (N = 1, odd class counts, inner > 1, LeNet's logits, wide rows, shapes that need several blocks
-// and the finishing block, and the backward's separate label count), every normalization, the
-// ignore_label, poisoned outputs, in-place softmax, bit-identical repeats, invalid labels giving
-// a NaN loss, and the dispatch.
+// Softmax, log-softmax and softmax cross-entropy on CUDA: every version against ref<double> on
+// awkward shapes (N = 1, odd class counts, inner > 1, LeNet's logits, wide rows, shapes that need
+// several blocks and the finishing block, and the backward's separate label count), every
+// normalization, the ignore_label, poisoned outputs, in-place use, bit-identical repeats, invalid
+// labels giving a NaN loss, and the dispatch.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "kernels/loss/softmax_cross_entropy.h"
 #include "kernels/softmax/softmax.h"
 #include "tests/kernels/kernel_cuda_test_util.h"
 #include "tests/kernels/softmax_cuda_test_util.h"
@@ -24,67 +25,23 @@ using testing::kNaN;
 
 using namespace softmax_testing;
 
-// The op's functions, for check_every_version.
-struct SoftmaxOp {
-  template <class... A>
-  void ref_forward(A... a) const {
-    ref::softmax_forward(a...);
-  }
-  template <class... A>
-  void ref_backward(A... a) const {
-    ref::softmax_backward(a...);
-  }
-  template <class... A>
-  void forward(A... a) const {
-    cuda::softmax_forward(a...);
-  }
-  template <class... A>
-  void backward(A... a) const {
-    cuda::softmax_backward(a...);
-  }
-};
-
 TEST(SoftmaxCuda, EveryVersionMatchesReference) {
   CREMA_REQUIRE_CUDA();
-  check_every_version(SoftmaxOp{}, 60, 5.0f);
+  check_every_version({ref::softmax_forward<double>, ref::softmax_backward<double>,
+                       cuda::softmax_forward, cuda::softmax_backward},
+                      60, 5.0f);
 }
 
-// Labels for a case: a class index per position, every fifth (about) the ignore_label 255.
-// Runs forward and backward of `version` on device copies; returns {loss}, prob, dlogits.
+TEST(LogSoftmaxCuda, EveryVersionMatchesReference) {
+  CREMA_REQUIRE_CUDA();
+  check_every_version({ref::log_softmax_forward<double>, ref::log_softmax_backward<double>,
+                       cuda::log_softmax_forward, cuda::log_softmax_backward},
+                      160, 8.0f);
+}
+
 TEST(SoftmaxCrossEntropyCuda, EveryVersionMatchesReference) {
   CREMA_REQUIRE_CUDA();
-  Context ctx(Device::cuda(0));
-  uint64_t seed = 80;
-  for (const Case& c : cases()) {
-    const Extents e = extents(c);
-    Random rng(++seed);
-    const Tensor logits = testing::random_tensor(rng, c.shape, -5, 5);
-    const std::vector<float> label_values = random_labels(rng, e);
-    const std::vector<double> xd = testing::to_double(logits);
-    const std::vector<double> ld = testing::to_double(label_values);
-    const Tensor logits_g = testing::to_device(ctx, logits);
-    const Tensor labels_g = testing::to_device(ctx, {e.outer * e.inner}, label_values);
-    const Tensor top_grad = testing::to_device(ctx, {1}, {0.7f});
-    for (LossNormalization mode : kModes) {
-      const SoftmaxLossOptions options = loss_options(c, mode);
-      std::vector<double> prob_ref(xd.size()), dlogits_ref(xd.size());
-      int64_t counted = 0;
-      const double sum = ref::softmax_cross_entropy_forward(
-          e.outer, e.C, e.inner, xd.data(), ld.data(), options, prob_ref.data(), &counted);
-      const double normalizer = double(loss_normalizer(mode, e.outer, e.inner, counted));
-      ref::softmax_cross_entropy_backward(e.outer, e.C, e.inner, prob_ref.data(), ld.data(),
-                                          options, double(0.7f) / normalizer, dlogits_ref.data());
-      for (cuda::SoftmaxVersion version : kVersions) {
-        SCOPED_TRACE(describe(c) + " normalization " + std::to_string(int(mode)) + " version " +
-                     std::to_string(int(version)));
-        const LossRun r = run_loss(ctx, e, c.shape, logits_g, labels_g, top_grad, options, version);
-        const double loss_ref = sum / normalizer;
-        EXPECT_NEAR(r.loss[0], loss_ref, 1e-5 * std::max(1.0, std::abs(loss_ref)));
-        EXPECT_LT(testing::rel_error(r.prob, prob_ref), 1e-5);
-        EXPECT_LT(testing::rel_error(r.dlogits, dlogits_ref), 1e-5);
-      }
-    }
-  }
+  check_loss_every_version(80, 0.0f);
 }
 
 TEST(SoftmaxCrossEntropyCuda, RepeatsBitForBit) {

@@ -1,17 +1,21 @@
 // Shared by the CUDA softmax tests (softmax_cuda_test.cpp, softmax_log_smoothing_cuda_test.cpp):
-// the versions, the normalizations, the awkward shapes, and one forward + backward of the
-// softmax cross-entropy.
+// the versions, the normalizations, the awkward shapes for the GPU, and one forward + backward
+// of the softmax cross-entropy (Case and its extents: softmax_test_util.h).
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
 #include "core/random.h"
 
+#include "kernels/loss/softmax_cross_entropy.h"
 #include "kernels/softmax/softmax.h"
 #include "tests/kernels/kernel_cuda_test_util.h"
+#include "tests/kernels/softmax_test_util.h"
 
 namespace crema::kernels::softmax_testing {
 
@@ -20,27 +24,7 @@ using testing::host_values;
 const cuda::SoftmaxVersion kVersions[] = {cuda::SoftmaxVersion::thread_per_position,
                                           cuda::SoftmaxVersion::warp_per_position,
                                           cuda::SoftmaxVersion::by_shape};
-const LossNormalization kModes[] = {LossNormalization::valid, LossNormalization::batch_size,
-                                    LossNormalization::full, LossNormalization::none};
-
-struct Case {
-  Shape shape;
-  int axis;
-};
-
-struct Extents {
-  int64_t outer, C, inner;
-};
-
-inline Extents extents(const Case& c) {
-  const int a = c.axis < 0 ? c.axis + int(c.shape.size()) : c.axis;
-  return {shape_count(c.shape, 0, a), c.shape[size_t(a)],
-          shape_count(c.shape, a + 1, int(c.shape.size()))};
-}
-
-inline std::string describe(const Case& c) {
-  return shape_str(c.shape) + " axis " + std::to_string(c.axis);
-}
+using loss_testing::kModes;
 
 inline const std::vector<Case>& cases() {
   static const std::vector<Case> all =
@@ -51,24 +35,6 @@ inline const std::vector<Case>& cases() {
           {{3, 5, 40, 40}, 1},  // 4800 positions: the backward counts labels in a separate kernel
       };
   return all;
-}
-
-// Labels in [0, C), one in five the ignore_label 255.
-inline std::vector<float> random_labels(Random& rng, const Extents& e) {
-  std::vector<float> labels(static_cast<size_t>(e.outer * e.inner));
-  for (float& l : labels) l = rng.below(5) == 0 ? 255.0f : float(rng.below(uint64_t(e.C)));
-  return labels;
-}
-
-inline SoftmaxLossOptions loss_options(const Case& c, LossNormalization mode,
-                                       float label_smoothing = 0.0f) {
-  SoftmaxLossOptions options;
-  options.axis = c.axis;
-  options.has_ignore_label = true;
-  options.ignore_label = 255;
-  options.normalization = mode;
-  options.label_smoothing = label_smoothing;
-  return options;
 }
 
 struct LossRun {
@@ -96,11 +62,20 @@ inline LossRun run_loss(Context& ctx, const Extents& e, const Shape& shape, cons
   return {host_values(ctx, loss), host_values(ctx, prob), host_values(ctx, dlogits)};
 }
 
-// Every CUDA version of a softmax-like op (Op: ref_forward, ref_backward, forward, backward, as
-// the softmax and log-softmax functions are declared) against ref<double> on every case, out of
-// place and in place (y over x, dx over dy: the same bits), inputs uniform in [-range, range).
-template <class Op>
-void check_every_version(const Op& op, uint64_t seed, float range) {
+// The four functions of a softmax-like op: softmax or log-softmax.
+struct SoftmaxOp {
+  void (*ref_forward)(int64_t outer, int64_t C, int64_t inner, const double* x, double* y);
+  void (*ref_backward)(int64_t outer, int64_t C, int64_t inner, const double* y, const double* dy,
+                       double* dx);
+  void (*forward)(int64_t outer, int64_t C, int64_t inner, const float* x, float* y,
+                  cuda::SoftmaxVersion version, gpu::Stream stream);
+  void (*backward)(int64_t outer, int64_t C, int64_t inner, const float* y, const float* dy,
+                   float* dx, cuda::SoftmaxVersion version, gpu::Stream stream);
+};
+
+// Every CUDA version of `op` against ref<double> on every case, out of place and in place (y over
+// x, dx over dy: the same bits), inputs uniform in [-range, range).
+inline void check_every_version(const SoftmaxOp& op, uint64_t seed, float range) {
   Context ctx(Device::cuda(0));
   for (const Case& c : cases()) {
     const Extents e = extents(c);
@@ -128,6 +103,39 @@ void check_every_version(const Op& op, uint64_t seed, float range) {
                   ctx.stream());
       EXPECT_TRUE(testing::same_bits(host_values(ctx, t), yv));
       EXPECT_TRUE(testing::same_bits(host_values(ctx, g), dxv));
+    }
+  }
+}
+
+// The cross-entropy (label smoothing eps) of every version against ref<double> on every case and
+// normalization, outputs poisoned first, and with prob written over the logits: the same bits.
+inline void check_loss_every_version(uint64_t seed, float label_smoothing) {
+  Context ctx(Device::cuda(0));
+  for (const Case& c : cases()) {
+    const Extents e = extents(c);
+    Random rng(++seed);
+    const Tensor logits = testing::random_tensor(rng, c.shape, -5, 5);
+    const std::vector<float> label_values = random_labels(rng, e);
+    const std::vector<double> xd = testing::to_double(logits);
+    const std::vector<double> ld = testing::to_double(label_values);
+    const Tensor logits_g = testing::to_device(ctx, logits);
+    const Tensor labels_g = testing::to_device(ctx, {e.outer * e.inner}, label_values);
+    const Tensor top_grad = testing::to_device(ctx, {1}, {0.7f});
+    for (LossNormalization mode : kModes) {
+      const SoftmaxLossOptions options = loss_options(c, mode, label_smoothing);
+      const LossExpected want = loss_expected(e, xd, ld, options, double(0.7f));
+      for (cuda::SoftmaxVersion version : kVersions) {
+        SCOPED_TRACE(describe(c) + " normalization " + std::to_string(int(mode)) + " version " +
+                     std::to_string(int(version)));
+        const LossRun r = run_loss(ctx, e, c.shape, logits_g, labels_g, top_grad, options, version);
+        EXPECT_NEAR(r.loss[0], want.loss, 1e-5 * std::max(1.0, std::abs(want.loss)));
+        EXPECT_LT(testing::rel_error(r.prob, want.prob), 1e-5);
+        EXPECT_LT(testing::rel_error(r.dlogits, want.dlogits), 1e-5);
+        const LossRun aliased =
+            run_loss(ctx, e, c.shape, logits_g, labels_g, top_grad, options, version, true);
+        EXPECT_TRUE(testing::same_bits(aliased.loss, r.loss));
+        EXPECT_TRUE(testing::same_bits(aliased.prob, r.prob));
+      }
     }
   }
 }

@@ -1,7 +1,7 @@
-// Log-softmax and the label-smoothed softmax cross-entropy on CUDA: every version against
-// ref<double> on awkward shapes (thread and warp versions, one block and several, the backward's
-// separate label count), every normalization, poisoned outputs, in-place use, and the dispatch
-// against the CPU (bit-identical repeats and invalid labels: softmax_cuda_test.cpp).
+// Log-softmax's dispatch against the CPU, and the label-smoothed softmax cross-entropy on CUDA:
+// every version against ref<double> on awkward shapes (thread and warp versions, one block and
+// several, the backward's separate label count), every normalization, poisoned outputs, in-place
+// use (every log-softmax version, bit-identical repeats and invalid labels: softmax_cuda_test.cpp).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/loss/softmax_cross_entropy.h"
 #include "kernels/softmax/softmax.h"
 #include "tests/kernels/kernel_cuda_test_util.h"
 #include "tests/kernels/softmax_cuda_test_util.h"
@@ -21,31 +22,6 @@ using testing::host_values;
 using testing::kNaN;
 
 using namespace softmax_testing;
-
-// The op's functions, for check_every_version.
-struct LogSoftmaxOp {
-  template <class... A>
-  void ref_forward(A... a) const {
-    ref::log_softmax_forward(a...);
-  }
-  template <class... A>
-  void ref_backward(A... a) const {
-    ref::log_softmax_backward(a...);
-  }
-  template <class... A>
-  void forward(A... a) const {
-    cuda::log_softmax_forward(a...);
-  }
-  template <class... A>
-  void backward(A... a) const {
-    cuda::log_softmax_backward(a...);
-  }
-};
-
-TEST(LogSoftmaxCuda, EveryVersionMatchesReference) {
-  CREMA_REQUIRE_CUDA();
-  check_every_version(LogSoftmaxOp{}, 160, 8.0f);
-}
 
 TEST(LogSoftmaxCuda, DispatchMatchesCpu) {
   CREMA_REQUIRE_CUDA();
@@ -69,42 +45,7 @@ TEST(LogSoftmaxCuda, DispatchMatchesCpu) {
 
 TEST(SoftmaxCrossEntropySmoothingCuda, EveryVersionMatchesReference) {
   CREMA_REQUIRE_CUDA();
-  Context ctx(Device::cuda(0));
-  uint64_t seed = 180;
-  for (const Case& c : cases()) {
-    const Extents e = extents(c);
-    Random rng(++seed);
-    const Tensor logits = testing::random_tensor(rng, c.shape, -5, 5);
-    const std::vector<float> label_values = random_labels(rng, e);
-    const std::vector<double> xd = testing::to_double(logits);
-    const std::vector<double> ld = testing::to_double(label_values);
-    const Tensor logits_g = testing::to_device(ctx, logits);
-    const Tensor labels_g = testing::to_device(ctx, {e.outer * e.inner}, label_values);
-    const Tensor top_grad = testing::to_device(ctx, {1}, {0.7f});
-    for (LossNormalization mode : kModes) {
-      const SoftmaxLossOptions options = loss_options(c, mode, 0.2f);
-      std::vector<double> prob_ref(xd.size()), dlogits_ref(xd.size());
-      int64_t counted = 0;
-      const double sum = ref::softmax_cross_entropy_forward(
-          e.outer, e.C, e.inner, xd.data(), ld.data(), options, prob_ref.data(), &counted);
-      const double normalizer = double(loss_normalizer(mode, e.outer, e.inner, counted));
-      ref::softmax_cross_entropy_backward(e.outer, e.C, e.inner, prob_ref.data(), ld.data(),
-                                          options, double(0.7f) / normalizer, dlogits_ref.data());
-      const double loss_ref = sum / normalizer;
-      for (cuda::SoftmaxVersion version : kVersions) {
-        SCOPED_TRACE(describe(c) + " normalization " + std::to_string(int(mode)) + " version " +
-                     std::to_string(int(version)));
-        const LossRun r = run_loss(ctx, e, c.shape, logits_g, labels_g, top_grad, options, version);
-        EXPECT_NEAR(r.loss[0], loss_ref, 1e-5 * std::max(1.0, std::abs(loss_ref)));
-        EXPECT_LT(testing::rel_error(r.prob, prob_ref), 1e-5);
-        EXPECT_LT(testing::rel_error(r.dlogits, dlogits_ref), 1e-5);
-        const LossRun aliased =
-            run_loss(ctx, e, c.shape, logits_g, labels_g, top_grad, options, version, true);
-        EXPECT_TRUE(testing::same_bits(aliased.loss, r.loss));
-        EXPECT_TRUE(testing::same_bits(aliased.prob, r.prob));
-      }
-    }
-  }
+  check_loss_every_version(180, 0.2f);
 }
 
 }  // namespace

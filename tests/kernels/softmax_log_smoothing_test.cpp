@@ -12,42 +12,18 @@
 
 #include "core/context.h"
 #include "core/error.h"
+#include "kernels/loss/softmax_cross_entropy.h"
 #include "kernels/softmax/softmax.h"
 #include "tests/kernels/kernel_test_util.h"
-#include "tests/support/numeric_gradient.h"
+#include "tests/kernels/softmax_test_util.h"
 
 namespace crema::kernels {
 namespace {
 
-using crema::testing::expect_gradient;
 using testing::kNaN;
+using namespace softmax_testing;
 
 const double kLn2 = std::log(2.0), kLn3 = std::log(3.0);
-
-struct Case {
-  Shape shape;
-  int axis;
-};
-
-struct Extents {
-  int64_t outer, C, inner;
-};
-
-Extents extents(const Case& c) {
-  const int a = c.axis < 0 ? c.axis + int(c.shape.size()) : c.axis;
-  return {shape_count(c.shape, 0, a), c.shape[size_t(a)],
-          shape_count(c.shape, a + 1, int(c.shape.size()))};
-}
-
-std::string describe(const Case& c) {
-  return shape_str(c.shape) + " axis " + std::to_string(c.axis);
-}
-
-// Rows, per-pixel maps (more than one 256-position block), other axes, N = 1, C = 1.
-const std::vector<Case> kCases = {
-    {{1, 1}, 1},     {{1, 10}, 1}, {{7, 13}, -1},        {{3, 5, 4, 7}, 1}, {{2, 3, 300}, 1},
-    {{64, 1000}, 1}, {{5, 3}, 0},  {{2, 21, 20, 20}, 1}, {{2, 3, 4}, 2},
-};
 
 TEST(LogSoftmaxRef, ByHand) {
   const std::vector<double> x = {0, kLn2, kLn3};  // softmax 1/6, 2/6, 3/6
@@ -64,47 +40,10 @@ TEST(LogSoftmaxRef, ByHand) {
   EXPECT_EQ(yf[1], -200.0f);
 }
 
-TEST(LogSoftmaxRef, BackwardMatchesFiniteDifferences) {
-  const int64_t outer = 2, C = 4, inner = 3, n = outer * C * inner;
-  Random rng(17);
-  const std::vector<double> x = testing::to_double(testing::random_values(rng, n, -2, 2));
-  const std::vector<double> dy = testing::to_double(testing::random_values(rng, n));
-  std::vector<double> y(static_cast<size_t>(n)), dx(static_cast<size_t>(n));
-  ref::log_softmax_forward(outer, C, inner, x.data(), y.data());
-  ref::log_softmax_backward(outer, C, inner, y.data(), dy.data(), dx.data());
-  expect_gradient(x, dx, [&](const std::vector<double>& at) {
-    std::vector<double> out(static_cast<size_t>(n));
-    ref::log_softmax_forward(outer, C, inner, at.data(), out.data());
-    double l = 0;
-    for (int64_t i = 0; i < n; ++i) l += dy[size_t(i)] * out[size_t(i)];
-    return l;
-  });
-}
-
 TEST(LogSoftmaxCpu, MatchesReferenceAndRunsInPlace) {
-  uint64_t seed = 40;
-  for (const Case& c : kCases) {
-    SCOPED_TRACE(describe(c));
-    const Extents e = extents(c);
-    Context ctx(Device::cpu(), 1, 2);
-    Random rng(++seed);
-    const Tensor x = testing::random_tensor(rng, c.shape, -8, 8);
-    const Tensor dy = testing::random_tensor(rng, c.shape);
-    Tensor y = testing::poisoned(c.shape), dx = testing::poisoned(c.shape);
-    log_softmax_forward(ctx, x, y, c.axis);
-    log_softmax_backward(ctx, y, dy, dx, c.axis);
-    const std::vector<double> xd = testing::to_double(x), dyd = testing::to_double(dy);
-    std::vector<double> y_ref(xd.size()), dx_ref(xd.size());
-    ref::log_softmax_forward(e.outer, e.C, e.inner, xd.data(), y_ref.data());
-    ref::log_softmax_backward(e.outer, e.C, e.inner, y_ref.data(), dyd.data(), dx_ref.data());
-    EXPECT_LT(testing::rel_error(y.to_vector(), y_ref), 1e-6);
-    EXPECT_LT(testing::rel_error(dx.to_vector(), dx_ref), 1e-5);
-    Tensor t = x.clone(), g = dy.clone();
-    log_softmax_forward(ctx, t, t, c.axis);
-    log_softmax_backward(ctx, t, g, g, c.axis);
-    EXPECT_EQ(t.to_vector(), y.to_vector());
-    EXPECT_EQ(g.to_vector(), dx.to_vector());
-  }
+  check_cpu_against_reference({ref::log_softmax_forward<double>, ref::log_softmax_backward<double>,
+                               log_softmax_forward, log_softmax_backward},
+                              40, 8.0);
 }
 
 TEST(SoftmaxCrossEntropySmoothingRef, ByHand) {
@@ -127,75 +66,11 @@ TEST(SoftmaxCrossEntropySmoothingRef, ByHand) {
 }
 
 TEST(SoftmaxCrossEntropySmoothingRef, BackwardMatchesFiniteDifferences) {
-  const int64_t outer = 2, C = 4, inner = 3, n = outer * C * inner;
-  Random rng(18);
-  const std::vector<double> logits = testing::to_double(testing::random_values(rng, n, -2, 2));
-  const std::vector<double> labels = {3, 0, -1, 1, 2, 3};  // position 2 ignored
-  SoftmaxLossOptions options;
-  options.has_ignore_label = true;
-  options.label_smoothing = 0.2f;
-  std::vector<double> prob(static_cast<size_t>(n)), dlogits(size_t(n), kNaN);
-  ref::softmax_cross_entropy_forward(outer, C, inner, logits.data(), labels.data(), options,
-                                     prob.data(), nullptr);
-  ref::softmax_cross_entropy_backward(outer, C, inner, prob.data(), labels.data(), options, 0.7,
-                                      dlogits.data());
-  expect_gradient(logits, dlogits, [&](const std::vector<double>& at) {
-    std::vector<double> p(static_cast<size_t>(n));
-    return 0.7 * ref::softmax_cross_entropy_forward(outer, C, inner, at.data(), labels.data(),
-                                                    options, p.data(), nullptr);
-  });
+  expect_loss_backward_matches_differences(0.2f, 18);
 }
 
 TEST(SoftmaxCrossEntropySmoothingCpu, MatchesReference) {
-  const LossNormalization modes[] = {LossNormalization::valid, LossNormalization::batch_size,
-                                     LossNormalization::full, LossNormalization::none};
-  uint64_t seed = 50;
-  for (const Case& c : kCases) {
-    const Extents e = extents(c);
-    Random rng(++seed);
-    const Tensor logits = testing::random_tensor(rng, c.shape, -5, 5);
-    std::vector<float> label_values(size_t(e.outer * e.inner));
-    for (float& l : label_values) l = rng.below(5) == 0 ? 255.0f : float(rng.below(uint64_t(e.C)));
-    const Tensor labels = Tensor::from_vector({e.outer * e.inner}, label_values);
-    const Tensor top_grad = Tensor::from_vector({1}, {0.25f});
-    const std::vector<double> xd = testing::to_double(logits);
-    const std::vector<double> ld = testing::to_double(label_values);
-    for (LossNormalization mode : modes) {
-      SCOPED_TRACE(describe(c) + " normalization " + std::to_string(int(mode)));
-      SoftmaxLossOptions options;
-      options.axis = c.axis;
-      options.has_ignore_label = true;
-      options.ignore_label = 255;
-      options.normalization = mode;
-      options.label_smoothing = 0.1f;
-      std::vector<double> prob_ref(xd.size()), dlogits_ref(xd.size());
-      int64_t count = -1;
-      const double sum = ref::softmax_cross_entropy_forward(
-          e.outer, e.C, e.inner, xd.data(), ld.data(), options, prob_ref.data(), &count);
-      const double normalizer = double(loss_normalizer(mode, e.outer, e.inner, count));
-      ref::softmax_cross_entropy_backward(e.outer, e.C, e.inner, prob_ref.data(), ld.data(),
-                                          options, 0.25 / normalizer, dlogits_ref.data());
-      const double loss_ref = sum / normalizer;
-      std::vector<std::vector<float>> losses;
-      for (int threads : {1, 2}) {
-        Context ctx(Device::cpu(), 1, threads);
-        Tensor prob = testing::poisoned(c.shape), dlogits = testing::poisoned(c.shape);
-        Tensor loss = testing::poisoned({});
-        softmax_cross_entropy_forward(ctx, logits, labels, prob, loss, options);
-        softmax_cross_entropy_backward(ctx, prob, labels, top_grad, options, dlogits);
-        EXPECT_NEAR(loss.to_vector()[0], loss_ref, 1e-6 * std::max(1.0, std::abs(loss_ref)));
-        EXPECT_LT(testing::rel_error(prob.to_vector(), prob_ref), 1e-6);
-        EXPECT_LT(testing::rel_error(dlogits.to_vector(), dlogits_ref), 1e-6);
-        losses.push_back(loss.to_vector());
-        // prob over the logits: the same loss and probabilities.
-        Tensor in_place = logits.clone(), loss2 = testing::poisoned({});
-        softmax_cross_entropy_forward(ctx, in_place, labels, in_place, loss2, options);
-        EXPECT_EQ(loss2.to_vector(), loss.to_vector());
-        EXPECT_EQ(in_place.to_vector(), prob.to_vector());
-      }
-      EXPECT_EQ(losses[0], losses[1]);  // the same bits for any thread count
-    }
-  }
+  check_cpu_loss_against_reference(50, 0.1f);
 }
 
 TEST(SoftmaxCrossEntropySmoothingCpu, NoFltMinClamp) {

@@ -1,9 +1,10 @@
 // Softmax and softmax cross-entropy: the reference by hand (stability under a large shift, an
-// axis with inner > 1, FLT_MIN clamping, ignore_label), both backwards against central
-// differences in double, the CPU path against ref<double> on awkward shapes with poisoned
-// outputs (the normalized, device-resident loss API against the reference's sum and count under
-// every normalization), in-place use, and the label errors.
+// axis with inner > 1, FLT_MIN clamping, ignore_label), the softmax, log-softmax and
+// cross-entropy backwards against central differences in double, the CPU path against ref<double>
+// on awkward shapes with poisoned outputs (the normalized, device-resident loss API against the
+// reference's sum and count under every normalization), in-place use, and the label errors.
 #include "kernels/softmax/softmax.h"
+#include "kernels/loss/softmax_cross_entropy.h"
 
 #include <gtest/gtest.h>
 
@@ -16,13 +17,15 @@
 #include "core/context.h"
 #include "core/error.h"
 #include "tests/kernels/kernel_test_util.h"
+#include "tests/kernels/loss_test_util.h"
+#include "tests/kernels/softmax_test_util.h"
 #include "tests/support/numeric_gradient.h"
 
 namespace crema::kernels {
 namespace {
 
-using crema::testing::expect_gradient;
 using testing::kNaN;
+using namespace softmax_testing;
 
 const double kLn2 = std::log(2.0), kLn3 = std::log(3.0);
 
@@ -49,81 +52,44 @@ TEST(SoftmaxRef, ByHand) {
   expect_near(y2, {1 / 6.0, 3 / 6.0, 2 / 6.0, 1 / 6.0, 3 / 6.0, 2 / 6.0}, 1e-15);
 }
 
-struct Case {
-  Shape shape;
-  int axis;
-};
-
-// outer, C, inner of a case (the tests' own arithmetic, independent of the dispatch's).
-void extents(const Case& c, int64_t& outer, int64_t& C, int64_t& inner) {
-  const int a = c.axis < 0 ? c.axis + int(c.shape.size()) : c.axis;
-  outer = shape_count(c.shape, 0, a);
-  C = c.shape[size_t(a)];
-  inner = shape_count(c.shape, a + 1, int(c.shape.size()));
+TEST(SoftmaxCpu, MatchesReferenceAndRunsInPlace) {
+  check_cpu_against_reference({ref::softmax_forward<double>, ref::softmax_backward<double>,
+                               softmax_forward, softmax_backward},
+                              1, 5.0);
 }
 
-const std::vector<Case>& awkward_cases() {
-  static const std::vector<Case> cases = {
-      {{1, 1}, 1},     {{1, 10}, 1},         {{7, 13}, -1}, {{3, 5, 4, 7}, 1}, {{2, 3, 300}, 1},
-      {{64, 1000}, 1}, {{2, 21, 20, 20}, 1}, {{5, 3}, 0},   {{2, 3, 4}, 2},
-  };
-  return cases;
-}
+using crema::testing::expect_gradient;
 
-TEST(SoftmaxCpu, ForwardAndBackwardMatchReference) {
-  uint64_t seed = 1;
-  for (const Case& c : awkward_cases()) {
-    SCOPED_TRACE(shape_str(c.shape) + " axis " + std::to_string(c.axis));
-    int64_t outer, C, inner;
-    extents(c, outer, C, inner);
-    Context ctx(Device::cpu(), 1, 2);
-    Random rng(++seed);
-    const Tensor x = testing::random_tensor(rng, c.shape, -5, 5);
-    const Tensor dy = testing::random_tensor(rng, c.shape);
-    Tensor y = testing::poisoned(c.shape), dx = testing::poisoned(c.shape);
-    softmax_forward(ctx, x, y, c.axis);
-    softmax_backward(ctx, y, dy, dx, c.axis);
-    const std::vector<double> xd = testing::to_double(x), dyd = testing::to_double(dy);
-    std::vector<double> y_ref(xd.size()), dx_ref(xd.size());
-    ref::softmax_forward(outer, C, inner, xd.data(), y_ref.data());
-    ref::softmax_backward(outer, C, inner, y_ref.data(), dyd.data(), dx_ref.data());
-    EXPECT_LT(testing::rel_error(y.to_vector(), y_ref), 1e-6);
-    EXPECT_LT(testing::rel_error(dx.to_vector(), dx_ref), 1e-5);
-  }
-}
-
-TEST(SoftmaxCpu, InPlace) {
-  Context ctx;
-  Random rng(4);
-  for (const Case& c : {Case{{6, 11}, 1}, Case{{2, 5, 9}, 1}}) {
-    const Tensor x = testing::random_tensor(rng, c.shape, -3, 3);
-    const Tensor dy = testing::random_tensor(rng, c.shape);
-    Tensor y(c.shape), dx(c.shape);
-    softmax_forward(ctx, x, y, c.axis);
-    softmax_backward(ctx, y, dy, dx, c.axis);
-    Tensor t = x.clone(), g = dy.clone();
-    softmax_forward(ctx, t, t, c.axis);
-    softmax_backward(ctx, t, g, g, c.axis);
-    EXPECT_EQ(t.to_vector(), y.to_vector());
-    EXPECT_EQ(g.to_vector(), dx.to_vector());
-  }
-}
-
-TEST(SoftmaxRef, BackwardMatchesFiniteDifferences) {
+// ref's backward of a softmax-like op against central differences of L(x) = <dy, forward(x)>.
+void expect_backward_matches_differences(void (*forward)(int64_t, int64_t, int64_t, const double*,
+                                                         double*),
+                                         void (*backward)(int64_t, int64_t, int64_t, const double*,
+                                                          const double*, double*),
+                                         uint64_t seed) {
   const int64_t outer = 2, C = 4, inner = 3, n = outer * C * inner;
-  Random rng(7);
+  Random rng(seed);
   const std::vector<double> x = testing::to_double(testing::random_values(rng, n, -2, 2));
   const std::vector<double> dy = testing::to_double(testing::random_values(rng, n));
   std::vector<double> y(static_cast<size_t>(n)), dx(static_cast<size_t>(n));
-  ref::softmax_forward(outer, C, inner, x.data(), y.data());
-  ref::softmax_backward(outer, C, inner, y.data(), dy.data(), dx.data());
+  forward(outer, C, inner, x.data(), y.data());
+  backward(outer, C, inner, y.data(), dy.data(), dx.data());
   expect_gradient(x, dx, [&](const std::vector<double>& at) {
     std::vector<double> out(static_cast<size_t>(n));
-    ref::softmax_forward(outer, C, inner, at.data(), out.data());
+    forward(outer, C, inner, at.data(), out.data());
     double l = 0;
-    for (int64_t i = 0; i < n; ++i) l += dy[i] * out[i];
+    for (int64_t i = 0; i < n; ++i) l += dy[size_t(i)] * out[size_t(i)];
     return l;
   });
+}
+
+TEST(SoftmaxRef, BackwardMatchesFiniteDifferences) {
+  expect_backward_matches_differences(ref::softmax_forward<double>, ref::softmax_backward<double>,
+                                      7);
+}
+
+TEST(LogSoftmaxRef, BackwardMatchesFiniteDifferences) {
+  expect_backward_matches_differences(ref::log_softmax_forward<double>,
+                                      ref::log_softmax_backward<double>, 17);
 }
 
 TEST(SoftmaxCrossEntropyRef, ByHand) {
@@ -185,72 +151,42 @@ TEST(SoftmaxCrossEntropy, NormalizerByMode) {
 }
 
 TEST(SoftmaxCrossEntropyRef, BackwardMatchesFiniteDifferences) {
-  const int64_t outer = 2, C = 4, inner = 3, n = outer * C * inner;
-  Random rng(8);
-  const std::vector<double> logits = testing::to_double(testing::random_values(rng, n, -2, 2));
-  const std::vector<double> labels = {3, 0, -1, 1, 2, 3};  // position 2 ignored
-  SoftmaxLossOptions options;
-  options.has_ignore_label = true;
-  const double scale = 0.7;
-  std::vector<double> prob(static_cast<size_t>(n)), dlogits(size_t(n), kNaN);
-  ref::softmax_cross_entropy_forward(outer, C, inner, logits.data(), labels.data(), options,
-                                     prob.data(), nullptr);
-  ref::softmax_cross_entropy_backward(outer, C, inner, prob.data(), labels.data(), options, scale,
-                                      dlogits.data());
-  expect_gradient(logits, dlogits, [&](const std::vector<double>& at) {
-    std::vector<double> p(static_cast<size_t>(n));
-    return scale * ref::softmax_cross_entropy_forward(outer, C, inner, at.data(), labels.data(),
-                                                      options, p.data(), nullptr);
-  });
+  expect_loss_backward_matches_differences(0.0f, 8);
+}
+
+// float64 on the CPU runs the reference, normalized as float32 is: the Tensor-level gradient is
+// top_grad times the central difference of the Tensor-level loss, under every normalization.
+TEST(SoftmaxCrossEntropy, Float64RunsTheReferenceNormalized) {
+  Context ctx;
+  const Shape shape = {2, 4, 3};
+  Random rng(9);
+  const std::vector<double> logits = testing::to_double(testing::random_values(rng, 24, -2, 2));
+  const Tensor labels = loss_testing::f64_tensor({2, 3}, {3, 0, -1, 1, 2, 3});  // one ignored
+  const Tensor top_grad = loss_testing::f64_tensor({1}, {0.7});
+  for (LossNormalization mode : loss_testing::kModes) {
+    SCOPED_TRACE("normalization " + std::to_string(int(mode)));
+    SoftmaxLossOptions options;
+    options.has_ignore_label = true;
+    options.normalization = mode;
+    auto loss_at = [&](const std::vector<double>& at) {
+      Tensor prob(shape, DType::f64), loss({1}, DType::f64);
+      softmax_cross_entropy_forward(ctx, loss_testing::f64_tensor(shape, at), labels, prob, loss,
+                                    options);
+      return 0.7 * loss.data<double>()[0];
+    };
+    Tensor prob(shape, DType::f64), loss({1}, DType::f64), dlogits(shape, DType::f64);
+    softmax_cross_entropy_forward(ctx, loss_testing::f64_tensor(shape, logits), labels, prob, loss,
+                                  options);
+    softmax_cross_entropy_backward(ctx, prob, labels, top_grad, options, dlogits);
+    expect_gradient(
+        logits, std::vector<double>(dlogits.data<double>(), dlogits.data<double>() + 24), loss_at);
+  }
 }
 
 // The normalized loss and the top_grad-scaled gradient of the Tensor-level API against the
 // reference's definition (a sum, a count, a scale), under every normalization.
 TEST(SoftmaxCrossEntropyCpu, MatchesReference) {
-  const LossNormalization modes[] = {LossNormalization::valid, LossNormalization::batch_size,
-                                     LossNormalization::full, LossNormalization::none};
-  uint64_t seed = 20;
-  for (const Case& c : awkward_cases()) {
-    int64_t outer, C, inner;
-    extents(c, outer, C, inner);
-    Context ctx(Device::cpu(), 1, 2);
-    Random rng(++seed);
-    const Tensor logits = testing::random_tensor(rng, c.shape, -5, 5);
-    std::vector<float> label_values(static_cast<size_t>(outer * inner));
-    for (float& l : label_values) l = rng.below(5) == 0 ? 255.0f : float(rng.below(uint64_t(C)));
-    const Tensor labels = Tensor::from_vector({outer * inner}, label_values);
-    const Tensor top_grad = Tensor::from_vector({1}, {0.25f});
-    const std::vector<double> xd = testing::to_double(logits);
-    const std::vector<double> ld = testing::to_double(label_values);
-    for (LossNormalization mode : modes) {
-      SCOPED_TRACE(shape_str(c.shape) + " axis " + std::to_string(c.axis) + " normalization " +
-                   std::to_string(int(mode)));
-      SoftmaxLossOptions options;
-      options.axis = c.axis;
-      options.has_ignore_label = true;
-      options.ignore_label = 255;
-      options.normalization = mode;
-      Tensor prob = testing::poisoned(c.shape), dlogits = testing::poisoned(c.shape);
-      Tensor loss = testing::poisoned({});
-      softmax_cross_entropy_forward(ctx, logits, labels, prob, loss, options);
-      softmax_cross_entropy_backward(ctx, prob, labels, top_grad, options, dlogits);
-
-      std::vector<double> prob_ref(xd.size()), dlogits_ref(xd.size());
-      int64_t count = -1;
-      const double sum = ref::softmax_cross_entropy_forward(outer, C, inner, xd.data(), ld.data(),
-                                                            options, prob_ref.data(), &count);
-      double normalizer = 1;
-      if (mode == LossNormalization::valid) normalizer = double(std::max<int64_t>(count, 1));
-      if (mode == LossNormalization::batch_size) normalizer = double(outer);
-      if (mode == LossNormalization::full) normalizer = double(outer * inner);
-      ref::softmax_cross_entropy_backward(outer, C, inner, prob_ref.data(), ld.data(), options,
-                                          0.25 / normalizer, dlogits_ref.data());
-      const double loss_ref = sum / normalizer;
-      EXPECT_NEAR(loss.to_vector()[0], loss_ref, 1e-6 * std::max(1.0, std::abs(loss_ref)));
-      EXPECT_LT(testing::rel_error(prob.to_vector(), prob_ref), 1e-6);
-      EXPECT_LT(testing::rel_error(dlogits.to_vector(), dlogits_ref), 1e-6);
-    }
-  }
+  check_cpu_loss_against_reference(20, 0.0f);
 }
 
 TEST(SoftmaxCrossEntropyCpu, EveryPositionIgnored) {

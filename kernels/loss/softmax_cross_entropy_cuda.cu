@@ -1,4 +1,5 @@
-// Softmax cross-entropy, CUDA versions (the SoftmaxVersion ladder of softmax_cuda.cu).
+// Softmax cross-entropy, CUDA versions (the SoftmaxVersion ladder of
+// kernels/softmax/softmax_cuda.cu).
 //
 // Forward: the softmax kernels also take -log(max(prob[label], FLT_MIN)) at each counted
 // position, accumulate it per thread in double, reduce per block in a fixed tree and finish in one
@@ -11,14 +12,16 @@
 // Backward: one thread per element of dlogits (one version). The `valid` normalizer needs the
 // number of counted labels: for up to kCountInBlock positions each block counts them itself
 // (cheaper than another launch); beyond, a counting kernel first writes per-block counts that
-// every block adds up (integers: any order gives the same count).
+// every block adds up (kernels/common/count_cuda.cuh).
 //
 // Invalid labels (not an integer in [0, C), not the ignore_label) give a NaN loss and NaN
 // dlogits at their position: kernels cannot throw, and the trainer stops on a non-finite loss.
 #include <cfloat>
 #include <cmath>
 
+#include "kernels/common/count_cuda.cuh"
 #include "kernels/common/map_cuda.cuh"
+#include "kernels/loss/softmax_cross_entropy.h"
 #include "kernels/loss/store_loss_cuda.cuh"
 #include "kernels/softmax/softmax_cuda.cuh"
 
@@ -42,17 +45,16 @@ enum class LabelKind { counted, ignored, invalid };
 
 struct LabelRule {
   int64_t C;
-  bool has_ignore_label;
-  float ignore_label;
+  detail::IgnoreRule ignore;
 };
 
 LabelRule label_rule(int64_t C, const SoftmaxLossOptions& options) {
-  return {C, options.has_ignore_label, float(options.ignore_label)};
+  return {C, {options.has_ignore_label, float(options.ignore_label)}};
 }
 
 // The same test as the CPU dispatch's label check.
 __device__ inline LabelKind classify(float v, const LabelRule& rule, int64_t& cls) {
-  if (rule.has_ignore_label && v == rule.ignore_label) return LabelKind::ignored;
+  if (detail::is_ignored(v, rule.ignore)) return LabelKind::ignored;
   if (v >= 0.0f && v < float(rule.C) && v == floorf(v)) {
     cls = int64_t(v);
     return LabelKind::counted;
@@ -181,59 +183,15 @@ __global__ void xent_forward_warp(int64_t outer, int64_t C, int64_t inner, const
 
 // --- backward ---
 
-// Where a backward block gets its normalizer: `fixed` when the normalization does not depend on
-// the labels; otherwise from per-block counts (`counts`, num_counts of them) or, when counts is
-// null, by counting the labels itself.
-struct Normalizer {
-  int64_t fixed;  // 0: count
-  const Partial* counts;
-  int num_counts;
-  int64_t positions;
-};
-
-__device__ inline bool is_ignored(float v, const LabelRule& rule) {
-  return rule.has_ignore_label && v == rule.ignore_label;
-}
-
-__global__ void count_labels(int64_t positions, const float* __restrict__ labels, LabelRule rule,
-                             Partial* counts) {
-  Partial p{0.0, 0};
-  for (int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; j < positions;
-       j += int64_t(gridDim.x) * blockDim.x) {
-    p.count += is_ignored(labels[j], rule) ? 0 : 1;
-  }
-  p = detail::block_sum(p);
-  if (threadIdx.x == 0) counts[blockIdx.x] = p;
-}
-
-// Every thread of the block calls it; returns float(normalizer) in every thread.
-__device__ float block_normalizer(const Normalizer& n, const float* labels, const LabelRule& rule) {
-  if (n.fixed > 0) return float(n.fixed);
-  __shared__ float result;
-  Partial p{0.0, 0};
-  if (n.counts != nullptr) {
-    for (int b = int(threadIdx.x); b < n.num_counts; b += int(blockDim.x)) {
-      p.count += n.counts[b].count;
-    }
-  } else {
-    for (int64_t j = threadIdx.x; j < n.positions; j += blockDim.x) {
-      p.count += is_ignored(labels[j], rule) ? 0 : 1;
-    }
-  }
-  p = detail::block_sum(p);
-  if (threadIdx.x == 0) result = float(p.count > 1 ? p.count : 1);
-  __syncthreads();
-  return result;
-}
-
 // dlogits[o, c, i] = top_grad / normalizer * (prob - t), t = on [c == label] + off (on = 1 - eps,
 // off = eps / C; with eps = 0 subtracting off is exact), 0 where ignored, NaN where the label is
 // invalid. Index: the type of flat indices (int32 when they fit).
 template <class Index>
 __global__ void xent_backward_kernel(Index total, Index C, Index inner, const float* prob,
                                      const float* labels, const float* top_grad, LabelRule rule,
-                                     Normalizer normalizer, float on, float off, float* dlogits) {
-  const float scale = top_grad[0] / block_normalizer(normalizer, labels, rule);
+                                     detail::CountedNormalizer normalizer, float on, float off,
+                                     float* dlogits) {
+  const float scale = top_grad[0] / detail::block_normalizer(normalizer, labels, rule.ignore);
   for (Index k = blockIdx.x * Index(blockDim.x) + threadIdx.x; k < total;
        k += Index(gridDim.x) * blockDim.x) {
     const Index i = k % inner, rest = k / inner;
@@ -250,10 +208,6 @@ __global__ void xent_backward_kernel(Index total, Index C, Index inner, const fl
   }
 }
 
-int count_blocks(int64_t positions) {
-  return detail::reduce_blocks(positions, 16);
-}
-
 bool counts_first(int64_t positions, const SoftmaxLossOptions& options) {
   return options.normalization == LossNormalization::valid && positions > kCountInBlock;
 }
@@ -266,8 +220,9 @@ size_t softmax_cross_entropy_workspace_bytes(int64_t outer, int64_t C, int64_t i
   const int64_t positions = outer * inner;
   const size_t forward =
       detail::reduce_workspace_bytes(position_blocks(positions, use_warps(version, C, inner)));
-  const size_t backward =
-      counts_first(positions, options) ? size_t(count_blocks(positions)) * sizeof(Partial) : 0;
+  const size_t backward = counts_first(positions, options)
+                              ? size_t(detail::count_blocks(positions)) * sizeof(Partial)
+                              : 0;
   return forward > backward ? forward : backward;
 }
 
@@ -305,15 +260,14 @@ void softmax_cross_entropy_backward(int64_t outer, int64_t C, int64_t inner, con
   const int64_t positions = outer * inner, total = positions * C;
   if (total == 0) return;
   const LabelRule rule = label_rule(C, options);
-  Normalizer normalizer{0, nullptr, 0, positions};
+  detail::CountedNormalizer normalizer{0, nullptr, 0, positions};
   if (options.normalization != LossNormalization::valid) {
     normalizer.fixed = loss_normalizer(options.normalization, outer, inner, 0);
   } else if (counts_first(positions, options)) {
     normalizer.counts = static_cast<const Partial*>(workspace);
-    normalizer.num_counts = count_blocks(positions);
-    count_labels<<<normalizer.num_counts, kReduceThreads, 0, stream>>>(
-        positions, labels, rule, static_cast<Partial*>(workspace));
-    gpu::check_launch("softmax_cross_entropy_backward (count labels)");
+    normalizer.num_counts = detail::count_blocks(positions);
+    detail::count_not_ignored(positions, labels, rule.ignore, static_cast<Partial*>(workspace),
+                              "softmax_cross_entropy_backward (count labels)", stream);
   }
   const float on = 1.0f - options.label_smoothing, off = options.label_smoothing / float(C);
   const int blocks = detail::map_blocks(total);
