@@ -272,7 +272,9 @@ TEST(ConvolutionCuda, TensorLevelDispatchAndGraphCapture) {
     conv2d_forward(ctx, g, x_host, w, &bias, y);
     FAIL() << "no error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("the context runs on cuda:0"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("x is f32[16, 20, 12, 12] on cpu, expected "
+                                         "f32[16, 20, 12, 12] on cuda:0"),
+              std::string::npos)
         << e.what();
   }
 }
