@@ -7,7 +7,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "apps/checkpoint.h"
+#include "apps/training/checkpoint.h"
 #include "apps/commands.h"
 #include "core/config.h"
 #include "core/error.h"

@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "apps/commands.h"
-#include "apps/event_file.h"
+#include "apps/training/event_file.h"
 #include "core/config.h"
 #include "core/error.h"
 #include "core/net.h"

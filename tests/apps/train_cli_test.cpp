@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <sstream>
 
-#include "apps/checkpoint.h"
+#include "apps/training/checkpoint.h"
 #include "apps/commands.h"
 #include "core/serialization.h"
 #include "tests/apps/run_dir_util.h"

@@ -5,7 +5,7 @@
 
 #include <sstream>
 
-#include "apps/checkpoint.h"
+#include "apps/training/checkpoint.h"
 #include "apps/commands.h"
 #include "tests/apps/iter_size_check.h"
 #include "tests/apps/run_dir_util.h"

@@ -8,7 +8,7 @@
 #include <random>
 #include <sstream>
 
-#include "apps/checkpoint.h"
+#include "apps/training/checkpoint.h"
 #include "apps/commands.h"
 #include "tests/apps/run_dir_util.h"
 #include "tests/support/synthetic_data.h"

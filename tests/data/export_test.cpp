@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "apps/data_commands.h"
-#include "apps/data_config.h"
+#include "apps/training/data_config.h"
 #include "core/config.h"
 #include "data/idx.h"
 #include "data/image_files.h"
