@@ -1,5 +1,5 @@
-// crema export-images and the data config (apps/data_config.h) on small generated sets: an IDX
-// set exported to PNG reads back bit for bit through the image-folder and list-file sources.
+// crema export-images and the data config (apps/training/data_config.h) on small generated sets: an
+// IDX set exported to PNG reads back bit for bit through the image-folder and list-file sources.
 #include <gtest/gtest.h>
 
 #include <sstream>
