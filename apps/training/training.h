@@ -9,11 +9,11 @@
 #include <utility>
 #include <vector>
 
-#include "core/config.h"
-#include "core/context.h"
-#include "core/registry.h"
-
 namespace crema {
+
+class ConfigNode;
+class Context;
+class LayerRegistry;
 
 // What a training run measured, for tests and the benchmark.
 struct TrainSummary {
