@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -14,14 +15,15 @@ double seconds_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
 
-}  // namespace
-
+// "0:42", "12:05", "3:02:10"
 std::string duration_text(double seconds) {
   if (!std::isfinite(seconds) || seconds < 0) return "?";
   const int64_t s = int64_t(seconds + 0.5);
   if (s >= 3600) return fmt::format("{}:{:02d}:{:02d}", s / 3600, (s / 60) % 60, s % 60);
   return fmt::format("{}:{:02d}", s / 60, s % 60);
 }
+
+}  // namespace
 
 Progress::Progress(Context& ctx, RunLog& log, MetricsLog& metrics, const Solver& solver, Plan plan,
                    TrainingState& state)

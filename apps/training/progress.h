@@ -6,6 +6,7 @@
 #pragma once
 
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <string>
 
@@ -18,9 +19,6 @@
 namespace crema::training {
 
 using Clock = std::chrono::steady_clock;
-
-// "0:42", "12:05", "3:02:10"
-std::string duration_text(double seconds);
 
 class Progress {
  public:
