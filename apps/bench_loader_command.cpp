@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "apps/data_commands.h"
-#include "apps/data_config.h"
+#include "apps/training/data_config.h"
 #include "core/config.h"
 #include "core/error.h"
 

@@ -5,9 +5,10 @@
 
 #include <fmt/format.h>
 
-#include "apps/checkpoint.h"
-#include "apps/data_config.h"
 #include "apps/session.h"
+#include "apps/training/checkpoint.h"
+#include "apps/training/data_config.h"
+#include "apps/training/evaluation.h"
 #include "core/error.h"
 #include "core/net.h"
 #include "core/serialization.h"

@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "apps/training/training.h"
+
 namespace crema {
 
 struct CommandOptions {
@@ -26,21 +28,6 @@ struct CommandOptions {
   std::string extract_to;              // --extract-to (test): the safetensors file for them
   int iterations = 50;                 // --iterations (time)
   std::string algo_cache;              // --algo-cache (train, time): measured algorithm choices
-};
-
-// What a training run measured, for tests and the benchmark.
-struct TrainSummary {
-  int64_t iterations = 0;          // completed, resumed ones included
-  double first_loss = 0.0;         // mean over this process's first display window
-  double last_loss = 0.0;          // mean over the last display window
-  double images_per_second = 0.0;  // training steps only
-  double data_wait_share = 0.0;    // of the training loop's time
-  std::vector<std::pair<std::string, double>> final_test;  // e.g. accuracy, loss
-  std::string run_dir;
-  std::string checkpoint;    // the last checkpoint written
-  bool stopped = false;      // ended before max_iter, with a checkpoint (Ctrl-C or --stop-after)
-  bool interrupted = false;  // that was a signal (SIGINT, SIGTERM): the command exits with
-  int signal = 0;            // 128 + this signal's number (130, 143)
 };
 
 // crema train: trains (from scratch, from --weights, or continuing --resume), tests every

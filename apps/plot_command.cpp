@@ -1,9 +1,9 @@
 // crema plot RUN_DIR: the loss and test curves of a run as one PNG, drawn by gnuplot.
 //
-// Reads <run>/metrics.csv (apps/run_log.h): training rows carry `loss`, test rows the test_*
-// columns. The top panel shows the training loss (and test_loss), the bottom one the other test
-// outputs (test_accuracy, ...). The data go to gnuplot inline, as datablocks, so gnuplot needs no
-// CSV handling; the PNG is written to a temporary name and renamed.
+// Reads <run>/metrics.csv (apps/training/run_log.h): training rows carry `loss`, test rows the
+// test_* columns. The top panel shows the training loss (and test_loss), the bottom one the other
+// test outputs (test_accuracy, ...). The data go to gnuplot inline, as datablocks, so gnuplot needs
+// no CSV handling; the PNG is written to a temporary name and renamed.
 #include <sys/wait.h>
 #include <unistd.h>
 

@@ -7,13 +7,14 @@
 #include <fstream>
 #include <sstream>
 
-#include "apps/checkpoint.h"
 #include "apps/commands.h"
+#include "apps/training/checkpoint.h"
 #include "core/config.h"
 #include "core/error.h"
 #include "core/net.h"
 #include "core/serialization.h"
 #include "layers/register_layers.h"
+#include "tests/apps/app_test_util.h"
 #include "tests/apps/run_dir_util.h"
 #include "tests/support/synthetic_data.h"
 
@@ -22,17 +23,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string test_name() {
-  return ::testing::UnitTest::GetInstance()->current_test_info()->name();
-}
-
 class TrainResume : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = testing::fresh_dir("resume_" + test_name());
-    testing::write_synthetic_idx(dir_, 200, 4);
-    config_ = dir_ + "/net.yaml";
-    testing::write_text(config_, testing::synthetic_config(dir_));
+    dir_ = testing::fresh_dir("resume_" + testing::test_name());
+    config_ = testing::write_synthetic_run(dir_, 200, 4);
   }
   // 40 iterations; display windows of 3, checkpoints every 7, tests every 10: stops land inside
   // windows, between checkpoints and on iterations where a test is due.
@@ -54,13 +49,17 @@ class TrainResume : public ::testing::Test {
   }
   // Writes a variant of the config with `from` replaced by `to`.
   std::string variant(const std::string& from, const std::string& to) const {
-    std::string text = testing::synthetic_config(dir_);
-    const size_t at = text.find(from);
-    EXPECT_NE(at, std::string::npos) << from;
-    text.replace(at, from.size(), to);
-    const std::string path = dir_ + "/variant.yaml";
-    testing::write_text(path, text);
-    return path;
+    return testing::write_variant(dir_, testing::synthetic_config(dir_), from, to);
+  }
+  // Continues the stopped run `part` to its end and expects the metrics of the run "whole" that
+  // was never stopped.
+  void resume_to_the_end(CommandOptions part) const {
+    part.stop_after = 0;
+    part.resume = part.out_dir;
+    part.out_dir.clear();
+    train(part);
+    EXPECT_EQ(testing::deterministic_metrics(dir_ + "/pieces/metrics.csv"),
+              testing::deterministic_metrics(dir_ + "/whole/metrics.csv"));
   }
   std::string dir_, config_;
   mutable std::string log_;
@@ -113,12 +112,7 @@ TEST_F(TrainResume, ExactWithGradientAccumulation) {
   const Checkpoint c = read_checkpoint(find_checkpoint(dir_ + "/pieces"));
   EXPECT_EQ(c.state.iteration, 5);
   EXPECT_EQ(c.state.data_position, 10);  // two batches per iteration
-  part.stop_after = 0;
-  part.resume = part.out_dir;
-  part.out_dir.clear();
-  train(part);
-  EXPECT_EQ(testing::deterministic_metrics(dir_ + "/pieces/metrics.csv"),
-            testing::deterministic_metrics(dir_ + "/whole/metrics.csv"));
+  resume_to_the_end(part);
   EXPECT_EQ(testing::read_file(dir_ + "/pieces/final.safetensors"),
             testing::read_file(dir_ + "/whole/final.safetensors"));
 }
@@ -144,12 +138,7 @@ TEST_F(TrainResume, ExactWithDropout) {
   CommandOptions part = options("pieces", {"solver.max_iter=12"});
   part.stop_after = 5;
   train(part);
-  part.stop_after = 0;
-  part.resume = part.out_dir;
-  part.out_dir.clear();
-  train(part);
-  EXPECT_EQ(testing::deterministic_metrics(dir_ + "/pieces/metrics.csv"),
-            testing::deterministic_metrics(dir_ + "/whole/metrics.csv"));
+  resume_to_the_end(part);
 }
 
 TEST_F(TrainResume, KeepsTheLastAndTheBestCheckpoint) {

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/cuda_runtime.h"
+#include "tests/apps/app_test_util.h"
 #include "tests/support/synthetic_data.h"
 
 namespace crema {
@@ -18,11 +19,9 @@ struct Outcome {
   std::string err;
 };
 
-// ctest runs tests in parallel processes: every test gets its own directory and files.
-std::string test_name() { return ::testing::UnitTest::GetInstance()->current_test_info()->name(); }
-
 Outcome run(const std::string& args) {
-  const std::string err_path = ::testing::TempDir() + "/crema_cli_" + test_name() + "_stderr.txt";
+  const std::string err_path =
+      ::testing::TempDir() + "/crema_cli_" + testing::test_name() + "_stderr.txt";
   const std::string command = std::string(CREMA_BINARY_DIR) + "/bin/crema " + args + " > /dev/null 2> " + err_path;
   const int status = std::system(command.c_str());
   Outcome o;
@@ -37,19 +36,13 @@ Outcome run(const std::string& args) {
 class Cli : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = testing::fresh_dir("cli_" + test_name());
+    dir_ = testing::fresh_dir("cli_" + testing::test_name());
     testing::write_synthetic_idx(dir_, 40, 1);
     good_ = testing::synthetic_config(dir_);
   }
   // Writes the good config with `from` replaced by `to` and returns its path.
   std::string variant(const std::string& from, const std::string& to) {
-    std::string text = good_;
-    const size_t at = text.find(from);
-    EXPECT_NE(at, std::string::npos) << from;
-    text.replace(at, from.size(), to);
-    const std::string path = dir_ + "/variant.yaml";
-    testing::write_text(path, text);
-    return path;
+    return testing::write_variant(dir_, good_, from, to);
   }
   void expect_error(const std::string& args, const std::string& needle) {
     const Outcome o = run(args);

@@ -110,6 +110,18 @@ class LeNet(torch.nn.Module):
         return self.ip2(x)
 
 
+def train_and_extract(crema, work, cfg):
+    """Trains `cfg` into work/run, then runs the test set through its last checkpoint; returns
+    the paths of that checkpoint's model.safetensors and of the extracted ip2 logits."""
+    run = os.path.join(work, "run")
+    subprocess.run([crema, "train", cfg, "--out", run, "--threads", "2"], check=True, stdout=subprocess.DEVNULL)
+    checkpoint = os.path.join(run, "checkpoints", "last", "model.safetensors")
+    outputs = os.path.join(work, "ip2.safetensors")
+    subprocess.run([crema, "test", cfg, "--weights", checkpoint, "--extract", "ip2", "--extract-to", outputs],
+                   check=True, stdout=subprocess.DEVNULL)
+    return checkpoint, outputs
+
+
 def check(crema, directory, batch_norm):
     name = "lenet_bn" if batch_norm else "lenet"
     work = os.path.join(directory, name)
@@ -118,12 +130,7 @@ def check(crema, directory, batch_norm):
     cfg = os.path.join(work, "net.yaml")
     with open(cfg, "w") as f:
         f.write(config(work, batch_norm))
-    run = os.path.join(work, "run")
-    subprocess.run([crema, "train", cfg, "--out", run, "--threads", "2"], check=True, stdout=subprocess.DEVNULL)
-    checkpoint = os.path.join(run, "checkpoints", "last", "model.safetensors")
-    outputs = os.path.join(work, "ip2.safetensors")
-    subprocess.run([crema, "test", cfg, "--weights", checkpoint, "--extract", "ip2", "--extract-to", outputs],
-                   check=True, stdout=subprocess.DEVNULL)
+    checkpoint, outputs = train_and_extract(crema, work, cfg)
 
     model = LeNet(batch_norm)
     state = read_safetensors(checkpoint)
@@ -174,13 +181,7 @@ def check_row_lstm(crema, directory):
     end = lenet.index("    - {name: loss")
     with open(os.path.join(work, "net.yaml"), "w") as f:
         f.write(lenet[:begin] + ROW_LSTM_LAYERS + lenet[end:])
-    run = os.path.join(work, "run")
-    cfg = os.path.join(work, "net.yaml")
-    subprocess.run([crema, "train", cfg, "--out", run, "--threads", "2"], check=True, stdout=subprocess.DEVNULL)
-    checkpoint = os.path.join(run, "checkpoints", "last", "model.safetensors")
-    outputs = os.path.join(work, "ip2.safetensors")
-    subprocess.run([crema, "test", cfg, "--weights", checkpoint, "--extract", "ip2", "--extract-to", outputs],
-                   check=True, stdout=subprocess.DEVNULL)
+    checkpoint, outputs = train_and_extract(crema, work, os.path.join(work, "net.yaml"))
     model = RowLSTM()
     state = read_safetensors(checkpoint)
     model.load_state_dict(state, strict=True)

@@ -10,11 +10,12 @@
 #include <sstream>
 
 #include "apps/commands.h"
-#include "apps/event_file.h"
+#include "apps/training/event_file.h"
 #include "core/config.h"
 #include "core/error.h"
 #include "core/net.h"
 #include "layers/register_layers.h"
+#include "tests/apps/app_test_util.h"
 #include "tests/apps/run_dir_util.h"
 #include "tests/support/synthetic_data.h"
 
@@ -22,10 +23,6 @@ namespace crema {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string test_name() {
-  return ::testing::UnitTest::GetInstance()->current_test_info()->name();
-}
 
 // CRC-32C bit by bit, straight from the definition (reflected polynomial 0x82F63B78): the
 // oracle for the writer's table-driven one.
@@ -141,10 +138,8 @@ std::vector<std::string> event_files(const std::string& dir) {
 class RunFiles : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = testing::fresh_dir("run_files_" + test_name());
-    testing::write_synthetic_idx(dir_, 100, 8);
-    options_.config = dir_ + "/net.yaml";
-    testing::write_text(options_.config, testing::synthetic_config(dir_));
+    dir_ = testing::fresh_dir("run_files_" + testing::test_name());
+    options_.config = testing::write_synthetic_run(dir_, 100, 8);
     options_.out_dir = dir_ + "/run";
     options_.threads = 1;
     options_.overrides = {"solver.max_iter=20", "solver.display=2", "solver.test_interval=5"};

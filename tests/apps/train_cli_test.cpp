@@ -6,9 +6,10 @@
 #include <filesystem>
 #include <sstream>
 
-#include "apps/checkpoint.h"
 #include "apps/commands.h"
+#include "apps/training/checkpoint.h"
 #include "core/serialization.h"
+#include "tests/apps/app_test_util.h"
 #include "tests/apps/run_dir_util.h"
 #include "tests/support/synthetic_data.h"
 
@@ -17,17 +18,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string test_name() {
-  return ::testing::UnitTest::GetInstance()->current_test_info()->name();
-}
-
 class TrainCli : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = testing::fresh_dir("train_cli_" + test_name());
-    testing::write_synthetic_idx(dir_, 60, 5);
-    config_ = dir_ + "/net.yaml";
-    testing::write_text(config_, testing::synthetic_config(dir_));
+    dir_ = testing::fresh_dir("train_cli_" + testing::test_name());
+    config_ = testing::write_synthetic_run(dir_, 60, 5);
     run_ = dir_ + "/run";
     CommandOptions o;
     o.config = config_;
@@ -41,13 +36,7 @@ class TrainCli : public ::testing::Test {
     ASSERT_TRUE(fs::exists(checkpoint_ + "/state.json"));
   }
   std::string variant(const std::string& from, const std::string& to) const {
-    std::string text = testing::synthetic_config(dir_);
-    const size_t at = text.find(from);
-    EXPECT_NE(at, std::string::npos) << from;
-    text.replace(at, from.size(), to);
-    const std::string path = dir_ + "/variant.yaml";
-    testing::write_text(path, text);
-    return path;
+    return testing::write_variant(dir_, testing::synthetic_config(dir_), from, to);
   }
   // Runs `crema ARGS`; expects exit code 2, one line "crema: error: ...NEEDLE..." and the run
   // directory untouched.

@@ -5,8 +5,8 @@
 
 #include <sstream>
 
-#include "apps/checkpoint.h"
 #include "apps/commands.h"
+#include "apps/training/checkpoint.h"
 #include "tests/apps/iter_size_check.h"
 #include "tests/apps/run_dir_util.h"
 #include "tests/support/synthetic_data.h"

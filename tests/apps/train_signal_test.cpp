@@ -8,8 +8,9 @@
 #include <random>
 #include <sstream>
 
-#include "apps/checkpoint.h"
 #include "apps/commands.h"
+#include "apps/training/checkpoint.h"
+#include "tests/apps/app_test_util.h"
 #include "tests/apps/run_dir_util.h"
 #include "tests/support/synthetic_data.h"
 
@@ -17,10 +18,6 @@ namespace crema {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string test_name() {
-  return ::testing::UnitTest::GetInstance()->current_test_info()->name();
-}
 
 int64_t lines_in(const std::string& path) {
   const std::string text = testing::read_file(path);
@@ -39,10 +36,8 @@ std::string temp_checkpoint(const std::string& run) {
 class TrainSignals : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = testing::fresh_dir("signals_" + test_name());
-    testing::write_synthetic_idx(dir_, 100, 6);
-    config_ = dir_ + "/net.yaml";
-    testing::write_text(config_, testing::synthetic_config(dir_));
+    dir_ = testing::fresh_dir("signals_" + testing::test_name());
+    config_ = testing::write_synthetic_run(dir_, 100, 6);
     run_ = dir_ + "/run";
   }
   // A long run in the background: one metrics row per iteration.

@@ -7,6 +7,7 @@
 #include "apps/data_commands.h"
 #include "core/config.h"
 #include "core/error.h"
+#include "tests/apps/app_test_util.h"
 #include "tests/support/synthetic_data.h"
 
 namespace crema {
@@ -17,10 +18,8 @@ namespace {
 // final test numbers from those weights.
 TEST(TrainCommand, LossFallsAndWeightsReload) {
   const std::string dir = testing::fresh_dir("train");
-  testing::write_synthetic_idx(dir, 600, 1);
-  testing::write_text(dir + "/net.yaml", testing::synthetic_config(dir));
   CommandOptions options;
-  options.config = dir + "/net.yaml";
+  options.config = testing::write_synthetic_run(dir, 600, 1);
   options.out_dir = dir + "/run";
   options.threads = 2;
   std::ostringstream log;
@@ -47,10 +46,8 @@ TEST(TrainCommand, LossFallsAndWeightsReload) {
 
 TEST(TrainCommand, SameSeedSameLosses) {
   const std::string dir = testing::fresh_dir("seed");
-  testing::write_synthetic_idx(dir, 200, 2);
-  testing::write_text(dir + "/net.yaml", testing::synthetic_config(dir));
   CommandOptions options;
-  options.config = dir + "/net.yaml";
+  options.config = testing::write_synthetic_run(dir, 200, 2);
   options.overrides = {"solver.max_iter=30", "solver.display=10"};
   options.out_dir = dir + "/run";
   std::ostringstream a, b, c;

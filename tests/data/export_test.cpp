@@ -1,5 +1,5 @@
-// crema export-images and the data config (apps/data_config.h) on small generated sets: an IDX
-// set exported to PNG reads back bit for bit through the image-folder and list-file sources.
+// crema export-images and the data config (apps/training/data_config.h) on small generated sets: an
+// IDX set exported to PNG reads back bit for bit through the image-folder and list-file sources.
 #include <gtest/gtest.h>
 
 #include <sstream>
@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "apps/data_commands.h"
-#include "apps/data_config.h"
+#include "apps/training/data_config.h"
 #include "core/config.h"
 #include "data/idx.h"
 #include "data/image_files.h"

@@ -1,4 +1,4 @@
-#include "apps/train_settings.h"
+#include "apps/training/train_settings.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "apps/interrupt.h"
+#include "apps/training/interrupt.h"
 
 #include <unistd.h>
 

@@ -1,4 +1,4 @@
-#include "apps/data_config.h"
+#include "apps/training/data_config.h"
 
 #include <algorithm>
 #include <functional>

@@ -1,4 +1,4 @@
-#include "apps/run_log.h"
+#include "apps/training/run_log.h"
 
 #include <filesystem>
 #include <sstream>

@@ -1,4 +1,4 @@
-#include "apps/input_feeder.h"
+#include "apps/training/input_feeder.h"
 
 namespace crema {
 
@@ -32,7 +32,7 @@ void InputFeeder::stage(data::Batch batch) {
     return;
   }
   if (slot.used) {
-    gpu::synchronize_event(slot.ready);   // the old host batch's copy is done: safe to free
+    gpu::synchronize_event(slot.ready);      // the old host batch's copy is done: safe to free
     gpu::wait(copy_stream_, slot.consumed);  // and the net has taken the old device copy
   }
   slot.host = std::move(batch);

@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "apps/event_file.h"
+#include "apps/training/event_file.h"
 
 namespace crema {
 

@@ -1,4 +1,4 @@
-#include "apps/checkpoint.h"
+#include "apps/training/checkpoint.h"
 
 #include <chrono>
 #include <cstdlib>

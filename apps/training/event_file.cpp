@@ -1,4 +1,4 @@
-#include "apps/event_file.h"
+#include "apps/training/event_file.h"
 
 #include <unistd.h>
 

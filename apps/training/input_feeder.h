@@ -29,8 +29,8 @@ class InputFeeder {
 
  private:
   struct Slot {
-    data::Batch host;        // kept alive until its copy has completed
-    Tensor data, labels;     // device copies
+    data::Batch host;               // kept alive until its copy has completed
+    Tensor data, labels;            // device copies
     gpu::Event ready = nullptr;     // the copy into this slot finished (copy stream)
     gpu::Event consumed = nullptr;  // the net's inputs were taken from it (compute stream)
     bool used = false;

@@ -1,0 +1,39 @@
+// The test pass, shared by `crema train` (every solver.test_interval) and `crema test`, and the
+// checks that a net and its loader fit together.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "apps/training/checkpoint.h"
+#include "apps/training/train_settings.h"
+#include "core/config.h"
+#include "core/context.h"
+#include "core/net.h"
+#include "data/loader.h"
+
+namespace crema {
+
+// Checks that the net declares the inputs `data` and `label` and that `data` has the shape of the
+// loader's samples (the error points at model.inputs).
+void check_inputs(Net& net, const data::DataLoader& loader, const ConfigNode& model);
+
+// One pass over the whole test set; each output (accuracy, loss) is averaged over samples.
+// `after_batch`, when given, runs after each batch's forward (to read blobs out).
+std::vector<std::pair<std::string, double>> run_test(
+    Net& net, data::DataLoader& loader, Context& ctx,
+    const std::function<void(Net&)>& after_batch = nullptr);
+
+// "accuracy=0.9085 loss=0.2681"
+std::string format_outputs(const std::vector<std::pair<std::string, double>>& outputs);
+
+// With solver.keep_best, takes the test results of iteration `done` into `best` when its metric
+// is better than the best so far (higher for keep_best_mode max, else lower).
+void update_best(std::optional<BestMetric>& best, const LoopSettings& loop,
+                 const std::vector<std::pair<std::string, double>>& results, int64_t done);
+
+}  // namespace crema

@@ -1,0 +1,327 @@
+// The training loop: training::run and the step, the one file of apps/training a step passes
+// through on its way from `crema train` to the kernels.
+//
+// Order of work, so that bad input never damages a run on disk: read the config, build the
+// loaders, nets and solver, then load --weights or the --resume checkpoint and check that it
+// fits (model, seed, batch size, solver); only then is the run directory written to.
+//
+// One iteration is iter_size forward/backward passes (gradients accumulate) and one solver step.
+// After it, in this order: the display line (every solver.display iterations), a test pass
+// (every solver.test_interval), a checkpoint (every solver.snapshot_interval, at a new best test
+// metric, at Ctrl-C), so a checkpoint holds the test that preceded it.
+//
+// Exact resume: a checkpoint holds everything the next iterations depend on -- weights, buffers,
+// solver state, the iteration (the learning rate and Adam's step follow from it), the position
+// in the data stream (a pure function of seed, epoch and index, see data/loader.h), the random
+// generator's state and the display window still open -- so on the CPU a resumed run logs the
+// same losses, bit for bit, as one that was never interrupted.
+#include <algorithm>
+#include <memory>
+#include <optional>
+#include <ostream>
+
+#include <fmt/format.h>
+
+#include "apps/training/checkpoint.h"
+#include "apps/training/data_config.h"
+#include "apps/training/evaluation.h"
+#include "apps/training/input_feeder.h"
+#include "apps/training/interrupt.h"
+#include "apps/training/progress.h"
+#include "apps/training/run_log.h"
+#include "apps/training/starting_point.h"
+#include "apps/training/train_settings.h"
+#include "apps/training/training.h"
+#include "core/config.h"
+#include "core/error.h"
+#include "core/net.h"
+#include "core/registry.h"
+#include "kernels/convolution/select.h"
+#include "kernels/elementwise/elementwise.h"
+#include "optim/solver.h"
+
+namespace crema::training {
+namespace {
+
+// An instantiated CUDA graph of the training step, destroyed with the run.
+struct StepGraph {
+  gpu::Graph exec = nullptr;
+  StepGraph() = default;
+  StepGraph(const StepGraph&) = delete;
+  StepGraph& operator=(const StepGraph&) = delete;
+  ~StepGraph() { gpu::destroy_graph(exec); }
+};
+
+class TrainingRun {
+ public:
+  TrainingRun(const ConfigNode& config, Context& ctx, const LayerRegistry& layers,
+              const RunOptions& options, std::ostream& out);
+  TrainSummary run();
+
+ private:
+  void step(int64_t iter);
+  Scalars test(int64_t done);
+  void save(int64_t done, bool test_pending);
+  void print_start();
+  void print_end();
+  double epoch() const { return double(position_) / double(train_loader_->batches_per_epoch()); }
+
+  const RunOptions& options_;
+  Context& ctx_;
+  std::unique_ptr<data::DataLoader> train_loader_, test_loader_;
+  std::unique_ptr<Net> train_net_, test_net_;
+  LoopSettings loop_;
+  std::unique_ptr<Solver> solver_;
+  std::vector<std::string> test_names_;
+
+  TrainingState state_;  // what the next checkpoint records; restored from --resume
+  StartingPoint start_;
+  bool replaced_old_run_ = false;
+  std::unique_ptr<RunLog> log_;
+  std::unique_ptr<MetricsLog> metrics_;
+  std::unique_ptr<Progress> progress_;
+
+  InputFeeder feeder_;
+  StepGraph graph_;
+  int64_t position_ = 0;  // training batches fed so far: the data stream's position
+  int64_t first_iter_ = 0, images_here_ = 0;
+  double wait_at_start_ = 0.0;
+  TrainSummary summary_;
+};
+
+TrainingRun::TrainingRun(const ConfigNode& config, Context& ctx, const LayerRegistry& layers,
+                         const RunOptions& options, std::ostream& out)
+    : options_(options), ctx_(ctx), feeder_(ctx) {
+  if (!options.weights.empty() && !options.resume.empty()) {
+    throw Error(
+        "--weights and --resume cannot be combined: --resume continues a run with its own "
+        "weights, --weights starts a new run from given ones");
+  }
+  const ConfigNode& data_node = config.at("data");
+  // Batches are assembled straight into pinned memory on a GPU, so the copy to the device is
+  // asynchronous and overlaps the step.
+  Allocator* pinned = &ctx_.staging_allocator();
+  train_loader_ = make_loader(data_node, "train", options.seed, pinned);
+  if (data_node.has("test")) test_loader_ = make_loader(data_node, "test", options.seed, pinned);
+  data_node.check_no_unknown_keys("data");
+
+  const ConfigNode& model = config.at("model");
+  train_net_ =
+      std::make_unique<Net>(model, Phase::train, train_loader_->options().batch_size, layers, ctx_);
+  check_inputs(*train_net_, *train_loader_, model);
+  if (test_loader_) {
+    test_net_ =
+        std::make_unique<Net>(model, Phase::test, test_loader_->options().batch_size, layers, ctx_);
+    test_net_->share_params_from(*train_net_);
+    check_inputs(*test_net_, *test_loader_, model);
+    for (const auto& output : test_net_->outputs()) test_names_.push_back(output.first);
+  }
+
+  const ConfigNode& solver_node = config.at("solver");
+  loop_ = read_loop_settings(solver_node, train_loader_->batches_per_epoch());
+  if (!loop_.keep_best.empty() &&
+      std::find(test_names_.begin(), test_names_.end(), loop_.keep_best) == test_names_.end()) {
+    std::string known;
+    for (const std::string& n : test_names_) known += (known.empty() ? "" : ", ") + n;
+    solver_node.at("keep_best")
+        .fail("solver.keep_best: '" + loop_.keep_best + "' is not an output of the test net (" +
+              (known.empty() ? "there is no data.test" : "it has: " + known) + ")");
+  }
+  solver_ = make_solver(solver_node, loop_.max_iter);
+  solver_node.check_no_unknown_keys("solver");
+  config.check_no_unknown_keys("the config");
+
+  state_.batch_size = train_loader_->options().batch_size;
+  state_.batches_per_epoch = train_loader_->batches_per_epoch();
+  state_.iter_size = solver_->iter_size();
+  state_.seed = options.seed;
+  state_.model = model.to_yaml();
+  state_.solver_type = solver_->config().type;
+  start_ = load_starting_point(options, *train_net_, *solver_, ctx_, loop_.max_iter, state_);
+
+  const bool resumed = bool(start_.resumed);
+  replaced_old_run_ = open_run_dir(start_.run_dir, resumed, options.config_path, config.to_yaml());
+  log_ =
+      std::make_unique<RunLog>(out, start_.run_dir + "/train.log", resumed, options.live_progress);
+  metrics_ =
+      std::make_unique<MetricsLog>(start_.run_dir, test_names_, resumed ? state_.iteration : -1);
+  progress_ = std::make_unique<Progress>(
+      ctx_, *log_, *metrics_, *solver_,
+      Progress::Plan{loop_.max_iter, loop_.display, train_loader_->batches_per_epoch(),
+                     train_net_->batch_size(), solver_->iter_size(), start_.run_dir},
+      state_);
+}
+
+// iter_size forward/backward passes, then one solver step. The step's losses are summed on the
+// device and read back once per display window, so a GPU step never waits for the host. With
+// cuda_graph (GPU only) forward, backward and the loss sum are captured once, at this process's
+// second pass (the first allocates every buffer), and replayed.
+void TrainingRun::step(int64_t iter) {
+  const bool use_graph = ctx_.device().is_cuda() && loop_.cuda_graph;
+  Tensor& loss_sum = progress_->loss_sum();
+  for (int k = 0; k < solver_->iter_size(); ++k) {
+    feeder_.feed(*train_net_);
+    ++position_;
+    images_here_ += train_net_->batch_size();
+    state_.window_images += train_net_->batch_size();
+    const bool last_batch = iter + 1 == loop_.max_iter && k + 1 == solver_->iter_size();
+    if (!last_batch) feeder_.stage(train_loader_->next());
+    auto forward_backward = [&] {
+      train_net_->forward(ctx_);
+      for (const auto& [top, weight] : train_net_->loss_tops()) {
+        kernels::axpy(ctx_, weight / float(solver_->iter_size()), top->value, loss_sum);
+      }
+      train_net_->backward(ctx_);
+    };
+    if (use_graph && graph_.exec == nullptr && (iter > first_iter_ || k > 0)) {
+      gpu::begin_capture(ctx_.stream());
+      forward_backward();
+      graph_.exec = gpu::end_capture(ctx_.stream());
+    }
+    if (graph_.exec != nullptr) {
+      gpu::launch(graph_.exec, ctx_.stream());
+    } else {
+      forward_backward();
+    }
+  }
+  solver_->step(train_net_->learnable_params(), iter, ctx_);
+  ++state_.window_iterations;
+}
+
+Scalars TrainingRun::test(int64_t done) {
+  if (!test_net_) return {};
+  const auto begin = Clock::now();
+  Scalars results = run_test(*test_net_, *test_loader_, ctx_);
+  progress_->pause_since(begin);
+  log_->print(fmt::format("test  iter {:>6}  {}", done, format_outputs(results)));
+  metrics_->test(done, epoch(), results);
+  update_best(state_.best, loop_, results, done);
+  return results;
+}
+
+void TrainingRun::save(int64_t done, bool test_pending) {
+  const auto begin = Clock::now();
+  state_.iteration = done;
+  state_.data_position = position_;
+  state_.rng = ctx_.random().state();
+  state_.loss_sum = progress_->loss_sum().to_vector()[0];
+  state_.test_pending = test_pending;
+  if (!options_.algo_cache.empty()) {
+    kernels::save_algorithm_cache(options_.algo_cache, ctx_.algorithm_cache());
+  }
+  summary_.checkpoint = write_checkpoint(start_.run_dir, *train_net_,
+                                         solver_->state(train_net_->learnable_params(), ctx_),
+                                         layer_state(*train_net_), state_);
+  progress_->pause_since(begin);
+}
+
+void TrainingRun::print_start() {
+  if (replaced_old_run_) {
+    log_->print("note: " + start_.run_dir +
+                " held an earlier run; its checkpoints and logs are replaced");
+  }
+  if (!options_.weights.empty()) log_->print(weights_message(options_.weights, start_.weights));
+  int64_t parameters = 0;
+  for (const Param* p : train_net_->learnable_params()) parameters += p->value.numel();
+  log_->print(
+      fmt::format("{} {} on {} with {} thread(s): {} iterations of batch {}{} ({} per epoch), "
+                  "{} parameters, run in {}",
+                  start_.resumed ? "resume" : "train", options_.name, ctx_.device().str(),
+                  ctx_.num_threads(), loop_.max_iter, train_loader_->options().batch_size,
+                  solver_->iter_size() > 1 ? fmt::format(" x {} passes", solver_->iter_size()) : "",
+                  train_loader_->batches_per_epoch(), parameters, start_.run_dir));
+  if (start_.resumed) {
+    log_->print(fmt::format("resumed from {} at iteration {}", start_.resumed->dir, first_iter_));
+  }
+}
+
+void TrainingRun::print_end() {
+  const std::string& run_dir = start_.run_dir;
+  log_->print(fmt::format(
+      "trained {} iterations: {:.0f} img/s, waiting on data {:.1f}% of the time; "
+      "weights in {}/final.safetensors",
+      loop_.max_iter, summary_.images_per_second, 100.0 * summary_.data_wait_share, run_dir));
+  if (state_.best) {
+    log_->print(fmt::format("best {} {:.4f} at iteration {}: {}/checkpoints/best",
+                            state_.best->metric, state_.best->value, state_.best->iteration,
+                            run_dir));
+  }
+  if (ctx_.device().is_cuda()) {
+    log_->print(fmt::format("{} memory: {:.1f} MiB in use, {:.1f} MiB at the peak",
+                            ctx_.device().str(),
+                            double(ctx_.allocator().current_bytes()) / (1 << 20),
+                            double(ctx_.allocator().peak_bytes()) / (1 << 20)));
+  }
+  if (!summary_.final_test.empty()) {
+    log_->print("final test: " + format_outputs(summary_.final_test));
+  }
+}
+
+TrainSummary TrainingRun::run() {
+  InterruptGuard interrupt;
+  summary_.run_dir = start_.run_dir;
+  first_iter_ = start_.resumed ? state_.iteration : 0;
+  position_ = start_.resumed ? state_.data_position : 0;
+  print_start();
+
+  const int64_t per_epoch = train_loader_->batches_per_epoch();
+  train_loader_->seek(position_ / per_epoch, position_ % per_epoch);
+  wait_at_start_ = train_loader_->wait_seconds();
+  progress_->start(first_iter_);
+  if (start_.resumed && state_.test_pending) {
+    test(first_iter_);
+    save(first_iter_, false);
+  }
+
+  feeder_.stage(train_loader_->next());
+  for (int64_t iter = first_iter_; iter < loop_.max_iter; ++iter) {
+    step(iter);
+    const int64_t done = iter + 1;
+    progress_->after_step(done, position_);
+    if (done == loop_.max_iter) break;
+    const bool test_due = loop_.test_interval > 0 && done % loop_.test_interval == 0;
+    if (interrupt.requested() || done == options_.stop_after) {
+      save(done, test_due);
+      log_->print(
+          fmt::format("{} after iteration {}: checkpoint {}; continue with "
+                      "crema train {} --resume {}",
+                      interrupt.requested() ? "interrupted" : "stopped", done, summary_.checkpoint,
+                      options_.config_path, start_.run_dir));
+      summary_.stopped = true;
+      summary_.interrupted = interrupt.requested();
+      summary_.signal = interrupt.signal_number();
+      summary_.iterations = done;
+      summary_.first_loss = progress_->first_loss();
+      summary_.last_loss = progress_->last_loss();
+      return summary_;
+    }
+    const std::optional<BestMetric> best_before = state_.best;
+    if (test_due) test(done);
+    const bool new_best =
+        state_.best && (!best_before || best_before->iteration != state_.best->iteration);
+    const bool snapshot_due = loop_.snapshot_interval > 0 && done % loop_.snapshot_interval == 0;
+    if (snapshot_due || new_best) save(done, false);
+  }
+  ctx_.synchronize();
+  const double seconds = progress_->train_seconds();
+  summary_.iterations = loop_.max_iter;
+  summary_.first_loss = progress_->first_loss();
+  summary_.last_loss = progress_->last_loss();
+  summary_.images_per_second = double(images_here_) / seconds;
+  summary_.data_wait_share = (train_loader_->wait_seconds() - wait_at_start_) / seconds;
+  summary_.final_test = test(loop_.max_iter);
+  save(loop_.max_iter, false);
+  train_net_->save_weights(start_.run_dir + "/final.safetensors");
+  print_end();
+  return summary_;
+}
+
+}  // namespace
+
+TrainSummary run(const ConfigNode& config, Context& ctx, const LayerRegistry& layers,
+                 const RunOptions& options, std::ostream& out) {
+  TrainingRun training(config, ctx, layers, options, out);
+  return training.run();
+}
+
+}  // namespace crema::training
