@@ -86,28 +86,16 @@ __device__ __forceinline__ void multiply_slab(const tile::SharedStorage<Tile>& s
 
 // C[m0 .., n0 ..] = op(A) op(B) over inner indices [k_begin, k_end), handed to store(m, n, v,
 // count) as tile::finish does (here count <= 2: the two columns of an accumulator pair). The
-// loaders are tile::accumulate's (fetch, stash), built for Tile. Every thread must call this.
+// slabs go through tile::for_each_slab with tile::accumulate's loaders (fetch, stash), built
+// for Tile. Every thread must call this.
 template <bool BF16, class LoadA, class LoadB, class Store>
 __device__ void gemm(LoadA& load_a, LoadB& load_b, int k_begin, int k_end,
                      tile::SharedStorage<Tile>& sm, int m0, int n0, int M, int N, Store& store) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int wm = warp / kWarpsN, wn = warp % kWarpsN;
   Acc acc = {};
-  if (k_begin < k_end) {
-    load_a.fetch(k_begin);
-    load_b.fetch(k_begin);
-    for (int k0 = k_begin; k0 < k_end; k0 += Tile::BK) {
-      load_a.stash(sm.tiles.a);
-      load_b.stash(sm.tiles.b);
-      __syncthreads();
-      if (k0 + Tile::BK < k_end) {  // the next slab travels while this one is multiplied
-        load_a.fetch(k0 + Tile::BK);
-        load_b.fetch(k0 + Tile::BK);
-      }
-      multiply_slab<BF16>(sm, wm, wn, lane, acc);
-      __syncthreads();
-    }
-  }
+  tile::for_each_slab(load_a, load_b, k_begin, k_end, sm,
+                      [&] { multiply_slab<BF16>(sm, wm, wn, lane, acc); });
   const int g = lane / 4, t = lane % 4;
 #pragma unroll
   for (int i = 0; i < kMTiles; ++i) {

@@ -164,13 +164,16 @@ __device__ __forceinline__ void multiply_slab(const SharedStorage<Cfg>& sm,
   }
 }
 
-// acc += the block's op(A) op(B) over inner indices [k_begin, k_end); k_begin is a multiple of
-// BK. The loaders provide fetch(k0) (global -> registers, zeros past the edges) and stash(slab)
+// The slab pipeline of every block-tiled loop (this file's FFMA loop, the convolutions'
+// mma.sync loop in kernels/convolution/convolution_mma.cuh): over inner indices [k_begin, k_end)
+// in BK-deep slabs, each slab is stashed into shared memory and multiplied by `multiply()` while
+// the next one travels from global memory into registers. k_begin is a multiple of BK. The
+// loaders provide fetch(k0) (global -> registers, zeros past the edges) and stash(slab)
 // (registers -> shared). Every thread of the block must call this with the same range.
-template <class Cfg, class LoadA, class LoadB>
-__device__ void accumulate(LoadA& load_a, LoadB& load_b, int k_begin, int k_end,
-                           SharedStorage<Cfg>& sm, const ThreadTile<Cfg>& t,
-                           float (&acc)[Cfg::TM][Cfg::TN]) {
+template <class Cfg, class LoadA, class LoadB, class Multiply>
+__device__ __forceinline__ void for_each_slab(LoadA& load_a, LoadB& load_b, int k_begin,
+                                              int k_end, SharedStorage<Cfg>& sm,
+                                              Multiply&& multiply) {
   if (k_begin >= k_end) return;
   load_a.fetch(k_begin);
   load_b.fetch(k_begin);
@@ -182,9 +185,17 @@ __device__ void accumulate(LoadA& load_a, LoadB& load_b, int k_begin, int k_end,
       load_a.fetch(k0 + Cfg::BK);
       load_b.fetch(k0 + Cfg::BK);
     }
-    multiply_slab(sm, t, acc);
+    multiply();
     __syncthreads();
   }
+}
+
+// acc += the block's op(A) op(B) over inner indices [k_begin, k_end) (for_each_slab's rules).
+template <class Cfg, class LoadA, class LoadB>
+__device__ void accumulate(LoadA& load_a, LoadB& load_b, int k_begin, int k_end,
+                           SharedStorage<Cfg>& sm, const ThreadTile<Cfg>& t,
+                           float (&acc)[Cfg::TM][Cfg::TN]) {
+  for_each_slab(load_a, load_b, k_begin, k_end, sm, [&] { multiply_slab(sm, t, acc); });
 }
 
 // Hands the block's results to store(m, n, v, count), which writes C[m][n + e] = v[e] for
