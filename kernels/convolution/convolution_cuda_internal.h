@@ -24,13 +24,6 @@ void forward(const Conv2dGeometry& g, const float* x, const float* w, const floa
              gpu::Stream stream, GemmMath math);
 void backward_data(const Conv2dGeometry& g, const float* dy, const float* w, float* dx,
                    gpu::Stream stream, GemmMath math);
-// v8: forward and backward data with the inner index's offsets from a table in `workspace`
-// (precomputed_workspace(g, data) floats), in `math` as v2.
-size_t precomputed_workspace(const Conv2dGeometry& g, bool data);
-void forward_precomputed(const Conv2dGeometry& g, const float* x, const float* w, const float* bias,
-                         float* y, float* workspace, gpu::Stream stream, GemmMath math);
-void backward_data_precomputed(const Conv2dGeometry& g, const float* dy, const float* w, float* dx,
-                               float* workspace, gpu::Stream stream, GemmMath math);
 // Floats of partial sums backward_filter needs (0 when the N*P*Q range is not split).
 size_t backward_filter_workspace(const Conv2dGeometry& g, bool with_bias);
 // The workspace of a record whose filter pass is backward_filter above and whose forward and

@@ -1,6 +1,6 @@
-// What the implicit-GEMM convolution kernels share (convolution_implicit_gemm_cuda.cu: forward
-// and backward data; convolution_implicit_gemm_filter_cuda.cu: backward filter): the geometry in
-// 32-bit ints with fast divisors, and launch helpers. Included by those two .cu files only.
+// What the implicit-GEMM convolution kernels share (convolution_implicit_gemm_kernels.cuh: forward
+// and backward data of v2 and v8; convolution_implicit_gemm_filter_cuda.cu: backward filter), and
+// the other GPU versions borrow: the geometry in 32-bit ints with fast divisors, launch helpers.
 #pragma once
 
 #include <cstdint>
