@@ -7,8 +7,8 @@
 //
 // All (image, group, tile) triples run in one launch: block x is image * tiles_n + column tile,
 // block y is group * tiles_m + row tile. The operands are dense row-major matrices, read by
-// kernels/tiles/block_tile.cuh's DenseLoader with float4s when H*W (and, for w, Cg) is a multiple of 4:
-// none of v2's per-element patch arithmetic. The filter gradient sums over images, a reduction
+// kernels/tiles/block_tile.cuh's DenseLoader with float4s when H*W (and, for w, Cg) is a
+// multiple of 4: none of v2's per-element patch arithmetic. The filter gradient sums over images, a reduction
 // v2's split implicit GEMM already does with trivial patch arithmetic here, so v3 uses it.
 // In tf32 and bf16 the same loaders feed convolution_mma.cuh's tensor-core loop (64 x 128 tiles)
 // instead of the FFMA one; the filter gradient (v2's) stays fp32.
