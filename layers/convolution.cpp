@@ -52,9 +52,7 @@ class ConvolutionLayer final : public ConvolutionBase {
     return {keys_.num_output, x.dim(1) / keys_.group, keys_.kernel_h, keys_.kernel_w};
   }
   int64_t expected_channels() override { return weight().value.dim(1) * keys_.group; }
-  Shape top_shape(const kernels::Conv2dGeometry& g) const override {
-    return {g.N, g.K, g.P(), g.Q()};
-  }
+  Shape top_shape(const kernels::Conv2dGeometry& g) const override { return g.y_shape(); }
 };
 
 }  // namespace

@@ -79,7 +79,7 @@ class DeconvolutionLayer final : public ConvolutionBase {
     return {x.dim(1), keys_.num_output / keys_.group, keys_.kernel_h, keys_.kernel_w};
   }
   int64_t expected_channels() override { return weight().value.dim(0); }
-  Shape top_shape(const kernels::Conv2dGeometry& g) const override { return {g.N, g.C, g.H, g.W}; }
+  Shape top_shape(const kernels::Conv2dGeometry& g) const override { return g.x_shape(); }
 
   int64_t output_padding_h_ = 0, output_padding_w_ = 0;
 };
