@@ -15,13 +15,10 @@
 #include "tests/kernels/kernel_cuda_test_util.h"
 #include "tests/support/cuda_test_util.h"
 
-namespace crema::kernels {
+namespace crema::kernels::activation_test {
 namespace {
 
 using K = ActivationKind;
-using activation_test::all_activations;
-using activation_test::from_output;
-using activation_test::reference;
 using testing::host_values;
 
 const cuda::PointwiseVersion kPointwiseVersions[] = {cuda::PointwiseVersion::scalar,
@@ -218,4 +215,4 @@ TEST(PreluCuda, TensorLevelSharedAndPerChannelMatchTheCpu) {
 }
 
 }  // namespace
-}  // namespace crema::kernels
+}  // namespace crema::kernels::activation_test

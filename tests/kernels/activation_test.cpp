@@ -17,13 +17,10 @@
 #include "tests/kernels/activation_test_util.h"
 #include "tests/kernels/kernel_test_util.h"
 
-namespace crema::kernels {
+namespace crema::kernels::activation_test {
 namespace {
 
 using K = ActivationKind;
-using activation_test::all_activations;
-using activation_test::from_output;
-using activation_test::reference;
 
 std::string label(const Activation& a) {
   return std::string(activation_name(a.kind)) + " alpha=" + std::to_string(a.alpha) +
@@ -293,4 +290,4 @@ TEST(Prelu, RejectsASlopeThatFitsNoAxis) {
 }
 
 }  // namespace
-}  // namespace crema::kernels
+}  // namespace crema::kernels::activation_test

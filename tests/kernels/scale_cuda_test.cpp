@@ -13,12 +13,9 @@
 #include "tests/kernels/scale_test_util.h"
 #include "tests/support/cuda_test_util.h"
 
-namespace crema::kernels {
+namespace crema::kernels::scale_test {
 namespace {
 
-using scale_test::Case;
-using scale_test::random_inputs;
-using scale_test::str;
 using testing::host_values;
 
 const cuda::ReduceVersion kVersions[] = {cuda::ReduceVersion::block_per_channel,
@@ -103,4 +100,4 @@ TEST(ScaleCuda, DispatchMatchesCpu) {
 }
 
 }  // namespace
-}  // namespace crema::kernels
+}  // namespace crema::kernels::scale_test

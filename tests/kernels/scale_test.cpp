@@ -14,12 +14,9 @@
 #include "tests/kernels/kernel_test_util.h"
 #include "tests/kernels/scale_test_util.h"
 
-namespace crema::kernels {
+namespace crema::kernels::scale_test {
 namespace {
 
-using scale_test::Case;
-using scale_test::random_inputs;
-using scale_test::str;
 using testing::kNaN;
 
 const Case kCases[] = {{1, 1, 1}, {2, 3, 5}, {1, 7, 1}, {5, 1, 33}, {4, 16, 49}, {3, 20, 1}};
@@ -114,4 +111,4 @@ TEST(Scale, Errors) {
 }
 
 }  // namespace
-}  // namespace crema::kernels
+}  // namespace crema::kernels::scale_test
