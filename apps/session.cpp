@@ -14,11 +14,7 @@ Session::Session(const CommandOptions& options) : registry(builtin_layers()) {
   seed = options.seed ? *options.seed : uint64_t(config_seed);
   ctx = std::make_unique<Context>(Device::parse(options.device), seed, options.threads);
   algo_cache = options.algo_cache;
-  if (!algo_cache.empty()) kernels::load_algorithm_cache(algo_cache, ctx->algorithm_cache());
-}
-
-void Session::save_algorithm_cache() const {
-  if (!algo_cache.empty()) kernels::save_algorithm_cache(algo_cache, ctx->algorithm_cache());
+  kernels::load_algorithm_cache(algo_cache, ctx->algorithm_cache());
 }
 
 }  // namespace crema

@@ -21,13 +21,13 @@ struct Session {
   std::unique_ptr<Context> ctx;
   LayerRegistry registry;
 
-  std::string algo_cache;  // --algo-cache: the file the context's algorithm choices live in
+  // --algo-cache: the file the context's algorithm choices live in (empty: none); the commands
+  // write it back with kernels::save_algorithm_cache (kernels/convolution/select.h).
+  std::string algo_cache;
 
   // Loads options.config with its overrides, opens the device (errors name what is wrong) and
   // loads the --algo-cache file into the context when it exists.
   explicit Session(const CommandOptions& options);
-  // Writes the context's algorithm choices to the --algo-cache file (none: does nothing).
-  void save_algorithm_cache() const;
 };
 
 }  // namespace crema

@@ -16,6 +16,7 @@
 #include "apps/session.h"
 #include "core/error.h"
 #include "core/net.h"
+#include "kernels/convolution/select.h"
 #include "optim/solver.h"
 
 namespace crema {
@@ -119,7 +120,7 @@ TimeSummary time_command(const CommandOptions& options, std::ostream& out) {
     }) / options.iterations;
     gpu::destroy_graph(graph);
   }
-  s.save_algorithm_cache();
+  kernels::save_algorithm_cache(s.algo_cache, ctx.algorithm_cache());
 
   out << fmt::format("{} on {}, batch {}, {} iterations (milliseconds per iteration)\n", s.name,
                      ctx.device().str(), batch, options.iterations);

@@ -24,38 +24,25 @@
 namespace crema {
 namespace {
 
+// dL/db[k] += sum_{n,p,q} dy[n,k,p,q]; dL/dw += correlation of x with dy. With the weights
+// frozen the bias gradient runs alone.
+void backward_weights(Context& ctx, const kernels::Conv2dGeometry& g, const Tensor& x,
+                      const Tensor& dy, Tensor* dw, Tensor* db,
+                      const kernels::ConvRequest& request) {
+  if (dw != nullptr) {
+    kernels::conv2d_backward_weights(ctx, g, x, dy, *dw, db, request);
+  } else {
+    kernels::conv2d_backward_bias(ctx, g, dy, *db);
+  }
+}
+
+// dL/dx = the transposed convolution of dy with w: each input pixel gathers every output it fed.
+constexpr ConvPasses kPasses{kernels::conv2d_forward, backward_weights,
+                             kernels::conv2d_backward_data};
+
 class ConvolutionLayer final : public ConvolutionBase {
  public:
-  explicit ConvolutionLayer(const LayerSpec& spec) : ConvolutionBase(spec, false) {}
-
-  void forward(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top,
-               Context& ctx) override {
-    const Tensor* b = bias_term_ ? &bias().value : nullptr;
-    const kernels::Conv2dGeometry g = geometry(bottom[0]->value);
-    kernels::conv2d_forward(ctx, g, bottom[0]->value, weight().value, b, top[0]->value,
-                            algorithms_.request(ConvAlgorithms::forward));
-  }
-
-  // dL/db[k] += sum_{n,p,q} dy[n,k,p,q]; dL/dw += correlation of x with dy; dL/dx = the
-  // transposed convolution of dy with w (each input pixel gathers every output it fed).
-  // Frozen parameters (lr_mult 0) get no gradient.
-  void backward(const std::vector<Blob*>& top, const std::vector<bool>& propagate_down,
-                const std::vector<Blob*>& bottom, Context& ctx) override {
-    const kernels::Conv2dGeometry g = geometry(bottom[0]->value);
-    const Tensor& dy = top[0]->grad;
-    Tensor* dw = weight_grad();
-    Tensor* db = bias_grad();
-    if (dw != nullptr) {
-      kernels::conv2d_backward_weights(ctx, g, bottom[0]->value, dy, *dw, db,
-                                       algorithms_.request(ConvAlgorithms::backward_filter));
-    } else if (db != nullptr) {
-      kernels::conv2d_backward_bias(ctx, g, dy, *db);
-    }
-    if (propagate_down[0]) {
-      kernels::conv2d_backward_data(ctx, g, dy, weight().value, bottom[0]->grad,
-                                    algorithms_.request(ConvAlgorithms::backward_data));
-    }
-  }
+  explicit ConvolutionLayer(const LayerSpec& spec) : ConvolutionBase(spec, false, kPasses) {}
 
  private:
   kernels::Conv2dGeometry geometry(const Tensor& x) const override {
@@ -65,9 +52,7 @@ class ConvolutionLayer final : public ConvolutionBase {
     return {keys_.num_output, x.dim(1) / keys_.group, keys_.kernel_h, keys_.kernel_w};
   }
   int64_t expected_channels() override { return weight().value.dim(1) * keys_.group; }
-  Shape top_shape(const kernels::Conv2dGeometry& g) const override {
-    return {g.N, g.K, g.P(), g.Q()};
-  }
+  Shape top_shape(const kernels::Conv2dGeometry& g) const override { return g.y_shape(); }
 };
 
 }  // namespace

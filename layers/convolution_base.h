@@ -1,7 +1,8 @@
 // What Convolution and Deconvolution share: their keys (ConvolutionKeys), their algorithm
-// requests (ConvAlgorithms), and setup and reshape, which differ only in the shapes each layer
-// names (its weights, the channels they expect of x, its output) and in the geometry of the
-// convolution it runs (Deconvolution's maps its output back to its input).
+// requests (ConvAlgorithms), and setup, reshape, forward and backward, which differ only in the
+// shapes each layer names (its weights, the channels they expect of x, its output), in the
+// geometry of the convolution it runs (Deconvolution's maps its output back to its input) and in
+// the three Tensor-level calls that run its passes (ConvPasses).
 #pragma once
 
 #include <string>
@@ -12,6 +13,18 @@
 #include "layers/weighted_layer.h"
 
 namespace crema {
+
+// The Tensor-level calls of a layer's three passes (kernels/convolution/convolution.h): y from x,
+// the parameter gradients dw and db (each null when frozen or absent: not computed), and dx.
+struct ConvPasses {
+  void (*forward)(Context& ctx, const kernels::Conv2dGeometry& g, const Tensor& x, const Tensor& w,
+                  const Tensor* b, Tensor& y, const kernels::ConvRequest& request);
+  void (*backward_weights)(Context& ctx, const kernels::Conv2dGeometry& g, const Tensor& x,
+                           const Tensor& dy, Tensor* dw, Tensor* db,
+                           const kernels::ConvRequest& request);
+  void (*backward_data)(Context& ctx, const kernels::Conv2dGeometry& g, const Tensor& dy,
+                        const Tensor& w, Tensor& dx, const kernels::ConvRequest& request);
+};
 
 class ConvolutionBase : public WeightedLayer {
  public:
@@ -34,11 +47,35 @@ class ConvolutionBase : public WeightedLayer {
     top[0]->value.reshape(top_shape(g));
   }
 
+  void forward(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top,
+               Context& ctx) override {
+    const Tensor* b = bias_term_ ? &bias().value : nullptr;
+    passes_.forward(ctx, geometry(bottom[0]->value), bottom[0]->value, weight().value, b,
+                    top[0]->value, algorithms_.request(ConvAlgorithms::forward));
+  }
+
+  // Frozen parameters (lr_mult 0) get no gradient; dx only where the input wants one.
+  void backward(const std::vector<Blob*>& top, const std::vector<bool>& propagate_down,
+                const std::vector<Blob*>& bottom, Context& ctx) override {
+    const kernels::Conv2dGeometry g = geometry(bottom[0]->value);
+    const Tensor& dy = top[0]->grad;
+    Tensor* dw = weight_grad();
+    Tensor* db = bias_grad();
+    if (dw != nullptr || db != nullptr) {
+      passes_.backward_weights(ctx, g, bottom[0]->value, dy, dw, db,
+                               algorithms_.request(ConvAlgorithms::backward_filter));
+    }
+    if (propagate_down[0]) {
+      passes_.backward_data(ctx, g, dy, weight().value, bottom[0]->grad,
+                            algorithms_.request(ConvAlgorithms::backward_data));
+    }
+  }
+
   std::string describe_algorithm() const override { return algorithms_.describe(); }
 
  protected:
-  ConvolutionBase(const LayerSpec& spec, bool transposed)
-      : WeightedLayer(spec), keys_(spec), algorithms_(spec, transposed) {}
+  ConvolutionBase(const LayerSpec& spec, bool transposed, const ConvPasses& passes)
+      : WeightedLayer(spec), keys_(spec), algorithms_(spec, transposed), passes_(passes) {}
 
   // The geometry of the convolution the layer runs for input x.
   virtual kernels::Conv2dGeometry geometry(const Tensor& x) const = 0;
@@ -52,6 +89,8 @@ class ConvolutionBase : public WeightedLayer {
   ConvAlgorithms algorithms_;
 
  private:
+  ConvPasses passes_;
+
   const Tensor& input(const std::vector<Blob*>& bottom) const {
     const Tensor& x = bottom[0]->value;
     if (x.ndim() != 4) fail("expects a 4-D input [N, C, H, W], got " + shape_str(x.shape()));

@@ -29,9 +29,17 @@
 namespace crema {
 namespace {
 
+// y = T x + b with T the transpose of the convolution C (T = C^T), so dL/dx = C dy: the
+// convolution of dy. For the weights, <dy, T_w x> = <C_w dy, x> is the convolution's loss with
+// input dy and output gradient x, so dL/dw is the convolution's filter gradient of (dy, x).
+// dL/db[k] += sum_{n,h,w} dy[n,k,h,w].
+constexpr ConvPasses kPasses{kernels::conv_transpose2d_forward,
+                             kernels::conv_transpose2d_backward_weights,
+                             kernels::conv_transpose2d_backward_data};
+
 class DeconvolutionLayer final : public ConvolutionBase {
  public:
-  explicit DeconvolutionLayer(const LayerSpec& spec) : ConvolutionBase(spec, true) {
+  explicit DeconvolutionLayer(const LayerSpec& spec) : ConvolutionBase(spec, true, kPasses) {
     std::tie(output_padding_h_, output_padding_w_) =
         read_spatial(spec, "output_padding", "", std::pair<int64_t, int64_t>{0, 0}, 0);
     if (output_padding_h_ >= keys_.stride_h || output_padding_w_ >= keys_.stride_w) {
@@ -39,35 +47,6 @@ class DeconvolutionLayer final : public ConvolutionBase {
                   "must be smaller than the stride " + std::to_string(keys_.stride_h) + "x" +
                       std::to_string(keys_.stride_w) + ", got " +
                       std::to_string(output_padding_h_) + "x" + std::to_string(output_padding_w_));
-    }
-  }
-
-  void forward(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top,
-               Context& ctx) override {
-    const Tensor* b = bias_term_ ? &bias().value : nullptr;
-    const kernels::Conv2dGeometry g = geometry(bottom[0]->value);
-    kernels::conv_transpose2d_forward(ctx, g, bottom[0]->value, weight().value, b, top[0]->value,
-                                      algorithms_.request(ConvAlgorithms::forward));
-  }
-
-  // y = T x + b with T the transpose of the convolution C (T = C^T), so dL/dx = C dy: the
-  // convolution of dy. For the weights, <dy, T_w x> = <C_w dy, x> is the convolution's loss with
-  // input dy and output gradient x, so dL/dw is the convolution's filter gradient of (dy, x).
-  // dL/db[k] += sum_{n,h,w} dy[n,k,h,w]. Frozen parameters (lr_mult 0) get no gradient.
-  void backward(const std::vector<Blob*>& top, const std::vector<bool>& propagate_down,
-                const std::vector<Blob*>& bottom, Context& ctx) override {
-    const kernels::Conv2dGeometry g = geometry(bottom[0]->value);
-    const Tensor& dy = top[0]->grad;
-    Tensor* dw = weight_grad();
-    Tensor* db = bias_grad();
-    if (dw != nullptr || db != nullptr) {
-      kernels::conv_transpose2d_backward_weights(
-          ctx, g, bottom[0]->value, dy, dw, db,
-          algorithms_.request(ConvAlgorithms::backward_filter));
-    }
-    if (propagate_down[0]) {
-      kernels::conv_transpose2d_backward_data(ctx, g, dy, weight().value, bottom[0]->grad,
-                                              algorithms_.request(ConvAlgorithms::backward_data));
     }
   }
 
@@ -100,7 +79,7 @@ class DeconvolutionLayer final : public ConvolutionBase {
     return {x.dim(1), keys_.num_output / keys_.group, keys_.kernel_h, keys_.kernel_w};
   }
   int64_t expected_channels() override { return weight().value.dim(0); }
-  Shape top_shape(const kernels::Conv2dGeometry& g) const override { return {g.N, g.C, g.H, g.W}; }
+  Shape top_shape(const kernels::Conv2dGeometry& g) const override { return g.x_shape(); }
 
   int64_t output_padding_h_ = 0, output_padding_w_ = 0;
 };

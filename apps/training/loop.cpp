@@ -206,9 +206,7 @@ void TrainingRun::save(int64_t done, bool test_pending) {
   state_.rng = ctx_.random().state();
   state_.loss_sum = progress_->loss_sum().to_vector()[0];
   state_.test_pending = test_pending;
-  if (!options_.algo_cache.empty()) {
-    kernels::save_algorithm_cache(options_.algo_cache, ctx_.algorithm_cache());
-  }
+  kernels::save_algorithm_cache(options_.algo_cache, ctx_.algorithm_cache());
   summary_.checkpoint = write_checkpoint(start_.run_dir, *train_net_,
                                          solver_->state(train_net_->learnable_params(), ctx_),
                                          layer_state(*train_net_), state_);

@@ -25,16 +25,6 @@ void check_positive(const std::string& where, const char* name, int64_t value) {
   }
 }
 
-Shape x_shape(const Conv2dGeometry& g) {
-  return {g.N, g.C, g.H, g.W};
-}
-Shape w_shape(const Conv2dGeometry& g) {
-  return {g.K, g.C / g.groups, g.R, g.S};
-}
-Shape y_shape(const Conv2dGeometry& g) {
-  return {g.N, g.K, g.P(), g.Q()};
-}
-
 // An optional tensor's data (bias, db): null when the tensor is absent.
 template <class T, class TensorPtr>
 auto data_or_null(TensorPtr t) -> decltype(t->template data<T>()) {
@@ -94,10 +84,10 @@ void conv2d_forward(Context& ctx, const Conv2dGeometry& g, const Tensor& x, cons
   const char* op = "conv2d_forward";
   g.validate(op);
   const DType dtype = x.dtype();
-  check_tensor(ctx, op, "x", x, x_shape(g), dtype);
-  check_tensor(ctx, op, "w", w, w_shape(g), dtype);
+  check_tensor(ctx, op, "x", x, g.x_shape(), dtype);
+  check_tensor(ctx, op, "w", w, g.w_shape(), dtype);
   if (bias) check_tensor(ctx, op, "bias", *bias, {g.K}, dtype);
-  check_tensor(ctx, op, "y", y, y_shape(g), dtype);
+  check_tensor(ctx, op, "y", y, g.y_shape(), dtype);
   dispatch(
       ctx, op, dtype,
       on_cuda(DType::f32,
@@ -124,9 +114,9 @@ void conv2d_backward_data(Context& ctx, const Conv2dGeometry& g, const Tensor& d
   const char* op = "conv2d_backward_data";
   g.validate(op);
   const DType dtype = dy.dtype();
-  check_tensor(ctx, op, "dy", dy, y_shape(g), dtype);
-  check_tensor(ctx, op, "w", w, w_shape(g), dtype);
-  check_tensor(ctx, op, "dx", dx, x_shape(g), dtype);
+  check_tensor(ctx, op, "dy", dy, g.y_shape(), dtype);
+  check_tensor(ctx, op, "w", w, g.w_shape(), dtype);
+  check_tensor(ctx, op, "dx", dx, g.x_shape(), dtype);
   dispatch(ctx, op, dtype,
            on_cuda(DType::f32,
                    [&](auto stream) {
@@ -155,7 +145,7 @@ void conv2d_backward_bias(Context& ctx, const Conv2dGeometry& g, const Tensor& d
   const char* op = "conv2d_backward_bias";
   g.validate(op);
   const DType dtype = dy.dtype();
-  check_tensor(ctx, op, "dy", dy, y_shape(g), dtype);
+  check_tensor(ctx, op, "dy", dy, g.y_shape(), dtype);
   check_tensor(ctx, op, "db", db, {g.K}, dtype);
   dispatch(ctx, op, dtype,
            on_cuda(DType::f32,
@@ -177,9 +167,9 @@ void conv2d_backward_weights(Context& ctx, const Conv2dGeometry& g, const Tensor
   const char* op = db ? "conv2d_backward_weights" : "conv2d_backward_filter";
   g.validate(op);
   const DType dtype = x.dtype();
-  check_tensor(ctx, op, "x", x, x_shape(g), dtype);
-  check_tensor(ctx, op, "dy", dy, y_shape(g), dtype);
-  check_tensor(ctx, op, "dw", dw, w_shape(g), dtype);
+  check_tensor(ctx, op, "x", x, g.x_shape(), dtype);
+  check_tensor(ctx, op, "dy", dy, g.y_shape(), dtype);
+  check_tensor(ctx, op, "dw", dw, g.w_shape(), dtype);
   if (db) check_tensor(ctx, op, "db", *db, {g.K}, dtype);
   dispatch(ctx, op, dtype,
            on_cuda(DType::f32,
@@ -244,7 +234,7 @@ void conv_transpose2d_backward_weights(Context& ctx, const Conv2dGeometry& g, co
   if (dw) conv2d_backward_filter(ctx, g, dy, x, *dw, request);
   if (db == nullptr) return;
   g.validate(op);
-  check_tensor(ctx, op, "dy", dy, x_shape(g), dy.dtype());
+  check_tensor(ctx, op, "dy", dy, g.x_shape(), dy.dtype());
   check_tensor(ctx, op, "db", *db, {g.C}, dy.dtype());
   const int64_t HW = g.H * g.W;
   dispatch(ctx, op, dy.dtype(),

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/shape.h"
 #include "kernels/im2col/im2col.h"
 
 namespace crema::kernels {
@@ -19,6 +20,10 @@ struct Conv2dGeometry {
 
   int64_t P() const { return (H + 2 * pad_h - dilation_h * (R - 1) - 1) / stride_h + 1; }
   int64_t Q() const { return (W + 2 * pad_w - dilation_w * (S - 1) - 1) / stride_w + 1; }
+  // The tensors' shapes: x [N, C, H, W], w [K, C/groups, R, S], y [N, K, P, Q].
+  Shape x_shape() const { return {N, C, H, W}; }
+  Shape w_shape() const { return {K, C / groups, R, S}; }
+  Shape y_shape() const { return {N, K, P(), Q()}; }
   // Throws crema::Error naming `where` (the layer) when the geometry cannot work: non-positive
   // sizes, strides or dilations, negative padding, C or K not divisible by groups, or a
   // (dilated) filter larger than the padded input.

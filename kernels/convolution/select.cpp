@@ -311,6 +311,7 @@ void load_algorithm_cache(const std::string& path, std::map<std::string, std::st
 
 void save_algorithm_cache(const std::string& path,
                           const std::map<std::string, std::string>& cache) {
+  if (path.empty()) return;
   nlohmann::json file;
   file[kFileTag] = kFileFormat;
   file["entries"] = nlohmann::json::object();

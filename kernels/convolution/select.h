@@ -135,6 +135,7 @@ const ConvAlgorithm& select_conv_algorithm(Context& ctx, ConvPass pass, const Co
 // The algorithm cache as a JSON file: {"crema_algorithm_cache": 1, "entries": {key: name}}.
 // load merges the file's entries into `cache` (a missing file adds nothing; a malformed one
 // throws crema::Error naming it); save writes all of `cache` (atomically: a temporary, renamed).
+// An empty path (no --algo-cache) names no file: load adds nothing and save writes nothing.
 void load_algorithm_cache(const std::string& path, std::map<std::string, std::string>& cache);
 void save_algorithm_cache(const std::string& path, const std::map<std::string, std::string>& cache);
 

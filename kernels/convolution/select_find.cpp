@@ -41,8 +41,7 @@ class PassRunner {
  public:
   PassRunner(Context& ctx, ConvPass pass, const Conv2dGeometry& g) : ctx_(ctx), pass_(pass), g_(g) {
     Random random(kSeed);
-    const Shape x_shape{g.N, g.C, g.H, g.W}, w_shape{g.K, g.C / g.groups, g.R, g.S},
-        y_shape{g.N, g.K, g.P(), g.Q()};
+    const Shape x_shape = g.x_shape(), w_shape = g.w_shape(), y_shape = g.y_shape();
     switch (pass) {
       case ConvPass::forward:
         a_ = random_tensor(ctx, x_shape, random);  // x

@@ -11,10 +11,11 @@
 #include "kernels/activations/pointwise.h"
 #include "kernels/activations/prelu.h"
 #include "tests/fixtures/activation_fixture.h"
+#include "tests/kernels/activation_test_util.h"
 #include "tests/kernels/kernel_cuda_test_util.h"
 #include "tests/support/cuda_test_util.h"
 
-namespace crema::kernels {
+namespace crema::kernels::activation_test {
 namespace {
 
 using K = ActivationKind;
@@ -25,22 +26,6 @@ const cuda::PointwiseVersion kPointwiseVersions[] = {cuda::PointwiseVersion::sca
 const cuda::PreluVersion kPreluVersions[] = {cuda::PreluVersion::block_per_channel,
                                              cuda::PreluVersion::split_channel};
 
-std::vector<Activation> all_activations() {
-  return {{K::elu, 0.7f},
-          {K::elu, 1.0f},
-          {K::sigmoid},
-          {K::tanh},
-          {K::clip, 1.0f, 1.0f, -0.5f, 0.75f},
-          {K::swish, 1.0f, 1.0f},
-          {K::swish, 1.0f, 1.7f},
-          {K::gelu_erf},
-          {K::gelu_tanh}};
-}
-
-bool from_output(const Activation& a) {
-  return backward_reads(a.kind) == BackwardReads::output;
-}
-
 TEST(ActivationCuda, EveryVersionMatchesReference) {
   CREMA_REQUIRE_CUDA();
   Context ctx(Device::cuda(0));
@@ -50,10 +35,8 @@ TEST(ActivationCuda, EveryVersionMatchesReference) {
     const std::vector<double> xd = testing::to_double(x), dyd = testing::to_double(dy);
     const Tensor xg = testing::to_device(ctx, x), dyg = testing::to_device(ctx, dy);
     for (const Activation& a : all_activations()) {
-      std::vector<double> y_ref(static_cast<size_t>(n)), dx_ref(static_cast<size_t>(n));
-      ref::activation_forward(a, n, xd.data(), y_ref.data());
-      ref::activation_backward(a, n, from_output(a) ? y_ref.data() : xd.data(), dyd.data(),
-                               dx_ref.data());
+      std::vector<double> y_ref, dx_ref;
+      reference(a, xd, dyd, y_ref, dx_ref);
       std::vector<float> first_y, first_dx;
       for (cuda::PointwiseVersion version : kPointwiseVersions) {
         SCOPED_TRACE(std::string(activation_name(a.kind)) + " n=" + std::to_string(n) +
@@ -232,4 +215,4 @@ TEST(PreluCuda, TensorLevelSharedAndPerChannelMatchTheCpu) {
 }
 
 }  // namespace
-}  // namespace crema::kernels
+}  // namespace crema::kernels::activation_test

@@ -14,40 +14,17 @@
 #include "kernels/activations/pointwise.h"
 #include "kernels/activations/prelu.h"
 #include "tests/fixtures/activation_fixture.h"
+#include "tests/kernels/activation_test_util.h"
 #include "tests/kernels/kernel_test_util.h"
 
-namespace crema::kernels {
+namespace crema::kernels::activation_test {
 namespace {
 
 using K = ActivationKind;
 
-// Every kind, with constants that are not the defaults where a kind has any.
-std::vector<Activation> all_activations() {
-  return {{K::elu, 0.7f},
-          {K::elu, 1.0f},
-          {K::sigmoid},
-          {K::tanh},
-          {K::clip, 1.0f, 1.0f, -0.5f, 0.75f},
-          {K::swish, 1.0f, 1.0f},
-          {K::swish, 1.0f, 1.7f},
-          {K::gelu_erf},
-          {K::gelu_tanh}};
-}
-
 std::string label(const Activation& a) {
   return std::string(activation_name(a.kind)) + " alpha=" + std::to_string(a.alpha) +
          " beta=" + std::to_string(a.beta);
-}
-
-// y = f(x) and dx = f'(x) dy through ref<double>, the backward fed what it reads (x or y).
-void reference(const Activation& a, const std::vector<double>& x, const std::vector<double>& dy,
-               std::vector<double>& y, std::vector<double>& dx) {
-  const int64_t n = int64_t(x.size());
-  y.resize(x.size());
-  dx.resize(x.size());
-  ref::activation_forward(a, n, x.data(), y.data());
-  const std::vector<double>& saved = backward_reads(a.kind) == BackwardReads::output ? y : x;
-  ref::activation_backward(a, n, saved.data(), dy.data(), dx.data());
 }
 
 TEST(ActivationRef, ByHand) {
@@ -125,7 +102,7 @@ TEST(ActivationCpu, MatchesPyTorch) {
     const Tensor x = Tensor::from_vector({n}, c.x), dy = Tensor::from_vector({n}, c.dy);
     Tensor y = kernels::testing::poisoned({n}), dx = kernels::testing::poisoned({n});
     activation_forward(ctx, c.activation, x, y);
-    const bool from_y = backward_reads(c.activation.kind) == BackwardReads::output;
+    const bool from_y = from_output(c.activation);
     activation_backward(ctx, c.activation, from_y ? y : x, dy, dx);
     const std::vector<float> yv = y.to_vector(), dxv = dx.to_vector();
     EXPECT_LT(kernels::testing::rel_error(yv, c.y), 1e-5);
@@ -157,7 +134,7 @@ TEST(ActivationCpu, MatchesReference) {
         Context ctx(Device::cpu(), 1, threads);
         Tensor y = kernels::testing::poisoned({n}), dx = kernels::testing::poisoned({n});
         activation_forward(ctx, a, x, y);
-        const bool from_y = backward_reads(a.kind) == BackwardReads::output;
+        const bool from_y = from_output(a);
         activation_backward(ctx, a, from_y ? y : x, dy, dx);
         expect_close_to_reference(y.to_vector(), y_ref);
         expect_close_to_reference(dx.to_vector(), dx_ref);
@@ -173,7 +150,7 @@ TEST(ActivationCpu, InPlace) {
   const Tensor dy = kernels::testing::random_tensor(rng, {3, 5001});
   for (const Activation& a : all_activations()) {
     SCOPED_TRACE(label(a));
-    const bool from_y = backward_reads(a.kind) == BackwardReads::output;
+    const bool from_y = from_output(a);
     Tensor y(x.shape()), dx(x.shape());
     activation_forward(ctx, a, x, y);
     activation_backward(ctx, a, from_y ? y : x, dy, dx);
@@ -313,4 +290,4 @@ TEST(Prelu, RejectsASlopeThatFitsNoAxis) {
 }
 
 }  // namespace
-}  // namespace crema::kernels
+}  // namespace crema::kernels::activation_test

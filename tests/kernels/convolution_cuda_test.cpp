@@ -21,24 +21,9 @@
 #include "tests/kernels/convolution_cuda_test_util.h"
 #include "tests/support/cuda_test_util.h"
 
-namespace crema::kernels {
+namespace crema::kernels::conv_test {
 namespace {
 
-using conv_test::check_algorithm;
-using conv_test::cpu_problem;
-using conv_test::describe;
-using conv_test::DeviceTensors;
-using conv_test::expect_close;
-using conv_test::kNaN;
-using conv_test::lenet_conv1;
-using conv_test::lenet_conv2;
-using conv_test::make_inputs;
-using conv_test::Problem;
-using conv_test::random_values;
-using conv_test::record;
-using conv_test::reference_problem;
-using conv_test::upload;
-using conv_test::workspace_for;
 using cuda::GemmMath;
 
 TEST(ConvolutionCuda, AwkwardGeometriesAgainstReference) {
@@ -77,7 +62,7 @@ TEST(ConvolutionCuda, AwkwardGeometriesAgainstReference) {
   uint64_t seed = 1;
   for (const Conv2dGeometry& g : geometries) {
     const Problem p = reference_problem(g, seed += 16);
-    for (const ConvAlgorithm* v : conv_test::algorithms()) {
+    for (const ConvAlgorithm* v : algorithms()) {
       if (v->supports(ConvPass::forward, g)) check_algorithm(ctx, p, *v);
     }
   }
@@ -90,7 +75,7 @@ TEST(ConvolutionCuda, LeNetBatchesAgainstCpu) {
   for (int64_t N : {64, 256}) {
     for (const Conv2dGeometry& g : {lenet_conv1(N), lenet_conv2(N)}) {
       const Problem p = cpu_problem(g, seed += 16);
-      for (const ConvAlgorithm* v : conv_test::algorithms()) {
+      for (const ConvAlgorithm* v : algorithms()) {
         if (v->supports(ConvPass::forward, g)) check_algorithm(ctx, p, *v);
       }
     }
@@ -111,7 +96,7 @@ TEST(ConvolutionCuda, DepthwiseAndPointwiseBatchesAgainstCpu) {
   uint64_t seed = 700;
   for (const Conv2dGeometry& g : geometries) {
     const Problem p = cpu_problem(g, seed += 16);
-    for (const ConvAlgorithm* v : conv_test::algorithms()) {
+    for (const ConvAlgorithm* v : algorithms()) {
       if (v->supports(ConvPass::forward, g)) check_algorithm(ctx, p, *v);
     }
   }
@@ -123,38 +108,38 @@ TEST(ConvolutionCuda, DepthwiseAndPointwiseBatchesAgainstCpu) {
 TEST(ConvolutionCuda, VersionChoicePerGeometry) {
   CREMA_REQUIRE_CUDA();
   for (int64_t N : {64, 256}) {
-    EXPECT_EQ(conv_test::forward_version(lenet_conv1(N)), &record("implicit_gemm"));
-    EXPECT_EQ(conv_test::backward_filter_version(lenet_conv1(N)), &record("implicit_gemm"));
-    EXPECT_EQ(conv_test::forward_version(lenet_conv2(N)), &record("implicit_gemm"));
-    EXPECT_EQ(conv_test::backward_data_version(lenet_conv2(N)), &record("im2col_gemm"));
-    EXPECT_EQ(conv_test::backward_filter_version(lenet_conv2(N)), &record("implicit_gemm"));
+    EXPECT_EQ(forward_version(lenet_conv1(N)), &record("implicit_gemm"));
+    EXPECT_EQ(backward_filter_version(lenet_conv1(N)), &record("implicit_gemm"));
+    EXPECT_EQ(forward_version(lenet_conv2(N)), &record("implicit_gemm"));
+    EXPECT_EQ(backward_data_version(lenet_conv2(N)), &record("im2col_gemm"));
+    EXPECT_EQ(backward_filter_version(lenet_conv2(N)), &record("implicit_gemm"));
   }
   const Conv2dGeometry depthwise{8, 16, 9, 9, 16, 3, 3, 1, 1, 1, 1, 1, 1, 16};
-  EXPECT_EQ(conv_test::forward_version(depthwise), &record("depthwise_direct"));
-  EXPECT_EQ(conv_test::backward_data_version(depthwise), &record("depthwise_direct"));
-  EXPECT_EQ(conv_test::backward_filter_version(depthwise), &record("depthwise_direct"));
+  EXPECT_EQ(forward_version(depthwise), &record("depthwise_direct"));
+  EXPECT_EQ(backward_data_version(depthwise), &record("depthwise_direct"));
+  EXPECT_EQ(backward_filter_version(depthwise), &record("depthwise_direct"));
   const Conv2dGeometry pointwise{8, 16, 9, 9, 32, 1, 1};
-  EXPECT_EQ(conv_test::forward_version(pointwise), &record("pointwise_gemm"));
-  EXPECT_EQ(conv_test::backward_data_version(pointwise), &record("pointwise_gemm"));
-  EXPECT_EQ(conv_test::backward_filter_version(pointwise), &record("implicit_gemm"));
+  EXPECT_EQ(forward_version(pointwise), &record("pointwise_gemm"));
+  EXPECT_EQ(backward_data_version(pointwise), &record("pointwise_gemm"));
+  EXPECT_EQ(backward_filter_version(pointwise), &record("implicit_gemm"));
   const Conv2dGeometry resnet{64, 128, 28, 28, 128, 3, 3, 1, 1};
-  EXPECT_EQ(conv_test::forward_version(resnet), &record("winograd_4x4"));
-  EXPECT_EQ(conv_test::backward_data_version(resnet), &record("winograd_4x4"));
-  EXPECT_EQ(conv_test::backward_filter_version(resnet), &record("winograd_4x4"));
+  EXPECT_EQ(forward_version(resnet), &record("winograd_4x4"));
+  EXPECT_EQ(backward_data_version(resnet), &record("winograd_4x4"));
+  EXPECT_EQ(backward_filter_version(resnet), &record("winograd_4x4"));
   const Conv2dGeometry few_channels{8, 16, 28, 28, 64, 3, 3, 1, 1};
-  EXPECT_EQ(conv_test::forward_version(few_channels), &record("implicit_gemm"));
+  EXPECT_EQ(forward_version(few_channels), &record("implicit_gemm"));
   const Conv2dGeometry strided{8, 64, 28, 28, 64, 3, 3, 1, 1, 2, 2};
-  EXPECT_EQ(conv_test::forward_version(strided), &record("implicit_gemm"));
+  EXPECT_EQ(forward_version(strided), &record("implicit_gemm"));
   // FFT for 5x5 and larger filters, 64 channels and more, padded maps up to 32 x 32 (fp32 only).
   const Conv2dGeometry large_filter{64, 128, 26, 26, 128, 7, 7, 3, 3};
-  EXPECT_EQ(conv_test::forward_version(large_filter), &record("fft"));
-  EXPECT_EQ(conv_test::backward_data_version(large_filter), &record("fft"));
-  EXPECT_EQ(conv_test::backward_filter_version(large_filter), &record("fft"));
-  EXPECT_NE(conv_test::forward_version(large_filter, GemmMath::tf32), &record("fft"));
+  EXPECT_EQ(forward_version(large_filter), &record("fft"));
+  EXPECT_EQ(backward_data_version(large_filter), &record("fft"));
+  EXPECT_EQ(backward_filter_version(large_filter), &record("fft"));
+  EXPECT_NE(forward_version(large_filter, GemmMath::tf32), &record("fft"));
   const Conv2dGeometry past_32{64, 64, 32, 32, 64, 7, 7, 3, 3};  // F = 64
-  EXPECT_EQ(conv_test::forward_version(past_32), &record("implicit_gemm"));
+  EXPECT_EQ(forward_version(past_32), &record("implicit_gemm"));
   const Conv2dGeometry strided_large{64, 128, 26, 26, 128, 7, 7, 3, 3, 2, 2};
-  EXPECT_EQ(conv_test::forward_version(strided_large), &record("implicit_gemm"));
+  EXPECT_EQ(forward_version(strided_large), &record("implicit_gemm"));
 
   // A record that does not implement a pass for a geometry is refused by the selection.
   EXPECT_THROW(
@@ -184,35 +169,11 @@ TEST(ConvolutionCuda, RepeatsAreBitIdentical) {
       {8, 24, 10, 10, 40, 1, 1}};                       // pointwise (v3)
   for (const Conv2dGeometry& g : geometries) {
     const Problem p = make_inputs(g, seed += 16);
-    std::vector<float> first[4];
     const ConvAlgorithm* forward =
-        g.pointwise() || g.depthwise() ? conv_test::forward_version(g) : &record("implicit_gemm");
-    const ConvAlgorithm* data = g.pointwise() || g.depthwise() ? conv_test::backward_data_version(g)
-                                                               : &record("implicit_gemm");
-    const ConvAlgorithm* filter = conv_test::backward_filter_version(g);
-    for (int run = 0; run < 2; ++run) {
-      DeviceTensors d(ctx, p);
-      d.dw.copy_from(upload(ctx, p.dw0));
-      d.db.copy_from(upload(ctx, p.db0));
-      float* ws = workspace_for(ctx, g, *filter);
-      forward->forward(g, d.x.data<float>(), d.w.data<float>(), d.bias.data<float>(),
-                       d.y.data<float>(), ws, ctx.stream(), GemmMath::fp32);
-      data->backward_data(g, d.dy.data<float>(), d.w.data<float>(), d.dx.data<float>(), ws,
-                          ctx.stream(), GemmMath::fp32);
-      filter->backward_filter(g, d.x.data<float>(), d.dy.data<float>(), d.dw.data<float>(),
-                              d.db.data<float>(), ws, ctx.stream(), GemmMath::fp32);
-      ctx.synchronize();
-      const std::vector<float> outs[4] = {d.y.to_vector(), d.dx.to_vector(), d.dw.to_vector(),
-                                          d.db.to_vector()};
-      for (int i = 0; i < 4; ++i) {
-        if (run == 0) {
-          first[i] = outs[i];
-        } else {
-          EXPECT_EQ(std::memcmp(first[i].data(), outs[i].data(), outs[i].size() * sizeof(float)), 0)
-              << describe(g) << " output " << i << " (y, dx, dw, db)";
-        }
-      }
-    }
+        g.pointwise() || g.depthwise() ? forward_version(g) : &record("implicit_gemm");
+    const ConvAlgorithm* data =
+        g.pointwise() || g.depthwise() ? backward_data_version(g) : &record("implicit_gemm");
+    expect_repeatable(ctx, p, *forward, *data, *backward_filter_version(g), true, describe(g));
   }
 }
 
@@ -331,4 +292,4 @@ TEST(ConvolutionCuda, TransposedMatchesCpu) {
 }
 
 }  // namespace
-}  // namespace crema::kernels
+}  // namespace crema::kernels::conv_test

@@ -2,7 +2,7 @@
 // double, or the CPU path for large batches), the tensors on the device, and a check of every
 // pass of one version in one math (outputs poisoned with NaN, dw and db pre-filled;
 // ||out - ref|| / ||ref|| below 1e-5 in fp32, below conv_find_tolerance(math) for a version that
-// computes in tf32 or bf16).
+// computes in tf32 or bf16), and a check that repeated passes give the same bits.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -19,6 +20,7 @@
 #include "core/random.h"
 #include "kernels/convolution/convolution.h"
 #include "kernels/convolution/select.h"
+#include "tests/kernels/convolution_test_util.h"
 
 namespace crema::kernels::conv_test {
 
@@ -46,15 +48,6 @@ inline const ConvAlgorithm* backward_data_version(const Conv2dGeometry& g,
 inline const ConvAlgorithm* backward_filter_version(const Conv2dGeometry& g,
                                                     cuda::GemmMath math = cuda::GemmMath::fp32) {
   return &get_conv_algorithm(ConvPass::backward_filter, g, math);
-}
-
-inline std::string describe(const Conv2dGeometry& g) {
-  return "N=" + std::to_string(g.N) + " C=" + std::to_string(g.C) + " H=" + std::to_string(g.H) +
-         " W=" + std::to_string(g.W) + " K=" + std::to_string(g.K) + " R=" + std::to_string(g.R) +
-         " S=" + std::to_string(g.S) + " pad=" + std::to_string(g.pad_h) + "," +
-         std::to_string(g.pad_w) + " stride=" + std::to_string(g.stride_h) + "," +
-         std::to_string(g.stride_w) + " dilation=" + std::to_string(g.dilation_h) + "," +
-         std::to_string(g.dilation_w) + " groups=" + std::to_string(g.groups);
 }
 
 inline Conv2dGeometry lenet_conv1(int64_t N) {
@@ -234,6 +227,45 @@ inline std::array<double, 3> check_algorithm(Context& ctx, const Problem& p, con
   ctx.synchronize();
   expect_close(d.db, p.db, what + " backward bias (alone)");
   return worst;
+}
+
+// Runs forward (with bias), backward data and backward filter (dw from dw0; with the fused bias
+// gradient, db from db0, when `with_bias`) twice from the same inputs, in fp32, each pass by its
+// own record, and expects the same bits from both runs: the versions sum in fixed orders, with no
+// atomics. The workspace is sized for `filter`.
+inline void expect_repeatable(Context& ctx, const Problem& p, const ConvAlgorithm& forward,
+                              const ConvAlgorithm& data, const ConvAlgorithm& filter,
+                              bool with_bias, const std::string& what) {
+  const Conv2dGeometry& g = p.g;
+  const gpu::Stream s = ctx.stream();
+  const cuda::GemmMath fp32 = cuda::GemmMath::fp32;
+  std::vector<std::vector<float>> first;
+  for (int run = 0; run < 2; ++run) {
+    DeviceTensors d(ctx, p);
+    d.dw.copy_from(upload(ctx, p.dw0));
+    if (with_bias) d.db.copy_from(upload(ctx, p.db0));
+    float* ws = workspace_for(ctx, g, filter);
+    forward.forward(g, d.x.data<float>(), d.w.data<float>(), d.bias.data<float>(),
+                    d.y.data<float>(), ws, s, fp32);
+    data.backward_data(g, d.dy.data<float>(), d.w.data<float>(), d.dx.data<float>(), ws, s, fp32);
+    filter.backward_filter(g, d.x.data<float>(), d.dy.data<float>(), d.dw.data<float>(),
+                           with_bias ? d.db.data<float>() : nullptr, ws, s, fp32);
+    ctx.synchronize();
+    std::vector<std::vector<float>> outs = {d.y.to_vector(), d.dx.to_vector(), d.dw.to_vector()};
+    if (with_bias) outs.push_back(d.db.to_vector());
+    if (run == 0) {
+      first = outs;
+      continue;
+    }
+    for (size_t i = 0; i < outs.size(); ++i) {
+      EXPECT_EQ(std::memcmp(first[i].data(), outs[i].data(), outs[i].size() * sizeof(float)), 0)
+          << what << " output " << i << " (y, dx, dw, db)";
+    }
+  }
+}
+// The same with one record running every pass, without the bias gradient.
+inline void expect_repeatable(Context& ctx, const Problem& p, const ConvAlgorithm& a) {
+  expect_repeatable(ctx, p, a, a, a, false, a.name);
 }
 
 }  // namespace crema::kernels::conv_test

@@ -2,7 +2,6 @@
 // stride-1 ungrouped geometries it runs (every transform size F = 8 .. 64); bit-identical repeats.
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -11,18 +10,8 @@
 #include "tests/kernels/convolution_cuda_test_util.h"
 #include "tests/support/cuda_test_util.h"
 
-namespace crema::kernels {
+namespace crema::kernels::conv_test {
 namespace {
-
-using conv_test::check_algorithm;
-using conv_test::cpu_problem;
-using conv_test::describe;
-using conv_test::DeviceTensors;
-using conv_test::Problem;
-using conv_test::record;
-using conv_test::reference_problem;
-using conv_test::upload;
-using conv_test::workspace_for;
 
 // N = 1, odd H and W, C and K not multiples of 4, 1x1 to 7x7 and rectangular filters, pads 0 to 3,
 // every F from 8 to 64, maps that exactly fill F, products wider than one 64 x 64 GEMM tile, and
@@ -60,30 +49,8 @@ TEST(ConvolutionCuda, FftBatchesAgainstCpuAndRepeatable) {
   Context ctx(Device::cuda(0));
   const Conv2dGeometry g{32, 24, 14, 14, 40, 5, 5, 2, 2};
   const Problem p = cpu_problem(g, 2400);
-  const ConvAlgorithm* v = &record("fft");
-  check_algorithm(ctx, p, *v);
-  std::vector<float> first[3];
-  for (int run = 0; run < 2; ++run) {
-    DeviceTensors d(ctx, p);
-    d.dw.copy_from(upload(ctx, p.dw0));
-    float* ws = workspace_for(ctx, g, *v);
-    v->forward(g, d.x.data<float>(), d.w.data<float>(), d.bias.data<float>(), d.y.data<float>(), ws,
-               ctx.stream(), cuda::GemmMath::fp32);
-    v->backward_data(g, d.dy.data<float>(), d.w.data<float>(), d.dx.data<float>(), ws, ctx.stream(),
-                     cuda::GemmMath::fp32);
-    v->backward_filter(g, d.x.data<float>(), d.dy.data<float>(), d.dw.data<float>(), nullptr, ws,
-                       ctx.stream(), cuda::GemmMath::fp32);
-    ctx.synchronize();
-    const std::vector<float> outs[3] = {d.y.to_vector(), d.dx.to_vector(), d.dw.to_vector()};
-    for (int i = 0; i < 3; ++i) {
-      if (run == 0) {
-        first[i] = outs[i];
-      } else {
-        EXPECT_EQ(std::memcmp(first[i].data(), outs[i].data(), outs[i].size() * sizeof(float)), 0)
-            << "output " << i << " (y, dx, dw)";
-      }
-    }
-  }
+  check_algorithm(ctx, p, record("fft"));
+  expect_repeatable(ctx, p, record("fft"));
 }
 
 // A geometry v10 does not take is refused with a crema::Error, not computed wrong.
@@ -95,4 +62,4 @@ TEST(ConvolutionCuda, FftRefusesStrideTwo) {
 }
 
 }  // namespace
-}  // namespace crema::kernels
+}  // namespace crema::kernels::conv_test

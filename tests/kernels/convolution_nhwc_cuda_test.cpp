@@ -21,14 +21,9 @@
 #include "tests/kernels/convolution_cuda_test_util.h"
 #include "tests/support/cuda_test_util.h"
 
-namespace crema::kernels {
+namespace crema::kernels::conv_test {
 namespace {
 
-using conv_test::describe;
-using conv_test::expect_close;
-using conv_test::kNaN;
-using conv_test::random_values;
-using conv_test::upload;
 using cuda::GemmMath;
 
 // What the tensor cores see of an fp32 operand: TF32 (cvt.rna: to nearest, ties away from zero,
@@ -211,24 +206,24 @@ TEST(ConvolutionNhwcCuda, NchwVersionThroughTheEntryPoints) {
   };
   uint64_t seed = 300;
   for (const Conv2dGeometry& g : geometries) {
-    const conv_test::Problem p = conv_test::reference_problem(g, seed += 5);
+    const Problem p = reference_problem(g, seed += 5);
     for (GemmMath math : kMaths) {
-      conv_test::check_algorithm(ctx, p, conv_test::record("nhwc_implicit_gemm"), math);
+      check_algorithm(ctx, p, record("nhwc_implicit_gemm"), math);
     }
   }
   // The Tensor-level dispatch with the version pinned.
   const Conv2dGeometry g{2, 12, 11, 10, 20, 3, 3, 1, 1};
-  const conv_test::Problem p = conv_test::reference_problem(g, 77);
+  const Problem p = reference_problem(g, 77);
   Tensor x = ctx.empty({g.N, g.C, g.H, g.W}), w = ctx.empty({g.K, g.C, g.R, g.S}),
          bias = ctx.empty({g.K}), y = ctx.empty({g.N, g.K, g.P(), g.Q()});
   x.copy_from(Tensor::from_vector(x.shape(), p.x));
   w.copy_from(Tensor::from_vector(w.shape(), p.w));
   bias.copy_from(Tensor::from_vector(bias.shape(), p.bias));
   ctx.fill(y, kNaN);
-  conv2d_forward(ctx, g, x, w, &bias, y, ConvRequest::pin(conv_test::record("nhwc_implicit_gemm")));
+  conv2d_forward(ctx, g, x, w, &bias, y, ConvRequest::pin(record("nhwc_implicit_gemm")));
   ctx.synchronize();
   expect_close(y, p.y, describe(g) + " Tensor-level conv2d_forward, nhwc_implicit_gemm");
 }
 
 }  // namespace
-}  // namespace crema::kernels
+}  // namespace crema::kernels::conv_test

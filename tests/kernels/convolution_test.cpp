@@ -9,11 +9,13 @@
 #include "core/context.h"
 #include "core/error.h"
 #include "kernels/gemm/gemm.h"
+#include "tests/kernels/convolution_test_util.h"
 #include "tests/kernels/kernel_test_util.h"
 
 namespace crema::kernels {
 namespace {
 
+using conv_test::describe;
 using testing::count_nan;
 using testing::kNaN;
 using testing::rel_error;
@@ -36,15 +38,6 @@ double dot(const std::vector<double>& a, const std::vector<double>& b) {
 
 Tensor tensor_of(const Shape& shape, const std::vector<double>& values) {
   return Tensor::from_vector(shape, to_float(values));
-}
-
-std::string describe(const Conv2dGeometry& g) {
-  return "N=" + std::to_string(g.N) + " C=" + std::to_string(g.C) + " H=" + std::to_string(g.H) +
-         " W=" + std::to_string(g.W) + " K=" + std::to_string(g.K) + " R=" + std::to_string(g.R) +
-         " S=" + std::to_string(g.S) + " pad=" + std::to_string(g.pad_h) + "," +
-         std::to_string(g.pad_w) + " stride=" + std::to_string(g.stride_h) + "," +
-         std::to_string(g.stride_w) + " dilation=" + std::to_string(g.dilation_h) + "," +
-         std::to_string(g.dilation_w) + " groups=" + std::to_string(g.groups);
 }
 
 // Awkward geometries: N = 1, odd sizes, stride 2, padding 1 and 2, rectangular filters,
@@ -83,16 +76,6 @@ Data random_data(const Conv2dGeometry& g, Random& random) {
   return {random_doubles(random, g.N * g.C * g.H * g.W),
           random_doubles(random, g.K * (g.C / g.groups) * g.R * g.S), random_doubles(random, g.K),
           random_doubles(random, g.N * g.K * g.P() * g.Q())};
-}
-
-Shape x_shape(const Conv2dGeometry& g) {
-  return {g.N, g.C, g.H, g.W};
-}
-Shape w_shape(const Conv2dGeometry& g) {
-  return {g.K, g.C / g.groups, g.R, g.S};
-}
-Shape y_shape(const Conv2dGeometry& g) {
-  return {g.N, g.K, g.P(), g.Q()};
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -190,9 +173,9 @@ TEST(ConvolutionCpu, ForwardMatchesReference) {
       std::vector<double> expected(d.dy.size());
       ref::conv2d_forward(g, d.x.data(), d.w.data(), with_bias ? d.bias.data() : nullptr,
                           expected.data());
-      const Tensor x = tensor_of(x_shape(g), d.x), w = tensor_of(w_shape(g), d.w);
+      const Tensor x = tensor_of(g.x_shape(), d.x), w = tensor_of(g.w_shape(), d.w);
       const Tensor bias = tensor_of({g.K}, d.bias);
-      Tensor y = testing::poisoned(y_shape(g));
+      Tensor y = testing::poisoned(g.y_shape());
       conv2d_forward(ctx, g, x, w, with_bias ? &bias : nullptr, y);
       EXPECT_EQ(count_nan(y.to_vector()), 0) << describe(g);
       EXPECT_LT(rel_error(y.to_vector(), expected), kTolerance) << describe(g);
@@ -207,8 +190,8 @@ TEST(ConvolutionCpu, BackwardDataMatchesReferenceAndWritesAll) {
     const Data d = random_data(g, random);
     std::vector<double> expected(d.x.size());
     ref::conv2d_backward_data(g, d.dy.data(), d.w.data(), expected.data());
-    const Tensor dy = tensor_of(y_shape(g), d.dy), w = tensor_of(w_shape(g), d.w);
-    Tensor dx = testing::poisoned(x_shape(g));
+    const Tensor dy = tensor_of(g.y_shape(), d.dy), w = tensor_of(g.w_shape(), d.w);
+    Tensor dx = testing::poisoned(g.x_shape());
     conv2d_backward_data(ctx, g, dy, w, dx);
     EXPECT_EQ(count_nan(dx.to_vector()), 0) << describe(g);
     EXPECT_LT(rel_error(dx.to_vector(), expected), kTolerance) << describe(g);
@@ -223,8 +206,8 @@ TEST(ConvolutionCpu, BackwardFilterAccumulates) {
     const std::vector<double> start = random_doubles(random, int64_t(d.w.size()));
     std::vector<double> expected = start;
     ref::conv2d_backward_filter(g, d.x.data(), d.dy.data(), expected.data());
-    const Tensor x = tensor_of(x_shape(g), d.x), dy = tensor_of(y_shape(g), d.dy);
-    Tensor dw = tensor_of(w_shape(g), start);
+    const Tensor x = tensor_of(g.x_shape(), d.x), dy = tensor_of(g.y_shape(), d.dy);
+    Tensor dw = tensor_of(g.w_shape(), start);
     conv2d_backward_filter(ctx, g, x, dy, dw);
     EXPECT_LT(rel_error(dw.to_vector(), expected), kTolerance) << describe(g);
   }
@@ -238,7 +221,7 @@ TEST(ConvolutionCpu, BackwardBiasAccumulates) {
     const std::vector<double> start = random_doubles(random, g.K);
     std::vector<double> expected = start;
     ref::conv2d_backward_bias(g, d.dy.data(), expected.data());
-    const Tensor dy = tensor_of(y_shape(g), d.dy);
+    const Tensor dy = tensor_of(g.y_shape(), d.dy);
     Tensor db = tensor_of({g.K}, start);
     conv2d_backward_bias(ctx, g, dy, db);
     EXPECT_LT(rel_error(db.to_vector(), expected), kTolerance) << describe(g);
@@ -283,7 +266,7 @@ TEST(ConvolutionCpu, DoubleTensorsRunTheReference) {
   Context ctx;
   const Conv2dGeometry g = geometries()[3];
   const Data d = random_data(g, random);
-  Tensor x(x_shape(g), DType::f64), w(w_shape(g), DType::f64), y(y_shape(g), DType::f64);
+  Tensor x(g.x_shape(), DType::f64), w(g.w_shape(), DType::f64), y(g.y_shape(), DType::f64);
   std::copy(d.x.begin(), d.x.end(), x.data<double>());
   std::copy(d.w.begin(), d.w.end(), w.data<double>());
   conv2d_forward(ctx, g, x, w, nullptr, y);
@@ -344,10 +327,10 @@ TEST(ConvolutionTranspose, PassesMatchTheDefinition) {
       dw[wi] += x[xi] * dy[yi];
     });
 
-    const Tensor xt = tensor_of(y_shape(g), x), wt = tensor_of(w_shape(g), w);
-    const Tensor bt = tensor_of({g.C}, bias), dyt = tensor_of(x_shape(g), dy);
-    Tensor yt = testing::poisoned(x_shape(g)), dxt = testing::poisoned(y_shape(g));
-    Tensor dwt = tensor_of(w_shape(g), dw0), dbt = tensor_of({g.C}, db0);
+    const Tensor xt = tensor_of(g.y_shape(), x), wt = tensor_of(g.w_shape(), w);
+    const Tensor bt = tensor_of({g.C}, bias), dyt = tensor_of(g.x_shape(), dy);
+    Tensor yt = testing::poisoned(g.x_shape()), dxt = testing::poisoned(g.y_shape());
+    Tensor dwt = tensor_of(g.w_shape(), dw0), dbt = tensor_of({g.C}, db0);
     conv_transpose2d_forward(ctx, g, xt, wt, &bt, yt);
     conv_transpose2d_backward_data(ctx, g, dyt, wt, dxt);
     conv_transpose2d_backward_weights(ctx, g, xt, dyt, &dwt, &dbt);
@@ -357,7 +340,7 @@ TEST(ConvolutionTranspose, PassesMatchTheDefinition) {
     EXPECT_LT(rel_error(dbt.to_vector(), db), kTolerance) << describe(g);
 
     // Either parameter gradient alone (the other frozen) leaves the other untouched.
-    Tensor only_db = tensor_of({g.C}, db0), only_dw = tensor_of(w_shape(g), dw0);
+    Tensor only_db = tensor_of({g.C}, db0), only_dw = tensor_of(g.w_shape(), dw0);
     conv_transpose2d_backward_weights(ctx, g, xt, dyt, nullptr, &only_db);
     conv_transpose2d_backward_weights(ctx, g, xt, dyt, &only_dw, nullptr);
     EXPECT_EQ(only_db.to_vector(), dbt.to_vector()) << describe(g);
@@ -376,8 +359,8 @@ TEST(ConvolutionTranspose, DoubleTensorsRunTheReference) {
   for (size_t i = 0; i < expected.size(); ++i) expected[i] = bias[i / (g.H * g.W) % g.C];
   for_each_transposed_term(
       g, [&](int64_t xi, int64_t wi, int64_t yi) { expected[yi] += w[wi] * x[xi]; });
-  Tensor xt(y_shape(g), DType::f64), wt(w_shape(g), DType::f64), bt({g.C}, DType::f64);
-  Tensor yt(x_shape(g), DType::f64);
+  Tensor xt(g.y_shape(), DType::f64), wt(g.w_shape(), DType::f64), bt({g.C}, DType::f64);
+  Tensor yt(g.x_shape(), DType::f64);
   std::copy(x.begin(), x.end(), xt.data<double>());
   std::copy(w.begin(), w.end(), wt.data<double>());
   std::copy(bias.begin(), bias.end(), bt.data<double>());
@@ -434,9 +417,9 @@ TEST(ConvolutionGeometry, TensorShapeMismatchThrows) {
   Context ctx;
   const Conv2dGeometry g{2, 3, 6, 6, 4, 3, 3};
   Random random(41);
-  const Tensor x = testing::random_tensor(random, x_shape(g));
+  const Tensor x = testing::random_tensor(random, g.x_shape());
   const Tensor w_wrong = testing::random_tensor(random, {4, 3, 3, 2});
-  Tensor y(y_shape(g));
+  Tensor y(g.y_shape());
   try {
     conv2d_forward(ctx, g, x, w_wrong, nullptr, y);
     ADD_FAILURE() << "no error for a wrong filter shape";
@@ -444,7 +427,7 @@ TEST(ConvolutionGeometry, TensorShapeMismatchThrows) {
     EXPECT_NE(std::string(e.what()).find("[4, 3, 3, 3]"), std::string::npos) << e.what();
   }
   Tensor dx({2, 3, 6, 5});
-  EXPECT_THROW(conv2d_backward_data(ctx, g, y, testing::random_tensor(random, w_shape(g)), dx),
+  EXPECT_THROW(conv2d_backward_data(ctx, g, y, testing::random_tensor(random, g.w_shape()), dx),
                Error);
 }
 

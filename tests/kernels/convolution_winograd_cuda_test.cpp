@@ -2,7 +2,6 @@
 // the CPU path, on the 3x3 stride-1 geometries it runs; bit-identical repeats.
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -10,18 +9,8 @@
 #include "tests/kernels/convolution_cuda_test_util.h"
 #include "tests/support/cuda_test_util.h"
 
-namespace crema::kernels {
+namespace crema::kernels::conv_test {
 namespace {
-
-using conv_test::check_algorithm;
-using conv_test::cpu_problem;
-using conv_test::describe;
-using conv_test::DeviceTensors;
-using conv_test::Problem;
-using conv_test::record;
-using conv_test::reference_problem;
-using conv_test::upload;
-using conv_test::workspace_for;
 
 // Winograd (v5, v6) on the geometries it runs: N = 1, odd sizes, tiles past the edges (P or Q
 // not a multiple of 2 or 4, P = Q = 1), padding 0 to 3 (backward data: up to 2), groups, C and K
@@ -64,30 +53,9 @@ TEST(ConvolutionCuda, WinogradBatchesAgainstCpuAndRepeatable) {
   const Problem p = cpu_problem(g, 1700);
   for (const ConvAlgorithm* v : {&record("winograd_2x2"), &record("winograd_4x4")}) {
     check_algorithm(ctx, p, *v);
-    std::vector<float> first[3];
-    for (int run = 0; run < 2; ++run) {
-      DeviceTensors d(ctx, p);
-      d.dw.copy_from(upload(ctx, p.dw0));
-      float* ws = workspace_for(ctx, g, *v);
-      v->forward(g, d.x.data<float>(), d.w.data<float>(), d.bias.data<float>(), d.y.data<float>(),
-                 ws, ctx.stream(), cuda::GemmMath::fp32);
-      v->backward_data(g, d.dy.data<float>(), d.w.data<float>(), d.dx.data<float>(), ws,
-                       ctx.stream(), cuda::GemmMath::fp32);
-      v->backward_filter(g, d.x.data<float>(), d.dy.data<float>(), d.dw.data<float>(), nullptr, ws,
-                         ctx.stream(), cuda::GemmMath::fp32);
-      ctx.synchronize();
-      const std::vector<float> outs[3] = {d.y.to_vector(), d.dx.to_vector(), d.dw.to_vector()};
-      for (int i = 0; i < 3; ++i) {
-        if (run == 0) {
-          first[i] = outs[i];
-        } else {
-          EXPECT_EQ(std::memcmp(first[i].data(), outs[i].data(), outs[i].size() * sizeof(float)), 0)
-              << v->name << " output " << i << " (y, dx, dw)";
-        }
-      }
-    }
+    expect_repeatable(ctx, p, *v);
   }
 }
 
 }  // namespace
-}  // namespace crema::kernels
+}  // namespace crema::kernels::conv_test

@@ -10,9 +10,10 @@
 #include "core/error.h"
 #include "kernels/scale/scale.h"
 #include "tests/kernels/kernel_cuda_test_util.h"
+#include "tests/kernels/scale_test_util.h"
 #include "tests/support/cuda_test_util.h"
 
-namespace crema::kernels {
+namespace crema::kernels::scale_test {
 namespace {
 
 using testing::host_values;
@@ -20,26 +21,15 @@ using testing::host_values;
 const cuda::ReduceVersion kVersions[] = {cuda::ReduceVersion::block_per_channel,
                                          cuda::ReduceVersion::split};
 
-struct Case {
-  int64_t outer, C, inner;
-};
-
-std::string str(const Case& c) {
-  return std::to_string(c.outer) + "x" + std::to_string(c.C) + "x" + std::to_string(c.inner);
-}
-
 TEST(ScaleCuda, EveryVersionMatchesReference) {
   CREMA_REQUIRE_CUDA();
   Context ctx(Device::cuda(0));
   const Case cases[] = {{1, 1, 1},  {2, 3, 5},     {1, 7, 1},      {5, 1, 33},
                         {3, 20, 1}, {64, 20, 576}, {2, 1, 100003}, {4, 2000, 3}};
   for (const Case& c : cases) {
-    Random rng(uint64_t(c.outer * 7 + c.C * 3 + c.inner));
     const int64_t n = c.outer * c.C * c.inner;
-    const Tensor x = testing::random_tensor(rng, {n}), dy = testing::random_tensor(rng, {n});
-    const Tensor s = testing::random_tensor(rng, {c.C}), b = testing::random_tensor(rng, {c.C});
-    const std::vector<double> xd = testing::to_double(x), dyd = testing::to_double(dy),
-                              sd = testing::to_double(s), bd = testing::to_double(b);
+    const auto [x, dy, s, b, xd, dyd, sd, bd] =
+        random_inputs(c, uint64_t(c.outer * 7 + c.C * 3 + c.inner));
     const Tensor xg = testing::to_device(ctx, x), dyg = testing::to_device(ctx, dy);
     const Tensor sg = testing::to_device(ctx, s), bg = testing::to_device(ctx, b);
     SCOPED_TRACE(str(c));
@@ -110,4 +100,4 @@ TEST(ScaleCuda, DispatchMatchesCpu) {
 }
 
 }  // namespace
-}  // namespace crema::kernels
+}  // namespace crema::kernels::scale_test

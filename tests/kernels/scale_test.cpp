@@ -12,20 +12,14 @@
 
 #include "core/error.h"
 #include "tests/kernels/kernel_test_util.h"
+#include "tests/kernels/scale_test_util.h"
 
-namespace crema::kernels {
+namespace crema::kernels::scale_test {
 namespace {
 
 using testing::kNaN;
 
-struct Case {
-  int64_t outer, C, inner;
-};
 const Case kCases[] = {{1, 1, 1}, {2, 3, 5}, {1, 7, 1}, {5, 1, 33}, {4, 16, 49}, {3, 20, 1}};
-
-std::string str(const Case& c) {
-  return std::to_string(c.outer) + "x" + std::to_string(c.C) + "x" + std::to_string(c.inner);
-}
 
 TEST(Scale, ReferenceByHand) {
   // x [1, 2, 2]: channel 0 = {1, 2}, channel 1 = {3, 4}; scale {2, -1}, bias {0.5, 1}.
@@ -44,12 +38,9 @@ TEST(Scale, ReferenceByHand) {
 TEST(Scale, CpuMatchesReference) {
   for (const Case& c : kCases) {
     SCOPED_TRACE(str(c));
-    Random rng(uint64_t(c.outer * 100 + c.C * 10 + c.inner));
     const int64_t n = c.outer * c.C * c.inner;
-    const Tensor x = testing::random_tensor(rng, {n}), dy = testing::random_tensor(rng, {n});
-    const Tensor s = testing::random_tensor(rng, {c.C}), b = testing::random_tensor(rng, {c.C});
-    const std::vector<double> xd = testing::to_double(x), dyd = testing::to_double(dy),
-                              sd = testing::to_double(s), bd = testing::to_double(b);
+    const auto [x, dy, s, b, xd, dyd, sd, bd] =
+        random_inputs(c, uint64_t(c.outer * 100 + c.C * 10 + c.inner));
     std::vector<double> want(static_cast<size_t>(n)), sums(size_t(c.C));
     ref::scale_forward(c.outer, c.C, c.inner, xd.data(), sd.data(), bd.data(), want.data());
     Tensor y = testing::poisoned({n});
@@ -120,4 +111,4 @@ TEST(Scale, Errors) {
 }
 
 }  // namespace
-}  // namespace crema::kernels
+}  // namespace crema::kernels::scale_test
