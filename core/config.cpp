@@ -245,7 +245,32 @@ const ConfigNode& ConfigNode::at(const std::string& key) const {
       if (entry.key == key) return entry.value;
     }
   }
+  const std::string typo = misspelling_of(key);
+  if (!typo.empty()) {
+    fail_at_key(typo, "unknown key '" + typo + "' in " +
+                          (path().empty() ? std::string("the config") : path()) +
+                          " (did you mean '" + key + "'? it is required)");
+  }
   fail(subject(*this) + "missing required key '" + key + "'");
+}
+
+std::string ConfigNode::misspelling_of(const std::string& key) const {
+  if (!is_map()) return "";
+  for (const MapEntry& entry : map_) {
+    if (known_keys_.count(entry.key) == 0 && closest_match(entry.key, {key}) == key) {
+      return entry.key;
+    }
+  }
+  return "";
+}
+
+void ConfigNode::fail_at_key(const std::string& key, const std::string& message) const {
+  for (const MapEntry& entry : map_) {
+    if (entry.key != key) continue;
+    const std::string where = entry.key_location.str();
+    throw Error(where.empty() ? message : where + ": " + message);
+  }
+  fail(message);
 }
 
 template <class T>

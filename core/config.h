@@ -61,7 +61,10 @@ class ConfigNode {
   // --- maps ----------------------------------------------------------------------------
   // Each of these records `key` as known to this node (for check_no_unknown_keys).
   bool has(const std::string& key) const;
-  const ConfigNode& at(const std::string& key) const;  // error naming the node if missing
+  // Error naming the node if missing ("model: missing required key 'layers'"), or naming the
+  // misspelled key written instead ("unknown key 'layres' in model (did you mean 'layers'? it is
+  // required)").
+  const ConfigNode& at(const std::string& key) const;
   template <class T>
   T get(const std::string& key) const {
     return at(key).as<T>();
@@ -76,6 +79,13 @@ class ConfigNode {
   std::vector<std::string> keys() const;  // in file order
   // Marks `key` as known without reading it (keys handled elsewhere, e.g. `_base_`).
   void allow(const std::string& key) const;
+  // For a missing required `key`: the key written here that no reader asked for and that looks
+  // like a misspelling of `key` ("num_ouput" for "num_output"), or "" when there is none. A
+  // misspelled required key is then reported as what it is, not as a missing one.
+  std::string misspelling_of(const std::string& key) const;
+  // Throws crema::Error prefixed with the location of the map key `key` (where it was written):
+  // "x.yaml:7:47: <message>".
+  [[noreturn]] void fail_at_key(const std::string& key, const std::string& message) const;
   // Throws crema::Error for the first key present here that was never asked for:
   //   "x.yaml:7:5: unknown key 'strid' in layer 'conv1' (did you mean 'stride'?)"
   // `what` names the node for the message ("layer 'conv1'", "solver").

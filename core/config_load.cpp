@@ -263,6 +263,10 @@ void apply_override(ConfigNode& root, const std::string& override_text) {
 ConfigNode load_config(const std::string& path, const std::vector<std::string>& overrides) {
   std::vector<std::pair<std::string, std::string>> chain;
   ConfigNode root = load_resolved(path, nullptr, chain);
+  if (root.keys().empty()) {
+    throw Error(path + ": the config is empty (no keys, or only comments); a config holds " +
+                "model, data and solver: configs/README.md");
+  }
   for (const std::string& override_text : overrides) apply_override(root, override_text);
   drop_replace_markers(root);
   ConfigBuilder::assign_paths(root, "");

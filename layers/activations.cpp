@@ -11,6 +11,7 @@
 #include <string>
 
 #include "kernels/activations/pointwise.h"
+#include "layers/key_error.h"
 #include "layers/register_layers.h"
 
 namespace crema {
@@ -107,7 +108,7 @@ class ClipLayer final : public PointwiseLayer {
   explicit ClipLayer(const LayerSpec& spec) : PointwiseLayer(spec, kernels::ActivationKind::clip) {
     const ConfigNode& node = *spec.node;
     for (const char* key : {"min", "max"}) {
-      if (!node.has(key)) fail(std::string("key '") + key + "' is required (Clip: min, max)");
+      if (!node.has(key)) fail_missing_key(spec, key, "required (Clip: min, max)");
     }
     activation_.min = node.get<float>("min");
     activation_.max = node.get<float>("max");

@@ -82,7 +82,8 @@ class RecurrentLayer final : public Layer {
   explicit RecurrentLayer(const LayerSpec& spec) : Layer(spec) {
     const ConfigNode& node = *spec.node;
     g_.cell = read_cell(spec);
-    if (!node.has("num_output")) fail_at_key(spec, "num_output", "required: the hidden size H");
+    if (!node.has("num_output"))
+      fail_missing_key(spec, "num_output", "required: the hidden size H");
     g_.H = node.get<int64_t>("num_output");
     if (g_.H < 1) {
       fail_at_key(spec, "num_output", "must be at least 1, got " + std::to_string(g_.H));

@@ -77,7 +77,8 @@ class ReshapeLayer final : public ViewLayer {
  public:
   explicit ReshapeLayer(const LayerSpec& spec) : ViewLayer(spec) {
     const ConfigNode& node = *spec.node;
-    if (!node.has("shape")) fail_at_key(spec, "shape", "required: the top's shape, e.g. [0, -1]");
+    if (!node.has("shape"))
+      fail_missing_key(spec, "shape", "required: the top's shape, e.g. [0, -1]");
     const ConfigNode& shape = node.at("shape");
     if (shape.is_map()) {
       dims_ = shape.get_list<int64_t>("dim");

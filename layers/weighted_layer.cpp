@@ -81,14 +81,14 @@ std::pair<int64_t, int64_t> read_spatial(const LayerSpec& spec, const std::strin
             checked(spec, key_w, node.get<int64_t>(key_w), minimum)};
   }
   if (!fallback) {
-    fail_at_key(spec, key, "required (or " + key_h + " and " + key_w + ")");
+    fail_missing_key(spec, key, "required (or " + key_h + " and " + key_w + ")");
   }
   return *fallback;
 }
 
 ConvolutionKeys::ConvolutionKeys(const LayerSpec& spec) {
   const ConfigNode& node = *spec.node;
-  if (!node.has("num_output")) fail_at_key(spec, "num_output", "required");
+  if (!node.has("num_output")) fail_missing_key(spec, "num_output", "required");
   num_output = checked(spec, "num_output", node.get<int64_t>("num_output"), 1);
   std::tie(kernel_h, kernel_w) = read_spatial(spec, "kernel_size", "kernel", std::nullopt, 1);
   std::tie(stride_h, stride_w) = read_spatial(spec, "stride", "stride", Size2{1, 1}, 1);

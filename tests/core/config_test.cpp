@@ -176,6 +176,24 @@ TEST(ConfigKeys, GetWithDefaultsAndMissingKeys) {
             "x.yaml:1:7: name: expected a map, got 'lenet'");
 }
 
+// A required key written with a typo is reported as the unknown key it is, at its own place,
+// not as missing (a `num_ouput:` used to say `num_output: required`).
+TEST(ConfigKeys, MisspelledRequiredKeyIsNamed) {
+  const ConfigNode root = parse_config("name: x\nmodle: {layres: []}\n", "m.yaml");
+  root.get<std::string>("name");
+  EXPECT_EQ(error_of([&] { root.at("model"); }),
+            "m.yaml:2:1: unknown key 'modle' in the config (did you mean 'model'? it is required)");
+  const ConfigNode& model = root.at("modle");
+  EXPECT_EQ(error_of([&] { model.at("layers"); }),
+            "m.yaml:2:9: unknown key 'layres' in modle (did you mean 'layers'? it is required)");
+  EXPECT_EQ(model.misspelling_of("solver"), "");
+  // A key some reader already asked for is no misspelling of another.
+  const ConfigNode read = parse_config("strides: 2\n", "r.yaml");
+  read.get<int>("strides");
+  EXPECT_EQ(read.misspelling_of("stride"), "");
+  EXPECT_EQ(error_of([&] { read.at("stride"); }), "r.yaml:1:1: missing required key 'stride'");
+}
+
 TEST(ConfigKeys, GetListForms) {
   const ConfigNode root = parse_config(
       "one: data\nmany: [ip2, label]\nnone: []\nnull_value:\nnested: [[1]]\nints: [1, 2, 3]\n",
@@ -375,6 +393,12 @@ TEST_F(ConfigBase, CycleMissingFileAndBadBaseAreErrors) {
   const std::string bad = write("bad.yaml", "_base_: {file: a.yaml}\n");
   EXPECT_EQ(error_of([&] { load_config(bad); }),
             bad + ":1:9: _base_: expected a file name or a list of file names, got a map");
+  for (const char* text : {"", "  \n\n", "# only a comment\n"}) {
+    const std::string empty = write("empty.yaml", text);
+    EXPECT_EQ(error_of([&] { load_config(empty); }),
+              empty + ": the config is empty (no keys, or only comments); a config holds model, " +
+                  "data and solver: configs/README.md");
+  }
   const std::string scalar = write("scalar.yaml", "just text\n");
   EXPECT_EQ(error_of([&] { load_config(scalar); }),
             scalar +

@@ -34,6 +34,15 @@ TEST(ConvolutionLayer, MissingKernelSizeIsAnError) {
                      {"kernel_size"});
 }
 
+// The issue-22 case: a misspelled required key is named as the unknown key it is.
+TEST(ConvolutionLayer, MisspelledNumOutputIsNamed) {
+  expect_layer_error("{name: c, type: Convolution, num_ouput: 3, kernel_size: 3}", {{1, 1, 4, 4}},
+                     {"layer 'c' (Convolution): unknown key 'num_ouput' (did you mean "
+                      "'num_output'? it is required)"});
+  expect_layer_error("{name: c, type: Convolution, num_output: 3, kernel_sise: 3}",
+                     {{1, 1, 4, 4}}, {"unknown key 'kernel_sise' (did you mean 'kernel_size'?"});
+}
+
 TEST(ConvolutionLayer, CaffeSeparateHeightAndWidthKeys) {
   Context ctx;
   LayerHarness h(

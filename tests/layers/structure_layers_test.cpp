@@ -209,6 +209,9 @@ TEST(ReshapeLayer, BadShapesAreConfigErrors) {
   expect_layer_error("{name: re, type: Reshape, shape: [2], axis: 1, num_axes: 3}", {{2, 3}},
                      {"layer 're'", "num_axes"});
   expect_layer_error("{name: re, type: Reshape}", {{2, 3}}, {"layer 're'", "shape", "required"});
+  expect_layer_error("{name: re, type: Reshape, shap: [0, -1]}", {{2, 3}},
+                     {"layer 're' (Reshape): unknown key 'shap' (did you mean 'shape'? it is "
+                      "required)"});
 }
 
 TEST(ReshapeLayer, DoesNotRunInPlace) {
