@@ -57,7 +57,8 @@ Tensor::Tensor(Shape shape, DType dtype, Device device, Allocator* allocator)
 Tensor Tensor::from_vector(Shape shape, const std::vector<float>& values) {
   Tensor t(std::move(shape));
   CREMA_CHECK(size_t(t.numel()) == values.size(), "from_vector: shape and value count differ");
-  std::memcpy(t.raw(), values.data(), t.nbytes());
+  // An empty vector's data() may be null, which memcpy may not be given even for 0 bytes.
+  if (t.nbytes() > 0) std::memcpy(t.raw(), values.data(), t.nbytes());
   return t;
 }
 
