@@ -15,7 +15,8 @@
 //
 // Anything the user should fix ends with one line "crema: error: ..." and exit code 2. A training
 // run stopped by Ctrl-C or SIGTERM (after writing its checkpoint) exits with 130 or 143, as
-// shells report those signals. `crema bench` exits with 1 when a version fails its check.
+// shells report those signals; one stopped by a non-finite loss or gradient (solver.on_nonfinite)
+// exits with 3. `crema bench` exits with 1 when a version fails its check.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -156,6 +157,7 @@ int main(int argc, char** argv) {
     if (*train) {
       const crema::TrainSummary result = crema::train_command(options, std::cout);
       if (result.interrupted) return 128 + result.signal;
+      if (result.diverged) return 3;
     }
     if (*test) crema::test_command(options, std::cout);
     if (*summary) crema::summary_command(options, std::cout);

@@ -92,6 +92,16 @@ class Net {
   };
   Memory memory() const;
 
+  // Divergence diagnosis, run once after a non-finite loss or gradient was seen (each reads
+  // values back to the host, so it is slow and never part of a step).
+  // Re-runs forward layer by layer on the inputs the net holds and returns the name of the first
+  // layer whose top then holds a NaN or an infinity ("" when none does).
+  std::string first_nonfinite_layer(Context& ctx);
+  // The name of the first learnable parameter whose gradient (or value) holds a NaN or an
+  // infinity, in learnable_params order ("" when none does).
+  std::string first_nonfinite_grad() const;
+  std::string first_nonfinite_param() const;
+
   // Per-layer access for `crema time`.
   size_t num_layers() const { return layers_.size(); }
   Layer& layer(size_t i) { return *layers_[i]; }
@@ -124,8 +134,8 @@ class Net {
   std::vector<std::unique_ptr<Layer>> layers_;
   std::vector<Wiring> wiring_;
   std::vector<bool> runs_backward_;
-  std::vector<bool> blob_needs_grad_;         // by blob index
-  std::vector<size_t> grads_to_zero_;         // blobs whose consumers write no gradient
+  std::vector<bool> blob_needs_grad_;  // by blob index
+  std::vector<size_t> grads_to_zero_;  // blobs whose consumers write no gradient
   std::vector<Param*> learnable_;
   std::vector<Buffer*> buffers_;
   std::vector<std::pair<Blob*, float>> loss_tops_;

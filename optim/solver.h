@@ -51,6 +51,9 @@ class Solver {
   // gradients of the updated parameters.
   void step(const std::vector<Param*>& params, int64_t iter, Context& ctx);
   double learning_rate(int64_t iter) const { return config_.lr_policy.rate(config_.base_lr, iter); }
+  // Multiplies base_lr, and with it every later learning rate, by `factor` (a training run that
+  // rolls back after a non-finite step lowers its learning rate so).
+  void scale_learning_rate(double factor) { config_.base_lr *= factor; }
   // Forward/backward passes per step; step divides the accumulated gradients by it.
   int iter_size() const { return config_.iter_size; }
   const SolverConfig& config() const { return config_; }

@@ -15,7 +15,21 @@
 // in the data stream (a pure function of seed, epoch and index, see data/loader.h), the random
 // generator's state and the display window still open -- so on the CPU a resumed run logs the
 // same losses, bit for bit, as one that was never interrupted.
+//
+// Divergence (solver.on_nonfinite): a NaN or an infinity in the loss or a gradient is detected
+// on sums the device already keeps, so detection costs no extra synchronization where it is not
+// needed. With `stop` (the default) the display window's loss sum is read at each display line,
+// as it always was, and the step's parameters are checked before each checkpoint, so no
+// checkpoint holds a diverged run. `skip` and `rollback` must know before the solver step, so
+// each step then also sums every gradient into one device scalar (a sum holds a NaN or an
+// infinity when an element does) and reads it and the loss sum back: one synchronization per
+// step, which stalls the GPU's queue for a moment but adds no work to the captured graph. Once
+// found, the culprit is named by re-running forward layer by layer on the same batch
+// (Net::first_nonfinite_layer) and scanning the gradients: slow, but it happens once.
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -52,6 +66,26 @@ struct StepGraph {
   ~StepGraph() { gpu::destroy_graph(exec); }
 };
 
+// The test hook of divergence handling: CREMA_TEST_NAN_AT=K fills the first net input with NaN
+// in iteration K (counted from 1), CREMA_TEST_NAN_TIMES=N (default 1) times in all, so a rollback
+// that runs iteration K again meets it again until N is spent. Tests set it; runs never do.
+class NanInjection {
+ public:
+  NanInjection() {
+    if (const char* at = std::getenv("CREMA_TEST_NAN_AT")) iteration_ = std::atoll(at);
+    const char* times = std::getenv("CREMA_TEST_NAN_TIMES");
+    times_left_ = times ? std::atoll(times) : 1;
+  }
+  bool due(int64_t iteration) {
+    if (iteration != iteration_ || times_left_ == 0) return false;
+    --times_left_;
+    return true;
+  }
+
+ private:
+  int64_t iteration_ = 0, times_left_ = 0;
+};
+
 class TrainingRun {
  public:
   TrainingRun(const ConfigNode& config, Context& ctx, const LayerRegistry& layers,
@@ -59,9 +93,14 @@ class TrainingRun {
   TrainSummary run();
 
  private:
-  void step(int64_t iter);
+  bool step(int64_t iter);
+  bool step_is_finite();
+  bool handle_nonfinite(int64_t& iter, const std::string& found, bool step_undone);
+  std::string diagnose();
+  void roll_back(int64_t& iter);
+  TrainSummary stop_diverged(int64_t done);
   Scalars test(int64_t done);
-  void save(int64_t done, bool test_pending);
+  bool save(int64_t done, bool test_pending);
   void print_start();
   void print_end();
   double epoch() const { return double(position_) / double(train_loader_->batches_per_epoch()); }
@@ -83,7 +122,11 @@ class TrainingRun {
 
   InputFeeder feeder_;
   StepGraph graph_;
-  int64_t position_ = 0;  // training batches fed so far: the data stream's position
+  NanInjection test_nan_;
+  Tensor grad_sum_, grad_flag_;  // device scalars of the per-step gradient check
+  float loss_before_ = 0.0f;     // the loss sum before the step being checked
+  std::string stop_report_;      // what stopped a diverged run
+  int64_t position_ = 0;         // training batches fed so far: the data stream's position
   int64_t first_iter_ = 0, images_here_ = 0;
   double wait_at_start_ = 0.0;
   TrainSummary summary_;
@@ -148,19 +191,24 @@ TrainingRun::TrainingRun(const ConfigNode& config, Context& ctx, const LayerRegi
   progress_ = std::make_unique<Progress>(
       ctx_, *log_, *metrics_, *solver_,
       Progress::Plan{loop_.max_iter, loop_.display, train_loader_->batches_per_epoch(),
-                     train_net_->batch_size(), solver_->iter_size(), start_.run_dir},
+                     train_net_->batch_size(), solver_->iter_size()},
       state_);
 }
 
 // iter_size forward/backward passes, then one solver step. The step's losses are summed on the
 // device and read back once per display window, so a GPU step never waits for the host. With
 // cuda_graph (GPU only) forward, backward and the loss sum are captured once, at this process's
-// second pass (the first allocates every buffer), and replayed.
-void TrainingRun::step(int64_t iter) {
+// second pass (the first allocates every buffer), and replayed. Returns false, the update not
+// applied, when on_nonfinite is skip or rollback and the loss or a gradient is not finite.
+bool TrainingRun::step(int64_t iter) {
   const bool use_graph = ctx_.device().is_cuda() && loop_.cuda_graph;
+  const bool check = loop_.on_nonfinite != OnNonfinite::stop;
   Tensor& loss_sum = progress_->loss_sum();
+  if (check) loss_before_ = loss_sum.to_vector()[0];
   for (int k = 0; k < solver_->iter_size(); ++k) {
     feeder_.feed(*train_net_);
+    if (test_nan_.due(iter + 1))
+      ctx_.fill(train_net_->blob(train_net_->inputs()[0].first).value, NAN);
     ++position_;
     images_here_ += train_net_->batch_size();
     state_.window_images += train_net_->batch_size();
@@ -184,8 +232,110 @@ void TrainingRun::step(int64_t iter) {
       forward_backward();
     }
   }
+  if (check && !step_is_finite()) return false;
   solver_->step(train_net_->learnable_params(), iter, ctx_);
   ++state_.window_iterations;
+  return true;
+}
+
+// The per-step check: every gradient summed into one device scalar, read back with the loss sum.
+bool TrainingRun::step_is_finite() {
+  if (!grad_flag_.defined()) grad_sum_ = ctx_.zeros({}), grad_flag_ = ctx_.zeros({});
+  ctx_.fill(grad_flag_, 0.0f);
+  for (const Param* p : train_net_->learnable_params()) {
+    if (p->frozen()) continue;
+    kernels::sum(ctx_, p->grad, grad_sum_);
+    kernels::axpy(ctx_, 1.0f, grad_sum_, grad_flag_);
+  }
+  return std::isfinite(progress_->loss_sum().to_vector()[0]) &&
+         std::isfinite(grad_flag_.to_vector()[0]);
+}
+
+// "layer 'conv1' is the first whose output is not finite (forward); conv1.weight is the first
+// parameter whose gradient is not finite (backward)", from the net as the step left it.
+std::string TrainingRun::diagnose() {
+  std::vector<std::string> parts;
+  const std::string grad = train_net_->first_nonfinite_grad();
+  const std::string value = train_net_->first_nonfinite_param();
+  const std::string layer = train_net_->first_nonfinite_layer(ctx_);
+  if (!layer.empty())
+    parts.push_back("layer '" + layer + "' is the first whose output is not finite (forward)");
+  if (!grad.empty())
+    parts.push_back(grad + " is the first parameter whose gradient is not finite (backward)");
+  if (!value.empty()) parts.push_back(value + " is the first parameter whose value is not finite");
+  if (parts.empty()) return "this batch now runs forward finite";
+  std::string text;
+  for (const std::string& p : parts) text += (text.empty() ? "" : "; ") + p;
+  return text;
+}
+
+// Applies solver.on_nonfinite to a non-finite loss or gradient `found` in iteration `iter` + 1.
+// `step_undone`: the step's update was not applied (the per-step check), so it can be skipped.
+// Returns false when the run must stop; after a rollback `iter` is the checkpoint's iteration - 1.
+bool TrainingRun::handle_nonfinite(int64_t& iter, const std::string& found, bool step_undone) {
+  const std::string report = fmt::format("{} at iteration {}: {}", found, iter + 1, diagnose());
+  if (loop_.on_nonfinite == OnNonfinite::skip && step_undone) {
+    train_net_->zero_param_grads(ctx_);
+    ctx_.fill(progress_->loss_sum(), loss_before_);
+    ++summary_.skipped_steps;
+    log_->print(fmt::format("skipped: {}; the update was not applied ({} step(s) skipped so far)",
+                            report, summary_.skipped_steps));
+    return true;
+  }
+  const bool can_roll_back = loop_.on_nonfinite == OnNonfinite::rollback &&
+                             summary_.rollbacks < loop_.max_rollbacks &&
+                             std::filesystem::exists(start_.run_dir + "/checkpoints/last");
+  if (!can_roll_back) {
+    stop_report_ = report;
+    return false;
+  }
+  roll_back(iter);
+  log_->print(fmt::format("rolled back: {}; reloaded {}, learning rate x {} (rollback {} of {})",
+                          report, summary_.checkpoint, loop_.rollback_lr_factor, summary_.rollbacks,
+                          loop_.max_rollbacks));
+  return true;
+}
+
+// Reloads the last checkpoint (weights, solver state, layers' run state, the random generator,
+// the data position and the display window) and lowers the learning rate.
+void TrainingRun::roll_back(int64_t& iter) {
+  const std::string dir = find_checkpoint(start_.run_dir);
+  const Checkpoint saved = read_checkpoint(dir);
+  train_net_->zero_param_grads(ctx_);
+  restore_exactly(net_tensors(*train_net_), saved.model, dir + "/model.safetensors", "the model");
+  restore_exactly(solver_->state(train_net_->learnable_params(), ctx_), saved.solver,
+                  dir + "/solver.safetensors", "the solver");
+  restore_exactly(layer_state(*train_net_), saved.layers, dir + "/layers.safetensors",
+                  "the layers' run state");
+  ctx_.random().set_state(saved.state.rng);
+  const std::string model = state_.model;
+  state_ = saved.state;
+  state_.model = model;
+  position_ = state_.data_position;
+  const int64_t per_epoch = train_loader_->batches_per_epoch();
+  train_loader_->seek(position_ / per_epoch, position_ % per_epoch);
+  feeder_.feed(*train_net_);  // drops the batch staged for the abandoned next iteration
+  feeder_.stage(train_loader_->next());
+  solver_->scale_learning_rate(loop_.rollback_lr_factor);
+  progress_->rewind(state_.iteration);
+  ++summary_.rollbacks;
+  summary_.checkpoint = dir;
+  iter = state_.iteration - 1;
+}
+
+// Ends a run that met a non-finite value it may not skip or roll back from: its last checkpoint
+// stays as it was, and `crema train` exits with 3.
+TrainSummary TrainingRun::stop_diverged(int64_t done) {
+  const bool kept = std::filesystem::exists(start_.run_dir + "/checkpoints/last");
+  summary_.checkpoint = kept ? find_checkpoint(start_.run_dir) : "";
+  log_->print(fmt::format("stopped: {}; {}. Lower solver.base_lr or check the data", stop_report_,
+                          kept ? "the last good checkpoint is " + summary_.checkpoint
+                               : "no checkpoint was written before"));
+  summary_.diverged = true;
+  summary_.iterations = done;
+  summary_.first_loss = progress_->first_loss();
+  summary_.last_loss = progress_->last_loss();
+  return summary_;
 }
 
 Scalars TrainingRun::test(int64_t done) {
@@ -199,18 +349,23 @@ Scalars TrainingRun::test(int64_t done) {
   return results;
 }
 
-void TrainingRun::save(int64_t done, bool test_pending) {
+// Writes a checkpoint after iteration `done`; returns false, writing nothing, when the loss sum or
+// a parameter is not finite: a checkpoint never holds a diverged run.
+bool TrainingRun::save(int64_t done, bool test_pending) {
   const auto begin = Clock::now();
+  const float loss_sum = progress_->loss_sum().to_vector()[0];
+  if (!std::isfinite(loss_sum) || !train_net_->first_nonfinite_param().empty()) return false;
   state_.iteration = done;
   state_.data_position = position_;
   state_.rng = ctx_.random().state();
-  state_.loss_sum = progress_->loss_sum().to_vector()[0];
+  state_.loss_sum = loss_sum;
   state_.test_pending = test_pending;
   kernels::save_algorithm_cache(options_.algo_cache, ctx_.algorithm_cache());
   summary_.checkpoint = write_checkpoint(start_.run_dir, *train_net_,
                                          solver_->state(train_net_->learnable_params(), ctx_),
                                          layer_state(*train_net_), state_);
   progress_->pause_since(begin);
+  return true;
 }
 
 void TrainingRun::print_start() {
@@ -270,16 +425,33 @@ TrainSummary TrainingRun::run() {
     test(first_iter_);
     save(first_iter_, false);
   }
+  // A rollback needs a checkpoint to go back to, before the first snapshot too.
+  if (loop_.on_nonfinite == OnNonfinite::rollback && !start_.resumed) save(0, false);
 
+  const std::string loss_not_finite =
+      loop_.display == 1 ? "the loss is not finite"
+                         : "the loss summed since the last display line is not finite";
   feeder_.stage(train_loader_->next());
   for (int64_t iter = first_iter_; iter < loop_.max_iter; ++iter) {
-    step(iter);
+    if (!step(iter)) {
+      if (!handle_nonfinite(iter, "the loss or a gradient is not finite", true)) {
+        return stop_diverged(iter);
+      }
+      if (loop_.on_nonfinite == OnNonfinite::rollback) continue;
+    }
     const int64_t done = iter + 1;
-    progress_->after_step(done, position_);
+    if (!progress_->after_step(done, position_)) {
+      if (!handle_nonfinite(iter, loss_not_finite, false)) return stop_diverged(done);
+      continue;
+    }
     if (done == loop_.max_iter) break;
     const bool test_due = loop_.test_interval > 0 && done % loop_.test_interval == 0;
     if (interrupt.requested() || done == options_.stop_after) {
-      save(done, test_due);
+      if (!save(done, test_due)) {
+        stop_report_ =
+            fmt::format("a parameter is not finite at iteration {}: {}", done, diagnose());
+        return stop_diverged(done);
+      }
       log_->print(
           fmt::format("{} after iteration {}: checkpoint {}; continue with "
                       "crema train {} --resume {}",
@@ -298,7 +470,10 @@ TrainSummary TrainingRun::run() {
     const bool new_best =
         state_.best && (!best_before || best_before->iteration != state_.best->iteration);
     const bool snapshot_due = loop_.snapshot_interval > 0 && done % loop_.snapshot_interval == 0;
-    if (snapshot_due || new_best) save(done, false);
+    if ((snapshot_due || new_best) && !save(done, false) &&
+        !handle_nonfinite(iter, "a parameter is not finite", false)) {
+      return stop_diverged(done);
+    }
   }
   ctx_.synchronize();
   const double seconds = progress_->train_seconds();
@@ -308,7 +483,11 @@ TrainSummary TrainingRun::run() {
   summary_.images_per_second = double(images_here_) / seconds;
   summary_.data_wait_share = (train_loader_->wait_seconds() - wait_at_start_) / seconds;
   summary_.final_test = test(loop_.max_iter);
-  save(loop_.max_iter, false);
+  if (!save(loop_.max_iter, false)) {
+    stop_report_ =
+        fmt::format("a parameter is not finite at iteration {}: {}", loop_.max_iter, diagnose());
+    return stop_diverged(loop_.max_iter);
+  }
   train_net_->save_weights(start_.run_dir + "/final.safetensors");
   print_end();
   return summary_;

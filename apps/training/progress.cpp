@@ -6,8 +6,6 @@
 
 #include <fmt/format.h>
 
-#include "core/error.h"
-
 namespace crema::training {
 namespace {
 
@@ -36,6 +34,10 @@ Progress::Progress(Context& ctx, RunLog& log, MetricsLog& metrics, const Solver&
 
 void Progress::start(int64_t first_iter) {
   loss_sum_ = ctx_.zeros({});  // a scalar, like the loss tops
+  rewind(first_iter);
+}
+
+void Progress::rewind(int64_t first_iter) {
   ctx_.fill(loss_sum_, state_.loss_sum);
   first_iter_ = first_iter;
   start_ = window_start_ = live_at_ = Clock::now();
@@ -58,12 +60,13 @@ void Progress::pause_since(Clock::time_point begin) {
   live_at_ += pause;
 }
 
-void Progress::after_step(int64_t done, int64_t position) {
+bool Progress::after_step(int64_t done, int64_t position) {
   const int64_t per_epoch = plan_.batches_per_epoch;
   const bool epoch_ended = position / per_epoch != (position - plan_.iter_size) / per_epoch;
   draw_live(done, position, epoch_ended || done == plan_.max_iter);
   if (epoch_ended || done == plan_.max_iter) log_.end_live();
-  if (done % plan_.display == 0 || done == plan_.max_iter) display(done, position);
+  if (done % plan_.display == 0 || done == plan_.max_iter) return display(done, position);
+  return true;
 }
 
 void Progress::draw_live(int64_t done, int64_t position, bool force) {
@@ -92,14 +95,11 @@ void Progress::draw_live(int64_t done, int64_t position, bool force) {
   live_iters_base_ = state_.window_iterations;
 }
 
-void Progress::display(int64_t done, int64_t position) {
-  const double mean_loss = double(loss_sum_.to_vector()[0]) / double(state_.window_iterations);
-  if (!std::isfinite(mean_loss)) {
-    throw Error(
-        fmt::format("the loss became {} by iteration {}; lower solver.base_lr or check the "
-                    "data (checkpoints written before stay in {}/checkpoints)",
-                    mean_loss, done, plan_.run_dir));
-  }
+bool Progress::display(int64_t done, int64_t position) {
+  const double sum = double(loss_sum_.to_vector()[0]);
+  if (!std::isfinite(sum)) return false;
+  if (state_.window_iterations == 0) return true;  // every step of the window was skipped
+  const double mean_loss = sum / double(state_.window_iterations);
   const auto now = Clock::now();
   const double seconds = seconds_between(window_start_, now);
   const double lr = solver_.learning_rate(done - 1);
@@ -121,6 +121,7 @@ void Progress::display(int64_t done, int64_t position) {
   state_.window_iterations = state_.window_images = 0;
   live_loss_base_ = 0.0, live_iters_base_ = 0;
   window_start_ = Clock::now();
+  return true;
 }
 
 }  // namespace crema::training

@@ -29,7 +29,6 @@ class Progress {
     int64_t batches_per_epoch = 0;
     int64_t batch_size = 0;
     int iter_size = 1;
-    std::string run_dir;  // named when the loss is no longer finite
   };
 
   // `state` is the run's TrainingState: the open display window (its loss sum, iterations and
@@ -39,11 +38,15 @@ class Progress {
 
   // Starts the clocks, the first iteration of this process being `first_iter`.
   void start(int64_t first_iter);
+  // Starts again from the TrainingState's window at `first_iter` (after a rollback), keeping the
+  // device scalar that a captured CUDA graph writes to.
+  void rewind(int64_t first_iter);
   // The device scalar the step adds its weighted losses to.
   Tensor& loss_sum() { return loss_sum_; }
   // After each step: the live line, and every solver.display iterations (and at the end) the
-  // display line and a metrics row. `position` is the data stream's, in batches.
-  void after_step(int64_t done, int64_t position);
+  // display line and a metrics row. `position` is the data stream's, in batches. Returns false,
+  // printing nothing, when the display window's loss is no longer finite.
+  bool after_step(int64_t done, int64_t position);
   // Takes the time since `begin` off the clocks (a test pass, a checkpoint write).
   void pause_since(Clock::time_point begin);
   // Training time since start(), pauses excluded.
@@ -54,7 +57,7 @@ class Progress {
 
  private:
   void draw_live(int64_t done, int64_t position, bool force);
-  void display(int64_t done, int64_t position);
+  bool display(int64_t done, int64_t position);
   double epoch(int64_t position) const {
     return double(position) / double(plan_.batches_per_epoch);
   }

@@ -1,6 +1,7 @@
 #include "apps/training/train_settings.h"
 
 #include <algorithm>
+#include <string>
 
 namespace crema {
 namespace {
@@ -9,6 +10,28 @@ int64_t non_negative(const ConfigNode& solver, const std::string& key, int64_t f
   const int64_t value = solver.get<int64_t>(key, fallback);
   if (value < 0) solver.at(key).fail("solver." + key + " must not be negative");
   return value;
+}
+
+void read_nonfinite_settings(const ConfigNode& solver, LoopSettings& s) {
+  const std::string mode = solver.get<std::string>("on_nonfinite", "stop");
+  if (mode == "stop") {
+    s.on_nonfinite = OnNonfinite::stop;
+  } else if (mode == "skip") {
+    s.on_nonfinite = OnNonfinite::skip;
+  } else if (mode == "rollback") {
+    s.on_nonfinite = OnNonfinite::rollback;
+  } else {
+    solver.at("on_nonfinite")
+        .fail("solver.on_nonfinite is stop, skip or rollback, got '" + mode + "'");
+  }
+  s.rollback_lr_factor = solver.get<double>("rollback_lr_factor", 0.5);
+  if (!(s.rollback_lr_factor > 0.0 && s.rollback_lr_factor <= 1.0)) {
+    solver.at("rollback_lr_factor")
+        .fail(
+            "solver.rollback_lr_factor must be in (0, 1]: each rollback multiplies the "
+            "learning rate by it");
+  }
+  s.max_rollbacks = non_negative(solver, "max_rollbacks", 3);
 }
 
 }  // namespace
@@ -39,6 +62,7 @@ LoopSettings read_loop_settings(const ConfigNode& solver, int64_t batches_per_ep
   }
   s.keep_best_max = mode == "max";
   s.cuda_graph = solver.get<bool>("cuda_graph", true);
+  read_nonfinite_settings(solver, s);
   return s;
 }
 

@@ -10,6 +10,11 @@
 //                            checkpoints/best beside checkpoints/last
 //   keep_best_mode: max      max or min (default: min for outputs named *loss*, else max)
 //   cuda_graph: true         on a GPU, replay the forward/backward pass as a CUDA graph
+//   on_nonfinite: stop       what a NaN or infinite loss or gradient does
+//   (apps/training/README.md):
+//                            stop (exit code 3), skip the step, or rollback to the last checkpoint
+//   rollback_lr_factor: 0.5  rollback: the learning rate is multiplied by this at each rollback
+//   max_rollbacks: 3         rollback: after this many, the next non-finite step stops the run
 #pragma once
 
 #include <cstdint>
@@ -19,6 +24,8 @@
 
 namespace crema {
 
+enum class OnNonfinite { stop, skip, rollback };
+
 struct LoopSettings {
   int64_t max_iter = 0;
   int64_t test_interval = 0;
@@ -27,6 +34,9 @@ struct LoopSettings {
   std::string keep_best;  // "" when no best checkpoint is kept
   bool keep_best_max = true;
   bool cuda_graph = true;
+  OnNonfinite on_nonfinite = OnNonfinite::stop;
+  double rollback_lr_factor = 0.5;
+  int64_t max_rollbacks = 3;
 };
 
 // Reads the keys above; an epoch is `batches_per_epoch` batches, and with solver.iter_size

@@ -24,10 +24,13 @@ struct TrainSummary {
   double data_wait_share = 0.0;    // of the training loop's time
   std::vector<std::pair<std::string, double>> final_test;  // e.g. accuracy, loss
   std::string run_dir;
-  std::string checkpoint;    // the last checkpoint written
-  bool stopped = false;      // ended before max_iter, with a checkpoint (Ctrl-C or --stop-after)
-  bool interrupted = false;  // that was a signal (SIGINT, SIGTERM): the command exits with
-  int signal = 0;            // 128 + this signal's number (130, 143)
+  std::string checkpoint;     // the last checkpoint written
+  bool stopped = false;       // ended before max_iter, with a checkpoint (Ctrl-C or --stop-after)
+  bool interrupted = false;   // that was a signal (SIGINT, SIGTERM): the command exits with
+  int signal = 0;             // 128 + this signal's number (130, 143)
+  bool diverged = false;      // stopped by a non-finite loss or gradient: exits with 3
+  int64_t skipped_steps = 0;  // solver.on_nonfinite: skip: steps not applied
+  int64_t rollbacks = 0;      // solver.on_nonfinite: rollback: checkpoints reloaded
 };
 
 namespace training {
