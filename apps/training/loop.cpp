@@ -16,19 +16,10 @@
 // generator's state and the display window still open -- so on the CPU a resumed run logs the
 // same losses, bit for bit, as one that was never interrupted.
 //
-// Divergence (solver.on_nonfinite): a NaN or an infinity in the loss or a gradient is detected
-// on sums the device already keeps, so detection costs no extra synchronization where it is not
-// needed. With `stop` (the default) the display window's loss sum is read at each display line,
-// as it always was, and the step's parameters are checked before each checkpoint, so no
-// checkpoint holds a diverged run. `skip` and `rollback` must know before the solver step, so
-// each step then also sums every gradient into one device scalar (a sum holds a NaN or an
-// infinity when an element does) and reads it and the loss sum back: one synchronization per
-// step, which stalls the GPU's queue for a moment but adds no work to the captured graph. Once
-// found, the culprit is named by re-running forward layer by layer on the same batch
-// (Net::first_nonfinite_layer) and scanning the gradients: slow, but it happens once.
+// A loss or gradient that is not finite stops the run, skips the step or rolls back to the last
+// checkpoint (solver.on_nonfinite): divergence.h says how it is detected and named.
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -38,6 +29,7 @@
 
 #include "apps/training/checkpoint.h"
 #include "apps/training/data_config.h"
+#include "apps/training/divergence.h"
 #include "apps/training/evaluation.h"
 #include "apps/training/input_feeder.h"
 #include "apps/training/interrupt.h"
@@ -66,26 +58,6 @@ struct StepGraph {
   ~StepGraph() { gpu::destroy_graph(exec); }
 };
 
-// The test hook of divergence handling: CREMA_TEST_NAN_AT=K fills the first net input with NaN
-// in iteration K (counted from 1), CREMA_TEST_NAN_TIMES=N (default 1) times in all, so a rollback
-// that runs iteration K again meets it again until N is spent. Tests set it; runs never do.
-class NanInjection {
- public:
-  NanInjection() {
-    if (const char* at = std::getenv("CREMA_TEST_NAN_AT")) iteration_ = std::atoll(at);
-    const char* times = std::getenv("CREMA_TEST_NAN_TIMES");
-    times_left_ = times ? std::atoll(times) : 1;
-  }
-  bool due(int64_t iteration) {
-    if (iteration != iteration_ || times_left_ == 0) return false;
-    --times_left_;
-    return true;
-  }
-
- private:
-  int64_t iteration_ = 0, times_left_ = 0;
-};
-
 class TrainingRun {
  public:
   TrainingRun(const ConfigNode& config, Context& ctx, const LayerRegistry& layers,
@@ -94,9 +66,8 @@ class TrainingRun {
 
  private:
   bool step(int64_t iter);
-  bool step_is_finite();
   bool handle_nonfinite(int64_t& iter, const std::string& found, bool step_undone);
-  std::string diagnose();
+  std::string diagnose() { return diagnose_nonfinite(*train_net_, ctx_); }
   void roll_back(int64_t& iter);
   TrainSummary stop_diverged(int64_t done);
   Scalars test(int64_t done);
@@ -123,10 +94,10 @@ class TrainingRun {
   InputFeeder feeder_;
   StepGraph graph_;
   NanInjection test_nan_;
-  Tensor grad_sum_, grad_flag_;  // device scalars of the per-step gradient check
-  float loss_before_ = 0.0f;     // the loss sum before the step being checked
-  std::string stop_report_;      // what stopped a diverged run
-  int64_t position_ = 0;         // training batches fed so far: the data stream's position
+  NonfiniteCheck nonfinite_check_{ctx_};
+  float loss_before_ = 0.0f;  // the loss sum before the step being checked
+  std::string stop_report_;   // what stopped a diverged run
+  int64_t position_ = 0;      // training batches fed so far: the data stream's position
   int64_t first_iter_ = 0, images_here_ = 0;
   double wait_at_start_ = 0.0;
   TrainSummary summary_;
@@ -232,41 +203,10 @@ bool TrainingRun::step(int64_t iter) {
       forward_backward();
     }
   }
-  if (check && !step_is_finite()) return false;
+  if (check && !nonfinite_check_.finite(train_net_->learnable_params(), loss_sum)) return false;
   solver_->step(train_net_->learnable_params(), iter, ctx_);
   ++state_.window_iterations;
   return true;
-}
-
-// The per-step check: every gradient summed into one device scalar, read back with the loss sum.
-bool TrainingRun::step_is_finite() {
-  if (!grad_flag_.defined()) grad_sum_ = ctx_.zeros({}), grad_flag_ = ctx_.zeros({});
-  ctx_.fill(grad_flag_, 0.0f);
-  for (const Param* p : train_net_->learnable_params()) {
-    if (p->frozen()) continue;
-    kernels::sum(ctx_, p->grad, grad_sum_);
-    kernels::axpy(ctx_, 1.0f, grad_sum_, grad_flag_);
-  }
-  return std::isfinite(progress_->loss_sum().to_vector()[0]) &&
-         std::isfinite(grad_flag_.to_vector()[0]);
-}
-
-// "layer 'conv1' is the first whose output is not finite (forward); conv1.weight is the first
-// parameter whose gradient is not finite (backward)", from the net as the step left it.
-std::string TrainingRun::diagnose() {
-  std::vector<std::string> parts;
-  const std::string grad = train_net_->first_nonfinite_grad();
-  const std::string value = train_net_->first_nonfinite_param();
-  const std::string layer = train_net_->first_nonfinite_layer(ctx_);
-  if (!layer.empty())
-    parts.push_back("layer '" + layer + "' is the first whose output is not finite (forward)");
-  if (!grad.empty())
-    parts.push_back(grad + " is the first parameter whose gradient is not finite (backward)");
-  if (!value.empty()) parts.push_back(value + " is the first parameter whose value is not finite");
-  if (parts.empty()) return "this batch now runs forward finite";
-  std::string text;
-  for (const std::string& p : parts) text += (text.empty() ? "" : "; ") + p;
-  return text;
 }
 
 // Applies solver.on_nonfinite to a non-finite loss or gradient `found` in iteration `iter` + 1.
@@ -300,16 +240,9 @@ bool TrainingRun::handle_nonfinite(int64_t& iter, const std::string& found, bool
 // the data position and the display window) and lowers the learning rate.
 void TrainingRun::roll_back(int64_t& iter) {
   const std::string dir = find_checkpoint(start_.run_dir);
-  const Checkpoint saved = read_checkpoint(dir);
   train_net_->zero_param_grads(ctx_);
-  restore_exactly(net_tensors(*train_net_), saved.model, dir + "/model.safetensors", "the model");
-  restore_exactly(solver_->state(train_net_->learnable_params(), ctx_), saved.solver,
-                  dir + "/solver.safetensors", "the solver");
-  restore_exactly(layer_state(*train_net_), saved.layers, dir + "/layers.safetensors",
-                  "the layers' run state");
-  ctx_.random().set_state(saved.state.rng);
   const std::string model = state_.model;
-  state_ = saved.state;
+  state_ = restore_checkpoint(dir, *train_net_, *solver_, ctx_);
   state_.model = model;
   position_ = state_.data_position;
   const int64_t per_epoch = train_loader_->batches_per_epoch();

@@ -13,6 +13,7 @@
 //   on_nonfinite: stop       what a NaN or infinite loss or gradient does
 //   (apps/training/README.md):
 //                            stop (exit code 3), skip the step, or rollback to the last checkpoint
+//                            (apps/README.md, "Divergence")
 //   rollback_lr_factor: 0.5  rollback: the learning rate is multiplied by this at each rollback
 //   max_rollbacks: 3         rollback: after this many, the next non-finite step stops the run
 #pragma once

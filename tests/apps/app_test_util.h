@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <string>
 
 #include "tests/support/synthetic_data.h"
@@ -34,5 +35,20 @@ inline std::string write_variant(const std::string& dir, std::string text, const
   write_text(path, text);
   return path;
 }
+
+// Sets an environment variable for the object's lifetime (test hooks such as CREMA_TEST_NAN_AT
+// are read when a training run starts).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() { unsetenv(name_); }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+};
 
 }  // namespace crema::testing

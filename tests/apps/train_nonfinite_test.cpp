@@ -7,7 +7,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdlib>
 #include <sstream>
 
 #include "apps/commands.h"
@@ -23,21 +22,6 @@ namespace {
 bool contains(const std::string& text, const std::string& needle) {
   return text.find(needle) != std::string::npos;
 }
-
-// Sets an environment variable for the lifetime of the object (the test hook is read when a
-// training run starts).
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() { unsetenv(name_); }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-};
 
 class TrainNonfinite : public ::testing::Test {
  protected:
@@ -95,7 +79,7 @@ TEST_F(TrainNonfinite, StopNamesLayerAndIterationExitsWith3AndKeepsTheLastCheckp
 }
 
 TEST_F(TrainNonfinite, SkipDropsTheStepLogsItAndGoesOn) {
-  const ScopedEnv nan("CREMA_TEST_NAN_AT", "8");
+  const testing::ScopedEnv nan("CREMA_TEST_NAN_AT", "8");
   std::ostringstream log;
   const TrainSummary s = train("skip", log);
   EXPECT_FALSE(s.diverged);
@@ -116,7 +100,7 @@ TEST_F(TrainNonfinite, RollbackReloadsTheLastCheckpointWithALowerLearningRate) {
   const double plain_lr = last_lr();
   options_.overrides.pop_back();
 
-  const ScopedEnv nan("CREMA_TEST_NAN_AT", "8");
+  const testing::ScopedEnv nan("CREMA_TEST_NAN_AT", "8");
   std::ostringstream log;
   const TrainSummary s = train("rollback", log);
   EXPECT_FALSE(s.diverged);
@@ -136,8 +120,8 @@ TEST_F(TrainNonfinite, RollbackGivesUpAfterMaxRollbacks) {
   // No snapshot before the NaN: the run goes back to the checkpoint it wrote at iteration 0.
   options_.overrides = {"solver.max_iter=20", "solver.display=1", "solver.test_interval=0",
                         "++solver.max_rollbacks=2", "++solver.rollback_lr_factor=0.25"};
-  const ScopedEnv nan("CREMA_TEST_NAN_AT", "8");
-  const ScopedEnv times("CREMA_TEST_NAN_TIMES", "5");
+  const testing::ScopedEnv nan("CREMA_TEST_NAN_AT", "8");
+  const testing::ScopedEnv times("CREMA_TEST_NAN_TIMES", "5");
   std::ostringstream log;
   const TrainSummary s = train("rollback", log);
   EXPECT_TRUE(s.diverged);
