@@ -178,8 +178,9 @@ bool TrainingRun::step(int64_t iter) {
   if (check) loss_before_ = loss_sum.to_vector()[0];
   for (int k = 0; k < solver_->iter_size(); ++k) {
     feeder_.feed(*train_net_);
-    if (test_nan_.due(iter + 1))
+    if (test_nan_.due(iter + 1)) {
       ctx_.fill(train_net_->blob(train_net_->inputs()[0].first).value, NAN);
+    }
     ++position_;
     images_here_ += train_net_->batch_size();
     state_.window_images += train_net_->batch_size();

@@ -60,6 +60,18 @@ TEST(SgdSolver, TwoStepsByHand) {
   EXPECT_NEAR(p.value.to_vector()[1], -2.095f, 1e-6);
 }
 
+// A rollback after a non-finite step scales base_lr, and so every later rate of the policy.
+TEST(SgdSolver, ScaleLearningRateScalesEveryIteration) {
+  const ConfigNode node =
+      parse_config("{type: sgd, base_lr: 0.1, lr_policy: {type: step, gamma: 0.1, step_size: 5}}",
+                   "s.yaml");
+  auto solver = make_solver(node, 20);
+  const double before[] = {solver->learning_rate(0), solver->learning_rate(7)};
+  solver->scale_learning_rate(0.5);
+  EXPECT_DOUBLE_EQ(solver->learning_rate(0), 0.5 * before[0]);
+  EXPECT_DOUBLE_EQ(solver->learning_rate(7), 0.5 * before[1]);
+}
+
 TEST(SgdSolver, Errors) {
   EXPECT_THROW(make_solver(parse_config("{type: adagradd, base_lr: 0.1}", "s.yaml"), 10), Error);
   EXPECT_THROW(make_solver(parse_config("{type: sgd, base_lr: fast}", "s.yaml"), 10), Error);
