@@ -97,8 +97,9 @@ class Net {
   // Re-runs forward layer by layer on the inputs the net holds and returns the name of the first
   // layer whose top then holds a NaN or an infinity ("" when none does).
   std::string first_nonfinite_layer(Context& ctx);
-  // The name of the first learnable parameter whose gradient (or value) holds a NaN or an
-  // infinity, in learnable_params order ("" when none does).
+  // The name of the first learnable parameter whose gradient holds a NaN or an infinity, in
+  // learnable_params order ("" when none does); and of the first parameter, then buffer, whose
+  // value does.
   std::string first_nonfinite_grad() const;
   std::string first_nonfinite_param() const;
 

@@ -39,6 +39,9 @@ std::string Net::first_nonfinite_param() const {
   for (const Param* p : learnable_) {
     if (!all_finite(p->value)) return p->name;
   }
+  for (const Buffer* b : buffers_) {
+    if (!all_finite(b->value)) return b->name;
+  }
   return "";
 }
 

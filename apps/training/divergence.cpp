@@ -18,6 +18,20 @@ bool NonfiniteCheck::finite(const std::vector<Param*>& params, const Tensor& los
   return std::isfinite(loss_sum.to_vector()[0]) && std::isfinite(grad_flag_.to_vector()[0]);
 }
 
+void NonfiniteCheck::keep_buffers(const std::vector<Buffer*>& buffers) {
+  kept_.resize(buffers.size());
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    if (!kept_[i].defined()) {
+      kept_[i] = ctx_.empty(buffers[i]->value.shape(), buffers[i]->value.dtype());
+    }
+    ctx_.copy(kept_[i], buffers[i]->value);
+  }
+}
+
+void NonfiniteCheck::restore_buffers(const std::vector<Buffer*>& buffers) {
+  for (size_t i = 0; i < buffers.size(); ++i) ctx_.copy(buffers[i]->value, kept_[i]);
+}
+
 std::string diagnose_nonfinite(Net& net, Context& ctx) {
   const std::string grad = net.first_nonfinite_grad();
   const std::string value = net.first_nonfinite_param();

@@ -34,10 +34,16 @@ class NonfiniteCheck {
   // Whether `loss_sum` and the sum of every gradient of the parameters not frozen are finite.
   // Reads two device scalars back (a synchronization on a GPU).
   bool finite(const std::vector<Param*>& params, const Tensor& loss_sum);
+  // Skip: a step's forward pass updates the buffers (batch norm's running statistics) even when
+  // its update is dropped, so they are kept before each step (device copies, a few KB) and put
+  // back when the step is skipped.
+  void keep_buffers(const std::vector<Buffer*>& buffers);
+  void restore_buffers(const std::vector<Buffer*>& buffers);
 
  private:
   Context& ctx_;
   Tensor grad_sum_, grad_flag_;  // device scalars: one gradient's sum, and their running sum
+  std::vector<Tensor> kept_;     // by position in the buffers' list
 };
 
 // "layer 'conv1' is the first whose output is not finite (forward); conv1.weight is the first

@@ -176,6 +176,9 @@ bool TrainingRun::step(int64_t iter) {
   const bool check = loop_.on_nonfinite != OnNonfinite::stop;
   Tensor& loss_sum = progress_->loss_sum();
   if (check) loss_before_ = loss_sum.to_vector()[0];
+  if (loop_.on_nonfinite == OnNonfinite::skip) {
+    nonfinite_check_.keep_buffers(train_net_->buffers());
+  }
   for (int k = 0; k < solver_->iter_size(); ++k) {
     feeder_.feed(*train_net_);
     if (test_nan_.due(iter + 1)) {
@@ -217,6 +220,7 @@ bool TrainingRun::handle_nonfinite(int64_t& iter, const std::string& found, bool
   const std::string report = fmt::format("{} at iteration {}: {}", found, iter + 1, diagnose());
   if (loop_.on_nonfinite == OnNonfinite::skip && step_undone) {
     train_net_->zero_param_grads(ctx_);
+    nonfinite_check_.restore_buffers(train_net_->buffers());
     ctx_.fill(progress_->loss_sum(), loss_before_);
     ++summary_.skipped_steps;
     log_->print(fmt::format("skipped: {}; the update was not applied ({} step(s) skipped so far)",

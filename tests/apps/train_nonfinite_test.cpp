@@ -94,6 +94,24 @@ TEST_F(TrainNonfinite, SkipDropsTheStepLogsItAndGoesOn) {
   EXPECT_TRUE(contains(log.str(), "final test: ")) << log.str();
 }
 
+// Batch norm's running statistics, updated by the NaN batch's forward pass, are put back too:
+// the test net and the checkpoints stay finite.
+TEST_F(TrainNonfinite, SkipKeepsTheBatchNormStatistics) {
+  options_.config = testing::write_variant(
+      dir_, testing::read_file(options_.config), "    - {name: relu1,",
+      "    - {name: bn1, type: BatchNorm, bottom: conv1, top: conv1}\n    - {name: relu1,");
+  const testing::ScopedEnv nan("CREMA_TEST_NAN_AT", "8");
+  std::ostringstream log;
+  const TrainSummary s = train("skip", log);
+  EXPECT_EQ(s.skipped_steps, 1) << log.str();
+  EXPECT_FALSE(s.diverged) << log.str();
+  ASSERT_EQ(s.final_test.size(), 2u) << log.str();
+  EXPECT_TRUE(std::isfinite(s.final_test[1].second)) << log.str();
+  for (const auto& [name, tensor] : read_checkpoint(find_checkpoint(options_.out_dir)).model) {
+    for (float v : tensor.to_vector()) ASSERT_TRUE(std::isfinite(v)) << name;
+  }
+}
+
 TEST_F(TrainNonfinite, RollbackReloadsTheLastCheckpointWithALowerLearningRate) {
   std::ostringstream plain_log;
   train("stop", plain_log);
