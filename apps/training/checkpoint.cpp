@@ -71,6 +71,7 @@ ordered_json state_to_json(const TrainingState& s) {
         {"iterations", s.window_iterations},
         {"images", s.window_images}}},
       {"test_pending", s.test_pending},
+      {"rollbacks", {{"count", s.rollbacks}, {"lr_scale", s.lr_scale}}},
       {"best", nullptr},
       {"solver_type", s.solver_type},
       {"model", s.model}};
@@ -107,6 +108,10 @@ TrainingState state_from_json(const std::string& path) {
     s.window_iterations = j.at("loss_window").at("iterations").get<int64_t>();
     s.window_images = j.at("loss_window").at("images").get<int64_t>();
     s.test_pending = j.at("test_pending").get<bool>();
+    if (j.contains("rollbacks")) {  // absent in checkpoints written before solver.on_nonfinite
+      s.rollbacks = j.at("rollbacks").at("count").get<int64_t>();
+      s.lr_scale = j.at("rollbacks").at("lr_scale").get<double>();
+    }
     s.solver_type = j.at("solver_type").get<std::string>();
     s.model = j.at("model").get<std::string>();
     if (!j.at("best").is_null()) {
@@ -117,6 +122,11 @@ TrainingState state_from_json(const std::string& path) {
     }
     if (s.iteration < 0 || s.data_position < 0) {
       throw Error(path + ": negative iteration or position");
+    }
+    if (s.rollbacks < 0 || !(s.lr_scale > 0.0 && s.lr_scale <= 1.0)) {
+      throw Error(path +
+                  ": rollbacks.count must not be negative and rollbacks.lr_scale must be "
+                  "in (0, 1]");
     }
     return s;
   } catch (const nlohmann::json::exception& e) {

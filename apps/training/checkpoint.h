@@ -7,7 +7,8 @@
 //     solver.safetensors   the solver's per-parameter state (conv1.weight.momentum_buffer, ...)
 //     layers.safetensors   the layers' run state (Layer::run_state: drop1.step, ...)
 //     state.json           iteration, position in the data order, the random generator's state,
-//                          the open loss window, the best test metric so far, the model's YAML
+//                          the open loss window, the best test metric so far, the rollbacks and
+//                          their learning-rate factor (solver.on_nonfinite), the model's YAML
 //   <run>/checkpoints/last -> iter_000500     symbolic links, each replaced atomically
 //   <run>/checkpoints/best -> iter_000400     (only with solver.keep_best)
 //
@@ -55,7 +56,9 @@ struct TrainingState {
   int64_t window_images = 0;      // and images
   bool test_pending = false;      // a test was due at `iteration` but Ctrl-C came first
   std::optional<BestMetric> best;
-  std::string model;  // the config's model section as YAML
+  int64_t rollbacks = 0;  // solver.on_nonfinite: rollback: reloads so far, and the factor they
+  double lr_scale = 1.0;  // multiplied the learning rate by (a resumed run keeps both)
+  std::string model;      // the config's model section as YAML
   std::string solver_type;
 };
 

@@ -152,6 +152,7 @@ TrainingRun::TrainingRun(const ConfigNode& config, Context& ctx, const LayerRegi
   state_.model = model.to_yaml();
   state_.solver_type = solver_->config().type;
   start_ = load_starting_point(options, *train_net_, *solver_, ctx_, loop_.max_iter, state_);
+  solver_->scale_learning_rate(state_.lr_scale);  // lowered by earlier rollbacks of the run
 
   const bool resumed = bool(start_.resumed);
   replaced_old_run_ = open_run_dir(start_.run_dir, resumed, options.config_path, config.to_yaml());
@@ -228,7 +229,7 @@ bool TrainingRun::handle_nonfinite(int64_t& iter, const std::string& found, bool
     return true;
   }
   const bool can_roll_back = loop_.on_nonfinite == OnNonfinite::rollback &&
-                             summary_.rollbacks < loop_.max_rollbacks &&
+                             state_.rollbacks < loop_.max_rollbacks &&
                              std::filesystem::exists(start_.run_dir + "/checkpoints/last");
   if (!can_roll_back) {
     stop_report_ = report;
@@ -236,19 +237,22 @@ bool TrainingRun::handle_nonfinite(int64_t& iter, const std::string& found, bool
   }
   roll_back(iter);
   log_->print(fmt::format("rolled back: {}; reloaded {}, learning rate x {} (rollback {} of {})",
-                          report, summary_.checkpoint, loop_.rollback_lr_factor, summary_.rollbacks,
+                          report, summary_.checkpoint, loop_.rollback_lr_factor, state_.rollbacks,
                           loop_.max_rollbacks));
   return true;
 }
 
 // Reloads the last checkpoint (weights, solver state, layers' run state, the random generator,
-// the data position and the display window) and lowers the learning rate.
+// the data position and the display window) and lowers the learning rate; the run's count of
+// rollbacks and their learning-rate factor go on from the current ones.
 void TrainingRun::roll_back(int64_t& iter) {
   const std::string dir = find_checkpoint(start_.run_dir);
   train_net_->zero_param_grads(ctx_);
-  const std::string model = state_.model;
+  const TrainingState now = state_;
   state_ = restore_checkpoint(dir, *train_net_, *solver_, ctx_);
-  state_.model = model;
+  state_.model = now.model;
+  state_.rollbacks = now.rollbacks + 1;
+  state_.lr_scale = now.lr_scale * loop_.rollback_lr_factor;
   position_ = state_.data_position;
   const int64_t per_epoch = train_loader_->batches_per_epoch();
   train_loader_->seek(position_ / per_epoch, position_ % per_epoch);

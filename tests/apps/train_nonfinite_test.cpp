@@ -132,6 +132,17 @@ TEST_F(TrainNonfinite, RollbackReloadsTheLastCheckpointWithALowerLearningRate) {
       contains(log.str(), "/run/checkpoints/iter_000005, learning rate x 0.5 (rollback 1 of 3)"))
       << log.str();
   EXPECT_DOUBLE_EQ(last_lr(), 0.5 * plain_lr);
+
+  // The checkpoints carry the lowered rate: a resumed run goes on with it.
+  const TrainingState saved = read_checkpoint(find_checkpoint(options_.out_dir)).state;
+  EXPECT_EQ(saved.rollbacks, 1);
+  EXPECT_EQ(saved.lr_scale, 0.5);
+  options_.resume = options_.out_dir;
+  options_.overrides.push_back("solver.max_iter=25");
+  std::ostringstream resumed_log;
+  train_command(options_, resumed_log);
+  // The synthetic config's inv policy, base_lr 0.05, at the 25th iteration (iter 24).
+  EXPECT_NEAR(last_lr(), 0.5 * 0.05 * std::pow(1.0 + 1e-4 * 24, -0.75), 1e-12) << resumed_log.str();
 }
 
 TEST_F(TrainNonfinite, RollbackGivesUpAfterMaxRollbacks) {
