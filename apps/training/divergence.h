@@ -3,14 +3,15 @@
 //
 // Detection reads sums the device already keeps, so it costs no synchronization where none is
 // needed. With `stop` (the default) the display window's loss sum is read at each display line,
-// as it always was, and the parameters are checked before each checkpoint is written, so no
+// as it always was, and the parameters and buffers are read back and checked before each
+// checkpoint is written (a second copy to the host of what the checkpoint copies anyway), so no
 // checkpoint holds a diverged run; a step that went non-finite is found at the next display line
 // (solver.display: 1 names the exact iteration). `skip` and `rollback` must know before the
 // solver step, so NonfiniteCheck sums every gradient into one device scalar (a sum is NaN or
 // infinite when one of its terms is, or when finite gradients overflow float, which is divergence
 // too) and reads it back with the loss sum: one synchronization per step. It adds one reduction
-// and one axpy per parameter after the captured graph, never inside it, and costs the overlap of
-// the host's next-batch staging with the step; on LeNet-size nets that is a few percent of a step.
+// and one axpy per parameter after the captured graph, never inside it, and on a GPU the host no
+// longer runs ahead of the device by a step (CPU LeNet: within run-to-run noise).
 //
 // Once found, diagnose_nonfinite names the culprit by re-running forward layer by layer on the
 // batch the net still holds and scanning the parameters: slow, but it happens once.
