@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <sstream>
 
 #include "apps/commands.h"
@@ -17,6 +18,7 @@ namespace crema {
 namespace {
 
 CommandOptions graph_run(const std::string& dir, const std::string& mode) {
+  std::filesystem::create_directories(dir);  // the run's data and config files go there
   CommandOptions o;
   o.config = testing::write_synthetic_run(dir, 200, 4);
   o.device = "cuda:0";
