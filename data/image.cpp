@@ -27,6 +27,17 @@ void check_channels(int channels, const std::string& name) {
   }
 }
 
+// stb_image 2.27 converts the channels of a 16-bit PNM (P5 gray, P6 RGB; a maxval above 255)
+// with its 8-bit routine, then reads twice the bytes that wrote: a heap overflow, which
+// tests/fuzz/image_fuzz.cpp found. Such a file is refused before stb decodes it; a 16-bit PNM
+// already in the channels asked for is not converted and decodes correctly.
+bool is_16_bit_pnm_to_convert(const uint8_t* bytes, int size, int channels) {
+  if (size < 2 || bytes[0] != 'P' || (bytes[1] != '5' && bytes[1] != '6')) return false;
+  int width = 0, height = 0, in_file = 0;
+  return stbi_info_from_memory(bytes, size, &width, &height, &in_file) && in_file != channels &&
+         stbi_is_16_bit_from_memory(bytes, size);
+}
+
 std::string errno_text() {
   return std::generic_category().message(errno);
 }
@@ -74,6 +85,11 @@ void decode_image(const uint8_t* bytes, size_t size, int channels, const std::st
                   Image& out) {
   check_channels(channels, name);
   if (size > size_t(INT32_MAX)) throw Error("image '" + name + "' is larger than 2 GiB");
+  if (is_16_bit_pnm_to_convert(bytes, int(size), channels)) {
+    throw Error("image '" + name + "' is a 16-bit PNM read as " + std::to_string(channels) +
+                " channel(s), which stb_image cannot convert; convert the file to 8 bits or read "
+                "it with the channels it has");
+  }
   int width = 0, height = 0, in_file = 0;
   std::unique_ptr<stbi_uc, void (*)(void*)> decoded(
       stbi_load_from_memory(bytes, int(size), &width, &height, &in_file, channels),

@@ -23,8 +23,8 @@ solver: {type: SGD, base_lr: 0.01, max_iter: 10}
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const std::string base = crema::fuzz::write_input(
-      reinterpret_cast<const uint8_t*>(kBase), sizeof(kBase) - 1, "base.yaml");
+  static const std::string base = crema::fuzz::write_input(reinterpret_cast<const uint8_t*>(kBase),
+                                                           sizeof(kBase) - 1, "base.yaml");
   std::vector<std::string> overrides;
   const std::string text(reinterpret_cast<const char*>(data), size);
   for (size_t begin = 0; begin <= text.size();) {

@@ -1,5 +1,6 @@
-// What every fuzz target shares: the fuzzer's bytes written to a file, since crema's readers take
-// paths, exactly as a user's file reaches them.
+// What every fuzz target shares (each includes this header once): the fuzzer's bytes written to a
+// file, since crema's readers take paths, exactly as a user's file reaches them; and UBSan's
+// settings, so that a target run by hand behaves as under scripts/fuzz.sh.
 #pragma once
 
 #include <unistd.h>
@@ -44,3 +45,9 @@ inline std::string write_input(const uint8_t* data, size_t size, const std::stri
 }
 
 }  // namespace crema::fuzz
+
+// Read by UBSan at start-up (UBSAN_OPTIONS still overrides): every report halts the target, which
+// libFuzzer records as a crash, except the third-party ones listed in ubsan.supp.
+extern "C" const char* __ubsan_default_options() {
+  return "halt_on_error=1:print_stacktrace=1:suppressions=" CREMA_FUZZ_UBSAN_SUPPRESSIONS;
+}
