@@ -127,6 +127,22 @@ TEST_F(ImageCodec, SixteenBitPnmDecodesOnlyInItsOwnChannels) {
   EXPECT_EQ(out.shape, (Shape{1, 1, 1}));
 }
 
+// stb_image 2.27 decodes a PNM header promising more pixels than the file holds into zeros (found
+// by tests/fuzz/image_fuzz.cpp: 13 bytes became 100 MB): the header is held against the file.
+TEST_F(ImageCodec, PnmHeaderPromisingMoreThanTheFileIsTruncated) {
+  Image out;
+  const std::string tall = write_file("tall.pgm", "P5 3 33333333");
+  EXPECT_CONTAINS(error_of([&] { read_image_file(tall, 1, out); }), tall + "' is truncated");
+  const std::string big = write_file("big.ppm", "P6 4000 4000 255\n" + std::string(30, 'x'));
+  EXPECT_EQ(error_of([&] { read_image_file(big, 3, out); }),
+            "image '" + big +
+                "' is truncated: its PNM header says 4000 x 4000 x 3 samples, 48000000 bytes, "
+                "but the file has 47");
+  const std::string whole = write_file("whole.ppm", "P6 2 1 255\n" + std::string(6, 'x'));
+  read_image_file(whole, 3, out);
+  EXPECT_EQ(out.shape, (Shape{3, 1, 2}));
+}
+
 TEST_F(ImageCodec, FormatsByName) {
   EXPECT_EQ(parse_image_format("png"), ImageFormat::png);
   EXPECT_EQ(parse_image_format("jpg"), ImageFormat::jpeg);
