@@ -24,8 +24,10 @@ using Kind = ConfigNode::Kind;
 // An alias is a copy of the node it names, so a short text can expand exponentially ("billion
 // laughs": a list of ten aliases of a list of ten aliases of ...; nine levels make 10^9 nodes
 // from 600 bytes). A config is a few thousand nodes; a text that expands past this bound is
-// refused before the copies exhaust memory.
+// refused before the copies exhaust memory. A scalar counts one node more per 64 characters, so
+// that aliases of a long string are bounded too.
 constexpr size_t kMaxNodes = size_t(1) << 20;
+constexpr size_t kCharactersPerNode = 64;
 
 class EventsToTree final : public YAML::EventHandler {
  public:
@@ -68,8 +70,9 @@ class EventsToTree final : public YAML::EventHandler {
   void OnScalar(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
                 const std::string& value) override {
     // yaml-cpp tags plain (unquoted) scalars "?": only a plain `<<` is a merge key.
-    count(1, mark);
-    complete(ConfigNode::make_scalar(value, location(mark), ""), 1, anchor, tag == "?");
+    const size_t nodes = 1 + value.size() / kCharactersPerNode;
+    count(nodes, mark);
+    complete(ConfigNode::make_scalar(value, location(mark), ""), nodes, anchor, tag == "?");
   }
 
   void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
