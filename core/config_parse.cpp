@@ -21,6 +21,14 @@ namespace {
 
 using Kind = ConfigNode::Kind;
 
+// An alias is a copy of the node it names, so a short text can expand exponentially ("billion
+// laughs": a list of ten aliases of a list of ten aliases of ...; nine levels make 10^9 nodes
+// from 600 bytes). A config is a few thousand nodes; a text that expands past this bound is
+// refused before the copies exhaust memory. A scalar counts one node more per 64 characters, so
+// that aliases of a long string are bounded too.
+constexpr size_t kMaxNodes = size_t(1) << 20;
+constexpr size_t kCharactersPerNode = 64;
+
 class EventsToTree final : public YAML::EventHandler {
  public:
   EventsToTree(std::string source, int column_offset)
@@ -46,7 +54,8 @@ class EventsToTree final : public YAML::EventHandler {
   void OnDocumentEnd() override {}
 
   void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override {
-    complete(ConfigBuilder::make(Kind::null, location(mark)), anchor, false);
+    count(1, mark);
+    complete(ConfigBuilder::make(Kind::null, location(mark)), 1, anchor, false);
   }
 
   void OnAlias(const YAML::Mark& mark, YAML::anchor_t anchor) override {
@@ -54,13 +63,16 @@ class EventsToTree final : public YAML::EventHandler {
     if (found == anchors_.end()) {
       throw Error(location(mark).str() + ": an alias cannot refer to the node that contains it");
     }
-    complete(found->second, 0, false);
+    count(found->second.nodes, mark);
+    complete(found->second.node, found->second.nodes, 0, false);
   }
 
   void OnScalar(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
                 const std::string& value) override {
     // yaml-cpp tags plain (unquoted) scalars "?": only a plain `<<` is a merge key.
-    complete(ConfigNode::make_scalar(value, location(mark), ""), anchor, tag == "?");
+    const size_t nodes = 1 + value.size() / kCharactersPerNode;
+    count(nodes, mark);
+    complete(ConfigNode::make_scalar(value, location(mark), ""), nodes, anchor, tag == "?");
   }
 
   void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
@@ -80,7 +92,8 @@ class EventsToTree final : public YAML::EventHandler {
   struct Frame {
     ConfigNode node;
     YAML::anchor_t anchor = 0;
-    bool has_key = false;  // a map's key has been read and waits for its value
+    size_t first_node = 0;  // nodes_ before this one: its subtree is what comes after
+    bool has_key = false;   // a map's key has been read and waits for its value
     std::string key;
     Location key_location;
     bool key_is_merge = false;
@@ -93,6 +106,8 @@ class EventsToTree final : public YAML::EventHandler {
     Frame frame;
     frame.node = ConfigBuilder::make(kind, location(mark));
     frame.anchor = anchor;
+    frame.first_node = nodes_;
+    count(1, mark);
     open_.push_back(std::move(frame));
   }
 
@@ -100,7 +115,7 @@ class EventsToTree final : public YAML::EventHandler {
     Frame frame = std::move(open_.back());
     open_.pop_back();
     if (!frame.merged.empty()) apply_merge_key(frame);
-    complete(std::move(frame.node), frame.anchor, false);
+    complete(std::move(frame.node), nodes_ - frame.first_node, frame.anchor, false);
   }
 
   // YAML's merge key: `{<<: *conv, name: conv2}` takes every key of *conv that the map does
@@ -132,9 +147,20 @@ class EventsToTree final : public YAML::EventHandler {
     return false;
   }
 
-  // A finished node goes to its parent: a list element, a map key, or a map value.
-  void complete(ConfigNode node, YAML::anchor_t anchor, bool plain) {
-    if (anchor != 0) anchors_[anchor] = node;
+  // Adds `nodes` to the tree's size, aliases expanded; refuses the text past kMaxNodes.
+  void count(size_t nodes, const YAML::Mark& mark) {
+    nodes_ += nodes;
+    if (nodes_ > kMaxNodes) {
+      throw Error(location(mark).str() + ": the config expands to more than " +
+                  std::to_string(kMaxNodes) +
+                  " nodes (each alias copies the node it names); is it a config?");
+    }
+  }
+
+  // A finished node of `nodes` nodes (its subtree) goes to its parent: a list element, a map
+  // key, or a map value.
+  void complete(ConfigNode node, size_t nodes, YAML::anchor_t anchor, bool plain) {
+    if (anchor != 0) anchors_[anchor] = Anchored{node, nodes};
     if (open_.empty()) {
       root_ = std::move(node);
       return;
@@ -196,7 +222,13 @@ class EventsToTree final : public YAML::EventHandler {
   int documents_ = 0;
   ConfigNode root_;
   std::vector<Frame> open_;
-  std::map<YAML::anchor_t, ConfigNode> anchors_;
+  size_t nodes_ = 0;  // in the tree so far, aliases expanded
+  // An anchored node and the size of its subtree, which each alias of it adds.
+  struct Anchored {
+    ConfigNode node;
+    size_t nodes = 0;
+  };
+  std::map<YAML::anchor_t, Anchored> anchors_;
 };
 
 }  // namespace

@@ -27,6 +27,32 @@ void check_channels(int channels, const std::string& name) {
   }
 }
 
+// PNM (P5 gray, P6 RGB) is the uncompressed format whose header stb_image 2.27 does not hold
+// against the data, and tests/fuzz/image_fuzz.cpp found two ways that goes wrong: "P5 3 33333333"
+// (13 bytes) decodes into 100 MB of zeros, and a 16-bit PNM (maxval above 255) converted to
+// other channels goes through stb's 8-bit routine, which then reads twice the bytes it wrote (a
+// heap overflow). Both are refused before stb decodes; a 16-bit PNM in the channels it has
+// decodes correctly. Uncompressed, the pixels need width * height * channels * (1 or 2) bytes.
+void check_pnm(const uint8_t* bytes, int size, int channels, const std::string& name) {
+  if (size < 2 || bytes[0] != 'P' || (bytes[1] != '5' && bytes[1] != '6')) return;
+  int width = 0, height = 0, in_file = 0;
+  if (!stbi_info_from_memory(bytes, size, &width, &height, &in_file)) return;  // stb refuses it
+  const bool wide = stbi_is_16_bit_from_memory(bytes, size);
+  const uint64_t needed =
+      uint64_t(uint32_t(width)) * uint32_t(height) * uint32_t(in_file) * (wide ? 2 : 1);
+  if (needed > uint64_t(size)) {
+    throw Error("image '" + name + "' is truncated: its PNM header says " + std::to_string(width) +
+                " x " + std::to_string(height) + " x " + std::to_string(in_file) +
+                (wide ? " 16-bit" : "") + " samples, " + std::to_string(needed) +
+                " bytes, but the file has " + std::to_string(size));
+  }
+  if (wide && in_file != channels) {
+    throw Error("image '" + name + "' is a 16-bit PNM read as " + std::to_string(channels) +
+                " channel(s), which stb_image cannot convert; convert the file to 8 bits or read "
+                "it with the channels it has");
+  }
+}
+
 std::string errno_text() {
   return std::generic_category().message(errno);
 }
@@ -74,6 +100,7 @@ void decode_image(const uint8_t* bytes, size_t size, int channels, const std::st
                   Image& out) {
   check_channels(channels, name);
   if (size > size_t(INT32_MAX)) throw Error("image '" + name + "' is larger than 2 GiB");
+  check_pnm(bytes, int(size), channels, name);
   int width = 0, height = 0, in_file = 0;
   std::unique_ptr<stbi_uc, void (*)(void*)> decoded(
       stbi_load_from_memory(bytes, int(size), &width, &height, &in_file, channels),

@@ -111,6 +111,34 @@ TEST(ConfigParse, AnchorsAliasesAndMergeKeys) {
             "m.yaml:1:9: '<<' merges a map or a list of maps into this map, got '3'");
 }
 
+// "Billion laughs" (found by tests/fuzz/config_fuzz.cpp): nine levels of ten aliases would copy
+// 10^9 nodes out of 600 bytes; the parser stops past 2^20 nodes (here in a5, 10^6 x's) instead of
+// exhausting memory. A long scalar counts a node per 64 characters, so aliases of one stop too.
+TEST(ConfigParse, AliasesThatExpandPastTheBoundAreRefused) {
+  std::string text = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int level = 1; level < 9; ++level) {
+    const std::string alias = "*a" + std::to_string(level - 1);
+    text += "a" + std::to_string(level) + ": &a" + std::to_string(level) + " [";
+    for (int i = 0; i < 10; ++i) text += (i ? ", " : "") + alias;
+    text += "]\n";
+  }
+  EXPECT_EQ(error_of([&] { parse_config(text, "laughs.yaml"); }),
+            "laughs.yaml:6:50: the config expands to more than 1048576 nodes (each alias copies "
+            "the node it names); is it a config?");
+  std::string strings = "s0: &s0 " + std::string(6400, 's') + "\n";  // counts as 101 nodes
+  for (int level = 1; level < 5; ++level) {
+    const std::string alias = "*s" + std::to_string(level - 1);
+    strings += "s" + std::to_string(level) + ": &s" + std::to_string(level) + " [";
+    for (int i = 0; i < 10; ++i) strings += (i ? ", " : "") + alias;
+    strings += "]\n";
+  }
+  const std::string long_strings = error_of([&] { parse_config(strings, "strings.yaml"); });
+  EXPECT_EQ(long_strings.rfind("strings.yaml:5:", 0), 0u) << long_strings;
+  EXPECT_NE(long_strings.find("expands to more than 1048576 nodes"), std::string::npos);
+  const ConfigNode small = parse_config(text.substr(0, text.find("a5:")), "small.yaml");
+  EXPECT_EQ(small.at("a4")[9][9][9][9][9].scalar(), "x");  // 10^5 nodes, below the bound: read
+}
+
 TEST(ConfigValue, TypesAndTheirErrors) {
   const ConfigNode root = parse_config(
       "solver:\n"

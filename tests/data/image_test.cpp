@@ -109,6 +109,40 @@ TEST_F(ImageCodec, BadFilesAreErrorsNamingTheFile) {
   EXPECT_CONTAINS(error_of([&] { read_image_file(path("whole.png"), 2, out); }), "channels is 2");
 }
 
+// stb_image 2.27 overflows its buffer converting a 16-bit PNM's channels (found by
+// tests/fuzz/image_fuzz.cpp): the conversion is refused, the file's own channels still decode.
+TEST_F(ImageCodec, SixteenBitPnmDecodesOnlyInItsOwnChannels) {
+  Image out;
+  // P6, 2 x 1 pixels, maxval 1000: big-endian 16-bit samples (1000, 500, 0), (250, 750, 1000).
+  const std::string rgb =
+      write_file("rgb16.ppm", std::string("P6 2 1 1000\n\x03\xe8\x01\xf4\x00\x00\x00\xfa"
+                                          "\x02\xee\x03\xe8",
+                                          24));
+  EXPECT_CONTAINS(error_of([&] { read_image_file(rgb, 1, out); }), "16-bit PNM");
+  read_image_file(rgb, 3, out);
+  EXPECT_EQ(out.shape, (Shape{3, 1, 2}));
+  const std::string gray = write_file("gray16.pgm", std::string("P5 1 1 1000\n\x03\xe8", 14));
+  EXPECT_CONTAINS(error_of([&] { read_image_file(gray, 3, out); }), gray);
+  read_image_file(gray, 1, out);
+  EXPECT_EQ(out.shape, (Shape{1, 1, 1}));
+}
+
+// stb_image 2.27 decodes a PNM header promising more pixels than the file holds into zeros (found
+// by tests/fuzz/image_fuzz.cpp: 13 bytes became 100 MB): the header is held against the file.
+TEST_F(ImageCodec, PnmHeaderPromisingMoreThanTheFileIsTruncated) {
+  Image out;
+  const std::string tall = write_file("tall.pgm", "P5 3 33333333");
+  EXPECT_CONTAINS(error_of([&] { read_image_file(tall, 1, out); }), tall + "' is truncated");
+  const std::string big = write_file("big.ppm", "P6 4000 4000 255\n" + std::string(30, 'x'));
+  EXPECT_EQ(error_of([&] { read_image_file(big, 3, out); }),
+            "image '" + big +
+                "' is truncated: its PNM header says 4000 x 4000 x 3 samples, 48000000 bytes, "
+                "but the file has 47");
+  const std::string whole = write_file("whole.ppm", "P6 2 1 255\n" + std::string(6, 'x'));
+  read_image_file(whole, 3, out);
+  EXPECT_EQ(out.shape, (Shape{3, 1, 2}));
+}
+
 TEST_F(ImageCodec, FormatsByName) {
   EXPECT_EQ(parse_image_format("png"), ImageFormat::png);
   EXPECT_EQ(parse_image_format("jpg"), ImageFormat::jpeg);
