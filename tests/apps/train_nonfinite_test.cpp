@@ -14,14 +14,11 @@
 #include "core/error.h"
 #include "tests/apps/app_test_util.h"
 #include "tests/apps/run_dir_util.h"
+#include "tests/support/error_text.h"
 #include "tests/support/synthetic_data.h"
 
 namespace crema {
 namespace {
-
-bool contains(const std::string& text, const std::string& needle) {
-  return text.find(needle) != std::string::npos;
-}
 
 class TrainNonfinite : public ::testing::Test {
  protected:
@@ -60,10 +57,10 @@ TEST_F(TrainNonfinite, StopNamesLayerAndIterationExitsWith3AndKeepsTheLastCheckp
       dir_ + "/stop", {"CREMA_TEST_NAN_AT=8"});
   EXPECT_EQ(crema.wait(), 3) << crema.out() << crema.err();
   const std::string out = crema.out();
-  EXPECT_TRUE(contains(out, "stopped: the loss is not finite at iteration 8")) << out;
-  EXPECT_TRUE(contains(out, "layer 'conv1' is the first whose output is not finite")) << out;
-  EXPECT_TRUE(contains(out, "/run/checkpoints/iter_000005. Lower solver.base_lr")) << out;
-  EXPECT_TRUE(contains(testing::read_file(run + "/train.log"), "stopped: ")) << out;
+  EXPECT_CONTAINS(out, "stopped: the loss is not finite at iteration 8");
+  EXPECT_CONTAINS(out, "layer 'conv1' is the first whose output is not finite");
+  EXPECT_CONTAINS(out, "/run/checkpoints/iter_000005. Lower solver.base_lr");
+  EXPECT_CONTAINS(testing::read_file(run + "/train.log"), "stopped: ");
 
   // The kept checkpoint loads, and the run resumes from it to the end.
   const Checkpoint kept = read_checkpoint(find_checkpoint(run));
@@ -86,12 +83,11 @@ TEST_F(TrainNonfinite, SkipDropsTheStepLogsItAndGoesOn) {
   EXPECT_EQ(s.iterations, 20);
   EXPECT_EQ(s.skipped_steps, 1);
   EXPECT_TRUE(std::isfinite(s.last_loss));
-  EXPECT_TRUE(contains(log.str(),
-                       "skipped: the loss or a gradient is not finite at iteration 8: "
-                       "layer 'conv1' is the first whose output is not finite"))
-      << log.str();
-  EXPECT_TRUE(contains(log.str(), "(1 step(s) skipped so far)")) << log.str();
-  EXPECT_TRUE(contains(log.str(), "final test: ")) << log.str();
+  EXPECT_CONTAINS(log.str(),
+                  "skipped: the loss or a gradient is not finite at iteration 8: "
+                  "layer 'conv1' is the first whose output is not finite");
+  EXPECT_CONTAINS(log.str(), "(1 step(s) skipped so far)");
+  EXPECT_CONTAINS(log.str(), "final test: ");
 }
 
 // Batch norm's running statistics, updated by the NaN batch's forward pass, are put back too:
@@ -124,13 +120,10 @@ TEST_F(TrainNonfinite, RollbackReloadsTheLastCheckpointWithALowerLearningRate) {
   EXPECT_FALSE(s.diverged);
   EXPECT_EQ(s.iterations, 20);
   EXPECT_EQ(s.rollbacks, 1);
-  EXPECT_TRUE(contains(log.str(),
-                       "rolled back: the loss or a gradient is not finite at "
-                       "iteration 8: layer 'conv1'"))
-      << log.str();
-  EXPECT_TRUE(
-      contains(log.str(), "/run/checkpoints/iter_000005, learning rate x 0.5 (rollback 1 of 3)"))
-      << log.str();
+  EXPECT_CONTAINS(log.str(),
+                  "rolled back: the loss or a gradient is not finite at "
+                  "iteration 8: layer 'conv1'");
+  EXPECT_CONTAINS(log.str(), "/run/checkpoints/iter_000005, learning rate x 0.5 (rollback 1 of 3)");
   EXPECT_DOUBLE_EQ(last_lr(), 0.5 * plain_lr);
 
   // The checkpoints carry the lowered rate: a resumed run goes on with it.
@@ -155,11 +148,8 @@ TEST_F(TrainNonfinite, RollbackGivesUpAfterMaxRollbacks) {
   const TrainSummary s = train("rollback", log);
   EXPECT_TRUE(s.diverged);
   EXPECT_EQ(s.rollbacks, 2);
-  EXPECT_TRUE(
-      contains(log.str(), "checkpoints/iter_000000, learning rate x 0.25 (rollback 2 of 2)"))
-      << log.str();
-  EXPECT_TRUE(contains(log.str(), "stopped: the loss or a gradient is not finite at iteration 8"))
-      << log.str();
+  EXPECT_CONTAINS(log.str(), "checkpoints/iter_000000, learning rate x 0.25 (rollback 2 of 2)");
+  EXPECT_CONTAINS(log.str(), "stopped: the loss or a gradient is not finite at iteration 8");
   EXPECT_EQ(read_checkpoint(find_checkpoint(options_.out_dir)).state.iteration, 0);
 }
 
@@ -178,8 +168,8 @@ TEST_F(TrainNonfinite, BadKeysNameTheirPlace) {
       train_command(options_, log);
       ADD_FAILURE() << line << " was accepted";
     } catch (const Error& e) {
-      EXPECT_TRUE(contains(e.what(), message)) << e.what();
-      EXPECT_TRUE(contains(e.what(), "variant.yaml:")) << e.what();
+      EXPECT_CONTAINS(e.what(), message);
+      EXPECT_CONTAINS(e.what(), "variant.yaml:");
     }
     options_.config = dir_ + "/net.yaml";
   }
