@@ -4,6 +4,7 @@
 //               [--weights FILE | --resume RUN_DIR|CHECKPOINT] [--stop-after N]
 //   crema test CONFIG --weights FILE [--device ...] [--set key=value]...
 //              [--extract BLOB --extract-to FILE]
+//   crema export CONFIG --weights FILE --onnx OUT.onnx [--set key=value]...
 //   crema summary CONFIG [--set key=value]...
 //   crema plot RUN_DIR [--out FILE.png]
 //   crema time CONFIG [--device ...] [--iterations N] [--set key=value]...
@@ -65,6 +66,12 @@ int main(int argc, char** argv) {
   test->add_option("--extract", options.extract, "blobs to save for every test sample (e.g. ip2)")
       ->delimiter(',');
   test->add_option("--extract-to", options.extract_to, "safetensors file for the --extract blobs");
+
+  std::string onnx_path;
+  CLI::App* export_model = app.add_subcommand("export", "write the model in inference mode as ONNX");
+  add_common(*export_model, options);
+  export_model->add_option("--weights", options.weights, "weights file")->required();
+  export_model->add_option("--onnx", onnx_path, "the ONNX file to write")->required();
 
   CLI::App* summary = app.add_subcommand(
       "summary", "layers, shapes, parameters, multiply-adds and the memory training takes");
@@ -160,6 +167,7 @@ int main(int argc, char** argv) {
       if (result.diverged) return 3;
     }
     if (*test) crema::test_command(options, std::cout);
+    if (*export_model) crema::export_command(options, onnx_path, std::cout);
     if (*summary) crema::summary_command(options, std::cout);
     if (*time) crema::time_command(options, std::cout);
     if (*plot) crema::plot_command(plot_dir, plot_png, std::cout);

@@ -112,6 +112,9 @@ class Net {
   void forward_layer(size_t i, Context& ctx);
   void backward_layer(size_t i, Context& ctx);
   bool layer_runs_backward(size_t i) const { return runs_backward_[i]; }
+  // Layer i's bottom and top blobs, in its order (for exporters).
+  const std::vector<Blob*>& layer_bottoms(size_t i) const { return wiring_[i].bottoms; }
+  const std::vector<Blob*>& layer_tops(size_t i) const { return wiring_[i].tops; }
 
  private:
   struct Wiring {
