@@ -128,7 +128,7 @@ TrainingRun::TrainingRun(const ConfigNode& config, Context& ctx, const LayerRegi
         std::make_unique<Net>(model, Phase::test, test_loader_->options().batch_size, layers, ctx_);
     test_net_->share_params_from(*train_net_);
     check_inputs(*test_net_, *test_loader_, model);
-    for (const auto& output : test_net_->outputs()) test_names_.push_back(output.first);
+    test_names_ = test_net_->output_names();  // no read-back: the tops hold no values yet
   }
 
   const ConfigNode& solver_node = config.at("solver");
