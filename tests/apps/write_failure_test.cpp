@@ -153,6 +153,15 @@ TEST_F(WriteFailures, ContinueReportsTheLostCheckpointAndGoesOn) {
   EXPECT_EQ(testing::read_file(run + "/final.safetensors"), whole);
 }
 
+TEST_F(WriteFailures, OnWriteErrorIsStopOrContinue) {
+  CommandOptions o = options(dir_ + "/run");
+  o.overrides.push_back("++solver.on_write_error=ignore");
+  std::ostringstream log;
+  const std::string message = testing::error_of([&] { train_command(o, log); });
+  EXPECT_CONTAINS(message, "solver.on_write_error is stop or continue, got 'ignore'");
+  EXPECT_FALSE(fs::exists(dir_ + "/run"));  // refused before the run directory is made
+}
+
 TEST_F(WriteFailures, LogFilesWarnOnceAndTheRunGoesOn) {
   const std::string whole = reference_weights();
   char host[256] = "localhost";
