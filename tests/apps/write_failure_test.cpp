@@ -138,6 +138,26 @@ TEST_F(WriteFailures, EveryCheckpointWritePointStopsKeepsTheLastAndResumesExactl
   }
 }
 
+// With solver.keep_best the `best` link is one more write point: checkpoints at 2, 3 (the first
+// test, a new best), 4 and 6; the second re-pointing of `best` (iteration 4's) fails after `last`
+// named iteration 4.
+TEST_F(WriteFailures, TheBestLinkStopsWithLastWhole) {
+  const std::string whole = reference_weights();
+  for (const char* call : {"symlink", "rename"}) {
+    const std::string run = dir_ + "/run_" + call;
+    const std::string suffix =
+        std::string(call) == "symlink" ? "/checkpoints/.tmp-link-best" : "/checkpoints/best";
+    EXPECT_EQ(train_failing(run, call, suffix, 2, {"--set", "++solver.keep_best=loss"}), 4) << out_;
+    EXPECT_EQ(count(out_, "No space left on device"), 1u) << out_;
+    EXPECT_EQ(read_checkpoint(find_checkpoint(run)).state.iteration, 4) << call;
+    CommandOptions o = options("");
+    o.resume = run;
+    std::ostringstream log;
+    train_command(o, log);
+    EXPECT_EQ(testing::read_file(run + "/final.safetensors"), whole) << call;
+  }
+}
+
 TEST_F(WriteFailures, ContinueReportsTheLostCheckpointAndGoesOn) {
   const std::string whole = reference_weights();
   const std::string run = dir_ + "/run";
