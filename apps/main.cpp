@@ -17,7 +17,9 @@
 // Anything the user should fix ends with one line "crema: error: ..." and exit code 2. A training
 // run stopped by Ctrl-C or SIGTERM (after writing its checkpoint) exits with 130 or 143, as
 // shells report those signals; one stopped by a non-finite loss or gradient (solver.on_nonfinite)
-// exits with 3. `crema bench` exits with 1 when a version fails its check.
+// exits with 3; one stopped because a checkpoint or the final weights could not be written (a
+// full disk; solver.on_write_error) exits with 4. `crema bench` exits with 1 when a version fails
+// its check.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -165,6 +167,7 @@ int main(int argc, char** argv) {
       const crema::TrainSummary result = crema::train_command(options, std::cout);
       if (result.interrupted) return 128 + result.signal;
       if (result.diverged) return 3;
+      if (result.write_failed) return 4;
     }
     if (*test) crema::test_command(options, std::cout);
     if (*export_model) crema::export_command(options, onnx_path, std::cout);

@@ -64,11 +64,11 @@ class Net {
   // Zeroes every parameter gradient (the solver does this after each update).
   void zero_param_grads(Context& ctx);
 
-  // Scalar blobs that no layer consumes (losses, accuracy), sorted by name; their values are
-  // whatever the last forward left (read them only after one: before it they are uninitialized).
-  std::vector<std::string> output_names() const;
-  // The same with their current values (one device-to-host copy each).
+  // Scalar blobs that no layer consumes (losses, accuracy), by name, with their current values
+  // (read back from the device: only after a forward pass, when they hold values).
   std::vector<std::pair<std::string, double>> outputs() const;
+  // Their names alone, sorted; reads nothing, so it may be asked before the first forward.
+  std::vector<std::string> output_names() const;
 
   // Every learnable parameter once (a shared parameter appears under its first owner's name).
   const std::vector<Param*>& learnable_params() const { return learnable_; }
