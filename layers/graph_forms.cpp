@@ -28,6 +28,12 @@ void export_activation(const kernels::Activation& a, const LayerIO& io, GraphBui
     case Kind::tanh:
       g.node("Tanh", {x}, {y});
       return;
+    case Kind::hardsigmoid:
+      g.node("HardSigmoid", {x}, {y}, {{"alpha", 1.0f / 6.0f}, {"beta", 0.5f}});
+      return;
+    case Kind::hardswish:
+      g.node("HardSwish", {x}, {y});
+      return;
     case Kind::clip:
       g.node("Clip", {x, scalar(g, base + "min", a.min), scalar(g, base + "max", a.max)}, {y});
       return;

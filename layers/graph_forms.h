@@ -10,7 +10,8 @@
 
 namespace crema {
 
-// y = f(x) for the pointwise activation `a`: Elu, Sigmoid, Tanh, Clip are ONNX operators; Swish
+// y = f(x) for the pointwise activation `a`: Elu, Sigmoid, Tanh, Clip, HardSigmoid (alpha 1/6,
+// beta 1/2) and HardSwish are ONNX operators; Swish
 // is x * Sigmoid(beta x); GELU (opset 17 has no Gelu) is 0.5 x (1 + Erf(x / sqrt 2)), or its
 // tanh approximation 0.5 x (1 + Tanh(sqrt(2/pi) (x + 0.044715 x^3))).
 void export_activation(const kernels::Activation& a, const LayerIO& io, GraphBuilder& g);

@@ -108,6 +108,23 @@ NETS = {
         layer("both", "Concat", ["soft", "logsoft"], "both", axis=2),
         layer("out", "InnerProduct", "both", "out", num_output=2),
     ],
+    "zoo_layers": [
+        layer("conv1", "Convolution", "data", "conv1", num_output=4, kernel_size=3, pad=1),
+        layer("hswish", "Hardswish", "conv1", "conv1"),
+        layer("ln_c", "LayerNorm", "conv1", "ln_c", axis=1, eps=1e-6),
+        layer("drop_path", "StochasticDepth", "ln_c", "ln_c", p=0.2),
+        layer("gamma", "LayerScale", "ln_c", "scaled"),
+        layer("hsig", "Hardsigmoid", "scaled", "gated"),
+        layer("nhwc", "Permute", "gated", "nhwc", order=[0, 2, 3, 1]),
+        layer("ln_last", "LayerNorm", "nhwc", "ln_last"),
+        layer("nchw", "Permute", "ln_last", "nchw", order=[0, 3, 1, 2]),
+        layer("pool3", "Pooling", "nchw", "pool3", pool="average", output_size=[3, 1]),
+        layer("pool1", "Pooling", "nchw", "pool1", pool="max", output_size=1),
+        layer("f3", "Flatten", "pool3", "f3"),
+        layer("f1", "Flatten", "pool1", "f1"),
+        layer("both", "Concat", ["f3", "f1"], "both"),
+        layer("out", "InnerProduct", "both", "out", num_output=2),
+    ],
 }
 HEAD = [
     layer("loss", "SoftmaxWithLoss", ["out", "label"], "loss"),
