@@ -109,6 +109,9 @@ class Net {
   void forward_layer(size_t i, Context& ctx);
   void backward_layer(size_t i, Context& ctx);
   bool layer_runs_backward(size_t i) const { return runs_backward_[i]; }
+  // Decides again which layers run backward and which bottoms get a gradient (step 4 above);
+  // called after parameters' lr_mult changed (solver.param_groups freezing some).
+  void decide_backward();
 
  private:
   struct Wiring {
@@ -121,7 +124,6 @@ class Net {
   std::vector<LayerSpec> read_layer_specs(const ConfigNode& model);
   void insert_splits(std::vector<LayerSpec>& specs) const;
   void build(std::vector<LayerSpec> specs, const LayerRegistry& registry, Context& ctx);
-  void decide_backward();
   void share_named_params();
   [[noreturn]] void fail_at_layer(size_t i, const std::string& message) const;
   size_t blob_index_of(const Blob* blob) const;
