@@ -72,6 +72,7 @@ std::string weights_message(const std::string& path, const WeightsReport& report
 bool open_run_dir(const std::string& run_dir, bool resumed, const std::string& config_path,
                   const std::string& resolved_yaml) {
   fs::create_directories(run_dir);
+  if (!resumed) fs::remove(fs::path(run_dir) / "FAILED");  // left by a failed run of that name
   bool replaced = false;
   if (!resumed && fs::exists(fs::path(run_dir) / "checkpoints")) {
     // A new run under the name of an earlier one replaces it.
