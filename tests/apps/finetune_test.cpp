@@ -145,6 +145,21 @@ TEST(ClassList, FineTuningOnTheSameNumberOfOtherClassesIsRefused) {
   EXPECT_EQ(train_command(run.options, log).iterations, 2);
 }
 
+TEST(ClassList, ResumingOnOtherClassesIsRefused) {
+  FolderRun run({"ant", "bee"}, {"ant", "bee"}, 2);
+  std::ostringstream log;
+  run.options.stop_after = 2;
+  train_command(run.options, log);
+  write_folder(run.dir + "/other", {"ant", "cat"}, 10, 4);
+  run.options.stop_after = 0;
+  run.options.resume = run.dir + "/run";
+  run.options.overrides = {"data.train.source.root=" + run.dir + "/other",
+                           "data.test.source.root=" + run.dir + "/other"};
+  const std::string e = error_of([&] { train_command(run.options, log); });
+  EXPECT_CONTAINS(e, "cannot resume from ");
+  EXPECT_CONTAINS(e, "trained on the classes [ant, bee] but the train source now has [ant, cat]");
+}
+
 // A head with fewer outputs than the data's classes is found before the first step, naming the
 // loss layer, the layer to change and the source.
 TEST(ClassList, AHeadTooSmallForTheClassesIsNamedBeforeTraining) {
