@@ -66,8 +66,9 @@ class TrainingRun {
   TrainingRun(const ConfigNode& config, Context& ctx, const LayerRegistry& layers,
               const RunOptions& options, std::ostream& out);
   TrainSummary run();
-  // A run that ends with an error before its first checkpoint is marked: <run>/FAILED holds the
-  // error, so the directory (config.yaml, train.log, nothing to resume) is not taken for a run.
+  // A run that ends with an error, or diverges, before its first checkpoint is marked:
+  // <run>/FAILED holds the error, so the directory (config.yaml, train.log, nothing to resume) is
+  // not taken for a run.
   void mark_failed(const std::string& error);
 
  private:
@@ -293,6 +294,7 @@ TrainSummary TrainingRun::stop_diverged(int64_t done) {
   log_->print(fmt::format("stopped: {}; {}. Lower solver.base_lr or check the data", stop_report_,
                           kept ? "the last good checkpoint is " + summary_.checkpoint
                                : "no checkpoint was written before"));
+  if (!kept) mark_failed("stopped: " + stop_report_);
   summary_.diverged = true;
   summary_.iterations = done;
   summary_.first_loss = progress_->first_loss();
