@@ -5,6 +5,8 @@
 //   crema test CONFIG --weights FILE [--device ...] [--set key=value]...
 //              [--extract BLOB --extract-to FILE]
 //   crema export CONFIG --weights FILE --onnx OUT.onnx [--set key=value]...
+
+//   crema predict CONFIG --weights FILE IMAGE... [--top-k 5] [--labels FILE] [--json]
 //   crema summary CONFIG [--set key=value]...
 //   crema plot RUN_DIR [--out FILE.png]
 //   crema time CONFIG [--device ...] [--iterations N] [--set key=value]...
@@ -74,6 +76,16 @@ int main(int argc, char** argv) {
   add_common(*export_model, options);
   export_model->add_option("--weights", options.weights, "weights file")->required();
   export_model->add_option("--onnx", onnx_path, "the ONNX file to write")->required();
+
+  CLI::App* predict =
+      app.add_subcommand("predict", "the top-k classes of image files, with their probabilities");
+  add_common(*predict, options);
+  predict->add_option("--weights", options.weights, "the trained weights")->required();
+  predict->add_option("images", options.images, "image files (JPEG, PNG, ...)")->required();
+  predict->add_option("--top-k", options.top_k, "classes printed per image")->capture_default_str();
+  predict->add_option("--labels", options.labels,
+                      "class names, one per line (default: the run's classes.txt)");
+  predict->add_flag("--json", options.json, "print JSON");
 
   CLI::App* summary = app.add_subcommand(
       "summary", "layers, shapes, parameters, multiply-adds and the memory training takes");
@@ -171,6 +183,8 @@ int main(int argc, char** argv) {
     }
     if (*test) crema::test_command(options, std::cout);
     if (*export_model) crema::export_command(options, onnx_path, std::cout);
+
+    if (*predict) crema::predict_command(options, std::cout);
     if (*summary) crema::summary_command(options, std::cout);
     if (*time) crema::time_command(options, std::cout);
     if (*plot) crema::plot_command(plot_dir, plot_png, std::cout);

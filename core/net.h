@@ -115,6 +115,9 @@ class Net {
   // Layer i's bottom and top blobs, in its order (for exporters).
   const std::vector<Blob*>& layer_bottoms(size_t i) const { return wiring_[i].bottoms; }
   const std::vector<Blob*>& layer_tops(size_t i) const { return wiring_[i].tops; }
+  // Decides again which layers run backward and which bottoms get a gradient (step 4 above);
+  // called after parameters' lr_mult changed (solver.param_groups freezing some).
+  void decide_backward();
 
  private:
   struct Wiring {
@@ -127,7 +130,6 @@ class Net {
   std::vector<LayerSpec> read_layer_specs(const ConfigNode& model);
   void insert_splits(std::vector<LayerSpec>& specs) const;
   void build(std::vector<LayerSpec> specs, const LayerRegistry& registry, Context& ctx);
-  void decide_backward();
   void share_named_params();
   [[noreturn]] void fail_at_layer(size_t i, const std::string& message) const;
   size_t blob_index_of(const Blob* blob) const;

@@ -1,4 +1,5 @@
 #include "apps/training/checkpoint.h"
+#include "apps/training/class_list.h"
 
 #include <chrono>
 #include <cstdlib>
@@ -135,7 +136,8 @@ ordered_json state_to_json(const TrainingState& s) {
       {"rollbacks", {{"count", s.rollbacks}, {"lr_scale", s.lr_scale}}},
       {"best", nullptr},
       {"solver_type", s.solver_type},
-      {"model", s.model}};
+      {"model", s.model},
+      {"classes", s.classes}};
   if (s.best) {
     j["best"] = {{"metric", s.best->metric},
                  {"mode", s.best->maximize ? "max" : "min"},
@@ -175,6 +177,7 @@ TrainingState state_from_json(const std::string& path) {
     }
     s.solver_type = j.at("solver_type").get<std::string>();
     s.model = j.at("model").get<std::string>();
+    if (j.contains("classes")) s.classes = j.at("classes").get<std::vector<std::string>>();
     if (!j.at("best").is_null()) {
       const auto& b = j.at("best");
       s.best = BestMetric{b.at("metric").get<std::string>(),
@@ -420,6 +423,11 @@ void check_same_run(const TrainingState& saved, const TrainingState& now, const 
     throw Error(cannot + "its solver is " + saved.solver_type + " but solver.type is now " +
                 now.solver_type + "; to switch solvers, start a new run with --weights " + dir +
                 "/model.safetensors");
+  }
+  if (!saved.classes.empty() && saved.classes != now.classes) {
+    throw Error(cannot + "it was trained on the classes " + list_text(saved.classes) +
+                " but the train source now has " + list_text(now.classes) +
+                " (a label would mean another class)");
   }
 }
 

@@ -72,6 +72,7 @@ struct TrainingState {
   double lr_scale = 1.0;  // multiplied the learning rate by (a resumed run keeps both)
   std::string model;      // the config's model section as YAML
   std::string solver_type;
+  std::vector<std::string> classes;  // the run's class list (class_list.h); empty in older ones
 };
 
 // Writes the checkpoint of `state.iteration` into <run_dir>/checkpoints and returns its

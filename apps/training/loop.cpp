@@ -28,6 +28,7 @@
 #include <fmt/format.h>
 
 #include "apps/training/checkpoint.h"
+#include "apps/training/class_list.h"
 #include "apps/training/data_config.h"
 #include "apps/training/divergence.h"
 #include "apps/training/evaluation.h"
@@ -42,8 +43,10 @@
 #include "core/error.h"
 #include "core/net.h"
 #include "core/registry.h"
+#include "core/serialization.h"
 #include "kernels/convolution/select.h"
 #include "kernels/elementwise/elementwise.h"
+#include "optim/param_groups.h"
 #include "optim/solver.h"
 
 namespace crema::training {
@@ -63,6 +66,10 @@ class TrainingRun {
   TrainingRun(const ConfigNode& config, Context& ctx, const LayerRegistry& layers,
               const RunOptions& options, std::ostream& out);
   TrainSummary run();
+  // A run that ends with an error, or diverges, before its first checkpoint is marked:
+  // <run>/FAILED holds the error, so the directory (config.yaml, train.log, nothing to resume) is
+  // not taken for a run.
+  void mark_failed(const std::string& error);
 
  private:
   TrainSummary run_steps();
@@ -119,7 +126,10 @@ TrainingRun::TrainingRun(const ConfigNode& config, Context& ctx, const LayerRegi
   // asynchronous and overlaps the step.
   Allocator* pinned = &ctx_.staging_allocator();
   train_loader_ = make_loader(data_node, "train", options.seed, pinned);
-  if (data_node.has("test")) test_loader_ = make_loader(data_node, "test", options.seed, pinned);
+  const ClassList classes{data::class_list(train_loader_->dataset()), "data.train's source"};
+  if (data_node.has("test")) {
+    test_loader_ = make_loader(data_node, "test", options.seed, pinned, &classes);
+  }
   data_node.check_no_unknown_keys("data");
 
   const ConfigNode& model = config.at("model");
@@ -135,6 +145,7 @@ TrainingRun::TrainingRun(const ConfigNode& config, Context& ctx, const LayerRegi
   }
 
   const ConfigNode& solver_node = config.at("solver");
+  apply_param_groups(solver_node, *train_net_);
   loop_ = read_loop_settings(solver_node, train_loader_->batches_per_epoch());
   if (!loop_.keep_best.empty() &&
       std::find(test_names_.begin(), test_names_.end(), loop_.keep_best) == test_names_.end()) {
@@ -154,11 +165,21 @@ TrainingRun::TrainingRun(const ConfigNode& config, Context& ctx, const LayerRegi
   state_.seed = options.seed;
   state_.model = model.to_yaml();
   state_.solver_type = solver_->config().type;
+  state_.classes = classes.names;
   start_ = load_starting_point(options, *train_net_, *solver_, ctx_, loop_.max_iter, state_);
+  state_.classes = classes.names;  // a checkpoint older than the class list has none
+  const std::string classifier = classifier_of(*train_net_);
+  if (!options.weights.empty() && !classifier.empty() &&
+      std::none_of(start_.weights.missing.begin(), start_.weights.missing.end(),
+                   [&](const std::string& name) { return name.rfind(classifier + ".", 0) == 0; })) {
+    check_finetune_classes(classes_of_weights(options.weights), classes);  // the head was copied
+  }
   solver_->scale_learning_rate(state_.lr_scale);  // lowered by earlier rollbacks of the run
 
   const bool resumed = bool(start_.resumed);
   replaced_old_run_ = open_run_dir(start_.run_dir, resumed, options.config_path, config.to_yaml());
+  write_file_atomic(start_.run_dir + "/classes.txt",
+                    data::class_names_text(train_loader_->dataset()));
   log_ =
       std::make_unique<RunLog>(out, start_.run_dir + "/train.log", resumed, options.live_progress);
   metrics_ =
@@ -277,6 +298,7 @@ TrainSummary TrainingRun::stop_diverged(int64_t done) {
   log_->print(fmt::format("stopped: {}; {}. Lower solver.base_lr or check the data", stop_report_,
                           kept ? "the last good checkpoint is " + summary_.checkpoint
                                : "no checkpoint was written before"));
+  if (!kept) mark_failed("stopped: " + stop_report_);
   summary_.diverged = true;
   summary_.iterations = done;
   summary_.first_loss = progress_->first_loss();
@@ -358,15 +380,16 @@ void TrainingRun::print_start() {
                 " held an earlier run; its checkpoints and logs are replaced");
   }
   if (!options_.weights.empty()) log_->print(weights_message(options_.weights, start_.weights));
-  int64_t parameters = 0;
-  for (const Param* p : train_net_->learnable_params()) parameters += p->value.numel();
-  log_->print(
-      fmt::format("{} {} on {} with {} thread(s): {} iterations of batch {}{} ({} per epoch), "
-                  "{} parameters, run in {}",
-                  start_.resumed ? "resume" : "train", options_.name, ctx_.device().str(),
-                  ctx_.num_threads(), loop_.max_iter, train_loader_->options().batch_size,
-                  solver_->iter_size() > 1 ? fmt::format(" x {} passes", solver_->iter_size()) : "",
-                  train_loader_->batches_per_epoch(), parameters, start_.run_dir));
+  const ParameterCounts parameters = count_parameters(*train_net_);
+  log_->print(fmt::format(
+      "{} {} on {} with {} thread(s): {} iterations of batch {}{} ({} per epoch), "
+      "{} parameters{}, run in {}",
+      start_.resumed ? "resume" : "train", options_.name, ctx_.device().str(), ctx_.num_threads(),
+      loop_.max_iter, train_loader_->options().batch_size,
+      solver_->iter_size() > 1 ? fmt::format(" x {} passes", solver_->iter_size()) : "",
+      train_loader_->batches_per_epoch(), parameters.trainable,
+      parameters.frozen > 0 ? fmt::format(" trained and {} frozen", parameters.frozen) : "",
+      start_.run_dir));
   if (start_.resumed) {
     log_->print(fmt::format("resumed from {} at iteration {}", start_.resumed->dir, first_iter_));
   }
@@ -491,12 +514,24 @@ TrainSummary TrainingRun::run_steps() {
   return summary_;
 }
 
+void TrainingRun::mark_failed(const std::string& error) {
+  if (start_.resumed || !summary_.checkpoint.empty()) return;
+  write_file_atomic(
+      start_.run_dir + "/FAILED",
+      "error: " + error + "\nno checkpoint was written; this run cannot be resumed\n");
+}
+
 }  // namespace
 
 TrainSummary run(const ConfigNode& config, Context& ctx, const LayerRegistry& layers,
                  const RunOptions& options, std::ostream& out) {
   TrainingRun training(config, ctx, layers, options, out);
-  return training.run();
+  try {
+    return training.run();
+  } catch (const std::exception& e) {
+    training.mark_failed(e.what());
+    throw;
+  }
 }
 
 }  // namespace crema::training

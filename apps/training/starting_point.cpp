@@ -80,6 +80,7 @@ bool open_run_dir(const std::string& run_dir, bool resumed, const std::string& c
   std::error_code error;
   fs::create_directories(run_dir, error);
   check(error, "cannot create it");
+  if (!resumed) fs::remove(fs::path(run_dir) / "FAILED");  // left by a failed run of that name
   bool replaced = false;
   if (!resumed && fs::exists(fs::path(run_dir) / "checkpoints")) {
     // A new run under the name of an earlier one replaces it.
