@@ -75,10 +75,13 @@ std::vector<std::pair<std::string, double>> test_command(const CommandOptions& o
   Net net(model, Phase::test, loader->options().batch_size, s.registry, ctx);
   check_inputs(net, *loader, model);
   const WeightsReport report = copy_weights_by_name(net, options.weights);
-  if (!report.missing.empty()) {
-    std::string names;
-    for (const std::string& n : report.missing) names += (names.empty() ? "" : ", ") + n;
-    throw Error(options.weights + " lacks " + names + ", which the model needs");
+  std::string names;
+  for (const std::string& n : report.missing) {
+    if (!is_optional_buffer(n)) names += (names.empty() ? "" : ", ") + n;
+  }
+  if (!names.empty()) throw Error(options.weights + " lacks " + names + ", which the model needs");
+  if (!report.notes.empty()) {
+    out << "weights from " << options.weights << ": " << report.notes << "\n";
   }
   std::optional<BlobExtractor> extractor;
   if (!options.extract.empty()) extractor.emplace(options.extract, net);
