@@ -6,7 +6,6 @@
 #include <filesystem>
 #include <map>
 #include <memory>
-#include <set>
 
 #include <fmt/format.h>
 
@@ -67,13 +66,9 @@ class PthReader {
     const Value& dict = state_dict(pickle.root(), notes);
     const std::string prefix = common_module_prefix(dict);
     if (!prefix.empty()) notes.push_back("'module.' prefixes removed");
-    std::set<std::string> names;
     for (const auto& [key, value] : dict.entries) {
+      // The pickle refused duplicate keys; removing one common prefix keeps them apart.
       const std::string name = key->text.substr(prefix.size());
-      if (!names.insert(name).second) {
-        throw Error(path_ + ": the state_dict holds '" + name +
-                    "' twice once 'module.' is removed");
-      }
       out.tensors.emplace_back(name, tensor(name, *value));
     }
     const std::string widened_text = widened_.text();
