@@ -180,24 +180,26 @@ class PthReader {
     return prefix;
   }
 
-  // A storage's bytes, read once however many tensors view it.
+  // A storage's bytes, read once however many tensors view it. Each persistent id states the
+  // storage's type and size anew, so each is checked against the entry, not only the first.
   const std::string& storage(const std::string& name, const Value& s) {
-    auto it = storages_.find(s.text);
-    if (it != storages_.end()) return it->second;
     const std::string entry_name = stem_ + "data/" + s.text;
-    if (zip_name_locate(zip_.get(), entry_name.c_str(), 0) < 0) {
-      throw Error(path_ + ": tensor '" + name + "': its storage '" + entry_name +
-                  "' is missing from the zip");
+    auto it = storages_.find(s.text);
+    if (it == storages_.end()) {
+      if (zip_name_locate(zip_.get(), entry_name.c_str(), 0) < 0) {
+        throw Error(path_ + ": tensor '" + name + "': its storage '" + entry_name +
+                    "' is missing from the zip");
+      }
+      it = storages_.emplace(s.text, entry(entry_name)).first;
     }
-    std::string bytes = entry(entry_name);
-    const int64_t item = item_size(s.storage_type);
-    if (uint64_t(s.integer) > bytes.size() / uint64_t(item)) {
+    const std::string& bytes = it->second;
+    if (uint64_t(s.integer) > bytes.size() / uint64_t(item_size(s.storage_type))) {
       throw Error(path_ + ": tensor '" + name + "': its storage claims " +
                   std::to_string(s.integer) + " " + storage_type_name(s.storage_type) +
                   " elements but the entry '" + entry_name + "' holds " +
                   std::to_string(bytes.size()) + " bytes");
     }
-    return storages_.emplace(s.text, std::move(bytes)).first->second;
+    return bytes;
   }
 
   Tensor tensor(const std::string& name, const Value& t) {
