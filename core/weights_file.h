@@ -1,9 +1,9 @@
 // The file behind --weights, recognised by its content rather than its name:
 //
-//   "PK\x03\x04" ...            a PyTorch checkpoint (torch.save, torch >= 1.6: a zip; core/pth.h)
-//   0x80 0x02 ... (a pickle)    a PyTorch checkpoint in the legacy format (torch < 1.6): refused,
-//                               with how to re-save it
 //   8-byte length, then "{"     safetensors (core/serialization.h)
+//   "PK\x03\x04" ...            a PyTorch checkpoint (torch.save, torch >= 1.6: a zip; core/pth.h)
+//   0x80 0x02 ... (a pickle)    torch < 1.6's legacy format (or a bare pickle.dump): refused, with
+//                               how to re-save it
 //   a directory                 refused, naming the file inside a run to pass instead
 //
 // Anything else is refused with what its first bytes look like and what crema reads.
