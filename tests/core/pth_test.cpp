@@ -93,8 +93,9 @@ TEST(Pth, RefusesEachMaliciousOrBrokenFileInOneLine) {
        "'archive/data/0' holds 16 bytes"},
       {"missing_storage", "its storage 'archive/data/7' is missing from the zip"},
       // Found by the fuzzer: a storage read for tensor 'a' named again, 25 times larger.
-      {"storage_regrown", "tensor 'b': its storage claims 100 f32 elements but the entry "
-                          "'archive/data/0' holds 16 bytes"},
+      {"storage_regrown",
+       "tensor 'b': its storage claims 100 f32 elements but the entry "
+       "'archive/data/0' holds 16 bytes"},
       {"truncated", "cannot be read"},
   };
   for (const auto& [file, needle] : cases) {
