@@ -66,10 +66,15 @@ class PthReader {
     const Value& dict = state_dict(pickle.root(), notes);
     const std::string prefix = common_module_prefix(dict);
     if (!prefix.empty()) notes.push_back("'module.' prefixes removed");
+    // A storage's bytes are dropped after the last tensor that views it: the peak is the
+    // tensors plus one storage, not twice the model.
+    std::map<std::string, int64_t> views;
+    for (const auto& entry : dict.entries) ++views[entry.second->storage->text];
     for (const auto& [key, value] : dict.entries) {
       // The pickle refused duplicate keys; removing one common prefix keeps them apart.
       const std::string name = key->text.substr(prefix.size());
       out.tensors.emplace_back(name, tensor(name, *value));
+      if (--views[value->storage->text] == 0) storages_.erase(value->storage->text);
     }
     const std::string widened_text = widened_.text();
     if (!widened_text.empty()) notes.insert(notes.begin(), widened_text);
