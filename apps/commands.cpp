@@ -75,11 +75,7 @@ std::vector<std::pair<std::string, double>> test_command(const CommandOptions& o
   Net net(model, Phase::test, loader->options().batch_size, s.registry, ctx);
   check_inputs(net, *loader, model);
   const WeightsReport report = copy_weights_by_name(net, options.weights);
-  std::string names;
-  for (const std::string& n : report.missing) {
-    if (!is_optional_buffer(n)) names += (names.empty() ? "" : ", ") + n;
-  }
-  if (!names.empty()) throw Error(options.weights + " lacks " + names + ", which the model needs");
+  require_all_weights(options.weights, report);
   if (!report.notes.empty()) {
     out << "weights from " << options.weights << ": " << report.notes << "\n";
   }

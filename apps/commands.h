@@ -53,6 +53,10 @@ struct TimeSummary {
 };
 // crema time: per-layer forward and backward times and the whole training step, like `caffe time`.
 TimeSummary time_command(const CommandOptions& options, std::ostream& out);
+// crema export --onnx: the model in inference mode with --weights, as an ONNX file
+// (apps/onnx/README.md).
+void export_command(const CommandOptions& options, const std::string& onnx_path,
+                    std::ostream& out);
 // crema summary: the train net's layers, shapes, parameters and multiply-adds, and the memory
 // training it takes at the configured batch.
 void summary_command(const CommandOptions& options, std::ostream& out);

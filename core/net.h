@@ -64,8 +64,11 @@ class Net {
   // Zeroes every parameter gradient (the solver does this after each update).
   void zero_param_grads(Context& ctx);
 
-  // Scalar blobs that no layer consumes (losses, accuracy), by name, with their current values.
+  // Scalar blobs that no layer consumes (losses, accuracy), by name, with their current values
+  // (read back from the device: only after a forward pass, when they hold values).
   std::vector<std::pair<std::string, double>> outputs() const;
+  // Their names alone, sorted; reads nothing, so it may be asked before the first forward.
+  std::vector<std::string> output_names() const;
 
   // Every learnable parameter once (a shared parameter appears under its first owner's name).
   const std::vector<Param*>& learnable_params() const { return learnable_; }
@@ -110,6 +113,9 @@ class Net {
   void forward_layer(size_t i, Context& ctx);
   void backward_layer(size_t i, Context& ctx);
   bool layer_runs_backward(size_t i) const { return runs_backward_[i]; }
+  // Layer i's bottom and top blobs, in its order (for exporters).
+  const std::vector<Blob*>& layer_bottoms(size_t i) const { return wiring_[i].bottoms; }
+  const std::vector<Blob*>& layer_tops(size_t i) const { return wiring_[i].tops; }
 
  private:
   struct Wiring {

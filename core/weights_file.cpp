@@ -1,13 +1,17 @@
 #include "core/weights_file.h"
 
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
 
 #include <fmt/format.h>
 
 #include "core/error.h"
 #include "core/float16.h"
 #include "core/pth.h"
+#include "core/regular_file.h"
 #include "core/serialization.h"
 
 namespace crema {
@@ -45,11 +49,11 @@ WeightsFile read_weights_file(const std::string& path) {
   if (fs::is_directory(path, ec)) {
     throw Error(path + " is a directory, not a weights file: " + directory_advice(path));
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("cannot open '" + path + "'");
+  const RegularFile file(path, "weights file");  // no FIFO or device: nothing waits
   std::string head(16, '\0');
-  in.read(head.data(), std::streamsize(head.size()));
-  head.resize(size_t(in.gcount()));
+  const ssize_t n = ::pread(file.fd(), head.data(), head.size(), 0);
+  if (n < 0) throw Error("cannot read '" + path + "': " + std::strerror(errno));
+  head.resize(size_t(n));
   // safetensors: a little-endian header length (at most 100 MB: its top bytes are 0), then '{'.
   if (head.size() > 8 && head[8] == '{' && head.compare(4, 4, "\0\0\0\0", 4) == 0) {
     WeightsFile out;

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "kernels/activations/pointwise.h"
+#include "layers/graph_forms.h"
 #include "layers/key_error.h"
 #include "layers/register_layers.h"
 
@@ -53,6 +54,10 @@ class PointwiseLayer : public Layer {
                           : top[0] == bottom[0] ? saved_input_
                                                 : bottom[0]->value;
     kernels::activation_backward(ctx, activation_, saved, top[0]->grad, bottom[0]->grad);
+  }
+
+  void export_graph(const LayerIO& io, GraphBuilder& g) const override {
+    export_activation(activation_, io, g);
   }
 
  protected:

@@ -71,6 +71,38 @@ class InnerProductLayer final : public WeightedLayer {
     }
   }
 
+  // axis 1: Gemm(x, W^T) + b (after a Flatten of x's trailing axes); another axis: x's axes
+  // from `axis` on flattened by a Reshape, then MatMul with W^T and Add b.
+  void export_graph(const LayerIO& io, GraphBuilder& g) const override {
+    const Shape& x = io.bottoms[0].shape;
+    const std::string& y = io.top(0);
+    const std::string w = g.weight(params_[0].name, params_[0].value);
+    const std::string b = bias_term_ ? g.weight(params_[1].name, params_[1].value) : "";
+    std::string in = io.bottom(0);
+    if (axis_ == 1) {
+      if (x.size() > 2) {
+        in = g.temp(y + "/flat");
+        g.node("Flatten", {io.bottom(0)}, {in}, {{"axis", int64_t(1)}});
+      }
+      std::vector<std::string> inputs{in, w};
+      if (bias_term_) inputs.push_back(b);
+      g.node("Gemm", inputs, {y}, {{"transB", int64_t(1)}});
+      return;
+    }
+    if (axis_ + 1 < int(x.size())) {
+      std::vector<int64_t> dims{0};  // the batch, copied
+      dims.insert(dims.end(), x.begin() + 1, x.begin() + axis_);
+      dims.push_back(-1);
+      in = g.temp(y + "/flat");
+      g.node("Reshape", {io.bottom(0), g.ints(y + "/flat_shape", dims)}, {in});
+    }
+    const std::string wt = g.temp(y + "/weight_t");
+    g.node("Transpose", {w}, {wt}, {{"perm", std::vector<int64_t>{1, 0}}});
+    const std::string product = bias_term_ ? g.temp(y + "/matmul") : y;
+    g.node("MatMul", {in, wt}, {product});
+    if (bias_term_) g.node("Add", {product, b}, {y});
+  }
+
  private:
   Tensor flat(const Tensor& t) const {
     const Shape& s = t.shape();

@@ -15,6 +15,7 @@
 //   pad_h + pad_w) -- each n or [h, w] --, global_pooling (false: true pools each whole plane to
 //   1x1 and takes no kernel, stride or pad), round_mode (ceil | floor), count_include_pad (true;
 //   average pooling only).
+#include <algorithm>
 #include <tuple>
 
 #include "kernels/pooling/pooling.h"
@@ -96,6 +97,30 @@ class PoolingLayer final : public Layer {
                 const std::vector<Blob*>& bottom, Context& ctx) override {
     if (!propagate_down[0]) return;
     kernels::pool2d_backward(ctx, geometry_, mode_, top[0]->grad, argmax(top), bottom[0]->grad);
+  }
+
+  // Pool with the same windows: ceil mode becomes explicit end padding (windows that start in
+  // the input or the left padding, as here), except for average pooling counting that padding,
+  // where ONNX's own ceil_mode keeps the divisor of the clipped last window.
+  void export_graph(const LayerIO& io, GraphBuilder& g) const override {
+    if (io.tops.size() > 1) fail("the argmax top has no ONNX form; export without it");
+    const bool average = mode_ == kernels::PoolMode::average;
+    if (global_) {
+      g.node(average ? "GlobalAveragePool" : "GlobalMaxPool", {io.bottom(0)}, {io.top(0)});
+      return;
+    }
+    const auto& p = geometry_;
+    const int64_t end_h = std::max<int64_t>(0, (p.P - 1) * p.stride_h + p.kernel_h - p.H - p.pad_h);
+    const int64_t end_w = std::max<int64_t>(0, (p.Q - 1) * p.stride_w + p.kernel_w - p.W - p.pad_w);
+    const bool onnx_ceil = average && count_include_pad_ && (end_h > p.pad_h || end_w > p.pad_w);
+    std::vector<GraphAttribute> attributes{
+        {"kernel_shape", std::vector<int64_t>{p.kernel_h, p.kernel_w}},
+        {"strides", std::vector<int64_t>{p.stride_h, p.stride_w}},
+        {"pads", onnx_ceil ? std::vector<int64_t>{p.pad_h, p.pad_w, p.pad_h, p.pad_w}
+                           : std::vector<int64_t>{p.pad_h, p.pad_w, end_h, end_w}},
+        {"ceil_mode", int64_t(onnx_ceil ? 1 : 0)}};
+    if (average) attributes.emplace_back("count_include_pad", int64_t(count_include_pad_ ? 1 : 0));
+    g.node(average ? "AveragePool" : "MaxPool", {io.bottom(0)}, {io.top(0)}, attributes);
   }
 
  private:

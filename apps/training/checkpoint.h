@@ -18,6 +18,9 @@
 // only then are checkpoints that neither link names removed (renamed to .trash-* first, so a
 // half-removed directory never looks like a checkpoint). A crash or SIGKILL at any point leaves
 // the previous checkpoint whole; leftovers (.tmp-*, .trash-*) are cleared by the next write.
+// A failed write (a full disk, an I/O error) throws CheckpointWriteError and also leaves the
+// previous checkpoint whole and `last` naming it (or, when only the pruning failed, the new one);
+// the partial .tmp-* directory is removed at once, to give its space back.
 #pragma once
 
 #include <cstdint>
@@ -26,12 +29,21 @@
 #include <utility>
 #include <vector>
 
+#include "core/error.h"
 #include "core/net.h"
 #include "core/tensor.h"
 
 namespace crema {
 
 using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+
+// A checkpoint that could not be written: one line naming the file or directory and the system's
+// reason ("writing '<run>/checkpoints/.tmp-iter_000500/model.safetensors.tmp' failed: No space
+// left on device"). solver.on_write_error decides what the run does (apps/training/README.md).
+class CheckpointWriteError : public Error {
+ public:
+  explicit CheckpointWriteError(const std::string& message) : Error(message) {}
+};
 
 // The best test metric so far and the checkpoint that holds it.
 struct BestMetric {
@@ -67,6 +79,7 @@ struct TrainingState {
 // copied to the host here).
 // The environment variable CREMA_TEST_CHECKPOINT_DELAY_MS (tests only) pauses that many
 // milliseconds after each file, so a test can kill the process in the middle of a write.
+// Throws CheckpointWriteError when a file, link or directory cannot be written.
 std::string write_checkpoint(const std::string& run_dir, const Net& net,
                              const NamedTensors& solver_state, const NamedTensors& layer_state,
                              const TrainingState& state);
@@ -116,7 +129,10 @@ struct WeightsReport {
 };
 WeightsReport copy_weights_by_name(Net& net, const std::string& path);
 // A buffer a weights file may lack without harm: a batch norm's num_batches_tracked, which only
-// counts updates (train and test both accept a file without it).
+// counts updates (train, test and export all accept a file without it).
 bool is_optional_buffer(const std::string& name);
+// For commands that cannot run on fillers (test, export): throws crema::Error "<path> lacks
+// <names>, which the model needs" when the file lacked any tensor but optional buffers.
+void require_all_weights(const std::string& path, const WeightsReport& report);
 
 }  // namespace crema

@@ -65,11 +65,14 @@ class TrainingRun {
   TrainSummary run();
 
  private:
+  TrainSummary run_steps();
   bool step(int64_t iter);
   bool handle_nonfinite(int64_t& iter, const std::string& found, bool step_undone);
   std::string diagnose() { return diagnose_nonfinite(*train_net_, ctx_); }
   void roll_back(int64_t& iter);
   TrainSummary stop_diverged(int64_t done);
+  TrainSummary stop_write_failed(const std::string& what);
+  std::string last_checkpoint_text();
   Scalars test(int64_t done);
   bool save(int64_t done, bool test_pending);
   void print_start();
@@ -128,7 +131,7 @@ TrainingRun::TrainingRun(const ConfigNode& config, Context& ctx, const LayerRegi
         std::make_unique<Net>(model, Phase::test, test_loader_->options().batch_size, layers, ctx_);
     test_net_->share_params_from(*train_net_);
     check_inputs(*test_net_, *test_loader_, model);
-    for (const auto& output : test_net_->outputs()) test_names_.push_back(output.first);
+    test_names_ = test_net_->output_names();  // no read-back: the tops hold no values yet
   }
 
   const ConfigNode& solver_node = config.at("solver");
@@ -159,7 +162,8 @@ TrainingRun::TrainingRun(const ConfigNode& config, Context& ctx, const LayerRegi
   log_ =
       std::make_unique<RunLog>(out, start_.run_dir + "/train.log", resumed, options.live_progress);
   metrics_ =
-      std::make_unique<MetricsLog>(start_.run_dir, test_names_, resumed ? state_.iteration : -1);
+      std::make_unique<MetricsLog>(start_.run_dir, test_names_, resumed ? state_.iteration : -1,
+                                   [this](const std::string& line) { log_->print(line); });
   progress_ = std::make_unique<Progress>(
       ctx_, *log_, *metrics_, *solver_,
       Progress::Plan{loop_.max_iter, loop_.display, train_loader_->batches_per_epoch(),
@@ -292,7 +296,9 @@ Scalars TrainingRun::test(int64_t done) {
 }
 
 // Writes a checkpoint after iteration `done`; returns false, writing nothing, when the loss sum or
-// a parameter is not finite: a checkpoint never holds a diverged run.
+// a parameter is not finite: a checkpoint never holds a diverged run. A checkpoint that cannot be
+// written (CheckpointWriteError) ends the run with solver.on_write_error: stop (the error goes
+// on to run()); with continue it is reported and the run goes on.
 bool TrainingRun::save(int64_t done, bool test_pending) {
   const auto begin = Clock::now();
   const float loss_sum = progress_->loss_sum().to_vector()[0];
@@ -303,11 +309,47 @@ bool TrainingRun::save(int64_t done, bool test_pending) {
   state_.loss_sum = loss_sum;
   state_.test_pending = test_pending;
   kernels::save_algorithm_cache(options_.algo_cache, ctx_.algorithm_cache());
-  summary_.checkpoint = write_checkpoint(start_.run_dir, *train_net_,
-                                         solver_->state(train_net_->learnable_params(), ctx_),
-                                         layer_state(*train_net_), state_);
+  try {
+    summary_.checkpoint = write_checkpoint(start_.run_dir, *train_net_,
+                                           solver_->state(train_net_->learnable_params(), ctx_),
+                                           layer_state(*train_net_), state_);
+  } catch (const CheckpointWriteError& e) {
+    summary_.iterations = done;
+    if (loop_.on_write_error == OnWriteError::stop) throw;
+    log_->print(fmt::format(
+        "warning: the checkpoint of iteration {} was not written: {}; {}; the run goes on "
+        "(solver.on_write_error: continue)",
+        done, e.what(), last_checkpoint_text()));
+  }
   progress_->pause_since(begin);
   return true;
+}
+
+// "the last checkpoint is <dir>", or that there is none.
+std::string TrainingRun::last_checkpoint_text() {
+  if (!std::filesystem::exists(start_.run_dir + "/checkpoints/last")) {
+    return "no checkpoint was written before";
+  }
+  return "the last checkpoint is " + find_checkpoint(start_.run_dir);
+}
+
+// Ends a run whose checkpoint or final weights could not be written: one line naming the file and
+// the reason, and where the run can resume from; `crema train` exits with 4.
+TrainSummary TrainingRun::stop_write_failed(const std::string& what) {
+  const bool kept = std::filesystem::exists(start_.run_dir + "/checkpoints/last");
+  summary_.checkpoint = kept ? find_checkpoint(start_.run_dir) : "";
+  const bool at_end = kept && std::filesystem::path(summary_.checkpoint).filename() ==
+                                  fmt::format("iter_{:06d}", loop_.max_iter);
+  log_->print(fmt::format("stopped after iteration {}: {}; {}{}", summary_.iterations, what,
+                          last_checkpoint_text(),
+                          at_end ? " (its model.safetensors holds the final weights)"
+                          : kept ? fmt::format(" (continue with crema train {} --resume {})",
+                                               options_.config_path, start_.run_dir)
+                                 : ""));
+  summary_.write_failed = true;
+  summary_.first_loss = progress_->first_loss();
+  summary_.last_loss = progress_->last_loss();
+  return summary_;
 }
 
 void TrainingRun::print_start() {
@@ -353,6 +395,14 @@ void TrainingRun::print_end() {
 }
 
 TrainSummary TrainingRun::run() {
+  try {
+    return run_steps();
+  } catch (const CheckpointWriteError& e) {
+    return stop_write_failed(e.what());
+  }
+}
+
+TrainSummary TrainingRun::run_steps() {
   InterruptGuard interrupt;
   summary_.run_dir = start_.run_dir;
   first_iter_ = start_.resumed ? state_.iteration : 0;
@@ -430,7 +480,13 @@ TrainSummary TrainingRun::run() {
         fmt::format("a parameter is not finite at iteration {}: {}", loop_.max_iter, diagnose());
     return stop_diverged(loop_.max_iter);
   }
-  train_net_->save_weights(start_.run_dir + "/final.safetensors");
+  try {
+    train_net_->save_weights(start_.run_dir + "/final.safetensors");
+  } catch (const DeviceError&) {
+    throw;
+  } catch (const Error& e) {
+    throw CheckpointWriteError(e.what());
+  }
   print_end();
   return summary_;
 }

@@ -3,6 +3,7 @@
 // (make_pth_fixtures.py): torch.save's own files read exactly, and each bent file refused with
 // one line naming what is wrong.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cmath>
 #include <cstring>
@@ -122,6 +123,10 @@ TEST(WeightsFile, RecognisesWhatItIsGiven) {
   testing::write_text(dir + "/notes.txt", "hello, weights\n");
   EXPECT_CONTAINS(testing::error_of([&] { read_weights_file(dir + "/notes.txt"); }),
                   "is not a weights file crema reads: it starts with \"hello, weights\\x0a\"");
+  // A FIFO would make a plain open wait for a writer forever.
+  ASSERT_EQ(mkfifo((dir + "/fifo").c_str(), 0600), 0);
+  EXPECT_CONTAINS(testing::error_of([&] { read_weights_file(dir + "/fifo"); }),
+                  "weights file '" + dir + "/fifo' is a FIFO, not a regular file");
   // A zip that is not torch's.
   std::ofstream(dir + "/empty.zip", std::ios::binary)
       << std::string("PK\x05\x06", 4) << std::string(18, '\0');
