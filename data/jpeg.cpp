@@ -10,7 +10,6 @@
 #include <csetjmp>
 #include <cstdio>
 #include <cstdlib>
-#include <memory>
 
 // jpeglib.h needs size_t and FILE declared first.
 #include <jerror.h>

@@ -130,8 +130,9 @@ class ResizeTransform : public Transform {
     const Size2 full = image.full_size();  // the target follows the file's own size
     const Size2 out = target(full.height, full.width);
     Image resized;
-    resize(image, out.height, out.width, resized);
+    resize(image, out.height, out.width, resized);  // a copy, reduction too, when sizes agree
     std::swap(image, resized);
+    image.reduction = 1;  // the next transform sees the image as it is
   }
   std::string description() const override {
     return "resize(" + (shorter_side_ ? std::to_string(size_.height) : size_text(size_)) + ")";

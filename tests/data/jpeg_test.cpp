@@ -336,6 +336,20 @@ TEST(ReductionRule, LargestFactorThatKeepsTheOutputSize) {
   EXPECT_EQ(decode_reduction_for({10, 10}, {20, 20}), 1);  // growing: full size
 }
 
+// The next transform sees an image as it is: resize hands on reduction 1, also when the reduced
+// image already has the target's size (resize then copies it).
+TEST(ReductionRule, ResizeHandsOnAnUnreducedImage) {
+  Image image;
+  image.reset({1, 48, 64});
+  image.reduction = 8;
+  image.full = {384, 512};
+  Random random(1);
+  make_transform({"resize", {48.0f}})->apply(image, random);
+  EXPECT_EQ(image.shape, (Shape{1, 48, 64}));
+  EXPECT_EQ(image.reduction, 1);
+  EXPECT_EQ(image.full_size().height, 48);
+}
+
 // A dataset that records the reduction each JPEG was decoded at.
 class RecordingDataset : public Dataset {
  public:
