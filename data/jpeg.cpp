@@ -110,10 +110,17 @@ void check_pixels(const Decompressor& jpeg, int64_t max_pixels) {
 void store_row(const uint8_t* in_row, bool cmyk, bool inverted, int64_t y, Image& out) {
   const int64_t width = out.width(), plane = out.height() * width;
   float* dst = out.pixels.data() + y * width;
-  if (!cmyk) {
-    const int64_t channels = out.channels();
-    for (int64_t c = 0; c < channels; ++c) {
-      for (int64_t x = 0; x < width; ++x) dst[c * plane + x] = float(in_row[x * channels + c]);
+  if (!cmyk && out.channels() == 1) {
+    for (int64_t x = 0; x < width; ++x) dst[x] = float(in_row[x]);
+    return;
+  }
+  if (!cmyk) {  // one pass over the interleaved row, three planes written
+    float* green = dst + plane;
+    float* blue = green + plane;
+    for (int64_t x = 0; x < width; ++x) {
+      dst[x] = float(in_row[3 * x]);
+      green[x] = float(in_row[3 * x + 1]);
+      blue[x] = float(in_row[3 * x + 2]);
     }
     return;
   }
@@ -167,15 +174,21 @@ void decode_jpeg(const uint8_t* bytes, size_t size, int channels, const std::str
   out.reset({channels, int64_t(info.output_height), int64_t(info.output_width)});
   out.reduction = reduction;
   out.full = full;
-  std::vector<uint8_t> row(size_t(info.output_width) * size_t(info.out_color_components));
+  // Up to kRows rows a call: libjpeg upsamples chroma two rows at a time, and fewer calls.
+  constexpr int kRows = 8;
+  const size_t row_bytes = size_t(info.output_width) * size_t(info.out_color_components);
+  std::vector<uint8_t> rows(kRows * row_bytes);
   Image& image = out;
   const bool ok = guarded(jpeg.errors, [&] {
     jpeg_start_decompress(&info);
-    JSAMPROW rows[1] = {row.data()};
+    JSAMPROW pointers[kRows];
+    for (int i = 0; i < kRows; ++i) pointers[i] = rows.data() + i * row_bytes;
     while (info.output_scanline < info.output_height) {
       const int64_t y = info.output_scanline;
-      jpeg_read_scanlines(&info, rows, 1);
-      store_row(row.data(), cmyk, inverted, y, image);
+      const JDIMENSION got = jpeg_read_scanlines(&info, pointers, kRows);
+      for (JDIMENSION i = 0; i < got; ++i) {
+        store_row(pointers[i], cmyk, inverted, y + int64_t(i), image);
+      }
     }
     jpeg_finish_decompress(&info);
   });

@@ -18,7 +18,7 @@ data=runs/datasets/photo_jpegs
 [ -d "$data" ] || /usr/bin/python3 scripts/bench/make_photo_jpegs.py "$data"
 for mode in ${MODES:-true false}; do
   set_mode=()
-  [ "$mode" = default ] || set_mode=(--set "data.train.reduced_decoding=$mode")
+  [ "$mode" = default ] || set_mode=(--set "+data.train.reduced_decoding=$mode")
   for run in $(seq "$runs"); do
     echo "== reduced_decoding: $mode, run $run"
     "${crema[@]}" bench-loader scripts/bench/photo_loader.yaml --workers "$workers" \
