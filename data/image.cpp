@@ -84,6 +84,24 @@ uint64_t uncompressed_bytes(StbFormat format, const uint8_t* bytes, int size, ui
   return 0;
 }
 
+// stb_image allocates a PNG chunk's declared length before reading it, so 118 bytes declaring a
+// 1 GB IDAT chunk cost a gigabyte (tests/fuzz/image_fuzz.cpp: a timeout under ASan). Every chunk
+// up to IEND must fit the file: 4 bytes of length, 4 of type, the data, 4 of CRC.
+void check_png_chunks(const uint8_t* bytes, int size, const std::string& name) {
+  for (uint64_t at = 8; at + 8 <= uint64_t(size);) {
+    const uint64_t length = uint64_t(bytes[at]) << 24 | uint64_t(bytes[at + 1]) << 16 |
+                            uint64_t(bytes[at + 2]) << 8 | bytes[at + 3];
+    const std::string type(reinterpret_cast<const char*>(bytes + at + 4), 4);
+    if (at + 12 + length > uint64_t(size)) {
+      throw Error("image '" + name + "' is truncated: its PNG chunk '" + type + "' at byte " +
+                  std::to_string(at) + " declares " + std::to_string(length) +
+                  " bytes, but the file has " + std::to_string(size));
+    }
+    if (type == "IEND") return;
+    at += 12 + length;
+  }
+}
+
 // The limits of image.h on the header stb reads, before stb decodes anything. PNM adds its own
 // case found by tests/fuzz/image_fuzz.cpp: a 16-bit PNM converted to other channels goes
 // through stb 2.27's 8-bit routine, which reads twice the bytes it wrote (a heap overflow), so
@@ -94,6 +112,7 @@ void check_stb_header(const uint8_t* bytes, int size, int channels, int64_t max_
   if (!stbi_info_from_memory(bytes, size, &width, &height, &in_file)) return;  // stb refuses it
   check_pixels(width, height, max_pixels, name);
   const StbFormat format = stb_format(bytes, size);
+  if (format == StbFormat::png) check_png_chunks(bytes, size, name);
   const uint64_t pixels = uint64_t(uint32_t(width)) * uint32_t(height);
   const uint64_t needed = uncompressed_bytes(format, bytes, size, pixels, in_file);
   if (needed > uint64_t(size)) {

@@ -103,7 +103,10 @@ TEST_F(ImageCodec, BadFilesAreErrorsNamingTheFile) {
   const std::string cut = write_file("cut.png", bytes.substr(0, bytes.size() / 2));
   const std::string message = error_of([&] { read_image_file(cut, 1, out); });
   EXPECT_CONTAINS(message, cut);
-  EXPECT_CONTAINS(message, "cannot decode");
+  EXPECT_CONTAINS(message, "is truncated: its PNG chunk 'IDAT'");
+  // Cut between chunks, the file is whole as far as it goes: stb finds no image data.
+  const std::string headers = write_file("headers.png", bytes.substr(0, bytes.find("IDAT") - 4));
+  EXPECT_CONTAINS(error_of([&] { read_image_file(headers, 1, out); }), "cannot decode");
 
   const std::string empty = write_file("empty.jpg", "");
   EXPECT_CONTAINS(error_of([&] { read_image_file(empty, 3, out); }), empty);
@@ -135,10 +138,11 @@ TEST_F(ImageCodec, PnmHeaderPromisingMoreThanTheFileIsTruncated) {
   const std::string tall = write_file("tall.pgm", "P5 3 33333333");
   EXPECT_CONTAINS(error_of([&] { read_image_file(tall, 1, out); }), tall + "' is truncated");
   const std::string big = write_file("big.ppm", "P6 4000 4000 255\n" + std::string(30, 'x'));
-  EXPECT_EQ(error_of([&] { read_image_file(big, 3, out); }),
-            "image '" + big +
-                "' is truncated: its PNM header says 4000 x 4000 uncompressed pixels, 48000000 bytes, "
-                "but the file has 47");
+  EXPECT_EQ(
+      error_of([&] { read_image_file(big, 3, out); }),
+      "image '" + big +
+          "' is truncated: its PNM header says 4000 x 4000 uncompressed pixels, 48000000 bytes, "
+          "but the file has 47");
   const std::string whole = write_file("whole.ppm", "P6 2 1 255\n" + std::string(6, 'x'));
   read_image_file(whole, 3, out);
   EXPECT_EQ(out.shape, (Shape{3, 1, 2}));
@@ -193,6 +197,23 @@ TEST_F(ImageCodec, UncompressedHeaderPromisingMoreThanTheFileIsTruncated) {
   EXPECT_EQ(out.pixels, (std::vector<float>{10, 40, 20, 50, 30, 60}));
   read_image_file(write_file("whole.bmp", bmp(2, 1, pixels + std::string(2, '\0'))), 3, out);
   EXPECT_EQ(out.pixels, (std::vector<float>{10, 40, 20, 50, 30, 60}));
+}
+
+// stb_image allocates a PNG chunk's declared length before reading it (found by
+// tests/fuzz/image_fuzz.cpp: 118 bytes declaring a 1 GB chunk, a timeout): every chunk must fit.
+TEST_F(ImageCodec, PngChunkLongerThanTheFileIsTruncated) {
+  write_image_file(path("whole.png"), pattern_image(3, 3, 2), ImageFormat::png);
+  std::string bytes = testing::read_file(path("whole.png"));
+  const size_t idat = bytes.find("IDAT") - 4;
+  bytes[idat] = 0x40;  // the IDAT length's high byte: 1 GiB more
+  const std::string lying = write_file("lying.png", bytes);
+  Image out;
+  const std::string message = error_of([&] { read_image_file(lying, 3, out); });
+  EXPECT_CONTAINS(message, lying + "' is truncated: its PNG chunk 'IDAT' at byte " +
+                               std::to_string(idat) + " declares 10737418");
+  EXPECT_CONTAINS(error_of([&] { image_file_shape(lying, 3); }), "PNG chunk 'IDAT'");
+  read_image_file(path("whole.png"), 3, out);
+  EXPECT_EQ(out.pixels, pattern_image(3, 3, 2).pixels);
 }
 
 TEST_F(ImageCodec, FormatsByName) {
