@@ -233,6 +233,34 @@ TEST_F(Jpeg, FormatIsSniffedNotTakenFromTheName) {
   EXPECT_EQ(back.shape, image.shape);
 }
 
+// stb_image would decode a JPEG after fill bytes (FF FF D8 ...), and overflow its Huffman table
+// on a crafted one (found by tests/fuzz/image_fuzz.cpp): JPEG is libjpeg-turbo's alone, which
+// wants the SOI marker first.
+TEST_F(Jpeg, FillBytesBeforeTheMarkerAreRefused) {
+  const std::string padded =
+      write_file("padded.jpg", "\xFF" + jpeg_bytes("x.jpg", pattern_image(3, 8, 8)));
+  Image out;
+  const std::string message = error_of([&] { read_image_file(padded, 3, out); });
+  EXPECT_CONTAINS(message, padded);
+  EXPECT_CONTAINS(message, "cannot decode");
+  // The fuzzer's input (202 bytes).
+  const std::string found = write_file(
+      "found.jpg",
+      std::string("\xff\xff\xd8\xff\xe0\x00\x10\x4a\x46\xc0\x49\x46\x00\x01\x01\x00\x00\x01\x00\x01"
+                  "\x00\x00\xff\xdb\x00\x43\x00\x08\x06\x06\x00\x08\xa3\x01\xe0\x87\x60\x48\x5e\x00"
+                  "\x00\x00\x00\x2a\x45\x4e\x44\xae\x42\x60\x82\x07\x2e\x05\x08\x07\x07\x07\x09\x09"
+                  "\x08\x0a\x0c\x14\x0d\x0c\x0b\x0b\x0c\x19\x12\x13\x0f\x14\x1d\x1a\x1f\x1e\x1d\x1a"
+                  "\x1c\x1c\x20\x24\x2e\x27\x20\x38\x32\x3c\x2e\x33\x34\x32\xff\xc0\x00\x0b\x08\x00"
+                  "\x08\x00\x08\x01\x01\x11\x00\xff\xc4\x00\x14\x00\x01\x00\x00\x00\x00\x00\x00\x00"
+                  "\x00\x00\x00\x00\xff\xc0\x00\x0b\x08\x00\x08\x00\x08\x01\x01\x11\x00\x5b\xff\xc4"
+                  "\x00\x14\x00\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\xff\xd8\xff\x00\x5b"
+                  "\x11\x21\x00\x07\x12\xff\xda\x00\x08\x01\x01\x00\x00\x3f\x00\x1e\xab\xc3\x1c\xb9"
+                  "\xd7\x46\x87\x9c\x61\x24\xfb\xa5\x28\xc1\x55\x14\x0e\x49\x24\xf4\x00\x1d\xf3\xe7"
+                  "\xff\xd9",
+                  202));
+  EXPECT_CONTAINS(error_of([&] { read_image_file(found, 3, out); }), found);
+}
+
 TEST_F(Jpeg, OnePixelImages) {
   const Image one = from_value(3, 1, 1, 120.0f);
   for (ImageFormat format : {ImageFormat::jpeg, ImageFormat::png}) {
