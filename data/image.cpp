@@ -33,15 +33,6 @@ void check_channels(int channels, const std::string& name) {
   }
 }
 
-void check_pixels(int64_t width, int64_t height, int64_t max_pixels, const std::string& name) {
-  if (width * height > max_pixels) {
-    throw Error("image '" + name + "' is " + std::to_string(width) + " x " +
-                std::to_string(height) + " = " + std::to_string(width * height) +
-                " pixels, above the limit of " + std::to_string(max_pixels) +
-                " (max_image_pixels): a decompression bomb, or raise the limit");
-  }
-}
-
 enum class StbFormat { png, bmp, gif, psd, pic, pnm, hdr, tga, unknown };
 
 // The format stb_image will decode `bytes` as: its own tests, in its own order (stbi__load_main),
@@ -112,7 +103,7 @@ void check_stb_header(const uint8_t* bytes, int size, int channels, int64_t max_
                       const std::string& name) {
   int width = 0, height = 0, in_file = 0;
   if (!stbi_info_from_memory(bytes, size, &width, &height, &in_file)) return;  // stb refuses it
-  check_pixels(width, height, max_pixels, name);
+  check_image_pixels(width, height, max_pixels, name);
   const StbFormat format = stb_format(bytes, size);
   if (format == StbFormat::png) check_png_chunks(bytes, size, name);
   const uint64_t pixels = uint64_t(uint32_t(width)) * uint32_t(height);
@@ -168,6 +159,16 @@ void append_bytes(void* context, void* data, int size) {
 
 }  // namespace
 
+void check_image_pixels(int64_t width, int64_t height, int64_t max_pixels,
+                        const std::string& name) {
+  if (width * height > max_pixels) {
+    throw Error("image '" + name + "' is " + std::to_string(width) + " x " +
+                std::to_string(height) + " = " + std::to_string(width * height) +
+                " pixels, above the limit of " + std::to_string(max_pixels) +
+                " (max_image_pixels): a decompression bomb, or raise the limit");
+  }
+}
+
 void Image::reset(Shape new_shape) {
   shape = std::move(new_shape);
   pixels.resize(size_t(shape_numel(shape)));
@@ -212,7 +213,7 @@ Shape image_file_shape(const std::string& path, int channels, int64_t max_pixels
   const std::vector<uint8_t> bytes = read_bytes(path);
   if (is_jpeg(bytes.data(), bytes.size())) {
     const Size2 size = jpeg_size(bytes.data(), bytes.size(), path);
-    check_pixels(size.width, size.height, max_pixels, path);
+    check_image_pixels(size.width, size.height, max_pixels, path);
     return {channels, size.height, size.width};
   }
   if (bytes.size() > size_t(INT32_MAX)) throw Error("image '" + path + "' is larger than 2 GiB");

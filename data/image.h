@@ -63,6 +63,9 @@ struct DecodeOptions {
   std::function<int(Size2 full)> reduction;
 };
 
+// Throws crema::Error naming `name` when width x height is above `max_pixels`.
+void check_image_pixels(int64_t width, int64_t height, int64_t max_pixels, const std::string& name);
+
 // Decodes `size` bytes of an encoded image into `out` with `channels` channels (1: grayscale,
 // 3: RGB; stb_image converts RGB to gray as (77 R + 150 G + 29 B) / 256, libjpeg as jpeg.h says;
 // gray to RGB by copying, alpha dropped). Throws crema::Error naming `name` when the bytes are

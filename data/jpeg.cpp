@@ -96,16 +96,6 @@ struct Decompressor {
   bool created = false;
 };
 
-void check_pixels(const Decompressor& jpeg, int64_t max_pixels) {
-  const int64_t pixels = int64_t(jpeg.info.image_width) * jpeg.info.image_height;
-  if (pixels > max_pixels) {
-    throw Error("image '" + jpeg.name + "' is " + std::to_string(jpeg.info.image_width) + " x " +
-                std::to_string(jpeg.info.image_height) + " = " + std::to_string(pixels) +
-                " pixels, above the limit of " + std::to_string(max_pixels) +
-                " (max_image_pixels): a decompression bomb, or raise the limit");
-  }
-}
-
 // One decoded row of `in_row` (libjpeg's output components) into row `y` of the planar `out`.
 void store_row(const uint8_t* in_row, bool cmyk, bool inverted, int64_t y, Image& out) {
   const int64_t width = out.width(), plane = out.height() * width;
@@ -162,8 +152,8 @@ void decode_jpeg(const uint8_t* bytes, size_t size, int channels, const std::str
   Decompressor jpeg(bytes, size, name);
   jpeg_decompress_struct& info = jpeg.info;
   jpeg.read_header();
-  check_pixels(jpeg, options.max_pixels);
   const Size2 full{int64_t(info.image_height), int64_t(info.image_width)};
+  check_image_pixels(full.width, full.height, options.max_pixels, name);
   const int reduction = options.reduction ? checked_reduction(options.reduction(full), name) : 1;
   const bool cmyk = info.jpeg_color_space == JCS_CMYK || info.jpeg_color_space == JCS_YCCK;
   const bool inverted = cmyk && info.saw_Adobe_marker;
