@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <system_error>
 
@@ -101,12 +102,19 @@ void check_png_chunks(const uint8_t* bytes, int size, const std::string& name) {
 // that conversion is refused; a 16-bit PNM in the channels it has decodes correctly.
 void check_stb_header(const uint8_t* bytes, int size, int channels, int64_t max_pixels,
                       const std::string& name) {
-  int width = 0, height = 0, in_file = 0;
-  if (!stbi_info_from_memory(bytes, size, &width, &height, &in_file)) return;  // stb refuses it
+  int width = 0, raw_height = 0, in_file = 0;
+  if (!stbi_info_from_memory(bytes, size, &width, &raw_height, &in_file)) return;  // stb refuses
+  // A top-down BMP's height is negative. An image of no pixels is refused: stb would still loop
+  // over its rows (a BMP 0 pixels wide and 16 M rows high was a fuzzer's timeout).
+  const int64_t height = std::abs(int64_t(raw_height));
+  if (width <= 0 || height == 0) {
+    throw Error("image '" + name + "' has no pixels: its header says " + std::to_string(width) +
+                " x " + std::to_string(height));
+  }
   check_image_pixels(width, height, max_pixels, name);
   const StbFormat format = stb_format(bytes, size);
   if (format == StbFormat::png) check_png_chunks(bytes, size, name);
-  const uint64_t pixels = uint64_t(uint32_t(width)) * uint32_t(height);
+  const uint64_t pixels = uint64_t(width) * uint64_t(height);
   const uint64_t needed = uncompressed_bytes(format, bytes, size, pixels, in_file);
   if (needed > uint64_t(size)) {
     const char* names[] = {"PNG", "BMP", "GIF", "PSD", "PIC", "PNM", "HDR", "TGA", ""};

@@ -161,7 +161,8 @@ std::string tga(int type, int width, int height, int bits, const std::string& pi
   return header + pixels;
 }
 
-// A 24-bit BMP file (BITMAPINFOHEADER, no compression) with `pixels` after its 54-byte header.
+// A 24-bit BMP file (BITMAPINFOHEADER, no compression) with `pixels` after its 54-byte header;
+// a negative height stores the rows top-down.
 std::string bmp(int width, int height, const std::string& pixels) {
   auto le32 = [](uint32_t v) {
     return std::string{char(v & 255), char((v >> 8) & 255), char((v >> 16) & 255), char(v >> 24)};
@@ -187,6 +188,10 @@ TEST_F(ImageCodec, UncompressedHeaderPromisingMoreThanTheFileIsTruncated) {
   const std::string wide = write_file("wide.bmp", bmp(5000, 5000, std::string(64, 'x')));
   EXPECT_CONTAINS(error_of([&] { read_image_file(wide, 3, out); }),
                   "its BMP header says 5000 x 5000 uncompressed pixels, 75000000 bytes");
+  // No pixels: stb would loop over 16 M empty rows (found by tests/fuzz/image_fuzz.cpp).
+  const std::string empty = write_file("empty.bmp", bmp(0, 16442880, std::string(64, 'x')));
+  EXPECT_CONTAINS(error_of([&] { read_image_file(empty, 3, out); }),
+                  empty + "' has no pixels: its header says 0 x 16442880");
   // RLE TGA is compressed: only the pixel limit bounds it.
   const std::string rle = write_file("rle.tga", tga(10, 20000, 20000, 24, std::string(18, 'x')));
   EXPECT_CONTAINS(error_of([&] { read_image_file(rle, 3, out); }), "decompression bomb");
@@ -197,6 +202,12 @@ TEST_F(ImageCodec, UncompressedHeaderPromisingMoreThanTheFileIsTruncated) {
   EXPECT_EQ(out.pixels, (std::vector<float>{10, 40, 20, 50, 30, 60}));
   read_image_file(write_file("whole.bmp", bmp(2, 1, pixels + std::string(2, '\0'))), 3, out);
   EXPECT_EQ(out.pixels, (std::vector<float>{10, 40, 20, 50, 30, 60}));
+  // A top-down BMP (negative height): the first stored row is the top one.
+  const std::string rows =
+      pixels + std::string(2, '\0') + std::string(6, '\0') + std::string(2, '\0');
+  read_image_file(write_file("top_down.bmp", bmp(2, -2, rows)), 3, out);
+  EXPECT_EQ(out.shape, (Shape{3, 2, 2}));
+  EXPECT_EQ(out.pixels, (std::vector<float>{10, 40, 0, 0, 20, 50, 0, 0, 30, 60, 0, 0}));
 }
 
 // stb_image allocates a PNG chunk's declared length before reading it (found by
