@@ -15,7 +15,8 @@
 //   - every image: width x height <= DecodeOptions::max_pixels (PIL's default, 178,956,970);
 //   - the uncompressed formats (BMP, PNM, TGA types 1-3): the pixels the header promises must be
 //     in the file, width x height x bytes per pixel <= its size (stb_image would otherwise turn
-//     a 36-byte TGA header into 178 M zero pixels);
+//     a 36-byte TGA header into 178 M zero pixels); no image of 0 width or height; every PNG
+//     chunk within the file;
 //   - JPEG: a truncated file and more than kMaxJpegScans progressive scans are errors (jpeg.h).
 #pragma once
 
