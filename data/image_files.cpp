@@ -60,12 +60,13 @@ std::string trim(const std::string& text) {
 
 ImageFileDataset::ImageFileDataset(std::string name, std::vector<ImageFile> files,
                                    std::vector<std::string> class_names, int64_t num_classes,
-                                   int channels)
+                                   int channels, int64_t max_pixels)
     : name_(std::move(name)),
       files_(std::move(files)),
       class_names_(std::move(class_names)),
       num_classes_(num_classes),
-      channels_(channels) {
+      channels_(channels),
+      max_pixels_(max_pixels) {
   if (files_.empty()) throw Error(name_ + ": no image files");
   if (channels_ != 1 && channels_ != 3) {
     throw Error(name_ + ": channels is " + std::to_string(channels_) +
@@ -74,7 +75,7 @@ ImageFileDataset::ImageFileDataset(std::string name, std::vector<ImageFile> file
   std::string first_error;
   for (int64_t i = 0; i < std::min<int64_t>(size(), kShapeProbes); ++i) {
     try {
-      sample_shape_ = image_file_shape(files_[size_t(i)].path, channels_);
+      sample_shape_ = image_file_shape(files_[size_t(i)].path, channels_, max_pixels_);
       return;
     } catch (const Error& e) {
       if (first_error.empty()) first_error = sample_name(i) + ": " + e.what();
@@ -90,13 +91,21 @@ const ImageFile& ImageFileDataset::file(int64_t index) const {
 }
 
 void ImageFileDataset::read_sample(int64_t index, Image& out) const {
+  read_sample_reduced(index, out, {});
+}
+
+void ImageFileDataset::read_sample_reduced(int64_t index, Image& out,
+                                           const std::function<int(Size2 full)>& reduction) const {
   const ImageFile& f = file(index);
+  DecodeOptions options;
+  options.max_pixels = max_pixels_;
+  options.reduction = reduction;
   if (f.origin.empty()) {
-    read_image_file(f.path, channels_, out);
+    read_image_file(f.path, channels_, out, options);
     return;
   }
   try {
-    read_image_file(f.path, channels_, out);
+    read_image_file(f.path, channels_, out, options);
   } catch (const Error& e) {
     throw Error(f.origin + ": " + e.what());
   }
@@ -116,7 +125,8 @@ std::string ImageFileDataset::description() const {
          " classes, the first " + shape_str(sample_shape_) + ")";
 }
 
-std::unique_ptr<ImageFileDataset> load_image_folder(const std::string& root, int channels) {
+std::unique_ptr<ImageFileDataset> load_image_folder(const std::string& root, int channels,
+                                                    int64_t max_pixels) {
   const std::string what = "image folder '" + root + "'";
   std::error_code error;
   if (!fs::exists(root, error)) throw Error(what + " does not exist");
@@ -149,12 +159,12 @@ std::unique_ptr<ImageFileDataset> load_image_folder(const std::string& root, int
   }
   const int64_t num_classes = int64_t(class_names.size());
   return std::make_unique<ImageFileDataset>(what, std::move(files), std::move(class_names),
-                                            num_classes, channels);
+                                            num_classes, channels, max_pixels);
 }
 
 std::unique_ptr<ImageFileDataset> load_image_list(const std::string& list_path,
                                                   const std::string& root, int channels,
-                                                  int64_t num_classes) {
+                                                  int64_t num_classes, int64_t max_pixels) {
   std::ifstream in(list_path);
   if (!in) throw Error("cannot open the image list '" + list_path + "'");
   const fs::path base = root.empty() ? fs::path(list_path).parent_path() : fs::path(root);
@@ -194,7 +204,8 @@ std::unique_ptr<ImageFileDataset> load_image_list(const std::string& list_path,
   if (files.empty()) throw Error("the image list '" + list_path + "' names no image");
   const int64_t classes = num_classes > 0 ? num_classes : int64_t(max_label) + 1;
   return std::make_unique<ImageFileDataset>("image list '" + list_path + "'", std::move(files),
-                                            std::vector<std::string>{}, classes, channels);
+                                            std::vector<std::string>{}, classes, channels,
+                                            max_pixels);
 }
 
 }  // namespace crema::data

@@ -10,10 +10,6 @@
 
 namespace crema::data {
 
-struct Size2 {
-  int64_t height = 0, width = 0;
-};
-
 // A window of an image; it may reach outside the image (negative top/left, or past the edge),
 // where it reads zeros (padding).
 struct CropBox {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <numeric>
+#include <optional>
 #include <utility>
 
 #include "core/error.h"
@@ -101,19 +102,22 @@ std::shared_ptr<const std::vector<int64_t>> DataLoader::order_locked(int64_t epo
 }
 
 void DataLoader::load_sample(int64_t epoch, int64_t index, Image& image, Random& fixed) const {
-  dataset_->read_sample(index, image);  // its errors name the file
-  auto apply_all = [&](Random& random) {
-    try {
-      for (const auto& transform : options_.transforms) transform->apply(image, random);
-    } catch (const Error& e) {
-      throw Error(dataset_->sample_name(index) + ": " + e.what());
-    }
-  };
-  if (random_transforms_) {
-    Random random(sample_seed(options_.seed, epoch, index));
-    apply_all(random);
-  } else if (!options_.transforms.empty()) {
-    apply_all(fixed);
+  std::optional<Random> seeded;
+  if (random_transforms_) seeded.emplace(sample_seed(options_.seed, epoch, index));
+  Random& random = seeded ? *seeded : fixed;
+  // Its errors name the file. The first transform may let the decoder shrink the image; it is
+  // asked with a copy of the generator it will draw from.
+  if (options_.reduced_decoding && !options_.transforms.empty()) {
+    const Transform& first = *options_.transforms.front();
+    dataset_->read_sample_reduced(index, image,
+                                  [&](Size2 full) { return first.decode_reduction(full, random); });
+  } else {
+    dataset_->read_sample(index, image);
+  }
+  try {
+    for (const auto& transform : options_.transforms) transform->apply(image, random);
+  } catch (const Error& e) {
+    throw Error(dataset_->sample_name(index) + ": " + e.what());
   }
   if (image.shape != sample_shape_) {
     throw Error(dataset_->sample_name(index) + " is " + shape_str(image.shape) +

@@ -70,6 +70,9 @@ struct DataLoaderOptions {
   int prefetch = 2;     // finished batches kept ahead of the consumer, >= 1
   // Applied in order to every sample; they must bring every sample to one shape.
   std::vector<std::shared_ptr<const Transform>> transforms;
+  // Let the first transform have JPEGs decoded at 1/2, 1/4 or 1/8 scale when it needs no more
+  // (resize, random_resized_crop: data/transform.h decode_reduction); false decodes at full size.
+  bool reduced_decoding = true;
   // Replace unreadable samples instead of failing their batch (see above).
   bool skip_bad = false;
   // Receives one line per epoch that skipped samples: "epoch 3: skipped 2 bad samples ...".

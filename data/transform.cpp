@@ -37,6 +37,21 @@ void require_chw(const Shape& shape, const std::string& what) {
   }
 }
 
+// `box`, drawn on the file's full size, on an image decoded at 1/reduction: its edges divided
+// by the reduction and rounded (half up), at least one pixel, inside the reduced image.
+CropBox reduced_box(const CropBox& box, const Image& image) {
+  const int64_t r = image.reduction;
+  auto scaled = [r](int64_t edge) { return (2 * edge + r) / (2 * r); };
+  CropBox out;
+  out.top = std::min(scaled(box.top), image.height() - 1);
+  out.left = std::min(scaled(box.left), image.width() - 1);
+  out.height =
+      std::max<int64_t>(1, std::min(scaled(box.top + box.height), image.height()) - out.top);
+  out.width =
+      std::max<int64_t>(1, std::min(scaled(box.left + box.width), image.width()) - out.left);
+  return out;
+}
+
 // x <- x * factor over the whole sample.
 class ScaleTransform : public Transform {
  public:
@@ -108,11 +123,16 @@ class ResizeTransform : public Transform {
     const Size2 out = target(input[1], input[2]);
     return {input[0], out.height, out.width};
   }
+  int decode_reduction(Size2 full, Random) const override {
+    return decode_reduction_for(full, target(full.height, full.width));
+  }
   void apply(Image& image, Random&) const override {
-    const Size2 out = target(image.height(), image.width());
+    const Size2 full = image.full_size();  // the target follows the file's own size
+    const Size2 out = target(full.height, full.width);
     Image resized;
-    resize(image, out.height, out.width, resized);
+    resize(image, out.height, out.width, resized);  // a copy, reduction too, when sizes agree
     std::swap(image, resized);
+    image.reduction = 1;  // the next transform sees the image as it is
   }
   std::string description() const override {
     return "resize(" + (shorter_side_ ? std::to_string(size_.height) : size_text(size_)) + ")";
@@ -189,9 +209,13 @@ class RandomResizedCropTransform : public Transform {
     require_chw(input, description());
     return {input[0], size_.height, size_.width};
   }
+  int decode_reduction(Size2 full, Random random) const override {
+    const CropBox box = draw(full, random);
+    return decode_reduction_for({box.height, box.width}, size_);
+  }
   void apply(Image& image, Random& random) const override {
-    const CropBox box = random_resized_crop_box(image.height(), image.width(), scale_[0], scale_[1],
-                                                ratio_[0], ratio_[1], random);
+    CropBox box = draw(image.full_size(), random);
+    if (image.reduction > 1) box = reduced_box(box, image);
     Image cropped;
     crop(image, box, cropped);
     resize(cropped, size_.height, size_.width, image);
@@ -203,6 +227,10 @@ class RandomResizedCropTransform : public Transform {
   }
 
  private:
+  CropBox draw(Size2 full, Random& random) const {
+    return random_resized_crop_box(full.height, full.width, scale_[0], scale_[1], ratio_[0],
+                                   ratio_[1], random);
+  }
   Size2 size_;
   std::vector<float> scale_, ratio_;  // [lo, hi] each
 };
@@ -338,6 +366,13 @@ normalize_presets() {
         {"imagenet", {mean, std}}, {"imagenet_255", {mean_255, std_255}}};
   }();
   return presets;
+}
+
+int decode_reduction_for(Size2 region, Size2 output) {
+  for (int r : {8, 4, 2}) {
+    if (region.height >= r * output.height && region.width >= r * output.width) return r;
+  }
+  return 1;
 }
 
 const std::vector<std::string>& transform_kinds() {

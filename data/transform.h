@@ -28,6 +28,10 @@
 // The usual normalization of 8-bit images is [{scale: 0.00392157}, {normalize: {mean, std}}]
 // (1/255 first, as torchvision's ToTensor), e.g. [{scale: 0.00392157}, {normalize: imagenet}].
 //
+// Decoding at reduced scale: the first transform may let the decoder shrink a JPEG by 2, 4 or 8
+// (decode_reduction below); resize and random_resized_crop do when their output is that much
+// smaller than the region they resample, and map their geometry onto the smaller image.
+//
 // Randomness: a random transform draws from the Random it is handed; the loader seeds one per
 // sample from (seed, epoch, sample index), so augmentation does not depend on the thread that
 // runs it. A transform is immutable once made, so one object serves every worker thread.
@@ -78,9 +82,22 @@ class Transform {
   virtual void apply(Image& image, Random& random) const = 0;
   // Whether apply() draws from its Random (the loader seeds one per sample only if some does).
   virtual bool is_random() const { return false; }
+  // Asked before decoding when this transform comes first: how many times smaller (1, 2, 4 or
+  // 8) the decoder may make a JPEG of `full` size, given a copy of the Random apply() will draw
+  // from (so it sees the same draws). apply() then gets an Image of that `reduction` and must
+  // give what it gives on the full image, up to resampling. The default, 1: every pixel is
+  // needed. resize and random_resized_crop answer decode_reduction_for(region, output).
+  virtual int decode_reduction(Size2 full, Random random) const { return 1; }
   // "scale(0.00390625)", "random_crop(28, 28, padding=4)", for logs.
   virtual std::string description() const = 0;
 };
+
+// The decoder's reduction for a transform that resamples `region` (source pixels) to `output`:
+// the largest r of 8, 4, 2, 1 with region.height >= r x output.height and region.width >= r x
+// output.width. The reduced region is then still at least the output's size, so the resize that
+// follows still shrinks (antialiased) and sees every output pixel's detail; FFCV and PIL's
+// draft() decide the same way. Decoding at 1/r costs roughly 1/r^2 of the IDCT and colour work.
+int decode_reduction_for(Size2 region, Size2 output);
 
 // The kinds make_transform knows, in the order the header lists them.
 const std::vector<std::string>& transform_kinds();

@@ -26,6 +26,13 @@ int read_channels(const ConfigNode& source) {
   return channels;
 }
 
+// Images with more pixels are refused as decompression bombs (data/image.h).
+int64_t read_max_image_pixels(const ConfigNode& source) {
+  const int64_t max_pixels = source.get<int64_t>("max_image_pixels", data::kDefaultMaxImagePixels);
+  if (max_pixels < 1) source.at("max_image_pixels").fail("max_image_pixels must be positive");
+  return max_pixels;
+}
+
 // Reads the keys of a `format` source and returns what loads it, so that a misspelt key is
 // reported before any file is read.
 std::function<DatasetPtr()> source_reader(const ConfigNode& source, const std::string& format) {
@@ -37,7 +44,8 @@ std::function<DatasetPtr()> source_reader(const ConfigNode& source, const std::s
   if (format == "image_folder") {
     const std::string root = source.get<std::string>("root");
     const int channels = read_channels(source);
-    return [=] { return DatasetPtr(data::load_image_folder(root, channels)); };
+    const int64_t max_pixels = read_max_image_pixels(source);
+    return [=] { return DatasetPtr(data::load_image_folder(root, channels, max_pixels)); };
   }
   if (format == "image_list") {
     const std::string list = source.get<std::string>("list");
@@ -45,7 +53,10 @@ std::function<DatasetPtr()> source_reader(const ConfigNode& source, const std::s
     const int64_t num_classes = source.get<int64_t>("num_classes", 0);
     if (num_classes < 0) source.at("num_classes").fail("num_classes must be positive");
     const int channels = read_channels(source);
-    return [=] { return DatasetPtr(data::load_image_list(list, root, channels, num_classes)); };
+    const int64_t max_pixels = read_max_image_pixels(source);
+    return [=] {
+      return DatasetPtr(data::load_image_list(list, root, channels, num_classes, max_pixels));
+    };
   }
   if (format == "cifar10" || format == "cifar100") {
     const std::vector<std::string> files = source.get_list<std::string>("files");
@@ -234,6 +245,7 @@ std::unique_ptr<data::DataLoader> make_loader(const ConfigNode& data, const std:
   options.num_workers = node.get<int>("workers", 1);
   options.prefetch = node.get<int>("prefetch", 4);
   options.skip_bad = node.get<bool>("skip_bad", false);
+  options.reduced_decoding = node.get<bool>("reduced_decoding", true);
   options.report = [](const std::string& line) { std::cerr << "crema: warning: " << line << "\n"; };
   options.seed = seed;
   options.allocator = batch_allocator;

@@ -11,13 +11,15 @@
 //       workers: 2             # background threads decoding and transforming samples
 //       prefetch: 4            # batches prepared ahead
 //       skip_bad: false        # true: skip unreadable samples, reported once per epoch
+//       reduced_decoding: true # the first transform may have JPEGs decoded at 1/2, 1/4, 1/8
 //
 // Sources (`format:` and its keys; every source also takes `classes: [5, 7, 9]`, which keeps
 // those classes and numbers them 0, 1, 2 in that order; an image folder's classes may be named):
 //   idx            images, labels                     MNIST-style files, gzip or plain
-//   image_folder   root, channels (3)                 root/<class>/<image>, classes sorted
+//   image_folder   root, channels (3),                root/<class>/<image>, classes sorted
+//                  max_image_pixels (178956970)
 //   image_list     list, root (the list's folder),    "<path> <label>" lines (Caffe's ImageData)
-//                  channels (3), num_classes (max + 1)
+//                  channels (3), num_classes (max + 1), max_image_pixels
 //   cifar10        files: [data_batch_1.bin, ...]     the binary version
 //   cifar100       files: [train.bin], label: fine | coarse (fine)
 // Relative paths (images, labels, root, list, files) are taken from the folder of the config

@@ -168,6 +168,23 @@ test:
   const std::string message = error_of([&] { make_loader(bad, "train", 1); });
   EXPECT_CONTAINS(message, "t.yaml:4:");
   EXPECT_CONTAINS(message, "unknown option 'pad'");
+
+  // The decoder's keys: the pixel limit per source (8 x 8 = 64 pixels pass 64, fail 63),
+  // reduced decoding per split (on by default).
+  auto limited = [&](int64_t max_pixels, const std::string& more) {
+    return parse_config("train:\n  source: {format: image_folder, root: " + path("png") +
+                            ", channels: 1, max_image_pixels: " + std::to_string(max_pixels) +
+                            "}\n  batch_size: 4\n" + more,
+                        "limit.yaml");
+  };
+  EXPECT_TRUE(make_loader(limited(64, ""), "train", 1)->options().reduced_decoding);
+  EXPECT_FALSE(make_loader(limited(64, "  reduced_decoding: false\n"), "train", 1)
+                   ->options()
+                   .reduced_decoding);
+  EXPECT_CONTAINS(error_of([&] { make_loader(limited(63, ""), "train", 1); }),
+                  "8 x 8 = 64 pixels, above the limit of 63");
+  EXPECT_CONTAINS(error_of([&] { make_loader(limited(0, ""), "train", 1); }),
+                  "max_image_pixels must be positive");
 }
 
 TEST(DataConfig, ErrorsPointIntoTheFile) {

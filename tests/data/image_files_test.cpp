@@ -1,4 +1,4 @@
-// Image folders and list files on small PNG and JPEG files written by stb_image_write, and
+// Image folders and list files on small PNG and JPEG files written by crema's encoders, and
 // select_classes.
 #include "data/image_files.h"
 

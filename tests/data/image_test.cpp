@@ -1,4 +1,5 @@
-// The image codec (stb_image / stb_image_write) and the geometry of data/image_ops.h.
+// The image codec (stb_image / stb_image_write; JPEG: jpeg_test.cpp) and the geometry of
+// data/image_ops.h.
 #include "data/image.h"
 
 #include <gtest/gtest.h>
@@ -102,7 +103,10 @@ TEST_F(ImageCodec, BadFilesAreErrorsNamingTheFile) {
   const std::string cut = write_file("cut.png", bytes.substr(0, bytes.size() / 2));
   const std::string message = error_of([&] { read_image_file(cut, 1, out); });
   EXPECT_CONTAINS(message, cut);
-  EXPECT_CONTAINS(message, "cannot decode");
+  EXPECT_CONTAINS(message, "is truncated: its PNG chunk 'IDAT'");
+  // Cut between chunks, the file is whole as far as it goes: stb finds no image data.
+  const std::string headers = write_file("headers.png", bytes.substr(0, bytes.find("IDAT") - 4));
+  EXPECT_CONTAINS(error_of([&] { read_image_file(headers, 1, out); }), "cannot decode");
 
   const std::string empty = write_file("empty.jpg", "");
   EXPECT_CONTAINS(error_of([&] { read_image_file(empty, 3, out); }), empty);
@@ -134,13 +138,93 @@ TEST_F(ImageCodec, PnmHeaderPromisingMoreThanTheFileIsTruncated) {
   const std::string tall = write_file("tall.pgm", "P5 3 33333333");
   EXPECT_CONTAINS(error_of([&] { read_image_file(tall, 1, out); }), tall + "' is truncated");
   const std::string big = write_file("big.ppm", "P6 4000 4000 255\n" + std::string(30, 'x'));
-  EXPECT_EQ(error_of([&] { read_image_file(big, 3, out); }),
-            "image '" + big +
-                "' is truncated: its PNM header says 4000 x 4000 x 3 samples, 48000000 bytes, "
-                "but the file has 47");
+  EXPECT_EQ(
+      error_of([&] { read_image_file(big, 3, out); }),
+      "image '" + big +
+          "' is truncated: its PNM header says 4000 x 4000 uncompressed pixels, 48000000 bytes, "
+          "but the file has 47");
   const std::string whole = write_file("whole.ppm", "P6 2 1 255\n" + std::string(6, 'x'));
   read_image_file(whole, 3, out);
   EXPECT_EQ(out.shape, (Shape{3, 1, 2}));
+}
+
+// A TGA file: the 18-byte header (no id, no colour map) and `pixels`.
+std::string tga(int type, int width, int height, int bits, const std::string& pixels) {
+  std::string header(18, '\0');
+  header[2] = char(type);
+  header[12] = char(width & 255);
+  header[13] = char(width >> 8);
+  header[14] = char(height & 255);
+  header[15] = char(height >> 8);
+  header[16] = char(bits);
+  header[17] = 0x20;  // top-left origin
+  return header + pixels;
+}
+
+// A 24-bit BMP file (BITMAPINFOHEADER, no compression) with `pixels` after its 54-byte header;
+// a negative height stores the rows top-down.
+std::string bmp(int width, int height, const std::string& pixels) {
+  auto le32 = [](uint32_t v) {
+    return std::string{char(v & 255), char((v >> 8) & 255), char((v >> 16) & 255), char(v >> 24)};
+  };
+  return "BM" + le32(uint32_t(54 + pixels.size())) + le32(0) + le32(54) + le32(40) +
+         le32(uint32_t(width)) + le32(uint32_t(height)) + std::string("\x01\x00\x18\x00", 4) +
+         le32(0) + le32(uint32_t(pixels.size())) + std::string(16, '\0') + pixels;
+}
+
+// stb_image 2.27 reads an uncompressed TGA or BMP into width x height pixels however short the
+// file (found by tests/fuzz/image_fuzz.cpp: 36 bytes claiming 13904 x 12810 pixels, 178 M zeros
+// and a timeout): the header is held against the file, as for PNM. Whole files still decode.
+TEST_F(ImageCodec, UncompressedHeaderPromisingMoreThanTheFileIsTruncated) {
+  Image out;
+  const std::string huge = write_file("huge.tga", tga(2, 13904, 12810, 24, std::string(18, 'x')));
+  EXPECT_EQ(error_of([&] { read_image_file(huge, 3, out); }),
+            "image '" + huge +
+                "' is truncated: its TGA header says 13904 x 12810 uncompressed pixels, "
+                "534330720 bytes, but the file has 36");
+  EXPECT_CONTAINS(error_of([&] { image_file_shape(huge, 3); }), huge + "' is truncated");
+  const std::string gray = write_file("gray.tga", tga(3, 3000, 3000, 8, std::string(40, 'x')));
+  EXPECT_CONTAINS(error_of([&] { read_image_file(gray, 1, out); }), "its TGA header says");
+  const std::string wide = write_file("wide.bmp", bmp(5000, 5000, std::string(64, 'x')));
+  EXPECT_CONTAINS(error_of([&] { read_image_file(wide, 3, out); }),
+                  "its BMP header says 5000 x 5000 uncompressed pixels, 75000000 bytes");
+  // No pixels: stb would loop over 16 M empty rows (found by tests/fuzz/image_fuzz.cpp).
+  const std::string empty = write_file("empty.bmp", bmp(0, 16442880, std::string(64, 'x')));
+  EXPECT_CONTAINS(error_of([&] { read_image_file(empty, 3, out); }),
+                  empty + "' has no pixels: its header says 0 x 16442880");
+  // RLE TGA is compressed: only the pixel limit bounds it.
+  const std::string rle = write_file("rle.tga", tga(10, 20000, 20000, 24, std::string(18, 'x')));
+  EXPECT_CONTAINS(error_of([&] { read_image_file(rle, 3, out); }), "decompression bomb");
+
+  // 2 x 1 pixels, stored B, G, R: (10, 20, 30) then (40, 50, 60).
+  const std::string pixels("\x1e\x14\x0a\x3c\x32\x28", 6);
+  read_image_file(write_file("whole.tga", tga(2, 2, 1, 24, pixels)), 3, out);
+  EXPECT_EQ(out.pixels, (std::vector<float>{10, 40, 20, 50, 30, 60}));
+  read_image_file(write_file("whole.bmp", bmp(2, 1, pixels + std::string(2, '\0'))), 3, out);
+  EXPECT_EQ(out.pixels, (std::vector<float>{10, 40, 20, 50, 30, 60}));
+  // A top-down BMP (negative height): the first stored row is the top one.
+  const std::string rows =
+      pixels + std::string(2, '\0') + std::string(6, '\0') + std::string(2, '\0');
+  read_image_file(write_file("top_down.bmp", bmp(2, -2, rows)), 3, out);
+  EXPECT_EQ(out.shape, (Shape{3, 2, 2}));
+  EXPECT_EQ(out.pixels, (std::vector<float>{10, 40, 0, 0, 20, 50, 0, 0, 30, 60, 0, 0}));
+}
+
+// stb_image allocates a PNG chunk's declared length before reading it (found by
+// tests/fuzz/image_fuzz.cpp: 118 bytes declaring a 1 GB chunk, a timeout): every chunk must fit.
+TEST_F(ImageCodec, PngChunkLongerThanTheFileIsTruncated) {
+  write_image_file(path("whole.png"), pattern_image(3, 3, 2), ImageFormat::png);
+  std::string bytes = testing::read_file(path("whole.png"));
+  const size_t idat = bytes.find("IDAT") - 4;
+  bytes[idat] = 0x40;  // the IDAT length's high byte: 1 GiB more
+  const std::string lying = write_file("lying.png", bytes);
+  Image out;
+  const std::string message = error_of([&] { read_image_file(lying, 3, out); });
+  EXPECT_CONTAINS(message, lying + "' is truncated: its PNG chunk 'IDAT' at byte " +
+                               std::to_string(idat) + " declares 10737418");
+  EXPECT_CONTAINS(error_of([&] { image_file_shape(lying, 3); }), "PNG chunk 'IDAT'");
+  read_image_file(path("whole.png"), 3, out);
+  EXPECT_EQ(out.pixels, pattern_image(3, 3, 2).pixels);
 }
 
 TEST_F(ImageCodec, FormatsByName) {

@@ -3,6 +3,7 @@
 format (a few hundred bytes to 3 KB; no dataset), so the fuzzer starts from inputs crema accepts
 and mutates its way into the error paths. Run from anywhere with any python3 (standard library
 only): python3 tests/fuzz/make_seeds.py. The files are committed; rerunning rewrites them the same."""
+import base64
 import gzip
 import json
 import pathlib
@@ -121,3 +122,24 @@ put("image", "rgb_3x2.bmp", b"BM" + struct.pack("<IHHI", 54 + len(bmp_rows), 0, 
     struct.pack("<IiiHHIIiiII", 40, 3, 2, 1, 24, 0, len(bmp_rows), 2835, 2835, 0, 0) + bmp_rows)
 put("image", "gray_3x2.pgm", b"P5 3 2 255\n" + bytes([0, 50, 100, 150, 200, 250]))
 put("image", "rgb_2x2.ppm", b"P6\n2 2\n255\n" + bytes(range(12)))
+# JPEGs (libjpeg-turbo's path): an 8 x 8 gray baseline, a 16 x 16 RGB progressive one (4:2:0),
+# an 8 x 8 Adobe CMYK. Made once with PIL 9.4 (python3-pil; Image.save(..., "JPEG", quality=75
+# or 80, optimize=True, progressive for the second) and kept here, so that this script needs the
+# standard library only.
+put("image", "gray_8x8.jpg", base64.b64decode(
+    "/9j/4AAQSkZJRgABAQAAAQABAAD/2wBDAAgGBgcGBQgHBwcJCQgKDBQNDAsLDBkSEw8UHRofHh0aHBwgJC4nICIsIxwc"
+    "KDcpLDAxNDQ0Hyc5PTgyPC4zNDL/wAALCAAIAAgBAREA/8QAFAABAAAAAAAAAAAAAAAAAAAAAv/EABwQAAMBAAIDAAAA"
+    "AAAAAAAAAAECAwQRIQAHEv/aAAgBAQAAPwAeq8McuddGh5xhJPulKMFVFA5JJPQAHfPn/9k="))
+put("image", "rgb_16x16_progressive.jpg", base64.b64decode(
+    "/9j/4AAQSkZJRgABAQAAAQABAAD/2wBDAAYEBQYFBAYGBQYHBwYIChAKCgkJChQODwwQFxQYGBcUFhYaHSUfGhsjHBYW"
+    "ICwgIyYnKSopGR8tMC0oMCUoKSj/2wBDAQcHBwoIChMKChMoGhYaKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgo"
+    "KCgoKCgoKCgoKCgoKCgoKCgoKCj/wgARCAAQABADASIAAhEBAxEB/8QAFQABAQAAAAAAAAAAAAAAAAAABQb/xAAVAQEB"
+    "AAAAAAAAAAAAAAAAAAABAv/aAAwDAQACEAMQAAABjXGHKP/EABYQAAMAAAAAAAAAAAAAAAAAAAADBP/aAAgBAQABBQJM"
+    "4mcTOJnP/8QAFREBAQAAAAAAAAAAAAAAAAAABQD/2gAIAQMBAT8BNSv/xAAWEQADAAAAAAAAAAAAAAAAAAAAAgP/2gAI"
+    "AQIBAT8Bmx//xAAUEAEAAAAAAAAAAAAAAAAAAAAg/9oACAEBAAY/Ah//xAAWEAADAAAAAAAAAAAAAAAAAAAAITH/2gAI"
+    "AQEAAT8hiiKIoij/2gAMAwEAAgADAAAAEFf/xAAWEQADAAAAAAAAAAAAAAAAAAAAITH/2gAIAQMBAT8Qgz//xAAUEQEA"
+    "AAAAAAAAAAAAAAAAAAAA/9oACAECAQE/ED//xAAVEAEBAAAAAAAAAAAAAAAAAAAA8f/aAAgBAQABPxCampqa/9k="))
+put("image", "cmyk_8x8_adobe.jpg", base64.b64decode(
+    "/9j/7gAOQWRvYmUAZAAAAAAA/9sAQwAIBgYHBgUIBwcHCQkICgwUDQwLCwwZEhMPFB0aHx4dGhwcICQuJyAiLCMcHCg3"
+    "KSwwMTQ0NB8nOT04MjwuMzQy/8AAFAgACAAIBEMRAE0RAFkRAEsRAP/EABYAAQEBAAAAAAAAAAAAAAAAAAUGB//EAB0Q"
+    "AAECBwAAAAAAAAAAAAAAAAAFBxciMkNkgaH/2gAOBEMATQBZAEsAAD8AWdu/sWi3kdNDLleXqpz/2Q=="))
