@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The CPU test suite under AddressSanitizer (with LeakSanitizer) and UndefinedBehaviorSanitizer
+# (tests/README.md, "Sanitizers"): installs clang-14 where missing, configures build-asan/
+# (scripts/sanitized_build.sh: the tree scripts/fuzz.sh uses too), builds crema and crema_tests
+# and runs every CPU test through ctest, the Python ones (which run the sanitized crema) included.
+#
+#   scripts/sanitize.sh [CTEST_ARGS...]      e.g. scripts/sanitize.sh -R Safetensors
+#
+# A report fails its test (ASan and LSan exit 1 and 23, UBSan halts), and each one is also written
+# to build-asan/sanitizer-logs/, so that a report inside a crema process a test runs and expects to
+# fail still counts. Exits 1 when a test failed or any report was written.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/setup.sh --packages-only clang-14 libclang-rt-14-dev libomp-14-dev
+source scripts/sanitized_build.sh
+configure_sanitized_build
+cmake --build "$sanitized_build" -j"${JOBS:-$(nproc)}" --target crema crema_tests
+
+logs="$PWD/$sanitized_build/sanitizer-logs"
+rm -rf "$logs"
+mkdir -p "$logs"
+export ASAN_OPTIONS="$ASAN_OPTIONS:log_path=$logs/asan"
+export UBSAN_OPTIONS="$UBSAN_OPTIONS:log_path=$logs/ubsan"
+status=0
+ctest --test-dir "$sanitized_build" -L cpu --output-on-failure -j"$(nproc)" "$@" || status=1
+
+reports=("$logs"/*)
+if [ -e "${reports[0]}" ]; then
+  echo "sanitize: ${#reports[@]} sanitizer report(s):"
+  for report in "${reports[@]}"; do
+    echo "== $report"
+    cat "$report"
+  done
+  status=1
+fi
+exit "$status"
