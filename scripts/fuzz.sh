@@ -22,8 +22,8 @@ case "$budget" in
   *) limit=("-max_total_time=$budget") ;;
 esac
 
-scripts/setup.sh --packages-only clang-14 libclang-rt-14-dev libomp-14-dev
 source scripts/sanitized_build.sh
+scripts/setup.sh --packages-only "${sanitized_packages[@]}"
 configure_sanitized_build
 build="$sanitized_build"
 

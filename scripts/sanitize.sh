@@ -17,8 +17,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-scripts/setup.sh --packages-only clang-14 libclang-rt-14-dev libomp-14-dev
 source scripts/sanitized_build.sh
+scripts/setup.sh --packages-only "${sanitized_packages[@]}"
 configure_sanitized_build
 cmake --build "$sanitized_build" -j"${JOBS:-$(nproc)}" --target crema crema_tests
 
