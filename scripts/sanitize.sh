@@ -6,9 +6,10 @@
 #
 #   scripts/sanitize.sh [CTEST_ARGS...]      e.g. scripts/sanitize.sh -R Safetensors
 #
-# A report fails its test (ASan and LSan exit 1 and 23, UBSan halts), and each one is also written
-# to build-asan/sanitizer-logs/, so that a report inside a crema process a test runs and expects to
-# fail still counts. Exits 1 when a test failed or any report was written.
+# A report fails its test (ASan, leaks included, and UBSan end the process with exit code 1), and
+# each one is also written to build-asan/sanitizer-logs/, so that a report inside a crema process
+# a test runs and expects to fail still counts. Exits 1 when a test failed or any report was
+# written.
 #
 # One test is left out: Configs.EveryConfigRunsAFewSteps trains every config in configs/ (ResNet and
 # VGG-BN included) for 4 steps and evaluates each on its whole test set: 35 s in the Release suite,

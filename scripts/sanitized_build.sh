@@ -16,8 +16,10 @@ sanitized_build="${SANITIZE_BUILD_DIR:-build-asan}"
 # runtimes, clang's OpenMP, and Ninja.
 sanitized_packages=(clang-14 libclang-rt-14-dev libomp-14-dev ninja-build)
 ubsan_suppressions="$PWD/tests/fuzz/ubsan.supp"
-export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:detect_stack_use_after_return=1:check_initialization_order=1:strict_string_checks=1}"
-export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1:suppressions=$ubsan_suppressions}"
+asan_options="detect_leaks=1:detect_stack_use_after_return=1:check_initialization_order=1"
+ubsan_options="halt_on_error=1:print_stacktrace=1:suppressions=$ubsan_suppressions"
+export ASAN_OPTIONS="${ASAN_OPTIONS:-$asan_options:strict_string_checks=1}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-$ubsan_options}"
 
 # Configures $sanitized_build (only on the first call: reconfiguring with other flags would
 # rebuild everything). Uses ccache where installed.
