@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# Fuzz every parser of a user's file (tests/fuzz/README.md): configures build-fuzz/ with clang and
-# CREMA_FUZZ=ON, builds the targets and runs each for a while on one core, starting from its seed
-# corpus, with the memory and time limits below; prints executions and the result per target.
+# Fuzz every parser of a user's file (tests/fuzz/README.md): installs clang-14 where missing,
+# configures build-asan/ (scripts/sanitized_build.sh: clang, ASan and UBSan, CREMA_FUZZ=ON; the
+# tree scripts/sanitize.sh uses too), builds the targets and runs each for a while on one core,
+# starting from its seed corpus, with the memory and time limits below; prints executions and the
+# result per target. CI runs `scripts/fuzz.sh 30` (.ci/run).
 #
 #   scripts/fuzz.sh [SECONDS_PER_TARGET | -runs=N] [TARGET...]     (default: 60 seconds, all)
 #   scripts/fuzz.sh 600 idx cifar
 #
-# New inputs the fuzzer keeps go to build-fuzz/corpus/<target>/ (the seeds in the tree stay as
-# they are); a crashing input is saved as build-fuzz/artifacts/<target>-crash-<hash>, and the
-# target's log as build-fuzz/logs/<target>.log. Exits 1 when any target failed.
+# New inputs the fuzzer keeps go to build-asan/corpus/<target>/ (the seeds in the tree stay as
+# they are); a crashing input is saved as build-asan/artifacts/<target>-crash-<hash>, and the
+# target's log as build-asan/logs/<target>.log. Exits 1 when any target failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,11 +22,10 @@ case "$budget" in
   *) limit=("-max_total_time=$budget") ;;
 esac
 
-build="${FUZZ_BUILD_DIR:-build-fuzz}"
-launcher=()
-command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++-14 \
-  -DCREMA_CUDA=OFF -DCREMA_FUZZ=ON "${launcher[@]}" >/dev/null
+source scripts/sanitized_build.sh
+scripts/setup.sh --packages-only "${sanitized_packages[@]}"
+configure_sanitized_build
+build="$sanitized_build"
 
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then

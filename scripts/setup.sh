@@ -1,12 +1,21 @@
 #!/usr/bin/env bash
 # Installs what crema needs on Debian/Ubuntu (skipping what is already there) and builds it.
 # Used by demo.sh and test.sh; safe to run again. BUILD_DIR (default build) picks the build tree.
+#
+#   scripts/setup.sh                                  packages, then the build
+#   scripts/setup.sh --packages-only [PACKAGE...]     packages and those named (sanitize.sh: clang)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake libeigen3-dev libyaml-cpp-dev libcli11-dev libstb-dev libgtest-dev
           zlib1g-dev libjpeg62-turbo-dev libfmt-dev nlohmann-json3-dev libzip-dev dataset-fashion-mnist
           gnuplot-nox libonnx-dev libprotobuf-dev)
+packages_only=0
+if [ "${1:-}" = "--packages-only" ]; then
+  packages_only=1
+  shift
+  packages+=("$@")
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -18,6 +27,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   $sudo apt-get update -q
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q "${missing[@]}"
 fi
+[ "$packages_only" -eq 0 ] || exit 0
 
 build=${BUILD_DIR:-build}
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release
