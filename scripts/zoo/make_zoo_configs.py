@@ -45,6 +45,7 @@ class Net:
 
     def __init__(self):
         self.lines = []
+        self.layers = []  # (name, type, keys), for tests/zoo/zoo_logits_test.py
 
     def comment(self, text):
         self.lines.append("    # " + text)
@@ -52,6 +53,7 @@ class Net:
     def add(self, name, type_, bottom, top=None, **keys):
         """Appends a layer; returns its top (its name unless given)."""
         top = name if top is None else top
+        self.layers.append((name, type_, keys))
         fields = [f"name: {name}", f"type: {type_}", f"bottom: {scalar(bottom)}", f"top: {top}"]
         fields += [f"{key}: {scalar(value)}" for key, value in keys.items()]
         self.lines.append(wrap(fields))
@@ -450,6 +452,13 @@ HEADER = """# {name}: {title}, as torchvision.models.{name} (torchvision 0.14).
 # and std. Max pooling rounds down as PyTorch does (round_mode: floor). The logits are the blob
 # '{logits}'.
 """
+
+
+def layers_of(name):
+    """The layers of configs/zoo/NAME.yaml as (name, type, keys), the accuracy layer left out."""
+    net = Net()
+    ARCHITECTURES[name][0](net)
+    return net.layers
 
 
 def inference_config(name):
