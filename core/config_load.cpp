@@ -277,10 +277,7 @@ ConfigNode& step(ConfigNode& node, const std::vector<std::string>& segments, siz
     throw Error(where + quoted_path(node) + " has " + std::to_string(node.size()) +
                 " elements; index " + segment + " is out of range");
   }
-  std::vector<std::string> names;
-  for (size_t i = 0; i < node.size(); ++i) {
-    if (const std::string* name = name_of(ConfigBuilder::element(node, i))) names.push_back(*name);
-  }
+  const std::vector<std::string> names = element_names(node);
   const std::string message = where + quoted_path(node) + " has no element named '" + segment + "'";
   if (names.empty()) {
     throw Error(message + " (its " + std::to_string(node.size()) +

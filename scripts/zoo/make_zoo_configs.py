@@ -14,7 +14,6 @@ after the block (`layer1.0`, `features.3`), BatchNorm and activations run in pla
 No torch needed: the script only writes text. tests/zoo/zoo_logits_test.py checks every config
 against torchvision (strict names, logits within 1e-4).
 """
-import math
 import os
 import sys
 
@@ -169,7 +168,7 @@ VGG_CFGS = {"A": [64, "M", 128, "M", 256, 256, "M", 512, 512, "M", 512, 512, "M"
 
 
 def vgg(net, cfg, batch_norm):
-    x, index, channels = "data", 0, 3
+    x, index = "data", 0
     for v in VGG_CFGS[cfg]:
         if v == "M":
             x = net.max_pool(f"features.{index}", x, 2, 2)

@@ -3,7 +3,8 @@
 
 Run by ctest (tests/CMakeLists.txt) with Debian's /usr/bin/python3, python3-torch and
 python3-torchvision, which scripts/test.sh installs:
-    /usr/bin/python3 tests/zoo/zoo_logits_test.py build/bin/crema [NAME...]
+    /usr/bin/python3 tests/zoo/zoo_logits_test.py build/bin/crema [--device cuda:0] [NAME...]
+(crema runs on the CPU unless --device names a GPU; torchvision always runs on the CPU.)
 
 For each architecture (all of ARCHITECTURES in scripts/zoo/make_zoo_configs.py, or those named):
   1. torchvision builds it with random weights (seeded). Every BatchNorm gets random affine
@@ -57,6 +58,7 @@ EXPECTED_MISSING = {
     "mobilenet_v3_large": "Hardswish, Hardsigmoid (branch zoolayers)",
     "convnext_tiny": "LayerNorm, LayerScale, StochasticDepth (branch zoolayers)",
 }
+DEVICE = "cpu"
 FINETUNED = "resnet18"
 TOLERANCE = 1e-4  # max |crema - torch| / max |torch|, float32 on both sides
 IMAGES = 4
@@ -145,6 +147,7 @@ def check(crema, name, images, folder, work):
     start = time.monotonic()
     outputs = os.path.join(work, f"{name}_logits.safetensors")
     subprocess.run([crema, "test", config, "--weights", weights, "--threads", "2",
+                    "--device", DEVICE,
                     "--set", f"data.test.source.root={folder}",
                     "--set", f"data.test.batch_size={IMAGES}",
                     "--set", f"data.test.transform={INPUT_TRANSFORM}",
@@ -156,7 +159,7 @@ def check(crema, name, images, folder, work):
     parameters = sum(p.numel() for p in model.parameters())
     counted = crema_parameter_count(crema, config)
     error = ((ours - theirs).abs().max() / theirs.abs().max()).item()
-    print(f"{name}: {parameters} parameters; logits max |crema - torch| / max |torch| = "
+    print(f"{name} ({DEVICE}): {parameters} parameters; logits max |crema - torch| / max |torch| = "
           f"{error:.2e} (max |torch| {theirs.abs().max().item():.3g}); torch {torch_seconds:.1f} s, "
           f"crema {crema_seconds:.1f} s", flush=True)
     assert ours.shape == theirs.shape, (ours.shape, theirs.shape)
@@ -173,7 +176,7 @@ def check_finetune(crema, name, weights, folder, work):
     run = os.path.join(work, f"{name}_finetune")
     result = subprocess.run(
         [crema, "train", os.path.join(ROOT, "configs", "zoo", f"{name}_finetune.yaml"),
-         "--weights", weights, "--out", run, "--threads", "2",
+         "--weights", weights, "--out", run, "--threads", "2", "--device", DEVICE,
          "--set", f"model.layers.{head}_new.num_output={IMAGES}",
          "--set", f"data.train.source.root={folder}", "--set", f"data.test.source.root={folder}",
          "--set", f"data.train.batch_size={IMAGES}", "--set", f"data.test.batch_size={IMAGES}",
@@ -207,8 +210,12 @@ def check_missing(crema, name):
 
 
 def main():
+    global DEVICE
     crema = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/bin/crema")
-    names = sys.argv[2:] or list(ARCHITECTURES)
+    names = sys.argv[2:]
+    if names[:1] == ["--device"]:
+        DEVICE, names = names[1], names[2:]
+    names = names or list(ARCHITECTURES)
     torch.set_num_threads(2)
     with tempfile.TemporaryDirectory(prefix="crema_zoo_") as work:
         folder = os.path.join(work, "images")
