@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "apps/data_commands.h"
+#include "apps/session.h"
 #include "apps/training/data_config.h"
 #include "core/config.h"
 #include "core/error.h"
@@ -23,7 +24,7 @@ std::vector<double> bench_loader_command(const BenchLoaderOptions& options, std:
     if (workers < 0) throw Error("--workers: a worker count must be 0 or more");
     std::vector<std::string> overrides = options.overrides;
     overrides.push_back(fmt::format("++data.{}.workers={}", options.split, workers));
-    const ConfigNode root = load_config(options.config, overrides);
+    const ConfigNode root = load_run_config(options.config, overrides);
     const auto loader =
         make_loader(root.at("data"), options.split, uint64_t(root.get<int64_t>("seed", 1)));
     if (rates.empty()) {

@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "core/net.h"
 #include "core/serialization.h"
+#include "optim/param_groups.h"
 #include "optim/solver.h"
 
 namespace crema {
@@ -70,16 +71,13 @@ std::vector<std::pair<std::string, double>> test_command(const CommandOptions& o
   Context& ctx = *s.ctx;
   const ConfigNode& data_node = s.root.at("data");
   data_node.allow("train");
-  auto loader = make_loader(data_node, "test", s.seed);
+  const ClassList classes = classes_of_weights(options.weights);
+  auto loader =
+      make_loader(data_node, "test", s.seed, nullptr, classes.names.empty() ? nullptr : &classes);
   const ConfigNode& model = s.root.at("model");
   Net net(model, Phase::test, loader->options().batch_size, s.registry, ctx);
   check_inputs(net, *loader, model);
-  const WeightsReport report = copy_weights_by_name(net, options.weights);
-  if (!report.missing.empty()) {
-    std::string names;
-    for (const std::string& n : report.missing) names += (names.empty() ? "" : ", ") + n;
-    throw Error(options.weights + " lacks " + names + ", which the model needs");
-  }
+  load_all_weights(net, options.weights);
   std::optional<BlobExtractor> extractor;
   if (!options.extract.empty()) extractor.emplace(options.extract, net);
   const auto results = run_test(net, *loader, ctx, [&](Net& n) {
@@ -98,7 +96,11 @@ void summary_command(const CommandOptions& options, std::ostream& out) {
     batch = s.root.at("data").at("train").get<int64_t>("batch_size", 1);
   }
   Net net(model, Phase::train, batch, s.registry, *s.ctx);
+  if (s.root.has("solver")) apply_param_groups(s.root.at("solver"), net);
   out << s.name << " (train phase, batch " << batch << ")\n" << net.summary();
+  const ParameterCounts counts = count_parameters(net);
+  out << fmt::format("parameters: {} trained, {} frozen (lr_mult 0)\n", counts.trainable,
+                     counts.frozen);
 
   // Training memory: the net's tensors plus the solver's state at the configured batch.
   const Net::Memory m = net.memory();

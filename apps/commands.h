@@ -28,6 +28,10 @@ struct CommandOptions {
   std::string extract_to;              // --extract-to (test): the safetensors file for them
   int iterations = 50;                 // --iterations (time)
   std::string algo_cache;              // --algo-cache (train, time): measured algorithm choices
+  std::vector<std::string> images;     // predict: the image files
+  int top_k = 5;                       // --top-k (predict)
+  std::string labels;                  // --labels (predict): class names, one per line
+  bool json = false;                   // --json (predict)
 };
 
 // crema train: trains (from scratch, from --weights, or continuing --resume), tests every
@@ -53,12 +57,31 @@ struct TimeSummary {
 };
 // crema time: per-layer forward and backward times and the whole training step, like `caffe time`.
 TimeSummary time_command(const CommandOptions& options, std::ostream& out);
+// crema export --onnx: the model in inference mode with --weights, as an ONNX file
+// (apps/onnx/README.md).
+void export_command(const CommandOptions& options, const std::string& onnx_path,
+                    std::ostream& out);
 // crema summary: the train net's layers, shapes, parameters and multiply-adds, and the memory
 // training it takes at the configured batch.
 void summary_command(const CommandOptions& options, std::ostream& out);
 // crema plot: the loss and accuracy curves of a run directory as a PNG (with gnuplot); returns
 // the PNG's path (`png`, or <run_dir>/curves.png when empty).
 std::string plot_command(const std::string& run_dir, const std::string& png, std::ostream& out);
+// The gnuplot script plot_command runs: the curves of `run_dir` drawn into `png`, names as they
+// are written (no enhanced-text markup: my_run keeps its underscore).
+std::string plot_script(const std::string& run_dir, const std::string& png);
+// crema predict: the top_k classes of each image file (name, label, probability), printed as text
+// or JSON (apps/predict_command.cpp says which blob, transforms and names it uses).
+struct Prediction {
+  struct Class {
+    int64_t label = 0;
+    std::string name;
+    double probability = 0.0;
+  };
+  std::string image;
+  std::vector<Class> top;  // most probable first
+};
+std::vector<Prediction> predict_command(const CommandOptions& options, std::ostream& out);
 // crema devices: one line per device this build can use ("cpu", then "cuda:N ..." per GPU).
 void devices_command(std::ostream& out);
 

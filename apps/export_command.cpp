@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "apps/data_commands.h"
+#include "apps/session.h"
 #include "apps/training/data_config.h"
 #include "core/config.h"
 #include "core/error.h"
@@ -45,7 +46,7 @@ std::shared_ptr<const data::Dataset> export_source(const ExportImagesOptions& op
   if (options.split != "train" && options.split != "test") {
     throw Error("--split must be train or test, got '" + options.split + "'");
   }
-  const ConfigNode root = load_config(options.config, options.overrides);
+  const ConfigNode root = load_run_config(options.config, options.overrides);
   return make_dataset(root.at("data").at(options.split).at("source"));
 }
 

@@ -4,6 +4,9 @@
 //               [--weights FILE | --resume RUN_DIR|CHECKPOINT] [--stop-after N]
 //   crema test CONFIG --weights FILE [--device ...] [--set key=value]...
 //              [--extract BLOB --extract-to FILE]
+//   crema export CONFIG --weights FILE --onnx OUT.onnx [--set key=value]...
+
+//   crema predict CONFIG --weights FILE IMAGE... [--top-k 5] [--labels FILE] [--json]
 //   crema summary CONFIG [--set key=value]...
 //   crema plot RUN_DIR [--out FILE.png]
 //   crema time CONFIG [--device ...] [--iterations N] [--set key=value]...
@@ -16,7 +19,9 @@
 // Anything the user should fix ends with one line "crema: error: ..." and exit code 2. A training
 // run stopped by Ctrl-C or SIGTERM (after writing its checkpoint) exits with 130 or 143, as
 // shells report those signals; one stopped by a non-finite loss or gradient (solver.on_nonfinite)
-// exits with 3. `crema bench` exits with 1 when a version fails its check.
+// exits with 3; one stopped because a checkpoint or the final weights could not be written (a
+// full disk; solver.on_write_error) exits with 4. `crema bench` exits with 1 when a version fails
+// its check.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -65,6 +70,22 @@ int main(int argc, char** argv) {
   test->add_option("--extract", options.extract, "blobs to save for every test sample (e.g. ip2)")
       ->delimiter(',');
   test->add_option("--extract-to", options.extract_to, "safetensors file for the --extract blobs");
+
+  std::string onnx_path;
+  CLI::App* export_model = app.add_subcommand("export", "write the model in inference mode as ONNX");
+  add_common(*export_model, options);
+  export_model->add_option("--weights", options.weights, "weights file")->required();
+  export_model->add_option("--onnx", onnx_path, "the ONNX file to write")->required();
+
+  CLI::App* predict =
+      app.add_subcommand("predict", "the top-k classes of image files, with their probabilities");
+  add_common(*predict, options);
+  predict->add_option("--weights", options.weights, "the trained weights")->required();
+  predict->add_option("images", options.images, "image files (JPEG, PNG, ...)")->required();
+  predict->add_option("--top-k", options.top_k, "classes printed per image")->capture_default_str();
+  predict->add_option("--labels", options.labels,
+                      "class names, one per line (default: the run's classes.txt)");
+  predict->add_flag("--json", options.json, "print JSON");
 
   CLI::App* summary = app.add_subcommand(
       "summary", "layers, shapes, parameters, multiply-adds and the memory training takes");
@@ -158,8 +179,12 @@ int main(int argc, char** argv) {
       const crema::TrainSummary result = crema::train_command(options, std::cout);
       if (result.interrupted) return 128 + result.signal;
       if (result.diverged) return 3;
+      if (result.write_failed) return 4;
     }
     if (*test) crema::test_command(options, std::cout);
+    if (*export_model) crema::export_command(options, onnx_path, std::cout);
+
+    if (*predict) crema::predict_command(options, std::cout);
     if (*summary) crema::summary_command(options, std::cout);
     if (*time) crema::time_command(options, std::cout);
     if (*plot) crema::plot_command(plot_dir, plot_png, std::cout);

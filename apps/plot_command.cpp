@@ -3,7 +3,9 @@
 // Reads <run>/metrics.csv (apps/training/run_log.h): training rows carry `loss`, test rows the
 // test_* columns. The top panel shows the training loss (and test_loss), the bottom one the other
 // test outputs (test_accuracy, ...). The data go to gnuplot inline, as datablocks, so gnuplot needs
-// no CSV handling; the PNG is written to a temporary name and renamed.
+// no CSV handling; the PNG is written to a temporary name and renamed. Text is drawn as it is
+// (`noenhanced`: gnuplot's enhanced mode would set the `_` of a run named my_run as a subscript),
+// and quotes in names are doubled inside gnuplot's single-quoted strings.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -54,9 +56,16 @@ std::string datablock(const std::string& name, const std::vector<std::vector<std
   return text + "EOD\n";
 }
 
+// `text` as a gnuplot single-quoted string.
+std::string quoted(const std::string& text) {
+  std::string out = "'";
+  for (char c : text) out += c == '\'' ? std::string("''") : std::string(1, c);
+  return out + "'";
+}
+
 }  // namespace
 
-std::string plot_command(const std::string& run_dir, const std::string& png, std::ostream& out) {
+std::string plot_script(const std::string& run_dir, const std::string& png) {
   const std::string csv_path = run_dir + "/metrics.csv";
   std::ifstream csv(csv_path);
   if (!csv)
@@ -71,11 +80,6 @@ std::string plot_command(const std::string& run_dir, const std::string& png, std
   std::vector<std::vector<std::string>> rows;
   while (std::getline(csv, line)) rows.push_back(split(line));
   if (rows.empty()) throw Error(csv_path + " has no rows yet: nothing to plot");
-  if (!on_path("gnuplot")) {
-    throw Error(
-        "crema plot draws with gnuplot, which is not installed (Debian/Ubuntu: apt-get install "
-        "gnuplot-nox)");
-  }
 
   std::string script, loss_plot, metric_plot;
   for (size_t c = 2; c < header.size(); ++c) {
@@ -85,28 +89,37 @@ std::string plot_command(const std::string& run_dir, const std::string& png, std
     script += datablock("c" + std::to_string(c), rows, c);
     std::string& plot = loss ? loss_plot : metric_plot;
     const bool train = name == "loss";
-    plot += fmt::format("{}$c{} using 1:2 with {} linewidth 2 title '{}'", plot.empty() ? "" : ", ",
+    plot += fmt::format("{}$c{} using 1:2 with {} linewidth 2 title {}", plot.empty() ? "" : ", ",
                         c, train ? "lines" : "linespoints",
-                        train ? "train loss" : "test " + name.substr(5));
+                        quoted(train ? "train loss" : "test " + name.substr(5)));
   }
-  const std::string target = png.empty() ? run_dir + "/curves.png" : png;
-  const std::string temp = target + ".tmp";
   script +=
       "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {\n"
-      "  set terminal pngcairo size 900," +
+      "  set terminal pngcairo noenhanced size 900," +
       std::string(metric_plot.empty() ? "450" : "800") +
       "\n"
       "} else {\n"
-      "  set terminal png size 900,800\n"
+      "  set terminal png noenhanced size 900,800\n"
       "}\n";
-  script += "set output '" + temp + "'\nset grid\nset key top right\nset xlabel 'iteration'\n";
+  script += "set output " + quoted(png) + "\nset grid\nset key top right\nset xlabel 'iteration'\n";
   if (!metric_plot.empty()) script += "set multiplot layout 2,1\n";
-  script +=
-      "set title '" + fs::path(run_dir).filename().string() + ": loss'\nplot " + loss_plot + "\n";
+  script += "set title " + quoted(fs::path(run_dir).filename().string() + ": loss") + "\nplot " +
+            loss_plot + "\n";
   if (!metric_plot.empty()) {
     script += "set title 'test'\nset key bottom right\nplot " + metric_plot + "\nunset multiplot\n";
   }
-  script += "set output\n";
+  return script + "set output\n";
+}
+
+std::string plot_command(const std::string& run_dir, const std::string& png, std::ostream& out) {
+  const std::string target = png.empty() ? run_dir + "/curves.png" : png;
+  const std::string temp = target + ".tmp";
+  const std::string script = plot_script(run_dir, temp);
+  if (!on_path("gnuplot")) {
+    throw Error(
+        "crema plot draws with gnuplot, which is not installed (Debian/Ubuntu: apt-get install "
+        "gnuplot-nox)");
+  }
 
   char script_path[] = "/tmp/crema_plot_XXXXXX";
   const int fd = ::mkstemp(script_path);

@@ -17,6 +17,7 @@
 #include "core/error.h"
 #include "core/net.h"
 #include "kernels/convolution/select.h"
+#include "optim/param_groups.h"
 #include "optim/solver.h"
 
 namespace crema {
@@ -78,6 +79,7 @@ TimeSummary time_command(const CommandOptions& options, std::ostream& out) {
   }
   const ConfigNode& solver_node = s.root.at("solver");
   std::unique_ptr<Solver> solver = make_solver(solver_node, 1000);
+  apply_param_groups(solver_node, net);
   fill_inputs(net, ctx);
 
   TimeSummary summary;
@@ -133,9 +135,8 @@ TimeSummary time_command(const CommandOptions& options, std::ostream& out) {
     forward += layer.forward_ms, backward += layer.backward_ms;
   }
   out << fmt::format("{:<37} {:>10.4f} {:>10.4f}\n", "sum of layers", forward, backward);
-  int64_t params = 0;
-  for (const Param* p : net.learnable_params()) params += p->value.numel();
-  out << fmt::format("solver update: {:.4f} ms ({} parameters)\n", summary.solver_ms, params);
+  out << fmt::format("solver update: {:.4f} ms ({} trained parameters)\n", summary.solver_ms,
+                     count_parameters(net).trainable);
   out << fmt::format("training step: {:.4f} ms ({:.0f} img/s)\n", summary.step_ms,
                      double(batch) / summary.step_ms * 1e3);
   if (summary.graph_step_ms > 0) {

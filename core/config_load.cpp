@@ -1,14 +1,12 @@
 // load_config: a file, its `_base_` files merged under it, then the `--set` overrides.
-#include <cerrno>
 #include <charconv>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 
 #include "core/config.h"
 #include "core/config_builder.h"
 #include "core/error.h"
+#include "core/regular_file.h"
 
 namespace crema {
 namespace {
@@ -16,20 +14,18 @@ namespace {
 namespace fs = std::filesystem;
 using Kind = ConfigNode::Kind;
 
+// A config is text a person wrote: far below this. The bound keeps a `_base_` that names a huge
+// file from being read into memory (a FIFO or /dev/zero is refused by read_small_file).
+constexpr uint64_t kMaxConfigBytes = uint64_t(16) << 20;
+
 // `included_at` is where a `_base_` names the file (null for the file given by the user).
 std::string read_file(const std::string& path, const Location* included_at) {
-  const std::string where = included_at ? included_at->str() + ": " : "";
-  std::error_code ignored;
-  if (fs::is_directory(path, ignored)) {
-    throw Error(where + "cannot open config file '" + path + "': it is a directory");
+  try {
+    return read_small_file(path, "config file", kMaxConfigBytes);
+  } catch (const Error& e) {
+    if (included_at == nullptr) throw;
+    throw Error(included_at->str() + ": " + e.what());
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw Error(where + "cannot open config file '" + path + "' (" + std::strerror(errno) + ")");
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 // A file's `_base_` entries with their locations: one file name or a list of them.

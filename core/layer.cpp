@@ -37,6 +37,10 @@ size_t Layer::add_buffer(const std::string& role, const Shape& shape, Context& c
   return buffers_.size() - 1;
 }
 
+void Layer::export_graph(const LayerIO&, GraphBuilder&) const {
+  fail("a " + type() + " layer has no ONNX form yet, so this net cannot be exported");
+}
+
 void Layer::fail(const std::string& message) const {
   throw Error("layer '" + name() + "' (" + type() + "): " + message);
 }

@@ -21,6 +21,7 @@
 
 #include "core/config.h"
 #include "core/context.h"
+#include "core/graph_export.h"
 #include "core/tensor.h"
 
 namespace crema {
@@ -122,6 +123,13 @@ class Layer {
   // checkpoints save them as "<layer>.<role>" and copy them back on resume, so the run continues
   // exactly. Default: none.
   virtual std::vector<std::pair<std::string, Tensor>> run_state() { return {}; }
+
+  // The layer as nodes of an inference graph (core/graph_export.h; `crema export --onnx`). The
+  // default refuses, naming the layer: a layer type without an ONNX form cannot be exported.
+  virtual void export_graph(const LayerIO& io, GraphBuilder& g) const;
+  // Whether an exported inference graph keeps this layer: losses and metrics are left out
+  // (their label inputs with them).
+  virtual bool in_inference_graph() const { return !is_loss(); }
 
   std::vector<Param>& params() { return params_; }
   const std::vector<Param>& params() const { return params_; }

@@ -389,23 +389,31 @@ void Net::zero_param_grads(Context& ctx) {
   for (Param* p : learnable_) ctx.fill(p->grad, 0.0f);
 }
 
-std::vector<std::pair<std::string, double>> Net::outputs() const {
+std::vector<std::string> Net::output_names() const {
   std::set<const Blob*> consumed;
   for (const Wiring& w : wiring_) {
     for (const Blob* b : w.bottoms) {
       if (std::find(w.tops.begin(), w.tops.end(), b) == w.tops.end()) consumed.insert(b);
     }
   }
-  std::vector<std::pair<std::string, double>> out;
+  std::vector<std::string> names;
   for (const auto& blob : blobs_) {
     if (consumed.count(blob.get()) == 0 && blob->value.numel() == 1 &&
         blob_index_.count(blob->name) != 0 && blobs_[blob_index_.at(blob->name)] == blob) {
       bool is_input = false;
       for (const auto& input : inputs_) is_input = is_input || input.first == blob->name;
-      if (!is_input) out.emplace_back(blob->name, blob->value.to_vector()[0]);
+      if (!is_input) names.push_back(blob->name);
     }
   }
-  std::sort(out.begin(), out.end());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::vector<std::pair<std::string, double>> Net::outputs() const {
+  std::vector<std::pair<std::string, double>> out;
+  for (const std::string& name : output_names()) {
+    out.emplace_back(name, blobs_[blob_index_.at(name)]->value.to_vector()[0]);
+  }
   return out;
 }
 

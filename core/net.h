@@ -64,8 +64,11 @@ class Net {
   // Zeroes every parameter gradient (the solver does this after each update).
   void zero_param_grads(Context& ctx);
 
-  // Scalar blobs that no layer consumes (losses, accuracy), by name, with their current values.
+  // Scalar blobs that no layer consumes (losses, accuracy), by name, with their current values
+  // (read back from the device: only after a forward pass, when they hold values).
   std::vector<std::pair<std::string, double>> outputs() const;
+  // Their names alone, sorted; reads nothing, so it may be asked before the first forward.
+  std::vector<std::string> output_names() const;
 
   // Every learnable parameter once (a shared parameter appears under its first owner's name).
   const std::vector<Param*>& learnable_params() const { return learnable_; }
@@ -109,6 +112,12 @@ class Net {
   void forward_layer(size_t i, Context& ctx);
   void backward_layer(size_t i, Context& ctx);
   bool layer_runs_backward(size_t i) const { return runs_backward_[i]; }
+  // Layer i's bottom and top blobs, in its order (for exporters).
+  const std::vector<Blob*>& layer_bottoms(size_t i) const { return wiring_[i].bottoms; }
+  const std::vector<Blob*>& layer_tops(size_t i) const { return wiring_[i].tops; }
+  // Decides again which layers run backward and which bottoms get a gradient (step 4 above);
+  // called after parameters' lr_mult changed (solver.param_groups freezing some).
+  void decide_backward();
 
  private:
   struct Wiring {
@@ -121,7 +130,6 @@ class Net {
   std::vector<LayerSpec> read_layer_specs(const ConfigNode& model);
   void insert_splits(std::vector<LayerSpec>& specs) const;
   void build(std::vector<LayerSpec> specs, const LayerRegistry& registry, Context& ctx);
-  void decide_backward();
   void share_named_params();
   [[noreturn]] void fail_at_layer(size_t i, const std::string& message) const;
   size_t blob_index_of(const Blob* blob) const;

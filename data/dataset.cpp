@@ -158,13 +158,41 @@ std::unique_ptr<Dataset> select_classes(std::shared_ptr<const Dataset> dataset,
                                               std::move(labels), std::move(names), text);
 }
 
-std::string class_names_text(const Dataset& dataset) {
+std::vector<std::string> class_list(const Dataset& dataset) {
   const std::vector<std::string> names = dataset.class_names();
-  std::string text;
+  std::vector<std::string> list;
   for (int64_t c = 0; c < dataset.num_classes(); ++c) {
-    text += (size_t(c) < names.size() ? names[size_t(c)] : std::to_string(c)) + "\n";
+    list.push_back(size_t(c) < names.size() ? names[size_t(c)] : std::to_string(c));
   }
+  return list;
+}
+
+std::string class_names_text(const Dataset& dataset) {
+  std::string text;
+  for (const std::string& name : class_list(dataset)) text += name + "\n";
   return text;
+}
+
+std::unique_ptr<Dataset> relabel_by_name(std::shared_ptr<const Dataset> dataset,
+                                         const std::vector<std::string>& classes) {
+  CREMA_CHECK(dataset != nullptr, "relabel_by_name needs a dataset");
+  std::vector<int32_t> position;  // the dataset's label -> its name's position in `classes`
+  for (const std::string& name : class_list(*dataset)) {
+    const auto found = std::find(classes.begin(), classes.end(), name);
+    if (found == classes.end()) {
+      throw Error(dataset->description() + ": class '" + name + "' is not one of the " +
+                  std::to_string(classes.size()) + " classes it is labelled by");
+    }
+    position.push_back(int32_t(found - classes.begin()));
+  }
+  std::vector<int64_t> indices(size_t(dataset->size()));
+  std::vector<int32_t> labels(indices.size());
+  for (int64_t i = 0; i < dataset->size(); ++i) {
+    indices[size_t(i)] = i;
+    labels[size_t(i)] = position[size_t(dataset->label(i))];
+  }
+  return std::make_unique<ClassSubsetDataset>(std::move(dataset), std::move(indices),
+                                              std::move(labels), classes, "by name");
 }
 
 }  // namespace crema::data

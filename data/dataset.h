@@ -85,8 +85,19 @@ class InMemoryDataset : public Dataset {
 std::unique_ptr<Dataset> select_classes(std::shared_ptr<const Dataset> dataset,
                                         const std::vector<int64_t>& classes);
 
-// The class names of a dataset as text, one per line in label order (the `classes.txt` a
-// training run saves beside its weights); labels as numbers when the dataset has no names.
+// The class list of a dataset: its class names in label order, or the labels as numbers
+// ("0", "1", ...) when it has no names. A training run keeps its train source's list
+// (`classes.txt`, and in every checkpoint), so that label k can be read back as a name and a test
+// source is checked against it.
+std::vector<std::string> class_list(const Dataset& dataset);
+// The same list as text, one name per line (the `classes.txt` of a run).
 std::string class_names_text(const Dataset& dataset);
+
+// `dataset` with each sample labelled by its class name's position in `classes` (a training run's
+// list): a validation folder that lacks one of the training classes keeps the training labels
+// instead of shifting them. Every class name of `dataset` must be in `classes`; throws
+// crema::Error naming the first that is not.
+std::unique_ptr<Dataset> relabel_by_name(std::shared_ptr<const Dataset> dataset,
+                                         const std::vector<std::string>& classes);
 
 }  // namespace crema::data

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "core/regular_file.h"
 
 namespace crema::data {
 namespace {
@@ -17,6 +18,7 @@ constexpr int kTypeUint8 = 0x08;
 // Refuse headers that promise more than this many elements: a corrupt header should give a
 // message, not an attempt to allocate terabytes.
 constexpr uint64_t kMaxElements = uint64_t(1) << 40;
+constexpr uint64_t kMaxGzipRatio = 1032;
 
 std::string hex32(uint32_t value) {
   char text[11];
@@ -60,18 +62,28 @@ std::string expected_magics(const std::vector<int>& ndims, const std::string& ro
 class GzReader {
  public:
   explicit GzReader(const std::string& path) : path_(path) {
+    RegularFile regular(path, "IDX file");
+    file_size_ = regular.size();
     errno = 0;
-    file_ = gzopen(path.c_str(), "rb");
+    file_ = gzdopen(regular.fd(), "rb");
     if (file_ == nullptr) {
       const std::string reason =
           errno != 0 ? std::generic_category().message(errno) : "out of memory";
       throw Error("cannot open IDX file '" + path + "': " + reason);
     }
+    regular.release();  // gzclose closes it
     gzbuffer(file_, 1 << 17);
+    plain_ = gzdirect(file_) == 1;
   }
   ~GzReader() { gzclose(file_); }
   GzReader(const GzReader&) = delete;
   GzReader& operator=(const GzReader&) = delete;
+
+  // The most bytes the file can give: its size, or for gzip its size times deflate's largest
+  // compression ratio (1032:1, runs of one byte), so that a header is checked before allocating.
+  uint64_t most_bytes() const { return plain_ ? file_size_ : file_size_ * kMaxGzipRatio; }
+  bool plain() const { return plain_; }
+  uint64_t file_size() const { return file_size_; }
 
   // Reads up to `bytes` bytes; returns how many were read, fewer only at the end of the data.
   // A gzip stream cut short (zlib's Z_BUF_ERROR) also ends the data, so that the caller reports
@@ -106,6 +118,8 @@ class GzReader {
   std::string path_;
   gzFile file_ = nullptr;
   uint64_t position_ = 0;
+  uint64_t file_size_ = 0;
+  bool plain_ = false;
 };
 
 uint32_t big_endian_u32(const uint8_t* bytes) {
@@ -162,9 +176,20 @@ IdxArray read_idx_with_ndims(const std::string& path, const std::vector<int>& al
     elements *= extent;
   }
 
-  // Grow the buffer as data arrives, so that a truncated file is reported without first
-  // allocating what its header promises.
+  // A header that promises more than the file can hold is refused before anything is allocated.
+  // A gzip file may still inflate to less than the bound, so the buffer grows as data arrives.
   const uint64_t header_bytes = 4 + dim_bytes.size();
+  if (header_bytes + elements > reader.most_bytes()) {
+    if (reader.plain()) {
+      throw Error("IDX file '" + path + "' is truncated: its header " + shape_str(array.dims) +
+                  " needs " + std::to_string(header_bytes + elements) + " bytes, " +
+                  std::to_string(reader.file_size()) + " present");
+    }
+    throw Error("IDX file '" + path + "' is truncated or its header is wrong: its header " +
+                shape_str(array.dims) + " needs " + std::to_string(header_bytes + elements) +
+                " bytes, more than its " + std::to_string(reader.file_size()) +
+                " gzip bytes can inflate to (at most " + std::to_string(kMaxGzipRatio) + " x)");
+  }
   constexpr uint64_t kChunk = uint64_t(1) << 24;
   array.values.reserve(size_t(std::min(elements, kChunk)));
   uint64_t filled = 0;

@@ -8,7 +8,11 @@
 //   then        the elements, row-major (for uint8: one byte each)
 //
 // So images are magic 0x00000803 ([N, H, W]) and labels 0x00000801 ([N]). Files are read through
-// zlib's gzread, which reads gzip-compressed ("*.gz") and plain files alike.
+// zlib's gzread, which reads gzip-compressed ("*.gz") and plain files alike. Only regular files
+// are opened (a FIFO or /dev/zero is refused), and the bytes a header promises are compared with
+// what the file can hold (its size; for gzip its size x 1032, deflate's largest ratio) before
+// anything is allocated. The whole file is read into memory when the dataset is loaded, so a
+// file changed or truncated on disk during training does not affect the run.
 #pragma once
 
 #include <cstdint>

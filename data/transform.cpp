@@ -302,6 +302,17 @@ std::string known_kinds_text() {
 
 std::unique_ptr<Transform> make_channel_transform(const TransformSpec& spec) {
   const bool normalize = spec.kind == "normalize";
+  if (!spec.preset.empty()) {
+    const auto& presets = normalize_presets();
+    const auto found = presets.find(spec.preset);
+    if (!normalize || found == presets.end() || !spec.values.empty() || !spec.options.empty()) {
+      std::string known;
+      for (const auto& entry : presets) known += (known.empty() ? "" : ", ") + entry.first;
+      throw Error("transform " + spec.kind + ": '" + spec.preset +
+                  "' is not a value or a preset (normalize's presets: " + known + ")");
+    }
+    return std::make_unique<ChannelTransform>(spec.kind, found->second.first, found->second.second);
+  }
   SpecReader reader(
       spec, normalize ? "" : "values",
       normalize ? std::vector<std::string>{"mean", "std"} : std::vector<std::string>{"values"});
@@ -315,6 +326,19 @@ std::unique_ptr<Transform> make_channel_transform(const TransformSpec& spec) {
 }
 
 }  // namespace
+
+const std::map<std::string, std::pair<std::vector<float>, std::vector<float>>>&
+normalize_presets() {
+  static const auto presets = [] {
+    const std::vector<float> mean = {0.485f, 0.456f, 0.406f}, std = {0.229f, 0.224f, 0.225f};
+    std::vector<float> mean_255, std_255;
+    for (float m : mean) mean_255.push_back(m * 255.0f);
+    for (float s : std) std_255.push_back(s * 255.0f);
+    return std::map<std::string, std::pair<std::vector<float>, std::vector<float>>>{
+        {"imagenet", {mean, std}}, {"imagenet_255", {mean_255, std_255}}};
+  }();
+  return presets;
+}
 
 const std::vector<std::string>& transform_kinds() {
   static const std::vector<std::string> kinds = {
@@ -331,6 +355,11 @@ std::unique_ptr<Transform> make_transform(const TransformSpec& spec) {
     throw Error("unknown transform '" + kind + "' (known: " + known_kinds_text() + ")");
   }
   if (kind == "mean" || kind == "std" || kind == "normalize") return make_channel_transform(spec);
+  if (!spec.preset.empty()) {
+    throw Error("transform " + kind + ": '" + spec.preset +
+                "' is not a value (only normalize "
+                "takes a preset name)");
+  }
   if (kind == "scale") {
     const SpecReader reader(spec, "factor", {"factor"});
     return std::make_unique<ScaleTransform>(reader.get("factor", 1, 1)[0]);

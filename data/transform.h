@@ -6,8 +6,13 @@
 //   scale                a                 x <- a x (Caffe's MNIST: 0.00390625 = 1/256)
 //   mean                 m or [m_c...]     x[c] <- x[c] - m_c
 //   std                  s or [s_c...]     x[c] <- x[c] / s_c, every s_c > 0
-//   normalize            -                 mean: [m_c...], std: [s_c...]: x[c] <- (x[c] - m_c) /
-//   s_c resize               s or [h, w]       s: the shorter side becomes s, the other keeps the
+//   normalize            a preset name     mean: [m_c...], std: [s_c...]: x[c] <- (x[c] - m_c) /
+//   s_c;
+//                                          or a preset: imagenet (torchvision's mean [0.485,
+//                                          0.456, 0.406], std [0.229, 0.224, 0.225], for pixels
+//                                          in [0, 1], after {scale: 0.00392157}), imagenet_255
+//                                          (the same for 0..255 pixels: both times 255)
+//   resize               s or [h, w]       s: the shorter side becomes s, the other keeps the
 //                                          aspect ratio (truncated); [h, w]: exactly h x w.
 //                                          Bilinear (triangle filter, antialiased when shrinking)
 //   center_crop          s or [h, w]       the centred window (zero padding where larger)
@@ -21,7 +26,7 @@
 // The main value may also be written as the option of the same role: {random_crop: {size: 28,
 // padding: 4}} equals {random_crop: 28} with padding 4; {horizontal_flip: {p: 0.5}}.
 // The usual normalization of 8-bit images is [{scale: 0.00392157}, {normalize: {mean, std}}]
-// (1/255 first, as torchvision's ToTensor).
+// (1/255 first, as torchvision's ToTensor), e.g. [{scale: 0.00392157}, {normalize: imagenet}].
 //
 // Randomness: a random transform draws from the Random it is handed; the loader seeds one per
 // sample from (seed, epoch, sample index), so augmentation does not depend on the thread that
@@ -44,8 +49,9 @@
 
 namespace crema::data {
 
-// A transform as a config describes it: {kind: values} ({scale: 0.5}, {mean: [0.1, 0.2]}) or
-// {kind: {option: values, ...}} ({random_crop: {size: 28, padding: 4}}).
+// A transform as a config describes it: {kind: values} ({scale: 0.5}, {mean: [0.1, 0.2]}),
+// {kind: {option: values, ...}} ({random_crop: {size: 28, padding: 4}}) or {kind: preset}
+// ({normalize: imagenet}).
 struct TransformSpec {
   TransformSpec() = default;
   TransformSpec(std::string kind_, std::vector<float> values_ = {},
@@ -55,7 +61,11 @@ struct TransformSpec {
   std::string kind;
   std::vector<float> values;                          // the main value
   std::map<std::string, std::vector<float>> options;  // named values
+  std::string preset;                                 // a named set of values instead
 };
+
+// The presets of `normalize`, by name: {mean, std} per channel.
+const std::map<std::string, std::pair<std::vector<float>, std::vector<float>>>& normalize_presets();
 
 class Transform {
  public:

@@ -56,6 +56,8 @@ class AccuracyLayer final : public Layer {
     }
   }
 
+  bool in_inference_graph() const override { return false; }
+
  private:
   kernels::AccuracyOptions options_;
 };

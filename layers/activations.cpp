@@ -1,16 +1,17 @@
 // The pointwise activation layers without parameters: ELU, Sigmoid, TanH, Clip, Swish (= SiLU),
-// GELU. Each maps every element on its own:
+// GELU, Hardsigmoid, Hardswish. Each maps every element on its own:
 //
 //   x, y: any shape, the same.   forward y = f(x);   backward dL/dx = dL/dy * f'(x)
 //
 // The formulas and derivatives are in kernels/activations/pointwise.h; each layer below gives its
 // own, its YAML keys and its paper. All run in place (top == bottom): ELU, Sigmoid and TanH for
-// free, since their derivative follows from y; Clip, Swish and GELU need x, so in place they copy
-// x aside before the forward overwrites it (one extra tensor and one copy per step, which the
-// out-of-place form does not pay).
+// free, since their derivative follows from y; Clip, Swish, GELU, Hardsigmoid and Hardswish need x,
+// so in place they copy x aside before the forward overwrites it (one extra tensor and one copy per
+// step, which the out-of-place form does not pay).
 #include <string>
 
 #include "kernels/activations/pointwise.h"
+#include "layers/graph_forms.h"
 #include "layers/key_error.h"
 #include "layers/register_layers.h"
 
@@ -53,6 +54,10 @@ class PointwiseLayer : public Layer {
                           : top[0] == bottom[0] ? saved_input_
                                                 : bottom[0]->value;
     kernels::activation_backward(ctx, activation_, saved, top[0]->grad, bottom[0]->grad);
+  }
+
+  void export_graph(const LayerIO& io, GraphBuilder& g) const override {
+    export_activation(activation_, io, g);
   }
 
  protected:
@@ -149,6 +154,24 @@ class GELULayer final : public PointwiseLayer {
   }
 };
 
+// Hardsigmoid: y = min(max(x + 3, 0), 6) / 6;  dy/dx = 1/6 for -3 < x < 3, 0 elsewhere (0 at the
+// kinks, as PyTorch). MobileNetV3's squeeze-excitation gate. No keys.
+// Howard et al. 2019, "Searching for MobileNetV3".
+class HardsigmoidLayer final : public PointwiseLayer {
+ public:
+  explicit HardsigmoidLayer(const LayerSpec& spec)
+      : PointwiseLayer(spec, kernels::ActivationKind::hardsigmoid) {}
+};
+
+// Hardswish: y = x * min(max(x + 3, 0), 6) / 6;  dy/dx = 0 for x < -3, x/3 + 1/2 for -3 <= x < 3,
+// 1 for x >= 3 (PyTorch 1.13's values at the kinks). MobileNetV3's activation. No keys.
+// Howard et al. 2019, "Searching for MobileNetV3".
+class HardswishLayer final : public PointwiseLayer {
+ public:
+  explicit HardswishLayer(const LayerSpec& spec)
+      : PointwiseLayer(spec, kernels::ActivationKind::hardswish) {}
+};
+
 }  // namespace
 
 void register_activations(LayerRegistry& registry) {
@@ -159,6 +182,8 @@ void register_activations(LayerRegistry& registry) {
   registry.add<SwishLayer>("Swish");
   registry.add<SwishLayer>("SiLU");
   registry.add<GELULayer>("GELU");
+  registry.add<HardsigmoidLayer>("Hardsigmoid");
+  registry.add<HardswishLayer>("Hardswish");
 }
 
 }  // namespace crema

@@ -113,6 +113,22 @@ class BatchNormLayer final : public Layer {
                                  save_invstd_, !use_global_stats_, dx, dgamma, dbeta);
   }
 
+  // Inference with the running statistics (ONNX's BatchNormalization, training_mode 0).
+  void export_graph(const LayerIO& io, GraphBuilder& g) const override {
+    if (!use_global_stats_) fail("use_global_stats: false in the test phase cannot be exported");
+    const std::string& top = io.top(0);
+    const std::string scale = affine_ ? g.weight(params_[0].name, params_[0].value)
+                                      : g.floats(top + "/ones", std::vector<float>(channels_, 1.0f),
+                                                 {channels_});
+    const std::string shift = affine_ ? g.weight(params_[1].name, params_[1].value)
+                                      : g.floats(top + "/zeros", std::vector<float>(channels_, 0.0f),
+                                                 {channels_});
+    g.node("BatchNormalization",
+           {io.bottom(0), scale, shift, g.weight(buffers_[0].name, buffers_[0].value),
+            g.weight(buffers_[1].name, buffers_[1].value)},
+           {top}, {{"epsilon", eps_}});
+  }
+
  private:
   // x as the forward saw it: in place, the bottom blob holds y by now.
   const Tensor& input(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top) const {

@@ -64,6 +64,12 @@ class ConcatLayer final : public Layer {
     kernels::slice(ctx, top[0]->grad, axis_index_, extents, parts);
   }
 
+  void export_graph(const LayerIO& io, GraphBuilder& g) const override {
+    std::vector<std::string> inputs;
+    for (const GraphValue& b : io.bottoms) inputs.push_back(b.name);
+    g.node("Concat", inputs, {io.top(0)}, {{"axis", axis_index_}});
+  }
+
  private:
   int axis_;            // as written
   int axis_index_ = 0;  // in [0, ndim)

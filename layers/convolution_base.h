@@ -73,6 +73,21 @@ class ConvolutionBase : public WeightedLayer {
 
   std::string describe_algorithm() const override { return algorithms_.describe(); }
 
+  // ONNX's Conv (ConvTranspose for Deconvolution) with the same weights, padding on both sides.
+  void export_graph(const LayerIO& io, GraphBuilder& g) const override {
+    std::vector<std::string> inputs{io.bottom(0), g.weight(params_[0].name, params_[0].value)};
+    if (bias_term_) inputs.push_back(g.weight(params_[1].name, params_[1].value));
+    std::vector<GraphAttribute> attributes{
+        {"kernel_shape", std::vector<int64_t>{keys_.kernel_h, keys_.kernel_w}},
+        {"strides", std::vector<int64_t>{keys_.stride_h, keys_.stride_w}},
+        {"pads", std::vector<int64_t>{keys_.pad_h, keys_.pad_w, keys_.pad_h, keys_.pad_w}},
+        {"dilations", std::vector<int64_t>{keys_.dilation_h, keys_.dilation_w}},
+        {"group", keys_.group}};
+    const std::vector<int64_t> output_padding = onnx_output_padding();
+    if (!output_padding.empty()) attributes.emplace_back("output_padding", output_padding);
+    g.node(output_padding.empty() ? "Conv" : "ConvTranspose", inputs, {io.top(0)}, attributes);
+  }
+
  protected:
   ConvolutionBase(const LayerSpec& spec, bool transposed, const ConvPasses& passes)
       : WeightedLayer(spec), keys_(spec), algorithms_(spec, transposed), passes_(passes) {}
@@ -84,6 +99,9 @@ class ConvolutionBase : public WeightedLayer {
   virtual int64_t expected_channels() = 0;
   // The output's shape.
   virtual Shape top_shape(const kernels::Conv2dGeometry& g) const = 0;
+  // The exported form: Convolution none (ONNX's Conv), Deconvolution its output_padding [h, w]
+  // (ConvTranspose).
+  virtual std::vector<int64_t> onnx_output_padding() const { return {}; }
 
   ConvolutionKeys keys_;
   ConvAlgorithms algorithms_;

@@ -58,6 +58,11 @@ class DeconvolutionLayer final : public ConvolutionBase {
     return bottom[0]->value.numel() * (w.numel() / w.dim(0));
   }
 
+ protected:
+  std::vector<int64_t> onnx_output_padding() const override {
+    return {output_padding_h_, output_padding_w_};
+  }
+
  private:
   // The convolution that maps y [N, K, P, Q] back to x [N, C, H, W] (its P() and Q() are H and W,
   // since output_padding < stride).

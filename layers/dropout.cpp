@@ -65,6 +65,11 @@ class DropoutLayer final : public Layer {
   // masks the uninterrupted run would have drawn.
   std::vector<std::pair<std::string, Tensor>> run_state() override { return {{"step", step_}}; }
 
+  // Inference: the identity (inverted dropout scales in training only).
+  void export_graph(const LayerIO& io, GraphBuilder& g) const override {
+    g.node("Identity", {io.bottom(0)}, {io.top(0)});
+  }
+
  private:
   float ratio_;
   uint64_t seed_ = 0;

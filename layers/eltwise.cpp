@@ -119,6 +119,31 @@ class EltwiseLayer final : public Layer {
     }
   }
 
+  // SUM: Sum of the bottoms, each first multiplied by its coefficient where that is not 1;
+  // PROD: a chain of Mul; MAX: Max.
+  void export_graph(const LayerIO& io, GraphBuilder& g) const override {
+    std::vector<std::string> inputs;
+    for (size_t i = 0; i < io.bottoms.size(); ++i) {
+      std::string in = io.bottom(i);
+      if (op_ == Operation::sum && !coeff_.empty() && coeff_[i] != 1.0f) {
+        const std::string scaled = g.temp(io.top(0) + "/scaled");
+        g.node("Mul", {in, g.floats(io.top(0) + "/coeff", {coeff_[i]}, {})}, {scaled});
+        in = scaled;
+      }
+      inputs.push_back(in);
+    }
+    if (op_ == Operation::prod) {
+      std::string product = inputs[0];
+      for (size_t i = 1; i < inputs.size(); ++i) {
+        const std::string out = i + 1 == inputs.size() ? io.top(0) : g.temp(io.top(0) + "/product");
+        g.node("Mul", {product, inputs[i]}, {out});
+        product = out;
+      }
+      return;
+    }
+    g.node(op_ == Operation::sum ? "Sum" : "Max", inputs, {io.top(0)});
+  }
+
  private:
   static std::vector<const Tensor*> values(const std::vector<Blob*>& blobs) {
     std::vector<const Tensor*> x;

@@ -1,9 +1,12 @@
 // InnerProduct (fully connected): y = x W^T + b.
 //
 //   x [M, K] (the input flattened from `axis` on: M = product of the axes before it),
-//   W [N, K], b [N], y [M, N], with N = num_output.
+//   W [N, K], b [N], y [M, N], with N = num_output. With axis -1 (the last, counted from the end
+//   as PyTorch) on x [N, H, W, C], y is [N, H, W, num_output]: PyTorch's nn.Linear on a
+//   channels-last tensor (ConvNeXt's blocks).
 //
-// YAML keys (defaults): num_output (required), axis (1), and the weight and bias keys of
+// YAML keys (defaults): num_output (required), axis (1; negative counts from the end), and the
+// weight and bias keys of
 //   WeightedLayer (weighted_layer.h): bias_term, weight_filler, bias_filler, param (lr_mult 0
 //   freezes a parameter: no gradient), and math (the net's model.math, itself fp32 by default; or
 //   tf32 or bf16: the three GEMMs on tensor cores with fp32 accumulation on a GPU,
@@ -30,9 +33,11 @@ class InnerProductLayer final : public WeightedLayer {
   void setup(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top,
              Context& ctx) override {
     const Tensor& x = bottom[0]->value;
-    if (axis_ < 1 || axis_ > x.ndim()) {
+    const int axis = axis_ < 0 ? axis_ + x.ndim() : axis_;
+    if (axis < 1 || axis > x.ndim()) {
       fail("axis " + std::to_string(axis_) + " is out of range for input " + shape_str(x.shape()));
     }
+    axis_ = axis;
     create_weight_and_bias({num_output_, shape_count(x.shape(), axis_, x.ndim())}, num_output_,
                            ctx);
   }
@@ -71,6 +76,38 @@ class InnerProductLayer final : public WeightedLayer {
     }
   }
 
+  // axis 1: Gemm(x, W^T) + b (after a Flatten of x's trailing axes); another axis: x's axes
+  // from `axis` on flattened by a Reshape, then MatMul with W^T and Add b.
+  void export_graph(const LayerIO& io, GraphBuilder& g) const override {
+    const Shape& x = io.bottoms[0].shape;
+    const std::string& y = io.top(0);
+    const std::string w = g.weight(params_[0].name, params_[0].value);
+    const std::string b = bias_term_ ? g.weight(params_[1].name, params_[1].value) : "";
+    std::string in = io.bottom(0);
+    if (axis_ == 1) {
+      if (x.size() > 2) {
+        in = g.temp(y + "/flat");
+        g.node("Flatten", {io.bottom(0)}, {in}, {{"axis", int64_t(1)}});
+      }
+      std::vector<std::string> inputs{in, w};
+      if (bias_term_) inputs.push_back(b);
+      g.node("Gemm", inputs, {y}, {{"transB", int64_t(1)}});
+      return;
+    }
+    if (axis_ + 1 < int(x.size())) {
+      std::vector<int64_t> dims{0};  // the batch, copied
+      dims.insert(dims.end(), x.begin() + 1, x.begin() + axis_);
+      dims.push_back(-1);
+      in = g.temp(y + "/flat");
+      g.node("Reshape", {io.bottom(0), g.ints(y + "/flat_shape", dims)}, {in});
+    }
+    const std::string wt = g.temp(y + "/weight_t");
+    g.node("Transpose", {w}, {wt}, {{"perm", std::vector<int64_t>{1, 0}}});
+    const std::string product = bias_term_ ? g.temp(y + "/matmul") : y;
+    g.node("MatMul", {in, wt}, {product});
+    if (bias_term_) g.node("Add", {product, b}, {y});
+  }
+
  private:
   Tensor flat(const Tensor& t) const {
     const Shape& s = t.shape();
@@ -78,7 +115,7 @@ class InnerProductLayer final : public WeightedLayer {
   }
 
   int64_t num_output_;
-  int axis_;
+  int axis_;  // as written until setup, then in [1, ndim]
   kernels::cuda::GemmMath math_;
 };
 

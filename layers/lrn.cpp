@@ -82,6 +82,15 @@ class LRNLayer final : public Layer {
                           bottom[0]->grad);
   }
 
+  // ONNX's LRN is across channels with alpha divided by the window size, as here.
+  void export_graph(const LayerIO& io, GraphBuilder& g) const override {
+    if (lrn_.region != kernels::LrnRegion::across_channels) {
+      fail("norm_region WITHIN_CHANNEL has no ONNX operator, so this net cannot be exported");
+    }
+    g.node("LRN", {io.bottom(0)}, {io.top(0)},
+           {{"size", lrn_.local_size}, {"alpha", lrn_.alpha}, {"beta", lrn_.beta}, {"bias", lrn_.k}});
+  }
+
  private:
   kernels::LrnParams lrn_;
   Tensor scale_;  // [N, C, H, W]: k + alpha / n * window sum of x^2, from the last forward

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "kernels/layout/layout.h"
+#include "layers/graph_forms.h"
 #include "layers/key_error.h"
 #include "layers/register_layers.h"
 
@@ -40,6 +41,10 @@ class PermuteLayer final : public Layer {
   void backward(const std::vector<Blob*>& top, const std::vector<bool>& propagate_down,
                 const std::vector<Blob*>& bottom, Context& ctx) override {
     if (propagate_down[0]) kernels::permute(ctx, top[0]->grad, inverse_, bottom[0]->grad);
+  }
+
+  void export_graph(const LayerIO& io, GraphBuilder& g) const override {
+    g.node("Transpose", {io.bottom(0)}, {io.top(0)}, {{"perm", as_int64(order_)}});
   }
 
  private:

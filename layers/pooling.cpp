@@ -14,9 +14,18 @@
 //   kernel_h + kernel_w), stride (1; or stride_h + stride_w), pad (0, less than the kernel; or
 //   pad_h + pad_w) -- each n or [h, w] --, global_pooling (false: true pools each whole plane to
 //   1x1 and takes no kernel, stride or pad), round_mode (ceil | floor), count_include_pad (true;
-//   average pooling only).
+//   average pooling only), output_size (none; n or [h, w]: adaptive pooling, below).
+//
+// Adaptive pooling (PyTorch's AdaptiveAvgPool2d / AdaptiveMaxPool2d): with output_size: [P, Q]
+// the output is [N, C, P, Q] whatever H and W, output (p, q) pooling rows
+// [floor(p*H/P), ceil((p+1)*H/P)) and columns likewise (kernels/pooling/adaptive_pooling.h). It
+// takes no kernel, stride, pad, global_pooling, round_mode or count_include_pad. Where P divides
+// H and Q divides W those windows are a fixed kernel = stride = H/P, W/Q, and the layer runs the
+// fixed-window kernels (output_size 1 is global pooling); otherwise the adaptive ones.
+#include <algorithm>
 #include <tuple>
 
+#include "kernels/pooling/adaptive_pooling.h"
 #include "kernels/pooling/pooling.h"
 #include "layers/key_error.h"
 #include "layers/register_layers.h"
@@ -38,6 +47,18 @@ class PoolingLayer final : public Layer {
       fail_at_key(spec, "pool", "must be max or average, got '" + pool + "'");
     }
     global_ = node.get<bool>("global_pooling", false);
+    adaptive_ = node.has("output_size");
+    if (adaptive_) {
+      for (const char* key :
+           {"kernel_size", "kernel_h", "kernel_w", "stride", "stride_h", "stride_w", "pad", "pad_h",
+            "pad_w", "global_pooling", "round_mode", "count_include_pad"}) {
+        if (node.has(key)) {
+          fail_at_key(spec, key, "output_size sets the windows (adaptive pooling); remove it");
+        }
+      }
+      std::tie(output_h_, output_w_) = read_spatial(spec, "output_size", "", std::nullopt, 1);
+      return;
+    }
     if (global_) {
       for (const char* key : {"kernel_size", "kernel_h", "kernel_w", "stride", "stride_h",
                               "stride_w", "pad", "pad_h", "pad_w"}) {
@@ -87,7 +108,12 @@ class PoolingLayer final : public Layer {
 
   void forward(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top,
                Context& ctx) override {
-    kernels::pool2d_forward(ctx, geometry_, mode_, bottom[0]->value, top[0]->value, argmax(top));
+    if (run_adaptive_) {
+      kernels::adaptive_pool2d_forward(ctx, adaptive_geometry(), mode_, bottom[0]->value,
+                                       top[0]->value, argmax(top));
+    } else {
+      kernels::pool2d_forward(ctx, geometry_, mode_, bottom[0]->value, top[0]->value, argmax(top));
+    }
   }
 
   // Each output's gradient flows back to its window: all of it to the argmax (max), or an equal
@@ -95,7 +121,42 @@ class PoolingLayer final : public Layer {
   void backward(const std::vector<Blob*>& top, const std::vector<bool>& propagate_down,
                 const std::vector<Blob*>& bottom, Context& ctx) override {
     if (!propagate_down[0]) return;
-    kernels::pool2d_backward(ctx, geometry_, mode_, top[0]->grad, argmax(top), bottom[0]->grad);
+    if (run_adaptive_) {
+      kernels::adaptive_pool2d_backward(ctx, adaptive_geometry(), mode_, top[0]->grad, argmax(top),
+                                        bottom[0]->grad);
+    } else {
+      kernels::pool2d_backward(ctx, geometry_, mode_, top[0]->grad, argmax(top), bottom[0]->grad);
+    }
+  }
+
+  // Pool with the same windows (adaptive pooling where its windows are fixed, 1x1 as global
+  // pooling): ceil mode becomes explicit end padding (windows that start in
+  // the input or the left padding, as here), except for average pooling counting that padding,
+  // where ONNX's own ceil_mode keeps the divisor of the clipped last window.
+  void export_graph(const LayerIO& io, GraphBuilder& g) const override {
+    if (io.tops.size() > 1) fail("the argmax top has no ONNX form; export without it");
+    const bool average = mode_ == kernels::PoolMode::average;
+    const auto& p = geometry_;
+    if (run_adaptive_) {
+      fail("adaptive pooling to " + std::to_string(p.P) + "x" + std::to_string(p.Q) + " of a " +
+           std::to_string(p.H) + "x" + std::to_string(p.W) +
+           " input (windows of different sizes) has no ONNX operator");
+    }
+    if (global_ || (adaptive_ && p.P == 1 && p.Q == 1)) {
+      g.node(average ? "GlobalAveragePool" : "GlobalMaxPool", {io.bottom(0)}, {io.top(0)});
+      return;
+    }
+    const int64_t end_h = std::max<int64_t>(0, (p.P - 1) * p.stride_h + p.kernel_h - p.H - p.pad_h);
+    const int64_t end_w = std::max<int64_t>(0, (p.Q - 1) * p.stride_w + p.kernel_w - p.W - p.pad_w);
+    const bool onnx_ceil = average && count_include_pad_ && (end_h > p.pad_h || end_w > p.pad_w);
+    std::vector<GraphAttribute> attributes{
+        {"kernel_shape", std::vector<int64_t>{p.kernel_h, p.kernel_w}},
+        {"strides", std::vector<int64_t>{p.stride_h, p.stride_w}},
+        {"pads", onnx_ceil ? std::vector<int64_t>{p.pad_h, p.pad_w, p.pad_h, p.pad_w}
+                           : std::vector<int64_t>{p.pad_h, p.pad_w, end_h, end_w}},
+        {"ceil_mode", int64_t(onnx_ceil ? 1 : 0)}};
+    if (average) attributes.emplace_back("count_include_pad", int64_t(count_include_pad_ ? 1 : 0));
+    g.node(average ? "AveragePool" : "MaxPool", {io.bottom(0)}, {io.top(0)}, attributes);
   }
 
  private:
@@ -108,6 +169,16 @@ class PoolingLayer final : public Layer {
     if (x.ndim() != 4) fail("expects a 4-D input [N, C, H, W], got " + shape_str(x.shape()));
     kernels::Pool2dGeometry g;
     g.N = x.dim(0), g.C = x.dim(1), g.H = x.dim(2), g.W = x.dim(3);
+    if (adaptive_) {
+      // Fixed windows where the output size divides the input's (the common case: 1x1, 7x7 of
+      // 7x7), the adaptive kernels otherwise; P and Q are the output size either way.
+      run_adaptive_ = g.H % output_h_ != 0 || g.W % output_w_ != 0;
+      g.kernel_h = g.stride_h = run_adaptive_ ? 1 : g.H / output_h_;
+      g.kernel_w = g.stride_w = run_adaptive_ ? 1 : g.W / output_w_;
+      g.pad_h = g.pad_w = 0;
+      g.P = output_h_, g.Q = output_w_;
+      return g;
+    }
     g.kernel_h = global_ ? g.H : kernel_h_;
     g.kernel_w = global_ ? g.W : kernel_w_;
     g.stride_h = stride_h_, g.stride_w = stride_w_, g.pad_h = pad_h_, g.pad_w = pad_w_;
@@ -123,8 +194,16 @@ class PoolingLayer final : public Layer {
     return g;
   }
 
+  kernels::AdaptivePool2dGeometry adaptive_geometry() const {
+    const auto& g = geometry_;
+    return {g.N, g.C, g.H, g.W, g.P, g.Q};
+  }
+
   kernels::PoolMode mode_ = kernels::PoolMode::max;
   bool global_ = false, ceil_ = true, count_include_pad_ = true;
+  bool adaptive_ = false;      // output_size given
+  bool run_adaptive_ = false;  // for the current input: the adaptive kernels (else pool2d)
+  int64_t output_h_ = 0, output_w_ = 0;
   int64_t kernel_h_ = 0, kernel_w_ = 0, stride_h_ = 1, stride_w_ = 1, pad_h_ = 0, pad_w_ = 0;
   kernels::Pool2dGeometry geometry_{};
   Tensor argmax_;  // [N,C,P,Q] when max pooling has no second top

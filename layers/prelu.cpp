@@ -10,6 +10,8 @@
 //   no weight decay on the slopes (decay_mult: 0); crema keeps Caffe's default of 1.
 // Runs in place (top == bottom): it then copies x aside, as both gradients need x itself.
 // He, Zhang, Ren & Sun 2015, "Delving Deep into Rectifiers".
+#include <algorithm>
+
 #include "kernels/activations/prelu.h"
 #include "layers/filler.h"
 #include "layers/register_layers.h"
@@ -64,6 +66,14 @@ class PReLULayer final : public Layer {
     if (propagate_down[0]) {
       kernels::prelu_backward_data(ctx, x, weight().value, top[0]->grad, bottom[0]->grad);
     }
+  }
+
+  // The slope as [C, 1, ...] (or [1, ...] shared) so that ONNX broadcasts it along axis 1.
+  void export_graph(const LayerIO& io, GraphBuilder& g) const override {
+    Shape slope{params_[0].value.numel()};
+    slope.resize(std::max<size_t>(io.bottoms[0].shape.size(), 2) - 1, 1);
+    g.node("PRelu", {io.bottom(0), g.weight(params_[0].name, params_[0].value, slope)},
+           {io.top(0)});
   }
 
  private:

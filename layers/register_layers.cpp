@@ -13,6 +13,8 @@ void register_layers(LayerRegistry& registry) {
   register_eltwise(registry);
   register_euclidean_loss(registry);
   register_inner_product(registry);
+  register_layer_norm(registry);
+  register_layer_scale(registry);
   register_lrn(registry);
   register_permute(registry);
   register_pooling(registry);
@@ -26,6 +28,7 @@ void register_layers(LayerRegistry& registry) {
   register_softmax(registry);
   register_softmax_with_loss(registry);
   register_split(registry);
+  register_stochastic_depth(registry);
 }
 
 LayerRegistry builtin_layers() {

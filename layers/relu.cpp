@@ -32,6 +32,14 @@ class ReLULayer final : public Layer {
     kernels::relu_backward(ctx, top[0]->value, top[0]->grad, bottom[0]->grad, negative_slope_);
   }
 
+  void export_graph(const LayerIO& io, GraphBuilder& g) const override {
+    if (negative_slope_ == 0.0f) {
+      g.node("Relu", {io.bottom(0)}, {io.top(0)});
+    } else {
+      g.node("LeakyRelu", {io.bottom(0)}, {io.top(0)}, {{"alpha", negative_slope_}});
+    }
+  }
+
  private:
   float negative_slope_;
 };

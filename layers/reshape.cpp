@@ -43,6 +43,18 @@ class ViewLayer : public Layer {
     if (propagate_down[0]) bottom[0]->grad = top[0]->grad.view(bottom[0]->value.shape());
   }
 
+  // A Reshape to the top's shape, the batch dimension copied (0) so it stays symbolic.
+  void export_graph(const LayerIO& io, GraphBuilder& g) const override {
+    const Shape& x = io.bottoms[0].shape;
+    std::vector<int64_t> dims = io.tops[0].shape;
+    if (dims.empty() || x.empty() || dims[0] != x[0]) {
+      fail("changes the batch dimension " + shape_str(x) + " -> " + shape_str(io.tops[0].shape) +
+           ", which an export with a symbolic batch cannot express");
+    }
+    dims[0] = 0;
+    g.node("Reshape", {io.bottom(0), g.ints(io.top(0) + "/shape", dims)}, {io.top(0)});
+  }
+
  protected:
   virtual Shape top_shape(const Shape& x) const = 0;
 };

@@ -37,6 +37,25 @@ class ChannelLayer : public Layer {
 
   int max_bottoms() const override { return 2; }
 
+  // The scale or bias operand shaped for ONNX's broadcasting against x: its extents, then a 1
+  // for each axis of x after them (a parameter stored so; a second bottom through a Reshape
+  // whose 0 copies the batch).
+  std::string broadcast_operand(const LayerIO& io, GraphBuilder& g, const Param* p) const {
+    const size_t trailing = io.bottoms[0].shape.size() - size_t(axis_index_ + n_axes_);
+    if (p != nullptr) {
+      Shape s = p->value.shape();
+      s.resize(s.size() + trailing, 1);
+      return g.weight(p->name, p->value, s);
+    }
+    if (trailing == 0) return io.bottom(1);
+    std::vector<int64_t> dims = io.bottoms[1].shape;
+    if (axis_index_ == 0 && !dims.empty()) dims[0] = 0;
+    dims.resize(dims.size() + trailing, 1);
+    const std::string shaped = g.temp(io.top(0) + "/operand");
+    g.node("Reshape", {io.bottom(1), g.ints(io.top(0) + "/operand_shape", dims)}, {shaped});
+    return shaped;
+  }
+
  protected:
   // Decides axis_index_ and n_axes_ from the bottoms, and returns the channel tensor's shape.
   Shape place_channels(const std::vector<Blob*>& bottom) {
@@ -153,6 +172,15 @@ class ScaleLayer final : public ChannelLayer {
     }
   }
 
+  void export_graph(const LayerIO& io, GraphBuilder& g) const override {
+    const std::string s = broadcast_operand(io, g, io.bottoms.size() > 1 ? nullptr : &params_[0]);
+    const std::string scaled = bias_term_ ? g.temp(io.top(0) + "/scaled") : io.top(0);
+    g.node("Mul", {io.bottom(0), s}, {scaled});
+    if (bias_term_) {
+      g.node("Add", {scaled, broadcast_operand(io, g, &params_[bias_index_])}, {io.top(0)});
+    }
+  }
+
  private:
   const Tensor& scale(const std::vector<Blob*>& bottom) const {
     return bottom.size() > 1 ? bottom[1]->value : params_[0].value;
@@ -203,6 +231,11 @@ class BiasLayer final : public ChannelLayer {
       kernels::channel_reduce(ctx, dy, nullptr, axis_index_, n_axes_, false, bottom[1]->grad);
     }
     if (propagate_down[0] && !in_place_) ctx.copy(bottom[0]->grad, dy);
+  }
+
+  void export_graph(const LayerIO& io, GraphBuilder& g) const override {
+    const std::string b = broadcast_operand(io, g, io.bottoms.size() > 1 ? nullptr : &params_[0]);
+    g.node("Add", {io.bottom(0), b}, {io.top(0)});
   }
 
  private:

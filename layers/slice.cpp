@@ -54,6 +54,13 @@ class SliceLayer final : public Layer {
     kernels::concat(ctx, parts, axis_index_, bottom[0]->grad);
   }
 
+  void export_graph(const LayerIO& io, GraphBuilder& g) const override {
+    std::vector<std::string> outputs;
+    for (const GraphValue& t : io.tops) outputs.push_back(t.name);
+    g.node("Split", {io.bottom(0), g.ints(name() + "/split", extents_)}, outputs,
+           {{"axis", axis_index_}});
+  }
+
  private:
   // K_t for each top, from the slice points or an equal split of K.
   std::vector<int64_t> piece_extents(int64_t K, size_t tops) const {

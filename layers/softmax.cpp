@@ -56,6 +56,10 @@ class SoftmaxLayer final : public Layer {
     }
   }
 
+  void export_graph(const LayerIO& io, GraphBuilder& g) const override {
+    g.node(kLog ? "LogSoftmax" : "Softmax", {io.bottom(0)}, {io.top(0)}, {{"axis", axis_}});
+  }
+
  private:
   int axis_;
 };

@@ -1,4 +1,5 @@
 #include "apps/training/checkpoint.h"
+#include "apps/training/class_list.h"
 
 #include <chrono>
 #include <cstdlib>
@@ -37,20 +38,81 @@ int64_t iteration_of(const std::string& name) {
   return std::stoll(name.substr(5));
 }
 
+NamedTensors on_host(const NamedTensors& tensors) {
+  NamedTensors host;
+  for (const auto& [name, t] : tensors) {
+    Tensor copy(t.shape(), t.dtype());
+    copy.copy_from(t);
+    host.emplace_back(name, std::move(copy));
+  }
+  return host;
+}
+
+// Throws CheckpointWriteError for a failed filesystem call: "<what> '<path>' failed: <reason>".
+void check(const std::error_code& error, const std::string& what, const fs::path& path) {
+  if (error) {
+    throw CheckpointWriteError(what + " '" + path.string() + "' failed: " + error.message());
+  }
+}
+
+// Removes `path` and all below it; the error of a removal, not its absence, is a failure.
+void remove_tree(const fs::path& path) {
+  std::error_code error;
+  fs::remove_all(path, error);
+  check(error, "removing", path);
+}
+
 // Makes dir/link point to `target` (a name in dir), replacing the old link in one rename.
 void point_link(const fs::path& dir, const std::string& link, const std::string& target) {
   const fs::path temp = dir / (".tmp-link-" + link);
-  fs::remove(temp);
-  fs::create_directory_symlink(target, temp);
-  fs::rename(temp, dir / link);
+  std::error_code error;
+  fs::remove(temp, error);
+  check(error, "removing", temp);
+  fs::create_directory_symlink(target, temp, error);
+  check(error, "creating the link", temp);
+  fs::rename(temp, dir / link, error);
+  check(error, "renaming the link", temp);
 }
 
 // Removes a directory so that it never looks like a checkpoint half-way: rename, then delete.
 void discard(const fs::path& dir, const std::string& name) {
   const fs::path trash = dir / (".trash-" + name);
-  fs::remove_all(trash);
-  fs::rename(dir / name, trash);
-  fs::remove_all(trash);
+  remove_tree(trash);
+  std::error_code error;
+  fs::rename(dir / name, trash, error);
+  check(error, "renaming", dir / name);
+  remove_tree(trash);
+}
+
+// sync_directory, its failure a CheckpointWriteError.
+void sync_directory_or_throw(const fs::path& dir) {
+  try {
+    sync_directory(dir.string());
+  } catch (const Error& e) {
+    throw CheckpointWriteError(e.what());
+  }
+}
+
+// The files of a checkpoint into `temp`, each written atomically, then `temp` itself synced.
+void write_files(const fs::path& temp, const Net& net, const NamedTensors& solver_state,
+                 const NamedTensors& layer_state, const std::string& state_json) {
+  std::error_code error;
+  fs::create_directory(temp, error);
+  check(error, "creating the directory", temp);
+  try {
+    net.save_weights((temp / "model.safetensors").string());
+    pause_for_tests();
+    save_safetensors((temp / "solver.safetensors").string(), on_host(solver_state));
+    pause_for_tests();
+    save_safetensors((temp / "layers.safetensors").string(), on_host(layer_state));
+    write_file_atomic((temp / "state.json").string(), state_json);
+    pause_for_tests();
+    sync_directory(temp.string());
+  } catch (const DeviceError&) {
+    throw;
+  } catch (const Error& e) {  // core/serialization.h's write errors name the file and reason
+    throw CheckpointWriteError(e.what());
+  }
 }
 
 ordered_json state_to_json(const TrainingState& s) {
@@ -74,7 +136,8 @@ ordered_json state_to_json(const TrainingState& s) {
       {"rollbacks", {{"count", s.rollbacks}, {"lr_scale", s.lr_scale}}},
       {"best", nullptr},
       {"solver_type", s.solver_type},
-      {"model", s.model}};
+      {"model", s.model},
+      {"classes", s.classes}};
   if (s.best) {
     j["best"] = {{"metric", s.best->metric},
                  {"mode", s.best->maximize ? "max" : "min"},
@@ -114,6 +177,7 @@ TrainingState state_from_json(const std::string& path) {
     }
     s.solver_type = j.at("solver_type").get<std::string>();
     s.model = j.at("model").get<std::string>();
+    if (j.contains("classes")) s.classes = j.at("classes").get<std::vector<std::string>>();
     if (!j.at("best").is_null()) {
       const auto& b = j.at("best");
       s.best = BestMetric{b.at("metric").get<std::string>(),
@@ -149,16 +213,6 @@ const Tensor& checked_f32(const std::string& source, const std::string& name, co
   return t;
 }
 
-NamedTensors on_host(const NamedTensors& tensors) {
-  NamedTensors host;
-  for (const auto& [name, t] : tensors) {
-    Tensor copy(t.shape(), t.dtype());
-    copy.copy_from(t);
-    host.emplace_back(name, std::move(copy));
-  }
-  return host;
-}
-
 // The first line where two YAML texts differ, for the "different model" message.
 std::string first_difference(const std::string& a, const std::string& b) {
   std::istringstream sa(a), sb(b);
@@ -179,35 +233,34 @@ std::string write_checkpoint(const std::string& run_dir, const Net& net,
                              const NamedTensors& solver_state, const NamedTensors& layer_state,
                              const TrainingState& state) {
   const fs::path dir = fs::path(run_dir) / "checkpoints";
-  fs::create_directories(dir);
+  std::error_code error;
+  fs::create_directories(dir, error);
+  check(error, "creating the directory", dir);
   for (const auto& entry : fs::directory_iterator(dir)) {
     const std::string name = entry.path().filename().string();
-    if (name.rfind(".tmp-", 0) == 0 || name.rfind(".trash-", 0) == 0) fs::remove_all(entry.path());
+    if (name.rfind(".tmp-", 0) == 0 || name.rfind(".trash-", 0) == 0) remove_tree(entry.path());
   }
   const std::string name = fmt::format("iter_{:06d}", state.iteration);
   const fs::path temp = dir / (".tmp-" + name);
-  fs::create_directory(temp);
-
-  net.save_weights((temp / "model.safetensors").string());
-  pause_for_tests();
-  save_safetensors((temp / "solver.safetensors").string(), on_host(solver_state));
-  pause_for_tests();
-  save_safetensors((temp / "layers.safetensors").string(), on_host(layer_state));
-  write_file_atomic((temp / "state.json").string(), state_to_json(state).dump(2) + "\n");
-  pause_for_tests();
-  sync_directory(temp.string());
-
-  if (fs::exists(dir / name)) discard(dir, name);  // the same iteration again, after a resume
-  fs::rename(temp, dir / name);
-  sync_directory(dir.string());
+  try {
+    write_files(temp, net, solver_state, layer_state, state_to_json(state).dump(2) + "\n");
+    if (fs::exists(dir / name)) discard(dir, name);  // the same iteration again, after a resume
+    fs::rename(temp, dir / name, error);
+    check(error, "renaming", temp);
+  } catch (const CheckpointWriteError&) {
+    fs::remove_all(temp, error);  // its space back; a leftover is cleared by the next write
+    throw;
+  }
+  sync_directory_or_throw(dir);
   point_link(dir, "last", name);
   const bool best_here = state.best && fs::exists(dir / state.best->checkpoint);
   if (best_here) {
     point_link(dir, "best", state.best->checkpoint);
   } else {
-    fs::remove(dir / "best");
+    fs::remove(dir / "best", error);
+    check(error, "removing", dir / "best");
   }
-  sync_directory(dir.string());
+  sync_directory_or_throw(dir);
   for (const auto& entry : fs::directory_iterator(dir)) {
     const std::string other = entry.path().filename().string();
     if (iteration_of(other) >= 0 && other != name &&
@@ -215,7 +268,7 @@ std::string write_checkpoint(const std::string& run_dir, const Net& net,
       discard(dir, other);
     }
   }
-  sync_directory(dir.string());
+  sync_directory_or_throw(dir);
   return (dir / name).string();
 }
 
@@ -370,6 +423,11 @@ void check_same_run(const TrainingState& saved, const TrainingState& now, const 
     throw Error(cannot + "its solver is " + saved.solver_type + " but solver.type is now " +
                 now.solver_type + "; to switch solvers, start a new run with --weights " + dir +
                 "/model.safetensors");
+  }
+  if (!saved.classes.empty() && saved.classes != now.classes) {
+    throw Error(cannot + "it was trained on the classes " + list_text(saved.classes) +
+                " but the train source now has " + list_text(now.classes) +
+                " (a label would mean another class)");
   }
 }
 

@@ -18,6 +18,9 @@
 // only then are checkpoints that neither link names removed (renamed to .trash-* first, so a
 // half-removed directory never looks like a checkpoint). A crash or SIGKILL at any point leaves
 // the previous checkpoint whole; leftovers (.tmp-*, .trash-*) are cleared by the next write.
+// A failed write (a full disk, an I/O error) throws CheckpointWriteError and also leaves the
+// previous checkpoint whole and `last` naming it (or, when only the pruning failed, the new one);
+// the partial .tmp-* directory is removed at once, to give its space back.
 #pragma once
 
 #include <cstdint>
@@ -26,12 +29,21 @@
 #include <utility>
 #include <vector>
 
+#include "core/error.h"
 #include "core/net.h"
 #include "core/tensor.h"
 
 namespace crema {
 
 using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+
+// A checkpoint that could not be written: one line naming the file or directory and the system's
+// reason ("writing '<run>/checkpoints/.tmp-iter_000500/model.safetensors.tmp' failed: No space
+// left on device"). solver.on_write_error decides what the run does (apps/training/README.md).
+class CheckpointWriteError : public Error {
+ public:
+  explicit CheckpointWriteError(const std::string& message) : Error(message) {}
+};
 
 // The best test metric so far and the checkpoint that holds it.
 struct BestMetric {
@@ -60,6 +72,7 @@ struct TrainingState {
   double lr_scale = 1.0;  // multiplied the learning rate by (a resumed run keeps both)
   std::string model;      // the config's model section as YAML
   std::string solver_type;
+  std::vector<std::string> classes;  // the run's class list (class_list.h); empty in older ones
 };
 
 // Writes the checkpoint of `state.iteration` into <run_dir>/checkpoints and returns its
@@ -67,6 +80,7 @@ struct TrainingState {
 // copied to the host here).
 // The environment variable CREMA_TEST_CHECKPOINT_DELAY_MS (tests only) pauses that many
 // milliseconds after each file, so a test can kill the process in the middle of a write.
+// Throws CheckpointWriteError when a file, link or directory cannot be written.
 std::string write_checkpoint(const std::string& run_dir, const Net& net,
                              const NamedTensors& solver_state, const NamedTensors& layer_state,
                              const TrainingState& state);

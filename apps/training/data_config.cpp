@@ -1,6 +1,7 @@
 #include "apps/training/data_config.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <functional>
 #include <iostream>
 
@@ -90,41 +91,69 @@ std::vector<int64_t> read_classes(const ConfigNode& list, const data::Dataset& d
   return classes;
 }
 
-// Each list entry is a one-key map {kind: value, [values] or {option: value, ...}}, or a bare
-// kind that takes its defaults (horizontal_flip).
-std::vector<std::shared_ptr<const data::Transform>> read_transforms(const ConfigNode& list) {
-  std::vector<std::shared_ptr<const data::Transform>> out;
-  if (!list.is_sequence()) list.fail("transform: expected a list such as [{scale: 0.00390625}]");
-  for (size_t i = 0; i < list.size(); ++i) {
-    const ConfigNode& item = list[i];
-    data::TransformSpec spec;
-    if (item.is_scalar()) {
-      spec.kind = item.scalar();
-    } else if (item.is_map() && item.keys().size() == 1) {
-      spec.kind = item.keys()[0];
-      const ConfigNode& value = item.at(spec.kind);
-      if (value.is_map()) {
-        for (const std::string& option : value.keys()) {
-          spec.options[option] = value.get_list<float>(option);
-        }
-      } else if (!value.is_null()) {
-        spec.values = item.get_list<float>(spec.kind);
-      }
-    } else {
-      item.fail(
-          "transform: each entry is one {kind: value} pair, e.g. {scale: 0.00390625} or "
-          "{random_crop: {size: 28, padding: 4}}");
-    }
-    try {
-      out.push_back(data::make_transform(spec));
-    } catch (const Error& e) {
-      item.fail(e.what());
-    }
+bool is_number(const std::string& text) {
+  size_t used = 0;
+  try {
+    std::stod(text, &used);
+  } catch (const std::exception&) {
+    return false;
   }
-  return out;
+  return used == text.size();
+}
+
+// A YAML double-quoted string holding `text`.
+std::string quoted(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+// `node`'s path as the rule above reads it, and whether that differs from what is written.
+std::string resolved_path(const ConfigNode& node, bool& changed) {
+  const std::string& written = node.scalar();
+  const std::string& file = node.location().file;
+  changed = !written.empty() && !std::filesystem::path(written).is_absolute() && file != "--set" &&
+            !file.empty();
+  if (!changed) return written;
+  return std::filesystem::absolute(std::filesystem::path(file).parent_path() / written)
+      .lexically_normal()
+      .string();
 }
 
 }  // namespace
+
+std::vector<std::string> data_path_overrides(const ConfigNode& root) {
+  std::vector<std::string> overrides;
+  if (!root.has("data") || !root.at("data").is_map()) return overrides;
+  const ConfigNode& data = root.at("data");
+  for (const std::string split : {"train", "test"}) {
+    if (!data.has(split) || !data.at(split).is_map() || !data.at(split).has("source")) continue;
+    const ConfigNode& source = data.at(split).at("source");
+    if (!source.is_map()) continue;
+    const std::string prefix = "data." + split + ".source.";
+    for (const std::string key : {"images", "labels", "root", "list"}) {
+      if (!source.has(key) || !source.at(key).is_scalar()) continue;
+      bool changed = false;
+      const std::string path = resolved_path(source.at(key), changed);
+      if (changed) overrides.push_back(prefix + key + "=" + quoted(path));
+    }
+    if (source.has("files") && source.at("files").is_sequence()) {
+      const ConfigNode& files = source.at("files");
+      bool any = false;
+      std::string list;
+      for (size_t i = 0; i < files.size(); ++i) {
+        bool changed = false;
+        list += (i ? ", " : "") + quoted(resolved_path(files[i], changed));
+        any = any || changed;
+      }
+      if (any) overrides.push_back(prefix + "files=[" + list + "]");
+    }
+  }
+  return overrides;
+}
 
 std::shared_ptr<const data::Dataset> make_dataset(const ConfigNode& source) {
   const std::string format = source.get<std::string>("format");
@@ -148,11 +177,55 @@ std::shared_ptr<const data::Dataset> make_dataset(const ConfigNode& source) {
   return dataset;
 }
 
+// Each list entry is a one-key map {kind: value, [values] or {option: value, ...}}, or a bare
+// kind that takes its defaults (horizontal_flip).
+std::vector<std::shared_ptr<const data::Transform>> read_transforms(const ConfigNode& list) {
+  std::vector<std::shared_ptr<const data::Transform>> out;
+  if (!list.is_sequence()) list.fail("transform: expected a list such as [{scale: 0.00390625}]");
+  for (size_t i = 0; i < list.size(); ++i) {
+    const ConfigNode& item = list[i];
+    data::TransformSpec spec;
+    if (item.is_scalar()) {
+      spec.kind = item.scalar();
+    } else if (item.is_map() && item.keys().size() == 1) {
+      spec.kind = item.keys()[0];
+      const ConfigNode& value = item.at(spec.kind);
+      if (value.is_map()) {
+        for (const std::string& option : value.keys()) {
+          spec.options[option] = value.get_list<float>(option);
+        }
+      } else if (value.is_scalar() && !is_number(value.scalar())) {
+        spec.preset = value.scalar();  // {normalize: imagenet}
+      } else if (!value.is_null()) {
+        spec.values = item.get_list<float>(spec.kind);
+      }
+    } else {
+      item.fail(
+          "transform: each entry is one {kind: value} pair, e.g. {scale: 0.00390625} or "
+          "{random_crop: {size: 28, padding: 4}}");
+    }
+    try {
+      out.push_back(data::make_transform(spec));
+    } catch (const Error& e) {
+      item.fail(e.what());
+    }
+  }
+  return out;
+}
+
 std::unique_ptr<data::DataLoader> make_loader(const ConfigNode& data, const std::string& split,
-                                              uint64_t seed, Allocator* batch_allocator) {
+                                              uint64_t seed, Allocator* batch_allocator,
+                                              const ClassList* classes) {
   const ConfigNode& node = data.at(split);
   const bool training = split == "train";
   std::shared_ptr<const data::Dataset> dataset = make_dataset(node.at("source"));
+  if (classes != nullptr) {
+    try {
+      dataset = align_classes(std::move(dataset), *classes);
+    } catch (const Error& e) {
+      node.at("source").fail(e.what());
+    }
+  }
   data::DataLoaderOptions options;
   options.batch_size = node.get<int64_t>("batch_size");
   if (options.batch_size <= 0) node.at("batch_size").fail("batch_size must be positive");

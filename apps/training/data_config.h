@@ -20,18 +20,27 @@
 //                  channels (3), num_classes (max + 1)
 //   cifar10        files: [data_batch_1.bin, ...]     the binary version
 //   cifar100       files: [train.bin], label: fine | coarse (fine)
-// Relative paths are taken from the directory crema runs in. The formats are described in
-// data/README.md.
+// Relative paths (images, labels, root, list, files) are taken from the folder of the config
+// file they are written in, as `_base_` is (a path in a base file from the base file's folder);
+// a path given with --set from the directory crema runs in. data_path_overrides makes them
+// absolute when the config is loaded, so the config.yaml a run saves reads the same data from
+// anywhere. The formats are described in data/README.md.
 #pragma once
 
 #include <memory>
 #include <string>
 
+#include "apps/training/class_list.h"
 #include "core/allocator.h"
 #include "core/config.h"
 #include "data/loader.h"
 
 namespace crema {
+
+// "data.train.source.root=\"/abs/photos/train\"" for each relative data path of `root` that a
+// config file wrote (not a --set), resolved against that file's folder; load_run_config applies
+// them.
+std::vector<std::string> data_path_overrides(const ConfigNode& root);
 
 // The dataset a `source:` map describes, before any transform. Errors carry the source's
 // file:line:col.
@@ -40,8 +49,13 @@ std::shared_ptr<const data::Dataset> make_dataset(const ConfigNode& source);
 // Builds the loader of `split` ("train" or "test"); the seed drives shuffling and augmentation.
 // Batches are allocated from `batch_allocator` (null: plain host memory); a GPU run passes its
 // Context's staging_allocator() so that batches are pinned and copied to the device
-// asynchronously without another copy.
+// asynchronously without another copy. With `classes` (the run's class list, class_list.h) the
+// source is labelled by it (align_classes), errors at the source's file:line:col.
 std::unique_ptr<data::DataLoader> make_loader(const ConfigNode& data, const std::string& split,
-                                              uint64_t seed, Allocator* batch_allocator = nullptr);
+                                              uint64_t seed, Allocator* batch_allocator = nullptr,
+                                              const ClassList* classes = nullptr);
+
+// A `transform:` list (data.<split>.transform) as transforms; errors at the entry's file:line:col.
+std::vector<std::shared_ptr<const data::Transform>> read_transforms(const ConfigNode& list);
 
 }  // namespace crema

@@ -19,8 +19,18 @@
 namespace crema {
 
 // Checks that the net declares the inputs `data` and `label` and that `data` has the shape of the
-// loader's samples (the error points at model.inputs).
+// loader's samples (the error points at model.inputs), and, before any step, that every
+// SoftmaxWithLoss and Accuracy reading `label` scores at least as many classes as the source has
+// (the error names the layer, the layer producing its scores, and the source).
 void check_inputs(Net& net, const data::DataLoader& loader, const ConfigNode& model);
+
+// The classifier: the layer whose output the net's first SoftmaxWithLoss scores ("" when none).
+std::string classifier_of(Net& net);
+
+// Loads every parameter and buffer of `net` from `weights` by name (copy_weights_by_name); a
+// tensor the file lacks is an error listing them: crema test and crema predict evaluate what the
+// file holds, never a filler.
+void load_all_weights(Net& net, const std::string& weights);
 
 // One pass over the whole test set; each output (accuracy, loss) is averaged over samples.
 // `after_batch`, when given, runs after each batch's forward (to read blobs out).

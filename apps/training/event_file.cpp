@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 
@@ -134,7 +135,9 @@ EventFileWriter::EventFileWriter(const std::string& dir) {
   gethostname(host, sizeof host - 1);
   path_ = fmt::format("{}/events.out.tfevents.{}.{}", dir, int64_t(unix_seconds()), host);
   out_.open(path_, std::ios::binary | std::ios::app);
-  if (!out_) throw Error("cannot write the TensorBoard event file '" + path_ + "'");
+  if (!out_) {
+    throw Error("cannot write the TensorBoard event file '" + path_ + "': " + std::strerror(errno));
+  }
   std::string event = event_header(0);
   put_bytes(event, 3, "brain.Event:2");
   write_record(event);
@@ -163,7 +166,10 @@ void EventFileWriter::write_record(const std::string& data) {
   put_fixed(record, masked_crc32c(data.data(), data.size()), 4);
   out_.write(record.data(), std::streamsize(record.size()));
   out_.flush();
-  if (!out_) throw Error("writing the TensorBoard event file '" + path_ + "' failed");
+  if (!out_) {
+    throw Error("writing the TensorBoard event file '" + path_ +
+                "' failed: " + std::strerror(errno));
+  }
 }
 
 void truncate_event_file(const std::string& path, int64_t max_step) {

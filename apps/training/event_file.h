@@ -30,7 +30,8 @@ class EventFileWriter {
   // Creates <dir>/events.out.tfevents.<unix seconds>.<host> and writes the file_version record.
   explicit EventFileWriter(const std::string& dir);
   const std::string& path() const { return path_; }
-  // One Event at `step` holding one scalar per (tag, value); flushed at once.
+  // One Event at `step` holding one scalar per (tag, value); flushed at once. A failed write
+  // throws crema::Error naming the file and the system's reason.
   void scalars(int64_t step, const std::vector<std::pair<std::string, double>>& values);
 
  private:

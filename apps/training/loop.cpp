@@ -28,6 +28,7 @@
 #include <fmt/format.h>
 
 #include "apps/training/checkpoint.h"
+#include "apps/training/class_list.h"
 #include "apps/training/data_config.h"
 #include "apps/training/divergence.h"
 #include "apps/training/evaluation.h"
@@ -42,8 +43,10 @@
 #include "core/error.h"
 #include "core/net.h"
 #include "core/registry.h"
+#include "core/serialization.h"
 #include "kernels/convolution/select.h"
 #include "kernels/elementwise/elementwise.h"
+#include "optim/param_groups.h"
 #include "optim/solver.h"
 
 namespace crema::training {
@@ -63,13 +66,20 @@ class TrainingRun {
   TrainingRun(const ConfigNode& config, Context& ctx, const LayerRegistry& layers,
               const RunOptions& options, std::ostream& out);
   TrainSummary run();
+  // A run that ends with an error, or diverges, before its first checkpoint is marked:
+  // <run>/FAILED holds the error, so the directory (config.yaml, train.log, nothing to resume) is
+  // not taken for a run.
+  void mark_failed(const std::string& error);
 
  private:
+  TrainSummary run_steps();
   bool step(int64_t iter);
   bool handle_nonfinite(int64_t& iter, const std::string& found, bool step_undone);
   std::string diagnose() { return diagnose_nonfinite(*train_net_, ctx_); }
   void roll_back(int64_t& iter);
   TrainSummary stop_diverged(int64_t done);
+  TrainSummary stop_write_failed(const std::string& what);
+  std::string last_checkpoint_text();
   Scalars test(int64_t done);
   bool save(int64_t done, bool test_pending);
   void print_start();
@@ -116,7 +126,10 @@ TrainingRun::TrainingRun(const ConfigNode& config, Context& ctx, const LayerRegi
   // asynchronous and overlaps the step.
   Allocator* pinned = &ctx_.staging_allocator();
   train_loader_ = make_loader(data_node, "train", options.seed, pinned);
-  if (data_node.has("test")) test_loader_ = make_loader(data_node, "test", options.seed, pinned);
+  const ClassList classes{data::class_list(train_loader_->dataset()), "data.train's source"};
+  if (data_node.has("test")) {
+    test_loader_ = make_loader(data_node, "test", options.seed, pinned, &classes);
+  }
   data_node.check_no_unknown_keys("data");
 
   const ConfigNode& model = config.at("model");
@@ -128,10 +141,11 @@ TrainingRun::TrainingRun(const ConfigNode& config, Context& ctx, const LayerRegi
         std::make_unique<Net>(model, Phase::test, test_loader_->options().batch_size, layers, ctx_);
     test_net_->share_params_from(*train_net_);
     check_inputs(*test_net_, *test_loader_, model);
-    for (const auto& output : test_net_->outputs()) test_names_.push_back(output.first);
+    test_names_ = test_net_->output_names();  // no read-back: the tops hold no values yet
   }
 
   const ConfigNode& solver_node = config.at("solver");
+  apply_param_groups(solver_node, *train_net_);
   loop_ = read_loop_settings(solver_node, train_loader_->batches_per_epoch());
   if (!loop_.keep_best.empty() &&
       std::find(test_names_.begin(), test_names_.end(), loop_.keep_best) == test_names_.end()) {
@@ -151,15 +165,26 @@ TrainingRun::TrainingRun(const ConfigNode& config, Context& ctx, const LayerRegi
   state_.seed = options.seed;
   state_.model = model.to_yaml();
   state_.solver_type = solver_->config().type;
+  state_.classes = classes.names;
   start_ = load_starting_point(options, *train_net_, *solver_, ctx_, loop_.max_iter, state_);
+  state_.classes = classes.names;  // a checkpoint older than the class list has none
+  const std::string classifier = classifier_of(*train_net_);
+  if (!options.weights.empty() && !classifier.empty() &&
+      std::none_of(start_.weights.missing.begin(), start_.weights.missing.end(),
+                   [&](const std::string& name) { return name.rfind(classifier + ".", 0) == 0; })) {
+    check_finetune_classes(classes_of_weights(options.weights), classes);  // the head was copied
+  }
   solver_->scale_learning_rate(state_.lr_scale);  // lowered by earlier rollbacks of the run
 
   const bool resumed = bool(start_.resumed);
   replaced_old_run_ = open_run_dir(start_.run_dir, resumed, options.config_path, config.to_yaml());
+  write_file_atomic(start_.run_dir + "/classes.txt",
+                    data::class_names_text(train_loader_->dataset()));
   log_ =
       std::make_unique<RunLog>(out, start_.run_dir + "/train.log", resumed, options.live_progress);
   metrics_ =
-      std::make_unique<MetricsLog>(start_.run_dir, test_names_, resumed ? state_.iteration : -1);
+      std::make_unique<MetricsLog>(start_.run_dir, test_names_, resumed ? state_.iteration : -1,
+                                   [this](const std::string& line) { log_->print(line); });
   progress_ = std::make_unique<Progress>(
       ctx_, *log_, *metrics_, *solver_,
       Progress::Plan{loop_.max_iter, loop_.display, train_loader_->batches_per_epoch(),
@@ -273,6 +298,7 @@ TrainSummary TrainingRun::stop_diverged(int64_t done) {
   log_->print(fmt::format("stopped: {}; {}. Lower solver.base_lr or check the data", stop_report_,
                           kept ? "the last good checkpoint is " + summary_.checkpoint
                                : "no checkpoint was written before"));
+  if (!kept) mark_failed("stopped: " + stop_report_);
   summary_.diverged = true;
   summary_.iterations = done;
   summary_.first_loss = progress_->first_loss();
@@ -292,7 +318,9 @@ Scalars TrainingRun::test(int64_t done) {
 }
 
 // Writes a checkpoint after iteration `done`; returns false, writing nothing, when the loss sum or
-// a parameter is not finite: a checkpoint never holds a diverged run.
+// a parameter is not finite: a checkpoint never holds a diverged run. A checkpoint that cannot be
+// written (CheckpointWriteError) ends the run with solver.on_write_error: stop (the error goes
+// on to run()); with continue it is reported and the run goes on.
 bool TrainingRun::save(int64_t done, bool test_pending) {
   const auto begin = Clock::now();
   const float loss_sum = progress_->loss_sum().to_vector()[0];
@@ -303,11 +331,47 @@ bool TrainingRun::save(int64_t done, bool test_pending) {
   state_.loss_sum = loss_sum;
   state_.test_pending = test_pending;
   kernels::save_algorithm_cache(options_.algo_cache, ctx_.algorithm_cache());
-  summary_.checkpoint = write_checkpoint(start_.run_dir, *train_net_,
-                                         solver_->state(train_net_->learnable_params(), ctx_),
-                                         layer_state(*train_net_), state_);
+  try {
+    summary_.checkpoint = write_checkpoint(start_.run_dir, *train_net_,
+                                           solver_->state(train_net_->learnable_params(), ctx_),
+                                           layer_state(*train_net_), state_);
+  } catch (const CheckpointWriteError& e) {
+    summary_.iterations = done;
+    if (loop_.on_write_error == OnWriteError::stop) throw;
+    log_->print(fmt::format(
+        "warning: the checkpoint of iteration {} was not written: {}; {}; the run goes on "
+        "(solver.on_write_error: continue)",
+        done, e.what(), last_checkpoint_text()));
+  }
   progress_->pause_since(begin);
   return true;
+}
+
+// "the last checkpoint is <dir>", or that there is none.
+std::string TrainingRun::last_checkpoint_text() {
+  if (!std::filesystem::exists(start_.run_dir + "/checkpoints/last")) {
+    return "no checkpoint was written before";
+  }
+  return "the last checkpoint is " + find_checkpoint(start_.run_dir);
+}
+
+// Ends a run whose checkpoint or final weights could not be written: one line naming the file and
+// the reason, and where the run can resume from; `crema train` exits with 4.
+TrainSummary TrainingRun::stop_write_failed(const std::string& what) {
+  const bool kept = std::filesystem::exists(start_.run_dir + "/checkpoints/last");
+  summary_.checkpoint = kept ? find_checkpoint(start_.run_dir) : "";
+  const bool at_end = kept && std::filesystem::path(summary_.checkpoint).filename() ==
+                                  fmt::format("iter_{:06d}", loop_.max_iter);
+  log_->print(fmt::format("stopped after iteration {}: {}; {}{}", summary_.iterations, what,
+                          last_checkpoint_text(),
+                          at_end ? " (its model.safetensors holds the final weights)"
+                          : kept ? fmt::format(" (continue with crema train {} --resume {})",
+                                               options_.config_path, start_.run_dir)
+                                 : ""));
+  summary_.write_failed = true;
+  summary_.first_loss = progress_->first_loss();
+  summary_.last_loss = progress_->last_loss();
+  return summary_;
 }
 
 void TrainingRun::print_start() {
@@ -316,15 +380,16 @@ void TrainingRun::print_start() {
                 " held an earlier run; its checkpoints and logs are replaced");
   }
   if (!options_.weights.empty()) log_->print(weights_message(options_.weights, start_.weights));
-  int64_t parameters = 0;
-  for (const Param* p : train_net_->learnable_params()) parameters += p->value.numel();
-  log_->print(
-      fmt::format("{} {} on {} with {} thread(s): {} iterations of batch {}{} ({} per epoch), "
-                  "{} parameters, run in {}",
-                  start_.resumed ? "resume" : "train", options_.name, ctx_.device().str(),
-                  ctx_.num_threads(), loop_.max_iter, train_loader_->options().batch_size,
-                  solver_->iter_size() > 1 ? fmt::format(" x {} passes", solver_->iter_size()) : "",
-                  train_loader_->batches_per_epoch(), parameters, start_.run_dir));
+  const ParameterCounts parameters = count_parameters(*train_net_);
+  log_->print(fmt::format(
+      "{} {} on {} with {} thread(s): {} iterations of batch {}{} ({} per epoch), "
+      "{} parameters{}, run in {}",
+      start_.resumed ? "resume" : "train", options_.name, ctx_.device().str(), ctx_.num_threads(),
+      loop_.max_iter, train_loader_->options().batch_size,
+      solver_->iter_size() > 1 ? fmt::format(" x {} passes", solver_->iter_size()) : "",
+      train_loader_->batches_per_epoch(), parameters.trainable,
+      parameters.frozen > 0 ? fmt::format(" trained and {} frozen", parameters.frozen) : "",
+      start_.run_dir));
   if (start_.resumed) {
     log_->print(fmt::format("resumed from {} at iteration {}", start_.resumed->dir, first_iter_));
   }
@@ -353,6 +418,14 @@ void TrainingRun::print_end() {
 }
 
 TrainSummary TrainingRun::run() {
+  try {
+    return run_steps();
+  } catch (const CheckpointWriteError& e) {
+    return stop_write_failed(e.what());
+  }
+}
+
+TrainSummary TrainingRun::run_steps() {
   InterruptGuard interrupt;
   summary_.run_dir = start_.run_dir;
   first_iter_ = start_.resumed ? state_.iteration : 0;
@@ -430,9 +503,22 @@ TrainSummary TrainingRun::run() {
         fmt::format("a parameter is not finite at iteration {}: {}", loop_.max_iter, diagnose());
     return stop_diverged(loop_.max_iter);
   }
-  train_net_->save_weights(start_.run_dir + "/final.safetensors");
+  try {
+    train_net_->save_weights(start_.run_dir + "/final.safetensors");
+  } catch (const DeviceError&) {
+    throw;
+  } catch (const Error& e) {
+    throw CheckpointWriteError(e.what());
+  }
   print_end();
   return summary_;
+}
+
+void TrainingRun::mark_failed(const std::string& error) {
+  if (start_.resumed || !summary_.checkpoint.empty()) return;
+  write_file_atomic(
+      start_.run_dir + "/FAILED",
+      "error: " + error + "\nno checkpoint was written; this run cannot be resumed\n");
 }
 
 }  // namespace
@@ -440,7 +526,12 @@ TrainSummary TrainingRun::run() {
 TrainSummary run(const ConfigNode& config, Context& ctx, const LayerRegistry& layers,
                  const RunOptions& options, std::ostream& out) {
   TrainingRun training(config, ctx, layers, options, out);
-  return training.run();
+  try {
+    return training.run();
+  } catch (const std::exception& e) {
+    training.mark_failed(e.what());
+    throw;
+  }
 }
 
 }  // namespace crema::training

@@ -1,5 +1,7 @@
 #include "apps/training/run_log.h"
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <sstream>
 
@@ -60,15 +62,33 @@ bool json_iteration(const std::string& line, int64_t& iteration) {
 
 std::ofstream open_append(const std::string& path) {
   std::ofstream out(path, std::ios::app);
-  if (!out) throw Error("cannot write '" + path + "'");
+  if (!out) throw Error("cannot write '" + path + "': " + std::strerror(errno));
   return out;
+}
+
+std::string stopped_writing(const std::string& path, const std::string& reason) {
+  return "warning: writing '" + path + "' failed: " + reason + "; it is not written to from now " +
+         "on (the run goes on)";
 }
 
 }  // namespace
 
 RunLog::RunLog(std::ostream& out, const std::string& log_path, bool append, bool live)
-    : out_(out), log_(log_path, append ? std::ios::app : std::ios::trunc), live_(live) {
-  if (!log_) throw Error("cannot write '" + log_path + "'");
+    : out_(out),
+      log_path_(log_path),
+      log_(log_path, append ? std::ios::app : std::ios::trunc),
+      live_(live) {
+  if (!log_) throw Error("cannot write '" + log_path + "': " + std::strerror(errno));
+}
+
+void RunLog::to_log(const std::string& line) {
+  if (!log_.is_open()) return;
+  log_ << line << "\n" << std::flush;
+  if (log_) return;
+  const std::string reason = std::strerror(errno);
+  log_.close();
+  clear_live();
+  out_ << stopped_writing(log_path_, reason) << "\n" << std::flush;
 }
 
 void RunLog::clear_live() {
@@ -79,12 +99,12 @@ void RunLog::clear_live() {
 void RunLog::print(const std::string& line) {
   clear_live();
   out_ << line << "\n" << std::flush;
-  log_ << line << "\n" << std::flush;
+  to_log(line);
 }
 
 void RunLog::periodic(const std::string& line) {
   if (!live_) out_ << line << "\n" << std::flush;
-  log_ << line << "\n" << std::flush;
+  to_log(line);
 }
 
 void RunLog::live(const std::string& line) {
@@ -99,12 +119,15 @@ void RunLog::end_live() {
 }
 
 MetricsLog::MetricsLog(const std::string& run_dir, const std::vector<std::string>& test_names,
-                       int64_t resume_iteration) {
+                       int64_t resume_iteration, std::function<void(const std::string&)> warn)
+    : warn_(std::move(warn)) {
   columns_ = {"loss", "lr", "images_per_second", "iterations_per_second"};
   for (const std::string& name : test_names) columns_.push_back("test_" + name);
   std::string header = "iteration,epoch";
   for (const std::string& c : columns_) header += "," + c;
-  const std::string csv = run_dir + "/metrics.csv", jsonl = run_dir + "/metrics.jsonl";
+  csv_path_ = run_dir + "/metrics.csv", jsonl_path_ = run_dir + "/metrics.jsonl";
+  const std::string& csv = csv_path_;
+  const std::string& jsonl = jsonl_path_;
   std::vector<std::string> event_files;
   for (const auto& entry : fs::directory_iterator(run_dir)) {
     if (entry.path().filename().string().rfind("events.out.tfevents.", 0) == 0) {
@@ -148,10 +171,25 @@ void MetricsLog::row(int64_t iteration, double epoch, const Scalars& values,
       tensorboard.emplace_back((prefix.empty() ? "train/" : "test/") + name, value);
     }
   }
-  csv_ << csv << "\n" << std::flush;
-  jsonl_ << json.dump() << "\n" << std::flush;
-  events_->scalars(iteration, tensorboard);
-  if (!csv_ || !jsonl_) throw Error("writing the run's metrics failed (disk full?)");
+  append(csv_, csv_path_, csv);
+  append(jsonl_, jsonl_path_, json.dump());
+  if (!events_) return;
+  try {
+    events_->scalars(iteration, tensorboard);
+  } catch (const Error& e) {
+    events_.reset();
+    warn_(std::string("warning: ") + e.what() + "; it is not written to from now on (the run " +
+          "goes on)");
+  }
+}
+
+void MetricsLog::append(std::ofstream& out, const std::string& path, const std::string& line) {
+  if (!out.is_open()) return;
+  out << line << "\n" << std::flush;
+  if (out) return;
+  const std::string reason = std::strerror(errno);
+  out.close();
+  warn_(stopped_writing(path, reason));
 }
 
 }  // namespace crema

@@ -4,10 +4,17 @@
 //   metrics.jsonl      one per test pass (test_<output> columns), the same rows as JSON lines
 //   events.out.tfevents.*   the same scalars for TensorBoard (train/loss, test/accuracy, ...)
 // Numbers are written in their shortest exact form, so a logged loss can be compared bit for bit.
+//
+// A write that fails while the run goes on (disk full, an I/O error) is reported once, as a
+// warning naming the file and the system's reason, and that file is not written to again; the
+// run goes on: these files are a record, what a resumed run needs is in the checkpoints, whose
+// failures solver.on_write_error handles (checkpoint.h). Failing to create them at the start is
+// an error: the run directory is not writable.
 #pragma once
 
 #include <cstdint>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -35,7 +42,10 @@ class RunLog {
 
  private:
   void clear_live();
+  // Writes a line to train.log; its first failure warns the user and closes the file.
+  void to_log(const std::string& line);
   std::ostream& out_;
+  std::string log_path_;
   std::ofstream log_;
   bool live_;
   bool live_shown_ = false;
@@ -47,8 +57,9 @@ class MetricsLog {
  public:
   // A fresh run (resume_iteration < 0) starts the files anew and removes an earlier run's event
   // files; a resumed run keeps the rows up to resume_iteration and drops the ones after it.
+  // `warn` receives the one line that reports a failed write.
   MetricsLog(const std::string& run_dir, const std::vector<std::string>& test_names,
-             int64_t resume_iteration);
+             int64_t resume_iteration, std::function<void(const std::string&)> warn);
   // A display window: `values` are loss, lr, images_per_second, iterations_per_second.
   void train(int64_t iteration, double epoch, const Scalars& values);
   // A test pass: `results` are the test net's outputs (accuracy, loss, ...).
@@ -56,9 +67,13 @@ class MetricsLog {
 
  private:
   void row(int64_t iteration, double epoch, const Scalars& values, const std::string& prefix);
+  // Appends `line` to `out` (the file at `path`); its first failure warns and closes it.
+  void append(std::ofstream& out, const std::string& path, const std::string& line);
   std::vector<std::string> columns_;  // after iteration and epoch
+  std::string csv_path_, jsonl_path_;
   std::ofstream csv_, jsonl_;
-  std::unique_ptr<EventFileWriter> events_;
+  std::unique_ptr<EventFileWriter> events_;  // null after a failed write
+  std::function<void(const std::string&)> warn_;
 };
 
 }  // namespace crema

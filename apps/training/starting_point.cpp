@@ -71,18 +71,34 @@ std::string weights_message(const std::string& path, const WeightsReport& report
 
 bool open_run_dir(const std::string& run_dir, bool resumed, const std::string& config_path,
                   const std::string& resolved_yaml) {
-  fs::create_directories(run_dir);
+  auto check = [&](const std::error_code& error, const std::string& what) {
+    if (error) {
+      throw Error("the run directory '" + run_dir + "' is not writable: " + what + ": " +
+                  error.message());
+    }
+  };
+  std::error_code error;
+  fs::create_directories(run_dir, error);
+  check(error, "cannot create it");
+  if (!resumed) fs::remove(fs::path(run_dir) / "FAILED");  // left by a failed run of that name
   bool replaced = false;
   if (!resumed && fs::exists(fs::path(run_dir) / "checkpoints")) {
     // A new run under the name of an earlier one replaces it.
     const fs::path old = fs::path(run_dir) / ".trash-checkpoints";
-    fs::remove_all(old);
-    fs::rename(fs::path(run_dir) / "checkpoints", old);
-    fs::remove_all(old);
+    fs::remove_all(old, error);
+    check(error, "cannot remove " + old.string());
+    fs::rename(fs::path(run_dir) / "checkpoints", old, error);
+    check(error, "cannot move the earlier run's checkpoints aside");
+    fs::remove_all(old, error);
+    check(error, "cannot remove " + old.string());
     replaced = true;
   }
-  write_file_atomic(run_dir + "/config.yaml",
-                    "# resolved from " + config_path + "\n" + resolved_yaml + "\n");
+  try {
+    write_file_atomic(run_dir + "/config.yaml",
+                      "# resolved from " + config_path + "\n" + resolved_yaml + "\n");
+  } catch (const Error& e) {
+    throw Error("the run directory '" + run_dir + "' is not writable: " + e.what());
+  }
   return replaced;
 }
 

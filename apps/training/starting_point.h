@@ -35,6 +35,8 @@ std::string weights_message(const std::string& path, const WeightsReport& report
 
 // Creates the run directory and writes config.yaml (the resolved config, `resolved_yaml`). A new
 // run in a directory that holds an earlier run's checkpoints removes them; returns whether it did.
+// Throws crema::Error "the run directory '<dir>' is not writable: ..." (with the system's reason)
+// when it cannot be created or written: before the first step, so nothing is trained in vain.
 bool open_run_dir(const std::string& run_dir, bool resumed, const std::string& config_path,
                   const std::string& resolved_yaml);
 

@@ -63,6 +63,12 @@ LoopSettings read_loop_settings(const ConfigNode& solver, int64_t batches_per_ep
   s.keep_best_max = mode == "max";
   s.cuda_graph = solver.get<bool>("cuda_graph", true);
   read_nonfinite_settings(solver, s);
+  const std::string on_write_error = solver.get<std::string>("on_write_error", "stop");
+  if (on_write_error != "stop" && on_write_error != "continue") {
+    solver.at("on_write_error")
+        .fail("solver.on_write_error is stop or continue, got '" + on_write_error + "'");
+  }
+  s.on_write_error = on_write_error == "stop" ? OnWriteError::stop : OnWriteError::keep_going;
   return s;
 }
 

@@ -16,6 +16,9 @@
 //                            (apps/README.md, "Divergence")
 //   rollback_lr_factor: 0.5  rollback: the learning rate is multiplied by this at each rollback
 //   max_rollbacks: 3         rollback: after this many, the next non-finite step stops the run
+//   on_write_error: stop     a checkpoint that cannot be written (disk full, I/O error): stop
+//                            (exit code 4, the last checkpoint whole) or continue (a warning;
+//                            the next checkpoint tries again) (apps/training/README.md)
 #pragma once
 
 #include <cstdint>
@@ -26,6 +29,7 @@
 namespace crema {
 
 enum class OnNonfinite { stop, skip, rollback };
+enum class OnWriteError { stop, keep_going };
 
 struct LoopSettings {
   int64_t max_iter = 0;
@@ -38,6 +42,7 @@ struct LoopSettings {
   OnNonfinite on_nonfinite = OnNonfinite::stop;
   double rollback_lr_factor = 0.5;
   int64_t max_rollbacks = 3;
+  OnWriteError on_write_error = OnWriteError::stop;
 };
 
 // Reads the keys above; an epoch is `batches_per_epoch` batches, and with solver.iter_size

@@ -29,6 +29,8 @@ struct TrainSummary {
   bool interrupted = false;   // that was a signal (SIGINT, SIGTERM): the command exits with
   int signal = 0;             // 128 + this signal's number (130, 143)
   bool diverged = false;      // stopped by a non-finite loss or gradient: exits with 3
+  bool write_failed = false;  // stopped as a checkpoint or final.safetensors could not be
+                              // written (solver.on_write_error): exits with 4
   int64_t skipped_steps = 0;  // solver.on_nonfinite: skip: steps not applied
   int64_t rollbacks = 0;      // solver.on_nonfinite: rollback: checkpoints reloaded
 };

@@ -40,6 +40,8 @@ BackwardReads backward_reads(ActivationKind kind) {
     case ActivationKind::swish:
     case ActivationKind::gelu_erf:
     case ActivationKind::gelu_tanh:
+    case ActivationKind::hardsigmoid:
+    case ActivationKind::hardswish:
       return BackwardReads::input;
   }
   return BackwardReads::input;
@@ -61,6 +63,10 @@ const char* activation_name(ActivationKind kind) {
       return "gelu_erf";
     case ActivationKind::gelu_tanh:
       return "gelu_tanh";
+    case ActivationKind::hardsigmoid:
+      return "hardsigmoid";
+    case ActivationKind::hardswish:
+      return "hardswish";
   }
   return "unknown";
 }

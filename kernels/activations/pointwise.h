@@ -9,6 +9,9 @@
 //   gelu_erf    x * Phi(x),  Phi(x) = (1 + erf(x / sqrt 2)) / 2 x:  Phi(x) + x * phi(x)
 //   gelu_tanh   x * (1 + tanh(u)) / 2,                          x:  (1 + t) / 2
 //               u = sqrt(2 / pi) * (x + 0.044715 x^3)                + x (1 - t^2) u' / 2
+//   hardsigmoid r(x) / 6,  r(x) = min(max(x + 3, 0), 6)           x:  -3 < x < 3 ? 1/6 : 0
+//   hardswish   x * r(x) / 6                                    x:  x < -3 ? 0 : x < 3 ? x/3 + 1/2
+//                                                                       : 1
 //               (t = tanh(u), u' = sqrt(2 / pi) (1 + 3 * 0.044715 x^2),
 //                phi(x) = exp(-x^2 / 2) / sqrt(2 pi), the normal density)
 //
@@ -17,7 +20,11 @@
 // running in place keeps a copy of x (see layers/activations.cpp). Clip passes the gradient
 // where min <= x <= max inclusive, PyTorch's clamp convention (its hardtanh and relu6 exclude the
 // ends; from y alone the two cases x = min and x < min cannot be told apart, hence x). At x = 0,
-// ELU's derivative is alpha (PyTorch's value).
+// ELU's derivative is alpha (PyTorch's value). Hardsigmoid and hardswish (Howard et al. 2019,
+// "Searching for MobileNetV3") take PyTorch's values at the kinks: hardsigmoid's gradient is 0 at
+// x = -3 and x = 3, hardswish's is -1/2 at x = -3 (the inner piece) and 1 at x = 3 (the
+// outer one), PyTorch 1.13's hardswish_backward. Hardsigmoid's y would tell -3 < x < 3 only up to
+// rounding (x + 3 rounds to 6 just below x = 3), hence x.
 //
 // y may alias x and dx may alias dy (the same pointer; partial overlaps are not allowed).
 #pragma once
@@ -30,7 +37,17 @@
 
 namespace crema::kernels {
 
-enum class ActivationKind { elu, sigmoid, tanh, clip, swish, gelu_erf, gelu_tanh };
+enum class ActivationKind {
+  elu,
+  sigmoid,
+  tanh,
+  clip,
+  swish,
+  gelu_erf,
+  gelu_tanh,
+  hardsigmoid,
+  hardswish
+};
 
 // One activation and its constants; the fields other kinds ignore keep their defaults.
 struct Activation {

@@ -10,8 +10,9 @@
 //   - ELU: Eigen's expm1 and select() are not vectorized; a plain loop is (elu_forward below);
 //   - GELU's tanh form: through (1 + tanh(u)) / 2 = sigmoid(2u), free of the cancellation of
 //     1 + tanh(u) for negative x, where float loses every digit (and Eigen's tanh rounds to -1);
-//   - clip: a compare-and-select loop, which GCC vectorizes (`omp simd`) when nothing else in it
-//     is conditional (hence `&`, not `&&`, and loads outside the select).
+//   - clip, hardsigmoid, hardswish: compare-and-select loops, which GCC vectorizes (`omp simd`)
+//     when nothing else in them is conditional (hence `&`, not `&&`, and loads outside the
+//     select).
 // Each chunk is an independent coefficient-wise expression, so y may alias x and dx may alias dy.
 #include <Eigen/Core>
 #include <algorithm>
@@ -73,6 +74,11 @@ void elu_forward(int64_t m, float alpha, const float* x, const float* scratch, f
   }
 }
 
+// min(max(v, 0), 6) as selects, the piece hardsigmoid and hardswish share.
+inline float relu6(float v) {
+  return v < 0.0f ? 0.0f : (v > 6.0f ? 6.0f : v);
+}
+
 void forward_chunk(const Activation& a, int64_t m, const float* xp, float* yp) {
   const ConstArray x(xp, m);
   Array y(yp, m);
@@ -103,6 +109,14 @@ void forward_chunk(const Activation& a, int64_t m, const float* xp, float* yp) {
       return;
     case ActivationKind::gelu_tanh:  // (1 + tanh(u)) / 2 = sigmoid(2u)
       y = x * sigmoid(2.0f * kSqrt2OverPi * (x + kGeluCubic * x.cube()));
+      return;
+    case ActivationKind::hardsigmoid:
+#pragma omp simd
+      for (int64_t i = 0; i < m; ++i) yp[i] = relu6(xp[i] + 3.0f) / 6.0f;
+      return;
+    case ActivationKind::hardswish:
+#pragma omp simd
+      for (int64_t i = 0; i < m; ++i) yp[i] = xp[i] * relu6(xp[i] + 3.0f) / 6.0f;
       return;
   }
 }
@@ -145,6 +159,20 @@ void backward_chunk(const Activation& a, int64_t m, const float* sp, const float
       scratch = sigmoid(2.0f * kSqrt2OverPi * (saved + kGeluCubic * saved.cube()));
       dx = dy * (scratch + 2.0f * saved * scratch * (1.0f - scratch) * kSqrt2OverPi *
                                (1.0f + 3.0f * kGeluCubic * saved.square()));
+      return;
+    case ActivationKind::hardsigmoid:
+#pragma omp simd
+      for (int64_t i = 0; i < m; ++i) {
+        const float g = dyp[i] / 6.0f;
+        dxp[i] = (sp[i] > -3.0f) & (sp[i] < 3.0f) ? g : 0.0f;
+      }
+      return;
+    case ActivationKind::hardswish:
+#pragma omp simd
+      for (int64_t i = 0; i < m; ++i) {
+        const float x = sp[i], g = dyp[i], inner = g * (x / 3.0f + 0.5f);
+        dxp[i] = x < -3.0f ? 0.0f : (x < 3.0f ? inner : g);
+      }
       return;
   }
 }

@@ -91,6 +91,28 @@ struct GeluTanhBackward {  // from x
   }
 };
 
+__device__ inline float relu6(float v) {
+  return v < 0.0f ? 0.0f : (v > 6.0f ? 6.0f : v);
+}
+
+struct HardsigmoidForward {
+  __device__ float operator()(float x) const { return relu6(x + 3.0f) / 6.0f; }
+};
+struct HardsigmoidBackward {  // from x; 0 at the kinks, as PyTorch
+  __device__ float operator()(float x, float dy) const {
+    return x > -3.0f && x < 3.0f ? dy / 6.0f : 0.0f;
+  }
+};
+
+struct HardswishForward {
+  __device__ float operator()(float x) const { return x * relu6(x + 3.0f) / 6.0f; }
+};
+struct HardswishBackward {  // from x; at the kinks as PyTorch: -3 inner, 3 outer
+  __device__ float operator()(float x, float dy) const {
+    return x < -3.0f ? 0.0f : (x < 3.0f ? dy * (x / 3.0f + 0.5f) : dy);
+  }
+};
+
 }  // namespace
 
 void activation_forward(const Activation& a, int64_t n, const float* x, float* y,
@@ -112,6 +134,10 @@ void activation_forward(const Activation& a, int64_t n, const float* x, float* y
       return detail::launch_map<1>(n, x, nullptr, y, GeluErfForward{}, vec, stream, what);
     case ActivationKind::gelu_tanh:
       return detail::launch_map<1>(n, x, nullptr, y, GeluTanhForward{}, vec, stream, what);
+    case ActivationKind::hardsigmoid:
+      return detail::launch_map<1>(n, x, nullptr, y, HardsigmoidForward{}, vec, stream, what);
+    case ActivationKind::hardswish:
+      return detail::launch_map<1>(n, x, nullptr, y, HardswishForward{}, vec, stream, what);
   }
 }
 
@@ -134,6 +160,10 @@ void activation_backward(const Activation& a, int64_t n, const float* saved, con
       return detail::launch_map<2>(n, saved, dy, dx, GeluErfBackward{}, vec, stream, what);
     case ActivationKind::gelu_tanh:
       return detail::launch_map<2>(n, saved, dy, dx, GeluTanhBackward{}, vec, stream, what);
+    case ActivationKind::hardsigmoid:
+      return detail::launch_map<2>(n, saved, dy, dx, HardsigmoidBackward{}, vec, stream, what);
+    case ActivationKind::hardswish:
+      return detail::launch_map<2>(n, saved, dy, dx, HardswishBackward{}, vec, stream, what);
   }
 }
 

@@ -17,6 +17,12 @@ T sigmoid(T x) {
   return T(1) / (T(1) + std::exp(-x));
 }
 
+// min(max(v, 0), 6), the piece hardsigmoid and hardswish share.
+template <class T>
+T relu6(T v) {
+  return v < T(0) ? T(0) : (v > T(6) ? T(6) : v);
+}
+
 template <class T>
 T forward(const Activation& a, T x) {
   switch (a.kind) {
@@ -36,13 +42,17 @@ T forward(const Activation& a, T x) {
       const T u = T(kSqrt2OverPi) * (x + T(kGeluCubic) * x * x * x);
       return T(0.5) * x * (T(1) + std::tanh(u));
     }
+    case ActivationKind::hardsigmoid:
+      return relu6(x + T(3)) / T(6);
+    case ActivationKind::hardswish:
+      return x * relu6(x + T(3)) / T(6);
   }
   return x;
 }
 
-// dx = dy * f'(x), from `saved`, which is y for elu, sigmoid and tanh, x for the others. Clip
-// selects dy or 0 (as PyTorch's clamp backward does), so an infinite dy outside [min, max] gives
-// 0, not 0 * inf.
+// dx = dy * f'(x), from `saved`, which is y for elu, sigmoid and tanh, x for the others. Clip,
+// hardsigmoid and hardswish select dy or 0 (as PyTorch's backward does), so an infinite dy where
+// the derivative is 0 gives 0, not 0 * inf.
 template <class T>
 T backward(const Activation& a, T saved, T dy) {
   switch (a.kind) {
@@ -77,6 +87,14 @@ T backward(const Activation& a, T saved, T dy) {
       const T t = std::tanh(T(kSqrt2OverPi) * (x + T(kGeluCubic) * x * x * x));
       const T du = T(kSqrt2OverPi) * (T(1) + T(3 * kGeluCubic) * x * x);
       return dy * (T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * du);
+    }
+    case ActivationKind::hardsigmoid: {
+      const T x = saved;
+      return x > T(-3) && x < T(3) ? dy / T(6) : T(0);
+    }
+    case ActivationKind::hardswish: {
+      const T x = saved;
+      return x < T(-3) ? T(0) : (x < T(3) ? dy * (x / T(3) + T(0.5)) : dy);
     }
   }
   return dy;

@@ -98,4 +98,58 @@ void dropout_backward(Context& ctx, const Tensor& dy, Tensor& dx, float ratio, u
            }));
 }
 
+// Rows = dim 0, row_size = the rest: the shape [N, ...] as torchvision's per-sample noise.
+void stochastic_depth_forward(Context& ctx, const Tensor& x, Tensor& y, float ratio, uint64_t seed,
+                              Tensor& step) {
+  const char* op = "stochastic_depth_forward";
+  const DType dtype = x.dtype();
+  check_tensors(ctx, op, x.shape(), dtype, {{"x", x}, {"y", y}});
+  check_mask(ctx, op, ratio, step);
+  if (x.ndim() < 1) throw Error(std::string(op) + ": x must have a batch axis, got a scalar");
+  const int64_t rows = x.dim(0), row_size = rows == 0 ? 0 : x.numel() / rows;
+  dispatch(ctx, op, dtype,
+           on_cuda(DType::f32,
+                   [&](auto stream) {
+                     uint64_t* counter = static_cast<uint64_t*>(step.raw());
+                     cuda::dropout_advance(counter, stream);
+                     cuda::stochastic_depth(rows, row_size, x.data<float>(), y.data<float>(), ratio,
+                                            seed, counter, stream);
+                   }),
+           on_cpu(DType::f32,
+                  [&] {
+                    cpu::stochastic_depth(rows, row_size, x.data<float>(), y.data<float>(), ratio,
+                                          seed, advance_host(step), ctx.num_threads());
+                  }),
+           on_cpu(DType::f64, [&] {
+             ref::stochastic_depth(rows, row_size, x.data<double>(), y.data<double>(), ratio, seed,
+                                   advance_host(step));
+           }));
+}
+
+void stochastic_depth_backward(Context& ctx, const Tensor& dy, Tensor& dx, float ratio,
+                               uint64_t seed, const Tensor& step) {
+  const char* op = "stochastic_depth_backward";
+  const DType dtype = dy.dtype();
+  check_tensors(ctx, op, dy.shape(), dtype, {{"dy", dy}, {"dx", dx}});
+  check_mask(ctx, op, ratio, step);
+  if (dy.ndim() < 1) throw Error(std::string(op) + ": dy must have a batch axis, got a scalar");
+  const int64_t rows = dy.dim(0), row_size = rows == 0 ? 0 : dy.numel() / rows;
+  dispatch(ctx, op, dtype,
+           on_cuda(DType::f32,
+                   [&](auto stream) {
+                     cuda::stochastic_depth(rows, row_size, dy.data<float>(), dx.data<float>(),
+                                            ratio, seed, static_cast<const uint64_t*>(step.raw()),
+                                            stream);
+                   }),
+           on_cpu(DType::f32,
+                  [&] {
+                    cpu::stochastic_depth(rows, row_size, dy.data<float>(), dx.data<float>(), ratio,
+                                          seed, read_host(step), ctx.num_threads());
+                  }),
+           on_cpu(DType::f64, [&] {
+             ref::stochastic_depth(rows, row_size, dy.data<double>(), dx.data<double>(), ratio,
+                                   seed, read_host(step));
+           }));
+}
+
 }  // namespace crema::kernels

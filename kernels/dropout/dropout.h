@@ -11,6 +11,14 @@
 // the 8 bytes of a 2-element float32 tensor, see dropout_step_counter) and is advanced there by
 // each forward, so a forward replayed from a CUDA graph still draws a new mask each time.
 //
+// Stochastic depth (Huang et al. 2016, "Deep Networks with Stochastic Depth"; torchvision.ops.
+// StochasticDepth, mode "row") is dropout of whole samples: x viewed as [rows, row_size] (rows =
+// the batch N), row n kept with keep(seed, step, n), probability 1 - ratio:
+//   forward:   y[n, i]  = keep[n] ? x[n, i]  / (1 - ratio) : 0
+//   backward:  dx[n, i] = keep[n] ? dy[n, i] / (1 - ratio) : 0
+// with the same hash, counter and factor as dropout (the factor is 1 / (1 - ratio) rounded to
+// float, then multiplied, as torchvision's noise.div_(survival_rate) then input * noise).
+//
 // y may alias x and dx may alias dy.
 #pragma once
 
@@ -33,6 +41,10 @@ template <class T>
 void dropout_forward(int64_t n, const T* x, T* y, float ratio, uint64_t seed, uint64_t step);
 template <class T>
 void dropout_backward(int64_t n, const T* dy, T* dx, float ratio, uint64_t seed, uint64_t step);
+// Stochastic depth's mask on in [rows, row_size] into out (forward: x -> y; backward: dy -> dx).
+template <class T>
+void stochastic_depth(int64_t rows, int64_t row_size, const T* in, T* out, float ratio,
+                      uint64_t seed, uint64_t step);
 }  // namespace ref
 
 namespace cpu {
@@ -41,6 +53,10 @@ void dropout_forward(int64_t n, const float* x, float* y, float ratio, uint64_t 
                      int num_threads);
 void dropout_backward(int64_t n, const float* dy, float* dx, float ratio, uint64_t seed,
                       uint64_t step, int num_threads);
+// One hash per row, then a vector loop over the row (a dropped row is only written); rows over
+// threads for large tensors. Bit for bit the reference.
+void stochastic_depth(int64_t rows, int64_t row_size, const float* in, float* out, float ratio,
+                      uint64_t seed, uint64_t step, int num_threads);
 }  // namespace cpu
 
 namespace cuda {
@@ -54,6 +70,11 @@ void dropout_forward(int64_t n, const float* x, float* y, float ratio, uint64_t 
                      const uint64_t* step, DropoutVersion version, gpu::Stream stream);
 void dropout_backward(int64_t n, const float* dy, float* dx, float ratio, uint64_t seed,
                       const uint64_t* step, DropoutVersion version, gpu::Stream stream);
+// Blocks along the row (float4 accesses where row_size % 4 == 0 and both pointers are 16-byte
+// aligned) times rows; each thread hashes its row once; a dropped row is written without being
+// read. Bit for bit the reference.
+void stochastic_depth(int64_t rows, int64_t row_size, const float* in, float* out, float ratio,
+                      uint64_t seed, const uint64_t* step, gpu::Stream stream);
 }  // namespace cuda
 
 // A step counter at 0 on the context's device: a uint64 stored in a float32 tensor of 2 elements
@@ -71,5 +92,11 @@ void dropout_forward(Context& ctx, const Tensor& x, Tensor& y, float ratio, uint
                      Tensor& step);
 void dropout_backward(Context& ctx, const Tensor& dy, Tensor& dx, float ratio, uint64_t seed,
                       const Tensor& step);
+// Stochastic depth, as dropout_forward / dropout_backward, on x [N, ...] (rows = dim 0, at least
+// one axis).
+void stochastic_depth_forward(Context& ctx, const Tensor& x, Tensor& y, float ratio, uint64_t seed,
+                              Tensor& step);
+void stochastic_depth_backward(Context& ctx, const Tensor& dy, Tensor& dx, float ratio,
+                               uint64_t seed, const Tensor& step);
 
 }  // namespace crema::kernels

@@ -36,4 +36,23 @@ void dropout_backward(int64_t n, const float* dy, float* dx, float ratio, uint64
   apply_mask(n, dy, dx, ratio, seed, step, num_threads);
 }
 
+void stochastic_depth(int64_t rows, int64_t row_size, const float* in, float* out, float ratio,
+                      uint64_t seed, uint64_t step, int num_threads) {
+  const uint64_t key = dropout_hash::key(seed, step);
+  const uint32_t threshold = dropout_hash::threshold(ratio);
+  const float scale = dropout_scale(ratio);
+#pragma omp parallel for schedule(static) \
+    num_threads(std::max(1, num_threads)) if (rows * row_size >= kParallelElements)
+  for (int64_t n = 0; n < rows; ++n) {
+    const float* src = in + n * row_size;
+    float* dst = out + n * row_size;
+    if (dropout_hash::keep(key, uint64_t(n), threshold)) {
+#pragma omp simd
+      for (int64_t i = 0; i < row_size; ++i) dst[i] = src[i] * scale;
+    } else {
+      std::fill(dst, dst + row_size, 0.0f);
+    }
+  }
+}
+
 }  // namespace crema::kernels::cpu

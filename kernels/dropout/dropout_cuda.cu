@@ -6,6 +6,8 @@
 //       both pointers are 16-byte aligned, the n % 4 tail by the first threads of block 0.
 // dropout_advance is a one-thread kernel: the forward's mask kernel cannot advance the counter
 // itself, since its other blocks may read the counter after any given thread has written it.
+#include <algorithm>
+
 #include "kernels/common/launch.h"
 #include "kernels/dropout/dropout.h"
 #include "kernels/dropout/dropout_hash.h"
@@ -73,7 +75,50 @@ void apply_mask(int64_t n, const float* in, float* out, float ratio, uint64_t se
   gpu::check_launch(what);
 }
 
+// Stochastic depth: blockIdx.y walks the rows, the x dimension the row (four floats per thread
+// when kVec). The row's keep is one hash per thread; a dropped row is written, not read.
+template <bool kVec>
+__global__ void stochastic_depth_kernel(int64_t rows, int64_t row_size, const float* in, float* out,
+                                        Mask m) {
+  const uint64_t key = dropout_hash::key(m.seed, *m.step);
+  const int64_t width = kVec ? row_size / 4 : row_size;
+  for (int64_t n = blockIdx.y; n < rows; n += gridDim.y) {
+    const bool keep = dropout_hash::keep(key, uint64_t(n), m.threshold);
+    for (int64_t j = blockIdx.x * int64_t(kThreads) + threadIdx.x; j < width;
+         j += int64_t(gridDim.x) * kThreads) {
+      if constexpr (kVec) {
+        float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        if (keep) {
+          v = reinterpret_cast<const float4*>(in + n * row_size)[j];
+          v = make_float4(v.x * m.scale, v.y * m.scale, v.z * m.scale, v.w * m.scale);
+        }
+        reinterpret_cast<float4*>(out + n * row_size)[j] = v;
+      } else {
+        out[n * row_size + j] = keep ? in[n * row_size + j] * m.scale : 0.0f;
+      }
+    }
+  }
+}
+
 }  // namespace
+
+void stochastic_depth(int64_t rows, int64_t row_size, const float* in, float* out, float ratio,
+                      uint64_t seed, const uint64_t* step, gpu::Stream stream) {
+  if (rows <= 0 || row_size <= 0) return;
+  const Mask m{dropout_hash::threshold(ratio), dropout_scale(ratio), seed, step};
+  const bool vec = row_size % 4 == 0 && aligned16(in) && aligned16(out);
+  const int64_t width = vec ? row_size / 4 : row_size;
+  // About kMaxBlocks blocks in all: along the row first, the rest over the rows.
+  const int bx = blocks_for(width, kThreads, kMaxBlocks);
+  const dim3 grid(unsigned(bx),
+                  unsigned(std::min<int64_t>(rows, std::max<int64_t>(1, kMaxBlocks / bx))));
+  if (vec) {
+    stochastic_depth_kernel<true><<<grid, kThreads, 0, stream>>>(rows, row_size, in, out, m);
+  } else {
+    stochastic_depth_kernel<false><<<grid, kThreads, 0, stream>>>(rows, row_size, in, out, m);
+  }
+  gpu::check_launch("stochastic_depth");
+}
 
 void dropout_advance(uint64_t* step, gpu::Stream stream) {
   advance<<<1, 1, 0, stream>>>(step);

@@ -34,7 +34,8 @@ void channel_reduce(int64_t outer, int64_t C, int64_t inner, const T* dy, const 
 namespace cpu {
 // Forward: the (o, c) rows spread over OpenMP threads, each a vector loop. Reduce: the channels
 // spread over threads, each summed by one thread in double in a fixed order, so the result does
-// not depend on the thread count.
+// not depend on the thread count; with inner = 1 a thread takes 16 neighbouring channels and
+// walks the rows once (the same sums in the same order).
 void scale_forward(int64_t outer, int64_t C, int64_t inner, const float* x, const float* scale,
                    const float* bias, float* y, int num_threads);
 void channel_reduce(int64_t outer, int64_t C, int64_t inner, const float* dy, const float* x,

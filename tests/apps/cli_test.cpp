@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/cuda_runtime.h"
+#include "data/image.h"
 #include "tests/apps/app_test_util.h"
 #include "tests/support/synthetic_data.h"
 
@@ -128,6 +129,25 @@ TEST_F(Cli, WeightsOfAnotherShape) {
   ASSERT_EQ(trained.exit_code, 0) << trained.err;
   const std::string wide = variant("num_output: 10}", "num_output: 12}");
   expect_error("test " + wide + " --weights " + dir_ + "/run/final.safetensors", "layer 'ip1' expects [12, 128]");
+}
+
+// crema predict through the binary: positional images after the config, exit 2 for a bad image
+// (naming it) and for a head the labels file does not fit.
+TEST_F(Cli, PredictNamesABadImage) {
+  const std::string path = variant("name: synthetic", "name: synthetic");
+  const Outcome trained = run("train " + path + " --set solver.max_iter=2 --out " + dir_ + "/run");
+  ASSERT_EQ(trained.exit_code, 0) << trained.err;
+  data::Image image;
+  image.reset({1, 8, 8});
+  for (size_t i = 0; i < image.pixels.size(); ++i) image.pixels[i] = float(i * 3);
+  data::write_image_file(dir_ + "/good.png", image, data::ImageFormat::png);
+  testing::write_text(dir_ + "/bad.jpg", "not a jpeg");
+  const std::string predict = "predict " + path + " --weights " + dir_ + "/run/final.safetensors ";
+  EXPECT_EQ(run(predict + dir_ + "/good.png --top-k 3 --json").exit_code, 0);
+  expect_error(predict + dir_ + "/good.png " + dir_ + "/bad.jpg", dir_ + "/bad.jpg");
+  testing::write_text(dir_ + "/names.txt", "a\nb\n");
+  expect_error(predict + dir_ + "/good.png --labels " + dir_ + "/names.txt",
+               "names.txt names 2 classes but the net scores 10");
 }
 
 TEST_F(Cli, MissingConfigFile) { expect_error("train " + dir_ + "/none.yaml", "none.yaml"); }

@@ -319,5 +319,24 @@ TEST_F(RunFiles, PlotDrawsAPngOrSaysGnuplotIsMissing) {
   EXPECT_THROW(plot_command(dir_, "", out), Error);  // not a run directory
 }
 
+// Names are drawn as written: no enhanced-text markup (my_run's `_` is no subscript), quotes
+// doubled inside gnuplot's strings.
+TEST_F(RunFiles, PlotDrawsNamesAsWritten) {
+  train();
+  const std::string named = dir_ + "/my_run's";
+  fs::create_directories(named);
+  fs::copy_file(dir_ + "/run/metrics.csv", named + "/metrics.csv");
+  const std::string script = plot_script(named, named + "/c.png");
+  EXPECT_NE(script.find("set terminal pngcairo noenhanced"), std::string::npos) << script;
+  EXPECT_NE(script.find("set terminal png noenhanced"), std::string::npos) << script;
+  EXPECT_NE(script.find("set title 'my_run''s: loss'"), std::string::npos) << script;
+  EXPECT_NE(script.find("set output '" + dir_ + "/my_run''s/c.png'"), std::string::npos) << script;
+  if (std::system("command -v gnuplot > /dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "gnuplot is not installed";
+  }
+  std::ostringstream out;
+  EXPECT_EQ(testing::read_file(plot_command(named, "", out)).substr(0, 4), "\x89PNG");
+}
+
 }  // namespace
 }  // namespace crema

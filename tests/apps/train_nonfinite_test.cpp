@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <sstream>
 
 #include "apps/commands.h"
@@ -73,6 +74,19 @@ TEST_F(TrainNonfinite, StopNamesLayerAndIterationExitsWith3AndKeepsTheLastCheckp
   const TrainSummary resumed = train_command(options_, log);
   EXPECT_EQ(resumed.iterations, 20);
   EXPECT_FALSE(resumed.diverged);
+  EXPECT_FALSE(std::filesystem::exists(run + "/FAILED"));  // it had a checkpoint to go back to
+}
+
+// Diverged before the first checkpoint: nothing to resume, so the run directory is marked FAILED.
+TEST_F(TrainNonfinite, StopBeforeAnyCheckpointMarksTheRunFailed) {
+  const testing::ScopedEnv nan("CREMA_TEST_NAN_AT", "3");
+  std::ostringstream log;
+  const TrainSummary s = train("stop", log);
+  EXPECT_TRUE(s.diverged);
+  EXPECT_CONTAINS(log.str(), "no checkpoint was written before");
+  const std::string failed = testing::read_file(options_.out_dir + "/FAILED");
+  EXPECT_CONTAINS(failed, "error: stopped: the loss is not finite at iteration 3");
+  EXPECT_CONTAINS(failed, "no checkpoint was written");
 }
 
 TEST_F(TrainNonfinite, SkipDropsTheStepLogsItAndGoesOn) {

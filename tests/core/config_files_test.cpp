@@ -2,10 +2,12 @@
 // chain of files, and `--set` overrides, on files written under a fresh directory per test.
 // (Parsing, values and keys of one text: config_test.cpp.)
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/config.h"
@@ -99,6 +101,27 @@ TEST_F(ConfigBase, ReplaceMarkerTakesAMapWhole) {
   const std::string bad = write("bad.yaml", "solver: {_replace_: maybe, type: adam}\n");
   EXPECT_EQ(error_of([&] { load_config(bad); }),
             bad + ":1:21: solver._replace_: expected true or false, got 'maybe'");
+}
+
+// A `_base_` (or the config itself) naming a device, a FIFO, a directory or a huge file is refused
+// before it is read: nothing waits for a writer, nothing reads without end.
+TEST_F(ConfigBase, NonRegularAndHugeFilesAreRefused) {
+  const std::string fifo = dir_ + "/fifo.yaml";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const std::string huge = dir_ + "/huge.yaml";
+  std::ofstream(huge) << "x: 1\n";
+  fs::resize_file(huge, (uint64_t(16) << 20) + 1);  // sparse: no disk space used
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"/dev/zero", "is a character device, not a regular file"},
+      {fifo, "is a FIFO, not a regular file"},
+      {dir_, "is a directory, not a regular file"},
+      {huge, "is 16777217 bytes, more than the 16777216 crema reads"}};
+  for (const auto& [target, reason] : cases) {
+    EXPECT_EQ(error_of([&] { load_config(target); }), "config file '" + target + "' " + reason);
+    const std::string top = write("top.yaml", "_base_: " + target + "\n");
+    EXPECT_EQ(error_of([&] { load_config(top); }),
+              top + ":1:9: config file '" + target + "' " + reason);
+  }
 }
 
 TEST_F(ConfigBase, CycleMissingFileAndBadBaseAreErrors) {

@@ -59,6 +59,23 @@ TEST(Net, BackwardSkipsInputsAndAccuracy) {
 }
 
 // The gradient through a split (fc feeds two losses) equals the sum of the two paths'.
+// The outputs' names come without reading a value (before the first forward the tops hold
+// none: on a GPU, reading them copied uninitialized memory); outputs() reads them after it.
+TEST(Net, OutputNamesBeforeForwardAndValuesAfter) {
+  Context ctx;
+  const ConfigNode model = parse_config(kSmallNet, "net.yaml");
+  Net net(model, Phase::test, 2, builtin_layers(), ctx);
+  EXPECT_EQ(net.output_names(), (std::vector<std::string>{"acc", "loss"}));
+  net.blob("data").value.fill(0.5f);
+  net.blob("label").value.fill(1.0f);
+  net.forward(ctx);
+  const auto outputs = net.outputs();
+  ASSERT_EQ(outputs.size(), 2u);
+  EXPECT_EQ(outputs[0].first, "acc");
+  EXPECT_EQ(outputs[1].first, "loss");
+  EXPECT_EQ(outputs[1].second, double(net.blob("loss").value.to_vector()[0]));
+}
+
 TEST(Net, SplitSumsGradients) {
   const char* yaml = R"(
 inputs: {data: [3], label: []}

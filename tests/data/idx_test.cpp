@@ -157,6 +157,27 @@ TEST_F(IdxFiles, TruncatedDataSaysBytesExpectedAndPresent) {
   EXPECT_CONTAINS(error_of([&] { read_idx(path); }), "the header needs 16 bytes, 9 present");
 }
 
+// A header promising far more than the file holds is refused before the buffer is allocated:
+// 2^39 bytes in a plain file of 20 bytes, and in a gzip file whose size bounds what it inflates to.
+TEST_F(IdxFiles, HeaderLargerThanTheFileIsRefusedBeforeAllocating) {
+  const Bytes bytes = idx_bytes(0x08, {1 << 19, 1 << 10, 1 << 10}, pattern(4, 7));
+  const std::string plain = write("huge", bytes);
+  EXPECT_EQ(error_of([&] { read_idx(plain); }),
+            "IDX file '" + plain + "' is truncated: its header [524288, 1024, 1024] needs " +
+                std::to_string((uint64_t(1) << 39) + 16) + " bytes, 20 present");
+  const std::string gz = write("huge.gz", bytes);
+  const std::string message = error_of([&] { read_idx(gz); });
+  EXPECT_CONTAINS(message, "IDX file '" + gz + "' is truncated or its header is wrong");
+  EXPECT_CONTAINS(message, "gzip bytes can inflate to (at most 1032 x)");
+}
+
+TEST_F(IdxFiles, NonRegularFilesAreRefused) {
+  EXPECT_EQ(error_of([&] { read_idx("/dev/zero"); }),
+            "IDX file '/dev/zero' is a character device, not a regular file");
+  EXPECT_EQ(error_of([&] { read_idx(dir_.string()); }),
+            "IDX file '" + dir_.string() + "' is a directory, not a regular file");
+}
+
 TEST_F(IdxFiles, CutGzipStreamIsAnError) {
   const std::string whole = write("whole.gz", idx_bytes(0x08, {50, 4, 4}, pattern(800, 6)));
   std::ifstream in(whole, std::ios::binary);

@@ -81,6 +81,38 @@ TEST(TransformNormalize, PerChannelMeanThenStd) {
   EXPECT_CONTAINS(error_of([] { make_transform({"normalize", {0.5f}}); }), "options only");
 }
 
+TransformSpec preset(const std::string& kind, const std::string& name) {
+  TransformSpec spec(kind);
+  spec.preset = name;
+  return spec;
+}
+
+// torchvision's ImageNet mean and std, on [0, 1] pixels (imagenet) or on 0..255 (imagenet_255).
+TEST(TransformNormalize, ImageNetPresets) {
+  Image rgb;
+  rgb.reset({3, 1, 2});
+  rgb.pixels = {0.0f, 1.0f, 0.5f, 0.25f, 0.75f, 0.125f};
+  const Image x = apply(preset("normalize", "imagenet"), rgb);
+  const float mean[] = {0.485f, 0.456f, 0.406f}, std[] = {0.229f, 0.224f, 0.225f};
+  for (int i = 0; i < 6; ++i) {
+    EXPECT_FLOAT_EQ(x.pixels[size_t(i)], (rgb.pixels[size_t(i)] - mean[i / 2]) / std[i / 2]) << i;
+  }
+  for (float& v : rgb.pixels) v *= 255.0f;
+  const Image y = apply(preset("normalize", "imagenet_255"), rgb);
+  for (int i = 0; i < 6; ++i) EXPECT_NEAR(y.pixels[size_t(i)], x.pixels[size_t(i)], 1e-5) << i;
+
+  EXPECT_CONTAINS(error_of([] { make_transform(preset("normalize", "imagenett")); }),
+                  "'imagenett' is not a value or a preset (normalize's presets: imagenet, "
+                  "imagenet_255)");
+  EXPECT_CONTAINS(error_of([] { make_transform(preset("scale", "imagenet")); }),
+                  "only normalize takes a preset name");
+  Image gray;
+  gray.reset({1, 2, 2});
+  EXPECT_CONTAINS(
+      error_of([&] { make_transform(preset("normalize", "imagenet"))->output_shape(gray.shape); }),
+      "has 3 values for samples of shape [1, 2, 2] with 1 channels");
+}
+
 TEST(TransformResize, ShorterSideAndExactSize) {
   Image wide;
   wide.reset({1, 30, 40});

@@ -20,7 +20,9 @@ inline std::vector<Activation> all_activations() {
           {K::swish, 1.0f, 1.0f},
           {K::swish, 1.0f, 1.7f},
           {K::gelu_erf},
-          {K::gelu_tanh}};
+          {K::gelu_tanh},
+          {K::hardsigmoid},
+          {K::hardswish}};
 }
 
 // Whether the backward pass reads the forward's output y (else its input x).

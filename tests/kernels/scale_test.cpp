@@ -19,7 +19,10 @@ namespace {
 
 using testing::kNaN;
 
-const Case kCases[] = {{1, 1, 1}, {2, 3, 5}, {1, 7, 1}, {5, 1, 33}, {4, 16, 49}, {3, 20, 1}};
+// The last two: channels last (inner = 1) with a partial block of 16 channels, one thread and
+// several.
+const Case kCases[] = {{1, 1, 1},   {2, 3, 5},  {1, 7, 1},    {5, 1, 33},
+                       {4, 16, 49}, {3, 20, 1}, {2000, 41, 1}};
 
 TEST(Scale, ReferenceByHand) {
   // x [1, 2, 2]: channel 0 = {1, 2}, channel 1 = {3, 4}; scale {2, -1}, bias {0.5, 1}.

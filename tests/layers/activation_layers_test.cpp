@@ -1,4 +1,5 @@
-// The activation layers (PReLU, ELU, Sigmoid, TanH, Clip, Swish/SiLU, GELU) on the CPU: the
+// The activation layers (PReLU, ELU, Sigmoid, TanH, Clip, Swish/SiLU, GELU, Hardsigmoid,
+// Hardswish) on the CPU: the
 // numerical gradient check for every type and option, in-place runs against out-of-place ones,
 // PReLU's parameter (name, shape, filler, frozen, accumulation) and the configuration errors.
 #include <gtest/gtest.h>
@@ -13,11 +14,11 @@
 namespace crema::testing {
 namespace {
 
-// Uniform values in [-2, 2) kept at least `gap` away from each kink (a central difference of
-// step 1e-2 across a kink measures neither side's derivative).
+// Uniform values in [-range, range) kept at least `gap` away from each kink (a central difference
+// of step 1e-2 across a kink measures neither side's derivative).
 std::vector<float> values_away_from(size_t count, const std::vector<float>& kinks, uint64_t seed,
-                                    float gap = 0.03f) {
-  std::vector<float> v = random_values(count, -2.0f, 2.0f, seed);
+                                    float gap = 0.03f, float range = 2.0f) {
+  std::vector<float> v = random_values(count, -range, range, seed);
   for (float& x : v) {
     for (float k : kinks) {
       if (std::fabs(x - k) < gap) x = k + (x < k ? -gap : gap);
@@ -27,8 +28,9 @@ std::vector<float> values_away_from(size_t count, const std::vector<float>& kink
 }
 
 void check_away_from_kinks(const std::string& yaml, const Shape& shape,
-                           const std::vector<float>& kinks = {}) {
-  check_layer_gradients(yaml, shape, values_away_from(size_t(shape_numel(shape)), kinks, 11));
+                           const std::vector<float>& kinks = {}, float range = 2.0f) {
+  check_layer_gradients(yaml, shape,
+                        values_away_from(size_t(shape_numel(shape)), kinks, 11, 0.03f, range));
 }
 
 // Runs the layer out of place, then in place (top and bottom one blob) on the same input and
@@ -126,6 +128,15 @@ TEST(GELULayer, GradientTanhApproximation) {
   check_away_from_kinks("{name: g, type: GELU, approximate: tanh}", {2, 3, 4});
 }
 
+// Inputs in [-5, 5): all three pieces, away from the kinks at -3 and 3.
+TEST(HardsigmoidLayer, Gradient) {
+  check_away_from_kinks("{name: h, type: Hardsigmoid}", {3, 5, 7}, {-3.0f, 3.0f}, 5.0f);
+}
+
+TEST(HardswishLayer, Gradient) {
+  check_away_from_kinks("{name: h, type: Hardswish}", {3, 5, 7}, {-3.0f, 3.0f}, 5.0f);
+}
+
 // --- in place ---------------------------------------------------------------------------------
 
 TEST(ActivationLayers, InPlaceMatchesOutOfPlace) {
@@ -133,6 +144,7 @@ TEST(ActivationLayers, InPlaceMatchesOutOfPlace) {
                            "{name: a, type: TanH}", "{name: a, type: Clip, min: -1, max: 2}",
                            "{name: a, type: Swish, beta: 0.7}", "{name: a, type: SiLU}",
                            "{name: a, type: GELU}", "{name: a, type: GELU, approximate: tanh}",
+                           "{name: a, type: Hardsigmoid}", "{name: a, type: Hardswish}",
                            "{name: a, type: PReLU}", "{name: a, type: PReLU, channel_shared: true}",
                            "{name: a, type: PReLU, filler: {type: uniform, min: -1, max: 1}}"}) {
     expect_in_place_matches(yaml, {3, 4, 5});

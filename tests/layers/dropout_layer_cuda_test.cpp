@@ -25,5 +25,20 @@ TEST(DropoutLayerCuda, MatchesCpuTestPhase) {
   check_cuda_parity("{name: drop, type: Dropout}", {{5, 11}}, options);
 }
 
+// The same rows kept on both devices (one hash per sample), over several training passes; N = 1,
+// rows whose size is not a multiple of 4, and the test phase.
+TEST(StochasticDepthLayerCuda, MatchesCpuTrainPhaseExactly) {
+  CREMA_REQUIRE_CUDA();
+  ParityOptions options;
+  options.forward_passes = 3;
+  options.tolerance = 0.0;
+  check_cuda_parity("{name: sd, type: StochasticDepth, p: 0.3}", {{37, 5, 7, 3}}, options);
+  check_cuda_parity("{name: sd, type: StochasticDepth, p: 0.1}", {{1, 13, 9, 9}}, options);
+  check_cuda_parity("{name: sd, type: StochasticDepth, p: 0.5}", {{64, 96, 14, 14}}, options);
+  check_cuda_parity("{name: sd, type: StochasticDepth, p: 0.5, mode: batch}", {{8, 11}}, options);
+  options.phase = Phase::test;
+  check_cuda_parity("{name: sd, type: StochasticDepth, p: 0.5}", {{5, 11}}, options);
+}
+
 }  // namespace
 }  // namespace crema::testing

@@ -16,6 +16,7 @@ TEST(InnerProductLayerCuda, MatchesCpu) {
   check_cuda_parity(fc + "num_output: 500}", {{5, 50, 4, 4}});  // LeNet's ip1 at N = 5
   check_cuda_parity(fc + "num_output: 7, axis: 2}", {{3, 4, 5, 2}});
   check_cuda_parity(fc + "num_output: 3, bias_term: false}", {{1, 9}});
+  check_cuda_parity(fc + "num_output: 13, axis: -1}", {{1, 7, 5, 12}});  // channels last
 }
 
 TEST(InnerProductLayerCuda, MatchesCpuFrozenParameters) {

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "tests/support/layer_checks.h"
 
 namespace crema::testing {
@@ -38,6 +40,23 @@ TEST(InnerProductLayer, GradientAxis2) {
   EXPECT_EQ(h.top[0]->value.shape(), (Shape{2, 3, 3}));
   h.set_bottom(0, random_values(24, -1, 1, 4));
   check_gradients(h);
+}
+
+// PyTorch's nn.Linear on a channels-last [N, H, W, C] tensor (ConvNeXt): axis -1, or 3.
+TEST(InnerProductLayer, GradientLastAxisChannelsLast) {
+  for (const char* axis : {"-1", "3"}) {
+    SCOPED_TRACE(axis);
+    Context ctx;
+    LayerHarness h(std::string("{name: fc, type: InnerProduct, num_output: 4, axis: ") + axis +
+                       ", bias_filler: {type: uniform, min: -1, max: 1}}",
+                   {{2, 3, 5, 6}}, ctx);
+    EXPECT_EQ(h.top[0]->value.shape(), (Shape{2, 3, 5, 4}));
+    EXPECT_EQ(h.layer->params()[0].value.shape(), (Shape{4, 6}));
+    h.set_bottom(0, random_values(180, -1, 1, 6));
+    check_gradients(h);
+  }
+  expect_layer_error("{name: fc, type: InnerProduct, num_output: 4, axis: -5}", {{2, 3, 5, 6}},
+                     {"layer 'fc'", "axis -5"});
 }
 
 TEST(InnerProductLayer, GradientsAccumulate) {

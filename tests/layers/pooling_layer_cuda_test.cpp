@@ -60,6 +60,20 @@ TEST(PoolingLayerCuda, MatchesCpuGlobal) {
                     distinct_inputs(2));
 }
 
+// Adaptive windows (unequal, overlapping, more outputs than inputs) and the divisible sizes the
+// layer runs as fixed windows, on N = 1, odd extents and C not a multiple of 8.
+TEST(PoolingLayerCuda, MatchesCpuAdaptive) {
+  CREMA_REQUIRE_CUDA();
+  for (const char* pool : {"max", "average"}) {
+    for (const char* size : {"[3, 4]", "1", "[7, 7]", "[6, 6]", "[9, 2]"}) {
+      const std::string yaml =
+          std::string("{name: p, type: Pooling, pool: ") + pool + ", output_size: " + size + "}";
+      check_cuda_parity(yaml, {{1, 13, 7, 7}}, distinct_inputs(1));
+      check_cuda_parity(yaml, {{3, 5, 13, 11}}, distinct_inputs(1));
+    }
+  }
+}
+
 TEST(PoolingLayerCuda, GoldenMatchesPyTorch) {
   CREMA_REQUIRE_CUDA();
   Context ctx(Device::cuda(0));

@@ -137,6 +137,48 @@ TEST(PoolingLayer, GoldenAverageWithPaddingMatchesPyTorch) {
                        " count_include_pad: false}");
 }
 
+// ---- adaptive pooling (output_size) ----
+
+TEST(PoolingLayer, AdaptiveShapes) {
+  EXPECT_EQ(top_shape("{name: p, type: Pooling, pool: average, output_size: 1}", {{2, 3, 7, 5}}),
+            (Shape{2, 3, 1, 1}));
+  EXPECT_EQ(top_shape("{name: p, type: Pooling, output_size: [3, 4]}", {{2, 3, 7, 5}}),
+            (Shape{2, 3, 3, 4}));
+  EXPECT_EQ(top_shape("{name: p, type: Pooling, output_size: [6, 6]}", {{1, 2, 3, 3}}),
+            (Shape{1, 2, 6, 6}));  // more outputs than inputs, as PyTorch allows
+}
+
+// The windows [floor(p*H/P), ceil((p+1)*H/P)): 3 rows to 2 are [0, 2) and [1, 3).
+TEST(PoolingLayer, AdaptiveHandComputed) {
+  Context ctx;
+  LayerHarness avg("{name: p, type: Pooling, pool: average, output_size: 2}", {{1, 1, 3, 3}}, ctx);
+  avg.set_bottom(0, {1, 2, 3, 4, 9, 6, 7, 8, 5});
+  avg.forward();
+  EXPECT_EQ(avg.top[0]->value.to_vector(), (std::vector<float>{4, 5, 7, 7}));
+  LayerHarness max("{name: p, type: Pooling, pool: max, output_size: [2, 1]}", {{1, 1, 3, 3}}, ctx,
+                   2);
+  max.set_bottom(0, {1, 2, 3, 4, 9, 6, 7, 8, 5});
+  max.forward();
+  EXPECT_EQ(max.top[0]->value.to_vector(), (std::vector<float>{9, 9}));
+  EXPECT_EQ(max.top[1]->value.to_vector(), (std::vector<float>{4, 4}));
+}
+
+// Unequal, overlapping windows (the adaptive kernels) and divisible sizes (the fixed-window
+// kernels the layer picks there), both modes.
+TEST(PoolingLayer, GradientAdaptive) {
+  for (const char* pool : {"max", "average"}) {
+    for (const char* size : {"[3, 4]", "[4, 2]", "1", "[6, 2]"}) {
+      const std::string yaml =
+          std::string("{name: p, type: Pooling, pool: ") + pool + ", output_size: " + size + "}";
+      SCOPED_TRACE(yaml);
+      Context ctx;
+      LayerHarness h(yaml, {{2, 3, 7, 6}}, ctx);
+      h.set_bottom(0, spaced_values(252, 7));
+      check_gradients(h);
+    }
+  }
+}
+
 TEST(PoolingLayer, BadKeysNameTheLayerAndTheKey) {
   auto expect_key_error = [](const std::string& keys, const std::string& key) {
     expect_layer_error("{name: p, type: Pooling, " + keys + "}", {{1, 1, 4, 4}},
@@ -154,6 +196,11 @@ TEST(PoolingLayer, BadKeysNameTheLayerAndTheKey) {
   expect_key_error("kernel_size: 2, round_mode: up", "round_mode");
   expect_key_error("global_pooling: true, kernel_size: 2", "kernel_size");
   expect_key_error("global_pooling: true, stride: 2", "stride");
+  expect_key_error("output_size: 0", "output_size");
+  expect_key_error("output_size: [2, 2, 2]", "output_size");
+  expect_key_error("output_size: 2, kernel_size: 2", "kernel_size");
+  expect_key_error("output_size: 2, global_pooling: true", "global_pooling");
+  expect_key_error("output_size: 2, round_mode: floor", "round_mode");
   // Keys the layer does not read are reported by the config checker (the Net names the layer).
   for (const char* keys :
        {"kernel_size: 2, strde: 2", "pool: max, kernel_size: 2, count_include_pad: false"}) {

@@ -125,6 +125,23 @@ TEST(ScaleLayerCuda, MatchesCpuWithSecondBottom) {
   check_cuda_parity("{name: s, type: Scale}", {{2, 3, 5}, {}});
 }
 
+// Squeeze-excitation's gate [N, C] over H, W (axis 0): N = 1, odd extents, C not a multiple of 8,
+// and MobileNetV3's and EfficientNet's sizes.
+TEST(ScaleLayerCuda, MatchesCpuSqueezeExcitationGate) {
+  CREMA_REQUIRE_CUDA();
+  check_cuda_parity("{name: se, type: Scale, axis: 0}", {{1, 13, 7, 9}, {1, 13}});
+  check_cuda_parity("{name: se, type: Scale, axis: 0}", {{3, 5, 11, 3}, {3, 5}});
+  check_cuda_parity("{name: se, type: Scale, axis: 0}", {{8, 72, 28, 28}, {8, 72}});
+  check_cuda_parity("{name: se, type: Scale, axis: 0}", {{4, 1152, 7, 7}, {4, 1152}});
+}
+
+TEST(LayerScaleLayerCuda, MatchesCpu) {
+  CREMA_REQUIRE_CUDA();
+  check_cuda_parity(with_filler("name: ls, type: LayerScale"), {{1, 13, 7, 9}});
+  check_cuda_parity(with_filler("name: ls, type: LayerScale"), {{2, 96, 56, 56}});
+  check_cuda_parity(with_filler("name: ls, type: LayerScale"), {{3, 7}});
+}
+
 TEST(BiasLayerCuda, MatchesCpu) {
   CREMA_REQUIRE_CUDA();
   check_cuda_parity(with_filler("name: b, type: Bias"), {{2, 3, 5, 7}});

@@ -347,6 +347,86 @@ TEST(ScaleLayer, InPlaceMatchesOutOfPlace) {
   EXPECT_EQ(h.layer->params()[1].grad.to_vector(), dbias);
 }
 
+// Squeeze-excitation's last step, x[n, c, h, w] * s[n, c] (torchvision's SqueezeExcitation:
+// `scale * input` with scale [N, C, 1, 1]): Scale with the gate as a second bottom [N, C] and
+// axis 0, the gate flattened from [N, C, 1, 1] by a Flatten (a view). Values by hand, then the
+// gradient to both bottoms on an awkward shape.
+TEST(ScaleLayer, GradientSqueezeExcitationGate) {
+  Context ctx;
+  LayerHarness h("{name: se, type: Scale, axis: 0}", {{2, 3, 1, 2}, {2, 3}}, ctx);
+  h.set_bottom(0, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
+  h.set_bottom(1, {0.5f, 2, -1, 0, 1, 0.25f});
+  h.forward();
+  EXPECT_EQ(h.top[0]->value.to_vector(),
+            (std::vector<float>{0.5f, 1, 6, 8, -5, -6, 0, 0, 9, 10, 2.75f, 3}));
+  h.top[0]->grad.fill(1.0f);
+  h.layer->backward(h.top, {true, true}, h.bottom, ctx);
+  EXPECT_EQ(h.bottom[1]->grad.to_vector(), (std::vector<float>{3, 7, 11, 15, 19, 23}));
+  check_layer("{name: se, type: Scale, axis: 0}", {{3, 5, 7, 3}, {3, 5}});
+  check_layer("{name: se, type: Scale, axis: 0}", {{1, 13, 3, 3}, {1, 13}});
+}
+
+// ---- LayerScale ----
+
+TEST(LayerScaleLayer, GradientNCHW) {
+  check_layer(std::string("{name: ls, type: LayerScale, filler: ") + kUniform + "}",
+              {{2, 5, 3, 4}});
+  check_layer(std::string("{name: ls, type: LayerScale, filler: ") + kUniform + "}", {{3, 7}});
+}
+
+// torchvision's ConvNeXt CNBlock: `layer_scale` [C, 1, 1], 1e-6 at init, named after the block.
+TEST(LayerScaleLayer, TorchvisionNameShapeAndInit) {
+  Context ctx;
+  LayerHarness h("{name: features.1.0, type: LayerScale}", {{2, 96, 5, 5}}, ctx);
+  ASSERT_EQ(h.layer->params().size(), 1u);
+  const Param& p = h.layer->params()[0];
+  EXPECT_EQ(p.name, "features.1.0.layer_scale");
+  EXPECT_EQ(p.value.shape(), (Shape{96, 1, 1}));
+  EXPECT_EQ(p.value.to_vector(), std::vector<float>(96, 1e-6f));
+  LayerHarness g("{name: ls, type: LayerScale, filler: {type: constant, value: 2}}", {{1, 2, 1, 2}},
+                 ctx);
+  g.set_bottom(0, {1, 2, 3, 4});
+  g.forward();
+  EXPECT_EQ(g.top[0]->value.to_vector(), (std::vector<float>{2, 4, 6, 8}));
+}
+
+TEST(LayerScaleLayer, InPlaceAndFrozen) {
+  Context ctx;
+  const std::string yaml = std::string("{name: ls, type: LayerScale, filler: ") + kUniform + "}";
+  LayerHarness h(yaml, {{2, 3, 4}}, ctx);
+  const std::vector<float> x = random_values(24, -1, 1, 1), dy = random_values(24, -1, 1, 2);
+  h.set_bottom(0, x);
+  h.forward();
+  h.top[0]->grad.copy_from(Tensor::from_vector({2, 3, 4}, dy));
+  h.layer->params()[0].grad.fill(0.0f);
+  h.layer->backward(h.top, {true}, h.bottom, ctx);
+  const std::vector<float> y = h.top[0]->value.to_vector(), dx = h.bottom[0]->grad.to_vector();
+  const std::vector<float> dgamma = h.layer->params()[0].grad.to_vector();
+  std::vector<Blob*> same = {h.bottom[0]};
+  h.layer->reshape(same, same, ctx);
+  h.set_bottom(0, x);
+  h.layer->forward(same, same, ctx);
+  EXPECT_EQ(h.bottom[0]->value.to_vector(), y);
+  h.bottom[0]->grad.copy_from(Tensor::from_vector({2, 3, 4}, dy));
+  h.layer->params()[0].grad.fill(0.0f);
+  h.layer->backward(same, {true}, same, ctx);
+  EXPECT_EQ(h.bottom[0]->grad.to_vector(), dx);
+  EXPECT_EQ(h.layer->params()[0].grad.to_vector(), dgamma);
+
+  LayerHarness frozen("{name: ls, type: LayerScale, param: {layer_scale: {lr_mult: 0}}}",
+                      {{2, 3, 4}}, ctx);
+  frozen.set_bottom(0, x);
+  frozen.forward();
+  frozen.top[0]->grad.copy_from(Tensor::from_vector({2, 3, 4}, dy));
+  frozen.layer->params()[0].grad.fill(0.0f);
+  frozen.layer->backward(frozen.top, {true}, frozen.bottom, ctx);
+  EXPECT_EQ(frozen.layer->params()[0].grad.to_vector(), std::vector<float>(3, 0.0f));
+}
+
+TEST(LayerScaleLayer, Errors) {
+  expect_layer_error("{name: ls, type: LayerScale}", {{5}}, {"layer 'ls'", "[N, C, ...]"});
+}
+
 TEST(ScaleLayer, BadInputsAreConfigErrors) {
   expect_layer_error("{name: sc, type: Scale}", {{2, 3, 4}, {4}},
                      {"layer 'sc' (Scale)", "axis", "[4]", "[2, 3, 4]"});
