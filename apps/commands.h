@@ -20,7 +20,7 @@ struct CommandOptions {
   std::optional<uint64_t> seed;        // --seed, over the config's `seed`
   int threads = 0;                     // --threads, CPU threads (0: all cores)
   std::string out_dir;                 // --out (train): where the run is written
-  std::string weights;                 // --weights: a safetensors file (test; train: fine-tune)
+  std::string weights;                 // --weights: safetensors or .pth (test; train: fine-tune)
   std::string resume;                  // --resume (train): a run directory or a checkpoint
   int64_t stop_after = 0;              // --stop-after (train): stop after this iteration, as Ctrl-C
   bool live_progress = false;          // train: redraw a progress line (stdout is a terminal)

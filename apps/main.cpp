@@ -55,8 +55,9 @@ int main(int argc, char** argv) {
   add_common(*train, options);
   train->add_option("--out", options.out_dir, "run directory (default runs/<name>)");
   CLI::Option* seed_option = train->add_option("--seed", seed, "random seed (overrides the config's)");
-  CLI::Option* train_weights = train->add_option(
-      "--weights", options.weights, "start from these weights (safetensors), copied by name");
+  CLI::Option* train_weights =
+      train->add_option("--weights", options.weights,
+                        "start from these weights (safetensors or PyTorch .pth), copied by name");
   train
       ->add_option("--resume", options.resume,
                    "continue a run: its directory or one of its checkpoints")
@@ -66,7 +67,7 @@ int main(int argc, char** argv) {
 
   CLI::App* test = app.add_subcommand("test", "evaluate weights on the test set");
   add_common(*test, options);
-  test->add_option("--weights", options.weights, "safetensors weights file")->required();
+  test->add_option("--weights", options.weights, "weights (safetensors or PyTorch .pth)")->required();
   test->add_option("--extract", options.extract, "blobs to save for every test sample (e.g. ip2)")
       ->delimiter(',');
   test->add_option("--extract-to", options.extract_to, "safetensors file for the --extract blobs");

@@ -79,7 +79,8 @@ class Net {
   // must agree.
   void share_params_from(Net& other);
 
-  // Weights as safetensors, by parameter name. Loading checks every name and shape and says
+  // Weights as safetensors, by parameter name; loading also reads PyTorch checkpoints
+  // (core/weights_file.h). Loading checks every name and shape and says
   // which layer to rename on a mismatch; `strict` also requires every net parameter be present.
   void save_weights(const std::string& path) const;
   void load_weights(const std::string& path, bool strict);

@@ -1,5 +1,6 @@
 // The weights of a Net between nets and files: sharing with another net (test nets read the
-// training net's parameters), and safetensors files under the parameters' PyTorch names.
+// training net's parameters), and files under the parameters' PyTorch names (safetensors written,
+// safetensors or .pth read).
 #include <map>
 #include <string>
 #include <vector>
@@ -8,6 +9,7 @@
 #include "core/net.h"
 #include "core/serialization.h"
 #include "core/shape.h"
+#include "core/weights_file.h"
 
 namespace crema {
 
@@ -53,7 +55,7 @@ void Net::save_weights(const std::string& path) const {
 }
 
 void Net::load_weights(const std::string& path, bool strict) {
-  const auto loaded = load_safetensors(path);
+  const auto loaded = read_weights_file(path).tensors;
   std::map<std::string, const Tensor*> by_name;
   for (const auto& [name, tensor] : loaded) by_name[name] = &tensor;
   auto load_one = [&](const std::string& name, Tensor& value) {

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/float16.h"
 
 namespace crema {
 namespace {
@@ -66,6 +67,7 @@ const char* file_dtype(DType dtype) {
 
 // Bytes per element of the dtypes the reader accepts (0 for any other).
 size_t readable_dtype_size(const std::string& dtype) {
+  if (dtype == "F16" || dtype == "BF16") return 2;
   if (dtype == "F32") return 4;
   if (dtype == "F64" || dtype == "I64") return 8;
   return 0;
@@ -96,7 +98,7 @@ Entry read_entry(const std::string& path, const std::string& name,
   if (!info["dtype"].is_string()) throw Error(where + ": 'dtype' is not a string");
   e.dtype = info["dtype"].get<std::string>();
   if (readable_dtype_size(e.dtype) == 0) {
-    throw Error(where + " has dtype " + e.dtype + "; crema reads F32, F64 and I64");
+    throw Error(where + " has dtype " + e.dtype + "; crema reads F32, F64, F16, BF16 and I64");
   }
   if (!info["shape"].is_array()) throw Error(where + ": 'shape' is not a list of sizes");
   uint64_t numel = 1;
@@ -123,6 +125,16 @@ Entry read_entry(const std::string& path, const std::string& name,
                 std::to_string(e.end >= e.begin ? e.end - e.begin : 0));
   }
   return e;
+}
+
+// Reads the shape's elements of type T and converts each to float.
+template <class T, class Convert>
+Tensor widen(std::ifstream& in, const Shape& shape, Convert convert) {
+  std::vector<T> values(size_t(shape_numel(shape)));
+  in.read(reinterpret_cast<char*>(values.data()), std::streamsize(values.size() * sizeof(T)));
+  Tensor t(shape, DType::f32);
+  for (size_t i = 0; i < values.size(); ++i) t.data<float>()[i] = convert(values[i]);
+  return t;
 }
 
 }  // namespace
@@ -167,7 +179,8 @@ void save_safetensors(const std::string& path,
   write_pieces_atomic(path, pieces);
 }
 
-std::vector<std::pair<std::string, Tensor>> load_safetensors(const std::string& path) {
+std::vector<std::pair<std::string, Tensor>> load_safetensors(const std::string& path,
+                                                             Widened* widened) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error("cannot open '" + path + "'");
   in.seekg(0, std::ios::end);
@@ -219,16 +232,18 @@ std::vector<std::pair<std::string, Tensor>> load_safetensors(const std::string& 
   std::vector<std::pair<std::string, Tensor>> out;
   for (const Entry& e : entries) {
     in.seekg(std::streamoff(data_start + e.begin));
-    if (e.dtype == "I64") {
-      std::vector<int64_t> values(size_t(shape_numel(e.shape)));
-      in.read(reinterpret_cast<char*>(values.data()), std::streamsize(e.end - e.begin));
-      Tensor t(e.shape, DType::f32);
-      for (size_t i = 0; i < values.size(); ++i) t.data<float>()[i] = float(values[i]);
-      out.emplace_back(e.name, std::move(t));
-    } else {
+    if (e.dtype == "F32" || e.dtype == "F64") {
       Tensor t(e.shape, e.dtype == "F32" ? DType::f32 : DType::f64);
       in.read(static_cast<char*>(t.raw()), std::streamsize(t.nbytes()));
       out.emplace_back(e.name, std::move(t));
+    } else if (e.dtype == "I64") {
+      out.emplace_back(e.name, widen<int64_t>(in, e.shape, [](int64_t v) { return float(v); }));
+    } else if (e.dtype == "F16") {
+      out.emplace_back(e.name, widen<uint16_t>(in, e.shape, f16_to_f32));
+      if (widened) ++widened->f16;
+    } else {
+      out.emplace_back(e.name, widen<uint16_t>(in, e.shape, bf16_to_f32));
+      if (widened) ++widened->bf16;
     }
     if (!in) throw Error(path + ": read error in tensor '" + e.name + "'");
   }

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/float16.h"
 #include "core/tensor.h"
 
 namespace crema {
@@ -28,10 +29,12 @@ void save_safetensors(const std::string& path,
                       const std::vector<std::pair<std::string, Tensor>>& tensors);
 
 // Reads every tensor onto the host, in file order. F32 and F64 tensors keep their dtype; I64
-// tensors (PyTorch's integer buffers such as bn1.num_batches_tracked) become F32. Any other dtype,
+// tensors (PyTorch's integer buffers such as bn1.num_batches_tracked), F16 and BF16 become F32,
+// and `widened` (when given) counts the F16 and BF16 ones. Any other dtype,
 // a truncated file, a header that is not JSON or is longer than the file, offsets that disagree
 // with a tensor's shape or overlap: crema::Error naming the file, the tensor and what is wrong.
-std::vector<std::pair<std::string, Tensor>> load_safetensors(const std::string& path);
+std::vector<std::pair<std::string, Tensor>> load_safetensors(const std::string& path,
+                                                             Widened* widened = nullptr);
 
 // Replaces `path` with `contents` atomically and durably (see above).
 void write_file_atomic(const std::string& path, const std::string& contents);

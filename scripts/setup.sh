@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake libeigen3-dev libyaml-cpp-dev libcli11-dev libstb-dev libgtest-dev
-          zlib1g-dev libfmt-dev nlohmann-json3-dev dataset-fashion-mnist gnuplot-nox
+          zlib1g-dev libfmt-dev nlohmann-json3-dev libzip-dev dataset-fashion-mnist gnuplot-nox
           libonnx-dev libprotobuf-dev)
 missing=()
 for p in "${packages[@]}"; do

@@ -5,7 +5,7 @@
 #include "apps/commands.h"
 #include "apps/onnx/onnx_export.h"
 #include "apps/session.h"
-#include "apps/training/checkpoint.h"
+#include "apps/training/evaluation.h"
 #include "core/error.h"
 #include "core/net.h"
 
@@ -19,12 +19,8 @@ void export_command(const CommandOptions& options, const std::string& onnx_path,
   on_cpu.device = "cpu";  // the graph is written from host copies of the weights
   Session s(on_cpu);
   Net net(s.root.at("model"), Phase::test, 1, s.registry, *s.ctx);
-  const WeightsReport report = copy_weights_by_name(net, options.weights);
-  if (!report.missing.empty()) {
-    std::string names;
-    for (const std::string& n : report.missing) names += (names.empty() ? "" : ", ") + n;
-    throw Error(options.weights + " lacks " + names + ", which the model needs");
-  }
+  const std::string notes = load_all_weights(net, options.weights);
+  if (!notes.empty()) out << "weights from " << options.weights << ": " << notes << "\n";
   export_onnx(net, s.name, onnx_path, out);
 }
 

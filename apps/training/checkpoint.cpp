@@ -14,6 +14,7 @@
 
 #include "core/error.h"
 #include "core/serialization.h"
+#include "core/weights_file.h"
 
 namespace crema {
 namespace {
@@ -364,11 +365,27 @@ void restore_exactly(const NamedTensors& targets, const NamedTensors& saved,
   }
 }
 
+bool is_optional_buffer(const std::string& name) {
+  const std::string suffix = ".num_batches_tracked";
+  return name.size() > suffix.size() &&
+         name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+void require_all_weights(const std::string& path, const WeightsReport& report) {
+  std::string names;
+  for (const std::string& n : report.missing) {
+    if (!is_optional_buffer(n)) names += (names.empty() ? "" : ", ") + n;
+  }
+  if (!names.empty()) throw Error(path + " lacks " + names + ", which the model needs");
+}
+
 WeightsReport copy_weights_by_name(Net& net, const std::string& path) {
-  const NamedTensors saved = load_safetensors(path);
+  const WeightsFile file = read_weights_file(path);
+  const NamedTensors& saved = file.tensors;
   std::map<std::string, const Tensor*> by_name;
   for (const auto& [name, t] : saved) by_name[name] = &t;
   WeightsReport report;
+  report.notes = file.notes;
   const NamedTensors targets = net_tensors(net);
   for (const auto& [name, t] : targets) {
     auto it = by_name.find(name);
@@ -376,7 +393,10 @@ WeightsReport copy_weights_by_name(Net& net, const std::string& path) {
       report.missing.push_back(name);
       continue;
     }
-    if (it->second->shape() != t.shape()) {
+    // PyTorch keeps num_batches_tracked as a scalar [], crema as [1].
+    const bool scalar_for_one =
+        is_optional_buffer(name) && it->second->shape().empty() && shape_numel(t.shape()) == 1;
+    if (it->second->shape() != t.shape() && !scalar_for_one) {
       const std::string layer = name.substr(0, name.rfind('.'));
       throw Error(path + ": tensor '" + name + "' is " + shape_str(it->second->shape()) +
                   " but layer '" + layer + "' expects " + shape_str(t.shape()) +

@@ -118,13 +118,22 @@ std::string tensor_mismatch(const NamedTensors& targets, const NamedTensors& sav
 void restore_exactly(const NamedTensors& targets, const NamedTensors& saved,
                      const std::string& source, const std::string& what);
 
-// Fine-tuning (--weights FILE): copies every net tensor the file has, by name. A shape mismatch
-// throws, naming the layer and both shapes and suggesting to rename the layer (Caffe's rule).
+// Fine-tuning (--weights FILE): copies every net tensor the file has, by name, from safetensors
+// or a PyTorch checkpoint (core/weights_file.h). A shape mismatch throws, naming the layer and
+// both shapes and suggesting to rename the layer (Caffe's rule); PyTorch's scalar
+// num_batches_tracked [] fills crema's [1].
 struct WeightsReport {
   int64_t copied = 0;
   std::vector<std::string> missing;  // net tensors the file lacks: they keep their fillers
   std::vector<std::string> unused;   // file tensors the net has no place for
+  std::string notes;                 // how the file was read ("converted 3 bf16 tensors to f32")
 };
 WeightsReport copy_weights_by_name(Net& net, const std::string& path);
+// A buffer a weights file may lack without harm: a batch norm's num_batches_tracked, which only
+// counts updates (train, test and export all accept a file without it).
+bool is_optional_buffer(const std::string& name);
+// For commands that cannot run on fillers (test, export): throws crema::Error "<path> lacks
+// <names>, which the model needs" when the file lacked any tensor but optional buffers.
+void require_all_weights(const std::string& path, const WeightsReport& report);
 
 }  // namespace crema

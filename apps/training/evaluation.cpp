@@ -80,13 +80,10 @@ std::string classifier_of(Net& net) {
   return "";
 }
 
-void load_all_weights(Net& net, const std::string& weights) {
+std::string load_all_weights(Net& net, const std::string& weights) {
   const WeightsReport report = copy_weights_by_name(net, weights);
-  if (!report.missing.empty()) {
-    std::string names;
-    for (const std::string& n : report.missing) names += (names.empty() ? "" : ", ") + n;
-    throw Error(weights + " lacks " + names + ", which the model needs");
-  }
+  require_all_weights(weights, report);
+  return report.notes;
 }
 
 std::vector<std::pair<std::string, double>> run_test(Net& net, data::DataLoader& loader,

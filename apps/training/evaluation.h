@@ -28,9 +28,10 @@ void check_inputs(Net& net, const data::DataLoader& loader, const ConfigNode& mo
 std::string classifier_of(Net& net);
 
 // Loads every parameter and buffer of `net` from `weights` by name (copy_weights_by_name); a
-// tensor the file lacks is an error listing them: crema test and crema predict evaluate what the
-// file holds, never a filler.
-void load_all_weights(Net& net, const std::string& weights);
+// tensor the file lacks (but optional buffers such as num_batches_tracked) is an error listing
+// them: crema test, predict and export use what the file holds, never a filler. Returns the
+// load's notes ("converted 12 bf16 tensors to f32"; "" when none).
+std::string load_all_weights(Net& net, const std::string& weights);
 
 // One pass over the whole test set; each output (accuracy, loss) is averaged over samples.
 // `after_batch`, when given, runs after each batch's forward (to read blobs out).

@@ -60,6 +60,7 @@ std::string weights_message(const std::string& path, const WeightsReport& report
     return text;
   };
   std::string text = fmt::format("weights from {}: copied {} tensors", path, report.copied);
+  if (!report.notes.empty()) text += " (" + report.notes + ")";
   if (!report.missing.empty()) {
     text += "; not in the file, so they keep their fillers: " + names(report.missing);
   }

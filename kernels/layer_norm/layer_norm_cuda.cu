@@ -68,8 +68,8 @@ __global__ void backward_rows(int64_t rows, int64_t C, const float* x, const flo
     const float* dyr = dy + row * C;
     const float m = mean[row], r = rstd[row];
     float sum_g = 0.0f, sum_gx = 0.0f;
-    for (int64_t c = lane; c < C; c += 32) {
-      const float g = dyr[c] * weight_of(weight, c);
+    for (int64_t c = lane; c < C; c += 32) {  // g rounded alone, as in backward_columns
+      const float g = __fmul_rn(dyr[c], weight_of(weight, c));
       sum_g += g;
       sum_gx += g * (xr[c] - m) * r;
     }
@@ -78,7 +78,7 @@ __global__ void backward_rows(int64_t rows, int64_t C, const float* x, const flo
     for (int64_t c = lane; c < C; c += 32) {
       const float h = (xr[c] - m) * r;
       if (xhat != nullptr) xhat[row * C + c] = h;
-      dxr[c] = r * (dyr[c] * weight_of(weight, c) - mean_g - h * mean_gx);
+      dxr[c] = r * (__fmul_rn(dyr[c], weight_of(weight, c)) - mean_g - h * mean_gx);
     }
   }
 }
@@ -113,8 +113,10 @@ __global__ void backward_columns(int64_t outer, int64_t C, int64_t inner, const 
     const int64_t o = pos / inner, i = pos % inner, base = o * C * inner + i;
     const float m = mean[pos], r = rstd[pos];
     float sum_g = 0.0f, sum_gx = 0.0f;
+    // g = dy * w rounded on its own (__fmul_rn: never fused into the subtraction below), so that
+    // dx is exactly 0 where C = 1, as it is mathematically (g - mean_g = 0).
     for (int64_t c = 0; c < C; ++c) {
-      const float g = dy[base + c * inner] * weight_of(weight, c);
+      const float g = __fmul_rn(dy[base + c * inner], weight_of(weight, c));
       sum_g += g;
       sum_gx += g * (x[base + c * inner] - m) * r;
     }
@@ -123,7 +125,7 @@ __global__ void backward_columns(int64_t outer, int64_t C, int64_t inner, const 
       const int64_t e = base + c * inner;
       const float h = (x[e] - m) * r;
       if (xhat != nullptr) xhat[e] = h;
-      dx[e] = r * (dy[e] * weight_of(weight, c) - mean_g - h * mean_gx);
+      dx[e] = r * (__fmul_rn(dy[e], weight_of(weight, c)) - mean_g - h * mean_gx);
     }
   }
 }

@@ -41,6 +41,15 @@ put("safetensors", "f64_i64_meta.safetensors", safetensors({
     "bn1.running_mean": ("F64", [3], struct.pack("<3d", 0.25, 0.5, 0.75)),
     "bn1.num_batches_tracked": ("I64", [], struct.pack("<q", 7))}, {"format": "pt"}))
 put("safetensors", "empty_tensor.safetensors", safetensors({"empty": ("F32", [0, 3], b"")}))
+put("safetensors", "f16_bf16.safetensors", safetensors({
+    "h": ("F16", [2], struct.pack("<2H", 0x3c00, 0x8001)),
+    "b": ("BF16", [2], struct.pack("<2H", 0x3f80, 0xc0a0))}))
+
+# pth: torch.save's zip (stored entries, a protocol-2 pickle, raw storages), as written by
+# tests/fixtures/make_pth_fixtures.py with torch: a state_dict with a transposed view and an int64
+# scalar, the same in bfloat16, and one nested under 'model' with 'module.' prefixes.
+for name in ("tiny_f32.pth", "tiny_bf16.pth", "nested.pth"):
+    put("pth", name, (repo / "tests" / "fixtures" / "pth" / name).read_bytes())
 
 
 # IDX: 0x00 0x00, type 0x08 (uint8), D, D big-endian uint32 extents, the bytes.
