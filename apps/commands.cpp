@@ -78,8 +78,7 @@ std::vector<std::pair<std::string, double>> test_command(const CommandOptions& o
   Net net(model, Phase::test, loader->options().batch_size, s.registry, ctx);
   check_inputs(net, *loader, model);
   const std::string notes = load_all_weights(net, options.weights);
-  if (!notes.empty()) out << "weights from " << options.weights << ": " << notes << "
-";
+  if (!notes.empty()) out << "weights from " << options.weights << ": " << notes << "\n";
   std::optional<BlobExtractor> extractor;
   if (!options.extract.empty()) extractor.emplace(options.extract, net);
   const auto results = run_test(net, *loader, ctx, [&](Net& n) {
