@@ -9,6 +9,9 @@
 // Resolution rules (documented for users in configs/README.md):
 //   - `_base_: other.yaml` (or a list of files) is loaded first, relative to the including file;
 //     maps merge key by key, lists and scalars replace; a map holding `_replace_: true` replaces.
+//   - `model.patch_layers: {NAME: {keys}}` merges keys into the layer named NAME (`_delete_: true`
+//     removes it) and `model.append_layers: [...]` adds layers at the end, applied to each file
+//     once its bases are merged under it: a derived file edits the layers without repeating them.
 //   - each override "a.b.c=value" replaces one existing key; the value is parsed as YAML, so
 //     `--set data.train.transform=[{scale: 0.5}]` works. In a list of maps, a path segment picks
 //     the element whose `name` equals it (`model.layers.conv1.num_output=32`) or a numeric index.

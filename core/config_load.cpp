@@ -47,6 +47,8 @@ std::vector<std::pair<std::string, Location>> base_files(const ConfigNode& base)
   return files;
 }
 
+void patch_layers(ConfigNode& root);
+
 // Loads `path` with its bases resolved. `chain` holds the files being loaded, outermost first
 // (canonical path for the cycle test, the path as written for the message).
 ConfigNode load_resolved(const std::string& path, const Location* included_at,
@@ -66,7 +68,10 @@ ConfigNode load_resolved(const std::string& path, const Location* included_at,
               describe(root));
   }
   const ConfigNode* base = ConfigBuilder::find(root, "_base_");
-  if (!base) return root;
+  if (!base) {
+    patch_layers(root);
+    return root;
+  }
 
   // Bases in order, each on top of the previous, then this file on top of them all.
   ConfigNode resolved = ConfigBuilder::make(Kind::map, root.location());
@@ -78,6 +83,7 @@ ConfigNode load_resolved(const std::string& path, const Location* included_at,
   chain.pop_back();
   ConfigBuilder::erase(root, "_base_");
   ConfigBuilder::merge(resolved, std::move(root));
+  patch_layers(resolved);
   return resolved;
 }
 
@@ -131,6 +137,101 @@ ConfigNode* find_named(ConfigNode& sequence, const std::string& name, const std:
   return match;
 }
 
+// The names of a sequence's elements that have one.
+std::vector<std::string> element_names(ConfigNode& sequence) {
+  std::vector<std::string> names;
+  for (size_t i = 0; i < sequence.size(); ++i) {
+    if (const std::string* name = name_of(ConfigBuilder::element(sequence, i))) {
+      names.push_back(*name);
+    }
+  }
+  return names;
+}
+
+// Whether a patch holds `_delete_: true`, which removes the layer and allows no other key; a
+// `_delete_: false` is dropped.
+bool deletes(ConfigNode& patch, const std::string& name) {
+  const ConfigNode* marker = ConfigBuilder::find(patch, "_delete_");
+  if (!marker) return false;
+  if (!marker->as<bool>()) {
+    ConfigBuilder::erase(patch, "_delete_");
+    return false;
+  }
+  if (patch.keys().size() != 1) {
+    marker->fail("model.patch_layers: '" + name +
+                 "' has _delete_: true beside other keys; a deleted layer takes no keys");
+  }
+  return true;
+}
+
+// model.patch_layers and model.append_layers (configs/README.md, "Editing a base's layers"):
+//   patch_layers: {NAME: {key: value, ...}, ...}   merges the keys into the layer named NAME, as
+//       a file merges onto its base (maps merge, values replace; `_replace_: true` takes the
+//       patch as the whole layer; `_delete_: true` removes the layer), in the order written;
+//   append_layers: [layer, ...]                     adds new layers after the last one.
+// Applied to each file once its bases are merged under it, so a file edits the layers its bases
+// (or the file itself) wrote; both keys are then removed. Errors point at the patch in its file.
+void patch_layers(ConfigNode& root) {
+  ConfigNode* model = root.is_map() ? ConfigBuilder::find(root, "model") : nullptr;
+  if (!model || !model->is_map()) return;
+  ConfigNode* patches = ConfigBuilder::find(*model, "patch_layers");
+  ConfigNode* appended = ConfigBuilder::find(*model, "append_layers");
+  if (!patches && !appended) return;
+  const std::string key = patches ? "patch_layers" : "append_layers";
+  ConfigNode* layers = ConfigBuilder::find(*model, "layers");
+  if (!layers || !layers->is_sequence()) {
+    model->fail_at_key(key, "model." + key + " edits model.layers, which " +
+                                (layers ? "is " + describe(*layers) + ", not a list"
+                                        : "neither this file nor its _base_ defines"));
+  }
+  const std::string where = "model.patch_layers: ";
+  if (patches) {
+    if (!patches->is_map()) {
+      patches->fail(where + "expected a map from layer names to the keys to change, got " +
+                    describe(*patches));
+    }
+    for (const std::string& name : patches->keys()) {
+      ConfigNode& patch = *ConfigBuilder::find(*patches, name);
+      if (!patch.is_map()) {
+        patch.fail(where + "'" + name + "': expected a map of the keys to change, got " +
+                   describe(patch));
+      }
+      ConfigNode* layer = find_named(*layers, name, patch.location().str() + ": ");
+      if (!layer) {
+        const std::vector<std::string> names = element_names(*layers);
+        patches->fail_at_key(name, where + "no layer named '" + name + "' in model.layers" +
+                                       suggestion(name, names));
+      }
+      if (!deletes(patch, name)) {
+        ConfigBuilder::merge(*layer, std::move(patch));
+        continue;
+      }
+      ConfigNode kept = ConfigBuilder::make(ConfigNode::Kind::sequence, layers->location());
+      for (size_t i = 0; i < layers->size(); ++i) {
+        ConfigNode& element = ConfigBuilder::element(*layers, i);
+        if (&element != layer) ConfigBuilder::append(kept, std::move(element));
+      }
+      *layers = std::move(kept);
+    }
+    ConfigBuilder::erase(*model, "patch_layers");
+  }
+  appended = ConfigBuilder::find(*model, "append_layers");
+  if (!appended) return;
+  if (!appended->is_sequence()) {
+    appended->fail("model.append_layers: expected a list of layers, got " + describe(*appended));
+  }
+  for (size_t i = 0; i < appended->size(); ++i) {
+    ConfigNode& layer = ConfigBuilder::element(*appended, i);
+    const std::string* name = name_of(layer);
+    if (name && find_named(*layers, *name, layer.location().str() + ": ")) {
+      layer.fail("model.append_layers: a layer named '" + *name +
+                 "' is already in model.layers (change it with model.patch_layers)");
+    }
+    ConfigBuilder::append(*layers, std::move(layer));
+  }
+  ConfigBuilder::erase(*model, "append_layers");
+}
+
 // The child of `node` named by segments[position..], advancing `position` past the segments
 // used. A key (or an element's `name`) is the longest run of segments that, joined by '.',
 // exists, so names with dots (`layer1.0.conv1`, as in PyTorch module paths) still work.
@@ -172,10 +273,7 @@ ConfigNode& step(ConfigNode& node, const std::vector<std::string>& segments, siz
     throw Error(where + quoted_path(node) + " has " + std::to_string(node.size()) +
                 " elements; index " + segment + " is out of range");
   }
-  std::vector<std::string> names;
-  for (size_t i = 0; i < node.size(); ++i) {
-    if (const std::string* name = name_of(ConfigBuilder::element(node, i))) names.push_back(*name);
-  }
+  const std::vector<std::string> names = element_names(node);
   const std::string message = where + quoted_path(node) + " has no element named '" + segment + "'";
   if (names.empty()) {
     throw Error(message + " (its " + std::to_string(node.size()) +

@@ -3,14 +3,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-# The PyTorch interoperability test (tests/apps/pytorch_load_test.py) runs with Debian's
-# /usr/bin/python3 and python3-torch; ctest reports it as skipped where torch is missing.
-if ! /usr/bin/python3 -c "import torch" >/dev/null 2>&1; then
+# The PyTorch interoperability tests (tests/apps/pytorch_load_test.py, tests/zoo/zoo_logits_test.py)
+# run with Debian's /usr/bin/python3, python3-torch and python3-torchvision; ctest reports them as
+# skipped where these are missing.
+if ! /usr/bin/python3 -c "import torch, torchvision" >/dev/null 2>&1; then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  echo "test: installing python3-torch"
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q python3-torch ||
-    { $sudo apt-get update -q && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q python3-torch; }
+  echo "test: installing python3-torch python3-torchvision"
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q python3-torch python3-torchvision ||
+    { $sudo apt-get update -q &&
+      DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q python3-torch python3-torchvision; }
 fi
 # The ONNX export test (tests/apps/onnx_export_test.py) runs onnxruntime, from PyPI, in a venv over
 # Debian's python3 and its packages (numpy, PIL, torch); without it ctest reports that test skipped.

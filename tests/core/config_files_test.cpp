@@ -153,6 +153,98 @@ TEST_F(ConfigBase, CycleMissingFileAndBadBaseAreErrors) {
                 "got 'just text'");
 }
 
+using ConfigPatch = ConfigFiles;
+
+constexpr const char* kBaseNet =
+    "model:\n"
+    "  layers:\n"
+    "    - {name: conv1, type: Convolution, num_output: 20}\n"
+    "    - {name: relu1, type: ReLU}\n"
+    "    - {name: fc, type: InnerProduct, num_output: 1000, param: {weight: {lr_mult: 1}}}\n"
+    "    - {name: accuracy, type: Accuracy, top_k: 5}\n";
+
+std::vector<std::string> layer_names(const ConfigNode& root) {
+  std::vector<std::string> names;
+  const ConfigNode& layers = root.at("model").at("layers");
+  for (size_t i = 0; i < layers.size(); ++i) names.push_back(layers[i].get<std::string>("name"));
+  return names;
+}
+
+TEST_F(ConfigPatch, PatchesLayersByNameAndAppendsNewOnes) {
+  write("net.yaml", kBaseNet);
+  const std::string top =
+      write("finetune.yaml",
+            "_base_: net.yaml\n"
+            "model:\n"
+            "  patch_layers:\n"
+            "    fc: {name: fc_new, num_output: 3, param: {weight: {lr_mult: 10}}}\n"
+            "    relu1: {_replace_: true, name: tanh1, type: TanH}\n"
+            "    accuracy: {_delete_: true}\n"
+            "    conv1: {_delete_: false, num_output: 32}\n"
+            "  append_layers:\n"
+            "    - {name: loss, type: SoftmaxWithLoss}\n");
+  const ConfigNode root = load_config(top, {"model.layers.fc_new.num_output=5"});
+  EXPECT_EQ(layer_names(root), (std::vector<std::string>{"conv1", "tanh1", "fc_new", "loss"}));
+  EXPECT_EQ(root.at("model").keys(), (std::vector<std::string>{"layers"}));
+  const ConfigNode& layers = root.at("model").at("layers");
+  EXPECT_EQ(layers[0].keys(), (std::vector<std::string>{"name", "type", "num_output"}));
+  EXPECT_EQ(layers[0].get<int>("num_output"), 32);
+  EXPECT_EQ(layers[1].keys(), (std::vector<std::string>{"name", "type"}));  // replaced whole
+  EXPECT_EQ(layers[2].keys(), (std::vector<std::string>{"name", "type", "num_output", "param"}));
+  EXPECT_EQ(layers[2].get<int>("num_output"), 5);  // --set sees the patched layer
+  EXPECT_DOUBLE_EQ(layers[2].at("param").at("weight").get<double>("lr_mult"), 10.0);
+  // A patched value points into the file that patched it; the rest into the base.
+  EXPECT_EQ(layers[2].at("name").location().str(), top + ":4:16");
+  EXPECT_EQ(layers[2].at("type").location().str(), dir_ + "/net.yaml:5:24");
+  EXPECT_EQ(layers[3].at("type").path(), "model.layers[3].type");
+
+  // A file below edits what its bases made of the layers: the renamed head, by its new name.
+  const std::string again = write("again.yaml",
+                                  "_base_: finetune.yaml\n"
+                                  "model: {patch_layers: {fc_new: {num_output: 7}}}\n");
+  EXPECT_EQ(load_config(again).at("model").at("layers")[2].get<int>("num_output"), 7);
+  // A file may patch its own layers too (no _base_).
+  const std::string own =
+      write("own.yaml", std::string(kBaseNet) + "  patch_layers: {conv1: {num_output: 8}}\n");
+  EXPECT_EQ(load_config(own).at("model").at("layers")[0].get<int>("num_output"), 8);
+}
+
+TEST_F(ConfigPatch, ErrorsNameTheFileLineAndLayer) {
+  write("net.yaml", kBaseNet);
+  auto error_for = [&](const std::string& model) {
+    const std::string path = write("bad.yaml", "_base_: net.yaml\nmodel:\n" + model);
+    return error_of([&] { load_config(path); });
+  };
+  const std::string bad = dir_ + "/bad.yaml";
+  EXPECT_EQ(error_for("  patch_layers:\n    fcc: {num_output: 3}\n"),
+            bad +
+                ":4:5: model.patch_layers: no layer named 'fcc' in model.layers (did you mean "
+                "'fc'?)");
+  EXPECT_EQ(error_for("  patch_layers: {head: {num_output: 3}}\n"),
+            bad + ":3:18: model.patch_layers: no layer named 'head' in model.layers");
+  EXPECT_EQ(error_for("  patch_layers: {fc: 3}\n"),
+            bad + ":3:22: model.patch_layers: 'fc': expected a map of the keys to change, got '3'");
+  EXPECT_EQ(error_for("  patch_layers: [fc]\n"),
+            bad +
+                ":3:17: model.patch_layers: expected a map from layer names to the keys to "
+                "change, got a list");
+  EXPECT_EQ(error_for("  patch_layers: {fc: {_delete_: true, num_output: 3}}\n"),
+            bad +
+                ":3:33: model.patch_layers: 'fc' has _delete_: true beside other keys; a "
+                "deleted layer takes no keys");
+  EXPECT_EQ(error_for("  append_layers:\n    - {name: relu1, type: ReLU}\n"),
+            bad +
+                ":4:7: model.append_layers: a layer named 'relu1' is already in model.layers "
+                "(change it with model.patch_layers)");
+  EXPECT_EQ(error_for("  append_layers: {name: loss}\n"),
+            bad + ":3:18: model.append_layers: expected a list of layers, got a map");
+  const std::string alone = write("alone.yaml", "model: {patch_layers: {fc: {num_output: 3}}}\n");
+  EXPECT_EQ(error_of([&] { load_config(alone); }),
+            alone +
+                ":1:9: model.patch_layers edits model.layers, which neither this file nor its "
+                "_base_ defines");
+}
+
 using ConfigOverride = ConfigFiles;
 
 constexpr const char* kRun =
