@@ -17,7 +17,10 @@ For each architecture (all of ARCHITECTURES in scripts/zoo/make_zoo_configs.py, 
      steps, /255 and normalize, so both frameworks see the same tensor);
   4. crema's logits must equal torchvision's in eval mode, from either file:
      max |crema - torch| / max |torch| at most 1e-4. crema must also hold exactly as many parameters as torchvision, so with no
-     tensor missing (crema test refuses that) none of the file is left unused.
+     tensor missing (crema test refuses that) none of the file is left unused;
+  5. where onnxruntime is found (build/onnx-venv, made by scripts/test.sh: the script runs itself
+     there through $CREMA_ONNX_PYTHON), `crema export --onnx` of the net runs in onnxruntime to
+     crema's logits within the same 1e-4.
 Every NAME_finetune.yaml builds (`crema summary`), and for resnet18 (FINETUNED) the ImageNet-shaped
 .pth weights start a 2-iteration fine-tuning run on the 4 images as 4 classes: every tensor but the
 head's loads, and the renamed head `fc_new` keeps its filler.
@@ -27,6 +30,7 @@ layer of that name, every Convolution and InnerProduct has the entry's number of
 once its config builds (`crema summary` succeeds) the test fails until it is removed from the list.
 Exit code 0: passed; 1: failed; 77: skipped (no torch or torchvision).
 """
+import json
 import os
 import re
 import subprocess
@@ -39,6 +43,14 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "scripts", "zoo"))
 sys.path.insert(0, os.path.join(ROOT, "tests", "fixtures"))
 sys.path.insert(0, os.path.join(ROOT, "tests", "apps"))
+
+try:
+    import onnxruntime  # in build/onnx-venv (scripts/test.sh), over Debian's python3 and packages
+except ImportError:
+    venv_python = os.environ.pop("CREMA_ONNX_PYTHON", "")  # popped: one try, no loop
+    if venv_python and os.path.exists(venv_python):
+        os.execv(venv_python, [venv_python] + sys.argv)
+    onnxruntime = None
 
 try:
     import torch
@@ -58,6 +70,7 @@ from pytorch_load_test import read_safetensors  # noqa: E402 (the format's defin
 EXPECTED_MISSING = {}
 DEVICE = "cpu"
 FINETUNED = "resnet18"
+FINETUNE_STEPS = 12  # enough for the new head to tell the 4 images apart (clear top-1 margins)
 TOLERANCE = 1e-4  # max |crema - torch| / max |torch|, float32 on both sides
 IMAGES = 4
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
@@ -162,10 +175,12 @@ def check(crema, name, images, folder, work):
         ours = read_safetensors(outputs)[logits_blob]
         assert ours.shape == theirs.shape, (ours.shape, theirs.shape)
         errors.append(((ours - theirs).abs().max() / theirs.abs().max()).item())
+    onnx_error = check_onnx(crema, config, pth, x, ours, logits_blob, work)
     print(f"{name} ({DEVICE}): {parameters} parameters; logits max |crema - torch| / max |torch| = "
           f"{errors[0]:.2e} from safetensors, {errors[1]:.2e} from .pth (max |torch| "
-          f"{theirs.abs().max().item():.3g}); torch {torch_seconds:.1f} s, crema "
-          f"{crema_seconds[0]:.1f} s + {crema_seconds[1]:.1f} s", flush=True)
+          f"{theirs.abs().max().item():.3g}); onnxruntime vs crema {onnx_error}; torch "
+          f"{torch_seconds:.1f} s, crema {crema_seconds[0]:.1f} s + {crema_seconds[1]:.1f} s",
+          flush=True)
     assert max(errors) <= TOLERANCE, f"{name}: relative error {max(errors):.2e} above {TOLERANCE}"
     if name == FINETUNED:
         check_finetune(crema, name, pth, folder, work)
@@ -174,7 +189,10 @@ def check(crema, name, images, folder, work):
 
 
 def check_finetune(crema, name, weights, folder, work):
-    """NAME_finetune.yaml trains from the 1000-class weights: all but the head load."""
+    """NAME_finetune.yaml trains from the 1000-class weights: all but the head load. Then, the
+    whole workflow: the run's weights through `crema predict` on JPEG files give the same top-1
+    class as torchvision's model with those weights and its own test transform (Resize 256,
+    CenterCrop 224, normalize) on the same files."""
     head = ARCHITECTURES[name][1]
     run = os.path.join(work, f"{name}_finetune")
     result = subprocess.run(
@@ -183,7 +201,8 @@ def check_finetune(crema, name, weights, folder, work):
          "--set", f"model.layers.{head}_new.num_output={IMAGES}",
          "--set", f"data.train.source.root={folder}", "--set", f"data.test.source.root={folder}",
          "--set", f"data.train.batch_size={IMAGES}", "--set", f"data.test.batch_size={IMAGES}",
-         "--set", "data.train.workers=0", "--set", "++solver.max_iter=2",
+         "--set", "data.train.workers=0", "--set", f"++solver.max_iter={FINETUNE_STEPS}",
+         "--set", "solver.base_lr=0.01",
          "--set", "solver.display=1"],
         check=True, capture_output=True, text=True)
     report = re.search(r"weights from .*", result.stdout + result.stderr).group(0)
@@ -192,6 +211,38 @@ def check_finetune(crema, name, weights, folder, work):
     ignored = re.search(r"\(ignored\): (.*)", report).group(1).split(", ")
     assert sorted(kept) == [f"{head}_new.bias", f"{head}_new.weight"], report
     assert sorted(ignored) == [f"{head}.bias", f"{head}.weight"], report
+    check_predict(crema, name, os.path.join(run, "final.safetensors"), folder, work)
+
+
+def check_predict(crema, name, weights, folder, work):
+    head = ARCHITECTURES[name][1]
+    jpegs = []
+    for n, image in enumerate(sorted(os.listdir(folder))):
+        path = os.path.join(work, f"photo{n}.jpg")
+        Image.open(os.path.join(folder, image, "image.png")).save(path, quality=95)
+        jpegs.append(path)
+    result = subprocess.run(
+        [crema, "predict", os.path.join(ROOT, "configs", "zoo", f"{name}_finetune.yaml"),
+         "--weights", weights, "--device", DEVICE, "--json", "--top-k", "1",
+         "--set", f"model.layers.{head}_new.num_output={IMAGES}"] + jpegs,
+        check=True, capture_output=True, text=True)
+    ours = [p["top"][0]["label"] for p in json.loads(result.stdout)]
+    model = getattr(torchvision.models, name)(weights=None, num_classes=IMAGES).eval()
+    state = {k.replace(f"{head}_new.", f"{head}."): v for k, v in read_safetensors(weights).items()}
+    state = {k: v.reshape(()).long() if k.endswith("num_batches_tracked") else v
+             for k, v in state.items()}
+    model.load_state_dict(state, strict=True)
+    transform = torchvision.transforms.Compose([
+        torchvision.transforms.Resize(256), torchvision.transforms.CenterCrop(224),
+        torchvision.transforms.ToTensor(), torchvision.transforms.Normalize(MEAN, STD)])
+    with torch.no_grad():
+        logits = model(torch.stack([transform(Image.open(p).convert("RGB")) for p in jpegs]))
+    theirs = logits.argmax(1).tolist()
+    top2 = logits.topk(2, dim=1).values
+    margins = ", ".join(f"{m:.2f}" for m in (top2[:, 0] - top2[:, 1]).tolist())
+    print(f"{name}_finetune predict on {len(jpegs)} JPEGs: crema top-1 {ours}, torchvision {theirs} "
+          f"(torchvision's top-1 margins {margins})", flush=True)
+    assert ours == theirs, f"crema predict's top-1 {ours} differs from torchvision's {theirs}"
 
 
 def check_missing(crema, name):
@@ -210,6 +261,22 @@ def check_missing(crema, name):
             assert keys["num_output"] == outputs, f"{name}: {layer} has {outputs} outputs"
     print(f"{name}: {len(shapes)} state_dict names match; the logits wait for "
           f"{EXPECTED_MISSING[name]}: {built.stderr.strip().splitlines()[-1].split(';')[0]}")
+
+
+def check_onnx(crema, config, weights, x, ours, logits_blob, work):
+    """`crema export --onnx` of the net; onnxruntime's logits on the same input must equal
+    crema's within TOLERANCE (relative to max |crema|). Returns the error as text."""
+    if onnxruntime is None:
+        return "not checked (no onnxruntime)"
+    model = os.path.join(work, "net.onnx")
+    subprocess.run([crema, "export", config, "--weights", weights, "--onnx", model], check=True,
+                   stdout=subprocess.DEVNULL)
+    session = onnxruntime.InferenceSession(model, providers=["CPUExecutionProvider"])
+    (logits,) = session.run([logits_blob], {session.get_inputs()[0].name: x.numpy()})
+    os.remove(model)
+    error = (abs(torch.from_numpy(logits) - ours).max() / ours.abs().max()).item()
+    assert error <= TOLERANCE, f"onnxruntime differs from crema by {error:.2e} (> {TOLERANCE})"
+    return f"{error:.2e}"
 
 
 def main():
