@@ -116,7 +116,8 @@ TEST_F(ConfigBase, NonRegularAndHugeFilesAreRefused) {
       {fifo, "is a FIFO, not a regular file"},
       {dir_, "is a directory, not a regular file"},
       {huge, "is 16777217 bytes, more than the 16777216 crema reads"}};
-  for (const auto& [target, reason] : cases) {
+  for (const auto& [path, reason] : cases) {
+    const std::string target = path;  // a lambda may not capture a structured binding (C++17)
     EXPECT_EQ(error_of([&] { load_config(target); }), "config file '" + target + "' " + reason);
     const std::string top = write("top.yaml", "_base_: " + target + "\n");
     EXPECT_EQ(error_of([&] { load_config(top); }),
