@@ -143,7 +143,7 @@ void backward_chunk(const Activation& a, int64_t m, const float* sp, const float
 #pragma omp simd
       for (int64_t i = 0; i < m; ++i) {
         const float g = dyp[i];  // read outside the select: a conditional load keeps a branch
-        dxp[i] = (sp[i] >= lo) & (sp[i] <= hi) ? g : 0.0f;
+        dxp[i] = ((sp[i] >= lo) & (sp[i] <= hi)) ? g : 0.0f;
       }
       return;
     }
