@@ -67,8 +67,6 @@ class OnnxGraph final : public GraphBuilder {
 
   std::string temp(const std::string& hint) override { return fresh(hint); }
 
-  // Marks `name` as used (graph inputs, layer tops) so no temporary takes it.
-  void take(const std::string& name) { taken_.insert(name); }
   // `name` if free, else name_1, name_2, ...
   std::string fresh(const std::string& hint) {
     std::string name = hint;
