@@ -164,7 +164,7 @@ void backward_chunk(const Activation& a, int64_t m, const float* sp, const float
 #pragma omp simd
       for (int64_t i = 0; i < m; ++i) {
         const float g = dyp[i] / 6.0f;
-        dxp[i] = (sp[i] > -3.0f) & (sp[i] < 3.0f) ? g : 0.0f;
+        dxp[i] = ((sp[i] > -3.0f) & (sp[i] < 3.0f)) ? g : 0.0f;
       }
       return;
     case ActivationKind::hardswish:

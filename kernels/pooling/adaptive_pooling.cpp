@@ -6,6 +6,7 @@
 #include "kernels/common/dispatch.h"
 #include "kernels/common/tensor_checks.h"
 #include "kernels/pooling/adaptive_pooling.h"
+#include "kernels/pooling/argmax_checks.h"
 
 namespace crema::kernels {
 namespace {
@@ -16,17 +17,7 @@ void check_geometry(const char* op, const AdaptivePool2dGeometry& g, PoolMode mo
                 std::to_string(g.W) + ", output " + std::to_string(g.P) + "x" +
                 std::to_string(g.Q) + ")");
   }
-  // argmax holds plane indices in float32, exact up to 2^24.
-  if (mode == PoolMode::max && g.H * g.W > (int64_t(1) << 24)) {
-    throw Error(std::string(op) + ": a " + std::to_string(g.H) + "x" + std::to_string(g.W) +
-                " plane is too large for float32 argmax indices (at most 2^24 elements)");
-  }
-}
-
-// The argmax indices (max pooling), or null (average pooling).
-template <class T, class Argmax>
-auto indices_of(Argmax* argmax) {
-  return argmax != nullptr ? argmax->template data<T>() : nullptr;
+  pooling_detail::check_argmax_plane(op, mode, g.H, g.W);
 }
 
 }  // namespace
@@ -38,26 +29,23 @@ void adaptive_pool2d_forward(Context& ctx, const AdaptivePool2dGeometry& g, Pool
   const DType dtype = x.dtype();
   check_tensor(ctx, op, "x", x, {g.N, g.C, g.H, g.W}, dtype);
   check_tensor(ctx, op, "y", y, {g.N, g.C, g.P, g.Q}, dtype);
-  if (argmax != nullptr) {
-    if (mode == PoolMode::average) {
-      throw Error(std::string(op) + ": average pooling has no argmax; pass nullptr");
-    }
-    check_tensor(ctx, op, "argmax", *argmax, {g.N, g.C, g.P, g.Q}, dtype);
-  }
+  pooling_detail::check_argmax(ctx, op, mode, argmax, {g.N, g.C, g.P, g.Q}, dtype, false);
   dispatch(ctx, op, dtype,
            on_cuda(DType::f32,
                    [&](auto stream) {
                      cuda::adaptive_pool2d_forward(g, mode, x.data<float>(), y.data<float>(),
-                                                   indices_of<float>(argmax), stream);
+                                                   pooling_detail::indices_of<float>(argmax),
+                                                   stream);
                    }),
            on_cpu(DType::f32,
                   [&] {
                     cpu::adaptive_pool2d_forward(g, mode, x.data<float>(), y.data<float>(),
-                                                 indices_of<float>(argmax), ctx.num_threads());
+                                                 pooling_detail::indices_of<float>(argmax),
+                                                 ctx.num_threads());
                   }),
            on_cpu(DType::f64, [&] {
              ref::adaptive_pool2d_forward(g, mode, x.data<double>(), y.data<double>(),
-                                          indices_of<double>(argmax));
+                                          pooling_detail::indices_of<double>(argmax));
            }));
 }
 
@@ -68,29 +56,25 @@ void adaptive_pool2d_backward(Context& ctx, const AdaptivePool2dGeometry& g, Poo
   const DType dtype = dy.dtype();
   check_tensor(ctx, op, "dy", dy, {g.N, g.C, g.P, g.Q}, dtype);
   check_tensor(ctx, op, "dx", dx, {g.N, g.C, g.H, g.W}, dtype);
-  if (mode == PoolMode::max) {
-    if (argmax == nullptr)
-      throw Error(std::string(op) + ": max pooling needs the forward's argmax");
-    check_tensor(ctx, op, "argmax", *argmax, {g.N, g.C, g.P, g.Q}, dtype);
-  } else if (argmax != nullptr) {
-    throw Error(std::string(op) + ": average pooling has no argmax; pass nullptr");
-  }
-  dispatch(
-      ctx, op, dtype,
-      on_cuda(DType::f32,
-              [&](auto stream) {
-                cuda::adaptive_pool2d_backward(g, mode, dy.data<float>(), indices_of<float>(argmax),
-                                               dx.data<float>(), stream);
-              }),
-      on_cpu(DType::f32,
-             [&] {
-               cpu::adaptive_pool2d_backward(g, mode, dy.data<float>(), indices_of<float>(argmax),
-                                             dx.data<float>(), ctx.num_threads());
-             }),
-      on_cpu(DType::f64, [&] {
-        ref::adaptive_pool2d_backward(g, mode, dy.data<double>(), indices_of<double>(argmax),
-                                      dx.data<double>());
-      }));
+  pooling_detail::check_argmax(ctx, op, mode, argmax, {g.N, g.C, g.P, g.Q}, dtype, true);
+  dispatch(ctx, op, dtype,
+           on_cuda(DType::f32,
+                   [&](auto stream) {
+                     cuda::adaptive_pool2d_backward(g, mode, dy.data<float>(),
+                                                    pooling_detail::indices_of<float>(argmax),
+                                                    dx.data<float>(), stream);
+                   }),
+           on_cpu(DType::f32,
+                  [&] {
+                    cpu::adaptive_pool2d_backward(g, mode, dy.data<float>(),
+                                                  pooling_detail::indices_of<float>(argmax),
+                                                  dx.data<float>(), ctx.num_threads());
+                  }),
+           on_cpu(DType::f64, [&] {
+             ref::adaptive_pool2d_backward(g, mode, dy.data<double>(),
+                                           pooling_detail::indices_of<double>(argmax),
+                                           dx.data<double>());
+           }));
 }
 
 }  // namespace crema::kernels

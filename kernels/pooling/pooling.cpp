@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "kernels/common/dispatch.h"
 #include "kernels/common/tensor_checks.h"
+#include "kernels/pooling/argmax_checks.h"
 
 namespace crema::kernels {
 namespace {
@@ -34,17 +35,7 @@ void check_geometry(const char* op, const Pool2dGeometry& g, PoolMode mode) {
     throw Error(std::string(op) + ": the last window lies entirely in the padding (" +
                 geometry_str(g) + "); use pool2d_output_extent for the output size");
   }
-  // argmax holds plane indices in float32, exact up to 2^24.
-  if (mode == PoolMode::max && g.H * g.W > (int64_t(1) << 24)) {
-    throw Error(std::string(op) + ": a " + std::to_string(g.H) + "x" + std::to_string(g.W) +
-                " plane is too large for float32 argmax indices (at most 2^24 elements)");
-  }
-}
-
-// The argmax indices (max pooling), or null (average pooling).
-template <class T, class Argmax>
-auto indices_of(Argmax* argmax) {
-  return argmax != nullptr ? argmax->template data<T>() : nullptr;
+  pooling_detail::check_argmax_plane(op, mode, g.H, g.W);
 }
 
 }  // namespace
@@ -69,26 +60,22 @@ void pool2d_forward(Context& ctx, const Pool2dGeometry& g, PoolMode mode, const 
   const DType dtype = x.dtype();
   check_tensor(ctx, op, "x", x, {g.N, g.C, g.H, g.W}, dtype);
   check_tensor(ctx, op, "y", y, {g.N, g.C, g.P, g.Q}, dtype);
-  if (argmax != nullptr) {
-    if (mode == PoolMode::average) {
-      throw Error("pool2d_forward: average pooling has no argmax; pass nullptr");
-    }
-    check_tensor(ctx, op, "argmax", *argmax, {g.N, g.C, g.P, g.Q}, dtype);
-  }
+  pooling_detail::check_argmax(ctx, op, mode, argmax, {g.N, g.C, g.P, g.Q}, dtype, false);
   dispatch(ctx, op, dtype,
            on_cuda(DType::f32,
                    [&](auto stream) {
                      cuda::pool2d_forward(g, mode, x.data<float>(), y.data<float>(),
-                                          indices_of<float>(argmax), stream);
+                                          pooling_detail::indices_of<float>(argmax), stream);
                    }),
            on_cpu(DType::f32,
                   [&] {
                     cpu::pool2d_forward(g, mode, x.data<float>(), y.data<float>(),
-                                        indices_of<float>(argmax), ctx.num_threads());
+                                        pooling_detail::indices_of<float>(argmax),
+                                        ctx.num_threads());
                   }),
            on_cpu(DType::f64, [&] {
              ref::pool2d_forward(g, mode, x.data<double>(), y.data<double>(),
-                                 indices_of<double>(argmax));
+                                 pooling_detail::indices_of<double>(argmax));
            }));
 }
 
@@ -99,26 +86,23 @@ void pool2d_backward(Context& ctx, const Pool2dGeometry& g, PoolMode mode, const
   const DType dtype = dy.dtype();
   check_tensor(ctx, op, "dy", dy, {g.N, g.C, g.P, g.Q}, dtype);
   check_tensor(ctx, op, "dx", dx, {g.N, g.C, g.H, g.W}, dtype);
-  if (mode == PoolMode::max) {
-    if (argmax == nullptr) throw Error("pool2d_backward: max pooling needs the forward's argmax");
-    check_tensor(ctx, op, "argmax", *argmax, {g.N, g.C, g.P, g.Q}, dtype);
-  } else if (argmax != nullptr) {
-    throw Error("pool2d_backward: average pooling has no argmax; pass nullptr");
-  }
+  pooling_detail::check_argmax(ctx, op, mode, argmax, {g.N, g.C, g.P, g.Q}, dtype, true);
   dispatch(ctx, op, dtype,
            on_cuda(DType::f32,
                    [&](auto stream) {
-                     cuda::pool2d_backward(g, mode, dy.data<float>(), indices_of<float>(argmax),
+                     cuda::pool2d_backward(g, mode, dy.data<float>(),
+                                           pooling_detail::indices_of<float>(argmax),
                                            dx.data<float>(), stream);
                    }),
            on_cpu(DType::f32,
                   [&] {
-                    cpu::pool2d_backward(g, mode, dy.data<float>(), indices_of<float>(argmax),
+                    cpu::pool2d_backward(g, mode, dy.data<float>(),
+                                         pooling_detail::indices_of<float>(argmax),
                                          dx.data<float>(), ctx.num_threads());
                   }),
            on_cpu(DType::f64, [&] {
-             ref::pool2d_backward(g, mode, dy.data<double>(), indices_of<double>(argmax),
-                                  dx.data<double>());
+             ref::pool2d_backward(g, mode, dy.data<double>(),
+                                  pooling_detail::indices_of<double>(argmax), dx.data<double>());
            }));
 }
 
