@@ -2,9 +2,12 @@
 #include "apps/training/class_list.h"
 
 #include <chrono>
+#include <climits>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <sstream>
 #include <thread>
@@ -149,54 +152,113 @@ ordered_json state_to_json(const TrainingState& s) {
   return j;
 }
 
+// Typed reads of state.json's fields. nlohmann's get<int64_t>() converts a JSON float with a
+// static_cast, which is undefined when the value does not fit; crema writes every count as a JSON
+// integer, so a field of another kind or out of range is refused with its name.
+class StateFields {
+ public:
+  explicit StateFields(const std::string& path) : path_(path) {}
+
+  const ordered_json& at(const ordered_json& object, const char* key) const {
+    if (!object.is_object() || !object.contains(key)) throw bad(key, "is missing");
+    return object.at(key);
+  }
+  int64_t integer(const ordered_json& object, const char* key, int64_t lo = INT64_MIN,
+                  int64_t hi = INT64_MAX) const {
+    const auto& v = at(object, key);
+    const bool fits = v.is_number_unsigned()  ? v.get<uint64_t>() <= uint64_t(hi)
+                      : v.is_number_integer() ? v.get<int64_t>() >= lo && v.get<int64_t>() <= hi
+                                              : false;
+    if (!fits) {
+      throw bad(key, "is " + v.dump() + (lo == 0 ? ", not an integer >= 0" : ", not an integer"));
+    }
+    return v.get<int64_t>();
+  }
+  uint64_t unsigned_integer(const ordered_json& object, const char* key) const {
+    const auto& v = at(object, key);
+    if (!v.is_number_unsigned()) throw bad(key, "is " + v.dump() + ", not an unsigned integer");
+    return v.get<uint64_t>();
+  }
+  double number(const ordered_json& object, const char* key) const {
+    const auto& v = at(object, key);
+    if (!v.is_number()) throw bad(key, "is " + v.dump() + ", not a number");
+    return v.get<double>();
+  }
+  float single(const ordered_json& object, const char* key) const {
+    const double d = number(object, key);
+    if (!(std::fabs(d) <= double(std::numeric_limits<float>::max()))) {
+      throw bad(key, "is " + at(object, key).dump() + ", outside float's range");
+    }
+    return float(d);
+  }
+  std::string text(const ordered_json& object, const char* key) const {
+    const auto& v = at(object, key);
+    if (!v.is_string()) throw bad(key, "is " + v.dump() + ", not a string");
+    return v.get<std::string>();
+  }
+  bool boolean(const ordered_json& object, const char* key) const {
+    const auto& v = at(object, key);
+    if (!v.is_boolean()) throw bad(key, "is " + v.dump() + ", not true or false");
+    return v.get<bool>();
+  }
+
+ private:
+  Error bad(const char* key, const std::string& what) const {
+    std::string shown = what.size() > 80 ? what.substr(0, 80) + "..." : what;
+    return Error(path_ + ": not a complete checkpoint state ('" + key + "' " + shown + ")");
+  }
+  std::string path_;
+};
+
 TrainingState state_from_json(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw Error("cannot open '" + path + "'");
   const ordered_json j = ordered_json::parse(in, nullptr, false);
   if (j.is_discarded() || !j.is_object()) throw Error(path + ": not a checkpoint state (not JSON)");
-  try {
-    if (j.at("format").get<int>() != kFormat) {
-      throw Error(path + ": checkpoint format " + j.at("format").dump() + ", this crema reads " +
-                  std::to_string(kFormat));
-    }
-    TrainingState s;
-    s.iteration = j.at("iteration").get<int64_t>();
-    const auto& data = j.at("data");
-    s.data_position = data.at("position").get<int64_t>();
-    s.batch_size = data.at("batch_size").get<int64_t>();
-    s.batches_per_epoch = data.at("batches_per_epoch").get<int64_t>();
-    s.iter_size = data.at("iter_size").get<int>();
-    s.seed = data.at("seed").get<uint64_t>();
-    s.rng = j.at("rng").get<std::string>();
-    s.loss_sum = float(j.at("loss_window").at("sum").get<double>());
-    s.window_iterations = j.at("loss_window").at("iterations").get<int64_t>();
-    s.window_images = j.at("loss_window").at("images").get<int64_t>();
-    s.test_pending = j.at("test_pending").get<bool>();
-    if (j.contains("rollbacks")) {  // absent in checkpoints written before solver.on_nonfinite
-      s.rollbacks = j.at("rollbacks").at("count").get<int64_t>();
-      s.lr_scale = j.at("rollbacks").at("lr_scale").get<double>();
-    }
-    s.solver_type = j.at("solver_type").get<std::string>();
-    s.model = j.at("model").get<std::string>();
-    if (j.contains("classes")) s.classes = j.at("classes").get<std::vector<std::string>>();
-    if (!j.at("best").is_null()) {
-      const auto& b = j.at("best");
-      s.best = BestMetric{b.at("metric").get<std::string>(),
-                          b.at("mode").get<std::string>() == "max", b.at("value").get<double>(),
-                          b.at("iteration").get<int64_t>(), b.at("checkpoint").get<std::string>()};
-    }
-    if (s.iteration < 0 || s.data_position < 0) {
-      throw Error(path + ": negative iteration or position");
-    }
-    if (s.rollbacks < 0 || !(s.lr_scale > 0.0 && s.lr_scale <= 1.0)) {
-      throw Error(path +
-                  ": rollbacks.count must not be negative and rollbacks.lr_scale must be "
-                  "in (0, 1]");
-    }
-    return s;
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(path + ": not a complete checkpoint state (" + e.what() + ")");
+  const StateFields f(path);
+  if (!f.at(j, "format").is_number_integer() || f.integer(j, "format") != kFormat) {
+    throw Error(path + ": checkpoint format " + j.at("format").dump() + ", this crema reads " +
+                std::to_string(kFormat));
   }
+  TrainingState s;
+  s.iteration = f.integer(j, "iteration", 0);
+  const auto& data = f.at(j, "data");
+  s.data_position = f.integer(data, "position", 0);
+  s.batch_size = f.integer(data, "batch_size");
+  s.batches_per_epoch = f.integer(data, "batches_per_epoch");
+  s.iter_size = int(f.integer(data, "iter_size", INT_MIN, INT_MAX));
+  s.seed = f.unsigned_integer(data, "seed");
+  s.rng = f.text(j, "rng");
+  const auto& window = f.at(j, "loss_window");
+  s.loss_sum = f.single(window, "sum");
+  s.window_iterations = f.integer(window, "iterations");
+  s.window_images = f.integer(window, "images");
+  s.test_pending = f.boolean(j, "test_pending");
+  if (j.contains("rollbacks")) {  // absent in checkpoints written before solver.on_nonfinite
+    const auto& rollbacks = f.at(j, "rollbacks");
+    s.rollbacks = f.integer(rollbacks, "count", 0);
+    s.lr_scale = f.number(rollbacks, "lr_scale");
+  }
+  s.solver_type = f.text(j, "solver_type");
+  s.model = f.text(j, "model");
+  if (j.contains("classes")) {
+    const auto& classes = j.at("classes");
+    if (!classes.is_array()) throw Error(path + ": 'classes' is not a list of names");
+    for (const auto& c : classes) {
+      if (!c.is_string()) throw Error(path + ": 'classes' holds " + c.dump() + ", not a name");
+      s.classes.push_back(c.get<std::string>());
+    }
+  }
+  const auto& best = f.at(j, "best");
+  if (!best.is_null()) {
+    s.best =
+        BestMetric{f.text(best, "metric"), f.text(best, "mode") == "max", f.number(best, "value"),
+                   f.integer(best, "iteration"), f.text(best, "checkpoint")};
+  }
+  if (!(s.lr_scale > 0.0 && s.lr_scale <= 1.0)) {
+    throw Error(path + ": rollbacks.lr_scale must be in (0, 1]");
+  }
+  return s;
 }
 
 std::string join_some(const std::vector<std::string>& items) {

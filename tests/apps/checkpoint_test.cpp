@@ -207,5 +207,43 @@ TEST_F(TrainResume, CheckpointFilesHavePyTorchNamesAndLayouts) {
   EXPECT_FALSE(c.state.rng.empty());
 }
 
+// state.json's counts are JSON integers; a float that does not fit an int64 (5.1e22, found by the
+// checkpoint_state fuzz target) or a value of the wrong kind is refused with the field's name.
+TEST_F(TrainResume, StateFieldsOfTheWrongKindAreRefusedByName) {
+  CommandOptions o = options("run");
+  o.stop_after = 7;
+  train(o);
+  const std::string checkpoint = find_checkpoint(dir_ + "/run");
+  const std::string state = checkpoint + "/state.json";
+  const std::string good = testing::read_file(state);
+  const auto refused = [&](const std::string& from, const std::string& to,
+                           const std::string& message) {
+    const size_t at = good.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    std::string bad = good;
+    bad.replace(at, from.size(), to);
+    testing::write_text(state, bad);
+    try {
+      read_checkpoint(checkpoint);
+      ADD_FAILURE() << "accepted " << to;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
+  };
+  refused("\"iteration\": 7", "\"iteration\": 5.11111e+22",
+          "'iteration' is 5.11111e+22, not an integer >= 0");
+  refused("\"iteration\": 7", "\"iteration\": -7", "'iteration' is -7, not an integer >= 0");
+  refused("\"iteration\": 7", "\"iteration\": 18446744073709551615", "'iteration' is");
+  refused(
+      "\"batch_size\":", "\"batch_size\": 4.5, \"unused\":", "'batch_size' is 4.5, not an integer");
+  refused("\"iter_size\":", "\"iter_size\": 4294967296, \"unused\":", "'iter_size' is 4294967296");
+  refused("\"seed\":", "\"seed\": -1, \"unused\":", "'seed' is -1, not an unsigned integer");
+  refused("\"sum\":", "\"sum\": 1e300, \"unused\":", "'sum' is 1e+300, outside float's range");
+  refused("\"test_pending\":", "\"test_pending\": 0, \"unused\":", "'test_pending' is 0");
+  refused("\"rng\":", "\"rng\": 5, \"unused\":", "'rng' is 5, not a string");
+  testing::write_text(state, good);
+  EXPECT_EQ(read_checkpoint(checkpoint).state.iteration, 7);
+}
+
 }  // namespace
 }  // namespace crema

@@ -103,6 +103,10 @@ put("checkpoint_state", "state.json", json.dumps(state, indent=2) + "\n")
 state["best"] = {"metric": "accuracy", "mode": "max", "value": 0.875, "iteration": 400,
                  "checkpoint": "iter_000400"}
 put("checkpoint_state", "state_with_best.json", json.dumps(state, indent=2) + "\n")
+# A count written as a float too large for int64: once undefined behaviour (a CI fuzz run found
+# it), now refused by name.
+state["iteration"] = 5.11111e22
+put("checkpoint_state", "float_iteration.json", json.dumps(state, indent=2) + "\n")
 
 
 # Images: a 3 x 2 PNG (RGB and grayscale), BMP, PGM and PPM.
