@@ -124,13 +124,17 @@ void sgemm_ffma_tuned_any_shape(const detail::GemmArgs& args, float* workspace,
 namespace detail {
 
 KSplit ffma_split(int64_t M, int64_t N, int64_t K) {
-  if (tiles_of(tile::choose_tile(M, N, 1, tile::TileShape::tiny), M, N) >= kBusyBlocks) return {};
+  // Split when C's tiles, at the shape padding favours, cannot occupy the SMs alone. tile_cost's
+  // penalties would keep the unsplit product on v4's 16 x 16 or 32 x 32 tiles, whose many blocks
+  // fill the machine but run far below their modelled speed on a long K (the 16 x 16 tile: 3.5
+  // TFLOP/s for 384 x 96 x 401,408 on an H200, kernels/gemm/README.md).
   const tile::TileShape shape = split_tile(M, N);
+  const int64_t tiles = tiles_of(shape, M, N);
+  if (tiles >= kBusyBlocks) return {};
+  const int64_t most = std::min(ceil_div(kSplitBlocks, tiles), K / kMinSplitK);
+  if (most < 2) return {};
   const int64_t bk = tile::tile_info(shape).bk;
-  const int64_t wanted = ceil_div(kSplitBlocks, tiles_of(shape, M, N));
-  const int64_t splits = std::min(wanted, K / kMinSplitK);
-  if (splits < 2) return {};
-  const int64_t slabs = ceil_div(K, bk), slabs_per_split = ceil_div(slabs, splits);
+  const int64_t slabs = ceil_div(K, bk), slabs_per_split = ceil_div(slabs, most);
   return KSplit{int(ceil_div(slabs, slabs_per_split)), int(slabs_per_split * bk), M * N};
 }
 

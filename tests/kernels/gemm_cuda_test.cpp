@@ -161,6 +161,10 @@ TEST(GemmCuda, SplitKOnSmallOutputsWithLongK) {
       }
     }
   }
+  // The weight gradients of ConvNeXt-T's first stage at batch 128 (384 x 96 and 96 x 384 over
+  // 401,408 positions) split, though v4's 16 x 16 tiles would give 144 blocks unsplit.
+  EXPECT_GT(cuda::detail::ffma_split(384, 96, 401408).splits, 1);
+  EXPECT_GT(cuda::detail::ffma_split(96, 384, 401408).splits, 1);
   // C that fills the GPU with tiles, or a short K: no split.
   EXPECT_EQ(cuda::detail::ffma_split(2048, 2048, 100000).splits, 1);
   EXPECT_EQ(cuda::detail::ffma_split(64, 64, 300).splits, 1);
