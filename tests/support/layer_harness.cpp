@@ -31,12 +31,10 @@ Tensor as_f64(const Tensor& t) {
 }  // namespace
 
 LayerHarness::LayerHarness(const std::string& yaml, const std::vector<Shape>& bottom_shapes,
-                           Context& context, int num_tops, Phase phase, DType dtype_)
-    : node(parse_config(yaml, "test")), ctx(context), dtype(dtype_) {
+                           Context& context, int num_tops, Phase phase, DType tensor_dtype)
+    : node(parse_config(yaml, "test")), ctx(context), dtype(tensor_dtype) {
   CREMA_CHECK(dtype == DType::f32 || ctx.device().is_cpu(), "float64 layers run on the CPU only");
-  auto blob_tensor = [&](const Shape& shape) {
-    return dtype == DType::f32 ? ctx.empty(shape) : Tensor(shape, dtype);
-  };
+  auto blob_tensor = [&](const Shape& shape) { return ctx.empty(shape, dtype); };
   LayerSpec spec;
   spec.name = node.get<std::string>("name");
   spec.type = node.get<std::string>("type");
