@@ -61,7 +61,7 @@ class SoftmaxWithLossLayer final : public Layer {
            bottom[0]->name + "' " + shape_str(x.shape()));
     }
     top[0]->value.reshape({});
-    if (!prob_.defined()) prob_ = ctx.empty({0});
+    if (!prob_.defined()) prob_ = ctx.empty({0}, x.dtype());
     if (top.size() > 1) {
       top[1]->value.reshape(x.shape());
     } else {

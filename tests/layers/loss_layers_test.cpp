@@ -21,7 +21,8 @@ TEST(SoftmaxWithLossLayer, ValueMatchesDefinition) {
 
 TEST(SoftmaxWithLossLayer, Gradient) {
   Context ctx;
-  LayerHarness h("{name: l, type: SoftmaxWithLoss}", {{4, 5}, {4}}, ctx);
+  LayerHarness h("{name: l, type: SoftmaxWithLoss}", {{4, 5}, {4}}, ctx, 1, Phase::train,
+                 DType::f64);
   h.set_bottom(0, random_values(20, -2, 2, 1));
   h.set_bottom(1, {0, 4, 2, 2});
   GradientCheckOptions options;
@@ -32,7 +33,7 @@ TEST(SoftmaxWithLossLayer, Gradient) {
 TEST(SoftmaxWithLossLayer, SpatialGradientWithIgnoreLabel) {
   Context ctx;
   LayerHarness h("{name: l, type: SoftmaxWithLoss, ignore_label: 255, normalization: batch_size}",
-                 {{2, 3, 2, 2}, {2, 1, 2, 2}}, ctx);
+                 {{2, 3, 2, 2}, {2, 1, 2, 2}}, ctx, 1, Phase::train, DType::f64);
   h.set_bottom(0, random_values(24, -2, 2, 2));
   h.set_bottom(1, {0, 1, 255, 2, 2, 255, 1, 0});
   GradientCheckOptions options;
