@@ -102,7 +102,7 @@ TEST(TargetLabelsCuda, MatchesTheReference) {
     for (size_t k = 0; k < t.size(); k += 3) t[k] = 0.5f;  // ties: the first class wins
     const int64_t positions = shape_numel(shape) / shape[1];
     const int64_t inner = positions / shape[0];
-    std::vector<float> want(size_t(positions));
+    std::vector<float> want(static_cast<size_t>(positions));
     ref::target_labels(shape[0], shape[1], inner, t.data(), want.data());
     Tensor labels = testing::poisoned_device(gpu, {positions});
     target_labels(gpu, testing::to_device(gpu, shape, t), 1, labels);
