@@ -1,4 +1,5 @@
-// SoftmaxWithLoss: the cross-entropy of softmax(logits) against integer labels (Caffe's layer).
+// SoftmaxWithLoss: the cross-entropy of softmax(logits) against integer labels (Caffe's layer) or
+// soft targets (PyTorch's probability targets).
 //
 //   prob[i, c, j] = exp(x[i,c,j]) / sum_c' exp(x[i,c',j])      (softmax along `axis`, size C)
 //   loss = -(1 / normalizer) * sum over positions (i, j) whose label != ignore_label
