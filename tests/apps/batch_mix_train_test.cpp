@@ -8,31 +8,14 @@
 
 #include "apps/commands.h"
 #include "core/error.h"
-#include "tests/apps/app_test_util.h"
+#include "tests/apps/batch_mix_run.h"
 #include "tests/support/error_text.h"
-#include "tests/support/synthetic_data.h"
 
 namespace crema {
 namespace {
 
 using testing::error_of;
-
-// The synthetic run (tests/support/synthetic_data.h) with `label` as declared and a batch_mix.
-std::string mixing_run(const std::string& dir, const std::string& label,
-                       const std::string& batch_mix) {
-  testing::write_synthetic_idx(dir, 600, 1);
-  std::string text = testing::synthetic_config(dir);
-  auto replace = [&](const std::string& from, const std::string& to) {
-    const size_t at = text.find(from);
-    EXPECT_NE(at, std::string::npos) << from;
-    text.replace(at, from.size(), to);
-  };
-  replace("label: []", "label: " + label);
-  replace("    batch_size: 16\n", "    batch_size: 16\n    batch_mix: " + batch_mix + "\n");
-  const std::string config = dir + "/net.yaml";
-  testing::write_text(config, text);
-  return config;
-}
+using testing::mixing_run;
 
 TEST(BatchMixTraining, LearnsWithMixupAndCutmixAndTestReproduces) {
   const std::string dir = testing::fresh_dir("batch_mix_train");
