@@ -26,7 +26,8 @@ std::vector<double> bench_loader_command(const BenchLoaderOptions& options, std:
     overrides.push_back(fmt::format("++data.{}.workers={}", options.split, workers));
     const ConfigNode root = load_run_config(options.config, overrides);
     const auto loader =
-        make_loader(root.at("data"), options.split, uint64_t(root.get<int64_t>("seed", 1)));
+        make_loader(root.at("data"), options.split, uint64_t(root.get<int64_t>("seed", 1)), nullptr,
+                    nullptr, root.has("model") ? soft_target_classes(root.at("model")) : 0);
     if (rates.empty()) {
       out << fmt::format("loader of data.{}: {}, batch {}, {} transform(s), {} batches timed\n",
                          options.split, loader->dataset().description(),
