@@ -66,6 +66,8 @@ struct TransformSpec {
   std::vector<float> values;                          // the main value
   std::map<std::string, std::vector<float>> options;  // named values
   std::string preset;                                 // a named set of values instead
+  std::map<std::string, std::string> words;           // options given as a word:
+                                                      // {interpolation: bilinear}
 };
 
 // The presets of `normalize`, by name: {mean, std} per channel.
