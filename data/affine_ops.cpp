@@ -10,6 +10,14 @@ double radians(double degrees) {
   return degrees * kPi / 180.0;
 }
 
+// Rounds half to even, as nearbyint in the default rounding mode, without libm's call: adding
+// and subtracting 1.5 x 2^23 leaves no fraction bits (no FP contraction in ISO C++ mode). Exact
+// for |x| < 2^22; a point farther out is outside any image, and is sent to -1.
+inline float round_half_even(float x) {
+  constexpr float kShift = 12582912.0f;  // 1.5 x 2^23
+  return std::fabs(x) < 4194304.0f ? (x + kShift) - kShift : -1.0f;
+}
+
 }  // namespace
 
 std::array<double, 6> inverse_affine_matrix(const AffineParams& params, int64_t height,
@@ -64,7 +72,7 @@ void affine(Image& image, const AffineParams& params, Interpolation interpolatio
       int taps = 0;
       float mask = 0.0f;
       if (interpolation == Interpolation::nearest) {
-        const int64_t r = int64_t(std::nearbyint(sy)), q = int64_t(std::nearbyint(sx));
+        const int64_t r = int64_t(round_half_even(sy)), q = int64_t(round_half_even(sx));
         if (r >= 0 && r < height && q >= 0 && q < width) {
           rows[0] = r, cols[0] = q, weights[0] = 1.0f, taps = 1, mask = 1.0f;
         }
