@@ -1,5 +1,6 @@
 #include "data/augment.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <utility>
