@@ -13,6 +13,8 @@
 #include "data/affine_ops.h"
 #include "data/augment.h"
 #include "data/color_ops.h"
+#include "data/dataset.h"
+#include "data/loader.h"
 #include "tests/support/error_text.h"
 
 namespace crema::data {
@@ -281,6 +283,37 @@ TEST(AutoAugment, SeedsRangeAndVariety) {
   EXPECT_EQ(apply(spec("rand_augment", {{"num_ops", {0.0f}}}), x).pixels, x.pixels);
   EXPECT_EQ(make_transform({"rand_augment", {}})->description(),
             "rand_augment(num_ops=2, magnitude=9, num_magnitude_bins=31, interpolation=nearest)");
+}
+
+// The augmentations draw only from the loader's per-sample Random: the same batches for 0 or 3
+// workers, other batches with another seed.
+TEST(AugmentLoader, SameBatchesForAnyWorkerCount) {
+  const int64_t n = 24;
+  std::vector<uint8_t> pixels(size_t(n * 3 * 10 * 12));
+  for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = uint8_t((i * 131) % 256);
+  auto dataset = std::make_shared<InMemoryDataset>("pixels", Shape{3, 10, 12}, pixels,
+                                                   std::vector<int32_t>(size_t(n), 0));
+  auto batches = [&](int workers, uint64_t seed) {
+    DataLoaderOptions o;
+    o.batch_size = 4;
+    o.shuffle = true;
+    o.seed = seed;
+    o.num_workers = workers;
+    for (const TransformSpec& s :
+         {TransformSpec("scale", {0.00392157f}), TransformSpec("trivial_augment_wide"),
+          spec("color_jitter", {{"brightness", {0.4f}}, {"hue", {0.1f}}}),
+          TransformSpec("random_affine", {10.0f}, {{"translate", {0.1f, 0.1f}}}),
+          spec("random_erasing", {}, {{"value", "random"}})}) {
+      o.transforms.push_back(make_transform(s));
+    }
+    DataLoader loader(dataset, o);
+    std::vector<std::vector<float>> out;
+    for (int b = 0; b < 12; ++b) out.push_back(loader.next().data.to_vector());  // 2 epochs
+    return out;
+  };
+  const auto reference = batches(0, 5);
+  EXPECT_EQ(batches(3, 5), reference);
+  EXPECT_NE(batches(3, 6), reference);
 }
 
 TEST(AugmentSpecs, BadOptionsNameTheOption) {
