@@ -213,6 +213,56 @@ TEST_F(Packed, ReplacesAnEarlierPackButNoOtherFolder) {
   EXPECT_EQ(read_file(path("other/notes.txt")), "mine");
 }
 
+// A dataset of 1 x 1 x 1 samples labelled i % 2 that records the hints and reductions it gets.
+class RecordingDataset : public Dataset {
+ public:
+  int64_t size() const override { return 10; }
+  const Shape& sample_shape() const override { return shape_; }
+  int64_t num_classes() const override { return 2; }
+  void read_sample(int64_t index, Image& out) const override { out.reset(shape_); }
+  void read_sample_reduced(int64_t index, Image& out,
+                           const std::function<int(Size2 full)>& reduction) const override {
+    reductions.push_back(reduction ? reduction({64, 64}) : 0);
+    read_sample(index, out);
+  }
+  void will_read(const int64_t* indices, int64_t count) const override {
+    hints.emplace_back(indices, indices + count);
+  }
+  int64_t label(int64_t index) const override { return index % 2; }
+  std::string description() const override { return "recording"; }
+
+  mutable std::vector<std::vector<int64_t>> hints;
+  mutable std::vector<int> reductions;
+
+ private:
+  Shape shape_ = {1, 1, 1};
+};
+
+TEST(DatasetHints, TheLoaderHintsEachBatchAndClassSubsetsPassHintsAndReductionsOn) {
+  auto recording = std::make_shared<RecordingDataset>();
+  DataLoaderOptions options;
+  options.batch_size = 3;
+  options.shuffle = true;
+  options.num_workers = 0;
+  DataLoader loader(recording, options);
+  const std::vector<int64_t> order = epoch_order(10, options.seed, 0);
+  loader.next();
+  loader.next();
+  ASSERT_EQ(recording->hints.size(), 2u);
+  EXPECT_EQ(recording->hints[0], std::vector<int64_t>(order.begin(), order.begin() + 3));
+  EXPECT_EQ(recording->hints[1], std::vector<int64_t>(order.begin() + 3, order.begin() + 6));
+
+  recording->hints.clear();
+  const auto odd = select_classes(recording, {1});  // samples 1, 3, 5, 7, 9
+  const int64_t wanted[] = {0, 2, 4};
+  odd->will_read(wanted, 3);
+  ASSERT_EQ(recording->hints.size(), 1u);
+  EXPECT_EQ(recording->hints[0], (std::vector<int64_t>{1, 5, 9}));
+  Image image;
+  odd->read_sample_reduced(1, image, [](Size2 full) { return int(full.height / 16); });
+  EXPECT_EQ(recording->reductions, std::vector<int>{4});
+}
+
 class PackedCorruption : public Packed {
  protected:
   void SetUp() override {
