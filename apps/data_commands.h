@@ -43,6 +43,7 @@ struct PackCommandOptions {
   int64_t max_side = 0;     // re-encode images with a longer side as JPEG; 0: keep every file
   int quality = 90;         // JPEG quality of re-encoded images
   bool skip_bad = false;    // leave out files that do not decode, listing them
+  int workers = 0;          // threads decoding and re-encoding files; 0: one per core
   std::string root;         // list file: where its paths start (default: the list's folder)
   int64_t num_classes = 0;  // list file: the number of classes (default: largest label + 1)
   int64_t max_pixels = data::kDefaultMaxImagePixels;

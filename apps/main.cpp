@@ -13,7 +13,7 @@
 //   crema devices
 //   crema export-images [CONFIG --split S | --images F --labels F] --out DIR [--classes 5,7,9] [--per-class N]
 //   crema pack SOURCE OUT [--shard-size 256MB] [--max-side N] [--quality Q] [--skip-bad]
-//              [--root DIR] [--num-classes N]
+//              [--workers N] [--root DIR] [--num-classes N]
 //   crema bench-loader CONFIG [--split S] [--workers 1,2,4] [--batches N]
 //   crema bench gemm|conv|rnn [--shape S]... [--version V] [--math fp32|tf32|bf16] [--warmup N]
 //               [--layout nchw|nhwc] [--repeats N] [--device cuda:N]
@@ -147,6 +147,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   pack->add_flag("--skip-bad", pack_options.skip_bad,
                  "leave out files that do not decode, and list them");
+  pack->add_option("--workers", pack_options.workers,
+                   "threads decoding and re-encoding files (0: one per core)")
+      ->capture_default_str();
   pack->add_option("--root", pack_options.root,
                    "list file: the folder its paths start from (default: the list's)");
   pack->add_option("--num-classes", pack_options.num_classes,

@@ -4,10 +4,12 @@
 //   crema pack photos/train photos_packed/train                       # files kept as they are
 //   crema pack photos/train OUT --max-side 512 --quality 90           # larger photos re-encoded
 //   crema pack train.txt OUT --root /data/images --shard-size 1GiB    # a list file
+#include <algorithm>
 #include <filesystem>
 #include <memory>
 #include <optional>
 #include <ostream>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -49,6 +51,7 @@ data::PackSummary pack_command(const PackCommandOptions& options, std::ostream& 
                 "' is not a size; write bytes or e.g. 256MB, 1GiB");
   }
   if (options.num_classes < 0) throw Error("--num-classes must be positive");
+  if (options.workers < 0) throw Error("--workers must be 0 (one per core) or more");
   if (options.max_pixels < 1) throw Error("--max-image-pixels must be positive");
   const std::unique_ptr<data::ImageFileDataset> source = pack_source(options);
   data::PackOptions pack;
@@ -56,6 +59,8 @@ data::PackSummary pack_command(const PackCommandOptions& options, std::ostream& 
   pack.max_side = options.max_side;
   pack.quality = options.quality;
   pack.skip_bad = options.skip_bad;
+  pack.workers =
+      options.workers > 0 ? options.workers : std::max(1, int(std::thread::hardware_concurrency()));
   pack.max_pixels = options.max_pixels;
   pack.root =
       std::filesystem::is_directory(options.source)

@@ -4,11 +4,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <limits>
+#include <thread>
 
 #include "core/error.h"
 #include "core/regular_file.h"
@@ -118,7 +121,42 @@ std::string stored_path(const std::string& path, const std::string& root) {
   return relative.generic_string();
 }
 
-// Packs every sample into the shards of `dir` and returns the index.
+// One file made ready for its shard: its bytes (as read, or re-encoded) and image size, or the
+// reason it cannot be packed.
+struct Prepared {
+  std::vector<uint8_t> bytes;
+  uint32_t height = 0, width = 0;
+  bool reencoded = false;
+  std::string error;               // a crema::Error's message, naming the file
+  std::exception_ptr other_error;  // anything else (out of memory), re-thrown as it is
+};
+
+Prepared prepare(const ImageFile& file, const PackOptions& options) {
+  Prepared out;
+  try {
+    out.bytes = read_image_bytes(file.path);
+    DecodeOptions decode;
+    decode.max_pixels = options.max_pixels;
+    Image image;
+    decode_image(out.bytes.data(), out.bytes.size(), 3, file.path, image, decode);
+    out.height = uint32_t(image.height());
+    out.width = uint32_t(image.width());
+    if (options.max_side > 0 && std::max(image.height(), image.width()) > options.max_side) {
+      out.bytes =
+          reencode(image, options.max_side, options.quality, file.path, out.height, out.width);
+      out.reencoded = true;
+    }
+  } catch (const Error& e) {
+    out.error = file.origin.empty() ? e.what() : file.origin + ": " + e.what();
+  } catch (...) {
+    out.other_error = std::current_exception();
+  }
+  return out;
+}
+
+// Packs every sample into the shards of `dir` and returns the index. Files are read, decoded
+// and re-encoded by `options.workers` threads a chunk at a time; the chunk is then written in
+// sample order, so the output does not depend on the number of workers.
 PackedIndex write_shards(const ImageFileDataset& source, const fs::path& dir,
                          const PackOptions& options, PackSummary& summary) {
   PackedIndex index;
@@ -130,48 +168,52 @@ PackedIndex write_shards(const ImageFileDataset& source, const fs::path& dir,
     shard->close();
     shard.reset();
   };
-  Image image;
-  for (int64_t i = 0; i < source.size(); ++i) {
-    const ImageFile& file = source.file(i);
-    PackedSample sample;
-    std::vector<uint8_t> bytes;
-    try {
-      try {
-        bytes = read_image_bytes(file.path);
-        DecodeOptions decode;
-        decode.max_pixels = options.max_pixels;
-        decode_image(bytes.data(), bytes.size(), 3, file.path, image, decode);
-        sample.height = uint32_t(image.height());
-        sample.width = uint32_t(image.width());
-        if (options.max_side > 0 && std::max(image.height(), image.width()) > options.max_side) {
-          bytes = reencode(image, options.max_side, options.quality, file.path, sample.height,
-                           sample.width);
-          ++summary.reencoded;
-        }
-      } catch (const Error& e) {
-        throw Error(file.origin.empty() ? e.what() : file.origin + ": " + e.what());
+  const int workers = std::max(1, options.workers);
+  const int64_t chunk = 16 * int64_t(workers);
+  std::vector<Prepared> ready;
+  for (int64_t begin = 0; begin < source.size(); begin += chunk) {
+    const int64_t count = std::min(chunk, source.size() - begin);
+    ready.assign(size_t(count), Prepared{});
+    std::atomic<int64_t> next{0};
+    const auto work = [&] {
+      for (int64_t i; (i = next++) < count;) {
+        ready[size_t(i)] = prepare(source.file(begin + i), options);
       }
-    } catch (const Error& e) {
-      if (!options.skip_bad) throw;
-      summary.skipped.push_back(e.what());
-      continue;
+    };
+    std::vector<std::thread> threads;
+    for (int w = 1; w < workers; ++w) threads.emplace_back(work);
+    work();
+    for (std::thread& thread : threads) thread.join();
+
+    for (int64_t i = 0; i < count; ++i) {
+      Prepared& file = ready[size_t(i)];
+      if (file.other_error) std::rethrow_exception(file.other_error);
+      if (!file.error.empty()) {
+        if (!options.skip_bad) throw Error(file.error);
+        summary.skipped.push_back(file.error);
+        continue;
+      }
+      if (shard && shard->size() > 0 && shard->size() + file.bytes.size() > options.shard_bytes) {
+        close_shard();
+      }
+      if (!shard) {
+        shard = std::make_unique<ShardWriter>(
+            (dir / shard_file_name(index.shard_sizes.size())).string());
+      }
+      PackedSample sample;
+      sample.shard = uint32_t(index.shard_sizes.size());
+      sample.label = source.file(begin + i).label;
+      sample.offset = shard->size();
+      sample.length = uint32_t(file.bytes.size());
+      sample.crc32 = crc32_of(file.bytes.data(), file.bytes.size());
+      sample.height = file.height;
+      sample.width = file.width;
+      sample.path = stored_path(source.file(begin + i).path, options.root);
+      shard->append(file.bytes);
+      summary.bytes += file.bytes.size();
+      summary.reencoded += file.reencoded ? 1 : 0;
+      index.samples.push_back(std::move(sample));
     }
-    if (shard && shard->size() > 0 && shard->size() + bytes.size() > options.shard_bytes) {
-      close_shard();
-    }
-    if (!shard) {
-      shard =
-          std::make_unique<ShardWriter>((dir / shard_file_name(index.shard_sizes.size())).string());
-    }
-    sample.shard = uint32_t(index.shard_sizes.size());
-    sample.label = file.label;
-    sample.offset = shard->size();
-    sample.length = uint32_t(bytes.size());
-    sample.crc32 = crc32_of(bytes.data(), bytes.size());
-    sample.path = stored_path(file.path, options.root);
-    shard->append(bytes);
-    summary.bytes += bytes.size();
-    index.samples.push_back(std::move(sample));
   }
   if (shard) close_shard();
   if (index.samples.empty()) {

@@ -4,12 +4,15 @@
 //
 // Every file is decoded once while it is packed, so that what is packed is what the loader can
 // read: a file that does not decode (or breaks a limit of data/image.h) is an error naming it,
-// or, with skip_bad, left out and listed in the summary. A file's bytes are kept as they are,
-// unless `max_side` is set and the image's longer side is larger: it is then resized (the
-// resize transform's antialiased triangle filter) so that its longer side is max_side, the
-// shorter one rounded, and re-encoded as JPEG at `quality` (gray when its three channels are
-// equal), whatever its format was (as FFCV does). Re-encoded samples differ from the files by
-// the resize and JPEG's loss; the others decode to the same pixels.
+// or, with skip_bad, left out and listed in the summary. `workers` threads prepare a chunk of
+// files at a time, which is then written in sample order: the output is the same for any number
+// of workers.
+//
+// A file's bytes are kept as they are, unless `max_side` is set and the image's longer side is
+// larger: it is then resized (the resize transform's antialiased triangle filter) so that its
+// longer side is max_side, the shorter one rounded, and re-encoded as JPEG at `quality` (gray
+// when its three channels are equal), whatever its format was (as FFCV does). Re-encoded samples
+// differ from the files by the resize and JPEG's loss; the others decode to the same pixels.
 //
 // Atomic: everything is written into a hidden folder beside OUT (.OUT.tmp-<pid>), each file
 // fsync'ed, and the folder renamed to OUT at the end. An earlier packed dataset at OUT is
@@ -31,6 +34,7 @@ struct PackOptions {
   int64_t max_side = 0;                 // re-encode images with a longer side; 0: keep every file
   int quality = 90;                     // JPEG quality of re-encoded images, 1..100
   bool skip_bad = false;  // leave out files that do not decode (listed in the summary)
+  int workers = 1;        // threads reading, decoding and re-encoding files
   int64_t max_pixels = kDefaultMaxImagePixels;
   std::string root;  // sample paths are kept relative to it (the folder, or the list's root)
 };

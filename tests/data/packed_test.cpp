@@ -201,6 +201,29 @@ TEST_F(Packed, UnreadableFilesAreNamedOrSkipped) {
   EXPECT_EQ(load_packed(path("packed"), 3)->size(), 11);
 }
 
+TEST_F(Packed, AnyNumberOfWorkersWritesTheSameFiles) {
+  photo_folder("photos");
+  write_file("photos/dog/broken.jpg", "not an image");
+  const auto folder = load_image_folder(path("photos"), 3);
+  PackOptions options;
+  options.skip_bad = true;
+  options.max_side = 44;  // some re-encoded too
+  options.shard_bytes = 5000;
+  const PackSummary one = pack(*folder, "one", options);
+  options.workers = 3;
+  const PackSummary three = pack(*folder, "three", options);
+  EXPECT_EQ(one.skipped, three.skipped);
+  EXPECT_EQ(one.reencoded, three.reencoded);
+  EXPECT_GT(one.reencoded, 0);
+  ASSERT_EQ(one.shards, three.shards);
+  EXPECT_EQ(read_file(path("one/index.crema")), read_file(path("three/index.crema")));
+  for (size_t s = 0; s < one.shards; ++s) {
+    EXPECT_EQ(read_file(path("one/" + shard_file_name(s))),
+              read_file(path("three/" + shard_file_name(s))))
+        << s;
+  }
+}
+
 TEST_F(Packed, ReplacesAnEarlierPackButNoOtherFolder) {
   const auto folder = load_image_folder(photo_folder("photos"), 3);
   pack(*folder, "packed");
