@@ -176,6 +176,7 @@ DataLoader::Result DataLoader::assemble(int64_t position, const std::vector<int6
     batch.labels = Tensor({count}, DType::f32, Device::cpu(), options_.allocator);
     float* data = batch.data.data<float>();      // [B, sample_shape...]
     float* labels = batch.labels.data<float>();  // [B]
+    dataset_->will_read(order.data() + first, count);
     for (int64_t i = 0; i < count; ++i) {
       int64_t index = order[size_t(first + i)];
       if (!options_.skip_bad) {

@@ -21,7 +21,9 @@
 // after start_epoch(0), or simply the next batches_per_epoch() calls: a pass stays aligned.
 //
 // Threads. num_workers threads (std::thread, owned by the loader) claim positions in order, read
-// (decode) and transform their samples, and file the finished batch under its position. At most
+// (decode) and transform their samples, and file the finished batch under its position. A batch
+// starts by telling the dataset which samples it holds (Dataset::will_read: a packed dataset
+// reads them ahead). At most
 // num_workers + prefetch batches are claimed beyond the one next() waits for: every worker can be
 // busy while `prefetch` finished batches wait (a window of `prefetch` alone would leave workers
 // beyond the prefetch count idle), and memory stays bounded. next()

@@ -9,11 +9,12 @@
 #include "data/cifar.h"
 #include "data/idx.h"
 #include "data/image_files.h"
+#include "data/packed.h"
 
 namespace crema {
 namespace {
 
-const char* const kFormats = "idx, image_folder, image_list, cifar10, cifar100";
+const char* const kFormats = "idx, image_folder, image_list, packed, cifar10, cifar100";
 
 using DatasetPtr = std::shared_ptr<const data::Dataset>;
 
@@ -57,6 +58,12 @@ std::function<DatasetPtr()> source_reader(const ConfigNode& source, const std::s
     return [=] {
       return DatasetPtr(data::load_image_list(list, root, channels, num_classes, max_pixels));
     };
+  }
+  if (format == "packed") {
+    const std::string root = source.get<std::string>("root");
+    const int channels = read_channels(source);
+    const int64_t max_pixels = read_max_image_pixels(source);
+    return [=] { return DatasetPtr(data::load_packed(root, channels, max_pixels)); };
   }
   if (format == "cifar10" || format == "cifar100") {
     const std::vector<std::string> files = source.get_list<std::string>("files");

@@ -30,6 +30,8 @@
 //                  max_image_pixels (178956970)
 //   image_list     list, root (the list's folder),    "<path> <label>" lines (Caffe's ImageData)
 //                  channels (3), num_classes (max + 1), max_image_pixels
+//   packed         root, channels (3),                a folder `crema pack` wrote (data/packed.h)
+//                  max_image_pixels
 //   cifar10        files: [data_batch_1.bin, ...]     the binary version
 //   cifar100       files: [train.bin], label: fine | coarse (fine)
 // Relative paths (images, labels, root, list, files) are taken from the folder of the config
