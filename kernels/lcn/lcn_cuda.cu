@@ -12,24 +12,30 @@ namespace {
 
 constexpr int64_t kMaxBlocks = 8192;
 
-#define CREMA_FOR_EACH_ELEMENT(e, n)                                        \
-  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < (n); \
-       e += int64_t(gridDim.x) * blockDim.x)
+// The elements of a grid-stride loop over s: this thread's first, and the step to the next.
+__device__ inline int64_t first_element() {
+  return int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+__device__ inline int64_t element_step() {
+  return int64_t(gridDim.x) * blockDim.x;
+}
 
 __global__ void box_mean_kernel(LcnShape s, LcnParams p, const float* v, float* out) {
-  CREMA_FOR_EACH_ELEMENT(e, s.numel()) out[e] = detail::lcn_box_mean(s, p, v, e);
+  for (int64_t e = first_element(); e < s.numel(); e += element_step()) {
+    out[e] = detail::lcn_box_mean(s, p, v, e);
+  }
 }
 
 __global__ void divnorm_forward_kernel(LcnShape s, LcnParams p, float alpha, const float* x,
                                        const float* means, float beta, float* y) {
-  CREMA_FOR_EACH_ELEMENT(e, s.numel()) {
+  for (int64_t e = first_element(); e < s.numel(); e += element_step()) {
     y[e] = detail::lcn_blend(alpha, detail::divnorm_at(s, p, x, means, e), beta, y[e]);
   }
 }
 
 __global__ void prepare_kernel(LcnShape s, LcnParams p, const float* x, const float* means,
                                const float* dy, float* inv, float* u) {
-  CREMA_FOR_EACH_ELEMENT(e, s.numel()) {
+  for (int64_t e = first_element(); e < s.numel(); e += element_step()) {
     detail::divnorm_backward_prepare(s, p, x, means, dy, inv, u, e);
   }
 }
@@ -37,7 +43,7 @@ __global__ void prepare_kernel(LcnShape s, LcnParams p, const float* x, const fl
 __global__ void dt_kernel(LcnShape s, LcnParams p, float alpha, const float* x, const float* means,
                           const float* dy, const float* inv, const float* u, float beta, float* dx,
                           float* dmeans) {
-  CREMA_FOR_EACH_ELEMENT(e, s.numel()) {
+  for (int64_t e = first_element(); e < s.numel(); e += element_step()) {
     const double dt = detail::divnorm_backward_dt(s, p, x, means, dy, inv, u, e);
     dx[e] = detail::lcn_blend(alpha, dt, beta, dx[e]);
     if (dmeans) dmeans[e] = detail::lcn_blend(alpha, -dt, beta, dmeans[e]);
@@ -46,13 +52,11 @@ __global__ void dt_kernel(LcnShape s, LcnParams p, float alpha, const float* x, 
 
 __global__ void lcn_dx_kernel(LcnShape s, LcnParams p, float alpha, const float* dt, float beta,
                               float* dx) {
-  CREMA_FOR_EACH_ELEMENT(e, s.numel()) {
+  for (int64_t e = first_element(); e < s.numel(); e += element_step()) {
     dx[e] =
         detail::lcn_blend(alpha, double(dt[e]) - detail::lcn_box_mean(s, p, dt, e), beta, dx[e]);
   }
 }
-
-#undef CREMA_FOR_EACH_ELEMENT
 
 int blocks(const LcnShape& s) {
   return blocks_for(s.numel(), kThreads, kMaxBlocks);

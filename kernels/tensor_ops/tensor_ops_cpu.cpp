@@ -8,6 +8,9 @@
 namespace crema::kernels::cpu {
 namespace {
 
+// Below this many elements one thread is faster: a parallel region costs a few microseconds.
+constexpr int64_t kParallelElements = 1 << 13;
+
 // The plan without its innermost axis: rows of length `inner` with stride `inner_stride`.
 struct Rows {
   IndexMap outer;
@@ -34,7 +37,8 @@ void op_tensor(OpTensorOp op, const BroadcastPlan& plan, float alpha1, const flo
   const Rows rows = rows_of(plan.b);
   const int64_t count = row_count(rows), n = rows.inner, bs = rows.inner_stride;
   const bool unary = detail::op_tensor_unary(op);
-#pragma omp parallel for num_threads(num_threads) schedule(static)
+  const bool parallel = plan.count >= kParallelElements;
+#pragma omp parallel for num_threads(num_threads) schedule(static) if (parallel)
   for (int64_t row = 0; row < count; ++row) {
     const float* ar = a + row * n;
     const float* br = unary ? nullptr : b + offset_of(rows.outer, row);
@@ -50,7 +54,8 @@ void reduce_tensor(ReduceOp op, const ReducePlan& plan, float alpha, const float
                    float* y, float* indices, int num_threads) {
   const Rows rows = rows_of(plan.reduced);
   const int64_t row_total = row_count(rows), n = rows.inner, xs = rows.inner_stride;
-#pragma omp parallel for num_threads(num_threads) schedule(static)
+  const bool parallel = plan.outputs * plan.reduced_count >= kParallelElements;
+#pragma omp parallel for num_threads(num_threads) schedule(static) if (parallel)
   for (int64_t o = 0; o < plan.outputs; ++o) {
     const float* xo = x + offset_of(plan.kept, o);
     detail::Reduced<double> acc = detail::reduce_identity<double>(op);
@@ -71,7 +76,8 @@ void transform_tensor(const IndexMap& y_to_x, float alpha, const float* x, float
                       int num_threads) {
   const Rows rows = rows_of(y_to_x);
   const int64_t count = row_count(rows), n = rows.inner, xs = rows.inner_stride;
-#pragma omp parallel for num_threads(num_threads) schedule(static)
+  const bool parallel = count * n >= kParallelElements;
+#pragma omp parallel for num_threads(num_threads) schedule(static) if (parallel)
   for (int64_t row = 0; row < count; ++row) {
     const float* xr = x + offset_of(rows.outer, row);
     float* yr = y + row * n;
@@ -80,12 +86,12 @@ void transform_tensor(const IndexMap& y_to_x, float alpha, const float* x, float
 }
 
 void set_tensor(int64_t n, float value, float* y, int num_threads) {
-#pragma omp parallel for num_threads(num_threads) schedule(static)
+#pragma omp parallel for num_threads(num_threads) schedule(static) if (n >= kParallelElements)
   for (int64_t i = 0; i < n; ++i) y[i] = value;
 }
 
 void scale_tensor(int64_t n, float alpha, float* y, int num_threads) {
-#pragma omp parallel for num_threads(num_threads) schedule(static)
+#pragma omp parallel for num_threads(num_threads) schedule(static) if (n >= kParallelElements)
   for (int64_t i = 0; i < n; ++i) y[i] = alpha * y[i];
 }
 

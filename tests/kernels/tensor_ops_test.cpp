@@ -142,7 +142,8 @@ TEST(TensorOpsCpu, ReduceMatchesReferenceWithIndices) {
 
 TEST(TensorOpsCpu, TransformMatchesReferenceForEveryOrder) {
   Random rng(5);
-  const Shape shapes[] = {{2, 3, 5, 7}, {1, 4, 1, 9}, {3, 1, 2, 1}};
+  // The last has enough elements for the CPU's threads.
+  const Shape shapes[] = {{2, 3, 5, 7}, {1, 4, 1, 9}, {3, 1, 2, 1}, {4, 16, 12, 11}};
   for (const Shape& s : shapes) {
     std::vector<int> order = {0, 1, 2, 3};
     do {

@@ -47,6 +47,7 @@ inline const std::vector<BroadcastCase> kBroadcastCases = {
     {{1, 17, 1, 33}, {1, 17, 1, 1}},
     {{3, 1, 4, 1, 5}, {1, 1, 4, 1, 1}},
     {{4, 65, 3}, {4, 1, 3}},
+    {{8, 33, 40}, {8, 1, 40}},  // enough elements for the CPU's threads
 };
 
 // (x's shape, y's shape): reduce over one axis (first, middle, last), several, alternate, all,
@@ -67,6 +68,7 @@ inline const std::vector<ReduceCase> kReduceCases = {
     {{1, 9, 1, 4}, {1, 1, 1, 4}},
     {{3, 2, 1, 4, 3}, {1, 2, 1, 1, 3}},
     {{2, 700}, {2, 1}},
+    {{4, 50, 60}, {4, 1, 60}},  // enough elements for the CPU's threads
 };
 
 inline const std::vector<OpTensorOp> kOpTensorOps = {OpTensorOp::add,  OpTensorOp::mul,
