@@ -10,8 +10,12 @@
 //                                                           M = values per channel, at least 2)
 //   num_batches_tracked counts these updates.
 // Test phase, or use_global_stats: true: mean and var are the running statistics, unchanged.
+// mode: per_activation (cuDNN's CUDNN_BATCHNORM_PER_ACTIVATION, for features after a fully
+//   connected layer) gives every element of x's [C, ...] its own statistics over the batch only;
+//   gamma, beta and the buffers then have x's shape without N, fixed at setup.
 //
-// YAML keys (defaults): eps (1e-5), momentum (0.1, PyTorch's convention: the weight of the new
+// YAML keys (defaults): mode (spatial | per_activation), eps (1e-5), momentum (0.1, PyTorch's
+// convention: the weight of the new
 //   batch), affine (true: learned gamma "<name>.weight" filled with 1 and beta "<name>.bias"
 //   filled with 0; false for Caffe-style nets that follow BatchNorm with Scale), use_global_stats
 //   (Caffe's key: true in the test phase, false in training; true in training freezes the
@@ -39,6 +43,11 @@ class BatchNormLayer final : public Layer {
     if (!(momentum_ >= 0.0f && momentum_ <= 1.0f)) {
       fail_at_key(spec, "momentum", "must be in [0, 1], got " + std::to_string(momentum_));
     }
+    const std::string mode = node.get<std::string>("mode", "spatial");
+    if (mode != "spatial" && mode != "per_activation") {
+      fail_at_key(spec, "mode", "must be spatial or per_activation, got '" + mode + "'");
+    }
+    per_activation_ = mode == "per_activation";
     affine_ = node.get<bool>("affine", true);
     use_global_stats_ = node.get<bool>("use_global_stats", spec.phase == Phase::test);
   }
@@ -48,17 +57,20 @@ class BatchNormLayer final : public Layer {
     const Tensor& x = bottom[0]->value;
     if (x.ndim() < 2) fail("input " + shape_str(x.shape()) + " needs at least 2 axes [N, C, ...]");
     channels_ = x.dim(1);
+    // One statistic per channel, or per activation: x's shape without N.
+    stats_shape_ =
+        per_activation_ ? Shape(x.shape().begin() + 1, x.shape().end()) : Shape{channels_};
     if (affine_) {
-      add_param("weight", {channels_}, ctx);
+      add_param("weight", stats_shape_, ctx);
       ctx.fill(params_[0].value, 1.0f);
-      add_param("bias", {channels_}, ctx);
+      add_param("bias", stats_shape_, ctx);
       ctx.fill(params_[1].value, 0.0f);
     }
-    add_buffer("running_mean", {channels_}, ctx, 0.0f);
-    add_buffer("running_var", {channels_}, ctx, 1.0f);
+    add_buffer("running_mean", stats_shape_, ctx, 0.0f);
+    add_buffer("running_var", stats_shape_, ctx, 1.0f);
     add_buffer("num_batches_tracked", {1}, ctx, 0.0f);
-    save_mean_ = ctx.empty({channels_}, x.dtype());
-    save_invstd_ = ctx.empty({channels_}, x.dtype());
+    save_mean_ = ctx.empty(stats_shape_, x.dtype());
+    save_invstd_ = ctx.empty(stats_shape_, x.dtype());
   }
 
   void reshape(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top,
@@ -68,7 +80,11 @@ class BatchNormLayer final : public Layer {
       fail("input " + shape_str(x.shape()) + " must be [N, " + std::to_string(channels_) +
            ", ...] (the channels it was set up with)");
     }
-    if (!use_global_stats_ && x.numel() / channels_ < 2) {
+    if (per_activation_ && Shape(x.shape().begin() + 1, x.shape().end()) != stats_shape_) {
+      fail("input " + shape_str(x.shape()) + " must be [N] + " + shape_str(stats_shape_) +
+           " (mode: per_activation keeps one statistic per activation it was set up with)");
+    }
+    if (!use_global_stats_ && x.numel() / shape_numel(stats_shape_) < 2) {
       fail("input " + shape_str(x.shape()) +
            " has one value per channel: batch statistics need more (PyTorch refuses this too)");
     }
@@ -86,7 +102,17 @@ class BatchNormLayer final : public Layer {
     if (top[0] == bottom[0]) ctx.copy(input_copy_, bottom[0]->value);
     const Tensor& x = input(bottom, top);
     Tensor& y = top[0]->value;
-    if (use_global_stats_) {
+    if (per_activation_) {
+      if (use_global_stats_) {
+        kernels::batch_norm_per_activation_forward_inference(ctx, x, gamma(), beta(),
+                                                             buffers_[0].value, buffers_[1].value,
+                                                             eps_, y, save_mean_, save_invstd_);
+      } else {
+        kernels::batch_norm_per_activation_forward_training(
+            ctx, x, gamma(), beta(), eps_, momentum_, y, save_mean_, save_invstd_,
+            buffers_[0].value, buffers_[1].value, buffers_[2].value);
+      }
+    } else if (use_global_stats_) {
       kernels::batch_norm_forward_inference(ctx, x, gamma(), beta(), buffers_[0].value,
                                             buffers_[1].value, eps_, y, save_mean_, save_invstd_);
     } else {
@@ -109,20 +135,22 @@ class BatchNormLayer final : public Layer {
     Tensor& dbeta = affine_ && !params_[1].frozen() ? params_[1].grad : none;
     Tensor& dx = propagate_down[0] ? bottom[0]->grad : none;
     if (!dx.defined() && !dgamma.defined() && !dbeta.defined()) return;
-    kernels::batch_norm_backward(ctx, input(bottom, top), top[0]->grad, gamma(), save_mean_,
-                                 save_invstd_, !use_global_stats_, dx, dgamma, dbeta);
+    (per_activation_ ? kernels::batch_norm_per_activation_backward : kernels::batch_norm_backward)(
+        ctx, input(bottom, top), top[0]->grad, gamma(), save_mean_, save_invstd_,
+        !use_global_stats_, dx, dgamma, dbeta);
   }
 
   // Inference with the running statistics (ONNX's BatchNormalization, training_mode 0).
   void export_graph(const LayerIO& io, GraphBuilder& g) const override {
     if (!use_global_stats_) fail("use_global_stats: false in the test phase cannot be exported");
+    if (per_activation_) fail("mode: per_activation has no ONNX BatchNormalization to export to");
     const std::string& top = io.top(0);
-    const std::string scale = affine_ ? g.weight(params_[0].name, params_[0].value)
-                                      : g.floats(top + "/ones", std::vector<float>(channels_, 1.0f),
-                                                 {channels_});
-    const std::string shift = affine_ ? g.weight(params_[1].name, params_[1].value)
-                                      : g.floats(top + "/zeros", std::vector<float>(channels_, 0.0f),
-                                                 {channels_});
+    const std::string scale =
+        affine_ ? g.weight(params_[0].name, params_[0].value)
+                : g.floats(top + "/ones", std::vector<float>(channels_, 1.0f), {channels_});
+    const std::string shift =
+        affine_ ? g.weight(params_[1].name, params_[1].value)
+                : g.floats(top + "/zeros", std::vector<float>(channels_, 0.0f), {channels_});
     g.node("BatchNormalization",
            {io.bottom(0), scale, shift, g.weight(buffers_[0].name, buffers_[0].value),
             g.weight(buffers_[1].name, buffers_[1].value)},
@@ -138,9 +166,10 @@ class BatchNormLayer final : public Layer {
   const Tensor& beta() const { return affine_ ? params_[1].value : no_tensor_; }
 
   float eps_, momentum_;
-  bool affine_, use_global_stats_;
+  bool per_activation_, affine_, use_global_stats_;
   int64_t channels_ = 0;
-  Tensor save_mean_, save_invstd_;  // [C]: the statistics the last forward normalized with
+  Shape stats_shape_;               // [C], or x's shape without N (per_activation)
+  Tensor save_mean_, save_invstd_;  // the statistics the last forward normalized with
   Tensor input_copy_;               // x, when running in place (y overwrites it)
   Tensor no_tensor_;                // an undefined tensor: "absent" for the kernels
 };

@@ -8,8 +8,11 @@
 //   log(Softmax), in front of a negative log-likelihood).
 //   x, y: any shape, the same; the distribution runs along `axis` ([N, C] or [N, C, H, W] with
 //   axis 1: over the C classes of every sample and pixel). Runs in place when top == bottom.
-// YAML keys (defaults): axis (1; negative counts from the end).
+//   Softmax's mode: fast skips the max (cuDNN's CUDNN_SOFTMAX_FAST): y = exp(x) / sum exp(x), one
+//   pass over x fewer, exact while the logits stay below ~88 (NaN above); the backward is the same.
+// YAML keys (defaults): axis (1; negative counts from the end); Softmax: mode (accurate | fast).
 #include "kernels/softmax/softmax.h"
+#include "layers/key_error.h"
 #include "layers/register_layers.h"
 
 namespace crema {
@@ -21,6 +24,13 @@ class SoftmaxLayer final : public Layer {
  public:
   explicit SoftmaxLayer(const LayerSpec& spec) : Layer(spec) {
     axis_ = spec.node->get<int>("axis", 1);
+    if constexpr (!kLog) {
+      const std::string mode = spec.node->get<std::string>("mode", "accurate");
+      if (mode != "accurate" && mode != "fast") {
+        fail_at_key(spec, "mode", "must be accurate or fast, got '" + mode + "'");
+      }
+      fast_ = mode == "fast";
+    }
   }
 
   void reshape(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top, Context&) override {
@@ -36,6 +46,8 @@ class SoftmaxLayer final : public Layer {
                Context& ctx) override {
     if constexpr (kLog) {
       kernels::log_softmax_forward(ctx, bottom[0]->value, top[0]->value, axis_);
+    } else if (fast_) {
+      kernels::softmax_fast_forward(ctx, bottom[0]->value, top[0]->value, axis_);
     } else {
       kernels::softmax_forward(ctx, bottom[0]->value, top[0]->value, axis_);
     }
@@ -62,6 +74,7 @@ class SoftmaxLayer final : public Layer {
 
  private:
   int axis_;
+  bool fast_ = false;
 };
 
 }  // namespace

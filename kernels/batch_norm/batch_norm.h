@@ -128,4 +128,24 @@ void batch_norm_backward(Context& ctx, const Tensor& x, const Tensor& dy, const 
                          const Tensor& save_mean, const Tensor& save_invstd, bool batch_stats,
                          Tensor& dx, Tensor& dgamma, Tensor& dbeta);
 
+// Per-activation batch normalization (cuDNN's CUDNN_BATCHNORM_PER_ACTIVATION): every element of
+// x's axes after N has its own statistics, over the batch only (M = N), with the formulas above
+// for "channel" = one activation (c, s). gamma, beta, dgamma, dbeta, the saved and the running
+// statistics have x's shape without its first axis ([C, H, W] for NCHW x). It is the channel batch
+// norm on x viewed as [N, C*S] (batch_norm_per_activation.cpp), so it runs the same kernels;
+// training needs N >= 2.
+void batch_norm_per_activation_forward_training(Context& ctx, const Tensor& x, const Tensor& gamma,
+                                                const Tensor& beta, float eps, float momentum,
+                                                Tensor& y, Tensor& save_mean, Tensor& save_invstd,
+                                                Tensor& running_mean, Tensor& running_var,
+                                                Tensor& num_batches_tracked);
+void batch_norm_per_activation_forward_inference(Context& ctx, const Tensor& x, const Tensor& gamma,
+                                                 const Tensor& beta, const Tensor& running_mean,
+                                                 const Tensor& running_var, float eps, Tensor& y,
+                                                 Tensor& save_mean, Tensor& save_invstd);
+void batch_norm_per_activation_backward(Context& ctx, const Tensor& x, const Tensor& dy,
+                                        const Tensor& gamma, const Tensor& save_mean,
+                                        const Tensor& save_invstd, bool batch_stats, Tensor& dx,
+                                        Tensor& dgamma, Tensor& dbeta);
+
 }  // namespace crema::kernels

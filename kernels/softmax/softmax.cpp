@@ -12,28 +12,36 @@
 namespace crema::kernels {
 namespace {
 
-// softmax (log = false) or log-softmax (log = true), forward and backward: the same checks.
-void forward(Context& ctx, const Tensor& x, Tensor& y, int axis, bool log) {
-  const char* op = log ? "log_softmax_forward" : "softmax_forward";
+// The three forwards (cuDNN's softmax algorithms) and the two backwards: the same checks.
+enum class Algorithm { accurate, fast, log };
+
+void forward(Context& ctx, const Tensor& x, Tensor& y, int axis, Algorithm algorithm) {
+  const bool log = algorithm == Algorithm::log, fast = algorithm == Algorithm::fast;
+  const char* op = log ? "log_softmax_forward" : fast ? "softmax_fast_forward" : "softmax_forward";
   const SoftmaxExtents e = softmax_extents(op, x, axis);
   const DType dtype = x.dtype();
   check_tensors(ctx, op, x.shape(), dtype, {{"x", x}, {"y", y}});
   dispatch(ctx, op, dtype,
            on_cuda(DType::f32,
                    [&](auto stream) {
-                     (log ? cuda::log_softmax_forward : cuda::softmax_forward)(
-                         e.outer, e.C, e.inner, x.data<float>(), y.data<float>(),
-                         cuda::SoftmaxVersion::best, stream);
+                     (log    ? cuda::log_softmax_forward
+                      : fast ? cuda::softmax_fast_forward
+                             : cuda::softmax_forward)(e.outer, e.C, e.inner, x.data<float>(),
+                                                      y.data<float>(), cuda::SoftmaxVersion::best,
+                                                      stream);
                    }),
            on_cpu(DType::f32,
                   [&] {
-                    (log ? cpu::log_softmax_forward : cpu::softmax_forward)(
-                        e.outer, e.C, e.inner, x.data<float>(), y.data<float>(), ctx.num_threads());
+                    (log    ? cpu::log_softmax_forward
+                     : fast ? cpu::softmax_fast_forward
+                            : cpu::softmax_forward)(e.outer, e.C, e.inner, x.data<float>(),
+                                                    y.data<float>(), ctx.num_threads());
                   }),
            on_cpu(DType::f64, [&] {
-             (log ? ref::log_softmax_forward<double>
-                  : ref::softmax_forward<double>)(e.outer, e.C, e.inner, x.data<double>(),
-                                                  y.data<double>());
+             (log    ? ref::log_softmax_forward<double>
+              : fast ? ref::softmax_fast_forward<double>
+                     : ref::softmax_forward<double>)(e.outer, e.C, e.inner, x.data<double>(),
+                                                     y.data<double>());
            }));
 }
 
@@ -75,7 +83,11 @@ SoftmaxExtents softmax_extents(const char* op, const Tensor& t, int axis) {
 }
 
 void softmax_forward(Context& ctx, const Tensor& x, Tensor& y, int axis) {
-  forward(ctx, x, y, axis, false);
+  forward(ctx, x, y, axis, Algorithm::accurate);
+}
+
+void softmax_fast_forward(Context& ctx, const Tensor& x, Tensor& y, int axis) {
+  forward(ctx, x, y, axis, Algorithm::fast);
 }
 
 void softmax_backward(Context& ctx, const Tensor& y, const Tensor& dy, Tensor& dx, int axis) {
@@ -83,7 +95,7 @@ void softmax_backward(Context& ctx, const Tensor& y, const Tensor& dy, Tensor& d
 }
 
 void log_softmax_forward(Context& ctx, const Tensor& x, Tensor& y, int axis) {
-  forward(ctx, x, y, axis, true);
+  forward(ctx, x, y, axis, Algorithm::log);
 }
 
 void log_softmax_backward(Context& ctx, const Tensor& y, const Tensor& dy, Tensor& dx, int axis) {

@@ -6,8 +6,11 @@
 // For every (o, i), with m = max_c x[o,c,i], z = x - m and s = sum_c exp(z[o,c,i]):
 //   softmax:       y[o,c,i] = exp(z[o,c,i]) / s
 //   log-softmax:   y[o,c,i] = z[o,c,i] - log(s)
+//   fast softmax:  y[o,c,i] = exp(x[o,c,i]) / sum_c exp(x[o,c,i])   (cuDNN's CUDNN_SOFTMAX_FAST)
 // Subtracting the max changes nothing mathematically and keeps exp from overflowing; log-softmax
-// never takes the log of an underflowed probability, so it is finite wherever x is.
+// never takes the log of an underflowed probability, so it is finite wherever x is. The fast
+// softmax skips the max pass: one read of x fewer, exact for logits below ~88 (exp(88.7) is
+// float's largest), inf / inf = NaN above. Its backward is the softmax backward (it reads y).
 //   softmax backward:      dx[o,c,i] = y[o,c,i] * (dy[o,c,i] - sum_c' dy[o,c',i] * y[o,c',i])
 //   log-softmax backward:  dx[o,c,i] = dy[o,c,i] - exp(y[o,c,i]) * sum_c' dy[o,c',i]
 //
@@ -28,6 +31,8 @@ namespace ref {
 template <class T>
 void softmax_forward(int64_t outer, int64_t C, int64_t inner, const T* x, T* y);
 template <class T>
+void softmax_fast_forward(int64_t outer, int64_t C, int64_t inner, const T* x, T* y);
+template <class T>
 void softmax_backward(int64_t outer, int64_t C, int64_t inner, const T* y, const T* dy, T* dx);
 template <class T>
 void log_softmax_forward(int64_t outer, int64_t C, int64_t inner, const T* x, T* y);
@@ -39,6 +44,8 @@ namespace cpu {
 // The same on up to `num_threads` OpenMP threads.
 void softmax_forward(int64_t outer, int64_t C, int64_t inner, const float* x, float* y,
                      int num_threads);
+void softmax_fast_forward(int64_t outer, int64_t C, int64_t inner, const float* x, float* y,
+                          int num_threads);
 void softmax_backward(int64_t outer, int64_t C, int64_t inner, const float* y, const float* dy,
                       float* dx, int num_threads);
 void log_softmax_forward(int64_t outer, int64_t C, int64_t inner, const float* x, float* y,
@@ -59,6 +66,8 @@ enum class SoftmaxVersion { thread_per_position, warp_per_position, by_shape, be
 
 void softmax_forward(int64_t outer, int64_t C, int64_t inner, const float* x, float* y,
                      SoftmaxVersion version, gpu::Stream stream);
+void softmax_fast_forward(int64_t outer, int64_t C, int64_t inner, const float* x, float* y,
+                          SoftmaxVersion version, gpu::Stream stream);
 void softmax_backward(int64_t outer, int64_t C, int64_t inner, const float* y, const float* dy,
                       float* dx, SoftmaxVersion version, gpu::Stream stream);
 void log_softmax_forward(int64_t outer, int64_t C, int64_t inner, const float* x, float* y,
@@ -78,6 +87,8 @@ SoftmaxExtents softmax_extents(const char* op, const Tensor& t, int axis);
 // the CPU (the reference). Throws crema::Error naming the tensors when they do not fit or the
 // axis is out of range.
 void softmax_forward(Context& ctx, const Tensor& x, Tensor& y, int axis);
+// The fast softmax (no max subtraction); its backward is softmax_backward.
+void softmax_fast_forward(Context& ctx, const Tensor& x, Tensor& y, int axis);
 void softmax_backward(Context& ctx, const Tensor& y, const Tensor& dy, Tensor& dx, int axis);
 void log_softmax_forward(Context& ctx, const Tensor& x, Tensor& y, int axis);
 void log_softmax_backward(Context& ctx, const Tensor& y, const Tensor& dy, Tensor& dx, int axis);

@@ -41,10 +41,14 @@ void for_each_distribution(int64_t outer, int64_t C, int64_t inner, int num_thre
   }
 }
 
+// kFast: the fast softmax, m = 0 (no max pass).
+template <bool kFast>
 void softmax_row(int64_t C, const float* x, float* y) {
-  float m = x[0];
+  float m = kFast ? 0.0f : x[0];
+  if constexpr (!kFast) {
 #pragma omp simd reduction(max : m)
-  for (int64_t c = 1; c < C; ++c) m = std::max(m, x[c]);
+    for (int64_t c = 1; c < C; ++c) m = std::max(m, x[c]);
+  }
   float sum = 0.0f;
   for (int64_t c = 0; c < C; ++c) {
     y[c] = std::exp(x[c] - m);
@@ -56,9 +60,14 @@ void softmax_row(int64_t C, const float* x, float* y) {
 }
 
 // Positions [i0, i0 + n) of one outer slice: x and y point at element (o, 0, i0).
+template <bool kFast>
 void softmax_block(int64_t C, int64_t inner, int64_t n, const float* x, float* y) {
   float m[kBlock], s[kBlock];
-  block_max(C, inner, n, x, m);
+  if constexpr (kFast) {
+    std::fill(m, m + n, 0.0f);
+  } else {
+    block_max(C, inner, n, x, m);
+  }
   for (int64_t j = 0; j < n; ++j) s[j] = 0.0f;
   for (int64_t c = 0; c < C; ++c) {
     for (int64_t j = 0; j < n; ++j) {
@@ -150,8 +159,17 @@ void log_softmax_backward_block(int64_t C, int64_t inner, int64_t n, const float
 void softmax_forward(int64_t outer, int64_t C, int64_t inner, const float* x, float* y,
                      int num_threads) {
   for_each_distribution(
-      outer, C, inner, num_threads, [&](int64_t o) { softmax_row(C, x + o * C, y + o * C); },
-      [&](int64_t offset, int64_t n) { softmax_block(C, inner, n, x + offset, y + offset); });
+      outer, C, inner, num_threads, [&](int64_t o) { softmax_row<false>(C, x + o * C, y + o * C); },
+      [&](int64_t offset, int64_t n) {
+        softmax_block<false>(C, inner, n, x + offset, y + offset);
+      });
+}
+
+void softmax_fast_forward(int64_t outer, int64_t C, int64_t inner, const float* x, float* y,
+                          int num_threads) {
+  for_each_distribution(
+      outer, C, inner, num_threads, [&](int64_t o) { softmax_row<true>(C, x + o * C, y + o * C); },
+      [&](int64_t offset, int64_t n) { softmax_block<true>(C, inner, n, x + offset, y + offset); });
 }
 
 void softmax_backward(int64_t outer, int64_t C, int64_t inner, const float* y, const float* dy,

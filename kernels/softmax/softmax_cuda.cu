@@ -16,7 +16,7 @@
 //
 // The per-distribution device functions live in softmax_cuda.cuh (shared with the cross-entropy
 // in kernels/loss/softmax_cross_entropy_cuda.cu); the kernels here are templated on kLog,
-// log-softmax or not.
+// log-softmax or not, and the forward on kFast, the fast softmax (no max pass).
 #include "kernels/softmax/softmax_cuda.cuh"
 
 namespace crema::kernels::cuda {
@@ -25,18 +25,18 @@ namespace {
 using detail::kReduceThreads;
 using namespace softmax_detail;
 
-template <bool kLog>
+template <bool kLog, bool kFast>
 __global__ void forward_thread_kernel(int64_t outer, int64_t C, int64_t inner, const float* x,
                                       float* y) {
   for (int64_t pos = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; pos < outer * inner;
        pos += int64_t(gridDim.x) * blockDim.x) {
     const int64_t o = pos / inner, base = o * C * inner + (pos - o * inner);
-    softmax_thread<kLog>(C, inner, x + base, y + base);
+    softmax_thread<kLog, kFast>(C, inner, x + base, y + base);
   }
 }
 
 // The loop bound is the same for every lane of a warp, so the butterflies see all 32 lanes.
-template <bool kLog>
+template <bool kLog, bool kFast>
 __global__ void forward_warp_kernel(int64_t outer, int64_t C, int64_t inner, const float* x,
                                     float* y) {
   const int lane = int(threadIdx.x) % 32;
@@ -44,7 +44,7 @@ __global__ void forward_warp_kernel(int64_t outer, int64_t C, int64_t inner, con
   for (int64_t pos = (blockIdx.x * int64_t(blockDim.x) + threadIdx.x) / 32; pos < outer * inner;
        pos += warps) {
     const int64_t o = pos / inner, base = o * C * inner + (pos - o * inner);
-    softmax_warp<kLog>(C, inner, x + base, y + base, lane);
+    softmax_warp<kLog, kFast>(C, inner, x + base, y + base, lane);
   }
 }
 
@@ -70,7 +70,7 @@ __global__ void backward_warp_kernel(int64_t outer, int64_t C, int64_t inner, co
   }
 }
 
-template <bool kLog>
+template <bool kLog, bool kFast = false>
 void launch_forward(int64_t outer, int64_t C, int64_t inner, const float* x, float* y,
                     SoftmaxVersion version, gpu::Stream stream, const char* what) {
   const int64_t positions = outer * inner;
@@ -78,9 +78,10 @@ void launch_forward(int64_t outer, int64_t C, int64_t inner, const float* x, flo
   const bool warps = use_warps(version, C, inner);
   const int blocks = position_blocks(positions, warps);
   if (warps) {
-    forward_warp_kernel<kLog><<<blocks, kReduceThreads, 0, stream>>>(outer, C, inner, x, y);
+    forward_warp_kernel<kLog, kFast><<<blocks, kReduceThreads, 0, stream>>>(outer, C, inner, x, y);
   } else {
-    forward_thread_kernel<kLog><<<blocks, kReduceThreads, 0, stream>>>(outer, C, inner, x, y);
+    forward_thread_kernel<kLog, kFast>
+        <<<blocks, kReduceThreads, 0, stream>>>(outer, C, inner, x, y);
   }
   gpu::check_launch(what);
 }
@@ -105,6 +106,11 @@ void launch_backward(int64_t outer, int64_t C, int64_t inner, const float* y, co
 void softmax_forward(int64_t outer, int64_t C, int64_t inner, const float* x, float* y,
                      SoftmaxVersion version, gpu::Stream stream) {
   launch_forward<false>(outer, C, inner, x, y, version, stream, "softmax_forward");
+}
+
+void softmax_fast_forward(int64_t outer, int64_t C, int64_t inner, const float* x, float* y,
+                          SoftmaxVersion version, gpu::Stream stream) {
+  launch_forward<false, true>(outer, C, inner, x, y, version, stream, "softmax_fast_forward");
 }
 
 void softmax_backward(int64_t outer, int64_t C, int64_t inner, const float* y, const float* dy,

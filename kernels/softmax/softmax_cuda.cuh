@@ -29,11 +29,13 @@ __device__ inline float warp_sum(float v) {
 }
 
 // One thread: softmax stores exp(z) and scales it by 1 / s; log-softmax only sums the exps and
-// writes z - log(s).
-template <bool kLog>
+// writes z - log(s). kFast (softmax only) takes m = 0: no max pass.
+template <bool kLog, bool kFast = false>
 __device__ inline void softmax_thread(int64_t C, int64_t inner, const float* x, float* y) {
-  float m = -INFINITY;
-  for (int64_t c = 0; c < C; ++c) m = fmaxf(m, x[c * inner]);
+  float m = kFast ? 0.0f : -INFINITY;
+  if constexpr (!kFast) {
+    for (int64_t c = 0; c < C; ++c) m = fmaxf(m, x[c * inner]);
+  }
   float sum = 0.0f;
   for (int64_t c = 0; c < C; ++c) {
     const float e = expf(x[c * inner] - m);
@@ -50,11 +52,13 @@ __device__ inline void softmax_thread(int64_t C, int64_t inner, const float* x, 
 }
 
 // Every lane of the warp calls it; lane takes classes lane, lane + 32, ...
-template <bool kLog>
+template <bool kLog, bool kFast = false>
 __device__ inline void softmax_warp(int64_t C, int64_t inner, const float* x, float* y, int lane) {
-  float m = -INFINITY;
-  for (int64_t c = lane; c < C; c += 32) m = fmaxf(m, x[c * inner]);
-  m = warp_max(m);
+  float m = kFast ? 0.0f : -INFINITY;
+  if constexpr (!kFast) {
+    for (int64_t c = lane; c < C; c += 32) m = fmaxf(m, x[c * inner]);
+    m = warp_max(m);
+  }
   float sum = 0.0f;
   for (int64_t c = lane; c < C; c += 32) {
     const float e = expf(x[c * inner] - m);

@@ -32,6 +32,13 @@ TEST(SoftmaxCuda, EveryVersionMatchesReference) {
                       60, 5.0f);
 }
 
+TEST(SoftmaxFastCuda, EveryVersionMatchesReference) {
+  CREMA_REQUIRE_CUDA();
+  check_every_version({ref::softmax_fast_forward<double>, ref::softmax_backward<double>,
+                       cuda::softmax_fast_forward, cuda::softmax_backward},
+                      61, 5.0f);
+}
+
 TEST(LogSoftmaxCuda, EveryVersionMatchesReference) {
   CREMA_REQUIRE_CUDA();
   check_every_version({ref::log_softmax_forward<double>, ref::log_softmax_backward<double>,

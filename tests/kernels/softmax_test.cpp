@@ -52,6 +52,27 @@ TEST(SoftmaxRef, ByHand) {
   expect_near(y2, {1 / 6.0, 3 / 6.0, 2 / 6.0, 1 / 6.0, 3 / 6.0, 2 / 6.0}, 1e-15);
 }
 
+TEST(SoftmaxFastRef, ByHandAndWhereItOverflows) {
+  // Without the max: exp(x) / sum exp(x), the same 1 : 2 : 3 for small logits.
+  std::vector<double> y(3);
+  const std::vector<double> x = {0, kLn2, kLn3};
+  ref::softmax_fast_forward<double>(1, 3, 1, x.data(), y.data());
+  expect_near(y, {1 / 6.0, 2 / 6.0, 3 / 6.0}, 1e-15);
+  // A logit of 89 overflows float's exp: inf / inf. The accurate softmax is finite there.
+  const std::vector<float> large = {89, 0, 1};
+  std::vector<float> fast(3), accurate(3);
+  ref::softmax_fast_forward<float>(1, 3, 1, large.data(), fast.data());
+  ref::softmax_forward<float>(1, 3, 1, large.data(), accurate.data());
+  EXPECT_TRUE(std::isnan(fast[0]));
+  EXPECT_FLOAT_EQ(accurate[0], 1.0f);
+}
+
+TEST(SoftmaxFastCpu, MatchesReferenceAndRunsInPlace) {
+  check_cpu_against_reference({ref::softmax_fast_forward<double>, ref::softmax_backward<double>,
+                               softmax_fast_forward, softmax_backward},
+                              2, 5.0);
+}
+
 TEST(SoftmaxCpu, MatchesReferenceAndRunsInPlace) {
   check_cpu_against_reference({ref::softmax_forward<double>, ref::softmax_backward<double>,
                                softmax_forward, softmax_backward},
@@ -85,6 +106,11 @@ void expect_backward_matches_differences(void (*forward)(int64_t, int64_t, int64
 TEST(SoftmaxRef, BackwardMatchesFiniteDifferences) {
   expect_backward_matches_differences(ref::softmax_forward<double>, ref::softmax_backward<double>,
                                       7);
+}
+
+TEST(SoftmaxFastRef, BackwardMatchesFiniteDifferences) {
+  expect_backward_matches_differences(ref::softmax_fast_forward<double>,
+                                      ref::softmax_backward<double>, 9);
 }
 
 TEST(LogSoftmaxRef, BackwardMatchesFiniteDifferences) {

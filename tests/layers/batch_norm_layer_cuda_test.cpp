@@ -47,5 +47,12 @@ TEST(BatchNormLayerCuda, MatchesCpuWithGlobalStatsInTraining) {
                     passes(2));
 }
 
+TEST(BatchNormLayerCuda, MatchesCpuPerActivation) {
+  CREMA_REQUIRE_CUDA();
+  check_cuda_parity("{name: bn, type: BatchNorm, mode: per_activation}", {{6, 3, 4, 5}}, passes(3));
+  check_cuda_parity("{name: bn, type: BatchNorm, mode: per_activation}", {{5, 3, 2, 2}},
+                    passes(2, Phase::test));
+}
+
 }  // namespace
 }  // namespace crema::testing

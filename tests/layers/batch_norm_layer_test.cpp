@@ -4,6 +4,7 @@
 // parameters, and configuration errors naming the layer and the key.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -70,6 +71,40 @@ TEST(BatchNormLayer, GradientTestPhase4d) {
 
 TEST(BatchNormLayer, GradientTestPhase2dWithoutAffine) {
   gradient_check("{name: bn, type: BatchNorm, affine: false}", {4, 5}, Phase::test, true);
+}
+
+TEST(BatchNormLayer, GradientPerActivation) {
+  gradient_check("{name: bn, type: BatchNorm, mode: per_activation}", {3, 2, 2, 3}, Phase::train);
+  gradient_check("{name: bn, type: BatchNorm, mode: per_activation, affine: false}", {4, 5},
+                 Phase::train);
+  gradient_check("{name: bn, type: BatchNorm, mode: per_activation}", {2, 3, 2, 2}, Phase::test,
+                 true);
+}
+
+// Per activation: statistics over N only, parameters and buffers of shape [C, H, W].
+TEST(BatchNormLayer, PerActivationNormalizesEachActivationOverTheBatch) {
+  Context ctx;
+  const Shape shape{4, 2, 3, 1};
+  LayerHarness h("{name: bn, type: BatchNorm, mode: per_activation, momentum: 0.5}", {shape}, ctx,
+                 1, Phase::train);
+  EXPECT_EQ(h.layer->params()[0].value.shape(), (Shape{2, 3, 1}));
+  EXPECT_EQ(h.layer->buffers()[0].value.shape(), (Shape{2, 3, 1}));
+  const std::vector<float> x = channel_values(shape, 9);
+  h.set_bottom(0, x);
+  h.forward();
+  const std::vector<float> y = h.top[0]->value.to_vector();
+  const std::vector<float> running_mean = h.layer->buffers()[0].value.to_vector();
+  const int64_t N = 4, A = 6;
+  for (int64_t a = 0; a < A; ++a) {
+    double mean = 0, var = 0;
+    for (int64_t n = 0; n < N; ++n) mean += x[size_t(n * A + a)] / double(N);
+    for (int64_t n = 0; n < N; ++n) var += std::pow(x[size_t(n * A + a)] - mean, 2) / double(N);
+    for (int64_t n = 0; n < N; ++n) {
+      EXPECT_NEAR(y[size_t(n * A + a)], (x[size_t(n * A + a)] - mean) / std::sqrt(var + 1e-5),
+                  1e-5);
+    }
+    EXPECT_NEAR(running_mean[size_t(a)], 0.5 * mean, 1e-6);
+  }
 }
 
 TEST(BatchNormLayer, GradientUseGlobalStatsInTraining) {
@@ -220,6 +255,10 @@ TEST(BatchNormLayer, BadKeysAreErrors) {
   expect_error("{name: bn, type: BatchNorm, moving_average_fraction: 0.9}", {2, 3}, Phase::train,
                {"moving_average_fraction"});
   expect_error("{name: bn, type: BatchNorm}", {6}, Phase::train, {"layer 'bn'", "2 axes"});
+  expect_error("{name: bn, type: BatchNorm, mode: per_channel}", {2, 3}, Phase::train,
+               {"test:1:", "layer 'bn' (BatchNorm)", "mode: must be spatial or per_activation"});
+  expect_error("{name: bn, type: BatchNorm, mode: per_activation}", {1, 3, 2}, Phase::train,
+               {"layer 'bn'", "one value"});
   // One value per channel: no batch statistics (fine in the test phase).
   expect_error("{name: bn, type: BatchNorm}", {1, 3}, Phase::train, {"layer 'bn'", "one value"});
   Context ctx;

@@ -26,12 +26,13 @@ const std::vector<AxisCase> kAxisCases = {
     {{2, 21, 9, 7}, 1}, {{1, 7}, -1},   {{2, 3, 40}, -1},
 };
 
-void expect_axis_parity(const std::string& type) {
+// `keys`: more YAML keys, ", mode: fast" say.
+void expect_axis_parity(const std::string& type, const std::string& keys = "") {
   for (const AxisCase& c : kAxisCases) {
-    SCOPED_TRACE(type + " " + shape_str(c.shape) + " axis " + std::to_string(c.axis));
+    SCOPED_TRACE(type + keys + " " + shape_str(c.shape) + " axis " + std::to_string(c.axis));
     ParityOptions options;
     options.bottom_values = [](size_t, size_t count) { return random_values(count, -6, 6, 3); };
-    check_cuda_parity("{name: s, type: " + type + ", axis: " + std::to_string(c.axis) + "}",
+    check_cuda_parity("{name: s, type: " + type + ", axis: " + std::to_string(c.axis) + keys + "}",
                       {c.shape}, options);
   }
 }
@@ -39,6 +40,11 @@ void expect_axis_parity(const std::string& type) {
 TEST(SoftmaxLayerCuda, MatchesCpuEveryAxis) {
   CREMA_REQUIRE_CUDA();
   expect_axis_parity("Softmax");
+}
+
+TEST(SoftmaxLayerCuda, FastModeMatchesCpuEveryAxis) {
+  CREMA_REQUIRE_CUDA();
+  expect_axis_parity("Softmax", ", mode: fast");
 }
 
 TEST(LogSoftmaxLayerCuda, MatchesCpuEveryAxis) {

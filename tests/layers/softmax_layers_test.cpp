@@ -68,6 +68,32 @@ TEST(SoftmaxLayer, GradientEveryAxis) {
                         random_input({3, 2, 7}, 3, 3));
 }
 
+TEST(SoftmaxLayer, FastModeGradientAndValues) {
+  check_layer_gradients("{name: s, type: Softmax, mode: fast}", {2, 3, 4, 5},
+                        random_input({2, 3, 4, 5}, 6, 3));
+  check_layer_gradients("{name: s, type: Softmax, mode: fast, axis: -1}", {3, 2, 7},
+                        random_input({3, 2, 7}, 7, 3));
+  // Within float's range the fast mode is the same softmax.
+  Context ctx;
+  const std::vector<float> x = random_input({4, 9}, 8, 3);
+  LayerHarness accurate("{name: s, type: Softmax}", {{4, 9}}, ctx);
+  LayerHarness fast("{name: s, type: Softmax, mode: fast}", {{4, 9}}, ctx);
+  accurate.set_bottom(0, x);
+  fast.set_bottom(0, x);
+  accurate.forward();
+  fast.forward();
+  const std::vector<float> a = accurate.top[0]->value.to_vector(),
+                           f = fast.top[0]->value.to_vector();
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(f[i], a[i], 1e-6f) << "element " << i;
+}
+
+TEST(SoftmaxLayer, BadModeNamesLayerAndKey) {
+  const std::string message = layer_error("{name: probs, type: Softmax, mode: quick}", {{2, 3}});
+  EXPECT_NE(message.find("layer 'probs' (Softmax): mode: must be accurate or fast, got 'quick'"),
+            std::string::npos)
+      << message;
+}
+
 TEST(LogSoftmaxLayer, GradientEveryAxis) {
   check_layer_gradients("{name: s, type: LogSoftmax}", {2, 3, 4, 5},
                         random_input({2, 3, 4, 5}, 4, 3));
