@@ -1,4 +1,7 @@
-// Pooling: the maximum or the average of each kernel_h x kernel_w window.
+// Pooling: the maximum or the average of each kernel_h x kernel_w window, or of each window of
+// a 1-D ([N, C, L]) or 3-D ([N, C, D, H, W]) input, one extent per spatial axis (PyTorch's
+// MaxPool1d/3d, AvgPool1d/3d; kernels/pooling/pooling_nd.h: the argmax is then the flat index
+// within the plane, (d*H + h)*W + w).
 //
 //   x [N,C,H,W] -> y [N,C,P,Q]
 //   max:     y[n,c,p,q] = max over the window of x          (second top, optional: the argmax,
@@ -12,9 +15,11 @@
 //
 // YAML keys (defaults): pool (max | average), kernel_size (required unless global_pooling; or
 //   kernel_h + kernel_w), stride (1; or stride_h + stride_w), pad (0, less than the kernel; or
-//   pad_h + pad_w) -- each n or [h, w] --, global_pooling (false: true pools each whole plane to
-//   1x1 and takes no kernel, stride or pad), round_mode (ceil | floor), count_include_pad (true;
-//   average pooling only), output_size (none; n or [h, w]: adaptive pooling, below).
+//   pad_h + pad_w) -- each n for every spatial axis or one per axis ([h, w], [l], [d, h, w]; a
+//   list of another length is an error naming the layer and the key) --, global_pooling (false:
+//   true pools each whole plane to 1x1 and takes no kernel, stride or pad), round_mode (ceil |
+//   floor), count_include_pad (true; average pooling only), output_size (none; n or [h, w]:
+//   adaptive pooling, below; 2-D only).
 //
 // Adaptive pooling (PyTorch's AdaptiveAvgPool2d / AdaptiveMaxPool2d): with output_size: [P, Q]
 // the output is [N, C, P, Q] whatever H and W, output (p, q) pooling rows
