@@ -79,9 +79,8 @@ void ConvNdGeometry::validate(const std::string& where) const {
   check_positive(where, "input channels C", C);
   check_positive(where, "output channels K", K);
   check_positive(where, "groups", groups);
-  static const char* const kAxis[3] = {"0", "1", "2"};
   for (int a = 0; a < rank; ++a) {
-    const std::string axis = std::string(" along spatial axis ") + kAxis[a];
+    const std::string axis = " along spatial axis " + std::to_string(a);
     check_positive(where, "the input extent" + axis, in[a]);
     check_positive(where, "the filter extent" + axis, kernel[a]);
     check_positive(where, "the stride" + axis, stride[a]);

@@ -15,8 +15,9 @@
 //               path (and the algorithm choice of select.h) at no cost;
 //   rank 3      cpu f32: vol2col + cpu::sgemm per image and group (the 2-D im2col path one axis
 //               up); cuda f32: vol2col of a chunk of images + cuda::sgemm per group, col2vol as a
-//               gather for backward data (kernels/convolution/README.md, "N-d");
-//   f64 (cpu)   the reference, any rank: the oracle of the tests and the gradient checks.
+//               gather for backward data (kernels/convolution/README.md, "N-d"), fp32 whatever
+//               the request's math; cpu f64: ref:: below (the gradient checks' path).
+// ref:: takes any rank: the oracle of the tests.
 #pragma once
 
 #include <cstddef>
