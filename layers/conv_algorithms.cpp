@@ -143,6 +143,21 @@ void ConvAlgorithms::check(const LayerSpec& spec, const kernels::Conv2dGeometry&
   }
 }
 
+void ConvAlgorithms::check(const LayerSpec& spec, const kernels::ConvNdGeometry& g) const {
+  if (g.rank < 3) {
+    check(spec, g.as_2d());
+    return;
+  }
+  g.validate("layer '" + spec.name + "'");
+  for (int pass = 0; pass < 3; ++pass) {
+    if (requests_[pass].mode != ConvRequest::Mode::pinned) continue;
+    pass_node(spec, pass)
+        .fail("layer '" + spec.name + "' (" + spec.type + "): " + key_name(spec, pass) + ": " +
+              requests_[pass].str() + " is a 2-D algorithm; a 3-D convolution has one " +
+              "(vol2col + GEMM): use auto or find");
+  }
+}
+
 ConvRequest ConvAlgorithms::request(Pass pass) {
   ConvRequest request = requests_[pass];
   request.memo = &memos_[pass];

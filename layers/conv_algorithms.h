@@ -35,6 +35,7 @@
 
 #include "core/config.h"
 #include "core/layer.h"
+#include "kernels/convolution/geometry_nd.h"
 #include "kernels/convolution/select.h"
 
 namespace crema {
@@ -55,6 +56,9 @@ class ConvAlgorithms {
   // valid (Conv2dGeometry::validate) and that every pinned algorithm implements its pass for it;
   // fails naming the layer (and the key).
   void check(const LayerSpec& spec, const kernels::Conv2dGeometry& g) const;
+  // The same for an N-d geometry: 1-D and 2-D run the 2-D algorithms (the check above on
+  // g.as_2d()); 3-D has one algorithm, so a pinned one is an error naming the layer and the key.
+  void check(const LayerSpec& spec, const kernels::ConvNdGeometry& g) const;
   // What a layer pass asks the Tensor-level call for: the request, carrying this layer's memo
   // of the choice (the selection fills it at the first call and reuses it while g stays).
   kernels::ConvRequest request(Pass pass);

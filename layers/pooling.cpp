@@ -1,4 +1,7 @@
-// Pooling: the maximum or the average of each kernel_h x kernel_w window.
+// Pooling: the maximum or the average of each kernel_h x kernel_w window, or of each window of
+// a 1-D ([N, C, L]) or 3-D ([N, C, D, H, W]) input, one extent per spatial axis (PyTorch's
+// MaxPool1d/3d, AvgPool1d/3d; kernels/pooling/pooling_nd.h: the argmax is then the flat index
+// within the plane, (d*H + h)*W + w).
 //
 //   x [N,C,H,W] -> y [N,C,P,Q]
 //   max:     y[n,c,p,q] = max over the window of x          (second top, optional: the argmax,
@@ -12,9 +15,11 @@
 //
 // YAML keys (defaults): pool (max | average), kernel_size (required unless global_pooling; or
 //   kernel_h + kernel_w), stride (1; or stride_h + stride_w), pad (0, less than the kernel; or
-//   pad_h + pad_w) -- each n or [h, w] --, global_pooling (false: true pools each whole plane to
-//   1x1 and takes no kernel, stride or pad), round_mode (ceil | floor), count_include_pad (true;
-//   average pooling only), output_size (none; n or [h, w]: adaptive pooling, below).
+//   pad_h + pad_w) -- each n for every spatial axis or one per axis ([h, w], [l], [d, h, w]; a
+//   list of another length is an error naming the layer and the key) --, global_pooling (false:
+//   true pools each whole plane to 1x1 and takes no kernel, stride or pad), round_mode (ceil |
+//   floor), count_include_pad (true; average pooling only), output_size (none; n or [h, w]:
+//   adaptive pooling, below; 2-D only).
 //
 // Adaptive pooling (PyTorch's AdaptiveAvgPool2d / AdaptiveMaxPool2d): with output_size: [P, Q]
 // the output is [N, C, P, Q] whatever H and W, output (p, q) pooling rows
@@ -23,10 +28,12 @@
 // H and Q divides W those windows are a fixed kernel = stride = H/P, W/Q, and the layer runs the
 // fixed-window kernels (output_size 1 is global pooling); otherwise the adaptive ones.
 #include <algorithm>
+#include <array>
 #include <tuple>
 
 #include "kernels/pooling/adaptive_pooling.h"
 #include "kernels/pooling/pooling.h"
+#include "kernels/pooling/pooling_nd.h"
 #include "layers/key_error.h"
 #include "layers/register_layers.h"
 #include "layers/weighted_layer.h"
@@ -66,19 +73,10 @@ class PoolingLayer final : public Layer {
           fail_at_key(spec, key, "global_pooling pools the whole plane; remove it");
       }
     } else {
-      std::tie(kernel_h_, kernel_w_) = read_spatial(spec, "kernel_size", "kernel", std::nullopt, 1);
-      std::tie(stride_h_, stride_w_) =
-          read_spatial(spec, "stride", "stride", std::pair<int64_t, int64_t>{1, 1}, 1);
-      std::tie(pad_h_, pad_w_) =
-          read_spatial(spec, "pad", "pad", std::pair<int64_t, int64_t>{0, 0}, 0);
-      if (pad_h_ >= kernel_h_ || pad_w_ >= kernel_w_) {
-        fail_at_key(spec,
-                    node.has("pad")       ? "pad"
-                    : pad_h_ >= kernel_h_ ? "pad_h"
-                                          : "pad_w",
-                    "must be smaller than the kernel " + std::to_string(kernel_h_) + "x" +
-                        std::to_string(kernel_w_));
-      }
+      kernel_ = read_spatial_size(spec, "kernel_size", "kernel", std::nullopt, 1);
+      stride_ = read_spatial_size(spec, "stride", "stride", 1, 1);
+      pad_ = read_spatial_size(spec, "pad", "pad", 0, 0);
+      check_pad_below_kernel();
     }
     const std::string round = node.get<std::string>("round_mode", "ceil");
     if (round != "ceil" && round != "floor") {
@@ -95,20 +93,33 @@ class PoolingLayer final : public Layer {
 
   void reshape(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top,
                Context& ctx) override {
-    geometry_ = geometry(bottom[0]->value);
-    if (!argmax_.defined()) argmax_ = ctx.empty({0}, bottom[0]->value.dtype());
+    const Tensor& x = bottom[0]->value;
+    if (x.ndim() < 3 || x.ndim() > 5) {
+      fail("expects a 3-D [N, C, L], 4-D [N, C, H, W] or 5-D [N, C, D, H, W] input, got " +
+           shape_str(x.shape()));
+    }
+    if (x.ndim() == 4) {
+      geometry_ = geometry(x);
+      nd_ = kernels::PoolNdGeometry{};
+    } else {
+      nd_ = geometry_nd(x);
+    }
+    if (!argmax_.defined()) argmax_ = ctx.empty({0}, x.dtype());
     const auto& g = geometry_;
-    top[0]->value.reshape({g.N, g.C, g.P, g.Q});
+    const Shape y_shape = nd_.rank != 2 ? nd_.y_shape() : Shape{g.N, g.C, g.P, g.Q};
+    top[0]->value.reshape(y_shape);
     if (top.size() > 1) {
-      top[1]->value.reshape({g.N, g.C, g.P, g.Q});
+      top[1]->value.reshape(y_shape);
     } else if (mode_ == kernels::PoolMode::max) {
-      argmax_.reshape({g.N, g.C, g.P, g.Q});
+      argmax_.reshape(y_shape);
     }
   }
 
   void forward(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top,
                Context& ctx) override {
-    if (run_adaptive_) {
+    if (nd_.rank != 2) {
+      kernels::pool_nd_forward(ctx, nd_, mode_, bottom[0]->value, top[0]->value, argmax(top));
+    } else if (run_adaptive_) {
       kernels::adaptive_pool2d_forward(ctx, adaptive_geometry(), mode_, bottom[0]->value,
                                        top[0]->value, argmax(top));
     } else {
@@ -121,7 +132,9 @@ class PoolingLayer final : public Layer {
   void backward(const std::vector<Blob*>& top, const std::vector<bool>& propagate_down,
                 const std::vector<Blob*>& bottom, Context& ctx) override {
     if (!propagate_down[0]) return;
-    if (run_adaptive_) {
+    if (nd_.rank != 2) {
+      kernels::pool_nd_backward(ctx, nd_, mode_, top[0]->grad, argmax(top), bottom[0]->grad);
+    } else if (run_adaptive_) {
       kernels::adaptive_pool2d_backward(ctx, adaptive_geometry(), mode_, top[0]->grad, argmax(top),
                                         bottom[0]->grad);
     } else {
@@ -135,6 +148,10 @@ class PoolingLayer final : public Layer {
   // where ONNX's own ceil_mode keeps the divisor of the clipped last window.
   void export_graph(const LayerIO& io, GraphBuilder& g) const override {
     if (io.tops.size() > 1) fail("the argmax top has no ONNX form; export without it");
+    if (nd_.rank != 2) {
+      fail("exports 2-D pooling only; this layer pools " + std::to_string(nd_.rank) + "-D inputs " +
+           shape_str(nd_.x_shape()));
+    }
     const bool average = mode_ == kernels::PoolMode::average;
     const auto& p = geometry_;
     if (run_adaptive_) {
@@ -165,8 +182,58 @@ class PoolingLayer final : public Layer {
     return top.size() > 1 ? &top[1]->value : &argmax_;
   }
 
+  // pad < kernel on every axis the keys fix alone (lists of different lengths meet the input's
+  // rank in geometry(), which names the key that does not fit).
+  void check_pad_below_kernel() const {
+    const size_t axes = std::max(kernel_.values.size(), pad_.values.size());
+    const bool comparable =
+        kernel_.every_axis || pad_.every_axis || kernel_.values.size() == pad_.values.size();
+    if (!comparable) return;
+    for (size_t a = 0; a < axes; ++a) {
+      const int64_t k = kernel_.values[kernel_.every_axis ? 0 : a];
+      const int64_t p = pad_.values[pad_.every_axis ? 0 : a];
+      if (p < k) continue;
+      std::string kernel_str;
+      for (size_t i = 0; i < axes; ++i) {
+        kernel_str += (i ? "x" : "") + std::to_string(kernel_.values[kernel_.every_axis ? 0 : i]);
+      }
+      fail_at_key(spec_,
+                  spec_.node->has("pad") ? "pad"
+                  : a == 0               ? "pad_h"
+                                         : "pad_w",
+                  "must be smaller than the kernel " + kernel_str);
+    }
+  }
+
+  // Rank 1 and 3 (4-D inputs: geometry() below): fixed windows or global pooling.
+  kernels::PoolNdGeometry geometry_nd(const Tensor& x) const {
+    if (adaptive_) {
+      fail_at_key(spec_, "output_size",
+                  "adaptive pooling takes a 4-D input [N, C, H, W], got " + shape_str(x.shape()));
+    }
+    const int rank = x.ndim() - 2;
+    const std::string what = "the input " + shape_str(x.shape());
+    kernels::PoolNdGeometry g;
+    g.rank = rank;
+    g.N = x.dim(0), g.C = x.dim(1);
+    for (int a = 0; a < rank; ++a) g.in[a] = x.dim(a + 2);
+    g.kernel = global_ ? g.in : kernel_.for_rank(spec_, rank, what);
+    g.stride = global_ ? std::array<int64_t, 3>{1, 1, 1} : stride_.for_rank(spec_, rank, what);
+    g.pad = global_ ? std::array<int64_t, 3>{} : pad_.for_rank(spec_, rank, what);
+    for (int a = 0; a < rank; ++a) {
+      if (g.kernel[a] > g.in[a] + 2 * g.pad[a]) {
+        fail_at_key(spec_, "kernel_size",
+                    "the kernel is larger than the padded input along spatial axis " +
+                        std::to_string(a) + " of " + what);
+      }
+      if (g.pad[a] >= g.kernel[a]) fail_at_key(spec_, "pad", "must be smaller than the kernel");
+      g.out[a] = kernels::pool2d_output_extent(g.in[a], g.kernel[a], g.stride[a], g.pad[a], ceil_);
+    }
+    g.count_include_pad = count_include_pad_;
+    return g;
+  }
+
   kernels::Pool2dGeometry geometry(const Tensor& x) {
-    if (x.ndim() != 4) fail("expects a 4-D input [N, C, H, W], got " + shape_str(x.shape()));
     kernels::Pool2dGeometry g;
     g.N = x.dim(0), g.C = x.dim(1), g.H = x.dim(2), g.W = x.dim(3);
     if (adaptive_) {
@@ -179,9 +246,15 @@ class PoolingLayer final : public Layer {
       g.P = output_h_, g.Q = output_w_;
       return g;
     }
-    g.kernel_h = global_ ? g.H : kernel_h_;
-    g.kernel_w = global_ ? g.W : kernel_w_;
-    g.stride_h = stride_h_, g.stride_w = stride_w_, g.pad_h = pad_h_, g.pad_w = pad_w_;
+    const std::string what = "the input " + shape_str(x.shape());
+    const std::array<int64_t, 3> kernel =
+        global_ ? std::array<int64_t, 3>{g.H, g.W} : kernel_.for_rank(spec_, 2, what);
+    const std::array<int64_t, 3> stride =
+        global_ ? std::array<int64_t, 3>{1, 1} : stride_.for_rank(spec_, 2, what);
+    const std::array<int64_t, 3> pad =
+        global_ ? std::array<int64_t, 3>{} : pad_.for_rank(spec_, 2, what);
+    g.kernel_h = kernel[0], g.kernel_w = kernel[1];
+    g.stride_h = stride[0], g.stride_w = stride[1], g.pad_h = pad[0], g.pad_w = pad[1];
     if (g.kernel_h > g.H + 2 * g.pad_h || g.kernel_w > g.W + 2 * g.pad_w) {
       fail_at_key(spec_, spec_.node->has("kernel_size") ? "kernel_size" : "kernel_h",
                   std::to_string(g.kernel_h) + "x" + std::to_string(g.kernel_w) +
@@ -204,9 +277,10 @@ class PoolingLayer final : public Layer {
   bool adaptive_ = false;      // output_size given
   bool run_adaptive_ = false;  // for the current input: the adaptive kernels (else pool2d)
   int64_t output_h_ = 0, output_w_ = 0;
-  int64_t kernel_h_ = 0, kernel_w_ = 0, stride_h_ = 1, stride_w_ = 1, pad_h_ = 0, pad_w_ = 0;
-  kernels::Pool2dGeometry geometry_{};
-  Tensor argmax_;  // [N,C,P,Q] when max pooling has no second top
+  SpatialSize kernel_, stride_, pad_;   // absent with global_pooling and output_size
+  kernels::Pool2dGeometry geometry_{};  // 4-D inputs
+  kernels::PoolNdGeometry nd_{};        // 3-D and 5-D inputs (rank 2: a 4-D input)
+  Tensor argmax_;                       // [N,C,P,Q] when max pooling has no second top
 };
 
 }  // namespace

@@ -86,14 +86,53 @@ std::pair<int64_t, int64_t> read_spatial(const LayerSpec& spec, const std::strin
   return *fallback;
 }
 
+SpatialSize read_spatial_size(const LayerSpec& spec, const std::string& key,
+                              const std::string& prefix, std::optional<int64_t> fallback,
+                              int64_t minimum) {
+  const ConfigNode& node = *spec.node;
+  if (node.has(key) && node.at(key).is_sequence() && node.at(key).size() != 2) {
+    if (!prefix.empty() && (node.has(prefix + "_h") || node.has(prefix + "_w"))) {
+      fail_at_key(spec, key, "give " + key + " or " + prefix + "_h and " + prefix + "_w, not both");
+    }
+    const ConfigNode& list = node.at(key);
+    if (list.size() < 1 || list.size() > 3) {
+      fail_at_key(spec, key, "expected one integer or a list of 1 to 3, one per spatial axis");
+    }
+    SpatialSize size{key, {}, false};
+    for (size_t a = 0; a < list.size(); ++a) {
+      size.values.push_back(checked(spec, key, list[a].as<int64_t>(), minimum));
+    }
+    return size;
+  }
+  const bool every_axis =
+      node.has(key) ? node.at(key).is_scalar() : prefix.empty() || !node.has(prefix + "_h");
+  const std::optional<Size2> both =
+      fallback ? std::optional<Size2>(Size2{*fallback, *fallback}) : std::nullopt;
+  const auto [h, w] = read_spatial(spec, key, prefix, both, minimum);
+  return every_axis ? SpatialSize{key, {h}, true} : SpatialSize{key, {h, w}, false};
+}
+
+std::array<int64_t, 3> SpatialSize::for_rank(const LayerSpec& spec, int rank,
+                                             const std::string& what) const {
+  std::array<int64_t, 3> sizes{};
+  if (!every_axis && int(values.size()) != rank) {
+    fail_at_key(spec, key,
+                std::to_string(values.size()) + " entries for the " + std::to_string(rank) +
+                    " spatial " + (rank == 1 ? "axis" : "axes") + " of " + what +
+                    "; give one value, or one per spatial axis");
+  }
+  for (int a = 0; a < rank; ++a) sizes[a] = every_axis ? values[0] : values[a];
+  return sizes;
+}
+
 ConvolutionKeys::ConvolutionKeys(const LayerSpec& spec) {
   const ConfigNode& node = *spec.node;
   if (!node.has("num_output")) fail_missing_key(spec, "num_output", "required");
   num_output = checked(spec, "num_output", node.get<int64_t>("num_output"), 1);
-  std::tie(kernel_h, kernel_w) = read_spatial(spec, "kernel_size", "kernel", std::nullopt, 1);
-  std::tie(stride_h, stride_w) = read_spatial(spec, "stride", "stride", Size2{1, 1}, 1);
-  std::tie(pad_h, pad_w) = read_spatial(spec, "pad", "pad", Size2{0, 0}, 0);
-  std::tie(dilation_h, dilation_w) = read_spatial(spec, "dilation", "", Size2{1, 1}, 1);
+  kernel = read_spatial_size(spec, "kernel_size", "kernel", std::nullopt, 1);
+  stride = read_spatial_size(spec, "stride", "stride", 1, 1);
+  pad = read_spatial_size(spec, "pad", "pad", 0, 0);
+  dilation = read_spatial_size(spec, "dilation", "", 1, 1);
   group = checked(spec, "group", node.get<int64_t>("group", 1), 1);
 }
 
@@ -107,12 +146,18 @@ void ConvolutionKeys::check_groups(const LayerSpec& spec, int64_t input_channels
   }
 }
 
-kernels::Conv2dGeometry ConvolutionKeys::geometry(int64_t N, int64_t C, int64_t H, int64_t W,
+kernels::ConvNdGeometry ConvolutionKeys::geometry(const LayerSpec& spec, const Shape& input,
                                                   int64_t K) const {
-  kernels::Conv2dGeometry g;
-  g.N = N, g.C = C, g.H = H, g.W = W, g.K = K, g.R = kernel_h, g.S = kernel_w;
-  g.pad_h = pad_h, g.pad_w = pad_w, g.stride_h = stride_h, g.stride_w = stride_w;
-  g.dilation_h = dilation_h, g.dilation_w = dilation_w, g.groups = group;
+  const int rank = int(input.size()) - 2;
+  const std::string what = "the input " + shape_str(input);
+  kernels::ConvNdGeometry g;
+  g.rank = rank;
+  g.N = input[0], g.C = input[1], g.K = K, g.groups = group;
+  for (int a = 0; a < rank; ++a) g.in[a] = input[size_t(a) + 2];
+  g.kernel = kernel.for_rank(spec, rank, what);
+  g.stride = stride.for_rank(spec, rank, what);
+  g.pad = pad.for_rank(spec, rank, what);
+  g.dilation = dilation.for_rank(spec, rank, what);
   return g;
 }
 

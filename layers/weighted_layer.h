@@ -10,12 +10,15 @@
 // the readers of Caffe's ConvolutionParameter keys.
 #pragma once
 
+#include <array>
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "core/layer.h"
 #include "kernels/convolution/convolution.h"
+#include "kernels/convolution/geometry_nd.h"
 #include "layers/filler.h"
 
 namespace crema {
@@ -48,20 +51,41 @@ std::pair<int64_t, int64_t> read_spatial(const LayerSpec& spec, const std::strin
                                          std::optional<std::pair<int64_t, int64_t>> fallback,
                                          int64_t minimum);
 
+// A spatial size as a key gives it for 1 to 3 spatial axes: one value for every axis (`key: n`),
+// one per axis outermost first (`key: [3, 5]`, `key: [3, 3, 3]`), or Caffe's `<prefix>_h` and
+// `<prefix>_w` (two axes).
+struct SpatialSize {
+  std::string key;              // the key it was read from, for the messages
+  std::vector<int64_t> values;  // one per axis; a single one when every_axis
+  bool every_axis = true;
+  // The sizes for `rank` spatial axes (entries past rank unused). A list of another length fails
+  // naming the layer and the key: "3 entries for the 1 spatial axis of <what>".
+  std::array<int64_t, 3> for_rank(const LayerSpec& spec, int rank, const std::string& what) const;
+};
+// Reads `key` (or `<prefix>_h` + `<prefix>_w` when prefix is not empty); `fallback` for every
+// axis when absent (nullopt: required). Values below `minimum`, lists of more than 3, both forms
+// at once or half a pair are errors naming the layer and the key.
+SpatialSize read_spatial_size(const LayerSpec& spec, const std::string& key,
+                              const std::string& prefix, std::optional<int64_t> fallback,
+                              int64_t minimum);
+
 // The keys of Caffe's ConvolutionParameter, as Convolution and Deconvolution read them
 // (defaults): num_output (required), kernel_size or kernel_h + kernel_w (required), stride or
-// stride_h + stride_w (1), pad or pad_h + pad_w (0), dilation (1), group (1); each size n or
-// [h, w]. Out-of-range values are errors naming the layer and the key.
+// stride_h + stride_w (1), pad or pad_h + pad_w (0), dilation (1), group (1); each size n (every
+// spatial axis) or a list of one per spatial axis. Out-of-range values are errors naming the
+// layer and the key.
 struct ConvolutionKeys {
   int64_t num_output;
-  int64_t kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w;
+  SpatialSize kernel, stride, pad, dilation;
   int64_t group;
 
   explicit ConvolutionKeys(const LayerSpec& spec);
   // Fails naming `group` unless it divides both channel counts.
   void check_groups(const LayerSpec& spec, int64_t input_channels, int64_t output_channels) const;
-  // The convolution of an [N, C, H, W] input with K filters and these sizes.
-  kernels::Conv2dGeometry geometry(int64_t N, int64_t C, int64_t H, int64_t W, int64_t K) const;
+  // The convolution of an input of shape `input` [N, C, spatial...] (1 to 3 spatial axes) with K
+  // filters and these sizes; a size list whose length is not the input's spatial rank fails
+  // naming the layer, the key and the input's shape.
+  kernels::ConvNdGeometry geometry(const LayerSpec& spec, const Shape& input, int64_t K) const;
 };
 
 }  // namespace crema

@@ -11,8 +11,9 @@ norm's running statistics and every weight are non-trivial), then
   1. `crema test --extract data,OUT` saves the inputs crema fed and its outputs;
   2. `crema export --onnx` writes the model; onnxruntime runs it on the same inputs;
   3. the outputs agree within 1e-4 relative: max |ort - crema| / max |crema|.
-Between them the nets use every layer type that has an ONNX form. Then the refusals: a layer with
-no ONNX form, and a missing --onnx/--weights, each exit 2 with one line naming the problem.
+Between them the nets use every layer type that has an ONNX form (Convolution in 1-D and 3-D
+too). Then the refusals: a layer with no ONNX form, a 3-D pooling (exported 2-D only), and a
+missing --onnx/--weights, each exit 2 with one line naming the problem.
 Exit code 0: passed; 1: failed; 77: skipped (no onnxruntime), which ctest reports as skipped.
 """
 import json
@@ -126,6 +127,20 @@ NETS = {
         layer("both", "Concat", ["f3", "f1"], "both"),
         layer("out", "InnerProduct", "both", "out", num_output=2),
     ],
+    "nd_convolution": [
+        # The image as a one-channel volume [N, 1, 3, 9, 11] and as a sequence [N, 3, 99].
+        layer("vol", "Reshape", "data", "vol", shape=[0, 1, 3, 9, 11]),
+        layer("conv3d", "Convolution", "vol", "c3", num_output=4, kernel_size=[3, 3, 2],
+              stride=[1, 2, 1], pad=[1, 1, 0], dilation=[1, 1, 2]),
+        layer("relu3", "ReLU", "c3", "c3"),
+        layer("seq", "Reshape", "data", "seq", shape=[0, 3, -1]),
+        layer("conv1d", "Convolution", "seq", "c1", num_output=4, kernel_size=5, stride=3, pad=2,
+              dilation=2, group=1),
+        layer("f3", "Flatten", "c3", "f3"),
+        layer("f1", "Flatten", "c1", "f1"),
+        layer("both", "Concat", ["f3", "f1"], "both"),
+        layer("out", "InnerProduct", "both", "out", num_output=2),
+    ],
 }
 HEAD = [
     layer("loss", "SoftmaxWithLoss", ["out", "label"], "loss"),
@@ -222,7 +237,21 @@ def check_refusals(crema, work, images):
     p = run([crema, "export", cfg, "--weights", weights], expect=2)
     if "--onnx" not in p.stderr:
         raise AssertionError(f"a missing --onnx: {p.stderr!r}")
-    print("refusals: LSTM, missing --onnx")
+    cfg = os.path.join(work, "pool3d.yaml")
+    layers = [layer("vol", "Reshape", "data", "vol", shape=[0, 1, 3, 9, 11]),
+              layer("pool3d", "Pooling", "vol", "p", pool="max", kernel_size=2, stride=2),
+              layer("out", "InnerProduct", "p", "out", num_output=2)]
+    with open(cfg, "w") as f:
+        json.dump(config("pool3d", layers, images), f)
+    run_dir = os.path.join(work, "pool3d_run")
+    run([crema, "train", cfg, "--out", run_dir, "--threads", "2"])
+    weights = os.path.join(run_dir, "final.safetensors")
+    p = run([crema, "export", cfg, "--weights", weights, "--onnx", model], expect=2)
+    lines = p.stderr.strip().splitlines()
+    if (len(lines) != 1 or "layer 'pool3d' (Pooling)" not in lines[0]
+            or "2-D pooling only" not in lines[0]):
+        raise AssertionError(f"a 3-D pooling's refusal: {p.stderr!r}")
+    print("refusals: LSTM, missing --onnx, 3-D pooling")
 
 
 def main():

@@ -1,0 +1,86 @@
+// N-d convolution, 1 to 3 spatial axes: forward, backward data, backward filter, backward bias.
+//
+// The definitions of convolution.h with one more axis: activations N C D H W, filters
+// K (C/groups) T R S, and for group g = k / (K/groups), Cg = C/groups,
+//
+//   y[n,k,o,p,q] = bias[k] + sum_{c<Cg, t<T, r<R, s<S} w[k,c,t,r,s] * x[n, g*Cg + c, d, i, j]
+//       with d = o*stride_d - pad_d + t*dilation_d (i, j as in 2-D), x reading 0 outside,
+//
+// and the backward passes its adjoints (dx written; dw and db accumulated, crema's rule). One
+// and two spatial axes are the same sums with the leading axes dropped (geometry_nd.h).
+//
+// Which code runs:
+//   rank 1, 2   the 2-D entry points of convolution.h on 4-D views ([N,C,L] as [N,C,1,L]): the
+//               1-D convolution IS a 2-D one with H = R = 1, so it gets every tuned CPU and GPU
+//               path (and the algorithm choice of select.h) at no cost;
+//   rank 3      cpu f32: vol2col + cpu::sgemm per image and group (the 2-D im2col path one axis
+//               up); cuda f32: vol2col of a chunk of images + cuda::sgemm per group, col2vol as a
+//               gather for backward data (kernels/convolution/README.md, "N-d"), fp32 whatever
+//               the request's math; cpu f64: ref:: below (the gradient checks' path).
+// ref:: takes any rank: the oracle of the tests.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/context.h"
+#include "core/cuda_runtime.h"
+#include "core/tensor.h"
+#include "kernels/convolution/geometry_nd.h"
+#include "kernels/convolution/select.h"
+
+namespace crema::kernels {
+
+// Tensor level. x [N,C,in...], w [K,C/groups,kernel...], bias [K] or null, y [N,K,out...];
+// `request` reaches the 2-D algorithm choice (rank 1 and 2 on a GPU) and is ignored otherwise.
+void conv_nd_forward(Context& ctx, const ConvNdGeometry& g, const Tensor& x, const Tensor& w,
+                     const Tensor* bias, Tensor& y, const ConvRequest& request = {});
+// dy [N,K,out...], w -> dx [N,C,in...] (written).
+void conv_nd_backward_data(Context& ctx, const ConvNdGeometry& g, const Tensor& dy, const Tensor& w,
+                           Tensor& dx, const ConvRequest& request = {});
+// dw += correlation of x with dy, and db += sum of dy over N and the output axes; either may be
+// null (a frozen or absent parameter: not computed), not both.
+void conv_nd_backward_weights(Context& ctx, const ConvNdGeometry& g, const Tensor& x,
+                              const Tensor& dy, Tensor* dw, Tensor* db,
+                              const ConvRequest& request = {});
+
+// Reference: direct loops over the padded 3-axis form, in T (float or double); any rank.
+namespace ref {
+template <class T>
+void conv_nd_forward(const ConvNdGeometry& g, const T* x, const T* w, const T* bias, T* y);
+template <class T>
+void conv_nd_backward_data(const ConvNdGeometry& g, const T* dy, const T* w, T* dx);
+template <class T>
+void conv_nd_backward_filter(const ConvNdGeometry& g, const T* x, const T* dy, T* dw);
+}  // namespace ref
+
+// Fast CPU path, any rank through the padded form (the Tensor level sends only rank 3 here):
+// per image and group, vol2col (threads over channels) then cpu::sgemm on `num_threads`, where
+//   col[((c*T + t)*R + r)*S + s, (o*P + p)*Q + q] = x[n, g*Cg + c, d, i, j]   (0 outside)
+// is im2col.h one axis up, and col2vol (its adjoint) adds dcol back into dx.
+// `workspace` holds conv_nd_workspace(g) floats: one image's col [Cg*T*R*S, out_volume].
+namespace cpu {
+size_t conv_nd_workspace(const ConvNdGeometry& g);
+void conv_nd_forward(const ConvNdGeometry& g, const float* x, const float* w, const float* bias,
+                     float* y, float* workspace, int num_threads);
+void conv_nd_backward_data(const ConvNdGeometry& g, const float* dy, const float* w, float* dx,
+                           float* workspace, int num_threads);
+void conv_nd_backward_filter(const ConvNdGeometry& g, const float* x, const float* dy, float* dw,
+                             float* workspace, int num_threads);
+}  // namespace cpu
+
+// CUDA on device pointers, queued on `stream`, any rank through the padded form: images in
+// chunks whose col [Cg*T*R*S, m*out_volume] and GEMM output [K/groups, m*out_volume] fit
+// conv_nd_workspace(g) floats (at most 64 Mi floats, at least one image); per chunk and group one
+// vol2col, one cuda::sgemm and a reorder to NK(out) (bias added there). Deterministic.
+namespace cuda {
+size_t conv_nd_workspace(const ConvNdGeometry& g);
+void conv_nd_forward(const ConvNdGeometry& g, const float* x, const float* w, const float* bias,
+                     float* y, float* workspace, gpu::Stream stream);
+void conv_nd_backward_data(const ConvNdGeometry& g, const float* dy, const float* w, float* dx,
+                           float* workspace, gpu::Stream stream);
+void conv_nd_backward_filter(const ConvNdGeometry& g, const float* x, const float* dy, float* dw,
+                             float* workspace, gpu::Stream stream);
+}  // namespace cuda
+
+}  // namespace crema::kernels
