@@ -203,7 +203,12 @@ std::vector<std::shared_ptr<const data::Transform>> read_transforms(const Config
       const ConfigNode& value = item.at(spec.kind);
       if (value.is_map()) {
         for (const std::string& option : value.keys()) {
-          spec.options[option] = value.get_list<float>(option);
+          const ConfigNode& values = value.at(option);
+          if (values.is_scalar() && !is_number(values.scalar())) {
+            spec.words[option] = values.scalar();  // {interpolation: bilinear}
+          } else {
+            spec.options[option] = value.get_list<float>(option);
+          }
         }
       } else if (value.is_scalar() && !is_number(value.scalar())) {
         spec.preset = value.scalar();  // {normalize: imagenet}

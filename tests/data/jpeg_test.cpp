@@ -386,9 +386,8 @@ class RecordingDataset : public Dataset {
   const Shape& sample_shape() const override { return inner_->sample_shape(); }
   int64_t num_classes() const override { return inner_->num_classes(); }
   void read_sample(int64_t index, Image& out) const override { inner_->read_sample(index, out); }
-  void read_sample_reduced(int64_t index, Image& out,
-                           const std::function<int(Size2 full)>& reduction) const override {
-    inner_->read_sample_reduced(index, out, reduction);
+  void read_sample_reduced(int64_t index, Image& out, const DecodePlanner& plan) const override {
+    inner_->read_sample_reduced(index, out, plan);
     std::lock_guard<std::mutex> lock(mutex_);
     reductions.push_back(out.reduction);
   }
