@@ -167,11 +167,25 @@ void resample_planes(const float* in, int64_t planes, int64_t in_plane, int64_t 
   ResampleAxis across, down;
   if (rows_pass) across = resample_axis(in_width, out_width, mode);
   if (columns_pass) down = resample_axis(in_height, out_height, mode);
-  if (rows_pass && columns_pass) scratch.resize(size_t(in_height * out_width));
+  // With both passes, the cheaper order: the columns pass runs whole rows (vectorized, about 4x
+  // the multiply-adds per second of the rows pass), so shrinking many rows goes first.
+  const double rows_first = double(in_height * out_width * across.taps) +
+                            double(out_height * out_width * down.taps) / 4.0;
+  const double columns_first = double(out_height * in_width * down.taps) / 4.0 +
+                               double(out_height * out_width * across.taps);
+  const bool columns_go_first = rows_pass && columns_pass && columns_first < rows_first;
+  if (rows_pass && columns_pass) {
+    scratch.resize(size_t(columns_go_first ? out_height * in_width : in_height * out_width));
+  }
   for (int64_t p = 0; p < planes; ++p) {
     const float* src = in + p * in_plane;
-    int64_t stride = in_stride;
     float* dst = out + p * out_height * out_width;
+    if (columns_go_first) {
+      resample_columns(src, in_stride, down, scratch.data(), out_height, in_width);
+      resample_rows(scratch.data(), in_width, out_height, across, dst, out_width);
+      continue;
+    }
+    int64_t stride = in_stride;
     if (rows_pass) {
       float* rows = columns_pass ? scratch.data() : dst;
       resample_rows(src, stride, in_height, across, rows, out_width);

@@ -1,8 +1,9 @@
 // Separable image resampling as torchvision defines it (v2's `resize` on tensors, which is
 // torch.nn.functional.interpolate; with antialias, the same weights as PIL's ImagingResample).
 //
-// A resize is two 1-D passes, rows first (each row of the source to the new width), then columns
-// (each column of that to the new height); each pass gives output i the weighted sum of a short
+// A resize is two 1-D passes: rows (each row to the new width) and columns (each column to the
+// new height), in the order that costs fewer multiply-adds (PIL and torch go rows first; the
+// order changes float rounding only). Each pass gives output i the weighted sum of a short
 // window of input samples, its weights computed once per axis (ResampleAxis). Source pixel j
 // covers [j, j + 1), so output i of an axis shrunk by s = in / out is centred at s (i + 0.5).
 //

@@ -57,6 +57,16 @@ CropBox reduced_box(const CropBox& box, Size2 full, int64_t r) {
   return out;
 }
 
+// Resizes the window `box` of `image` to `size`, in `image`. The result is written into a spare
+// Image of this thread, which then trades places with `image`: the loader reuses one sample
+// Image per worker, so both buffers keep their capacity and no sample allocates (and page-faults
+// in) a fresh one.
+void resize_in_place(Image& image, const CropBox& box, Size2 size, ResizeMode mode) {
+  thread_local Image spare;
+  resize_box(image, box, size.height, size.width, spare, mode);
+  std::swap(image, spare);
+}
+
 std::string mode_text(ResizeMode mode) {
   return std::string(", ") + interpolation_name(mode.interpolation) +
          (mode.antialias ? "" : ", antialias=false");
@@ -142,9 +152,7 @@ class ResizeTransform : public Transform {
   void apply(Image& image, Random&) const override {
     const Size2 out = target(image.full_size());  // the target follows the file's own size
     if (!image.is_part() && out.height == image.height() && out.width == image.width()) return;
-    Image resized;
-    resize_box(image, {0, 0, image.height(), image.width()}, out.height, out.width, resized, mode_);
-    std::swap(image, resized);
+    resize_in_place(image, {0, 0, image.height(), image.width()}, out, mode_);
   }
   std::string description() const override {
     return "resize(" + (shorter_side_ ? std::to_string(size_.height) : size_text(size_)) +
@@ -244,9 +252,7 @@ class RandomResizedCropTransform : public Transform {
     CropBox box = reduced_box(draw(full, random), full, image.reduction);
     box.top -= image.top;
     box.left -= image.left;
-    Image resized;
-    resize_box(image, box, size_.height, size_.width, resized, mode_);
-    std::swap(image, resized);
+    resize_in_place(image, box, size_, mode_);
   }
   bool is_random() const override { return true; }
   std::string description() const override {
