@@ -40,10 +40,17 @@ std::vector<double> bench_loader_command(const BenchLoaderOptions& options, std:
     const auto loader = make_loader(root.at("data"), options.split,
                                     uint64_t(root.get<int64_t>("seed", 1)), &batch_memory);
     if (rates.empty()) {
-      out << fmt::format("loader of data.{}: {}, batch {}, {} transform(s), {} batches timed\n",
-                         options.split, loader->dataset().description(),
-                         loader->options().batch_size, loader->options().transforms.size(),
+      const auto& loader_options = loader->options();
+      std::string transforms;
+      for (const auto& transform : loader_options.transforms) {
+        transforms += (transforms.empty() ? "" : ", ") + transform->description();
+      }
+      out << fmt::format("loader of data.{}: {}, batch {}, {} batches timed after one untimed\n",
+                         options.split, loader->dataset().description(), loader_options.batch_size,
                          options.batches);
+      out << "transforms: " << (transforms.empty() ? "none" : transforms) << "\n";
+      out << "images/s: images read, decoded, augmented and batched per second, the consumer "
+             "idle\n";
       out << fmt::format("{:>8} {:>12} {:>12}\n", "workers", "images/s", "ms/batch");
     }
     loader->next();  // starts the workers and fills the prefetch queue

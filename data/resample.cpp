@@ -96,11 +96,12 @@ void resample_columns(const float* in, int64_t in_stride, const ResampleAxis& ax
   const int64_t taps = axis.taps;
   for (int64_t y = 0; y < out_height; ++y) {
     float* dst = out + y * width;
-    std::fill(dst, dst + width, 0.0f);
     const float* w = axis.weights.data() + y * taps;
-    for (int64_t k = 0; k < taps; ++k) {
-      if (w[k] == 0.0f) continue;
-      const float* src = in + (axis.first[size_t(y)] + k) * in_stride;
+    const float* row = in + axis.first[size_t(y)] * in_stride;
+    for (int64_t x = 0; x < width; ++x) dst[x] = w[0] * row[x];
+    for (int64_t k = 1; k < taps; ++k) {
+      if (w[k] == 0.0f) continue;  // the padding of a short window
+      const float* src = row + k * in_stride;
       const float weight = w[k];
       for (int64_t x = 0; x < width; ++x) dst[x] += weight * src[x];
     }
