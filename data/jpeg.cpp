@@ -128,8 +128,7 @@ void store_row(const uint8_t* in_row, bool cmyk, bool inverted, int64_t y, Image
   }
 }
 
-// The plan's reduction and window, checked: the window inside the image of `height` x `width`
-// (libjpeg's output at that reduction); an empty window is the whole image.
+// The plan's reduction must be one libjpeg scales by here: 1, 2, 4 or 8.
 DecodePlan checked_plan(DecodePlan plan, const std::string& name) {
   const int r = plan.reduction;
   if (r != 1 && r != 2 && r != 4 && r != 8) {
@@ -139,6 +138,8 @@ DecodePlan checked_plan(DecodePlan plan, const std::string& name) {
   return plan;
 }
 
+// The plan's window must lie inside the `height` x `width` image libjpeg gives at its reduction;
+// an empty window (height 0) becomes the whole image.
 void check_window(DecodePlan& plan, int64_t height, int64_t width, const std::string& name) {
   if (plan.height == 0) {
     plan.top = plan.left = 0;
@@ -192,7 +193,7 @@ void decode_jpeg(const uint8_t* bytes, size_t size, int channels, const std::str
   // The window's columns: libjpeg moves the left edge down to an iMCU boundary (8 or 16 pixels)
   // and treats the decoded span's edges as the image's when it upsamples chroma, which changes
   // the edge column; asking for kMargin more columns each side keeps the window's own pixels
-  // those of a whole decode (tests/data/jpeg_test.cpp checks it bit for bit).
+  // those of a whole decode (tests/data/jpeg_window_test.cpp checks it bit for bit).
   constexpr int64_t kMargin = 2;
   JDIMENSION span_left = JDIMENSION(std::max<int64_t>(plan.left - kMargin, 0));
   JDIMENSION span_width =

@@ -33,18 +33,19 @@ for run in $(seq "$runs"); do
     set_mode=()
     [ "$mode" = default ] || set_mode=(--set "+data.train.reduced_decoding=$mode")
     echo "== run $run: crema, reduced_decoding: $mode"
-    "${crema[@]}" bench-loader scripts/bench/photo_loader.yaml --workers "$workers" \
-      --batches "$batches" --set "data.train.source.root=$data" "${set_mode[@]}" |
-      tee /dev/stderr | awk -v mode="$mode" '$1 ~ /^[0-9]+$/ { print "crema(" mode ")", $1, $2 }' \
-      >> "$log"
+    out=$("${crema[@]}" bench-loader scripts/bench/photo_loader.yaml --workers "$workers" \
+      --batches "$batches" --set "data.train.source.root=$data" "${set_mode[@]}")
+    echo "$out"
+    awk -v mode="$mode" '$1 ~ /^[0-9]+$/ { print "crema(" mode ")", $1, $2 }' <<< "$out" >> "$log"
   done
   if [ "$peer" != 0 ]; then
     echo "== run $run: torchvision"
-    /usr/bin/python3 scripts/bench/peer_loader_torchvision.py "$data" --workers "$workers" \
-      --batches "$batches" --runs 1 | tee /dev/stderr |
-      awk '$1 ~ /^[0-9]+$/ { print "torchvision", $1, $2 }' >> "$log"
+    out=$(/usr/bin/python3 scripts/bench/peer_loader_torchvision.py "$data" --workers "$workers" \
+      --batches "$batches" --runs 1)
+    echo "$out"
+    awk '$1 ~ /^[0-9]+$/ { print "torchvision", $1, $2 }' <<< "$out" >> "$log"
   fi
-done 2>&1
+done
 /usr/bin/python3 - "$log" <<'EOF'
 import collections, statistics, sys
 rates = collections.defaultdict(list)
