@@ -97,21 +97,26 @@ struct Decompressor {
   bool created = false;
 };
 
-// One decoded row of `in_row` (libjpeg's output components) into row `y` of the planar `out`.
-void store_row(const uint8_t* in_row, bool cmyk, bool inverted, int64_t y, Image& out) {
+// One decoded row of `in_row` (libjpeg's output components) into row `y` of the planar `out`;
+// `values` has room for one row of floats (3 x width).
+void store_row(const uint8_t* in_row, bool cmyk, bool inverted, int64_t y, Image& out,
+               float* values) {
   const int64_t width = out.width(), plane = out.height() * width;
   float* dst = out.pixels.data() + y * width;
   if (!cmyk && out.channels() == 1) {
     for (int64_t x = 0; x < width; ++x) dst[x] = float(in_row[x]);
     return;
   }
-  if (!cmyk) {  // one pass over the interleaved row, three planes written
+  if (!cmyk) {
+    // Bytes to floats, then the floats dealt to three planes: two loops the compiler vectorizes
+    // (one loop reading bytes three apart it does not, at twice the time).
+    for (int64_t i = 0; i < 3 * width; ++i) values[i] = float(in_row[i]);
     float* green = dst + plane;
     float* blue = green + plane;
     for (int64_t x = 0; x < width; ++x) {
-      dst[x] = float(in_row[3 * x]);
-      green[x] = float(in_row[3 * x + 1]);
-      blue[x] = float(in_row[3 * x + 2]);
+      dst[x] = values[3 * x];
+      green[x] = values[3 * x + 1];
+      blue[x] = values[3 * x + 2];
     }
     return;
   }
@@ -201,6 +206,7 @@ void decode_jpeg(const uint8_t* bytes, size_t size, int channels, const std::str
   // Up to kRows rows a call: libjpeg upsamples chroma two rows at a time, and fewer calls.
   constexpr int kRows = 8;
   std::vector<uint8_t> rows;
+  std::vector<float> values(size_t(3 * plan.width));
   Image& image = out;
   const int64_t end = plan.top + plan.height;
   const bool ok = guarded(jpeg.errors, [&] {
@@ -221,7 +227,7 @@ void decode_jpeg(const uint8_t* bytes, size_t size, int channels, const std::str
       const JDIMENSION want = JDIMENSION(std::min<int64_t>(kRows, end - info.output_scanline));
       const JDIMENSION got = jpeg_read_scanlines(&info, pointers, want);
       for (JDIMENSION i = 0; i < got; ++i) {
-        store_row(pointers[i] + skip, cmyk, inverted, y + int64_t(i), image);
+        store_row(pointers[i] + skip, cmyk, inverted, y + int64_t(i), image, values.data());
       }
     }
     // Rows below the window are not decoded at all: a truncation there goes unnoticed.
