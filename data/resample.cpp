@@ -72,10 +72,12 @@ Taps taps_of(int64_t i, int64_t in_size, int64_t out_size, ResizeMode mode) {
   return taps;
 }
 
-// out[x] = sum_k weights[x, k] in[first[x] + k], for each of `rows` rows.
-void resample_rows(const float* in, int64_t in_stride, int64_t rows, const ResampleAxis& axis,
-                   float* out, int64_t out_width) {
-  const int64_t taps = axis.taps;
+// out[x] = sum_k weights[x, k] in[first[x] + k], for each of `rows` rows. kTaps > 0 fixes the
+// window's length at compile time (the inner loop unrolled); 0 reads it from the axis.
+template <int kTaps>
+void resample_rows_with(const float* in, int64_t in_stride, int64_t rows, const ResampleAxis& axis,
+                        float* out, int64_t out_width) {
+  const int64_t taps = kTaps > 0 ? kTaps : axis.taps;
   for (int64_t y = 0; y < rows; ++y) {
     const float* row = in + y * in_stride;
     float* dst = out + y * out_width;
@@ -86,6 +88,30 @@ void resample_rows(const float* in, int64_t in_stride, int64_t rows, const Resam
       for (int64_t k = 0; k < taps; ++k) sum += w[k] * src[k];
       dst[x] = sum;
     }
+  }
+}
+
+// The windows of shrinking a photo's crop to 224 pixels are 2 to 8 taps long (bilinear with
+// antialias: 2 s + 1 for a shrink by s).
+void resample_rows(const float* in, int64_t in_stride, int64_t rows, const ResampleAxis& axis,
+                   float* out, int64_t out_width) {
+  switch (axis.taps) {
+    case 2:
+      return resample_rows_with<2>(in, in_stride, rows, axis, out, out_width);
+    case 3:
+      return resample_rows_with<3>(in, in_stride, rows, axis, out, out_width);
+    case 4:
+      return resample_rows_with<4>(in, in_stride, rows, axis, out, out_width);
+    case 5:
+      return resample_rows_with<5>(in, in_stride, rows, axis, out, out_width);
+    case 6:
+      return resample_rows_with<6>(in, in_stride, rows, axis, out, out_width);
+    case 7:
+      return resample_rows_with<7>(in, in_stride, rows, axis, out, out_width);
+    case 8:
+      return resample_rows_with<8>(in, in_stride, rows, axis, out, out_width);
+    default:
+      return resample_rows_with<0>(in, in_stride, rows, axis, out, out_width);
   }
 }
 
