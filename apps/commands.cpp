@@ -72,9 +72,9 @@ std::vector<std::pair<std::string, double>> test_command(const CommandOptions& o
   const ConfigNode& data_node = s.root.at("data");
   data_node.allow("train");
   const ClassList classes = classes_of_weights(options.weights);
-  auto loader =
-      make_loader(data_node, "test", s.seed, nullptr, classes.names.empty() ? nullptr : &classes);
   const ConfigNode& model = s.root.at("model");
+  auto loader = make_loader(data_node, "test", s.seed, nullptr,
+                            classes.names.empty() ? nullptr : &classes, soft_target_classes(model));
   Net net(model, Phase::test, loader->options().batch_size, s.registry, ctx);
   check_inputs(net, *loader, model);
   const std::string notes = load_all_weights(net, options.weights);

@@ -12,6 +12,8 @@
 //   crema time CONFIG [--device ...] [--iterations N] [--set key=value]...
 //   crema devices
 //   crema export-images [CONFIG --split S | --images F --labels F] --out DIR [--classes 5,7,9] [--per-class N]
+//   crema pack SOURCE OUT [--shard-size 256MB] [--max-side N] [--quality Q] [--skip-bad]
+//              [--workers N] [--root DIR] [--num-classes N]
 //   crema bench-loader CONFIG [--split S] [--workers 1,2,4] [--batches N]
 //   crema bench gemm|conv|rnn [--shape S]... [--version V] [--math fp32|tf32|bf16] [--warmup N]
 //               [--layout nchw|nhwc] [--repeats N] [--device cuda:N]
@@ -129,9 +131,39 @@ int main(int argc, char** argv) {
   export_images->add_option("--quality", export_options.quality, "JPEG quality 1..100")->capture_default_str();
   export_images->add_option("--list", export_options.list_file, "also write a '<path> <label>' list file");
 
+  crema::PackCommandOptions pack_options;
+  CLI::App* pack =
+      app.add_subcommand("pack", "write an image folder or list file as shard files and an index");
+  pack->add_option("source", pack_options.source,
+                   "an image folder, or a list file of '<path> <label>' lines")
+      ->required();
+  pack->add_option("out", pack_options.out_dir, "the folder to write")->required();
+  pack->add_option("--shard-size", pack_options.shard_size, "bytes per shard (256MB, 1GiB, ...)")
+      ->capture_default_str();
+  pack->add_option("--max-side", pack_options.max_side,
+                   "re-encode images with a longer side as JPEG of this side (0: keep the files)")
+      ->capture_default_str();
+  pack->add_option("--quality", pack_options.quality, "JPEG quality of re-encoded images, 1..100")
+      ->capture_default_str();
+  pack->add_flag("--skip-bad", pack_options.skip_bad,
+                 "leave out files that do not decode, and list them");
+  pack->add_option("--workers", pack_options.workers,
+                   "threads decoding and re-encoding files (0: one per core)")
+      ->capture_default_str();
+  pack->add_option("--root", pack_options.root,
+                   "list file: the folder its paths start from (default: the list's)");
+  pack->add_option("--num-classes", pack_options.num_classes,
+                   "list file: the number of classes (default: largest label + 1)");
+  pack->add_option("--max-image-pixels", pack_options.max_pixels,
+                   "refuse larger images (decompression bombs)")
+      ->capture_default_str();
+
   crema::BenchLoaderOptions bench_options;
   CLI::App* bench_loader = app.add_subcommand("bench-loader", "images/s the data loader delivers, by worker count");
-  bench_loader->add_option("config", bench_options.config, "the YAML config file")->required();
+  bench_loader
+      ->add_option("config", bench_options.config,
+                   "the YAML config file (any source: a folder, a packed dataset, ...)")
+      ->required();
   bench_loader->add_option("--set", bench_options.overrides, "override a config key")->allow_extra_args(false);
   bench_loader->add_option("--split", bench_options.split, "train or test")->capture_default_str();
   bench_loader->add_option("--workers", bench_options.workers, "worker counts")->delimiter(',')->capture_default_str();
@@ -191,6 +223,7 @@ int main(int argc, char** argv) {
     if (*plot) crema::plot_command(plot_dir, plot_png, std::cout);
     if (*devices) crema::devices_command(std::cout);
     if (*export_images) crema::export_images_command(export_options, std::cout);
+    if (*pack) crema::pack_command(pack_options, std::cout);
     if (*bench_loader) crema::bench_loader_command(bench_options, std::cout);
     if (*bench) {
       return crema::bench::bench_command(kernel_bench_op, kernel_bench_device, kernel_bench,

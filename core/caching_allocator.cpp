@@ -1,11 +1,13 @@
 #include "core/caching_allocator.h"
 
+#include <utility>
+
 #include "core/error.h"
 
 namespace crema {
 
 CachingAllocator::CachingAllocator(RawAllocate raw_allocate, RawFree raw_free)
-    : raw_allocate_(raw_allocate), raw_free_(raw_free) {}
+    : raw_allocate_(std::move(raw_allocate)), raw_free_(std::move(raw_free)) {}
 
 CachingAllocator::~CachingAllocator() {
   release_cache_locked();

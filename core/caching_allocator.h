@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -23,8 +24,9 @@ namespace crema {
 
 class CachingAllocator final : public Allocator {
  public:
-  using RawAllocate = void* (*)(size_t bytes);
-  using RawFree = void (*)(void* ptr);
+  // The backend: for device memory, bound to the Context's device (core/context.cpp).
+  using RawAllocate = std::function<void*(size_t bytes)>;
+  using RawFree = std::function<void(void* ptr)>;
 
   CachingAllocator(RawAllocate raw_allocate, RawFree raw_free);
   ~CachingAllocator() override;
@@ -48,8 +50,8 @@ class CachingAllocator final : public Allocator {
   RawAllocate raw_allocate_;
   RawFree raw_free_;
   mutable std::mutex mutex_;
-  std::multimap<size_t, void*> cached_;          // size -> free block
-  std::unordered_map<void*, size_t> in_use_;     // block -> rounded size
+  std::multimap<size_t, void*> cached_;       // size -> free block
+  std::unordered_map<void*, size_t> in_use_;  // block -> rounded size
   size_t current_ = 0, peak_ = 0, reserved_ = 0;
 };
 

@@ -15,8 +15,26 @@ Context::Context(Device device, uint64_t seed, int num_threads)
       num_threads_(num_threads) {
   if (device_.is_cuda()) {
     gpu::use_device(device_.index);
-    owned_allocator_ = std::make_unique<CachingAllocator>(gpu::device_allocate, gpu::device_free);
-    owned_staging_ = std::make_unique<CachingAllocator>(gpu::pinned_allocate, gpu::pinned_free);
+    // Memory is allocated and freed with this context's device current, whichever thread asks.
+    const int index = device_.index;
+    owned_allocator_ = std::make_unique<CachingAllocator>(
+        [index](size_t bytes) {
+          gpu::DeviceGuard guard(index);
+          return gpu::device_allocate(bytes);
+        },
+        [index](void* ptr) {
+          gpu::DeviceGuard guard(index);
+          gpu::device_free(ptr);
+        });
+    owned_staging_ = std::make_unique<CachingAllocator>(
+        [index](size_t bytes) {
+          gpu::DeviceGuard guard(index);
+          return gpu::pinned_allocate(bytes);
+        },
+        [index](void* ptr) {
+          gpu::DeviceGuard guard(index);
+          gpu::pinned_free(ptr);
+        });
     allocator_ = owned_allocator_.get();
     staging_ = owned_staging_.get();
     stream_ = gpu::create_stream();
@@ -27,11 +45,16 @@ Context::Context(Device device, uint64_t seed, int num_threads)
 Context::~Context() {
   workspace_ = Tensor();
   outgrown_workspaces_.clear();
-  gpu::destroy_stream(stream_);
+  if (stream_ != nullptr) {
+    gpu::DeviceGuard guard(device_.index);
+    gpu::destroy_stream(stream_);
+  }
 }
 
 void Context::synchronize() {
-  if (stream_ != nullptr) gpu::synchronize(stream_);
+  if (stream_ == nullptr) return;
+  gpu::DeviceGuard guard(device_.index);
+  gpu::synchronize(stream_);
 }
 
 Tensor Context::empty(const Shape& shape, DType dtype) {
@@ -50,6 +73,7 @@ void Context::fill(Tensor& t, float value) {
     return;
   }
   CREMA_CHECK(t.dtype() == DType::f32, "device tensors are float32");
+  gpu::DeviceGuard guard(t.device().index);
   gpu::fill(t.data<float>(), size_t(t.numel()), value, stream_);
 }
 
@@ -60,6 +84,9 @@ void Context::copy(Tensor& dst, const Tensor& src) {
   }
   CREMA_CHECK(dst.numel() == src.numel() && dst.dtype() == src.dtype(),
               "copy " + src.description() + " into " + dst.description());
+  // On this context's GPU when it has one (its stream), else on the GPU the copy touches.
+  gpu::DeviceGuard guard(device_.is_cuda() ? device_.index
+                                           : (dst.device().is_cuda() ? dst : src).device().index);
   gpu::copy(dst.raw(), src.raw(), dst.nbytes(), stream_);
 }
 

@@ -25,12 +25,6 @@ void check(cudaError_t status, const std::string& what) {
   }
 }
 
-int current_device() {
-  int device = 0;
-  check(cudaGetDevice(&device), "cudaGetDevice");
-  return device;
-}
-
 __global__ void fill_kernel(float* dst, size_t count, float value) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < count;
        i += size_t(gridDim.x) * blockDim.x) {
@@ -40,7 +34,9 @@ __global__ void fill_kernel(float* dst, size_t count, float value) {
 
 }  // namespace
 
-bool built_with_cuda() { return true; }
+bool built_with_cuda() {
+  return true;
+}
 
 int device_count() {
   int count = 0;
@@ -60,12 +56,33 @@ std::string device_description(int index) {
 
 void use_device(int index) {
   const int count = device_count();
-  if (count == 0) throw DeviceError("device cuda:" + std::to_string(index) + " is not available: no CUDA GPU was found");
+  if (count == 0)
+    throw DeviceError("device cuda:" + std::to_string(index) +
+                      " is not available: no CUDA GPU was found");
   if (index < 0 || index >= count) {
-    throw DeviceError("device cuda:" + std::to_string(index) + " is not available: this machine has " +
-                      std::to_string(count) + " GPU(s), cuda:0 to cuda:" + std::to_string(count - 1));
+    throw DeviceError("device cuda:" + std::to_string(index) +
+                      " is not available: this machine has " + std::to_string(count) +
+                      " GPU(s), cuda:0 to cuda:" + std::to_string(count - 1));
   }
   check(cudaSetDevice(index), "cudaSetDevice");
+}
+
+int current_device() {
+  int current = 0;
+  check(cudaGetDevice(&current), "cudaGetDevice");
+  return current;
+}
+
+DeviceGuard::DeviceGuard(int index) {
+  int current = 0;
+  check(cudaGetDevice(&current), "cudaGetDevice");
+  if (current == index) return;
+  check(cudaSetDevice(index), "cudaSetDevice");
+  previous_ = current;
+}
+
+DeviceGuard::~DeviceGuard() {
+  if (previous_ >= 0) cudaSetDevice(previous_);  // a destructor cannot throw; it set it before
 }
 
 Stream create_stream() {
@@ -79,7 +96,9 @@ void destroy_stream(Stream stream) {
   if (stream != nullptr) cudaStreamDestroy(stream);
 }
 
-void synchronize(Stream stream) { check(cudaStreamSynchronize(stream), "a kernel (stream synchronize)"); }
+void synchronize(Stream stream) {
+  check(cudaStreamSynchronize(stream), "a kernel (stream synchronize)");
+}
 
 void* device_allocate(size_t bytes) {
   void* ptr = nullptr;
@@ -137,7 +156,8 @@ void fill(float* dst, size_t count, float value, Stream stream) {
 void check_launch(const char* what) {
   const cudaError_t status = cudaGetLastError();
   if (status != cudaSuccess) {
-    throw DeviceError(std::string("CUDA kernel ") + what + " failed: " + cudaGetErrorString(status));
+    throw DeviceError(std::string("CUDA kernel ") + what +
+                      " failed: " + cudaGetErrorString(status));
   }
 }
 

@@ -23,6 +23,23 @@ int device_count();
 std::string device_description(int index);
 // Makes `index` the current device; DeviceError naming the devices present when it is absent.
 void use_device(int index);
+// The calling thread's current device.
+int current_device();
+
+// Makes device `index` the calling thread's current device while the guard lives, then restores
+// the one before (CUDA's current device is a per-thread setting). Every Context operation and
+// every kernel dispatch holds one, so Contexts on several GPUs can be used from any threads, each
+// thread's own setting left as it was. A no-op in a build without CUDA.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int index);
+  ~DeviceGuard();
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int previous_ = -1;  // the device to restore; -1: it already was `index`
+};
 
 Stream create_stream();
 void destroy_stream(Stream stream);

@@ -385,6 +385,10 @@ void Net::backward(Context& ctx) {
   for (size_t i = layers_.size(); i-- > 0;) backward_layer(i, ctx);
 }
 
+// A training step needs no call: the solver's fused update reads each parameter gradient and
+// zeroes it in the same pass (kernels/optimizers/optimizers.h). The training loop calls this when
+// it drops a step's gradients without an update: a skipped non-finite step and a rollback to the
+// last checkpoint (apps/training/loop.cpp).
 void Net::zero_param_grads(Context& ctx) {
   for (Param* p : learnable_) ctx.fill(p->grad, 0.0f);
 }

@@ -59,9 +59,9 @@ class Net {
   double loss() const;
   // The loss tops and their weights, for code that sums them on the device.
   const std::vector<std::pair<Blob*, float>>& loss_tops() const { return loss_tops_; }
-  // Runs backward through the layers that need it. Parameter gradients accumulate.
+  // Runs backward through the layers that need it. Parameter gradients accumulate (+=).
   void backward(Context& ctx);
-  // Zeroes every parameter gradient (the solver does this after each update).
+  // Zeroes every parameter gradient (the update zeroes them itself; this is for a dropped step).
   void zero_param_grads(Context& ctx);
 
   // Scalar blobs that no layer consumes (losses, accuracy), by name, with their current values

@@ -65,7 +65,8 @@ Tensor Tensor::from_vector(Shape shape, const std::vector<float>& values) {
 int64_t Tensor::dim(int axis) const {
   const int n = ndim();
   const int a = axis < 0 ? axis + n : axis;
-  CREMA_CHECK(a >= 0 && a < n, "axis " + std::to_string(axis) + " out of range for " + description());
+  CREMA_CHECK(a >= 0 && a < n,
+              "axis " + std::to_string(axis) + " out of range for " + description());
   return shape_[a];
 }
 
@@ -108,7 +109,10 @@ void Tensor::copy_from(const Tensor& src) {
   if (src.device().is_cpu() && device_.is_cpu()) {
     std::memcpy(raw(), src.raw(), nbytes());
   } else {
-    gpu::copy(raw(), src.raw(), nbytes(), nullptr);  // synchronous
+    // Synchronous, on the legacy stream of the GPU involved (the destination's when both are),
+    // which waits for that GPU's blocking streams: the Contexts' (core/context.h).
+    const gpu::DeviceGuard guard((device_.is_cuda() ? device_ : src.device()).index);
+    gpu::copy(raw(), src.raw(), nbytes(), nullptr);
   }
 }
 
@@ -116,6 +120,7 @@ std::vector<float> Tensor::to_vector() const {
   std::vector<float> out(static_cast<size_t>(numel()));
   if (!device_.is_cpu()) {
     CREMA_CHECK(dtype_ == DType::f32, "to_vector on " + description());
+    const gpu::DeviceGuard guard(device_.index);  // synchronous on this tensor's GPU
     gpu::copy(out.data(), raw(), nbytes(), nullptr);
     return out;
   }

@@ -28,6 +28,14 @@ class ClassSubsetDataset : public Dataset {
   void read_sample(int64_t index, Image& out) const override {
     base_->read_sample(base_index(index), out);
   }
+  void read_sample_reduced(int64_t index, Image& out, const DecodePlanner& plan) const override {
+    base_->read_sample_reduced(base_index(index), out, plan);
+  }
+  void will_read(const int64_t* indices, int64_t count) const override {
+    std::vector<int64_t> base(static_cast<size_t>(count));
+    for (int64_t i = 0; i < count; ++i) base[size_t(i)] = base_index(indices[i]);
+    base_->will_read(base.data(), count);
+  }
   int64_t label(int64_t index) const override { return labels_[size_t(check(index))]; }
   std::string sample_name(int64_t index) const override {
     return base_->sample_name(base_index(index));

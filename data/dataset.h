@@ -46,6 +46,9 @@ class Dataset {
   virtual void read_sample_reduced(int64_t index, Image& out, const DecodePlanner& plan) const {
     read_sample(index, out);
   }
+  // A hint that samples `indices[0..count)` (a batch) are read next: a source that reads files
+  // may start reading them ahead (data/packed.h). The default does nothing.
+  virtual void will_read(const int64_t* indices, int64_t count) const {}
   // The class label of sample `index`.
   virtual int64_t label(int64_t index) const = 0;
   // What sample `index` is, for messages: its file, or "<description> sample <index>".

@@ -37,6 +37,11 @@ uint64_t sample_seed(uint64_t seed, int64_t epoch, int64_t index) {
   return mix64(mix64(mix64(seed) ^ uint64_t(epoch)) ^ uint64_t(index));
 }
 
+uint64_t batch_seed(uint64_t seed, int64_t epoch, int64_t index_in_epoch) {
+  // A salt keeps batch b's stream apart from sample b's (sample_seed).
+  return mix64(sample_seed(seed ^ 0x6D69787570ull, epoch, index_in_epoch));
+}
+
 DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions options)
     : dataset_(std::move(dataset)), options_(std::move(options)) {
   CREMA_CHECK(dataset_ != nullptr, "DataLoader needs a dataset");
@@ -70,6 +75,28 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions
       sample_shape_ = transform->output_shape(sample_shape_);
     } catch (const Error& e) {
       throw Error(what + ": " + e.what());
+    }
+  }
+  if (options_.target_classes < 0) {
+    throw Error(what + ": target_classes is " + std::to_string(options_.target_classes) +
+                ", must be 0 (labels only) or the number of classes");
+  }
+  if (options_.target_classes > 0 && dataset_->num_classes() > options_.target_classes) {
+    throw Error(what + " has " + std::to_string(dataset_->num_classes()) +
+                " classes, more than the soft targets' " + std::to_string(options_.target_classes) +
+                " (model.inputs.label)");
+  }
+  if (options_.batch_mix) {
+    const BatchMixOptions& mix = *options_.batch_mix;
+    if (options_.target_classes == 0) {
+      throw Error(what +
+                  ": batch_mix makes soft targets: the net's label input must be one row of "
+                  "class weights, model.inputs.label: [K] for K classes");
+    }
+    check_batch_mix(mix);
+    if (mix.cutmix_alpha > 0 && sample_shape_.size() < 2) {
+      throw Error(what + ": batch_mix.cutmix_alpha needs samples with H x W axes, got " +
+                  shape_str(sample_shape_));
     }
   }
   for (int w = 0; w < options_.num_workers; ++w) workers_.emplace_back([this] { worker_loop(); });
@@ -149,6 +176,7 @@ DataLoader::Result DataLoader::assemble(int64_t position, const std::vector<int6
     batch.labels = Tensor({count}, DType::f32, Device::cpu(), options_.allocator);
     float* data = batch.data.data<float>();      // [B, sample_shape...]
     float* labels = batch.labels.data<float>();  // [B]
+    dataset_->will_read(order.data() + first, count);
     for (int64_t i = 0; i < count; ++i) {
       int64_t index = order[size_t(first + i)];
       if (!options_.skip_bad) {
@@ -174,10 +202,28 @@ DataLoader::Result DataLoader::assemble(int64_t position, const std::vector<int6
       std::copy(scratch.pixels.begin(), scratch.pixels.end(), data + i * sample_numel);
       labels[i] = float(dataset_->label(index));
     }
+    make_targets(batch);
   } catch (...) {
     result.error = std::current_exception();
   }
   return result;
+}
+
+void DataLoader::make_targets(Batch& batch) const {
+  const int64_t K = options_.target_classes;
+  if (K == 0) return;
+  const int64_t count = batch.labels.numel();
+  const BatchMixOptions* mix = options_.batch_mix ? &*options_.batch_mix : nullptr;
+  batch.targets = Tensor({count, K}, DType::f32, Device::cpu(), options_.allocator);
+  float* targets = batch.targets.data<float>();  // [B, K]
+  one_hot_targets(batch.labels.data<float>(), count, K, mix ? mix->label_smoothing : 0.0, targets);
+  if (mix == nullptr) return;
+  const size_t rank = sample_shape_.size();
+  const int64_t H = rank >= 2 ? sample_shape_[rank - 2] : 1,
+                W = rank >= 1 ? sample_shape_.back() : 1;
+  Random random(batch_seed(options_.seed, batch.epoch, batch.index_in_epoch));
+  apply_batch_mix(draw_batch_mix(*mix, H, W, random), sample_shape_, count,
+                  batch.data.data<float>(), K, targets);
 }
 
 void DataLoader::account_skipped(const Result& result) {

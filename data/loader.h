@@ -21,7 +21,9 @@
 // after start_epoch(0), or simply the next batches_per_epoch() calls: a pass stays aligned.
 //
 // Threads. num_workers threads (std::thread, owned by the loader) claim positions in order, read
-// (decode) and transform their samples, and file the finished batch under its position. At most
+// (decode) and transform their samples, and file the finished batch under its position. A batch
+// starts by telling the dataset which samples it holds (Dataset::will_read: a packed dataset
+// reads them ahead). At most
 // num_workers + prefetch batches are claimed beyond the one next() waits for: every worker can be
 // busy while `prefetch` finished batches wait (a window of `prefetch` alone would leave workers
 // beyond the prefetch count idle), and memory stays bounded. next()
@@ -30,6 +32,11 @@
 // destructor stops the workers (each finishes at most the batch it is on) and joins them; it
 // never waits on the consumer. num_workers = 0 assembles each batch inside next() (simplest, for
 // debugging). One consumer thread calls next(), seek() and wait_seconds().
+//
+// Soft targets and batch mixing. With target_classes K, each batch also carries targets [B, K]:
+// one-hot rows (label-smoothed by batch_mix.label_smoothing). With batch_mix, the assembled batch
+// is then mixed as a whole (mixup or cutmix, data/batch_mix.h), its draws from a Random seeded
+// by (seed, epoch, batch index) alone (batch_seed): the same for any number of workers.
 //
 // Bad samples. A sample that cannot be read or transformed (a corrupt file, an image of the
 // wrong size) is an error naming it. With skip_bad it is replaced by the next sample of the
@@ -44,19 +51,22 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
 #include "core/allocator.h"
 #include "core/tensor.h"
+#include "data/batch_mix.h"
 #include "data/dataset.h"
 #include "data/transform.h"
 
 namespace crema::data {
 
 struct Batch {
-  Tensor data;    // [B, sample_shape...] float32, transformed, on the host
-  Tensor labels;  // [B] float32: the class index as a float (Caffe's convention)
+  Tensor data;     // [B, sample_shape...] float32, transformed (and mixed), on the host
+  Tensor labels;   // [B] float32: the class index as a float (Caffe's convention), never mixed
+  Tensor targets;  // [B, K] float32 soft targets with target_classes K > 0, else undefined
   int64_t epoch = 0;
   int64_t index_in_epoch = 0;
 };
@@ -74,6 +84,11 @@ struct DataLoaderOptions {
   // reads, when it needs no more (resize, random_resized_crop: data/transform.h decode_plan);
   // false decodes every file whole at full size.
   bool reduced_decoding = true;
+  // Soft targets: K > 0 gives each batch `targets`, the one-hot rows of its labels over K classes
+  // (smoothed and mixed by batch_mix); 0: labels only.
+  int64_t target_classes = 0;
+  // Mixup and cutmix of each whole batch (data/batch_mix.h); needs target_classes > 0.
+  std::optional<BatchMixOptions> batch_mix;
   // Replace unreadable samples instead of failing their batch (see above).
   bool skip_bad = false;
   // Receives one line per epoch that skipped samples: "epoch 3: skipped 2 bad samples ...".
@@ -90,11 +105,16 @@ std::vector<int64_t> epoch_order(int64_t size, uint64_t seed, int64_t epoch);
 // The seed of the Random that sample `index`'s transforms draw from in `epoch`.
 uint64_t sample_seed(uint64_t seed, int64_t epoch, int64_t index);
 
+// The seed of the Random that batch `index_in_epoch`'s mixing draws from in `epoch` (a stream
+// apart from every sample's).
+uint64_t batch_seed(uint64_t seed, int64_t epoch, int64_t index_in_epoch);
+
 class DataLoader {
  public:
   // Throws crema::Error for a bad option (batch_size < 1, prefetch < 1, num_workers < 0), an
-  // empty dataset, a drop_last epoch without a single batch, or a transform that cannot apply to
-  // the dataset's samples.
+  // empty dataset, a drop_last epoch without a single batch, a transform that cannot apply to
+  // the dataset's samples, or a bad batch_mix (check_batch_mix; none without target_classes;
+  // cutmix on samples without H x W axes; a dataset of more classes than target_classes).
   DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions options);
   ~DataLoader();
   DataLoader(const DataLoader&) = delete;
@@ -132,6 +152,8 @@ class DataLoader {
   void worker_loop();
   // Assembles batch `position`; `scratch` holds one sample at a time (one per thread).
   Result assemble(int64_t position, const std::vector<int64_t>& order, Image& scratch) const;
+  // With target_classes, the batch's targets from its labels, then batch_mix.
+  void make_targets(Batch& batch) const;
   // Reads and transforms sample `index` of `epoch` into `image`; throws naming the sample. The
   // random transforms draw from a Random seeded for the sample, the others get `fixed`.
   void load_sample(int64_t epoch, int64_t index, Image& image, Random& fixed) const;

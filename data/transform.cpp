@@ -2,35 +2,16 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <set>
 #include <utility>
 
 #include "core/error.h"
+#include "data/augment.h"
 #include "data/image_ops.h"
+#include "data/spec_reader.h"
 
 namespace crema::data {
 namespace {
-
-std::string number_text(double value) {
-  char number[32];
-  std::snprintf(number, sizeof(number), "%.7g", value);
-  return number;
-}
-
-std::string list_text(const std::vector<float>& values) {
-  std::string text;
-  for (size_t i = 0; i < values.size(); ++i) {
-    text += (i > 0 ? ", " : "") + number_text(values[i]);
-  }
-  return text;
-}
-
-std::string joined(const std::vector<std::string>& names) {
-  std::string list;
-  for (const std::string& name : names) list += (list.empty() ? "" : ", ") + name;
-  return list.empty() ? "none" : list;
-}
 
 std::string size_text(const Size2& size) {
   return std::to_string(size.height) + ", " + std::to_string(size.width);
@@ -287,98 +268,6 @@ class HorizontalFlipTransform : public Transform {
   float p_;
 };
 
-// A spec's values by option name; the main value counts as the option `main` ("size", "p").
-class SpecReader {
- public:
-  // `known`: the kind's numeric options; `known_words`: those that take a word.
-  SpecReader(const TransformSpec& spec, const std::string& main,
-             const std::vector<std::string>& known,
-             const std::vector<std::string>& known_words = {})
-      : spec_(spec), options_(spec.options) {
-    std::vector<std::string> all = known;
-    all.insert(all.end(), known_words.begin(), known_words.end());
-    for (const auto& [name, values] : options_) {
-      if (std::find(all.begin(), all.end(), name) == all.end()) {
-        fail("unknown option '" + name + "' (known: " + joined(all) + ")");
-      }
-    }
-    for (const auto& [name, word] : spec.words) {
-      if (std::find(known_words.begin(), known_words.end(), name) != known_words.end()) continue;
-      if (std::find(all.begin(), all.end(), name) == all.end()) {
-        fail("unknown option '" + name + "' (known: " + joined(all) + ")");
-      }
-      fail("'" + name + "' takes numbers, got '" + word + "'");
-    }
-    if (!spec.values.empty()) {
-      if (main.empty())
-        fail("takes options only, e.g. {" + spec.kind + ": {" + known[0] + ": ...}}");
-      if (options_.count(main) > 0) fail("'" + main + "' is given twice");
-      options_[main] = spec.values;
-    }
-  }
-
-  bool has(const std::string& name) const {
-    return options_.count(name) > 0 || spec_.words.count(name) > 0;
-  }
-  // The word given for `name`, one of `allowed`; `fallback` when absent.
-  std::string word(const std::string& name, const std::vector<std::string>& allowed,
-                   const std::string& fallback) const {
-    if (options_.count(name) > 0) fail("'" + name + "' takes a word (" + joined(allowed) + ")");
-    const auto found = spec_.words.find(name);
-    if (found == spec_.words.end()) return fallback;
-    if (std::find(allowed.begin(), allowed.end(), found->second) == allowed.end()) {
-      fail("'" + name + "' must be one of " + joined(allowed) + ", got '" + found->second + "'");
-    }
-    return found->second;
-  }
-  // The values of `name`, which must hold between `min_count` and `max_count` finite values.
-  std::vector<float> get(const std::string& name, size_t min_count, size_t max_count) const {
-    const auto found = options_.find(name);
-    if (found == options_.end()) fail("needs '" + name + "'");
-    const std::vector<float>& values = found->second;
-    if (values.size() < min_count || values.size() > max_count) {
-      fail("'" + name + "' has " + std::to_string(values.size()) + " values, expected " +
-           (min_count == max_count
-                ? std::to_string(min_count)
-                : std::to_string(min_count) + " to " + std::to_string(max_count)));
-    }
-    for (float v : values) {
-      if (!std::isfinite(v)) fail("'" + name + "' must be finite");
-    }
-    return values;
-  }
-  // A size: one positive whole number (a square, or resize's shorter side) or [h, w].
-  Size2 size(const std::string& name, bool& single) const {
-    const std::vector<float> values = get(name, 1, 2);
-    for (float v : values) {
-      if (v < 1.0f || v != std::floor(v) || v > 65536.0f) {
-        fail("'" + name + "' must be whole numbers of pixels from 1, got [" + list_text(values) +
-             "]");
-      }
-    }
-    single = values.size() == 1;
-    return {int64_t(values[0]), int64_t(values.back())};
-  }
-  // A [lo, hi] range with 0 < lo <= hi (<= upper when upper > 0).
-  std::vector<float> range(const std::string& name, std::vector<float> fallback,
-                           float upper) const {
-    std::vector<float> values = has(name) ? get(name, 2, 2) : std::move(fallback);
-    if (!(values[0] > 0.0f && values[0] <= values[1] && (upper <= 0.0f || values[1] <= upper))) {
-      fail("'" + name + "' must be [lo, hi] with 0 < lo <= hi" +
-           (upper > 0.0f ? " <= " + number_text(upper) : std::string()) + ", got [" +
-           list_text(values) + "]");
-    }
-    return values;
-  }
-  [[noreturn]] void fail(const std::string& message) const {
-    throw Error("transform " + spec_.kind + ": " + message);
-  }
-
- private:
-  const TransformSpec& spec_;
-  std::map<std::string, std::vector<float>> options_;
-};
-
 // resize's and random_resized_crop's interpolation (bilinear) and antialias (true) words.
 ResizeMode resize_mode(const SpecReader& reader) {
   ResizeMode mode;
@@ -442,10 +331,23 @@ int decode_reduction_for(Size2 region, Size2 output) {
 }
 
 const std::vector<std::string>& transform_kinds() {
-  static const std::vector<std::string> kinds = {
-      "scale",          "mean",        "std",         "normalize",
-      "resize",         "center_crop", "random_crop", "random_resized_crop",
-      "horizontal_flip"};
+  static const std::vector<std::string> kinds = {"scale",
+                                                 "mean",
+                                                 "std",
+                                                 "normalize",
+                                                 "resize",
+                                                 "center_crop",
+                                                 "random_crop",
+                                                 "random_resized_crop",
+                                                 "horizontal_flip",
+                                                 "color_jitter",
+                                                 "grayscale",
+                                                 "random_grayscale",
+                                                 "random_rotation",
+                                                 "random_affine",
+                                                 "random_erasing",
+                                                 "trivial_augment_wide",
+                                                 "rand_augment"};
   return kinds;
 }
 
@@ -461,6 +363,10 @@ std::unique_ptr<Transform> make_transform(const TransformSpec& spec) {
                 "' is not a value (only normalize "
                 "takes a preset name)");
   }
+  if (kind == "trivial_augment_wide" || kind == "rand_augment") {
+    return make_auto_augment_transform(spec);
+  }
+  if (std::unique_ptr<Transform> augment = make_augment_transform(spec)) return augment;
   if (kind == "scale") {
     const SpecReader reader(spec, "factor", {"factor"});
     return std::make_unique<ScaleTransform>(reader.get("factor", 1, 1)[0]);

@@ -25,6 +25,29 @@
 //                                          to h x w; interpolation, antialias as resize's
 //   horizontal_flip      p (0.5)           mirrors the image with probability p
 //
+// The augmentations (data/augment.h; torchvision's transforms of the same names; the colour ones
+// need pixels in [0, 1], after {scale: 0.00392157} and before normalize, and check it):
+//   color_jitter         options only      brightness, contrast, saturation: v -> factor ~
+//                                          U(max(0, 1 - v), 1 + v), or [lo, hi]; hue: v <= 0.5
+//                                          -> U(-v, v), or [lo, hi] in [-0.5, 0.5]; applied in
+//                                          a random order (data/color_ops.h has the formulas)
+//   grayscale            channels (1)      1 or 3 channels of 0.2989 R + 0.587 G + 0.114 B
+//   random_grayscale     p (0.1)           gray in every channel with probability p
+//   random_rotation      degrees           d -> angle ~ U(-d, d), or [lo, hi], counter-clockwise
+//                                          about the centre; interpolation: nearest | bilinear
+//                                          (nearest), fill: f or [f_c...] (0), center: [x, y]
+//   random_affine        degrees           as random_rotation (clockwise, as torchvision's), and
+//                                          translate: [a, b] (fractions of W and H), scale:
+//                                          [lo, hi], shear: s, [lo, hi] or [xlo, xhi, ylo, yhi]
+//                                          degrees (data/affine_ops.h has the matrix)
+//   random_erasing       p (0.5)           scale: [0.02, 0.33], ratio: [0.3, 3.3], value: v,
+//                                          [v_c...] or random (0): a box set to the value;
+//                                          in the image's units (after normalize, as torchvision)
+//   trivial_augment_wide options only      num_magnitude_bins (31), interpolation (nearest),
+//                                          fill (none): one of 14 ops at a random magnitude
+//   rand_augment         options only      num_ops (2), magnitude (9), num_magnitude_bins (31),
+//                                          interpolation, fill: num_ops ops at one magnitude
+//
 // The main value may also be written as the option of the same role: {random_crop: {size: 28,
 // padding: 4}} equals {random_crop: 28} with padding 4; {horizontal_flip: {p: 0.5}}.
 // The usual normalization of 8-bit images is [{scale: 0.00392157}, {normalize: {mean, std}}]
@@ -39,9 +62,11 @@
 // sample from (seed, epoch, sample index), so augmentation does not depend on the thread that
 // runs it. A transform is immutable once made, so one object serves every worker thread.
 //
-// Parsing stays out of data/: the config layer turns YAML into TransformSpec values and calls
-// make_transform. To add a kind: a Transform subclass in transform.cpp, a branch in
-// make_transform, its name in transform_kinds(), a line in the table above, and a test.
+// Parsing stays out of data/: the config layer turns YAML into TransformSpec values (numbers, or
+// a word such as {interpolation: bilinear}) and calls make_transform. To add a kind: a Transform
+// subclass (in transform.cpp, or augment.cpp for an augmentation), read with SpecReader
+// (data/spec_reader.h), a branch in make_transform, its name in transform_kinds(), a line in the
+// table above, and a test.
 #pragma once
 
 #include <map>

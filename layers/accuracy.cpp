@@ -4,6 +4,9 @@
 //   A position counts as correct when fewer than top_k other classes score at least as high as
 //   its label (Caffe's rule: a tie counts against the label). Positions labelled ignore_label are
 //   skipped.
+//   Soft targets (a second bottom of the scores' shape, C > 1: mixup's, or the one-hot rows a
+//   label input of [C] receives) count their largest class as the label (torch's argmax,
+//   kernels/accuracy/accuracy.h target_labels); no ignore_label then.
 //   The value is computed on the context's device (0 when every position is ignored); a label that
 //   is not a class index (nor the ignore_label) is an error on the CPU and gives NaN on a GPU.
 // YAML keys (defaults): top_k (1), axis (1), ignore_label (none). Usually `phase: test`.
@@ -29,7 +32,8 @@ class AccuracyLayer final : public Layer {
   int min_bottoms() const override { return 2; }
   int max_bottoms() const override { return 2; }
 
-  void reshape(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top, Context&) override {
+  void reshape(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top,
+               Context& ctx) override {
     const Tensor& x = bottom[0]->value;
     const int axis = options_.axis < 0 ? options_.axis + x.ndim() : options_.axis;
     if (axis < 0 || axis >= x.ndim()) fail("axis out of range for " + shape_str(x.shape()));
@@ -37,15 +41,29 @@ class AccuracyLayer final : public Layer {
       fail("top_k " + std::to_string(options_.top_k) + " exceeds the " +
            std::to_string(x.dim(axis)) + " classes");
     }
-    if (bottom[1]->value.numel() != x.numel() / x.dim(axis)) {
+    soft_targets_ = bottom[1]->value.shape() == x.shape() && x.dim(axis) > 1;
+    if (soft_targets_) {
+      if (options_.has_ignore_label) {
+        fail("targets '" + bottom[1]->name + "' " + shape_str(x.shape()) +
+             " are soft (one probability per class), which have no ignore_label; remove it");
+      }
+      if (!labels_.defined()) labels_ = ctx.empty({0});
+      labels_.reshape({x.numel() / x.dim(axis)});
+    } else if (bottom[1]->value.numel() != x.numel() / x.dim(axis)) {
       fail("labels " + shape_str(bottom[1]->value.shape()) + " do not match the scores " +
-           shape_str(x.shape()) + " (one label per position)");
+           shape_str(x.shape()) + " (one label per position, or soft targets of their shape)");
     }
     top[0]->value.reshape({});
   }
 
-  void forward(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top, Context& ctx) override {
-    kernels::accuracy(ctx, bottom[0]->value, bottom[1]->value, options_, top[0]->value);
+  void forward(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top,
+               Context& ctx) override {
+    if (soft_targets_) {
+      kernels::target_labels(ctx, bottom[1]->value, options_.axis, labels_);
+      kernels::accuracy(ctx, bottom[0]->value, labels_, options_, top[0]->value);
+    } else {
+      kernels::accuracy(ctx, bottom[0]->value, bottom[1]->value, options_, top[0]->value);
+    }
   }
 
   // Accuracy is not differentiable; the Net never runs this backward (it feeds no loss).
@@ -60,10 +78,14 @@ class AccuracyLayer final : public Layer {
 
  private:
   kernels::AccuracyOptions options_;
+  bool soft_targets_ = false;  // the second bottom has the scores' shape (reshape decides)
+  Tensor labels_;              // soft targets' labels, one per position
 };
 
 }  // namespace
 
-void register_accuracy(LayerRegistry& registry) { registry.add<AccuracyLayer>("Accuracy"); }
+void register_accuracy(LayerRegistry& registry) {
+  registry.add<AccuracyLayer>("Accuracy");
+}
 
 }  // namespace crema

@@ -1,13 +1,13 @@
 // The pointwise activation layers without parameters: ELU, Sigmoid, TanH, Clip, Swish (= SiLU),
-// GELU, Hardsigmoid, Hardswish. Each maps every element on its own:
+// GELU, Hardsigmoid, Hardswish, Mish. Each maps every element on its own:
 //
 //   x, y: any shape, the same.   forward y = f(x);   backward dL/dx = dL/dy * f'(x)
 //
 // The formulas and derivatives are in kernels/activations/pointwise.h; each layer below gives its
 // own, its YAML keys and its paper. All run in place (top == bottom): ELU, Sigmoid and TanH for
-// free, since their derivative follows from y; Clip, Swish, GELU, Hardsigmoid and Hardswish need x,
-// so in place they copy x aside before the forward overwrites it (one extra tensor and one copy per
-// step, which the out-of-place form does not pay).
+// free, since their derivative follows from y; Clip, Swish, GELU, Hardsigmoid, Hardswish and Mish
+// need x, so in place they copy x aside before the forward overwrites it (one extra tensor and one
+// copy per step, which the out-of-place form does not pay).
 #include <string>
 
 #include "kernels/activations/pointwise.h"
@@ -34,7 +34,7 @@ class PointwiseLayer : public Layer {
       if (saved_input_.defined()) {
         saved_input_.reshape(shape);
       } else {
-        saved_input_ = ctx.empty(shape);
+        saved_input_ = ctx.empty(shape, bottom[0]->value.dtype());
       }
     }
   }
@@ -172,6 +172,15 @@ class HardswishLayer final : public PointwiseLayer {
       : PointwiseLayer(spec, kernels::ActivationKind::hardswish) {}
 };
 
+// Mish: y = x * tanh(softplus(x)), softplus(x) = log(1 + exp(x));
+// dy/dx = t + x * sigmoid(x) * (1 - t^2), t = tanh(softplus(x)) (the chain rule through
+// softplus' = sigmoid and tanh' = 1 - tanh^2). PyTorch's nn.Mish. No keys.
+// Misra 2019, "Mish: A Self Regularized Non-Monotonic Activation Function".
+class MishLayer final : public PointwiseLayer {
+ public:
+  explicit MishLayer(const LayerSpec& spec) : PointwiseLayer(spec, kernels::ActivationKind::mish) {}
+};
+
 }  // namespace
 
 void register_activations(LayerRegistry& registry) {
@@ -184,6 +193,7 @@ void register_activations(LayerRegistry& registry) {
   registry.add<GELULayer>("GELU");
   registry.add<HardsigmoidLayer>("Hardsigmoid");
   registry.add<HardswishLayer>("Hardswish");
+  registry.add<MishLayer>("Mish");
 }
 
 }  // namespace crema

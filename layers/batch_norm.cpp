@@ -57,8 +57,8 @@ class BatchNormLayer final : public Layer {
     add_buffer("running_mean", {channels_}, ctx, 0.0f);
     add_buffer("running_var", {channels_}, ctx, 1.0f);
     add_buffer("num_batches_tracked", {1}, ctx, 0.0f);
-    save_mean_ = ctx.empty({channels_});
-    save_invstd_ = ctx.empty({channels_});
+    save_mean_ = ctx.empty({channels_}, x.dtype());
+    save_invstd_ = ctx.empty({channels_}, x.dtype());
   }
 
   void reshape(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top,
@@ -75,7 +75,7 @@ class BatchNormLayer final : public Layer {
     if (top[0] != bottom[0]) {
       top[0]->value.reshape(x.shape());
     } else if (!input_copy_.defined()) {
-      input_copy_ = ctx.empty(x.shape());
+      input_copy_ = ctx.empty(x.shape(), x.dtype());
     } else {
       input_copy_.reshape(x.shape());
     }

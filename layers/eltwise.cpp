@@ -73,7 +73,7 @@ class EltwiseLayer final : public Layer {
     }
     top[0]->value.reshape(shape);
     if (op_ == Operation::max) {
-      if (!argmax_.defined()) argmax_ = ctx.empty({0});
+      if (!argmax_.defined()) argmax_ = ctx.empty({0}, bottom[0]->value.dtype());
       argmax_.reshape(shape);
     }
   }

@@ -43,8 +43,8 @@ class LayerNormLayer final : public Layer {
       add_param("bias", {channels_}, ctx);
       ctx.fill(params_[1].value, 0.0f);
     }
-    mean_ = ctx.empty({0});
-    rstd_ = ctx.empty({0});
+    mean_ = ctx.empty({0}, x.dtype());
+    rstd_ = ctx.empty({0}, x.dtype());
   }
 
   void reshape(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top,
@@ -80,8 +80,8 @@ class LayerNormLayer final : public Layer {
     const bool weight_grad = affine_ && !params_[0].frozen();
     const bool bias_grad = affine_ && !params_[1].frozen();
     if (!propagate_down[0] && !weight_grad && !bias_grad) return;
-    Tensor* xhat = weight_grad ? &scratch(xhat_, dy.shape(), ctx) : nullptr;
-    Tensor& dx = propagate_down[0] ? bottom[0]->grad : scratch(dx_unused_, dy.shape(), ctx);
+    Tensor* xhat = weight_grad ? &scratch(xhat_, dy, ctx) : nullptr;
+    Tensor& dx = propagate_down[0] ? bottom[0]->grad : scratch(dx_unused_, dy, ctx);
     if (propagate_down[0] || weight_grad) {
       kernels::layer_norm_backward(ctx, bottom[0]->value, dy, weight(), mean_, rstd_, axis_index_,
                                    dx, xhat);
@@ -124,12 +124,12 @@ class LayerNormLayer final : public Layer {
   const Tensor* weight() const { return affine_ ? &params_[0].value : nullptr; }
   const Tensor* bias() const { return affine_ ? &params_[1].value : nullptr; }
 
-  // A scratch tensor of `shape`, allocated on first use.
-  static Tensor& scratch(Tensor& t, const Shape& shape, Context& ctx) {
+  // A scratch tensor of like's shape and dtype, allocated on first use.
+  static Tensor& scratch(Tensor& t, const Tensor& like, Context& ctx) {
     if (t.defined()) {
-      t.reshape(shape);
+      t.reshape(like.shape());
     } else {
-      t = ctx.empty(shape);
+      t = ctx.empty(like.shape(), like.dtype());
     }
     return t;
   }

@@ -44,7 +44,7 @@ class LayerScaleLayer final : public Layer {
     } else if (x_copy_.defined()) {
       x_copy_.reshape(x);
     } else {
-      x_copy_ = ctx.empty(x);
+      x_copy_ = ctx.empty(x, bottom[0]->value.dtype());
     }
   }
 

@@ -60,7 +60,7 @@ class LRNLayer final : public Layer {
     }
     top[0]->value.reshape(x.shape());
     if (!scale_.defined()) {
-      scale_ = ctx.empty(x.shape());
+      scale_ = ctx.empty(x.shape(), x.dtype());
     } else {
       scale_.reshape(x.shape());
     }

@@ -96,7 +96,7 @@ class PoolingLayer final : public Layer {
   void reshape(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top,
                Context& ctx) override {
     geometry_ = geometry(bottom[0]->value);
-    if (!argmax_.defined()) argmax_ = ctx.empty({0});
+    if (!argmax_.defined()) argmax_ = ctx.empty({0}, bottom[0]->value.dtype());
     const auto& g = geometry_;
     top[0]->value.reshape({g.N, g.C, g.P, g.Q});
     if (top.size() > 1) {

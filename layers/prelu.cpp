@@ -46,7 +46,7 @@ class PReLULayer final : public Layer {
     } else if (saved_input_.defined()) {
       saved_input_.reshape(x.shape());
     } else {
-      saved_input_ = ctx.empty(x.shape());
+      saved_input_ = ctx.empty(x.shape(), x.dtype());
     }
   }
 

@@ -68,12 +68,12 @@ void swap_first_two(Context& ctx, const Tensor& x, Tensor& y) {
   kernels::permute(ctx, x, {1, 0, 2}, y);
 }
 
-// t = a tensor of `shape` on ctx's device, keeping its storage when it fits.
-void ensure_shape(Tensor& t, const Shape& shape, Context& ctx) {
+// t = a tensor of `shape` and `dtype` on ctx's device, keeping its storage when it fits.
+void ensure_shape(Tensor& t, const Shape& shape, DType dtype, Context& ctx) {
   if (t.defined()) {
     t.reshape(shape);
   } else {
-    t = ctx.empty(shape);
+    t = ctx.empty(shape, dtype);
   }
 }
 
@@ -148,6 +148,7 @@ class RecurrentLayer final : public Layer {
   void reshape(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top,
                Context& ctx) override {
     const Tensor& x = bottom[0]->value;
+    dtype_ = x.dtype();
     if (x.ndim() != 3 || x.dim(2) != g_.C) {
       fail("input x " + shape_str(x.shape()) + " must be " + x_letters() +
            " with C = " + std::to_string(g_.C) + " (the features it was set up with)");
@@ -161,10 +162,12 @@ class RecurrentLayer final : public Layer {
     check_bottom(bottom, c0_bottom_, "c0", state);
     check_bottom(bottom, lengths_bottom_, "lengths", {N});
 
-    if (batch_first_) ensure_shape(x_, {g_.T, N, g_.C}, ctx);
-    ensure_shape(y_, {g_.T, N, DH}, ctx);
-    ensure_shape(reserve_, {int64_t(kernels::rnn_reserve_floats(ctx, g_, x.dtype()))}, ctx);
-    if (has_output(Output::last) && !has_output(Output::hidden)) ensure_shape(h_n_, state, ctx);
+    if (batch_first_) ensure_shape(x_, {g_.T, N, g_.C}, dtype_, ctx);
+    ensure_shape(y_, {g_.T, N, DH}, dtype_, ctx);
+    ensure_shape(reserve_, {int64_t(kernels::rnn_reserve_floats(ctx, g_, x.dtype()))}, dtype_, ctx);
+    if (has_output(Output::last) && !has_output(Output::hidden)) {
+      ensure_shape(h_n_, state, dtype_, ctx);
+    }
     for (size_t i = 0; i < outputs_.size(); ++i) {
       switch (outputs_[i]) {
         case Output::sequence:
@@ -225,7 +228,7 @@ class RecurrentLayer final : public Layer {
     Tensor dy;
     if (Blob* seq = top_of(top, Output::sequence)) {
       if (batch_first_) {
-        ensure_shape(dy_, y_.shape(), ctx);
+        ensure_shape(dy_, y_.shape(), dtype_, ctx);
         swap_first_two(ctx, seq->grad, dy_);
         dy = dy_;
       } else {
@@ -236,7 +239,7 @@ class RecurrentLayer final : public Layer {
     const Tensor d_c_n = has_output(Output::cell) ? top_of(top, Output::cell)->grad : Tensor();
     Tensor dx, dh0, dc0;
     if (propagate_down[0]) {
-      if (batch_first_) ensure_shape(dx_, x_.shape(), ctx);
+      if (batch_first_) ensure_shape(dx_, x_.shape(), dtype_, ctx);
       dx = batch_first_ ? dx_ : bottom[0]->grad;
     }
     if (h0_bottom_ != kNoBottom && propagate_down[size_t(h0_bottom_)]) {
@@ -346,7 +349,7 @@ class RecurrentLayer final : public Layer {
   Tensor final_states(const Tensor& h_n, Context& ctx) {
     const int64_t D = g_.directions(), NH = g_.N * g_.H;
     if (g_.layers == 1) return h_n;
-    ensure_shape(tail_, {D, NH}, ctx);
+    ensure_shape(tail_, {D, NH}, dtype_, ctx);
     std::vector<Tensor*> parts = {nullptr, &tail_};
     kernels::slice(ctx, h_n.view({g_.passes(), NH}), 0, {g_.passes() - D, D}, parts);
     return tail_.view({D, g_.N, g_.H});
@@ -359,14 +362,14 @@ class RecurrentLayer final : public Layer {
     Blob* last = top_of(top, Output::last);
     if (last == nullptr) return hidden != nullptr ? hidden->grad : Tensor();
     const int64_t D = g_.directions(), N = g_.N, H = g_.H, below = g_.passes() - D;
-    ensure_shape(d_h_n_, {g_.passes(), N, H}, ctx);
+    ensure_shape(d_h_n_, {g_.passes(), N, H}, dtype_, ctx);
     const Tensor d_last = last->grad.view({N, D, H});
     if (below == 0) {
       swap_first_two(ctx, d_last, d_h_n_);
     } else {
-      ensure_shape(tail_, {D, N, H}, ctx);
+      ensure_shape(tail_, {D, N, H}, dtype_, ctx);
       swap_first_two(ctx, d_last, tail_);
-      ensure_shape(zeros_below_, {below, N * H}, ctx);
+      ensure_shape(zeros_below_, {below, N * H}, dtype_, ctx);
       ctx.fill(zeros_below_, 0.0f);
       const Tensor tail2 = tail_.view({D, N * H});
       Tensor whole = d_h_n_.view({g_.passes(), N * H});
@@ -403,6 +406,7 @@ class RecurrentLayer final : public Layer {
 
   kernels::RnnGeometry g_;  // T, N and C follow the bottom at each reshape
   bool batch_first_, bias_term_;
+  DType dtype_ = DType::f32;  // x's: the dtype of every tensor below (float64 in gradient checks)
   FillerSpec weight_filler_, bias_filler_;
   int h0_bottom_ = kNoBottom, c0_bottom_ = kNoBottom, lengths_bottom_ = kNoBottom;
   int num_bottoms_ = 1;

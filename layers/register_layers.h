@@ -13,7 +13,7 @@ void register_layers(LayerRegistry& registry);
 
 void register_accuracy(LayerRegistry& registry);
 void register_activations(LayerRegistry& registry);  // ELU, Sigmoid, TanH, Clip, Swish/SiLU, GELU,
-                                                     // Hardsigmoid, Hardswish
+                                                     // Hardsigmoid, Hardswish, Mish
 void register_batch_norm(LayerRegistry& registry);
 void register_concat(LayerRegistry& registry);
 void register_convolution(LayerRegistry& registry);

@@ -136,7 +136,7 @@ class ScaleLayer final : public ChannelLayer {
     for (const Param& p : params_) check_param_fits(p, shape);
     reshape_top(bottom, top);
     if (in_place_) {
-      if (!x_copy_.defined()) x_copy_ = ctx.empty({0});
+      if (!x_copy_.defined()) x_copy_ = ctx.empty({0}, bottom[0]->value.dtype());
       x_copy_.reshape(bottom[0]->value.shape());
     }
   }

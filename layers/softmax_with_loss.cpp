@@ -1,21 +1,28 @@
-// SoftmaxWithLoss: the cross-entropy of softmax(logits) against integer labels (Caffe's layer).
+// SoftmaxWithLoss: the cross-entropy of softmax(logits) against integer labels (Caffe's layer) or
+// soft targets (PyTorch's probability targets).
 //
 //   prob[i, c, j] = exp(x[i,c,j]) / sum_c' exp(x[i,c',j])      (softmax along `axis`, size C)
 //   loss = -(1 / normalizer) * sum over positions (i, j) whose label != ignore_label
 //                                 of log prob[i, label[i,j], j]
 //   bottoms: logits [.., C, ..] (C at `axis`), labels with one entry per position (class indices
-//   stored as floats); top: loss, a scalar; optional second top: prob.
+//   stored as floats) or soft targets (below); top: loss, a scalar; optional second top: prob.
 //   normalizer: valid (non-ignored positions, at least 1; the default), batch_size (the outer
 //   size), full (all positions) or none (1).
 //   label_smoothing eps (PyTorch's CrossEntropyLoss(label_smoothing=eps)): the target of a
 //   counted position is (1 - eps) onehot(label) + eps / C, its term -sum_c target_c log prob_c
 //   (from the log-softmax, exactly as PyTorch); ignored positions stay out.
 //   Spatial losses: logits [N, C, H, W] with axis 1 and labels [N, H, W] (or [N, 1, H, W]).
+//   Soft targets (torch's cross_entropy with probability targets; what mixup and cutmix need,
+//   data/batch_mix.h): a second bottom of the logits' shape, C > 1, holds a probability per
+//   class: the term of a position is -sum_c t'_c log prob_c with t' = (1 - eps) t + eps / C
+//   (kernels/loss/soft_target_cross_entropy.h). Every position counts (no ignore_label), so
+//   `valid` divides by the positions, as torch's mean.
 // The loss and its normalizer are computed on the context's device, and the backward reads the
 // loss weight from the top's gradient there too: no step waits for the host. Labels that are not
 // class indices (nor the ignore_label) are an error on the CPU and make the loss NaN on a GPU.
 // YAML keys (defaults): axis (1), ignore_label (none), normalization (valid), label_smoothing
 // (0, in [0, 1)), loss_weight (1).
+#include "kernels/loss/soft_target_cross_entropy.h"
 #include "kernels/loss/softmax_cross_entropy.h"
 #include "layers/loss_layer.h"
 #include "layers/register_layers.h"
@@ -55,13 +62,18 @@ class SoftmaxWithLossLayer final : public Layer {
            shape_str(x.shape()));
     }
     const int64_t positions = x.numel() / x.dim(axis);
-    if (bottom[1]->value.numel() != positions) {
+    soft_targets_ = bottom[1]->value.shape() == x.shape() && x.dim(axis) > 1;
+    if (soft_targets_ && options_.has_ignore_label) {
+      fail("targets '" + bottom[1]->name + "' " + shape_str(x.shape()) +
+           " are soft (one probability per class), which have no ignore_label; remove it");
+    }
+    if (!soft_targets_ && bottom[1]->value.numel() != positions) {
       fail("labels '" + bottom[1]->name + "' " + shape_str(bottom[1]->value.shape()) +
            " must have " + std::to_string(positions) + " entries, one per position of '" +
-           bottom[0]->name + "' " + shape_str(x.shape()));
+           bottom[0]->name + "' " + shape_str(x.shape()) + ", or be soft targets of its shape");
     }
     top[0]->value.reshape({});
-    if (!prob_.defined()) prob_ = ctx.empty({0});
+    if (!prob_.defined()) prob_ = ctx.empty({0}, x.dtype());
     if (top.size() > 1) {
       top[1]->value.reshape(x.shape());
     } else {
@@ -71,20 +83,31 @@ class SoftmaxWithLossLayer final : public Layer {
 
   void forward(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top,
                Context& ctx) override {
-    kernels::softmax_cross_entropy_forward(ctx, bottom[0]->value, bottom[1]->value, prob(top),
-                                           top[0]->value, options_);
+    if (soft_targets_) {
+      kernels::soft_target_cross_entropy_forward(ctx, bottom[0]->value, bottom[1]->value, prob(top),
+                                                 top[0]->value, options_);
+    } else {
+      kernels::softmax_cross_entropy_forward(ctx, bottom[0]->value, bottom[1]->value, prob(top),
+                                             top[0]->value, options_);
+    }
   }
 
-  // dL/dx = (top gradient / normalizer) * (prob - target), zero at ignored positions: with
-  // log prob_c = x_c - log sum_c' exp x_c', d(-sum_c t_c log prob_c)/dx_k = prob_k sum_c t_c - t_k,
-  // and the target sums to 1 (target = onehot(label), or its smoothed form).
+  // dL/dx = (top gradient / normalizer) * (prob sum_c t_c - target), zero at ignored positions:
+  // with log prob_c = x_c - log sum_c' exp x_c', d log prob_c / dx_k = [c == k] - prob_k, so
+  // d(-sum_c t_c log prob_c)/dx_k = -t_k + prob_k sum_c t_c. A label's target (onehot(label), or
+  // its smoothed form) sums to 1, giving prob - target; soft targets keep the sum (torch's form).
   // The top gradient is the loss weight the Net put there; the kernel reads it on the device.
   void backward(const std::vector<Blob*>& top, const std::vector<bool>& propagate_down,
                 const std::vector<Blob*>& bottom, Context& ctx) override {
     if (propagate_down[1]) fail("cannot backpropagate into the labels '" + bottom[1]->name + "'");
     if (!propagate_down[0]) return;
-    kernels::softmax_cross_entropy_backward(ctx, prob(top), bottom[1]->value, top[0]->grad,
-                                            options_, bottom[0]->grad);
+    if (soft_targets_) {
+      kernels::soft_target_cross_entropy_backward(ctx, prob(top), bottom[1]->value, top[0]->grad,
+                                                  options_, bottom[0]->grad);
+    } else {
+      kernels::softmax_cross_entropy_backward(ctx, prob(top), bottom[1]->value, top[0]->grad,
+                                              options_, bottom[0]->grad);
+    }
   }
 
  private:
@@ -92,6 +115,7 @@ class SoftmaxWithLossLayer final : public Layer {
   Tensor& prob(const std::vector<Blob*>& top) { return top.size() > 1 ? top[1]->value : prob_; }
 
   kernels::SoftmaxLossOptions options_;
+  bool soft_targets_ = false;  // the second bottom has the logits' shape (reshape decides)
   Tensor prob_;
 };
 

@@ -9,11 +9,12 @@
 #include "data/cifar.h"
 #include "data/idx.h"
 #include "data/image_files.h"
+#include "data/packed.h"
 
 namespace crema {
 namespace {
 
-const char* const kFormats = "idx, image_folder, image_list, cifar10, cifar100";
+const char* const kFormats = "idx, image_folder, image_list, packed, cifar10, cifar100";
 
 using DatasetPtr = std::shared_ptr<const data::Dataset>;
 
@@ -57,6 +58,12 @@ std::function<DatasetPtr()> source_reader(const ConfigNode& source, const std::s
     return [=] {
       return DatasetPtr(data::load_image_list(list, root, channels, num_classes, max_pixels));
     };
+  }
+  if (format == "packed") {
+    const std::string root = source.get<std::string>("root");
+    const int channels = read_channels(source);
+    const int64_t max_pixels = read_max_image_pixels(source);
+    return [=] { return DatasetPtr(data::load_packed(root, channels, max_pixels)); };
   }
   if (format == "cifar10" || format == "cifar100") {
     const std::vector<std::string> files = source.get_list<std::string>("files");
@@ -229,9 +236,51 @@ std::vector<std::shared_ptr<const data::Transform>> read_transforms(const Config
   return out;
 }
 
+int64_t soft_target_classes(const ConfigNode& model) {
+  if (!model.is_map() || !model.has("inputs") || !model.at("inputs").is_map() ||
+      !model.at("inputs").has("label")) {
+    return 0;  // the net's own checks name what is missing
+  }
+  const std::vector<int64_t> dims = model.at("inputs").get_list<int64_t>("label");
+  return dims.size() == 1 && dims[0] > 1 ? dims[0] : 0;
+}
+
+namespace {
+
+// data.<split>.batch_mix; errors at the key they concern.
+data::BatchMixOptions read_batch_mix(const ConfigNode& node, int64_t target_classes) {
+  data::BatchMixOptions mix;
+  mix.mixup_alpha = node.get<double>("mixup_alpha", mix.mixup_alpha);
+  mix.cutmix_alpha = node.get<double>("cutmix_alpha", mix.cutmix_alpha);
+  mix.switch_prob = node.get<double>("switch_prob", mix.switch_prob);
+  mix.prob = node.get<double>("prob", mix.prob);
+  mix.label_smoothing = node.get<double>("label_smoothing", mix.label_smoothing);
+  node.check_no_unknown_keys("batch_mix");
+  try {
+    data::check_batch_mix(mix);
+  } catch (const Error& e) {
+    for (const std::string key :
+         {"mixup_alpha", "cutmix_alpha", "switch_prob", "prob", "label_smoothing"}) {
+      if (std::string(e.what()).find("batch_mix." + key + " ") != std::string::npos) {
+        node.fail_at_key(key, e.what());
+      }
+    }
+    node.fail(e.what());
+  }
+  if (target_classes == 0) {
+    node.fail(
+        "batch_mix mixes the labels into soft targets, so the net's label input must be a row of "
+        "class weights: set model.inputs.label to [K] for K classes (e.g. label: [10]) and feed "
+        "it to SoftmaxWithLoss");
+  }
+  return mix;
+}
+
+}  // namespace
+
 std::unique_ptr<data::DataLoader> make_loader(const ConfigNode& data, const std::string& split,
                                               uint64_t seed, Allocator* batch_allocator,
-                                              const ClassList* classes) {
+                                              const ClassList* classes, int64_t target_classes) {
   const ConfigNode& node = data.at(split);
   const bool training = split == "train";
   std::shared_ptr<const data::Dataset> dataset = make_dataset(node.at("source"));
@@ -255,6 +304,10 @@ std::unique_ptr<data::DataLoader> make_loader(const ConfigNode& data, const std:
   options.seed = seed;
   options.allocator = batch_allocator;
   if (node.has("transform")) options.transforms = read_transforms(node.at("transform"));
+  options.target_classes = target_classes;
+  if (node.has("batch_mix")) {
+    options.batch_mix = read_batch_mix(node.at("batch_mix"), target_classes);
+  }
   node.check_no_unknown_keys("data." + split);
   try {
     return std::make_unique<data::DataLoader>(dataset, options);

@@ -1,6 +1,15 @@
 #include "apps/training/input_feeder.h"
 
 namespace crema {
+namespace {
+
+// What the net's `label` input receives: the soft targets when the loader makes them ([B, K],
+// model.inputs.label: [K]), else the class indices ([B]).
+const Tensor& fed_labels(const data::Batch& batch) {
+  return batch.targets.defined() ? batch.targets : batch.labels;
+}
+
+}  // namespace
 
 InputFeeder::InputFeeder(Context& ctx) : ctx_(ctx) {
   if (ctx_.device().is_cuda()) {
@@ -38,9 +47,10 @@ void InputFeeder::stage(data::Batch batch) {
   slot.host = std::move(batch);
   slot.used = true;
   slot.data.reshape(slot.host.data.shape());
-  slot.labels.reshape(slot.host.labels.shape());
+  slot.labels.reshape(fed_labels(slot.host).shape());
   gpu::copy(slot.data.raw(), slot.host.data.raw(), slot.host.data.nbytes(), copy_stream_);
-  gpu::copy(slot.labels.raw(), slot.host.labels.raw(), slot.host.labels.nbytes(), copy_stream_);
+  gpu::copy(slot.labels.raw(), fed_labels(slot.host).raw(), fed_labels(slot.host).nbytes(),
+            copy_stream_);
   gpu::record(slot.ready, copy_stream_);
 }
 
@@ -52,7 +62,7 @@ void InputFeeder::feed(Net& net) {
   Tensor& labels = net.blob("label").value;
   if (copy_stream_ == nullptr) {
     data.copy_from(slot.host.data);
-    labels.copy_from(slot.host.labels);
+    labels.copy_from(fed_labels(slot.host));
     return;
   }
   gpu::wait(ctx_.stream(), slot.ready);

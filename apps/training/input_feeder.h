@@ -1,4 +1,5 @@
-// InputFeeder: moves host batches from the data loader into a net's `data` and `label` inputs.
+// InputFeeder: moves host batches from the data loader into a net's `data` and `label` inputs
+// (`label` gets the batch's soft targets when it has them, else its class indices).
 //
 // On a GPU the copies overlap the computation: stage(batch i+1) copies the batch into one of two
 // device staging slots on a separate copy stream while step i runs on the compute stream; feed()

@@ -125,14 +125,15 @@ TrainingRun::TrainingRun(const ConfigNode& config, Context& ctx, const LayerRegi
   // Batches are assembled straight into pinned memory on a GPU, so the copy to the device is
   // asynchronous and overlaps the step.
   Allocator* pinned = &ctx_.staging_allocator();
-  train_loader_ = make_loader(data_node, "train", options.seed, pinned);
+  const ConfigNode& model = config.at("model");
+  const int64_t targets = soft_target_classes(model);  // label: [K] gives soft targets
+  train_loader_ = make_loader(data_node, "train", options.seed, pinned, nullptr, targets);
   const ClassList classes{data::class_list(train_loader_->dataset()), "data.train's source"};
   if (data_node.has("test")) {
-    test_loader_ = make_loader(data_node, "test", options.seed, pinned, &classes);
+    test_loader_ = make_loader(data_node, "test", options.seed, pinned, &classes, targets);
   }
   data_node.check_no_unknown_keys("data");
 
-  const ConfigNode& model = config.at("model");
   train_net_ =
       std::make_unique<Net>(model, Phase::train, train_loader_->options().batch_size, layers, ctx_);
   check_inputs(*train_net_, *train_loader_, model);

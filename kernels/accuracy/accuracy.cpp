@@ -11,6 +11,7 @@
 #include "kernels/common/dispatch.h"
 #include "kernels/common/tensor_checks.h"
 #include "kernels/common/workspace.h"
+#include "kernels/softmax/softmax.h"
 
 namespace crema::kernels {
 namespace {
@@ -81,6 +82,30 @@ void accuracy(Context& ctx, const Tensor& scores, const Tensor& labels,
              out.data<double>()[0] = ratio<double>(
                  ref::accuracy(outer, C, inner, scores.data<double>(), labels.data<double>(),
                                options.top_k, options.has_ignore_label, options.ignore_label));
+           }));
+}
+
+void target_labels(Context& ctx, const Tensor& targets, int axis, Tensor& labels) {
+  const char* op = "target_labels";
+  const DType dtype = targets.dtype();
+  const SoftmaxExtents e = softmax_extents(op, targets, axis);
+  check_tensor(ctx, op, "targets", targets, targets.shape(), dtype);
+  check_numel(ctx, op, "labels", labels, e.outer * e.inner,
+              "position of targets " + targets.description(), dtype);
+  dispatch(ctx, op, dtype,
+           on_cuda(DType::f32,
+                   [&](auto stream) {
+                     cuda::target_labels(e.outer, e.C, e.inner, targets.data<float>(),
+                                         labels.data<float>(), stream);
+                   }),
+           on_cpu(DType::f32,
+                  [&] {
+                    ref::target_labels(e.outer, e.C, e.inner, targets.data<float>(),
+                                       labels.data<float>());
+                  }),
+           on_cpu(DType::f64, [&] {
+             ref::target_labels(e.outer, e.C, e.inner, targets.data<double>(),
+                                labels.data<double>());
            }));
 }
 

@@ -14,6 +14,11 @@
 // raw ref:: and cpu:: functions return the two counts (tests compare them exactly). A label that
 // is neither an integer in [0, C) nor the ignore_label: the CPU path throws crema::Error naming
 // its value and position; a CUDA kernel cannot throw, and makes the accuracy NaN instead.
+//
+// Soft targets (a probability per class, of the scores' shape: mixup's and cutmix's, or one-hot
+// rows) name a position's label as their largest class, the first of equal ones (torch's
+// argmax): target_labels writes those labels for accuracy() to score. A mixed target names the
+// sample that weighs more (lambda > 1/2: its own), a one-hot row its label.
 #pragma once
 
 #include <cstdint>
@@ -42,6 +47,10 @@ namespace ref {
 template <class T>
 AccuracyCount accuracy(int64_t outer, int64_t C, int64_t inner, const T* scores, const T* labels,
                        int top_k, bool has_ignore_label, int ignore_label);
+// labels[o * inner + i] = the first c with the largest targets[o, c, i] (a NaN target is never
+// the largest). Also the CPU's float32 path: one pass over the targets.
+template <class T>
+void target_labels(int64_t outer, int64_t C, int64_t inner, const T* targets, T* labels);
 }  // namespace ref
 
 namespace cpu {
@@ -61,6 +70,9 @@ size_t accuracy_workspace_bytes(int64_t positions);
 void accuracy(int64_t outer, int64_t C, int64_t inner, const float* scores, const float* labels,
               int top_k, bool has_ignore_label, int ignore_label, float* out, void* workspace,
               gpu::Stream stream);
+// One thread per position.
+void target_labels(int64_t outer, int64_t C, int64_t inner, const float* targets, float* labels,
+                   gpu::Stream stream);
 }  // namespace cuda
 
 // Tensor level: scores float32 on the context's device, options.axis in [-ndim, ndim),
@@ -70,5 +82,10 @@ void accuracy(int64_t outer, int64_t C, int64_t inner, const float* scores, cons
 // [0, C) nor the ignore_label, naming its value and position.
 void accuracy(Context& ctx, const Tensor& scores, const Tensor& labels,
               const AccuracyOptions& options, Tensor& out);
+
+// Tensor level: targets float32 on the context's device (or float64 on the CPU), labels of their
+// dtype with one element per position around `axis` (in [-ndim, ndim)). Throws crema::Error naming
+// the tensors when they do not fit.
+void target_labels(Context& ctx, const Tensor& targets, int axis, Tensor& labels);
 
 }  // namespace crema::kernels

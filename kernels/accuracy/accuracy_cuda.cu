@@ -80,4 +80,32 @@ void accuracy(int64_t outer, int64_t C, int64_t inner, const float* scores, cons
   }
 }
 
+namespace {
+
+// The rule of ref::target_labels, a thread per position (reads `inner` apart, coalesced when
+// inner > 1).
+__global__ void target_labels_kernel(int64_t outer, int64_t C, int64_t inner, const float* targets,
+                                     float* labels) {
+  for (int64_t pos = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; pos < outer * inner;
+       pos += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t o = pos / inner;
+    const float* t = targets + o * C * inner + (pos - o * inner);
+    int64_t best = 0;
+    for (int64_t c = 1; c < C; ++c) {
+      if (t[c * inner] > t[best * inner] || isnan(t[best * inner])) best = c;
+    }
+    labels[pos] = float(best);
+  }
+}
+
+}  // namespace
+
+void target_labels(int64_t outer, int64_t C, int64_t inner, const float* targets, float* labels,
+                   gpu::Stream stream) {
+  if (outer * inner == 0) return;
+  target_labels_kernel<<<detail::reduce_blocks(outer * inner), kReduceThreads, 0, stream>>>(
+      outer, C, inner, targets, labels);
+  gpu::check_launch("target_labels");
+}
+
 }  // namespace crema::kernels::cuda

@@ -27,9 +27,25 @@ AccuracyCount accuracy(int64_t outer, int64_t C, int64_t inner, const T* scores,
   return count;
 }
 
+template <class T>
+void target_labels(int64_t outer, int64_t C, int64_t inner, const T* targets, T* labels) {
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t i = 0; i < inner; ++i) {
+      const T* t = targets + o * C * inner + i;
+      int64_t best = 0;
+      for (int64_t c = 1; c < C; ++c) {
+        if (t[c * inner] > t[best * inner] || std::isnan(t[best * inner])) best = c;
+      }
+      labels[o * inner + i] = T(best);
+    }
+  }
+}
+
 template AccuracyCount accuracy<float>(int64_t, int64_t, int64_t, const float*, const float*, int,
                                        bool, int);
 template AccuracyCount accuracy<double>(int64_t, int64_t, int64_t, const double*, const double*,
                                         int, bool, int);
+template void target_labels<float>(int64_t, int64_t, int64_t, const float*, float*);
+template void target_labels<double>(int64_t, int64_t, int64_t, const double*, double*);
 
 }  // namespace crema::kernels::ref

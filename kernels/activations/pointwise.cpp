@@ -42,6 +42,7 @@ BackwardReads backward_reads(ActivationKind kind) {
     case ActivationKind::gelu_tanh:
     case ActivationKind::hardsigmoid:
     case ActivationKind::hardswish:
+    case ActivationKind::mish:
       return BackwardReads::input;
   }
   return BackwardReads::input;
@@ -67,6 +68,8 @@ const char* activation_name(ActivationKind kind) {
       return "hardsigmoid";
     case ActivationKind::hardswish:
       return "hardswish";
+    case ActivationKind::mish:
+      return "mish";
   }
   return "unknown";
 }

@@ -12,6 +12,9 @@
 //   hardsigmoid r(x) / 6,  r(x) = min(max(x + 3, 0), 6)           x:  -3 < x < 3 ? 1/6 : 0
 //   hardswish   x * r(x) / 6                                    x:  x < -3 ? 0 : x < 3 ? x/3 + 1/2
 //                                                                       : 1
+//   mish        x * tanh(softplus(x)),                          x:  t + x * s * (1 - t^2)
+//               softplus(x) = log(1 + exp(x))                       (t = tanh(softplus(x)),
+//                                                                    s = s(x) = softplus'(x))
 //               (t = tanh(u), u' = sqrt(2 / pi) (1 + 3 * 0.044715 x^2),
 //                phi(x) = exp(-x^2 / 2) / sqrt(2 pi), the normal density)
 //
@@ -24,7 +27,9 @@
 // "Searching for MobileNetV3") take PyTorch's values at the kinks: hardsigmoid's gradient is 0 at
 // x = -3 and x = 3, hardswish's is -1/2 at x = -3 (the inner piece) and 1 at x = 3 (the
 // outer one), PyTorch 1.13's hardswish_backward. Hardsigmoid's y would tell -3 < x < 3 only up to
-// rounding (x + 3 rounds to 6 just below x = 3), hence x.
+// rounding (x + 3 rounds to 6 just below x = 3), hence x. Mish (Misra 2019, "Mish: A Self
+// Regularized Non-Monotonic Activation Function"; PyTorch's nn.Mish) is not monotonic, so y does
+// not determine x: its backward reads x.
 //
 // y may alias x and dx may alias dy (the same pointer; partial overlaps are not allowed).
 #pragma once
@@ -46,7 +51,8 @@ enum class ActivationKind {
   gelu_erf,
   gelu_tanh,
   hardsigmoid,
-  hardswish
+  hardswish,
+  mish
 };
 
 // One activation and its constants; the fields other kinds ignore keep their defaults.

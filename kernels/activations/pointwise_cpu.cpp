@@ -12,7 +12,9 @@
 //     1 + tanh(u) for negative x, where float loses every digit (and Eigen's tanh rounds to -1);
 //   - clip, hardsigmoid, hardswish: compare-and-select loops, which GCC vectorizes (`omp simd`)
 //     when nothing else in them is conditional (hence `&`, not `&&`, and loads outside the
-//     select).
+//     select);
+//   - mish: through one exp and no log or tanh (mish_terms below), the exps an Eigen expression
+//     and the rest a plain loop, as ELU.
 // Each chunk is an independent coefficient-wise expression, so y may alias x and dx may alias dy.
 #include <Eigen/Core>
 #include <algorithm>
@@ -74,6 +76,29 @@ void elu_forward(int64_t m, float alpha, const float* x, const float* scratch, f
   }
 }
 
+// Mish's pieces from e = exp(min(x, 20)): with n = e (e + 2), tanh(softplus(x)) = ((1 + e)^2 - 1)
+// / ((1 + e)^2 + 1) = n / (n + 2), 1 - tanh^2 = 4 (n + 1) / (n + 2)^2 and sigmoid(x) = e / (1 + e),
+// each free of cancellation. Above 20, tanh(softplus(x)) rounds to 1 in float (and in double):
+// exp is clamped there so that n^2 stays finite, and the derivative is 1 (mish_backward).
+constexpr float kMishLinear = 20.0f;
+
+void mish_forward(int64_t m, const float* x, const float* e, float* y) {
+#pragma omp simd
+  for (int64_t i = 0; i < m; ++i) {
+    const float n = e[i] * (e[i] + 2.0f);
+    y[i] = x[i] * n / (n + 2.0f);
+  }
+}
+
+void mish_backward(int64_t m, const float* x, const float* e, const float* dy, float* dx) {
+#pragma omp simd
+  for (int64_t i = 0; i < m; ++i) {
+    const float n = e[i] * (e[i] + 2.0f), d = n + 2.0f, g = dy[i];
+    const float slope = n / d + x[i] * e[i] / (1.0f + e[i]) * 4.0f * (n + 1.0f) / (d * d);
+    dx[i] = x[i] > kMishLinear ? g : g * slope;
+  }
+}
+
 // min(max(v, 0), 6) as selects, the piece hardsigmoid and hardswish share.
 inline float relu6(float v) {
   return v < 0.0f ? 0.0f : (v > 6.0f ? 6.0f : v);
@@ -117,6 +142,10 @@ void forward_chunk(const Activation& a, int64_t m, const float* xp, float* yp) {
     case ActivationKind::hardswish:
 #pragma omp simd
       for (int64_t i = 0; i < m; ++i) yp[i] = xp[i] * relu6(xp[i] + 3.0f) / 6.0f;
+      return;
+    case ActivationKind::mish:
+      scratch = x.min(kMishLinear).exp();
+      mish_forward(m, xp, scratch_data, yp);
       return;
   }
 }
@@ -173,6 +202,10 @@ void backward_chunk(const Activation& a, int64_t m, const float* sp, const float
         const float x = sp[i], g = dyp[i], inner = g * (x / 3.0f + 0.5f);
         dxp[i] = x < -3.0f ? 0.0f : (x < 3.0f ? inner : g);
       }
+      return;
+    case ActivationKind::mish:
+      scratch = saved.min(kMishLinear).exp();
+      mish_backward(m, sp, scratch_data, dyp, dxp);
       return;
   }
 }

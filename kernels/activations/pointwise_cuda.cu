@@ -113,6 +113,22 @@ struct HardswishBackward {  // from x; at the kinks as PyTorch: -3 inner, 3 oute
   }
 };
 
+// Mish through one expf, as on the CPU (pointwise_cpu.cpp derives it): e = exp(min(x, 20)),
+// n = e (e + 2), tanh(softplus(x)) = n / (n + 2); the derivative is 1 above 20.
+struct MishForward {
+  __device__ float operator()(float x) const {
+    const float e = expf(fminf(x, 20.0f)), n = e * (e + 2.0f);
+    return x * n / (n + 2.0f);
+  }
+};
+struct MishBackward {  // from x
+  __device__ float operator()(float x, float dy) const {
+    const float e = expf(fminf(x, 20.0f)), n = e * (e + 2.0f), d = n + 2.0f;
+    const float slope = n / d + x * e / (1.0f + e) * 4.0f * (n + 1.0f) / (d * d);
+    return x > 20.0f ? dy : dy * slope;
+  }
+};
+
 }  // namespace
 
 void activation_forward(const Activation& a, int64_t n, const float* x, float* y,
@@ -138,6 +154,8 @@ void activation_forward(const Activation& a, int64_t n, const float* x, float* y
       return detail::launch_map<1>(n, x, nullptr, y, HardsigmoidForward{}, vec, stream, what);
     case ActivationKind::hardswish:
       return detail::launch_map<1>(n, x, nullptr, y, HardswishForward{}, vec, stream, what);
+    case ActivationKind::mish:
+      return detail::launch_map<1>(n, x, nullptr, y, MishForward{}, vec, stream, what);
   }
 }
 
@@ -164,6 +182,8 @@ void activation_backward(const Activation& a, int64_t n, const float* saved, con
       return detail::launch_map<2>(n, saved, dy, dx, HardsigmoidBackward{}, vec, stream, what);
     case ActivationKind::hardswish:
       return detail::launch_map<2>(n, saved, dy, dx, HardswishBackward{}, vec, stream, what);
+    case ActivationKind::mish:
+      return detail::launch_map<2>(n, saved, dy, dx, MishBackward{}, vec, stream, what);
   }
 }
 

@@ -46,6 +46,8 @@ T forward(const Activation& a, T x) {
       return relu6(x + T(3)) / T(6);
     case ActivationKind::hardswish:
       return x * relu6(x + T(3)) / T(6);
+    case ActivationKind::mish:
+      return x * std::tanh(std::log1p(std::exp(x)));
   }
   return x;
 }
@@ -95,6 +97,10 @@ T backward(const Activation& a, T saved, T dy) {
     case ActivationKind::hardswish: {
       const T x = saved;
       return x < T(-3) ? T(0) : (x < T(3) ? dy * (x / T(3) + T(0.5)) : dy);
+    }
+    case ActivationKind::mish: {
+      const T x = saved, t = std::tanh(std::log1p(std::exp(x))), s = sigmoid(x);
+      return dy * (t + x * s * (T(1) - t * t));
     }
   }
   return dy;

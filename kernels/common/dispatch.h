@@ -59,8 +59,8 @@ namespace detail {
 
 // "f32 nchw on cpu"
 std::string impl_description(DType dtype, Layout layout, const char* where);
-[[noreturn]] void no_implementation(const Context& ctx, const char* op, DType dtype,
-                                    Layout layout, const std::string& implemented);
+[[noreturn]] void no_implementation(const Context& ctx, const char* op, DType dtype, Layout layout,
+                                    const std::string& implemented);
 
 template <class Run>
 bool try_run(const Context& ctx, DType dtype, Layout layout, CpuImpl<Run>& impl) {
@@ -73,6 +73,7 @@ template <class Run>
 bool try_run(const Context& ctx, DType dtype, Layout layout, CudaImpl<Run>& impl) {
   if constexpr (kBuiltWithCuda) {
     if (!ctx.device().is_cuda() || impl.dtype != dtype || impl.layout != layout) return false;
+    const gpu::DeviceGuard guard(ctx.device().index);  // the context's GPU, whichever thread runs
     impl.run(ctx.stream());
     return true;
   } else {

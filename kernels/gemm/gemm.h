@@ -90,14 +90,19 @@ GemmVersion best_version(GemmMath math);
 // nearest even), then runs v9's kernel; TF32 operands are copied unchanged (truncated, as v9).
 // Without a workspace where one is needed (nullptr), or with an operand it would read in place
 // that is not 16-byte aligned with a leading dimension that is a multiple of 4, v10 runs v9
-// (tf32) or v8 (bf16). Every other version ignores `workspace`.
+// (tf32) or v8 (bf16).
+// v11 splits K over the grid when C has too few tiles to occupy the GPU and K is long (a weight
+// gradient): each split's partial product goes to `workspace` (sgemm_workspace(...) floats), a
+// second pass adds them in split order. Without a workspace (nullptr) it runs unsplit. Every other
+// version ignores `workspace`.
 void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
            int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
            gpu::Stream stream, GemmVersion version = GemmVersion::best,
            GemmMath math = GemmMath::fp32, float* workspace = nullptr);
-// The floats of workspace sgemm wants for this call (0: none; only v10 wants any): v10 copies an
-// operand that is MN-major (A when trans_a, B when !trans_b), every operand in bf16 math, and both
-// when K is not a multiple of 4, to rows of K rounded up to 4 (TF32) or 8 (bf16) elements.
+// The floats of workspace sgemm wants for this call (0: none): v10 copies an operand that is
+// MN-major (A when trans_a, B when !trans_b), every operand in bf16 math, and both when K is not a
+// multiple of 4, to rows of K rounded up to 4 (TF32) or 8 (bf16) elements; v11 keeps one M x N
+// partial product per split of K when it splits.
 size_t sgemm_workspace(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
                        GemmVersion version, GemmMath math);
 // The production version for this shape on the current device: v10 in tf32 and bf16 for large

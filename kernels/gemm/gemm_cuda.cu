@@ -18,11 +18,13 @@
 //                    loop of gemm_ffma_tuned_cuda.cu (two shared slabs, one barrier per slab, the
 //                    next k step's fragments read during the FFMAs, edge-free interior loads);
 //                    the 64x64, 32x32 and 16x16 tiles (the last two split k four ways inside the
-//                    block) run block_tile.cuh's loop, as in v4.
+//                    block) run block_tile.cuh's loop, as in v4. A small C with a long K (too
+//                    few tiles to occupy the GPU) splits K over the grid, given a workspace.
 //
 // All versions are deterministic (no atomics; each sum's order depends on the shape only).
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -51,23 +53,90 @@ void scale(int64_t M, int64_t N, float beta, float* C, int64_t ldc, gpu::Stream 
   gpu::check_launch("scale_matrix");
 }
 
-// v11: the 128 x 128 tile runs its own loop, the smaller ones v4's.
-void sgemm_ffma_tuned_any_shape(const detail::GemmArgs& args, gpu::Stream stream) {
-  switch (tile::choose_tile(args.M, args.N, 1, tile::TileShape::tiny)) {
+// v11 on one tile shape: the 128 x 128 tile runs its own loop, the smaller ones v4's.
+void sgemm_on_tiles(tile::TileShape shape, const detail::GemmArgs& args, gpu::Stream stream,
+                    const detail::KSplit& split = {}) {
+  switch (shape) {
     case tile::TileShape::large:
-      return detail::sgemm_ffma_tuned(args, stream);
+      return detail::sgemm_ffma_tuned(args, stream, split);
     case tile::TileShape::medium:
-      return detail::sgemm_tiled<tile::Medium>(args, stream);
+      return detail::sgemm_tiled<tile::Medium>(args, stream, split);
     case tile::TileShape::small:
-      return detail::sgemm_tiled<tile::Small>(args, stream);
+      return detail::sgemm_tiled<tile::Small>(args, stream, split);
     case tile::TileShape::tiny:
-      return detail::sgemm_tiled<tile::Tiny>(args, stream);
+      return detail::sgemm_tiled<tile::Tiny>(args, stream, split);
   }
+}
+
+// ---- v11's split of K -------------------------------------------------------------------------
+// A product with a small C and a long K (a weight gradient: C [outputs, inputs], K = the batch's
+// N*H*W positions, 401,408 for ConvNeXt-T's first stage at batch 128) has too few tiles to occupy
+// the GPU: 3 blocks of 128 x 128 for 384 x 96 would each walk all of K on 3 of 132 SMs. Split K
+// over the grid's y dimension instead: each split sums its chunk of k into its own slice of a
+// workspace (alpha 1, beta 0), and a second kernel adds the slices in split order and blends
+// alpha and beta into C. No atomics: the same bits every run.
+
+constexpr int64_t kBusyBlocks = 132;  // about one block per SM counts as busy (tile_cost)
+constexpr int64_t kSplitBlocks = 2 * kBusyBlocks;  // what the splits aim for: two blocks per SM
+constexpr int64_t kMinSplitK = 256;  // k per split at least: the partial tile's store stays small
+
+// The tile shape of a split product: padding and penalty only, the splits fill the machine.
+tile::TileShape split_tile(int64_t M, int64_t N) {
+  return tile::choose_tile(M, N, 0, tile::TileShape::small);
+}
+
+int64_t tiles_of(tile::TileShape shape, int64_t M, int64_t N) {
+  const tile::TileInfo t = tile::tile_info(shape);
+  return ceil_div(M, t.bm) * ceil_div(N, t.bn);
+}
+
+// C = alpha * sum over splits y, in order, of partial[y] + beta * C; partial[y] is M x N, dense.
+__global__ void sum_splits_kernel(int M, int N, int splits, const float* __restrict__ partial,
+                                  float alpha, float beta, float* __restrict__ C, int64_t ldc) {
+  const int64_t count = int64_t(M) * N;
+  for (int64_t index = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; index < count;
+       index += int64_t(gridDim.x) * blockDim.x) {
+    float sum = 0.0f;
+    for (int y = 0; y < splits; ++y) sum += partial[y * count + index];
+    float* c = C + index / N * ldc + index % N;
+    *c = detail::blend(alpha, sum, beta, c);
+  }
+}
+
+// v11 for any shape: split K when ffma_split says so and `workspace` is given, else one pass.
+void sgemm_ffma_tuned_any_shape(const detail::GemmArgs& args, float* workspace,
+                                gpu::Stream stream) {
+  const detail::KSplit split = detail::ffma_split(args.M, args.N, args.K);
+  if (split.splits == 1 || workspace == nullptr) {
+    return sgemm_on_tiles(tile::choose_tile(args.M, args.N, 1, tile::TileShape::tiny), args,
+                          stream);
+  }
+  detail::GemmArgs part = args;
+  part.alpha = 1.0f, part.beta = 0.0f, part.C = workspace, part.ldc = args.N;
+  sgemm_on_tiles(split_tile(args.M, args.N), part, stream, split);
+  sum_splits_kernel<<<blocks_for(int64_t(args.M) * args.N), kThreads, 0, stream>>>(
+      args.M, args.N, split.splits, workspace, args.alpha, args.beta, args.C, args.ldc);
+  gpu::check_launch("sgemm_ffma_tuned (sum of splits)");
 }
 
 }  // namespace
 
 namespace detail {
+
+KSplit ffma_split(int64_t M, int64_t N, int64_t K) {
+  // Split when C's tiles, at the shape padding favours, cannot occupy the SMs alone. tile_cost's
+  // penalties would keep the unsplit product on v4's 16 x 16 or 32 x 32 tiles, whose many blocks
+  // fill the machine but run far below their modelled speed on a long K (the 16 x 16 tile: 3.5
+  // TFLOP/s for 384 x 96 x 401,408 on an H200, kernels/gemm/README.md).
+  const tile::TileShape shape = split_tile(M, N);
+  const int64_t tiles = tiles_of(shape, M, N);
+  if (tiles >= kBusyBlocks) return {};
+  const int64_t most = std::min(ceil_div(kSplitBlocks, tiles), K / kMinSplitK);
+  if (most < 2) return {};
+  const int64_t bk = tile::tile_info(shape).bk;
+  const int64_t slabs = ceil_div(K, bk), slabs_per_split = ceil_div(slabs, most);
+  return KSplit{int(ceil_div(slabs, slabs_per_split)), int(slabs_per_split * bk), M * N};
+}
 
 std::optional<GemmArgs> checked_args(const char* who, bool trans_a, bool trans_b, int64_t M,
                                      int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
@@ -118,7 +187,7 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
     case GemmVersion::wgmma_repacked:
       return detail::gemm_wgmma_repacked(*args, math == GemmMath::bf16, workspace, stream);
     case GemmVersion::ffma_tuned:
-      return sgemm_ffma_tuned_any_shape(*args, stream);
+      return sgemm_ffma_tuned_any_shape(*args, workspace, stream);
   }
   throw Error("cuda::sgemm: unknown version " + std::to_string(int(version)));
 }

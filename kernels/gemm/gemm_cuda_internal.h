@@ -26,6 +26,21 @@ struct GemmArgs {
   int64_t ldc;
 };
 
+// A split of K over the grid's y dimension (v11's split plan, gemm_cuda.cu): `splits` block rows,
+// each summing `chunk` consecutive values of k (a multiple of 4; the last row what is left) into
+// its own M x N slice of the output, `stride` floats past the previous one. The default: no split.
+struct KSplit {
+  int splits = 1;
+  int chunk = 0;
+  int64_t stride = 0;
+};
+
+// v11's split of K for an M x N x K product (gemm_cuda.cu): none (splits == 1) while C's tiles
+// occupy the GPU or K is short; else enough splits for about two blocks per SM, stride M * N, each
+// summing at least a few hundred k. A function of the shape alone, so the order of every sum is
+// too. Its workspace is splits * M * N floats when splits > 1.
+KSplit ffma_split(int64_t M, int64_t N, int64_t K);
+
 // cuda::sgemm's checks and its cases without a product, for every entry point that runs a
 // version: throws crema::Error naming `who` for a size of 2^31 or more or a leading dimension too
 // small; queues C = beta C when K == 0 or alpha == 0. Returns the arguments a version's launcher
@@ -57,7 +72,9 @@ inline bool vector_ok(const void* p, int64_t ld) {
 
 // v11's 128 x 128 tile (gemm_ffma_tuned_cuda.cu): fp32 SIMT with double-buffered shared slabs and
 // register fragments, for any shape (cuda::sgemm runs it where v4 would pick its 128 x 128 tile).
-void sgemm_ffma_tuned(const GemmArgs& args, gpu::Stream stream);
+// With a split (gemm_tiled.cuh: KSplitPart), block row y writes its part into args.C + y *
+// split.stride.
+void sgemm_ffma_tuned(const GemmArgs& args, gpu::Stream stream, const KSplit& split = {});
 // v6 / v7: mma.sync tensor cores, TF32 (bf16 == false) or bf16 operands (gemm_mma_cuda.cu).
 void gemm_mma(const GemmArgs& args, bool bf16, gpu::Stream stream);
 // v8: wgmma on sm_90a (gemm_wgmma_cuda.cu); throws crema::Error on any other device.

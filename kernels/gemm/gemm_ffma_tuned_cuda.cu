@@ -46,9 +46,15 @@ using Tuned = FfmaConfig<8, 8, 4, 4, 2, 8, 2>;
 
 template <class Cfg, bool TA, bool TB>
 __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS)
-    sgemm_ffma_kernel(int M, int N, int K, float alpha, const float* __restrict__ A, int64_t lda,
-                      const float* __restrict__ B, int64_t ldb, float beta, float* __restrict__ C,
-                      int64_t ldc, bool vec_a, bool vec_b, bool vec_c) {
+    sgemm_ffma_kernel(int M, int N, int K_all, float alpha, const float* __restrict__ A_all,
+                      int64_t lda, const float* __restrict__ B_all, int64_t ldb, float beta,
+                      float* __restrict__ C_all, int64_t ldc, bool vec_a, bool vec_b, bool vec_c,
+                      int k_chunk, int64_t split_stride) {
+  const KSplitPart<TA, TB> part(K_all, A_all, lda, B_all, ldb, C_all, k_chunk, split_stride);
+  const int K = part.K;
+  const float* __restrict__ A = part.A;
+  const float* __restrict__ B = part.B;
+  float* __restrict__ C = part.C;
   constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, TM = Cfg::TM, TN = Cfg::TN;
   constexpr int STEP_M = Cfg::LANES_M * 4, STEP_N = Cfg::LANES_N * 4;  // between 4 x 4 groups
   __shared__ __align__(16) float sa[2][BK][BM + tile::kPad];  // op(A) slabs, k-major: [k][m]
@@ -172,10 +178,10 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS)
 
 }  // namespace
 
-void sgemm_ffma_tuned(const GemmArgs& g, gpu::Stream stream) {
+void sgemm_ffma_tuned(const GemmArgs& g, gpu::Stream stream, const KSplit& split) {
   for_layout(g, [&](auto ta, auto tb) {
     launch_over_tiles(sgemm_ffma_kernel<Tuned, decltype(ta)::value, decltype(tb)::value>, Tuned::BM,
-                      Tuned::BN, Tuned::THREADS, g, stream, "sgemm_ffma_tuned");
+                      Tuned::BN, Tuned::THREADS, g, split, stream, "sgemm_ffma_tuned");
   });
 }
 

@@ -20,14 +20,40 @@ __device__ __forceinline__ float blend(float alpha, float sum, float beta, const
   return beta == 0.0f ? alpha * sum : alpha * sum + beta * *c;
 }
 
-// Block b computes tile (b / tiles_n, b % tiles_n) of C. vec_* say a pointer can be read as
-// float4s (vector_ok).
+// Split K (gemm_cuda.cu's split plan): block row y of the grid sums the part k in
+// [y * k_chunk, min(K_all, (y + 1) * k_chunk)) of the product into its own slice of C, y *
+// split_stride floats in. An unsplit launch has one block row, k_chunk = K_all and a stride of 0,
+// so the operands stay as they are. k_chunk is a multiple of 4: float4 alignment is kept.
+template <bool TA, bool TB>
+struct KSplitPart {
+  int K;
+  const float* A;
+  const float* B;
+  float* C;
+  __device__ KSplitPart(int K_all, const float* A_all, int64_t lda, const float* B_all, int64_t ldb,
+                        float* C_all, int k_chunk, int64_t split_stride) {
+    const int64_t k0 = int64_t(blockIdx.y) * k_chunk;
+    K = int(min(int64_t(K_all) - k0, int64_t(k_chunk)));
+    A = A_all + (TA ? k0 * lda : k0);  // op(A)[m, k0]: row k0 of A^T, or column k0 of A
+    B = B_all + (TB ? k0 : k0 * ldb);
+    C = C_all + blockIdx.y * split_stride;
+  }
+};
+
+// Block (b, y) computes tile (b / tiles_n, b % tiles_n) of C over split y's part of K. vec_* say a
+// pointer can be read as float4s (vector_ok).
 template <class Cfg, bool TA, bool TB>
 __global__ void __launch_bounds__(Cfg::THREADS)
-    sgemm_tiled_kernel(int M, int N, int K, float alpha, const float* __restrict__ A, int64_t lda,
-                       const float* __restrict__ B, int64_t ldb, float beta, float* __restrict__ C,
-                       int64_t ldc, bool vec_a, bool vec_b, bool vec_c) {
+    sgemm_tiled_kernel(int M, int N, int K_all, float alpha, const float* __restrict__ A_all,
+                       int64_t lda, const float* __restrict__ B_all, int64_t ldb, float beta,
+                       float* __restrict__ C_all, int64_t ldc, bool vec_a, bool vec_b, bool vec_c,
+                       int k_chunk, int64_t split_stride) {
   __shared__ tile::SharedStorage<Cfg> sm;
+  const KSplitPart<TA, TB> part(K_all, A_all, lda, B_all, ldb, C_all, k_chunk, split_stride);
+  const int K = part.K;
+  const float* __restrict__ A = part.A;
+  const float* __restrict__ B = part.B;
+  float* __restrict__ C = part.C;
   const int tiles_n = (N + Cfg::BN - 1) / Cfg::BN;
   const int m0 = blockIdx.x / tiles_n * Cfg::BM, n0 = blockIdx.x % tiles_n * Cfg::BN;
   const int tid = threadIdx.x;
@@ -53,22 +79,25 @@ __global__ void __launch_bounds__(Cfg::THREADS)
 }
 
 // Queues a kernel with the parameters of the fp32 SIMT loops on dense operands (this file's and
-// v11's, gemm_ffma_tuned_cuda.cu), one block of `threads` per bm x bn tile of C.
+// v11's, gemm_ffma_tuned_cuda.cu), one block of `threads` per bm x bn tile of C and per split of
+// K (grid y).
 template <class Kernel>
 void launch_over_tiles(Kernel kernel, int bm, int bn, int threads, const GemmArgs& g,
-                       gpu::Stream stream, const char* what) {
-  kernel<<<tile_grid(g.M, g.N, bm, bn), threads, 0, stream>>>(
-      g.M, g.N, g.K, g.alpha, g.A, g.lda, g.B, g.ldb, g.beta, g.C, g.ldc, vector_ok(g.A, g.lda),
-      vector_ok(g.B, g.ldb), vector_ok(g.C, g.ldc));
+                       const KSplit& split, gpu::Stream stream, const char* what) {
+  const dim3 grid(unsigned(tile_grid(g.M, g.N, bm, bn)), unsigned(split.splits));
+  kernel<<<grid, threads, 0, stream>>>(g.M, g.N, g.K, g.alpha, g.A, g.lda, g.B, g.ldb, g.beta, g.C,
+                                       g.ldc, vector_ok(g.A, g.lda), vector_ok(g.B, g.ldb),
+                                       vector_ok(g.C, g.ldc), split.splits > 1 ? split.chunk : g.K,
+                                       split.splits > 1 ? split.stride : 0);
   gpu::check_launch(what);
 }
 
-// C = alpha op(A) op(B) + beta C on Cfg's tiles.
+// C = alpha op(A) op(B) + beta C on Cfg's tiles (with a split: each split's part into its slice).
 template <class Cfg>
-void sgemm_tiled(const GemmArgs& g, gpu::Stream stream) {
+void sgemm_tiled(const GemmArgs& g, gpu::Stream stream, const KSplit& split = {}) {
   for_layout(g, [&](auto ta, auto tb) {
     launch_over_tiles(sgemm_tiled_kernel<Cfg, decltype(ta)::value, decltype(tb)::value>, Cfg::BM,
-                      Cfg::BN, Cfg::THREADS, g, stream, "sgemm_tiled");
+                      Cfg::BN, Cfg::THREADS, g, split, stream, "sgemm_tiled");
   });
 }
 

@@ -217,6 +217,10 @@ void gemm_bf16_repacked(bool trans_a, bool trans_b, int M, int N, int K, float a
 
 size_t sgemm_workspace(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
                        GemmVersion version, GemmMath math) {
+  if (version == GemmVersion::ffma_tuned) {
+    const detail::KSplit split = detail::ffma_split(M, N, K);
+    return split.splits > 1 ? size_t(split.splits) * size_t(M) * size_t(N) : 0;
+  }
   if (version != GemmVersion::wgmma_repacked || math == GemmMath::fp32) return 0;
   const bool bf16 = math == GemmMath::bf16;
   return detail::make_plan(trans_a, trans_b, M, N, K, bf16 ? 2 : 4, bf16).floats();

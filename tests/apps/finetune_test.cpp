@@ -251,6 +251,22 @@ TEST(DataConfig, NormalizePresetByName) {
       "t.yaml:1:2: transform normalize: 'imagenett' is not a value or a preset");
 }
 
+// An option given as a word ({interpolation: bilinear}) reaches the transform as one.
+TEST(DataConfig, TransformWordOptions) {
+  const auto transforms =
+      read_transforms(parse_config("[{random_rotation: {degrees: 10, interpolation: bilinear}}, "
+                                   "{random_erasing: {value: random}}]",
+                                   "t.yaml"));
+  ASSERT_EQ(transforms.size(), 2u);
+  EXPECT_CONTAINS(transforms[0]->description(), "interpolation=bilinear");
+  EXPECT_CONTAINS(transforms[1]->description(), "value=random");
+  EXPECT_CONTAINS(error_of([] {
+                    read_transforms(parse_config(
+                        "[{random_rotation: {degrees: 10, interpolation: cubic}}]", "t.yaml"));
+                  }),
+                  "t.yaml:1:2: transform random_rotation: 'interpolation' must be one of");
+}
+
 // A run that fails before its first checkpoint is marked FAILED, with the error.
 TEST(FailedRun, IsMarked) {
   FolderRun run({"ant", "bee"}, {"ant", "bee"}, 2);

@@ -215,7 +215,7 @@ TEST(DataConfig, ErrorsPointIntoTheFile) {
   };
   std::string message = error("{format: tiff}");
   EXPECT_CONTAINS(message, "d.yaml:2:");
-  EXPECT_CONTAINS(message, "idx, image_folder, image_list, cifar10, cifar100");
+  EXPECT_CONTAINS(message, "idx, image_folder, image_list, packed, cifar10, cifar100");
   message = error("{format: image_folder, root: /nonexistent/crema}");
   EXPECT_CONTAINS(message, "d.yaml:2:");
   EXPECT_CONTAINS(message, "'/nonexistent/crema' does not exist");

@@ -147,3 +147,25 @@ put("image", "cmyk_8x8_adobe.jpg", base64.b64decode(
     "/9j/7gAOQWRvYmUAZAAAAAAA/9sAQwAIBgYHBgUIBwcHCQkICgwUDQwLCwwZEhMPFB0aHx4dGhwcICQuJyAiLCMcHCg3"
     "KSwwMTQ0NB8nOT04MjwuMzQy/8AAFAgACAAIBEMRAE0RAFkRAEsRAP/EABYAAQEBAAAAAAAAAAAAAAAAAAUGB//EAB0Q"
     "AAECBwAAAAAAAAAAAAAAAAAFBxciMkNkgaH/2gAOBEMATQBZAEsAAD8AWdu/sWi3kdNDLleXqpz/2Q=="))
+
+
+# Packed dataset indexes (data/packed_index.h): magic, version, counts, shard sizes, class names,
+# sample records (shard, label, offset, length, crc32, height, width, path), the CRC-32 of it all.
+def pack_index(shard_sizes, class_names, named, samples):
+    def string(text):
+        return struct.pack("<I", len(text)) + text.encode()
+    out = b"CREMAPAK" + struct.pack("<IIQII", 1, len(shard_sizes), len(samples), len(class_names),
+                                    1 if named else 0)
+    out += b"".join(struct.pack("<Q", size) for size in shard_sizes)
+    out += b"".join(string(name) for name in class_names)
+    for shard, label, offset, length, crc, height, width, path in samples:
+        out += struct.pack("<IIQIIII", shard, label, offset, length, crc, height, width) + string(path)
+    return out + struct.pack("<I", zlib.crc32(out))
+
+
+put("packed_index", "folder_two_shards.crema", pack_index(
+    [300, 120], ["cat", "dog"], True,
+    [(0, 0, 0, 200, 0x1234abcd, 8, 6, "cat/0.jpg"), (0, 1, 200, 100, 7, 3, 2, "dog/1.png"),
+     (1, 1, 0, 120, 99, 16, 16, "dog/deeper/2.jpg")]))
+put("packed_index", "list_unnamed.crema", pack_index(
+    [64], ["0", "1", "2"], False, [(0, 2, 0, 64, 1, 1, 1, "/abs/x.bmp")]))

@@ -52,6 +52,15 @@ TEST(ActivationRef, ByHand) {
   reference({K::gelu_erf}, x, ones, y, dx);
   EXPECT_NEAR(y[3], 2.0 * 0.97724986805182079, 1e-15);  // 2 * Phi(2)
   EXPECT_NEAR(dx[1], 0.5, 1e-15);                       // Phi(0) + 0
+
+  // Mish at 0: tanh(softplus(0)) = tanh(log 2) = (2 - 1/2) / (2 + 1/2) = 0.6, so y = 0 and
+  // dy/dx = 0.6 + 0 * ... ; at 2: t = n / (n + 2) with n = e^2 (e^2 + 2).
+  reference({K::mish}, x, ones, y, dx);
+  EXPECT_EQ(y[1], 0.0);
+  EXPECT_NEAR(dx[1], 0.6, 1e-15);
+  const double e2 = std::exp(2.0), n2 = e2 * (e2 + 2.0), t2 = n2 / (n2 + 2.0);
+  EXPECT_NEAR(y[3], 2.0 * t2, 1e-15);
+  EXPECT_NEAR(dx[3], t2 + 2.0 * e2 / (1.0 + e2) * (1.0 - t2 * t2), 1e-15);
 }
 
 TEST(ActivationRef, BackwardMatchesCentralDifferences) {
@@ -80,7 +89,7 @@ TEST(ActivationRef, BackwardMatchesCentralDifferences) {
 // PyTorch's values, exactly (float64) for ref<double>, and within float32 rounding for the CPU.
 TEST(ActivationRef, MatchesPyTorch) {
   const auto cases = crema::testing::read_activation_golden();
-  ASSERT_EQ(cases.size(), 10u);
+  ASSERT_EQ(cases.size(), 11u);
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
     ASSERT_EQ(c.x.size(), 34u);

@@ -22,7 +22,8 @@ inline std::vector<Activation> all_activations() {
           {K::gelu_erf},
           {K::gelu_tanh},
           {K::hardsigmoid},
-          {K::hardswish}};
+          {K::hardswish},
+          {K::mish}};
 }
 
 // Whether the backward pass reads the forward's output y (else its input x).

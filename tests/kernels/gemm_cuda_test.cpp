@@ -126,6 +126,50 @@ TEST(GemmCuda, FfmaTunedLoop) {
   }
 }
 
+// v11 splits K when C has few tiles and K is long (a weight gradient): the splits' partial
+// products go to the (NaN-poisoned) workspace and are added in split order. Every layout, a pad of
+// 3 with a base off 16 bytes (the scalar paths), alpha/beta with NaN in C when beta == 0, a K
+// that is no multiple of the slab depth; the same bits on a repeat, and within fp32's bound of the
+// unsplit product (no workspace).
+TEST(GemmCuda, SplitKOnSmallOutputsWithLongK) {
+  CREMA_REQUIRE_CUDA();
+  Context ctx(Device::cuda(0));
+  const Case cases[] = {{true, false, 96, 64, 20000, 0, 1.0f, 1.0f},
+                        {false, false, 33, 7, 5001, 3, 1.0f, 0.0f},
+                        {false, false, 130, 200, 3001, 0, -1.5f, 0.25f},
+                        {false, false, 1, 1, 1000, 1, 2.0f, 0.0f}};
+  uint64_t seed = 800;
+  for (Case c : cases) {
+    for (int t = 0; t < 4; ++t) {
+      c.trans_a = t & 1, c.trans_b = t & 2;
+      const cuda::detail::KSplit split = cuda::detail::ffma_split(c.M, c.N, c.K);
+      ASSERT_GT(split.splits, 1) << describe(c);
+      EXPECT_EQ(cuda::sgemm_workspace(c.trans_a, c.trans_b, c.M, c.N, c.K,
+                                      cuda::GemmVersion::ffma_tuned, GemmMath::fp32),
+                size_t(split.splits) * size_t(c.M * c.N));
+      Problem p = make_problem(c, seed += 8, false);  // only the fp32 reference is needed
+      p.expected = reference(p, GemmMath::fp32);
+      for (int64_t offset : {0, 1}) {
+        const Variant v{Rung::ffma_tuned, GemmMath::fp32};
+        const std::string what = describe(c) + " offset=" + std::to_string(offset);
+        const std::vector<float> out = run(ctx, p, v, offset);
+        expect_matches(p, out, GemmMath::fp32, p.expected, what + " split");
+        const std::vector<float> again = run(ctx, p, v, offset);
+        EXPECT_EQ(std::memcmp(out.data(), again.data(), out.size() * sizeof(float)), 0) << what;
+        expect_matches(p, run(ctx, p, v, offset, true), GemmMath::fp32, p.expected,
+                       what + " unsplit");
+      }
+    }
+  }
+  // The weight gradients of ConvNeXt-T's first stage at batch 128 (384 x 96 and 96 x 384 over
+  // 401,408 positions) split, though v4's 16 x 16 tiles would give 144 blocks unsplit.
+  EXPECT_GT(cuda::detail::ffma_split(384, 96, 401408).splits, 1);
+  EXPECT_GT(cuda::detail::ffma_split(96, 384, 401408).splits, 1);
+  // C that fills the GPU with tiles, or a short K: no split.
+  EXPECT_EQ(cuda::detail::ffma_split(2048, 2048, 100000).splits, 1);
+  EXPECT_EQ(cuda::detail::ffma_split(64, 64, 300).splits, 1);
+}
+
 TEST(GemmCuda, RepeatsAreBitIdentical) {
   CREMA_REQUIRE_CUDA();
   Context ctx(Device::cuda(0));

@@ -1,5 +1,5 @@
 // The activation layers (PReLU, ELU, Sigmoid, TanH, Clip, Swish/SiLU, GELU, Hardsigmoid,
-// Hardswish) on the CPU: the
+// Hardswish, Mish) on the CPU: the
 // numerical gradient check for every type and option, in-place runs against out-of-place ones,
 // PReLU's parameter (name, shape, filler, frozen, accumulation) and the configuration errors.
 #include <gtest/gtest.h>
@@ -15,7 +15,7 @@ namespace crema::testing {
 namespace {
 
 // Uniform values in [-range, range) kept at least `gap` away from each kink (a central difference
-// of step 1e-2 across a kink measures neither side's derivative).
+// across a kink measures neither side's derivative).
 std::vector<float> values_away_from(size_t count, const std::vector<float>& kinks, uint64_t seed,
                                     float gap = 0.03f, float range = 2.0f) {
   std::vector<float> v = random_values(count, -range, range, seed);
@@ -137,16 +137,22 @@ TEST(HardswishLayer, Gradient) {
   check_away_from_kinks("{name: h, type: Hardswish}", {3, 5, 7}, {-3.0f, 3.0f}, 5.0f);
 }
 
+// Inputs in [-5, 5): Mish's minimum near -1.19 and both tails.
+TEST(MishLayer, Gradient) {
+  check_away_from_kinks("{name: m, type: Mish}", {3, 5, 7}, {}, 5.0f);
+}
+
 // --- in place ---------------------------------------------------------------------------------
 
 TEST(ActivationLayers, InPlaceMatchesOutOfPlace) {
-  for (const char* yaml : {"{name: a, type: ELU, alpha: 0.5}", "{name: a, type: Sigmoid}",
-                           "{name: a, type: TanH}", "{name: a, type: Clip, min: -1, max: 2}",
-                           "{name: a, type: Swish, beta: 0.7}", "{name: a, type: SiLU}",
-                           "{name: a, type: GELU}", "{name: a, type: GELU, approximate: tanh}",
-                           "{name: a, type: Hardsigmoid}", "{name: a, type: Hardswish}",
-                           "{name: a, type: PReLU}", "{name: a, type: PReLU, channel_shared: true}",
-                           "{name: a, type: PReLU, filler: {type: uniform, min: -1, max: 1}}"}) {
+  for (const char* yaml :
+       {"{name: a, type: ELU, alpha: 0.5}", "{name: a, type: Sigmoid}", "{name: a, type: TanH}",
+        "{name: a, type: Clip, min: -1, max: 2}", "{name: a, type: Swish, beta: 0.7}",
+        "{name: a, type: SiLU}", "{name: a, type: GELU}",
+        "{name: a, type: GELU, approximate: tanh}", "{name: a, type: Hardsigmoid}",
+        "{name: a, type: Hardswish}", "{name: a, type: Mish}", "{name: a, type: PReLU}",
+        "{name: a, type: PReLU, channel_shared: true}",
+        "{name: a, type: PReLU, filler: {type: uniform, min: -1, max: 1}}"}) {
     expect_in_place_matches(yaml, {3, 4, 5});
   }
 }

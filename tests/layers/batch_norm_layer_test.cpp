@@ -30,16 +30,14 @@ void set_running_stats(LayerHarness& h, uint64_t seed) {
   Buffer& mean = h.layer->buffers()[0];
   Buffer& var = h.layer->buffers()[1];
   const size_t C = size_t(mean.value.numel());
-  mean.value.copy_from(
-      Tensor::from_vector(mean.value.shape(), random_values(C, -0.5f, 0.5f, seed)));
-  var.value.copy_from(
-      Tensor::from_vector(var.value.shape(), random_values(C, 0.5f, 2.0f, seed + 1)));
+  set_values(mean.value, random_values(C, -0.5f, 0.5f, seed));
+  set_values(var.value, random_values(C, 0.5f, 2.0f, seed + 1));
 }
 
 void set_affine(LayerHarness& h, uint64_t seed) {
   for (Param& p : h.layer->params()) {
     const size_t n = size_t(p.value.numel());
-    p.value.copy_from(Tensor::from_vector(p.value.shape(), random_values(n, 0.5f, 1.5f, seed++)));
+    set_values(p.value, random_values(n, 0.5f, 1.5f, seed++));
   }
 }
 
@@ -47,7 +45,7 @@ void gradient_check(const std::string& yaml, const Shape& shape, Phase phase,
                     bool random_stats = false) {
   SCOPED_TRACE(yaml + " " + shape_str(shape) + " " + phase_name(phase));
   Context ctx;
-  LayerHarness h(yaml, {shape}, ctx, 1, phase);
+  LayerHarness h(yaml, {shape}, ctx, 1, phase, DType::f64);
   h.set_bottom(0, channel_values(shape, 3));
   set_affine(h, 5);
   if (random_stats) set_running_stats(h, 7);

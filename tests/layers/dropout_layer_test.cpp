@@ -25,7 +25,8 @@ std::vector<float> nonzero(size_t n, uint64_t seed) {
 
 TEST(DropoutLayer, GradientTestPhaseIsTheIdentity) {
   Context ctx;
-  LayerHarness h("{name: drop, type: Dropout, dropout_ratio: 0.3}", {{3, 7}}, ctx, 1, Phase::test);
+  LayerHarness h("{name: drop, type: Dropout, dropout_ratio: 0.3}", {{3, 7}}, ctx, 1, Phase::test,
+                 DType::f64);
   const std::vector<float> x = nonzero(21, 1);
   h.set_bottom(0, x);
   h.forward();

@@ -27,7 +27,7 @@ TEST(InnerProductLayer, GradientFlattensFromAxis) {
   LayerHarness h(
       "{name: fc, type: InnerProduct, num_output: 5,"
       " bias_filler: {type: uniform, min: -1, max: 1}}",
-      {{3, 2, 2, 3}}, ctx);
+      {{3, 2, 2, 3}}, ctx, 1, Phase::train, DType::f64);
   EXPECT_EQ(h.top[0]->value.shape(), (Shape{3, 5}));
   EXPECT_EQ(h.layer->params()[0].value.shape(), (Shape{5, 12}));
   h.set_bottom(0, random_values(36, -1, 1, 3));
@@ -36,7 +36,8 @@ TEST(InnerProductLayer, GradientFlattensFromAxis) {
 
 TEST(InnerProductLayer, GradientAxis2) {
   Context ctx;
-  LayerHarness h("{name: fc, type: InnerProduct, num_output: 3, axis: 2}", {{2, 3, 4}}, ctx);
+  LayerHarness h("{name: fc, type: InnerProduct, num_output: 3, axis: 2}", {{2, 3, 4}}, ctx, 1,
+                 Phase::train, DType::f64);
   EXPECT_EQ(h.top[0]->value.shape(), (Shape{2, 3, 3}));
   h.set_bottom(0, random_values(24, -1, 1, 4));
   check_gradients(h);
@@ -49,7 +50,7 @@ TEST(InnerProductLayer, GradientLastAxisChannelsLast) {
     Context ctx;
     LayerHarness h(std::string("{name: fc, type: InnerProduct, num_output: 4, axis: ") + axis +
                        ", bias_filler: {type: uniform, min: -1, max: 1}}",
-                   {{2, 3, 5, 6}}, ctx);
+                   {{2, 3, 5, 6}}, ctx, 1, Phase::train, DType::f64);
     EXPECT_EQ(h.top[0]->value.shape(), (Shape{2, 3, 5, 4}));
     EXPECT_EQ(h.layer->params()[0].value.shape(), (Shape{4, 6}));
     h.set_bottom(0, random_values(180, -1, 1, 6));

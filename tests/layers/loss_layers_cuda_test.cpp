@@ -14,6 +14,7 @@
 #include "layers/register_layers.h"
 #include "tests/kernels/kernel_test_util.h"
 #include "tests/support/cuda_test_util.h"
+#include "tests/support/layer_parity.h"
 
 namespace crema {
 namespace {
@@ -120,6 +121,27 @@ TEST(AccuracyLayerCuda, MatchesCpu) {
     const LayerRun got = run_layer(gpu, yaml, {{100, 10}, {100}}, {scores, labels}, 0.0f);
     EXPECT_EQ(got.top, want.top) << yaml;
   }
+}
+
+// Soft targets (mixup's), a second bottom of the logits' shape: the thread walk ([64, 10]), the
+// warp walk ([5, 100]), a spatial loss with label smoothing; then Accuracy scoring their largest
+// class. Targets in [0, 1), not summing to 1 (the general gradient).
+TEST(SoftmaxWithLossLayerCuda, SoftTargetsMatchCpu) {
+  CREMA_REQUIRE_CUDA();
+  testing::ParityOptions options;
+  options.propagate_down = {true, false};
+  options.bottom_values = [](size_t bottom, size_t count) {
+    Random rng(bottom + 7);
+    return kernels::testing::random_values(rng, int64_t(count), bottom == 0 ? -4 : 0,
+                                           bottom == 0 ? 4 : 1);
+  };
+  testing::check_cuda_parity("{name: l, type: SoftmaxWithLoss}", {{64, 10}, {64, 10}}, options);
+  testing::check_cuda_parity("{name: l, type: SoftmaxWithLoss, normalization: batch_size}",
+                             {{5, 100}, {5, 100}}, options);
+  testing::check_cuda_parity("{name: l, type: SoftmaxWithLoss, label_smoothing: 0.1}",
+                             {{2, 3, 5, 7}, {2, 3, 5, 7}}, options);
+  options.run_backward = false;
+  testing::check_cuda_parity("{name: a, type: Accuracy}", {{33, 10}, {33, 10}}, options);
 }
 
 }  // namespace

@@ -35,7 +35,7 @@ TEST(PoolingLayer, CeilAndFloorShapes) {
 TEST(PoolingLayer, MaxGradient) {
   Context ctx;
   LayerHarness h("{name: p, type: Pooling, pool: max, kernel_size: 3, stride: 2, pad: 1}",
-                 {{2, 2, 5, 7}}, ctx);
+                 {{2, 2, 5, 7}}, ctx, 1, Phase::train, DType::f64);
   h.set_bottom(0, spaced_values(140, 1));
   check_gradients(h);
 }
@@ -69,7 +69,7 @@ TEST(PoolingLayer, GradientMaxRectangularCeil) {
   LayerHarness h(
       "{name: p, type: Pooling, pool: max, kernel_size: [3, 2], stride: [2, 3],"
       " pad: [1, 1]}",
-      {{2, 2, 6, 7}}, ctx, 2);
+      {{2, 2, 6, 7}}, ctx, 2, Phase::train, DType::f64);
   h.set_bottom(0, spaced_values(168, 3));
   check_gradients(h);
 }
@@ -88,7 +88,7 @@ TEST(PoolingLayer, GradientGlobalMaxAndAverage) {
     Context ctx;
     LayerHarness h(
         std::string("{name: p, type: Pooling, global_pooling: true, pool: ") + pool + "}",
-        {{2, 3, 4, 5}}, ctx);
+        {{2, 3, 4, 5}}, ctx, 1, Phase::train, DType::f64);
     EXPECT_EQ(h.top[0]->value.shape(), (Shape{2, 3, 1, 1}));
     h.set_bottom(0, spaced_values(120, 5));
     check_gradients(h);
@@ -172,7 +172,7 @@ TEST(PoolingLayer, GradientAdaptive) {
           std::string("{name: p, type: Pooling, pool: ") + pool + ", output_size: " + size + "}";
       SCOPED_TRACE(yaml);
       Context ctx;
-      LayerHarness h(yaml, {{2, 3, 7, 6}}, ctx);
+      LayerHarness h(yaml, {{2, 3, 7, 6}}, ctx, 1, Phase::train, DType::f64);
       h.set_bottom(0, spaced_values(252, 7));
       check_gradients(h);
     }

@@ -27,8 +27,7 @@ void fill_inputs(LayerHarness& h, const std::vector<float>& lengths, uint64_t se
   }
   if (!lengths.empty()) h.set_bottom(h.bottom.size() - 1, lengths);
   for (Param& p : h.layer->params()) {
-    p.value.copy_from(Tensor::from_vector(
-        p.value.shape(), random_values(size_t(p.value.numel()), -0.7f, 0.7f, ++seed * 31)));
+    set_values(p.value, random_values(size_t(p.value.numel()), -0.7f, 0.7f, ++seed * 31));
   }
 }
 
@@ -36,7 +35,7 @@ void gradient_check(const std::string& yaml, const std::vector<Shape>& shapes, i
                     const std::vector<float>& lengths = {}) {
   SCOPED_TRACE(yaml);
   Context ctx;
-  LayerHarness h(yaml, shapes, ctx, num_tops);
+  LayerHarness h(yaml, shapes, ctx, num_tops, Phase::train, DType::f64);
   fill_inputs(h, lengths, 3);
   GradientCheckOptions options;
   options.check_bottom.assign(shapes.size(), true);

@@ -51,7 +51,7 @@ constexpr double kGoldenTolerance = 1e-5;
 void backward(LayerHarness& h, const std::vector<std::vector<float>>& top_grads,
               const std::vector<bool>& down) {
   for (size_t t = 0; t < top_grads.size(); ++t) {
-    h.top[t]->grad.copy_from(Tensor::from_vector(h.top[t]->value.shape(), top_grads[t]));
+    set_values(h.top[t]->grad, top_grads[t]);
   }
   for (Blob* b : h.bottom) b->grad.fill(NAN);
   h.layer->backward(h.top, down, h.bottom, h.ctx);
@@ -142,7 +142,8 @@ TEST(SoftmaxLayer, BadAxisNamesLayerAndKey) {
 
 TEST(SoftmaxWithLossLayer, GradientLabelSmoothing) {
   Context ctx;
-  LayerHarness h("{name: l, type: SoftmaxWithLoss, label_smoothing: 0.2}", {{4, 5}, {4}}, ctx);
+  LayerHarness h("{name: l, type: SoftmaxWithLoss, label_smoothing: 0.2}", {{4, 5}, {4}}, ctx, 1,
+                 Phase::train, DType::f64);
   h.set_bottom(0, random_values(20, -2, 2, 8));
   h.set_bottom(1, {0, 4, 2, 2});
   GradientCheckOptions options;
@@ -153,7 +154,7 @@ TEST(SoftmaxWithLossLayer, GradientLabelSmoothing) {
 TEST(SoftmaxWithLossLayer, GradientLabelSmoothingSpatialIgnoreLabel) {
   Context ctx;
   LayerHarness h("{name: l, type: SoftmaxWithLoss, label_smoothing: 0.3, ignore_label: 255}",
-                 {{2, 3, 2, 3}, {2, 2, 3}}, ctx);
+                 {{2, 3, 2, 3}, {2, 2, 3}}, ctx, 1, Phase::train, DType::f64);
   h.set_bottom(0, random_values(36, -2, 2, 9));
   h.set_bottom(1, {0, 1, 255, 2, 2, 1, 255, 0, 1, 2, 0, 0});
   GradientCheckOptions options;
@@ -164,7 +165,7 @@ TEST(SoftmaxWithLossLayer, GradientLabelSmoothingSpatialIgnoreLabel) {
 TEST(SoftmaxWithLossLayer, GradientAxis2) {
   Context ctx;  // classes along axis 2 of [2, 3, 4]: labels [2, 3]
   LayerHarness h("{name: l, type: SoftmaxWithLoss, axis: 2, label_smoothing: 0.1}",
-                 {{2, 3, 4}, {2, 3}}, ctx);
+                 {{2, 3, 4}, {2, 3}}, ctx, 1, Phase::train, DType::f64);
   h.set_bottom(0, random_values(24, -2, 2, 10));
   h.set_bottom(1, {3, 0, 1, 2, 2, 0});
   GradientCheckOptions options;
@@ -229,7 +230,8 @@ TEST(SoftmaxWithLossLayer, BadLabelSmoothingNamesLayerAndKey) {
 
 TEST(SigmoidCrossEntropyLossLayer, Gradient) {
   Context ctx;
-  LayerHarness h("{name: l, type: SigmoidCrossEntropyLoss}", {{3, 2, 4}, {3, 2, 4}}, ctx);
+  LayerHarness h("{name: l, type: SigmoidCrossEntropyLoss}", {{3, 2, 4}, {3, 2, 4}}, ctx, 1,
+                 Phase::train, DType::f64);
   h.set_bottom(0, random_values(24, -4, 4, 12));
   h.set_bottom(1, random_values(24, 0, 1, 13));
   GradientCheckOptions options;
@@ -240,7 +242,7 @@ TEST(SigmoidCrossEntropyLossLayer, Gradient) {
 TEST(SigmoidCrossEntropyLossLayer, GradientIgnoreLabelValid) {
   Context ctx;
   LayerHarness h("{name: l, type: SigmoidCrossEntropyLoss, ignore_label: -1, normalization: valid}",
-                 {{2, 5}, {2, 5}}, ctx);
+                 {{2, 5}, {2, 5}}, ctx, 1, Phase::train, DType::f64);
   h.set_bottom(0, random_values(10, -4, 4, 14));
   h.set_bottom(1, {1, 0, -1, 1, 0, -1, -1, 0, 1, 1});
   GradientCheckOptions options;
@@ -317,7 +319,8 @@ TEST(SigmoidCrossEntropyLossLayer, Errors) {
 
 TEST(EuclideanLossLayer, GradientBothBottoms) {
   Context ctx;
-  LayerHarness h("{name: l, type: EuclideanLoss}", {{3, 2, 3}, {3, 2, 3}}, ctx);
+  LayerHarness h("{name: l, type: EuclideanLoss}", {{3, 2, 3}, {3, 2, 3}}, ctx, 1, Phase::train,
+                 DType::f64);
   h.set_bottom(0, random_values(18, -2, 2, 16));
   h.set_bottom(1, random_values(18, -2, 2, 17));
   check_gradients(h);
@@ -325,7 +328,8 @@ TEST(EuclideanLossLayer, GradientBothBottoms) {
 
 TEST(EuclideanLossLayer, GradientFullNormalizationOneBottom) {
   Context ctx;
-  LayerHarness h("{name: l, type: EuclideanLoss, normalization: full}", {{5, 3}, {15}}, ctx);
+  LayerHarness h("{name: l, type: EuclideanLoss, normalization: full}", {{5, 3}, {15}}, ctx, 1,
+                 Phase::train, DType::f64);
   h.set_bottom(0, random_values(15, -2, 2, 18));
   h.set_bottom(1, random_values(15, -2, 2, 19));
   GradientCheckOptions options;

@@ -16,7 +16,8 @@ namespace {
 
 TEST(StochasticDepthLayer, GradientTestPhaseIsTheIdentity) {
   Context ctx;
-  LayerHarness h("{name: sd, type: StochasticDepth, p: 0.2}", {{3, 4, 2, 2}}, ctx, 1, Phase::test);
+  LayerHarness h("{name: sd, type: StochasticDepth, p: 0.2}", {{3, 4, 2, 2}}, ctx, 1, Phase::test,
+                 DType::f64);
   const std::vector<float> x = random_values(48, -1, 1, 1);
   h.set_bottom(0, x);
   h.forward();

@@ -19,7 +19,7 @@ void check_layer(const std::string& yaml, const std::vector<Shape>& shapes, int 
                  const GradientCheckOptions& options = {}) {
   SCOPED_TRACE(yaml);
   Context ctx;
-  LayerHarness h(yaml, shapes, ctx, num_tops);
+  LayerHarness h(yaml, shapes, ctx, num_tops, Phase::train, DType::f64);
   for (size_t b = 0; b < shapes.size(); ++b) {
     h.set_bottom(b, random_values(size_t(shape_numel(shapes[b])), -1, 1, 10 + b));
   }
@@ -114,8 +114,8 @@ TEST(EltwiseLayer, GradientProd) {
 
 TEST(EltwiseLayer, GradientMax) {
   Context ctx;
-  LayerHarness h("{name: e, type: Eltwise, operation: MAX}", {{2, 3, 5}, {2, 3, 5}, {2, 3, 5}},
-                 ctx);
+  LayerHarness h("{name: e, type: Eltwise, operation: MAX}", {{2, 3, 5}, {2, 3, 5}, {2, 3, 5}}, ctx,
+                 1, Phase::train, DType::f64);
   const auto values = separated_bottoms(30);
   for (size_t j = 0; j < 3; ++j) h.set_bottom(j, values[j]);
   check_gradients(h);

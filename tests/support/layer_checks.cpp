@@ -14,7 +14,7 @@ void check_layer_gradients(const std::string& yaml, const Shape& x,
                            const std::vector<float>& values, const GradientCheckOptions& options) {
   SCOPED_TRACE(yaml);
   Context ctx;
-  LayerHarness h(yaml, {x}, ctx);
+  LayerHarness h(yaml, {x}, ctx, 1, Phase::train, DType::f64);
   h.set_bottom(0, values);
   check_gradients(h, options);
 }
