@@ -30,10 +30,9 @@
 #include <vector>
 
 #include "data/image.h"
+#include "data/resample.h"  // Interpolation: the warps take nearest or bilinear
 
 namespace crema::data {
-
-enum class Interpolation { nearest, bilinear };
 
 struct AffineParams {
   double angle = 0.0;                           // degrees, clockwise

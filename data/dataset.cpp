@@ -28,9 +28,8 @@ class ClassSubsetDataset : public Dataset {
   void read_sample(int64_t index, Image& out) const override {
     base_->read_sample(base_index(index), out);
   }
-  void read_sample_reduced(int64_t index, Image& out,
-                           const std::function<int(Size2 full)>& reduction) const override {
-    base_->read_sample_reduced(base_index(index), out, reduction);
+  void read_sample_reduced(int64_t index, Image& out, const DecodePlanner& plan) const override {
+    base_->read_sample_reduced(base_index(index), out, plan);
   }
   void will_read(const int64_t* indices, int64_t count) const override {
     std::vector<int64_t> base(static_cast<size_t>(count));

@@ -40,11 +40,10 @@ class Dataset {
   // Reads sample `index`, untransformed, into `out` (its shape and pixels). Throws
   // crema::Error naming the file for a sample that cannot be read.
   virtual void read_sample(int64_t index, Image& out) const = 0;
-  // read_sample, letting the decoder shrink the image by `reduction(file's size)` (1, 2, 4 or 8;
-  // data/image.h DecodeOptions::reduction): sources that decode JPEG files do so, the others
-  // read the sample as it is (the default).
-  virtual void read_sample_reduced(int64_t index, Image& out,
-                                   const std::function<int(Size2 full)>& reduction) const {
+  // read_sample, letting the decoder produce only what `plan(file's size)` asks for (a reduction
+  // of 1, 2, 4 or 8 and a window; data/image.h DecodePlan): sources that decode JPEG files do so,
+  // the others read the sample as it is (the default).
+  virtual void read_sample_reduced(int64_t index, Image& out, const DecodePlanner& plan) const {
     read_sample(index, out);
   }
   // A hint that samples `indices[0..count)` (a batch) are read next: a source that reads files

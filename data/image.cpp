@@ -181,6 +181,8 @@ void Image::reset(Shape new_shape) {
   shape = std::move(new_shape);
   pixels.resize(size_t(shape_numel(shape)));
   reduction = 1;
+  top = left = 0;
+  full = {};
 }
 
 void decode_image(const uint8_t* bytes, size_t size, int channels, const std::string& name,

@@ -36,32 +36,45 @@ struct Size2 {
 struct Image {
   Shape shape;                // {C, H, W}, or a dataset's own sample shape (IDX: {1, 28, 28})
   std::vector<float> pixels;  // [shape...] row-major
-  // A JPEG decoded at reduced scale (DecodeOptions::reduction) is `reduction` (2, 4 or 8) times
-  // smaller than the file's own `full` size, ceil(full / reduction) per side; the transform that
-  // asked for it draws its geometry on `full` and scales it (data/transform.h). Otherwise 1, and
-  // `full` is unused.
+  // A JPEG decoded for the first transform's DecodePlan may be only part of the file: the rows
+  // [top, top + H) and columns [left, left + W) of the file decoded at 1/reduction (2, 4 or 8
+  // shrink the file's `full` size to ceil(full / reduction) per side). The transform that asked
+  // draws its geometry on `full` and maps it onto these pixels (data/transform.h). Otherwise
+  // (the whole file at full size) reduction 1, top = left = 0 and `full` is {0, 0}.
   int reduction = 1;
+  int64_t top = 0, left = 0;
   Size2 full;
 
   int64_t channels() const { return shape.at(0); }
   int64_t height() const { return shape.at(1); }
   int64_t width() const { return shape.at(2); }
-  // The file's height x width: `full` when reduced, else the shape's.
-  Size2 full_size() const { return reduction == 1 ? Size2{height(), width()} : full; }
-  // Sets the shape, sizes `pixels` to match (keeping the capacity for the next sample) and sets
-  // reduction to 1.
+  // Whether this is part of a file (reduced, or a window of it): `full` is then set.
+  bool is_part() const { return full.height > 0; }
+  // The file's height x width: `full` for a part, else the shape's.
+  Size2 full_size() const { return is_part() ? full : Size2{height(), width()}; }
+  // Sets the shape, sizes `pixels` to match (keeping the capacity for the next sample) and
+  // makes it a whole image (reduction 1, top = left = 0, no `full`).
   void reset(Shape new_shape);
 };
 
 inline constexpr int64_t kDefaultMaxImagePixels = 178956970;  // PIL's Image.MAX_IMAGE_PIXELS
 
+// What the first transform needs of a JPEG, asked with the file's size before it decodes
+// (Transform::decode_plan): decode at 1/reduction (1, 2, 4 or 8), and of that reduced image only
+// the window of rows [top, top + height) and columns [left, left + width); height = 0 means all
+// of it. The window must lie inside the reduced image.
+struct DecodePlan {
+  int reduction = 1;
+  int64_t top = 0, left = 0, height = 0, width = 0;
+};
+using DecodePlanner = std::function<DecodePlan(Size2 full)>;
+
 struct DecodeOptions {
   // Larger images (width x height) are refused as decompression bombs.
   int64_t max_pixels = kDefaultMaxImagePixels;
-  // Asked with a JPEG's full size before it decodes: the factor, 1, 2, 4 or 8, by which the
-  // decoder may shrink it (data/transform.h's decode_reduction). Empty: 1. Other formats decode
-  // at full size whatever it says.
-  std::function<int(Size2 full)> reduction;
+  // Asked with a JPEG's full size before it decodes (data/jpeg.h). Empty: the whole file at full
+  // size. Other formats decode whole at full size whatever it says.
+  DecodePlanner plan;
 };
 
 // Throws crema::Error naming `name` when width x height is above `max_pixels`.

@@ -95,11 +95,11 @@ void ImageFileDataset::read_sample(int64_t index, Image& out) const {
 }
 
 void ImageFileDataset::read_sample_reduced(int64_t index, Image& out,
-                                           const std::function<int(Size2 full)>& reduction) const {
+                                           const DecodePlanner& plan) const {
   const ImageFile& f = file(index);
   DecodeOptions options;
   options.max_pixels = max_pixels_;
-  options.reduction = reduction;
+  options.plan = plan;
   if (f.origin.empty()) {
     read_image_file(f.path, channels_, out, options);
     return;

@@ -47,8 +47,7 @@ class ImageFileDataset : public Dataset {
   std::vector<std::string> class_names() const override { return class_names_; }
   // Decodes the file; errors name it (and its list line).
   void read_sample(int64_t index, Image& out) const override;
-  void read_sample_reduced(int64_t index, Image& out,
-                           const std::function<int(Size2 full)>& reduction) const override;
+  void read_sample_reduced(int64_t index, Image& out, const DecodePlanner& plan) const override;
   int64_t label(int64_t index) const override;
   std::string sample_name(int64_t index) const override;
   std::string description() const override;

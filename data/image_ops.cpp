@@ -5,9 +5,6 @@
 
 #include "core/error.h"
 
-#define STB_IMAGE_RESIZE_IMPLEMENTATION
-#include <stb/stb_image_resize.h>
-
 namespace crema::data {
 namespace {
 
@@ -83,22 +80,27 @@ void flip_horizontal(Image& image) {
   }
 }
 
-void resize(const Image& in, int64_t height, int64_t width, Image& out) {
-  const int64_t channels = in.channels(), in_height = in.height(), in_width = in.width();
-  if (height == in_height && width == in_width) {
+void resize(const Image& in, int64_t height, int64_t width, Image& out, ResizeMode mode) {
+  if (height == in.height() && width == in.width()) {
     out = in;
     return;
   }
-  out.reset({channels, height, width});
-  for (int64_t c = 0; c < channels; ++c) {
-    const int ok = stbir_resize_float_generic(
-        in.pixels.data() + c * in_height * in_width, int(in_width), int(in_height), 0,
-        out.pixels.data() + c * height * width, int(width), int(height), 0, 1,
-        STBIR_ALPHA_CHANNEL_NONE, 0, STBIR_EDGE_CLAMP, STBIR_FILTER_TRIANGLE,
-        STBIR_COLORSPACE_LINEAR, nullptr);
-    CREMA_CHECK(ok, "stb_image_resize failed for " + shape_str(in.shape) + " -> " +
-                        std::to_string(height) + " x " + std::to_string(width));
-  }
+  resize_box(in, {0, 0, in.height(), in.width()}, height, width, out, mode);
+}
+
+void resize_box(const Image& in, const CropBox& box, int64_t height, int64_t width, Image& out,
+                ResizeMode mode) {
+  CREMA_CHECK(box.top >= 0 && box.left >= 0 && box.height > 0 && box.width > 0 &&
+                  box.top + box.height <= in.height() && box.left + box.width <= in.width(),
+              "resize_box: the window is not inside the " + shape_str(in.shape) + " image");
+  CREMA_CHECK(&in != &out, "resize_box: the output must be another image");
+  out.reset({in.channels(), height, width});
+  // The rows pass's result, kept per thread: loader workers resize thousands of images.
+  thread_local std::vector<float> scratch;
+  const int64_t plane = in.height() * in.width();
+  resample_planes(in.pixels.data() + box.top * in.width() + box.left, in.channels(), plane,
+                  in.width(), box.height, box.width, out.pixels.data(), height, width, mode,
+                  scratch);
 }
 
 }  // namespace crema::data

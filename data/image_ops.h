@@ -7,6 +7,7 @@
 
 #include "core/random.h"
 #include "data/image.h"
+#include "data/resample.h"
 
 namespace crema::data {
 
@@ -40,10 +41,13 @@ void crop(const Image& in, const CropBox& box, Image& out);
 // x[c, h, w] <-> x[c, h, W - 1 - w].
 void flip_horizontal(Image& image);
 
-// Resizes every channel to height x width with the triangle (bilinear) filter of stb_image_resize:
-// upsampling interpolates linearly between the two nearest pixel centres; downsampling widens
-// the triangle to the scale factor, so every input pixel contributes (antialiased, as PIL's
-// bilinear that torchvision uses). Edge pixels are extended (clamped). Same size: a copy.
-void resize(const Image& in, int64_t height, int64_t width, Image& out);
+// Resizes every channel to height x width (data/resample.h: torchvision's nearest, bilinear or
+// bicubic, antialiased or not; the default is bilinear with antialias, PIL's and torchvision's
+// for photos). Same size: a copy.
+void resize(const Image& in, int64_t height, int64_t width, Image& out, ResizeMode mode = {});
+// Resizes the window `box` of `in` (which must lie inside it) to height x width: crop then
+// resize, without the cropped copy.
+void resize_box(const Image& in, const CropBox& box, int64_t height, int64_t width, Image& out,
+                ResizeMode mode = {});
 
 }  // namespace crema::data

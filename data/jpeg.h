@@ -45,9 +45,13 @@ bool is_jpeg(const uint8_t* bytes, size_t size);
 // does not parse.
 Size2 jpeg_size(const uint8_t* bytes, size_t size, const std::string& name);
 
-// Decodes a JPEG into `out` ({channels, H, W}, 0..255). `options.reduction` is asked for the
-// factor (1, 2, 4 or 8) with the header's size; the image then decodes at ceil(H / r) x
-// ceil(W / r) and `out.full` keeps H x W (see Image). Throws crema::Error naming `name`.
+// Decodes a JPEG into `out` ({channels, H, W}, 0..255). `options.plan` is asked, with the
+// header's size, for a reduction r (1, 2, 4 or 8: the image then decodes at ceil(H / r) x
+// ceil(W / r)) and a window of that (rows [top, top + height), columns [left, left + width)):
+// `out` holds the window, bit for bit the pixels a whole decode has there, and its reduction,
+// top, left and the file's full size (see Image). Rows above the window are only entropy-decoded
+// and rows below it not read, so a truncation below the window goes unnoticed. Throws
+// crema::Error naming `name`.
 void decode_jpeg(const uint8_t* bytes, size_t size, int channels, const std::string& name,
                  const DecodeOptions& options, Image& out);
 

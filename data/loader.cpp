@@ -137,7 +137,7 @@ void DataLoader::load_sample(int64_t epoch, int64_t index, Image& image, Random&
   if (options_.reduced_decoding && !options_.transforms.empty()) {
     const Transform& first = *options_.transforms.front();
     dataset_->read_sample_reduced(index, image,
-                                  [&](Size2 full) { return first.decode_reduction(full, random); });
+                                  [&](Size2 full) { return first.decode_plan(full, random); });
   } else {
     dataset_->read_sample(index, image);
   }

@@ -80,8 +80,9 @@ struct DataLoaderOptions {
   int prefetch = 2;     // finished batches kept ahead of the consumer, >= 1
   // Applied in order to every sample; they must bring every sample to one shape.
   std::vector<std::shared_ptr<const Transform>> transforms;
-  // Let the first transform have JPEGs decoded at 1/2, 1/4 or 1/8 scale when it needs no more
-  // (resize, random_resized_crop: data/transform.h decode_reduction); false decodes at full size.
+  // Let the first transform have JPEGs decoded at 1/2, 1/4 or 1/8 scale, and only the window it
+  // reads, when it needs no more (resize, random_resized_crop: data/transform.h decode_plan);
+  // false decodes every file whole at full size.
   bool reduced_decoding = true;
   // Soft targets: K > 0 gives each batch `targets`, the one-hot rows of its labels over K classes
   // (smoothed and mixed by batch_mix); 0: labels only.

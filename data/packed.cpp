@@ -81,13 +81,13 @@ void PackedDataset::read_sample(int64_t index, Image& out) const {
 }
 
 void PackedDataset::read_sample_reduced(int64_t index, Image& out,
-                                        const std::function<int(Size2 full)>& reduction) const {
+                                        const DecodePlanner& plan) const {
   // One buffer per thread: the loader's workers read concurrently, each one sample at a time.
   thread_local std::vector<uint8_t> bytes;
   read_bytes(index, bytes);
   DecodeOptions options;
   options.max_pixels = max_pixels_;
-  options.reduction = reduction;
+  options.plan = plan;
   const PackedSample& s = sample(index);
   decode_image(bytes.data(), bytes.size(), channels_, s.path + " in " + shard_path(s.shard), out,
                options);

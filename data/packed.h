@@ -41,8 +41,7 @@ class PackedDataset : public Dataset {
   int64_t num_classes() const override { return int64_t(index_.class_names.size()); }
   std::vector<std::string> class_names() const override;
   void read_sample(int64_t index, Image& out) const override;
-  void read_sample_reduced(int64_t index, Image& out,
-                           const std::function<int(Size2 full)>& reduction) const override;
+  void read_sample_reduced(int64_t index, Image& out, const DecodePlanner& plan) const override;
   void will_read(const int64_t* indices, int64_t count) const override;
   int64_t label(int64_t index) const override;
   std::string sample_name(int64_t index) const override;

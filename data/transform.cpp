@@ -24,19 +24,33 @@ void require_chw(const Shape& shape, const std::string& what) {
   }
 }
 
-// `box`, drawn on the file's full size, on an image decoded at 1/reduction: its edges divided
-// by the reduction and rounded (half up), at least one pixel, inside the reduced image.
-CropBox reduced_box(const CropBox& box, const Image& image) {
-  const int64_t r = image.reduction;
+// `box`, drawn on the file's `full` size, on the file decoded at 1/r (ceil(full / r) per side):
+// its edges divided by r and rounded (half up), at least one pixel, inside the reduced image.
+CropBox reduced_box(const CropBox& box, Size2 full, int64_t r) {
+  if (r == 1) return box;
+  const int64_t height = (full.height + r - 1) / r, width = (full.width + r - 1) / r;
   auto scaled = [r](int64_t edge) { return (2 * edge + r) / (2 * r); };
   CropBox out;
-  out.top = std::min(scaled(box.top), image.height() - 1);
-  out.left = std::min(scaled(box.left), image.width() - 1);
-  out.height =
-      std::max<int64_t>(1, std::min(scaled(box.top + box.height), image.height()) - out.top);
-  out.width =
-      std::max<int64_t>(1, std::min(scaled(box.left + box.width), image.width()) - out.left);
+  out.top = std::min(scaled(box.top), height - 1);
+  out.left = std::min(scaled(box.left), width - 1);
+  out.height = std::max<int64_t>(1, std::min(scaled(box.top + box.height), height) - out.top);
+  out.width = std::max<int64_t>(1, std::min(scaled(box.left + box.width), width) - out.left);
   return out;
+}
+
+// Resizes the window `box` of `image` to `size`, in `image`. The result is written into a spare
+// Image of this thread, which then trades places with `image`: the loader reuses one sample
+// Image per worker, so both buffers keep their capacity and no sample allocates (and page-faults
+// in) a fresh one.
+void resize_in_place(Image& image, const CropBox& box, Size2 size, ResizeMode mode) {
+  thread_local Image spare;
+  resize_box(image, box, size.height, size.width, spare, mode);
+  std::swap(image, spare);
+}
+
+std::string mode_text(ResizeMode mode) {
+  return std::string(", ") + interpolation_name(mode.interpolation) +
+         (mode.antialias ? "" : ", antialias=false");
 }
 
 // x <- x * factor over the whole sample.
@@ -104,33 +118,36 @@ class ChannelTransform : public Transform {
 class ResizeTransform : public Transform {
  public:
   // shorter_side: size.height is the new shorter side; otherwise size is exact.
-  ResizeTransform(Size2 size, bool shorter_side) : size_(size), shorter_side_(shorter_side) {}
+  ResizeTransform(Size2 size, bool shorter_side, ResizeMode mode)
+      : size_(size), shorter_side_(shorter_side), mode_(mode) {}
   Shape output_shape(const Shape& input) const override {
     require_chw(input, description());
     const Size2 out = target(input[1], input[2]);
     return {input[0], out.height, out.width};
   }
-  int decode_reduction(Size2 full, Random) const override {
-    return decode_reduction_for(full, target(full.height, full.width));
+  DecodePlan decode_plan(Size2 full, Random) const override {
+    DecodePlan plan;
+    plan.reduction = decode_reduction_for(full, target(full.height, full.width));
+    return plan;
   }
   void apply(Image& image, Random&) const override {
-    const Size2 full = image.full_size();  // the target follows the file's own size
-    const Size2 out = target(full.height, full.width);
-    Image resized;
-    resize(image, out.height, out.width, resized);  // a copy, reduction too, when sizes agree
-    std::swap(image, resized);
-    image.reduction = 1;  // the next transform sees the image as it is
+    const Size2 out = target(image.full_size());  // the target follows the file's own size
+    if (!image.is_part() && out.height == image.height() && out.width == image.width()) return;
+    resize_in_place(image, {0, 0, image.height(), image.width()}, out, mode_);
   }
   std::string description() const override {
-    return "resize(" + (shorter_side_ ? std::to_string(size_.height) : size_text(size_)) + ")";
+    return "resize(" + (shorter_side_ ? std::to_string(size_.height) : size_text(size_)) +
+           mode_text(mode_) + ")";
   }
 
  private:
+  Size2 target(Size2 in) const { return target(in.height, in.width); }
   Size2 target(int64_t height, int64_t width) const {
     return shorter_side_ ? shorter_side_size(height, width, size_.height) : size_;
   }
   Size2 size_;
   bool shorter_side_;
+  ResizeMode mode_;
 };
 
 class CenterCropTransform : public Transform {
@@ -190,27 +207,38 @@ class RandomCropTransform : public Transform {
 
 class RandomResizedCropTransform : public Transform {
  public:
-  RandomResizedCropTransform(Size2 size, std::vector<float> scale, std::vector<float> ratio)
-      : size_(size), scale_(std::move(scale)), ratio_(std::move(ratio)) {}
+  RandomResizedCropTransform(Size2 size, std::vector<float> scale, std::vector<float> ratio,
+                             ResizeMode mode)
+      : size_(size), scale_(std::move(scale)), ratio_(std::move(ratio)), mode_(mode) {}
   Shape output_shape(const Shape& input) const override {
     require_chw(input, description());
     return {input[0], size_.height, size_.width};
   }
-  int decode_reduction(Size2 full, Random random) const override {
+  // Only the box is decoded, at the reduction it allows.
+  DecodePlan decode_plan(Size2 full, Random random) const override {
     const CropBox box = draw(full, random);
-    return decode_reduction_for({box.height, box.width}, size_);
+    DecodePlan plan;
+    plan.reduction = decode_reduction_for({box.height, box.width}, size_);
+    const CropBox window = reduced_box(box, full, plan.reduction);
+    plan.top = window.top;
+    plan.left = window.left;
+    plan.height = window.height;
+    plan.width = window.width;
+    return plan;
   }
+  // The box, drawn on the file's size, mapped onto the decoded part (the whole of it when it
+  // was decoded for this box).
   void apply(Image& image, Random& random) const override {
-    CropBox box = draw(image.full_size(), random);
-    if (image.reduction > 1) box = reduced_box(box, image);
-    Image cropped;
-    crop(image, box, cropped);
-    resize(cropped, size_.height, size_.width, image);
+    const Size2 full = image.full_size();
+    CropBox box = reduced_box(draw(full, random), full, image.reduction);
+    box.top -= image.top;
+    box.left -= image.left;
+    resize_in_place(image, box, size_, mode_);
   }
   bool is_random() const override { return true; }
   std::string description() const override {
     return "random_resized_crop(" + size_text(size_) + ", scale=[" + list_text(scale_) +
-           "], ratio=[" + list_text(ratio_) + "])";
+           "], ratio=[" + list_text(ratio_) + "]" + mode_text(mode_) + ")";
   }
 
  private:
@@ -220,6 +248,7 @@ class RandomResizedCropTransform : public Transform {
   }
   Size2 size_;
   std::vector<float> scale_, ratio_;  // [lo, hi] each
+  ResizeMode mode_;
 };
 
 class HorizontalFlipTransform : public Transform {
@@ -238,6 +267,15 @@ class HorizontalFlipTransform : public Transform {
  private:
   float p_;
 };
+
+// resize's and random_resized_crop's interpolation (bilinear) and antialias (true) words.
+ResizeMode resize_mode(const SpecReader& reader) {
+  ResizeMode mode;
+  mode.interpolation = parse_interpolation(
+      reader.word("interpolation", {"nearest", "bilinear", "bicubic"}, "bilinear"));
+  mode.antialias = reader.word("antialias", {"true", "false"}, "true") == "true";
+  return mode;
+}
 
 std::string known_kinds_text() {
   std::string text;
@@ -341,9 +379,9 @@ std::unique_ptr<Transform> make_transform(const TransformSpec& spec) {
   }
   bool single = false;
   if (kind == "resize") {
-    const SpecReader reader(spec, "size", {"size"});
+    const SpecReader reader(spec, "size", {"size"}, {"interpolation", "antialias"});
     const Size2 size = reader.size("size", single);
-    return std::make_unique<ResizeTransform>(size, single);
+    return std::make_unique<ResizeTransform>(size, single, resize_mode(reader));
   }
   if (kind == "center_crop") {
     const SpecReader reader(spec, "size", {"size"});
@@ -358,11 +396,11 @@ std::unique_ptr<Transform> make_transform(const TransformSpec& spec) {
     }
     return std::make_unique<RandomCropTransform>(size, int64_t(padding));
   }
-  const SpecReader reader(spec, "size", {"size", "scale", "ratio"});
+  const SpecReader reader(spec, "size", {"size", "scale", "ratio"}, {"interpolation", "antialias"});
   const Size2 size = reader.size("size", single);
   return std::make_unique<RandomResizedCropTransform>(
       size, reader.range("scale", {0.08f, 1.0f}, 1.0f),
-      reader.range("ratio", {3.0f / 4.0f, 4.0f / 3.0f}, 0.0f));
+      reader.range("ratio", {3.0f / 4.0f, 4.0f / 3.0f}, 0.0f), resize_mode(reader));
 }
 
 }  // namespace crema::data

@@ -14,13 +14,15 @@
 //                                          (the same for 0..255 pixels: both times 255)
 //   resize               s or [h, w]       s: the shorter side becomes s, the other keeps the
 //                                          aspect ratio (truncated); [h, w]: exactly h x w.
-//                                          Bilinear (triangle filter, antialiased when shrinking)
+//                                          interpolation: bilinear (default), bicubic or
+//                                          nearest; antialias: true (default) or false, as
+//                                          torchvision v2 defines them (data/resample.h)
 //   center_crop          s or [h, w]       the centred window (zero padding where larger)
 //   random_crop          s or [h, w]       padding: p (0): p zero rows/columns on every side,
 //                                          then a uniformly placed window
 //   random_resized_crop  s or [h, w]       scale: [0.08, 1], ratio: [3/4, 4/3]: a random area
 //                                          fraction and aspect ratio (data/image_ops.h), resized
-//                                          to h x w
+//                                          to h x w; interpolation, antialias as resize's
 //   horizontal_flip      p (0.5)           mirrors the image with probability p
 //
 // The augmentations (data/augment.h; torchvision's transforms of the same names; the colour ones
@@ -51,9 +53,10 @@
 // The usual normalization of 8-bit images is [{scale: 0.00392157}, {normalize: {mean, std}}]
 // (1/255 first, as torchvision's ToTensor), e.g. [{scale: 0.00392157}, {normalize: imagenet}].
 //
-// Decoding at reduced scale: the first transform may let the decoder shrink a JPEG by 2, 4 or 8
-// (decode_reduction below); resize and random_resized_crop do when their output is that much
-// smaller than the region they resample, and map their geometry onto the smaller image.
+// Decoding less: the first transform may let the decoder shrink a JPEG by 2, 4 or 8 and decode
+// only a window of it (decode_plan below). resize and random_resized_crop shrink when their
+// output is that much smaller than the region they resample (decode_reduction_for);
+// random_resized_crop decodes only its crop box. Both map their geometry onto what was decoded.
 //
 // Randomness: a random transform draws from the Random it is handed; the loader seeds one per
 // sample from (seed, epoch, sample index), so augmentation does not depend on the thread that
@@ -109,12 +112,14 @@ class Transform {
   virtual void apply(Image& image, Random& random) const = 0;
   // Whether apply() draws from its Random (the loader seeds one per sample only if some does).
   virtual bool is_random() const { return false; }
-  // Asked before decoding when this transform comes first: how many times smaller (1, 2, 4 or
-  // 8) the decoder may make a JPEG of `full` size, given a copy of the Random apply() will draw
-  // from (so it sees the same draws). apply() then gets an Image of that `reduction` and must
-  // give what it gives on the full image, up to resampling. The default, 1: every pixel is
-  // needed. resize and random_resized_crop answer decode_reduction_for(region, output).
-  virtual int decode_reduction(Size2 full, Random random) const { return 1; }
+  // Asked before decoding when this transform comes first: how much of a JPEG of `full` size
+  // the decoder must produce (data/image.h DecodePlan: a reduction of 1, 2, 4 or 8 and a window),
+  // given a copy of the Random apply() will draw from (so it sees the same draws). apply() then
+  // gets that part of the file (Image::reduction, top, left, full) and must give what it gives
+  // on the whole image, up to resampling. The default: all of it at full size. resize asks for
+  // decode_reduction_for(file, output); random_resized_crop for its box at
+  // decode_reduction_for(box, output).
+  virtual DecodePlan decode_plan(Size2 full, Random random) const { return {}; }
   // "scale(0.00390625)", "random_crop(28, 28, padding=4)", for logs.
   virtual std::string description() const = 0;
 };

@@ -1,47 +1,74 @@
 #!/usr/bin/env python3
-"""Writes a folder of photo-like JPEGs for the loader benchmark (scripts/bench/photo_loader.sh):
-OUT/<class>/<n>.jpg, 500 x 375 (one in four 375 x 500, portrait), quality 90, as issue 23's
-benchmark describes. Nothing is downloaded: each image is drawn from a seed, a smooth background
-of a few colour gradients, 10-30 filled ellipses, rectangles and polygons, a slight blur (edges
-as a lens gives them) and pixel noise (sensor grain), so the JPEG holds detail at every
-frequency and decodes at a photo's cost (about 1.9 bits per pixel, 45 KB a file).
+"""Writes an ImageNet-like folder of JPEGs for the loader benchmark (scripts/bench/photo_loader.sh,
+issue 23 item 6): OUT/<class>/<n>.jpg with real photographic content, so decoding costs what it
+costs on photos (texture, edges and noise at every frequency, not smooth synthetic shapes).
 
-    /usr/bin/python3 scripts/bench/make_photo_jpegs.py OUT [COUNT] [CLASSES]   (2000, 10)
+Nothing is downloaded: the content comes from the sample photographs scikit-image ships (Debian's
+python3-skimage: astronaut, coffee, chelsea the cat, the motorcycle pair, rocket, retina, the
+Hubble deep field, immunohistochemistry, and the grayscale camera, grass, gravel, brick, moon and
+coins, tinted). Image n is drawn from a generator seeded with (SEED, n):
+  - a source photograph, then a random crop of 25-100% of its area (aspect ratio 3/5..5/3),
+    mirrored with probability 1/2;
+  - resized (PIL's bicubic) to a random width and height in 300..600 px (ImageNet's typical
+    sides; the aspect ratio follows the crop's, within the range);
+  - a colour shift: per-channel gains 0.8..1.2, a gamma 0.75..1.33, a brightness offset -20..20;
+  - saved at a random JPEG quality 75..95 (4:2:0 chroma, PIL's default, as most cameras and
+    ImageNet's files).
+The same SEED, COUNT and CLASSES give the same files, byte for byte (with the same PIL/libjpeg).
+Class c of CLASSES holds the images n with n mod CLASSES = c.
 
-Needs Debian's python3-pil and python3-numpy (PIL is torchvision's decoder too). The same
-arguments give the same files. Keep OUT out of git (runs/ is ignored).
+    /usr/bin/python3 scripts/bench/make_photo_jpegs.py OUT [COUNT] [CLASSES] [SEED]
+                                                                        (2000, 10, 1)
+
+Needs Debian's python3-skimage, python3-pil and python3-numpy (photo_loader.sh installs
+python3-skimage when it is missing). Keep OUT out of git (runs/ is ignored).
 """
 import pathlib
 import sys
 
 import numpy as np
-from PIL import Image, ImageDraw, ImageFilter
+import skimage.data
+from PIL import Image
+
+COLOUR = ["astronaut", "coffee", "chelsea", "rocket", "retina", "hubble_deep_field",
+          "immunohistochemistry"]
+GRAY = ["camera", "grass", "gravel", "brick", "moon", "coins"]
 
 
-def photo(rng, width, height):
-    y, x = np.mgrid[0:height, 0:width].astype(np.float32)
-    base = np.zeros((height, width, 3), np.float32)
-    for _ in range(3):  # smooth colour gradients in random directions
-        angle = rng.uniform(0, 2 * np.pi)
-        ramp = (np.cos(angle) * x + np.sin(angle) * y) / max(width, height)
-        base += ramp[..., None] * rng.uniform(-120, 120, 3) + rng.uniform(20, 90, 3)
-    image = Image.fromarray(np.clip(base, 0, 255).astype(np.uint8))
-    draw = ImageDraw.Draw(image)
-    for _ in range(int(rng.integers(10, 31))):
-        colour = tuple(int(c) for c in rng.integers(0, 256, 3))
-        x0, y0 = int(rng.integers(-50, width)), int(rng.integers(-50, height))
-        w, h = int(rng.integers(10, width // 2)), int(rng.integers(10, height // 2))
-        kind = rng.integers(0, 3)
-        if kind == 0:
-            draw.ellipse([x0, y0, x0 + w, y0 + h], fill=colour)
-        elif kind == 1:
-            draw.rectangle([x0, y0, x0 + w, y0 + h], fill=colour)
-        else:
-            points = [(x0 + int(rng.integers(0, w)), y0 + int(rng.integers(0, h))) for _ in range(5)]
-            draw.polygon(points, fill=colour)
-    image = image.filter(ImageFilter.GaussianBlur(float(rng.uniform(0.6, 1.5))))
-    pixels = np.asarray(image, np.float32) + rng.normal(0, 6, (height, width, 3))
-    return Image.fromarray(np.clip(pixels, 0, 255).astype(np.uint8))
+def sources():
+    photos = [Image.fromarray(getattr(skimage.data, name)()).convert("RGB") for name in COLOUR]
+    left, right, _ = skimage.data.stereo_motorcycle()
+    photos += [Image.fromarray(left), Image.fromarray(right)]
+    photos += [Image.fromarray(getattr(skimage.data, name)()).convert("RGB") for name in GRAY]
+    return photos
+
+
+def side_sizes(rng, aspect):
+    """A width and height in [300, 600] with width / height close to `aspect`."""
+    width = int(rng.integers(300, 601))
+    height = int(round(width / aspect))
+    if not 300 <= height <= 600:
+        height = int(np.clip(height, 300, 600))
+        width = int(np.clip(round(height * aspect), 300, 600))
+    return width, height
+
+
+def photo(rng, photos):
+    source = photos[int(rng.integers(len(photos)))]
+    width, height = source.size
+    area = width * height * rng.uniform(0.25, 1.0)
+    aspect = np.exp(rng.uniform(np.log(3 / 5), np.log(5 / 3)))
+    w = int(min(width, round(np.sqrt(area * aspect))))
+    h = int(min(height, round(np.sqrt(area / aspect))))
+    left, top = int(rng.integers(0, width - w + 1)), int(rng.integers(0, height - h + 1))
+    image = source.crop((left, top, left + w, top + h))
+    if rng.random() < 0.5:
+        image = image.transpose(Image.Transpose.FLIP_LEFT_RIGHT)
+    image = image.resize(side_sizes(rng, w / h), Image.Resampling.BICUBIC)
+    pixels = np.asarray(image, np.float32) / 255.0
+    pixels = pixels ** rng.uniform(0.75, 1.33) * rng.uniform(0.8, 1.2, 3)
+    pixels = pixels * 255.0 + rng.uniform(-20, 20)
+    return Image.fromarray(np.clip(np.rint(pixels), 0, 255).astype(np.uint8))
 
 
 def main():
@@ -50,16 +77,21 @@ def main():
     out = pathlib.Path(sys.argv[1])
     count = int(sys.argv[2]) if len(sys.argv) > 2 else 2000
     classes = int(sys.argv[3]) if len(sys.argv) > 3 else 10
-    total = 0
+    seed = int(sys.argv[4]) if len(sys.argv) > 4 else 1
+    photos = sources()
+    total_bytes = total_pixels = 0
     for n in range(count):
-        rng = np.random.default_rng(n)
-        width, height = (375, 500) if n % 4 == 3 else (500, 375)
+        rng = np.random.default_rng([seed, n])
+        image = photo(rng, photos)
         folder = out / f"class{n % classes:02d}"
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / f"{n:05d}.jpg"
-        photo(rng, width, height).save(path, "JPEG", quality=90)
-        total += path.stat().st_size
-    print(f"{count} JPEGs in {out}, {total / count / 1024:.1f} KB each on average")
+        image.save(path, "JPEG", quality=int(rng.integers(75, 96)))
+        total_bytes += path.stat().st_size
+        total_pixels += image.size[0] * image.size[1]
+    print(f"{count} JPEGs in {out}: {total_pixels / count / 1e3:.0f} k pixels and "
+          f"{total_bytes / count / 1024:.1f} KB each on average, "
+          f"{8 * total_bytes / total_pixels:.2f} bits per pixel")
 
 
 if __name__ == "__main__":

@@ -187,6 +187,26 @@ test:
                   "max_image_pixels must be positive");
 }
 
+// crema bench-loader: images/s per worker count, the transforms named as parsed (words included).
+TEST_F(ExportImages, BenchLoaderReportsImagesPerSecond) {
+  std::ostringstream log;
+  export_images_command(idx_options("png"), log);
+  write_file("bench.yaml",
+             "seed: 1\ndata:\n  train:\n    source: {format: image_folder, root: " + path("png") +
+                 ", channels: 1}\n    batch_size: 4\n    transform: [{resize: "
+                 "{size: 12, interpolation: bicubic, antialias: false}}]\n");
+  BenchLoaderOptions o;
+  o.config = path("bench.yaml");
+  o.workers = {0, 2};
+  o.batches = 3;
+  std::ostringstream out;
+  const std::vector<double> rates = bench_loader_command(o, out);
+  ASSERT_EQ(rates.size(), 2u);
+  for (double rate : rates) EXPECT_GT(rate, 0.0);
+  EXPECT_CONTAINS(out.str(), "transforms: resize(12, bicubic, antialias=false)");
+  EXPECT_CONTAINS(out.str(), "images read, decoded, augmented and batched per second");
+}
+
 TEST(DataConfig, ErrorsPointIntoTheFile) {
   auto error = [](const std::string& source) {
     const ConfigNode root =

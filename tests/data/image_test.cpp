@@ -294,12 +294,14 @@ TEST(ImageOps, RandomResizedCropBoxFitsAndFallsBack) {
 TEST(ImageOps, ResizeIsTheTriangleFilter) {
   Image out;
   // Shrinking 4 -> 2: output centres at input 1.0 and 3.0, the triangle widened to 2 pixels:
-  // weights 1/8, 3/8, 3/8, 1/8 over pixels -1..2 (pixel -1 clamped to 0):
-  // 0.5 * 0 + 0.375 * 10 + 0.125 * 20 = 6.25, and 0.125 * 10 + 0.375 * 20 + 0.5 * 30 = 23.75.
+  // pixel centres 0.5, 1.5, 2.5 weigh 0.75, 0.75, 0.25 for the first (pixel -1 lies outside:
+  // the weights are divided by their sum 1.75, as PIL and torchvision do), so
+  // (0.75 * 0 + 0.75 * 10 + 0.25 * 20) / 1.75 = 50 / 7, and (0.25 * 10 + 0.75 * 20 + 0.75 * 30)
+  // / 1.75 = 160 / 7.
   resize(from_rows({1, 1, 4}, {0, 10, 20, 30}), 1, 2, out);
   ASSERT_EQ(out.shape, (Shape{1, 1, 2}));
-  EXPECT_NEAR(out.pixels[0], 6.25f, 1e-4);
-  EXPECT_NEAR(out.pixels[1], 23.75f, 1e-4);
+  EXPECT_NEAR(out.pixels[0], 50.0f / 7.0f, 1e-4);
+  EXPECT_NEAR(out.pixels[1], 160.0f / 7.0f, 1e-4);
   // Growing 2 -> 4 (a column, so along H): centres at 0.25, 0.75, 1.25, 1.75 interpolate
   // linearly between pixel centres 0.5 and 1.5, clamped outside: 0, 10, 30, 40.
   resize(from_rows({1, 2, 1}, {0, 40}), 4, 1, out);

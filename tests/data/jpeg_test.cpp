@@ -386,9 +386,8 @@ class RecordingDataset : public Dataset {
   const Shape& sample_shape() const override { return inner_->sample_shape(); }
   int64_t num_classes() const override { return inner_->num_classes(); }
   void read_sample(int64_t index, Image& out) const override { inner_->read_sample(index, out); }
-  void read_sample_reduced(int64_t index, Image& out,
-                           const std::function<int(Size2 full)>& reduction) const override {
-    inner_->read_sample_reduced(index, out, reduction);
+  void read_sample_reduced(int64_t index, Image& out, const DecodePlanner& plan) const override {
+    inner_->read_sample_reduced(index, out, plan);
     std::lock_guard<std::mutex> lock(mutex_);
     reductions.push_back(out.reduction);
   }
@@ -459,9 +458,9 @@ class ReducedDecoding : public Jpeg {
 };
 
 // The scaled path is taken (1/8 for a 48-pixel shorter side of 384) and gives the full-size
-// path's pixels within a mean of 2 and at most 10 levels of 255 (measured 1.55 and 6.3): both
+// path's pixels within a mean of 2 and at most 10 levels of 255 (measured 1.58 and 7.3): both
 // are antialiased, but the reduced one is libjpeg's 8 x 8 block averages where the full one
-// is stb's triangle filter, 16 pixels wide.
+// is the antialiased triangle filter (data/resample.h), 16 pixels wide.
 TEST_F(ReducedDecoding, ResizeIsCloseToTheFullSizePath) {
   run({{"resize", {48.0f}}});
   // The workers read ahead: each sample once per batch (an epoch here) assembled so far.

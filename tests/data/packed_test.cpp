@@ -243,9 +243,8 @@ class RecordingDataset : public Dataset {
   const Shape& sample_shape() const override { return shape_; }
   int64_t num_classes() const override { return 2; }
   void read_sample(int64_t index, Image& out) const override { out.reset(shape_); }
-  void read_sample_reduced(int64_t index, Image& out,
-                           const std::function<int(Size2 full)>& reduction) const override {
-    reductions.push_back(reduction ? reduction({64, 64}) : 0);
+  void read_sample_reduced(int64_t index, Image& out, const DecodePlanner& plan) const override {
+    reductions.push_back(plan ? plan({64, 64}).reduction : 0);
     read_sample(index, out);
   }
   void will_read(const int64_t* indices, int64_t count) const override {
@@ -282,7 +281,11 @@ TEST(DatasetHints, TheLoaderHintsEachBatchAndClassSubsetsPassHintsAndReductionsO
   ASSERT_EQ(recording->hints.size(), 1u);
   EXPECT_EQ(recording->hints[0], (std::vector<int64_t>{1, 5, 9}));
   Image image;
-  odd->read_sample_reduced(1, image, [](Size2 full) { return int(full.height / 16); });
+  odd->read_sample_reduced(1, image, [](Size2 full) {
+    DecodePlan plan;
+    plan.reduction = int(full.height / 16);
+    return plan;
+  });
   EXPECT_EQ(recording->reductions, std::vector<int>{4});
 }
 

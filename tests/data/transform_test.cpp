@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "data/image_ops.h"
 #include "tests/data/data_test_util.h"
 
 namespace crema::data {
@@ -125,8 +126,41 @@ TEST(TransformResize, ShorterSideAndExactSize) {
   ramp.shape = {1, 1, 4};
   ramp.pixels = {0, 10, 20, 30};
   const Image half = apply({"resize", {1.0f, 2.0f}}, ramp);
-  EXPECT_NEAR(half.pixels[0], 6.25f, 1e-4);
-  EXPECT_NEAR(half.pixels[1], 23.75f, 1e-4);
+  EXPECT_NEAR(half.pixels[0], 50.0f / 7.0f, 1e-4);
+  EXPECT_NEAR(half.pixels[1], 160.0f / 7.0f, 1e-4);
+}
+
+// interpolation and antialias are words ({resize: {size: 8, interpolation: bicubic}}); the
+// values are data/resample.h's (tests/data/resample_test.cpp checks them against torchvision).
+TEST(TransformResize, InterpolationAndAntialiasOptions) {
+  Image wide;
+  wide.reset({2, 30, 40});
+  for (size_t i = 0; i < wide.pixels.size(); ++i) wide.pixels[i] = float((i * 37) % 251);
+  for (const char* interpolation : {"nearest", "bilinear", "bicubic"}) {
+    for (const char* antialias : {"true", "false"}) {
+      TransformSpec spec("resize", {9.0f, 13.0f});
+      spec.words = {{"interpolation", interpolation}, {"antialias", antialias}};
+      const ResizeMode mode{parse_interpolation(interpolation), std::string(antialias) == "true"};
+      Image expected;
+      resize(wide, 9, 13, expected, mode);
+      EXPECT_EQ(apply(spec, wide).pixels, expected.pixels) << interpolation << " " << antialias;
+      spec.kind = "random_resized_crop";
+      EXPECT_CONTAINS(make_transform(spec)->description(), interpolation);
+    }
+  }
+  TransformSpec bad("resize", {9.0f});
+  bad.words = {{"interpolation", "lanczos"}};
+  EXPECT_CONTAINS(error_of([&] { make_transform(bad); }),
+                  "transform resize: 'interpolation' must be one of nearest, bilinear, bicubic, "
+                  "got 'lanczos'");
+  bad.words = {{"antialias", "maybe"}};
+  EXPECT_CONTAINS(error_of([&] { make_transform(bad); }), "'antialias' must be one of true, false");
+  bad.words = {};
+  bad.options = {{"interpolation", {2.0f}}};
+  EXPECT_CONTAINS(error_of([&] { make_transform(bad); }), "'interpolation' takes a word");
+  bad.options = {};
+  bad.words = {{"size", "big"}};
+  EXPECT_CONTAINS(error_of([&] { make_transform(bad); }), "'size' takes numbers, got 'big'");
 }
 
 TEST(TransformCenterCrop, TakesTheMiddle) {
