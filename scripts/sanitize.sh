@@ -24,7 +24,10 @@ cd "$(dirname "$0")/.."
 source scripts/sanitized_build.sh
 scripts/setup.sh --packages-only "${sanitized_packages[@]}"
 configure_sanitized_build
-cmake --build "$sanitized_build" -j"${JOBS:-$(nproc)}" --target crema crema_tests
+# The example programs too: Package.InstalledExamplesMatchTheTree compares the installed
+# package's builds of them with these.
+cmake --build "$sanitized_build" -j"${JOBS:-$(nproc)}" --target crema crema_tests \
+  crema_example_conv crema_example_classify
 
 logs="$PWD/$sanitized_build/sanitizer-logs"
 rm -rf "$logs"
