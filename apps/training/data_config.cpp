@@ -306,6 +306,10 @@ std::unique_ptr<data::DataLoader> make_loader(const ConfigNode& data, const std:
   if (node.has("transform")) options.transforms = read_transforms(node.at("transform"));
   options.target_classes = target_classes;
   if (node.has("batch_mix")) {
+    if (!training) {  // mixed test batches would score blends of images, not the test set
+      node.fail_at_key("batch_mix", "batch_mix mixes training batches only; data." + split +
+                                        " is evaluated on its images and labels as they are");
+    }
     options.batch_mix = read_batch_mix(node.at("batch_mix"), target_classes);
   }
   node.check_no_unknown_keys("data." + split);

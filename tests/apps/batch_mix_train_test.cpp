@@ -60,6 +60,14 @@ TEST(BatchMixTraining, ErrorsNameTheKey) {
   EXPECT_CONTAINS(message("[10]", "{cutmix_alpha: 0}"), "batch_mix mixes nothing");
   // The loss's scores must be as wide as the targets.
   EXPECT_CONTAINS(message("[12]", "{mixup_alpha: 0.2}"), "layer 'loss'");
+  // Only training batches are mixed.
+  CommandOptions on_test;
+  on_test.config = mixing_run(dir, "[10]", "{mixup_alpha: 0.2}");
+  on_test.out_dir = dir + "/run_test_mix";
+  on_test.overrides = {"++data.test.batch_mix={mixup_alpha: 0.2}"};
+  std::ostringstream log;
+  EXPECT_CONTAINS(error_of([&] { train_command(on_test, log); }),
+                  "batch_mix mixes training batches only; data.test is evaluated");
 }
 
 }  // namespace
