@@ -1,19 +1,16 @@
 #include "apps/training/checkpoint.h"
+#include "apps/training/checkpoint_state.h"
 #include "apps/training/class_list.h"
 
 #include <chrono>
-#include <climits>
-#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <limits>
 #include <map>
 #include <sstream>
 #include <thread>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "core/serialization.h"
@@ -23,9 +20,6 @@ namespace crema {
 namespace {
 
 namespace fs = std::filesystem;
-using nlohmann::ordered_json;
-
-constexpr int kFormat = 1;
 
 void pause_for_tests() {
   if (const char* ms = std::getenv("CREMA_TEST_CHECKPOINT_DELAY_MS")) {
@@ -119,148 +113,6 @@ void write_files(const fs::path& temp, const Net& net, const NamedTensors& solve
   }
 }
 
-ordered_json state_to_json(const TrainingState& s) {
-  ordered_json j = {
-      {"format", kFormat},
-      {"iteration", s.iteration},
-      {"data",
-       {{"position", s.data_position},
-        {"epoch", s.batches_per_epoch > 0 ? s.data_position / s.batches_per_epoch : 0},
-        {"index_in_epoch", s.batches_per_epoch > 0 ? s.data_position % s.batches_per_epoch : 0},
-        {"batch_size", s.batch_size},
-        {"batches_per_epoch", s.batches_per_epoch},
-        {"iter_size", s.iter_size},
-        {"seed", s.seed}}},
-      {"rng", s.rng},
-      {"loss_window",
-       {{"sum", double(s.loss_sum)},
-        {"iterations", s.window_iterations},
-        {"images", s.window_images}}},
-      {"test_pending", s.test_pending},
-      {"rollbacks", {{"count", s.rollbacks}, {"lr_scale", s.lr_scale}}},
-      {"best", nullptr},
-      {"solver_type", s.solver_type},
-      {"model", s.model},
-      {"classes", s.classes}};
-  if (s.best) {
-    j["best"] = {{"metric", s.best->metric},
-                 {"mode", s.best->maximize ? "max" : "min"},
-                 {"value", s.best->value},
-                 {"iteration", s.best->iteration},
-                 {"checkpoint", s.best->checkpoint}};
-  }
-  return j;
-}
-
-// Typed reads of state.json's fields. nlohmann's get<int64_t>() converts a JSON float with a
-// static_cast, which is undefined when the value does not fit; crema writes every count as a JSON
-// integer, so a field of another kind or out of range is refused with its name.
-class StateFields {
- public:
-  explicit StateFields(const std::string& path) : path_(path) {}
-
-  const ordered_json& at(const ordered_json& object, const char* key) const {
-    if (!object.is_object() || !object.contains(key)) throw bad(key, "is missing");
-    return object.at(key);
-  }
-  int64_t integer(const ordered_json& object, const char* key, int64_t lo = INT64_MIN,
-                  int64_t hi = INT64_MAX) const {
-    const auto& v = at(object, key);
-    const bool fits = v.is_number_unsigned()  ? v.get<uint64_t>() <= uint64_t(hi)
-                      : v.is_number_integer() ? v.get<int64_t>() >= lo && v.get<int64_t>() <= hi
-                                              : false;
-    if (!fits) {
-      throw bad(key, "is " + v.dump() + (lo == 0 ? ", not an integer >= 0" : ", not an integer"));
-    }
-    return v.get<int64_t>();
-  }
-  uint64_t unsigned_integer(const ordered_json& object, const char* key) const {
-    const auto& v = at(object, key);
-    if (!v.is_number_unsigned()) throw bad(key, "is " + v.dump() + ", not an unsigned integer");
-    return v.get<uint64_t>();
-  }
-  double number(const ordered_json& object, const char* key) const {
-    const auto& v = at(object, key);
-    if (!v.is_number()) throw bad(key, "is " + v.dump() + ", not a number");
-    return v.get<double>();
-  }
-  float single(const ordered_json& object, const char* key) const {
-    const double d = number(object, key);
-    if (!(std::fabs(d) <= double(std::numeric_limits<float>::max()))) {
-      throw bad(key, "is " + at(object, key).dump() + ", outside float's range");
-    }
-    return float(d);
-  }
-  std::string text(const ordered_json& object, const char* key) const {
-    const auto& v = at(object, key);
-    if (!v.is_string()) throw bad(key, "is " + v.dump() + ", not a string");
-    return v.get<std::string>();
-  }
-  bool boolean(const ordered_json& object, const char* key) const {
-    const auto& v = at(object, key);
-    if (!v.is_boolean()) throw bad(key, "is " + v.dump() + ", not true or false");
-    return v.get<bool>();
-  }
-
- private:
-  Error bad(const char* key, const std::string& what) const {
-    std::string shown = what.size() > 80 ? what.substr(0, 80) + "..." : what;
-    return Error(path_ + ": not a complete checkpoint state ('" + key + "' " + shown + ")");
-  }
-  std::string path_;
-};
-
-TrainingState state_from_json(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw Error("cannot open '" + path + "'");
-  const ordered_json j = ordered_json::parse(in, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) throw Error(path + ": not a checkpoint state (not JSON)");
-  const StateFields f(path);
-  if (!f.at(j, "format").is_number_integer() || f.integer(j, "format") != kFormat) {
-    throw Error(path + ": checkpoint format " + j.at("format").dump() + ", this crema reads " +
-                std::to_string(kFormat));
-  }
-  TrainingState s;
-  s.iteration = f.integer(j, "iteration", 0);
-  const auto& data = f.at(j, "data");
-  s.data_position = f.integer(data, "position", 0);
-  s.batch_size = f.integer(data, "batch_size");
-  s.batches_per_epoch = f.integer(data, "batches_per_epoch");
-  s.iter_size = int(f.integer(data, "iter_size", INT_MIN, INT_MAX));
-  s.seed = f.unsigned_integer(data, "seed");
-  s.rng = f.text(j, "rng");
-  const auto& window = f.at(j, "loss_window");
-  s.loss_sum = f.single(window, "sum");
-  s.window_iterations = f.integer(window, "iterations");
-  s.window_images = f.integer(window, "images");
-  s.test_pending = f.boolean(j, "test_pending");
-  if (j.contains("rollbacks")) {  // absent in checkpoints written before solver.on_nonfinite
-    const auto& rollbacks = f.at(j, "rollbacks");
-    s.rollbacks = f.integer(rollbacks, "count", 0);
-    s.lr_scale = f.number(rollbacks, "lr_scale");
-  }
-  s.solver_type = f.text(j, "solver_type");
-  s.model = f.text(j, "model");
-  if (j.contains("classes")) {
-    const auto& classes = j.at("classes");
-    if (!classes.is_array()) throw Error(path + ": 'classes' is not a list of names");
-    for (const auto& c : classes) {
-      if (!c.is_string()) throw Error(path + ": 'classes' holds " + c.dump() + ", not a name");
-      s.classes.push_back(c.get<std::string>());
-    }
-  }
-  const auto& best = f.at(j, "best");
-  if (!best.is_null()) {
-    s.best =
-        BestMetric{f.text(best, "metric"), f.text(best, "mode") == "max", f.number(best, "value"),
-                   f.integer(best, "iteration"), f.text(best, "checkpoint")};
-  }
-  if (!(s.lr_scale > 0.0 && s.lr_scale <= 1.0)) {
-    throw Error(path + ": rollbacks.lr_scale must be in (0, 1]");
-  }
-  return s;
-}
-
 std::string join_some(const std::vector<std::string>& items) {
   std::string out;
   for (size_t i = 0; i < items.size() && i < 4; ++i) out += (i ? ", " : "") + items[i];
@@ -306,7 +158,7 @@ std::string write_checkpoint(const std::string& run_dir, const Net& net,
   const std::string name = fmt::format("iter_{:06d}", state.iteration);
   const fs::path temp = dir / (".tmp-" + name);
   try {
-    write_files(temp, net, solver_state, layer_state, state_to_json(state).dump(2) + "\n");
+    write_files(temp, net, solver_state, layer_state, state_json_text(state));
     if (fs::exists(dir / name)) discard(dir, name);  // the same iteration again, after a resume
     fs::rename(temp, dir / name, error);
     check(error, "renaming", temp);
@@ -360,7 +212,7 @@ std::string find_checkpoint(const std::string& path) {
 Checkpoint read_checkpoint(const std::string& dir) {
   Checkpoint c;
   c.dir = dir;
-  c.state = state_from_json(dir + "/state.json");
+  c.state = read_state_json(dir + "/state.json");
   c.model = load_safetensors(dir + "/model.safetensors");
   c.solver = load_safetensors(dir + "/solver.safetensors");
   c.layers = load_safetensors(dir + "/layers.safetensors");
