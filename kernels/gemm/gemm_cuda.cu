@@ -126,7 +126,7 @@ namespace detail {
 KSplit ffma_split(int64_t M, int64_t N, int64_t K) {
   // Split when C's tiles, at the shape padding favours, cannot occupy the SMs alone. tile_cost's
   // penalties would keep the unsplit product on v4's 16 x 16 or 32 x 32 tiles, whose many blocks
-  // fill the machine but run far below their modelled speed on a long K (the 16 x 16 tile: 3.5
+  // fill the machine but run far below their modelled speed on a long K (the 16 x 16 tile: 4.1
   // TFLOP/s for 384 x 96 x 401,408 on an H200, kernels/gemm/README.md).
   const tile::TileShape shape = split_tile(M, N);
   const int64_t tiles = tiles_of(shape, M, N);
