@@ -59,8 +59,8 @@ enum class GemmMath { fp32, tf32, bf16 };
 const char* gemm_math_name(GemmMath math);
 std::optional<GemmMath> gemm_math_from_name(const std::string& name);
 
-// The versions production runs, labelled as README.md's ladder labels them (s13, t1-t5); the other
-// rungs live in ladder/ (cuda::ladder::sgemm runs every rung, these included).
+// The versions production runs, labelled as README.md's ladder (s13, t1-t5; values: the old
+// v6-v11, nothing depends on them); the other rungs live in ladder/ (cuda::ladder::sgemm runs all).
 enum class GemmVersion {
   tf32_mma = 6,       // t1: tensor cores, mma.sync m16n8k8 TF32, cp.async 3-stage pipeline (tf32)
   bf16_mma,           // t2: t1 with mma.sync m16n8k16 on bf16 fragments (bf16)

@@ -2,8 +2,9 @@
 // cuda::sgemm). README.md has the ladder's table: what each step bought and what limits the next.
 //
 // s1 uncoalesced       one thread per element of C, its k loop reading op(A) and op(B) from
-//                      global memory; consecutive threads take consecutive rows m, so a warp's
-//                      32 loads of A[m][k] touch 32 cache lines and its 32 stores 32 rows of C.
+//                      global memory; consecutive threads take consecutive rows m, so (A not
+//                      transposed) a warp's 32 loads of A[m][k] touch 32 cache lines, and its
+//                      32 stores 32 rows of C.
 // s2 coalesced         consecutive threads take consecutive columns n: a warp reads 128
 //                      contiguous bytes of B, one broadcast word of A, and writes 128 bytes of C.
 //                      Still two global loads per FMA: bound by load instructions.
