@@ -283,9 +283,12 @@ void print_path(const std::string& title, const GemmSize& s, const std::vector<R
                 fixed(100.0 * tflops / best, 1).c_str(), vs_cublas.c_str(),
                 std::isnan(r.error) ? "-" : error, ladder::idea(r.rung), r.note.c_str());
   }
-  for (const auto& [what, ms] : options.cublas_ms) {
+  for (const auto& [what, ms] : options.cublas_ms) {  // cuBLAS's rows in the maths above
     const std::string math = what.substr(0, what.find(' '));
-    if (what == math + " " + s.str() || what == math) {
+    const bool shown = std::any_of(rows.begin(), rows.end(), [&](const Row& r) {
+      return math == cuda::gemm_math_name(r.math);
+    });
+    if (shown && (what == math + " " + s.str() || what == math)) {
       std::printf("%-4s %-18s %-5s %10s %8s\n", "-", "cuBLAS", math.c_str(), fixed(ms, 3).c_str(),
                   fixed(flops / ms / 1e9, 1).c_str());
     }
