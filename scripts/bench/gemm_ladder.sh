@@ -60,8 +60,9 @@ echo "ncu, one run of each rung (kernels of one rung in launch order; stalls: wa
 for rung in s1 s2 s3 s4 s5 s6 s7 s8 s9 s10 s11 s12 s13 t1 t2 t3 t4 t5; do
   path=simt
   [[ $rung == t* ]] && path=tc
-  ncu --csv --print-units base --metrics "$metrics" "$ladder" --profile --path "$path" --rungs "$rung" \
-    --shape "$simt,$simt,$simt,NN" --tc-shape "$tc,$tc,$tc,NT" >"$out/ncu_$rung.csv" 2>&1 || true
+  ncu --csv --print-units base --print-kernel-base function --metrics "$metrics" \
+    "$ladder" --profile --path "$path" --rungs "$rung" --shape "$simt,$simt,$simt,NN" \
+    --tc-shape "$tc,$tc,$tc,NT" >"$out/ncu_$rung.csv" 2>&1 || true
   python3 - "$rung" "$out/ncu_$rung.csv" <<'EOF'
 import csv, sys
 rung, path = sys.argv[1], sys.argv[2]
@@ -72,11 +73,12 @@ if not rows:
 head, kernels = rows[0], {}
 for r in rows[1:]:
     d = dict(zip(head, r))
-    kernels.setdefault(d["ID"], (d["Kernel Name"].split("(")[0], {}))[1][d["Metric Name"]] = d["Metric Value"]
+    name = d["Kernel Name"].split("<")[0]
+    kernels.setdefault(d["ID"], (name, {}))[1][d["Metric Name"]] = d["Metric Value"]
 for name, m in kernels.values():
     num = lambda k: float(m.get(k, "nan").replace(",", ""))
-    stalls = sorted(((num(k), k.split("stalled_")[1].split("_per_")[0]) for k in m if "stalled_" in k),
-                    reverse=True)[:3]
+    stalls = sorted(((num(k), k.split("stalled_")[1].split("_per_")[0])
+                     for k in m if "stalled_" in k), reverse=True)[:3]
     print(f"{rung:>3} {name[:40]:40} {num('gpu__time_duration.sum') / 1e6:9.3f} ms"
           f"  dram {num('dram__throughput.avg.pct_of_peak_sustained_elapsed'):5.1f}%"
           f"  fma {num('sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active'):5.1f}%"
