@@ -1,7 +1,7 @@
 // crema_gemm_ladder: every rung of the CUDA GEMM ladder (kernels/gemm/ladder/gemm_ladder.h) on one
 // shape per path, checked and timed, one table row per rung and math. It calls the GEMM op and its
-// ladder and nothing else of crema but core (it links crema_kernel_ladders, whose static libraries
-// give it only the objects it uses; no layers, solvers, data or apps), so the lesson is one program:
+// ladder and nothing of crema but core (it links crema_kernel_ladders, whose static libraries give
+// it only the objects it uses: no layers, solvers, data or apps): the lesson in one program.
 //
 //   crema_gemm_ladder [--shape M,N,K[,NN|NT|TN|TT]] [--tc-shape M,N,K[,LAYOUT]] [--path simt|tc]
 //                     [--rungs s1,s7,...] [--repeats N] [--cublas FILE] [--cublas-ms MATH=MS]...
