@@ -45,6 +45,25 @@ class ColorJitterTransform : public Transform {
       if (k == 3) adjust_hue(image, f);
     }
   }
+  // The same draws as apply(); hue has no GPU form yet.
+  void plan(PixelPlan& plan, Random& random) const override {
+    if (ranges_[3]) Transform::plan(plan, random);
+    std::array<int, 4> order = {0, 1, 2, 3};
+    for (int i = 3; i > 0; --i) std::swap(order[size_t(i)], order[random.below(uint64_t(i + 1))]);
+    std::array<float, 4> factors{};
+    for (size_t k = 0; k < 4; ++k) {
+      if (ranges_[k]) factors[k] = float(random.uniform((*ranges_[k])[0], (*ranges_[k])[1]));
+    }
+    static constexpr ColorStep::Kind kinds[3] = {ColorStep::brightness, ColorStep::contrast,
+                                                 ColorStep::saturation};
+    for (int k : order) {
+      if (!ranges_[size_t(k)]) continue;
+      ColorStep step;
+      step.kind = kinds[k];
+      step.factor = factors[size_t(k)];
+      plan.steps.push_back(step);
+    }
+  }
   bool is_random() const override { return true; }
   std::string description() const override {
     static const char* names[4] = {"brightness", "contrast", "saturation", "hue"};
