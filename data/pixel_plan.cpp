@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "data/color_ops.h"
 
 namespace crema::data {
 namespace {
@@ -102,6 +103,9 @@ void run_step(const ColorStep& step, Image& image) {
           x[c * plane + i] = blend(x[c * plane + i], gray, step.factor, complement);
         }
       }
+      return;
+    case ColorStep::hue:
+      adjust_hue(image, step.factor);
       return;
   }
 }

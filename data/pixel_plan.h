@@ -47,9 +47,10 @@ struct PlanAxis {
 //   brightness  x <- clamp(f x, 0, 1)
 //   contrast    x <- clamp(f x + (1 - f) mean(gray(image)), 0, 1)
 //   saturation  x <- clamp(f x + (1 - f) gray(x), 0, 1), gray = 0.2989 R + 0.587 G + 0.114 B
+//   hue         the hue of x turned by f (of a full turn) through HSV (color_ops.h adjust_hue)
 // The blends are color_ops.h's, with the complement 1 - f rounded to float once.
 struct ColorStep {
-  enum Kind : int32_t { affine, brightness, contrast, saturation };
+  enum Kind : int32_t { affine, brightness, contrast, saturation, hue };
   Kind kind = affine;
   float factor = 1.0f;
   float mul[3] = {1, 1, 1}, sub[3] = {0, 0, 0}, div[3] = {1, 1, 1};

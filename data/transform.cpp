@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "data/augment.h"
 #include "data/image_ops.h"
+#include "data/pixel_plan.h"
 #include "data/spec_reader.h"
 
 namespace crema::data {
@@ -367,7 +368,7 @@ void Transform::plan(PixelPlan&, Random&) const {
 
 const char* pixel_plan_kinds() {
   return "resize, center_crop, random_crop, random_resized_crop, horizontal_flip, scale, mean, "
-         "std, normalize and color_jitter without hue";
+         "std, normalize and color_jitter";
 }
 
 int decode_reduction_for(Size2 region, Size2 output) {

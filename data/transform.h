@@ -78,9 +78,10 @@
 #include "core/random.h"
 #include "core/shape.h"
 #include "data/image.h"
-#include "data/pixel_plan.h"
 
 namespace crema::data {
+
+struct PixelPlan;  // data/pixel_plan.h
 
 // A transform as a config describes it: {kind: values} ({scale: 0.5}, {mean: [0.1, 0.2]}),
 // {kind: {option: values, ...}} ({random_crop: {size: 28, padding: 4}}) or {kind: preset}

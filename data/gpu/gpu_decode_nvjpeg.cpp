@@ -5,8 +5,11 @@
 #include <nvjpeg.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <mutex>
+#include <string>
 
 #include "core/caching_allocator.h"
 #include "core/cuda_runtime.h"
@@ -74,17 +77,29 @@ class NvjpegBatchDecoder final : public GpuBatchDecoder {
     gpu::DeviceGuard guard(device_);
     // The hardware engine where the GPU has one (A100, H100, H200), else Huffman decoding on the
     // GPU; chroma upsampled by interpolation where the backend offers it (as libjpeg's fancy
-    // upsampling), else by replication.
+    // upsampling), else by replication. CREMA_NVJPEG_BACKEND=hybrid skips the hardware engine
+    // (to compare the two).
+    const char* asked = std::getenv("CREMA_NVJPEG_BACKEND");
+    const bool hybrid_only = asked != nullptr && std::string(asked) == "hybrid";
     for (nvjpegBackend_t backend : {NVJPEG_BACKEND_HARDWARE, NVJPEG_BACKEND_GPU_HYBRID}) {
+      if (hybrid_only && backend == NVJPEG_BACKEND_HARDWARE) continue;
       for (unsigned flags : {unsigned(NVJPEG_FLAGS_UPSAMPLING_WITH_INTERPOLATION), 0u}) {
+        nvjpegHandle_t handle = nullptr;
         if (handle_ == nullptr &&
-            nvjpegCreateEx(backend, nullptr, nullptr, flags, &handle_) == NVJPEG_STATUS_SUCCESS) {
+            nvjpegCreateEx(backend, nullptr, nullptr, flags, &handle) == NVJPEG_STATUS_SUCCESS) {
+          handle_ = handle;
           hardware_ = backend == NVJPEG_BACKEND_HARDWARE;
         }
       }
     }
-    if (handle_ == nullptr)
+    if (handle_ == nullptr) {
       check(nvjpegCreateEx(NVJPEG_BACKEND_DEFAULT, nullptr, nullptr, 0, &handle_), "create");
+    }
+    static std::once_flag said;
+    std::call_once(said, [&] {
+      std::fprintf(stderr, "crema: decode: gpu on cuda:%d with nvJPEG's %s backend\n", device_,
+                   hardware_ ? "hardware" : "GPU (hybrid)");
+    });
     check(nvjpegJpegStateCreate(handle_, &state_), "state create");
     check(nvjpegJpegStreamCreate(handle_, &header_), "stream create");
     stream_ = gpu::create_stream();

@@ -26,6 +26,55 @@ __device__ inline float blend(float x, float y, float ratio, float complement) {
   return fminf(fmaxf(__fadd_rn(__fmul_rn(ratio, x), __fmul_rn(complement, y)), 0.0f), 1.0f);
 }
 
+// torchvision's hue turn of one RGB pixel by `factor` (color_ops.cpp adjust_hue, the same
+// operations in the same order).
+__device__ void turn_hue(float& r, float& g, float& b, float factor) {
+  const float maxc = fmaxf(fmaxf(r, g), b), minc = fminf(fminf(r, g), b);
+  const bool flat = maxc == minc;
+  const float chroma = __fsub_rn(maxc, minc);
+  const float s = __fdiv_rn(chroma, flat ? 1.0f : maxc);
+  const float divisor = flat ? 1.0f : chroma;
+  const float rc = __fdiv_rn(__fsub_rn(maxc, r), divisor);
+  const float gc = __fdiv_rn(__fsub_rn(maxc, g), divisor);
+  const float bc = __fdiv_rn(__fsub_rn(maxc, b), divisor);
+  float h = maxc == r   ? __fsub_rn(bc, gc)
+            : maxc == g ? __fsub_rn(__fadd_rn(2.0f, rc), bc)
+                        : __fsub_rn(__fadd_rn(4.0f, gc), rc);
+  h = __fadd_rn(__fdiv_rn(h, 6.0f), 1.0f);
+  h = h >= 1.0f ? __fsub_rn(h, 1.0f) : h;
+  h = __fadd_rn(h, factor);
+  h = h >= 1.0f ? __fsub_rn(h, 1.0f) : h < 0.0f ? __fadd_rn(h, 1.0f) : h;
+  const float h6 = __fmul_rn(h, 6.0f);
+  const float sector = floorf(h6);
+  const float f = __fsub_rn(h6, sector);
+  const int k = int(sector) % 6;
+  auto unit = [](float x) { return fminf(fmaxf(x, 0.0f), 1.0f); };
+  const float p = unit(__fmul_rn(maxc, __fsub_rn(1.0f, s)));
+  const float q = unit(__fmul_rn(maxc, __fsub_rn(1.0f, __fmul_rn(s, f))));
+  const float t = unit(__fmul_rn(maxc, __fsub_rn(1.0f, __fmul_rn(s, __fsub_rn(1.0f, f)))));
+  const float v = maxc;
+  switch (k) {
+    case 0:
+      r = v, g = t, b = p;
+      break;
+    case 1:
+      r = q, g = v, b = p;
+      break;
+    case 2:
+      r = p, g = v, b = t;
+      break;
+    case 3:
+      r = p, g = q, b = v;
+      break;
+    case 4:
+      r = t, g = p, b = v;
+      break;
+    default:
+      r = v, g = p, b = q;
+      break;
+  }
+}
+
 // Runs the steps of `phase` (0: those before the first contrast; p: the p-th contrast and the
 // steps after it up to the next) on one pixel's channels; `mean` is the image's mean gray at
 // that contrast.
@@ -55,6 +104,9 @@ __device__ void run_phase(float (&v)[C], const ColorStep* steps, int count, int 
           const float gray = gray_of<C>(v);
           for (int c = 0; c < C; ++c) v[c] = blend(v[c], gray, f, complement);
         }
+        break;
+      case ColorStep::hue:
+        if constexpr (C == 3) turn_hue(v[0], v[1], v[2], f);
         break;
     }
   }

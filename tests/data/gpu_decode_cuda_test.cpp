@@ -131,8 +131,9 @@ Diff diff_of(const std::vector<float>& a, const std::vector<float>& b, double un
 TEST(GpuDecodeCuda, PlanKernelsMatchTheReferenceOnAwkwardShapes) {
   CREMA_REQUIRE_CUDA();
   gpu::use_device(0);
-  TransformSpec jitter("color_jitter", {},
-                       {{"brightness", {0.4f}}, {"contrast", {0.4f}}, {"saturation", {0.4f}}});
+  TransformSpec jitter(
+      "color_jitter", {},
+      {{"brightness", {0.4f}}, {"contrast", {0.4f}}, {"saturation", {0.4f}}, {"hue", {0.5f}}});
   const std::vector<std::vector<TransformSpec>> pipelines = {
       {{"random_resized_crop", {29, 23}},
        {"horizontal_flip"},
@@ -157,7 +158,7 @@ TEST(GpuDecodeCuda, PlanKernelsMatchTheReferenceOnAwkwardShapes) {
         offsets.push_back(total);
         total += channels * sizes[b].height * sizes[b].width + 13;  // unaligned on purpose
       }
-      std::vector<uint8_t> bytes(size_t(total));
+      std::vector<uint8_t> bytes(static_cast<size_t>(total));
       for (size_t b = 0; b < sources.size(); ++b) {
         for (size_t i = 0; i < sources[b].pixels.size(); ++i) {
           bytes[size_t(offsets[b]) + i] = uint8_t(sources[b].pixels[i]);
@@ -209,6 +210,7 @@ class GpuDecode : public testing::DataFiles {
 
 TEST_F(GpuDecode, NvjpegMatchesLibjpegTurboWithinTheBound) {
   CREMA_REQUIRE_CUDA();
+  if (!gpu_decoding_built()) GTEST_SKIP() << "a build without nvJPEG";
   gpu::use_device(0);
   auto decoder = make_gpu_batch_decoder(0, 3);
   const std::vector<Size2> sizes = {{375, 500}, {333, 250}, {97, 131}, {64, 64}};
@@ -275,6 +277,7 @@ void expect_same_batches(DataLoader& cpu, DataLoader& gpu, int batches, double u
 
 TEST_F(GpuDecode, SameSeedGivesTheCpuPathsBatchesAndTheSameBatchesRunToRun) {
   CREMA_REQUIRE_CUDA();
+  if (!gpu_decoding_built()) GTEST_SKIP() << "a build without nvJPEG";
   gpu::use_device(0);
   write_photos(30);
   auto dataset = std::shared_ptr<const Dataset>(load_image_folder(path("set"), 3));
@@ -292,6 +295,7 @@ TEST_F(GpuDecode, SameSeedGivesTheCpuPathsBatchesAndTheSameBatchesRunToRun) {
 
 TEST_F(GpuDecode, FilesNvjpegRefusesAreDecodedOnTheCpu) {
   CREMA_REQUIRE_CUDA();
+  if (!gpu_decoding_built()) GTEST_SKIP() << "a build without nvJPEG";
   gpu::use_device(0);
   write_photos(6);
   const Image photo = photo_image(3, 48, 56, 3);
@@ -309,6 +313,7 @@ TEST_F(GpuDecode, FilesNvjpegRefusesAreDecodedOnTheCpu) {
 
 TEST_F(GpuDecode, BadFilesAreNamedOrSkippedAsOnTheCpu) {
   CREMA_REQUIRE_CUDA();
+  if (!gpu_decoding_built()) GTEST_SKIP() << "a build without nvJPEG";
   gpu::use_device(0);
   write_photos(14);
   const std::string whole = testing::read_file(path("set/a/0.jpg"));
