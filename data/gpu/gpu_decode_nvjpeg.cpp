@@ -5,6 +5,7 @@
 #include <nvjpeg.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -78,9 +79,12 @@ class NvjpegBatchDecoder final : public GpuBatchDecoder {
     // The hardware engine where the GPU has one (A100, H100, H200), else Huffman decoding on the
     // GPU; chroma upsampled by interpolation where the backend offers it (as libjpeg's fancy
     // upsampling), else by replication. CREMA_NVJPEG_BACKEND=hybrid skips the hardware engine
-    // (to compare the two).
+    // (to compare the two); =mixed gives every other decoder (loader worker) the GPU backend, so
+    // that the engine and the SMs decode at once (DALI's hw_decoder_load).
+    static std::atomic<int> made{0};
     const char* asked = std::getenv("CREMA_NVJPEG_BACKEND");
-    const bool hybrid_only = asked != nullptr && std::string(asked) == "hybrid";
+    const std::string choice = asked != nullptr ? asked : "";
+    const bool hybrid_only = choice == "hybrid" || (choice == "mixed" && made++ % 2 == 1);
     for (nvjpegBackend_t backend : {NVJPEG_BACKEND_HARDWARE, NVJPEG_BACKEND_GPU_HYBRID}) {
       if (hybrid_only && backend == NVJPEG_BACKEND_HARDWARE) continue;
       for (unsigned flags : {unsigned(NVJPEG_FLAGS_UPSAMPLING_WITH_INTERPOLATION), 0u}) {
@@ -97,8 +101,9 @@ class NvjpegBatchDecoder final : public GpuBatchDecoder {
     }
     static std::once_flag said;
     std::call_once(said, [&] {
-      std::fprintf(stderr, "crema: decode: gpu on cuda:%d with nvJPEG's %s backend\n", device_,
-                   hardware_ ? "hardware" : "GPU (hybrid)");
+      std::fprintf(stderr, "crema: decode: gpu on cuda:%d with nvJPEG's %s backend%s\n", device_,
+                   hardware_ ? "hardware" : "GPU (hybrid)",
+                   choice == "mixed" ? " and the GPU (hybrid) one, every other worker" : "");
     });
     check(nvjpegJpegStateCreate(handle_, &state_), "state create");
     check(nvjpegJpegStreamCreate(handle_, &header_), "stream create");
