@@ -8,8 +8,8 @@
 //   - the loader: the same seed gives the CPU path's batches (reduced_decoding off: the GPU
 //     decodes whole files) within those bounds through the resize, labels exactly, and the same
 //     batches bit for bit run to run; the files nvJPEG refuses (PNG named .jpg, CMYK,
-//     progressive where the hardware refuses it) decoded on the CPU; bad files named or skipped
-//     as on the CPU path.
+//     progressive where the hardware refuses it) decoded on the CPU, a 1 x 1 JPEG either way;
+//     bad files (truncated, a 20000 x 20000 header, garbage) named or skipped as on the CPU.
 #include <gtest/gtest.h>
 
 #include <jpeglib.h>
@@ -303,10 +303,11 @@ TEST_F(GpuDecode, FilesNvjpegRefusesAreDecodedOnTheCpu) {
   write_file("set/a/png_named.jpg", testing::read_file(path("png_named.png")));
   write_file("set/b/cmyk.jpg", libjpeg_bytes(photo, false, true));
   write_file("set/a/progressive.jpg", libjpeg_bytes(photo, true, false));
+  write_image_file(path("set/b/one_pixel.jpg"), photo_image(3, 1, 1, 0), ImageFormat::jpeg, 90);
   auto dataset = std::shared_ptr<const Dataset>(load_image_folder(path("set"), 3));
   DataLoaderOptions cpu_options = photo_options(-1), gpu_options = photo_options(0);
   cpu_options.shuffle = gpu_options.shuffle = false;
-  cpu_options.batch_size = gpu_options.batch_size = 9;
+  cpu_options.batch_size = gpu_options.batch_size = 10;
   DataLoader cpu(dataset, cpu_options), gpu(dataset, gpu_options);
   expect_same_batches(cpu, gpu, 2, 255.0 * 0.229);
 }
