@@ -169,6 +169,7 @@ class NvjpegBatchDecoder final : public GpuBatchDecoder {
     std::vector<const unsigned char*> data;
     std::vector<size_t> lengths;
     std::vector<nvjpegImage_t> images;
+    std::vector<size_t> gray;  // samples of gray files decoded to RGB
     uint8_t* stage = host_pixels_;
     for (size_t i = 0; i < samples.size(); ++i) {
       const GpuSample& s = samples[i];
@@ -183,6 +184,7 @@ class NvjpegBatchDecoder final : public GpuBatchDecoder {
           image.pitch[c] = size_t(s.plan.source.width);
         }
         images.push_back(image);
+        if (channels_ == 3 && components(s.file.bytes) == 1) gray.push_back(i);
         continue;
       }
       // 0..255 floats (integers for 8-bit files) back to bytes, rounded.
@@ -208,6 +210,14 @@ class NvjpegBatchDecoder final : public GpuBatchDecoder {
         return false;
       }
     }
+    // A gray file's Y in all three planes, as the CPU decoder copies it (whatever nvJPEG made of
+    // the other two).
+    for (size_t i : gray) {
+      const size_t plane = size_t(samples[i].plan.source.height * samples[i].plan.source.width);
+      uint8_t* source = sources + offsets[i];
+      gpu::copy(source + plane, source, plane, stream_);
+      gpu::copy(source + 2 * plane, source, plane, stream_);
+    }
     std::vector<const PixelPlan*> plans;
     for (const GpuSample& s : samples) plans.push_back(&s.plan);
     if (!runner_) runner_ = std::make_unique<cuda::PlanRunner>();
@@ -217,6 +227,15 @@ class NvjpegBatchDecoder final : public GpuBatchDecoder {
   }
 
  private:
+  // The number of components of an accepted JPEG (its header parsed again).
+  int components(const std::vector<uint8_t>& bytes) {
+    int count = 0;
+    nvjpegChromaSubsampling_t subsampling = NVJPEG_CSS_UNKNOWN;
+    int widths[NVJPEG_MAX_COMPONENT] = {}, heights[NVJPEG_MAX_COMPONENT] = {};
+    nvjpegGetImageInfo(handle_, bytes.data(), bytes.size(), &count, &subsampling, widths, heights);
+    return count;
+  }
+
   int device_, channels_;
   bool hardware_ = false;
   nvjpegHandle_t handle_ = nullptr;
