@@ -14,7 +14,7 @@
 //   crema export-images [CONFIG --split S | --images F --labels F] --out DIR [--classes 5,7,9] [--per-class N]
 //   crema pack SOURCE OUT [--shard-size 256MB] [--max-side N] [--quality Q] [--skip-bad]
 //              [--workers N] [--root DIR] [--num-classes N]
-//   crema bench-loader CONFIG [--split S] [--workers 1,2,4] [--batches N]
+//   crema bench-loader CONFIG [--split S] [--workers 1,2,4] [--batches N] [--decode gpu]
 //   crema bench gemm|conv|rnn [--shape S]... [--version V] [--math fp32|tf32|bf16] [--warmup N]
 //               [--layout nchw|nhwc] [--repeats N] [--device cuda:N]
 //
@@ -168,6 +168,7 @@ int main(int argc, char** argv) {
   bench_loader->add_option("--split", bench_options.split, "train or test")->capture_default_str();
   bench_loader->add_option("--workers", bench_options.workers, "worker counts")->delimiter(',')->capture_default_str();
   bench_loader->add_option("--batches", bench_options.batches, "timed batches per worker count")->capture_default_str();
+  bench_loader->add_option("--decode", bench_options.decode, "cpu or gpu (nvJPEG): data.<split>.decode");
 
   crema::bench::Options kernel_bench;
   std::string kernel_bench_op, kernel_bench_device = "cuda:0";
