@@ -5,7 +5,8 @@
 // gradient stays fp32 (it feeds the fp32 master weights).
 //
 //   forward  y  = act(conv(x, w) + bias + residual)  rounded once; bias fp32 [K] or null,
-//                 residual [N,P,Q,K] of the tensors' type or null, act = ReLU or identity
+//                 residual [N,P,Q,K] of the tensors' type or null, act = ReLU or identity;
+//                 optionally the per-channel sums of y and y^2 (fp32)
 //   data     dx = the transposed convolution of dy by w  (written)
 //   filter   dw += sum over N*P*Q of dy * patches(x)      (fp32, accumulated, deterministic: fixed
 //                 slices of N*P*Q summed in slice order, no float atomics)
@@ -35,6 +36,11 @@ struct TcEpilogue {
   const float* bias = nullptr;     // [K], fp32
   const void* residual = nullptr;  // [N,P,Q,K], the tensors' type
   bool relu = false;
+  // Both or neither: [K] fp32, written: per channel, the sum over N*P*Q of y as stored and of
+  // its square (batch norm's statistics), in a fixed order (warp partials in the workspace, then
+  // one reduction kernel): deterministic.
+  float* sum = nullptr;
+  float* sum_squares = nullptr;
 };
 
 size_t conv2d_tc_forward_workspace(const Conv2dGeometry& g);

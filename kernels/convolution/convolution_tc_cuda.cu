@@ -29,14 +29,17 @@ bool aligned4(const void* ptr) {
   return reinterpret_cast<uintptr_t>(ptr) % 4 == 0;
 }
 
-// y[m, g*Kg + n] = act(patches_g[m, :] . w_g[n, :] + bias + residual), rounded once.
-template <class T, class E, int VEC>
+// y[m, g*Kg + n] = act(patches_g[m, :] . w_g[n, :] + bias + residual), rounded once; STATS: each
+// warp's per-column sums of the stored y and y^2 into stats[row][2][K] (row: the warp's row of the
+// grid), which channel_stats_kernel adds up.
+template <class T, class E, int VEC, bool STATS>
 struct ForwardProblem {
-  static constexpr bool kKOuter = false;
+  static constexpr bool kKOuter = false, kStats = STATS;
   Params p;
   const uint16_t *x, *w, *residual;
   const float* bias;
   uint16_t* y;
+  float* stats;
   int M;
   bool relu, pairs;  // pairs: two neighbouring outputs are one aligned 32-bit word
   __device__ void k_range(int, int& begin, int& end) const { begin = 0, end = p.RS * p.Cg; }
@@ -47,8 +50,8 @@ struct ForwardProblem {
     return DenseLoader<T::BN, VEC>(w + int64_t(z) * p.Kg * p.RS * p.Cg, p.Kg, p.RS * p.Cg, n0,
                                    k_end);
   }
-  __device__ void store(int z, int m, int n, float v0, float v1) const {
-    if (n >= p.Kg) return;
+  __device__ float2 store(int z, int m, int n, float v0, float v1) const {
+    if (n >= p.Kg) return make_float2(0.0f, 0.0f);
     const bool both = n + 1 < p.Kg;
     const int k = z * p.Kg + n;
     const int64_t at = int64_t(m) * p.K + k;
@@ -60,19 +63,26 @@ struct ForwardProblem {
       if (residual != nullptr) v[e] += E::widen(residual[at + e]);
       if (relu) v[e] = fmaxf(v[e], 0.0f);
     }
+    const uint32_t pair = E::pack(v[0], both ? v[1] : 0.0f);
     if (pairs && both) {
-      *reinterpret_cast<uint32_t*>(y + at) = E::pack(v[0], v[1]);
+      *reinterpret_cast<uint32_t*>(y + at) = pair;
     } else {
-      y[at] = round_to<E>(v[0]);
-      if (both) y[at + 1] = round_to<E>(v[1]);
+      y[at] = uint16_t(pair & 0xffffu);
+      if (both) y[at + 1] = uint16_t(pair >> 16);
     }
+    return make_float2(E::widen(uint16_t(pair & 0xffffu)), E::widen(uint16_t(pair >> 16)));
+  }
+  __device__ void store_stats(int row, int z, int n, float sum, float squares) const {
+    if (n >= p.Kg) return;
+    float* first = stats + int64_t(row) * 2 * p.K + z * p.Kg + n;
+    first[0] = sum, first[p.K] = squares;
   }
 };
 
 // dx[m, g*Cg + n] = dys_g[m, :] . wt_g[n, :], rounded once.
 template <class T, class E, int VEC>
 struct DataProblem {
-  static constexpr bool kKOuter = false;
+  static constexpr bool kKOuter = false, kStats = false;
   Params p;
   const uint16_t *dy, *wt;
   uint16_t* dx;
@@ -86,32 +96,69 @@ struct DataProblem {
     return DenseLoader<T::BN, VEC>(wt + int64_t(z) * p.Cg * p.RS * p.Kg, p.Cg, p.RS * p.Kg, n0,
                                    k_end);
   }
-  __device__ void store(int z, int m, int n, float v0, float v1) const {
-    if (n >= p.Cg) return;
-    const bool both = n + 1 < p.Cg;
-    const int64_t at = int64_t(m) * p.C + z * p.Cg + n;
-    if (pairs && both) {
-      *reinterpret_cast<uint32_t*>(dx + at) = E::pack(v0, v1);
-    } else {
-      dx[at] = round_to<E>(v0);
-      if (both) dx[at + 1] = round_to<E>(v1);
+  __device__ float2 store(int z, int m, int n, float v0, float v1) const {
+    if (n < p.Cg) {
+      const bool both = n + 1 < p.Cg;
+      const int64_t at = int64_t(m) * p.C + z * p.Cg + n;
+      if (pairs && both) {
+        *reinterpret_cast<uint32_t*>(dx + at) = E::pack(v0, v1);
+      } else {
+        dx[at] = round_to<E>(v0);
+        if (both) dx[at + 1] = round_to<E>(v1);
+      }
     }
+    return make_float2(v0, v1);
   }
+  __device__ void store_stats(int, int, int, float, float) const {}
 };
 
-template <class E, int VEC>
-void forward_with(const Params& p, int columns, const uint16_t* x, const uint16_t* w,
-                  const TcEpilogue& ep, uint16_t* y, gpu::Stream stream) {
+// The rows of forward's statistics partials: one per warp row of the grid (at most 4 per tile).
+int stats_rows(int M) {
+  return (M + Wide::BM - 1) / Wide::BM * Narrow::WARPS_M;
+}
+
+// sum[k] = sum over rows of stats[row][0][k], squares[k] of stats[row][1][k]: thread (x, y) of a
+// 32 x 8 block adds rows y, y + 8, .. of channel blockIdx.x * 32 + x in order, then row 0 adds the
+// 8 partial sums in order (deterministic).
+__global__ void channel_stats_kernel(const float* __restrict__ stats, int rows, int K,
+                                     float* __restrict__ sum, float* __restrict__ squares) {
+  __shared__ float part[2][8][32];
+  const int k = blockIdx.x * 32 + threadIdx.x;
+  float a = 0.0f, b = 0.0f;
+  if (k < K) {
+    for (int r = threadIdx.y; r < rows; r += 8) {
+      a += stats[int64_t(r) * 2 * K + k];
+      b += stats[(int64_t(r) * 2 + 1) * K + k];
+    }
+  }
+  part[0][threadIdx.y][threadIdx.x] = a, part[1][threadIdx.y][threadIdx.x] = b;
+  __syncthreads();
+  if (threadIdx.y != 0 || k >= K) return;
+  for (int i = 1; i < 8; ++i) a += part[0][i][threadIdx.x], b += part[1][i][threadIdx.x];
+  sum[k] = a, squares[k] = b;
+}
+
+template <class E, int VEC, bool STATS>
+void forward_with(const Params& p, const uint16_t* x, const uint16_t* w, const TcEpilogue& ep,
+                  uint16_t* y, float* stats, gpu::Stream stream) {
   const auto* residual = static_cast<const uint16_t*>(ep.residual);
   const bool pairs =
       p.K % 2 == 0 && p.Kg % 2 == 0 && aligned4(y) && (residual == nullptr || aligned4(residual));
+  const int M = p.N * p.P * p.Q;
+  int rows = 0;
   auto run = [&](auto tile) {
     using T = decltype(tile);
-    const ForwardProblem<T, E, VEC> prob{p,       x,    w, residual, ep.bias, y, p.N * p.P * p.Q,
-                                         ep.relu, pairs};
-    launch<T, E>(prob, columns, p.G, stream, "conv2d_tc_forward");
+    const ForwardProblem<T, E, VEC, STATS> prob{p, x,     w, residual, ep.bias,
+                                                y, stats, M, ep.relu,  pairs};
+    launch<T, E>(prob, p.Kg, p.G, stream, "conv2d_tc_forward");
+    rows = (M + T::BM - 1) / T::BM * T::WARPS_M;
   };
-  columns > Narrow::BN ? run(Wide{}) : run(Narrow{});
+  p.Kg > Narrow::BN ? run(Wide{}) : run(Narrow{});
+  if constexpr (STATS) {
+    channel_stats_kernel<<<unsigned((p.K + 31) / 32), dim3(32, 8), 0, stream>>>(
+        stats, rows, p.K, ep.sum, ep.sum_squares);
+    gpu::check_launch("conv2d_tc_forward (channel statistics)");
+  }
 }
 
 template <class E, int VEC>
@@ -126,13 +173,13 @@ void data_with(const Params& p, const uint16_t* dy, const uint16_t* wt, uint16_t
   p.Cg > Narrow::BN ? run(Wide{}) : run(Narrow{});
 }
 
-template <class E>
+template <class E, bool STATS>
 void forward_typed(const Params& p, const uint16_t* x, const uint16_t* w, const TcEpilogue& ep,
-                   uint16_t* y, gpu::Stream stream) {
+                   uint16_t* y, float* stats, gpu::Stream stream) {
   if (p.Cg % 8 == 0 && aligned16(x) && aligned16(w)) {
-    forward_with<E, 8>(p, p.Kg, x, w, ep, y, stream);
+    forward_with<E, 8, STATS>(p, x, w, ep, y, stats, stream);
   } else {
-    forward_with<E, 1>(p, p.Kg, x, w, ep, y, stream);
+    forward_with<E, 1, STATS>(p, x, w, ep, y, stats, stream);
   }
 }
 
@@ -164,8 +211,8 @@ const char* tc_type_name(TcType type) {
   return type == TcType::bf16 ? "bf16" : "f16";
 }
 
-size_t conv2d_tc_forward_workspace(const Conv2dGeometry&) {
-  return 0;
+size_t conv2d_tc_forward_workspace(const Conv2dGeometry& g) {
+  return size_t(tc::stats_rows(int(g.N * g.P() * g.Q()))) * 2 * size_t(g.K) * sizeof(float);
 }
 
 size_t conv2d_tc_backward_data_workspace(const Conv2dGeometry& g, TcType) {
@@ -173,16 +220,23 @@ size_t conv2d_tc_backward_data_workspace(const Conv2dGeometry& g, TcType) {
 }
 
 void conv2d_tc_forward(const Conv2dGeometry& g, TcType type, const void* x, const void* w, void* y,
-                       const TcEpilogue& epilogue, void*, gpu::Stream stream) {
+                       const TcEpilogue& epilogue, void* workspace, gpu::Stream stream) {
   using namespace tc;
   const Params p = params_of(g);
+  if ((epilogue.sum == nullptr) != (epilogue.sum_squares == nullptr)) {
+    throw Error("conv2d_tc_forward: channel statistics need both sum and sum_squares");
+  }
   const auto* xs = static_cast<const uint16_t*>(x);
   const auto* ws = static_cast<const uint16_t*>(w);
   auto* ys = static_cast<uint16_t*>(y);
+  auto* stats = static_cast<float*>(workspace);
+  const bool with_stats = epilogue.sum != nullptr;
   if (type == TcType::bf16) {
-    forward_typed<Bf16>(p, xs, ws, epilogue, ys, stream);
+    with_stats ? forward_typed<Bf16, true>(p, xs, ws, epilogue, ys, stats, stream)
+               : forward_typed<Bf16, false>(p, xs, ws, epilogue, ys, stats, stream);
   } else {
-    forward_typed<F16>(p, xs, ws, epilogue, ys, stream);
+    with_stats ? forward_typed<F16, true>(p, xs, ws, epilogue, ys, stats, stream)
+               : forward_typed<F16, false>(p, xs, ws, epilogue, ys, stats, stream);
   }
 }
 

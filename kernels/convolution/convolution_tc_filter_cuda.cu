@@ -29,7 +29,7 @@ constexpr int kMinSlabsPerSlice = 8;
 // z = slice * G + g.
 template <class T, int VEC>
 struct FilterProblem {
-  static constexpr bool kKOuter = true;
+  static constexpr bool kKOuter = true, kStats = false;
   Params p;
   const uint16_t *x, *dy;
   float* partial;
@@ -44,11 +44,13 @@ struct FilterProblem {
   __device__ OutputChannelLoader<T::BN, VEC> make_b(int n0, int z, int k_end) const {
     return OutputChannelLoader<T::BN, VEC>(p, dy, n0, z % p.G, k_end);
   }
-  __device__ void store(int z, int m, int n, float v0, float v1) const {
+  __device__ float2 store(int z, int m, int n, float v0, float v1) const {
     float* row = partial + (int64_t(z) * M + m) * p.Kg;
     if (n < p.Kg) row[n] = v0;
     if (n + 1 < p.Kg) row[n + 1] = v1;
+    return make_float2(v0, v1);
   }
+  __device__ void store_stats(int, int, int, float, float) const {}
 };
 
 // dw[g*Kg + k, rsc] += sum over slices, in order, of partial[slice, g, rsc, k].

@@ -160,8 +160,11 @@ __device__ __forceinline__ void multiply(const uint16_t* sa, const uint16_t* sb,
 // The block's GEMM. `Problem` provides, for block index z (group, and slice of the inner range):
 //   k_range(z, begin, end); M; make_a(m0, z, k_end) and make_b(n0, z, k_end), loaders whose
 //   load(uint16_t* tile, int k0) fills slab k0 of the block's rows m0.. or n0.. (zero outside);
-//   store(z, m, n, v0, v1) for m < M: columns n and n + 1 (n even; the store checks N);
-//   kKOuter, whether its loaders fill k-outer tiles.
+//   store(z, m, n, v0, v1) for m < M: columns n and n + 1 (n even; the store checks N), returning
+//   the two values as stored; kKOuter, whether its loaders fill k-outer tiles; kStats, whether
+//   the kernel also sums each column's stored values and their squares over each warp's rows
+//   (in a fixed order) and hands them to store_stats(row, z, n, sum, squares), row = the
+//   warp's row of the grid (blockIdx.x * WARPS_M + its row of warps), n < N unchecked.
 template <class T, class E, class Problem>
 __global__ void __launch_bounds__(kThreads, 2) conv_tc_kernel(const Problem prob) {
   extern __shared__ uint4 shared16[];
@@ -198,6 +201,7 @@ __global__ void __launch_bounds__(kThreads, 2) conv_tc_kernel(const Problem prob
   detail::cp_async_wait<0>();
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int wm = m0 + (warp / T::WARPS_N) * T::WM, wn = n0 + (warp % T::WARPS_N) * T::WN;
+  float sum[T::NT][2] = {}, squares[T::NT][2] = {};  // kStats: this thread's columns, its rows
 #pragma unroll
   for (int i = 0; i < T::MT; ++i) {
 #pragma unroll
@@ -206,7 +210,28 @@ __global__ void __launch_bounds__(kThreads, 2) conv_tc_kernel(const Problem prob
       if (m >= prob.M) continue;
 #pragma unroll
       for (int j = 0; j < T::NT; ++j) {
-        prob.store(z, m, wn + j * 8 + 2 * t, acc.v[i][j][2 * half], acc.v[i][j][2 * half + 1]);
+        const float2 out =
+            prob.store(z, m, wn + j * 8 + 2 * t, acc.v[i][j][2 * half], acc.v[i][j][2 * half + 1]);
+        if constexpr (Problem::kStats) {
+          sum[j][0] += out.x, sum[j][1] += out.y;
+          squares[j][0] += out.x * out.x, squares[j][1] += out.y * out.y;
+        }
+      }
+    }
+  }
+  if constexpr (Problem::kStats) {
+    // The 8 lanes of one t hold the warp's rows of the same columns: a fixed butterfly sums them.
+#pragma unroll
+    for (int j = 0; j < T::NT; ++j) {
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+#pragma unroll
+        for (int mask = 4; mask < 32; mask *= 2) {
+          sum[j][e] += __shfl_xor_sync(0xffffffffu, sum[j][e], mask);
+          squares[j][e] += __shfl_xor_sync(0xffffffffu, squares[j][e], mask);
+        }
+        const int row = blockIdx.x * T::WARPS_M + warp / T::WARPS_N;
+        if (g == 0) prob.store_stats(row, z, wn + j * 8 + 2 * t + e, sum[j][e], squares[j][e]);
       }
     }
   }

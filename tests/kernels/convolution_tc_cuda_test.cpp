@@ -4,7 +4,8 @@
 // many slabs), K not a tile multiple, stride 2, pad 0/1/2/3, dilation 2, 1x1, 3x3, 7x7 stems,
 // groups with both paths, a filter gradient cut into many slices); outputs poisoned with NaN,
 // dw accumulated onto random values; the forward epilogue (bias, residual, ReLU, residual in
-// place); misaligned pointers (the element path); bit-identical repeats.
+// place, the per-channel sums of y and y^2 against sums of the stored y); misaligned pointers (the
+// element path); bit-identical repeats.
 //
 // Tolerance, per element, from the error analysis of fp32 sums of exact products (16-bit x 16-bit
 // products are exact in fp32) and one rounding to the output type (u = 2^-24, m = 8 for bf16
@@ -220,14 +221,37 @@ void check_passes(Context& ctx, const TcProblem& p, size_t offset) {
     }
     first = got;
   }
+  DeviceBuffer stats(size_t(g.K) * 8);
   cuda::TcEpilogue fused;
   fused.bias = static_cast<const float*>(bias.at()), fused.residual = residual.at(offset);
   fused.relu = true;
-  y.upload(y_nan, offset);
-  cuda::conv2d_tc_forward(g, type, x.at(offset), w.at(offset), y.at(offset), fused, work.at(), s);
-  expect_within(what + " forward + bias + residual + ReLU",
-                widened(y.download<uint16_t>(ys, offset), type), p.y_fused,
-                bounds(p.y_fused, p.y_fused_magnitude, m, n_forward + 2), g.K);
+  fused.sum = static_cast<float*>(stats.at()), fused.sum_squares = fused.sum + g.K;
+  std::vector<float> first_stats;
+  for (int run = 0; run < 2; ++run) {
+    y.upload(y_nan, offset);
+    stats.upload(std::vector<float>(size_t(2 * g.K), NAN));
+    cuda::conv2d_tc_forward(g, type, x.at(offset), w.at(offset), y.at(offset), fused, work.at(), s);
+    const std::vector<float> got = stats.download<float>(size_t(2 * g.K));
+    if (run == 1) {
+      EXPECT_EQ(got, first_stats) << what << " channel statistics: a repeat differs";
+      break;
+    }
+    first_stats = got;
+    const std::vector<double> stored = widened(y.download<uint16_t>(ys, offset), type);
+    expect_within(what + " forward + bias + residual + ReLU", stored, p.y_fused,
+                  bounds(p.y_fused, p.y_fused_magnitude, m, n_forward + 2), g.K);
+    // The statistics are fp32 sums of what was stored: M terms (and each square's rounding).
+    std::vector<double> want(size_t(2 * g.K)), magnitude(size_t(2 * g.K));
+    for (size_t i = 0; i < ys; ++i) {
+      const size_t k = i % size_t(g.K);
+      want[k] += stored[i], magnitude[k] += std::fabs(stored[i]);
+      want[k + size_t(g.K)] += stored[i] * stored[i];
+      magnitude[k + size_t(g.K)] += stored[i] * stored[i];
+    }
+    expect_within(what + " channel sums, then sums of squares",
+                  std::vector<double>(got.begin(), got.end()), want,
+                  bounds(want, magnitude, 0, double(ys / size_t(g.K)) + 1), 2 * g.K);
+  }
 
   for (int run = 0; run < 2; ++run) {
     dx.upload(dx_nan, offset);
