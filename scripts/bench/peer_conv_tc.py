@@ -4,7 +4,8 @@
 peer_cudnn.py, then ResNet-50's distinct convolutions at batch 128; forward, backward data
 (dgrad) and backward filter (wgrad), timed as peer_cudnn.py times them (CUDA events, median of 30
 after 5 warm-up calls, cudnn.benchmark on).
-Usage: python3 scripts/bench/peer_conv_tc.py [bf16|fp16]...   (default: both; needs PyTorch with CUDA)"""
+Usage: python3 scripts/bench/peer_conv_tc.py [bf16|fp16]...
+       (default: both; needs PyTorch with CUDA)"""
 import sys
 import torch
 import torch.nn.functional as F
