@@ -7,8 +7,9 @@
 //   as_cuda(v)          bf16_t -> __nv_bfloat16, f16_t -> __half: the same 16 bits, no conversion
 //   load_floats<N>(p, i, out), store_floats<N>(p, i, in)
 //                       N consecutive elements from element i, widened to float / narrowed from
-//                       float, through 16-byte accesses (N * sizeof(T) a multiple of 16; the
-//                       caller checks that p + i is 16-byte aligned): 4 floats or 8 halves each
+//                       float: through 16-byte accesses when N * sizeof(T) is a multiple of 16
+//                       (the caller checks that p + i is 16-byte aligned; 4 floats or 8 halves
+//                       each), one element at a time otherwise (N = 1: a scalar tail)
 //
 // The memory-bound ops keep their arithmetic in float and only their loads and stores in T: one
 // rounding per output, where a bf16 result is within 2^-8 and an f16 within 2^-11 of the float.
@@ -63,30 +64,40 @@ constexpr int kPerVector = int(16 / sizeof(T));
 
 template <int N, class T>
 __device__ inline void load_floats(const T* p, int64_t i, float (&out)[N]) {
-  static_assert(N % kPerVector<T> == 0, "whole 16-byte vectors");
-  const uint4* v = reinterpret_cast<const uint4*>(p + i);
+  if constexpr (N % kPerVector<T> != 0) {
 #pragma unroll
-  for (int k = 0; k < N / kPerVector<T>; ++k) {
-    const uint4 raw = v[k];
-    T elements[kPerVector<T>];
-    memcpy(elements, &raw, 16);
+    for (int e = 0; e < N; ++e) out[e] = to_float(p[i + e]);
+  } else {
+    const uint4* v = reinterpret_cast<const uint4*>(p + i);
 #pragma unroll
-    for (int e = 0; e < kPerVector<T>; ++e) out[k * kPerVector<T> + e] = to_float(elements[e]);
+    for (int k = 0; k < N / kPerVector<T>; ++k) {
+      const uint4 raw = v[k];
+      T elements[kPerVector<T>];
+      memcpy(elements, &raw, 16);
+#pragma unroll
+      for (int e = 0; e < kPerVector<T>; ++e) out[k * kPerVector<T> + e] = to_float(elements[e]);
+    }
   }
 }
 
 template <int N, class T>
 __device__ inline void store_floats(T* p, int64_t i, const float (&in)[N]) {
-  static_assert(N % kPerVector<T> == 0, "whole 16-byte vectors");
-  uint4* v = reinterpret_cast<uint4*>(p + i);
+  if constexpr (N % kPerVector<T> != 0) {
 #pragma unroll
-  for (int k = 0; k < N / kPerVector<T>; ++k) {
-    T elements[kPerVector<T>];
+    for (int e = 0; e < N; ++e) p[i + e] = from_float<T>(in[e]);
+  } else {
+    uint4* v = reinterpret_cast<uint4*>(p + i);
 #pragma unroll
-    for (int e = 0; e < kPerVector<T>; ++e) elements[e] = from_float<T>(in[k * kPerVector<T> + e]);
-    uint4 raw;
-    memcpy(&raw, elements, 16);
-    v[k] = raw;
+    for (int k = 0; k < N / kPerVector<T>; ++k) {
+      T elements[kPerVector<T>];
+#pragma unroll
+      for (int e = 0; e < kPerVector<T>; ++e) {
+        elements[e] = from_float<T>(in[k * kPerVector<T> + e]);
+      }
+      uint4 raw;
+      memcpy(&raw, elements, 16);
+      v[k] = raw;
+    }
   }
 }
 
