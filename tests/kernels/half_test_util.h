@@ -1,5 +1,10 @@
 // Helpers of the bf16 and f16 kernel tests: f32 test data narrowed to a storage dtype, device
 // tensors of any dtype (poisoned with NaN), and the check of an output that was rounded once.
+//
+// The tolerance of a bf16 / f16 result: the op computes in float from exactly representable
+// inputs and rounds its output once, so against the exact (f64) result on the same inputs it is
+// off by at most u |ref| (u = 2^-8 for bf16, 2^-11 for f16: one rounding), plus what its float
+// arithmetic adds (a few 2^-24 relative per operation), which each test states.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -9,6 +14,7 @@
 #include <vector>
 
 #include "core/context.h"
+#include "core/random.h"
 #include "core/tensor.h"
 #include "kernels/cast/cast.h"
 
@@ -62,12 +68,35 @@ inline std::vector<double> widened(Context& ctx, const Tensor& t) {
   return {v.begin(), v.end()};
 }
 
+// A test input in a storage dtype: random f32 values in [low, high) rounded to `dtype` on the host,
+// their exact values (the reference's input), and a device copy.
+struct HalfInput {
+  Tensor host;                // `dtype`
+  std::vector<double> exact;  // host's values, widened
+  Tensor device;              // `dtype` on ctx's device
+};
+
+inline HalfInput half_input(Context& ctx, Random& rng, const Shape& shape, DType dtype,
+                            double low = -1.0, double high = 1.0) {
+  Tensor values({shape_numel(shape)}, DType::f32);
+  for (int64_t i = 0; i < values.numel(); ++i) {
+    values.data<float>()[i] = float(rng.uniform(low, high));
+  }
+  HalfInput in;
+  in.host = host_as(values.view(shape), dtype);
+  const std::vector<float> wide = in.host.to_vector();
+  in.exact.assign(wide.begin(), wide.end());
+  in.device = device_copy(ctx, in.host);
+  return in;
+}
+
 // Every element of `out` (a `dtype` result) within one rounding of the exact `ref`, plus what
-// the op's own float arithmetic adds: |out - ref| <= (u(dtype) + extra) |ref| + f16's subnormal
-// half-step. NaN in out fails.
+// the op's own float arithmetic adds: |out - ref| <= (u(dtype) + extra) |ref| + slack + f16's
+// subnormal half-step (slack: an absolute error the op's float arithmetic makes where its result
+// cancels to near zero). NaN in out fails.
 inline ::testing::AssertionResult within_one_rounding(const std::vector<double>& out,
                                                       const std::vector<double>& ref, DType dtype,
-                                                      double extra = 0.0) {
+                                                      double extra = 0.0, double slack = 0.0) {
   if (out.size() != ref.size()) return ::testing::AssertionFailure() << "sizes differ";
   int64_t bad = 0;
   std::ostringstream first;
