@@ -117,9 +117,9 @@ TEST(HalfReluCuda, VersionsAndMisalignedPointers) {
 }
 
 // Every activation: forward and backward within one rounding of ref<double>, plus the float
-// functions' own error (CUDA's expf, tanhf, erff: a few ulp, 1e-6 relative) and, where the
-// derivative crosses zero (swish, GELU, mish for negative x), an absolute 2e-7 from the float
-// terms that cancel there (each at most about 0.3, each off by a few 2^-24).
+// functions' own error (CUDA's expf, tanhf, erff: a few ulp; 1e-6 relative) and, where the
+// derivative crosses zero (swish, GELU, mish for negative x), an absolute 4e-7: there two float
+// terms of up to about 0.3 cancel, each off by up to ten roundings of 2^-24 (0.3 * 10 * 6e-8).
 TEST(HalfActivationCuda, EveryKindWithinOneRounding) {
   CREMA_REQUIRE_CUDA();
   Context ctx(Device::cuda(0));
@@ -143,8 +143,8 @@ TEST(HalfActivationCuda, EveryKindWithinOneRounding) {
         // The backward is fed what the GPU's read: the rounded y, or x.
         ref::activation_backward(a, n, reads_y ? yv.data() : x.exact.data(), dy.exact.data(),
                                  dx_ref.data());
-        EXPECT_TRUE(within_one_rounding(yv, y_ref, dtype, 1e-6, 2e-7));
-        EXPECT_TRUE(within_one_rounding(dxv, dx_ref, dtype, 1e-6, 2e-7));
+        EXPECT_TRUE(within_one_rounding(yv, y_ref, dtype, 1e-6, 4e-7));
+        EXPECT_TRUE(within_one_rounding(dxv, dx_ref, dtype, 1e-6, 4e-7));
       }
     }
   }
