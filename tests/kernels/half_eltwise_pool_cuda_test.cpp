@@ -12,6 +12,7 @@
 
 #include "core/random.h"
 #include "kernels/concat/concat.h"
+#include "kernels/elementwise/elementwise.h"
 #include "kernels/elementwise/eltwise.h"
 #include "kernels/pooling/pooling.h"
 #include "tests/kernels/half_test_util.h"
@@ -114,6 +115,47 @@ TEST(HalfEltwiseCuda, SumProdMaxAndTheirBackward) {
         ref::eltwise_max_backward(n, K - 1, dy.exact.data(), arg_ref.data(), ref.data());
         EXPECT_EQ(widened(ctx, dx), ref);
       }
+    }
+  }
+}
+
+// The BLAS-1 maps: positive inputs, so that the float sums do not cancel and the error is relative:
+// one rounding of the output plus one 2^-24 per float operation.
+TEST(HalfMapsCuda, FillScaleAxpyAxpbyAdd) {
+  CREMA_REQUIRE_CUDA();
+  Context ctx(Device::cuda(0));
+  for (DType dtype : kHalves) {
+    for (int64_t n : {1, 7, 1023, 4099}) {
+      SCOPED_TRACE(std::string(dtype_name(dtype)) + " n=" + std::to_string(n));
+      Random rng(static_cast<uint64_t>(n) + 3);
+      const HalfInput x = half_input(ctx, rng, {n}, dtype, 0.5, 1.5);
+      const HalfInput y = half_input(ctx, rng, {n}, dtype, 0.5, 1.5);
+      const size_t count = static_cast<size_t>(n);
+      std::vector<double> ref(count);
+
+      Tensor t = testing::poisoned_as(ctx, {n}, dtype);
+      fill(ctx, t, 0.3f);
+      EXPECT_TRUE(within_one_rounding(widened(ctx, t), std::vector<double>(count, 0.3f), dtype));
+
+      t = testing::device_copy(ctx, x.host);
+      scale(ctx, -1.5f, t);
+      for (size_t e = 0; e < count; ++e) ref[e] = -1.5 * x.exact[e];
+      EXPECT_TRUE(within_one_rounding(widened(ctx, t), ref, dtype, kFloatUlp));
+
+      t = testing::device_copy(ctx, y.host);
+      axpy(ctx, 0.25f, x.device, t);
+      for (size_t e = 0; e < count; ++e) ref[e] = 0.25 * x.exact[e] + y.exact[e];
+      EXPECT_TRUE(within_one_rounding(widened(ctx, t), ref, dtype, 2 * kFloatUlp));
+
+      t = testing::device_copy(ctx, y.host);
+      axpby(ctx, 0.25f, x.device, 0.5f, t);
+      for (size_t e = 0; e < count; ++e) ref[e] = 0.25 * x.exact[e] + 0.5 * y.exact[e];
+      EXPECT_TRUE(within_one_rounding(widened(ctx, t), ref, dtype, 3 * kFloatUlp));
+
+      t = testing::poisoned_as(ctx, {n}, dtype);
+      add(ctx, x.device, y.device, t);
+      for (size_t e = 0; e < count; ++e) ref[e] = x.exact[e] + y.exact[e];
+      EXPECT_TRUE(within_one_rounding(widened(ctx, t), ref, dtype, kFloatUlp));
     }
   }
 }
