@@ -8,6 +8,7 @@
 // The arithmetic is float, rounded one operation at a time (__fmul_rn, __fadd_rn: no fused
 // multiply-add), as on the CPU; in bf16 and f16, y is rounded once per launch (once for K <= 8).
 #include <cmath>
+#include <initializer_list>
 
 #include "kernels/common/float16_cuda.cuh"
 #include "kernels/common/map_cuda.cuh"
