@@ -62,7 +62,24 @@ void write_pieces_atomic(const std::string& path,
 }
 
 const char* file_dtype(DType dtype) {
-  return dtype == DType::f32 ? "F32" : "F64";
+  switch (dtype) {
+    case DType::f32:
+      return "F32";
+    case DType::f64:
+      return "F64";
+    case DType::bf16:
+      return "BF16";
+    case DType::f16:
+      return "F16";
+  }
+  return "?";
+}
+
+// The dtype a tensor of the file's `dtype` keeps, when it is read as it is (not I64).
+DType kept_dtype(const std::string& dtype) {
+  if (dtype == "F32") return DType::f32;
+  if (dtype == "F64") return DType::f64;
+  return dtype == "BF16" ? DType::bf16 : DType::f16;
 }
 
 // Bytes per element of the dtypes the reader accepts (0 for any other).
@@ -180,7 +197,7 @@ void save_safetensors(const std::string& path,
 }
 
 std::vector<std::pair<std::string, Tensor>> load_safetensors(const std::string& path,
-                                                             Widened* widened) {
+                                                             Widened* widened, HalfTensors half) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error("cannot open '" + path + "'");
   in.seekg(0, std::ios::end);
@@ -232,8 +249,9 @@ std::vector<std::pair<std::string, Tensor>> load_safetensors(const std::string& 
   std::vector<std::pair<std::string, Tensor>> out;
   for (const Entry& e : entries) {
     in.seekg(std::streamoff(data_start + e.begin));
-    if (e.dtype == "F32" || e.dtype == "F64") {
-      Tensor t(e.shape, e.dtype == "F32" ? DType::f32 : DType::f64);
+    const bool is_half = e.dtype == "F16" || e.dtype == "BF16";
+    if (e.dtype == "F32" || e.dtype == "F64" || (is_half && half == HalfTensors::keep)) {
+      Tensor t(e.shape, kept_dtype(e.dtype));
       in.read(static_cast<char*>(t.raw()), std::streamsize(t.nbytes()));
       out.emplace_back(e.name, std::move(t));
     } else if (e.dtype == "I64") {

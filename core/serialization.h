@@ -23,18 +23,25 @@
 
 namespace crema {
 
-// Writes host tensors (F32 or F64) atomically, in the given order. Throws crema::Error when the
-// file cannot be written (the old file, if any, is then untouched).
+// Writes host tensors (F32, F64, BF16 or F16, each in its own dtype) atomically, in the given
+// order. Throws crema::Error when the file cannot be written (the old file, if any, is then
+// untouched).
 void save_safetensors(const std::string& path,
                       const std::vector<std::pair<std::string, Tensor>>& tensors);
 
+// What load_safetensors makes of F16 and BF16 tensors: f32 tensors for a net whose parameters
+// are f32 (widen, exact), or f16 and bf16 tensors with the file's bits (keep).
+enum class HalfTensors { widen, keep };
+
 // Reads every tensor onto the host, in file order. F32 and F64 tensors keep their dtype; I64
-// tensors (PyTorch's integer buffers such as bn1.num_batches_tracked), F16 and BF16 become F32,
-// and `widened` (when given) counts the F16 and BF16 ones. Any other dtype,
+// tensors (PyTorch's integer buffers such as bn1.num_batches_tracked) become F32; F16 and BF16
+// become F32 (`half` widen, the default; `widened`, when given, counts them) or stay F16 and BF16
+// (`half` keep: a save and load round trip is bit-exact). Any other dtype,
 // a truncated file, a header that is not JSON or is longer than the file, offsets that disagree
 // with a tensor's shape or overlap: crema::Error naming the file, the tensor and what is wrong.
 std::vector<std::pair<std::string, Tensor>> load_safetensors(const std::string& path,
-                                                             Widened* widened = nullptr);
+                                                             Widened* widened = nullptr,
+                                                             HalfTensors half = HalfTensors::widen);
 
 // Replaces `path` with `contents` atomically and durably (see above).
 void write_file_atomic(const std::string& path, const std::string& contents);

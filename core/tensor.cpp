@@ -116,31 +116,65 @@ void Tensor::copy_from(const Tensor& src) {
   }
 }
 
+namespace {
+
+float widen(double v) {
+  return float(v);
+}
+float widen(bf16_t v) {
+  return to_f32(v);
+}
+float widen(f16_t v) {
+  return to_f32(v);
+}
+
+template <class T>
+void widen_into(const T* p, std::vector<float>& out) {
+  for (size_t i = 0; i < out.size(); ++i) out[i] = widen(p[i]);
+}
+
+template <class T>
+void fill_with(T* p, int64_t n, T value) {
+  for (int64_t i = 0; i < n; ++i) p[i] = value;
+}
+
+}  // namespace
+
 std::vector<float> Tensor::to_vector() const {
-  std::vector<float> out(static_cast<size_t>(numel()));
   if (!device_.is_cpu()) {
-    CREMA_CHECK(dtype_ == DType::f32, "to_vector on " + description());
-    const gpu::DeviceGuard guard(device_.index);  // synchronous on this tensor's GPU
-    gpu::copy(out.data(), raw(), nbytes(), nullptr);
-    return out;
+    Tensor host(shape_, dtype_);
+    host.copy_from(*this);
+    return host.to_vector();
   }
-  if (dtype_ == DType::f32) {
-    if (!out.empty()) std::memcpy(out.data(), raw(), nbytes());
-  } else {
-    const double* p = data<double>();
-    for (size_t i = 0; i < out.size(); ++i) out[i] = float(p[i]);
+  std::vector<float> out(static_cast<size_t>(numel()));
+  switch (dtype_) {
+    case DType::f32:
+      if (!out.empty()) std::memcpy(out.data(), raw(), nbytes());
+      break;
+    case DType::f64:
+      widen_into(data<double>(), out);
+      break;
+    case DType::bf16:
+      widen_into(data<bf16_t>(), out);
+      break;
+    case DType::f16:
+      widen_into(data<f16_t>(), out);
+      break;
   }
   return out;
 }
 
 void Tensor::fill(float value) {
   CREMA_CHECK(device_.is_cpu(), "fill on " + description());
-  if (dtype_ == DType::f32) {
-    float* p = data<float>();
-    for (int64_t i = 0; i < numel(); ++i) p[i] = value;
-  } else {
-    double* p = data<double>();
-    for (int64_t i = 0; i < numel(); ++i) p[i] = value;
+  switch (dtype_) {
+    case DType::f32:
+      return fill_with(data<float>(), numel(), value);
+    case DType::f64:
+      return fill_with(data<double>(), numel(), double(value));
+    case DType::bf16:
+      return fill_with(data<bf16_t>(), numel(), to_bf16(value));
+    case DType::f16:
+      return fill_with(data<f16_t>(), numel(), to_f16(value));
   }
 }
 

@@ -1,8 +1,9 @@
 // Tensor: an n-dimensional array with a shape, a dtype and a device, over reference-counted
 // storage. Copying a Tensor shares the storage (like a PyTorch tensor); clone() copies the data.
 //
-// float32 is the training dtype; float64 exists for references and gradient checks on the CPU.
-// bf16 and f16 are named (dispatch and its messages carry them) but no op implements them yet.
+// float32 is the training dtype; float64 exists for references and gradient checks on the CPU;
+// bf16 and f16 (core/float16.h: bf16_t, f16_t) are storage for mixed precision, which the ops that
+// implement them widen to float to compute (kernels::cast converts between dtypes).
 // Element access goes through data<T>(), which checks that T matches the dtype.
 #pragma once
 
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "core/device.h"
+#include "core/float16.h"
 #include "core/shape.h"
 
 namespace crema {
@@ -26,9 +28,21 @@ const char* dtype_name(DType dtype);
 template <class T>
 DType dtype_of();
 template <>
-inline DType dtype_of<float>() { return DType::f32; }
+inline DType dtype_of<float>() {
+  return DType::f32;
+}
 template <>
-inline DType dtype_of<double>() { return DType::f64; }
+inline DType dtype_of<double>() {
+  return DType::f64;
+}
+template <>
+inline DType dtype_of<bf16_t>() {
+  return DType::bf16;
+}
+template <>
+inline DType dtype_of<f16_t>() {
+  return DType::f16;
+}
 
 class Tensor {
  public:
@@ -71,9 +85,11 @@ class Tensor {
   // True when both share storage.
   bool shares_storage(const Tensor& other) const { return storage_ == other.storage_; }
 
-  // The elements as floats on the host (a synchronous copy for device tensors): tests, scalars.
+  // The elements as floats on the host (a synchronous copy for device tensors; f64 rounded,
+  // bf16 and f16 widened exactly): tests, scalars.
   std::vector<float> to_vector() const;
-  // Host tensors only; device tensors are filled through Context::fill, on the stream.
+  // Host tensors only, every dtype (rounded to nearest even for bf16 and f16); device tensors are
+  // filled through Context::fill, on the stream.
   void fill(float value);
 
  private:

@@ -1,5 +1,6 @@
 // Pointwise activations, dispatch: checks the constants and the tensors once, then runs the path
-// for the device and dtype (float32: cpu:: or cuda::; float64 on the CPU: the reference).
+// for the device and dtype (float32: cpu:: or cuda::; bf16 and f16: cuda::; float64 on the CPU:
+// the reference).
 #include "kernels/activations/pointwise.h"
 
 #include <cmath>
@@ -79,12 +80,13 @@ void activation_forward(Context& ctx, const Activation& a, const Tensor& x, Tens
   check_constants(op, a);
   const DType dtype = x.dtype();
   check_tensors(ctx, op, x.shape(), dtype, {{"x", x}, {"y", y}});
-  dispatch(ctx, op, dtype,
-           on_cuda(DType::f32,
-                   [&](auto stream) {
-                     cuda::activation_forward(a, x.numel(), x.data<float>(), y.data<float>(),
-                                              cuda::PointwiseVersion::best, stream);
-                   }),
+  const auto gpu = [&](auto element, auto stream) {
+    using T = decltype(element);
+    cuda::activation_forward(a, x.numel(), x.data<T>(), y.data<T>(), cuda::PointwiseVersion::best,
+                             stream);
+  };
+  dispatch(ctx, op, dtype, on_cuda_typed<float>(gpu), on_cuda_typed<bf16_t>(gpu),
+           on_cuda_typed<f16_t>(gpu),
            on_cpu(DType::f32,
                   [&] {
                     cpu::activation_forward(a, x.numel(), x.data<float>(), y.data<float>(),
@@ -102,13 +104,13 @@ void activation_backward(Context& ctx, const Activation& a, const Tensor& saved,
   const char* saved_name = backward_reads(a.kind) == BackwardReads::output ? "y" : "x";
   const DType dtype = saved.dtype();
   check_tensors(ctx, op, saved.shape(), dtype, {{saved_name, saved}, {"dy", dy}, {"dx", dx}});
-  dispatch(ctx, op, dtype,
-           on_cuda(DType::f32,
-                   [&](auto stream) {
-                     cuda::activation_backward(a, saved.numel(), saved.data<float>(),
-                                               dy.data<float>(), dx.data<float>(),
-                                               cuda::PointwiseVersion::best, stream);
-                   }),
+  const auto gpu = [&](auto element, auto stream) {
+    using T = decltype(element);
+    cuda::activation_backward(a, saved.numel(), saved.data<T>(), dy.data<T>(), dx.data<T>(),
+                              cuda::PointwiseVersion::best, stream);
+  };
+  dispatch(ctx, op, dtype, on_cuda_typed<float>(gpu), on_cuda_typed<bf16_t>(gpu),
+           on_cuda_typed<f16_t>(gpu),
            on_cpu(DType::f32,
                   [&] {
                     cpu::activation_backward(a, saved.numel(), saved.data<float>(),

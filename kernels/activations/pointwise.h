@@ -86,17 +86,21 @@ void activation_backward(const Activation& a, int64_t n, const float* saved, con
 }  // namespace cpu
 
 namespace cuda {
-// scalar: one element per thread; vectorized: four per thread through float4 accesses (scalar
-// where a pointer is not 16-byte aligned). The same values, bit for bit, in both versions.
+// scalar: one element per thread; vectorized: 16 bytes per thread and access (4 floats, 8 bf16 or
+// f16; scalar where a pointer is not 16-byte aligned). The same values, bit for bit, in both
+// versions. T is float, bf16_t or f16_t: the functions compute in float, the output is rounded
+// once to T.
 enum class PointwiseVersion { scalar, vectorized, best = vectorized };
-void activation_forward(const Activation& a, int64_t n, const float* x, float* y,
-                        PointwiseVersion version, gpu::Stream stream);
-void activation_backward(const Activation& a, int64_t n, const float* saved, const float* dy,
-                         float* dx, PointwiseVersion version, gpu::Stream stream);
+template <class T>
+void activation_forward(const Activation& a, int64_t n, const T* x, T* y, PointwiseVersion version,
+                        gpu::Stream stream);
+template <class T>
+void activation_backward(const Activation& a, int64_t n, const T* saved, const T* dy, T* dx,
+                         PointwiseVersion version, gpu::Stream stream);
 }  // namespace cuda
 
-// Tensor level: tensors of one shape, float32 (or float64 on the CPU, which runs ref::), on the
-// context's device; the constants valid
+// Tensor level: tensors of one shape and dtype on the context's device (f32 on CPU and CUDA, f64
+// on the CPU, which runs ref::, bf16 and f16 on CUDA); the constants valid
 // (alpha >= 0, min <= max, all finite). Throws crema::Error naming the op and what is wrong.
 void activation_forward(Context& ctx, const Activation& a, const Tensor& x, Tensor& y);
 void activation_backward(Context& ctx, const Activation& a, const Tensor& saved, const Tensor& dy,

@@ -1,7 +1,9 @@
 // Pointwise activations, CUDA versions: elementwise maps (kernels/common/map_cuda.cuh), one
 // functor per activation and direction, picked by a switch on the host.
 //   PointwiseVersion::scalar      one element per thread and iteration of a grid-stride loop.
-//   PointwiseVersion::vectorized  four elements per thread through float4 loads and stores.
+//   PointwiseVersion::vectorized  16 bytes per thread and access (4 floats, 8 bf16 or f16).
+// Each is a template on the storage type T (float, bf16_t, f16_t): the functors compute in float,
+// the map widens the inputs and rounds the output once.
 // The functors use CUDA's full-precision expf, expm1f, tanhf and erff (within 2 ulp), not the
 // __expf-style intrinsics, so the results agree with the double reference to about 1e-7. GELU's
 // tanh form goes through sigmoid(2u), as on the CPU (pointwise_cpu.cpp says why).
@@ -131,8 +133,9 @@ struct MishBackward {  // from x
 
 }  // namespace
 
-void activation_forward(const Activation& a, int64_t n, const float* x, float* y,
-                        PointwiseVersion version, gpu::Stream stream) {
+template <class T>
+void activation_forward(const Activation& a, int64_t n, const T* x, T* y, PointwiseVersion version,
+                        gpu::Stream stream) {
   const bool vec = version == PointwiseVersion::vectorized;
   const char* what = "activation_forward";
   switch (a.kind) {
@@ -159,8 +162,9 @@ void activation_forward(const Activation& a, int64_t n, const float* x, float* y
   }
 }
 
-void activation_backward(const Activation& a, int64_t n, const float* saved, const float* dy,
-                         float* dx, PointwiseVersion version, gpu::Stream stream) {
+template <class T>
+void activation_backward(const Activation& a, int64_t n, const T* saved, const T* dy, T* dx,
+                         PointwiseVersion version, gpu::Stream stream) {
   const bool vec = version == PointwiseVersion::vectorized;
   const char* what = "activation_backward";
   switch (a.kind) {
@@ -186,5 +190,15 @@ void activation_backward(const Activation& a, int64_t n, const float* saved, con
       return detail::launch_map<2>(n, saved, dy, dx, MishBackward{}, vec, stream, what);
   }
 }
+
+#define CREMA_POINTWISE_INSTANTIATE(T)                                                            \
+  template void activation_forward<T>(const Activation&, int64_t, const T*, T*, PointwiseVersion, \
+                                      gpu::Stream);                                               \
+  template void activation_backward<T>(const Activation&, int64_t, const T*, const T*, T*,        \
+                                       PointwiseVersion, gpu::Stream);
+CREMA_POINTWISE_INSTANTIATE(float)
+CREMA_POINTWISE_INSTANTIATE(bf16_t)
+CREMA_POINTWISE_INSTANTIATE(f16_t)
+#undef CREMA_POINTWISE_INSTANTIATE
 
 }  // namespace crema::kernels::cuda

@@ -34,17 +34,20 @@ void relu_backward(int64_t n, const float* y, const float* dy, float* dx, float 
 }  // namespace cpu
 
 namespace cuda {
-// scalar: one element per thread; vectorized: four per thread through float4 accesses (scalar
-// where a pointer is not 16-byte aligned). Same values, bit for bit, as the CPU path.
+// scalar: one element per thread; vectorized: 16 bytes per thread and access (4 floats, 8 bf16 or
+// f16; scalar where a pointer is not 16-byte aligned). T is float, bf16_t or f16_t (compute in
+// float, one rounding per output). For float, the same values, bit for bit, as the CPU path.
 enum class ReluVersion { scalar, vectorized, best = vectorized };
-void relu_forward(int64_t n, const float* x, float* y, float negative_slope, ReluVersion version,
+template <class T>
+void relu_forward(int64_t n, const T* x, T* y, float negative_slope, ReluVersion version,
                   gpu::Stream stream);
-void relu_backward(int64_t n, const float* y, const float* dy, float* dx, float negative_slope,
+template <class T>
+void relu_backward(int64_t n, const T* y, const T* dy, T* dx, float negative_slope,
                    ReluVersion version, gpu::Stream stream);
 }  // namespace cuda
 
-// Tensor level: x and y (and y, dy, dx) of one shape, float32 (or float64 on the CPU, which runs
-// ref::), on the context's device. Throws
+// Tensor level: x and y (and y, dy, dx) of one shape and dtype on the context's device: f32 (CPU
+// and CUDA), f64 (CPU, which runs ref::), bf16 and f16 (CUDA). Throws
 // crema::Error naming the tensors otherwise, and in relu_backward for negative_slope < 0.
 void relu_forward(Context& ctx, const Tensor& x, Tensor& y, float negative_slope);
 void relu_backward(Context& ctx, const Tensor& y, const Tensor& dy, Tensor& dx,

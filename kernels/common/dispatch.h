@@ -55,6 +55,19 @@ CudaImpl<Run> on_cuda(DType dtype, Run run, Layout layout = Layout::nchw) {
   return {dtype, layout, std::move(run)};
 }
 
+// on_cuda for the element type T (float, bf16_t, f16_t): `run(T{}, stream)`, so that one generic
+// lambda serves every dtype an op's CUDA code is templated on:
+//   const auto gpu = [&](auto element, auto stream) {
+//     using T = decltype(element);
+//     cuda::relu_forward(n, x.data<T>(), y.data<T>(), ..., stream);
+//   };
+//   dispatch(ctx, op, dtype, on_cuda_typed<float>(gpu), on_cuda_typed<bf16_t>(gpu), ...);
+template <class T, class Run>
+auto on_cuda_typed(Run run, Layout layout = Layout::nchw) {
+  return on_cuda(
+      dtype_of<T>(), [run](auto stream) { run(T{}, stream); }, layout);
+}
+
 namespace detail {
 
 // "f32 nchw on cpu"

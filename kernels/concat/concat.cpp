@@ -1,5 +1,6 @@
 // Concat and slice, dispatch: checks that the parts fit the whole along the axis, then runs the
-// path for the device and dtype (float32: cpu:: or cuda::; float64 on the CPU: the reference).
+// path for the device and dtype (float32: cpu:: or cuda::; bf16 and f16: cuda::; float64 on the
+// CPU: the reference).
 #include "kernels/concat/concat.h"
 
 #include <string>
@@ -60,7 +61,6 @@ std::vector<T*> data_of(const std::vector<Part*>& parts) {
 
 void concat(Context& ctx, const std::vector<const Tensor*>& parts, int axis, Tensor& whole) {
   std::vector<int64_t> extents;
-  std::vector<const float*> pointers;
   for (size_t p = 0; p < parts.size(); ++p) {
     if (parts[p] == nullptr || !parts[p]->defined() || parts[p]->ndim() != whole.ndim() ||
         axis < 0 || axis >= whole.ndim()) {
@@ -73,13 +73,13 @@ void concat(Context& ctx, const std::vector<const Tensor*>& parts, int axis, Ten
   }
   const Geometry g = check_parts(ctx, "concat", whole, axis, extents, parts);
   const int num_parts = int(parts.size());
-  dispatch(ctx, "concat", whole.dtype(),
-           on_cuda(DType::f32,
-                   [&](auto stream) {
-                     cuda::concat(g.outer, g.inner, num_parts, extents.data(),
-                                  data_of<const float>(parts).data(), whole.data<float>(),
-                                  cuda::ConcatVersion::best, stream);
-                   }),
+  const auto gpu = [&](auto element, auto stream) {
+    using T = decltype(element);
+    cuda::concat(g.outer, g.inner, num_parts, extents.data(), data_of<const T>(parts).data(),
+                 whole.data<T>(), cuda::ConcatVersion::best, stream);
+  };
+  dispatch(ctx, "concat", whole.dtype(), on_cuda_typed<float>(gpu), on_cuda_typed<bf16_t>(gpu),
+           on_cuda_typed<f16_t>(gpu),
            on_cpu(DType::f32,
                   [&] {
                     cpu::concat(g.outer, g.inner, num_parts, extents.data(),
@@ -97,12 +97,13 @@ void slice(Context& ctx, const Tensor& whole, int axis, const std::vector<int64_
   const Geometry g = check_parts(ctx, "slice", whole, axis, extents,
                                  std::vector<const Tensor*>(parts.begin(), parts.end()));
   const int num_parts = int(parts.size());
-  dispatch(ctx, "slice", whole.dtype(),
-           on_cuda(DType::f32,
-                   [&](auto stream) {
-                     cuda::slice(g.outer, g.inner, num_parts, extents.data(), whole.data<float>(),
-                                 data_of<float>(parts).data(), cuda::ConcatVersion::best, stream);
-                   }),
+  const auto gpu = [&](auto element, auto stream) {
+    using T = decltype(element);
+    cuda::slice(g.outer, g.inner, num_parts, extents.data(), whole.data<T>(),
+                data_of<T>(parts).data(), cuda::ConcatVersion::best, stream);
+  };
+  dispatch(ctx, "slice", whole.dtype(), on_cuda_typed<float>(gpu), on_cuda_typed<bf16_t>(gpu),
+           on_cuda_typed<f16_t>(gpu),
            on_cpu(DType::f32,
                   [&] {
                     cpu::slice(g.outer, g.inner, num_parts, extents.data(), whole.data<float>(),

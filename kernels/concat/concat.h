@@ -40,17 +40,22 @@ void slice(int64_t outer, int64_t inner, int num_parts, const int64_t* extents, 
 }  // namespace cpu
 
 namespace cuda {
-// per_part: one launch per part, one element per thread; fused: up to kMaxFusedParts parts per
-// launch (blockIdx.y picks the part), the same per-element work in fewer launches.
+// per_part: one launch per part, one unit per thread; fused: up to kMaxFusedParts parts per
+// launch (blockIdx.y picks the part), the same per-unit work in fewer launches. A unit is the
+// widest of 16, 8, 4, 2, 1 bytes that every row and pointer allows (16 bytes: 4 floats, 8 bf16 or
+// f16). T is float, bf16_t or f16_t (a copy: any dtype of its size would do).
 enum class ConcatVersion { per_part, fused, best = fused };
 constexpr int kMaxFusedParts = 8;
+template <class T>
 void concat(int64_t outer, int64_t inner, int num_parts, const int64_t* extents,
-            const float* const* parts, float* whole, ConcatVersion version, gpu::Stream stream);
-void slice(int64_t outer, int64_t inner, int num_parts, const int64_t* extents, const float* whole,
-           float* const* parts, ConcatVersion version, gpu::Stream stream);
+            const T* const* parts, T* whole, ConcatVersion version, gpu::Stream stream);
+template <class T>
+void slice(int64_t outer, int64_t inner, int num_parts, const int64_t* extents, const T* whole,
+           T* const* parts, ConcatVersion version, gpu::Stream stream);
 }  // namespace cuda
 
-// Tensor level: float32 tensors (or float64 on the CPU, which runs ref::) on the context's device,
+// Tensor level: tensors of one dtype on the context's device (f32 on CPU and CUDA, f64 on the CPU,
+// which runs ref::, bf16 and f16 on CUDA),
 // all of one rank, whose extents agree except along `axis` (0 <= axis < rank), where the parts'
 // extents add up to the whole's. Throws crema::Error naming the part and the shapes otherwise.
 // slice takes the extents K_p explicitly, so that a part nobody wants may be null (skipped) and

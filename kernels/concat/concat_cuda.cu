@@ -1,13 +1,19 @@
-// Concat and slice, CUDA versions. Thread i of part p moves element i of the part, which is
-// element (o, j) = (i / row, i % row) of the part's rows of row = K_p * inner elements, to or from
+// Concat and slice, CUDA versions. Pure copies, so the element type is only a size: the tensors are
+// moved in units of the widest of 16, 8, 4, 2, 1 bytes that divides a row of `inner` elements and
+// every pointer's address (16 bytes: 4 floats or 8 bf16 / f16 per access), and inner is counted in
+// those units. Thread i of part p moves unit i of the part, which is unit (o, j) = (i / row,
+// i % row) of the part's rows of row = K_p * inner units, to or from
 // whole[o * K * inner + k_p * inner + j]: reads and writes are both coalesced.
 //   ConcatVersion::per_part  one launch per part.
 //   ConcatVersion::fused     up to kMaxFusedParts parts per launch, blockIdx.y picking the part:
 //                            the same work in P / 8 launches (a Concat of 4 bottoms: 1 launch,
 //                            not 4, which is what a small net's step time is made of).
 // 32-bit indices when the whole has at most 2^30 elements (cheaper division).
-#include "kernels/concat/concat.h"
+#include <type_traits>
+#include <vector>
+
 #include "kernels/common/map_cuda.cuh"
+#include "kernels/concat/concat.h"
 
 namespace crema::kernels::cuda {
 namespace {
@@ -74,16 +80,78 @@ void launch(int64_t outer, int64_t inner, int num_parts, const int64_t* extents,
   }
 }
 
+// The widest unit (16, 8, 4, 2 or 1 bytes) that divides `inner_bytes` and every pointer.
+int unit_bytes(int64_t inner_bytes, int num_parts, const void* const* parts, const void* whole) {
+  uintptr_t bits = uintptr_t(inner_bytes) | uintptr_t(whole);
+  for (int p = 0; p < num_parts; ++p) bits |= uintptr_t(parts[p]);
+  for (int unit = 16; unit > 1; unit /= 2) {
+    if (bits % uintptr_t(unit) == 0) return unit;
+  }
+  return 1;
+}
+
+// The same pointers as pointers to Unit (const as they were).
+template <class Unit, class Pointer>
+std::vector<Unit*> as_units(int num_parts, const Pointer* parts) {
+  std::vector<Unit*> units(size_t(num_parts), nullptr);
+  for (int p = 0; p < num_parts; ++p) units[size_t(p)] = reinterpret_cast<Unit*>(parts[p]);
+  return units;
+}
+
+// concat (kToWhole) or slice of `element_size`-byte elements, in the widest unit that fits.
+template <bool kToWhole, class Pointer, class WholePointer>
+void move_bytes(int64_t outer, int64_t inner, size_t element_size, int num_parts,
+                const int64_t* extents, const Pointer* parts, WholePointer whole,
+                ConcatVersion version, gpu::Stream stream, const char* what) {
+  const int64_t inner_bytes = inner * int64_t(element_size);
+  std::vector<const void*> addresses(parts, parts + num_parts);
+  const int unit = unit_bytes(inner_bytes, num_parts, addresses.data(), whole);
+  const auto run = [&](auto unit_value) {
+    using Unit = decltype(unit_value);
+    using PartUnit = std::conditional_t<kToWhole, const Unit, Unit>;
+    using WholeUnit = std::conditional_t<kToWhole, Unit, const Unit>;
+    const std::vector<PartUnit*> part_units = as_units<PartUnit>(num_parts, parts);
+    launch<kToWhole>(outer, inner_bytes / unit, num_parts, extents, part_units.data(),
+                     reinterpret_cast<WholeUnit*>(whole), version, stream, what);
+  };
+  switch (unit) {
+    case 16:
+      return run(uint4{});
+    case 8:
+      return run(uint2{});
+    case 4:
+      return run(uint32_t{});
+    case 2:
+      return run(uint16_t{});
+    default:
+      return run(uint8_t{});
+  }
+}
+
 }  // namespace
 
+template <class T>
 void concat(int64_t outer, int64_t inner, int num_parts, const int64_t* extents,
-            const float* const* parts, float* whole, ConcatVersion version, gpu::Stream stream) {
-  launch<true>(outer, inner, num_parts, extents, parts, whole, version, stream, "concat");
+            const T* const* parts, T* whole, ConcatVersion version, gpu::Stream stream) {
+  move_bytes<true>(outer, inner, sizeof(T), num_parts, extents, parts, whole, version, stream,
+                   "concat");
 }
 
-void slice(int64_t outer, int64_t inner, int num_parts, const int64_t* extents, const float* whole,
-           float* const* parts, ConcatVersion version, gpu::Stream stream) {
-  launch<false>(outer, inner, num_parts, extents, parts, whole, version, stream, "slice");
+template <class T>
+void slice(int64_t outer, int64_t inner, int num_parts, const int64_t* extents, const T* whole,
+           T* const* parts, ConcatVersion version, gpu::Stream stream) {
+  move_bytes<false>(outer, inner, sizeof(T), num_parts, extents, parts, whole, version, stream,
+                    "slice");
 }
+
+#define CREMA_CONCAT_INSTANTIATE(T)                                                   \
+  template void concat<T>(int64_t, int64_t, int, const int64_t*, const T* const*, T*, \
+                          ConcatVersion, gpu::Stream);                                \
+  template void slice<T>(int64_t, int64_t, int, const int64_t*, const T*, T* const*,  \
+                         ConcatVersion, gpu::Stream);
+CREMA_CONCAT_INSTANTIATE(float)
+CREMA_CONCAT_INSTANTIATE(bf16_t)
+CREMA_CONCAT_INSTANTIATE(f16_t)
+#undef CREMA_CONCAT_INSTANTIATE
 
 }  // namespace crema::kernels::cuda

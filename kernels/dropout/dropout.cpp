@@ -1,7 +1,7 @@
 // Dropout, dispatch: checks the tensors, the ratio and the step counter once, then runs the path
-// for the device and dtype (float32: cpu:: or cuda::; float64 on the CPU: the reference). On the
-// CPU the counter is host memory, read and advanced here; on a GPU it is advanced and read by
-// kernels, so nothing waits for the device.
+// for the device and dtype (float32: cpu:: or cuda::; bf16, f16: cuda::; float64 on the CPU: the
+// reference). On the CPU the counter is host memory, read and advanced here; on a GPU it is
+// advanced and read by kernels, so nothing waits for the device.
 #include "kernels/dropout/dropout.h"
 
 #include <cstring>
@@ -55,14 +55,15 @@ void dropout_forward(Context& ctx, const Tensor& x, Tensor& y, float ratio, uint
   const DType dtype = x.dtype();
   check_tensors(ctx, op, x.shape(), dtype, {{"x", x}, {"y", y}});
   check_mask(ctx, op, ratio, step);
-  dispatch(ctx, op, dtype,
-           on_cuda(DType::f32,
-                   [&](auto stream) {
-                     uint64_t* counter = static_cast<uint64_t*>(step.raw());
-                     cuda::dropout_advance(counter, stream);
-                     cuda::dropout_forward(x.numel(), x.data<float>(), y.data<float>(), ratio, seed,
-                                           counter, cuda::DropoutVersion::best, stream);
-                   }),
+  const auto gpu = [&](auto element, auto stream) {
+    using T = decltype(element);
+    uint64_t* counter = static_cast<uint64_t*>(step.raw());
+    cuda::dropout_advance(counter, stream);
+    cuda::dropout_forward(x.numel(), x.data<T>(), y.data<T>(), ratio, seed, counter,
+                          cuda::DropoutVersion::best, stream);
+  };
+  dispatch(ctx, op, dtype, on_cuda_typed<float>(gpu), on_cuda_typed<bf16_t>(gpu),
+           on_cuda_typed<f16_t>(gpu),
            on_cpu(DType::f32,
                   [&] {
                     cpu::dropout_forward(x.numel(), x.data<float>(), y.data<float>(), ratio, seed,
@@ -80,13 +81,14 @@ void dropout_backward(Context& ctx, const Tensor& dy, Tensor& dx, float ratio, u
   const DType dtype = dy.dtype();
   check_tensors(ctx, op, dy.shape(), dtype, {{"dy", dy}, {"dx", dx}});
   check_mask(ctx, op, ratio, step);
-  dispatch(ctx, op, dtype,
-           on_cuda(DType::f32,
-                   [&](auto stream) {
-                     cuda::dropout_backward(dy.numel(), dy.data<float>(), dx.data<float>(), ratio,
-                                            seed, static_cast<const uint64_t*>(step.raw()),
-                                            cuda::DropoutVersion::best, stream);
-                   }),
+  const auto gpu = [&](auto element, auto stream) {
+    using T = decltype(element);
+    cuda::dropout_backward(dy.numel(), dy.data<T>(), dx.data<T>(), ratio, seed,
+                           static_cast<const uint64_t*>(step.raw()), cuda::DropoutVersion::best,
+                           stream);
+  };
+  dispatch(ctx, op, dtype, on_cuda_typed<float>(gpu), on_cuda_typed<bf16_t>(gpu),
+           on_cuda_typed<f16_t>(gpu),
            on_cpu(DType::f32,
                   [&] {
                     cpu::dropout_backward(dy.numel(), dy.data<float>(), dx.data<float>(), ratio,

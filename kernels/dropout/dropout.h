@@ -60,15 +60,18 @@ void stochastic_depth(int64_t rows, int64_t row_size, const float* in, float* ou
 }  // namespace cpu
 
 namespace cuda {
-// scalar: one element per thread; vectorized: four per thread through float4 accesses (scalar
-// where a pointer is not 16-byte aligned). Bit for bit the reference's. `step` points at the
-// counter in device memory; dropout_advance adds one to it (one thread).
+// scalar: one element per thread; vectorized: 16 bytes per thread and access (4 floats, 8 bf16
+// or f16; scalar where a pointer is not 16-byte aligned). T is float (bit for bit the
+// reference's), bf16_t or f16_t (the same mask, the kept value scaled in float and rounded once).
+// `step` points at the counter in device memory; dropout_advance adds one to it (one thread).
 enum class DropoutVersion { scalar, vectorized, best = vectorized };
 
 void dropout_advance(uint64_t* step, gpu::Stream stream);
-void dropout_forward(int64_t n, const float* x, float* y, float ratio, uint64_t seed,
-                     const uint64_t* step, DropoutVersion version, gpu::Stream stream);
-void dropout_backward(int64_t n, const float* dy, float* dx, float ratio, uint64_t seed,
+template <class T>
+void dropout_forward(int64_t n, const T* x, T* y, float ratio, uint64_t seed, const uint64_t* step,
+                     DropoutVersion version, gpu::Stream stream);
+template <class T>
+void dropout_backward(int64_t n, const T* dy, T* dx, float ratio, uint64_t seed,
                       const uint64_t* step, DropoutVersion version, gpu::Stream stream);
 // Blocks along the row (float4 accesses where row_size % 4 == 0 and both pointers are 16-byte
 // aligned) times rows; each thread hashes its row once; a dropped row is written without being
@@ -83,8 +86,9 @@ Tensor dropout_step_counter(Context& ctx);
 // The counter's value (synchronous: tests and logs).
 uint64_t dropout_step_value(const Tensor& step);
 
-// Tensor level: x and y (dy and dx) of one shape, float32 (or float64 on the CPU, which runs
-// ref::), on the context's device; `step` from
+// Tensor level: x and y (dy and dx) of one shape and dtype on the context's device (f32 on CPU
+// and CUDA, f64 on the CPU, which runs ref::, bf16 and f16 on CUDA; stochastic depth f32 and
+// f64 only); `step` from
 // dropout_step_counter. The forward first advances the step, then applies its mask; the backward
 // applies the mask of the current step (the last forward's). Throws crema::Error naming the
 // tensors when they do not fit, and for a ratio outside [0, 1).

@@ -2,12 +2,16 @@
 // key itself (two hashes, once per thread), then one hash per element (dropout_hash.h: integer
 // arithmetic, the same bits as the CPU).
 //   DropoutVersion::scalar      one element per thread and iteration of a grid-stride loop.
-//   DropoutVersion::vectorized  four elements per thread through float4 loads and stores when
-//       both pointers are 16-byte aligned, the n % 4 tail by the first threads of block 0.
+//   DropoutVersion::vectorized  16 bytes per thread through vector loads and stores (4 floats,
+//       8 bf16 or f16) when both pointers are 16-byte aligned, the tail by the first threads of
+//       block 0.
+// Both are templates on the storage type (float, bf16_t, f16_t): the kept value is scaled in
+// float and rounded once.
 // dropout_advance is a one-thread kernel: the forward's mask kernel cannot advance the counter
 // itself, since its other blocks may read the counter after any given thread has written it.
 #include <algorithm>
 
+#include "kernels/common/float16_cuda.cuh"
 #include "kernels/common/launch.h"
 #include "kernels/dropout/dropout.h"
 #include "kernels/dropout/dropout_hash.h"
@@ -36,39 +40,43 @@ __global__ void advance(uint64_t* step) {
   *step += 1;
 }
 
-__global__ void mask_scalar(int64_t n, const float* in, float* out, Mask m) {
+template <class T>
+__global__ void mask_scalar(int64_t n, const T* in, T* out, Mask m) {
   const uint64_t key = dropout_hash::key(m.seed, *m.step);
   for (int64_t i = blockIdx.x * int64_t(kThreads) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * kThreads) {
-    out[i] = m(key, i, in[i]);
+    out[i] = from_float<T>(m(key, i, to_float(in[i])));
   }
 }
 
-__global__ void mask_vectorized(int64_t n, const float* in, float* out, Mask m) {
+template <class T>
+__global__ void mask_vectorized(int64_t n, const T* in, T* out, Mask m) {
+  constexpr int V = kPerVector<T>;
   const uint64_t key = dropout_hash::key(m.seed, *m.step);
-  const int64_t n4 = n / 4;
-  for (int64_t j = blockIdx.x * int64_t(kThreads) + threadIdx.x; j < n4;
+  const int64_t nv = n / V;
+  for (int64_t j = blockIdx.x * int64_t(kThreads) + threadIdx.x; j < nv;
        j += int64_t(gridDim.x) * kThreads) {
-    const float4 v = reinterpret_cast<const float4*>(in)[j];
-    const int64_t i = 4 * j;
-    reinterpret_cast<float4*>(out)[j] =
-        make_float4(m(key, i, v.x), m(key, i + 1, v.y), m(key, i + 2, v.z), m(key, i + 3, v.w));
+    float v[V];
+    load_floats(in, j * V, v);
+#pragma unroll
+    for (int k = 0; k < V; ++k) v[k] = m(key, j * V + k, v[k]);
+    store_floats(out, j * V, v);
   }
-  const int64_t tail = n - 4 * n4;  // 0 to 3 elements
+  const int64_t tail = n - V * nv;  // 0 to V - 1 elements
   if (blockIdx.x == 0 && int64_t(threadIdx.x) < tail) {
-    const int64_t i = 4 * n4 + threadIdx.x;
-    out[i] = m(key, i, in[i]);
+    const int64_t i = V * nv + threadIdx.x;
+    out[i] = from_float<T>(m(key, i, to_float(in[i])));
   }
 }
 
-void apply_mask(int64_t n, const float* in, float* out, float ratio, uint64_t seed,
-                const uint64_t* step, DropoutVersion version, gpu::Stream stream,
-                const char* what) {
+template <class T>
+void apply_mask(int64_t n, const T* in, T* out, float ratio, uint64_t seed, const uint64_t* step,
+                DropoutVersion version, gpu::Stream stream, const char* what) {
   if (n <= 0) return;
   const Mask m{dropout_hash::threshold(ratio), dropout_scale(ratio), seed, step};
   if (version == DropoutVersion::vectorized && aligned16(in) && aligned16(out)) {
-    mask_vectorized<<<blocks_for(n / 4, kThreads, kMaxBlocks), kThreads, 0, stream>>>(n, in, out,
-                                                                                      m);
+    mask_vectorized<<<blocks_for(n / kPerVector<T>, kThreads, kMaxBlocks), kThreads, 0, stream>>>(
+        n, in, out, m);
   } else {
     mask_scalar<<<blocks_for(n, kThreads, kMaxBlocks), kThreads, 0, stream>>>(n, in, out, m);
   }
@@ -125,14 +133,26 @@ void dropout_advance(uint64_t* step, gpu::Stream stream) {
   gpu::check_launch("dropout_advance");
 }
 
-void dropout_forward(int64_t n, const float* x, float* y, float ratio, uint64_t seed,
-                     const uint64_t* step, DropoutVersion version, gpu::Stream stream) {
+template <class T>
+void dropout_forward(int64_t n, const T* x, T* y, float ratio, uint64_t seed, const uint64_t* step,
+                     DropoutVersion version, gpu::Stream stream) {
   apply_mask(n, x, y, ratio, seed, step, version, stream, "dropout_forward");
 }
 
-void dropout_backward(int64_t n, const float* dy, float* dx, float ratio, uint64_t seed,
+template <class T>
+void dropout_backward(int64_t n, const T* dy, T* dx, float ratio, uint64_t seed,
                       const uint64_t* step, DropoutVersion version, gpu::Stream stream) {
   apply_mask(n, dy, dx, ratio, seed, step, version, stream, "dropout_backward");
 }
+
+#define CREMA_DROPOUT_INSTANTIATE(T)                                                         \
+  template void dropout_forward<T>(int64_t, const T*, T*, float, uint64_t, const uint64_t*,  \
+                                   DropoutVersion, gpu::Stream);                             \
+  template void dropout_backward<T>(int64_t, const T*, T*, float, uint64_t, const uint64_t*, \
+                                    DropoutVersion, gpu::Stream);
+CREMA_DROPOUT_INSTANTIATE(float)
+CREMA_DROPOUT_INSTANTIATE(bf16_t)
+CREMA_DROPOUT_INSTANTIATE(f16_t)
+#undef CREMA_DROPOUT_INSTANTIATE
 
 }  // namespace crema::kernels::cuda

@@ -40,11 +40,12 @@ void fill(Context& ctx, Tensor& x, float value) {
   const DType dtype = x.dtype();
   check_tensor(ctx, "fill", "x", x, x.shape(), dtype);
   const int64_t n = x.numel();
-  dispatch(ctx, "fill", dtype,
-           on_cuda(DType::f32,
-                   [&](auto stream) {
-                     cuda::fill(n, value, x.data<float>(), cuda::MapVersion::best, stream);
-                   }),
+  const auto gpu = [&](auto element, auto stream) {
+    using T = decltype(element);
+    cuda::fill(n, value, x.data<T>(), cuda::MapVersion::best, stream);
+  };
+  dispatch(ctx, "fill", dtype, on_cuda_typed<float>(gpu), on_cuda_typed<bf16_t>(gpu),
+           on_cuda_typed<f16_t>(gpu),
            on_cpu(DType::f32, [&] { cpu::fill(n, value, x.data<float>(), ctx.num_threads()); }),
            on_cpu(DType::f64, [&] { ref::fill(n, double(value), x.data<double>()); }));
 }
@@ -53,11 +54,12 @@ void scale(Context& ctx, float alpha, Tensor& x) {
   const DType dtype = x.dtype();
   check_tensor(ctx, "scale", "x", x, x.shape(), dtype);
   const int64_t n = x.numel();
-  dispatch(ctx, "scale", dtype,
-           on_cuda(DType::f32,
-                   [&](auto stream) {
-                     cuda::scale(n, alpha, x.data<float>(), cuda::MapVersion::best, stream);
-                   }),
+  const auto gpu = [&](auto element, auto stream) {
+    using T = decltype(element);
+    cuda::scale(n, alpha, x.data<T>(), cuda::MapVersion::best, stream);
+  };
+  dispatch(ctx, "scale", dtype, on_cuda_typed<float>(gpu), on_cuda_typed<bf16_t>(gpu),
+           on_cuda_typed<f16_t>(gpu),
            on_cpu(DType::f32, [&] { cpu::scale(n, alpha, x.data<float>(), ctx.num_threads()); }),
            on_cpu(DType::f64, [&] { ref::scale(n, double(alpha), x.data<double>()); }));
 }
@@ -66,13 +68,13 @@ void axpy(Context& ctx, float alpha, const Tensor& x, Tensor& y) {
   const DType dtype = x.dtype();
   check_tensors(ctx, "axpy", x.shape(), dtype, {{"x", x}, {"y", y}});
   const int64_t n = x.numel();
+  const auto gpu = [&](auto element, auto stream) {
+    using T = decltype(element);
+    cuda::axpy(n, alpha, x.data<T>(), y.data<T>(), cuda::MapVersion::best, stream);
+  };
   dispatch(
-      ctx, "axpy", dtype,
-      on_cuda(DType::f32,
-              [&](auto stream) {
-                cuda::axpy(n, alpha, x.data<float>(), y.data<float>(), cuda::MapVersion::best,
-                           stream);
-              }),
+      ctx, "axpy", dtype, on_cuda_typed<float>(gpu), on_cuda_typed<bf16_t>(gpu),
+      on_cuda_typed<f16_t>(gpu),
       on_cpu(DType::f32,
              [&] { cpu::axpy(n, alpha, x.data<float>(), y.data<float>(), ctx.num_threads()); }),
       on_cpu(DType::f64, [&] { ref::axpy(n, double(alpha), x.data<double>(), y.data<double>()); }));
@@ -82,12 +84,12 @@ void axpby(Context& ctx, float alpha, const Tensor& x, float beta, Tensor& y) {
   const DType dtype = x.dtype();
   check_tensors(ctx, "axpby", x.shape(), dtype, {{"x", x}, {"y", y}});
   const int64_t n = x.numel();
-  dispatch(ctx, "axpby", dtype,
-           on_cuda(DType::f32,
-                   [&](auto stream) {
-                     cuda::axpby(n, alpha, x.data<float>(), beta, y.data<float>(),
-                                 cuda::MapVersion::best, stream);
-                   }),
+  const auto gpu = [&](auto element, auto stream) {
+    using T = decltype(element);
+    cuda::axpby(n, alpha, x.data<T>(), beta, y.data<T>(), cuda::MapVersion::best, stream);
+  };
+  dispatch(ctx, "axpby", dtype, on_cuda_typed<float>(gpu), on_cuda_typed<bf16_t>(gpu),
+           on_cuda_typed<f16_t>(gpu),
            on_cpu(DType::f32,
                   [&] {
                     cpu::axpby(n, alpha, x.data<float>(), beta, y.data<float>(), ctx.num_threads());
@@ -101,12 +103,12 @@ void add(Context& ctx, const Tensor& a, const Tensor& b, Tensor& out) {
   const DType dtype = a.dtype();
   check_tensors(ctx, "add", a.shape(), dtype, {{"a", a}, {"b", b}, {"out", out}});
   const int64_t n = a.numel();
-  dispatch(ctx, "add", dtype,
-           on_cuda(DType::f32,
-                   [&](auto stream) {
-                     cuda::add(n, a.data<float>(), b.data<float>(), out.data<float>(),
-                               cuda::MapVersion::best, stream);
-                   }),
+  const auto gpu = [&](auto element, auto stream) {
+    using T = decltype(element);
+    cuda::add(n, a.data<T>(), b.data<T>(), out.data<T>(), cuda::MapVersion::best, stream);
+  };
+  dispatch(ctx, "add", dtype, on_cuda_typed<float>(gpu), on_cuda_typed<bf16_t>(gpu),
+           on_cuda_typed<f16_t>(gpu),
            on_cpu(DType::f32,
                   [&] {
                     cpu::add(n, a.data<float>(), b.data<float>(), out.data<float>(),

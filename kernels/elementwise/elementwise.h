@@ -64,20 +64,26 @@ void accumulate_bias_rows(int64_t M, int64_t N, const float* dy, float* dbias, i
 }  // namespace cpu
 
 namespace cuda {
-// The maps (fill, scale, axpy, axpby, add): one element per thread, or four through float4
-// accesses (falling back to one where a pointer is not 16-byte aligned). See README.md.
+// The maps (fill, scale, axpy, axpby, add): one element per thread, or 16 bytes (4 floats, 8 bf16
+// or f16) through vector accesses (falling back to one where a pointer is not 16-byte aligned).
+// They are templates on the storage type T (float, bf16_t, f16_t): float arithmetic, the output
+// rounded once. See README.md.
 enum class MapVersion { scalar, vectorized, best = vectorized };
 // accumulate_bias_rows: one thread per column adding the rows in order (the CPU's order and bits),
 // or a block of 32 columns x 8 row groups whose group sums are added in a fixed tree.
 enum class BiasVersion { column_serial, row_groups, best = row_groups };
 
-void fill(int64_t n, float value, float* x, MapVersion version, gpu::Stream stream);
-void scale(int64_t n, float alpha, float* x, MapVersion version, gpu::Stream stream);
-void axpy(int64_t n, float alpha, const float* x, float* y, MapVersion version, gpu::Stream stream);
-void axpby(int64_t n, float alpha, const float* x, float beta, float* y, MapVersion version,
+template <class T>
+void fill(int64_t n, float value, T* x, MapVersion version, gpu::Stream stream);
+template <class T>
+void scale(int64_t n, float alpha, T* x, MapVersion version, gpu::Stream stream);
+template <class T>
+void axpy(int64_t n, float alpha, const T* x, T* y, MapVersion version, gpu::Stream stream);
+template <class T>
+void axpby(int64_t n, float alpha, const T* x, float beta, T* y, MapVersion version,
            gpu::Stream stream);
-void add(int64_t n, const float* a, const float* b, float* out, MapVersion version,
-         gpu::Stream stream);
+template <class T>
+void add(int64_t n, const T* a, const T* b, T* out, MapVersion version, gpu::Stream stream);
 // out[0] = float(the sum in double). `workspace` holds sum_workspace_bytes(n) bytes of device
 // memory (none for small n).
 size_t sum_workspace_bytes(int64_t n);
@@ -89,6 +95,7 @@ void accumulate_bias_rows(int64_t M, int64_t N, const float* dy, float* dbias, B
 }  // namespace cuda
 
 // Tensor level: float32 tensors on the context's device, or float64 on the CPU (the reference);
+// the maps (fill, scale, axpy, axpby, add) also bf16 and f16 on CUDA;
 // throws crema::Error naming the tensors when their shapes, dtypes or devices do not fit.
 void fill(Context& ctx, Tensor& x, float value);
 void scale(Context& ctx, float alpha, Tensor& x);

@@ -132,20 +132,23 @@ __global__ void accumulate_bias_rows_row_groups(int64_t M, int64_t N, const floa
 
 }  // namespace
 
-void fill(int64_t n, float value, float* x, MapVersion version, gpu::Stream stream) {
+template <class T>
+void fill(int64_t n, float value, T* x, MapVersion version, gpu::Stream stream) {
   launch_map<0>(n, nullptr, nullptr, x, Constant{value}, vectorized(version), stream, "fill");
 }
 
-void scale(int64_t n, float alpha, float* x, MapVersion version, gpu::Stream stream) {
+template <class T>
+void scale(int64_t n, float alpha, T* x, MapVersion version, gpu::Stream stream) {
   launch_map<1>(n, x, nullptr, x, Scaled{alpha}, vectorized(version), stream, "scale");
 }
 
-void axpy(int64_t n, float alpha, const float* x, float* y, MapVersion version,
-          gpu::Stream stream) {
+template <class T>
+void axpy(int64_t n, float alpha, const T* x, T* y, MapVersion version, gpu::Stream stream) {
   launch_map<2>(n, x, y, y, Axpy{alpha}, vectorized(version), stream, "axpy");
 }
 
-void axpby(int64_t n, float alpha, const float* x, float beta, float* y, MapVersion version,
+template <class T>
+void axpby(int64_t n, float alpha, const T* x, float beta, T* y, MapVersion version,
            gpu::Stream stream) {
   if (beta == 0.0f) {  // BLAS: y is write-only, its old contents (even NaN) are ignored
     launch_map<1>(n, x, nullptr, y, Scaled{alpha}, vectorized(version), stream, "axpby");
@@ -154,10 +157,21 @@ void axpby(int64_t n, float alpha, const float* x, float beta, float* y, MapVers
   launch_map<2>(n, x, y, y, Axpby{alpha, beta}, vectorized(version), stream, "axpby");
 }
 
-void add(int64_t n, const float* a, const float* b, float* out, MapVersion version,
-         gpu::Stream stream) {
+template <class T>
+void add(int64_t n, const T* a, const T* b, T* out, MapVersion version, gpu::Stream stream) {
   launch_map<2>(n, a, b, out, Sum{}, vectorized(version), stream, "add");
 }
+
+#define CREMA_MAPS_INSTANTIATE(T)                                                       \
+  template void fill<T>(int64_t, float, T*, MapVersion, gpu::Stream);                   \
+  template void scale<T>(int64_t, float, T*, MapVersion, gpu::Stream);                  \
+  template void axpy<T>(int64_t, float, const T*, T*, MapVersion, gpu::Stream);         \
+  template void axpby<T>(int64_t, float, const T*, float, T*, MapVersion, gpu::Stream); \
+  template void add<T>(int64_t, const T*, const T*, T*, MapVersion, gpu::Stream);
+CREMA_MAPS_INSTANTIATE(float)
+CREMA_MAPS_INSTANTIATE(bf16_t)
+CREMA_MAPS_INSTANTIATE(f16_t)
+#undef CREMA_MAPS_INSTANTIATE
 
 size_t sum_workspace_bytes(int64_t n) {
   return detail::reduce_workspace_bytes(detail::reduce_blocks(n, kSumPerThread));

@@ -1,5 +1,6 @@
 // Eltwise, dispatch: checks that every input has y's shape, then runs the path for the device and
-// dtype (float32: cpu:: or cuda::; float64 on the CPU: the reference, for gradient checks).
+// dtype (float32: cpu:: or cuda::; bf16 and f16: cuda::; float64 on the CPU: the reference, for
+// gradient checks).
 #include "kernels/elementwise/eltwise.h"
 
 #include <string>
@@ -38,6 +39,15 @@ void check_index(const char* op, int i, size_t K) {
   }
 }
 
+// argmax holds input indices in the tensors' dtype: exact up to 256 in bf16, 2048 in f16.
+void check_index_capacity(const char* op, int K, DType dtype) {
+  const int most = dtype == DType::bf16 ? 256 : (dtype == DType::f16 ? 2048 : 1 << 24);
+  if (K > most) {
+    throw Error(std::string(op) + ": " + std::to_string(K) + " inputs, but a " + dtype_name(dtype) +
+                " argmax holds input indices exactly only up to " + std::to_string(most));
+  }
+}
+
 }  // namespace
 
 void eltwise_sum(Context& ctx, const std::vector<const Tensor*>& x, const std::vector<float>& coeff,
@@ -51,12 +61,12 @@ void eltwise_sum(Context& ctx, const std::vector<const Tensor*>& x, const std::v
                 std::to_string(x.size()) + " inputs");
   }
   const int K = int(x.size());
-  dispatch(ctx, op, dtype,
-           on_cuda(DType::f32,
-                   [&](auto stream) {
-                     cuda::eltwise_sum(y.numel(), K, pointers<float>(x).data(), coeff.data(),
-                                       y.data<float>(), stream);
-                   }),
+  const auto gpu = [&](auto element, auto stream) {
+    using T = decltype(element);
+    cuda::eltwise_sum(y.numel(), K, pointers<T>(x).data(), coeff.data(), y.data<T>(), stream);
+  };
+  dispatch(ctx, op, dtype, on_cuda_typed<float>(gpu), on_cuda_typed<bf16_t>(gpu),
+           on_cuda_typed<f16_t>(gpu),
            on_cpu(DType::f32,
                   [&] {
                     cpu::eltwise_sum(y.numel(), K, pointers<float>(x).data(), coeff.data(),
@@ -74,12 +84,12 @@ void eltwise_prod(Context& ctx, const std::vector<const Tensor*>& x, Tensor& y) 
   check_tensor(ctx, op, "y", y, y.shape(), dtype);
   check_inputs(ctx, op, x, y.shape(), dtype);
   const int K = int(x.size());
-  dispatch(ctx, op, dtype,
-           on_cuda(DType::f32,
-                   [&](auto stream) {
-                     cuda::eltwise_prod(y.numel(), K, pointers<float>(x).data(), y.data<float>(),
-                                        stream);
-                   }),
+  const auto gpu = [&](auto element, auto stream) {
+    using T = decltype(element);
+    cuda::eltwise_prod(y.numel(), K, pointers<T>(x).data(), y.data<T>(), stream);
+  };
+  dispatch(ctx, op, dtype, on_cuda_typed<float>(gpu), on_cuda_typed<bf16_t>(gpu),
+           on_cuda_typed<f16_t>(gpu),
            on_cpu(DType::f32,
                   [&] {
                     cpu::eltwise_prod(y.numel(), K, pointers<float>(x).data(), y.data<float>(),
@@ -98,12 +108,13 @@ void eltwise_prod_backward(Context& ctx, const std::vector<const Tensor*>& x, in
   check_inputs(ctx, op, x, dy.shape(), dtype);
   check_index(op, i, x.size());
   const int K = int(x.size());
-  dispatch(ctx, op, dtype,
-           on_cuda(DType::f32,
-                   [&](auto stream) {
-                     cuda::eltwise_prod_backward(dy.numel(), K, pointers<float>(x).data(), i,
-                                                 dy.data<float>(), dx.data<float>(), stream);
-                   }),
+  const auto gpu = [&](auto element, auto stream) {
+    using T = decltype(element);
+    cuda::eltwise_prod_backward(dy.numel(), K, pointers<T>(x).data(), i, dy.data<T>(), dx.data<T>(),
+                                stream);
+  };
+  dispatch(ctx, op, dtype, on_cuda_typed<float>(gpu), on_cuda_typed<bf16_t>(gpu),
+           on_cuda_typed<f16_t>(gpu),
            on_cpu(DType::f32,
                   [&] {
                     cpu::eltwise_prod_backward(dy.numel(), K, pointers<float>(x).data(), i,
@@ -122,12 +133,13 @@ void eltwise_max(Context& ctx, const std::vector<const Tensor*>& x, Tensor& y, T
   check_tensors(ctx, op, y.shape(), dtype, {{"y", y}, {"argmax", argmax}});
   check_inputs(ctx, op, x, y.shape(), dtype);
   const int K = int(x.size());
-  dispatch(ctx, op, dtype,
-           on_cuda(DType::f32,
-                   [&](auto stream) {
-                     cuda::eltwise_max(y.numel(), K, pointers<float>(x).data(), y.data<float>(),
-                                       argmax.data<float>(), stream);
-                   }),
+  check_index_capacity(op, K, dtype);
+  const auto gpu = [&](auto element, auto stream) {
+    using T = decltype(element);
+    cuda::eltwise_max(y.numel(), K, pointers<T>(x).data(), y.data<T>(), argmax.data<T>(), stream);
+  };
+  dispatch(ctx, op, dtype, on_cuda_typed<float>(gpu), on_cuda_typed<bf16_t>(gpu),
+           on_cuda_typed<f16_t>(gpu),
            on_cpu(DType::f32,
                   [&] {
                     cpu::eltwise_max(y.numel(), K, pointers<float>(x).data(), y.data<float>(),
@@ -144,12 +156,12 @@ void eltwise_max_backward(Context& ctx, const Tensor& dy, const Tensor& argmax, 
   const DType dtype = dy.dtype();
   check_tensors(ctx, op, dy.shape(), dtype, {{"dy", dy}, {"argmax", argmax}, {"dx", dx}});
   if (i < 0) throw Error(std::string(op) + ": negative input index " + std::to_string(i));
-  dispatch(ctx, op, dtype,
-           on_cuda(DType::f32,
-                   [&](auto stream) {
-                     cuda::eltwise_max_backward(dy.numel(), i, dy.data<float>(),
-                                                argmax.data<float>(), dx.data<float>(), stream);
-                   }),
+  const auto gpu = [&](auto element, auto stream) {
+    using T = decltype(element);
+    cuda::eltwise_max_backward(dy.numel(), i, dy.data<T>(), argmax.data<T>(), dx.data<T>(), stream);
+  };
+  dispatch(ctx, op, dtype, on_cuda_typed<float>(gpu), on_cuda_typed<bf16_t>(gpu),
+           on_cuda_typed<f16_t>(gpu),
            on_cpu(DType::f32,
                   [&] {
                     cpu::eltwise_max_backward(dy.numel(), i, dy.data<float>(), argmax.data<float>(),

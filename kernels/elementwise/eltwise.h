@@ -51,24 +51,31 @@ void eltwise_max_backward(int64_t n, int i, const float* dy, const float* argmax
 }  // namespace cpu
 
 namespace cuda {
-// One version: one element per thread; the input pointers travel in the kernel's parameters,
-// kMaxInputsPerLaunch at a time (more inputs take more launches, each continuing from the
-// previous one's y, so the order of the operations is the reference's). See README.md.
+// One version, templated on the storage type T (float, bf16_t, f16_t; arithmetic in float): a
+// group of 16 bytes of each tensor per thread (one element where a pointer is not 16-byte
+// aligned); the input pointers travel in the kernel's parameters, kMaxInputsPerLaunch at a time
+// (more inputs take more launches, each continuing from the previous one's y, so the order of the
+// operations is the reference's; in bf16 and f16 each launch rounds y once). See README.md.
 constexpr int kMaxInputsPerLaunch = 8;
-void eltwise_sum(int64_t n, int K, const float* const* x, const float* coeff, float* y,
-                 gpu::Stream stream);
-void eltwise_prod(int64_t n, int K, const float* const* x, float* y, gpu::Stream stream);
-void eltwise_prod_backward(int64_t n, int K, const float* const* x, int i, const float* dy,
-                           float* dx, gpu::Stream stream);
-void eltwise_max(int64_t n, int K, const float* const* x, float* y, float* argmax,
-                 gpu::Stream stream);
-void eltwise_max_backward(int64_t n, int i, const float* dy, const float* argmax, float* dx,
+template <class T>
+void eltwise_sum(int64_t n, int K, const T* const* x, const float* coeff, T* y, gpu::Stream stream);
+template <class T>
+void eltwise_prod(int64_t n, int K, const T* const* x, T* y, gpu::Stream stream);
+template <class T>
+void eltwise_prod_backward(int64_t n, int K, const T* const* x, int i, const T* dy, T* dx,
+                           gpu::Stream stream);
+template <class T>
+void eltwise_max(int64_t n, int K, const T* const* x, T* y, T* argmax, gpu::Stream stream);
+template <class T>
+void eltwise_max_backward(int64_t n, int i, const T* dy, const T* argmax, T* dx,
                           gpu::Stream stream);
 }  // namespace cuda
 
-// Tensor level: float32 tensors of one shape on the context's device (float64 on the CPU: the
-// reference), at least one input, one
-// coefficient per input, 0 <= i < K. Throws crema::Error naming the tensor otherwise.
+// Tensor level: tensors of one shape and dtype on the context's device (f32 on CPU and CUDA; f64
+// on the CPU: the reference; bf16 and f16 on CUDA, where argmax holds the index in that dtype, so
+// eltwise_max takes at most 256 inputs in bf16 and 2048 in f16, the integers they hold exactly),
+// at least one input, one coefficient per input, 0 <= i < K. Throws crema::Error naming the
+// tensor otherwise.
 void eltwise_sum(Context& ctx, const std::vector<const Tensor*>& x, const std::vector<float>& coeff,
                  Tensor& y);
 void eltwise_prod(Context& ctx, const std::vector<const Tensor*>& x, Tensor& y);

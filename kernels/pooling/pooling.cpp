@@ -1,5 +1,6 @@
 // 2-D pooling, dispatch: checks the tensors and the geometry once, then runs the path for the
-// device and dtype (float32: cpu:: or cuda::; float64 on the CPU: the reference).
+// device and dtype (float32: cpu:: or cuda::; bf16 and f16: cuda::, with float32 argmax; float64
+// on the CPU: the reference).
 #include "kernels/pooling/pooling.h"
 
 #include <string>
@@ -38,6 +39,11 @@ void check_geometry(const char* op, const Pool2dGeometry& g, PoolMode mode) {
   pooling_detail::check_argmax_plane(op, mode, g.H, g.W);
 }
 
+// The dtype of max pooling's plane indices beside `dtype` tensors: f64 beside f64, else f32.
+DType index_dtype(DType dtype) {
+  return dtype == DType::f64 ? DType::f64 : DType::f32;
+}
+
 }  // namespace
 
 int64_t pool2d_output_extent(int64_t in, int64_t kernel, int64_t stride, int64_t pad,
@@ -60,13 +66,15 @@ void pool2d_forward(Context& ctx, const Pool2dGeometry& g, PoolMode mode, const 
   const DType dtype = x.dtype();
   check_tensor(ctx, op, "x", x, {g.N, g.C, g.H, g.W}, dtype);
   check_tensor(ctx, op, "y", y, {g.N, g.C, g.P, g.Q}, dtype);
-  pooling_detail::check_argmax(ctx, op, mode, argmax, {g.N, g.C, g.P, g.Q}, dtype, false);
-  dispatch(ctx, op, dtype,
-           on_cuda(DType::f32,
-                   [&](auto stream) {
-                     cuda::pool2d_forward(g, mode, x.data<float>(), y.data<float>(),
-                                          pooling_detail::indices_of<float>(argmax), stream);
-                   }),
+  pooling_detail::check_argmax(ctx, op, mode, argmax, {g.N, g.C, g.P, g.Q}, index_dtype(dtype),
+                               false);
+  const auto gpu = [&](auto element, auto stream) {
+    using T = decltype(element);
+    cuda::pool2d_forward(g, mode, x.data<T>(), y.data<T>(),
+                         pooling_detail::indices_of<float>(argmax), stream);
+  };
+  dispatch(ctx, op, dtype, on_cuda_typed<float>(gpu), on_cuda_typed<bf16_t>(gpu),
+           on_cuda_typed<f16_t>(gpu),
            on_cpu(DType::f32,
                   [&] {
                     cpu::pool2d_forward(g, mode, x.data<float>(), y.data<float>(),
@@ -86,14 +94,15 @@ void pool2d_backward(Context& ctx, const Pool2dGeometry& g, PoolMode mode, const
   const DType dtype = dy.dtype();
   check_tensor(ctx, op, "dy", dy, {g.N, g.C, g.P, g.Q}, dtype);
   check_tensor(ctx, op, "dx", dx, {g.N, g.C, g.H, g.W}, dtype);
-  pooling_detail::check_argmax(ctx, op, mode, argmax, {g.N, g.C, g.P, g.Q}, dtype, true);
-  dispatch(ctx, op, dtype,
-           on_cuda(DType::f32,
-                   [&](auto stream) {
-                     cuda::pool2d_backward(g, mode, dy.data<float>(),
-                                           pooling_detail::indices_of<float>(argmax),
-                                           dx.data<float>(), stream);
-                   }),
+  pooling_detail::check_argmax(ctx, op, mode, argmax, {g.N, g.C, g.P, g.Q}, index_dtype(dtype),
+                               true);
+  const auto gpu = [&](auto element, auto stream) {
+    using T = decltype(element);
+    cuda::pool2d_backward(g, mode, dy.data<T>(), pooling_detail::indices_of<float>(argmax),
+                          dx.data<T>(), stream);
+  };
+  dispatch(ctx, op, dtype, on_cuda_typed<float>(gpu), on_cuda_typed<bf16_t>(gpu),
+           on_cuda_typed<f16_t>(gpu),
            on_cpu(DType::f32,
                   [&] {
                     cpu::pool2d_backward(g, mode, dy.data<float>(),

@@ -70,16 +70,20 @@ namespace cuda {
 // Forward: one thread per output, its window read in row-major order. Backward: one thread per
 // input element, gathering dy from the windows that contain it (no atomics, so deterministic; the
 // same additions in the same order as the CPU path's scatter, so the same bits). One version
-// each; kernels/pooling/README.md says why.
-void pool2d_forward(const Pool2dGeometry& g, PoolMode mode, const float* x, float* y, float* argmax,
+// each; kernels/pooling/README.md says why. T is float, bf16_t or f16_t (compared and summed in
+// float, each output rounded once); argmax is float32 for all three.
+template <class T>
+void pool2d_forward(const Pool2dGeometry& g, PoolMode mode, const T* x, T* y, float* argmax,
                     gpu::Stream stream);
-void pool2d_backward(const Pool2dGeometry& g, PoolMode mode, const float* dy, const float* argmax,
-                     float* dx, gpu::Stream stream);
+template <class T>
+void pool2d_backward(const Pool2dGeometry& g, PoolMode mode, const T* dy, const float* argmax,
+                     T* dx, gpu::Stream stream);
 }  // namespace cuda
 
-// Tensor level: x [N,C,H,W], y [N,C,P,Q]; argmax [N,C,P,Q] float32 in max mode (may be null when
-// the indices are not needed), null in average mode. All float32 (or all float64 on the CPU,
-// which runs ref::) on the context's device.
+// Tensor level: x [N,C,H,W], y [N,C,P,Q]; argmax [N,C,P,Q] in max mode (may be null when the
+// indices are not needed), null in average mode. x, y (dy, dx) of one dtype on the context's
+// device: f32 (CPU and CUDA), f64 (the CPU, which runs ref::), bf16 or f16 (CUDA); argmax is f64
+// beside f64 tensors and f32 beside all others (bf16 cannot hold a plane's indices).
 // Throws crema::Error naming the tensors when shapes, dtypes, devices or the geometry are wrong.
 void pool2d_forward(Context& ctx, const Pool2dGeometry& g, PoolMode mode, const Tensor& x,
                     Tensor& y, Tensor* argmax);

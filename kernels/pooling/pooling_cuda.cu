@@ -12,6 +12,11 @@
 // average: dy[p, q] / window_size of every such window. The additions run in (p, q) row-major
 // order starting from 0, the order in which the CPU path's scatter reaches this element, so the
 // result is the same bits, and no two threads write one element: no atomics, deterministic.
+//
+// Both are templates on the storage type T of x, y, dy, dx (float, bf16_t, f16_t): values are
+// widened to float, compared and summed in float, and each output is rounded once (max pooling
+// and its backward without overlapping windows are exact). argmax stays float32 in every case.
+#include "kernels/common/float16_cuda.cuh"
 #include "kernels/common/map_cuda.cuh"
 #include "kernels/pooling/pooling.h"
 
@@ -42,40 +47,40 @@ __device__ inline int window_size(const Geometry& g, int h0, int h1, int w0, int
 }
 
 // Index: the type of flat element indices (int32 when the tensors allow it: cheaper division).
-template <class Index, PoolMode kMode>
-__global__ void pool_forward_kernel(Geometry g, Index total, const float* __restrict__ x,
-                                    float* __restrict__ y, float* __restrict__ argmax) {
+template <class Index, PoolMode kMode, class T>
+__global__ void pool_forward_kernel(Geometry g, Index total, const T* __restrict__ x,
+                                    T* __restrict__ y, float* __restrict__ argmax) {
   for (Index idx = blockIdx.x * Index(blockDim.x) + threadIdx.x; idx < total;
        idx += Index(gridDim.x) * blockDim.x) {
     const int q = int(idx % g.Q);
     const Index rest = idx / g.Q;
     const int p = int(rest % g.P);
     const Index plane = rest / g.P;
-    const float* xp = x + plane * g.H * g.W;  // [H, W]
+    const T* xp = x + plane * g.H * g.W;  // [H, W]
     // The window in padded coordinates, then clipped to the input.
     const int h0 = p * g.stride_h - g.pad_h, w0 = q * g.stride_w - g.pad_w;
     const int h1 = min(h0 + g.kernel_h, g.H + g.pad_h), w1 = min(w0 + g.kernel_w, g.W + g.pad_w);
     const int hs = max(h0, 0), he = min(h1, g.H), ws = max(w0, 0), we = min(w1, g.W);
     if constexpr (kMode == PoolMode::max) {
       int best = hs * g.W + ws;
-      float m = xp[best];
+      float m = to_float(xp[best]);
       for (int h = hs; h < he; ++h) {
         for (int w = ws; w < we; ++w) {
-          const float v = xp[h * g.W + w];
+          const float v = to_float(xp[h * g.W + w]);
           if (v > m || (isnan(v) && !isnan(m))) {  // larger, or the first NaN
             m = v;
             best = h * g.W + w;
           }
         }
       }
-      y[idx] = m;
+      y[idx] = from_float<T>(m);
       if (argmax != nullptr) argmax[idx] = float(best);
     } else {
       float sum = 0.0f;
       for (int h = hs; h < he; ++h) {
-        for (int w = ws; w < we; ++w) sum += xp[h * g.W + w];
+        for (int w = ws; w < we; ++w) sum += to_float(xp[h * g.W + w]);
       }
-      y[idx] = sum / float(window_size(g, h0, h1, w0, w1));
+      y[idx] = from_float<T>(sum / float(window_size(g, h0, h1, w0, w1)));
     }
   }
 }
@@ -87,9 +92,9 @@ __device__ inline void windows_containing(int at, int kernel, int stride, int pa
   last = min((at + pad) / stride + 1, outputs);
 }
 
-template <class Index, PoolMode kMode>
-__global__ void pool_backward_kernel(Geometry g, Index total, const float* __restrict__ dy,
-                                     const float* __restrict__ argmax, float* __restrict__ dx) {
+template <class Index, PoolMode kMode, class T>
+__global__ void pool_backward_kernel(Geometry g, Index total, const T* __restrict__ dy,
+                                     const float* __restrict__ argmax, T* __restrict__ dx) {
   for (Index idx = blockIdx.x * Index(blockDim.x) + threadIdx.x; idx < total;
        idx += Index(gridDim.x) * blockDim.x) {
     const int w = int(idx % g.W);
@@ -99,14 +104,14 @@ __global__ void pool_backward_kernel(Geometry g, Index total, const float* __res
     int p0, p1, q0, q1;
     windows_containing(h, g.kernel_h, g.stride_h, g.pad_h, g.P, p0, p1);
     windows_containing(w, g.kernel_w, g.stride_w, g.pad_w, g.Q, q0, q1);
-    const float* dyp = dy + plane * g.P * g.Q;  // [P, Q]
+    const T* dyp = dy + plane * g.P * g.Q;  // [P, Q]
     float acc = 0.0f;
     if constexpr (kMode == PoolMode::max) {
       const float* ap = argmax + plane * g.P * g.Q;
       const float me = float(h * g.W + w);
       for (int p = p0; p < p1; ++p) {
         for (int q = q0; q < q1; ++q) {
-          if (ap[p * g.Q + q] == me) acc += dyp[p * g.Q + q];
+          if (ap[p * g.Q + q] == me) acc += to_float(dyp[p * g.Q + q]);
         }
       }
     } else {
@@ -114,16 +119,16 @@ __global__ void pool_backward_kernel(Geometry g, Index total, const float* __res
         const int h0 = p * g.stride_h - g.pad_h, h1 = min(h0 + g.kernel_h, g.H + g.pad_h);
         for (int q = q0; q < q1; ++q) {
           const int w0 = q * g.stride_w - g.pad_w, w1 = min(w0 + g.kernel_w, g.W + g.pad_w);
-          acc += dyp[p * g.Q + q] / float(window_size(g, h0, h1, w0, w1));
+          acc += to_float(dyp[p * g.Q + q]) / float(window_size(g, h0, h1, w0, w1));
         }
       }
     }
-    dx[idx] = acc;
+    dx[idx] = from_float<T>(acc);
   }
 }
 
-template <class Index>
-void launch_forward(const Geometry& g, int64_t total, PoolMode mode, const float* x, float* y,
+template <class Index, class T>
+void launch_forward(const Geometry& g, int64_t total, PoolMode mode, const T* x, T* y,
                     float* argmax, gpu::Stream stream) {
   const int blocks = map_blocks(total);
   if (mode == PoolMode::max) {
@@ -136,9 +141,9 @@ void launch_forward(const Geometry& g, int64_t total, PoolMode mode, const float
   gpu::check_launch("pool2d_forward");
 }
 
-template <class Index>
-void launch_backward(const Geometry& g, int64_t total, PoolMode mode, const float* dy,
-                     const float* argmax, float* dx, gpu::Stream stream) {
+template <class Index, class T>
+void launch_backward(const Geometry& g, int64_t total, PoolMode mode, const T* dy,
+                     const float* argmax, T* dx, gpu::Stream stream) {
   const int blocks = map_blocks(total);
   if (mode == PoolMode::max) {
     pool_backward_kernel<Index, PoolMode::max>
@@ -152,28 +157,40 @@ void launch_backward(const Geometry& g, int64_t total, PoolMode mode, const floa
 
 }  // namespace
 
-void pool2d_forward(const Pool2dGeometry& g, PoolMode mode, const float* x, float* y, float* argmax,
+template <class T>
+void pool2d_forward(const Pool2dGeometry& g, PoolMode mode, const T* x, T* y, float* argmax,
                     gpu::Stream stream) {
   const int64_t total = g.N * g.C * g.P * g.Q;
   if (total == 0) return;
   const Geometry g32 = geometry32(g);
   if (detail::int32_indexable(total) && detail::int32_indexable(g.N * g.C * g.H * g.W)) {
-    launch_forward<int32_t>(g32, total, mode, x, y, argmax, stream);
+    launch_forward<int32_t, T>(g32, total, mode, x, y, argmax, stream);
   } else {
-    launch_forward<int64_t>(g32, total, mode, x, y, argmax, stream);
+    launch_forward<int64_t, T>(g32, total, mode, x, y, argmax, stream);
   }
 }
 
-void pool2d_backward(const Pool2dGeometry& g, PoolMode mode, const float* dy, const float* argmax,
-                     float* dx, gpu::Stream stream) {
+template <class T>
+void pool2d_backward(const Pool2dGeometry& g, PoolMode mode, const T* dy, const float* argmax,
+                     T* dx, gpu::Stream stream) {
   const int64_t total = g.N * g.C * g.H * g.W;
   if (total == 0) return;
   const Geometry g32 = geometry32(g);
   if (detail::int32_indexable(total) && detail::int32_indexable(g.N * g.C * g.P * g.Q)) {
-    launch_backward<int32_t>(g32, total, mode, dy, argmax, dx, stream);
+    launch_backward<int32_t, T>(g32, total, mode, dy, argmax, dx, stream);
   } else {
-    launch_backward<int64_t>(g32, total, mode, dy, argmax, dx, stream);
+    launch_backward<int64_t, T>(g32, total, mode, dy, argmax, dx, stream);
   }
 }
+
+#define CREMA_POOLING_INSTANTIATE(T)                                                            \
+  template void pool2d_forward<T>(const Pool2dGeometry&, PoolMode, const T*, T*, float*,        \
+                                  gpu::Stream);                                                 \
+  template void pool2d_backward<T>(const Pool2dGeometry&, PoolMode, const T*, const float*, T*, \
+                                   gpu::Stream);
+CREMA_POOLING_INSTANTIATE(float)
+CREMA_POOLING_INSTANTIATE(bf16_t)
+CREMA_POOLING_INSTANTIATE(f16_t)
+#undef CREMA_POOLING_INSTANTIATE
 
 }  // namespace crema::kernels::cuda

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -76,6 +77,63 @@ TEST(Safetensors, RoundTripKeepsNamesOrderShapesAndBits) {
   EXPECT_EQ(loaded[2].second.to_vector(), std::vector<float>{0.125f});
   EXPECT_EQ(loaded[3].second.shape(), (Shape{0, 4}));
   EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+}
+
+// bf16 and f16 tensors: every 16-bit pattern (NaN payloads too) written as BF16 / F16 and read
+// back bit for bit when kept; widened to f32, exactly, and counted, by default.
+TEST(Safetensors, Bf16AndF16RoundTripBitExact) {
+  Tensor b({256, 256}, DType::bf16), h({65536}, DType::f16);
+  for (uint32_t i = 0; i < 65536; ++i) {
+    b.data<bf16_t>()[i] = bf16_t{uint16_t(i)};
+    h.data<f16_t>()[i] = f16_t{uint16_t(65535 - i)};
+  }
+  const Tensor f = Tensor::from_vector({2}, {1.0f, 2.0f});
+  const std::string path = temp_path("half.safetensors");
+  save_safetensors(path, {{"b", b}, {"f", f}, {"h", h}});
+  const std::string bytes = read_bytes(path);
+  EXPECT_NE(bytes.find(R"("b":{"dtype":"BF16","shape":[256,256],"data_offsets":[0,131072]})"),
+            std::string::npos);
+  EXPECT_NE(bytes.find(R"("h":{"dtype":"F16","shape":[65536],"data_offsets":[131080,262152]})"),
+            std::string::npos);
+
+  Widened widened;
+  const auto kept = load_safetensors(path, &widened, HalfTensors::keep);
+  ASSERT_EQ(kept.size(), 3u);
+  EXPECT_EQ(kept[0].second.dtype(), DType::bf16);
+  EXPECT_EQ(kept[0].second.shape(), b.shape());
+  EXPECT_EQ(std::memcmp(kept[0].second.raw(), b.raw(), b.nbytes()), 0);
+  EXPECT_EQ(kept[1].second.dtype(), DType::f32);
+  EXPECT_EQ(kept[2].second.dtype(), DType::f16);
+  EXPECT_EQ(std::memcmp(kept[2].second.raw(), h.raw(), h.nbytes()), 0);
+  EXPECT_EQ(widened.text(), "");  // nothing was converted
+
+  const auto wide = load_safetensors(path, &widened);
+  EXPECT_EQ(wide[0].second.dtype(), DType::f32);
+  EXPECT_EQ(wide[2].second.dtype(), DType::f32);
+  const std::vector<float> bw = wide[0].second.to_vector(), hw = wide[2].second.to_vector();
+  for (uint32_t i = 0; i < 65536; ++i) {
+    const float bv = bf16_to_f32(uint16_t(i)), hv = f16_to_f32(uint16_t(65535 - i));
+    ASSERT_TRUE(bw[i] == bv || (std::isnan(bw[i]) && std::isnan(bv))) << i;
+    ASSERT_TRUE(hw[i] == hv || (std::isnan(hw[i]) && std::isnan(hv))) << i;
+  }
+  EXPECT_EQ(widened.text(), "converted 1 f16 and 1 bf16 tensors to f32");
+}
+
+TEST(Safetensors, Bf16LengthThatDisagreesWithTheShapeNamesTheTensor) {
+  const std::string path = temp_path("bf16len.safetensors");
+  write_bytes(path, make_file(R"({"w":{"dtype":"BF16","shape":[3,3],"data_offsets":[0,36]}})",
+                              std::string(36, 'x')));
+  EXPECT_NE(error_of(path).find("tensor 'w' (BF16 [3, 3]) needs 18 bytes but its data_offsets "
+                                "[0, 36] span 36"),
+            std::string::npos)
+      << error_of(path);
+  try {
+    load_safetensors(path, nullptr, HalfTensors::keep);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("tensor 'w' (BF16 [3, 3]) needs 18 bytes"),
+              std::string::npos);
+  }
 }
 
 TEST(Safetensors, WritesTheFormatByteForByte) {

@@ -79,7 +79,7 @@ TEST(Dispatch, RoutesARealOpToItsDoubleReference) {
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()),
               "relu_forward: no implementation for bf16 nchw on cpu (implemented: f32 nchw on "
-              "cuda, f32 nchw on cpu, f64 nchw on cpu)");
+              "cuda, bf16 nchw on cuda, f16 nchw on cuda, f32 nchw on cpu, f64 nchw on cpu)");
   }
 }
 
