@@ -25,7 +25,7 @@
 //   "<name>.running_var" (1), "<name>.num_batches_tracked" (0; one float).
 // Runs in place (top == bottom): the layer then keeps a copy of x for the backward.
 #include "kernels/batch_norm/batch_norm.h"
-#include "layers/key_error.h"
+#include "layers/batch_norm_keys.h"
 #include "layers/register_layers.h"
 
 namespace crema {
@@ -33,24 +33,7 @@ namespace {
 
 class BatchNormLayer final : public Layer {
  public:
-  explicit BatchNormLayer(const LayerSpec& spec) : Layer(spec) {
-    const ConfigNode& node = *spec.node;
-    eps_ = node.get<float>("eps", 1e-5f);
-    if (!(eps_ >= 0.0f)) {
-      fail_at_key(spec, "eps", "must not be negative, got " + std::to_string(eps_));
-    }
-    momentum_ = node.get<float>("momentum", 0.1f);
-    if (!(momentum_ >= 0.0f && momentum_ <= 1.0f)) {
-      fail_at_key(spec, "momentum", "must be in [0, 1], got " + std::to_string(momentum_));
-    }
-    const std::string mode = node.get<std::string>("mode", "spatial");
-    if (mode != "spatial" && mode != "per_activation") {
-      fail_at_key(spec, "mode", "must be spatial or per_activation, got '" + mode + "'");
-    }
-    per_activation_ = mode == "per_activation";
-    affine_ = node.get<bool>("affine", true);
-    use_global_stats_ = node.get<bool>("use_global_stats", spec.phase == Phase::test);
-  }
+  explicit BatchNormLayer(const LayerSpec& spec) : Layer(spec), keys_(read_batch_norm_keys(spec)) {}
 
   void setup(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top,
              Context& ctx) override {
@@ -59,8 +42,8 @@ class BatchNormLayer final : public Layer {
     channels_ = x.dim(1);
     // One statistic per channel, or per activation: x's shape without N.
     stats_shape_ =
-        per_activation_ ? Shape(x.shape().begin() + 1, x.shape().end()) : Shape{channels_};
-    if (affine_) {
+        keys_.per_activation ? Shape(x.shape().begin() + 1, x.shape().end()) : Shape{channels_};
+    if (keys_.affine) {
       add_param("weight", stats_shape_, ctx);
       ctx.fill(params_[0].value, 1.0f);
       add_param("bias", stats_shape_, ctx);
@@ -80,11 +63,11 @@ class BatchNormLayer final : public Layer {
       fail("input " + shape_str(x.shape()) + " must be [N, " + std::to_string(channels_) +
            ", ...] (the channels it was set up with)");
     }
-    if (per_activation_ && Shape(x.shape().begin() + 1, x.shape().end()) != stats_shape_) {
+    if (keys_.per_activation && Shape(x.shape().begin() + 1, x.shape().end()) != stats_shape_) {
       fail("input " + shape_str(x.shape()) + " must be [N] + " + shape_str(stats_shape_) +
            " (mode: per_activation keeps one statistic per activation it was set up with)");
     }
-    if (!use_global_stats_ && x.numel() / shape_numel(stats_shape_) < 2) {
+    if (!keys_.use_global_stats && x.numel() / shape_numel(stats_shape_) < 2) {
       fail("input " + shape_str(x.shape()) +
            " has one value per channel: batch statistics need more (PyTorch refuses this too)");
     }
@@ -102,23 +85,24 @@ class BatchNormLayer final : public Layer {
     if (top[0] == bottom[0]) ctx.copy(input_copy_, bottom[0]->value);
     const Tensor& x = input(bottom, top);
     Tensor& y = top[0]->value;
-    if (per_activation_) {
-      if (use_global_stats_) {
-        kernels::batch_norm_per_activation_forward_inference(ctx, x, gamma(), beta(),
-                                                             buffers_[0].value, buffers_[1].value,
-                                                             eps_, y, save_mean_, save_invstd_);
+    if (keys_.per_activation) {
+      if (keys_.use_global_stats) {
+        kernels::batch_norm_per_activation_forward_inference(
+            ctx, x, gamma(), beta(), buffers_[0].value, buffers_[1].value, keys_.eps, y, save_mean_,
+            save_invstd_);
       } else {
         kernels::batch_norm_per_activation_forward_training(
-            ctx, x, gamma(), beta(), eps_, momentum_, y, save_mean_, save_invstd_,
+            ctx, x, gamma(), beta(), keys_.eps, keys_.momentum, y, save_mean_, save_invstd_,
             buffers_[0].value, buffers_[1].value, buffers_[2].value);
       }
-    } else if (use_global_stats_) {
+    } else if (keys_.use_global_stats) {
       kernels::batch_norm_forward_inference(ctx, x, gamma(), beta(), buffers_[0].value,
-                                            buffers_[1].value, eps_, y, save_mean_, save_invstd_);
+                                            buffers_[1].value, keys_.eps, y, save_mean_,
+                                            save_invstd_);
     } else {
-      kernels::batch_norm_forward_training(ctx, x, gamma(), beta(), eps_, momentum_, y, save_mean_,
-                                           save_invstd_, buffers_[0].value, buffers_[1].value,
-                                           buffers_[2].value);
+      kernels::batch_norm_forward_training(ctx, x, gamma(), beta(), keys_.eps, keys_.momentum, y,
+                                           save_mean_, save_invstd_, buffers_[0].value,
+                                           buffers_[1].value, buffers_[2].value);
     }
   }
 
@@ -131,30 +115,35 @@ class BatchNormLayer final : public Layer {
   void backward(const std::vector<Blob*>& top, const std::vector<bool>& propagate_down,
                 const std::vector<Blob*>& bottom, Context& ctx) override {
     Tensor none;
-    Tensor& dgamma = affine_ && !params_[0].frozen() ? params_[0].grad : none;
-    Tensor& dbeta = affine_ && !params_[1].frozen() ? params_[1].grad : none;
+    Tensor& dgamma = keys_.affine && !params_[0].frozen() ? params_[0].grad : none;
+    Tensor& dbeta = keys_.affine && !params_[1].frozen() ? params_[1].grad : none;
     Tensor& dx = propagate_down[0] ? bottom[0]->grad : none;
     if (!dx.defined() && !dgamma.defined() && !dbeta.defined()) return;
-    (per_activation_ ? kernels::batch_norm_per_activation_backward : kernels::batch_norm_backward)(
-        ctx, input(bottom, top), top[0]->grad, gamma(), save_mean_, save_invstd_,
-        !use_global_stats_, dx, dgamma, dbeta);
+    (keys_.per_activation
+         ? kernels::batch_norm_per_activation_backward
+         : kernels::batch_norm_backward)(ctx, input(bottom, top), top[0]->grad, gamma(), save_mean_,
+                                         save_invstd_, !keys_.use_global_stats, dx, dgamma, dbeta);
   }
 
   // Inference with the running statistics (ONNX's BatchNormalization, training_mode 0).
   void export_graph(const LayerIO& io, GraphBuilder& g) const override {
-    if (!use_global_stats_) fail("use_global_stats: false in the test phase cannot be exported");
-    if (per_activation_) fail("mode: per_activation has no ONNX BatchNormalization to export to");
+    if (!keys_.use_global_stats) {
+      fail("use_global_stats: false in the test phase cannot be exported");
+    }
+    if (keys_.per_activation) {
+      fail("mode: per_activation has no ONNX BatchNormalization to export to");
+    }
     const std::string& top = io.top(0);
     const std::string scale =
-        affine_ ? g.weight(params_[0].name, params_[0].value)
-                : g.floats(top + "/ones", std::vector<float>(channels_, 1.0f), {channels_});
+        keys_.affine ? g.weight(params_[0].name, params_[0].value)
+                     : g.floats(top + "/ones", std::vector<float>(channels_, 1.0f), {channels_});
     const std::string shift =
-        affine_ ? g.weight(params_[1].name, params_[1].value)
-                : g.floats(top + "/zeros", std::vector<float>(channels_, 0.0f), {channels_});
+        keys_.affine ? g.weight(params_[1].name, params_[1].value)
+                     : g.floats(top + "/zeros", std::vector<float>(channels_, 0.0f), {channels_});
     g.node("BatchNormalization",
            {io.bottom(0), scale, shift, g.weight(buffers_[0].name, buffers_[0].value),
             g.weight(buffers_[1].name, buffers_[1].value)},
-           {top}, {{"epsilon", eps_}});
+           {top}, {{"epsilon", keys_.eps}});
   }
 
  private:
@@ -162,11 +151,10 @@ class BatchNormLayer final : public Layer {
   const Tensor& input(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top) const {
     return top[0] == bottom[0] ? input_copy_ : bottom[0]->value;
   }
-  const Tensor& gamma() const { return affine_ ? params_[0].value : no_tensor_; }
-  const Tensor& beta() const { return affine_ ? params_[1].value : no_tensor_; }
+  const Tensor& gamma() const { return keys_.affine ? params_[0].value : no_tensor_; }
+  const Tensor& beta() const { return keys_.affine ? params_[1].value : no_tensor_; }
 
-  float eps_, momentum_;
-  bool per_activation_, affine_, use_global_stats_;
+  BatchNormKeys keys_;
   int64_t channels_ = 0;
   Shape stats_shape_;               // [C], or x's shape without N (per_activation)
   Tensor save_mean_, save_invstd_;  // the statistics the last forward normalized with
