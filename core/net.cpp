@@ -33,8 +33,8 @@ Net::Net(const ConfigNode& model, Phase phase, int64_t batch_size, const LayerRe
     : model_(model), phase_(phase), batch_size_(batch_size) {
   if (batch_size_ <= 0) throw Error("batch size must be positive, got " + std::to_string(batch_size));
   std::vector<LayerSpec> specs = read_layer_specs(model_);
-  insert_splits(specs);
   fuse_layers(model_, specs);
+  insert_splits(specs);
   build(std::move(specs), registry, ctx);
   model_.check_no_unknown_keys("model");
 }

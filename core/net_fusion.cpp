@@ -12,9 +12,9 @@ bool contains(const std::vector<std::string>& names, const std::string& name) {
   return std::find(names.begin(), names.end(), name) != names.end();
 }
 
-// A layer from the config (not a Split the Net inserted) of this type, outside any loss.
+// A layer of this type, outside any loss.
 bool is_plain(const LayerSpec& spec, const char* type) {
-  return spec.node != nullptr && spec.type == type && !spec.node->has("loss_weight");
+  return spec.type == type && !spec.node->has("loss_weight");
 }
 
 // The layers after `producer` that read the version of `blob` it wrote: up to the first one that

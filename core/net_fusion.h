@@ -1,4 +1,4 @@
-// The Net's fusion pass: rewrites the layer list (after Splits are inserted, before any layer is
+// The Net's fusion pass: rewrites the layer list (before Splits are inserted and any layer is
 // made) so that a BatchNorm and the ReLU after it, or a BatchNorm, the residual Eltwise SUM and
 // the ReLU after that, run as one BatchNormReLU layer (layers/batch_norm_relu.cpp), one pass each
 // way instead of two or three (kernels/batch_norm/README.md counts the bytes).
@@ -7,11 +7,11 @@
 //   BatchNorm x -> t,  ReLU t -> t (in place)                        => BatchNormReLU [x] -> t
 //   BatchNorm x -> t,  Eltwise SUM [t, r] -> s (coefficients 1, r     => BatchNormReLU [x, r] -> s
 //     either side),  ReLU s -> s (in place)
-// where each intermediate version (t; s before the ReLU) is read by that next layer only: a
-// blob another layer reads (the Net's Split makes every shared one visible as such) keeps the
-// layers apart, and so do a ReLU that is not in place (its input stays observable), a leaky
-// ReLU, a product or maximum, other coefficients or bottom counts, a loss_weight, and BatchNorm's
-// per_activation mode. The outputs keep their names and values, bit for bit.
+// where each intermediate version (t; s before the ReLU) is read by that next layer only: a blob
+// another layer also reads keeps the layers apart, and so do a ReLU that is not in place (its
+// input stays observable), a leaky ReLU, a product or maximum, other coefficients or bottom
+// counts, a loss_weight, and BatchNorm's per_activation mode. The outputs keep their names and
+// values, bit for bit.
 //
 // The fused layer's spec is the BatchNorm's (its keys, so its parameters and buffers keep the
 // BatchNorm's names: checkpoints, .pth files, ONNX export and shared parameters see no change),
