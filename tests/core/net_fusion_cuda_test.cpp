@@ -1,8 +1,8 @@
 // The Net's fusion pass on the GPU: fused and unfused nets give the same bits forward and
-// backward, train and test (tests/core/net_fusion_check.h), at batch 1 and 2.
+// backward, train and test (tests/core/net_fusion_test_util.h), at batch 1 and 2.
 #include <gtest/gtest.h>
 
-#include "tests/core/net_fusion_check.h"
+#include "tests/core/net_fusion_test_util.h"
 #include "tests/support/cuda_test_util.h"
 
 namespace crema::testing {

@@ -11,7 +11,7 @@
 #include "core/error.h"
 #include "core/net.h"
 #include "layers/register_layers.h"
-#include "tests/core/net_fusion_check.h"
+#include "tests/core/net_fusion_test_util.h"
 #include "tests/support/error_text.h"
 
 namespace crema::testing {

@@ -6,7 +6,7 @@
 
 #include <cstring>
 
-#include "tests/kernels/batch_norm_relu_chain.h"
+#include "tests/kernels/batch_norm_relu_test_util.h"
 #include "tests/support/cuda_test_util.h"
 #include "tests/support/layer_parity.h"
 

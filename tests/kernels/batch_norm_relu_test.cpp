@@ -7,7 +7,7 @@
 
 #include <cmath>
 
-#include "tests/kernels/batch_norm_relu_chain.h"
+#include "tests/kernels/batch_norm_relu_test_util.h"
 #include "tests/support/error_text.h"
 
 namespace crema::testing {
@@ -39,7 +39,8 @@ TEST(BatchNormReluRef, MatchesTheFormulas) {
   const std::vector<float> dyf = random_values(size_t(count), -1.0f, 1.0f, 3);
   const std::vector<double> x(xf.begin(), xf.end()), r(rf.begin(), rf.end()),
       dy(dyf.begin(), dyf.end()), gamma{0.5, -1.25, 2.0}, beta{0.1, 0.0, -0.3};
-  std::vector<double> y(static_cast<size_t>(count)), mean(3), invstd(3), dx(static_cast<size_t>(count)), dr(static_cast<size_t>(count));
+  std::vector<double> y(static_cast<size_t>(count)), mean(3), invstd(3),
+      dx(static_cast<size_t>(count)), dr(static_cast<size_t>(count));
   std::vector<double> dgamma(3, 0.0), dbeta(3, 0.0);
   kernels::ref::batch_norm_relu_forward_training<double>(
       s, x.data(), r.data(), gamma.data(), beta.data(), 1e-5, 0.1, y.data(), nullptr, mean.data(),
