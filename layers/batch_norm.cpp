@@ -33,7 +33,14 @@ namespace {
 
 class BatchNormLayer final : public Layer {
  public:
-  explicit BatchNormLayer(const LayerSpec& spec) : Layer(spec), keys_(read_batch_norm_keys(spec)) {}
+  explicit BatchNormLayer(const LayerSpec& spec) : Layer(spec) {
+    const BatchNormKeys keys = read_batch_norm_keys(spec);  // shared with BatchNormReLU
+    eps_ = keys.eps;
+    momentum_ = keys.momentum;
+    per_activation_ = keys.per_activation;
+    affine_ = keys.affine;
+    use_global_stats_ = keys.use_global_stats;
+  }
 
   void setup(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top,
              Context& ctx) override {
@@ -42,8 +49,8 @@ class BatchNormLayer final : public Layer {
     channels_ = x.dim(1);
     // One statistic per channel, or per activation: x's shape without N.
     stats_shape_ =
-        keys_.per_activation ? Shape(x.shape().begin() + 1, x.shape().end()) : Shape{channels_};
-    if (keys_.affine) {
+        per_activation_ ? Shape(x.shape().begin() + 1, x.shape().end()) : Shape{channels_};
+    if (affine_) {
       add_param("weight", stats_shape_, ctx);
       ctx.fill(params_[0].value, 1.0f);
       add_param("bias", stats_shape_, ctx);
@@ -63,11 +70,11 @@ class BatchNormLayer final : public Layer {
       fail("input " + shape_str(x.shape()) + " must be [N, " + std::to_string(channels_) +
            ", ...] (the channels it was set up with)");
     }
-    if (keys_.per_activation && Shape(x.shape().begin() + 1, x.shape().end()) != stats_shape_) {
+    if (per_activation_ && Shape(x.shape().begin() + 1, x.shape().end()) != stats_shape_) {
       fail("input " + shape_str(x.shape()) + " must be [N] + " + shape_str(stats_shape_) +
            " (mode: per_activation keeps one statistic per activation it was set up with)");
     }
-    if (!keys_.use_global_stats && x.numel() / shape_numel(stats_shape_) < 2) {
+    if (!use_global_stats_ && x.numel() / shape_numel(stats_shape_) < 2) {
       fail("input " + shape_str(x.shape()) +
            " has one value per channel: batch statistics need more (PyTorch refuses this too)");
     }
@@ -85,24 +92,23 @@ class BatchNormLayer final : public Layer {
     if (top[0] == bottom[0]) ctx.copy(input_copy_, bottom[0]->value);
     const Tensor& x = input(bottom, top);
     Tensor& y = top[0]->value;
-    if (keys_.per_activation) {
-      if (keys_.use_global_stats) {
-        kernels::batch_norm_per_activation_forward_inference(
-            ctx, x, gamma(), beta(), buffers_[0].value, buffers_[1].value, keys_.eps, y, save_mean_,
-            save_invstd_);
+    if (per_activation_) {
+      if (use_global_stats_) {
+        kernels::batch_norm_per_activation_forward_inference(ctx, x, gamma(), beta(),
+                                                             buffers_[0].value, buffers_[1].value,
+                                                             eps_, y, save_mean_, save_invstd_);
       } else {
         kernels::batch_norm_per_activation_forward_training(
-            ctx, x, gamma(), beta(), keys_.eps, keys_.momentum, y, save_mean_, save_invstd_,
+            ctx, x, gamma(), beta(), eps_, momentum_, y, save_mean_, save_invstd_,
             buffers_[0].value, buffers_[1].value, buffers_[2].value);
       }
-    } else if (keys_.use_global_stats) {
+    } else if (use_global_stats_) {
       kernels::batch_norm_forward_inference(ctx, x, gamma(), beta(), buffers_[0].value,
-                                            buffers_[1].value, keys_.eps, y, save_mean_,
-                                            save_invstd_);
+                                            buffers_[1].value, eps_, y, save_mean_, save_invstd_);
     } else {
-      kernels::batch_norm_forward_training(ctx, x, gamma(), beta(), keys_.eps, keys_.momentum, y,
-                                           save_mean_, save_invstd_, buffers_[0].value,
-                                           buffers_[1].value, buffers_[2].value);
+      kernels::batch_norm_forward_training(ctx, x, gamma(), beta(), eps_, momentum_, y, save_mean_,
+                                           save_invstd_, buffers_[0].value, buffers_[1].value,
+                                           buffers_[2].value);
     }
   }
 
@@ -115,35 +121,30 @@ class BatchNormLayer final : public Layer {
   void backward(const std::vector<Blob*>& top, const std::vector<bool>& propagate_down,
                 const std::vector<Blob*>& bottom, Context& ctx) override {
     Tensor none;
-    Tensor& dgamma = keys_.affine && !params_[0].frozen() ? params_[0].grad : none;
-    Tensor& dbeta = keys_.affine && !params_[1].frozen() ? params_[1].grad : none;
+    Tensor& dgamma = affine_ && !params_[0].frozen() ? params_[0].grad : none;
+    Tensor& dbeta = affine_ && !params_[1].frozen() ? params_[1].grad : none;
     Tensor& dx = propagate_down[0] ? bottom[0]->grad : none;
     if (!dx.defined() && !dgamma.defined() && !dbeta.defined()) return;
-    (keys_.per_activation
-         ? kernels::batch_norm_per_activation_backward
-         : kernels::batch_norm_backward)(ctx, input(bottom, top), top[0]->grad, gamma(), save_mean_,
-                                         save_invstd_, !keys_.use_global_stats, dx, dgamma, dbeta);
+    (per_activation_ ? kernels::batch_norm_per_activation_backward : kernels::batch_norm_backward)(
+        ctx, input(bottom, top), top[0]->grad, gamma(), save_mean_, save_invstd_,
+        !use_global_stats_, dx, dgamma, dbeta);
   }
 
   // Inference with the running statistics (ONNX's BatchNormalization, training_mode 0).
   void export_graph(const LayerIO& io, GraphBuilder& g) const override {
-    if (!keys_.use_global_stats) {
-      fail("use_global_stats: false in the test phase cannot be exported");
-    }
-    if (keys_.per_activation) {
-      fail("mode: per_activation has no ONNX BatchNormalization to export to");
-    }
+    if (!use_global_stats_) fail("use_global_stats: false in the test phase cannot be exported");
+    if (per_activation_) fail("mode: per_activation has no ONNX BatchNormalization to export to");
     const std::string& top = io.top(0);
     const std::string scale =
-        keys_.affine ? g.weight(params_[0].name, params_[0].value)
-                     : g.floats(top + "/ones", std::vector<float>(channels_, 1.0f), {channels_});
+        affine_ ? g.weight(params_[0].name, params_[0].value)
+                : g.floats(top + "/ones", std::vector<float>(channels_, 1.0f), {channels_});
     const std::string shift =
-        keys_.affine ? g.weight(params_[1].name, params_[1].value)
-                     : g.floats(top + "/zeros", std::vector<float>(channels_, 0.0f), {channels_});
+        affine_ ? g.weight(params_[1].name, params_[1].value)
+                : g.floats(top + "/zeros", std::vector<float>(channels_, 0.0f), {channels_});
     g.node("BatchNormalization",
            {io.bottom(0), scale, shift, g.weight(buffers_[0].name, buffers_[0].value),
             g.weight(buffers_[1].name, buffers_[1].value)},
-           {top}, {{"epsilon", keys_.eps}});
+           {top}, {{"epsilon", eps_}});
   }
 
  private:
@@ -151,10 +152,11 @@ class BatchNormLayer final : public Layer {
   const Tensor& input(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top) const {
     return top[0] == bottom[0] ? input_copy_ : bottom[0]->value;
   }
-  const Tensor& gamma() const { return keys_.affine ? params_[0].value : no_tensor_; }
-  const Tensor& beta() const { return keys_.affine ? params_[1].value : no_tensor_; }
+  const Tensor& gamma() const { return affine_ ? params_[0].value : no_tensor_; }
+  const Tensor& beta() const { return affine_ ? params_[1].value : no_tensor_; }
 
-  BatchNormKeys keys_;
+  float eps_, momentum_;
+  bool per_activation_, affine_, use_global_stats_;
   int64_t channels_ = 0;
   Shape stats_shape_;               // [C], or x's shape without N (per_activation)
   Tensor save_mean_, save_invstd_;  // the statistics the last forward normalized with
