@@ -69,12 +69,37 @@ std::string short_name(const std::string& first, const std::string& name) {
   return name.substr(cut);
 }
 
+// A BatchNorm + ReLU in place on x would keep a copy of x for its backward (y overwrites it). When
+// x is written by a layer out of place and only the BatchNorm reads it, that layer writes it as
+// "<x>/bn_input" instead and the fused layer reads it there: no copy, no second buffer, and x
+// still names what it named (in place, the ReLU's output).
+void write_input_apart(std::vector<LayerSpec>& specs, const std::vector<bool>& removed, size_t i,
+                       std::set<std::string>& blobs, LayerSpec& fused) {
+  const std::string& x = specs[i].bottoms[0];
+  const std::string apart = x + "/bn_input";
+  if (blobs.count(apart) != 0) return;
+  for (size_t p = i; p-- > 0;) {
+    if (removed[p] || !contains(specs[p].tops, x)) continue;
+    if (contains(specs[p].bottoms, x) || readers(specs, removed, p, x) != std::vector<size_t>{i}) {
+      return;
+    }
+    *std::find(specs[p].tops.begin(), specs[p].tops.end(), x) = apart;
+    fused.bottoms[0] = apart;
+    blobs.insert(apart);
+    return;
+  }
+}
+
 }  // namespace
 
 void fuse_layers(const ConfigNode& model, std::vector<LayerSpec>& specs) {
   if (!model.get<bool>("fuse", true)) return;
-  std::set<std::string> names;
-  for (const LayerSpec& spec : specs) names.insert(spec.name);
+  std::set<std::string> names, blobs;  // layer names, blob names
+  for (const LayerSpec& spec : specs) {
+    names.insert(spec.name);
+    blobs.insert(spec.tops.begin(), spec.tops.end());
+    blobs.insert(spec.bottoms.begin(), spec.bottoms.end());
+  }
   std::vector<bool> removed(specs.size(), false);
   for (size_t i = 0; i < specs.size(); ++i) {
     const LayerSpec& bn = specs[i];
@@ -89,6 +114,7 @@ void fuse_layers(const ConfigNode& model, std::vector<LayerSpec>& specs) {
     std::vector<size_t> absorbed;  // the layers it replaces besides the BatchNorm
     if (is_relu_in_place(specs[*next], t)) {
       absorbed = {*next};
+      if (t == bn.bottoms[0]) write_input_apart(specs, removed, i, blobs, fused);
     } else if (is_residual_sum(specs[*next], t)) {
       const LayerSpec& sum = specs[*next];
       const std::optional<size_t> relu = only_reader(specs, removed, *next);

@@ -17,7 +17,10 @@
 // BatchNorm's names: checkpoints, .pth files, ONNX export and shared parameters see no change),
 // named after the layers it replaces: "layer1.0.bn3+add+relu3" (the later names without the
 // first's dotted prefix). The residual form sits where the Eltwise was (both its inputs exist
-// there). The absorbed ReLU and Eltwise keys are still checked for unknown keys.
+// there). The absorbed ReLU and Eltwise keys are still checked for unknown keys. A BatchNorm +
+// ReLU in place on x (as the zoo configs write them) would have to copy x for its backward; when
+// x comes out of place from one layer that only the BatchNorm reads, that layer writes it as
+// "<x>/bn_input" instead and the fused layer reads it from there (x still names the ReLU's output).
 //
 // `model.fuse: false` turns the pass off (default true).
 #pragma once

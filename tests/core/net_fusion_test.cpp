@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,38 @@ TEST(NetFusion, BatchNormThenReLU) {
   - {name: s.relu1, type: ReLU, bottom: data, top: data}
 )"),
             (Names{"s.bn1+relu1:BatchNormReLU"}));
+}
+
+// The fused layer's bottom names, by layer name.
+std::map<std::string, std::vector<std::string>> bottoms_of(const std::string& layers) {
+  Context ctx;
+  const ConfigNode model =
+      parse_config("inputs: {data: [3, 5, 5]}\nlayers:\n" + layers, "net.yaml");
+  Net net(model, Phase::train, 2, builtin_layers(), ctx);
+  std::map<std::string, std::vector<std::string>> out;
+  for (size_t i = 0; i < net.num_layers(); ++i) {
+    for (const Blob* b : net.layer_bottoms(i)) out[net.layer(i).name()].push_back(b->name);
+  }
+  return out;
+}
+
+// In place on a blob a convolution writes and only the BatchNorm reads: the convolution writes it
+// apart and the fused layer runs out of place (no copy of x); the name still holds the output.
+TEST(NetFusion, InPlaceInputWrittenApart) {
+  const std::string conv =
+      "  - {name: conv, type: Convolution, bottom: data, top: c, num_output: 3, kernel_size: 1}\n";
+  const std::string bn_relu = R"(
+  - {name: bn, type: BatchNorm, bottom: c, top: c}
+  - {name: relu, type: ReLU, bottom: c, top: c}
+  - {name: fc, type: InnerProduct, bottom: c, top: fc, num_output: 2}
+)";
+  auto apart = bottoms_of(conv + bn_relu);
+  EXPECT_EQ(apart["bn+relu"], (std::vector<std::string>{"c/bn_input"}));
+  EXPECT_EQ(apart["fc"], (std::vector<std::string>{"c"}));
+  // Written in place itself (by the Sigmoid): the fused layer stays in place (and copies x).
+  auto in_place =
+      bottoms_of(conv + "  - {name: sig, type: Sigmoid, bottom: c, top: c}\n" + bn_relu);
+  EXPECT_EQ(in_place["bn+relu"], (std::vector<std::string>{"c"}));
 }
 
 TEST(NetFusion, BatchNormAddReLU) {
