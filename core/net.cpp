@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/net_fusion.h"
 #include "core/shape.h"
 
 namespace crema {
@@ -32,6 +33,7 @@ Net::Net(const ConfigNode& model, Phase phase, int64_t batch_size, const LayerRe
     : model_(model), phase_(phase), batch_size_(batch_size) {
   if (batch_size_ <= 0) throw Error("batch size must be positive, got " + std::to_string(batch_size));
   std::vector<LayerSpec> specs = read_layer_specs(model_);
+  fuse_layers(model_, specs);
   insert_splits(specs);
   build(std::move(specs), registry, ctx);
   model_.check_no_unknown_keys("model");
@@ -233,7 +235,7 @@ void Net::share_named_params() {
   for (auto& layer : layers_) {
     const ConfigNode* node = layer->spec().node;
     for (Param& p : layer->params()) {
-      const std::string role = p.name.substr(layer->name().size() + 1);
+      const std::string role = p.name.substr(p.name.rfind('.') + 1);
       std::string share;
       if (node != nullptr && node->has("param") && node->at("param").has(role) &&
           node->at("param").at(role).has("name")) {

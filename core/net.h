@@ -9,7 +9,9 @@
 //       - {name: acc, type: Accuracy, bottom: [ip2, label], top: acc, phase: test}
 //
 // Construction does, in order:
-//   1. keeps the layers of this phase (a layer with `phase:` exists only in that phase);
+//   1. keeps the layers of this phase (a layer with `phase:` exists only in that phase), and fuses
+//      BatchNorm + ReLU and BatchNorm + Eltwise SUM + ReLU into one layer each where no other layer
+//      reads the blobs between them (core/net_fusion.h; `model.fuse: false` turns it off);
 //   2. inserts a Split layer after any blob that feeds several layers, so that each consumer has
 //      its own gradient and Split sums them (a consumer that was in place on the shared blob is
 //      then given its own top: in-place on a shared input would corrupt the other readers);

@@ -25,7 +25,7 @@
 //   "<name>.running_var" (1), "<name>.num_batches_tracked" (0; one float).
 // Runs in place (top == bottom): the layer then keeps a copy of x for the backward.
 #include "kernels/batch_norm/batch_norm.h"
-#include "layers/key_error.h"
+#include "layers/batch_norm_keys.h"
 #include "layers/register_layers.h"
 
 namespace crema {
@@ -34,22 +34,12 @@ namespace {
 class BatchNormLayer final : public Layer {
  public:
   explicit BatchNormLayer(const LayerSpec& spec) : Layer(spec) {
-    const ConfigNode& node = *spec.node;
-    eps_ = node.get<float>("eps", 1e-5f);
-    if (!(eps_ >= 0.0f)) {
-      fail_at_key(spec, "eps", "must not be negative, got " + std::to_string(eps_));
-    }
-    momentum_ = node.get<float>("momentum", 0.1f);
-    if (!(momentum_ >= 0.0f && momentum_ <= 1.0f)) {
-      fail_at_key(spec, "momentum", "must be in [0, 1], got " + std::to_string(momentum_));
-    }
-    const std::string mode = node.get<std::string>("mode", "spatial");
-    if (mode != "spatial" && mode != "per_activation") {
-      fail_at_key(spec, "mode", "must be spatial or per_activation, got '" + mode + "'");
-    }
-    per_activation_ = mode == "per_activation";
-    affine_ = node.get<bool>("affine", true);
-    use_global_stats_ = node.get<bool>("use_global_stats", spec.phase == Phase::test);
+    const BatchNormKeys keys = read_batch_norm_keys(spec);  // shared with BatchNormReLU
+    eps_ = keys.eps;
+    momentum_ = keys.momentum;
+    per_activation_ = keys.per_activation;
+    affine_ = keys.affine;
+    use_global_stats_ = keys.use_global_stats;
   }
 
   void setup(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top,

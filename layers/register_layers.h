@@ -15,6 +15,7 @@ void register_accuracy(LayerRegistry& registry);
 void register_activations(LayerRegistry& registry);  // ELU, Sigmoid, TanH, Clip, Swish/SiLU, GELU,
                                                      // Hardsigmoid, Hardswish, Mish
 void register_batch_norm(LayerRegistry& registry);
+void register_batch_norm_relu(LayerRegistry& registry);
 void register_concat(LayerRegistry& registry);
 void register_convolution(LayerRegistry& registry);
 void register_deconvolution(LayerRegistry& registry);

@@ -84,7 +84,8 @@ std::vector<std::string> batch_norm_overrides(const ConfigNode& root) {
 void apply_param_groups(const ConfigNode& solver, Net& net) {
   if (freeze_batch_norm(solver) == FreezeBatchNorm::all) {
     for (size_t i = 0; i < net.num_layers(); ++i) {
-      if (net.layer(i).type() != "BatchNorm") continue;
+      const std::string& type = net.layer(i).type();
+      if (type != "BatchNorm" && type != "BatchNormReLU") continue;  // fused: core/net_fusion.h
       for (Param& p : net.layer(i).params()) p.lr_mult = 0.0f;
     }
   }

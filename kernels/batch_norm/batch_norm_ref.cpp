@@ -1,8 +1,12 @@
 // Batch normalization, reference: the formulas of batch_norm.h, one channel at a time, the sums
-// in double. x[n, c, s] sits at (n * C + c) * S + s.
+// in double. x[n, c, s] sits at (n * C + c) * S + s. The fused forms of batch_norm_relu.h are
+// these functions followed (forward) or preceded (backward) by the add and the ReLU.
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "kernels/batch_norm/batch_norm.h"
+#include "kernels/batch_norm/batch_norm_relu.h"
 
 namespace crema::kernels::ref {
 namespace {
@@ -21,6 +25,21 @@ void normalize_channel(const BatchNormShape& s, int64_t c, const T* x, const T* 
       const int64_t j = at(s, n, c, i);
       y[j] = g * (x[j] - mean) * invstd + b;
     }
+  }
+}
+
+// The ReLU's input: the Eltwise SUM's (0 + z) + r, or z alone.
+template <class T>
+T relu_input(T z, const T* r, int64_t j) {
+  return r ? (T(0) + z) + r[j] : z;
+}
+
+// y = relu(y + r) in place, as the ReLU layer rounds it: v > 0 ? v : 0 * v.
+template <class T>
+void add_relu(int64_t count, const T* r, T* y) {
+  for (int64_t j = 0; j < count; ++j) {
+    const T v = relu_input(y[j], r, j);
+    y[j] = v > T(0) ? v : T(0) * v;
   }
 }
 
@@ -102,13 +121,66 @@ void batch_norm_backward(const BatchNormShape& s, const T* x, const T* dy, const
   }
 }
 
-#define CREMA_INSTANTIATE(T)                                                                  \
-  template void batch_norm_forward_training<T>(const BatchNormShape&, const T*, const T*,     \
-                                               const T*, T, T, T*, T*, T*, T*, T*, T*);       \
-  template void batch_norm_forward_inference<T>(const BatchNormShape&, const T*, const T*,    \
-                                                const T*, const T*, const T*, T, T*, T*, T*); \
-  template void batch_norm_backward<T>(const BatchNormShape&, const T*, const T*, const T*,   \
-                                       const T*, const T*, bool, T*, T*, T*);
+template <class T>
+void batch_norm_relu_forward_training(const BatchNormShape& s, const T* x, const T* r,
+                                      const T* gamma, const T* beta, T eps, T momentum, T* y,
+                                      T* x_copy, T* save_mean, T* save_invstd, T* running_mean,
+                                      T* running_var, T* num_batches_tracked) {
+  const int64_t count = s.N * s.C * s.S;
+  if (x_copy) std::copy(x, x + count, x_copy);
+  batch_norm_forward_training(s, x, gamma, beta, eps, momentum, y, save_mean, save_invstd,
+                              running_mean, running_var, num_batches_tracked);
+  add_relu(count, r, y);
+}
+
+template <class T>
+void batch_norm_relu_forward_inference(const BatchNormShape& s, const T* x, const T* r,
+                                       const T* gamma, const T* beta, const T* running_mean,
+                                       const T* running_var, T eps, T* y, T* x_copy, T* save_mean,
+                                       T* save_invstd) {
+  const int64_t count = s.N * s.C * s.S;
+  if (x_copy) std::copy(x, x + count, x_copy);
+  batch_norm_forward_inference(s, x, gamma, beta, running_mean, running_var, eps, y, save_mean,
+                               save_invstd);
+  add_relu(count, r, y);
+}
+
+// dv = dy where the ReLU's input (z recomputed as the forward rounded it) is positive, then the
+// batch norm's backward with dv.
+template <class T>
+void batch_norm_relu_backward(const BatchNormShape& s, const T* x, const T* r, const T* dy,
+                              const T* gamma, const T* beta, const T* save_mean,
+                              const T* save_invstd, bool batch_stats, T* dx, T* dr, T* dgamma,
+                              T* dbeta) {
+  std::vector<T> z(size_t(s.N * s.C * s.S));
+  for (int64_t c = 0; c < s.C; ++c) {
+    normalize_channel(s, c, x, gamma, beta, save_mean[c], save_invstd[c], z.data());
+  }
+  std::vector<T> dv(z.size());
+  for (size_t j = 0; j < z.size(); ++j) {
+    dv[j] = relu_input(z[j], r, int64_t(j)) > T(0) ? dy[j] : T(0) * dy[j];
+  }
+  if (dr) std::copy(dv.begin(), dv.end(), dr);
+  batch_norm_backward(s, x, dv.data(), gamma, save_mean, save_invstd, batch_stats, dx, dgamma,
+                      dbeta);
+}
+
+#define CREMA_INSTANTIATE(T)                                                                      \
+  template void batch_norm_forward_training<T>(const BatchNormShape&, const T*, const T*,         \
+                                               const T*, T, T, T*, T*, T*, T*, T*, T*);           \
+  template void batch_norm_forward_inference<T>(const BatchNormShape&, const T*, const T*,        \
+                                                const T*, const T*, const T*, T, T*, T*, T*);     \
+  template void batch_norm_backward<T>(const BatchNormShape&, const T*, const T*, const T*,       \
+                                       const T*, const T*, bool, T*, T*, T*);                     \
+  template void batch_norm_relu_forward_training<T>(const BatchNormShape&, const T*, const T*,    \
+                                                    const T*, const T*, T, T, T*, T*, T*, T*, T*, \
+                                                    T*, T*);                                      \
+  template void batch_norm_relu_forward_inference<T>(const BatchNormShape&, const T*, const T*,   \
+                                                     const T*, const T*, const T*, const T*, T,   \
+                                                     T*, T*, T*, T*);                             \
+  template void batch_norm_relu_backward<T>(const BatchNormShape&, const T*, const T*, const T*,  \
+                                            const T*, const T*, const T*, const T*, bool, T*, T*, \
+                                            T*, T*);
 CREMA_INSTANTIATE(float)
 CREMA_INSTANTIATE(double)
 #undef CREMA_INSTANTIATE

@@ -1,0 +1,112 @@
+// The fused batch norm + ReLU (+ residual) of batch_norm_relu.h on CUDA: split_channel's kernels
+// and the inference kernel (batch_norm_cuda.cuh) with the fused policies -- the forward stores
+// y = relu((0 + z) + r) (and the copy of x), the backward reads the gradient at z as dy masked by
+// the ReLU, z recomputed from x with the forward's expression, or as the dr its pass 1 stored.
+// The sums and the arithmetic around them are the plain kernels': the fused form gives the
+// unfused chain's bits. The add and the select round as the Eltwise SUM (__fadd_rn from 0) and
+// ReLU (x > 0 ? x : 0 * x) kernels do.
+#include "kernels/batch_norm/batch_norm_cuda.cuh"
+#include "kernels/batch_norm/batch_norm_relu.h"
+
+namespace crema::kernels::cuda {
+namespace {
+
+// y = relu((0 + z) + r) or relu(z), rounded as the Eltwise SUM and ReLU kernels round them; x
+// copied first (y may alias x).
+template <class T>
+struct StoreRelu {
+  const T* r;
+  T* y;
+  T* x_copy;
+  __device__ void operator()(int64_t j, float x, float z) const {
+    if (x_copy) x_copy[j] = T(x);
+    const float v = r ? __fadd_rn(__fadd_rn(0.0f, z), float(r[j])) : z;
+    y[j] = T(v > 0.0f ? v : __fmul_rn(0.0f, v));
+  }
+};
+
+// dv = dy where the ReLU's input, recomputed from x, is positive (0 * dy elsewhere, as ReLU's
+// backward); stored to dr when dr is given.
+template <class T>
+struct ReluGrad {
+  const T *dy, *r;
+  T* dr;
+  const float *gamma, *beta, *mean, *invstd;
+  struct Channel {
+    const T *dy, *r;
+    T* dr;
+    float mean, scale, shift;
+    __device__ float operator()(int64_t j, float x) const {
+      float v = normalized(x, mean, scale, shift);
+      if (r) v = __fadd_rn(__fadd_rn(0.0f, v), float(r[j]));
+      const float d = float(dy[j]);
+      const float g = v > 0.0f ? d : __fmul_rn(0.0f, d);
+      if (dr) dr[j] = T(g);
+      return g;
+    }
+  };
+  __device__ Channel channel(int64_t c) const {
+    return {dy, r, dr, mean[c], (gamma ? gamma[c] : 1.0f) * invstd[c], beta ? beta[c] : 0.0f};
+  }
+};
+
+}  // namespace
+
+template <class T>
+void batch_norm_relu_forward_training(const BatchNormShape& s, const T* x, const T* r,
+                                      const float* gamma, const float* beta, float eps,
+                                      float momentum, T* y, T* x_copy, float* save_mean,
+                                      float* save_invstd, float* running_mean, float* running_var,
+                                      float* num_batches_tracked, void* workspace,
+                                      gpu::Stream stream) {
+  if (s.C == 0) return;
+  const TrainingOutputs out{eps,          momentum,    save_mean,          save_invstd,
+                            running_mean, running_var, num_batches_tracked};
+  forward_training_split(s, x, gamma, beta, out, StoreRelu<T>{r, y, x_copy}, workspace, stream,
+                         "batch_norm_relu_forward_training");
+}
+
+template <class T>
+void batch_norm_relu_forward_inference(const BatchNormShape& s, const T* x, const T* r,
+                                       const float* gamma, const float* beta,
+                                       const float* running_mean, const float* running_var,
+                                       float eps, T* y, T* x_copy, float* save_mean,
+                                       float* save_invstd, gpu::Stream stream) {
+  forward_inference(s, x, gamma, beta, running_mean, running_var, eps, StoreRelu<T>{r, y, x_copy},
+                    save_mean, save_invstd, stream, "batch_norm_relu_forward_inference");
+}
+
+// Pass 1 stores dr (when wanted; it then runs even when no sum is needed) and pass 2 reads it
+// back; without dr both passes recompute the mask.
+template <class T>
+void batch_norm_relu_backward(const BatchNormShape& s, const T* x, const T* r, const T* dy,
+                              const float* gamma, const float* beta, const float* save_mean,
+                              const float* save_invstd, bool batch_stats, T* dx, T* dr,
+                              float* dgamma, float* dbeta, void* workspace, gpu::Stream stream) {
+  if (s.C == 0) return;
+  const BackwardOutputs out{batch_stats, gamma, save_mean, save_invstd, dgamma, dbeta};
+  const char* op = "batch_norm_relu_backward";
+  const ReluGrad<T> mask{dy, r, dr, gamma, beta, save_mean, save_invstd};
+  if (dr) {
+    backward_split(s, x, out, true, mask, LoadGrad<T>{dr}, dx, workspace, stream, op);
+  } else {
+    backward_split(s, x, out, batch_stats || dgamma || dbeta, mask, mask, dx, workspace, stream,
+                   op);
+  }
+}
+
+template void batch_norm_relu_forward_training<float>(const BatchNormShape&, const float*,
+                                                      const float*, const float*, const float*,
+                                                      float, float, float*, float*, float*, float*,
+                                                      float*, float*, float*, void*, gpu::Stream);
+template void batch_norm_relu_forward_inference<float>(const BatchNormShape&, const float*,
+                                                       const float*, const float*, const float*,
+                                                       const float*, const float*, float, float*,
+                                                       float*, float*, float*, gpu::Stream);
+template void batch_norm_relu_backward<float>(const BatchNormShape&, const float*, const float*,
+                                              const float*, const float*, const float*,
+                                              const float*, const float*, bool, float*, float*,
+                                              float*, float*, void*, gpu::Stream);
+
+}  // namespace crema::kernels::cuda
+
