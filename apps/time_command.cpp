@@ -123,6 +123,7 @@ TimeSummary time_command(const CommandOptions& options, std::ostream& out) {
     gpu::destroy_graph(graph);
   }
   kernels::save_algorithm_cache(s.algo_cache, ctx.algorithm_cache());
+  summary.peak_bytes = int64_t(ctx.allocator().peak_bytes());
 
   out << fmt::format("{} on {}, batch {}, {} iterations (milliseconds per iteration)\n", s.name,
                      ctx.device().str(), batch, options.iterations);
@@ -143,6 +144,9 @@ TimeSummary time_command(const CommandOptions& options, std::ostream& out) {
     out << fmt::format("training step, CUDA graph: {:.4f} ms ({:.0f} img/s)\n", summary.graph_step_ms,
                        double(batch) / summary.graph_step_ms * 1e3);
   }
+  out << fmt::format("memory: {:.1f} MiB at the peak on {} ({})\n",
+                     double(summary.peak_bytes) / (1 << 20), ctx.device().str(),
+                     net.memory().planned ? "memory plan" : "model.memory_plan: false");
   return summary;
 }
 
