@@ -97,6 +97,7 @@ TimeSummary time_command(const CommandOptions& options, std::ostream& out) {
   step(0);  // warm-up: allocations, workspace, solver state
   for (int it = 0; it < options.iterations; ++it) {
     for (size_t i = 0; i < n; ++i) summary.layers[i].forward_ms += watch.time([&] { net.forward_layer(i, ctx); });
+    net.begin_backward(ctx);  // the loss gradients: the memory plan may have reused their bytes
     for (size_t i = n; i-- > 0;) summary.layers[i].backward_ms += watch.time([&] { net.backward_layer(i, ctx); });
     summary.solver_ms += watch.time([&] { solver->step(net.learnable_params(), it, ctx); });
   }

@@ -398,6 +398,11 @@ double Net::loss() const {
 }
 
 void Net::backward(Context& ctx) {
+  begin_backward(ctx);
+  for (size_t i = layers_.size(); i-- > 0;) backward_layer(i, ctx);
+}
+
+void Net::begin_backward(Context& ctx) {
   if (phase_ == Phase::test && memory_plan_) {
     throw Error(
         "backward on a test-phase net: its memory plan keeps no gradients "
@@ -409,7 +414,6 @@ void Net::backward(Context& ctx) {
       if (w.loss_weights[t] != 0.0f) ctx.fill(w.tops[t]->grad, w.loss_weights[t]);
     }
   }
-  for (size_t i = layers_.size(); i-- > 0;) backward_layer(i, ctx);
 }
 
 // A training step needs no call: the solver's fused update reads each parameter gradient and

@@ -73,6 +73,9 @@ class Net {
   // Runs backward through the layers that need it. Parameter gradients accumulate (+=). A
   // test-phase net under the memory plan runs forward only (an Error).
   void backward(Context& ctx);
+  // Its first part: the loss tops' gradients set to their weights, gradients no layer writes
+  // zeroed. Code that runs backward_layer one by one (crema time) calls it first.
+  void begin_backward(Context& ctx);
   // Zeroes every parameter gradient (the update zeroes them itself; this is for a dropped step).
   void zero_param_grads(Context& ctx);
 
