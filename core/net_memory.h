@@ -9,9 +9,10 @@
 //
 // Packing (pack_blocks) is greedy by size, largest first (Pisarchyk and Lee, "Efficient memory
 // management for deep neural net inference", 2020, "greedy by size"): each block takes the lowest
-// offset where it overlaps, in bytes, no placed block whose interval overlaps its own. The arena
-// is at least the largest sum of sizes alive at one moment, and within a few percent of it on
-// the nets of configs/.
+// offset where it overlaps, in bytes, no placed block whose interval overlaps its own. No arena
+// can be smaller than the largest sum of sizes alive at one moment (peak_of_lives); this one
+// equals it on LeNet, VGG-BN, the Fashion-MNIST ResNet, ResNet-18 and ResNet-50, and exceeds it by
+// 0.02% on DenseNet-121 and 0.03% on MobileNetV2 (`crema summary`, 2026-11-26).
 #pragma once
 
 #include <cstddef>
