@@ -22,13 +22,19 @@ std::string mib(int64_t bytes) {
   return fmt::format("{:.2f} MiB", double(bytes) / double(1 << 20));
 }
 
+std::string gib(int64_t bytes) {
+  return fmt::format("{:.2f} GiB ({:.1f} MiB)", double(bytes) / double(1 << 30),
+                     double(bytes) / double(1 << 20));
+}
+
 // Collects per-sample blobs of every test batch for --extract; saves [samples, ...] per blob.
 class BlobExtractor {
  public:
   BlobExtractor(const std::vector<std::string>& names, Net& net)
       : names_(names), rows_(names.size()) {
     for (const std::string& name : names_) {
-      const Tensor& value = net.blob(name).value;  // throws, listing the blobs there are
+      net.keep(name);  // throws, listing the blobs there are; read after each forward
+      const Tensor& value = net.blob(name).value;
       if (value.ndim() == 0 || value.dim(0) != net.batch_size()) {
         throw Error("--extract " + name + ": the blob is " + shape_str(value.shape()) +
                     ", not one row per sample (batch " + std::to_string(net.batch_size()) + ")");
@@ -114,16 +120,32 @@ void summary_command(const CommandOptions& options, std::ostream& out) {
     }
     solver_name = solver->config().type;
   }
-  const int64_t total = 2 * m.params + m.buffers + solver_bytes + 2 * m.activations;
-  out << fmt::format("memory to train at batch {} (estimate):\n", batch)
-      << fmt::format("  {:<22} {:>12}\n", "parameters", mib(m.params))
-      << fmt::format("  {:<22} {:>12}\n", "parameter gradients", mib(m.params))
-      << fmt::format("  {:<22} {:>12}  ({})\n", "solver state", mib(solver_bytes), solver_name)
-      << fmt::format("  {:<22} {:>12}\n", "buffers", mib(m.buffers))
-      << fmt::format("  {:<22} {:>12}\n", "activations", mib(m.activations))
-      << fmt::format("  {:<22} {:>12}\n", "activation gradients", mib(m.activations))
-      << fmt::format("  {:<22} {:>12}  (plus the layers' shared workspace and the data batches)\n",
-                     "total", mib(total));
+  // Kept whole: every activation and its gradient for the whole step (model.memory_plan: false,
+  // without the layers' own state). Planned: what the memory plan holds at once (core/net.h).
+  const int64_t weights = 2 * m.params + m.buffers + solver_bytes;
+  const int64_t whole = weights + 2 * m.activations;
+  const int64_t planned = weights + m.kept + m.arena + m.layer_state;
+  auto row = [&](const char* what, int64_t bytes, const std::string& note = "") {
+    out << fmt::format("  {:<34} {:>12}{}\n", what, mib(bytes),
+                       note.empty() ? "" : "  (" + note + ")");
+  };
+  out << fmt::format("memory to train at batch {} (estimate):\n", batch);
+  row("parameters", m.params);
+  row("parameter gradients", m.params);
+  row("solver state", solver_bytes, solver_name);
+  row("buffers", m.buffers);
+  row("activations", m.activations);
+  row("activation gradients", m.activations);
+  out << fmt::format("  kept whole: {}\n", gib(whole));
+  if (m.planned) {
+    row("values kept whole", m.kept, "inputs, losses, outputs");
+    row("arena", m.arena, "every other value and every gradient, reused");
+    row("layers' own state", m.layer_state, "saved inputs, masks, statistics");
+    out << fmt::format("  planned peak: {}\n", gib(planned));
+  } else {
+    out << "  planned peak: no plan (model.memory_plan: false)\n";
+  }
+  out << "  (both plus the layers' shared workspace and the data batches)\n";
 }
 
 void devices_command(std::ostream& out) {

@@ -54,6 +54,9 @@ struct TimeSummary {
   double step_ms = 0;        // forward + backward + solver update, launched one by one
   double graph_step_ms = 0;  // the same with forward and backward replayed as a CUDA graph (GPU)
   int64_t batch_size = 0;
+  // The context allocator's high-water mark (on the CPU the process's host heap, loader
+  // included): compare with `crema summary`'s planned peak.
+  int64_t peak_bytes = 0;
 };
 // crema time: per-layer forward and backward times and the whole training step, like `caffe time`.
 TimeSummary time_command(const CommandOptions& options, std::ostream& out);

@@ -137,6 +137,7 @@ std::vector<Prediction> predict_command(const CommandOptions& options, std::ostr
                 " is " + shape_str(sample));
   }
   const ScoreBlob scores = score_blob(net);
+  net.keep(scores.name);  // read after forward: the memory plan must not reuse it
   const int64_t classes = net.blob(scores.name).value.numel() / batch;
   const std::vector<std::string> names = class_names(options, classes);
   const int64_t k_top = std::min<int64_t>(options.top_k, classes);

@@ -97,6 +97,7 @@ TimeSummary time_command(const CommandOptions& options, std::ostream& out) {
   step(0);  // warm-up: allocations, workspace, solver state
   for (int it = 0; it < options.iterations; ++it) {
     for (size_t i = 0; i < n; ++i) summary.layers[i].forward_ms += watch.time([&] { net.forward_layer(i, ctx); });
+    net.begin_backward(ctx);  // the loss gradients: the memory plan may have reused their bytes
     for (size_t i = n; i-- > 0;) summary.layers[i].backward_ms += watch.time([&] { net.backward_layer(i, ctx); });
     summary.solver_ms += watch.time([&] { solver->step(net.learnable_params(), it, ctx); });
   }
@@ -123,6 +124,7 @@ TimeSummary time_command(const CommandOptions& options, std::ostream& out) {
     gpu::destroy_graph(graph);
   }
   kernels::save_algorithm_cache(s.algo_cache, ctx.algorithm_cache());
+  summary.peak_bytes = int64_t(ctx.allocator().peak_bytes());
 
   out << fmt::format("{} on {}, batch {}, {} iterations (milliseconds per iteration)\n", s.name,
                      ctx.device().str(), batch, options.iterations);
@@ -143,6 +145,9 @@ TimeSummary time_command(const CommandOptions& options, std::ostream& out) {
     out << fmt::format("training step, CUDA graph: {:.4f} ms ({:.0f} img/s)\n", summary.graph_step_ms,
                        double(batch) / summary.graph_step_ms * 1e3);
   }
+  out << fmt::format("memory: {:.1f} MiB at the peak on {} ({})\n",
+                     double(summary.peak_bytes) / (1 << 20), ctx.device().str(),
+                     net.memory().planned ? "memory plan" : "model.memory_plan: false");
   return summary;
 }
 

@@ -114,6 +114,20 @@ class Layer {
     return w.dim(0) == 0 ? 0 : top[0]->value.numel() * (w.numel() / w.dim(0));
   }
 
+  // What backward reads besides the top gradients, for the Net's memory plan (core/net_memory.h):
+  // a value nothing reads any more may be overwritten by a later one. The default, the values of
+  // every bottom and every top, is always right; a layer whose backward reads less says so
+  // (ReLU reads its top, a convolution its bottom, a sum neither), and one whose backward reads a
+  // value it keeps itself (a mask, saved statistics) does not list it here.
+  struct BackwardReads {
+    bool bottoms = true;
+    bool tops = true;
+  };
+  virtual BackwardReads backward_reads() const { return {}; }
+  // Whether backward points each bottom's gradient at its top's storage instead of writing it
+  // (a view: Flatten, Reshape), so that the plan gives both one place.
+  virtual bool gradient_is_view() const { return false; }
+
   // The algorithms the layer's kernels run, for `crema time` ("forward implicit_gemm, ..."), when
   // it has a choice of them (Convolution); "" otherwise.
   virtual std::string describe_algorithm() const { return ""; }

@@ -30,8 +30,13 @@ std::string join(const std::vector<std::string>& items) {
 
 Net::Net(const ConfigNode& model, Phase phase, int64_t batch_size, const LayerRegistry& registry,
          Context& ctx)
-    : model_(model), phase_(phase), batch_size_(batch_size) {
+    : model_(model),
+      phase_(phase),
+      batch_size_(batch_size),
+      allocator_(&ctx.allocator()),
+      device_(ctx.device()) {
   if (batch_size_ <= 0) throw Error("batch size must be positive, got " + std::to_string(batch_size));
+  memory_plan_ = model_.is_map() && model_.get<bool>("memory_plan", true);
   std::vector<LayerSpec> specs = read_layer_specs(model_);
   fuse_layers(model_, specs);
   insert_splits(specs);
@@ -147,11 +152,18 @@ void Net::insert_splits(std::vector<LayerSpec>& specs) const {
 }
 
 void Net::build(std::vector<LayerSpec> specs, const LayerRegistry& registry, Context& ctx) {
-  auto new_blob = [&](const std::string& name) {
+  // A planned blob's tensors take their storage from its places: none until plan_memory.
+  auto new_blob = [&](const std::string& name, bool planned = true) {
     auto blob = std::make_unique<Blob>();
     blob->name = name;
-    blob->value = ctx.empty({0});
-    blob->grad = ctx.empty({0});
+    value_places_.push_back(std::make_unique<PlacedAllocator>());
+    grad_places_.push_back(std::make_unique<PlacedAllocator>());
+    value_kept_.push_back(false);
+    planned = planned && memory_plan_;
+    blob->value =
+        planned ? Tensor({0}, DType::f32, device_, value_places_.back().get()) : ctx.empty({0});
+    blob->grad =
+        planned ? Tensor({0}, DType::f32, device_, grad_places_.back().get()) : ctx.empty({0});
     blob_index_[name] = blobs_.size();
     blobs_.push_back(std::move(blob));
     return blobs_.back().get();
@@ -159,7 +171,7 @@ void Net::build(std::vector<LayerSpec> specs, const LayerRegistry& registry, Con
   for (const auto& [name, sample_shape] : inputs_) {
     Shape shape{batch_size_};
     shape.insert(shape.end(), sample_shape.begin(), sample_shape.end());
-    Blob* blob = new_blob(name);
+    Blob* blob = new_blob(name, false);
     blob->value.reshape(shape);
   }
 
@@ -194,11 +206,18 @@ void Net::build(std::vector<LayerSpec> specs, const LayerRegistry& registry, Con
     const float weight = spec.node ? spec.node->get<float>("loss_weight", default_weight) : default_weight;
     w.loss_weights.assign(spec.tops.size(), 0.0f);
     if (!w.loss_weights.empty()) w.loss_weights[0] = weight;
+    const size_t held_before = allocator_->current_bytes();
     try {
       layer.setup(w.bottoms, w.tops, ctx);
       layer.reshape(w.bottoms, w.tops, ctx);
     } catch (const Error& e) {
       fail_at_layer(i, e.what());
+    }
+    if (memory_plan_) {  // planned tops took nothing: the rest is parameters, buffers and state
+      int64_t state = int64_t(allocator_->current_bytes()) - int64_t(held_before);
+      for (const Param& p : layer.params()) state -= int64_t(p.value.nbytes() + p.grad.nbytes());
+      for (const Buffer& b : layer.buffers()) state -= int64_t(b.value.nbytes());
+      layer_state_ += std::max<int64_t>(state, 0);
     }
     if (weight != 0.0f && w.tops[0]->value.numel() != 1) {
       fail_at_layer(i, "loss_weight needs a scalar top, but '" + w.tops[0]->name + "' is " +
@@ -323,6 +342,7 @@ void Net::decide_backward() {
       }
     }
   }
+  plan_memory();
 }
 
 size_t Net::blob_index_of(const Blob* blob) const {
@@ -346,6 +366,7 @@ Blob& Net::blob(const std::string& name) {
 void Net::set_batch_size(int64_t batch_size, Context& ctx) {
   if (batch_size == batch_size_) return;
   batch_size_ = batch_size;
+  unplace_memory();
   for (const auto& [name, sample_shape] : inputs_) {
     Shape shape{batch_size_};
     shape.insert(shape.end(), sample_shape.begin(), sample_shape.end());
@@ -355,6 +376,7 @@ void Net::set_batch_size(int64_t batch_size, Context& ctx) {
     layers_[i]->reshape(wiring_[i].bottoms, wiring_[i].tops, ctx);
     for (Blob* top : wiring_[i].tops) top->grad.reshape(top->value.shape());
   }
+  plan_memory();
 }
 
 void Net::forward_layer(size_t i, Context& ctx) {
@@ -378,13 +400,22 @@ double Net::loss() const {
 }
 
 void Net::backward(Context& ctx) {
+  begin_backward(ctx);
+  for (size_t i = layers_.size(); i-- > 0;) backward_layer(i, ctx);
+}
+
+void Net::begin_backward(Context& ctx) {
+  if (phase_ == Phase::test && memory_plan_) {
+    throw Error(
+        "backward on a test-phase net: its memory plan keeps no gradients "
+        "(model.memory_plan: false keeps them)");
+  }
   for (size_t index : grads_to_zero_) ctx.fill(blobs_[index]->grad, 0.0f);
   for (const Wiring& w : wiring_) {
     for (size_t t = 0; t < w.tops.size(); ++t) {
       if (w.loss_weights[t] != 0.0f) ctx.fill(w.tops[t]->grad, w.loss_weights[t]);
     }
   }
-  for (size_t i = layers_.size(); i-- > 0;) backward_layer(i, ctx);
 }
 
 // A training step needs no call: the solver's fused update reads each parameter gradient and
@@ -463,6 +494,18 @@ Net::Memory Net::memory() const {
   for (const Param* p : learnable_) m.params += int64_t(p->value.nbytes());
   for (const Buffer* b : buffers_) m.buffers += int64_t(b->value.nbytes());
   for (const auto& blob : blobs_) m.activations += int64_t(blob->value.nbytes());
+  m.planned = memory_plan_;
+  if (!memory_plan_) return m;
+  for (size_t i = 0; i < blobs_.size(); ++i) {
+    const bool input = std::any_of(inputs_.begin(), inputs_.end(),
+                                   [&](const auto& in) { return in.first == blobs_[i]->name; });
+    const bool alias = std::any_of(blobs_.begin(), blobs_.begin() + long(i), [&](const auto& b) {
+      return b->value.shares_storage(blobs_[i]->value);
+    });
+    if ((input || value_kept_[i]) && !alias) m.kept += int64_t(blobs_[i]->value.nbytes());
+  }
+  m.arena = int64_t(arena_.nbytes());
+  m.layer_state = layer_state_;
   return m;
 }
 

@@ -19,11 +19,16 @@
 //      inferred once here (that pass powers `crema summary` and the error messages);
 //   4. decides which layers need backward: a layer runs backward when it contributes to a loss and
 //      has parameters or a bottom whose gradient is needed (the input blobs need none);
-//   5. shares parameters that name the same `param: {weight: {name: shared}}` across layers.
+//   5. shares parameters that name the same `param: {weight: {name: shared}}` across layers;
+//   6. plans memory (`model.memory_plan: true`, the default; net_memory.cpp): every activation and
+//      activation gradient gets a place in one arena, shared with tensors whose lives do not
+//      overlap, so that a value is overwritten once nothing later in the step reads it. Again
+//      whenever shapes or the backward decisions change.
 #pragma once
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,6 +36,7 @@
 #include "core/config.h"
 #include "core/context.h"
 #include "core/layer.h"
+#include "core/net_memory.h"
 #include "core/registry.h"
 
 namespace crema {
@@ -47,8 +53,13 @@ class Net {
   // Input names and their per-sample shapes, as declared in model.inputs.
   const std::vector<std::pair<std::string, Shape>>& inputs() const { return inputs_; }
   bool has_blob(const std::string& name) const { return blob_index_.count(name) != 0; }
-  // The blob currently bound to `name` (the last one written under that name).
+  // The blob currently bound to `name` (the last one written under that name). Under the memory
+  // plan, a value is readable after forward only where code outside the step reads it: the
+  // inputs, the loss tops, the values no layer reads (outputs) and those named by keep(); another
+  // blob's storage may hold a later tensor by then. Shapes are always right.
   Blob& blob(const std::string& name);
+  // Keeps blob `name`'s value whole, readable after forward (`crema test --extract`, predict).
+  void keep(const std::string& name);
 
   // Changes the batch size of the inputs and re-infers every shape (a smaller last test batch).
   void set_batch_size(int64_t batch_size, Context& ctx);
@@ -61,8 +72,12 @@ class Net {
   double loss() const;
   // The loss tops and their weights, for code that sums them on the device.
   const std::vector<std::pair<Blob*, float>>& loss_tops() const { return loss_tops_; }
-  // Runs backward through the layers that need it. Parameter gradients accumulate (+=).
+  // Runs backward through the layers that need it. Parameter gradients accumulate (+=). A
+  // test-phase net under the memory plan runs forward only (an Error).
   void backward(Context& ctx);
+  // Its first part: the loss tops' gradients set to their weights, gradients no layer writes
+  // zeroed. Code that runs backward_layer one by one (crema time) calls it first.
+  void begin_backward(Context& ctx);
   // Zeroes every parameter gradient (the update zeroes them itself; this is for a dropped step).
   void zero_param_grads(Context& ctx);
 
@@ -90,11 +105,17 @@ class Net {
   // A table: layer, type, top shapes, parameter count and multiply-adds of one forward pass
   // (Layer::multiply_adds), with the totals.
   std::string summary() const;
-  // What the net holds, in bytes. Every blob keeps a gradient as large as its value.
+  // What the net holds, in bytes.
   struct Memory {
     int64_t params = 0;       // learnable parameters, each shared one once (their grads: as many)
     int64_t buffers = 0;      // running statistics
-    int64_t activations = 0;  // every blob's value (their gradients: as many)
+    int64_t activations = 0;  // every blob's value: what keeping all of them whole takes, and as
+                              // much again for their gradients
+    bool planned = false;     // model.memory_plan; the three below are 0 without it
+    int64_t kept = 0;         // values kept whole under the plan (inputs, losses, outputs, keep())
+    int64_t arena = 0;        // the plan's arena: every other value and every activation gradient
+    int64_t layer_state = 0;  // what the layers keep themselves (saved inputs, masks, statistics),
+                              // as the context's allocator counted it while they were set up
   };
   Memory memory() const;
 
@@ -136,11 +157,18 @@ class Net {
   void share_named_params();
   [[noreturn]] void fail_at_layer(size_t i, const std::string& message) const;
   size_t blob_index_of(const Blob* blob) const;
+  // The memory plan (net_memory.cpp): places every value and gradient; unplace_memory lets the
+  // layers reshape planned tensors (they get shapes without storage) before the next plan.
+  void plan_memory();
+  void unplace_memory();
 
   ConfigNode model_;  // our copy: the layer specs point into it
   Phase phase_;
   int64_t batch_size_;
   std::vector<std::pair<std::string, Shape>> inputs_;
+  // Where planned values and gradients live, by blob index (net_memory.cpp); declared before the
+  // blobs so that they outlive the tensors that point at them.
+  std::vector<std::unique_ptr<PlacedAllocator>> value_places_, grad_places_;
   std::vector<std::unique_ptr<Blob>> blobs_;
   std::map<std::string, size_t> blob_index_;  // name -> latest blob bearing it
   std::vector<std::unique_ptr<Layer>> layers_;
@@ -151,6 +179,16 @@ class Net {
   std::vector<Param*> learnable_;
   std::vector<Buffer*> buffers_;
   std::vector<std::pair<Blob*, float>> loss_tops_;
+
+  // The memory plan.
+  bool memory_plan_ = true;
+  Allocator* allocator_;  // the context's: the arena and the kept values come from it
+  Device device_;
+  Tensor arena_;
+  std::vector<bool> value_kept_;  // by blob index
+  std::set<std::string> kept_names_;
+  std::vector<MemoryBlock> plan_blocks_;  // the last plan's blocks, reused while they fit
+  int64_t layer_state_ = 0;
 };
 
 }  // namespace crema

@@ -16,9 +16,20 @@ namespace crema {
 void Net::share_params_from(Net& other) {
   std::map<std::string, Param*> theirs;
   for (Param* p : other.learnable_) theirs[p->name] = p;
+  // A parameter shared by name (`param: {weight: {name: w}}`) is learnable under its first
+  // owner's name only: every layer holding it takes the other net's tensor of that name.
+  std::map<const Param*, std::string> stored_as;
   for (auto& layer : layers_) {
     for (Param& p : layer->params()) {
-      auto it = theirs.find(p.name);
+      stored_as[&p] = p.name;
+      for (const Param* owner : learnable_) {
+        if (owner->value.shares_storage(p.value)) stored_as[&p] = owner->name;
+      }
+    }
+  }
+  for (auto& layer : layers_) {
+    for (Param& p : layer->params()) {
+      auto it = theirs.find(stored_as[&p]);
       if (it == theirs.end()) continue;
       if (it->second->value.shape() != p.value.shape()) {
         throw Error("parameter '" + p.name + "' is " + shape_str(p.value.shape()) + " in the " +

@@ -131,6 +131,9 @@ class BatchNormLayer final : public Layer {
   }
 
   // Inference with the running statistics (ONNX's BatchNormalization, training_mode 0).
+  // Backward reads x: the bottom, or its own copy when in place (input_copy_ exists only then).
+  BackwardReads backward_reads() const override { return {!input_copy_.defined(), false}; }
+
   void export_graph(const LayerIO& io, GraphBuilder& g) const override {
     if (!use_global_stats_) fail("use_global_stats: false in the test phase cannot be exported");
     if (per_activation_) fail("mode: per_activation has no ONNX BatchNormalization to export to");

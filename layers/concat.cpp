@@ -64,6 +64,9 @@ class ConcatLayer final : public Layer {
     kernels::slice(ctx, top[0]->grad, axis_index_, extents, parts);
   }
 
+  // Backward slices dL/dy by the bottoms' shapes: no value is read.
+  BackwardReads backward_reads() const override { return {false, false}; }
+
   void export_graph(const LayerIO& io, GraphBuilder& g) const override {
     std::vector<std::string> inputs;
     for (const GraphValue& b : io.bottoms) inputs.push_back(b.name);

@@ -74,6 +74,9 @@ class ConvolutionBase : public WeightedLayer {
     }
   }
 
+  // dL/dw reads x; dL/dx reads only dL/dy and the weights.
+  BackwardReads backward_reads() const override { return {true, false}; }
+
   std::string describe_algorithm() const override { return algorithms_.describe(); }
 
   // ONNX's Conv (ConvTranspose for Deconvolution) with the same weights, padding on both sides;

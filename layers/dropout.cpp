@@ -66,6 +66,9 @@ class DropoutLayer final : public Layer {
   std::vector<std::pair<std::string, Tensor>> run_state() override { return {{"step", step_}}; }
 
   // Inference: the identity (inverted dropout scales in training only).
+  // The mask is recomputed from its hash: backward reads no value.
+  BackwardReads backward_reads() const override { return {false, false}; }
+
   void export_graph(const LayerIO& io, GraphBuilder& g) const override {
     g.node("Identity", {io.bottom(0)}, {io.top(0)});
   }

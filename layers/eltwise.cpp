@@ -121,6 +121,9 @@ class EltwiseLayer final : public Layer {
 
   // SUM: Sum of the bottoms, each first multiplied by its coefficient where that is not 1;
   // PROD: a chain of Mul; MAX: Max.
+  // A sum's backward reads no value, a max its own argmax, a product the bottoms.
+  BackwardReads backward_reads() const override { return {op_ == Operation::prod, false}; }
+
   void export_graph(const LayerIO& io, GraphBuilder& g) const override {
     std::vector<std::string> inputs;
     for (size_t i = 0; i < io.bottoms.size(); ++i) {

@@ -78,6 +78,9 @@ class InnerProductLayer final : public WeightedLayer {
 
   // axis 1: Gemm(x, W^T) + b (after a Flatten of x's trailing axes); another axis: x's axes
   // from `axis` on flattened by a Reshape, then MatMul with W^T and Add b.
+  // dL/dW reads x; dL/dx reads only dL/dy and W.
+  BackwardReads backward_reads() const override { return {true, false}; }
+
   void export_graph(const LayerIO& io, GraphBuilder& g) const override {
     const Shape& x = io.bottoms[0].shape;
     const std::string& y = io.top(0);

@@ -146,6 +146,9 @@ class PoolingLayer final : public Layer {
   // pooling): ceil mode becomes explicit end padding (windows that start in
   // the input or the left padding, as here), except for average pooling counting that padding,
   // where ONNX's own ceil_mode keeps the divisor of the clipped last window.
+  // Max pooling's backward reads the argmax (its own, or the second top), average reads nothing.
+  BackwardReads backward_reads() const override { return {false, true}; }
+
   void export_graph(const LayerIO& io, GraphBuilder& g) const override {
     if (io.tops.size() > 1) fail("the argmax top has no ONNX form; export without it");
     if (nd_.rank != 2) {

@@ -32,6 +32,9 @@ class ReLULayer final : public Layer {
     kernels::relu_backward(ctx, top[0]->value, top[0]->grad, bottom[0]->grad, negative_slope_);
   }
 
+  // Backward reads y alone: y > 0 exactly where x > 0.
+  BackwardReads backward_reads() const override { return {false, true}; }
+
   void export_graph(const LayerIO& io, GraphBuilder& g) const override {
     if (negative_slope_ == 0.0f) {
       g.node("Relu", {io.bottom(0)}, {io.top(0)});

@@ -43,6 +43,9 @@ class ViewLayer : public Layer {
     if (propagate_down[0]) bottom[0]->grad = top[0]->grad.view(bottom[0]->value.shape());
   }
 
+  BackwardReads backward_reads() const override { return {false, false}; }
+  bool gradient_is_view() const override { return true; }
+
   // A Reshape to the top's shape, the batch dimension copied (0) so it stays symbolic.
   void export_graph(const LayerIO& io, GraphBuilder& g) const override {
     const Shape& x = io.bottoms[0].shape;

@@ -28,6 +28,8 @@ class SplitLayer final : public Layer {
     kernels::add(ctx, top[0]->grad, top[1]->grad, dx);
     for (size_t i = 2; i < top.size(); ++i) kernels::axpy(ctx, 1.0f, top[i]->grad, dx);
   }
+  BackwardReads backward_reads() const override { return {false, false}; }
+
   void export_graph(const LayerIO& io, GraphBuilder& g) const override {
     for (const GraphValue& t : io.tops) g.node("Identity", {io.bottom(0)}, {t.name});
   }

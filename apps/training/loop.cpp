@@ -407,12 +407,12 @@ void TrainingRun::print_end() {
                             state_.best->metric, state_.best->value, state_.best->iteration,
                             run_dir));
   }
-  if (ctx_.device().is_cuda()) {
-    log_->print(fmt::format("{} memory: {:.1f} MiB in use, {:.1f} MiB at the peak",
-                            ctx_.device().str(),
-                            double(ctx_.allocator().current_bytes()) / (1 << 20),
-                            double(ctx_.allocator().peak_bytes()) / (1 << 20)));
-  }
+  // The allocator's high-water mark: on the CPU the process's host heap, data included.
+  log_->print(
+      fmt::format("{} memory: {:.1f} MiB in use, {:.1f} MiB at the peak ({})", ctx_.device().str(),
+                  double(ctx_.allocator().current_bytes()) / (1 << 20),
+                  double(ctx_.allocator().peak_bytes()) / (1 << 20),
+                  train_net_->memory().planned ? "memory plan" : "model.memory_plan: false"));
   if (!summary_.final_test.empty()) {
     log_->print("final test: " + format_outputs(summary_.final_test));
   }

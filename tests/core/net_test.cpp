@@ -125,6 +125,11 @@ layers:
   Net net(model, Phase::train, 2, builtin_layers(), ctx);
   EXPECT_EQ(net.learnable_params().size(), 3u);  // a.weight (shared), a.bias, b.bias
   EXPECT_TRUE(net.layer(0).params()[0].value.shares_storage(net.layer(1).params()[0].value));
+  // A test net sharing the train net's weights gets the shared one in both of its layers.
+  Net test(model, Phase::test, 2, builtin_layers(), ctx);
+  test.share_params_from(net);
+  EXPECT_TRUE(test.layer(0).params()[0].value.shares_storage(net.layer(0).params()[0].value));
+  EXPECT_TRUE(test.layer(1).params()[0].value.shares_storage(net.layer(0).params()[0].value));
 }
 
 TEST(Net, ErrorsNameThePlace) {

@@ -44,6 +44,9 @@ int run(const std::string& config, const std::string& weights,
   const int64_t batch = int64_t(images.size());
   Net net(root.at("model"), Phase::test, batch, registry, ctx);
   net.load_weights(weights, /*strict=*/true);
+  // The scores are read after forward: keep them whole (the memory plan reuses other blobs).
+  const std::string scores_name = net.layer(net.num_layers() - 1).spec().tops.at(0);
+  net.keep(scores_name);
 
   // Every input blob on the host first: the images into `data`, zeros elsewhere.
   const std::string data = input_name(net);
@@ -70,7 +73,6 @@ int run(const std::string& config, const std::string& weights,
   net.forward(ctx);
   ctx.synchronize();
 
-  const std::string scores_name = net.layer(net.num_layers() - 1).spec().tops.at(0);
   const std::vector<float> scores = net.blob(scores_name).value.to_vector();
   const int64_t classes = int64_t(scores.size()) / batch;
   for (int64_t i = 0; i < batch; ++i) {

@@ -1,0 +1,245 @@
+// Net's memory plan (net.h, `model.memory_plan`), and the packing it uses (net_memory.h).
+//
+// The moments of one training step, for a net of n layers:
+//   t = i           layer i's forward (reads its bottoms, writes its tops)
+//   t = n           backward begins: loss gradients set to their weights, unwritten ones zeroed
+//   t = 2n - i      layer i's backward (reads its top gradients, writes its bottoms' gradients,
+//                   and reads the values Layer::backward_reads names)
+// A value lives from its producer's forward to its last reader; a gradient from its first writer
+// to its last reader. A test net runs forward only, and no layer of it runs backward, so each
+// value there dies at its last forward reader and no gradient has storage (Net::backward refuses
+// to run on it).
+//
+// Values that share storage (a Split's tops, a Flatten's top: views of their bottom) form one
+// group with one place; so do the gradients of a view layer's bottom and top. A group is kept
+// whole, outside the arena, when code outside the step reads it: the inputs (the loader writes
+// them), the loss tops, values no layer reads (the net's outputs: scores, accuracy) and blobs
+// named by Net::keep.
+#include <algorithm>
+#include <numeric>
+
+#include "core/error.h"
+#include "core/net.h"
+#include "core/net_memory.h"
+
+namespace crema {
+
+void Lifetime::add(int moment) {
+  first = std::min(first, moment);
+  last = std::max(last, moment);
+}
+
+size_t pack_blocks(std::vector<MemoryBlock>& blocks) {
+  std::vector<size_t> order(blocks.size());
+  std::iota(order.begin(), order.end(), size_t(0));
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return blocks[a].bytes > blocks[b].bytes; });
+  std::vector<size_t> placed;  // indices of placed blocks
+  size_t arena = 0;
+  for (size_t k : order) {
+    MemoryBlock& block = blocks[k];
+    block.bytes = (block.bytes + kBlockAlignment - 1) / kBlockAlignment * kBlockAlignment;
+    if (block.life.empty()) continue;
+    // The placed blocks alive at the same time, by offset: take the first gap that fits.
+    std::vector<const MemoryBlock*> rivals;
+    for (size_t p : placed) {
+      if (blocks[p].life.overlaps(block.life)) rivals.push_back(&blocks[p]);
+    }
+    std::sort(rivals.begin(), rivals.end(),
+              [](const MemoryBlock* a, const MemoryBlock* b) { return a->offset < b->offset; });
+    size_t offset = 0;
+    for (const MemoryBlock* r : rivals) {
+      if (r->offset >= offset + block.bytes) break;
+      offset = std::max(offset, r->offset + r->bytes);
+    }
+    block.offset = offset;
+    arena = std::max(arena, offset + block.bytes);
+    placed.push_back(k);
+  }
+  return arena;
+}
+
+size_t peak_of_lives(const std::vector<MemoryBlock>& blocks) {
+  int end = 0;
+  for (const MemoryBlock& b : blocks) end = std::max(end, b.life.last + 1);
+  std::vector<size_t> alive(size_t(end) + 1, 0);
+  for (const MemoryBlock& b : blocks) {
+    for (int t = b.life.first; !b.life.empty() && t <= b.life.last; ++t)
+      alive[size_t(t)] += b.bytes;
+  }
+  return alive.empty() ? 0 : *std::max_element(alive.begin(), alive.end());
+}
+
+void* PlacedAllocator::allocate(size_t bytes) {
+  CREMA_CHECK(bytes <= bytes_, "the memory plan gave a tensor " + std::to_string(bytes_) +
+                                   " bytes and it asks for " + std::to_string(bytes));
+  return ptr_;
+}
+
+namespace {
+
+// Union-find over blob indices, the smaller index the root.
+size_t root_of(std::vector<size_t>& parent, size_t i) {
+  while (parent[i] != i) i = parent[i] = parent[parent[i]];
+  return i;
+}
+void join(std::vector<size_t>& parent, size_t a, size_t b) {
+  a = root_of(parent, a), b = root_of(parent, b);
+  parent[std::max(a, b)] = std::min(a, b);
+}
+
+}  // namespace
+
+void Net::keep(const std::string& name) {
+  blob(name);  // throws, listing the blobs there are
+  kept_names_.insert(name);
+  plan_memory();
+}
+
+void Net::unplace_memory() {
+  for (auto& place : value_places_) place->unplace();
+  for (auto& place : grad_places_) place->unplace();
+}
+
+void Net::plan_memory() {
+  if (!memory_plan_) return;
+  const size_t nb = blobs_.size(), n = layers_.size();
+  std::map<const Blob*, size_t> index;
+  for (size_t i = 0; i < nb; ++i) index[blobs_[i].get()] = i;
+  std::vector<bool> is_input(nb, false);
+  for (const auto& input : inputs_) is_input[blob_index_.at(input.first)] = true;
+
+  // Groups: values that already share storage (set up by Split's and Flatten's reshape), and
+  // the gradients a view layer aliases in backward.
+  std::vector<size_t> value_group(nb), grad_group(nb);
+  std::iota(value_group.begin(), value_group.end(), size_t(0));
+  std::iota(grad_group.begin(), grad_group.end(), size_t(0));
+  for (size_t i = 0; i < nb; ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (blobs_[j]->value.shares_storage(blobs_[i]->value)) {
+        join(value_group, j, i);
+        break;
+      }
+    }
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (!layers_[i]->gradient_is_view()) continue;
+    const Wiring& w = wiring_[i];
+    for (size_t k = 0; k < w.bottoms.size() && k < w.tops.size(); ++k) {
+      const size_t bottom = index.at(w.bottoms[k]);
+      if (!is_input[bottom]) join(grad_group, bottom, index.at(w.tops[k]));
+    }
+  }
+
+  // Which groups stay whole: inputs, loss tops, values no layer reads, kept names.
+  std::vector<bool> read(nb, false), kept(nb, false);
+  for (const Wiring& w : wiring_) {
+    for (const Blob* b : w.bottoms) read[index.at(b)] = true;
+  }
+  for (const auto& [top, weight] : loss_tops_) kept[index.at(top)] = true;
+  for (const std::string& name : kept_names_) kept[blob_index_.at(name)] = true;
+  for (size_t i = 0; i < nb; ++i) {
+    if (is_input[i] || !read[i]) kept[i] = true;
+  }
+  for (size_t i = 0; i < nb; ++i) {
+    if (kept[i]) kept[root_of(value_group, i)] = true;
+  }
+
+  // Lives, by group root.
+  std::vector<Lifetime> value_life(nb), grad_life(nb);
+  auto value_at = [&](const Blob* b, int t) {
+    value_life[root_of(value_group, index.at(b))].add(t);
+  };
+  auto grad_at = [&](const Blob* b, int t) { grad_life[root_of(grad_group, index.at(b))].add(t); };
+  for (size_t i = 0; i < n; ++i) {
+    const Wiring& w = wiring_[i];
+    for (const Blob* b : w.bottoms) value_at(b, int(i));
+    for (const Blob* t : w.tops) value_at(t, int(i));
+    if (phase_ == Phase::test || !runs_backward_[i]) continue;
+    const int moment = int(2 * n - i);
+    const Layer::BackwardReads reads = layers_[i]->backward_reads();
+    for (size_t k = 0; k < w.bottoms.size(); ++k) {
+      if (reads.bottoms) value_at(w.bottoms[k], moment);
+      if (w.propagate_down[k]) grad_at(w.bottoms[k], moment);
+    }
+    for (const Blob* t : w.tops) {
+      if (reads.tops) value_at(t, moment);
+      grad_at(t, moment);
+    }
+  }
+  for (size_t i : grads_to_zero_) grad_at(blobs_[i].get(), int(n));
+  for (const auto& [top, weight] : loss_tops_) grad_at(top, int(n));
+  if (phase_ == Phase::test) std::fill(grad_life.begin(), grad_life.end(), Lifetime());
+
+  // One block per planned group: values first, then gradients, in blob order.
+  std::vector<MemoryBlock> blocks;
+  std::vector<std::pair<size_t, bool>> owner;  // (root blob, is gradient)
+  for (size_t r = 0; r < nb; ++r) {
+    if (root_of(value_group, r) != r || kept[r]) continue;
+    blocks.push_back({blobs_[r]->value.nbytes(), value_life[r], 0});
+    owner.emplace_back(r, false);
+  }
+  for (size_t r = 0; r < nb; ++r) {
+    if (root_of(grad_group, r) != r || is_input[r] || grad_life[r].empty()) continue;
+    size_t bytes = 0;
+    for (size_t i = 0; i < nb; ++i) {
+      if (root_of(grad_group, i) == r) {
+        bytes =
+            std::max(bytes, size_t(blobs_[i]->value.numel()) * dtype_size(blobs_[i]->grad.dtype()));
+      }
+    }
+    blocks.push_back({bytes, grad_life[r], 0});
+    owner.emplace_back(r, true);
+  }
+
+  // The last plan's places still serve when the lives are the same and every block fits (a
+  // smaller last batch): the addresses a captured graph holds then stay the same.
+  bool same = blocks.size() == plan_blocks_.size();
+  for (size_t k = 0; same && k < blocks.size(); ++k) {
+    same = blocks[k].life.first == plan_blocks_[k].life.first &&
+           blocks[k].life.last == plan_blocks_[k].life.last &&
+           blocks[k].bytes <= plan_blocks_[k].bytes;
+  }
+  if (!same) {
+    const size_t arena = pack_blocks(blocks);
+    plan_blocks_ = blocks;
+    if (arena > arena_.nbytes() || !arena_.defined()) {
+      arena_ = Tensor();  // give the old one back before taking the new one
+      arena_ = Tensor({int64_t(arena / sizeof(float))}, DType::f32, device_, allocator_);
+    }
+  }
+
+  // Place every tensor: kept groups in storage of their own, planned ones in the arena.
+  char* base = static_cast<char*>(arena_.raw());
+  for (size_t r = 0; r < nb; ++r) {
+    if (root_of(value_group, r) != r || is_input[r]) continue;
+    Tensor& v = blobs_[r]->value;
+    if (kept[r] && !value_kept_[r]) v = Tensor(v.shape(), v.dtype(), device_, allocator_);
+    value_kept_[r] = kept[r];
+  }
+  for (size_t k = 0; k < blocks.size(); ++k) {
+    const auto [r, is_grad] = owner[k];
+    PlacedAllocator& place = is_grad ? *grad_places_[r] : *value_places_[r];
+    place.place(base + plan_blocks_[k].offset, plan_blocks_[k].bytes);
+    Blob& b = *blobs_[r];
+    if (is_grad) {
+      b.grad = Tensor(b.value.shape(), b.grad.dtype(), device_, &place);
+    } else {
+      b.value = Tensor(b.value.shape(), b.value.dtype(), device_, &place);
+    }
+  }
+  for (size_t i = 0; i < nb; ++i) {
+    if (is_input[i]) continue;
+    Blob& b = *blobs_[i];
+    const size_t vr = root_of(value_group, i), gr = root_of(grad_group, i);
+    if (vr != i) b.value = blobs_[vr]->value.view(b.value.shape());
+    if (gr != i) {
+      b.grad = blobs_[gr]->grad.view(b.value.shape());
+    } else if (grad_life[i].empty()) {  // no pass touches it: a shape without storage
+      grad_places_[i]->unplace();
+      b.grad = Tensor(b.value.shape(), b.grad.dtype(), device_, grad_places_[i].get());
+    }
+  }
+}
+
+}  // namespace crema
