@@ -375,14 +375,17 @@ double Net::loss() const {
   return loss;
 }
 
-void Net::backward(Context& ctx) {
+void Net::backward(Context& ctx, const std::function<void(size_t layer)>& after_layer) {
   for (size_t index : grads_to_zero_) ctx.fill(blobs_[index]->grad, 0.0f);
   for (const Wiring& w : wiring_) {
     for (size_t t = 0; t < w.tops.size(); ++t) {
       if (w.loss_weights[t] != 0.0f) ctx.fill(w.tops[t]->grad, w.loss_weights[t]);
     }
   }
-  for (size_t i = layers_.size(); i-- > 0;) backward_layer(i, ctx);
+  for (size_t i = layers_.size(); i-- > 0;) {
+    backward_layer(i, ctx);
+    if (after_layer) after_layer(i);
+  }
 }
 
 // A training step needs no call: the solver's fused update reads each parameter gradient and

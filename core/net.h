@@ -20,6 +20,7 @@
 //   5. shares parameters that name the same `param: {weight: {name: shared}}` across layers.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -60,7 +61,10 @@ class Net {
   // The loss tops and their weights, for code that sums them on the device.
   const std::vector<std::pair<Blob*, float>>& loss_tops() const { return loss_tops_; }
   // Runs backward through the layers that need it. Parameter gradients accumulate (+=).
-  void backward(Context& ctx);
+  // `after_layer(i)`, when given, is called after layer i's turn (whether or not it ran), last
+  // layer first: from then on, the gradients of the parameters whose first user is layer i are
+  // final (training on several GPUs starts averaging them there: apps/distributed/).
+  void backward(Context& ctx, const std::function<void(size_t layer)>& after_layer = {});
   // Zeroes every parameter gradient (the update zeroes them itself; this is for a dropped step).
   void zero_param_grads(Context& ctx);
 

@@ -33,6 +33,22 @@ std::vector<int64_t> epoch_order(int64_t size, uint64_t seed, int64_t epoch) {
   return order;
 }
 
+std::vector<int64_t> shard_order(const std::vector<int64_t>& order, int rank, int count,
+                                 int64_t batch_size, bool drop_last) {
+  const int64_t n = int64_t(order.size());
+  std::vector<int64_t> shard;
+  if (drop_last) {
+    const int64_t global = batch_size * count;
+    for (int64_t first = 0; first + global <= n; first += global) {
+      const auto begin = order.begin() + first + rank * batch_size;
+      shard.insert(shard.end(), begin, begin + batch_size);
+    }
+  } else {
+    shard.assign(order.begin() + n * rank / count, order.begin() + n * (rank + 1) / count);
+  }
+  return shard;
+}
+
 uint64_t sample_seed(uint64_t seed, int64_t epoch, int64_t index) {
   return mix64(mix64(mix64(seed) ^ uint64_t(epoch)) ^ uint64_t(index));
 }
@@ -60,13 +76,27 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions
   }
   const int64_t size = dataset_->size();
   if (size == 0) throw Error(what + ": the dataset is empty");
-  batches_per_epoch_ = options_.drop_last ? size / options_.batch_size
-                                          : (size + options_.batch_size - 1) / options_.batch_size;
-  if (batches_per_epoch_ == 0) {
-    throw Error(what + ": batch_size " + std::to_string(options_.batch_size) + " exceeds the " +
-                std::to_string(size) +
+  if (options_.shard_count < 1 || options_.shard_rank < 0 ||
+      options_.shard_rank >= options_.shard_count) {
+    throw Error(what + ": shard " + std::to_string(options_.shard_rank) + " of " +
+                std::to_string(options_.shard_count) + " does not exist");
+  }
+  const int64_t global_batch = options_.batch_size * options_.shard_count;
+  if (options_.drop_last && size < global_batch) {
+    throw Error(what + ": batch_size " + std::to_string(options_.batch_size) +
+                (options_.shard_count > 1 ? " x " + std::to_string(options_.shard_count) + " ranks"
+                                          : std::string()) +
+                " exceeds the " + std::to_string(size) +
                 " samples, so drop_last leaves no batch; lower batch_size or unset drop_last");
   }
+  if (size < options_.shard_count) {
+    throw Error(what + ": " + std::to_string(size) + " samples cannot be shared by " +
+                std::to_string(options_.shard_count) + " ranks");
+  }
+  const int64_t r = options_.shard_rank, n = options_.shard_count;
+  samples_per_epoch_ = options_.drop_last ? size / global_batch * options_.batch_size
+                                          : size * (r + 1) / n - size * r / n;
+  batches_per_epoch_ = (samples_per_epoch_ + options_.batch_size - 1) / options_.batch_size;
   sample_shape_ = dataset_->sample_shape();
   for (const auto& transform : options_.transforms) {
     CREMA_CHECK(transform != nullptr, "null transform given to the data loader");
@@ -123,6 +153,10 @@ std::shared_ptr<const std::vector<int64_t>> DataLoader::order_locked(int64_t epo
     order.resize(size_t(dataset_->size()));
     std::iota(order.begin(), order.end(), int64_t(0));
   }
+  if (options_.shard_count > 1) {
+    order = shard_order(order, options_.shard_rank, options_.shard_count, options_.batch_size,
+                        options_.drop_last);
+  }
   auto shared = std::make_shared<const std::vector<int64_t>>(std::move(order));
   orders_.emplace(epoch, shared);
   return shared;
@@ -163,7 +197,7 @@ DataLoader::Result DataLoader::assemble(int64_t position, const std::vector<int6
   batch.epoch = position / batches_per_epoch_;
   batch.index_in_epoch = position % batches_per_epoch_;
   try {
-    const int64_t size = dataset_->size();
+    const int64_t size = int64_t(order.size());
     const int64_t sample_numel = shape_numel(sample_shape_);
     const int64_t first = batch.index_in_epoch * options_.batch_size;
     const int64_t count = std::min(options_.batch_size, size - first);
