@@ -1,7 +1,6 @@
 // crema: train, test and inspect networks described in YAML.
 //
-//   crema train CONFIG [--device cpu|cuda:N] [--set key=value]... [--out DIR] [--seed N] [--threads
-//   N]
+//   crema train CONFIG [--device cpu|cuda:N] [--set key=value]... [--out DIR] [--seed N] [--threads N]
 //               [--weights FILE | --resume RUN_DIR|CHECKPOINT] [--stop-after N]
 //               [--gpus 0,1|all] [--timeout SECONDS]
 //   crema test CONFIG --weights FILE [--device ...] [--set key=value]...
@@ -13,9 +12,8 @@
 //   crema plot RUN_DIR [--out FILE.png]
 //   crema time CONFIG [--device ...] [--iterations N] [--set key=value]...
 //   crema devices
-//   crema export-images [CONFIG --split S | --images F --labels F] --out DIR [--classes 5,7,9]
-//   [--per-class N] crema pack SOURCE OUT [--shard-size 256MB] [--max-side N] [--quality Q]
-//   [--skip-bad]
+//   crema export-images [CONFIG --split S | --images F --labels F] --out DIR [--classes 5,7,9] [--per-class N]
+//   crema pack SOURCE OUT [--shard-size 256MB] [--max-side N] [--quality Q] [--skip-bad]
 //              [--workers N] [--root DIR] [--num-classes N]
 //   crema bench-loader CONFIG [--split S] [--workers 1,2,4] [--batches N]
 //   crema bench gemm|conv|rnn [--shape S]... [--version V] [--math fp32|tf32|bf16] [--warmup N]
