@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdlib>
 #include <iostream>
 
 #include "apps/bench.h"
@@ -227,10 +228,13 @@ int main(int argc, char** argv) {
   try {
     if (*train && !gpus.empty()) {
       if (options.device_given) throw crema::Error("--gpus and --device cannot be combined");
+      // CREMA_TEST_LAUNCH_CPU: the launcher's tests run its children on the CPU.
+      const bool on_cpu = std::getenv("CREMA_TEST_LAUNCH_CPU") != nullptr;
       const std::vector<int> devices =
-          crema::distributed::parse_gpu_list(gpus, crema::gpu::device_count());
+          crema::distributed::parse_gpu_list(gpus, on_cpu ? 8 : crema::gpu::device_count());
       return crema::distributed::launch_per_gpu(
-          devices, crema::distributed::without_gpus_option({argv + 1, argv + argc}));
+          devices, crema::distributed::without_gpus_option({argv + 1, argv + argc}),
+          on_cpu ? "cpu" : "cuda:{}");
     }
     if (*train) {
       const crema::TrainSummary result = crema::train_command(options, std::cout);

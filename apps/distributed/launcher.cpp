@@ -35,8 +35,8 @@ int exit_code(int status) {
   return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
 }
 
-[[noreturn]] void exec_child(const std::vector<std::string>& args, int gpu, int rank, int size,
-                             int port) {
+[[noreturn]] void exec_child(const std::vector<std::string>& args, const std::string& device,
+                             int rank, int size, int port) {
   setpgid(0, 0);
   setenv("RANK", std::to_string(rank).c_str(), 1);
   setenv("LOCAL_RANK", std::to_string(rank).c_str(), 1);
@@ -47,7 +47,7 @@ int exit_code(int status) {
   std::vector<std::string> full = {"crema"};
   full.insert(full.end(), args.begin(), args.end());
   full.push_back("--device");
-  full.push_back(fmt::format("cuda:{}", gpu));
+  full.push_back(device);
   std::vector<char*> argv;
   for (std::string& a : full) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -85,7 +85,8 @@ int free_port() {
   return ntohs(addr.sin_port);
 }
 
-int launch_per_gpu(const std::vector<int>& gpus, const std::vector<std::string>& args) {
+int launch_per_gpu(const std::vector<int>& gpus, const std::vector<std::string>& args,
+                   const std::string& device_format) {
   const char* port_text = std::getenv("MASTER_PORT");
   const int port = port_text != nullptr ? std::atoi(port_text) : free_port();
   struct sigaction action {};
@@ -98,34 +99,46 @@ int launch_per_gpu(const std::vector<int>& gpus, const std::vector<std::string>&
 
   std::vector<pid_t> children;
   for (size_t rank = 0; rank < gpus.size(); ++rank) {
+    const std::string device = fmt::format(fmt::runtime(device_format), gpus[rank]);
     const pid_t pid = fork();
     if (pid < 0) throw Error(fmt::format("--gpus: cannot start a process: {}", strerror(errno)));
-    if (pid == 0) exec_child(args, gpus[rank], int(rank), int(gpus.size()), port);
+    if (pid == 0) exec_child(args, device, int(rank), int(gpus.size()), port);
     children.push_back(pid);
   }
   int forwarded = 0, first_failure = 0;
   size_t running = children.size();
+  std::vector<bool> alive(children.size(), true);  // a reaped pid may be reused: never signalled
   while (running > 0) {
+    if (g_signal != 0 && forwarded == 0) {
+      forwarded = g_signal;
+      for (size_t r = 0; r < children.size(); ++r) {
+        if (alive[r]) kill(children[r], forwarded);
+      }
+    }
     int status = 0;
     const pid_t pid = waitpid(-1, &status, 0);
     if (pid < 0) {
       if (errno != EINTR) break;
-      if (g_signal != 0 && forwarded == 0) {
-        forwarded = g_signal;
-        for (pid_t child : children) kill(child, forwarded);
-      }
-      continue;
+      continue;  // a signal: passed on at the top of the loop
     }
     size_t rank = 0;
     while (rank < children.size() && children[rank] != pid) ++rank;
     if (rank == children.size()) continue;
+    alive[rank] = false;
     --running;
     const int code = exit_code(status);
     const bool stopped_as_asked = forwarded != 0 && code == 128 + forwarded;
     if (code != 0 && !stopped_as_asked) {
       std::cerr << fmt::format("crema: error: rank {} (cuda:{}) {}\n", rank, gpus[rank],
                                describe(status));
-      if (first_failure == 0) first_failure = code;
+      if (first_failure == 0) {
+        first_failure = code;
+        // The others cannot go on without it: one still in the rendezvous would wait for the
+        // timeout. SIGTERM ends those at once; a training rank's watchdog has seen the loss.
+        for (size_t other = 0; other < children.size(); ++other) {
+          if (alive[other]) kill(children[other], SIGTERM);
+        }
+      }
     }
   }
   sigaction(SIGINT, &previous_int, nullptr);

@@ -7,8 +7,9 @@
 //   - Ctrl-C or SIGTERM to the parent is passed on to every child once (the children run in
 //     their own process group, so a terminal's Ctrl-C does not reach them twice); they stop
 //     together after one checkpoint, and the parent exits with 128 + the signal.
-//   - A child that fails is named ("rank 1 (cuda:1) exited with 5", "was killed by signal 9");
-//     the parent exits with the first failure's status (128 + signal for a signal).
+//   - A child that fails is named ("rank 1 (cuda:1) exited with 5", "was killed by signal 9")
+//     and the others get SIGTERM (one still in the rendezvous would otherwise wait for the
+//     timeout); the parent exits with the first failure's status (128 + signal for a signal).
 #pragma once
 
 #include <string>
@@ -17,8 +18,10 @@
 namespace crema::distributed {
 
 // `args`: the command line after the program's name, `--gpus` already removed. Returns the exit
-// status for the parent.
-int launch_per_gpu(const std::vector<int>& gpus, const std::vector<std::string>& args);
+// status for the parent. `device_format` names a child's device from its GPU index: "cuda:{}";
+// the tests pass "cpu" (CREMA_TEST_LAUNCH_CPU, main.cpp) to run the launcher without a GPU.
+int launch_per_gpu(const std::vector<int>& gpus, const std::vector<std::string>& args,
+                   const std::string& device_format = "cuda:{}");
 
 // The command line without `--gpus X` / `--gpus=X` (for the children).
 std::vector<std::string> without_gpus_option(const std::vector<std::string>& args);

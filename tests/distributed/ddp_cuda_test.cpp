@@ -3,7 +3,7 @@
 //   - `crema train --gpus 0,1` at batch 8 per GPU trains as one GPU at batch 16 (the mean over
 //     16 samples against the mean of two means over 8, and each GPU's kernels on half the batch:
 //     float32 rounding only, within 1e-3 after 30 steps);
-//   - two such runs give bit-identical weights;
+//   - two such runs give bit-identical weights, and the CUDA-graph step the eager step's;
 //   - sockets only (NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1): the same weights as NVLink's (two
 //     ranks add two numbers, which is exact in either order);
 //   - SIGKILL of one rank: the other exits with 5 within the timeout, naming it.
@@ -76,6 +76,19 @@ TEST_F(DataParallelCuda, TwoGpusTrainAsOneOfTheGlobalBatchAndRepeatBitForBit) {
             testing::read_file(dir_ + "/b/final.safetensors"));
   EXPECT_LT(largest_difference(dir_ + "/a/final.safetensors", dir_ + "/one/final.safetensors"),
             1e-3);
+}
+
+// The step replayed as a CUDA graph (NCCL's all-reduces and the buckets' events captured with
+// forward and backward) computes what the step launched one call at a time does.
+TEST_F(DataParallelCuda, TheGraphStepEqualsTheEagerStep) {
+  testing::Background graph(with(args(dir_ + "/graph", 8, 20), {"--gpus", "0,1"}), dir_ + "/graph");
+  ASSERT_EQ(graph.wait(), 0) << graph.err();
+  testing::Background eager(
+      with(args(dir_ + "/eager", 8, 20), {"--gpus", "0,1", "--set", "++solver.cuda_graph=false"}),
+      dir_ + "/eager");
+  ASSERT_EQ(eager.wait(), 0) << eager.err();
+  EXPECT_EQ(testing::read_file(dir_ + "/graph/final.safetensors"),
+            testing::read_file(dir_ + "/eager/final.safetensors"));
 }
 
 TEST_F(DataParallelCuda, SocketsOnlyGivesTheSameWeights) {

@@ -85,6 +85,41 @@ TEST_F(TrainRanks, TwoRanksOfBatch8TrainAsOneProcessOfBatch16) {
   EXPECT_EQ(rank1.out(), "");
 }
 
+// Each of iter_size, a frozen layer and another solver: two ranks of batch 4 x iter_size 2 (or
+// of batch 8) against one process of batch 16, within float32 rounding.
+TEST_F(TrainRanks, IterSizeFrozenParametersAndAdamTrainAsOneProcess) {
+  struct Variant {
+    std::string name;
+    int64_t rank_batch;
+    std::vector<std::string> both, ranks;
+  };
+  const std::vector<Variant> variants = {
+      {"iter_size", 4, {}, {"--set", "++solver.iter_size=2"}},
+      {"frozen", 8, {"--set", "+solver.param_groups=[{match: 'conv1\\..*', lr_mult: 0}]"}, {}},
+      {"adam", 8, {"--set", "solver.type=adam", "--set", "solver.base_lr=0.001"}, {}},
+  };
+  for (const Variant& v : variants) {
+    std::vector<std::string> extra = v.both;
+    extra.insert(extra.end(), v.ranks.begin(), v.ranks.end());
+    const std::string two = dir_ + "/two_" + v.name, one = dir_ + "/one_" + v.name;
+    port_ = std::to_string(distributed::free_port());
+    testing::Background rank0(args(two, v.rank_batch, 12, extra), two + "_r0", env(0));
+    testing::Background rank1(args(two, v.rank_batch, 12, extra), two + "_r1", env(1));
+    ASSERT_EQ(rank0.wait(), 0) << v.name << ": " << rank0.err();
+    ASSERT_EQ(rank1.wait(), 0) << v.name << ": " << rank1.err();
+    testing::Background single(args(one, 16, 12, v.both), one);
+    ASSERT_EQ(single.wait(), 0) << v.name << ": " << single.err();
+    const auto a = weights_of(two + "/final.safetensors");
+    const auto b = weights_of(one + "/final.safetensors");
+    for (const auto& [name, values] : b) {
+      for (size_t i = 0; i < values.size(); ++i) {
+        ASSERT_NEAR(a.at(name)[i], values[i], 1e-4f + 1e-4f * std::fabs(values[i]))
+            << v.name << ": " << name << "[" << i << "]";
+      }
+    }
+  }
+}
+
 TEST_F(TrainRanks, ASignalOnOneRankStopsBothAfterTheSameIterationAndResumesOnOneProcess) {
   testing::Background rank0(args(dir_ + "/run", 8, 100000), dir_ + "/r0", env(0));
   testing::Background rank1(args(dir_ + "/run", 8, 100000), dir_ + "/r1", env(1));
