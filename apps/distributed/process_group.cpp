@@ -58,7 +58,7 @@ class NcclGroup : public ProcessGroup {
     nccl_.comm_abort(comm_);
     comm_ = nullptr;
   }
-  Rendezvous& connections() { return rv_; }
+  Rendezvous* liveness() override { return &rv_; }
 
  private:
   const NcclLibrary& nccl_;
@@ -131,11 +131,6 @@ std::unique_ptr<ProcessGroup> join_process_group(const World& world, const Devic
     id.assign(unique.bytes, sizeof unique.bytes);
   }
   return std::make_unique<NcclGroup>(rendezvous(world, hash, id, timeout_seconds), device);
-}
-
-Rendezvous* connections_of(ProcessGroup& group) {
-  auto* nccl = dynamic_cast<NcclGroup*>(&group);
-  return nccl != nullptr ? &nccl->connections() : nullptr;
 }
 
 }  // namespace crema::distributed

@@ -42,6 +42,9 @@ class ProcessGroup {
   // Makes every collective in flight or queued return (a rank died): the run cannot go on.
   virtual void abort() = 0;
 
+  // The rendezvous connections the watchdog may read (null where the collectives use them).
+  virtual Rendezvous* liveness() { return nullptr; }
+
   // The training loop's sign of life (each step, each test pass), read by the watchdog.
   void heartbeat() { heartbeat_ = std::chrono::steady_clock::now().time_since_epoch().count(); }
   std::chrono::steady_clock::time_point last_heartbeat() const {
@@ -60,8 +63,5 @@ class ProcessGroup {
 // use, a rank that does not come within `timeout_seconds`, mismatched configs).
 std::unique_ptr<ProcessGroup> join_process_group(const World& world, const Device& device,
                                                  uint64_t hash, double timeout_seconds);
-
-// The connections of the rendezvous, for the watchdog (null for a group that has none).
-Rendezvous* connections_of(ProcessGroup& group);
 
 }  // namespace crema::distributed

@@ -31,8 +31,11 @@ Notice poll_notice(Socket& s) {
 
 }  // namespace
 
-Watchdog::Watchdog(ProcessGroup& group, double timeout_seconds)
-    : group_(group), connections_(connections_of(group)), timeout_(timeout_seconds) {
+Watchdog::Watchdog(ProcessGroup& group, double timeout_seconds, OnFailure on_failure)
+    : group_(group),
+      connections_(group.liveness()),
+      timeout_(timeout_seconds),
+      on_failure_(std::move(on_failure)) {
   finished_.assign(size_t(group.size()), false);
   thread_ = std::thread([this] { watch(); });
 }
@@ -94,7 +97,10 @@ void Watchdog::watch() {
       failure = fmt::format(
           "no step finished in {:.0f} s (--timeout): a rank hung, or a link stalled", idle);
     }
-    if (!failure.empty()) fail(failure);
+    if (failure.empty()) continue;
+    if (!on_failure_) fail(failure);
+    on_failure_(failure);
+    return;
   }
 }
 

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <string>
 #include <thread>
 
@@ -28,7 +29,10 @@ constexpr int kPeerFailedExitCode = 5;
 
 class Watchdog {
  public:
-  Watchdog(ProcessGroup& group, double timeout_seconds);
+  // `on_failure` receives the line naming what failed; the default prints it, aborts the group
+  // and ends the process (exit 5). The tests pass their own.
+  using OnFailure = std::function<void(const std::string& line)>;
+  Watchdog(ProcessGroup& group, double timeout_seconds, OnFailure on_failure = {});
   ~Watchdog();
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
@@ -40,11 +44,13 @@ class Watchdog {
   void watch();
   // The failure seen on the connections ("" when none).
   std::string check_connections();
+  // Prints, aborts the group and exits: the default OnFailure.
   [[noreturn]] void fail(const std::string& what);
 
   ProcessGroup& group_;
   Rendezvous* connections_;
   double timeout_;
+  OnFailure on_failure_;
   std::atomic<bool> stop_{false};
   std::vector<bool> finished_;  // rank 0: the peers that said goodbye
   std::thread thread_;
