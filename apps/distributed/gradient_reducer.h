@@ -58,8 +58,6 @@ class GradientReducer {
   // --resume, and before a test or a checkpoint: running statistics differ by rank).
   void broadcast_state();
 
-  const std::vector<Bucket>& buckets() const { return buckets_; }
-
  private:
   void launch(size_t b);
   float* vote_in_bucket() { return storage_.back().data<float>() + buckets_.back().numel; }

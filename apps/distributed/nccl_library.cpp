@@ -45,8 +45,6 @@ NcclLibrary load() {
     bind(handle, path, "ncclCommInitRank", lib.comm_init_rank);
     bind(handle, path, "ncclAllReduce", lib.all_reduce);
     bind(handle, path, "ncclBroadcast", lib.broadcast);
-    bind(handle, path, "ncclGroupStart", lib.group_start);
-    bind(handle, path, "ncclGroupEnd", lib.group_end);
     bind(handle, path, "ncclCommAbort", lib.comm_abort);
     bind(handle, path, "ncclCommDestroy", lib.comm_destroy);
     bind(handle, path, "ncclCommGetAsyncError", lib.comm_get_async_error);

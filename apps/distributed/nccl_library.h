@@ -35,8 +35,6 @@ struct NcclLibrary {
                     NcclStream);
   int (*broadcast)(const void* send, void* recv, size_t count, int dtype, int root, NcclComm,
                    NcclStream);
-  int (*group_start)();
-  int (*group_end)();
   int (*comm_abort)(NcclComm);
   int (*comm_destroy)(NcclComm);
   int (*comm_get_async_error)(NcclComm, int*);
