@@ -2,11 +2,12 @@
 // against the op's reference, then time it with CUDA events and print the time, the achieved
 // TFLOP/s or GB/s and the fraction of the device's peak.
 //
-//   crema bench gemm|conv|rnn [--shape S]... [--version V] [--math fp32|tf32|bf16]
+//   crema bench gemm|conv|conv-tc|rnn [--shape S]... [--version V] [--math fp32|tf32|bf16]
 //                             [--layout nchw|nhwc] [--warmup 5] [--repeats 50] [--device cuda:0]
 //
 // Each op family lives in its own file (bench_gemm.cpp, bench_conv.cpp, bench_rnn.cpp) and
-// uses the shared pieces below; apps/README.md says how to add one more.
+// uses the shared pieces below (bench_conv_tc.cpp: conv-tc); apps/README.md says how to add one
+// more.
 #pragma once
 
 #include <cstdint>
@@ -88,6 +89,8 @@ class Table {
 // crema::Error for a shape or version it cannot parse or run.
 int bench_gemm(Context& ctx, const Options& options, std::ostream& out);
 int bench_conv(Context& ctx, const Options& options, std::ostream& out);
+// conv-tc: the convolutions on bf16 and fp16 NHWC tensors (bench_conv_tc.cpp).
+int bench_conv_tc(Context& ctx, const Options& options, std::ostream& out);
 int bench_rnn(Context& ctx, const Options& options, std::ostream& out);
 
 // Shapes, as --shape spells them.

@@ -12,7 +12,7 @@
 // operands stored as bf16 (what cuBLAS's bf16 GEMM reads), checked against the same fp32-operand
 // reference.
 //
-// A version that wants a workspace (v10 repacks operands into one; cuda::ladder::sgemm_workspace,
+// A version that wants a workspace (t5 repacks operands into one; cuda::ladder::sgemm_workspace,
 // cuda::gemm_bf16_workspace) gets it from ctx.workspace(), and its time includes the repacking.
 #include <algorithm>
 #include <cmath>

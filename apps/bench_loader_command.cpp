@@ -5,6 +5,10 @@
 // Any source times the same way; a folder's packed form (`crema pack`) by pointing the source at
 // it: --set data.train.source.format=packed --set data.train.source.root=DIR.
 //
+// --decode gpu (data.<split>.decode: gpu) times nvJPEG and the CUDA transforms on GPU 0: each
+// batch handed out is complete in GPU memory (data/gpu_decode.h); the workers then only read
+// files, draw the plans and decode what nvJPEG does not take.
+//
 // Batch memory comes from a cache of host blocks, as in training on a GPU (the Context's pinned
 // staging allocator caches too, core/context.h): a batch's 38 MB (64 x 3 x 224 x 224 floats) is
 // then reused instead of page-faulted in afresh, which cost as much as decoding and augmenting
@@ -38,6 +42,9 @@ std::vector<double> bench_loader_command(const BenchLoaderOptions& options, std:
     if (workers < 0) throw Error("--workers: a worker count must be 0 or more");
     std::vector<std::string> overrides = options.overrides;
     overrides.push_back(fmt::format("++data.{}.workers={}", options.split, workers));
+    if (!options.decode.empty()) {
+      overrides.push_back(fmt::format("++data.{}.decode={}", options.split, options.decode));
+    }
     const ConfigNode root = load_run_config(options.config, overrides);
     const auto loader = make_loader(root.at("data"), options.split,
                                     uint64_t(root.get<int64_t>("seed", 1)), &batch_memory, nullptr,
@@ -48,9 +55,13 @@ std::vector<double> bench_loader_command(const BenchLoaderOptions& options, std:
       for (const auto& transform : loader_options.transforms) {
         transforms += (transforms.empty() ? "" : ", ") + transform->description();
       }
-      out << fmt::format("loader of data.{}: {}, batch {}, {} batches timed after one untimed\n",
-                         options.split, loader->dataset().description(), loader_options.batch_size,
-                         options.batches);
+      out << fmt::format(
+          "loader of data.{}: {}, batch {}, {} batches timed after one untimed, decoded on {}\n",
+          options.split, loader->dataset().description(), loader_options.batch_size,
+          options.batches,
+          loader_options.gpu_decode >= 0
+              ? fmt::format("cuda:{} (nvJPEG)", loader_options.gpu_decode)
+              : std::string("the CPU"));
       out << "transforms: " << (transforms.empty() ? "none" : transforms) << "\n";
       out << "images/s: images read, decoded, augmented and batched per second, the consumer "
              "idle\n";

@@ -60,6 +60,7 @@ struct BenchLoaderOptions {
   std::string split = "train";
   std::vector<int> workers = {1, 2};
   int64_t batches = 100;  // timed batches per worker count, after one untimed
+  std::string decode;     // "cpu" or "gpu": sets data.<split>.decode; empty: the config's
 };
 
 // Returns images/s for each entry of options.workers.

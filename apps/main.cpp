@@ -15,9 +15,9 @@
 //   crema export-images [CONFIG --split S | --images F --labels F] --out DIR [--classes 5,7,9] [--per-class N]
 //   crema pack SOURCE OUT [--shard-size 256MB] [--max-side N] [--quality Q] [--skip-bad]
 //              [--workers N] [--root DIR] [--num-classes N]
-//   crema bench-loader CONFIG [--split S] [--workers 1,2,4] [--batches N]
-//   crema bench gemm|conv|rnn [--shape S]... [--version V] [--math fp32|tf32|bf16] [--warmup N]
-//               [--layout nchw|nhwc] [--repeats N] [--device cuda:N]
+//   crema bench-loader CONFIG [--split S] [--workers 1,2,4] [--batches N] [--decode gpu]
+//   crema bench gemm|conv|conv-tc|rnn [--shape S]... [--version V] [--math fp32|tf32|bf16]
+//               [--warmup N] [--layout nchw|nhwc] [--repeats N] [--device cuda:N]
 //
 // Anything the user should fix ends with one line "crema: error: ..." and exit code 2. A training
 // run stopped by Ctrl-C or SIGTERM (after writing its checkpoint) exits with 130 or 143, as
@@ -186,14 +186,15 @@ int main(int argc, char** argv) {
   bench_loader->add_option("--split", bench_options.split, "train or test")->capture_default_str();
   bench_loader->add_option("--workers", bench_options.workers, "worker counts")->delimiter(',')->capture_default_str();
   bench_loader->add_option("--batches", bench_options.batches, "timed batches per worker count")->capture_default_str();
+  bench_loader->add_option("--decode", bench_options.decode, "cpu or gpu (nvJPEG): data.<split>.decode");
 
   crema::bench::Options kernel_bench;
   std::string kernel_bench_op, kernel_bench_device = "cuda:0";
   CLI::App* bench = app.add_subcommand(
       "bench", "check every CUDA version of an op against its reference, then time it");
-  bench->add_option("op", kernel_bench_op, "gemm, conv or rnn")
+  bench->add_option("op", kernel_bench_op, "gemm, conv, conv-tc (bf16/fp16 NHWC tensors) or rnn")
       ->required()
-      ->check(CLI::IsMember({"gemm", "conv", "rnn"}));
+      ->check(CLI::IsMember({"gemm", "conv", "conv-tc", "rnn"}));
   bench->add_option("--shape", kernel_bench.shapes, "a shape (repeatable; default: the op's list)")
       ->allow_extra_args(false);
   bench->add_option("--version", kernel_bench.version, "only this version (default: every one)");

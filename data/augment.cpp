@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "data/color_ops.h"
+#include "data/pixel_plan.h"
 
 namespace crema::data {
 namespace {
@@ -43,6 +44,24 @@ class ColorJitterTransform : public Transform {
       if (k == 1) adjust_contrast(image, f);
       if (k == 2) adjust_saturation(image, f);
       if (k == 3) adjust_hue(image, f);
+    }
+  }
+  // The same draws as apply().
+  void plan(PixelPlan& plan, Random& random) const override {
+    std::array<int, 4> order = {0, 1, 2, 3};
+    for (int i = 3; i > 0; --i) std::swap(order[size_t(i)], order[random.below(uint64_t(i + 1))]);
+    std::array<float, 4> factors{};
+    for (size_t k = 0; k < 4; ++k) {
+      if (ranges_[k]) factors[k] = float(random.uniform((*ranges_[k])[0], (*ranges_[k])[1]));
+    }
+    static constexpr ColorStep::Kind kinds[4] = {ColorStep::brightness, ColorStep::contrast,
+                                                 ColorStep::saturation, ColorStep::hue};
+    for (int k : order) {
+      if (!ranges_[size_t(k)]) continue;
+      ColorStep step;
+      step.kind = kinds[k];
+      step.factor = factors[size_t(k)];
+      plan.steps.push_back(step);
     }
   }
   bool is_random() const override { return true; }

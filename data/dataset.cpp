@@ -31,6 +31,9 @@ class ClassSubsetDataset : public Dataset {
   void read_sample_reduced(int64_t index, Image& out, const DecodePlanner& plan) const override {
     base_->read_sample_reduced(base_index(index), out, plan);
   }
+  bool read_encoded(int64_t index, EncodedSample& out) const override {
+    return base_->read_encoded(base_index(index), out);
+  }
   void will_read(const int64_t* indices, int64_t count) const override {
     std::vector<int64_t> base(static_cast<size_t>(count));
     for (int64_t i = 0; i < count; ++i) base[size_t(i)] = base_index(indices[i]);

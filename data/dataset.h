@@ -22,6 +22,13 @@
 
 namespace crema::data {
 
+struct EncodedSample {
+  std::vector<uint8_t> bytes;
+  int channels = 3;
+  int64_t max_pixels = kDefaultMaxImagePixels;
+  std::string name;
+};
+
 class Dataset {
  public:
   virtual ~Dataset() = default;
@@ -46,6 +53,11 @@ class Dataset {
   virtual void read_sample_reduced(int64_t index, Image& out, const DecodePlanner& plan) const {
     read_sample(index, out);
   }
+  // The encoded file of sample `index` (its bytes, the channels and pixel limit it decodes
+  // with, its name for messages), for a decoder outside the dataset (decode: gpu): false for a
+  // source of decoded pixels (the default). Throws crema::Error naming the file when it cannot
+  // be read.
+  virtual bool read_encoded(int64_t index, EncodedSample& out) const { return false; }
   // A hint that samples `indices[0..count)` (a batch) are read next: a source that reads files
   // may start reading them ahead (data/packed.h). The default does nothing.
   virtual void will_read(const int64_t* indices, int64_t count) const {}

@@ -218,6 +218,10 @@ void read_image_file(const std::string& path, int channels, Image& out,
   decode_image(bytes.data(), bytes.size(), channels, path, out, options);
 }
 
+std::vector<uint8_t> read_image_bytes(const std::string& path) {
+  return read_bytes(path);
+}
+
 Shape image_file_shape(const std::string& path, int channels, int64_t max_pixels) {
   check_channels(channels, path);
   const std::vector<uint8_t> bytes = read_bytes(path);

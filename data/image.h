@@ -89,6 +89,8 @@ void decode_image(const uint8_t* bytes, size_t size, int channels, const std::st
 // Reads and decodes the file at `path`; errors name the path (missing, unreadable, corrupt).
 void read_image_file(const std::string& path, int channels, Image& out,
                      const DecodeOptions& options = {});
+// The bytes of the file at `path`; errors name it.
+std::vector<uint8_t> read_image_bytes(const std::string& path);
 // The {channels, H, W} of an image file from its header alone (no pixel is decoded); a header
 // above `max_pixels` is an error.
 Shape image_file_shape(const std::string& path, int channels,

@@ -111,6 +111,20 @@ void ImageFileDataset::read_sample_reduced(int64_t index, Image& out,
   }
 }
 
+bool ImageFileDataset::read_encoded(int64_t index, EncodedSample& out) const {
+  const ImageFile& f = file(index);
+  out.channels = channels_;
+  out.max_pixels = max_pixels_;
+  out.name = f.origin.empty() ? f.path : f.origin + ": " + f.path;
+  try {
+    out.bytes = read_image_bytes(f.path);
+  } catch (const Error& e) {
+    if (f.origin.empty()) throw;
+    throw Error(f.origin + ": " + e.what());
+  }
+  return true;
+}
+
 int64_t ImageFileDataset::label(int64_t index) const {
   return file(index).label;
 }

@@ -48,6 +48,7 @@ class ImageFileDataset : public Dataset {
   // Decodes the file; errors name it (and its list line).
   void read_sample(int64_t index, Image& out) const override;
   void read_sample_reduced(int64_t index, Image& out, const DecodePlanner& plan) const override;
+  bool read_encoded(int64_t index, EncodedSample& out) const override;
   int64_t label(int64_t index) const override;
   std::string sample_name(int64_t index) const override;
   std::string description() const override;

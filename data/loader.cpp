@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/random.h"
+#include "data/jpeg.h"
 
 namespace crema::data {
 namespace {
@@ -129,7 +130,41 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions
                   shape_str(sample_shape_));
     }
   }
+  if (options_.gpu_decode >= 0) check_gpu_decode(what);
   for (int w = 0; w < options_.num_workers; ++w) workers_.emplace_back([this] { worker_loop(); });
+}
+
+void DataLoader::check_gpu_decode(const std::string& what) const {
+  if (!gpu_decoding_built()) {
+    make_gpu_batch_decoder(options_.gpu_decode, 3);  // throws, saying how to get nvJPEG
+  }
+  if (options_.batch_mix) {
+    throw Error(what + ": batch_mix mixes batches on the CPU; decode: gpu leaves it out");
+  }
+  const Shape& input = dataset_->sample_shape();
+  if (input.size() != 3 || (input[0] != 1 && input[0] != 3)) {
+    throw Error(what + ": decode: gpu decodes 1- or 3-channel images, not samples of shape " +
+                shape_str(input));
+  }
+  PixelPlan plan = identity_plan(input[0], {input[1], input[2]});
+  Random random(0);
+  try {
+    for (const auto& transform : options_.transforms) transform->plan(plan, random);
+  } catch (const Error& e) {
+    throw Error(what + ": " + e.what());
+  }
+  EncodedSample file;
+  bool has_files = false;
+  try {
+    has_files = dataset_->read_encoded(0, file);
+  } catch (const Error&) {
+    has_files = true;  // a file that cannot be read: reported when its batch is assembled
+  }
+  if (!has_files) {
+    throw Error(what +
+                ": decode: gpu decodes image files (an image folder, a list or a packed "
+                "dataset); this source holds decoded pixels");
+  }
 }
 
 DataLoader::~DataLoader() {
@@ -190,57 +225,136 @@ void DataLoader::load_sample(int64_t epoch, int64_t index, Image& image, Random&
   }
 }
 
+int64_t DataLoader::load_or_skip(const std::vector<int64_t>& order, int64_t slot, Result& result,
+                                 const std::function<void(int64_t index)>& load) const {
+  int64_t index = order[size_t(slot)];
+  if (!options_.skip_bad) {
+    load(index);
+    return index;
+  }
+  // Bad samples give way to the next ones of the epoch's order; only a sample's failure at its
+  // own place is counted, so each bad sample is counted once per epoch.
+  const int64_t size = int64_t(order.size());
+  constexpr int64_t kMaxAttempts = 1000;
+  for (int64_t attempt = 0;; ++attempt) {
+    try {
+      load(index);
+      return index;
+    } catch (const Error& e) {
+      if (attempt == 0) result.skipped.push_back(e.what());
+      if (attempt + 1 >= std::min(size, kMaxAttempts)) {
+        throw Error("skip_bad: " + std::to_string(attempt + 1) +
+                    " samples in a row are bad; is the source right? The last: " + e.what());
+      }
+      index = order[size_t((slot + attempt + 1) % size)];
+    }
+  }
+}
+
 DataLoader::Result DataLoader::assemble(int64_t position, const std::vector<int64_t>& order,
-                                        Image& scratch) const {
+                                        WorkerState& state) const {
   Result result;
   Batch& batch = result.batch;
   batch.epoch = position / batches_per_epoch_;
   batch.index_in_epoch = position % batches_per_epoch_;
   try {
-    const int64_t size = int64_t(order.size());
     const int64_t sample_numel = shape_numel(sample_shape_);
     const int64_t first = batch.index_in_epoch * options_.batch_size;
-    const int64_t count = std::min(options_.batch_size, size - first);
-    // Handed to transforms that draw nothing: seeding a generator per sample costs a microsecond.
-    Random fixed(0);
-
-    Shape data_shape = {count};
-    data_shape.insert(data_shape.end(), sample_shape_.begin(), sample_shape_.end());
-    batch.data = Tensor(data_shape, DType::f32, Device::cpu(), options_.allocator);
+    // The order is this shard's (shard_order) when training on several processes.
+    const int64_t count = std::min(options_.batch_size, int64_t(order.size()) - first);
     batch.labels = Tensor({count}, DType::f32, Device::cpu(), options_.allocator);
-    float* data = batch.data.data<float>();      // [B, sample_shape...]
-    float* labels = batch.labels.data<float>();  // [B]
     dataset_->will_read(order.data() + first, count);
-    for (int64_t i = 0; i < count; ++i) {
-      int64_t index = order[size_t(first + i)];
-      if (!options_.skip_bad) {
-        load_sample(batch.epoch, index, scratch, fixed);
-      } else {
-        // Bad samples give way to the next ones of the epoch's order; only a sample's failure at
-        // its own place is counted, so each bad sample is counted once per epoch.
-        constexpr int64_t kMaxAttempts = 1000;
-        for (int64_t attempt = 0;; ++attempt) {
-          try {
-            load_sample(batch.epoch, index, scratch, fixed);
-            break;
-          } catch (const Error& e) {
-            if (attempt == 0) result.skipped.push_back(e.what());
-            if (attempt + 1 >= std::min(size, kMaxAttempts)) {
-              throw Error("skip_bad: " + std::to_string(attempt + 1) +
-                          " samples in a row are bad; is the source right? The last: " + e.what());
-            }
-            index = order[size_t((first + i + attempt + 1) % size)];
-          }
-        }
+    if (options_.gpu_decode >= 0) {
+      assemble_gpu(result, order, first, state);
+    } else {
+      // Handed to transforms that draw nothing: seeding a generator per sample costs a
+      // microsecond.
+      Random fixed(0);
+      Shape data_shape = {count};
+      data_shape.insert(data_shape.end(), sample_shape_.begin(), sample_shape_.end());
+      batch.data = Tensor(data_shape, DType::f32, Device::cpu(), options_.allocator);
+      float* data = batch.data.data<float>();      // [B, sample_shape...]
+      float* labels = batch.labels.data<float>();  // [B]
+      for (int64_t i = 0; i < count; ++i) {
+        const int64_t index = load_or_skip(order, first + i, result, [&](int64_t index) {
+          load_sample(batch.epoch, index, state.scratch, fixed);
+        });
+        std::copy(state.scratch.pixels.begin(), state.scratch.pixels.end(),
+                  data + i * sample_numel);
+        labels[i] = float(dataset_->label(index));
       }
-      std::copy(scratch.pixels.begin(), scratch.pixels.end(), data + i * sample_numel);
-      labels[i] = float(dataset_->label(index));
     }
     make_targets(batch);
   } catch (...) {
     result.error = std::current_exception();
   }
   return result;
+}
+
+void DataLoader::prepare_gpu_sample(int64_t epoch, int64_t index, GpuSample& sample,
+                                    GpuBatchDecoder& gpu, bool cpu_only) const {
+  EncodedSample& file = sample.file;
+  CREMA_CHECK(dataset_->read_encoded(index, file),
+              dataset_->sample_name(index) + " has no file for decode: gpu");
+  std::optional<Size2> size;
+  if (!cpu_only && is_jpeg(file.bytes.data(), file.bytes.size())) {
+    size = gpu.accepts(file.bytes.data(), file.bytes.size());
+  }
+  sample.on_gpu = size.has_value();
+  if (sample.on_gpu) {
+    check_image_pixels(size->width, size->height, file.max_pixels, file.name);
+  } else {
+    DecodeOptions options;
+    options.max_pixels = file.max_pixels;
+    decode_image(file.bytes.data(), file.bytes.size(), file.channels, file.name, sample.decoded,
+                 options);
+    size = Size2{sample.decoded.height(), sample.decoded.width()};
+  }
+  // The generator load_sample would hand the transforms; they draw the same from it here.
+  Random random(random_transforms_ ? sample_seed(options_.seed, epoch, index) : 0);
+  sample.plan = identity_plan(file.channels, *size);
+  try {
+    for (const auto& transform : options_.transforms) transform->plan(sample.plan, random);
+  } catch (const Error& e) {
+    throw Error(dataset_->sample_name(index) + ": " + e.what());
+  }
+  const Shape shape = {sample.plan.channels, sample.plan.height(), sample.plan.width()};
+  if (shape != sample_shape_) {
+    throw Error(dataset_->sample_name(index) + " is " + shape_str(shape) +
+                " after the transforms, but the batches hold " + shape_str(sample_shape_) +
+                " (the first sample's shape through the transforms); images of different sizes "
+                "need a resize or crop transform");
+  }
+}
+
+void DataLoader::assemble_gpu(Result& result, const std::vector<int64_t>& order, int64_t first,
+                              WorkerState& state) const {
+  Batch& batch = result.batch;
+  const int64_t count = batch.labels.numel();
+  if (!state.gpu) {
+    state.gpu = make_gpu_batch_decoder(options_.gpu_decode, int(sample_shape_.at(0)));
+  }
+  std::vector<GpuSample> samples(static_cast<size_t>(count));
+  auto prepare = [&](bool cpu_only) {
+    float* labels = batch.labels.data<float>();  // [B]
+    for (int64_t i = 0; i < count; ++i) {
+      const int64_t index = load_or_skip(order, first + i, result, [&](int64_t index) {
+        prepare_gpu_sample(batch.epoch, index, samples[size_t(i)], *state.gpu, cpu_only);
+      });
+      labels[i] = float(dataset_->label(index));
+    }
+  };
+  prepare(false);
+  Shape data_shape = {count};
+  data_shape.insert(data_shape.end(), sample_shape_.begin(), sample_shape_.end());
+  batch.data = Tensor(data_shape, DType::f32, Device::cuda(options_.gpu_decode),
+                      &gpu_batch_allocator(options_.gpu_decode));
+  if (state.gpu->run(samples, batch.data.data<float>())) return;
+  // nvJPEG failed on some file: the CPU decodes them all and names (or skips) the bad ones.
+  result.skipped.clear();
+  prepare(true);
+  CREMA_CHECK(state.gpu->run(samples, batch.data.data<float>()),
+              "the GPU decoder failed on a batch decoded on the CPU");
 }
 
 void DataLoader::make_targets(Batch& batch) const {
@@ -276,7 +390,7 @@ void DataLoader::account_skipped(const Result& result) {
 }
 
 void DataLoader::worker_loop() {
-  Image scratch;
+  WorkerState state;
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
     space_cv_.wait(lock, [this] {
@@ -287,7 +401,7 @@ void DataLoader::worker_loop() {
     const uint64_t generation = generation_;
     const auto order = order_locked(position / batches_per_epoch_);
     lock.unlock();
-    Result result = assemble(position, *order, scratch);
+    Result result = assemble(position, *order, state);
     lock.lock();
     if (generation != generation_) continue;  // seek() moved the stream meanwhile
     ready_.emplace(position, std::move(result));
@@ -304,7 +418,7 @@ Batch DataLoader::next() {
       std::lock_guard<std::mutex> lock(mutex_);
       order = order_locked(next_take_ / batches_per_epoch_);
     }
-    result = assemble(next_take_, *order, inline_scratch_);
+    result = assemble(next_take_, *order, inline_state_);
     ++next_take_;
   } else {
     std::unique_lock<std::mutex> lock(mutex_);

@@ -40,6 +40,14 @@
 // is then mixed as a whole (mixup or cutmix, data/batch_mix.h), its draws from a Random seeded
 // by (seed, epoch, batch index) alone (batch_seed): the same for any number of workers.
 //
+// decode: gpu (gpu_decode >= 0). Each worker reads its batch's files, draws every sample's
+// PixelPlan (data/pixel_plan.h) from the sample's Random as the transforms would draw, and hands
+// files and plans to its own GpuBatchDecoder: the same crops, flips and factors as the CPU path,
+// the pixels within the decoders' and the resize's rounding (data/README.md). Files nvJPEG does
+// not take are decoded by the worker on the CPU; a batch nvJPEG fails on is decoded on the CPU
+// whole (its bad files then fail or are skipped as below). The transforms must all have a GPU
+// form (pixel_plan_kinds()); no batch_mix; the source must read files (Dataset::read_encoded).
+//
 // Bad samples. A sample that cannot be read or transformed (a corrupt file, an image of the
 // wrong size) is an error naming it. With skip_bad it is replaced by the next sample of the
 // epoch's order that reads (deterministically), counted, and reported through `report` when the
@@ -61,6 +69,7 @@
 #include "core/tensor.h"
 #include "data/batch_mix.h"
 #include "data/dataset.h"
+#include "data/gpu_decode.h"
 #include "data/transform.h"
 
 namespace crema::data {
@@ -102,6 +111,10 @@ struct DataLoaderOptions {
   // Where batch memory comes from (pinned host memory speeds up copies to a GPU); null means
   // host_allocator(). Must be thread-safe.
   Allocator* allocator = nullptr;
+  // decode: gpu: the CUDA device that decodes JPEG files (nvJPEG) and runs the transforms
+  // (data/gpu_decode.h); the batches' data is then in its memory. -1: the workers decode and
+  // transform on the CPU.
+  int gpu_decode = -1;
 };
 
 // The sample order of `epoch` over `size` samples with shuffling: a Fisher-Yates permutation
@@ -166,9 +179,29 @@ class DataLoader {
     std::vector<std::string> skipped;  // what was wrong with each sample skipped
   };
 
+  // What a thread assembling batches keeps between them.
+  struct WorkerState {
+    Image scratch;                         // one sample at a time
+    std::unique_ptr<GpuBatchDecoder> gpu;  // decode: gpu, made by the thread on first use
+  };
+
   void worker_loop();
-  // Assembles batch `position`; `scratch` holds one sample at a time (one per thread).
-  Result assemble(int64_t position, const std::vector<int64_t>& order, Image& scratch) const;
+  // Assembles batch `position`.
+  Result assemble(int64_t position, const std::vector<int64_t>& order, WorkerState& state) const;
+  // Loads the sample at `slot` of `order` with `load(index)`; with skip_bad a sample that throws
+  // gives way to the next ones of the order (recorded in result.skipped). Returns the index
+  // loaded.
+  int64_t load_or_skip(const std::vector<int64_t>& order, int64_t slot, Result& result,
+                       const std::function<void(int64_t index)>& load) const;
+  // decode: gpu: the batch's data from samples order[first, first + count) (labels set).
+  void assemble_gpu(Result& result, const std::vector<int64_t>& order, int64_t first,
+                    WorkerState& state) const;
+  // decode: gpu: sample `index`'s file and plan; decoded on the CPU when `cpu_only` or when the
+  // GPU decoder does not take it. Throws naming the sample.
+  void prepare_gpu_sample(int64_t epoch, int64_t index, GpuSample& sample, GpuBatchDecoder& gpu,
+                          bool cpu_only) const;
+  // decode: gpu: throws what's wrong with the options for it.
+  void check_gpu_decode(const std::string& what) const;
   // With target_classes, the batch's targets from its labels, then batch_mix.
   void make_targets(Batch& batch) const;
   // Reads and transforms sample `index` of `epoch` into `image`; throws naming the sample. The
@@ -186,7 +219,7 @@ class DataLoader {
   Shape sample_shape_;
   bool random_transforms_ = false;  // some transform draws random numbers
   double wait_seconds_ = 0.0;
-  Image inline_scratch_;  // next()'s sample buffer when num_workers = 0
+  WorkerState inline_state_;  // next()'s when num_workers = 0
   int64_t skipped_in_epoch_ = 0, skipped_total_ = 0;
   std::string first_skipped_;
 

@@ -93,6 +93,15 @@ void PackedDataset::read_sample_reduced(int64_t index, Image& out,
                options);
 }
 
+bool PackedDataset::read_encoded(int64_t index, EncodedSample& out) const {
+  read_bytes(index, out.bytes);
+  const PackedSample& s = sample(index);
+  out.channels = channels_;
+  out.max_pixels = max_pixels_;
+  out.name = s.path + " in " + shard_path(s.shard);
+  return true;
+}
+
 void PackedDataset::will_read(const int64_t* indices, int64_t count) const {
   // Neighbours in a shard merge into one range; each range is one readahead request.
   for (int64_t i = 0; i < count;) {

@@ -42,6 +42,7 @@ class PackedDataset : public Dataset {
   std::vector<std::string> class_names() const override;
   void read_sample(int64_t index, Image& out) const override;
   void read_sample_reduced(int64_t index, Image& out, const DecodePlanner& plan) const override;
+  bool read_encoded(int64_t index, EncodedSample& out) const override;
   void will_read(const int64_t* indices, int64_t count) const override;
   int64_t label(int64_t index) const override;
   std::string sample_name(int64_t index) const override;

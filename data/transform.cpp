@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "data/augment.h"
 #include "data/image_ops.h"
+#include "data/pixel_plan.h"
 #include "data/spec_reader.h"
 
 namespace crema::data {
@@ -61,6 +62,11 @@ class ScaleTransform : public Transform {
   void apply(Image& image, Random&) const override {
     for (float& x : image.pixels) x *= factor_;
   }
+  void plan(PixelPlan& plan, Random&) const override {
+    ColorStep step;
+    std::fill(std::begin(step.mul), std::end(step.mul), factor_);
+    plan.steps.push_back(step);
+  }
   std::string description() const override { return "scale(" + number_text(factor_) + ")"; }
 
  private:
@@ -104,6 +110,15 @@ class ChannelTransform : public Transform {
     }
   }
 
+  void plan(PixelPlan& plan, Random&) const override {
+    ColorStep step;
+    for (int64_t c = 0; c < plan.channels; ++c) {
+      if (!means_.empty()) step.sub[c] = means_[means_.size() == 1 ? 0 : size_t(c)];
+      if (!stds_.empty()) step.div[c] = stds_[stds_.size() == 1 ? 0 : size_t(c)];
+    }
+    plan.steps.push_back(step);
+  }
+
   std::string description() const override {
     if (stds_.empty()) return kind_ + "(" + list_text(means_) + ")";
     if (means_.empty()) return kind_ + "(" + list_text(stds_) + ")";
@@ -135,6 +150,10 @@ class ResizeTransform : public Transform {
     if (!image.is_part() && out.height == image.height() && out.width == image.width()) return;
     resize_in_place(image, {0, 0, image.height(), image.width()}, out, mode_);
   }
+  void plan(PixelPlan& plan, Random&) const override {
+    const Size2 out = target(plan.height(), plan.width());
+    plan_resample(plan, {0, 0, plan.height(), plan.width()}, out, mode_, description());
+  }
   std::string description() const override {
     return "resize(" + (shorter_side_ ? std::to_string(size_.height) : size_text(size_)) +
            mode_text(mode_) + ")";
@@ -162,6 +181,10 @@ class CenterCropTransform : public Transform {
     crop(image, center_crop_box(image.height(), image.width(), size_.height, size_.width), out);
     std::swap(image, out);
   }
+  void plan(PixelPlan& plan, Random&) const override {
+    plan_crop(plan, center_crop_box(plan.height(), plan.width(), size_.height, size_.width),
+              description());
+  }
   std::string description() const override { return "center_crop(" + size_text(size_) + ")"; }
 
  private:
@@ -187,6 +210,14 @@ class RandomCropTransform : public Transform {
     Image out;
     crop(image, {top - padding_, left - padding_, size_.height, size_.width}, out);
     std::swap(image, out);
+  }
+  void plan(PixelPlan& plan, Random& random) const override {
+    check_fits(plan.height(), plan.width());
+    const int64_t top =
+        int64_t(random.below(uint64_t(plan.height() + 2 * padding_ - size_.height + 1)));
+    const int64_t left =
+        int64_t(random.below(uint64_t(plan.width() + 2 * padding_ - size_.width + 1)));
+    plan_crop(plan, {top - padding_, left - padding_, size_.height, size_.width}, description());
   }
   bool is_random() const override { return true; }
   std::string description() const override {
@@ -235,6 +266,10 @@ class RandomResizedCropTransform : public Transform {
     box.left -= image.left;
     resize_in_place(image, box, size_, mode_);
   }
+  // The box on the source, which decode: gpu decodes whole.
+  void plan(PixelPlan& plan, Random& random) const override {
+    plan_resample(plan, draw(plan.source, random), size_, mode_, description());
+  }
   bool is_random() const override { return true; }
   std::string description() const override {
     return "random_resized_crop(" + size_text(size_) + ", scale=[" + list_text(scale_) +
@@ -260,6 +295,9 @@ class HorizontalFlipTransform : public Transform {
   }
   void apply(Image& image, Random& random) const override {
     if (random.uniform01() < double(p_)) flip_horizontal(image);
+  }
+  void plan(PixelPlan& plan, Random& random) const override {
+    if (random.uniform01() < double(p_)) plan_flip(plan);
   }
   bool is_random() const override { return true; }
   std::string description() const override { return "horizontal_flip(" + number_text(p_) + ")"; }
@@ -321,6 +359,16 @@ normalize_presets() {
         {"imagenet", {mean, std}}, {"imagenet_255", {mean_255, std_255}}};
   }();
   return presets;
+}
+
+void Transform::plan(PixelPlan&, Random&) const {
+  throw Error("transform " + description() + " has no GPU form; decode: gpu runs " +
+              pixel_plan_kinds() + " (or decode: cpu runs every transform)");
+}
+
+const char* pixel_plan_kinds() {
+  return "resize, center_crop, random_crop, random_resized_crop, horizontal_flip, scale, mean, "
+         "std, normalize and color_jitter";
 }
 
 int decode_reduction_for(Size2 region, Size2 output) {

@@ -81,6 +81,8 @@
 
 namespace crema::data {
 
+struct PixelPlan;  // data/pixel_plan.h
+
 // A transform as a config describes it: {kind: values} ({scale: 0.5}, {mean: [0.1, 0.2]}),
 // {kind: {option: values, ...}} ({random_crop: {size: 28, padding: 4}}) or {kind: preset}
 // ({normalize: imagenet}).
@@ -120,6 +122,11 @@ class Transform {
   // decode_reduction_for(file, output); random_resized_crop for its box at
   // decode_reduction_for(box, output).
   virtual DecodePlan decode_plan(Size2 full, Random random) const { return {}; }
+  // apply() as a step of a PixelPlan (data/pixel_plan.h), for decode: gpu: adds this transform's
+  // geometry or colour step, drawing from `random` exactly what apply() would draw on an image
+  // of the plan's current size. The default throws crema::Error: the transform has no such
+  // form (pixel_plan_kinds() lists those that have).
+  virtual void plan(PixelPlan& plan, Random& random) const;
   // "scale(0.00390625)", "random_crop(28, 28, padding=4)", for logs.
   virtual std::string description() const = 0;
 };
@@ -130,6 +137,9 @@ class Transform {
 // follows still shrinks (antialiased) and sees every output pixel's detail; FFCV and PIL's
 // draft() decide the same way. Decoding at 1/r costs roughly 1/r^2 of the IDCT and colour work.
 int decode_reduction_for(Size2 region, Size2 output);
+
+// The kinds whose Transform::plan works (decode: gpu runs them): "resize, center_crop, ...".
+const char* pixel_plan_kinds();
 
 // The kinds make_transform knows, in the order the header lists them.
 const std::vector<std::string>& transform_kinds();

@@ -5,8 +5,10 @@
 #include <functional>
 #include <iostream>
 
+#include "core/cuda_runtime.h"
 #include "core/error.h"
 #include "data/cifar.h"
+#include "data/gpu_decode.h"
 #include "data/idx.h"
 #include "data/image_files.h"
 #include "data/packed.h"
@@ -301,6 +303,24 @@ std::unique_ptr<data::DataLoader> make_loader(const ConfigNode& data, const std:
   options.prefetch = node.get<int>("prefetch", 4);
   options.skip_bad = node.get<bool>("skip_bad", false);
   options.reduced_decoding = node.get<bool>("reduced_decoding", true);
+  const std::string decode = node.get<std::string>("decode", "cpu");
+  if (decode == "gpu") {
+    if (!data::gpu_decoding_built()) {
+      try {
+        data::make_gpu_batch_decoder(0, 3);  // throws, saying how to get nvJPEG
+      } catch (const Error& e) {
+        node.at("decode").fail(e.what());
+      }
+    }
+    if (gpu::device_count() == 0)
+      node.at("decode").fail("decode: gpu needs a CUDA GPU; none is visible");
+    options.gpu_decode = gpu::current_device();  // the run's (its Context made it current)
+  } else if (decode != "cpu") {
+    node.at("decode").fail(
+        "decode is cpu (the loader's workers) or gpu (nvJPEG and CUDA "
+        "kernels on the run's GPU), got '" +
+        decode + "'");
+  }
   options.report = [](const std::string& line) { std::cerr << "crema: warning: " << line << "\n"; };
   options.seed = seed;
   options.shard_rank = shard.first;

@@ -59,39 +59,39 @@ enum class GemmMath { fp32, tf32, bf16 };
 const char* gemm_math_name(GemmMath math);
 std::optional<GemmMath> gemm_math_from_name(const std::string& name);
 
-// The versions production runs, numbered as README.md's ladder numbers them. v1-v5, the steps that
-// led here, live in ladder/ (cuda::ladder::sgemm runs every rung, these included).
+// The versions production runs, labelled as README.md's ladder (s13, t1-t5; values: the old
+// v6-v11, nothing depends on them); the other rungs live in ladder/ (cuda::ladder::sgemm runs all).
 enum class GemmVersion {
-  tf32_mma = 6,       // v6: tensor cores, mma.sync m16n8k8 TF32, cp.async 3-stage pipeline (tf32)
-  bf16_mma,           // v7: v6 with mma.sync m16n8k16 on bf16 fragments (bf16)
-  wgmma,              // v8: sm_90a warpgroup MMA from 128B-swizzled shared memory (tf32 or bf16)
-  wgmma_pipelined,    // v9: v8 fed by TMA through a 4-stage mbarrier ring, producer/consumer warps
-  wgmma_repacked,     // v10: v9 for every layout and bf16 math: operands repacked K-major first
-  ffma_tuned,         // v11: v4's adaptive tiles, its 128x128 tile's loop double-buffered
+  tf32_mma = 6,       // t1: tensor cores, mma.sync m16n8k8 TF32, cp.async 3-stage pipeline (tf32)
+  bf16_mma,           // t2: t1 with mma.sync m16n8k16 on bf16 fragments (bf16)
+  wgmma,              // t3: sm_90a warpgroup MMA from 128B-swizzled shared memory (tf32 or bf16)
+  wgmma_pipelined,    // t4: t3 fed by TMA through a 4-stage mbarrier ring, producer/consumer warps
+  wgmma_repacked,     // t5: t4 for every layout and bf16 math: operands repacked K-major first
+  ffma_tuned,         // s13: adaptive tiles, a double-buffered 128x128 loop, K split for small C
   best = ffma_tuned,  // fp32's production version; see best_version for the others
 };
 // Its name as `crema bench` spells it ("ffma_tuned").
 const char* gemm_version_name(GemmVersion version);
-// Whether `version` computes in `math`: v6 tf32, v7 bf16, v8 tf32 and bf16, v9 tf32, v10 tf32
-// and bf16, v11 fp32.
+// Whether `version` computes in `math`: t1 tf32, t2 bf16, t3 tf32 and bf16, t4 tf32, t5 tf32 and
+// bf16, s13 fp32.
 bool supports(GemmVersion version, GemmMath math);
-// The version production uses for `math`: v11 (fp32), v6 (tf32), v7 (bf16); README.md has the
-// measurements behind the choice (v8 loses to v6/v7 on most shapes so far).
+// The version production uses for `math`: s13 (fp32), t1 (tf32), t2 (bf16); README.md has the
+// measurements behind the choice (t3 loses to t1/t2 on most shapes so far).
 GemmVersion best_version(GemmMath math);
 
 // C = alpha op(A) op(B) + beta C in `math` with `version`. Throws crema::Error when `version`
-// does not compute in `math` (supports) or cannot run on the current device (v8 needs compute
+// does not compute in `math` (supports) or cannot run on the current device (t3 needs compute
 // capability 9.0). Any shape, leading dimension and alignment is accepted by every version.
-// v9 truncates its operands to TF32 (the tensor cores' own reading of an fp32 word) where every
+// t4 truncates its operands to TF32 (the tensor cores' own reading of an fp32 word) where every
 // other TF32 path rounds to nearest; it runs only NT calls with 16-byte aligned A and B and lda,
-// ldb, K multiples of 4, and hands any other call to v8 (which rounds).
-// v10 first copies the operands v9 cannot read in place into `workspace` (at least
+// ldb, K multiples of 4, and hands any other call to t3 (which rounds).
+// t5 first copies the operands t4 cannot read in place into `workspace` (at least
 // sgemm_workspace(...) floats, 16-byte aligned), K-major, and as bf16 in bf16 math (rounded to
-// nearest even), then runs v9's kernel; TF32 operands are copied unchanged (truncated, as v9).
+// nearest even), then runs t4's kernel; TF32 operands are copied unchanged (truncated, as t4).
 // Without a workspace where one is needed (nullptr), or with an operand it would read in place
-// that is not 16-byte aligned with a leading dimension that is a multiple of 4, v10 runs v9
-// (tf32) or v8 (bf16).
-// v11 splits K over the grid when C has too few tiles to occupy the GPU and K is long (a weight
+// that is not 16-byte aligned with a leading dimension that is a multiple of 4, t5 runs t4
+// (tf32) or t3 (bf16).
+// s13 splits K over the grid when C has too few tiles to occupy the GPU and K is long (a weight
 // gradient): each split's partial product goes to `workspace` (sgemm_workspace(...) floats), a
 // second pass adds them in split order. Without a workspace (nullptr) it runs unsplit. Every other
 // version ignores `workspace`.
@@ -99,13 +99,13 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
            int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
            gpu::Stream stream, GemmVersion version = GemmVersion::best,
            GemmMath math = GemmMath::fp32, float* workspace = nullptr);
-// The floats of workspace sgemm wants for this call (0: none): v10 copies an operand that is
+// The floats of workspace sgemm wants for this call (0: none): t5 copies an operand that is
 // MN-major (A when trans_a, B when !trans_b), every operand in bf16 math, and both when K is not a
-// multiple of 4, to rows of K rounded up to 4 (TF32) or 8 (bf16) elements; v11 keeps one M x N
+// multiple of 4, to rows of K rounded up to 4 (TF32) or 8 (bf16) elements; s13 keeps one M x N
 // partial product per split of K when it splits.
 size_t sgemm_workspace(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
                        GemmVersion version, GemmMath math);
-// The production version for this shape on the current device: v10 in tf32 and bf16 for large
+// The production version for this shape on the current device: t5 in tf32 and bf16 for large
 // products (M, N >= 1024, K >= 256, MNK >= 2^30) on compute capability 9.0, where its copy passes
 // cost little against the product (README.md has the measurements), else best_version(math).
 // Callers run it with sgemm_workspace(...) floats of workspace.
@@ -113,8 +113,8 @@ GemmVersion best_version(GemmMath math, int64_t M, int64_t N, int64_t K);
 
 // C = alpha op(A) op(B) + beta C with bf16 operands in memory (bf16 bit patterns, as
 // torch.bfloat16 stores them), C fp32, layouts as in sgemm. Tensor cores multiply the operands as
-// stored, fp32 accumulation; v9's kernel (TMA-fed wgmma), so it needs compute capability 9.0.
-// An operand v9 reads in place (A when !trans_a, B when trans_b) must be 16-byte aligned with a
+// stored, fp32 accumulation; t4's kernel (TMA-fed wgmma), so it needs compute capability 9.0.
+// An operand t4 reads in place (A when !trans_a, B when trans_b) must be 16-byte aligned with a
 // leading dimension that is a multiple of 8; the others (MN-major ones, and both when K is not a
 // multiple of 8) are first transposed into `workspace` (gemm_bf16_workspace(...) floats, 16-byte
 // aligned; nullptr is fine where none is needed). Anything else throws crema::Error, as does

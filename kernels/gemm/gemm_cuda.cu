@@ -1,24 +1,24 @@
 // CUDA GEMM: cuda::sgemm, production's one entry point, which checks the arguments and switches
-// over the production versions, and v11's smaller tiles (v4's, gemm_tiled.cuh). The versions live
-// in their own files (declared in gemm_cuda_internal.h); README.md has the ladder, whose first
-// rungs (v1-v5) live in ladder/.
+// over the production versions, and s13's smaller tiles (gemm_tiled.cuh). The versions live in
+// their own files (declared in gemm_cuda_internal.h); README.md has the ladder, whose rungs before
+// these (s1-s12) live in ladder/.
 //
 //   C[M,N] = alpha * op(A)[M,K] * op(B)[K,N] + beta * C      row-major, leading dimensions
 //
-// v6 tf32_mma        (gemm_mma_cuda.cu) tensor cores: mma.sync m16n8k8 on TF32-rounded operands,
+// t1 tf32_mma        (gemm_mma_cuda.cu) tensor cores: mma.sync m16n8k8 on TF32-rounded operands,
 //                    a 3-stage cp.async ring.
-// v7 bf16_mma        (gemm_mma_cuda.cu) v6 with mma.sync m16n8k16 on bf16-rounded operands.
-// v8 wgmma           (gemm_wgmma_sm90a.cu) sm_90a warpgroup MMA, TF32 or bf16, from swizzled
+// t2 bf16_mma        (gemm_mma_cuda.cu) t1 with mma.sync m16n8k16 on bf16-rounded operands.
+// t3 wgmma           (gemm_wgmma_sm90a.cu) sm_90a warpgroup MMA, TF32 or bf16, from swizzled
 //                    shared memory filled through registers (rounding and transposing there).
-// v9 wgmma_pipelined (gemm_wgmma_pipelined_sm90a.cu) v8 fed by TMA, 4 stages on mbarriers, a
-//                    producer warpgroup and two consumers; TF32 truncated, NT only (else v8).
-// v10 wgmma_repacked (gemm_wgmma_repacked_sm90a.cu) v9 for every layout and bf16 math: the
+// t4 wgmma_pipelined (gemm_wgmma_pipelined_sm90a.cu) t3 fed by TMA, 4 stages on mbarriers, a
+//                    producer warpgroup and two consumers; TF32 truncated, NT only (else t3).
+// t5 wgmma_repacked  (gemm_wgmma_repacked_sm90a.cu) t4 for every layout and bf16 math: the
 //                    operands it cannot read in place repacked K-major (bf16) into a workspace.
-// v11 ffma_tuned     v4's choice of tile per shape (tile::choose_tile): its 128x128 tile runs the
+// s13 ffma_tuned     s12's choice of tile per shape (tile::choose_tile): its 128x128 tile runs the
 //                    loop of gemm_ffma_tuned_cuda.cu (two shared slabs, one barrier per slab, the
 //                    next k step's fragments read during the FFMAs, edge-free interior loads);
 //                    the 64x64, 32x32 and 16x16 tiles (the last two split k four ways inside the
-//                    block) run block_tile.cuh's loop, as in v4. A small C with a long K (too
+//                    block) run block_tile.cuh's loop, as in s12. A small C with a long K (too
 //                    few tiles to occupy the GPU) splits K over the grid, given a workspace.
 //
 // All versions are deterministic (no atomics; each sum's order depends on the shape only).
@@ -53,7 +53,7 @@ void scale(int64_t M, int64_t N, float beta, float* C, int64_t ldc, gpu::Stream 
   gpu::check_launch("scale_matrix");
 }
 
-// v11 on one tile shape: the 128 x 128 tile runs its own loop, the smaller ones v4's.
+// s13 on one tile shape: the 128 x 128 tile runs its own loop, the smaller ones s12's.
 void sgemm_on_tiles(tile::TileShape shape, const detail::GemmArgs& args, gpu::Stream stream,
                     const detail::KSplit& split = {}) {
   switch (shape) {
@@ -68,7 +68,7 @@ void sgemm_on_tiles(tile::TileShape shape, const detail::GemmArgs& args, gpu::St
   }
 }
 
-// ---- v11's split of K -------------------------------------------------------------------------
+// ---- s13's split of K -------------------------------------------------------------------------
 // A product with a small C and a long K (a weight gradient: C [outputs, inputs], K = the batch's
 // N*H*W positions, 401,408 for ConvNeXt-T's first stage at batch 128) has too few tiles to occupy
 // the GPU: 3 blocks of 128 x 128 for 384 x 96 would each walk all of K on 3 of 132 SMs. Split K
@@ -103,7 +103,7 @@ __global__ void sum_splits_kernel(int M, int N, int splits, const float* __restr
   }
 }
 
-// v11 for any shape: split K when ffma_split says so and `workspace` is given, else one pass.
+// s13 for any shape: split K when ffma_split says so and `workspace` is given, else one pass.
 void sgemm_ffma_tuned_any_shape(const detail::GemmArgs& args, float* workspace,
                                 gpu::Stream stream) {
   const detail::KSplit split = detail::ffma_split(args.M, args.N, args.K);
@@ -125,7 +125,7 @@ namespace detail {
 
 KSplit ffma_split(int64_t M, int64_t N, int64_t K) {
   // Split when C's tiles, at the shape padding favours, cannot occupy the SMs alone. tile_cost's
-  // penalties would keep the unsplit product on v4's 16 x 16 or 32 x 32 tiles, whose many blocks
+  // penalties would keep the unsplit product on s12's 16 x 16 or 32 x 32 tiles, whose many blocks
   // fill the machine but run far below their modelled speed on a long K (the 16 x 16 tile: 4.1
   // TFLOP/s for 384 x 96 x 401,408 on an H200, kernels/gemm/README.md).
   const tile::TileShape shape = split_tile(M, N);

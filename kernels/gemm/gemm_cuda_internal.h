@@ -1,5 +1,5 @@
-// Launchers of the production CUDA GEMM versions that live in their own files (v6-v11), called by
-// cuda::sgemm's switch in gemm_cuda.cu, and the host helpers they and the ladder's versions
+// Launchers of the production CUDA GEMM versions that live in their own files (t1-t5, s13), called
+// by cuda::sgemm's switch in gemm_cuda.cu, and the host helpers they and the ladder's versions
 // (ladder/) share. No CUDA header needed. A launcher's arguments are those of cuda::sgemm, already
 // checked there (checked_args: sizes below 2^31, leading dimensions large enough, M, N, K >= 1
 // and alpha != 0).
@@ -26,7 +26,7 @@ struct GemmArgs {
   int64_t ldc;
 };
 
-// A split of K over the grid's y dimension (v11's split plan, gemm_cuda.cu): `splits` block rows,
+// A split of K over the grid's y dimension (s13's split plan, gemm_cuda.cu): `splits` block rows,
 // each summing `chunk` consecutive values of k (a multiple of 4; the last row what is left) into
 // its own M x N slice of the output, `stride` floats past the previous one. The default: no split.
 struct KSplit {
@@ -35,7 +35,7 @@ struct KSplit {
   int64_t stride = 0;
 };
 
-// v11's split of K for an M x N x K product (gemm_cuda.cu): none (splits == 1) while C's tiles
+// s13's split of K for an M x N x K product (gemm_cuda.cu): none (splits == 1) while C's tiles
 // occupy the GPU or K is short; else enough splits for about two blocks per SM, stride M * N, each
 // summing at least a few hundred k. A function of the shape alone, so the order of every sum is
 // too. Its workspace is splits * M * N floats when splits > 1.
@@ -70,30 +70,30 @@ inline bool vector_ok(const void* p, int64_t ld) {
   return reinterpret_cast<uintptr_t>(p) % 16 == 0 && ld % 4 == 0;
 }
 
-// v11's 128 x 128 tile (gemm_ffma_tuned_cuda.cu): fp32 SIMT with double-buffered shared slabs and
-// register fragments, for any shape (cuda::sgemm runs it where v4 would pick its 128 x 128 tile).
+// s13's 128 x 128 tile (gemm_ffma_tuned_cuda.cu): fp32 SIMT with double-buffered shared slabs and
+// register fragments, for any shape (cuda::sgemm runs it where s12 would pick its 128 x 128 tile).
 // With a split (gemm_tiled.cuh: KSplitPart), block row y writes its part into args.C + y *
 // split.stride.
 void sgemm_ffma_tuned(const GemmArgs& args, gpu::Stream stream, const KSplit& split = {});
-// v6 / v7: mma.sync tensor cores, TF32 (bf16 == false) or bf16 operands (gemm_mma_cuda.cu).
+// t1 / t2: mma.sync tensor cores, TF32 (bf16 == false) or bf16 operands (gemm_mma_cuda.cu).
 void gemm_mma(const GemmArgs& args, bool bf16, gpu::Stream stream);
-// v8: wgmma on sm_90a (gemm_wgmma_cuda.cu); throws crema::Error on any other device.
+// t3: wgmma on sm_90a (gemm_wgmma_cuda.cu); throws crema::Error on any other device.
 void gemm_wgmma(const GemmArgs& args, bool bf16, gpu::Stream stream);
-// v9: wgmma fed by TMA through an mbarrier ring, TF32 (gemm_wgmma_pipelined_sm90a.cu). NT calls
-// with 16-byte aligned operands and lda, ldb, K multiples of 4 run it; any other call runs v8.
+// t4: wgmma fed by TMA through an mbarrier ring, TF32 (gemm_wgmma_pipelined_sm90a.cu). NT calls
+// with 16-byte aligned operands and lda, ldb, K multiples of 4 run it; any other call runs t3.
 void gemm_wgmma_pipelined(const GemmArgs& args, gpu::Stream stream);
-// v9's kernel on K-major operands A [M,K] (lda) and B [N,K] (ldb), fp32 read as TF32 or bf16 in
+// t4's kernel on K-major operands A [M,K] (lda) and B [N,K] (ldb), fp32 read as TF32 or bf16 in
 // memory (bf16): the caller checked that A and B are 16-byte aligned and lda, ldb multiples of 4
 // (fp32) or 8 (bf16); M, N, K >= 1, alpha != 0. Throws crema::Error off compute capability 9.0.
 void gemm_wgmma_pipelined_k_major(bool bf16, int M, int N, int K, float alpha, const void* A,
                                   int64_t lda, const void* B, int64_t ldb, float beta, float* C,
                                   int64_t ldc, gpu::Stream stream);
-// v10: the operands repacked into `workspace` where needed, then v9's kernel
+// t5: the operands repacked into `workspace` where needed, then t4's kernel
 // (gemm_wgmma_repacked_sm90a.cu); `bf16` picks the math. Without the workspace it needs
-// (nullptr) it runs v9 (TF32) or v8 (bf16).
+// (nullptr) it runs t4 (TF32) or t3 (bf16).
 void gemm_wgmma_repacked(const GemmArgs& args, bool bf16, float* workspace, gpu::Stream stream);
 // cuda::gemm_bf16 past its size and leading-dimension checks (M, N, K >= 1, alpha != 0): copies
-// the operands v9 cannot read in place into `workspace`, throws crema::Error naming an operand
+// the operands t4 cannot read in place into `workspace`, throws crema::Error naming an operand
 // that it would read in place but is misaligned, or a missing workspace.
 void gemm_bf16_repacked(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
                         const uint16_t* A, int64_t lda, const uint16_t* B, int64_t ldb, float beta,

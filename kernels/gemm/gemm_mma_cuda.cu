@@ -1,13 +1,13 @@
-// v6 tf32_mma and v7 bf16_mma: tensor cores through mma.sync, fp32 accumulation. One kernel
+// t1 tf32_mma and t2 bf16_mma: tensor cores through mma.sync, fp32 accumulation. One kernel
 // template for both; they differ in the instruction and in how fragments are rounded.
 //
 //   block tile 128 x 128, k slab 32, 8 warps as 2 (m) x 4 (n), warp tile 64 x 32
 //   shared ring of 3 slabs filled with cp.async (16-byte copies where the operand is 16-byte
 //   aligned with a leading dimension a multiple of 4, 4-byte copies otherwise; zero-filled past
 //   the edges): the copy of slab t+2 runs while slab t is multiplied
-//   v6: mma.sync m16n8k8 TF32: each fragment element is read from shared memory as fp32 and
+//   t1: mma.sync m16n8k8 TF32: each fragment element is read from shared memory as fp32 and
 //       rounded with cvt.rna.tf32.f32; 4 m tiles x 4 n tiles = 16 mma per warp per k step of 8
-//   v7: mma.sync m16n8k16 bf16: pairs along k are rounded to bf16 with cvt.rn.bf16x2.f32
+//   t2: mma.sync m16n8k16 bf16: pairs along k are rounded to bf16 with cvt.rn.bf16x2.f32
 //
 // Operands stay fp32 in memory and in shared memory (what a framework hands over). A slab is
 // stored as its source runs: k-contiguous operands as [outer][32 + pad], outer-contiguous ones as

@@ -1,7 +1,7 @@
 // The block-tiled fp32 GEMM on dense operands: kernels/tiles/block_tile.cuh's loop with loaders
 // that read op(A) and op(B) from row-major storage and a store that blends alpha and beta into C.
-// Production instantiates it for v11's smaller tiles (gemm_cuda.cu), the ladder for v3's and v4's
-// 128 x 128 tile (ladder/gemm_ladder_cuda.cu); no tile is instantiated twice. v11's own loop
+// Production instantiates it for s13's smaller tiles (gemm_cuda.cu), the ladder for s7's 128 x 128
+// tile (ladder/gemm_ladder_cuda.cu); no tile is instantiated twice. s13's own loop
 // (gemm_ffma_tuned_cuda.cu) takes the same parameters and shares the launch.
 #pragma once
 
@@ -19,6 +19,27 @@ namespace crema::kernels::cuda::detail {
 __device__ __forceinline__ float blend(float alpha, float sum, float beta, const float* c) {
   return beta == 0.0f ? alpha * sum : alpha * sum + beta * *c;
 }
+
+// tile::finish's store on a dense C: C[m][n + e] = alpha * v[e] + beta * C[m][n + e] for e <
+// count, one float4 when count == 4 and `vec` (C 16-byte aligned, ldc a multiple of 4).
+struct DenseStore {
+  float* C;
+  int64_t ldc;
+  float alpha, beta;
+  bool vec;
+  __device__ __forceinline__ void operator()(int m, int n, const float* v, int count) const {
+    float* c = C + m * ldc + n;
+    if (count == 4 && vec) {
+      float4 r =
+          beta == 0.0f ? make_float4(0.0f, 0.0f, 0.0f, 0.0f) : *reinterpret_cast<const float4*>(c);
+      r.x = blend(alpha, v[0], beta, &r.x), r.y = blend(alpha, v[1], beta, &r.y);
+      r.z = blend(alpha, v[2], beta, &r.z), r.w = blend(alpha, v[3], beta, &r.w);
+      *reinterpret_cast<float4*>(c) = r;
+    } else {
+      for (int e = 0; e < count; ++e) c[e] = blend(alpha, v[e], beta, c + e);
+    }
+  }
+};
 
 // Split K (gemm_cuda.cu's split plan): block row y of the grid sums the part k in
 // [y * k_chunk, min(K_all, (y + 1) * k_chunk)) of the product into its own slice of C, y *
@@ -63,23 +84,12 @@ __global__ void __launch_bounds__(Cfg::THREADS)
   const tile::ThreadTile<Cfg> t(tid);
   float acc[Cfg::TM][Cfg::TN] = {};
   tile::accumulate(load_a, load_b, 0, K, sm, t, acc);
-  auto store = [&](int m, int n, const float* v, int count) {
-    float* c = C + m * ldc + n;
-    if (count == 4 && vec_c) {
-      float4 r =
-          beta == 0.0f ? make_float4(0.0f, 0.0f, 0.0f, 0.0f) : *reinterpret_cast<const float4*>(c);
-      r.x = blend(alpha, v[0], beta, &r.x), r.y = blend(alpha, v[1], beta, &r.y);
-      r.z = blend(alpha, v[2], beta, &r.z), r.w = blend(alpha, v[3], beta, &r.w);
-      *reinterpret_cast<float4*>(c) = r;
-    } else {
-      for (int e = 0; e < count; ++e) c[e] = blend(alpha, v[e], beta, c + e);
-    }
-  };
+  DenseStore store{C, ldc, alpha, beta, vec_c};
   tile::finish(sm, t, acc, m0, n0, M, N, store);
 }
 
 // Queues a kernel with the parameters of the fp32 SIMT loops on dense operands (this file's and
-// v11's, gemm_ffma_tuned_cuda.cu), one block of `threads` per bm x bn tile of C and per split of
+// s13's, gemm_ffma_tuned_cuda.cu), one block of `threads` per bm x bn tile of C and per split of
 // K (grid y).
 template <class Kernel>
 void launch_over_tiles(Kernel kernel, int bm, int bn, int threads, const GemmArgs& g,

@@ -68,7 +68,7 @@ bool supports(GemmVersion version, GemmMath math) {
   return false;
 }
 
-// Measured on an H200 (README.md): the mma.sync versions beat v8 on most shapes, because v8's
+// Measured on an H200 (README.md): the mma.sync versions beat t3 on most shapes, because t3's
 // register-staged operand loads, not its tensor cores, bound it.
 GemmVersion best_version(GemmMath math) {
   switch (math) {

@@ -1,4 +1,4 @@
-// The wgmma instructions v8 and v9 issue (gemm_wgmma_sm90a.cu, gemm_wgmma_pipelined_sm90a.cu),
+// The wgmma instructions t3 and t4 issue (gemm_wgmma_sm90a.cu, gemm_wgmma_pipelined_sm90a.cu),
 // sm_90a only, and the descriptors and fences around them. Inline asm must name every
 // accumulator register, hence the long operand lists: d is the warpgroup's 64 x N fp32 tile, 4
 // values per thread per 8 columns (PTX ISA, "wgmma register fragment D": value 4j + i of a thread

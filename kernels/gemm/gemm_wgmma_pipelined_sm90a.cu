@@ -1,7 +1,7 @@
-// v9 wgmma_pipelined: v8's wgmma, with the operands written into shared memory by the copy engine
+// t4 wgmma_pipelined: t3's wgmma, with the operands written into shared memory by the copy engine
 // (TMA) instead of by the threads: no register pass, several slabs in flight. TF32 on fp32
-// operands (cuda::sgemm) or bf16 operands in memory (cuda::gemm_bf16 and v10); NT only (both
-// operands K-major: v10, gemm_wgmma_repacked_sm90a.cu, repacks the others). This file is compiled
+// operands (cuda::sgemm) or bf16 operands in memory (cuda::gemm_bf16 and t5); NT only (both
+// operands K-major: t5, gemm_wgmma_repacked_sm90a.cu, repacks the others). This file is compiled
 // for sm_90a alone (CMakeLists.txt).
 //
 //   block tile 128 x 256, k slab 128 bytes (32 floats or 64 bf16: one 128-byte swizzle row);
@@ -18,12 +18,12 @@
 //
 // Math: the tensor cores read a TF32 operand from an fp32 word and ignore its 13 low mantissa bits,
 // so operands are truncated toward zero to TF32 (as cuBLAS's TF32 mode is understood to), not
-// rounded to nearest as in v6/v8, whose register pass rounds with cvt.rna. Rounding would need that
+// rounded to nearest as in t1/t3, whose register pass rounds with cvt.rna. Rounding would need that
 // pass back. bf16 operands are multiplied as stored.
 //
 // What fits: A not transposed and B transposed (NT), A and B 16-byte aligned, lda, ldb and K
 // multiples of 4 (TF32) or 8 (bf16): a tensor map's row stride is a multiple of 16 bytes. Any M, N,
-// K otherwise: the TMA unit zero-fills rows and k past the edges. Any other TF32 call runs v8 (v10
+// K otherwise: the TMA unit zero-fills rows and k past the edges. Any other TF32 call runs t3 (t5
 // repacks it first); gemm_bf16 repacks or refuses a bf16 call that does not fit.
 #include <cuda.h>  // CUtensorMap and cuTensorMapEncodeTiled's signature; reached through cudart
 #include <cuda_runtime.h>

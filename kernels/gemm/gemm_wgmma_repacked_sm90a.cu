@@ -1,13 +1,13 @@
-// v10 wgmma_repacked: v9's kernel (TMA, a 4-stage mbarrier ring, wgmma) for every layout, and for
+// t5 wgmma_repacked: t4's kernel (TMA, a 4-stage mbarrier ring, wgmma) for every layout, and for
 // bf16 math on fp32 operands. wgmma reads a TF32 operand only K-major (A [M,K], B [N,K] in shared
-// memory) and TMA copies a tile as it lies in memory, so v9 alone runs NT calls; bf16 math needs
-// the fp32 operands converted before the tensor cores see them. v10 does both in one pass per
+// memory) and TMA copies a tile as it lies in memory, so t4 alone runs NT calls; bf16 math needs
+// the fp32 operands converted before the tensor cores see them. t5 does both in one pass per
 // operand before the product, into a workspace:
 //
 //   TF32  an MN-major operand (A stored [K,M] when trans_a, B stored [K,N] when !trans_b) is
 //         transposed to [M or N, Kp]; its values are copied unchanged, so the tensor cores
-//         truncate them to TF32 as v9 does. A K-major operand is read in place.
-//   bf16  both operands are rounded to bf16 (nearest even, as v7) into [M or N, Kp], transposed
+//         truncate them to TF32 as t4 does. A K-major operand is read in place.
+//   bf16  both operands are rounded to bf16 (nearest even, as t2) into [M or N, Kp], transposed
 //         where MN-major.
 //   Kp    K rounded up to 16 bytes (4 floats, 8 bf16), zeros past K: a tensor map's row stride is
 //         a multiple of 16 bytes. When K itself is not, both operands are copied and the product
@@ -103,7 +103,7 @@ void repack(bool transposed, int R, int K, int Kp, const In* src, int64_t lds, O
   gpu::check_launch("gemm_repack");
 }
 
-// Which operands v9 cannot read in place, and the workspace their copies take: A's copy first,
+// Which operands t4 cannot read in place, and the workspace their copies take: A's copy first,
 // then B's, each [rows, kp] of `element_bytes` (4: fp32, 2: bf16).
 struct Plan {
   int64_t kp = 0;  // the copies' row length: K rounded up to 16 bytes
@@ -137,7 +137,7 @@ void check_device(const char* who) {
   }
 }
 
-// Copies the operands `p` names into `workspace` (In -> Out) and runs v9's kernel on the K-major
+// Copies the operands `p` names into `workspace` (In -> Out) and runs t4's kernel on the K-major
 // result. Arguments checked by the callers.
 template <class In, class Out>
 void repack_and_multiply(const Plan& p, bool trans_a, bool trans_b, int M, int N, int K,
@@ -172,7 +172,7 @@ void gemm_wgmma_repacked(const GemmArgs& g, bool bf16, float* workspace, gpu::St
   const bool a_fits = p.copy_a || (aligned16(g.A) && g.lda % 4 == 0);
   const bool b_fits = p.copy_b || (aligned16(g.B) && g.ldb % 4 == 0);
   if ((p.floats() > 0 && workspace == nullptr) || !a_fits || !b_fits || p.kp > INT32_MAX) {
-    // What v10 needs is missing: the versions it builds on take the call.
+    // What t5 needs is missing: the versions it builds on take the call.
     return bf16 ? gemm_wgmma(g, true, stream) : gemm_wgmma_pipelined(g, stream);
   }
   if (p.floats() > 0 && !aligned16(workspace)) {
@@ -230,7 +230,7 @@ size_t gemm_bf16_workspace(bool trans_a, bool trans_b, int64_t M, int64_t N, int
   return detail::make_plan(trans_a, trans_b, M, N, K, 2, false).floats();
 }
 
-// Measured on an H200 (README.md): v10 beat v6/v7 from 1024^3 (0.042 vs 0.059 ms TF32) up, and
+// Measured on an H200 (README.md): t5 beat t1/t2 from 1024^3 (0.042 vs 0.059 ms TF32) up, and
 // lost at 1024 x 1024 x 256 (0.027 vs 0.023 ms), where its copy pass and 8 tiles per SM weigh.
 GemmVersion best_version(GemmMath math, int64_t M, int64_t N, int64_t K) {
   if (math != GemmMath::fp32 && M >= 1024 && N >= 1024 && K >= 256 &&

@@ -1,4 +1,4 @@
-// v8 wgmma: Hopper's warpgroup MMA (sm_90a), fp32 accumulation, TF32 or bf16 operands. This file
+// t3 wgmma: Hopper's warpgroup MMA (sm_90a), fp32 accumulation, TF32 or bf16 operands. This file
 // is compiled for sm_90a alone (CMakeLists.txt, *_sm90a.cu); gemm_wgmma checks the device first.
 //
 //   block tile 128 x 128 (k slab 32 TF32, 64 bf16): a slab row is 128 bytes of either type, one

@@ -1,5 +1,5 @@
-// Device helpers shared by the CUDA GEMM versions v5-v8: the order in which blocks walk the tiles
-// of C, operand rounding for the tensor cores, cp.async, and the alpha/beta store.
+// Device helpers shared by the CUDA GEMM rungs s8-s13 and t1-t3: the order in which blocks walk
+// the tiles of C, operand rounding for the tensor cores, cp.async, and the alpha/beta store.
 #pragma once
 
 #include <cuda_runtime.h>

@@ -21,13 +21,15 @@ Class c of CLASSES holds the images n with n mod CLASSES = c.
                                                                         (2000, 10, 1)
 
 Needs Debian's python3-skimage, python3-pil and python3-numpy (photo_loader.sh installs
-python3-skimage when it is missing). Keep OUT out of git (runs/ is ignored).
+python3-skimage when it is missing). Keep OUT out of git (runs/ is ignored). Where scikit-image is
+missing (a GPU machine), `--export-sources DIR` writes the photographs as PNG files here and
+CREMA_PHOTO_SOURCES=DIR makes the same set there without it.
 """
+import os
 import pathlib
 import sys
 
 import numpy as np
-import skimage.data
 from PIL import Image
 
 COLOUR = ["astronaut", "coffee", "chelsea", "rocket", "retina", "hubble_deep_field",
@@ -36,6 +38,10 @@ GRAY = ["camera", "grass", "gravel", "brick", "moon", "coins"]
 
 
 def sources():
+    folder = os.environ.get("CREMA_PHOTO_SOURCES")
+    if folder:  # the same photographs, written by --export-sources where skimage is installed
+        return [Image.open(path).convert("RGB") for path in sorted(pathlib.Path(folder).glob("*.png"))]
+    import skimage.data
     photos = [Image.fromarray(getattr(skimage.data, name)()).convert("RGB") for name in COLOUR]
     left, right, _ = skimage.data.stereo_motorcycle()
     photos += [Image.fromarray(left), Image.fromarray(right)]
@@ -74,6 +80,12 @@ def photo(rng, photos):
 def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
+    if sys.argv[1] == "--export-sources":
+        folder = pathlib.Path(sys.argv[2])
+        folder.mkdir(parents=True, exist_ok=True)
+        for n, image in enumerate(sources()):
+            image.save(folder / f"{n:02d}.png", optimize=True)
+        return
     out = pathlib.Path(sys.argv[1])
     count = int(sys.argv[2]) if len(sys.argv) > 2 else 2000
     classes = int(sys.argv[3]) if len(sys.argv) > 3 else 10

@@ -4,7 +4,8 @@ cross-entropy, backward, SGD momentum) of a torchvision model at 224x224 on rand
 Prints ms/step, img/s and peak GPU memory per precision mode.
 
 Usage: peer_zoo224.py [--modes fp32,bf16_cl] NAME:BATCH...   (e.g. mobilenet_v2:128)
-Modes: fp32 (TF32 off), tf32, bf16_cl (bf16 autocast + channels_last)."""
+Modes: fp32 (TF32 off), tf32, bf16_cl (bf16 autocast + channels_last), bf16_cl_compile (the same
+under torch.compile; its first steps compile, outside the timing)."""
 import argparse
 import time
 
@@ -53,19 +54,21 @@ def main():
                 x = x.to(memory_format=torch.channels_last)
             opt = torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9, weight_decay=1e-4)
 
+            forward = torch.compile(m) if mode.endswith("_compile") else m
+
             def step():
                 opt.zero_grad(set_to_none=True)
                 with torch.autocast("cuda", torch.bfloat16, enabled=cl):
-                    loss = F.cross_entropy(m(x), y)
+                    loss = F.cross_entropy(forward(x), y)
                 loss.backward()
                 opt.step()
 
             t0 = time.time()
             ms = bench(step)
-            print(f"{name} b{batch} {mode:8s} {ms:8.2f} ms/step {batch / ms * 1e3:8.0f} img/s  "
+            print(f"{name} b{batch} {mode:16s} {ms:8.2f} ms/step {batch / ms * 1e3:8.0f} img/s  "
                   f"peak {torch.cuda.max_memory_allocated() / 2**30:6.2f} GiB  ({time.time() - t0:.0f} s)",
                   flush=True)
-            del m, opt, x, y
+            del m, forward, opt, x, y
 
 
 if __name__ == "__main__":

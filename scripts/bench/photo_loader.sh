@@ -12,7 +12,8 @@
 #
 # Environment: CREMA (default build/bin/crema); MODES (default "true": the values of
 # data.train.reduced_decoding to time, e.g. "true false"; "default" sets nothing, for a crema
-# built before the key existed); PEER=0 leaves torchvision out. Installs python3-skimage (the
+# built before the key existed; "gpu": decode: gpu, nvJPEG and CUDA kernels on GPU 0, for a crema
+# built with nvJPEG: MODES="true gpu" times both); PEER=0 leaves torchvision out. Installs python3-skimage (the
 # photographs) and python3-torchvision (the peer) when missing, through scripts/setup.sh.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -30,9 +31,12 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 for run in $(seq "$runs"); do
   for mode in ${MODES:-true}; do
-    set_mode=()
-    [ "$mode" = default ] || set_mode=(--set "+data.train.reduced_decoding=$mode")
-    echo "== run $run: crema, reduced_decoding: $mode"
+    case $mode in
+      default) set_mode=() ;;
+      gpu) set_mode=(--decode gpu) ;;
+      *) set_mode=(--set "+data.train.reduced_decoding=$mode") ;;
+    esac
+    echo "== run $run: crema, mode $mode (reduced_decoding, or gpu)"
     out=$("${crema[@]}" bench-loader scripts/bench/photo_loader.yaml --workers "$workers" \
       --batches "$batches" --set "data.train.source.root=$data" "${set_mode[@]}")
     echo "$out"

@@ -134,8 +134,14 @@ TEST(BenchOptions, CommandNeedsAGpuAndAKnownOp) {
   std::ostringstream out;
   EXPECT_TRUE(
       contains(error_of([&] { bench_command("conv", "cpu", Options{}, out); }), "not a GPU"));
+  EXPECT_TRUE(
+      contains(error_of([&] { bench_command("conv-tc", "cpu", Options{}, out); }), "not a GPU"));
+  Options bad_shape;
+  bad_shape.shapes = {"64,64,56"};
+  EXPECT_TRUE(contains(error_of([&] { bench_command("conv-tc", "cpu", bad_shape, out); }),
+                       "--shape '64,64,56'"));
   EXPECT_TRUE(contains(error_of([&] { bench_command("pool", "cuda:0", Options{}, out); }),
-                       "unknown op 'pool'"));
+                       "unknown op 'pool' (gemm, conv, conv-tc or rnn)"));
   EXPECT_TRUE(contains(error_of([&] { bench_command("gemm", "tpu:0", Options{}, out); }), "tpu"));
 }
 

@@ -9,6 +9,8 @@
 #include "apps/data_commands.h"
 #include "apps/training/data_config.h"
 #include "core/config.h"
+#include "core/cuda_runtime.h"
+#include "data/gpu_decode.h"
 #include "data/idx.h"
 #include "data/image_files.h"
 #include "tests/data/data_test_util.h"
@@ -185,6 +187,19 @@ test:
                   "8 x 8 = 64 pixels, above the limit of 63");
   EXPECT_CONTAINS(error_of([&] { make_loader(limited(0, ""), "train", 1); }),
                   "max_image_pixels must be positive");
+
+  // decode: cpu or gpu, at the key; gpu needs a build with nvJPEG and a GPU.
+  std::string message_gpu =
+      error_of([&] { make_loader(limited(64, "  decode: gpux\n"), "train", 1); });
+  EXPECT_CONTAINS(message_gpu, "limit.yaml:4:");
+  EXPECT_CONTAINS(message_gpu, "decode is cpu (the loader's workers) or gpu");
+  if (!data::gpu_decoding_built() || gpu::device_count() == 0) {
+    message_gpu = error_of([&] { make_loader(limited(64, "  decode: gpu\n"), "train", 1); });
+    EXPECT_CONTAINS(message_gpu, "limit.yaml:4:");
+    EXPECT_CONTAINS(message_gpu, data::gpu_decoding_built()
+                                     ? "decode: gpu needs a CUDA GPU; none is visible"
+                                     : "decode: gpu needs nvJPEG, which this build of crema lacks");
+  }
 }
 
 // crema bench-loader: images/s per worker count, the transforms named as parsed (words included).

@@ -1,10 +1,11 @@
-// CUDA GEMM: every version in every math it computes in, against ref::gemm<double>, on all four
-// transpose combinations, awkward sizes (mixes of 1, 7, 33, 65, 129, 257; K = 1; several tiles and
-// pipeline stages), padded leading dimensions, misaligned pointers (the scalar paths beside the
-// 16-byte ones), alpha/beta variants with C poisoned by NaN when beta == 0; bit-identical repeats;
-// the Tensor-level dispatch in each math.
+// CUDA GEMM: every rung of the ladder (s1-s13, t1-t5) in every math it computes in, against
+// ref::gemm<double>, on all four transpose combinations, awkward sizes (mixes of 1, 7, 33, 65, 129,
+// 257; K = 1; several tiles of 64 and 128 with edges, a partial slab, several pipeline stages),
+// padded leading dimensions, misaligned pointers (the scalar paths beside the 16-byte ones),
+// alpha/beta variants with C poisoned by NaN when beta == 0; bit-identical repeats; the
+// Tensor-level dispatch in each math.
 //
-// The TMA-fed tensor-core paths (v9, v10, cuda::gemm_bf16) have their own file,
+// The TMA-fed tensor-core paths (t4, t5, cuda::gemm_bf16) have their own file,
 // gemm_tensor_core_cuda_test.cpp; references and tolerances: gemm_cuda_test_util.h.
 #include <gtest/gtest.h>
 
@@ -26,9 +27,10 @@ namespace {
 TEST(GemmCuda, AwkwardSizes) {
   CREMA_REQUIRE_CUDA();
   Context ctx(Device::cuda(0));
-  const int64_t shapes[][3] = {{1, 1, 1},     {1, 257, 33},   {257, 1, 65},   {7, 33, 1},
-                               {33, 7, 129},  {65, 129, 7},   {129, 65, 33},  {257, 129, 65},
-                               {64, 500, 80}, {65, 257, 257}, {300, 520, 200}};
+  const int64_t shapes[][3] = {{1, 1, 1},     {1, 257, 33},   {257, 1, 65},    {7, 33, 1},
+                               {33, 7, 129},  {65, 129, 7},   {129, 65, 33},   {257, 129, 65},
+                               {64, 500, 80}, {65, 257, 257}, {300, 520, 200}, {131, 259, 9},
+                               {129, 130, 1}};
   uint64_t seed = 1;
   for (const auto& s : shapes) {
     check_all_versions(ctx, {false, false, s[0], s[1], s[2], 0, 1.0f, 0.0f}, seed += 8);
@@ -85,9 +87,9 @@ TEST(GemmCuda, LeNetShapes) {
   }
 }
 
-// v11 runs its own loop only where v4's cost model picks the 128 x 128 tile (C of about 2000 x 2000
-// and more), so the awkward shapes above reach v4's loops through cuda::sgemm. Here the loop runs
-// directly on them (every layout; a pad of 3 and a base shifted off 16 bytes for the scalar
+// s13 runs its own loop only where s12's cost model picks the 128 x 128 tile (C of about 2000 x
+// 2000 and more), so the awkward shapes above reach s12's loops through cuda::sgemm. Here the loop
+// runs directly on them (every layout; a pad of 3 and a base shifted off 16 bytes for the scalar
 // paths; alpha/beta with NaN in C when beta == 0; K from 1 to 200 = 25 slabs), then through
 // cuda::sgemm on a C that picks it, with edges on both sides and a partial last slab.
 TEST(GemmCuda, FfmaTunedLoop) {
@@ -126,7 +128,7 @@ TEST(GemmCuda, FfmaTunedLoop) {
   }
 }
 
-// v11 splits K when C has few tiles and K is long (a weight gradient): the splits' partial
+// s13 splits K when C has few tiles and K is long (a weight gradient): the splits' partial
 // products go to the (NaN-poisoned) workspace and are added in split order. Every layout, a pad of
 // 3 with a base off 16 bytes (the scalar paths), alpha/beta with NaN in C when beta == 0, a K
 // that is no multiple of the slab depth; the same bits on a repeat, and within fp32's bound of the
@@ -162,7 +164,7 @@ TEST(GemmCuda, SplitKOnSmallOutputsWithLongK) {
     }
   }
   // The weight gradients of ConvNeXt-T's first stage at batch 128 (384 x 96 and 96 x 384 over
-  // 401,408 positions) split, though v4's 16 x 16 tiles would give 144 blocks unsplit.
+  // 401,408 positions) split, though s12's 16 x 16 tiles would give 144 blocks unsplit.
   EXPECT_GT(cuda::detail::ffma_split(384, 96, 401408).splits, 1);
   EXPECT_GT(cuda::detail::ffma_split(96, 384, 401408).splits, 1);
   // C that fills the GPU with tiles, or a short K: no split.

@@ -8,7 +8,7 @@
 // rounded as the math says (TF32: round to nearest, ties away, 10 mantissa bits; bf16: round to
 // nearest even, 7 bits), within 1e-5 -- fp32 accumulation is all that may differ, so a kernel that
 // truncates instead of rounding, or drops a term, fails -- and the exact product, within the
-// math's own error (2e-3 TF32, 1e-2 bf16). v9 (wgmma_pipelined) truncates its operands to TF32
+// math's own error (2e-3 TF32, 1e-2 bf16). t4 (wgmma_pipelined) truncates its operands to TF32
 // where its TMA path runs (NT, 16-byte aligned, lda, ldb, K multiples of 4): there it is held to
 // the product of truncated operands instead, and shown to differ from the rounded one.
 // cuda::gemm_bf16 (bf16 operands in memory) is held to the product of the stored bf16 values
@@ -61,7 +61,7 @@ inline std::string name(const Variant& v) {
 }
 
 // x rounded to the math's operand precision, as the tensor cores see it; `truncate`: TF32 by
-// dropping the 13 low mantissa bits (v9's reading of fp32 operands).
+// dropping the 13 low mantissa bits (t4's reading of fp32 operands).
 inline float round_operand(float x, GemmMath math, bool truncate = false) {
   uint32_t u;
   std::memcpy(&u, &x, 4);
@@ -96,7 +96,7 @@ struct Problem {
   std::vector<float> a, b, c0;
   std::vector<double> expected;                      // exact operands
   std::vector<double> expected_tf32, expected_bf16;  // operands rounded as the math does
-  std::vector<double> expected_tf32_truncated;       // v9's TMA path
+  std::vector<double> expected_tf32_truncated;       // t4's TMA path
 };
 
 inline std::vector<double> reference(const Problem& p, GemmMath math, bool truncate = false) {
@@ -212,10 +212,10 @@ inline double relative_error(const Problem& p, const std::vector<float>& out,
   return std::sqrt(diff) / (std::sqrt(norm) + 1e-30);
 }
 
-// Whether v9's kernel (truncating TF32) runs this problem: what gemm.h promises. Device buffers are
-// 256-byte aligned, so `offset` floats decide the operands' alignment. v9 reads both operands in
-// place; v10 with its workspace copies A when trans_a, B when !trans_b, both when K % 4 != 0, and
-// reads the others in place (else it runs v9, which then runs v8).
+// Whether t4's kernel (truncating TF32) runs this problem: what gemm.h promises. Device buffers are
+// 256-byte aligned, so `offset` floats decide the operands' alignment. t4 reads both operands in
+// place; t5 with its workspace copies A when trans_a, B when !trans_b, both when K % 4 != 0, and
+// reads the others in place (else it runs t4, which then runs t3).
 inline bool truncates(const Problem& p, Variant v, int64_t offset, bool no_workspace = false) {
   if (v.math != GemmMath::tf32) return false;
   const bool ragged = p.c.K % 4 != 0, aligned = offset % 4 == 0;

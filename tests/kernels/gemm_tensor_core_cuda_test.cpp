@@ -1,6 +1,6 @@
-// CUDA GEMM, the TMA-fed tensor-core paths: v9 (wgmma_pipelined, NT, operands truncated to TF32),
-// v10 (wgmma_repacked: every layout, MN-major operands repacked into a NaN-poisoned workspace),
-// cuda::gemm_bf16 (bf16 operands in memory, every layout) and the Tensor-level gemm picking v10
+// CUDA GEMM, the TMA-fed tensor-core paths: t4 (wgmma_pipelined, NT, operands truncated to TF32),
+// t5 (wgmma_repacked: every layout, MN-major operands repacked into a NaN-poisoned workspace),
+// cuda::gemm_bf16 (bf16 operands in memory, every layout) and the Tensor-level gemm picking t5
 // for large shapes. References and tolerances: gemm_cuda_test_util.h.
 #include <gtest/gtest.h>
 
@@ -25,20 +25,20 @@ using cuda::GemmVersion;
 TEST(GemmCuda, PipelinedTmaPath) {
   CREMA_REQUIRE_CUDA();
   Context ctx(Device::cuda(0));
-  // NT shapes v9's TMA path takes: M, N not dividing its 128 x 256 tile, K from one partial slab
+  // NT shapes t4's TMA path takes: M, N not dividing its 128 x 256 tile, K from one partial slab
   // (4) to 32 slabs (8 laps of the 4-stage ring), padded rows (NaN past K), alpha/beta blends.
   const Case cases[] = {
       {false, true, 1, 1, 4, 0, 1.0f, 0.0f},         {false, true, 7, 257, 36, 0, 1.0f, 0.0f},
       {false, true, 129, 300, 260, 4, 0.5f, 1.0f},   {false, true, 257, 520, 1000, 0, 1.0f, 0.0f},
       {false, true, 300, 129, 516, 8, -1.5f, 0.25f}, {false, true, 64, 500, 800, 0, 1.0f, 0.0f}};
-  const Variant v9{Rung::wgmma_pipelined, GemmMath::tf32};
+  const Variant t4{Rung::wgmma_pipelined, GemmMath::tf32};
   uint64_t seed = 650;
   for (const Case& c : cases) {
     const Problem p = make_problem(c, seed += 8);
-    ASSERT_TRUE(truncates(p, v9, 0)) << describe(c);
-    const std::vector<float> out = run(ctx, p, v9);
-    expect_matches(p, out, v9.math, p.expected_tf32_truncated, describe(c));
-    // Truncated, not rounded: a v8 fallback (which rounds) would be within 1e-5 of this one.
+    ASSERT_TRUE(truncates(p, t4, 0)) << describe(c);
+    const std::vector<float> out = run(ctx, p, t4);
+    expect_matches(p, out, t4.math, p.expected_tf32_truncated, describe(c));
+    // Truncated, not rounded: a t3 fallback (which rounds) would be within 1e-5 of this one.
     if (c.K >= 256) {
       EXPECT_GT(relative_error(p, out, p.expected_tf32), 2e-5) << describe(c);
     }
@@ -48,10 +48,10 @@ TEST(GemmCuda, PipelinedTmaPath) {
 TEST(GemmCuda, RepackedEveryLayout) {
   CREMA_REQUIRE_CUDA();
   Context ctx(Device::cuda(0));
-  // v10 in both maths, every layout: shapes not dividing the 128 x 256 tile, K not a multiple of 4
+  // t5 in both maths, every layout: shapes not dividing the 128 x 256 tile, K not a multiple of 4
   // (both operands copied, zero-padded), 1000 (8 laps of the ring), padded leading dimensions (an
-  // operand read in place with ld % 4 != 0: v9 then v8 take the call), a misaligned base,
-  // alpha/beta blends on NaN-poisoned C; then without a workspace (v9 or v8 take the call).
+  // operand read in place with ld % 4 != 0: t4 then t3 take the call), a misaligned base,
+  // alpha/beta blends on NaN-poisoned C; then without a workspace (t4 or t3 take the call).
   struct Run {
     Case c;
     int64_t offset;
@@ -77,7 +77,7 @@ TEST(GemmCuda, RepackedEveryLayout) {
                                  (r.no_workspace ? " no workspace" : "");
         const std::vector<float> out = run(ctx, p, v, r.offset, r.no_workspace);
         expect_matches(p, out, math, operand_reference(p, v, r.offset, r.no_workspace), what);
-        // Truncated where gemm.h says v9's kernel runs: a silent fallback (rounding) fails here.
+        // Truncated where gemm.h says t4's kernel runs: a silent fallback (rounding) fails here.
         if (truncates(p, v, r.offset, r.no_workspace) && c.K >= 256) {
           EXPECT_GT(relative_error(p, out, p.expected_tf32), 2e-5) << what;
         }
@@ -89,7 +89,7 @@ TEST(GemmCuda, RepackedEveryLayout) {
 TEST(GemmCuda, Bf16OperandsInMemory) {
   CREMA_REQUIRE_CUDA();
   Context ctx(Device::cuda(0));
-  // Every layout on shapes not dividing v9's 128 x 256 tile, K from one partial slab (8) to 16
+  // Every layout on shapes not dividing t4's 128 x 256 tile, K from one partial slab (8) to 16
   // slabs (4 laps of the ring) and K = 71 (both operands transposed or copied into the workspace,
   // zero-padded to 72), padded rows (NaN past K), alpha/beta blends.
   const Case cases[] = {
@@ -140,7 +140,7 @@ TEST(GemmCuda, TensorLevelPicksRepackedForLargeShapes) {
   EXPECT_EQ(cuda::best_version(GemmMath::tf32, 1024, 1024, 512), GemmVersion::tf32_mma);
   EXPECT_EQ(cuda::best_version(GemmMath::fp32, 4096, 4096, 4096), GemmVersion::best);
   if (cuda::best_version(GemmMath::tf32, 1024, 1024, 1024) != GemmVersion::wgmma_repacked) {
-    GTEST_SKIP() << "v10 is picked on compute capability 9.0 only";
+    GTEST_SKIP() << "t5 is picked on compute capability 9.0 only";
   }
   // c = a b (NN, B repacked from ctx.workspace()): truncated TF32 in tf32, bf16 in bf16. The
   // references cover every 32nd row of C (32 rows of the 1024: the four double-precision products

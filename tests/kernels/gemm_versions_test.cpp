@@ -1,6 +1,6 @@
-// The CUDA GEMM ladder's rungs (names, order, math, which are production's) and production's
-// versions (plain host code, so tested on the CPU too), and the Tensor-level gemm's math argument
-// on the CPU (which always computes in fp32).
+// The CUDA GEMM ladder's rungs (names, labels, paths, order, math, which are production's) and
+// production's versions (plain host code, so tested on the CPU too), and the Tensor-level gemm's
+// math argument on the CPU (which always computes in fp32).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -18,48 +18,71 @@ namespace {
 
 using cuda::GemmMath;
 using cuda::GemmVersion;
+using cuda::ladder::Path;
 using cuda::ladder::Rung;
 
 TEST(GemmVersions, LadderOrderAndNamesRoundTrip) {
   const std::vector<Rung>& rungs = cuda::ladder::rungs();
-  ASSERT_EQ(rungs.size(), 11u);
-  for (size_t i = 0; i < rungs.size(); ++i) {
-    EXPECT_EQ(cuda::ladder::number(rungs[i]), int(i) + 1);  // v1..v11 in ladder order
-    const char* name = cuda::ladder::name(rungs[i]);
+  ASSERT_EQ(rungs.size(), 18u);
+  // The SIMT path first, s1..s13, then the tensor-core path, t1..t5, each numbered from 1.
+  int simt = 0, tensor_core = 0;
+  for (Rung r : rungs) {
+    const bool on_simt = cuda::ladder::path(r) == Path::simt;
+    EXPECT_TRUE(on_simt || simt == 13) << cuda::ladder::name(r) << ": a SIMT rung after t1";
+    const int expected = on_simt ? ++simt : ++tensor_core;
+    EXPECT_EQ(cuda::ladder::number(r), expected) << cuda::ladder::name(r);
+    EXPECT_EQ(cuda::ladder::label(r), (on_simt ? "s" : "t") + std::to_string(expected));
+    const char* name = cuda::ladder::name(r);
     ASSERT_TRUE(cuda::ladder::from_name(name).has_value()) << name;
-    EXPECT_EQ(*cuda::ladder::from_name(name), rungs[i]);
+    EXPECT_EQ(*cuda::ladder::from_name(name), r);
+    EXPECT_EQ(*cuda::ladder::from_name(cuda::ladder::label(r)), r);
+    EXPECT_GT(std::string(cuda::ladder::idea(r)).size(), 20u) << name;
   }
-  EXPECT_STREQ(cuda::ladder::name(Rung::naive), "naive");
-  EXPECT_STREQ(cuda::ladder::name(Rung::warp_tiles), "warp_tiles");
+  EXPECT_EQ(simt, 13);
+  EXPECT_EQ(tensor_core, 5);
+  EXPECT_EQ(rungs.front(), Rung::uncoalesced);
+  EXPECT_EQ(cuda::ladder::label(Rung::ffma_tuned), "s13");
+  EXPECT_EQ(cuda::ladder::label(Rung::tf32_mma), "t1");
+  EXPECT_EQ(cuda::ladder::label(Rung::wgmma_repacked), "t5");
   EXPECT_STREQ(cuda::gemm_version_name(GemmVersion::best), "ffma_tuned");
+  // The names the rungs had before the ladder was put in teaching order still work.
+  EXPECT_EQ(cuda::ladder::from_name("naive"), Rung::coalesced);
+  EXPECT_EQ(cuda::ladder::from_name("register_tiles"), Rung::register_prefetch);
   EXPECT_FALSE(cuda::ladder::from_name("fastest").has_value());
+  EXPECT_FALSE(cuda::ladder::from_name("s14").has_value());
   for (GemmMath m : {GemmMath::fp32, GemmMath::tf32, GemmMath::bf16}) {
     EXPECT_EQ(*cuda::gemm_math_from_name(cuda::gemm_math_name(m)), m);
   }
   EXPECT_FALSE(cuda::gemm_math_from_name("fp16").has_value());
 }
 
-// v1-v5 live only in the ladder; v6 up are production's versions, same number, same name.
+// s1-s12 live only in the ladder; s13 and the tensor-core path are production's versions, of the
+// same name.
 TEST(GemmVersions, ProductionRungsAreProductionVersions) {
+  int production = 0;
   for (Rung r : cuda::ladder::rungs()) {
     const std::optional<GemmVersion> v = cuda::ladder::production_version(r);
-    EXPECT_EQ(v.has_value(), cuda::ladder::number(r) >= 6) << cuda::ladder::name(r);
+    const bool expected = r == Rung::ffma_tuned || cuda::ladder::path(r) == Path::tensor_core;
+    EXPECT_EQ(v.has_value(), expected) << cuda::ladder::name(r);
     if (!v) continue;
-    EXPECT_EQ(int(*v), cuda::ladder::number(r));
+    ++production;
     EXPECT_STREQ(cuda::gemm_version_name(*v), cuda::ladder::name(r));
     for (GemmMath m : {GemmMath::fp32, GemmMath::tf32, GemmMath::bf16}) {
       EXPECT_EQ(cuda::supports(*v, m), cuda::ladder::supports(r, m)) << cuda::ladder::name(r);
     }
   }
+  EXPECT_EQ(production, 6);
   EXPECT_EQ(cuda::ladder::production_version(Rung::adaptive_tiles), std::nullopt);
   EXPECT_EQ(cuda::ladder::production_version(Rung::ffma_tuned), GemmVersion::best);
 }
 
 TEST(GemmVersions, EachVersionComputesInItsMath) {
-  EXPECT_TRUE(cuda::ladder::supports(Rung::naive, GemmMath::fp32));
-  EXPECT_TRUE(cuda::ladder::supports(Rung::warp_tiles, GemmMath::fp32));
-  EXPECT_FALSE(cuda::ladder::supports(Rung::warp_tiles, GemmMath::tf32));
-  EXPECT_FALSE(cuda::ladder::supports(Rung::adaptive_tiles, GemmMath::bf16));
+  for (Rung r : cuda::ladder::rungs()) {
+    if (cuda::ladder::path(r) != Path::simt) continue;
+    EXPECT_TRUE(cuda::ladder::supports(r, GemmMath::fp32)) << cuda::ladder::name(r);
+    EXPECT_FALSE(cuda::ladder::supports(r, GemmMath::tf32)) << cuda::ladder::name(r);
+    EXPECT_FALSE(cuda::ladder::supports(r, GemmMath::bf16)) << cuda::ladder::name(r);
+  }
   EXPECT_TRUE(cuda::supports(GemmVersion::tf32_mma, GemmMath::tf32));
   EXPECT_FALSE(cuda::supports(GemmVersion::tf32_mma, GemmMath::bf16));
   EXPECT_TRUE(cuda::supports(GemmVersion::bf16_mma, GemmMath::bf16));

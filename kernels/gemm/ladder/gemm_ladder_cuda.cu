@@ -1,20 +1,23 @@
-// The ladder's first rungs, fp32 SIMT, and ladder::sgemm, which runs any rung (production's
-// through cuda::sgemm). README.md has what each step bought.
+// The fp32 SIMT path's first rungs and ladder::sgemm, which runs any rung (production's through
+// cuda::sgemm). README.md has the ladder's table: what each step bought and what limits the next.
 //
-// v1 naive           one thread per element of C; each FMA reads op(A) and op(B) from global
-//                    memory (through L1/L2), so it is bound by load instructions, not FMAs.
-// v2 shared_tiles    16x16 tiles of op(A) and op(B) in shared memory: a global read feeds 16 FMAs,
-//                    but each FMA still needs two shared-memory loads.
-// v3 register_tiles  128x128 block tiles, an 8x8 micro-tile per thread held in registers: 64 FMAs
-//                    per 16 shared floats, float4 global loads where aligned, the next slab
-//                    fetched while this one is multiplied (kernels/tiles/block_tile.cuh).
-// v4 adaptive_tiles  v3's loop with the tile chosen per shape: the 64-row GEMMs of a small
-//                    network get 16x16 or 32x32 tiles (enough blocks for 132 SMs), whose threads
-//                    split k four ways inside the block and add their partial tiles in order.
-//                    Where it picks a smaller tile it is v11 (which kept those tiles), so only its
-//                    128x128 tile runs here.
-// v5 warp_tiles      (gemm_warp_tiles_cuda.cu) v3 with warp-shaped thread groups, a 16-deep slab
-//                    and two shared buffers (one barrier per slab).
+// s1 uncoalesced       one thread per element of C, its k loop reading op(A) and op(B) from
+//                      global memory; consecutive threads take consecutive rows m, so (A not
+//                      transposed) a warp's 32 loads of A[m][k] touch 32 cache lines, and its
+//                      32 stores 32 rows of C.
+// s2 coalesced         consecutive threads take consecutive columns n: a warp reads 128
+//                      contiguous bytes of B, one broadcast word of A, and writes 128 bytes of C.
+//                      Still two global loads per FMA: bound by load instructions.
+// s3 shared_tiles      16x16 tiles of op(A) and op(B) staged in shared memory: a global load feeds
+//                      16 FMAs, but every FMA still needs two shared-memory loads.
+// s4-s6                (gemm_register_tiles_cuda.cu) register tiles: 1-D, 2-D, float4 loads.
+// s7 register_prefetch s6 with the next slab loaded into registers while this one is multiplied
+//                      (../gemm_tiled.cuh on the 128x128 tile: kernels/tiles/block_tile.cuh).
+// s8-s10               (gemm_double_buffer_cuda.cu) two shared slabs, warp tiles, tile order.
+// s11 fragment_prefetch production's 128x128 loop (../gemm_ffma_tuned_cuda.cu) on every shape.
+// s12 adaptive_tiles   production's choice of tile per shape (tile::choose_tile), without the
+//                      split of K: cuda::sgemm(ffma_tuned) with no workspace.
+// s13 and t1-t5        production's versions, through cuda::sgemm.
 //
 // All are deterministic (no atomics; each sum's order depends on the shape only).
 #include <cuda_runtime.h>
@@ -28,7 +31,6 @@
 #include "kernels/gemm/gemm_tiled.cuh"
 #include "kernels/gemm/ladder/gemm_ladder.h"
 #include "kernels/gemm/ladder/gemm_ladder_internal.h"
-#include "kernels/tiles/block_tile.cuh"
 
 namespace crema::kernels::cuda::ladder {
 namespace {
@@ -44,10 +46,27 @@ __device__ __forceinline__ float op_b(const float* B, int64_t ldb, bool trans, i
   return trans ? B[n * ldb + k] : B[k * ldb + n];
 }
 
-// v1: thread (m, n) walks k; consecutive threads take consecutive n.
-__global__ void sgemm_naive(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
-                            const float* __restrict__ A, int64_t lda, const float* __restrict__ B,
-                            int64_t ldb, float beta, float* __restrict__ C, int64_t ldc) {
+// s1: thread index i computes C[i % M][i / M]: the thread index walks down a column.
+__global__ void sgemm_uncoalesced(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
+                                  const float* __restrict__ A, int64_t lda,
+                                  const float* __restrict__ B, int64_t ldb, float beta,
+                                  float* __restrict__ C, int64_t ldc) {
+  const int64_t index = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (index >= int64_t(M) * N) return;
+  const int m = int(index % M), n = int(index / M);
+  float sum = 0.0f;
+  for (int k = 0; k < K; ++k) {
+    sum = fmaf(op_a(A, lda, trans_a, m, k), op_b(B, ldb, trans_b, k, n), sum);
+  }
+  float* c = C + m * ldc + n;
+  *c = blend(alpha, sum, beta, c);
+}
+
+// s2: s1 with the thread index walking along a row: C[i / N][i % N].
+__global__ void sgemm_coalesced(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
+                                const float* __restrict__ A, int64_t lda,
+                                const float* __restrict__ B, int64_t ldb, float beta,
+                                float* __restrict__ C, int64_t ldc) {
   const int64_t index = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
   if (index >= int64_t(M) * N) return;
   const int m = int(index / N), n = int(index % N);
@@ -59,7 +78,7 @@ __global__ void sgemm_naive(bool trans_a, bool trans_b, int M, int N, int K, flo
   *c = blend(alpha, sum, beta, c);
 }
 
-// v2: v1 with kTile x kTile tiles of op(A) and op(B) staged in shared memory.
+// s3: s2 with kTile x kTile tiles of op(A) and op(B) staged in shared memory.
 constexpr int kTile = 16;
 
 __global__ void sgemm_shared_tiles(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
@@ -89,16 +108,17 @@ __global__ void sgemm_shared_tiles(bool trans_a, bool trans_b, int M, int N, int
   }
 }
 
-// v1's grid has a thread per element of C (no grid-stride loop), so it must fit a 1-D grid.
-void run_naive(const GemmArgs& g, gpu::Stream stream) {
+// s1's and s2's grid has a thread per element of C (no grid-stride loop): a 1-D grid must hold it.
+template <class Kernel>
+void run_per_element(Kernel kernel, const GemmArgs& g, gpu::Stream stream, const char* what) {
   const int64_t blocks = ceil_div(int64_t(g.M) * g.N, kThreads);
   if (blocks > INT32_MAX) {
-    throw Error("cuda::ladder::sgemm (naive): " + std::to_string(blocks) +
+    throw Error(std::string("cuda::ladder::sgemm (") + what + "): " + std::to_string(blocks) +
                 " blocks exceed a 1-D grid");
   }
-  sgemm_naive<<<int(blocks), kThreads, 0, stream>>>(g.trans_a, g.trans_b, g.M, g.N, g.K, g.alpha,
-                                                    g.A, g.lda, g.B, g.ldb, g.beta, g.C, g.ldc);
-  gpu::check_launch("sgemm_naive");
+  kernel<<<int(blocks), kThreads, 0, stream>>>(g.trans_a, g.trans_b, g.M, g.N, g.K, g.alpha, g.A,
+                                               g.lda, g.B, g.ldb, g.beta, g.C, g.ldc);
+  gpu::check_launch(what);
 }
 
 void run_shared_tiles(const GemmArgs& g, gpu::Stream stream) {
@@ -125,24 +145,35 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
                            beta, C, ldc, stream);
   if (!args) return;
   switch (rung) {
-    case Rung::naive:
-      return run_naive(*args, stream);
+    case Rung::uncoalesced:
+      return run_per_element(sgemm_uncoalesced, *args, stream, "sgemm_uncoalesced");
+    case Rung::coalesced:
+      return run_per_element(sgemm_coalesced, *args, stream, "sgemm_coalesced");
     case Rung::shared_tiles:
       return run_shared_tiles(*args, stream);
-    case Rung::register_tiles:
+    case Rung::column_tiles:
+      return detail::sgemm_column_tiles(*args, stream);
+    case Rung::micro_tiles:
+      return detail::sgemm_micro_tiles(*args, stream);
+    case Rung::vector_loads:
+      return detail::sgemm_vector_loads(*args, stream);
+    case Rung::register_prefetch:
       return detail::sgemm_tiled<tile::Large>(*args, stream);
+    case Rung::double_buffer:
+      return detail::sgemm_double_buffer(*args, detail::DoubleBufferStep::double_buffer, stream);
+    case Rung::warp_tiles:
+      return detail::sgemm_double_buffer(*args, detail::DoubleBufferStep::warp_tiles, stream);
+    case Rung::grouped_tiles:
+      return detail::sgemm_double_buffer(*args, detail::DoubleBufferStep::grouped_tiles, stream);
+    case Rung::fragment_prefetch:
+      return detail::sgemm_ffma_tuned(*args, stream);
     case Rung::adaptive_tiles:
-      if (tile::choose_tile(M, N, 1, tile::TileShape::tiny) == tile::TileShape::large) {
-        return detail::sgemm_tiled<tile::Large>(*args, stream);
-      }
       return cuda::sgemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, stream,
                          GemmVersion::ffma_tuned, math);
-    case Rung::warp_tiles:
-      return detail::sgemm_warp_tiles(*args, stream);
     default:
       break;
   }
-  throw Error("cuda::ladder::sgemm: unknown version " + std::to_string(number(rung)));
+  throw Error("cuda::ladder::sgemm: unknown rung " + label(rung));
 }
 
 size_t sgemm_workspace(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, Rung rung,

@@ -1,0 +1,282 @@
+// data/gpu_decode.h with nvJPEG: the batched decoder of one loader worker (its nvJPEG handle,
+// decode state and CUDA stream), the uploads of the samples the CPU decoded, and the plans run
+// by data/gpu/pixel_plan_cuda.h.
+#include <cuda_runtime.h>
+#include <nvjpeg.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "core/caching_allocator.h"
+#include "core/cuda_runtime.h"
+#include "core/error.h"
+#include "data/gpu/pixel_plan_cuda.h"
+#include "data/gpu_decode.h"
+
+namespace crema::data {
+namespace {
+
+std::string status_text(nvjpegStatus_t status) {
+  switch (status) {
+    case NVJPEG_STATUS_NOT_INITIALIZED:
+      return "not initialized";
+    case NVJPEG_STATUS_INVALID_PARAMETER:
+      return "invalid parameter";
+    case NVJPEG_STATUS_BAD_JPEG:
+      return "bad JPEG";
+    case NVJPEG_STATUS_JPEG_NOT_SUPPORTED:
+      return "JPEG not supported";
+    case NVJPEG_STATUS_ALLOCATOR_FAILURE:
+      return "allocator failure";
+    case NVJPEG_STATUS_EXECUTION_FAILED:
+      return "execution failed";
+    case NVJPEG_STATUS_ARCH_MISMATCH:
+      return "architecture mismatch";
+    case NVJPEG_STATUS_INTERNAL_ERROR:
+      return "internal error";
+    case NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED:
+      return "implementation not supported";
+    case NVJPEG_STATUS_INCOMPLETE_BITSTREAM:
+      return "incomplete bitstream";
+    default:
+      return "status " + std::to_string(int(status));
+  }
+}
+
+void check(nvjpegStatus_t status, const char* what) {
+  if (status != NVJPEG_STATUS_SUCCESS) {
+    throw DeviceError(std::string("nvJPEG ") + what + " failed: " + status_text(status));
+  }
+}
+
+// A device buffer that only grows (its old contents are dropped); the caller has synchronized
+// the stream that used it.
+struct DeviceBuffer {
+  void* ptr = nullptr;
+  size_t bytes = 0;
+  void reserve(size_t wanted) {
+    if (wanted <= bytes) return;
+    release();
+    ptr = gpu::device_allocate(wanted + wanted / 4);
+    bytes = wanted + wanted / 4;
+  }
+  void release() {
+    if (ptr != nullptr) gpu::device_free(ptr);
+    ptr = nullptr;
+    bytes = 0;
+  }
+};
+
+class NvjpegBatchDecoder final : public GpuBatchDecoder {
+ public:
+  NvjpegBatchDecoder(int device, int channels) : device_(device), channels_(channels) {
+    gpu::DeviceGuard guard(device_);
+    // The hardware engine where the GPU has one (A100, H100, H200), else Huffman decoding on the
+    // GPU; chroma upsampled by interpolation where the backend offers it (as libjpeg's fancy
+    // upsampling), else by replication. CREMA_NVJPEG_BACKEND=hybrid skips the hardware engine
+    // (to compare the two); =mixed gives every other decoder (loader worker) the GPU backend, so
+    // that the engine and the SMs decode at once (DALI's hw_decoder_load).
+    static std::atomic<int> made{0};
+    const char* asked = std::getenv("CREMA_NVJPEG_BACKEND");
+    const std::string choice = asked != nullptr ? asked : "";
+    const bool hybrid_only = choice == "hybrid" || (choice == "mixed" && made++ % 2 == 1);
+    for (nvjpegBackend_t backend : {NVJPEG_BACKEND_HARDWARE, NVJPEG_BACKEND_GPU_HYBRID}) {
+      if (hybrid_only && backend == NVJPEG_BACKEND_HARDWARE) continue;
+      for (unsigned flags : {unsigned(NVJPEG_FLAGS_UPSAMPLING_WITH_INTERPOLATION), 0u}) {
+        nvjpegHandle_t handle = nullptr;
+        if (handle_ == nullptr &&
+            nvjpegCreateEx(backend, nullptr, nullptr, flags, &handle) == NVJPEG_STATUS_SUCCESS) {
+          handle_ = handle;
+          hardware_ = backend == NVJPEG_BACKEND_HARDWARE;
+        }
+      }
+    }
+    if (handle_ == nullptr) {
+      check(nvjpegCreateEx(NVJPEG_BACKEND_DEFAULT, nullptr, nullptr, 0, &handle_), "create");
+    }
+    static std::once_flag said;
+    std::call_once(said, [&] {
+      std::fprintf(stderr, "crema: decode: gpu on cuda:%d with nvJPEG's %s backend%s\n", device_,
+                   hardware_ ? "hardware" : "GPU (hybrid)",
+                   choice == "mixed" ? " and the GPU (hybrid) one, every other worker" : "");
+    });
+    check(nvjpegJpegStateCreate(handle_, &state_), "state create");
+    check(nvjpegJpegStreamCreate(handle_, &header_), "stream create");
+    stream_ = gpu::create_stream();
+  }
+
+  ~NvjpegBatchDecoder() override {
+    gpu::DeviceGuard guard(device_);
+    gpu::synchronize(stream_);
+    if (host_pixels_ != nullptr) gpu::pinned_free(host_pixels_);
+    runner_.reset();
+    sources_.release();
+    nvjpegJpegStreamDestroy(header_);
+    nvjpegJpegStateDestroy(state_);
+    nvjpegDestroy(handle_);
+    gpu::destroy_stream(stream_);
+  }
+
+  std::optional<Size2> accepts(const uint8_t* bytes, size_t size) override {
+    if (size < 4 || bytes[size - 2] != 0xFF || bytes[size - 1] != 0xD9) return std::nullopt;
+    int components = 0;
+    nvjpegChromaSubsampling_t subsampling = NVJPEG_CSS_UNKNOWN;
+    int widths[NVJPEG_MAX_COMPONENT] = {}, heights[NVJPEG_MAX_COMPONENT] = {};
+    if (nvjpegGetImageInfo(handle_, bytes, size, &components, &subsampling, widths, heights) !=
+        NVJPEG_STATUS_SUCCESS) {
+      return std::nullopt;
+    }
+    if ((components != 1 && components != 3) || subsampling == NVJPEG_CSS_UNKNOWN ||
+        widths[0] <= 0 || heights[0] <= 0) {
+      return std::nullopt;
+    }
+    if (hardware_) {
+      int unsupported = 1;
+      if (nvjpegJpegStreamParseHeader(handle_, bytes, size, header_) != NVJPEG_STATUS_SUCCESS ||
+          nvjpegDecodeBatchedSupported(handle_, header_, &unsupported) != NVJPEG_STATUS_SUCCESS ||
+          unsupported != 0) {
+        return std::nullopt;
+      }
+    }
+    return Size2{heights[0], widths[0]};
+  }
+
+  bool run(const std::vector<GpuSample>& samples, float* out) override {
+    gpu::DeviceGuard guard(device_);
+    // Every source planar uint8 at its offset; the CPU's decodes staged in pinned memory.
+    std::vector<int64_t> offsets;
+    size_t total = 0, staged = 0;
+    for (const GpuSample& s : samples) {
+      offsets.push_back(int64_t(total));
+      const size_t bytes = size_t(channels_ * s.plan.source.height * s.plan.source.width);
+      total += (bytes + 255) / 256 * 256;
+      if (!s.on_gpu) staged += bytes;
+    }
+    sources_.reserve(total);
+    auto* sources = static_cast<uint8_t*>(sources_.ptr);
+    if (staged > host_capacity_) {
+      if (host_pixels_ != nullptr) gpu::pinned_free(host_pixels_);
+      host_pixels_ = nullptr;
+      host_capacity_ = 0;
+      host_pixels_ = static_cast<uint8_t*>(gpu::pinned_allocate(staged * 2));
+      host_capacity_ = staged * 2;
+    }
+    std::vector<const unsigned char*> data;
+    std::vector<size_t> lengths;
+    std::vector<nvjpegImage_t> images;
+    std::vector<size_t> gray;  // samples of gray files decoded to RGB
+    uint8_t* stage = host_pixels_;
+    for (size_t i = 0; i < samples.size(); ++i) {
+      const GpuSample& s = samples[i];
+      const size_t plane = size_t(s.plan.source.height * s.plan.source.width);
+      uint8_t* source = sources + offsets[i];
+      if (s.on_gpu) {
+        data.push_back(s.file.bytes.data());
+        lengths.push_back(s.file.bytes.size());
+        nvjpegImage_t image{};
+        for (int c = 0; c < channels_; ++c) {
+          image.channel[c] = source + c * plane;
+          image.pitch[c] = size_t(s.plan.source.width);
+        }
+        images.push_back(image);
+        if (channels_ == 3 && components(s.file.bytes) == 1) gray.push_back(i);
+        continue;
+      }
+      // 0..255 floats (integers for 8-bit files) back to bytes, rounded.
+      const size_t n = plane * size_t(channels_);
+      for (size_t k = 0; k < n; ++k) {
+        stage[k] = uint8_t(std::clamp(s.decoded.pixels[k] + 0.5f, 0.0f, 255.0f));
+      }
+      gpu::copy(source, stage, n, stream_);
+      stage += n;
+    }
+    if (!data.empty()) {
+      const nvjpegOutputFormat_t format = channels_ == 3 ? NVJPEG_OUTPUT_RGB : NVJPEG_OUTPUT_Y;
+      // Initialized again for another batch size, and after a failure (which it resets).
+      if (initialized_for_ != int(data.size())) {
+        check(nvjpegDecodeBatchedInitialize(handle_, state_, int(data.size()), 1, format),
+              "batch initialize");
+        initialized_for_ = int(data.size());
+      }
+      if (nvjpegDecodeBatched(handle_, state_, data.data(), lengths.data(), images.data(),
+                              stream_) != NVJPEG_STATUS_SUCCESS) {
+        gpu::synchronize(stream_);
+        initialized_for_ = 0;
+        return false;
+      }
+    }
+    // A gray file's Y in all three planes, as the CPU decoder copies it (whatever nvJPEG made of
+    // the other two).
+    for (size_t i : gray) {
+      const size_t plane = size_t(samples[i].plan.source.height * samples[i].plan.source.width);
+      uint8_t* source = sources + offsets[i];
+      gpu::copy(source + plane, source, plane, stream_);
+      gpu::copy(source + 2 * plane, source, plane, stream_);
+    }
+    std::vector<const PixelPlan*> plans;
+    for (const GpuSample& s : samples) plans.push_back(&s.plan);
+    if (!runner_) runner_ = std::make_unique<cuda::PlanRunner>();
+    runner_->run(plans, offsets, sources, out, stream_);
+    gpu::synchronize(stream_);
+    return true;
+  }
+
+ private:
+  // The number of components of an accepted JPEG (its header parsed again).
+  int components(const std::vector<uint8_t>& bytes) {
+    int count = 0;
+    nvjpegChromaSubsampling_t subsampling = NVJPEG_CSS_UNKNOWN;
+    int widths[NVJPEG_MAX_COMPONENT] = {}, heights[NVJPEG_MAX_COMPONENT] = {};
+    nvjpegGetImageInfo(handle_, bytes.data(), bytes.size(), &count, &subsampling, widths, heights);
+    return count;
+  }
+
+  int device_, channels_;
+  bool hardware_ = false;
+  nvjpegHandle_t handle_ = nullptr;
+  nvjpegJpegState_t state_ = nullptr;
+  nvjpegJpegStream_t header_ = nullptr;  // accepts()'s parsed header
+  gpu::Stream stream_ = nullptr;
+  DeviceBuffer sources_;     // the batch's decoded sources, planar uint8
+  int initialized_for_ = 0;  // the batch size nvjpegDecodeBatchedInitialize was last called for
+  uint8_t* host_pixels_ = nullptr;  // pinned: the CPU-decoded samples of a batch
+  size_t host_capacity_ = 0;
+  std::unique_ptr<cuda::PlanRunner> runner_;
+};
+
+}  // namespace
+
+bool gpu_decoding_built() {
+  return true;
+}
+
+std::unique_ptr<GpuBatchDecoder> make_gpu_batch_decoder(int device, int channels) {
+  CREMA_CHECK(channels == 1 || channels == 3, "decode: gpu decodes 1 or 3 channels");
+  return std::make_unique<NvjpegBatchDecoder>(device, channels);
+}
+
+Allocator& gpu_batch_allocator(int device) {
+  static std::mutex mutex;
+  static std::map<int, CachingAllocator*> caches;  // never freed: batches may outlive loaders
+  std::lock_guard<std::mutex> lock(mutex);
+  CachingAllocator*& cache = caches[device];
+  if (cache == nullptr) {
+    cache = new CachingAllocator(
+        [device](size_t bytes) {
+          gpu::DeviceGuard guard(device);
+          return gpu::device_allocate(bytes);
+        },
+        [device](void* ptr) {
+          gpu::DeviceGuard guard(device);
+          gpu::device_free(ptr);
+        });
+  }
+  return *cache;
+}
+
+}  // namespace crema::data

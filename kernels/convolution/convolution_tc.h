@@ -1,0 +1,60 @@
+// Convolution on 16-bit tensors (bf16 or fp16) with tensor cores, channels-last: the three passes
+// as implicit GEMMs over x [N,H,W,C], w [K,R,S,C/groups], y and dy [N,P,Q,K], dx [N,H,W,C]
+// (the formulas are conv2d_*_nhwc's in convolution.h). Products on mma.sync m16n8k16 (bf16 or
+// f16 operands), sums in fp32, one rounding to the tensor's type at the store; the filter
+// gradient stays fp32 (it feeds the fp32 master weights).
+//
+//   forward  y  = act(conv(x, w) + bias + residual)  rounded once; bias fp32 [K] or null,
+//                 residual [N,P,Q,K] of the tensors' type or null, act = ReLU or identity;
+//                 optionally the per-channel sums of y and y^2 (fp32)
+//   data     dx = the transposed convolution of dy by w  (written)
+//   filter   dw += sum over N*P*Q of dy * patches(x)      (fp32, accumulated, deterministic: fixed
+//                 slices of N*P*Q summed in slice order, no float atomics)
+//
+// A pass takes 16-byte copies (cp.async) of 8 channels where its channel counts (forward C/groups,
+// data K/groups, filter C/groups and K/groups) are multiples of 8 and the tensors are 16-byte
+// aligned, and element-wise loads otherwise (any C: the 3-channel stem). Any stride, padding,
+// dilation and groups. The kernels and their tiles: convolution_tc_gemm.cuh; the loaders:
+// convolution_tc_loaders.cuh; README.md, "bf16 and fp16 tensors".
+//
+// Pointers are raw device pointers of `type` (cuda_bf16's __nv_bfloat16 or cuda_fp16's __half,
+// passed as void until the Tensor carries these dtypes); the workspace queries give bytes; the
+// pointers must not alias (residual may be y itself: each element is read once, then written).
+#pragma once
+
+#include <cstddef>
+
+#include "core/cuda_runtime.h"
+#include "kernels/convolution/geometry.h"
+
+namespace crema::kernels::cuda {
+
+enum class TcType { bf16, f16 };
+const char* tc_type_name(TcType type);
+
+struct TcEpilogue {
+  const float* bias = nullptr;     // [K], fp32
+  const void* residual = nullptr;  // [N,P,Q,K], the tensors' type
+  bool relu = false;
+  // Both or neither: [K] fp32, written: per channel, the sum over N*P*Q of y as stored and of
+  // its square (batch norm's statistics), in a fixed order (warp partials in the workspace, then
+  // one reduction kernel): deterministic.
+  float* sum = nullptr;
+  float* sum_squares = nullptr;
+};
+
+size_t conv2d_tc_forward_workspace(const Conv2dGeometry& g);
+size_t conv2d_tc_backward_data_workspace(const Conv2dGeometry& g, TcType type);
+size_t conv2d_tc_backward_filter_workspace(const Conv2dGeometry& g);
+
+// y is written.
+void conv2d_tc_forward(const Conv2dGeometry& g, TcType type, const void* x, const void* w, void* y,
+                       const TcEpilogue& epilogue, void* workspace, gpu::Stream stream);
+// dx is written.
+void conv2d_tc_backward_data(const Conv2dGeometry& g, TcType type, const void* dy, const void* w,
+                             void* dx, void* workspace, gpu::Stream stream);
+// dw (fp32, [K,R,S,C/groups]) += the filter gradient.
+void conv2d_tc_backward_filter(const Conv2dGeometry& g, TcType type, const void* x, const void* dy,
+                               float* dw, void* workspace, gpu::Stream stream);
+
+}  // namespace crema::kernels::cuda

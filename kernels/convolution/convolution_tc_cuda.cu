@@ -1,0 +1,262 @@
+// Convolution on 16-bit NHWC tensors with tensor cores (convolution_tc.h): forward and backward
+// data (the filter gradient is convolution_tc_filter_cuda.cu). Each is one implicit GEMM
+// (convolution_tc_gemm.cuh) per group g (Cg = C/G, Kg = K/G), the inner index (r, s, channel),
+// channel fastest:
+//
+//   forward  y_g[N*P*Q, Kg]   = patches_g[N*P*Q, R*S*Cg] * w_g[Kg, R*S*Cg]^T, then the epilogue
+//   data     dx_g[N*H*W, Cg]  = dys_g[N*H*W, R*S*Kg]     * wt_g[Cg, R*S*Kg]^T
+//
+// Backward data is the gather form (each dx element sums its own terms; a strided convolution's
+// taps that land between outputs are zeros) against wt_g[c, r, s, k] = w[g*Kg + k, r, s, c], the
+// filter transposed once per call into the workspace so that its inner index is contiguous. A
+// 1x1 stride-1 convolution is the same kernel with one tap: rows are pixels, the inner index their
+// channels, 16-byte copies whenever C/groups is a multiple of 8.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "kernels/convolution/convolution_tc.h"
+#include "kernels/convolution/convolution_tc_loaders.cuh"
+
+namespace crema::kernels::cuda {
+namespace tc {
+namespace {
+
+using implicit_gemm::aligned16;
+
+bool aligned4(const void* ptr) {
+  return reinterpret_cast<uintptr_t>(ptr) % 4 == 0;
+}
+
+// y[m, g*Kg + n] = act(patches_g[m, :] . w_g[n, :] + bias + residual), rounded once; STATS: each
+// warp's per-column sums of the stored y and y^2 into stats[row][2][K] (row: the warp's row of the
+// grid), which channel_stats_kernel adds up.
+template <class T, class E, int VEC, bool STATS>
+struct ForwardProblem {
+  static constexpr bool kKOuter = false, kStats = STATS;
+  Params p;
+  const uint16_t *x, *w, *residual;
+  const float* bias;
+  uint16_t* y;
+  float* stats;
+  int M;
+  bool relu, pairs;  // pairs: two neighbouring outputs are one aligned 32-bit word
+  __device__ void k_range(int, int& begin, int& end) const { begin = 0, end = p.RS * p.Cg; }
+  __device__ PixelLoader<T::BM, VEC, false> make_a(int m0, int z, int k_end) const {
+    return PixelLoader<T::BM, VEC, false>(p, x, m0, z, k_end);
+  }
+  __device__ DenseLoader<T::BN, VEC> make_b(int n0, int z, int k_end) const {
+    return DenseLoader<T::BN, VEC>(w + int64_t(z) * p.Kg * p.RS * p.Cg, p.Kg, p.RS * p.Cg, n0,
+                                   k_end);
+  }
+  __device__ float2 store(int z, int m, int n, float v0, float v1) const {
+    if (n >= p.Kg) return make_float2(0.0f, 0.0f);
+    const bool both = n + 1 < p.Kg;
+    const int k = z * p.Kg + n;
+    const int64_t at = int64_t(m) * p.K + k;
+    float v[2] = {v0, v1};
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      if (e == 1 && !both) break;
+      if (bias != nullptr) v[e] += bias[k + e];
+      if (residual != nullptr) v[e] += E::widen(residual[at + e]);
+      if (relu) v[e] = fmaxf(v[e], 0.0f);
+    }
+    const uint32_t pair = E::pack(v[0], both ? v[1] : 0.0f);
+    if (pairs && both) {
+      *reinterpret_cast<uint32_t*>(y + at) = pair;
+    } else {
+      y[at] = uint16_t(pair & 0xffffu);
+      if (both) y[at + 1] = uint16_t(pair >> 16);
+    }
+    return make_float2(E::widen(uint16_t(pair & 0xffffu)), E::widen(uint16_t(pair >> 16)));
+  }
+  __device__ void store_stats(int row, int z, int n, float sum, float squares) const {
+    if (n >= p.Kg) return;
+    float* first = stats + int64_t(row) * 2 * p.K + z * p.Kg + n;
+    first[0] = sum, first[p.K] = squares;
+  }
+};
+
+// dx[m, g*Cg + n] = dys_g[m, :] . wt_g[n, :], rounded once.
+template <class T, class E, int VEC>
+struct DataProblem {
+  static constexpr bool kKOuter = false, kStats = false;
+  Params p;
+  const uint16_t *dy, *wt;
+  uint16_t* dx;
+  int M;
+  bool pairs;
+  __device__ void k_range(int, int& begin, int& end) const { begin = 0, end = p.RS * p.Kg; }
+  __device__ PixelLoader<T::BM, VEC, true> make_a(int m0, int z, int k_end) const {
+    return PixelLoader<T::BM, VEC, true>(p, dy, m0, z, k_end);
+  }
+  __device__ DenseLoader<T::BN, VEC> make_b(int n0, int z, int k_end) const {
+    return DenseLoader<T::BN, VEC>(wt + int64_t(z) * p.Cg * p.RS * p.Kg, p.Cg, p.RS * p.Kg, n0,
+                                   k_end);
+  }
+  __device__ float2 store(int z, int m, int n, float v0, float v1) const {
+    if (n < p.Cg) {
+      const bool both = n + 1 < p.Cg;
+      const int64_t at = int64_t(m) * p.C + z * p.Cg + n;
+      if (pairs && both) {
+        *reinterpret_cast<uint32_t*>(dx + at) = E::pack(v0, v1);
+      } else {
+        dx[at] = round_to<E>(v0);
+        if (both) dx[at + 1] = round_to<E>(v1);
+      }
+    }
+    return make_float2(v0, v1);
+  }
+  __device__ void store_stats(int, int, int, float, float) const {}
+};
+
+// The rows of forward's statistics partials: one per warp row of the grid (at most 4 per tile).
+int stats_rows(int M) {
+  return (M + Wide::BM - 1) / Wide::BM * Narrow::WARPS_M;
+}
+
+// sum[k] = sum over rows of stats[row][0][k], squares[k] of stats[row][1][k]: thread (x, y) of a
+// 32 x 8 block adds rows y, y + 8, .. of channel blockIdx.x * 32 + x in order, then row 0 adds the
+// 8 partial sums in order (deterministic).
+__global__ void channel_stats_kernel(const float* __restrict__ stats, int rows, int K,
+                                     float* __restrict__ sum, float* __restrict__ squares) {
+  __shared__ float part[2][8][32];
+  const int k = blockIdx.x * 32 + threadIdx.x;
+  float a = 0.0f, b = 0.0f;
+  if (k < K) {
+    for (int r = threadIdx.y; r < rows; r += 8) {
+      a += stats[int64_t(r) * 2 * K + k];
+      b += stats[(int64_t(r) * 2 + 1) * K + k];
+    }
+  }
+  part[0][threadIdx.y][threadIdx.x] = a, part[1][threadIdx.y][threadIdx.x] = b;
+  __syncthreads();
+  if (threadIdx.y != 0 || k >= K) return;
+  for (int i = 1; i < 8; ++i) a += part[0][i][threadIdx.x], b += part[1][i][threadIdx.x];
+  sum[k] = a, squares[k] = b;
+}
+
+template <class E, int VEC, bool STATS>
+void forward_with(const Params& p, const uint16_t* x, const uint16_t* w, const TcEpilogue& ep,
+                  uint16_t* y, float* stats, gpu::Stream stream) {
+  const auto* residual = static_cast<const uint16_t*>(ep.residual);
+  const bool pairs =
+      p.K % 2 == 0 && p.Kg % 2 == 0 && aligned4(y) && (residual == nullptr || aligned4(residual));
+  const int M = p.N * p.P * p.Q;
+  int rows = 0;
+  auto run = [&](auto tile) {
+    using T = decltype(tile);
+    const ForwardProblem<T, E, VEC, STATS> prob{p, x,     w, residual, ep.bias,
+                                                y, stats, M, ep.relu,  pairs};
+    launch<T, E>(prob, p.Kg, p.G, stream, "conv2d_tc_forward");
+    rows = (M + T::BM - 1) / T::BM * T::WARPS_M;
+  };
+  p.Kg > Narrow::BN ? run(Wide{}) : run(Narrow{});
+  if constexpr (STATS) {
+    channel_stats_kernel<<<unsigned((p.K + 31) / 32), dim3(32, 8), 0, stream>>>(
+        stats, rows, p.K, ep.sum, ep.sum_squares);
+    gpu::check_launch("conv2d_tc_forward (channel statistics)");
+  }
+}
+
+template <class E, int VEC>
+void data_with(const Params& p, const uint16_t* dy, const uint16_t* wt, uint16_t* dx,
+               gpu::Stream stream) {
+  const bool pairs = p.C % 2 == 0 && p.Cg % 2 == 0 && aligned4(dx);
+  auto run = [&](auto tile) {
+    using T = decltype(tile);
+    const DataProblem<T, E, VEC> prob{p, dy, wt, dx, p.N * p.H * p.W, pairs};
+    launch<T, E>(prob, p.Cg, p.G, stream, "conv2d_tc_backward_data");
+  };
+  p.Cg > Narrow::BN ? run(Wide{}) : run(Narrow{});
+}
+
+template <class E, bool STATS>
+void forward_typed(const Params& p, const uint16_t* x, const uint16_t* w, const TcEpilogue& ep,
+                   uint16_t* y, float* stats, gpu::Stream stream) {
+  if (p.Cg % 8 == 0 && aligned16(x) && aligned16(w)) {
+    forward_with<E, 8, STATS>(p, x, w, ep, y, stats, stream);
+  } else {
+    forward_with<E, 1, STATS>(p, x, w, ep, y, stats, stream);
+  }
+}
+
+template <class E>
+void data_typed(const Params& p, const uint16_t* dy, const uint16_t* wt, uint16_t* dx,
+                gpu::Stream stream) {
+  if (p.Kg % 8 == 0 && aligned16(dy) && aligned16(wt)) {
+    data_with<E, 8>(p, dy, wt, dx, stream);
+  } else {
+    data_with<E, 1>(p, dy, wt, dx, stream);
+  }
+}
+
+// wt[g, c, r, s, k] = w[g*Kg + k, r, s, c]: per group, [Kg, R*S, Cg] -> [Cg, R*S, Kg].
+__global__ void transpose_filter_kernel(const uint16_t* __restrict__ w, int Kg, int RS, int Cg,
+                                        int64_t total, uint16_t* __restrict__ wt) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t k = i % Kg, rs = i / Kg % RS, c = i / (int64_t(Kg) * RS) % Cg,
+                  g = i / (int64_t(Kg) * RS * Cg);
+    wt[i] = w[((g * Kg + k) * RS + rs) * Cg + c];
+  }
+}
+
+}  // namespace
+}  // namespace tc
+
+const char* tc_type_name(TcType type) {
+  return type == TcType::bf16 ? "bf16" : "f16";
+}
+
+size_t conv2d_tc_forward_workspace(const Conv2dGeometry& g) {
+  return size_t(tc::stats_rows(int(g.N * g.P() * g.Q()))) * 2 * size_t(g.K) * sizeof(float);
+}
+
+size_t conv2d_tc_backward_data_workspace(const Conv2dGeometry& g, TcType) {
+  return size_t(g.K * g.R * g.S * (g.C / g.groups)) * 2;
+}
+
+void conv2d_tc_forward(const Conv2dGeometry& g, TcType type, const void* x, const void* w, void* y,
+                       const TcEpilogue& epilogue, void* workspace, gpu::Stream stream) {
+  using namespace tc;
+  const Params p = params_of(g);
+  if ((epilogue.sum == nullptr) != (epilogue.sum_squares == nullptr)) {
+    throw Error("conv2d_tc_forward: channel statistics need both sum and sum_squares");
+  }
+  const auto* xs = static_cast<const uint16_t*>(x);
+  const auto* ws = static_cast<const uint16_t*>(w);
+  auto* ys = static_cast<uint16_t*>(y);
+  auto* stats = static_cast<float*>(workspace);
+  const bool with_stats = epilogue.sum != nullptr;
+  if (type == TcType::bf16) {
+    with_stats ? forward_typed<Bf16, true>(p, xs, ws, epilogue, ys, stats, stream)
+               : forward_typed<Bf16, false>(p, xs, ws, epilogue, ys, stats, stream);
+  } else {
+    with_stats ? forward_typed<F16, true>(p, xs, ws, epilogue, ys, stats, stream)
+               : forward_typed<F16, false>(p, xs, ws, epilogue, ys, stats, stream);
+  }
+}
+
+void conv2d_tc_backward_data(const Conv2dGeometry& g, TcType type, const void* dy, const void* w,
+                             void* dx, void* workspace, gpu::Stream stream) {
+  using namespace tc;
+  const Params p = params_of(g);
+  auto* wt = static_cast<uint16_t*>(workspace);  // [G, Cg, R, S, Kg]
+  const int64_t total = int64_t(p.K) * p.RS * p.Cg;
+  const unsigned blocks = unsigned(std::min<int64_t>((total + 255) / 256, 65536));
+  transpose_filter_kernel<<<blocks, 256, 0, stream>>>(static_cast<const uint16_t*>(w), p.Kg, p.RS,
+                                                      p.Cg, total, wt);
+  gpu::check_launch("conv2d_tc_backward_data (filter transpose)");
+  const auto* dys = static_cast<const uint16_t*>(dy);
+  auto* dxs = static_cast<uint16_t*>(dx);
+  if (type == TcType::bf16) {
+    data_typed<Bf16>(p, dys, wt, dxs, stream);
+  } else {
+    data_typed<F16>(p, dys, wt, dxs, stream);
+  }
+}
+
+}  // namespace crema::kernels::cuda

@@ -1,0 +1,135 @@
+// The filter gradient on 16-bit NHWC tensors with tensor cores (convolution_tc.h), fp32 out. Per
+// group g, one implicit GEMM (convolution_tc_gemm.cuh) whose inner index is the output position:
+//
+//   dw_g^T[R*S*Cg, Kg] += patches_g^T[R*S*Cg, N*P*Q] * dy_g[N*P*Q, Kg]
+//
+// N*P*Q is the outer index of both NHWC operands, so the tiles are k-outer ([kBK][rows]): 16-byte
+// copies of 8 channels of one output position where Cg and Kg are multiples of 8 (and the tensors
+// 16-byte aligned), else element by element. N*P*Q is cut into fixed slices (enough blocks to fill
+// the device, at least kMinSlabsPerSlice slabs each) whose fp32 partial sums
+// [slice, g, R*S*Cg, Kg] (workspace) a second kernel adds to dw in slice order: deterministic, no
+// float atomics.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "kernels/convolution/convolution_tc.h"
+#include "kernels/convolution/convolution_tc_loaders.cuh"
+
+namespace crema::kernels::cuda {
+namespace tc {
+namespace {
+
+// About two waves of 128 x 128 blocks on an H100 or H200 (132 SMs).
+constexpr int kTargetBlocks = 264;
+constexpr int kMinSlabsPerSlice = 8;
+
+// partial[z, m, n] = sum over the slice's npq of patches_g[npq, m] * dy[npq, g*Kg + n], with
+// z = slice * G + g.
+template <class T, int VEC>
+struct FilterProblem {
+  static constexpr bool kKOuter = true, kStats = false;
+  Params p;
+  const uint16_t *x, *dy;
+  float* partial;
+  int M, slice_length;
+  __device__ void k_range(int z, int& begin, int& end) const {
+    begin = z / p.G * slice_length;
+    end = min(p.N * p.P * p.Q, begin + slice_length);
+  }
+  __device__ TapLoader<T::BM, VEC> make_a(int m0, int z, int k_end) const {
+    return TapLoader<T::BM, VEC>(p, x, m0, z % p.G, k_end);
+  }
+  __device__ OutputChannelLoader<T::BN, VEC> make_b(int n0, int z, int k_end) const {
+    return OutputChannelLoader<T::BN, VEC>(p, dy, n0, z % p.G, k_end);
+  }
+  __device__ float2 store(int z, int m, int n, float v0, float v1) const {
+    float* row = partial + (int64_t(z) * M + m) * p.Kg;
+    if (n < p.Kg) row[n] = v0;
+    if (n + 1 < p.Kg) row[n + 1] = v1;
+    return make_float2(v0, v1);
+  }
+  __device__ void store_stats(int, int, int, float, float) const {}
+};
+
+// dw[g*Kg + k, rsc] += sum over slices, in order, of partial[slice, g, rsc, k].
+__global__ void sum_slices_kernel(const float* __restrict__ partial, int slices, int G, int Kg,
+                                  int RSC, float* __restrict__ dw) {
+  const int64_t total = int64_t(G) * Kg * RSC;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t rsc = i % RSC, k = i / RSC % Kg, g = i / (int64_t(RSC) * Kg);
+    const float* first = partial + (g * RSC + rsc) * Kg + k;
+    float sum = 0.0f;
+    for (int s = 0; s < slices; ++s) sum += first[s * total];
+    dw[i] += sum;
+  }
+}
+
+// The cut of N*P*Q: `length` inner indices (a multiple of kBK) per slice.
+struct Slices {
+  int count, length;
+};
+Slices filter_slices(const Conv2dGeometry& g) {
+  const int64_t NPQ = g.N * g.P() * g.Q(), M = g.R * g.S * (g.C / g.groups), N = g.K / g.groups;
+  const int64_t bn = N > Narrow::BN ? Wide::BN : Narrow::BN;
+  const int64_t blocks = (M + Wide::BM - 1) / Wide::BM * ((N + bn - 1) / bn) * g.groups;
+  const int64_t most =
+      std::max<int64_t>(1, std::min((NPQ + kMinSlabsPerSlice * kBK - 1) / (kMinSlabsPerSlice * kBK),
+                                    int64_t(65535) / g.groups));
+  const int64_t wanted = std::clamp<int64_t>((kTargetBlocks + blocks - 1) / blocks, 1, most);
+  const int64_t length = ((NPQ + wanted - 1) / wanted + kBK - 1) / kBK * kBK;
+  return {int((NPQ + length - 1) / length), int(length)};
+}
+
+template <class E, int VEC>
+void filter_with(const Params& p, const Slices& slices, const uint16_t* x, const uint16_t* dy,
+                 float* partial, gpu::Stream stream) {
+  auto run = [&](auto tile) {
+    using T = decltype(tile);
+    const FilterProblem<T, VEC> prob{p, x, dy, partial, p.RS * p.Cg, slices.length};
+    launch<T, E>(prob, p.Kg, slices.count * p.G, stream, "conv2d_tc_backward_filter");
+  };
+  p.Kg > Narrow::BN ? run(Wide{}) : run(Narrow{});
+}
+
+template <class E>
+void filter_typed(const Params& p, const Slices& slices, const uint16_t* x, const uint16_t* dy,
+                  float* partial, gpu::Stream stream) {
+  if (p.Cg % 8 == 0 && p.Kg % 8 == 0 && implicit_gemm::aligned16(x) &&
+      implicit_gemm::aligned16(dy)) {
+    filter_with<E, 8>(p, slices, x, dy, partial, stream);
+  } else {
+    filter_with<E, 1>(p, slices, x, dy, partial, stream);
+  }
+}
+
+}  // namespace
+}  // namespace tc
+
+size_t conv2d_tc_backward_filter_workspace(const Conv2dGeometry& g) {
+  return size_t(tc::filter_slices(g).count) * size_t(g.K * g.R * g.S * (g.C / g.groups)) *
+         sizeof(float);
+}
+
+void conv2d_tc_backward_filter(const Conv2dGeometry& g, TcType type, const void* x, const void* dy,
+                               float* dw, void* workspace, gpu::Stream stream) {
+  using namespace tc;
+  const Params p = params_of(g);
+  const Slices slices = filter_slices(g);
+  const auto* xs = static_cast<const uint16_t*>(x);
+  const auto* dys = static_cast<const uint16_t*>(dy);
+  auto* partial = static_cast<float*>(workspace);
+  if (type == TcType::bf16) {
+    filter_typed<Bf16>(p, slices, xs, dys, partial, stream);
+  } else {
+    filter_typed<F16>(p, slices, xs, dys, partial, stream);
+  }
+  const int64_t total = int64_t(p.K) * p.RS * p.Cg;
+  const unsigned blocks = unsigned(std::clamp<int64_t>((total + 255) / 256, 1, 65536));
+  sum_slices_kernel<<<blocks, 256, 0, stream>>>(partial, slices.count, p.G, p.Kg, p.RS * p.Cg, dw);
+  gpu::check_launch("conv2d_tc_backward_filter (slice sums)");
+}
+
+}  // namespace crema::kernels::cuda

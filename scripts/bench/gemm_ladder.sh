@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# The GEMM ladder in one command: builds crema_gemm_ladder, times cuBLAS on the same shapes
+# (scripts/bench/peer_gemm.py, when python3 has a CUDA torch), runs every rung of both paths
+# against it (apps/gemm_ladder/main.cpp: the tables of kernels/gemm/README.md), then the split of
+# K's shape for the last SIMT rungs, and, when ncu is on PATH, records each rung's key counters
+# (DRAM throughput, shared-memory wavefronts and bank conflicts, the top stall reasons).
+#
+#   scripts/bench/gemm_ladder.sh [OUT]     (OUT: a folder for the logs, default build/gemm_ladder)
+#
+# Environment: BUILD (the build folder, default build), SIZE_SIMT (4096), SIZE_TC (8192).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+build=${BUILD:-build}
+out=${1:-$build/gemm_ladder}
+simt=${SIZE_SIMT:-4096}
+tc=${SIZE_TC:-8192}
+mkdir -p "$out"
+
+if [[ ! -f "$build/build.ninja" && ! -f "$build/Makefile" ]]; then
+  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release
+fi
+cmake --build "$build" -j"$(nproc)" --target crema_gemm_ladder >"$out/build.log"
+ladder=$build/bin/crema_gemm_ladder
+
+# cuBLAS through torch: both sizes, every layout and math (one line each); skipped without torch.
+cublas=()
+if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+  : >"$out/cublas.txt"
+  for n in $simt $tc; do
+    (cd scripts/bench && python3 peer_gemm.py "$n") | tee -a "$out/cublas.txt"
+  done
+  cublas=(--cublas "$out/cublas.txt")
+else
+  echo "cuBLAS: no CUDA torch for python3, the '% cuBLAS' column stays empty"
+fi
+
+"$ladder" --shape "$simt,$simt,$simt,NN" --tc-shape "$tc,$tc,$tc,NT" "${cublas[@]}" |
+  tee "$out/ladder.txt"
+# The last SIMT rungs on a weight gradient (ConvNeXt-T's first stage at batch 128): a small C with
+# a long K, where s12's smaller tiles and s13's split of K matter.
+"$ladder" --path simt --rungs s11,s12,s13 --shape 384,96,401408,TN | tee -a "$out/ladder.txt"
+
+if ! command -v ncu >/dev/null; then
+  echo "ncu not found: no per-rung counters"
+  exit 0
+fi
+metrics=gpu__time_duration.sum
+metrics+=,dram__throughput.avg.pct_of_peak_sustained_elapsed
+metrics+=,sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active
+metrics+=,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum
+metrics+=,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum
+metrics+=,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum
+stalls=(long_scoreboard short_scoreboard mio_throttle barrier math_pipe_throttle not_selected
+        wait lg_throttle dispatch_stall no_instruction)
+for s in "${stalls[@]}"; do
+  metrics+=,smsp__average_warps_issue_stalled_${s}_per_issue_active.ratio
+done
+echo
+echo "ncu, one run of each rung (kernels of one rung in launch order; stalls: warps per issue)"
+for rung in s1 s2 s3 s4 s5 s6 s7 s8 s9 s10 s11 s12 s13 t1 t2 t3 t4 t5; do
+  path=simt
+  [[ $rung == t* ]] && path=tc
+  ncu --csv --print-units base --print-kernel-base function --metrics "$metrics" \
+    "$ladder" --profile --path "$path" --rungs "$rung" --shape "$simt,$simt,$simt,NN" \
+    --tc-shape "$tc,$tc,$tc,NT" >"$out/ncu_$rung.csv" 2>&1 || true
+  python3 - "$rung" "$out/ncu_$rung.csv" <<'EOF'
+import csv, sys
+rung, path = sys.argv[1], sys.argv[2]
+rows = [r for r in csv.reader(l for l in open(path) if l.startswith('"'))]
+if not rows:
+    print(f"{rung}: ncu wrote no metrics (see {path})")
+    sys.exit()
+head, kernels = rows[0], {}
+for r in rows[1:]:
+    d = dict(zip(head, r))
+    name = d["Kernel Name"].split("<")[0]
+    kernels.setdefault(d["ID"], (name, {}))[1][d["Metric Name"]] = d["Metric Value"]
+for name, m in kernels.values():
+    num = lambda k: float(m.get(k, "nan").replace(",", ""))
+    stalls = sorted(((num(k), k.split("stalled_")[1].split("_per_")[0])
+                     for k in m if "stalled_" in k), reverse=True)[:3]
+    print(f"{rung:>3} {name[:40]:40} {num('gpu__time_duration.sum') / 1e6:9.3f} ms"
+          f"  dram {num('dram__throughput.avg.pct_of_peak_sustained_elapsed'):5.1f}%"
+          f"  fma {num('sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active'):5.1f}%"
+          f"  smem wavefronts {num('l1tex__data_pipe_lsu_wavefronts_mem_shared.sum'):.3g}"
+          f"  conflicts ld {num('l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum'):.3g}"
+          f" st {num('l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum'):.3g}"
+          "  stalls " + ", ".join(f"{n} {v:.2f}" for v, n in stalls))
+EOF
+done | tee "$out/ncu.txt"
