@@ -17,6 +17,7 @@ struct CommandOptions {
   std::string config;                  // path of the YAML file
   std::vector<std::string> overrides;  // --set key=value, in order
   std::string device = "cpu";          // --device cpu | cuda:N
+  bool device_given = false;           // --device was on the command line
   std::optional<uint64_t> seed;        // --seed, over the config's `seed`
   int threads = 0;                     // --threads, CPU threads (0: all cores)
   std::string out_dir;                 // --out (train): where the run is written
@@ -24,6 +25,8 @@ struct CommandOptions {
   std::string resume;                  // --resume (train): a run directory or a checkpoint
   int64_t stop_after = 0;              // --stop-after (train): stop after this iteration, as Ctrl-C
   bool live_progress = false;          // train: redraw a progress line (stdout is a terminal)
+  double timeout = 600.0;              // --timeout (train, several processes): seconds a rank
+                                       // waits for another (rendezvous, a step) before failing
   std::vector<std::string> extract;    // --extract (test): blobs to save for every test sample
   std::string extract_to;              // --extract-to (test): the safetensors file for them
   int iterations = 50;                 // --iterations (time)

@@ -2,6 +2,7 @@
 //
 //   crema train CONFIG [--device cpu|cuda:N] [--set key=value]... [--out DIR] [--seed N] [--threads N]
 //               [--weights FILE | --resume RUN_DIR|CHECKPOINT] [--stop-after N]
+//               [--gpus 0,1|all] [--timeout SECONDS]
 //   crema test CONFIG --weights FILE [--device ...] [--set key=value]...
 //              [--extract BLOB --extract-to FILE]
 //   crema export CONFIG --weights FILE --onnx OUT.onnx [--set key=value]...
@@ -22,16 +23,21 @@
 // run stopped by Ctrl-C or SIGTERM (after writing its checkpoint) exits with 130 or 143, as
 // shells report those signals; one stopped by a non-finite loss or gradient (solver.on_nonfinite)
 // exits with 3; one stopped because a checkpoint or the final weights could not be written (a
-// full disk; solver.on_write_error) exits with 4. `crema bench` exits with 1 when a version fails
-// its check.
+// full disk; solver.on_write_error) exits with 4; a rank of a run on several GPUs whose peer died
+// or hung exits with 5 (apps/distributed/watchdog.h). `crema bench` exits with 1 when a version
+// fails its check.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdlib>
 #include <iostream>
 
 #include "apps/bench.h"
 #include "apps/commands.h"
 #include "apps/data_commands.h"
+#include "apps/distributed/launcher.h"
+#include "apps/distributed/world.h"
+#include "core/cuda_runtime.h"
 #include "core/error.h"
 
 namespace {
@@ -42,6 +48,8 @@ void add_common(CLI::App& command, crema::CommandOptions& options) {
       ->type_name("KEY=VALUE")
       ->allow_extra_args(false);
   command.add_option("--device", options.device, "cpu or cuda:N")->capture_default_str();
+  command.parse_complete_callback(
+      [&command, &options] { options.device_given = command.count("--device") > 0; });
   command.add_option("--threads", options.threads, "CPU threads (0: all cores)")->check(CLI::NonNegativeNumber);
 }
 
@@ -66,6 +74,16 @@ int main(int argc, char** argv) {
       ->excludes(train_weights);
   train->add_option("--stop-after", options.stop_after,
                     "stop after iteration N as Ctrl-C would: write a checkpoint, exit with 0");
+  std::string gpus;
+  train->add_option("--gpus", gpus,
+                    "train on these GPUs of this host, one process each (0,1 or all; "
+                    "batch_size is per GPU)");
+  train
+      ->add_option("--timeout", options.timeout,
+                   "several processes: seconds to wait for another rank (rendezvous, a step) "
+                   "before stopping with an error")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
 
   CLI::App* test = app.add_subcommand("test", "evaluate weights on the test set");
   add_common(*test, options);
@@ -209,6 +227,16 @@ int main(int argc, char** argv) {
   options.live_progress = isatty(STDOUT_FILENO) != 0;
 
   try {
+    if (*train && !gpus.empty()) {
+      if (options.device_given) throw crema::Error("--gpus and --device cannot be combined");
+      // CREMA_TEST_LAUNCH_CPU: the launcher's tests run its children on the CPU.
+      const bool on_cpu = std::getenv("CREMA_TEST_LAUNCH_CPU") != nullptr;
+      const std::vector<int> devices =
+          crema::distributed::parse_gpu_list(gpus, on_cpu ? 8 : crema::gpu::device_count());
+      return crema::distributed::launch_per_gpu(
+          devices, crema::distributed::without_gpus_option({argv + 1, argv + argc}),
+          on_cpu ? "cpu" : "cuda:{}");
+    }
     if (*train) {
       const crema::TrainSummary result = crema::train_command(options, std::cout);
       if (result.interrupted) return 128 + result.signal;

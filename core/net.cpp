@@ -399,9 +399,12 @@ double Net::loss() const {
   return loss;
 }
 
-void Net::backward(Context& ctx) {
+void Net::backward(Context& ctx, const std::function<void(size_t layer)>& after_layer) {
   begin_backward(ctx);
-  for (size_t i = layers_.size(); i-- > 0;) backward_layer(i, ctx);
+  for (size_t i = layers_.size(); i-- > 0;) {
+    backward_layer(i, ctx);
+    if (after_layer) after_layer(i);
+  }
 }
 
 void Net::begin_backward(Context& ctx) {

@@ -26,6 +26,7 @@
 //      whenever shapes or the backward decisions change.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -74,7 +75,10 @@ class Net {
   const std::vector<std::pair<Blob*, float>>& loss_tops() const { return loss_tops_; }
   // Runs backward through the layers that need it. Parameter gradients accumulate (+=). A
   // test-phase net under the memory plan runs forward only (an Error).
-  void backward(Context& ctx);
+  // `after_layer(i)`, when given, is called after layer i's turn (whether or not it ran), last
+  // layer first: from then on, the gradients of the parameters whose first user is layer i are
+  // final (training on several GPUs starts averaging them there: apps/distributed/).
+  void backward(Context& ctx, const std::function<void(size_t layer)>& after_layer = {});
   // Its first part: the loss tops' gradients set to their weights, gradients no layer writes
   // zeroed. Code that runs backward_layer one by one (crema time) calls it first.
   void begin_backward(Context& ctx);

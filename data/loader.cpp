@@ -34,6 +34,22 @@ std::vector<int64_t> epoch_order(int64_t size, uint64_t seed, int64_t epoch) {
   return order;
 }
 
+std::vector<int64_t> shard_order(const std::vector<int64_t>& order, int rank, int count,
+                                 int64_t batch_size, bool drop_last) {
+  const int64_t n = int64_t(order.size());
+  std::vector<int64_t> shard;
+  if (drop_last) {
+    const int64_t global = batch_size * count;
+    for (int64_t first = 0; first + global <= n; first += global) {
+      const auto begin = order.begin() + first + rank * batch_size;
+      shard.insert(shard.end(), begin, begin + batch_size);
+    }
+  } else {
+    shard.assign(order.begin() + n * rank / count, order.begin() + n * (rank + 1) / count);
+  }
+  return shard;
+}
+
 uint64_t sample_seed(uint64_t seed, int64_t epoch, int64_t index) {
   return mix64(mix64(mix64(seed) ^ uint64_t(epoch)) ^ uint64_t(index));
 }
@@ -61,13 +77,27 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions
   }
   const int64_t size = dataset_->size();
   if (size == 0) throw Error(what + ": the dataset is empty");
-  batches_per_epoch_ = options_.drop_last ? size / options_.batch_size
-                                          : (size + options_.batch_size - 1) / options_.batch_size;
-  if (batches_per_epoch_ == 0) {
-    throw Error(what + ": batch_size " + std::to_string(options_.batch_size) + " exceeds the " +
-                std::to_string(size) +
+  if (options_.shard_count < 1 || options_.shard_rank < 0 ||
+      options_.shard_rank >= options_.shard_count) {
+    throw Error(what + ": shard " + std::to_string(options_.shard_rank) + " of " +
+                std::to_string(options_.shard_count) + " does not exist");
+  }
+  const int64_t global_batch = options_.batch_size * options_.shard_count;
+  if (options_.drop_last && size < global_batch) {
+    throw Error(what + ": batch_size " + std::to_string(options_.batch_size) +
+                (options_.shard_count > 1 ? " x " + std::to_string(options_.shard_count) + " ranks"
+                                          : std::string()) +
+                " exceeds the " + std::to_string(size) +
                 " samples, so drop_last leaves no batch; lower batch_size or unset drop_last");
   }
+  if (size < options_.shard_count) {
+    throw Error(what + ": " + std::to_string(size) + " samples cannot be shared by " +
+                std::to_string(options_.shard_count) + " ranks");
+  }
+  const int64_t r = options_.shard_rank, n = options_.shard_count;
+  samples_per_epoch_ = options_.drop_last ? size / global_batch * options_.batch_size
+                                          : size * (r + 1) / n - size * r / n;
+  batches_per_epoch_ = (samples_per_epoch_ + options_.batch_size - 1) / options_.batch_size;
   sample_shape_ = dataset_->sample_shape();
   for (const auto& transform : options_.transforms) {
     CREMA_CHECK(transform != nullptr, "null transform given to the data loader");
@@ -158,6 +188,10 @@ std::shared_ptr<const std::vector<int64_t>> DataLoader::order_locked(int64_t epo
     order.resize(size_t(dataset_->size()));
     std::iota(order.begin(), order.end(), int64_t(0));
   }
+  if (options_.shard_count > 1) {
+    order = shard_order(order, options_.shard_rank, options_.shard_count, options_.batch_size,
+                        options_.drop_last);
+  }
   auto shared = std::make_shared<const std::vector<int64_t>>(std::move(order));
   orders_.emplace(epoch, shared);
   return shared;
@@ -200,7 +234,7 @@ int64_t DataLoader::load_or_skip(const std::vector<int64_t>& order, int64_t slot
   }
   // Bad samples give way to the next ones of the epoch's order; only a sample's failure at its
   // own place is counted, so each bad sample is counted once per epoch.
-  const int64_t size = dataset_->size();
+  const int64_t size = int64_t(order.size());
   constexpr int64_t kMaxAttempts = 1000;
   for (int64_t attempt = 0;; ++attempt) {
     try {
@@ -226,7 +260,8 @@ DataLoader::Result DataLoader::assemble(int64_t position, const std::vector<int6
   try {
     const int64_t sample_numel = shape_numel(sample_shape_);
     const int64_t first = batch.index_in_epoch * options_.batch_size;
-    const int64_t count = std::min(options_.batch_size, dataset_->size() - first);
+    // The order is this shard's (shard_order) when training on several processes.
+    const int64_t count = std::min(options_.batch_size, int64_t(order.size()) - first);
     batch.labels = Tensor({count}, DType::f32, Device::cpu(), options_.allocator);
     dataset_->will_read(order.data() + first, count);
     if (options_.gpu_decode >= 0) {

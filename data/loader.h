@@ -13,7 +13,9 @@
 // random transforms (crops, flips) draw from a Random seeded by (seed, epoch, sample index)
 // alone (sample_seed). So the stream is a pure function of the options: the same on every run,
 // whatever the number of workers or the thread timing, and a run resumed with seek(epoch, index)
-// sees exactly the batches it would have seen.
+// sees exactly the batches it would have seen. A shard (shard_rank of shard_count, for training on
+// several processes) sees order(epoch) through shard_order: its batch p is its part of the
+// one-process batch p of shard_count x batch_size samples.
 //
 // drop_last: an epoch of N samples has floor(N / B) batches and skips the N mod B left over
 // (training, as PyTorch's loader with drop_last=True); otherwise ceil(N / B) batches, the last one
@@ -102,6 +104,10 @@ struct DataLoaderOptions {
   bool skip_bad = false;
   // Receives one line per epoch that skipped samples: "epoch 3: skipped 2 bad samples ...".
   std::function<void(const std::string&)> report;
+  // Training on several processes (apps/distributed/): this process is shard `shard_rank` of
+  // `shard_count` and reads its part of each epoch's order (shard_order). batch_size is per shard.
+  int shard_rank = 0;
+  int shard_count = 1;
   // Where batch memory comes from (pinned host memory speeds up copies to a GPU); null means
   // host_allocator(). Must be thread-safe.
   Allocator* allocator = nullptr;
@@ -114,6 +120,15 @@ struct DataLoaderOptions {
 // The sample order of `epoch` over `size` samples with shuffling: a Fisher-Yates permutation
 // driven by a Random seeded from (seed, epoch) only.
 std::vector<int64_t> epoch_order(int64_t size, uint64_t seed, int64_t epoch);
+
+// The part of an epoch's `order` that shard `rank` of `count` reads. drop_last (training): the
+// epoch is cut into global batches of count * batch_size samples (the rest dropped) and shard r
+// takes the r-th batch_size of each, so the shards' batch p together are batch p of the
+// one-process stream of batch count * batch_size, and every shard has as many batches. Otherwise
+// (testing): shard r takes the r-th of `count` contiguous ranges of nearly equal size, so every
+// sample is read once, by one shard.
+std::vector<int64_t> shard_order(const std::vector<int64_t>& order, int rank, int count,
+                                 int64_t batch_size, bool drop_last);
 
 // The seed of the Random that sample `index`'s transforms draw from in `epoch`.
 uint64_t sample_seed(uint64_t seed, int64_t epoch, int64_t index);
@@ -142,6 +157,8 @@ class DataLoader {
   void start_epoch(int64_t epoch) { seek(epoch, 0); }
 
   int64_t batches_per_epoch() const { return batches_per_epoch_; }
+  // The samples of this shard's epoch: batches_per_epoch() batches hold this many.
+  int64_t samples_per_epoch() const { return samples_per_epoch_; }
   // The shape of one sample of a batch: the dataset's, through the transforms.
   const Shape& sample_shape() const { return sample_shape_; }
   // Samples skipped as bad (skip_bad) in the batches next() has returned.
@@ -198,6 +215,7 @@ class DataLoader {
   std::shared_ptr<const Dataset> dataset_;
   DataLoaderOptions options_;
   int64_t batches_per_epoch_ = 0;
+  int64_t samples_per_epoch_ = 0;
   Shape sample_shape_;
   bool random_transforms_ = false;  // some transform draws random numbers
   double wait_seconds_ = 0.0;

@@ -282,7 +282,8 @@ data::BatchMixOptions read_batch_mix(const ConfigNode& node, int64_t target_clas
 
 std::unique_ptr<data::DataLoader> make_loader(const ConfigNode& data, const std::string& split,
                                               uint64_t seed, Allocator* batch_allocator,
-                                              const ClassList* classes, int64_t target_classes) {
+                                              const ClassList* classes, int64_t target_classes,
+                                              std::pair<int, int> shard) {
   const ConfigNode& node = data.at(split);
   const bool training = split == "train";
   std::shared_ptr<const data::Dataset> dataset = make_dataset(node.at("source"));
@@ -322,6 +323,8 @@ std::unique_ptr<data::DataLoader> make_loader(const ConfigNode& data, const std:
   }
   options.report = [](const std::string& line) { std::cerr << "crema: warning: " << line << "\n"; };
   options.seed = seed;
+  options.shard_rank = shard.first;
+  options.shard_count = shard.second;
   options.allocator = batch_allocator;
   if (node.has("transform")) options.transforms = read_transforms(node.at("transform"));
   options.target_classes = target_classes;

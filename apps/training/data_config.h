@@ -70,11 +70,13 @@ int64_t soft_target_classes(const ConfigNode& model);
 // asynchronously without another copy. With `classes` (the run's class list, class_list.h) the
 // source is labelled by it (align_classes), errors at the source's file:line:col. With
 // `target_classes` K > 0 (soft_target_classes) the batches carry K-wide targets; a batch_mix
-// without them is an error at the key.
+// without them is an error at the key. `shard` {rank, count}: the part of each epoch this rank of
+// a run on several processes reads (data/loader.h, shard_order).
 std::unique_ptr<data::DataLoader> make_loader(const ConfigNode& data, const std::string& split,
                                               uint64_t seed, Allocator* batch_allocator = nullptr,
                                               const ClassList* classes = nullptr,
-                                              int64_t target_classes = 0);
+                                              int64_t target_classes = 0,
+                                              std::pair<int, int> shard = {0, 1});
 
 // A `transform:` list (data.<split>.transform) as transforms; errors at the entry's file:line:col.
 std::vector<std::shared_ptr<const data::Transform>> read_transforms(const ConfigNode& list);

@@ -14,6 +14,9 @@ namespace crema {
 class ConfigNode;
 class Context;
 class LayerRegistry;
+namespace distributed {
+class ProcessGroup;
+}
 
 // What a training run measured, for tests and the benchmark.
 struct TrainSummary {
@@ -48,6 +51,9 @@ struct RunOptions {
   std::string algo_cache;  // --algo-cache: written back at every checkpoint
   int64_t stop_after = 0;  // --stop-after: stop after this iteration, as Ctrl-C
   bool live_progress = false;
+  // Training on several processes, one per GPU (apps/distributed/README.md): this process's
+  // group; null for a run of one process.
+  distributed::ProcessGroup* group = nullptr;
 };
 
 // Trains the net of `config` (its data, model and solver sections) on `ctx`: from scratch, from

@@ -86,7 +86,10 @@ class Background {
              const std::vector<std::string>& env = {}) {
     out_path_ = log_prefix + ".out", err_path_ = log_prefix + ".err";
     // Everything the child needs is prepared before fork: after it, only exec-safe calls.
-    strings_.push_back(std::string(CREMA_BINARY_DIR) + "/bin/crema");
+    // $CREMA_TEST_CREMA: the binary where the tests run away from their build tree (a GPU
+    // machine's bundle, scripts/ddp_device_check.sh).
+    const char* binary = std::getenv("CREMA_TEST_CREMA");
+    strings_.push_back(binary != nullptr ? binary : std::string(CREMA_BINARY_DIR) + "/bin/crema");
     strings_.insert(strings_.end(), args.begin(), args.end());
     std::vector<char*> argv, envp;
     for (std::string& a : strings_) argv.push_back(a.data());

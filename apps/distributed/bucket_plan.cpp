@@ -1,0 +1,36 @@
+#include "apps/distributed/bucket_plan.h"
+
+#include <algorithm>
+
+namespace crema::distributed {
+
+std::vector<Bucket> plan_buckets(const std::vector<ParamSlot>& params, int64_t bucket_bytes) {
+  // Backward's order: later layers first; within a layer, its last parameter first.
+  std::vector<size_t> order;
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (!params[i].frozen && params[i].numel > 0) order.push_back(i);
+  }
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (params[a].final_after_layer != params[b].final_after_layer) {
+      return params[a].final_after_layer > params[b].final_after_layer;
+    }
+    return a > b;
+  });
+  const int64_t capacity = std::max<int64_t>(1, bucket_bytes / int64_t(sizeof(float)));
+  std::vector<Bucket> buckets;
+  for (size_t i : order) {
+    if (buckets.empty() ||
+        (buckets.back().numel > 0 && buckets.back().numel + params[i].numel > capacity)) {
+      buckets.emplace_back();
+      buckets.back().launch_after_layer = params[i].final_after_layer;
+    }
+    Bucket& b = buckets.back();
+    b.params.push_back(i);
+    b.offsets.push_back(b.numel);
+    b.numel += params[i].numel;
+    b.launch_after_layer = std::min(b.launch_after_layer, params[i].final_after_layer);
+  }
+  return buckets;
+}
+
+}  // namespace crema::distributed

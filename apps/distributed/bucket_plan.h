@@ -1,0 +1,41 @@
+// Gradient buckets: which parameter gradients are averaged together, and when.
+//
+// Backward runs the layers last to first, so the gradients of the last layers are final first.
+// Averaging each gradient alone would cost one collective per parameter (hundreds of small
+// launches); averaging all of them after backward would leave the links idle while backward
+// computes. So, as PyTorch's DDP does, parameters are taken in the order backward finishes them
+// and packed into buckets of about `bucket_bytes` (25 MiB); a bucket is launched as soon as the
+// layer that finishes its last parameter has run backward, and overlaps the rest of backward.
+//
+// A parameter's gradient is final after the backward of the first layer (lowest index) that
+// uses it: a parameter shared by several layers accumulates until then. Frozen parameters
+// (lr_mult 0) get no gradient and are in no bucket.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace crema::distributed {
+
+// One parameter as the planner sees it.
+struct ParamSlot {
+  int64_t numel = 0;
+  size_t final_after_layer = 0;  // its gradient is final once this layer's backward has run
+  bool frozen = false;
+};
+
+struct Bucket {
+  std::vector<size_t> params;    // indices into the planner's input, in the order packed
+  std::vector<int64_t> offsets;  // each one's first element in the bucket
+  int64_t numel = 0;
+  size_t launch_after_layer = 0;  // the smallest final_after_layer of its parameters
+};
+
+constexpr int64_t kDefaultBucketBytes = int64_t(25) << 20;
+
+// Buckets in launch order (backward's): each holds whole parameters, at most `bucket_bytes` of
+// float32 unless one parameter alone is larger (it gets a bucket of its own).
+std::vector<Bucket> plan_buckets(const std::vector<ParamSlot>& params, int64_t bucket_bytes);
+
+}  // namespace crema::distributed

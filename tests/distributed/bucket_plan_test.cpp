@@ -1,0 +1,55 @@
+// Gradient buckets: backward's order, the size cap, shared and frozen parameters.
+#include <gtest/gtest.h>
+
+#include "apps/distributed/bucket_plan.h"
+
+namespace crema::distributed {
+namespace {
+
+TEST(BucketPlan, BackwardsOrderFilledUpToTheCap) {
+  // Layers 0..3, each with a weight and a bias; 4 bytes per element, cap 40 bytes = 10 floats.
+  const std::vector<ParamSlot> params = {{6, 0}, {2, 0}, {4, 1}, {1, 1},
+                                         {3, 2}, {1, 2}, {5, 3}, {1, 3}};
+  const std::vector<Bucket> buckets = plan_buckets(params, 40);
+  ASSERT_EQ(buckets.size(), 3u);
+  // Layer 3's bias, weight, then layer 2's bias: 1 + 5 + 1 = 7, layer 2's weight (3) makes 10.
+  EXPECT_EQ(buckets[0].params, (std::vector<size_t>{7, 6, 5, 4}));
+  EXPECT_EQ(buckets[0].offsets, (std::vector<int64_t>{0, 1, 6, 7}));
+  EXPECT_EQ(buckets[0].numel, 10);
+  EXPECT_EQ(buckets[0].launch_after_layer, 2u);
+  EXPECT_EQ(buckets[1].params, (std::vector<size_t>{3, 2, 1}));
+  EXPECT_EQ(buckets[1].launch_after_layer, 0u);
+  EXPECT_EQ(buckets[2].params, (std::vector<size_t>{0}));
+  EXPECT_EQ(buckets[2].launch_after_layer, 0u);
+}
+
+TEST(BucketPlan, AParameterLargerThanTheCapGetsABucketOfItsOwn) {
+  const std::vector<Bucket> buckets = plan_buckets({{2, 0}, {100, 1}, {2, 2}}, 16);
+  ASSERT_EQ(buckets.size(), 3u);
+  EXPECT_EQ(buckets[0].params, (std::vector<size_t>{2}));
+  EXPECT_EQ(buckets[1].params, (std::vector<size_t>{1}));
+  EXPECT_EQ(buckets[1].numel, 100);
+  EXPECT_EQ(buckets[2].params, (std::vector<size_t>{0}));
+}
+
+TEST(BucketPlan, FrozenParametersAreInNoBucket) {
+  ParamSlot frozen{50, 1};
+  frozen.frozen = true;
+  const std::vector<Bucket> buckets = plan_buckets({{4, 0}, frozen, {4, 2}}, 1 << 20);
+  ASSERT_EQ(buckets.size(), 1u);
+  EXPECT_EQ(buckets[0].params, (std::vector<size_t>{2, 0}));
+  EXPECT_EQ(buckets[0].numel, 8);
+  EXPECT_TRUE(plan_buckets({frozen}, 1 << 20).empty());
+}
+
+TEST(BucketPlan, ABucketWaitsForItsEarliestLayer) {
+  // A parameter shared by layers 1 and 3 is final after layer 1 (its first user): a bucket that
+  // holds it is launched there, not at layer 3.
+  const std::vector<Bucket> buckets = plan_buckets({{4, 3}, {4, 1}, {4, 2}}, 1 << 20);
+  ASSERT_EQ(buckets.size(), 1u);
+  EXPECT_EQ(buckets[0].params, (std::vector<size_t>{0, 2, 1}));
+  EXPECT_EQ(buckets[0].launch_after_layer, 1u);
+}
+
+}  // namespace
+}  // namespace crema::distributed

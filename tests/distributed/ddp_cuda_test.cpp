@@ -1,0 +1,126 @@
+// Data parallelism over NCCL on two GPUs (skipped where fewer are present; NCCL is loaded from
+// CREMA_NCCL_LIBRARY or LD_LIBRARY_PATH, scripts/ddp_device_check.sh sets them):
+//   - `crema train --gpus 0,1` at batch 8 per GPU trains as one GPU at batch 16 (the mean over
+//     16 samples against the mean of two means over 8, and each GPU's kernels on half the batch:
+//     float32 rounding only, within 1e-3 after 30 steps);
+//   - two such runs give bit-identical weights, and the CUDA-graph step the eager step's;
+//   - sockets only (NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1): the same weights as NVLink's (two
+//     ranks add two numbers, which is exact in either order);
+//   - SIGKILL of one rank: the other exits with 5 within the timeout, naming it.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+
+#include "apps/distributed/launcher.h"
+#include "core/serialization.h"
+#include "tests/apps/app_test_util.h"
+#include "tests/apps/run_dir_util.h"
+#include "tests/support/cuda_test_util.h"
+#include "tests/support/error_text.h"
+
+namespace crema {
+namespace {
+
+class DataParallelCuda : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (gpu::device_count() < 2) GTEST_SKIP() << "fewer than 2 GPUs here";
+    dir_ = testing::fresh_dir("ddp_" + testing::test_name());
+    config_ = testing::write_synthetic_run(dir_, 400, 8);
+  }
+  std::vector<std::string> args(const std::string& out, int64_t batch, int64_t iterations) const {
+    return {"train",     config_,
+            "--out",     out,
+            "--timeout", "30",
+            "--set",     "data.train.batch_size=" + std::to_string(batch),
+            "--set",     "solver.max_iter=" + std::to_string(iterations),
+            "--set",     "solver.display=1",
+            "--set",     "solver.test_interval=10"};
+  }
+  std::vector<std::string> with(std::vector<std::string> a, std::vector<std::string> extra) const {
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  }
+  std::string dir_, config_;
+};
+
+std::map<std::string, std::vector<float>> weights_of(const std::string& path) {
+  std::map<std::string, std::vector<float>> out;
+  for (const auto& [name, t] : load_safetensors(path)) out[name] = t.to_vector();
+  return out;
+}
+
+double largest_difference(const std::string& a, const std::string& b) {
+  const auto x = weights_of(a), y = weights_of(b);
+  EXPECT_EQ(x.size(), y.size());
+  double largest = 0.0;
+  for (const auto& [name, values] : x) {
+    for (size_t i = 0; i < values.size(); ++i) {
+      largest = std::max(largest, std::fabs(double(values[i]) - double(y.at(name)[i])));
+    }
+  }
+  return largest;
+}
+
+TEST_F(DataParallelCuda, TwoGpusTrainAsOneOfTheGlobalBatchAndRepeatBitForBit) {
+  for (const std::string run : {"a", "b"}) {
+    testing::Background two(with(args(dir_ + "/" + run, 8, 30), {"--gpus", "0,1"}),
+                            dir_ + "/" + run);
+    ASSERT_EQ(two.wait(), 0) << two.err();
+  }
+  testing::Background one(with(args(dir_ + "/one", 16, 30), {"--device", "cuda:0"}), dir_ + "/one");
+  ASSERT_EQ(one.wait(), 0) << one.err();
+  EXPECT_EQ(testing::read_file(dir_ + "/a/final.safetensors"),
+            testing::read_file(dir_ + "/b/final.safetensors"));
+  EXPECT_LT(largest_difference(dir_ + "/a/final.safetensors", dir_ + "/one/final.safetensors"),
+            1e-3);
+}
+
+// The step replayed as a CUDA graph (NCCL's all-reduces and the buckets' events captured with
+// forward and backward) computes what the step launched one call at a time does.
+TEST_F(DataParallelCuda, TheGraphStepEqualsTheEagerStep) {
+  testing::Background graph(with(args(dir_ + "/graph", 8, 20), {"--gpus", "0,1"}), dir_ + "/graph");
+  ASSERT_EQ(graph.wait(), 0) << graph.err();
+  testing::Background eager(
+      with(args(dir_ + "/eager", 8, 20), {"--gpus", "0,1", "--set", "++solver.cuda_graph=false"}),
+      dir_ + "/eager");
+  ASSERT_EQ(eager.wait(), 0) << eager.err();
+  EXPECT_EQ(testing::read_file(dir_ + "/graph/final.safetensors"),
+            testing::read_file(dir_ + "/eager/final.safetensors"));
+}
+
+TEST_F(DataParallelCuda, SocketsOnlyGivesTheSameWeights) {
+  testing::Background normal(with(args(dir_ + "/nvlink", 8, 20), {"--gpus", "0,1"}),
+                             dir_ + "/nvlink");
+  ASSERT_EQ(normal.wait(), 0) << normal.err();
+  testing::Background sockets(with(args(dir_ + "/sockets", 8, 20), {"--gpus", "0,1"}),
+                              dir_ + "/sockets", {"NCCL_P2P_DISABLE=1", "NCCL_SHM_DISABLE=1"});
+  ASSERT_EQ(sockets.wait(), 0) << sockets.err();
+  EXPECT_EQ(
+      largest_difference(dir_ + "/nvlink/final.safetensors", dir_ + "/sockets/final.safetensors"),
+      0.0);
+}
+
+TEST_F(DataParallelCuda, AKilledRankStopsTheOtherWithinTheTimeoutNamingIt) {
+  const std::string port = std::to_string(distributed::free_port());
+  auto env = [&](int rank) {
+    return std::vector<std::string>{"RANK=" + std::to_string(rank), "WORLD_SIZE=2",
+                                    "LOCAL_RANK=" + std::to_string(rank), "MASTER_ADDR=127.0.0.1",
+                                    "MASTER_PORT=" + port};
+  };
+  testing::Background rank0(args(dir_ + "/run", 8, 1000000), dir_ + "/r0", env(0));
+  testing::Background rank1(args(dir_ + "/run", 8, 1000000), dir_ + "/r1", env(1));
+  ASSERT_TRUE(testing::wait_until(
+      [&] { return testing::read_csv(dir_ + "/run/metrics.csv").size() >= 50; }, 120))
+      << rank0.err();
+  const auto killed = std::chrono::steady_clock::now();
+  rank1.signal(SIGKILL);
+  EXPECT_EQ(rank0.wait(), 5) << rank0.err();
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count(), 30);
+  EXPECT_CONTAINS(rank0.err(), "crema: error: rank 0: rank 1 exited (lost its connection)");
+}
+
+}  // namespace
+}  // namespace crema
