@@ -4,12 +4,13 @@ random data, per precision, in one run on one GPU, with the ratios (crema ms / P
 both peak memories.
 
 crema: `crema time configs/zoo/NET_finetune.yaml --device cuda:0 --set data.train.batch_size=B
---set +model.math=M --set model.layers.fc_new.num_output=1000` (torchvision's layer names; its "training step" line and, where the build
-prints one, its measured peak). PyTorch: scripts/bench/peer_zoo224.py with the matching modes:
+--set +model.math=M --set model.layers.fc_new.num_output=1000` (torchvision's layer names; the
+faster of its "training step" lines, eager or CUDA graph, and its measured peak, "memory: X MiB
+at the peak"). PyTorch: scripts/bench/peer_zoo224.py with the matching modes:
 fp32 (TF32 off), tf32, bf16 autocast + channels_last eager, and under torch.compile.
 
 Usage: scripts/bench/resnet224.py [--crema build/bin/crema] [--precisions fp32,tf32,bf16]
-                                  [--iterations 20] [--no-peer] [NET:BATCH ...]
+                                  [--iterations 20] [--no-peer | --peer-file F] [NET:BATCH ...]
 (default resnet50:128 resnet18:256). Extra `--set` overrides for crema: --crema-set KEY=VALUE.
 """
 import argparse
@@ -35,24 +36,31 @@ def crema_step(args, net, batch, precision):
         return None, None, (run.stderr.strip().splitlines() or ["exit %d" % run.returncode])[-1]
     step = re.search(r"^training step: ([\d.]+) ms", run.stdout, re.M)
     graph = re.search(r"^training step, CUDA graph: ([\d.]+) ms", run.stdout, re.M)
-    peak = re.search(r"peak[^\n]*?([\d.]+) GiB", run.stdout + run.stderr)
+    peak = re.search(r"^memory: ([\d.]+) MiB at the peak", run.stdout, re.M)
     ms = min(float(m.group(1)) for m in (step, graph) if m) if (step or graph) else None
-    return ms, float(peak.group(1)) if peak else None, ""
+    return ms, float(peak.group(1)) / 1024 if peak else None, ""
 
 
 def peer_steps(args, specs):
+    if args.peer_file:  # peer_zoo224.py's output from another run (another GPU of the same machine)
+        with open(args.peer_file) as f:
+            return parse_peer(f.read())
     modes = [PEER_MODE[p] for p in args.precisions]
     if "bf16" in args.precisions:
         modes.append("bf16_cl_compile")
     cmd = [sys.executable, os.path.join(HERE, "peer_zoo224.py"), "--modes", ",".join(modes)] + specs
     run = subprocess.run(cmd, capture_output=True, text=True)
     sys.stdout.write(run.stdout)
-    out = {}
-    for m in re.finditer(r"^(\w+) b(\d+) (\S+)\s+([\d.]+) ms/step\s+\d+ img/s\s+peak\s+([\d.]+) GiB",
-                         run.stdout, re.M):
-        out[(m.group(1), int(m.group(2)), m.group(3))] = (float(m.group(4)), float(m.group(5)))
     if run.returncode != 0:
         print("peer failed:", run.stderr.strip().splitlines()[-1:], flush=True)
+    return parse_peer(run.stdout)
+
+
+def parse_peer(text):
+    out = {}
+    for m in re.finditer(r"^(\w+) b(\d+) (\S+)\s+([\d.]+) ms/step\s+\d+ img/s\s+peak\s+([\d.]+) GiB",
+                         text, re.M):
+        out[(m.group(1), int(m.group(2)), m.group(3))] = (float(m.group(4)), float(m.group(5)))
     return out
 
 
@@ -67,6 +75,7 @@ def main():
     p.add_argument("--iterations", type=int, default=20)
     p.add_argument("--crema-set", action="append", default=[])
     p.add_argument("--no-peer", action="store_true")
+    p.add_argument("--peer-file", help="read peer_zoo224.py's output from this file instead of running it")
     p.add_argument("nets", nargs="*", default=["resnet50:128", "resnet18:256"])
     args = p.parse_args()
     args.precisions = args.precisions.split(",")
