@@ -110,7 +110,10 @@ void Watchdog::fail(const std::string& what) {
                    "resumes with --resume)\n",
                    group_.rank(), what)
             << std::flush;
-  group_.abort();
+  // No ncclCommAbort here: the training thread may be inside NCCL with the same communicator
+  // (measured on 2 H200s: the abort took a minute and the process then died of SIGSEGV). The
+  // process ends at once instead; the driver reclaims its GPU work, kernels waiting for the lost
+  // peer included.
   std::_Exit(kPeerFailedExitCode);
 }
 

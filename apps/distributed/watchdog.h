@@ -10,8 +10,9 @@
 //     `timeout_seconds` means a rank hung (the others wait for it inside an all-reduce).
 //
 // On a failure it prints one line naming the rank ("crema: error: rank 1 exited (lost its
-// connection) ..."), aborts the communicator (ncclCommAbort: kernels waiting for the lost peer
-// return) and ends the process with exit status 5. The checkpoints on disk are whole (they are
+// connection) ...") and ends the process at once with exit status 5 (the driver reclaims the GPU
+// work, kernels waiting for the lost peer included; ncclCommAbort from this thread, while the
+// training thread was inside NCCL, took a minute and then crashed). The checkpoints on disk are whole (they are
 // written atomically), so the run resumes from the last one, on any number of GPUs with the same
 // global batch.
 #pragma once
@@ -29,8 +30,8 @@ constexpr int kPeerFailedExitCode = 5;
 
 class Watchdog {
  public:
-  // `on_failure` receives the line naming what failed; the default prints it, aborts the group
-  // and ends the process (exit 5). The tests pass their own.
+  // `on_failure` receives the line naming what failed; the default prints it and ends the
+  // process (exit 5). The tests pass their own.
   using OnFailure = std::function<void(const std::string& line)>;
   Watchdog(ProcessGroup& group, double timeout_seconds, OnFailure on_failure = {});
   ~Watchdog();

@@ -1,7 +1,8 @@
 // bf16 and f16 in CUDA kernels (included by .cu files only): crema's storage types (core/float16.h)
 // read as float and written back, and moved 16 bytes at a time.
 //
-//   to_float(v)         float, bf16_t or f16_t -> float, exactly (bf16: a shift; f16: cvt)
+//   to_float(v)         float, bf16_t or f16_t -> float, exactly (bf16: a shift; f16: cvt, NaN
+//                       payloads kept)
 //   from_float<T>(f)    float -> T, rounded to nearest even (one cvt.rn); a NaN becomes the quiet
 //                       NaN of its sign, as on the host, so GPU and CPU casts agree bit for bit
 //   as_cuda(v)          bf16_t -> __nv_bfloat16, f16_t -> __half: the same 16 bits, no conversion
@@ -30,7 +31,13 @@ __device__ inline float to_float(float v) {
 __device__ inline float to_float(bf16_t v) {
   return __uint_as_float(uint32_t(v.bits) << 16);
 }
+// cvt.f32.f16 turns every NaN into the canonical one; the payload is kept as the CPU's widening
+// (core/float16.h) keeps it, so both give the same bits.
 __device__ inline float to_float(f16_t v) {
+  if ((v.bits & 0x7c00u) == 0x7c00u && (v.bits & 0x3ffu) != 0) {
+    return __uint_as_float((uint32_t(v.bits & 0x8000u) << 16) | 0x7f800000u |
+                           (uint32_t(v.bits & 0x3ffu) << 13));
+  }
   return __half2float(__ushort_as_half(v.bits));
 }
 

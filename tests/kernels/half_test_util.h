@@ -102,7 +102,7 @@ inline ::testing::AssertionResult within_one_rounding(const std::vector<double>&
   std::ostringstream first;
   for (size_t i = 0; i < out.size(); ++i) {
     const double bound =
-        (unit_roundoff(dtype) + extra) * std::fabs(ref[i]) + subnormal_error(dtype);
+        (unit_roundoff(dtype) + extra) * std::fabs(ref[i]) + slack + subnormal_error(dtype);
     if (!(std::fabs(out[i] - ref[i]) <= bound)) {
       if (bad++ == 0) first << "element " << i << ": " << out[i] << " vs " << ref[i];
     }
