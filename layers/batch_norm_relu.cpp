@@ -40,6 +40,7 @@ class BatchNormReLULayer final : public Layer {
     const Tensor& x = bottom[0]->value;
     if (x.ndim() < 2) fail("input " + shape_str(x.shape()) + " needs at least 2 axes [N, C, ...]");
     channels_ = x.dim(1);
+    residual_ = bottom.size() == 2;
     if (keys_.affine) {
       ctx.fill(params_[named_param("weight", ctx)].value, 1.0f);
       ctx.fill(params_[named_param("bias", ctx)].value, 0.0f);
@@ -139,6 +140,12 @@ class BatchNormReLULayer final : public Layer {
     g.node("Relu", {v}, {top});
   }
 
+  // Backward recomputes the ReLU's mask from bn(x) (+ r): it reads x (its own copy when in place)
+  // and r, never y (core/layer.h, the memory plan).
+  BackwardReads backward_reads() const override {
+    return {residual_ || !input_copy_.defined(), false};
+  }
+
  private:
   // Parameter `role` named "<prefix>.<role>", whatever the layer's own name.
   size_t named_param(const std::string& role, Context& ctx) {
@@ -162,6 +169,7 @@ class BatchNormReLULayer final : public Layer {
   BatchNormKeys keys_;
   std::string prefix_;  // the names' prefix: the `name:` key, the BatchNorm's when fused
   int64_t channels_ = 0;
+  bool residual_ = false;           // bottoms [x, r]: y = relu(bn(x) + r)
   Tensor save_mean_, save_invstd_;  // the statistics the last forward normalized with
   Tensor input_copy_;               // x, when running in place (y overwrites it)
   Tensor no_tensor_;                // an undefined tensor: "absent" for the kernels
