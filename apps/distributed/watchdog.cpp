@@ -66,7 +66,10 @@ std::string Watchdog::check_connections() {
   if (group_.rank() != 0) {
     const Notice n = poll_notice(peers[0]);
     if (n.kind == 'X') return "rank 0 exited (lost its connection)";
-    if (n.kind == 'D') return fmt::format("rank {} exited (rank 0 lost its connection)", n.rank);
+    if (n.kind == 'D') {
+      const uint32_t rank = n.rank;  // a copy: fmt takes a reference; the packed field is unaligned
+      return fmt::format("rank {} exited (rank 0 lost its connection)", rank);
+    }
     if (n.kind == 'B') peers[0] = Socket();  // rank 0 finished: nothing more will come
     return "";
   }
