@@ -492,24 +492,4 @@ std::string Net::summary() const {
   return out.str();
 }
 
-Net::Memory Net::memory() const {
-  Memory m;
-  for (const Param* p : learnable_) m.params += int64_t(p->value.nbytes());
-  for (const Buffer* b : buffers_) m.buffers += int64_t(b->value.nbytes());
-  for (const auto& blob : blobs_) m.activations += int64_t(blob->value.nbytes());
-  m.planned = memory_plan_;
-  if (!memory_plan_) return m;
-  for (size_t i = 0; i < blobs_.size(); ++i) {
-    const bool input = std::any_of(inputs_.begin(), inputs_.end(),
-                                   [&](const auto& in) { return in.first == blobs_[i]->name; });
-    const bool alias = std::any_of(blobs_.begin(), blobs_.begin() + long(i), [&](const auto& b) {
-      return b->value.shares_storage(blobs_[i]->value);
-    });
-    if ((input || value_kept_[i]) && !alias) m.kept += int64_t(blobs_[i]->value.nbytes());
-  }
-  m.arena = int64_t(arena_.nbytes());
-  m.layer_state = layer_state_;
-  return m;
-}
-
 }  // namespace crema
