@@ -78,13 +78,7 @@ class BatchNormLayer final : public Layer {
       fail("input " + shape_str(x.shape()) +
            " has one value per channel: batch statistics need more (PyTorch refuses this too)");
     }
-    if (top[0] != bottom[0]) {
-      top[0]->value.reshape(x.shape());
-    } else if (!input_copy_.defined()) {
-      input_copy_ = ctx.empty(x.shape(), x.dtype());
-    } else {
-      input_copy_.reshape(x.shape());
-    }
+    reshape_top_or_input_copy(*bottom[0], *top[0], input_copy_, ctx);
   }
 
   void forward(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top,

@@ -1,9 +1,11 @@
-// The YAML keys of BatchNorm, read once for the two layers that normalize with them: BatchNorm
-// (layers/batch_norm.cpp) and the fused BatchNormReLU (layers/batch_norm_relu.cpp).
+// What BatchNorm (layers/batch_norm.cpp) and the fused BatchNormReLU (layers/batch_norm_relu.cpp)
+// share: their YAML keys, read once, and the copy of x they keep when running in place.
 #pragma once
 
 #include <string>
 
+#include "core/context.h"
+#include "core/layer.h"
 #include "layers/key_error.h"
 
 namespace crema {
@@ -34,6 +36,20 @@ inline BatchNormKeys read_batch_norm_keys(const LayerSpec& spec) {
   k.affine = node.get<bool>("affine", true);
   k.use_global_stats = node.get<bool>("use_global_stats", spec.phase == Phase::test);
   return k;
+}
+
+// In place the top's storage is x's, which forward overwrites with y: backward reads x from a
+// copy, sized here; out of place the top takes x's shape.
+inline void reshape_top_or_input_copy(const Blob& bottom, Blob& top, Tensor& input_copy,
+                                      Context& ctx) {
+  const Tensor& x = bottom.value;
+  if (&top != &bottom) {
+    top.value.reshape(x.shape());
+  } else if (!input_copy.defined()) {
+    input_copy = ctx.empty(x.shape(), x.dtype());
+  } else {
+    input_copy.reshape(x.shape());
+  }
 }
 
 }  // namespace crema

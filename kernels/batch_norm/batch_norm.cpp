@@ -77,14 +77,13 @@ void check_channel_size(const Context& ctx, const std::string& op, const BatchNo
   }
 }
 
-}  // namespace
-
-void batch_norm_forward_training(Context& ctx, const Tensor& x, const Tensor& gamma,
-                                 const Tensor& beta, float eps, float momentum, Tensor& y,
-                                 Tensor& save_mean, Tensor& save_invstd, Tensor& running_mean,
-                                 Tensor& running_var, Tensor& num_batches_tracked) {
-  const std::string op = "batch_norm_forward_training";
-  const BatchNormShape s = check_forward(ctx, op, x, y, gamma, beta);
+// What a training forward (plain or fused) checks beyond x, y and the affine parameters: the
+// saved statistics, the running averages, eps, momentum, the batch and the channel's size.
+void check_training_state(const Context& ctx, const std::string& op, const Tensor& x,
+                          const BatchNormShape& s, const Tensor& save_mean,
+                          const Tensor& save_invstd, const Tensor& running_mean,
+                          const Tensor& running_var, const Tensor& num_batches_tracked, float eps,
+                          float momentum) {
   const DType dtype = x.dtype();
   check_tensors(ctx, op, {s.C}, dtype, {{"save_mean", save_mean}, {"save_invstd", save_invstd}});
   check_optional(ctx, op, "running_mean", running_mean, {s.C}, dtype);
@@ -96,6 +95,19 @@ void batch_norm_forward_training(Context& ctx, const Tensor& x, const Tensor& ga
   check_momentum(op, momentum);
   check_batch(op, x, s);
   check_channel_size(ctx, op, s);
+}
+
+}  // namespace
+
+void batch_norm_forward_training(Context& ctx, const Tensor& x, const Tensor& gamma,
+                                 const Tensor& beta, float eps, float momentum, Tensor& y,
+                                 Tensor& save_mean, Tensor& save_invstd, Tensor& running_mean,
+                                 Tensor& running_var, Tensor& num_batches_tracked) {
+  const std::string op = "batch_norm_forward_training";
+  const BatchNormShape s = check_forward(ctx, op, x, y, gamma, beta);
+  const DType dtype = x.dtype();
+  check_training_state(ctx, op, x, s, save_mean, save_invstd, running_mean, running_var,
+                       num_batches_tracked, eps, momentum);
   dispatch(
       ctx, op.c_str(), dtype,
       on_cuda(DType::f32,
@@ -211,16 +223,8 @@ void batch_norm_relu_forward_training(Context& ctx, const Tensor& x, const Tenso
   const DType dtype = x.dtype();
   check_optional(ctx, op, "r", r, x.shape(), dtype);
   check_optional(ctx, op, "x_copy", x_copy, x.shape(), dtype);
-  check_tensors(ctx, op, {s.C}, dtype, {{"save_mean", save_mean}, {"save_invstd", save_invstd}});
-  check_optional(ctx, op, "running_mean", running_mean, {s.C}, dtype);
-  check_optional(ctx, op, "running_var", running_var, {s.C}, dtype);
-  if (num_batches_tracked.defined()) {
-    check_scalar(ctx, op, "num_batches_tracked", num_batches_tracked, dtype);
-  }
-  check_eps(op, eps);
-  check_momentum(op, momentum);
-  check_batch(op, x, s);
-  check_channel_size(ctx, op, s);
+  check_training_state(ctx, op, x, s, save_mean, save_invstd, running_mean, running_var,
+                       num_batches_tracked, eps, momentum);
   dispatch(
       ctx, op.c_str(), dtype,
       on_cuda(DType::f32,
