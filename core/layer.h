@@ -114,6 +114,17 @@ class Layer {
     return w.dim(0) == 0 ? 0 : top[0]->value.numel() * (w.numel() / w.dim(0));
   }
 
+  // Whether the layer runs `dtype` tensors in `layout` on `device`, for the Net's precision pass
+  // (core/net_precision.h): under model.precision bf16 or fp16 and model.layout nhwc, the Net gives
+  // a layer its bottoms in the net's dtype and layout where the layer runs them, and inserts a
+  // Convert layer before it where it does not (as autocast runs softmax and losses in fp32).
+  // The Net creates a layer's tops in the dtype and layout of its bottoms before setup; reshape
+  // keeps both. The default, f32 (and f64, the CPU references' dtype) in nchw, fits every layer
+  // written for float tensors; a layer that also runs bf16, f16 or nhwc says so.
+  virtual bool runs(DType dtype, Layout layout, const Device& device) const {
+    return (dtype == DType::f32 || dtype == DType::f64) && layout == Layout::nchw;
+  }
+
   // What backward reads besides the top gradients, for the Net's memory plan (core/net_memory.h):
   // a value nothing reads any more may be overwritten by a later one. The default, the values of
   // every bottom and every top, is always right; a layer whose backward reads less says so

@@ -35,6 +35,10 @@ const char* dtype_name(DType dtype) {
   return "?";
 }
 
+const char* layout_name(Layout layout) {
+  return layout == Layout::nhwc ? "nhwc" : "nchw";
+}
+
 Tensor::Storage::~Storage() {
   if (ptr != nullptr) allocator->deallocate(ptr, bytes);
 }
@@ -71,7 +75,8 @@ int64_t Tensor::dim(int axis) const {
 }
 
 std::string Tensor::description() const {
-  return std::string(dtype_name(dtype_)) + shape_str(shape_) + " on " + device_.str();
+  const char* order = layout_ == Layout::nhwc ? " nhwc" : "";
+  return std::string(dtype_name(dtype_)) + shape_str(shape_) + order + " on " + device_.str();
 }
 
 void Tensor::check_dtype(DType wanted) const {
@@ -85,7 +90,9 @@ void Tensor::reshape(const Shape& shape) {
     shape_ = shape;
     return;
   }
+  const Layout layout = layout_;
   *this = Tensor(shape, dtype_, device_, allocator_);
+  layout_ = layout;
 }
 
 Tensor Tensor::view(const Shape& shape) const {
@@ -98,6 +105,7 @@ Tensor Tensor::view(const Shape& shape) const {
 
 Tensor Tensor::clone() const {
   Tensor t(shape_, dtype_, device_, allocator_);
+  t.layout_ = layout_;
   t.copy_from(*this);
   return t;
 }

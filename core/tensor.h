@@ -5,6 +5,14 @@
 // bf16 and f16 (core/float16.h: bf16_t, f16_t) are storage for mixed precision, which the ops that
 // implement them widen to float to compute (kernels::cast converts between dtypes).
 // Element access goes through data<T>(), which checks that T matches the dtype.
+//
+// A 4-D tensor's shape is always the logical [N, C, H, W]; its layout says how memory orders it:
+// nchw (channels-first, Caffe's and PyTorch's default: element (n, c, h, w) at
+// ((n*C + c)*H + h)*W + w) or nhwc (channels-last, what tensor cores read best: at
+// ((n*H + h)*W + w)*C + c), as PyTorch's channels_last keeps the shape and changes the strides.
+// A filter [K, C/groups, R, S] in nhwc is KRSC. Other ranks have one order; ops ignore their
+// layout. reshape, view and clone keep the layout; set_layout only relabels (it moves no data:
+// kernels::permute or a Convert layer does that).
 #pragma once
 
 #include <cstdint>
@@ -24,6 +32,9 @@ enum class DType { f32, f64, bf16, f16 };
 
 size_t dtype_size(DType dtype);
 const char* dtype_name(DType dtype);
+
+enum class Layout { nchw, nhwc };
+const char* layout_name(Layout layout);  // "nchw", "nhwc"
 
 template <class T>
 DType dtype_of();
@@ -62,8 +73,11 @@ class Tensor {
   int64_t numel() const { return shape_numel(shape_); }
   size_t nbytes() const { return size_t(numel()) * dtype_size(dtype_); }
   DType dtype() const { return dtype_; }
+  Layout layout() const { return layout_; }
+  void set_layout(Layout layout) { layout_ = layout; }
   Device device() const { return device_; }
-  std::string description() const;  // "f32[64, 20, 24, 24] on cpu"
+  std::string description()
+      const;  // "f32[64, 20, 24, 24] on cpu", "bf16[8, 64, 56, 56] nhwc on cuda:0"
 
   template <class T>
   T* data();
@@ -103,6 +117,7 @@ class Tensor {
 
   Shape shape_;
   DType dtype_ = DType::f32;
+  Layout layout_ = Layout::nchw;
   Device device_;
   Allocator* allocator_ = nullptr;
   std::shared_ptr<Storage> storage_;

@@ -2,10 +2,6 @@
 
 namespace crema::kernels {
 
-const char* layout_name(Layout layout) {
-  return layout == Layout::nhwc ? "nhwc" : "nchw";
-}
-
 namespace detail {
 
 std::string impl_description(DType dtype, Layout layout, const char* where) {
@@ -15,8 +11,8 @@ std::string impl_description(DType dtype, Layout layout, const char* where) {
 void no_implementation(const Context& ctx, const char* op, DType dtype, Layout layout,
                        const std::string& implemented) {
   throw Error(std::string(op) + ": no implementation for " + dtype_name(dtype) + " " +
-              layout_name(layout) + " on " + ctx.device().str() + " (implemented: " +
-              implemented + ")");
+              layout_name(layout) + " on " + ctx.device().str() + " (implemented: " + implemented +
+              ")");
 }
 
 }  // namespace detail

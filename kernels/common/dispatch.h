@@ -27,10 +27,8 @@
 
 namespace crema::kernels {
 
-// How an activation tensor orders its axes: NCHW (channels-first, Caffe's and PyTorch's default)
-// or NHWC (channels-last, what tensor cores read best). Ops without spatial axes ignore it.
-enum class Layout { nchw, nhwc };
-const char* layout_name(Layout layout);
+// Layouts are crema::Layout (core/tensor.h): how a 4-D tensor orders its axes in memory. Ops
+// without spatial axes ignore it.
 
 // One implementation of an op for `dtype` tensors in `layout`; Run is its code.
 template <class Run>
