@@ -7,37 +7,13 @@
 
 #include <cmath>
 
-#include "core/registry.h"
 #include "kernels/layout/layout.h"
 #include "layers/register_layers.h"
+#include "tests/layers/convert_rig.h"
 #include "tests/support/layer_harness.h"
 
 namespace crema::testing {
 namespace {
-
-struct ConvertRig {
-  ConvertRig(Context& ctx, const Shape& shape, DType from, Layout from_layout, DType to,
-             Layout to_layout) {
-    LayerSpec spec;
-    spec.name = "c";
-    spec.type = "Convert";
-    spec.bottoms = {"x"};
-    spec.tops = {"y"};
-    layer = builtin_layers().create(spec);
-    x.value = ctx.empty(shape, from);
-    x.value.set_layout(from_layout);
-    x.grad = ctx.empty(shape, from);
-    x.grad.set_layout(from_layout);
-    y.value = ctx.empty({0}, to);
-    y.value.set_layout(to_layout);
-    layer->setup({&x}, {&y}, ctx);
-    layer->reshape({&x}, {&y}, ctx);
-    y.grad = ctx.empty(shape, to);
-    y.grad.set_layout(to_layout);
-  }
-  std::unique_ptr<Layer> layer;
-  Blob x, y;
-};
 
 double dot(const Tensor& a, const Tensor& b) {
   const auto u = a.to_vector(), v = b.to_vector();
