@@ -10,10 +10,11 @@
 // taps that land between outputs are zeros) against wt_g[c, r, s, k] = w[g*Kg + k, r, s, c], the
 // filter transposed once per call into the workspace so that its inner index is contiguous.
 //
-// On a device of compute capability 9.0 (H100, H200), the 1x1 convolutions that fit (groups 1, no
-// padding, C and K multiples of 8, any stride) run forward and backward data on the wgmma + TMA
-// kernels instead (convolution_tc_wgmma_sm90a.cu, built for sm_90a alone); everything else, and
-// every GPU before Hopper, on the mma.sync kernels of convolution_tc_gemm.cuh.
+// On a device of compute capability 9.0 (H100, H200), the 1x1 convolutions and the stride-1 ones
+// on large enough images that fit (groups 1, C and K multiples of 8, 16-byte aligned tensors;
+// convolution_tc.h has the rest) run forward and backward data on the wgmma + TMA kernels instead
+// (convolution_tc_wgmma_sm90a.cu, built for sm_90a alone); everything else, and every GPU before
+// Hopper, on the mma.sync kernels of convolution_tc_gemm.cuh.
 #include <cuda_runtime.h>
 
 #include <algorithm>
