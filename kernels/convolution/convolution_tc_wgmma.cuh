@@ -1,8 +1,8 @@
-// The 1x1 convolutions' wgmma + TMA machinery (convolution_tc_wgmma_sm90a.cu: forward and backward
-// data; convolution_tc_wgmma_filter_sm90a.cu: the filter gradient), included by sm_90a files only
-// (CMakeLists.txt builds *_sm90a.cu apart): the instructions, the stage ring and the one kernel
-// all three passes run, each with its own Problem (which boxes fill a stage, what the epilogue
-// does with the accumulators).
+// The wgmma + TMA machinery of the 16-bit convolutions on Hopper (convolution_tc_wgmma_sm90a.cu:
+// forward and backward data; convolution_tc_wgmma_filter_sm90a.cu: the filter gradient of the
+// 1x1), included by sm_90a files only (CMakeLists.txt builds *_sm90a.cu apart): the
+// instructions, the stage ring and the one kernel all three passes run, each with its own
+// Problem (which boxes fill a stage, what the epilogue does with the accumulators).
 //
 //   wgmma.mma_async m64nNk16 (N = 64 or 128), fp32 accumulation, operands in shared memory,
 //   128B-swizzled, through 64-bit descriptors: d += A * B^T, A 64 x 16, B N x 16. The accumulator

@@ -1,5 +1,6 @@
-// The 1x1 convolutions on 16-bit NHWC tensors on Hopper's wgmma and TMA
-// (convolution_tc_wgmma_sm90a.cu, convolution_tc_wgmma_filter_sm90a.cu), as the entry points of
+// The convolutions on 16-bit NHWC tensors that run on Hopper's wgmma and TMA (the 1x1 ones, and
+// forward and data of the stride-1 ones on large enough images: convolution_tc_wgmma_sm90a.cu,
+// convolution_tc_wgmma_filter_sm90a.cu), as the entry points of
 // convolution_tc_cuda.cu and convolution_tc_filter_cuda.cu call them: the geometries they take,
 // their workspaces, the three passes. Host code; the callers check the device (compute capability
 // 9.0) and the pointers' alignment (x, w, dy and wt 16 bytes: the copy engine's; y, residual and
@@ -22,11 +23,12 @@ bool wgmma_backward_data_fits(const Conv2dGeometry& g);
 // warp of each block.
 int wgmma_forward_stats_rows(const Conv2dGeometry& g);
 
-// y = the epilogue of x * w^T, rounded once; with epilogue.sum set, the per-warp partial sums of
-// y and y^2 into stats (channel_stats_kernel adds them up).
+// y = the epilogue of conv(x, w), rounded once; with epilogue.sum set, the per-warp partial sums
+// of y and y^2 into stats (channel_stats_kernel adds them up).
 void wgmma_forward(const Conv2dGeometry& g, TcType type, const void* x, const void* w, void* y,
                    const TcEpilogue& epilogue, float* stats, gpu::Stream stream);
-// dx = dy * wt^T at the strided pixels, zeros between them; wt [C, K] is w transposed.
+// dx = the transposed convolution of dy by w, written (a strided 1x1: the products at the strided
+// pixels, zeros between them); wt [C, R, S, K] is w transposed.
 void wgmma_backward_data(const Conv2dGeometry& g, TcType type, const void* dy, const void* wt,
                          void* dx, gpu::Stream stream);
 
