@@ -2,9 +2,7 @@
 // model.layout nhwc the Net hands both convolutions channels-last f32 bottoms (one Convert after
 // the data, one before the classifier, which runs nchw), and one training step gives the loss and
 // every gradient of the nchw net within float rounding (the CPU's nhwc convolution is the nchw
-// one between transposes; only the bias gradient sums in another order). The nhwc net runs with
-// model.memory_plan false: the plan places blobs as new tensors and does not keep their layout
-// yet (core/net_memory.cpp), which a convolution then refuses ("w is nhwc ..., expected nchw").
+// one between transposes; only the bias gradient sums in another order).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -42,8 +40,8 @@ void fill(Net& net) {
 TEST(ConvolutionNhwcNet, NhwcLayoutTrainsLikeNchw) {
   Context ctx;
   const LayerRegistry& registry = builtin_layers();
-  Net nhwc(parse_config(std::string("layout: nhwc\nmemory_plan: false\n") + kNet, "net.yaml"),
-           Phase::train, 4, registry, ctx);
+  Net nhwc(parse_config(std::string("layout: nhwc\n") + kNet, "net.yaml"), Phase::train, 4,
+           registry, ctx);
   Net nchw(parse_config(kNet, "net.yaml"), Phase::train, 4, registry, ctx);
   std::vector<std::string> names;
   for (size_t i = 0; i < nhwc.num_layers(); ++i) names.push_back(nhwc.layer(i).name());
