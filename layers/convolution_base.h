@@ -61,6 +61,7 @@ class ConvolutionBase : public WeightedLayer {
     algorithms_.check(spec_, g);
     top[0]->value.reshape(top_shape(g));
     make_compute_weight(x, ctx);
+    name_nhwc_kernels(x, g, ctx);
   }
 
   void forward(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top,
@@ -95,11 +96,10 @@ class ConvolutionBase : public WeightedLayer {
   // dL/dw reads x; dL/dx reads only dL/dy and the weights.
   BackwardReads backward_reads() const override { return {true, false}; }
 
-  // On CUDA in nhwc each pass has one kernel (kernels/convolution/convolution.h): "forward,
-  // backward_data, backward_filter tc_implicit_gemm (bf16 nhwc)".
+  // On CUDA in nhwc each pass has one kernel (kernels/convolution/convolution.h): "forward
+  // tc_wgmma, backward_data tc_wgmma, backward_filter tc_implicit_gemm (bf16 nhwc)".
   std::string describe_algorithm() const override {
-    return nhwc_kernel_.empty() ? algorithms_.describe()
-                                : "forward, backward_data, backward_filter " + nhwc_kernel_;
+    return nhwc_kernels_.empty() ? algorithms_.describe() : nhwc_kernels_;
   }
 
   // ONNX's Conv (ConvTranspose for Deconvolution) with the same weights, padding on both sides;
@@ -152,7 +152,7 @@ class ConvolutionBase : public WeightedLayer {
   bool transposed_;
   Tensor compute_weight_;       // the bottom's dtype and layout; undefined: the master is read
   Tensor weight_grad_scratch_;  // the master gradient's dtype, compute_weight_'s layout
-  std::string nhwc_kernel_;     // what describe_algorithm names on CUDA in nhwc
+  std::string nhwc_kernels_;    // what describe_algorithm says on CUDA in nhwc
 
   // The compute copy and the gradient scratch, when the 4-D bottom x is nhwc or x is 16-bit,
   // made at the first reshape (the Net's setup; the Net counts them as the layer's state) and
@@ -163,7 +163,6 @@ class ConvolutionBase : public WeightedLayer {
     const Layout layout = nhwc ? Layout::nhwc : Layout::nchw;
     if (!copy) {
       compute_weight_ = weight_grad_scratch_ = Tensor();
-      nhwc_kernel_.clear();
       return;
     }
     if (compute_weight_.defined() && compute_weight_.dtype() == x.dtype() &&
@@ -178,12 +177,23 @@ class ConvolutionBase : public WeightedLayer {
       weight_grad_scratch_ = ctx.empty(shape, kernels::conv_parameter_dtype(x.dtype()));
       weight_grad_scratch_.set_layout(layout);
     }
-    nhwc_kernel_.clear();
-    if (nhwc && ctx.device().is_cuda()) {
-      nhwc_kernel_ = std::string(kernels::conv2d_nhwc_kernel(x.dtype())) + " (" +
-                     dtype_name(x.dtype()) + " nhwc)";
-      if (x.dtype() == DType::f32) nhwc_kernel_ += algorithms_.describe_math();
+  }
+  // What describe_algorithm says on CUDA in nhwc, for the geometry of this reshape (a
+  // Convolution's passes: Deconvolution runs nchw only).
+  void name_nhwc_kernels(const Tensor& x, const kernels::ConvNdGeometry& g, const Context& ctx) {
+    nhwc_kernels_.clear();
+    if (transposed_ || !ctx.device().is_cuda() || x.ndim() != 4 || x.layout() != Layout::nhwc) {
+      return;
     }
+    const kernels::Conv2dGeometry g2 = g.as_2d();
+    using kernels::ConvPass;
+    for (ConvPass pass : {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_filter}) {
+      nhwc_kernels_ += std::string(nhwc_kernels_.empty() ? "" : ", ") +
+                       kernels::conv_pass_name(pass) + " " +
+                       kernels::conv2d_nhwc_kernel(pass, g2, x.dtype());
+    }
+    nhwc_kernels_ += std::string(" (") + dtype_name(x.dtype()) + " nhwc)";
+    if (x.dtype() == DType::f32) nhwc_kernels_ += algorithms_.describe_math();
   }
   const Tensor& kernel_weight() {
     return compute_weight_.defined() ? compute_weight_ : weight().value;

@@ -139,16 +139,29 @@ DType conv_parameter_dtype(DType activations) {
   return activations == DType::bf16 || activations == DType::f16 ? DType::f32 : activations;
 }
 
-const char* conv2d_nhwc_kernel(DType dtype) {
-  switch (dtype) {
-    case DType::f32:
-      return "nhwc_implicit_gemm";
-    case DType::bf16:
-    case DType::f16:
-      return "tc_implicit_gemm";
-    default:
-      return "";
+namespace {
+
+// A template, so that a build without CUDA -- where the wgmma queries do not exist -- never
+// instantiates the branch that calls them (as algorithms.cpp's table).
+template <bool with_cuda>
+const char* nhwc_kernel(ConvPass pass, const Conv2dGeometry& g, DType dtype) {
+  if constexpr (with_cuda) {
+    if (dtype == DType::f32) return "nhwc_implicit_gemm";
+    if (dtype != DType::bf16 && dtype != DType::f16) return "";
+    const bool wgmma = pass == ConvPass::forward ? cuda::conv2d_tc_forward_uses_wgmma(g)
+                       : pass == ConvPass::backward_data
+                           ? cuda::conv2d_tc_backward_data_uses_wgmma(g)
+                           : cuda::conv2d_tc_backward_filter_uses_wgmma(g);
+    return wgmma ? "tc_wgmma" : "tc_implicit_gemm";
+  } else {
+    return "";
   }
+}
+
+}  // namespace
+
+const char* conv2d_nhwc_kernel(ConvPass pass, const Conv2dGeometry& g, DType dtype) {
+  return nhwc_kernel<kBuiltWithCuda>(pass, g, dtype);
 }
 
 void conv2d_forward(Context& ctx, const Conv2dGeometry& g, const Tensor& x, const Tensor& w,

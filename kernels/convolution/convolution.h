@@ -68,9 +68,11 @@ namespace crema::kernels {
 // request is ignored: every math computes in fp32 there (at least as exact as tf32 or bf16), as
 // the GEMM does.
 DType conv_parameter_dtype(DType activations);
-// The kernel every pass runs on CUDA for `dtype` tensors in nhwc (there is no choice to make):
-// "nhwc_implicit_gemm" (f32), "tc_implicit_gemm" (bf16, f16); "" for other dtypes.
-const char* conv2d_nhwc_kernel(DType dtype);
+// The kernel `pass` runs on CUDA for `dtype` tensors in nhwc (there is no choice to make):
+// "nhwc_implicit_gemm" for f32; for bf16 and f16 "tc_wgmma" where the current device takes the
+// wgmma kernels for g (convolution_tc.h: conv2d_tc_*_uses_wgmma; 16-byte aligned tensors), else
+// "tc_implicit_gemm" (mma.sync); "" for other dtypes and in a build without CUDA.
+const char* conv2d_nhwc_kernel(ConvPass pass, const Conv2dGeometry& g, DType dtype);
 // x [N,C,H,W], w [K,C/groups,R,S], bias [K] or nullptr, y [N,K,P,Q] (written).
 void conv2d_forward(Context& ctx, const Conv2dGeometry& g, const Tensor& x, const Tensor& w,
                     const Tensor* bias, Tensor& y, const ConvRequest& request = {});

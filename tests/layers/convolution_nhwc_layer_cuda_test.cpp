@@ -162,24 +162,39 @@ TEST(ConvolutionNhwcLayerCuda, FrozenParameters) {
   }
 }
 
-TEST(ConvolutionNhwcLayerCuda, DescribesTheNhwcKernel) {
+// What describe_algorithm says after a reshape on nhwc bottoms of `dtype`.
+std::string described(Context& gpu, const std::string& yaml, const Shape& x, DType dtype) {
+  LayerHarness h(yaml, {x}, gpu);
+  h.bottom[0]->value = gpu.empty(x, dtype);
+  h.bottom[0]->value.set_layout(Layout::nhwc);
+  h.top[0]->value = gpu.empty(h.top[0]->value.shape(), dtype);
+  h.top[0]->value.set_layout(Layout::nhwc);
+  h.layer->reshape(h.bottom, h.top, gpu);
+  return h.layer->describe_algorithm();
+}
+
+TEST(ConvolutionNhwcLayerCuda, DescribesTheNhwcKernels) {
   CREMA_REQUIRE_CUDA();
   Context gpu(Device::cuda(0));
-  for (DType dtype : {DType::f32, DType::bf16, DType::f16}) {
-    LayerHarness h("{name: c, type: Convolution, num_output: 8, kernel_size: 3, math: tf32}",
-                   {{1, 8, 5, 5}}, gpu);
-    for (Blob* b : h.bottom) {
-      b->value = gpu.empty(b->value.shape(), dtype);
-      b->value.set_layout(Layout::nhwc);
-    }
-    h.top[0]->value = gpu.empty(h.top[0]->value.shape(), dtype);
-    h.top[0]->value.set_layout(Layout::nhwc);
-    h.layer->reshape(h.bottom, h.top, gpu);
-    const std::string want = dtype == DType::f32
-                                 ? "nhwc_implicit_gemm (f32 nhwc), math tf32"
-                                 : std::string("tc_implicit_gemm (") + dtype_name(dtype) + " nhwc)";
-    EXPECT_EQ(h.layer->describe_algorithm(), "forward, backward_data, backward_filter " + want);
+  // A 3x3 on a 5x5 map: too few output rows for wgmma's tiles, every pass on mma.sync.
+  const std::string small =
+      "{name: c, type: Convolution, num_output: 8, kernel_size: 3, math: tf32}";
+  EXPECT_EQ(described(gpu, small, {1, 8, 5, 5}, DType::f32),
+            "forward nhwc_implicit_gemm, backward_data nhwc_implicit_gemm, backward_filter "
+            "nhwc_implicit_gemm (f32 nhwc), math tf32");
+  for (DType dtype : {DType::bf16, DType::f16}) {
+    EXPECT_EQ(described(gpu, small, {1, 8, 5, 5}, dtype),
+              "forward tc_implicit_gemm, backward_data tc_implicit_gemm, backward_filter "
+              "tc_implicit_gemm (" +
+                  std::string(dtype_name(dtype)) + " nhwc)");
   }
+  // A 1x1 with 64 channels: every pass on wgmma on Hopper (sm_90), on mma.sync elsewhere.
+  const bool hopper = gpu::device_description(0).find("sm_90") != std::string::npos;
+  const std::string kernel = hopper ? "tc_wgmma" : "tc_implicit_gemm";
+  EXPECT_EQ(described(gpu, "{name: c, type: Convolution, num_output: 64, kernel_size: 1}",
+                      {2, 64, 8, 8}, DType::bf16),
+            "forward " + kernel + ", backward_data " + kernel + ", backward_filter " + kernel +
+                " (bf16 nhwc)");
 }
 
 }  // namespace
