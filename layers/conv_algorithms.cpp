@@ -173,10 +173,12 @@ std::string ConvAlgorithms::describe() const {
             memos_[pass].algorithm->name;
     if (request.mode != ConvRequest::Mode::pinned) text += " (" + request.str() + ")";
   }
-  if (!text.empty() && math_ != kernels::cuda::GemmMath::fp32) {
-    text += std::string(", math ") + kernels::cuda::gemm_math_name(math_);
-  }
-  return text;
+  return text.empty() ? text : text + describe_math();
+}
+
+std::string ConvAlgorithms::describe_math() const {
+  if (math_ == kernels::cuda::GemmMath::fp32) return "";
+  return std::string(", math ") + kernels::cuda::gemm_math_name(math_);
 }
 
 }  // namespace crema

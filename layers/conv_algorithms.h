@@ -66,6 +66,8 @@ class ConvAlgorithms {
   // implicit_gemm (find)", then ", math tf32" when not fp32; the passes not chosen yet (or on
   // the CPU) are left out.
   std::string describe() const;
+  // ", math tf32" (or bf16) when the math is not fp32, else "": what describe() ends with.
+  std::string describe_math() const;
 
  private:
   std::array<kernels::ConvRequest, 3> requests_{};

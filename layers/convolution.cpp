@@ -20,6 +20,11 @@
 //   workspace_limit (the net's model.workspace_limit), and math (the
 //   net's model.math, itself fp32 by default; or tf32 or bf16: tensor-core products with fp32
 //   accumulation on a GPU where the pass's version has them, fp32 on the CPU and in 3-D).
+// Dtypes and layouts (runs(); the Net's precision pass hands the layer what it runs): f32 in
+// nchw or nhwc on the CPU and on CUDA, f64 in both on the CPU (the references, for gradient
+// checks), bf16 and f16 in nhwc on CUDA (tensor cores, fp32 sums). A 4-D nhwc or a 16-bit input
+// is convolved with a compute copy of the f32 KCRS master weight (convolution_base.h); nhwc
+// applies to 2-D convolutions (1-D and 3-D inputs have one order).
 // From LeCun et al. 1998 (LeNet); the layout and keys are Caffe's. The kernels pick a path per
 // geometry (1x1 filters with stride 1 and no padding are plain GEMMs; depthwise convolutions run
 // direct loops on the GPU; 1-D runs the 2-D paths with H = 1, 3-D vol2col + GEMM):
@@ -40,6 +45,17 @@ constexpr ConvPasses kPasses{kernels::conv_nd_forward, kernels::conv_nd_backward
 class ConvolutionLayer final : public ConvolutionBase {
  public:
   explicit ConvolutionLayer(const LayerSpec& spec) : ConvolutionBase(spec, false, kPasses) {}
+
+  bool runs(DType dtype, Layout layout, const Device& device) const override {
+    switch (dtype) {
+      case DType::f32:
+        return true;
+      case DType::f64:
+        return device.is_cpu();
+      default:
+        return device.is_cuda() && layout == Layout::nhwc;
+    }
+  }
 
  private:
   kernels::ConvNdGeometry geometry(const Tensor& x) const override {

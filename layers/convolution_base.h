@@ -4,6 +4,16 @@
 // geometry of the convolution it runs (Deconvolution's maps its output back to its input) and in
 // the three Tensor-level calls that run its passes (ConvPasses). Convolution takes 1 to 3 spatial
 // axes ([N, C, L], [N, C, H, W], [N, C, D, H, W]); Deconvolution 2.
+//
+// The weights the kernels read. The master weight is f32 [K, C/G, R, S] KCRS in every precision
+// (checkpoints, PyTorch's names, the solver). A channels-last or 16-bit bottom (what the Net's
+// precision pass hands a layer that runs it: core/net_precision.h) is convolved with a compute
+// copy in the bottom's dtype and layout (nhwc: KRSC), refreshed from the master at each forward
+// (kernels::convert); backward sums the filter gradient into a zeroed scratch of the master
+// gradient's dtype in that layout (the tensor cores accumulate fp32) and adds it into the master
+// gradient (kernels::convert, accumulate). Both are the layer's state, made at reshape. The bias
+// and its gradient stay f32 [K] and are used as they are. An f32 (or f64) nchw bottom reads the
+// master itself.
 #pragma once
 
 #include <string>
@@ -11,6 +21,7 @@
 
 #include "kernels/convolution/convolution.h"
 #include "kernels/convolution/convolution_nd.h"
+#include "kernels/layout/layout.h"
 #include "layers/conv_algorithms.h"
 #include "layers/weighted_layer.h"
 
@@ -39,7 +50,8 @@ class ConvolutionBase : public WeightedLayer {
     create_weight_and_bias(weight_shape(x), keys_.num_output, ctx);
   }
 
-  void reshape(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top, Context&) override {
+  void reshape(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top,
+               Context& ctx) override {
     const Tensor& x = input(bottom);
     if (x.dim(1) != expected_channels()) {
       fail("input has " + std::to_string(x.dim(1)) + " channels, the weights expect " +
@@ -48,12 +60,15 @@ class ConvolutionBase : public WeightedLayer {
     const kernels::ConvNdGeometry g = geometry(x);
     algorithms_.check(spec_, g);
     top[0]->value.reshape(top_shape(g));
+    make_compute_weight(x, ctx);
+    name_nhwc_kernels(x, g, ctx);
   }
 
   void forward(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top,
                Context& ctx) override {
     const Tensor* b = bias_term_ ? &bias().value : nullptr;
-    passes_.forward(ctx, geometry(bottom[0]->value), bottom[0]->value, weight().value, b,
+    if (compute_weight_.defined()) kernels::convert(ctx, weight().value, compute_weight_);
+    passes_.forward(ctx, geometry(bottom[0]->value), bottom[0]->value, kernel_weight(), b,
                     top[0]->value, algorithms_.request(ConvAlgorithms::forward));
   }
 
@@ -64,12 +79,16 @@ class ConvolutionBase : public WeightedLayer {
     const Tensor& dy = top[0]->grad;
     Tensor* dw = weight_grad();
     Tensor* db = bias_grad();
+    // With a compute copy the filter gradient goes through the scratch (frozen: neither).
+    Tensor* kernel_dw = dw != nullptr && compute_weight_.defined() ? &weight_grad_scratch_ : dw;
+    if (kernel_dw != dw) ctx.fill(*kernel_dw, 0.0f);
     if (dw != nullptr || db != nullptr) {
-      passes_.backward_weights(ctx, g, bottom[0]->value, dy, dw, db,
+      passes_.backward_weights(ctx, g, bottom[0]->value, dy, kernel_dw, db,
                                algorithms_.request(ConvAlgorithms::backward_filter));
     }
+    if (kernel_dw != dw) kernels::convert(ctx, *kernel_dw, *dw, /*accumulate=*/true);
     if (propagate_down[0]) {
-      passes_.backward_data(ctx, g, dy, weight().value, bottom[0]->grad,
+      passes_.backward_data(ctx, g, dy, kernel_weight(), bottom[0]->grad,
                             algorithms_.request(ConvAlgorithms::backward_data));
     }
   }
@@ -77,7 +96,11 @@ class ConvolutionBase : public WeightedLayer {
   // dL/dw reads x; dL/dx reads only dL/dy and the weights.
   BackwardReads backward_reads() const override { return {true, false}; }
 
-  std::string describe_algorithm() const override { return algorithms_.describe(); }
+  // On CUDA in nhwc each pass has one kernel (kernels/convolution/convolution.h): "forward
+  // tc_wgmma, backward_data tc_wgmma, backward_filter tc_implicit_gemm (bf16 nhwc)".
+  std::string describe_algorithm() const override {
+    return nhwc_kernels_.empty() ? algorithms_.describe() : nhwc_kernels_;
+  }
 
   // ONNX's Conv (ConvTranspose for Deconvolution) with the same weights, padding on both sides;
   // N-d as ONNX's Conv is (one entry per spatial axis of the weights [K, C/G, spatial...]).
@@ -127,6 +150,54 @@ class ConvolutionBase : public WeightedLayer {
  private:
   ConvPasses passes_;
   bool transposed_;
+  Tensor compute_weight_;       // the bottom's dtype and layout; undefined: the master is read
+  Tensor weight_grad_scratch_;  // the master gradient's dtype, compute_weight_'s layout
+  std::string nhwc_kernels_;    // what describe_algorithm says on CUDA in nhwc
+
+  // The compute copy and the gradient scratch, when the 4-D bottom x is nhwc or x is 16-bit,
+  // made at the first reshape (the Net's setup; the Net counts them as the layer's state) and
+  // again only when x's dtype or layout changes.
+  void make_compute_weight(const Tensor& x, Context& ctx) {
+    const bool nhwc = x.ndim() == 4 && x.layout() == Layout::nhwc;
+    const bool copy = nhwc || (x.dtype() != DType::f32 && x.dtype() != DType::f64);
+    const Layout layout = nhwc ? Layout::nhwc : Layout::nchw;
+    if (!copy) {
+      compute_weight_ = weight_grad_scratch_ = Tensor();
+      return;
+    }
+    if (compute_weight_.defined() && compute_weight_.dtype() == x.dtype() &&
+        compute_weight_.layout() == layout) {
+      return;
+    }
+    const Shape& shape = weight().value.shape();
+    compute_weight_ = ctx.empty(shape, x.dtype());
+    compute_weight_.set_layout(layout);
+    weight_grad_scratch_ = Tensor();
+    if (weight_grad() != nullptr) {
+      weight_grad_scratch_ = ctx.empty(shape, kernels::conv_parameter_dtype(x.dtype()));
+      weight_grad_scratch_.set_layout(layout);
+    }
+  }
+  // What describe_algorithm says on CUDA in nhwc, for the geometry of this reshape (a
+  // Convolution's passes: Deconvolution runs nchw only).
+  void name_nhwc_kernels(const Tensor& x, const kernels::ConvNdGeometry& g, const Context& ctx) {
+    nhwc_kernels_.clear();
+    if (transposed_ || !ctx.device().is_cuda() || x.ndim() != 4 || x.layout() != Layout::nhwc) {
+      return;
+    }
+    const kernels::Conv2dGeometry g2 = g.as_2d();
+    using kernels::ConvPass;
+    for (ConvPass pass : {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_filter}) {
+      nhwc_kernels_ += std::string(nhwc_kernels_.empty() ? "" : ", ") +
+                       kernels::conv_pass_name(pass) + " " +
+                       kernels::conv2d_nhwc_kernel(pass, g2, x.dtype());
+    }
+    nhwc_kernels_ += std::string(" (") + dtype_name(x.dtype()) + " nhwc)";
+    if (x.dtype() == DType::f32) nhwc_kernels_ += algorithms_.describe_math();
+  }
+  const Tensor& kernel_weight() {
+    return compute_weight_.defined() ? compute_weight_ : weight().value;
+  }
 
   const Tensor& input(const std::vector<Blob*>& bottom) const {
     const Tensor& x = bottom[0]->value;

@@ -47,12 +47,32 @@
 
 namespace crema::kernels {
 
-// On a GPU each pass asks select_conv_algorithm (select.h) once for the algorithm `request`
-// picks -- the heuristic's by default, or find's, or a pinned one (which must support the
-// geometry: crema::Error otherwise) -- and runs that record's pass in request.math where it has
-// that arithmetic (ConvAlgorithm::computes_in; the others compute in fp32 whatever the math, as
-// cuDNN's algorithms without a tensor-core path do). On the CPU the request is ignored: every
-// math computes in fp32 there (at least as exact as tf32 or bf16), as the GEMM does.
+// Tensors. Shapes are the logical ones whatever the layout (core/tensor.h): x [N,C,H,W],
+// w [K,C/groups,R,S], y [N,K,P,Q]. The first input (x, or dy for backward data and bias) fixes
+// the call's activation dtype and layout; x, w, y, dy and dx must have both, dw the layout.
+// In nhwc the activations are channels-last and the filter KRSC (the NHWC formulas below).
+// The parameters -- bias, db and dw -- are conv_parameter_dtype of the activations: f32 for bf16
+// and f16 activations (the fp32 master weights; the tensor cores accumulate in fp32), else the
+// activations' dtype. What runs (crema::Error naming the op for anything else):
+//   f32 nchw       CUDA: a record of algorithm.h chosen by `request`; CPU: im2col + GEMM
+//   f32 nhwc       CUDA: cuda::conv2d_*_nhwc in request.math; CPU: the same im2col + GEMM
+//                  between transposes (cpu::conv2d_*_nhwc below)
+//   bf16, f16 nhwc CUDA only: the tensor-core passes of convolution_tc.h
+//   f64 nchw, nhwc CPU only: the references (ref::)
+// On a GPU in nchw each pass asks select_conv_algorithm (select.h) once for the algorithm
+// `request` picks -- the heuristic's by default, or find's, or a pinned one (which must support
+// the geometry: crema::Error otherwise) -- and runs that record's pass in request.math where it
+// has that arithmetic (ConvAlgorithm::computes_in; the others compute in fp32 whatever the math,
+// as cuDNN's algorithms without a tensor-core path do). In nhwc each pass has one kernel: only
+// request.math is read (f32), and 16-bit tensors compute in their own type. On the CPU the
+// request is ignored: every math computes in fp32 there (at least as exact as tf32 or bf16), as
+// the GEMM does.
+DType conv_parameter_dtype(DType activations);
+// The kernel `pass` runs on CUDA for `dtype` tensors in nhwc (there is no choice to make):
+// "nhwc_implicit_gemm" for f32; for bf16 and f16 "tc_wgmma" where the current device takes the
+// wgmma kernels for g (convolution_tc.h: conv2d_tc_*_uses_wgmma; 16-byte aligned tensors), else
+// "tc_implicit_gemm" (mma.sync); "" for other dtypes and in a build without CUDA.
+const char* conv2d_nhwc_kernel(ConvPass pass, const Conv2dGeometry& g, DType dtype);
 // x [N,C,H,W], w [K,C/groups,R,S], bias [K] or nullptr, y [N,K,P,Q] (written).
 void conv2d_forward(Context& ctx, const Conv2dGeometry& g, const Tensor& x, const Tensor& w,
                     const Tensor* bias, Tensor& y, const ConvRequest& request = {});
@@ -65,9 +85,9 @@ void conv2d_backward_filter(Context& ctx, const Conv2dGeometry& g, const Tensor&
 // dy [N,K,P,Q] -> db [K] (accumulated: db += sum of dy over N, P, Q).
 void conv2d_backward_bias(Context& ctx, const Conv2dGeometry& g, const Tensor& dy, Tensor& db);
 // Both parameter gradients at once: dw += ... as conv2d_backward_filter, and db += ... as
-// conv2d_backward_bias when db is not null. On the GPU the bias gradient rides along in the
-// filter gradient's pass over dy (db is the filter GEMM against an extra patch row of ones), which
-// saves a launch and a read of dy; on the CPU it is the two calls.
+// conv2d_backward_bias when db is not null. On the GPU in nchw the bias gradient rides along in
+// the filter gradient's pass over dy (db is the filter GEMM against an extra patch row of ones),
+// which saves a launch and a read of dy; on the CPU and in nhwc it is the two calls.
 void conv2d_backward_weights(Context& ctx, const Conv2dGeometry& g, const Tensor& x,
                              const Tensor& dy, Tensor& dw, Tensor* db,
                              const ConvRequest& request = {});
@@ -165,6 +185,24 @@ template <class T>
 void conv2d_backward_filter_nhwc(const Conv2dGeometry& g, const T* x, const T* dy, T* dw);
 }  // namespace ref
 
+// The CPU path in NHWC: transposes to NCHW (KCRS) in the workspace around the im2col + GEMM
+// path above, so the same bits as that path on the transposed tensors
+// (convolution_nhwc_cpu.cpp); the bias gradient sums the rows of dy [N*P*Q, K]. The workspace
+// queries give floats.
+namespace cpu {
+size_t conv2d_forward_nhwc_workspace(const Conv2dGeometry& g, int num_threads);
+size_t conv2d_backward_data_nhwc_workspace(const Conv2dGeometry& g, int num_threads);
+size_t conv2d_backward_filter_nhwc_workspace(const Conv2dGeometry& g, int num_threads);
+void conv2d_forward_nhwc(const Conv2dGeometry& g, const float* x, const float* w, const float* bias,
+                         float* y, float* workspace, int num_threads);
+void conv2d_backward_data_nhwc(const Conv2dGeometry& g, const float* dy, const float* w, float* dx,
+                               float* workspace, int num_threads);
+void conv2d_backward_filter_nhwc(const Conv2dGeometry& g, const float* x, const float* dy,
+                                 float* dw, float* workspace, int num_threads);
+void conv2d_backward_bias_nhwc(const Conv2dGeometry& g, const float* dy, float* db,
+                               int num_threads);
+}  // namespace cpu
+
 // One implicit-GEMM kernel per pass (convolution_nhwc_gemm.cuh): a 128 x 128 or 128 x 64 block
 // tile, 32-deep slabs in a 3-stage cp.async pipeline, FFMA in fp32 and mma.sync in tf32 and bf16
 // (fp32 accumulation). 16-byte copies where the pass's channel counts (forward C/groups, data
@@ -188,6 +226,14 @@ void conv2d_backward_data_nhwc(const Conv2dGeometry& g, const float* dy, const f
 void conv2d_backward_filter_nhwc(const Conv2dGeometry& g, const float* x, const float* dy,
                                  float* dw, float* db, float* workspace, gpu::Stream stream,
                                  GemmMath math = GemmMath::fp32);
+
+// db[k] += sum over the N*P*Q rows of dy [N*P*Q, K] of dy[., k], dy of T = float, bf16_t or
+// f16_t, summed in fp32 (convolution_bias_nhwc_cuda.cu): warps read rows of 32 channels, fixed
+// slices of rows summed in slice order (deterministic). The workspace query gives floats.
+size_t conv2d_backward_bias_nhwc_workspace(const Conv2dGeometry& g);
+template <class T>
+void conv2d_backward_bias_nhwc(const Conv2dGeometry& g, const T* dy, float* db, float* workspace,
+                               gpu::Stream stream);
 }  // namespace cuda
 
 }  // namespace crema::kernels

@@ -1,7 +1,8 @@
 // N-d convolution: the geometry's checks and forms, and the Tensor-level passes. Rank 1 and 2
 // call the 2-D entry points (convolution.h) on 4-D views of the same storage; rank 3 dispatches
 // (kernels/common/dispatch.h) to cuda f32 (vol2col + GEMM), cpu f32 (vol2col + GEMM) or cpu f64
-// (the reference).
+// (the reference). The parameters (bias, dw, db) are conv_parameter_dtype of the activations'
+// (f32 for bf16 and f16 ones, which only the 2-D calls run).
 #include <string>
 
 #include "core/error.h"
@@ -32,9 +33,12 @@ const T* data_or_null(const Tensor* t) {
 }
 
 // A 4-D view of a rank-1 or rank-2 tensor: [N, C, L] as [N, C, 1, L] (filters [K, Cg, S] likewise).
+// A 3-D tensor has one order whatever its layout label (core/tensor.h): its view is nchw.
 Tensor view_2d(const Tensor& t) {
   if (t.ndim() == 4) return t;
-  return t.view({t.dim(0), t.dim(1), 1, t.dim(2)});
+  Tensor v = t.view({t.dim(0), t.dim(1), 1, t.dim(2)});
+  v.set_layout(Layout::nchw);
+  return v;
 }
 
 }  // namespace
@@ -145,7 +149,7 @@ void conv_nd_forward(Context& ctx, const ConvNdGeometry& g, const Tensor& x, con
   const DType dtype = x.dtype();
   check_tensor(ctx, op, "x", x, g.x_shape(), dtype);
   check_tensor(ctx, op, "w", w, g.w_shape(), dtype);
-  if (bias) check_tensor(ctx, op, "bias", *bias, {g.K}, dtype);
+  if (bias) check_tensor(ctx, op, "bias", *bias, {g.K}, conv_parameter_dtype(dtype));
   check_tensor(ctx, op, "y", y, g.y_shape(), dtype);
   if (g.rank < 3) {
     Tensor y2 = view_2d(y);
@@ -212,8 +216,8 @@ void conv_nd_backward_weights(Context& ctx, const ConvNdGeometry& g, const Tenso
   const DType dtype = dy.dtype();
   check_tensor(ctx, op, "x", x, g.x_shape(), dtype);
   check_tensor(ctx, op, "dy", dy, g.y_shape(), dtype);
-  if (dw) check_tensor(ctx, op, "dw", *dw, g.w_shape(), dtype);
-  if (db) check_tensor(ctx, op, "db", *db, {g.K}, dtype);
+  if (dw) check_tensor(ctx, op, "dw", *dw, g.w_shape(), conv_parameter_dtype(dtype));
+  if (db) check_tensor(ctx, op, "db", *db, {g.K}, conv_parameter_dtype(dtype));
   if (g.rank < 3) {
     const Conv2dGeometry g2 = g.as_2d();
     if (dw == nullptr) {

@@ -14,8 +14,9 @@ void convert(Context& ctx, const Tensor& x, Tensor& y, bool accumulate) {
   const char* op = "convert";
   check_tensor(ctx, op, "x", x, x.shape(), x.dtype());
   check_tensor(ctx, op, "y", y, x.shape(), y.dtype());
-  if (accumulate && y.dtype() != DType::f32) {
-    throw Error(std::string(op) + ": accumulate needs an f32 y, got " + y.description());
+  if (accumulate && y.dtype() != DType::f32 && y.dtype() != DType::f64) {
+    throw Error(std::string(op) + ": accumulate needs an f32 y (or f64 on the CPU), got " +
+                y.description());
   }
   if (x.shares_storage(y)) throw Error(std::string(op) + ": y shares storage with x");
   int64_t B = 1, R = 1, S = x.numel();

@@ -62,8 +62,8 @@ void convert_typed(int64_t B, int64_t R, int64_t S, const In* x, Out* y, bool ac
       for (int64_t s = s0; s < std::min(S, s0 + kBlock); ++s) {
         const int64_t out = transpose ? s * R + r : r * S + s;  // R or S of 1: the same index
         const auto v = widen(xb[r * S + s]);
-        if constexpr (std::is_same_v<Out, float>) {
-          yb[out] = accumulate ? yb[out] + float(v) : float(v);
+        if constexpr (std::is_same_v<Out, float> || std::is_same_v<Out, double>) {
+          yb[out] = accumulate ? yb[out] + Out(v) : Out(v);
         } else {
           yb[out] = store<Out>(v);
         }
@@ -79,7 +79,7 @@ void convert_from(int64_t B, int64_t R, int64_t S, const In* x, DType to, void* 
     case DType::f32:
       return convert_typed(B, R, S, x, static_cast<float*>(y), accumulate, num_threads);
     case DType::f64:
-      return convert_typed(B, R, S, x, static_cast<double*>(y), false, num_threads);
+      return convert_typed(B, R, S, x, static_cast<double*>(y), accumulate, num_threads);
     case DType::bf16:
       return convert_typed(B, R, S, x, static_cast<bf16_t*>(y), false, num_threads);
     case DType::f16:
@@ -91,7 +91,8 @@ void convert_from(int64_t B, int64_t R, int64_t S, const In* x, DType to, void* 
 
 void convert(int64_t B, int64_t R, int64_t S, DType from, const void* x, DType to, void* y,
              bool accumulate, int num_threads) {
-  CREMA_CHECK(!accumulate || to == DType::f32, "cpu::convert accumulates into f32 only");
+  CREMA_CHECK(!accumulate || to == DType::f32 || to == DType::f64,
+              "cpu::convert accumulates into f32 or f64 only");
   switch (from) {
     case DType::f32:
       return convert_from(B, R, S, static_cast<const float*>(x), to, y, accumulate, num_threads);

@@ -87,8 +87,8 @@ void permute(Context& ctx, const Tensor& x, const std::vector<int>& order, Tenso
 // x and y have one logical shape; a 4-D pair of different layouts is transposed (nchw -> nhwc:
 // y[n, h, w, c] = x[n, c, h, w]), any other pair copied element by element; values are rounded as
 // kernels::cast rounds them (to nearest even, through f32). accumulate: y += x instead (y f32:
-// a KRSC filter gradient added into its KCRS master). Dtypes: f32, bf16, f16 on both devices,
-// f64 on the CPU; y never aliases x.
+// a KRSC filter gradient added into its KCRS master; or f64 on the CPU, for the layers' gradient
+// checks). Dtypes: f32, bf16, f16 on both devices, f64 on the CPU; y never aliases x.
 void convert(Context& ctx, const Tensor& x, Tensor& y, bool accumulate = false);
 
 namespace cpu {
