@@ -73,6 +73,7 @@ __global__ void partial_moments_rows(int64_t M, int64_t C, int64_t chunk, const 
                                      Sums* partials) {
   const RowTile t(M, C, chunk);
   Sums sums{0.0, 0.0};
+#pragma unroll 4  // several loads in flight per thread; the adds keep their order
   for (int64_t r = t.r0 + t.row; r < t.r1; r += kTileRows) {
     const double v = double(to_float(x[r * C + t.c]));
     sums.a += v;
@@ -90,6 +91,7 @@ __global__ void partial_grad_sums_rows(int64_t M, int64_t C, int64_t chunk, cons
   if (t.c < C) {
     const float mean = save_mean[t.c];
     const auto g = grad.channel(t.c);
+#pragma unroll 4
     for (int64_t r = t.r0 + t.row; r < t.r1; r += kTileRows) {
       const int64_t j = r * C + t.c;
       const float v = to_float(x[j]);
