@@ -6,8 +6,8 @@
 // The sums and the arithmetic around them are the plain kernels': the fused form gives the
 // unfused chain's bits. The add and the select round as the Eltwise SUM (__fadd_rn from 0) and
 // ReLU (x > 0 ? x : 0 * x) kernels do.
-#include "kernels/batch_norm/batch_norm_rows_cuda.cuh"
 #include "kernels/batch_norm/batch_norm_relu.h"
+#include "kernels/batch_norm/batch_norm_rows_cuda.cuh"
 
 namespace crema::kernels::cuda {
 namespace {
