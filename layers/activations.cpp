@@ -13,6 +13,7 @@
 #include "kernels/activations/pointwise.h"
 #include "layers/graph_forms.h"
 #include "layers/key_error.h"
+#include "layers/layer_runs.h"
 #include "layers/register_layers.h"
 
 namespace crema {
@@ -23,6 +24,11 @@ class PointwiseLayer : public Layer {
  public:
   PointwiseLayer(const LayerSpec& spec, kernels::ActivationKind kind) : Layer(spec) {
     activation_.kind = kind;
+  }
+
+  // Elementwise: either layout; bf16 and f16 on CUDA too (layers/layer_runs.h).
+  bool runs(DType dtype, Layout, const Device& device) const override {
+    return kernels_run(dtype, device, true);
   }
 
   void reshape(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top,
@@ -36,6 +42,7 @@ class PointwiseLayer : public Layer {
       } else {
         saved_input_ = ctx.empty(shape, bottom[0]->value.dtype());
       }
+      saved_input_.set_layout(bottom[0]->value.layout());
     }
   }
 

@@ -24,6 +24,9 @@
 // Buffers (saved with the weights, shared with the test net): "<name>.running_mean" (0),
 //   "<name>.running_var" (1), "<name>.num_batches_tracked" (0; one float).
 // Runs in place (top == bottom): the layer then keeps a copy of x for the backward.
+// Dtypes and layouts (runs): nchw or nhwc (channels-last: the statistics are per channel either
+// way); bf16 and f16 activations on CUDA, with fp32 parameters, buffers and saved statistics
+// (kernels/batch_norm/README.md). per_activation: nchw, f32 and f64 only.
 #include "kernels/batch_norm/batch_norm.h"
 #include "layers/batch_norm_keys.h"
 #include "layers/register_layers.h"
@@ -60,8 +63,8 @@ class BatchNormLayer final : public Layer {
     add_buffer("running_mean", stats_shape_, ctx, 0.0f);
     add_buffer("running_var", stats_shape_, ctx, 1.0f);
     add_buffer("num_batches_tracked", {1}, ctx, 0.0f);
-    save_mean_ = ctx.empty(stats_shape_, x.dtype());
-    save_invstd_ = ctx.empty(stats_shape_, x.dtype());
+    save_mean_ = ctx.empty(stats_shape_, statistics_dtype(x));
+    save_invstd_ = ctx.empty(stats_shape_, statistics_dtype(x));
   }
 
   void reshape(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top,
@@ -126,6 +129,12 @@ class BatchNormLayer final : public Layer {
   }
 
   // Inference with the running statistics (ONNX's BatchNormalization, training_mode 0).
+  // Either layout, bf16 and f16 on CUDA (statistics and parameters stay fp32); per activation
+  // nchw f32 and f64 only.
+  bool runs(DType dtype, Layout layout, const Device& device) const override {
+    return batch_norm_runs(dtype, layout, device, per_activation_);
+  }
+
   // Backward reads x: the bottom, or its own copy when in place (input_copy_ exists only then).
   BackwardReads backward_reads() const override { return {!input_copy_.defined(), false}; }
 

@@ -9,6 +9,7 @@
 //
 //   x, r, y: [N, C, ...]. In place on x is fine (the layer then keeps x for the backward, written
 //   by the forward's pass); not in place on r (the backward reads r).
+//   nchw or nhwc; bf16 and f16 activations on CUDA with fp32 parameters and statistics.
 // YAML keys: BatchNorm's (eps, momentum, affine, use_global_stats, mode: spatial, param).
 // Parameters and buffers are named after the layer's `name:` key ("<name>.weight", ...,
 // "<name>.num_batches_tracked"), as BatchNorm's. The Net's fusion pass (core/net_fusion.h) makes
@@ -35,6 +36,11 @@ class BatchNormReLULayer final : public Layer {
 
   int max_bottoms() const override { return 2; }
 
+  // Either layout, bf16 and f16 on CUDA (statistics and parameters stay fp32).
+  bool runs(DType dtype, Layout layout, const Device& device) const override {
+    return batch_norm_runs(dtype, layout, device, false);
+  }
+
   void setup(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top,
              Context& ctx) override {
     const Tensor& x = bottom[0]->value;
@@ -48,8 +54,8 @@ class BatchNormReLULayer final : public Layer {
     named_buffer("running_mean", {channels_}, 0.0f, ctx);
     named_buffer("running_var", {channels_}, 1.0f, ctx);
     named_buffer("num_batches_tracked", {1}, 0.0f, ctx);
-    save_mean_ = ctx.empty({channels_}, x.dtype());
-    save_invstd_ = ctx.empty({channels_}, x.dtype());
+    save_mean_ = ctx.empty({channels_}, statistics_dtype(x));
+    save_invstd_ = ctx.empty({channels_}, statistics_dtype(x));
   }
 
   void reshape(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top,

@@ -8,6 +8,7 @@
 
 #include "kernels/concat/concat.h"
 #include "layers/key_error.h"
+#include "layers/layer_runs.h"
 #include "layers/register_layers.h"
 
 namespace crema {
@@ -17,6 +18,12 @@ class ConcatLayer final : public Layer {
  public:
   explicit ConcatLayer(const LayerSpec& spec) : Layer(spec) {
     axis_ = spec.node->get<int>("axis", 1);
+  }
+
+  // Either layout (kernels::concat views an nhwc tensor in its memory order); bf16 and f16 on
+  // CUDA too (layers/layer_runs.h).
+  bool runs(DType dtype, Layout, const Device& device) const override {
+    return kernels_run(dtype, device, true);
   }
 
   int max_bottoms() const override { return 1 << 20; }

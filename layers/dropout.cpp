@@ -15,6 +15,7 @@
 // time. A fresh layer with the same seed therefore repeats the same sequence of masks.
 #include "kernels/dropout/dropout.h"
 #include "layers/key_error.h"
+#include "layers/layer_runs.h"
 #include "layers/register_layers.h"
 
 namespace crema {
@@ -59,6 +60,11 @@ class DropoutLayer final : public Layer {
     } else if (top[0] != bottom[0]) {
       ctx.copy(bottom[0]->grad, top[0]->grad);
     }
+  }
+
+  // Elementwise: either layout; bf16 and f16 on CUDA too (layers/layer_runs.h).
+  bool runs(DType dtype, Layout, const Device& device) const override {
+    return kernels_run(dtype, device, true);
   }
 
   // The step counter goes into checkpoints (not weight files), so a resumed run draws the

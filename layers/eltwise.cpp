@@ -13,6 +13,7 @@
 #include "kernels/elementwise/elementwise.h"
 #include "kernels/elementwise/eltwise.h"
 #include "layers/key_error.h"
+#include "layers/layer_runs.h"
 #include "layers/register_layers.h"
 
 namespace crema {
@@ -43,6 +44,11 @@ class EltwiseLayer final : public Layer {
       if (op_ != Operation::sum) fail_at_key(spec, "coeff", "applies to operation SUM only");
       coeff_ = node.get_list<float>("coeff");
     }
+  }
+
+  // Elementwise: either layout; bf16 and f16 on CUDA too (layers/layer_runs.h).
+  bool runs(DType dtype, Layout, const Device& device) const override {
+    return kernels_run(dtype, device, true);
   }
 
   int min_bottoms() const override { return 2; }

@@ -27,6 +27,9 @@
 // takes no kernel, stride, pad, global_pooling, round_mode or count_include_pad. Where P divides
 // H and Q divides W those windows are a fixed kernel = stride = H/P, W/Q, and the layer runs the
 // fixed-window kernels (output_size 1 is global pooling); otherwise the adaptive ones.
+//
+// Dtypes and layouts (runs): 2-D fixed windows (global pooling, output_size 1) run nchw or nhwc
+// (channels-last), and bf16 or f16 on CUDA with an f32 argmax; the rest f32 and f64 nchw.
 #include <algorithm>
 #include <array>
 #include <tuple>
@@ -35,6 +38,7 @@
 #include "kernels/pooling/pooling.h"
 #include "kernels/pooling/pooling_nd.h"
 #include "layers/key_error.h"
+#include "layers/layer_runs.h"
 #include "layers/register_layers.h"
 #include "layers/weighted_layer.h"
 
@@ -91,6 +95,17 @@ class PoolingLayer final : public Layer {
 
   int max_tops() const override { return mode_ == kernels::PoolMode::max ? 2 : 1; }
 
+  // 2-D fixed windows (global pooling and adaptive pooling to 1x1 included) run nhwc and, on
+  // CUDA, bf16 and f16; the argmax top, 1-D and 3-D pooling and adaptive windows run f32 and f64
+  // nchw only (their kernels). A scalar kernel_size fixes no rank: such a layer answers for 2-D
+  // inputs, and a 1-D or 3-D one in bf16 or nhwc is refused by the kernel's dispatch, named.
+  bool runs(DType dtype, Layout layout, const Device& device) const override {
+    const bool fixed_2d =
+        (adaptive_ ? output_h_ == 1 && output_w_ == 1 : spatial_2d()) && spec_.tops.size() == 1;
+    if (!fixed_2d) return Layer::runs(dtype, layout, device) && kernels_run(dtype, device, false);
+    return kernels_run(dtype, device, true);
+  }
+
   void reshape(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top,
                Context& ctx) override {
     const Tensor& x = bottom[0]->value;
@@ -104,7 +119,10 @@ class PoolingLayer final : public Layer {
     } else {
       nd_ = geometry_nd(x);
     }
-    if (!argmax_.defined()) argmax_ = ctx.empty({0}, x.dtype());
+    // Plane indices: f64 beside f64, else f32 (bf16 cannot hold them), in x's layout.
+    if (!argmax_.defined())
+      argmax_ = ctx.empty({0}, x.dtype() == DType::f64 ? x.dtype() : DType::f32);
+    argmax_.set_layout(x.layout());
     const auto& g = geometry_;
     const Shape y_shape = nd_.rank != 2 ? nd_.y_shape() : Shape{g.N, g.C, g.P, g.Q};
     top[0]->value.reshape(y_shape);
@@ -268,6 +286,15 @@ class PoolingLayer final : public Layer {
     g.Q = kernels::pool2d_output_extent(g.W, g.kernel_w, g.stride_w, g.pad_w, ceil_);
     g.count_include_pad = count_include_pad_;
     return g;
+  }
+
+  // Whether the keys allow a 2-D input: global pooling, or no key with a list of other than 2.
+  bool spatial_2d() const {
+    if (global_) return true;
+    for (const SpatialSize* size : {&kernel_, &stride_, &pad_}) {
+      if (!size->every_axis && size->values.size() != 2) return false;
+    }
+    return true;
   }
 
   kernels::AdaptivePool2dGeometry adaptive_geometry() const {

@@ -4,6 +4,7 @@
 // YAML keys (defaults): negative_slope (0).
 // Nair & Hinton 2010; the leaky form from Maas et al. 2013.
 #include "kernels/activations/relu.h"
+#include "layers/layer_runs.h"
 #include "layers/register_layers.h"
 
 namespace crema {
@@ -13,14 +14,16 @@ class ReLULayer final : public Layer {
  public:
   explicit ReLULayer(const LayerSpec& spec) : Layer(spec) {
     negative_slope_ = spec.node->get<float>("negative_slope", 0.0f);
-    if (negative_slope_ < 0.0f) spec.node->at("negative_slope").fail("negative_slope must not be negative");
+    if (negative_slope_ < 0.0f)
+      spec.node->at("negative_slope").fail("negative_slope must not be negative");
   }
 
   void reshape(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top, Context&) override {
     if (top[0] != bottom[0]) top[0]->value.reshape(bottom[0]->value.shape());
   }
 
-  void forward(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top, Context& ctx) override {
+  void forward(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top,
+               Context& ctx) override {
     kernels::relu_forward(ctx, bottom[0]->value, top[0]->value, negative_slope_);
   }
 
@@ -30,6 +33,11 @@ class ReLULayer final : public Layer {
                 const std::vector<Blob*>& bottom, Context& ctx) override {
     if (!propagate_down[0]) return;
     kernels::relu_backward(ctx, top[0]->value, top[0]->grad, bottom[0]->grad, negative_slope_);
+  }
+
+  // Elementwise: either layout; bf16 and f16 on CUDA too (layers/layer_runs.h).
+  bool runs(DType dtype, Layout, const Device& device) const override {
+    return kernels_run(dtype, device, true);
   }
 
   // Backward reads y alone: y > 0 exactly where x > 0.
@@ -49,6 +57,8 @@ class ReLULayer final : public Layer {
 
 }  // namespace
 
-void register_relu(LayerRegistry& registry) { registry.add<ReLULayer>("ReLU"); }
+void register_relu(LayerRegistry& registry) {
+  registry.add<ReLULayer>("ReLU");
+}
 
 }  // namespace crema

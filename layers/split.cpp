@@ -4,6 +4,7 @@
 //   forward:  every top shares the bottom's values (no copy)
 //   backward: dL/dx = sum over tops of dL/dtop (each consumer's gradient, written separately)
 #include "kernels/elementwise/elementwise.h"
+#include "layers/layer_runs.h"
 #include "layers/register_layers.h"
 
 namespace crema {
@@ -28,16 +29,23 @@ class SplitLayer final : public Layer {
     kernels::add(ctx, top[0]->grad, top[1]->grad, dx);
     for (size_t i = 2; i < top.size(); ++i) kernels::axpy(ctx, 1.0f, top[i]->grad, dx);
   }
+
+  // Elementwise: either layout; bf16 and f16 on CUDA too (layers/layer_runs.h).
+  bool runs(DType dtype, Layout, const Device& device) const override {
+    return kernels_run(dtype, device, true);
+  }
+
   BackwardReads backward_reads() const override { return {false, false}; }
 
   void export_graph(const LayerIO& io, GraphBuilder& g) const override {
     for (const GraphValue& t : io.tops) g.node("Identity", {io.bottom(0)}, {t.name});
   }
-
 };
 
 }  // namespace
 
-void register_split(LayerRegistry& registry) { registry.add<SplitLayer>("Split"); }
+void register_split(LayerRegistry& registry) {
+  registry.add<SplitLayer>("Split");
+}
 
 }  // namespace crema

@@ -12,6 +12,7 @@
 // by each training forward (run state, saved in checkpoints as Dropout's). Runs in place.
 #include "kernels/dropout/dropout.h"
 #include "layers/key_error.h"
+#include "layers/layer_runs.h"
 #include "layers/register_layers.h"
 
 namespace crema {
@@ -65,6 +66,11 @@ class StochasticDepthLayer final : public Layer {
     } else if (top[0] != bottom[0]) {
       ctx.copy(bottom[0]->grad, top[0]->grad);
     }
+  }
+
+  // Whole samples are scaled: either layout; bf16 and f16 not on CUDA (its kernels are f32).
+  bool runs(DType dtype, Layout, const Device& device) const override {
+    return kernels_run(dtype, device, false);
   }
 
   std::vector<std::pair<std::string, Tensor>> run_state() override { return {{"step", step_}}; }

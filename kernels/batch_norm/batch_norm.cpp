@@ -1,7 +1,9 @@
 // Batch normalization, plain (batch_norm.h) and fused with the ReLU (batch_norm_relu.h), dispatch:
 // checks the tensors and the hyper-parameters once, then runs the path for the device and dtype
-// (float32: cpu:: or cuda::; float64 on the CPU: the reference). Optional tensors are undefined
-// Tensors here and null pointers below.
+// (float32: cpu:: or cuda::; bf16 and f16 activations with float32 statistics: cuda::; float64 on
+// the CPU: the reference). Every path serves both layouts: a 4-D nhwc x is normalized as the
+// [N*H*W, C, 1] view of its memory (shape_of), which the CPU walks by rows and CUDA runs as
+// split_rows. Optional tensors are undefined Tensors here and null pointers below.
 #include "kernels/batch_norm/batch_norm.h"
 
 #include <climits>
@@ -16,20 +18,37 @@
 namespace crema::kernels {
 namespace {
 
-// The CUDA version production runs (the others are measured by the tests).
-constexpr cuda::BatchNormVersion kVersion = cuda::BatchNormVersion::best;
+// x's layout as the kernels see it: only a 4-D tensor has a choice.
+Layout layout_of(const Tensor& x) {
+  return x.ndim() == 4 ? x.layout() : Layout::nchw;
+}
 
 BatchNormShape shape_of(const std::string& op, const Tensor& x) {
   if (!x.defined() || x.ndim() < 2) {
     throw Error(op + ": x is " + (x.defined() ? x.description() : std::string("undefined")) +
                 ", expected at least 2 axes [N, C, ...]");
   }
+  if (layout_of(x) == Layout::nhwc) return {x.dim(0) * x.dim(2) * x.dim(3), x.dim(1), 1};
   return batch_norm_shape(x.shape());
+}
+
+// The dtype of gamma, beta and the statistics beside `x` activations: f64 beside f64 (the
+// reference), f32 beside f32, bf16 and f16 (mixed precision keeps them in fp32).
+DType param_dtype(const Tensor& x) {
+  return x.dtype() == DType::f64 ? DType::f64 : DType::f32;
 }
 
 void check_optional(const Context& ctx, const std::string& op, const char* name, const Tensor& t,
                     const Shape& shape, DType dtype) {
   if (t.defined()) check_tensor(ctx, op, name, t, shape, dtype);
+}
+
+// An activation of x's shape, dtype and layout (when defined, for the optional ones).
+void check_like_x(const Context& ctx, const std::string& op, const char* name, const Tensor& t,
+                  const Tensor& x) {
+  if (!t.defined()) return;
+  check_tensor(ctx, op, name, t, x.shape(), x.dtype());
+  check_layout(op, name, t, layout_of(x));
 }
 
 template <class T>
@@ -41,13 +60,15 @@ T* data_or_null(Tensor& t) {
   return t.defined() ? t.data<T>() : nullptr;
 }
 
-// What both forwards check first: x and y alike, the optional affine parameters of x's dtype.
+// What both forwards check first: x and y alike, the optional affine parameters.
 BatchNormShape check_forward(const Context& ctx, const std::string& op, const Tensor& x,
                              const Tensor& y, const Tensor& gamma, const Tensor& beta) {
   const BatchNormShape s = shape_of(op, x);
-  check_tensors(ctx, op, x.shape(), x.dtype(), {{"x", x}, {"y", y}});
-  check_optional(ctx, op, "gamma", gamma, {s.C}, x.dtype());
-  check_optional(ctx, op, "beta", beta, {s.C}, x.dtype());
+  check_tensor(ctx, op, "x", x, x.shape(), x.dtype());
+  check_tensor(ctx, op, "y", y, x.shape(), x.dtype());
+  check_layout(op, "y", y, layout_of(x));
+  check_optional(ctx, op, "gamma", gamma, {s.C}, param_dtype(x));
+  check_optional(ctx, op, "beta", beta, {s.C}, param_dtype(x));
   return s;
 }
 
@@ -84,7 +105,7 @@ void check_training_state(const Context& ctx, const std::string& op, const Tenso
                           const Tensor& save_invstd, const Tensor& running_mean,
                           const Tensor& running_var, const Tensor& num_batches_tracked, float eps,
                           float momentum) {
-  const DType dtype = x.dtype();
+  const DType dtype = param_dtype(x);
   check_tensors(ctx, op, {s.C}, dtype, {{"save_mean", save_mean}, {"save_invstd", save_invstd}});
   check_optional(ctx, op, "running_mean", running_mean, {s.C}, dtype);
   check_optional(ctx, op, "running_var", running_var, {s.C}, dtype);
@@ -97,6 +118,36 @@ void check_training_state(const Context& ctx, const std::string& op, const Tenso
   check_channel_size(ctx, op, s);
 }
 
+// What an inference forward checks beyond x, y and the affine parameters.
+void check_inference_state(const Context& ctx, const std::string& op, const Tensor& x,
+                           const BatchNormShape& s, const Tensor& running_mean,
+                           const Tensor& running_var, const Tensor& save_mean,
+                           const Tensor& save_invstd, float eps) {
+  check_tensors(ctx, op, {s.C}, param_dtype(x),
+                {{"running_mean", running_mean},
+                 {"running_var", running_var},
+                 {"save_mean", save_mean},
+                 {"save_invstd", save_invstd}});
+  check_eps(op, eps);
+}
+
+// The one dispatch of every function below, in both layouts: `gpu(element, stream)` for float,
+// bf16 and f16 activations on CUDA, `cpu()` for f32 and `ref()` for f64 on the CPU.
+template <class Gpu, class Cpu, class Ref>
+void run(const Context& ctx, const std::string& op, const Tensor& x, Gpu gpu, Cpu cpu, Ref ref) {
+  dispatch(ctx, op.c_str(), x.dtype(), layout_of(x), on_cuda_typed<float>(gpu),
+           on_cuda_typed<bf16_t>(gpu), on_cuda_typed<f16_t>(gpu),
+           on_cuda_typed<float>(gpu, Layout::nhwc), on_cuda_typed<bf16_t>(gpu, Layout::nhwc),
+           on_cuda_typed<f16_t>(gpu, Layout::nhwc), on_cpu(DType::f32, cpu),
+           on_cpu(DType::f64, ref), on_cpu(DType::f32, cpu, Layout::nhwc),
+           on_cpu(DType::f64, ref, Layout::nhwc));
+}
+
+// The CUDA scratch of the version production runs for `s`.
+void* cuda_workspace(Context& ctx, const BatchNormShape& s) {
+  return workspace_for(ctx, cuda::batch_norm_workspace_bytes(s, cuda::batch_norm_version_for(s)));
+}
+
 }  // namespace
 
 void batch_norm_forward_training(Context& ctx, const Tensor& x, const Tensor& gamma,
@@ -105,35 +156,33 @@ void batch_norm_forward_training(Context& ctx, const Tensor& x, const Tensor& ga
                                  Tensor& running_var, Tensor& num_batches_tracked) {
   const std::string op = "batch_norm_forward_training";
   const BatchNormShape s = check_forward(ctx, op, x, y, gamma, beta);
-  const DType dtype = x.dtype();
   check_training_state(ctx, op, x, s, save_mean, save_invstd, running_mean, running_var,
                        num_batches_tracked, eps, momentum);
-  dispatch(
-      ctx, op.c_str(), dtype,
-      on_cuda(DType::f32,
-              [&](auto stream) {
-                void* workspace = workspace_for(ctx, cuda::batch_norm_workspace_bytes(s, kVersion));
-                cuda::batch_norm_forward_training(
-                    s, x.data<float>(), data_or_null<float>(gamma), data_or_null<float>(beta), eps,
-                    momentum, y.data<float>(), save_mean.data<float>(), save_invstd.data<float>(),
-                    data_or_null<float>(running_mean), data_or_null<float>(running_var),
-                    data_or_null<float>(num_batches_tracked), workspace, kVersion, stream);
-              }),
-      on_cpu(DType::f32,
-             [&] {
-               cpu::batch_norm_forward_training(
-                   s, x.data<float>(), data_or_null<float>(gamma), data_or_null<float>(beta), eps,
-                   momentum, y.data<float>(), save_mean.data<float>(), save_invstd.data<float>(),
-                   data_or_null<float>(running_mean), data_or_null<float>(running_var),
-                   data_or_null<float>(num_batches_tracked), ctx.num_threads());
-             }),
-      on_cpu(DType::f64, [&] {
+  run(
+      ctx, op, x,
+      [&](auto element, auto stream) {
+        using T = decltype(element);
+        cuda::batch_norm_forward_training(
+            s, x.data<T>(), data_or_null<float>(gamma), data_or_null<float>(beta), eps, momentum,
+            y.data<T>(), save_mean.data<float>(), save_invstd.data<float>(),
+            data_or_null<float>(running_mean), data_or_null<float>(running_var),
+            data_or_null<float>(num_batches_tracked), cuda_workspace(ctx, s),
+            cuda::batch_norm_version_for(s), stream);
+      },
+      [&] {
+        cpu::batch_norm_forward_training(
+            s, x.data<float>(), data_or_null<float>(gamma), data_or_null<float>(beta), eps,
+            momentum, y.data<float>(), save_mean.data<float>(), save_invstd.data<float>(),
+            data_or_null<float>(running_mean), data_or_null<float>(running_var),
+            data_or_null<float>(num_batches_tracked), ctx.num_threads());
+      },
+      [&] {
         ref::batch_norm_forward_training(
             s, x.data<double>(), data_or_null<double>(gamma), data_or_null<double>(beta),
             double(eps), double(momentum), y.data<double>(), save_mean.data<double>(),
             save_invstd.data<double>(), data_or_null<double>(running_mean),
             data_or_null<double>(running_var), data_or_null<double>(num_batches_tracked));
-      }));
+      });
 }
 
 void batch_norm_forward_inference(Context& ctx, const Tensor& x, const Tensor& gamma,
@@ -142,35 +191,28 @@ void batch_norm_forward_inference(Context& ctx, const Tensor& x, const Tensor& g
                                   Tensor& save_mean, Tensor& save_invstd) {
   const std::string op = "batch_norm_forward_inference";
   const BatchNormShape s = check_forward(ctx, op, x, y, gamma, beta);
-  const DType dtype = x.dtype();
-  check_tensors(ctx, op, {s.C}, dtype,
-                {{"running_mean", running_mean},
-                 {"running_var", running_var},
-                 {"save_mean", save_mean},
-                 {"save_invstd", save_invstd}});
-  check_eps(op, eps);
-  dispatch(ctx, op.c_str(), dtype,
-           on_cuda(DType::f32,
-                   [&](auto stream) {
-                     cuda::batch_norm_forward_inference(
-                         s, x.data<float>(), data_or_null<float>(gamma), data_or_null<float>(beta),
-                         running_mean.data<float>(), running_var.data<float>(), eps,
-                         y.data<float>(), save_mean.data<float>(), save_invstd.data<float>(),
-                         stream);
-                   }),
-           on_cpu(DType::f32,
-                  [&] {
-                    cpu::batch_norm_forward_inference(
-                        s, x.data<float>(), data_or_null<float>(gamma), data_or_null<float>(beta),
-                        running_mean.data<float>(), running_var.data<float>(), eps, y.data<float>(),
-                        save_mean.data<float>(), save_invstd.data<float>(), ctx.num_threads());
-                  }),
-           on_cpu(DType::f64, [&] {
-             ref::batch_norm_forward_inference(
-                 s, x.data<double>(), data_or_null<double>(gamma), data_or_null<double>(beta),
-                 running_mean.data<double>(), running_var.data<double>(), double(eps),
-                 y.data<double>(), save_mean.data<double>(), save_invstd.data<double>());
-           }));
+  check_inference_state(ctx, op, x, s, running_mean, running_var, save_mean, save_invstd, eps);
+  run(
+      ctx, op, x,
+      [&](auto element, auto stream) {
+        using T = decltype(element);
+        cuda::batch_norm_forward_inference(
+            s, x.data<T>(), data_or_null<float>(gamma), data_or_null<float>(beta),
+            running_mean.data<float>(), running_var.data<float>(), eps, y.data<T>(),
+            save_mean.data<float>(), save_invstd.data<float>(), stream);
+      },
+      [&] {
+        cpu::batch_norm_forward_inference(
+            s, x.data<float>(), data_or_null<float>(gamma), data_or_null<float>(beta),
+            running_mean.data<float>(), running_var.data<float>(), eps, y.data<float>(),
+            save_mean.data<float>(), save_invstd.data<float>(), ctx.num_threads());
+      },
+      [&] {
+        ref::batch_norm_forward_inference(s, x.data<double>(), data_or_null<double>(gamma),
+                                          data_or_null<double>(beta), running_mean.data<double>(),
+                                          running_var.data<double>(), double(eps), y.data<double>(),
+                                          save_mean.data<double>(), save_invstd.data<double>());
+      });
 }
 
 void batch_norm_backward(Context& ctx, const Tensor& x, const Tensor& dy, const Tensor& gamma,
@@ -178,39 +220,38 @@ void batch_norm_backward(Context& ctx, const Tensor& x, const Tensor& dy, const 
                          Tensor& dx, Tensor& dgamma, Tensor& dbeta) {
   const std::string op = "batch_norm_backward";
   const BatchNormShape s = shape_of(op, x);
-  const DType dtype = x.dtype();
-  check_tensors(ctx, op, x.shape(), dtype, {{"x", x}, {"dy", dy}});
-  check_optional(ctx, op, "dx", dx, x.shape(), dtype);
+  const DType dtype = param_dtype(x);
+  check_tensor(ctx, op, "x", x, x.shape(), x.dtype());
+  check_tensor(ctx, op, "dy", dy, x.shape(), x.dtype());
+  check_layout(op, "dy", dy, layout_of(x));
+  check_like_x(ctx, op, "dx", dx, x);
   check_optional(ctx, op, "gamma", gamma, {s.C}, dtype);
   check_tensors(ctx, op, {s.C}, dtype, {{"save_mean", save_mean}, {"save_invstd", save_invstd}});
   check_optional(ctx, op, "dgamma", dgamma, {s.C}, dtype);
   check_optional(ctx, op, "dbeta", dbeta, {s.C}, dtype);
   check_channel_size(ctx, op, s);
-  dispatch(
-      ctx, op.c_str(), dtype,
-      on_cuda(DType::f32,
-              [&](auto stream) {
-                void* workspace = workspace_for(ctx, cuda::batch_norm_workspace_bytes(s, kVersion));
-                cuda::batch_norm_backward(s, x.data<float>(), dy.data<float>(),
-                                          data_or_null<float>(gamma), save_mean.data<float>(),
-                                          save_invstd.data<float>(), batch_stats,
-                                          data_or_null<float>(dx), data_or_null<float>(dgamma),
-                                          data_or_null<float>(dbeta), workspace, kVersion, stream);
-              }),
-      on_cpu(DType::f32,
-             [&] {
-               cpu::batch_norm_backward(s, x.data<float>(), dy.data<float>(),
-                                        data_or_null<float>(gamma), save_mean.data<float>(),
-                                        save_invstd.data<float>(), batch_stats,
-                                        data_or_null<float>(dx), data_or_null<float>(dgamma),
-                                        data_or_null<float>(dbeta), ctx.num_threads());
-             }),
-      on_cpu(DType::f64, [&] {
+  run(
+      ctx, op, x,
+      [&](auto element, auto stream) {
+        using T = decltype(element);
+        cuda::batch_norm_backward(s, x.data<T>(), dy.data<T>(), data_or_null<float>(gamma),
+                                  save_mean.data<float>(), save_invstd.data<float>(), batch_stats,
+                                  data_or_null<T>(dx), data_or_null<float>(dgamma),
+                                  data_or_null<float>(dbeta), cuda_workspace(ctx, s),
+                                  cuda::batch_norm_version_for(s), stream);
+      },
+      [&] {
+        cpu::batch_norm_backward(s, x.data<float>(), dy.data<float>(), data_or_null<float>(gamma),
+                                 save_mean.data<float>(), save_invstd.data<float>(), batch_stats,
+                                 data_or_null<float>(dx), data_or_null<float>(dgamma),
+                                 data_or_null<float>(dbeta), ctx.num_threads());
+      },
+      [&] {
         ref::batch_norm_backward(s, x.data<double>(), dy.data<double>(),
                                  data_or_null<double>(gamma), save_mean.data<double>(),
                                  save_invstd.data<double>(), batch_stats, data_or_null<double>(dx),
                                  data_or_null<double>(dgamma), data_or_null<double>(dbeta));
-      }));
+      });
 }
 
 void batch_norm_relu_forward_training(Context& ctx, const Tensor& x, const Tensor& r,
@@ -220,40 +261,37 @@ void batch_norm_relu_forward_training(Context& ctx, const Tensor& x, const Tenso
                                       Tensor& running_var, Tensor& num_batches_tracked) {
   const std::string op = "batch_norm_relu_forward_training";
   const BatchNormShape s = check_forward(ctx, op, x, y, gamma, beta);
-  const DType dtype = x.dtype();
-  check_optional(ctx, op, "r", r, x.shape(), dtype);
-  check_optional(ctx, op, "x_copy", x_copy, x.shape(), dtype);
+  check_like_x(ctx, op, "r", r, x);
+  check_like_x(ctx, op, "x_copy", x_copy, x);
   check_training_state(ctx, op, x, s, save_mean, save_invstd, running_mean, running_var,
                        num_batches_tracked, eps, momentum);
-  dispatch(
-      ctx, op.c_str(), dtype,
-      on_cuda(DType::f32,
-              [&](auto stream) {
-                void* workspace = workspace_for(ctx, cuda::batch_norm_workspace_bytes(s, kVersion));
-                cuda::batch_norm_relu_forward_training(
-                    s, x.data<float>(), data_or_null<float>(r), data_or_null<float>(gamma),
-                    data_or_null<float>(beta), eps, momentum, y.data<float>(),
-                    data_or_null<float>(x_copy), save_mean.data<float>(), save_invstd.data<float>(),
-                    data_or_null<float>(running_mean), data_or_null<float>(running_var),
-                    data_or_null<float>(num_batches_tracked), workspace, stream);
-              }),
-      on_cpu(DType::f32,
-             [&] {
-               cpu::batch_norm_relu_forward_training(
-                   s, x.data<float>(), data_or_null<float>(r), data_or_null<float>(gamma),
-                   data_or_null<float>(beta), eps, momentum, y.data<float>(),
-                   data_or_null<float>(x_copy), save_mean.data<float>(), save_invstd.data<float>(),
-                   data_or_null<float>(running_mean), data_or_null<float>(running_var),
-                   data_or_null<float>(num_batches_tracked), ctx.num_threads());
-             }),
-      on_cpu(DType::f64, [&] {
+  run(
+      ctx, op, x,
+      [&](auto element, auto stream) {
+        using T = decltype(element);
+        cuda::batch_norm_relu_forward_training(
+            s, x.data<T>(), data_or_null<T>(r), data_or_null<float>(gamma),
+            data_or_null<float>(beta), eps, momentum, y.data<T>(), data_or_null<T>(x_copy),
+            save_mean.data<float>(), save_invstd.data<float>(), data_or_null<float>(running_mean),
+            data_or_null<float>(running_var), data_or_null<float>(num_batches_tracked),
+            cuda_workspace(ctx, s), stream);
+      },
+      [&] {
+        cpu::batch_norm_relu_forward_training(
+            s, x.data<float>(), data_or_null<float>(r), data_or_null<float>(gamma),
+            data_or_null<float>(beta), eps, momentum, y.data<float>(), data_or_null<float>(x_copy),
+            save_mean.data<float>(), save_invstd.data<float>(), data_or_null<float>(running_mean),
+            data_or_null<float>(running_var), data_or_null<float>(num_batches_tracked),
+            ctx.num_threads());
+      },
+      [&] {
         ref::batch_norm_relu_forward_training(
             s, x.data<double>(), data_or_null<double>(r), data_or_null<double>(gamma),
             data_or_null<double>(beta), double(eps), double(momentum), y.data<double>(),
             data_or_null<double>(x_copy), save_mean.data<double>(), save_invstd.data<double>(),
             data_or_null<double>(running_mean), data_or_null<double>(running_var),
             data_or_null<double>(num_batches_tracked));
-      }));
+      });
 }
 
 void batch_norm_relu_forward_inference(Context& ctx, const Tensor& x, const Tensor& r,
@@ -263,40 +301,33 @@ void batch_norm_relu_forward_inference(Context& ctx, const Tensor& x, const Tens
                                        Tensor& save_invstd) {
   const std::string op = "batch_norm_relu_forward_inference";
   const BatchNormShape s = check_forward(ctx, op, x, y, gamma, beta);
-  const DType dtype = x.dtype();
-  check_optional(ctx, op, "r", r, x.shape(), dtype);
-  check_optional(ctx, op, "x_copy", x_copy, x.shape(), dtype);
-  check_tensors(ctx, op, {s.C}, dtype,
-                {{"running_mean", running_mean},
-                 {"running_var", running_var},
-                 {"save_mean", save_mean},
-                 {"save_invstd", save_invstd}});
-  check_eps(op, eps);
-  dispatch(
-      ctx, op.c_str(), dtype,
-      on_cuda(DType::f32,
-              [&](auto stream) {
-                cuda::batch_norm_relu_forward_inference(
-                    s, x.data<float>(), data_or_null<float>(r), data_or_null<float>(gamma),
-                    data_or_null<float>(beta), running_mean.data<float>(),
-                    running_var.data<float>(), eps, y.data<float>(), data_or_null<float>(x_copy),
-                    save_mean.data<float>(), save_invstd.data<float>(), stream);
-              }),
-      on_cpu(DType::f32,
-             [&] {
-               cpu::batch_norm_relu_forward_inference(
-                   s, x.data<float>(), data_or_null<float>(r), data_or_null<float>(gamma),
-                   data_or_null<float>(beta), running_mean.data<float>(), running_var.data<float>(),
-                   eps, y.data<float>(), data_or_null<float>(x_copy), save_mean.data<float>(),
-                   save_invstd.data<float>(), ctx.num_threads());
-             }),
-      on_cpu(DType::f64, [&] {
+  check_like_x(ctx, op, "r", r, x);
+  check_like_x(ctx, op, "x_copy", x_copy, x);
+  check_inference_state(ctx, op, x, s, running_mean, running_var, save_mean, save_invstd, eps);
+  run(
+      ctx, op, x,
+      [&](auto element, auto stream) {
+        using T = decltype(element);
+        cuda::batch_norm_relu_forward_inference(
+            s, x.data<T>(), data_or_null<T>(r), data_or_null<float>(gamma),
+            data_or_null<float>(beta), running_mean.data<float>(), running_var.data<float>(), eps,
+            y.data<T>(), data_or_null<T>(x_copy), save_mean.data<float>(),
+            save_invstd.data<float>(), stream);
+      },
+      [&] {
+        cpu::batch_norm_relu_forward_inference(
+            s, x.data<float>(), data_or_null<float>(r), data_or_null<float>(gamma),
+            data_or_null<float>(beta), running_mean.data<float>(), running_var.data<float>(), eps,
+            y.data<float>(), data_or_null<float>(x_copy), save_mean.data<float>(),
+            save_invstd.data<float>(), ctx.num_threads());
+      },
+      [&] {
         ref::batch_norm_relu_forward_inference(
             s, x.data<double>(), data_or_null<double>(r), data_or_null<double>(gamma),
             data_or_null<double>(beta), running_mean.data<double>(), running_var.data<double>(),
             double(eps), y.data<double>(), data_or_null<double>(x_copy), save_mean.data<double>(),
             save_invstd.data<double>());
-      }));
+      });
 }
 
 void batch_norm_relu_backward(Context& ctx, const Tensor& x, const Tensor& r, const Tensor& dy,
@@ -305,11 +336,13 @@ void batch_norm_relu_backward(Context& ctx, const Tensor& x, const Tensor& r, co
                               Tensor& dgamma, Tensor& dbeta) {
   const std::string op = "batch_norm_relu_backward";
   const BatchNormShape s = shape_of(op, x);
-  const DType dtype = x.dtype();
-  check_tensors(ctx, op, x.shape(), dtype, {{"x", x}, {"dy", dy}});
-  check_optional(ctx, op, "r", r, x.shape(), dtype);
-  check_optional(ctx, op, "dx", dx, x.shape(), dtype);
-  check_optional(ctx, op, "dr", dr, x.shape(), dtype);
+  const DType dtype = param_dtype(x);
+  check_tensor(ctx, op, "x", x, x.shape(), x.dtype());
+  check_tensor(ctx, op, "dy", dy, x.shape(), x.dtype());
+  check_layout(op, "dy", dy, layout_of(x));
+  check_like_x(ctx, op, "r", r, x);
+  check_like_x(ctx, op, "dx", dx, x);
+  check_like_x(ctx, op, "dr", dr, x);
   if (dr.defined() && !r.defined()) throw Error(op + ": dr is given but r is not");
   check_optional(ctx, op, "gamma", gamma, {s.C}, dtype);
   check_optional(ctx, op, "beta", beta, {s.C}, dtype);
@@ -317,34 +350,31 @@ void batch_norm_relu_backward(Context& ctx, const Tensor& x, const Tensor& r, co
   check_optional(ctx, op, "dgamma", dgamma, {s.C}, dtype);
   check_optional(ctx, op, "dbeta", dbeta, {s.C}, dtype);
   check_channel_size(ctx, op, s);
-  dispatch(
-      ctx, op.c_str(), dtype,
-      on_cuda(DType::f32,
-              [&](auto stream) {
-                void* workspace = workspace_for(ctx, cuda::batch_norm_workspace_bytes(s, kVersion));
-                cuda::batch_norm_relu_backward(
-                    s, x.data<float>(), data_or_null<float>(r), dy.data<float>(),
-                    data_or_null<float>(gamma), data_or_null<float>(beta), save_mean.data<float>(),
-                    save_invstd.data<float>(), batch_stats, data_or_null<float>(dx),
-                    data_or_null<float>(dr), data_or_null<float>(dgamma),
-                    data_or_null<float>(dbeta), workspace, stream);
-              }),
-      on_cpu(DType::f32,
-             [&] {
-               cpu::batch_norm_relu_backward(
-                   s, x.data<float>(), data_or_null<float>(r), dy.data<float>(),
-                   data_or_null<float>(gamma), data_or_null<float>(beta), save_mean.data<float>(),
-                   save_invstd.data<float>(), batch_stats, data_or_null<float>(dx),
-                   data_or_null<float>(dr), data_or_null<float>(dgamma), data_or_null<float>(dbeta),
-                   ctx.num_threads());
-             }),
-      on_cpu(DType::f64, [&] {
+  run(
+      ctx, op, x,
+      [&](auto element, auto stream) {
+        using T = decltype(element);
+        cuda::batch_norm_relu_backward(
+            s, x.data<T>(), data_or_null<T>(r), dy.data<T>(), data_or_null<float>(gamma),
+            data_or_null<float>(beta), save_mean.data<float>(), save_invstd.data<float>(),
+            batch_stats, data_or_null<T>(dx), data_or_null<T>(dr), data_or_null<float>(dgamma),
+            data_or_null<float>(dbeta), cuda_workspace(ctx, s), stream);
+      },
+      [&] {
+        cpu::batch_norm_relu_backward(s, x.data<float>(), data_or_null<float>(r), dy.data<float>(),
+                                      data_or_null<float>(gamma), data_or_null<float>(beta),
+                                      save_mean.data<float>(), save_invstd.data<float>(),
+                                      batch_stats, data_or_null<float>(dx), data_or_null<float>(dr),
+                                      data_or_null<float>(dgamma), data_or_null<float>(dbeta),
+                                      ctx.num_threads());
+      },
+      [&] {
         ref::batch_norm_relu_backward(
             s, x.data<double>(), data_or_null<double>(r), dy.data<double>(),
             data_or_null<double>(gamma), data_or_null<double>(beta), save_mean.data<double>(),
             save_invstd.data<double>(), batch_stats, data_or_null<double>(dx),
             data_or_null<double>(dr), data_or_null<double>(dgamma), data_or_null<double>(dbeta));
-      }));
+      });
 }
 
 }  // namespace crema::kernels

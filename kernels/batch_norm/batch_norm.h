@@ -90,32 +90,49 @@ namespace cuda {
 // split_channel: each channel split into chunks of a few thousand values; a first kernel writes
 //   per-chunk partial sums, a second combines them in a fixed order (each block for its own
 //   channel) and writes the outputs: C * chunks blocks, enough to fill the GPU when C is small.
-// Inference forward: one elementwise kernel (the same in both versions). See README.md.
-enum class BatchNormVersion { block_per_channel, split_channel, best = split_channel };
+// split_rows: for S == 1 only (an nhwc x viewed as [N*H*W, C, 1], or [N, C] features), where a
+//   channel's values are C apart: blocks of 32 channels x a chunk of rows read whole rows
+//   (coalesced) into per-chunk partial sums, one warp per channel adds them in a fixed order,
+//   and an elementwise kernel writes the outputs.
+// Inference forward: one elementwise kernel (the same in every version). See README.md.
+enum class BatchNormVersion { block_per_channel, split_channel, split_rows, best = split_channel };
+
+// The version production runs for x viewed as `s`: split_rows where S == 1, best otherwise.
+inline BatchNormVersion batch_norm_version_for(const BatchNormShape& s) {
+  return s.S == 1 ? BatchNormVersion::split_rows : BatchNormVersion::best;
+}
 
 // Device scratch the training forward and the backward need (partial sums).
 size_t batch_norm_workspace_bytes(const BatchNormShape& s, BatchNormVersion version);
-void batch_norm_forward_training(const BatchNormShape& s, const float* x, const float* gamma,
-                                 const float* beta, float eps, float momentum, float* y,
+// T, the storage type of x, y, dy and dx: float, bf16_t or f16_t (widened to float on load,
+// each output rounded once); parameters and statistics are float, sums double.
+template <class T>
+void batch_norm_forward_training(const BatchNormShape& s, const T* x, const float* gamma,
+                                 const float* beta, float eps, float momentum, T* y,
                                  float* save_mean, float* save_invstd, float* running_mean,
                                  float* running_var, float* num_batches_tracked, void* workspace,
                                  BatchNormVersion version, gpu::Stream stream);
-void batch_norm_forward_inference(const BatchNormShape& s, const float* x, const float* gamma,
+template <class T>
+void batch_norm_forward_inference(const BatchNormShape& s, const T* x, const float* gamma,
                                   const float* beta, const float* running_mean,
-                                  const float* running_var, float eps, float* y, float* save_mean,
+                                  const float* running_var, float eps, T* y, float* save_mean,
                                   float* save_invstd, gpu::Stream stream);
-void batch_norm_backward(const BatchNormShape& s, const float* x, const float* dy,
-                         const float* gamma, const float* save_mean, const float* save_invstd,
-                         bool batch_stats, float* dx, float* dgamma, float* dbeta, void* workspace,
-                         BatchNormVersion version, gpu::Stream stream);
+template <class T>
+void batch_norm_backward(const BatchNormShape& s, const T* x, const T* dy, const float* gamma,
+                         const float* save_mean, const float* save_invstd, bool batch_stats, T* dx,
+                         float* dgamma, float* dbeta, void* workspace, BatchNormVersion version,
+                         gpu::Stream stream);
 }  // namespace cuda
 
-// Tensor level. x, y, dy, dx: float32 [N, C, ...] (at least 2 axes) of one shape; gamma, beta,
-// dgamma, dbeta, save_mean, save_invstd, running_mean, running_var: [C]; num_batches_tracked: one
-// element. All float32 (or all float64 on the CPU, which runs ref::) on the context's device;
-// optional ones may be undefined Tensors (see above). Throws crema::Error naming the op and the
-// tensor when they do not fit, for eps < 0 or a momentum outside [0, 1], and in training when a
-// channel has a single value (M = 1: no unbiased variance).
+// Tensor level. x, y, dy, dx: [N, C, ...] (at least 2 axes) of one shape, dtype and layout;
+// gamma, beta, dgamma, dbeta, save_mean, save_invstd, running_mean, running_var: [C];
+// num_batches_tracked: one element. On the context's device: x f32 (CPU, CUDA), bf16 or f16
+// (CUDA) with float32 parameters and statistics (mixed precision keeps them fp32), or all f64
+// (the CPU, which runs ref::). A 4-D x in nhwc is normalized as the [N*H*W, C, 1] view of its
+// memory (rows of C channels; cpu:: walks rows, CUDA runs split_rows), in either layout by every
+// implementation. Optional ones may be undefined Tensors (see above). Throws crema::Error naming
+// the op and the tensor when they do not fit, for eps < 0 or a momentum outside [0, 1], and in
+// training when a channel has a single value (M = 1: no unbiased variance).
 void batch_norm_forward_training(Context& ctx, const Tensor& x, const Tensor& gamma,
                                  const Tensor& beta, float eps, float momentum, Tensor& y,
                                  Tensor& save_mean, Tensor& save_invstd, Tensor& running_mean,
@@ -133,7 +150,8 @@ void batch_norm_backward(Context& ctx, const Tensor& x, const Tensor& dy, const 
 // for "channel" = one activation (c, s). gamma, beta, dgamma, dbeta, the saved and the running
 // statistics have x's shape without its first axis ([C, H, W] for NCHW x). It is the channel batch
 // norm on x viewed as [N, C*S] (batch_norm_per_activation.cpp), so it runs the same kernels;
-// training needs N >= 2.
+// training needs N >= 2. x must be nchw (a 4-D nhwc x is refused); on CUDA the [N, C*S] view runs
+// split_rows, threads along C*S.
 void batch_norm_per_activation_forward_training(Context& ctx, const Tensor& x, const Tensor& gamma,
                                                 const Tensor& beta, float eps, float momentum,
                                                 Tensor& y, Tensor& save_mean, Tensor& save_invstd,

@@ -13,32 +13,38 @@
 //       the chunk-0 block of each channel store the statistics, running statistics and parameter
 //       gradients, and every block write its chunk's outputs. Two launches, enough blocks to
 //       fill the GPU at LeNet's and VGG's sizes.
+//   BatchNormVersion::split_rows  for S == 1 (nhwc, [N, C]): x is M rows of C channels; blocks of
+//       32 channels x a chunk of rows sum whole rows (coalesced), one warp per channel adds the
+//       chunks' partials and stores the statistics, an elementwise kernel writes y (backward:
+//       the two gradient sums, the coefficients, dx). Three launches each way.
 // The inference forward is one elementwise kernel, used by both versions.
-// split_channel's kernels live in batch_norm_cuda.cuh, templated on what the forward stores and
-// where the backward's gradient comes from, so that the fused batch norm + ReLU
+// split_channel's and split_rows' kernels live in batch_norm_cuda.cuh, templated on what the
+// forward stores and where the backward's gradient comes from, so that the fused batch norm + ReLU
 // (batch_norm_relu_cuda.cu) runs them too.
 //
 // Variance from sum x and sum x^2 (split_channel): var = E[x^2] - mean^2 in double loses about
 // (mean / std)^2 * 1e-16 relative, negligible for activations (block_per_channel and the CPU
 // subtract the mean first). A channel may have at most 2^31 - 1 values (the dispatch checks).
-#include "kernels/batch_norm/batch_norm_cuda.cuh"
+#include "core/error.h"
+#include "kernels/batch_norm/batch_norm_rows_cuda.cuh"
 
 namespace crema::kernels::cuda {
 namespace {
 
 // --- v1: block_per_channel, grid (C) ---
 
-__global__ void forward_training_per_channel(BatchNormShape s, const float* x, const float* gamma,
-                                             const float* beta, TrainingOutputs out, float* y) {
+template <class T>
+__global__ void forward_training_per_channel(BatchNormShape s, const T* x, const float* gamma,
+                                             const float* beta, TrainingOutputs out, T* y) {
   const int64_t c = blockIdx.x;
   const Channel ch{s.C, s.S};
   const unsigned M = unsigned(s.N * s.S);
   double sum = 0.0;
-  for (unsigned k = threadIdx.x; k < M; k += kThreads) sum += double(x[ch.offset(c, k)]);
+  for (unsigned k = threadIdx.x; k < M; k += kThreads) sum += double(to_float(x[ch.offset(c, k)]));
   const double mean = block_sum({sum, 0.0}).a / double(M);
   double squares = 0.0;
   for (unsigned k = threadIdx.x; k < M; k += kThreads) {
-    const double d = double(x[ch.offset(c, k)]) - mean;
+    const double d = double(to_float(x[ch.offset(c, k)])) - mean;
     squares += d * d;
   }
   const double var = block_sum({squares, 0.0}).a / double(M);
@@ -49,12 +55,13 @@ __global__ void forward_training_per_channel(BatchNormShape s, const float* x, c
   const float scale = (gamma ? gamma[c] : 1.0f) * invstd, shift = beta ? beta[c] : 0.0f;
   for (unsigned k = threadIdx.x; k < M; k += kThreads) {
     const int64_t j = ch.offset(c, k);
-    y[j] = normalized(x[j], m, scale, shift);
+    y[j] = from_float<T>(normalized(to_float(x[j]), m, scale, shift));
   }
 }
 
-__global__ void backward_per_channel(BatchNormShape s, const float* x, const float* dy,
-                                     BackwardOutputs out, float* dx) {
+template <class T>
+__global__ void backward_per_channel(BatchNormShape s, const T* x, const T* dy, BackwardOutputs out,
+                                     T* dx) {
   const int64_t c = blockIdx.x;
   const Channel ch{s.C, s.S};
   const unsigned M = unsigned(s.N * s.S);
@@ -62,15 +69,16 @@ __global__ void backward_per_channel(BatchNormShape s, const float* x, const flo
   Sums sums{0.0, 0.0};
   for (unsigned k = threadIdx.x; k < M; k += kThreads) {
     const int64_t j = ch.offset(c, k);
-    sums.a += double(dy[j]);
-    sums.b += double(dy[j]) * double(x[j] - mean);
+    const float g = to_float(dy[j]);
+    sums.a += double(g);
+    sums.b += double(g) * double(to_float(x[j]) - mean);
   }
   sums = block_sum(sums);
   const float3 coef = out.finish(c, double(M), sums.a, sums.b, threadIdx.x == 0);
   if (!dx) return;
   for (unsigned k = threadIdx.x; k < M; k += kThreads) {
     const int64_t j = ch.offset(c, k);
-    dx[j] = coef.x * (dy[j] - coef.y - (x[j] - mean) * coef.z);
+    dx[j] = from_float<T>(coef.x * (to_float(dy[j]) - coef.y - (to_float(x[j]) - mean) * coef.z));
   }
 }
 
@@ -78,11 +86,13 @@ __global__ void backward_per_channel(BatchNormShape s, const float* x, const flo
 
 size_t batch_norm_workspace_bytes(const BatchNormShape& s, BatchNormVersion version) {
   if (version == BatchNormVersion::block_per_channel) return 0;
+  if (version == BatchNormVersion::split_rows) return rows_workspace_bytes(s);
   return size_t(s.C) * size_t(chunk_count(s.N * s.S)) * sizeof(Sums);
 }
 
-void batch_norm_forward_training(const BatchNormShape& s, const float* x, const float* gamma,
-                                 const float* beta, float eps, float momentum, float* y,
+template <class T>
+void batch_norm_forward_training(const BatchNormShape& s, const T* x, const float* gamma,
+                                 const float* beta, float eps, float momentum, T* y,
                                  float* save_mean, float* save_invstd, float* running_mean,
                                  float* running_var, float* num_batches_tracked, void* workspace,
                                  BatchNormVersion version, gpu::Stream stream) {
@@ -94,22 +104,30 @@ void batch_norm_forward_training(const BatchNormShape& s, const float* x, const 
     gpu::check_launch("batch_norm_forward_training (block_per_channel)");
     return;
   }
-  forward_training_split(s, x, gamma, beta, out, StoreZ{y}, workspace, stream,
+  if (version == BatchNormVersion::split_rows) {
+    CREMA_CHECK(s.S == 1, "split_rows runs x viewed as [M, C, 1]");
+    forward_training_rows(s, x, gamma, beta, out, StoreZ<T>{y}, workspace, stream,
+                          "batch_norm_forward_training (split_rows)");
+    return;
+  }
+  forward_training_split(s, x, gamma, beta, out, StoreZ<T>{y}, workspace, stream,
                          "batch_norm_forward_training (split_channel)");
 }
 
-void batch_norm_forward_inference(const BatchNormShape& s, const float* x, const float* gamma,
+template <class T>
+void batch_norm_forward_inference(const BatchNormShape& s, const T* x, const float* gamma,
                                   const float* beta, const float* running_mean,
-                                  const float* running_var, float eps, float* y, float* save_mean,
+                                  const float* running_var, float eps, T* y, float* save_mean,
                                   float* save_invstd, gpu::Stream stream) {
-  forward_inference(s, x, gamma, beta, running_mean, running_var, eps, StoreZ{y}, save_mean,
+  forward_inference(s, x, gamma, beta, running_mean, running_var, eps, StoreZ<T>{y}, save_mean,
                     save_invstd, stream, "batch_norm_forward_inference");
 }
 
-void batch_norm_backward(const BatchNormShape& s, const float* x, const float* dy,
-                         const float* gamma, const float* save_mean, const float* save_invstd,
-                         bool batch_stats, float* dx, float* dgamma, float* dbeta, void* workspace,
-                         BatchNormVersion version, gpu::Stream stream) {
+template <class T>
+void batch_norm_backward(const BatchNormShape& s, const T* x, const T* dy, const float* gamma,
+                         const float* save_mean, const float* save_invstd, bool batch_stats, T* dx,
+                         float* dgamma, float* dbeta, void* workspace, BatchNormVersion version,
+                         gpu::Stream stream) {
   if (s.C == 0) return;
   const BackwardOutputs out{batch_stats, gamma, save_mean, save_invstd, dgamma, dbeta};
   if (version == BatchNormVersion::block_per_channel) {
@@ -117,9 +135,31 @@ void batch_norm_backward(const BatchNormShape& s, const float* x, const float* d
     gpu::check_launch("batch_norm_backward (block_per_channel)");
     return;
   }
-  const LoadGrad<float> grad{dy};
-  backward_split(s, x, out, batch_stats || dgamma || dbeta, grad, grad, dx, workspace, stream,
+  const LoadGrad<T> grad{dy};
+  const bool have_sums = batch_stats || dgamma || dbeta;
+  if (version == BatchNormVersion::split_rows) {
+    CREMA_CHECK(s.S == 1, "split_rows runs x viewed as [M, C, 1]");
+    backward_rows(s, x, out, have_sums, grad, grad, dx, workspace, stream,
+                  "batch_norm_backward (split_rows)");
+    return;
+  }
+  backward_split(s, x, out, have_sums, grad, grad, dx, workspace, stream,
                  "batch_norm_backward (split_channel)");
 }
+
+#define CREMA_BATCH_NORM_INSTANTIATE(T)                                                          \
+  template void batch_norm_forward_training<T>(                                                  \
+      const BatchNormShape&, const T*, const float*, const float*, float, float, T*, float*,     \
+      float*, float*, float*, float*, void*, BatchNormVersion, gpu::Stream);                     \
+  template void batch_norm_forward_inference<T>(const BatchNormShape&, const T*, const float*,   \
+                                                const float*, const float*, const float*, float, \
+                                                T*, float*, float*, gpu::Stream);                \
+  template void batch_norm_backward<T>(const BatchNormShape&, const T*, const T*, const float*,  \
+                                       const float*, const float*, bool, T*, float*, float*,     \
+                                       void*, BatchNormVersion, gpu::Stream);
+CREMA_BATCH_NORM_INSTANTIATE(float)
+CREMA_BATCH_NORM_INSTANTIATE(bf16_t)
+CREMA_BATCH_NORM_INSTANTIATE(f16_t)
+#undef CREMA_BATCH_NORM_INSTANTIATE
 
 }  // namespace crema::kernels::cuda

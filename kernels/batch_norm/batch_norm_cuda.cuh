@@ -1,13 +1,17 @@
 // Batch normalization on CUDA, what the plain kernels (batch_norm_cuda.cu) and the fused ones
 // (batch_norm_relu_cuda.cu) share: the deterministic sums, the per-channel finishing steps, and
-// split_channel's kernels and launchers, templated on two policies -- `store(j, x, z)`, what the
-// forward writes for each normalized value, and `grad.channel(c)(j, x)`, the gradient at z the
-// backward reads. Included by those two .cu files only; README.md describes the versions.
+// split_channel's kernels and launchers (split_rows' are in batch_norm_rows_cuda.cuh, which
+// includes this file), templated on the activations' storage type T (float, bf16_t, f16_t:
+// widened to float on load, rounded once on store) and on two policies -- `store(j, x, z)`, what
+// the forward writes for each normalized value, and `grad.channel(c)(j, x)`, the gradient at z
+// the backward reads. Included by those two .cu files only, through batch_norm_rows_cuda.cuh;
+// README.md describes the versions.
 #pragma once
 
 #include <cmath>
 
 #include "kernels/batch_norm/batch_norm.h"
+#include "kernels/common/float16_cuda.cuh"
 #include "kernels/common/launch.h"
 
 namespace crema::kernels::cuda {
@@ -32,9 +36,10 @@ __device__ inline float normalized(float x, float mean, float scale, float shift
 
 // --- the policies: what the forward stores for z, where the backward's gradient comes from ---
 
+template <class T>
 struct StoreZ {
-  float* y;
-  __device__ void operator()(int64_t j, float, float z) const { y[j] = z; }
+  T* y;
+  __device__ void operator()(int64_t j, float, float z) const { y[j] = from_float<T>(z); }
 };
 
 // The gradient as stored: dy for the plain backward, the fused pass 1's dr in its pass 2.
@@ -43,7 +48,7 @@ struct LoadGrad {
   const T* g;
   struct Channel {
     const T* g;
-    __device__ float operator()(int64_t j, float) const { return float(g[j]); }
+    __device__ float operator()(int64_t j, float) const { return to_float(g[j]); }
   };
   __device__ Channel channel(int64_t) const { return {g}; }
 };
@@ -140,7 +145,7 @@ __global__ void partial_moments(BatchNormShape s, int64_t chunk, const T* x, Sum
   const Range r = chunk_range(s.N * s.S, chunk);
   Sums sums{0.0, 0.0};
   for (unsigned k = r.k0 + threadIdx.x; k < r.k1; k += kThreads) {
-    const double v = double(float(x[ch.offset(c, k)]));
+    const double v = double(to_float(x[ch.offset(c, k)]));
     sums.a += v;
     sums.b += v * v;
   }
@@ -160,7 +165,7 @@ __global__ void partial_grad_sums(BatchNormShape s, int64_t chunk, const T* x, G
   Sums sums{0.0, 0.0};
   for (unsigned k = r.k0 + threadIdx.x; k < r.k1; k += kThreads) {
     const int64_t j = ch.offset(c, k);
-    const float v = float(x[j]);
+    const float v = to_float(x[j]);
     const float gj = g(j, v);
     sums.a += double(gj);
     sums.b += double(gj) * double(v - mean);
@@ -204,7 +209,7 @@ __global__ void normalize_training(BatchNormShape s, int64_t chunk, const T* x, 
   const float m = mean, sc = scale, shift = beta ? beta[c] : 0.0f;
   for (unsigned k = r.k0 + threadIdx.x; k < r.k1; k += kThreads) {
     const int64_t j = ch.offset(c, k);
-    const float v = float(x[j]);
+    const float v = to_float(x[j]);
     store(j, v, normalized(v, m, sc, shift));
   }
 }
@@ -232,8 +237,8 @@ __global__ void backward_apply(BatchNormShape s, int64_t chunk, const T* x, Grad
   const auto g = grad.channel(c);
   for (unsigned k = r.k0 + threadIdx.x; k < r.k1; k += kThreads) {
     const int64_t j = ch.offset(c, k);
-    const float v = float(x[j]);
-    dx[j] = T(k3.x * (g(j, v) - k3.y - (v - mean) * k3.z));
+    const float v = to_float(x[j]);
+    dx[j] = from_float<T>(k3.x * (g(j, v) - k3.y - (v - mean) * k3.z));
   }
 }
 
@@ -253,7 +258,7 @@ __global__ void normalize_inference(Index total, Index C, Index S, const T* x, c
       save_invstd[e] = 1.0f / sqrtf(running_var[e] + eps);
     }
     const float scale = (gamma ? gamma[c] : 1.0f) * invstd;
-    const float v = float(x[e]);
+    const float v = to_float(x[e]);
     store(e, v, normalized(v, running_mean[c], scale, beta ? beta[c] : 0.0f));
   }
 }

@@ -2,7 +2,7 @@
 // x's [C, ...] has its own statistics, taken over the batch N only. That is the channel batch norm
 // of batch_norm.h on x viewed as [N, C*S] (S = 1: each "channel" is one activation), so these
 // entries check the per-activation shapes, view the tensors and run the same dispatch, kernels
-// and reference.
+// and reference. x is nchw (its [C, H, W] is the statistics' order): an nhwc x is refused.
 #include <string>
 
 #include "core/error.h"
@@ -17,6 +17,10 @@ Shape activation_shape(const std::string& op, const Tensor& x) {
   if (!x.defined() || x.ndim() < 2) {
     throw Error(op + ": x is " + (x.defined() ? x.description() : std::string("undefined")) +
                 ", expected at least 2 axes [N, C, ...]");
+  }
+  if (x.ndim() == 4 && x.layout() == Layout::nhwc) {
+    throw Error(op + ": x is " + x.description() +
+                ": per-activation statistics follow the [C, H, W] order of nchw; convert x first");
   }
   return Shape(x.shape().begin() + 1, x.shape().end());
 }

@@ -44,7 +44,8 @@ void batch_norm_relu_backward(const BatchNormShape& s, const T* x, const T* r, c
 }  // namespace ref
 
 // The fast paths, templated on the activations' storage type T (x, r, y, x_copy, dy, dx, dr),
-// with float parameters and statistics and float arithmetic; instantiated for float.
+// with float parameters and statistics and float arithmetic; cpu:: is instantiated for float,
+// cuda:: for float, bf16_t and f16_t.
 namespace cpu {
 template <class T>
 void batch_norm_relu_forward_training(const BatchNormShape& s, const T* x, const T* r,
@@ -66,8 +67,9 @@ void batch_norm_relu_backward(const BatchNormShape& s, const T* x, const T* r, c
 }  // namespace cpu
 
 namespace cuda {
-// split_channel's two launches each way (batch_norm_workspace_bytes(s, split_channel) of
-// scratch); the inference forward is one elementwise launch.
+// The kernels of batch_norm_version_for(s) (split_channel's two launches each way, split_rows'
+// three where S == 1), with batch_norm_workspace_bytes(s, batch_norm_version_for(s)) of scratch;
+// the inference forward is one elementwise launch.
 template <class T>
 void batch_norm_relu_forward_training(const BatchNormShape& s, const T* x, const T* r,
                                       const float* gamma, const float* beta, float eps,
@@ -88,8 +90,8 @@ void batch_norm_relu_backward(const BatchNormShape& s, const T* x, const T* r, c
                               float* dgamma, float* dbeta, void* workspace, gpu::Stream stream);
 }  // namespace cuda
 
-// Tensor level, as batch_norm.h's functions with the extra tensors: r, x_copy, dr of x's shape
-// and dtype, or undefined (absent). All float32 (or all float64 on the CPU, which runs ref::).
+// Tensor level, as batch_norm.h's functions with the extra tensors: r, x_copy, dr of x's shape,
+// dtype and layout, or undefined (absent); dtypes, layouts and devices as there.
 void batch_norm_relu_forward_training(Context& ctx, const Tensor& x, const Tensor& r,
                                       const Tensor& gamma, const Tensor& beta, float eps,
                                       float momentum, Tensor& y, Tensor& x_copy, Tensor& save_mean,

@@ -1,12 +1,13 @@
-// The fused batch norm + ReLU (+ residual) of batch_norm_relu.h on CUDA: split_channel's kernels
-// and the inference kernel (batch_norm_cuda.cuh) with the fused policies -- the forward stores
+// The fused batch norm + ReLU (+ residual) of batch_norm_relu.h on CUDA: the kernels of the
+// version production runs for the shape (split_channel, or split_rows where S == 1) and the
+// inference kernel (batch_norm_cuda.cuh) with the fused policies -- the forward stores
 // y = relu((0 + z) + r) (and the copy of x), the backward reads the gradient at z as dy masked by
 // the ReLU, z recomputed from x with the forward's expression, or as the dr its pass 1 stored.
 // The sums and the arithmetic around them are the plain kernels': the fused form gives the
 // unfused chain's bits. The add and the select round as the Eltwise SUM (__fadd_rn from 0) and
 // ReLU (x > 0 ? x : 0 * x) kernels do.
-#include "kernels/batch_norm/batch_norm_cuda.cuh"
 #include "kernels/batch_norm/batch_norm_relu.h"
+#include "kernels/batch_norm/batch_norm_rows_cuda.cuh"
 
 namespace crema::kernels::cuda {
 namespace {
@@ -19,9 +20,9 @@ struct StoreRelu {
   T* y;
   T* x_copy;
   __device__ void operator()(int64_t j, float x, float z) const {
-    if (x_copy) x_copy[j] = T(x);
-    const float v = r ? __fadd_rn(__fadd_rn(0.0f, z), float(r[j])) : z;
-    y[j] = T(v > 0.0f ? v : __fmul_rn(0.0f, v));
+    if (x_copy) x_copy[j] = from_float<T>(x);
+    const float v = r ? __fadd_rn(__fadd_rn(0.0f, z), to_float(r[j])) : z;
+    y[j] = from_float<T>(v > 0.0f ? v : __fmul_rn(0.0f, v));
   }
 };
 
@@ -38,10 +39,10 @@ struct ReluGrad {
     float mean, scale, shift;
     __device__ float operator()(int64_t j, float x) const {
       float v = normalized(x, mean, scale, shift);
-      if (r) v = __fadd_rn(__fadd_rn(0.0f, v), float(r[j]));
-      const float d = float(dy[j]);
+      if (r) v = __fadd_rn(__fadd_rn(0.0f, v), to_float(r[j]));
+      const float d = to_float(dy[j]);
       const float g = v > 0.0f ? d : __fmul_rn(0.0f, d);
-      if (dr) dr[j] = T(g);
+      if (dr) dr[j] = from_float<T>(g);
       return g;
     }
   };
@@ -62,8 +63,8 @@ void batch_norm_relu_forward_training(const BatchNormShape& s, const T* x, const
   if (s.C == 0) return;
   const TrainingOutputs out{eps,          momentum,    save_mean,          save_invstd,
                             running_mean, running_var, num_batches_tracked};
-  forward_training_split(s, x, gamma, beta, out, StoreRelu<T>{r, y, x_copy}, workspace, stream,
-                         "batch_norm_relu_forward_training");
+  forward_training_best(s, x, gamma, beta, out, StoreRelu<T>{r, y, x_copy}, workspace, stream,
+                        "batch_norm_relu_forward_training");
 }
 
 template <class T>
@@ -88,25 +89,25 @@ void batch_norm_relu_backward(const BatchNormShape& s, const T* x, const T* r, c
   const char* op = "batch_norm_relu_backward";
   const ReluGrad<T> mask{dy, r, dr, gamma, beta, save_mean, save_invstd};
   if (dr) {
-    backward_split(s, x, out, true, mask, LoadGrad<T>{dr}, dx, workspace, stream, op);
+    backward_best(s, x, out, true, mask, LoadGrad<T>{dr}, dx, workspace, stream, op);
   } else {
-    backward_split(s, x, out, batch_stats || dgamma || dbeta, mask, mask, dx, workspace, stream,
-                   op);
+    backward_best(s, x, out, batch_stats || dgamma || dbeta, mask, mask, dx, workspace, stream, op);
   }
 }
 
-template void batch_norm_relu_forward_training<float>(const BatchNormShape&, const float*,
-                                                      const float*, const float*, const float*,
-                                                      float, float, float*, float*, float*, float*,
-                                                      float*, float*, float*, void*, gpu::Stream);
-template void batch_norm_relu_forward_inference<float>(const BatchNormShape&, const float*,
-                                                       const float*, const float*, const float*,
-                                                       const float*, const float*, float, float*,
-                                                       float*, float*, float*, gpu::Stream);
-template void batch_norm_relu_backward<float>(const BatchNormShape&, const float*, const float*,
-                                              const float*, const float*, const float*,
-                                              const float*, const float*, bool, float*, float*,
-                                              float*, float*, void*, gpu::Stream);
+#define CREMA_BATCH_NORM_RELU_INSTANTIATE(T)                                                       \
+  template void batch_norm_relu_forward_training<T>(                                               \
+      const BatchNormShape&, const T*, const T*, const float*, const float*, float, float, T*, T*, \
+      float*, float*, float*, float*, float*, void*, gpu::Stream);                                 \
+  template void batch_norm_relu_forward_inference<T>(                                              \
+      const BatchNormShape&, const T*, const T*, const float*, const float*, const float*,         \
+      const float*, float, T*, T*, float*, float*, gpu::Stream);                                   \
+  template void batch_norm_relu_backward<T>(                                                       \
+      const BatchNormShape&, const T*, const T*, const T*, const float*, const float*,             \
+      const float*, const float*, bool, T*, T*, float*, float*, void*, gpu::Stream);
+CREMA_BATCH_NORM_RELU_INSTANTIATE(float)
+CREMA_BATCH_NORM_RELU_INSTANTIATE(bf16_t)
+CREMA_BATCH_NORM_RELU_INSTANTIATE(f16_t)
+#undef CREMA_BATCH_NORM_RELU_INSTANTIATE
 
 }  // namespace crema::kernels::cuda
-

@@ -30,6 +30,13 @@ void check_tensors(const Context& ctx, const std::string& op, const Shape& shape
   for (const NamedTensor& t : tensors) check_tensor(ctx, op, t.name, t.tensor, shape, dtype);
 }
 
+void check_layout(const std::string& op, const char* name, const Tensor& t, Layout layout) {
+  if (t.defined() && t.ndim() == 4 && t.layout() != layout) {
+    throw Error(op + ": " + name + " is " + t.description() + ", expected " + layout_name(layout) +
+                " (the layout of the op's other tensors)");
+  }
+}
+
 void check_numel(const Context& ctx, const std::string& op, const char* name, const Tensor& t,
                  int64_t numel, const std::string& per, DType dtype) {
   if (!usable(ctx, t, dtype) || t.numel() != numel) {

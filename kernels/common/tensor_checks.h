@@ -25,6 +25,11 @@ struct NamedTensor {
 //   check_tensors(ctx, op, x.shape(), dtype, {{"x", x}, {"dy", dy}, {"dx", dx}});
 void check_tensors(const Context& ctx, const std::string& op, const Shape& shape, DType dtype,
                    std::initializer_list<NamedTensor> tensors);
+// `t`, when 4-D, is in `layout` (other ranks have one order and always pass); otherwise throws
+// crema::Error: "concat: part 1 is f32[2, 3, 4, 5] on cpu, expected nhwc (the layout of the
+// op's other tensors)". An op that reads 4-D tensors in either layout checks them all against
+// its first input's.
+void check_layout(const std::string& op, const char* name, const Tensor& t, Layout layout);
 // `t` is a `dtype` tensor of `numel` elements, of any shape, on the context's device; `per` says
 // what one element stands for: "accuracy: labels is f32[3] on cpu, expected f32 with 2 elements
 // (one per position) on cpu".

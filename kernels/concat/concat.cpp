@@ -1,6 +1,9 @@
 // Concat and slice, dispatch: checks that the parts fit the whole along the axis, then runs the
 // path for the device and dtype (float32: cpu:: or cuda::; bf16 and f16: cuda::; float64 on the
-// CPU: the reference).
+// CPU: the reference). The layout is resolved here: a 4-D nhwc tensor is viewed in its memory
+// order [N, H, W, C], so channels are its last axis (outer = N*H*W, inner = 1: rows of C_p
+// contiguous values per part), and every implementation, which sees only [outer, K, inner],
+// serves both layouts.
 #include "kernels/concat/concat.h"
 
 #include <string>
@@ -17,6 +20,18 @@ namespace {
 struct Geometry {
   int64_t outer, inner;
 };
+
+// Where logical axis `axis` of a tensor of `shape` in `layout` lies in memory, and the shape in
+// memory order: nhwc moves a 4-D tensor's C (axis 1) last.
+struct MemoryView {
+  Shape shape;
+  int axis;
+};
+MemoryView memory_view(const Shape& shape, Layout layout, int axis) {
+  if (layout != Layout::nhwc || shape.size() != 4) return {shape, axis};
+  constexpr int kMemoryAxis[4] = {0, 3, 1, 2};  // n, c, h, w -> their place in n, h, w, c
+  return {{shape[0], shape[2], shape[3], shape[1]}, kMemoryAxis[axis]};
+}
 
 // The extents add up to the whole's along the axis, and every (non-null) part is the whole but
 // for its extent along the axis.
@@ -41,10 +56,12 @@ Geometry check_parts(const Context& ctx, const char* op, const Tensor& whole, in
     if (parts[p] == nullptr) continue;
     Shape expected = whole.shape();
     expected[size_t(axis)] = extents[p];
-    check_tensor(ctx, op, ("part " + std::to_string(p)).c_str(), *parts[p], expected,
-                 whole.dtype());
+    const std::string name = "part " + std::to_string(p);
+    check_tensor(ctx, op, name.c_str(), *parts[p], expected, whole.dtype());
+    check_layout(op, name.c_str(), *parts[p], whole.layout());
   }
-  return {shape_count(whole.shape(), 0, axis), shape_count(whole.shape(), axis + 1, whole.ndim())};
+  const MemoryView m = memory_view(whole.shape(), whole.layout(), axis);
+  return {shape_count(m.shape, 0, m.axis), shape_count(m.shape, m.axis + 1, int(m.shape.size()))};
 }
 
 // The parts' element pointers (null for a part that is skipped).

@@ -1,6 +1,6 @@
 // 2-D pooling, dispatch: checks the tensors and the geometry once, then runs the path for the
-// device and dtype (float32: cpu:: or cuda::; bf16 and f16: cuda::, with float32 argmax; float64
-// on the CPU: the reference).
+// device, dtype and layout (float32: cpu:: or cuda::; bf16 and f16: cuda::, with float32 argmax;
+// float64 on the CPU: the reference; nhwc: cuda::, and ref:: on the CPU in f32 and f64).
 #include "kernels/pooling/pooling.h"
 
 #include <string>
@@ -64,27 +64,37 @@ void pool2d_forward(Context& ctx, const Pool2dGeometry& g, PoolMode mode, const 
   const char* op = "pool2d_forward";
   check_geometry(op, g, mode);
   const DType dtype = x.dtype();
+  const Layout layout = x.layout();
   check_tensor(ctx, op, "x", x, {g.N, g.C, g.H, g.W}, dtype);
   check_tensor(ctx, op, "y", y, {g.N, g.C, g.P, g.Q}, dtype);
+  check_layout(op, "y", y, layout);
   pooling_detail::check_argmax(ctx, op, mode, argmax, {g.N, g.C, g.P, g.Q}, index_dtype(dtype),
                                false);
+  if (argmax != nullptr) check_layout(op, "argmax", *argmax, layout);
   const auto gpu = [&](auto element, auto stream) {
     using T = decltype(element);
     cuda::pool2d_forward(g, mode, x.data<T>(), y.data<T>(),
-                         pooling_detail::indices_of<float>(argmax), stream);
+                         pooling_detail::indices_of<float>(argmax), layout, stream);
   };
-  dispatch(ctx, op, dtype, on_cuda_typed<float>(gpu), on_cuda_typed<bf16_t>(gpu),
-           on_cuda_typed<f16_t>(gpu),
+  const auto reference = [&](auto element) {
+    using T = decltype(element);
+    ref::pool2d_forward(g, mode, x.data<T>(), y.data<T>(), pooling_detail::indices_of<T>(argmax),
+                        layout);
+  };
+  dispatch(ctx, op, dtype, layout, on_cuda_typed<float>(gpu), on_cuda_typed<bf16_t>(gpu),
+           on_cuda_typed<f16_t>(gpu), on_cuda_typed<float>(gpu, Layout::nhwc),
+           on_cuda_typed<bf16_t>(gpu, Layout::nhwc), on_cuda_typed<f16_t>(gpu, Layout::nhwc),
            on_cpu(DType::f32,
                   [&] {
                     cpu::pool2d_forward(g, mode, x.data<float>(), y.data<float>(),
                                         pooling_detail::indices_of<float>(argmax),
                                         ctx.num_threads());
                   }),
-           on_cpu(DType::f64, [&] {
-             ref::pool2d_forward(g, mode, x.data<double>(), y.data<double>(),
-                                 pooling_detail::indices_of<double>(argmax));
-           }));
+           on_cpu(DType::f64, [&] { reference(double{}); }),
+           on_cpu(
+               DType::f32, [&] { reference(float{}); }, Layout::nhwc),
+           on_cpu(
+               DType::f64, [&] { reference(double{}); }, Layout::nhwc));
 }
 
 void pool2d_backward(Context& ctx, const Pool2dGeometry& g, PoolMode mode, const Tensor& dy,
@@ -92,27 +102,37 @@ void pool2d_backward(Context& ctx, const Pool2dGeometry& g, PoolMode mode, const
   const char* op = "pool2d_backward";
   check_geometry(op, g, mode);
   const DType dtype = dy.dtype();
+  const Layout layout = dy.layout();
   check_tensor(ctx, op, "dy", dy, {g.N, g.C, g.P, g.Q}, dtype);
   check_tensor(ctx, op, "dx", dx, {g.N, g.C, g.H, g.W}, dtype);
+  check_layout(op, "dx", dx, layout);
   pooling_detail::check_argmax(ctx, op, mode, argmax, {g.N, g.C, g.P, g.Q}, index_dtype(dtype),
                                true);
+  if (argmax != nullptr) check_layout(op, "argmax", *argmax, layout);
   const auto gpu = [&](auto element, auto stream) {
     using T = decltype(element);
     cuda::pool2d_backward(g, mode, dy.data<T>(), pooling_detail::indices_of<float>(argmax),
-                          dx.data<T>(), stream);
+                          dx.data<T>(), layout, stream);
   };
-  dispatch(ctx, op, dtype, on_cuda_typed<float>(gpu), on_cuda_typed<bf16_t>(gpu),
-           on_cuda_typed<f16_t>(gpu),
+  const auto reference = [&](auto element) {
+    using T = decltype(element);
+    ref::pool2d_backward(g, mode, dy.data<T>(), pooling_detail::indices_of<T>(argmax), dx.data<T>(),
+                         layout);
+  };
+  dispatch(ctx, op, dtype, layout, on_cuda_typed<float>(gpu), on_cuda_typed<bf16_t>(gpu),
+           on_cuda_typed<f16_t>(gpu), on_cuda_typed<float>(gpu, Layout::nhwc),
+           on_cuda_typed<bf16_t>(gpu, Layout::nhwc), on_cuda_typed<f16_t>(gpu, Layout::nhwc),
            on_cpu(DType::f32,
                   [&] {
                     cpu::pool2d_backward(g, mode, dy.data<float>(),
                                          pooling_detail::indices_of<float>(argmax),
                                          dx.data<float>(), ctx.num_threads());
                   }),
-           on_cpu(DType::f64, [&] {
-             ref::pool2d_backward(g, mode, dy.data<double>(),
-                                  pooling_detail::indices_of<double>(argmax), dx.data<double>());
-           }));
+           on_cpu(DType::f64, [&] { reference(double{}); }),
+           on_cpu(
+               DType::f32, [&] { reference(float{}); }, Layout::nhwc),
+           on_cpu(
+               DType::f64, [&] { reference(double{}); }, Layout::nhwc));
 }
 
 }  // namespace crema::kernels

@@ -18,6 +18,10 @@
 // pad_h < kernel_h and (P-1)*stride_h - pad_h < H (columns likewise). Caffe drops a last window
 // that would start inside the right padding; pool2d_output_extent does the same.
 //
+// Layout: x, y, argmax (dy, dx) are all nchw or all nhwc (channels-last, the memory order
+// [N, H, W, C]: a plane's elements lie C apart). The argmax indices are the same plane indices
+// h*W + w in both, so the two layouts give the same values at the same logical positions.
+//
 // Backward: dx is WRITTEN (zeroed, then scattered into):
 //   max:      dx[n,c,argmax[n,c,p,q]] += dy[n,c,p,q]
 //   average:  dx[n,c,h,w] += dy[n,c,p,q] / window_size   for every (h, w) of the clipped window
@@ -48,18 +52,20 @@ int64_t pool2d_output_extent(int64_t in, int64_t kernel, int64_t stride, int64_t
                              bool ceil_mode);
 
 namespace ref {
-// Plain loops over the definition above; the oracle of the tests. argmax may be null (max
-// pooling without indices) and is ignored in average mode. Explicitly instantiated for float and
-// double in pooling_ref.cpp.
+// Plain loops over the definition above, in either layout; the oracle of the tests, and the CPU's
+// nhwc path. argmax may be null (max pooling without indices) and is ignored in average mode.
+// Explicitly instantiated for float and double in pooling_ref.cpp.
 template <class T>
-void pool2d_forward(const Pool2dGeometry& g, PoolMode mode, const T* x, T* y, T* argmax);
+void pool2d_forward(const Pool2dGeometry& g, PoolMode mode, const T* x, T* y, T* argmax,
+                    Layout layout = Layout::nchw);
 // dy [N,C,P,Q] (+ argmax for max) -> dx [N,C,H,W], written.
 template <class T>
-void pool2d_backward(const Pool2dGeometry& g, PoolMode mode, const T* dy, const T* argmax, T* dx);
+void pool2d_backward(const Pool2dGeometry& g, PoolMode mode, const T* dy, const T* argmax, T* dx,
+                     Layout layout = Layout::nchw);
 }  // namespace ref
 
 namespace cpu {
-// The same on up to `num_threads` OpenMP threads, one (n, c) plane per task.
+// The same on up to `num_threads` OpenMP threads, one (n, c) plane per task (nchw only).
 void pool2d_forward(const Pool2dGeometry& g, PoolMode mode, const float* x, float* y, float* argmax,
                     int num_threads);
 void pool2d_backward(const Pool2dGeometry& g, PoolMode mode, const float* dy, const float* argmax,
@@ -71,19 +77,22 @@ namespace cuda {
 // input element, gathering dy from the windows that contain it (no atomics, so deterministic; the
 // same additions in the same order as the CPU path's scatter, so the same bits). One version
 // each; kernels/pooling/README.md says why. T is float, bf16_t or f16_t (compared and summed in
-// float, each output rounded once); argmax is float32 for all three.
+// float, each output rounded once); argmax is float32 for all three. In nhwc consecutive threads
+// take consecutive channels of one output (or input) pixel: every read of a window element is
+// coalesced across the warp, as every write is.
 template <class T>
 void pool2d_forward(const Pool2dGeometry& g, PoolMode mode, const T* x, T* y, float* argmax,
-                    gpu::Stream stream);
+                    Layout layout, gpu::Stream stream);
 template <class T>
 void pool2d_backward(const Pool2dGeometry& g, PoolMode mode, const T* dy, const float* argmax,
-                     T* dx, gpu::Stream stream);
+                     T* dx, Layout layout, gpu::Stream stream);
 }  // namespace cuda
 
 // Tensor level: x [N,C,H,W], y [N,C,P,Q]; argmax [N,C,P,Q] in max mode (may be null when the
 // indices are not needed), null in average mode. x, y (dy, dx) of one dtype on the context's
 // device: f32 (CPU and CUDA), f64 (the CPU, which runs ref::), bf16 or f16 (CUDA); argmax is f64
-// beside f64 tensors and f32 beside all others (bf16 cannot hold a plane's indices).
+// beside f64 tensors and f32 beside all others (bf16 cannot hold a plane's indices). All in x's
+// layout, nchw or nhwc (the CPU runs nhwc through ref::, f32 and f64).
 // Throws crema::Error naming the tensors when shapes, dtypes, devices or the geometry are wrong.
 void pool2d_forward(Context& ctx, const Pool2dGeometry& g, PoolMode mode, const Tensor& x,
                     Tensor& y, Tensor* argmax);

@@ -13,9 +13,17 @@
 // order starting from 0, the order in which the CPU path's scatter reaches this element, so the
 // result is the same bits, and no two threads write one element: no atomics, deterministic.
 //
+// Layouts: each kernel is a template on the layout. A thread's element index is split into
+// (n, c, a, b) in memory order (nchw: b fastest; nhwc: c fastest, so a warp takes 32 channels of
+// one pixel and its window reads are coalesced), and the (n, c) plane's element i (h*W + w,
+// p*Q + q) lies at base + i * step: step 1 in nchw, C in nhwc (PlaneOf). The windows, the order
+// of comparisons and sums, and the argmax values are the same in both layouts.
+//
 // Both are templates on the storage type T of x, y, dy, dx (float, bf16_t, f16_t): values are
 // widened to float, compared and summed in float, and each output is rounded once (max pooling
 // and its backward without overlapping windows are exact). argmax stays float32 in every case.
+#include <type_traits>
+
 #include "kernels/common/float16_cuda.cuh"
 #include "kernels/common/map_cuda.cuh"
 #include "kernels/pooling/pooling.h"
@@ -29,15 +37,56 @@ using detail::map_blocks;
 // The geometry in 32-bit integers: extents, and indices within a plane (at most 2^24 elements in
 // max mode, which the dispatch checks; far below 2^31 in any real average pooling).
 struct Geometry {
-  int H, W, P, Q, kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w;
+  int C, H, W, P, Q, kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w;
   bool count_include_pad;
 };
 
 Geometry geometry32(const Pool2dGeometry& g) {
-  return {int(g.H),        int(g.W),        int(g.P),           int(g.Q),
-          int(g.kernel_h), int(g.kernel_w), int(g.stride_h),    int(g.stride_w),
-          int(g.pad_h),    int(g.pad_w),    g.count_include_pad};
+  return {int(g.C),        int(g.H),        int(g.W),        int(g.P),
+          int(g.Q),        int(g.kernel_h), int(g.kernel_w), int(g.stride_h),
+          int(g.stride_w), int(g.pad_h),    int(g.pad_w),    g.count_include_pad};
 }
+
+// Element idx of an [N, C, A, B] tensor in kLayout, as its logical position.
+template <class Index>
+struct Position {
+  Index n;
+  int c, a, b;
+};
+
+template <Layout kLayout, class Index>
+__device__ inline Position<Index> position_of(Index idx, int C, int A, int B) {
+  if constexpr (kLayout == Layout::nhwc) {
+    const int c = int(idx % C);
+    const Index pixel = idx / C;
+    const int b = int(pixel % B);
+    const Index rest = pixel / B;
+    return {rest / A, c, int(rest % A), b};
+  } else {
+    const int b = int(idx % B);
+    const Index rest = idx / B;
+    const int a = int(rest % A);
+    const Index plane = rest / A;
+    return {plane / C, int(plane % C), a, b};
+  }
+}
+
+// Plane (n, c) of an [N, C, area] tensor in kLayout: element i at p[i * step].
+template <Layout kLayout, class T, class Index>
+struct PlaneOf {
+  T* p;
+  int step;
+  __device__ PlaneOf(T* data, const Position<Index>& at, int C, int area) {
+    if constexpr (kLayout == Layout::nhwc) {
+      p = data + at.n * Index(area) * C + at.c;
+      step = C;
+    } else {
+      p = data + (at.n * C + at.c) * Index(area);
+      step = 1;
+    }
+  }
+  __device__ T& operator[](int i) const { return p[Index(i) * step]; }
+};
 
 // The average's divisor for the window [h0, h1) x [w0, w1) of the padded input (count_include_pad)
 // or its part inside the input.
@@ -47,16 +96,14 @@ __device__ inline int window_size(const Geometry& g, int h0, int h1, int w0, int
 }
 
 // Index: the type of flat element indices (int32 when the tensors allow it: cheaper division).
-template <class Index, PoolMode kMode, class T>
+template <class Index, PoolMode kMode, Layout kLayout, class T>
 __global__ void pool_forward_kernel(Geometry g, Index total, const T* __restrict__ x,
                                     T* __restrict__ y, float* __restrict__ argmax) {
   for (Index idx = blockIdx.x * Index(blockDim.x) + threadIdx.x; idx < total;
        idx += Index(gridDim.x) * blockDim.x) {
-    const int q = int(idx % g.Q);
-    const Index rest = idx / g.Q;
-    const int p = int(rest % g.P);
-    const Index plane = rest / g.P;
-    const T* xp = x + plane * g.H * g.W;  // [H, W]
+    const Position<Index> at = position_of<kLayout>(idx, g.C, g.P, g.Q);
+    const int p = at.a, q = at.b;
+    const PlaneOf<kLayout, const T, Index> xp(x, at, g.C, g.H * g.W);  // [H, W]
     // The window in padded coordinates, then clipped to the input.
     const int h0 = p * g.stride_h - g.pad_h, w0 = q * g.stride_w - g.pad_w;
     const int h1 = min(h0 + g.kernel_h, g.H + g.pad_h), w1 = min(w0 + g.kernel_w, g.W + g.pad_w);
@@ -92,22 +139,20 @@ __device__ inline void windows_containing(int at, int kernel, int stride, int pa
   last = min((at + pad) / stride + 1, outputs);
 }
 
-template <class Index, PoolMode kMode, class T>
+template <class Index, PoolMode kMode, Layout kLayout, class T>
 __global__ void pool_backward_kernel(Geometry g, Index total, const T* __restrict__ dy,
                                      const float* __restrict__ argmax, T* __restrict__ dx) {
   for (Index idx = blockIdx.x * Index(blockDim.x) + threadIdx.x; idx < total;
        idx += Index(gridDim.x) * blockDim.x) {
-    const int w = int(idx % g.W);
-    const Index rest = idx / g.W;
-    const int h = int(rest % g.H);
-    const Index plane = rest / g.H;
+    const Position<Index> at = position_of<kLayout>(idx, g.C, g.H, g.W);
+    const int h = at.a, w = at.b;
     int p0, p1, q0, q1;
     windows_containing(h, g.kernel_h, g.stride_h, g.pad_h, g.P, p0, p1);
     windows_containing(w, g.kernel_w, g.stride_w, g.pad_w, g.Q, q0, q1);
-    const T* dyp = dy + plane * g.P * g.Q;  // [P, Q]
+    const PlaneOf<kLayout, const T, Index> dyp(dy, at, g.C, g.P * g.Q);  // [P, Q]
     float acc = 0.0f;
     if constexpr (kMode == PoolMode::max) {
-      const float* ap = argmax + plane * g.P * g.Q;
+      const PlaneOf<kLayout, const float, Index> ap(argmax, at, g.C, g.P * g.Q);
       const float me = float(h * g.W + w);
       for (int p = p0; p < p1; ++p) {
         for (int q = q0; q < q1; ++q) {
@@ -127,67 +172,80 @@ __global__ void pool_backward_kernel(Geometry g, Index total, const T* __restric
   }
 }
 
-template <class Index, class T>
+template <class Index, Layout kLayout, class T>
 void launch_forward(const Geometry& g, int64_t total, PoolMode mode, const T* x, T* y,
                     float* argmax, gpu::Stream stream) {
   const int blocks = map_blocks(total);
   if (mode == PoolMode::max) {
-    pool_forward_kernel<Index, PoolMode::max>
+    pool_forward_kernel<Index, PoolMode::max, kLayout>
         <<<blocks, kMapThreads, 0, stream>>>(g, Index(total), x, y, argmax);
   } else {
-    pool_forward_kernel<Index, PoolMode::average>
+    pool_forward_kernel<Index, PoolMode::average, kLayout>
         <<<blocks, kMapThreads, 0, stream>>>(g, Index(total), x, y, nullptr);
   }
   gpu::check_launch("pool2d_forward");
 }
 
-template <class Index, class T>
+template <class Index, Layout kLayout, class T>
 void launch_backward(const Geometry& g, int64_t total, PoolMode mode, const T* dy,
                      const float* argmax, T* dx, gpu::Stream stream) {
   const int blocks = map_blocks(total);
   if (mode == PoolMode::max) {
-    pool_backward_kernel<Index, PoolMode::max>
+    pool_backward_kernel<Index, PoolMode::max, kLayout>
         <<<blocks, kMapThreads, 0, stream>>>(g, Index(total), dy, argmax, dx);
   } else {
-    pool_backward_kernel<Index, PoolMode::average>
+    pool_backward_kernel<Index, PoolMode::average, kLayout>
         <<<blocks, kMapThreads, 0, stream>>>(g, Index(total), dy, nullptr, dx);
   }
   gpu::check_launch("pool2d_backward");
+}
+
+// f(Index{}, layout constant): the launch for the index type the sizes allow and the layout.
+template <class F>
+void with_index_and_layout(bool int32, Layout layout, F f) {
+  const auto nchw = std::integral_constant<Layout, Layout::nchw>{};
+  const auto nhwc = std::integral_constant<Layout, Layout::nhwc>{};
+  if (int32) {
+    layout == Layout::nhwc ? f(int32_t{}, nhwc) : f(int32_t{}, nchw);
+  } else {
+    layout == Layout::nhwc ? f(int64_t{}, nhwc) : f(int64_t{}, nchw);
+  }
 }
 
 }  // namespace
 
 template <class T>
 void pool2d_forward(const Pool2dGeometry& g, PoolMode mode, const T* x, T* y, float* argmax,
-                    gpu::Stream stream) {
+                    Layout layout, gpu::Stream stream) {
   const int64_t total = g.N * g.C * g.P * g.Q;
   if (total == 0) return;
   const Geometry g32 = geometry32(g);
-  if (detail::int32_indexable(total) && detail::int32_indexable(g.N * g.C * g.H * g.W)) {
-    launch_forward<int32_t, T>(g32, total, mode, x, y, argmax, stream);
-  } else {
-    launch_forward<int64_t, T>(g32, total, mode, x, y, argmax, stream);
-  }
+  const bool int32 =
+      detail::int32_indexable(total) && detail::int32_indexable(g.N * g.C * g.H * g.W);
+  with_index_and_layout(int32, layout, [&](auto index, auto order) {
+    launch_forward<decltype(index), decltype(order)::value>(g32, total, mode, x, y, argmax, stream);
+  });
 }
 
 template <class T>
 void pool2d_backward(const Pool2dGeometry& g, PoolMode mode, const T* dy, const float* argmax,
-                     T* dx, gpu::Stream stream) {
+                     T* dx, Layout layout, gpu::Stream stream) {
   const int64_t total = g.N * g.C * g.H * g.W;
   if (total == 0) return;
   const Geometry g32 = geometry32(g);
-  if (detail::int32_indexable(total) && detail::int32_indexable(g.N * g.C * g.P * g.Q)) {
-    launch_backward<int32_t, T>(g32, total, mode, dy, argmax, dx, stream);
-  } else {
-    launch_backward<int64_t, T>(g32, total, mode, dy, argmax, dx, stream);
-  }
+  const bool int32 =
+      detail::int32_indexable(total) && detail::int32_indexable(g.N * g.C * g.P * g.Q);
+  with_index_and_layout(int32, layout, [&](auto index, auto order) {
+    launch_backward<decltype(index), decltype(order)::value>(g32, total, mode, dy, argmax, dx,
+                                                             stream);
+  });
 }
 
-#define CREMA_POOLING_INSTANTIATE(T)                                                            \
-  template void pool2d_forward<T>(const Pool2dGeometry&, PoolMode, const T*, T*, float*,        \
-                                  gpu::Stream);                                                 \
-  template void pool2d_backward<T>(const Pool2dGeometry&, PoolMode, const T*, const float*, T*, \
-                                   gpu::Stream);
+#define CREMA_POOLING_INSTANTIATE(T)                                                             \
+  template void pool2d_forward<T>(const Pool2dGeometry&, PoolMode, const T*, T*, float*, Layout, \
+                                  gpu::Stream);                                                  \
+  template void pool2d_backward<T>(const Pool2dGeometry&, PoolMode, const T*, const float*, T*,  \
+                                   Layout, gpu::Stream);
 CREMA_POOLING_INSTANTIATE(float)
 CREMA_POOLING_INSTANTIATE(bf16_t)
 CREMA_POOLING_INSTANTIATE(f16_t)

@@ -52,10 +52,14 @@ void check_geometry(const char* op, const PoolNdGeometry& g, PoolMode mode) {
   }
 }
 
-// [N, C, L] as [N, C, 1, L]; 4-D tensors as they are.
+// [N, C, L] as [N, C, 1, L], in nchw: a 3-D tensor has one memory order whatever layout it is
+// labelled with (a net in nhwc labels every blob), and the view must not be read as nhwc. 4-D
+// tensors as they are.
 Tensor view_2d(const Tensor& t) {
   if (t.ndim() == 4) return t;
-  return t.view({t.dim(0), t.dim(1), 1, t.dim(2)});
+  Tensor v = t.view({t.dim(0), t.dim(1), 1, t.dim(2)});
+  v.set_layout(Layout::nchw);
+  return v;
 }
 
 }  // namespace

@@ -2,8 +2,8 @@
 // values per channel, [N, C] rows, 5 axes, a partial last chunk, channels cut into the most
 // chunks) and LeNet's / VGG's sizes, with poisoned outputs: training forward (y, saved and running
 // statistics, the batch counter), the inference forward, both backwards with and without affine
-// parameters, parameter gradients accumulating, dx absent; in place; bit-identical repeats of the
-// best version; the dispatch's device checks.
+// parameters, parameter gradients accumulating, dx absent (split_rows too, on every S = 1
+// shape); in place; bit-identical repeats of the best version; the dispatch's device checks.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -25,7 +25,15 @@ const std::vector<BatchNormVersion> kVersions = {BatchNormVersion::block_per_cha
                                                  BatchNormVersion::split_channel};
 
 std::string name(BatchNormVersion v) {
-  return v == BatchNormVersion::block_per_channel ? "block_per_channel" : "split_channel";
+  switch (v) {
+    case BatchNormVersion::block_per_channel:
+      return "block_per_channel";
+    case BatchNormVersion::split_channel:
+      return "split_channel";
+    case BatchNormVersion::split_rows:
+      return "split_rows";
+  }
+  return "?";
 }
 
 // Inputs whose channels have different offsets, so that a wrong channel index shows.
@@ -132,6 +140,8 @@ const std::vector<Shape> kShapes = {
     {256, 16, 28, 28},  // VGG-like at 28x28, batch 256
     {128, 128, 7, 7},
     {1100, 1, 45, 45},  // more values than kMaxChunks chunks of kChunk: longer chunks
+    {5, 2048},          // S = 1: rows of 64 tiles of 32 channels
+    {300007, 3},        // S = 1, more rows than kMaxChunks chunks of kRowChunk: longer chunks
 };
 
 TEST(BatchNormCuda, EveryVersionMatchesTheReference) {
@@ -139,7 +149,9 @@ TEST(BatchNormCuda, EveryVersionMatchesTheReference) {
   Context ctx(Device::cuda(0));
   uint64_t seed = 1;
   for (const Shape& shape : kShapes) {
-    for (const BatchNormVersion v : kVersions) {
+    std::vector<BatchNormVersion> versions = kVersions;
+    if (batch_norm_shape(shape).S == 1) versions.push_back(BatchNormVersion::split_rows);
+    for (const BatchNormVersion v : versions) {
       check_version(ctx, shape, true, v, seed);
       if (shape_numel(shape) < 100000) check_version(ctx, shape, false, v, seed);
     }

@@ -1,7 +1,8 @@
 // The fused batch norm + ReLU (+ residual) on the GPU: the same bits as the unfused chain on the
-// GPU in every case of batch_norm_relu_cases() (the statistics and sums are the split_channel
-// kernels' own), the same bits on every run, and close to the CPU's fused results (the GPU's
-// variance comes from sum x^2, the CPU's from squared deviations: batch_norm_cuda.cu).
+// GPU in every case of batch_norm_relu_cases() and their nhwc forms (the statistics and sums are
+// the split_channel kernels' own, and split_rows' in nhwc), the same bits on every run, and close
+// to the CPU's fused results (the GPU's variance comes from sum x^2, the CPU's from squared
+// deviations: batch_norm_cuda.cu).
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -13,6 +14,12 @@
 namespace crema::testing {
 namespace {
 
+std::vector<BatchNormReluCase> all_cases() {
+  std::vector<BatchNormReluCase> cases = batch_norm_relu_cases();
+  for (const BatchNormReluCase& k : batch_norm_relu_nhwc_cases()) cases.push_back(k);
+  return cases;
+}
+
 std::vector<float> floats(const std::vector<uint32_t>& b) {
   std::vector<float> v(b.size());
   std::memcpy(v.data(), b.data(), b.size() * sizeof(float));
@@ -21,7 +28,7 @@ std::vector<float> floats(const std::vector<uint32_t>& b) {
 
 TEST(BatchNormReluCuda, SameBitsAsTheUnfusedChain) {
   CREMA_REQUIRE_CUDA();
-  for (const BatchNormReluCase& k : batch_norm_relu_cases()) {
+  for (const BatchNormReluCase& k : all_cases()) {
     SCOPED_TRACE(k.name());
     Context ctx(Device::cuda(0));
     const Outputs fused = run_batch_norm_relu(k, true, ctx, 11);
@@ -33,8 +40,10 @@ TEST(BatchNormReluCuda, SameBitsAsTheUnfusedChain) {
 
 TEST(BatchNormReluCuda, Deterministic) {
   CREMA_REQUIRE_CUDA();
-  const BatchNormReluCase k{{8, 16, 57, 59}};
+  BatchNormReluCase k{{8, 16, 57, 59}};
   Context ctx(Device::cuda(0));
+  EXPECT_EQ(run_batch_norm_relu(k, true, ctx, 3), run_batch_norm_relu(k, true, ctx, 3));
+  k.layout = Layout::nhwc;
   EXPECT_EQ(run_batch_norm_relu(k, true, ctx, 3), run_batch_norm_relu(k, true, ctx, 3));
 }
 
@@ -42,7 +51,7 @@ TEST(BatchNormReluCuda, Deterministic) {
 // the other side of the ReLU on the other device; the inputs keep such values rare).
 TEST(BatchNormReluCuda, CloseToTheCpu) {
   CREMA_REQUIRE_CUDA();
-  for (const BatchNormReluCase& k : batch_norm_relu_cases()) {
+  for (const BatchNormReluCase& k : all_cases()) {
     SCOPED_TRACE(k.name());
     Context gpu(Device::cuda(0)), cpu;
     const Outputs got = run_batch_norm_relu(k, true, gpu, 7);

@@ -1,20 +1,25 @@
 // The fused batch norm + ReLU (+ residual) on the CPU: the same bits as the unfused chain in every
-// case of batch_norm_relu_cases(), whatever the thread count; the reference (float64) against a
-// plain evaluation of the formulas; errors.
+// case of batch_norm_relu_cases() and of their nhwc forms, whatever the thread count; nhwc within
+// float rounding of nchw; the reference (float64) against a plain evaluation of the formulas;
+// errors.
 #include "kernels/batch_norm/batch_norm_relu.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 
 #include "tests/kernels/batch_norm_relu_test_util.h"
+#include "tests/kernels/kernel_test_util.h"
 #include "tests/support/error_text.h"
 
 namespace crema::testing {
 namespace {
 
 TEST(BatchNormReluCpu, SameBitsAsTheUnfusedChain) {
-  for (const BatchNormReluCase& k : batch_norm_relu_cases()) {
+  std::vector<BatchNormReluCase> cases = batch_norm_relu_cases();
+  for (const BatchNormReluCase& k : batch_norm_relu_nhwc_cases()) cases.push_back(k);
+  for (const BatchNormReluCase& k : cases) {
     SCOPED_TRACE(k.name());
     Context ctx;
     const Outputs fused = run_batch_norm_relu(k, true, ctx, 11);
@@ -24,9 +29,39 @@ TEST(BatchNormReluCpu, SameBitsAsTheUnfusedChain) {
   }
 }
 
+std::vector<float> floats(const std::vector<uint32_t>& b) {
+  std::vector<float> v(b.size());
+  std::memcpy(v.data(), b.data(), b.size() * sizeof(float));
+  return v;
+}
+
+// nhwc normalizes [N*H*W, C] rows (the channels walked as columns, sums in another order): every
+// output within 1e-6 relative of the nchw run's (float rounding of double sums; statistics 1e-7).
+TEST(BatchNormReluCpu, NhwcMatchesNchw) {
+  for (BatchNormReluCase k : batch_norm_relu_nhwc_cases()) {
+    SCOPED_TRACE(k.name());
+    Context ctx;
+    for (bool fused : {true, false}) {
+      const Outputs nhwc = run_batch_norm_relu(k, fused, ctx, 13);
+      k.layout = Layout::nchw;
+      const Outputs nchw = run_batch_norm_relu(k, fused, ctx, 13);
+      k.layout = Layout::nhwc;
+      ASSERT_EQ(nhwc.size(), nchw.size());
+      for (const auto& [name, values] : nchw) {
+        EXPECT_LE(kernels::testing::rel_error(floats(nhwc.at(name)),
+                                              kernels::testing::to_double(floats(values))),
+                  1e-6)
+            << name;
+      }
+    }
+  }
+}
+
 TEST(BatchNormReluCpu, SameBitsForAnyThreadCount) {
-  const BatchNormReluCase k{{4, 6, 33, 35}};
+  BatchNormReluCase k{{4, 6, 33, 35}};
   Context one(Device::cpu(), 1, 1), two(Device::cpu(), 1, 2);
+  EXPECT_EQ(run_batch_norm_relu(k, true, one, 5), run_batch_norm_relu(k, true, two, 5));
+  k.layout = Layout::nhwc;
   EXPECT_EQ(run_batch_norm_relu(k, true, one, 5), run_batch_norm_relu(k, true, two, 5));
 }
 

@@ -1,7 +1,9 @@
 // Test support for the fused batch norm + ReLU (+ residual) kernels: one case run fused and as
 // the unfused chain (batch_norm_* -> eltwise_sum -> relu_*, backward relu_backward -> axpby ->
 // batch_norm_backward) on one context, every output returned as bits, so that a test can demand
-// the same bits (or compare within a tolerance).
+// the same bits (or compare within a tolerance). A case's activations may be nhwc: they then hold
+// the nchw case's logical values in channels-last order, and come back in nchw order, so that an
+// nhwc run compares with the nchw run of the same case element by element.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +18,7 @@
 #include "kernels/batch_norm/batch_norm_relu.h"
 #include "kernels/elementwise/elementwise.h"
 #include "kernels/elementwise/eltwise.h"
+#include "tests/kernels/layout_test_util.h"
 #include "tests/support/layer_harness.h"
 
 namespace crema::testing {
@@ -28,18 +31,25 @@ struct BatchNormReluCase {
   bool in_place = false;    // fused only: y over x (x_copy kept), dx over dy
   bool want_dx = true;
   bool want_dr = true;
+  Layout layout = Layout::nchw;  // of x, r, y, dy, dx, dr (4-D shapes)
   std::string name() const {
-    return shape_str(shape) + (residual ? " residual" : "") + (affine ? "" : " no-affine") +
-           (batch_stats ? " batch-stats" : " running-stats") + (in_place ? " in-place" : "") +
-           (want_dx ? "" : " no-dx") + (want_dr ? "" : " no-dr");
+    return shape_str(shape) + " " + layout_name(layout) + (residual ? " residual" : "") +
+           (affine ? "" : " no-affine") + (batch_stats ? " batch-stats" : " running-stats") +
+           (in_place ? " in-place" : "") + (want_dx ? "" : " no-dx") + (want_dr ? "" : " no-dr");
   }
 };
 
 // Every output by name ("y", "dx", "dr", "dgamma", "running_var", ...), as the bits of f32 values.
 using Outputs = std::map<std::string, std::vector<uint32_t>>;
 
+// In nchw order whatever t's layout.
 inline std::vector<uint32_t> bits(const Tensor& t) {
-  const std::vector<float> v = t.to_vector();
+  std::vector<float> v = t.to_vector();
+  if (t.ndim() == 4 && t.layout() == Layout::nhwc) {
+    Tensor host = Tensor::from_vector(t.shape(), v);
+    host.set_layout(Layout::nhwc);
+    v = kernels::testing::in_layout(host, Layout::nchw).to_vector();
+  }
   std::vector<uint32_t> out(v.size());
   std::memcpy(out.data(), v.data(), v.size() * sizeof(float));
   return out;
@@ -58,9 +68,20 @@ inline Outputs run_batch_norm_relu(const BatchNormReluCase& k, bool fused, Conte
   };
   // Inputs with a spread of signs around the ReLU's kink; some x exactly equal to a channel
   // value, so that the -0 and 0 cases of the select occur.
-  Tensor x = tensor(shape, random_values(size_t(count), -2.0f, 2.0f, seed));
-  Tensor r = tensor(shape, random_values(size_t(count), -1.0f, 1.0f, seed + 1));
-  Tensor dy = tensor(shape, random_values(size_t(count), -1.0f, 1.0f, seed + 2));
+  // An activation: `values` in nchw order, stored in the case's layout.
+  const bool nhwc = k.layout == Layout::nhwc && shape.size() == 4;
+  auto activation = [&](const std::vector<float>& values) {
+    Tensor host = Tensor::from_vector(shape, values);
+    if (nhwc) host = kernels::testing::in_layout(host, Layout::nhwc);
+    Tensor t = ctx.empty(shape);
+    t.set_layout(host.layout());
+    t.copy_from(host);
+    return t;
+  };
+  auto zeros = [&] { return activation(std::vector<float>(size_t(count), 0.0f)); };
+  Tensor x = activation(random_values(size_t(count), -2.0f, 2.0f, seed));
+  Tensor r = activation(random_values(size_t(count), -1.0f, 1.0f, seed + 1));
+  Tensor dy = activation(random_values(size_t(count), -1.0f, 1.0f, seed + 2));
   Tensor gamma = tensor({C}, random_values(size_t(C), -1.5f, 1.5f, seed + 3));
   Tensor beta = tensor({C}, random_values(size_t(C), -0.5f, 0.5f, seed + 4));
   Tensor running_mean = tensor({C}, random_values(size_t(C), -0.2f, 0.2f, seed + 5));
@@ -76,10 +97,10 @@ inline Outputs run_batch_norm_relu(const BatchNormReluCase& k, bool fused, Conte
   Tensor& dg = k.affine ? dgamma : none;
   Tensor& db = k.affine ? dbeta : none;
   const float eps = 1e-3f, momentum = 0.3f;
-  Tensor y = ctx.zeros(shape), dx = ctx.zeros(shape), dr = ctx.zeros(shape);
+  Tensor y = zeros(), dx = zeros(), dr = zeros();
   Outputs out;
   if (fused) {
-    Tensor x_copy = ctx.zeros(shape);
+    Tensor x_copy = zeros();
     Tensor& copy = k.in_place ? x_copy : none;
     if (k.in_place) ctx.copy(y, x);
     const Tensor& input = k.in_place ? y : x;
@@ -97,7 +118,7 @@ inline Outputs run_batch_norm_relu(const BatchNormReluCase& k, bool fused, Conte
     K::batch_norm_relu_backward(ctx, k.in_place ? x_copy : x, res, k.in_place ? dx : dy, g, b,
                                 save_mean, save_invstd, k.batch_stats, grad_x, grad_r, dg, db);
   } else {
-    Tensor z = ctx.zeros(shape), v = ctx.zeros(shape), dv = ctx.zeros(shape), dz = ctx.zeros(shape);
+    Tensor z = zeros(), v = zeros(), dv = zeros(), dz = zeros();
     if (k.batch_stats) {
       K::batch_norm_forward_training(ctx, x, g, b, eps, momentum, z, save_mean, save_invstd,
                                      running_mean, running_var, tracked);
@@ -149,6 +170,23 @@ inline std::vector<BatchNormReluCase> batch_norm_relu_cases() {
   cases.push_back({{3, 4, 5, 3}, true, true, true, false, true, false});
   cases.push_back({{3, 4, 5, 3}, true, true, false, false, false, true});
   cases.push_back({{3, 4, 5, 3}, false, true, false, false, false, false});
+  return cases;
+}
+
+// The 4-D cases in channels-last, and C = 13 (not a multiple of 8) with a channel of several
+// split_rows chunks: [N*H*W, C] rows of 13.
+inline std::vector<BatchNormReluCase> batch_norm_relu_nhwc_cases() {
+  std::vector<BatchNormReluCase> cases;
+  for (BatchNormReluCase k : batch_norm_relu_cases()) {
+    if (k.shape.size() != 4) continue;
+    k.layout = Layout::nhwc;
+    cases.push_back(k);
+  }
+  for (bool residual : {false, true}) {
+    BatchNormReluCase k{{4, 13, 23, 25}, residual};
+    k.layout = Layout::nhwc;
+    cases.push_back(k);
+  }
   return cases;
 }
 

@@ -11,6 +11,8 @@
 
 #include "core/error.h"
 #include "tests/kernels/kernel_test_util.h"
+#include "tests/kernels/layout_test_util.h"
+#include "tests/support/error_text.h"
 
 namespace crema::kernels {
 namespace {
@@ -112,6 +114,46 @@ TEST(Concat, TensorLevelAlongEachAxis) {
   }
 }
 
+// nhwc parts make the nhwc whole whose values are the nchw concat's, along every axis (channels:
+// rows of C_p per pixel), for f32 (cpu::) and f64 (ref::); slicing it gives the parts back.
+TEST(Concat, NhwcMatchesNchwAlongEachAxis) {
+  Context ctx;
+  Random rng(3);
+  const Shape whole_shape = {2, 7, 3, 5};
+  for (DType dtype : {DType::f32, DType::f64}) {
+    for (int axis = 0; axis < 4; ++axis) {
+      SCOPED_TRACE(std::string(dtype_name(dtype)) + " axis " + std::to_string(axis));
+      Shape s0 = whole_shape, s1 = whole_shape;
+      s0[size_t(axis)] = 1;
+      s1[size_t(axis)] = whole_shape[size_t(axis)] - 1;
+      Tensor a(s0, dtype), b(s1, dtype), whole(whole_shape, dtype);
+      for (Tensor* t : {&a, &b}) {
+        const std::vector<float> v = testing::random_values(rng, t->numel());
+        for (int64_t i = 0; i < t->numel(); ++i) {
+          if (dtype == DType::f64) t->data<double>()[i] = v[size_t(i)];
+          if (dtype == DType::f32) t->data<float>()[i] = v[size_t(i)];
+        }
+      }
+      concat(ctx, {&a, &b}, axis, whole);
+      const Tensor a_nhwc = testing::in_layout(a, Layout::nhwc);
+      const Tensor b_nhwc = testing::in_layout(b, Layout::nhwc);
+      Tensor whole_nhwc(whole_shape, dtype);
+      whole_nhwc.set_layout(Layout::nhwc);
+      whole_nhwc.fill(testing::kNaN);
+      concat(ctx, {&a_nhwc, &b_nhwc}, axis, whole_nhwc);
+      EXPECT_EQ(testing::in_layout(whole_nhwc, Layout::nchw).to_vector(), whole.to_vector());
+      Tensor a2(s0, dtype), b2(s1, dtype);
+      for (Tensor* t : {&a2, &b2}) {
+        t->set_layout(Layout::nhwc);
+        t->fill(testing::kNaN);
+      }
+      slice(ctx, whole_nhwc, axis, {s0[size_t(axis)], s1[size_t(axis)]}, {&a2, &b2});
+      EXPECT_EQ(a2.to_vector(), a_nhwc.to_vector());
+      EXPECT_EQ(b2.to_vector(), b_nhwc.to_vector());
+    }
+  }
+}
+
 TEST(Concat, Errors) {
   Context ctx;
   Tensor a({2, 3, 4}), b({2, 2, 5}), whole({2, 5, 4});
@@ -127,6 +169,14 @@ TEST(Concat, Errors) {
   Tensor c({2, 1, 4});
   EXPECT_THROW(slice(ctx, whole, 1, {3, 1}, {&a, &c}), Error);  // 3 + 1 != 5
   EXPECT_THROW(slice(ctx, whole, 1, {3, 2}, {&a, &c}), Error);  // c is not [2, 2, 4]
+  Tensor d({2, 3, 4, 5}), e({2, 2, 4, 5}), whole4({2, 5, 4, 5});
+  d.fill(1.0f);
+  e.fill(2.0f);
+  e.set_layout(Layout::nhwc);
+  EXPECT_CONTAINS(crema::testing::error_of([&] {
+                    concat(ctx, {&d, &e}, 1, whole4);
+                  }),
+                  "concat: part 1 is f32[2, 2, 4, 5] nhwc on cpu, expected nchw");
 }
 
 }  // namespace

@@ -12,7 +12,9 @@
 #include "core/context.h"
 #include "core/error.h"
 #include "tests/kernels/kernel_test_util.h"
+#include "tests/kernels/layout_test_util.h"
 #include "tests/kernels/pooling_test_util.h"
+#include "tests/support/error_text.h"
 
 namespace crema::kernels {
 namespace {
@@ -233,6 +235,68 @@ TEST(Pool2dCpu, TiesAndNaNPickTheSameElementAsTheReference) {
   for (size_t i = 0; i < out.size(); ++i) {
     EXPECT_TRUE(out[i] == y_ref[i] || (std::isnan(out[i]) && std::isnan(y_ref[i]))) << i;
   }
+}
+
+// The nhwc dispatch (the reference in channels-last, f32 and f64) gives, at every logical
+// position, the bits of the nchw reference: the same comparisons and sums in the same order.
+template <class T>
+void check_nhwc(const Pool2dGeometry& g, PoolMode mode, uint64_t seed) {
+  Context ctx;
+  Random rng(seed);
+  const bool max = mode == PoolMode::max;
+  const DType dtype = dtype_of<T>();
+  const Shape xs = {g.N, g.C, g.H, g.W}, ys = {g.N, g.C, g.P, g.Q};
+  auto random = [&](const Shape& shape) {
+    Tensor t(shape, dtype);
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<T>()[i] = T(rng.uniform(-1.0, 1.0));
+    return t;
+  };
+  const Tensor x = random(xs), dy = random(ys);
+  Tensor y(ys, dtype), argmax(ys, dtype), dx(xs, dtype);
+  ref::pool2d_forward(g, mode, x.data<T>(), y.data<T>(), max ? argmax.data<T>() : nullptr);
+  ref::pool2d_backward(g, mode, dy.data<T>(), max ? argmax.data<T>() : nullptr, dx.data<T>());
+  auto nhwc = [&](const Shape& shape) {
+    Tensor t(shape, dtype);
+    t.set_layout(Layout::nhwc);
+    t.fill(kNaN);
+    return t;
+  };
+  Tensor y2 = nhwc(ys), argmax2 = nhwc(ys), dx2 = nhwc(xs);
+  pool2d_forward(ctx, g, mode, testing::in_layout(x, Layout::nhwc), y2, max ? &argmax2 : nullptr);
+  pool2d_backward(ctx, g, mode, testing::in_layout(dy, Layout::nhwc), max ? &argmax2 : nullptr,
+                  dx2);
+  EXPECT_EQ(testing::in_layout(y2, Layout::nchw).to_vector(), y.to_vector());
+  if (max) EXPECT_EQ(testing::in_layout(argmax2, Layout::nchw).to_vector(), argmax.to_vector());
+  EXPECT_EQ(testing::in_layout(dx2, Layout::nchw).to_vector(), dx.to_vector());
+}
+
+TEST(Pool2d, NhwcMatchesNchwBitForBit) {
+  uint64_t seed = 200;
+  for (Pool2dGeometry g : testing::nhwc_geometries()) {
+    for (PoolMode mode : {PoolMode::max, PoolMode::average}) {
+      SCOPED_TRACE(describe(g) + (mode == PoolMode::max ? " max" : " average"));
+      check_nhwc<float>(g, mode, ++seed);
+      check_nhwc<double>(g, mode, ++seed);
+    }
+    g.count_include_pad = false;
+    check_nhwc<float>(g, PoolMode::average, ++seed);
+  }
+}
+
+TEST(Pool2d, NhwcTensorsMustAgree) {
+  Context ctx;
+  const Pool2dGeometry g = geometry(1, 2, 4, 4, 2, 2, 0, false);
+  Tensor x({1, 2, 4, 4}), y({1, 2, 2, 2}), argmax({1, 2, 2, 2});
+  x.fill(1.0f);
+  x.set_layout(Layout::nhwc);
+  y.set_layout(Layout::nhwc);
+  EXPECT_CONTAINS(
+      crema::testing::error_of([&] { pool2d_forward(ctx, g, PoolMode::max, x, y, &argmax); }),
+      "pool2d_forward: argmax is f32[1, 2, 2, 2] on cpu, expected nhwc");
+  Tensor dx({1, 2, 4, 4});
+  EXPECT_CONTAINS(
+      crema::testing::error_of([&] { pool2d_backward(ctx, g, PoolMode::average, y, nullptr, dx); }),
+      "pool2d_backward: dx is f32[1, 2, 4, 4] on cpu, expected nhwc");
 }
 
 TEST(Pool2d, RejectsWrongTensorsAndGeometry) {

@@ -11,10 +11,11 @@ std::vector<float> random_input(const Shape& x, uint64_t seed, float range) {
 }
 
 void check_layer_gradients(const std::string& yaml, const Shape& x,
-                           const std::vector<float>& values, const GradientCheckOptions& options) {
-  SCOPED_TRACE(yaml);
+                           const std::vector<float>& values, const GradientCheckOptions& options,
+                           Layout layout) {
+  SCOPED_TRACE(yaml + " " + layout_name(layout));
   Context ctx;
-  LayerHarness h(yaml, {x}, ctx, 1, Phase::train, DType::f64);
+  LayerHarness h(yaml, {x}, ctx, 1, Phase::train, DType::f64, layout);
   h.set_bottom(0, values);
   check_gradients(h, options);
 }

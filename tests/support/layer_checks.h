@@ -12,11 +12,12 @@ namespace crema::testing {
 // Uniform values in [-range, range) for every element of a tensor of shape `x`.
 std::vector<float> random_input(const Shape& x, uint64_t seed, float range = 1.0f);
 
-// Builds `yaml` in float64 on one bottom of shape `x` holding `values` and checks its backward
-// against central differences (check_gradients). The YAML goes into the failure trace.
+// Builds `yaml` in float64 on one bottom of shape `x` holding `values` (in `layout`'s memory
+// order) and checks its backward against central differences (check_gradients). The YAML goes
+// into the failure trace.
 void check_layer_gradients(const std::string& yaml, const Shape& x,
                            const std::vector<float>& values,
-                           const GradientCheckOptions& options = {});
+                           const GradientCheckOptions& options = {}, Layout layout = Layout::nchw);
 
 // The shape of the first top of `yaml` built on `bottoms`.
 Shape top_shape(const std::string& yaml, const std::vector<Shape>& bottoms);

@@ -31,10 +31,15 @@ Tensor as_f64(const Tensor& t) {
 }  // namespace
 
 LayerHarness::LayerHarness(const std::string& yaml, const std::vector<Shape>& bottom_shapes,
-                           Context& context, int num_tops, Phase phase, DType tensor_dtype)
+                           Context& context, int num_tops, Phase phase, DType tensor_dtype,
+                           Layout layout)
     : node(parse_config(yaml, "test")), ctx(context), dtype(tensor_dtype) {
   CREMA_CHECK(dtype == DType::f32 || ctx.device().is_cpu(), "float64 layers run on the CPU only");
-  auto blob_tensor = [&](const Shape& shape) { return ctx.empty(shape, dtype); };
+  auto blob_tensor = [&](const Shape& shape) {
+    Tensor t = ctx.empty(shape, dtype);
+    t.set_layout(layout);
+    return t;
+  };
   LayerSpec spec;
   spec.name = node.get<std::string>("name");
   spec.type = node.get<std::string>("type");
@@ -87,7 +92,9 @@ void LayerHarness::set_bottom(size_t i, const std::vector<float>& values) {
   set_values(bottom[i]->value, values);
 }
 
-void LayerHarness::forward() { layer->forward(bottom, top, ctx); }
+void LayerHarness::forward() {
+  layer->forward(bottom, top, ctx);
+}
 
 namespace {
 

@@ -17,10 +17,12 @@ namespace crema::testing {
 // With dtype f64 (CPU only) its blobs are float64, its parameters and buffers are converted to
 // float64 after setup (the filler's float32 values, exactly), and a layer makes its own tensors
 // in its bottom's dtype: every kernel it calls then runs its double reference, and a kernel
-// without one throws, naming the op.
+// without one throws, naming the op. Every blob carries `layout` (as the Net gives a layer its
+// bottoms and tops in the net's layout: a 4-D nhwc blob holds its values in [N, H, W, C] order).
 struct LayerHarness {
   LayerHarness(const std::string& yaml, const std::vector<Shape>& bottom_shapes, Context& ctx,
-               int num_tops = 1, Phase phase = Phase::train, DType dtype = DType::f32);
+               int num_tops = 1, Phase phase = Phase::train, DType dtype = DType::f32,
+               Layout layout = Layout::nchw);
 
   // Fills bottom `i` with values (as many as the bottom has elements), on any device, in the
   // bottom's dtype.

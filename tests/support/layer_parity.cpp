@@ -32,8 +32,10 @@ void expect_close(const std::string& what, const Tensor& gpu, const Tensor& cpu,
 void check_cuda_parity(const std::string& yaml, const std::vector<Shape>& bottom_shapes,
                        const ParityOptions& options) {
   Context cpu, gpu(Device::cuda(0));
-  LayerHarness c(yaml, bottom_shapes, cpu, options.num_tops, options.phase);
-  LayerHarness g(yaml, bottom_shapes, gpu, options.num_tops, options.phase);
+  LayerHarness c(yaml, bottom_shapes, cpu, options.num_tops, options.phase, DType::f32,
+                 options.layout);
+  LayerHarness g(yaml, bottom_shapes, gpu, options.num_tops, options.phase, DType::f32,
+                 options.layout);
   ASSERT_EQ(c.layer->params().size(), g.layer->params().size());
   for (size_t i = 0; i < c.layer->params().size(); ++i) {
     g.layer->params()[i].value.copy_from(c.layer->params()[i].value);

@@ -24,7 +24,8 @@ struct ParityOptions {
   std::function<std::vector<float>(size_t bottom, size_t count)> bottom_values;
   std::vector<bool> propagate_down;  // default: every bottom
   bool run_backward = true;
-  int forward_passes = 1;  // > 1 checks state carried between passes (running statistics)
+  int forward_passes = 1;        // > 1 checks state carried between passes (running statistics)
+  Layout layout = Layout::nchw;  // of every blob, on both devices (nhwc: channels-last)
 };
 
 // ||got - want|| / ||want|| in double; a NaN in `got` (an element never written) makes it infinite.
