@@ -18,6 +18,14 @@
 //
 // A loss or gradient that is not finite stops the run, skips the step or rolls back to the last
 // checkpoint (solver.on_nonfinite): divergence.h says how it is detected and named.
+//
+// Loss scaling (fp16: optim/loss_scale.h): the loss gradient is seeded with the scale, and after
+// backward and the gradients' averaging over the ranks, one pass unscales them and finds any
+// overflow. An overflowed step is skipped -- no update, the solver's state and the buffers as
+// before the step -- logged, and the scale backed off; it still counts as an iteration (its batch
+// is consumed, the learning-rate schedule advances, its finite loss is displayed), as a loop that
+// calls GradScaler.step and then scheduler.step every iteration does, while Adam's and AdaGrad's
+// step t counts only applied updates, as torch.optim's state['step'] does.
 #include <algorithm>
 #include <cmath>
 #include <csignal>
@@ -99,6 +107,7 @@ TrainingRun::TrainingRun(const ConfigNode& config, Context& ctx, const LayerRegi
               (known.empty() ? "there is no data.test" : "it has: " + known) + ")");
   }
   solver_ = make_solver(solver_node, loop_.max_iter);
+  scaler_ = LossScaler(read_loss_scale_config(solver_node, model_precision(model)));
   solver_node.check_no_unknown_keys("solver");
   config.check_no_unknown_keys("the config");
 
@@ -112,6 +121,10 @@ TrainingRun::TrainingRun(const ConfigNode& config, Context& ctx, const LayerRegi
   state_.solver_type = solver_->config().type;
   state_.classes = classes.names;
   start_ = load_starting_point(options, *train_net_, *solver_, ctx_, loop_.max_iter, state_);
+  if (start_.resumed && state_.loss_scale && scaler_.enabled()) {
+    scaler_.set_state(*state_.loss_scale);
+  }
+  train_net_->set_loss_scale(scaler_.scale());
   state_.classes = classes.names;  // a checkpoint older than the class list has none
   const std::string classifier = classifier_of(*train_net_);
   if (!options.weights.empty() && !classifier.empty() &&
@@ -165,7 +178,7 @@ bool TrainingRun::step(int64_t iter) {
   const bool check = loop_.on_nonfinite != OnNonfinite::stop;
   Tensor& loss_sum = progress_->loss_sum();
   if (check) loss_before_ = loss_sum.to_vector()[0];
-  if (loop_.on_nonfinite == OnNonfinite::skip) {
+  if (loop_.on_nonfinite == OnNonfinite::skip || scaler_.enabled()) {
     nonfinite_check_.keep_buffers(train_net_->buffers());
   }
   if (reducer_) reducer_->begin_step(interrupt_ != nullptr && interrupt_->requested());
@@ -205,10 +218,44 @@ bool TrainingRun::step(int64_t iter) {
     }
   }
   if (reducer_) reducer_->end_step();
-  if (check && !nonfinite_check_.finite(train_net_->learnable_params(), loss_sum)) return false;
-  solver_->step(train_net_->learnable_params(), iter, ctx_);
+  const std::vector<Param*>& params = train_net_->learnable_params();
+  if (test_inf_grad_.due(iter + 1) && !params.empty()) {
+    ctx_.fill(params[0]->grad, INFINITY);  // the test hook: one step's gradients overflow
+  }
+  if (scaler_.enabled() && !scaler_.unscale(params, ctx_)) {
+    // A loss that is not finite is divergence, not an overflow of the scaled gradients: it goes
+    // to solver.on_nonfinite (at once with skip or rollback, at the display line with stop).
+    if (check && !std::isfinite(loss_sum.to_vector()[0])) return false;
+    skip_overflowed_step(iter);
+    return true;
+  }
+  if (check && !nonfinite_check_.finite(params, loss_sum)) return false;
+  solver_->step(params, iter, ctx_, scaler_.state().skipped);
+  if (scaler_.enabled() && scaler_.update(true)) {
+    train_net_->set_loss_scale(scaler_.scale());
+    graph_.reset();
+  }
   ++state_.window_iterations;
   return true;
+}
+
+// An overflowed loss-scaled step: its gradients dropped, the buffers its forward pass updated put
+// back, the scale backed off (a new constant in the captured step: the graph is captured again).
+// Its loss, unscaled and usually finite, stays in the display window like any other.
+void TrainingRun::skip_overflowed_step(int64_t iter) {
+  const float scale = scaler_.scale();
+  train_net_->zero_param_grads(ctx_);
+  nonfinite_check_.restore_buffers(train_net_->buffers());
+  ++state_.window_iterations;
+  if (scaler_.update(false)) {
+    train_net_->set_loss_scale(scaler_.scale());
+    graph_.reset();
+  }
+  ++summary_.overflows;
+  log_->print(fmt::format(
+      "iteration {}: gradients overflowed at loss scale {}; step skipped, {}", iter + 1, scale,
+      scaler_.config().dynamic ? fmt::format("scale now {}", scaler_.scale())
+                               : std::string("the scale is fixed (solver.loss_scale)")));
 }
 
 Scalars TrainingRun::test(int64_t done) {
@@ -256,6 +303,8 @@ bool TrainingRun::save(int64_t done, bool test_pending) {
   state_.rng = ctx_.random().state();
   state_.loss_sum = loss_sum;
   state_.test_pending = test_pending;
+  state_.loss_scale =
+      scaler_.enabled() ? std::optional<LossScaleState>(scaler_.state()) : std::nullopt;
   if (!leader()) {  // rank 0 writes the checkpoint (every rank holds the same weights)
     progress_->pause_since(begin);
     return true;
