@@ -3,7 +3,9 @@
 // one (the scale reaches every gradient and is divided out again); an overflow forced into one
 // step's gradients (the test hook CREMA_TEST_INF_GRAD_AT) is skipped, logged and not trained on
 // (weights and solver state bit-identical to the run that stopped before it) and backs the scale
-// off; a run stopped and resumed continues with the saved scale and step count, bit for bit.
+// off; a run stopped and resumed continues with the saved scale and step count, bit for bit;
+// gradient accumulation and clipping see the unscaled gradients; a loss that is not finite is
+// divergence (solver.on_nonfinite), not an overflow.
 // Checkpoints and --weights files stored in bf16 or f16 load into the f32 parameters with one
 // line saying so.
 #include <gtest/gtest.h>
@@ -78,6 +80,16 @@ TEST_F(TrainLossScale, APowerOfTwoScaleTrainsBitForBitAsNone) {
   EXPECT_EQ(s.good_steps, 0);
   EXPECT_EQ(s.skipped, 0);
   EXPECT_FALSE(read_checkpoint(find_checkpoint(dir_ + "/plain")).state.loss_scale.has_value());
+}
+
+// With two passes per step and clipping by a norm the gradients exceed: the scale is divided out
+// before the solver averages and clips, so clipping sees the true gradients.
+TEST_F(TrainLossScale, AccumulationAndClippingSeeUnscaledGradients) {
+  const std::vector<std::string> extra = {"++solver.iter_size=2", "++solver.clip_gradients=0.05",
+                                          "data.train.batch_size=8"};
+  train(options(plain_, "plain", 12, extra));
+  train(options(scaled("{init: 4096, growth_interval: 5}"), "scaled", 12, extra));
+  EXPECT_EQ(file("scaled/final.safetensors"), file("plain/final.safetensors")) << log_;
 }
 
 // Iteration 8's gradients overflow: the step is skipped and logged, the scale halves, and the
