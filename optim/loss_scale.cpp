@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
-#include <optional>
 #include <string>
 
 #include "kernels/optimizers/grad_unscale.h"
@@ -68,15 +67,6 @@ LossScaleConfig read_loss_scale_config(const ConfigNode& solver, Precision preci
   }
   node.check_no_unknown_keys("solver.loss_scale");
   return c;
-}
-
-Precision model_precision(const ConfigNode& model) {
-  const std::string name = model.get<std::string>("precision", "fp32");
-  const std::optional<Precision> precision = parse_precision(name);
-  if (!precision) {
-    model.at("precision").fail("model.precision is fp32, tf32, bf16 or fp16, got '" + name + "'");
-  }
-  return *precision;
 }
 
 LossScaler::LossScaler(LossScaleConfig config) : config_(config) {

@@ -58,13 +58,11 @@ struct LossScaleState {
   int64_t skipped = 0;     // steps skipped for overflow since the run began
 };
 
-// Reads solver.loss_scale as above for a net of `precision`. Values out of range are an error
+// Reads solver.loss_scale as above for a net of `precision` (model.precision:
+// core/net_precision.h's read_net_precision). Values out of range are an error
 // naming the key: init finite and > 0, growth_factor > 1, backoff_factor in (0, 1),
 // growth_interval >= 1.
 LossScaleConfig read_loss_scale_config(const ConfigNode& solver, Precision precision);
-// model.precision (fp32 when absent), for the solver side of a run; an unknown name is an error
-// listing the precisions.
-Precision model_precision(const ConfigNode& model);
 
 class LossScaler {
  public:

@@ -52,6 +52,7 @@
 #include "core/config.h"
 #include "core/error.h"
 #include "core/net.h"
+#include "core/net_precision.h"
 #include "core/registry.h"
 #include "core/serialization.h"
 #include "kernels/convolution/select.h"
@@ -107,7 +108,8 @@ TrainingRun::TrainingRun(const ConfigNode& config, Context& ctx, const LayerRegi
               (known.empty() ? "there is no data.test" : "it has: " + known) + ")");
   }
   solver_ = make_solver(solver_node, loop_.max_iter);
-  scaler_ = LossScaler(read_loss_scale_config(solver_node, model_precision(model)));
+  scaler_ = LossScaler(
+      read_loss_scale_config(solver_node, read_net_precision(model, ctx_.device()).precision));
   solver_node.check_no_unknown_keys("solver");
   config.check_no_unknown_keys("the config");
 

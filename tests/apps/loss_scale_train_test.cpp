@@ -38,6 +38,12 @@ class TrainLossScale : public ::testing::Test {
     return testing::write_variant(dir_, testing::read_file(plain_), "  display: 50\n",
                                   "  display: 50\n  loss_scale: " + scale + "\n");
   }
+  // The synthetic config with model.precision: fp16 (on the CPU its layers fall back to f32
+  // where they have no f16 path; the loss scaler is on by default all the same).
+  std::string fp16() const {
+    return testing::write_variant(dir_, testing::read_file(plain_), "model:\n",
+                                  "model:\n  precision: fp16\n");
+  }
   CommandOptions options(const std::string& config, const std::string& run, int64_t max_iter,
                          std::vector<std::string> extra = {}) const {
     CommandOptions o;
@@ -92,10 +98,24 @@ TEST_F(TrainLossScale, AccumulationAndClippingSeeUnscaledGradients) {
   EXPECT_EQ(file("scaled/final.safetensors"), file("plain/final.safetensors")) << log_;
 }
 
-// Iteration 8's gradients overflow: the step is skipped and logged, the scale halves, and the
-// weights and momentum are those of a run that stopped after iteration 7, bit for bit.
+// fp16 turns GradScaler's defaults on; solver.loss_scale: false turns them off.
+TEST_F(TrainLossScale, Fp16ScalesByDefault) {
+  const std::string config = fp16();
+  train(options(config, "default", 2));
+  EXPECT_CONTAINS(log_,
+                  "loss scaling: scale 65536, x 2 after 2000 finite steps in a row, x 0.5 at an "
+                  "overflow (solver.loss_scale)");
+  EXPECT_EQ(saved_scale("default").scale, 65536.0f);
+  log_.clear();
+  train(options(config, "off", 2, {"++solver.loss_scale=false"}));
+  EXPECT_EQ(log_.find("loss scal"), std::string::npos) << log_;
+}
+
+// Iteration 8's gradients overflow in an fp16 run: the step is skipped and logged, the scale
+// halves, and the weights and momentum are those of a run that stopped after iteration 7, bit
+// for bit.
 TEST_F(TrainLossScale, AForcedOverflowIsSkippedLoggedAndNotTrainedOn) {
-  const std::string config = scaled("{init: 65536}");
+  const std::string config = fp16();
   train(options(config, "before", 7));
   const testing::ScopedEnv overflow("CREMA_TEST_INF_GRAD_AT", "8");
   const TrainSummary s = train(options(config, "skipped", 8));

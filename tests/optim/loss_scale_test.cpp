@@ -125,11 +125,6 @@ TEST(LossScaler, ErrorsNameTheKey) {
                     }),
                     message);
   }
-  EXPECT_CONTAINS(
-      testing::error_of([&] { model_precision(parse_config("{precision: fp8}", "m.yaml")); }),
-      "m.yaml:1:13: model.precision is fp32, tf32, bf16 or fp16, got 'fp8'");
-  EXPECT_EQ(model_precision(parse_config("{layers: []}", "m.yaml")), Precision::fp32);
-  EXPECT_EQ(model_precision(parse_config("{precision: fp16}", "m.yaml")), Precision::fp16);
 }
 
 // Every gradient not frozen is divided by the scale; one inf anywhere among them is reported; a
