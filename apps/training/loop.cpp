@@ -21,8 +21,9 @@
 //
 // Loss scaling (fp16: optim/loss_scale.h): the loss gradient is seeded with the scale, and after
 // backward and the gradients' averaging over the ranks, one pass unscales them and finds any
-// overflow. An overflowed step is skipped -- no update, the solver's state and the buffers as
-// before the step -- logged, and the scale backed off; it still counts as an iteration (its batch
+// overflow. An overflowed step is skipped -- no update, the solver's state as before the step;
+// batch norm's statistics keep the forward pass's update, as under GradScaler -- logged, and the
+// scale backed off; it still counts as an iteration (its batch
 // is consumed, the learning-rate schedule advances, its finite loss is displayed), as a loop that
 // calls GradScaler.step and then scheduler.step every iteration does, while Adam's and AdaGrad's
 // step t counts only applied updates, as torch.optim's state['step'] does.
@@ -180,7 +181,7 @@ bool TrainingRun::step(int64_t iter) {
   const bool check = loop_.on_nonfinite != OnNonfinite::stop;
   Tensor& loss_sum = progress_->loss_sum();
   if (check) loss_before_ = loss_sum.to_vector()[0];
-  if (loop_.on_nonfinite == OnNonfinite::skip || scaler_.enabled()) {
+  if (loop_.on_nonfinite == OnNonfinite::skip) {
     nonfinite_check_.keep_buffers(train_net_->buffers());
   }
   if (reducer_) reducer_->begin_step(interrupt_ != nullptr && interrupt_->requested());
@@ -241,13 +242,13 @@ bool TrainingRun::step(int64_t iter) {
   return true;
 }
 
-// An overflowed loss-scaled step: its gradients dropped, the buffers its forward pass updated put
-// back, the scale backed off (a new constant in the captured step: the graph is captured again).
-// Its loss, unscaled and usually finite, stays in the display window like any other.
+// An overflowed loss-scaled step: its gradients dropped, the scale backed off (a new constant in
+// the captured step: the graph is captured again). Its loss, unscaled and finite (one that is not
+// is divergence, solver.on_nonfinite's), stays in the display window like any other, and the
+// buffers keep what its forward pass made of them: only the backward overflowed.
 void TrainingRun::skip_overflowed_step(int64_t iter) {
   const float scale = scaler_.scale();
   train_net_->zero_param_grads(ctx_);
-  nonfinite_check_.restore_buffers(train_net_->buffers());
   ++state_.window_iterations;
   if (scaler_.update(false)) {
     train_net_->set_loss_scale(scaler_.scale());
