@@ -483,7 +483,9 @@ void Net::begin_backward(Context& ctx) {
   for (size_t index : grads_to_zero_) ctx.fill(blobs_[index]->grad, 0.0f);
   for (const Wiring& w : wiring_) {
     for (size_t t = 0; t < w.tops.size(); ++t) {
-      if (w.loss_weights[t] != 0.0f) ctx.fill(w.tops[t]->grad, w.loss_weights[t]);
+      if (w.loss_weights[t] != 0.0f) {
+        ctx.fill(w.tops[t]->grad, w.loss_weights[t] * loss_scale_);
+      }
     }
   }
 }

@@ -86,6 +86,12 @@ class Net {
   // Zeroes every parameter gradient (the update zeroes them itself; this is for a dropped step).
   void zero_param_grads(Context& ctx);
 
+  // Loss scaling (fp16 training, optim/loss_scale.h): begin_backward seeds each loss top's
+  // gradient with loss_weight * scale instead of loss_weight, so every gradient of the pass is
+  // `scale` times the true one (the loss values themselves are not scaled). 1 by default.
+  void set_loss_scale(float scale) { loss_scale_ = scale; }
+  float loss_scale() const { return loss_scale_; }
+
   // Scalar blobs that no layer consumes (losses, accuracy), by name, with their current values
   // (read back from the device: only after a forward pass, when they hold values).
   std::vector<std::pair<std::string, double>> outputs() const;
@@ -192,6 +198,7 @@ class Net {
   std::vector<Param*> learnable_;
   std::vector<Buffer*> buffers_;
   std::vector<std::pair<Blob*, float>> loss_tops_;
+  float loss_scale_ = 1.0f;  // set_loss_scale
 
   // The memory plan.
   bool memory_plan_ = true;

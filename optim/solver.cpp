@@ -15,7 +15,8 @@ Solver::Slots& Solver::slots_of(size_t index, const Param& param, Context& ctx) 
   return slots;
 }
 
-void Solver::step(const std::vector<Param*>& params, int64_t iter, Context& ctx) {
+void Solver::step(const std::vector<Param*>& params, int64_t iter, Context& ctx,
+                  int64_t skipped_steps) {
   const double lr = learning_rate(iter);
   if (state_.size() < params.size()) state_.resize(params.size());  // before taking addresses
   std::vector<kernels::OptimizerTensorSet> sets;
@@ -33,7 +34,7 @@ void Solver::step(const std::vector<Param*>& params, int64_t iter, Context& ctx)
   }
   const kernels::GradientScaling scaling{float(1.0 / config_.iter_size),
                                          float(config_.clip_gradients)};
-  kernels::optimizer_update(ctx, config_.rule, iter + 1, sets, scaling);
+  kernels::optimizer_update(ctx, config_.rule, iter + 1 - skipped_steps, sets, scaling);
 }
 
 std::vector<std::pair<std::string, Tensor>> Solver::state(const std::vector<Param*>& params,

@@ -47,9 +47,12 @@ class Solver {
   explicit Solver(SolverConfig config) : config_(std::move(config)) {}
 
   // Applies one update with the learning rate for `iter` (Adam's bias correction and AdaGrad's
-  // lr decay use the step t = iter + 1, so a resumed run continues exactly) and zeroes the
-  // gradients of the updated parameters.
-  void step(const std::vector<Param*>& params, int64_t iter, Context& ctx);
+  // lr decay use the step t = iter + 1 - skipped_steps, so a resumed run continues exactly) and
+  // zeroes the gradients of the updated parameters. `skipped_steps`: the iterations before this
+  // one whose update a loss scaler skipped (optim/loss_scale.h); torch.optim counts t in applied
+  // updates.
+  void step(const std::vector<Param*>& params, int64_t iter, Context& ctx,
+            int64_t skipped_steps = 0);
   double learning_rate(int64_t iter) const { return config_.lr_policy.rate(config_.base_lr, iter); }
   // Multiplies base_lr, and with it every later learning rate, by `factor` (a training run that
   // rolls back after a non-finite step lowers its learning rate so).

@@ -213,9 +213,17 @@ Checkpoint read_checkpoint(const std::string& dir) {
   Checkpoint c;
   c.dir = dir;
   c.state = read_state_json(dir + "/state.json");
-  c.model = load_safetensors(dir + "/model.safetensors");
-  c.solver = load_safetensors(dir + "/solver.safetensors");
-  c.layers = load_safetensors(dir + "/layers.safetensors");
+  auto load = [&](const std::string& file) {
+    Widened widened;
+    NamedTensors tensors = load_safetensors(dir + "/" + file, &widened);
+    if (!widened.text().empty()) {
+      c.notes += (c.notes.empty() ? "" : "; ") + file + ": " + widened.text();
+    }
+    return tensors;
+  };
+  c.model = load("model.safetensors");
+  c.solver = load("solver.safetensors");
+  c.layers = load("layers.safetensors");
   return c;
 }
 

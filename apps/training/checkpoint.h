@@ -8,7 +8,8 @@
 //     layers.safetensors   the layers' run state (Layer::run_state: drop1.step, ...)
 //     state.json           iteration, position in the data order, the random generator's state,
 //                          the open loss window, the best test metric so far, the rollbacks and
-//                          their learning-rate factor (solver.on_nonfinite), the model's YAML
+//                          their learning-rate factor (solver.on_nonfinite), the loss scaler's
+//                          scale and counts (fp16: optim/loss_scale.h), the model's YAML
 //   <run>/checkpoints/last -> iter_000500     symbolic links, each replaced atomically
 //   <run>/checkpoints/best -> iter_000400     (only with solver.keep_best)
 //
@@ -32,6 +33,7 @@
 #include "core/error.h"
 #include "core/net.h"
 #include "core/tensor.h"
+#include "optim/loss_scale.h"
 
 namespace crema {
 
@@ -70,7 +72,8 @@ struct TrainingState {
   std::optional<BestMetric> best;
   int64_t rollbacks = 0;  // solver.on_nonfinite: rollback: reloads so far, and the factor they
   double lr_scale = 1.0;  // multiplied the learning rate by (a resumed run keeps both)
-  std::string model;      // the config's model section as YAML
+  std::optional<LossScaleState> loss_scale;  // the loss scaler's, when the run scales its loss
+  std::string model;                         // the config's model section as YAML
   std::string solver_type;
   std::vector<std::string> classes;  // the run's class list (class_list.h); empty in older ones
 };
@@ -88,13 +91,17 @@ std::string write_checkpoint(const std::string& run_dir, const Net& net,
 struct Checkpoint {
   std::string dir;
   TrainingState state;
-  NamedTensors model, solver, layers;  // on the host
+  NamedTensors model, solver, layers;  // on the host, f32
+  // What reading converted, for the log ("model.safetensors: converted 10 bf16 tensors to f32"),
+  // or "": crema writes f32, but a checkpoint's files may have been stored in bf16 or f16 since.
+  std::string notes;
 };
 
 // What --resume names: a checkpoint directory, or a run directory (its checkpoints/last, else the
 // newest complete iter_* directory). Throws crema::Error saying what was expected.
 std::string find_checkpoint(const std::string& path);
-// Reads and checks all three files; throws crema::Error naming the file and what is wrong.
+// Reads and checks all three files (bf16 and f16 tensors widened to f32, as Checkpoint::notes
+// says); throws crema::Error naming the file and what is wrong.
 Checkpoint read_checkpoint(const std::string& dir);
 // The run directory of a checkpoint at <run>/checkpoints/<name>, or "" if it lies elsewhere.
 std::string run_dir_of(const std::string& checkpoint_dir);

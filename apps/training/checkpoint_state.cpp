@@ -42,6 +42,11 @@ ordered_json state_to_json(const TrainingState& s) {
       {"solver_type", s.solver_type},
       {"model", s.model},
       {"classes", s.classes}};
+  if (s.loss_scale) {
+    j["loss_scale"] = {{"scale", double(s.loss_scale->scale)},
+                       {"good_steps", s.loss_scale->good_steps},
+                       {"skipped", s.loss_scale->skipped}};
+  }
   if (s.best) {
     j["best"] = {{"metric", s.best->metric},
                  {"mode", s.best->maximize ? "max" : "min"},
@@ -144,6 +149,15 @@ TrainingState read_state_json(const std::string& path) {
     const auto& rollbacks = f.at(j, "rollbacks");
     s.rollbacks = f.integer(rollbacks, "count", 0);
     s.lr_scale = f.number(rollbacks, "lr_scale");
+  }
+  if (j.contains("loss_scale")) {  // only in runs that scale their loss
+    const auto& scaler = f.at(j, "loss_scale");
+    LossScaleState l;
+    l.scale = f.single(scaler, "scale");
+    if (!(l.scale > 0.0f)) throw Error(path + ": loss_scale.scale must be > 0");
+    l.good_steps = f.integer(scaler, "good_steps", 0);
+    l.skipped = f.integer(scaler, "skipped", 0);
+    s.loss_scale = l;
   }
   s.solver_type = f.text(j, "solver_type");
   s.model = f.text(j, "model");

@@ -56,10 +56,10 @@ TrainingState restore_checkpoint(const std::string& dir, Net& net, Solver& solve
   return saved.state;
 }
 
-NanInjection::NanInjection() {
-  if (const char* at = std::getenv("CREMA_TEST_NAN_AT")) iteration_ = std::atoll(at);
-  const char* times = std::getenv("CREMA_TEST_NAN_TIMES");
-  times_left_ = times ? std::atoll(times) : 1;
+NanInjection::NanInjection(const char* at, const char* times) {
+  if (const char* value = std::getenv(at)) iteration_ = std::atoll(value);
+  const char* count = std::getenv(times);
+  times_left_ = count ? std::atoll(count) : 1;
 }
 
 bool NanInjection::due(int64_t iteration) {

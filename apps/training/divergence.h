@@ -56,12 +56,16 @@ std::string diagnose_nonfinite(Net& net, Context& ctx);
 // random generator state copied into `net`, `solver` and `ctx`; returns its TrainingState.
 TrainingState restore_checkpoint(const std::string& dir, Net& net, Solver& solver, Context& ctx);
 
-// The test hook: CREMA_TEST_NAN_AT=K fills the first net input with NaN in iteration K (counted
-// from 1), CREMA_TEST_NAN_TIMES=N (default 1) times in all, so a rollback that runs iteration K
-// again meets it again until N is spent. Tests set it; runs never do.
+// The test hooks, read from the environment: CREMA_TEST_NAN_AT=K fills the first net input with
+// NaN in iteration K (counted from 1), CREMA_TEST_NAN_TIMES=N (default 1) times in all, so a
+// rollback that runs iteration K again meets it again until N is spent; CREMA_TEST_INF_GRAD_AT=K
+// (and CREMA_TEST_INF_GRAD_TIMES) puts an infinity into the first parameter's gradient after
+// iteration K's backward, as an fp16 overflow would, the loss left finite (a loss-scaled run
+// skips that step: optim/loss_scale.h). Tests set them; runs never do.
 class NanInjection {
  public:
-  NanInjection();
+  // `at` and `times`: the two variables' names.
+  NanInjection(const char* at, const char* times);
   // Whether iteration `iteration`'s first pass gets the NaN; counts it.
   bool due(int64_t iteration);
 

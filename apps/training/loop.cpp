@@ -18,6 +18,15 @@
 //
 // A loss or gradient that is not finite stops the run, skips the step or rolls back to the last
 // checkpoint (solver.on_nonfinite): divergence.h says how it is detected and named.
+//
+// Loss scaling (fp16: optim/loss_scale.h): the loss gradient is seeded with the scale, and after
+// backward and the gradients' averaging over the ranks, one pass unscales them and finds any
+// overflow. An overflowed step is skipped -- no update, the solver's state as before the step;
+// batch norm's statistics keep the forward pass's update, as under GradScaler -- logged, and the
+// scale backed off; it still counts as an iteration (its batch
+// is consumed, the learning-rate schedule advances, its finite loss is displayed), as a loop that
+// calls GradScaler.step and then scheduler.step every iteration does, while Adam's and AdaGrad's
+// step t counts only applied updates, as torch.optim's state['step'] does.
 #include <algorithm>
 #include <cmath>
 #include <csignal>
@@ -45,6 +54,7 @@
 #include "core/config.h"
 #include "core/error.h"
 #include "core/net.h"
+#include "core/net_precision.h"
 #include "core/registry.h"
 #include "core/serialization.h"
 #include "kernels/convolution/select.h"
@@ -107,6 +117,8 @@ TrainingRun::TrainingRun(const ConfigNode& config, Context& ctx, const LayerRegi
               (known.empty() ? "there is no data.test" : "it has: " + known) + ")");
   }
   solver_ = make_solver(solver_node, loop_.max_iter);
+  scaler_ = LossScaler(
+      read_loss_scale_config(solver_node, read_net_precision(model, ctx_.device()).precision));
   solver_node.check_no_unknown_keys("solver");
   const distributed::DdpSettings ddp = distributed::read_ddp_settings(config);
   config.check_no_unknown_keys("the config");
@@ -121,6 +133,10 @@ TrainingRun::TrainingRun(const ConfigNode& config, Context& ctx, const LayerRegi
   state_.solver_type = solver_->config().type;
   state_.classes = classes.names;
   start_ = load_starting_point(options, *train_net_, *solver_, ctx_, loop_.max_iter, state_);
+  if (start_.resumed && state_.loss_scale && scaler_.enabled()) {
+    scaler_.set_state(*state_.loss_scale);
+  }
+  train_net_->set_loss_scale(scaler_.scale());
   state_.classes = classes.names;  // a checkpoint older than the class list has none
   const std::string classifier = classifier_of(*train_net_);
   if (!options.weights.empty() && !classifier.empty() &&
@@ -216,10 +232,44 @@ bool TrainingRun::step(int64_t iter) {
     }
   }
   if (reducer_) reducer_->end_step();
-  if (check && !nonfinite_check_.finite(train_net_->learnable_params(), loss_sum)) return false;
-  solver_->step(train_net_->learnable_params(), iter, ctx_);
+  const std::vector<Param*>& params = train_net_->learnable_params();
+  if (test_inf_grad_.due(iter + 1) && !params.empty()) {
+    ctx_.fill(params[0]->grad, INFINITY);  // the test hook: one step's gradients overflow
+  }
+  if (scaler_.enabled() && !scaler_.unscale(params, ctx_)) {
+    // A loss that is not finite is divergence, not an overflow of the scaled gradients: it goes
+    // to solver.on_nonfinite (at once with skip or rollback, at the display line with stop).
+    if (check && !std::isfinite(loss_sum.to_vector()[0])) return false;
+    skip_overflowed_step(iter);
+    return true;
+  }
+  if (check && !nonfinite_check_.finite(params, loss_sum)) return false;
+  solver_->step(params, iter, ctx_, scaler_.state().skipped);
+  if (scaler_.enabled() && scaler_.update(true)) {
+    train_net_->set_loss_scale(scaler_.scale());
+    graph_.reset();
+  }
   ++state_.window_iterations;
   return true;
+}
+
+// An overflowed loss-scaled step: its gradients dropped, the scale backed off (a new constant in
+// the captured step: the graph is captured again). Its loss, unscaled and finite (one that is not
+// is divergence, solver.on_nonfinite's), stays in the display window like any other, and the
+// buffers keep what its forward pass made of them: only the backward overflowed.
+void TrainingRun::skip_overflowed_step(int64_t iter) {
+  const float scale = scaler_.scale();
+  train_net_->zero_param_grads(ctx_);
+  ++state_.window_iterations;
+  if (scaler_.update(false)) {
+    train_net_->set_loss_scale(scaler_.scale());
+    graph_.reset();
+  }
+  ++summary_.overflows;
+  log_->print(fmt::format(
+      "iteration {}: gradients overflowed at loss scale {}; step skipped, {}", iter + 1, scale,
+      scaler_.config().dynamic ? fmt::format("scale now {}", scaler_.scale())
+                               : std::string("the scale is fixed (solver.loss_scale)")));
 }
 
 Scalars TrainingRun::test(int64_t done) {
@@ -267,6 +317,8 @@ bool TrainingRun::save(int64_t done, bool test_pending) {
   state_.rng = ctx_.random().state();
   state_.loss_sum = loss_sum;
   state_.test_pending = test_pending;
+  state_.loss_scale =
+      scaler_.enabled() ? std::optional<LossScaleState>(scaler_.state()) : std::nullopt;
   if (!leader()) {  // rank 0 writes the checkpoint (every rank holds the same weights)
     progress_->pause_since(begin);
     return true;

@@ -49,6 +49,11 @@ void TrainingRun::roll_back(int64_t& iter) {
   const TrainingState now = state_;
   state_ = restore_checkpoint(dir, *train_net_, *solver_, ctx_);
   state_.model = now.model;
+  if (scaler_.enabled()) {
+    scaler_.set_state(state_.loss_scale.value_or(LossScaleState{scaler_.config().init}));
+    train_net_->set_loss_scale(scaler_.scale());
+    graph_.reset();
+  }
   state_.rollbacks = now.rollbacks + 1;
   state_.lr_scale = now.lr_scale * loop_.rollback_lr_factor;
   position_ = state_.data_position;
@@ -127,7 +132,18 @@ void TrainingRun::print_start() {
       parameters.frozen > 0 ? fmt::format(" trained and {} frozen", parameters.frozen) : "",
       start_.run_dir));
   if (start_.resumed) {
-    log_->print(fmt::format("resumed from {} at iteration {}", start_.resumed->dir, first_iter_));
+    const std::string& notes = start_.resumed->notes;
+    log_->print(fmt::format("resumed from {} at iteration {}{}", start_.resumed->dir, first_iter_,
+                            notes.empty() ? "" : " (" + notes + ")"));
+  }
+  if (scaler_.enabled()) {
+    const LossScaleConfig& c = scaler_.config();
+    log_->print(c.dynamic ? fmt::format("loss scaling: scale {}, x {} after {} finite steps in a "
+                                        "row, x {} at an overflow (solver.loss_scale)",
+                                        scaler_.scale(), c.growth_factor, c.growth_interval,
+                                        c.backoff_factor)
+                          : fmt::format("loss scaling: a fixed scale of {} (solver.loss_scale)",
+                                        scaler_.scale()));
   }
 }
 
@@ -148,6 +164,10 @@ void TrainingRun::print_end() {
                   double(ctx_.allocator().current_bytes()) / (1 << 20),
                   double(ctx_.allocator().peak_bytes()) / (1 << 20),
                   train_net_->memory().planned ? "memory plan" : "model.memory_plan: false"));
+  if (scaler_.enabled()) {
+    log_->print(fmt::format("loss scale {} at the end; {} step(s) skipped for overflowed gradients",
+                            scaler_.scale(), scaler_.state().skipped));
+  }
   if (!summary_.final_test.empty()) {
     log_->print("final test: " + format_outputs(summary_.final_test));
   }

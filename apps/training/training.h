@@ -35,6 +35,7 @@ struct TrainSummary {
   bool write_failed = false;  // stopped as a checkpoint or final.safetensors could not be
                               // written (solver.on_write_error): exits with 4
   int64_t skipped_steps = 0;  // solver.on_nonfinite: skip: steps not applied
+  int64_t overflows = 0;      // loss scaling: steps skipped as their gradients overflowed
   int64_t rollbacks = 0;      // solver.on_nonfinite: rollback: checkpoints reloaded
 };
 

@@ -21,6 +21,7 @@
 #include "apps/training/training.h"
 #include "core/net.h"
 #include "data/loader.h"
+#include "optim/loss_scale.h"
 #include "optim/solver.h"
 
 namespace crema::training {
@@ -32,6 +33,12 @@ struct StepGraph {
   StepGraph(const StepGraph&) = delete;
   StepGraph& operator=(const StepGraph&) = delete;
   ~StepGraph() { gpu::destroy_graph(exec); }
+  // Drops the graph, so that the next step captures a new one (a new loss scale is a new constant
+  // in the captured pass).
+  void reset() {
+    gpu::destroy_graph(exec);
+    exec = nullptr;
+  }
 };
 
 class TrainingRun {
@@ -47,6 +54,7 @@ class TrainingRun {
  private:
   TrainSummary run_steps();
   bool step(int64_t iter);
+  void skip_overflowed_step(int64_t iter);
   bool handle_nonfinite(int64_t& iter, const std::string& found, bool step_undone);
   std::string diagnose() { return diagnose_nonfinite(*train_net_, ctx_); }
   void roll_back(int64_t& iter);
@@ -85,7 +93,9 @@ class TrainingRun {
 
   InputFeeder feeder_;
   StepGraph graph_;
-  NanInjection test_nan_;
+  LossScaler scaler_;  // solver.loss_scale (optim/loss_scale.h); disabled in fp32 by default
+  NanInjection test_nan_{"CREMA_TEST_NAN_AT", "CREMA_TEST_NAN_TIMES"};
+  NanInjection test_inf_grad_{"CREMA_TEST_INF_GRAD_AT", "CREMA_TEST_INF_GRAD_TIMES"};
   NonfiniteCheck nonfinite_check_{ctx_};
   float loss_before_ = 0.0f;  // the loss sum before the step being checked
   std::string stop_report_;   // what stopped a diverged run

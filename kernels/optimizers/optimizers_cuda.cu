@@ -18,6 +18,7 @@
 #include "kernels/common/reduce_cuda.cuh"
 #include "kernels/optimizers/optimizer_rules.h"
 #include "kernels/optimizers/optimizers.h"
+#include "kernels/optimizers/slice_blocks_cuda.cuh"
 
 namespace crema::kernels::cuda {
 namespace {
@@ -39,13 +40,6 @@ int update_blocks(int64_t n) {
 }
 int norm_blocks(int64_t n) {
   return int(std::min(kMaxNormBlocksPerSlice, ceil_div(n, kThreads * kNormPerThread)));
-}
-
-// The slice a block works on: slice k owns blocks [first_block[k], first_block[k + 1]).
-__device__ inline int slice_of_block(const int* first_block, int count) {
-  int k = 0;
-  while (k + 1 < count && int(blockIdx.x) >= first_block[k + 1]) ++k;
-  return k;
 }
 
 // A slice as the update kernel reads it: pointers, size and the parameter's constants.
