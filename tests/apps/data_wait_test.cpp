@@ -81,7 +81,7 @@ TEST(DataWaitMeter, ReadsLazilyOldSpansOnlyAndReusesMarks) {
     expected += 0.001 * (step % 7);
     meter.end();
     if (step < int(limit)) EXPECT_EQ(clock.reads, 0) << step;
-    EXPECT_LT(clock.newest_read_end, step - double(limit) / 2) << step;
+    if (clock.reads > 0) EXPECT_LT(clock.newest_read_end, step - double(limit) / 2) << step;
   }
   EXPECT_GT(clock.reads, 0);
   EXPECT_LE(clock.made_marks, int(2 * limit + 2));
