@@ -58,6 +58,9 @@ struct LayerSpec {
   // The net's arithmetic for products (model.math: fp32, tf32 or bf16; fp32 when absent), the
   // default of the layers that have a `math:` key (Convolution, Deconvolution, InnerProduct).
   std::string math = "fp32";
+  // The layer's own `precision:` key (fp32, tf32, bf16, fp16), "" when it has none: the net's
+  // model.precision then applies (core/net_precision.h).
+  std::string precision;
   // The net's model.workspace_limit node (null when absent): the default scratch limit of the
   // layers that choose algorithms (Convolution, Deconvolution: layers/conv_algorithms.h).
   const ConfigNode* workspace_limit = nullptr;

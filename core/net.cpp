@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/net_fusion.h"
+#include "core/net_precision.h"
 #include "core/shape.h"
 
 namespace crema {
@@ -35,8 +36,10 @@ Net::Net(const ConfigNode& model, Phase phase, int64_t batch_size, const LayerRe
       batch_size_(batch_size),
       allocator_(&ctx.allocator()),
       device_(ctx.device()) {
-  if (batch_size_ <= 0) throw Error("batch size must be positive, got " + std::to_string(batch_size));
+  if (batch_size_ <= 0)
+    throw Error("batch size must be positive, got " + std::to_string(batch_size));
   memory_plan_ = model_.is_map() && model_.get<bool>("memory_plan", true);
+  precision_ = read_net_precision(model_, device_);
   std::vector<LayerSpec> specs = read_layer_specs(model_);
   fuse_layers(model_, specs);
   insert_splits(specs);
@@ -47,11 +50,13 @@ Net::Net(const ConfigNode& model, Phase phase, int64_t batch_size, const LayerRe
 std::vector<LayerSpec> Net::read_layer_specs(const ConfigNode& model) {
   if (!model.is_map()) model.fail("model: expected a map with 'inputs' and 'layers'");
   const ConfigNode& inputs = model.at("inputs");
-  if (!inputs.is_map()) inputs.fail("model.inputs: expected a map such as {data: [1, 28, 28], label: []}");
+  if (!inputs.is_map())
+    inputs.fail("model.inputs: expected a map such as {data: [1, 28, 28], label: []}");
   for (const std::string& name : inputs.keys()) {
     const ConfigNode& dims = inputs.at(name);
     if (!dims.is_sequence() && !dims.is_null()) {
-      dims.fail("model.inputs." + name + ": expected a list of per-sample dimensions, e.g. [1, 28, 28]");
+      dims.fail("model.inputs." + name +
+                ": expected a list of per-sample dimensions, e.g. [1, 28, 28]");
     }
     Shape shape;
     for (size_t i = 0; i < dims.size(); ++i) {
@@ -63,8 +68,8 @@ std::vector<LayerSpec> Net::read_layer_specs(const ConfigNode& model) {
   }
 
   // model.math: the net's default arithmetic for products, handed to each layer in its spec (a
-  // layer's own `math:` key wins; layers/layer_keys.h reads both).
-  const std::string math = model.get<std::string>("math", "fp32");
+  // layer's own `math:` key wins; layers/layer_keys.h reads both); model.precision's when absent.
+  const std::string math = model.get<std::string>("math", default_math(precision_.precision));
   if (math != "fp32" && math != "tf32" && math != "bf16") {
     model.at("math").fail("model.math: unknown math '" + math + "'; choose from fp32, tf32, bf16");
   }
@@ -89,10 +94,19 @@ std::vector<LayerSpec> Net::read_layer_specs(const ConfigNode& model) {
     spec.phase = phase_;
     spec.math = math;
     spec.workspace_limit = model.has("workspace_limit") ? &model.at("workspace_limit") : nullptr;
+    if (node.has("precision")) {
+      spec.precision = node.get<std::string>("precision");
+      if (!parse_precision(spec.precision)) {
+        node.at("precision")
+            .fail("layer '" + spec.name + "': unknown precision '" + spec.precision +
+                  "'; choose from fp32, tf32, bf16, fp16");
+      }
+    }
     if (node.has("phase")) {
       const std::string p = node.get<std::string>("phase");
       if (p != "train" && p != "test") {
-        node.at("phase").fail("layer '" + spec.name + "': phase must be train or test, got '" + p + "'");
+        node.at("phase").fail("layer '" + spec.name + "': phase must be train or test, got '" + p +
+                              "'");
       }
       if (p != phase_name(phase_)) continue;
     }
@@ -151,92 +165,144 @@ void Net::insert_splits(std::vector<LayerSpec>& specs) const {
   }
 }
 
-void Net::build(std::vector<LayerSpec> specs, const LayerRegistry& registry, Context& ctx) {
+Blob* Net::new_blob(const std::string& name, const BlobFormat& format, bool planned, Context& ctx) {
   // A planned blob's tensors take their storage from its places: none until plan_memory.
-  auto new_blob = [&](const std::string& name, bool planned = true) {
-    auto blob = std::make_unique<Blob>();
-    blob->name = name;
-    value_places_.push_back(std::make_unique<PlacedAllocator>());
-    grad_places_.push_back(std::make_unique<PlacedAllocator>());
-    value_kept_.push_back(false);
-    planned = planned && memory_plan_;
-    blob->value =
-        planned ? Tensor({0}, DType::f32, device_, value_places_.back().get()) : ctx.empty({0});
-    blob->grad =
-        planned ? Tensor({0}, DType::f32, device_, grad_places_.back().get()) : ctx.empty({0});
-    blob_index_[name] = blobs_.size();
-    blobs_.push_back(std::move(blob));
-    return blobs_.back().get();
-  };
+  auto blob = std::make_unique<Blob>();
+  blob->name = name;
+  value_places_.push_back(std::make_unique<PlacedAllocator>());
+  grad_places_.push_back(std::make_unique<PlacedAllocator>());
+  value_kept_.push_back(false);
+  planned = planned && memory_plan_;
+  for (auto [tensor, place] : {std::pair{&blob->value, value_places_.back().get()},
+                               std::pair{&blob->grad, grad_places_.back().get()}}) {
+    *tensor = planned ? Tensor({0}, format.dtype, device_, place) : ctx.empty({0}, format.dtype);
+    tensor->set_layout(format.layout);
+  }
+  blob_index_[name] = blobs_.size();
+  blobs_.push_back(std::move(blob));
+  return blobs_.back().get();
+}
+
+void Net::build(std::vector<LayerSpec> specs, const LayerRegistry& registry, Context& ctx) {
   for (const auto& [name, sample_shape] : inputs_) {
     Shape shape{batch_size_};
     shape.insert(shape.end(), sample_shape.begin(), sample_shape.end());
-    Blob* blob = new_blob(name, false);
+    Blob* blob = new_blob(name, BlobFormat{}, false, ctx);
     blob->value.reshape(shape);
   }
-
   for (LayerSpec& spec : specs) {
-    const size_t i = layers_.size();
-    layers_.push_back(registry.create(spec));
-    Layer& layer = *layers_.back();
-    wiring_.emplace_back();
-    Wiring& w = wiring_.back();
-    auto count_error = [&](const char* what, size_t got, int lo, int hi) {
-      std::string want = lo == hi ? std::to_string(lo) : std::to_string(lo) + " to " + std::to_string(hi);
-      fail_at_layer(i, "takes " + want + " " + what + ", got " + std::to_string(got));
-    };
-    if (int(spec.bottoms.size()) < layer.min_bottoms() || int(spec.bottoms.size()) > layer.max_bottoms()) {
-      count_error("bottom(s)", spec.bottoms.size(), layer.min_bottoms(), layer.max_bottoms());
-    }
-    if (int(spec.tops.size()) < layer.min_tops() || int(spec.tops.size()) > layer.max_tops()) {
-      count_error("top(s)", spec.tops.size(), layer.min_tops(), layer.max_tops());
-    }
-    for (const std::string& name : spec.bottoms) w.bottoms.push_back(blobs_[blob_index_.at(name)].get());
-    for (const std::string& name : spec.tops) {
-      const bool in_place = std::find(spec.bottoms.begin(), spec.bottoms.end(), name) != spec.bottoms.end();
-      if (in_place) {
-        w.tops.push_back(blobs_[blob_index_.at(name)].get());
-      } else if (blob_index_.count(name) != 0) {
-        fail_at_layer(i, "top '" + name + "' is already produced by an earlier layer; give it another name");
-      } else {
-        w.tops.push_back(new_blob(name));
-      }
-    }
-    const float default_weight = layer.is_loss() ? 1.0f : 0.0f;
-    const float weight = spec.node ? spec.node->get<float>("loss_weight", default_weight) : default_weight;
-    w.loss_weights.assign(spec.tops.size(), 0.0f);
-    if (!w.loss_weights.empty()) w.loss_weights[0] = weight;
-    const size_t held_before = allocator_->current_bytes();
+    std::unique_ptr<Layer> layer = registry.create(spec);
+    BlobFormat format;
     try {
-      layer.setup(w.bottoms, w.tops, ctx);
-      layer.reshape(w.bottoms, w.tops, ctx);
+      format = layer_format(*layer, precision_, device_);
     } catch (const Error& e) {
-      fail_at_layer(i, e.what());
+      if (spec.node != nullptr && spec.node->has("precision"))
+        spec.node->at("precision").fail(e.what());
+      throw;
     }
-    if (memory_plan_) {  // planned tops took nothing: the rest is parameters, buffers and state
-      int64_t state = int64_t(allocator_->current_bytes()) - int64_t(held_before);
-      for (const Param& p : layer.params()) state -= int64_t(p.value.nbytes() + p.grad.nbytes());
-      for (const Buffer& b : layer.buffers()) state -= int64_t(b.value.nbytes());
-      layer_state_ += std::max<int64_t>(state, 0);
-    }
-    if (weight != 0.0f && w.tops[0]->value.numel() != 1) {
-      fail_at_layer(i, "loss_weight needs a scalar top, but '" + w.tops[0]->name + "' is " +
-                           shape_str(w.tops[0]->value.shape()));
-    }
-    for (Blob* top : w.tops) top->grad.reshape(top->value.shape());
-    if (weight != 0.0f) loss_tops_.emplace_back(w.tops[0], weight);
-    if (spec.node != nullptr) {
-      if (spec.node->has("param")) {
-        spec.node->at("param").check_no_unknown_keys("param of layer '" + spec.name + "'");
+    // Bottoms stored otherwise reach the layer through a Convert; an in-place layer then works
+    // on the converted blob, which from here on bears the name.
+    std::vector<std::pair<std::string, std::string>> renamed;  // (name, converted) in place
+    for (std::string& bottom : spec.bottoms) {
+      if (stored_as(blobs_[blob_index_.at(bottom)]->value, format)) continue;
+      const std::string converted = add_convert(bottom, format, registry, ctx);
+      for (std::string& top : spec.tops) {
+        if (top == bottom) {
+          top = converted;
+          renamed.emplace_back(bottom, converted);
+        }
       }
-      spec.node->check_no_unknown_keys("layer '" + spec.name + "'");
+      bottom = converted;
     }
+    add_layer(std::move(spec), std::move(layer), format, ctx);
+    for (const auto& [name, converted] : renamed) blob_index_[name] = blob_index_.at(converted);
   }
   share_named_params();
   for (auto& layer : layers_) {
     for (Buffer& b : layer->buffers()) buffers_.push_back(&b);
   }
   decide_backward();
+}
+
+void Net::add_layer(LayerSpec spec, std::unique_ptr<Layer> made, const BlobFormat& format,
+                    Context& ctx) {
+  const size_t i = layers_.size();
+  layers_.push_back(std::move(made));
+  Layer& layer = *layers_.back();
+  wiring_.emplace_back();
+  Wiring& w = wiring_.back();
+  auto count_error = [&](const char* what, size_t got, int lo, int hi) {
+    std::string want =
+        lo == hi ? std::to_string(lo) : std::to_string(lo) + " to " + std::to_string(hi);
+    fail_at_layer(i, "takes " + want + " " + what + ", got " + std::to_string(got));
+  };
+  if (int(spec.bottoms.size()) < layer.min_bottoms() ||
+      int(spec.bottoms.size()) > layer.max_bottoms()) {
+    count_error("bottom(s)", spec.bottoms.size(), layer.min_bottoms(), layer.max_bottoms());
+  }
+  if (int(spec.tops.size()) < layer.min_tops() || int(spec.tops.size()) > layer.max_tops()) {
+    count_error("top(s)", spec.tops.size(), layer.min_tops(), layer.max_tops());
+  }
+  for (const std::string& name : spec.bottoms)
+    w.bottoms.push_back(blobs_[blob_index_.at(name)].get());
+  for (const std::string& name : spec.tops) {
+    const bool in_place =
+        std::find(spec.bottoms.begin(), spec.bottoms.end(), name) != spec.bottoms.end();
+    if (in_place) {
+      w.tops.push_back(blobs_[blob_index_.at(name)].get());
+    } else if (blob_index_.count(name) != 0) {
+      fail_at_layer(
+          i, "top '" + name + "' is already produced by an earlier layer; give it another name");
+    } else {
+      w.tops.push_back(new_blob(name, format, true, ctx));
+    }
+  }
+  const float default_weight = layer.is_loss() ? 1.0f : 0.0f;
+  const float weight =
+      spec.node ? spec.node->get<float>("loss_weight", default_weight) : default_weight;
+  w.loss_weights.assign(spec.tops.size(), 0.0f);
+  if (!w.loss_weights.empty()) w.loss_weights[0] = weight;
+  const size_t held_before = allocator_->current_bytes();
+  try {
+    layer.setup(w.bottoms, w.tops, ctx);
+    layer.reshape(w.bottoms, w.tops, ctx);
+  } catch (const Error& e) {
+    fail_at_layer(i, e.what());
+  }
+  if (memory_plan_) {  // planned tops took nothing: the rest is parameters, buffers and state
+    int64_t state = int64_t(allocator_->current_bytes()) - int64_t(held_before);
+    for (const Param& p : layer.params()) state -= int64_t(p.value.nbytes() + p.grad.nbytes());
+    for (const Buffer& b : layer.buffers()) state -= int64_t(b.value.nbytes());
+    layer_state_ += std::max<int64_t>(state, 0);
+  }
+  if (weight != 0.0f && w.tops[0]->value.numel() != 1) {
+    fail_at_layer(i, "loss_weight needs a scalar top, but '" + w.tops[0]->name + "' is " +
+                         shape_str(w.tops[0]->value.shape()));
+  }
+  for (Blob* top : w.tops) top->grad.reshape(top->value.shape());
+  if (weight != 0.0f) loss_tops_.emplace_back(w.tops[0], weight);
+  if (spec.node != nullptr) {
+    if (spec.node->has("param")) {
+      spec.node->at("param").check_no_unknown_keys("param of layer '" + spec.name + "'");
+    }
+    spec.node->check_no_unknown_keys("layer '" + spec.name + "'");
+  }
+}
+
+std::string Net::add_convert(const std::string& blob, const BlobFormat& format,
+                             const LayerRegistry& registry, Context& ctx) {
+  std::string name = blob + "@" + format_name(format);
+  std::replace(name.begin(), name.end(), ' ', '_');
+  for (int k = 2; blob_index_.count(name) != 0; ++k) name = blob + "@" + std::to_string(k);
+  LayerSpec spec;
+  spec.name = name;
+  spec.type = "Convert";
+  spec.bottoms = {blob};
+  spec.tops = {name};
+  spec.phase = phase_;
+  std::unique_ptr<Layer> layer = registry.create(spec);
+  add_layer(std::move(spec), std::move(layer), format, ctx);
+  return name;
 }
 
 void Net::fail_at_layer(size_t i, const std::string& message) const {
@@ -317,7 +383,8 @@ void Net::decide_backward() {
   runs_backward_.assign(n, false);
   for (size_t i = 0; i < n; ++i) {
     runs_backward_[i] = contributes[i] && needs[i];
-    if (!runs_backward_[i]) std::fill(wiring_[i].propagate_down.begin(), wiring_[i].propagate_down.end(), false);
+    if (!runs_backward_[i])
+      std::fill(wiring_[i].propagate_down.begin(), wiring_[i].propagate_down.end(), false);
   }
   // A top gradient read by a backward-running layer must be written by someone: a consumer that
   // propagates down into it, or the loss weight. Otherwise it is zeroed before each backward.
@@ -467,7 +534,8 @@ std::string Net::summary() const {
   for (const auto& [name, shape] : inputs_) {
     Shape full{batch_size_};
     full.insert(full.end(), shape.begin(), shape.end());
-    std::snprintf(line, sizeof line, row, name.c_str(), "(input)", shape_str(full).c_str(), "0", "0");
+    std::snprintf(line, sizeof line, row, name.c_str(), "(input)", shape_str(full).c_str(), "0",
+                  "0");
     out << line;
   }
   for (size_t i = 0; i < layers_.size(); ++i) {
@@ -477,7 +545,8 @@ std::string Net::summary() const {
     total_params += count;
     total_macs += macs;
     std::string tops;
-    for (const Blob* t : wiring_[i].tops) tops += (tops.empty() ? "" : " ") + shape_str(t->value.shape());
+    for (const Blob* t : wiring_[i].tops)
+      tops += (tops.empty() ? "" : " ") + shape_str(t->value.shape());
     std::snprintf(line, sizeof line, row, layers_[i]->name().c_str(), layers_[i]->type().c_str(),
                   tops.c_str(), std::to_string(count).c_str(), std::to_string(macs).c_str());
     out << line;
@@ -488,7 +557,8 @@ std::string Net::summary() const {
   std::snprintf(line, sizeof line, row, "total", "", "", std::to_string(total_params).c_str(),
                 std::to_string(total_macs).c_str());
   out << line;
-  if (unique != total_params) out << "parameters stored once (shared ones counted once): " << unique << "\n";
+  if (unique != total_params)
+    out << "parameters stored once (shared ones counted once): " << unique << "\n";
   return out.str();
 }
 

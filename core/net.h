@@ -38,6 +38,7 @@
 #include "core/context.h"
 #include "core/layer.h"
 #include "core/net_memory.h"
+#include "core/net_precision.h"
 #include "core/registry.h"
 
 namespace crema {
@@ -158,6 +159,14 @@ class Net {
   std::vector<LayerSpec> read_layer_specs(const ConfigNode& model);
   void insert_splits(std::vector<LayerSpec>& specs) const;
   void build(std::vector<LayerSpec> specs, const LayerRegistry& registry, Context& ctx);
+  // A blob named `name` stored as `format` (planned: its storage from the memory plan).
+  Blob* new_blob(const std::string& name, const BlobFormat& format, bool planned, Context& ctx);
+  // Wires, sets up and reshapes `layer`, its new tops stored as `format`.
+  void add_layer(LayerSpec spec, std::unique_ptr<Layer> layer, const BlobFormat& format,
+                 Context& ctx);
+  // A Convert layer from blob `blob` to a new blob stored as `format`; returns that blob's name.
+  std::string add_convert(const std::string& blob, const BlobFormat& format,
+                          const LayerRegistry& registry, Context& ctx);
   void share_named_params();
   [[noreturn]] void fail_at_layer(size_t i, const std::string& message) const;
   size_t blob_index_of(const Blob* blob) const;
@@ -186,7 +195,8 @@ class Net {
 
   // The memory plan.
   bool memory_plan_ = true;
-  Allocator* allocator_;  // the context's: the arena and the kept values come from it
+  NetPrecision precision_;  // model.precision and model.layout (core/net_precision.h)
+  Allocator* allocator_;    // the context's: the arena and the kept values come from it
   Device device_;
   Tensor arena_;
   std::vector<bool> value_kept_;  // by blob index

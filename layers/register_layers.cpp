@@ -29,6 +29,7 @@ void register_layers(LayerRegistry& registry) {
   register_softmax(registry);
   register_softmax_with_loss(registry);
   register_split(registry);
+  register_convert(registry);
   register_stochastic_depth(registry);
 }
 

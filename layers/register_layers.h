@@ -38,6 +38,7 @@ void register_slice(LayerRegistry& registry);
 void register_softmax(LayerRegistry& registry);  // Softmax, LogSoftmax
 void register_softmax_with_loss(LayerRegistry& registry);
 void register_split(LayerRegistry& registry);
+void register_convert(LayerRegistry& registry);
 void register_stochastic_depth(LayerRegistry& registry);
 
 }  // namespace crema

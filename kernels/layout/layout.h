@@ -80,4 +80,29 @@ void nhwc_to_nchw(Context& ctx, const Tensor& x, Tensor& y);
 // y = x.permute(order), y of shape permuted_shape(x.shape(), order).
 void permute(Context& ctx, const Tensor& x, const std::vector<int>& order, Tensor& y);
 
+// ---- convert: dtype and layout at once ------------------------------------------------------
+// y = x in y's dtype and y's layout (core/tensor.h), one pass over memory: what sits between a
+// layer that runs bf16 channels-last and one that runs f32 channels-first (layers/convert.cpp),
+// and what turns an f32 KCRS filter into the bf16 KRSC copy a channels-last convolution reads.
+// x and y have one logical shape; a 4-D pair of different layouts is transposed (nchw -> nhwc:
+// y[n, h, w, c] = x[n, c, h, w]), any other pair copied element by element; values are rounded as
+// kernels::cast rounds them (to nearest even, through f32). accumulate: y += x instead (y f32:
+// a KRSC filter gradient added into its KCRS master). Dtypes: f32, bf16, f16 on both devices,
+// f64 on the CPU; y never aliases x.
+void convert(Context& ctx, const Tensor& x, Tensor& y, bool accumulate = false);
+
+namespace cpu {
+// The reference and CPU path of convert: B batches of an R x S matrix, y[b, s, r] = x[b, r, s]
+// (R = 1 or S = 1: a plain copy), converted through double; y += when accumulate.
+void convert(int64_t B, int64_t R, int64_t S, DType from, const void* x, DType to, void* y,
+             bool accumulate, int num_threads);
+}  // namespace cpu
+
+namespace cuda {
+// The same on the GPU (f32, bf16, f16): 32 x 32 tiles through shared memory as transpose_tiled,
+// converted through float (exact for the 16-bit types) at the load and rounded once at the store.
+void convert(int64_t B, int64_t R, int64_t S, DType from, const void* x, DType to, void* y,
+             bool accumulate, gpu::Stream stream);
+}  // namespace cuda
+
 }  // namespace crema::kernels
