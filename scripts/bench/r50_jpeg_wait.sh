@@ -10,8 +10,8 @@
 #
 #   scripts/bench/r50_jpeg_wait.sh [PRECISION] [STEPS]          (default tf32 60)
 #
-# PRECISION: fp32 or tf32 (model.math: the products of convolutions and inner products) or bf16
-# (model.precision: bf16 activations, once the net runs it). Environment: CREMA (default
+# PRECISION: model.precision, fp32, tf32, bf16 or fp16 (configs/README.md: bf16 and fp16 store
+# activations in 16 bits, channels-last on a GPU). Environment: CREMA (default
 # build/bin/crema); DATA (the JPEG folder, default runs/datasets/photo_jpegs_r50, made by
 # make_photo_jpegs.py when missing: COUNT images, default 4000, in 10 classes; where scikit-image
 # is missing set CREMA_PHOTO_SOURCES to the folder `make_photo_jpegs.py --export-sources` wrote);
@@ -29,9 +29,8 @@ WORK=${WORK:-/tmp/crema_r50_jpeg_wait}
 CPU_WORKERS=${CPU_WORKERS:-$(($(nproc) > 3 ? $(nproc) - 2 : 1))}
 GPU_WORKERS=${GPU_WORKERS:-4}
 case $PRECISION in
-  fp32 | tf32) precision=(--set "++model.math=$PRECISION") ;;
-  bf16) precision=(--set "++model.precision=bf16") ;;
-  *) echo "PRECISION must be fp32, tf32 or bf16, got '$PRECISION'" >&2; exit 2 ;;
+  fp32 | tf32 | bf16 | fp16) precision=(--set "++model.precision=$PRECISION") ;;
+  *) echo "PRECISION must be fp32, tf32, bf16 or fp16, got '$PRECISION'" >&2; exit 2 ;;
 esac
 mkdir -p "$WORK"
 if [ ! -d "$DATA" ]; then
