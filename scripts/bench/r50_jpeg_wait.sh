@@ -33,8 +33,10 @@ case $PRECISION in
   *) echo "PRECISION must be fp32, tf32, bf16 or fp16, got '$PRECISION'" >&2; exit 2 ;;
 esac
 mkdir -p "$WORK"
-if [ ! -d "$DATA" ]; then
-  python3 "$ROOT/scripts/bench/make_photo_jpegs.py" "$DATA" "${COUNT:-4000}" 10 > /dev/null
+if [ ! -d "$DATA" ]; then  # with a python that has PIL and numpy: Debian's, else the first
+  python=python3
+  /usr/bin/python3 -c "import numpy, PIL" 2> /dev/null && python=/usr/bin/python3
+  "$python" "$ROOT/scripts/bench/make_photo_jpegs.py" "$DATA" "${COUNT:-4000}" 10
 fi
 
 cat > "$WORK/r50_jpeg.yaml" <<YAML
