@@ -2,7 +2,9 @@
 // convolution_tc.h: bf16 and fp16 operands, fp32 sums) on each shape and pass, checked, then
 // timed over input copies rotated past L2. Default shapes: the peer benchmark's six, then every
 // distinct convolution of ResNet-50 (torchvision v1.5: the stride on the 3x3) at batch 128.
-// --math bf16 keeps the bf16 rows (default: bf16 and fp16).
+// --math bf16 keeps the bf16 rows (default: bf16 and fp16). The version column names the kernels
+// that ran: tc_bf16 (mma.sync) or tc_bf16_wgmma (the 1x1 convolutions' wgmma + TMA kernels on an
+// H100 or H200), and the same for f16.
 //
 // The check: kSamples outputs computed in double on the host from the definition, on the same
 // rounded inputs (forward y, data dx: rounded once to the type; filter dw: fp32, from zeros), the
@@ -184,7 +186,11 @@ Row tc_row(Context& ctx, const Options& options, const ConvShape& shape, const H
   Row row;
   row.shape = shape.name;
   row.pass = pass_name(pass);
-  row.version = std::string("tc_") + cuda::tc_type_name(type);
+  const bool wgmma = pass == ConvPass::forward ? cuda::conv2d_tc_forward_uses_wgmma(g)
+                     : pass == ConvPass::backward_data
+                         ? cuda::conv2d_tc_backward_data_uses_wgmma(g)
+                         : cuda::conv2d_tc_backward_filter_uses_wgmma(g);
+  row.version = std::string("tc_") + cuda::tc_type_name(type) + (wgmma ? "_wgmma" : "");
   row.check = "sampled" + std::to_string(kSamples);
   row.tolerance = 4 * std::ldexp(1.0, type == cuda::TcType::bf16 ? -8 : -11);
   row.flops = 2.0 * double(g.N * g.K * host.P * host.Q) * double(host.Cg * g.R * g.S);

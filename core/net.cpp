@@ -529,6 +529,10 @@ std::string Net::summary() const {
   int64_t total_params = 0, total_macs = 0;
   char line[512];
   const char* row = "%-20s %-16s %-24s %12s %16s\n";
+  if (precision_.precision != Precision::fp32 || precision_.layout != Layout::nchw) {
+    out << "precision " << precision_name(precision_.precision) << ", layout "
+        << layout_name(precision_.layout) << " (core/net_precision.h)\n";
+  }
   std::snprintf(line, sizeof line, row, "layer", "type", "top shapes", "params", "multiply-adds");
   out << line;
   for (const auto& [name, shape] : inputs_) {
@@ -545,8 +549,13 @@ std::string Net::summary() const {
     total_params += count;
     total_macs += macs;
     std::string tops;
-    for (const Blob* t : wiring_[i].tops)
+    for (const Blob* t : wiring_[i].tops) {
       tops += (tops.empty() ? "" : " ") + shape_str(t->value.shape());
+      // Stored otherwise than f32 (NCHW): say how (model.precision, model.layout).
+      const BlobFormat format{t->value.dtype(),
+                              t->value.ndim() == 4 ? t->value.layout() : Layout::nchw};
+      if (format != BlobFormat{}) tops += " " + format_name(format);
+    }
     std::snprintf(line, sizeof line, row, layers_[i]->name().c_str(), layers_[i]->type().c_str(),
                   tops.c_str(), std::to_string(count).c_str(), std::to_string(macs).c_str());
     out << line;

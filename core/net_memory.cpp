@@ -209,12 +209,18 @@ void Net::plan_memory() {
     }
   }
 
-  // Place every tensor: kept groups in storage of their own, planned ones in the arena.
+  // Place every tensor: kept groups in storage of their own, planned ones in the arena. A tensor
+  // remade on its new storage keeps its shape, dtype and layout.
   char* base = static_cast<char*>(arena_.raw());
+  auto remade = [&](const Tensor& like, DType dtype, Allocator* allocator) {
+    Tensor t(like.shape(), dtype, device_, allocator);
+    t.set_layout(like.layout());
+    return t;
+  };
   for (size_t r = 0; r < nb; ++r) {
     if (root_of(value_group, r) != r || is_input[r]) continue;
     Tensor& v = blobs_[r]->value;
-    if (kept[r] && !value_kept_[r]) v = Tensor(v.shape(), v.dtype(), device_, allocator_);
+    if (kept[r] && !value_kept_[r]) v = remade(v, v.dtype(), allocator_);
     value_kept_[r] = kept[r];
   }
   for (size_t k = 0; k < blocks.size(); ++k) {
@@ -223,9 +229,9 @@ void Net::plan_memory() {
     place.place(base + plan_blocks_[k].offset, plan_blocks_[k].bytes);
     Blob& b = *blobs_[r];
     if (is_grad) {
-      b.grad = Tensor(b.value.shape(), b.grad.dtype(), device_, &place);
+      b.grad = remade(b.value, b.grad.dtype(), &place);
     } else {
-      b.value = Tensor(b.value.shape(), b.value.dtype(), device_, &place);
+      b.value = remade(b.value, b.value.dtype(), &place);
     }
   }
   for (size_t i = 0; i < nb; ++i) {
@@ -237,7 +243,7 @@ void Net::plan_memory() {
       b.grad = blobs_[gr]->grad.view(b.value.shape());
     } else if (grad_life[i].empty()) {  // no pass touches it: a shape without storage
       grad_places_[i]->unplace();
-      b.grad = Tensor(b.value.shape(), b.grad.dtype(), device_, grad_places_[i].get());
+      b.grad = remade(b.value, b.grad.dtype(), grad_places_[i].get());
     }
   }
 }

@@ -17,6 +17,15 @@
 // dilation and groups. The kernels and their tiles: convolution_tc_gemm.cuh; the loaders:
 // convolution_tc_loaders.cuh; README.md, "bf16 and fp16 tensors".
 //
+// On an H100 or H200 (compute capability 9.0), a convolution with groups 1, C and K multiples of 8
+// and 16-byte aligned tensors runs on warpgroup MMA (wgmma) fed by TMA instead
+// (convolution_tc_wgmma*_sm90a.cu) where it is a 1x1 without padding -- backward data at any
+// stride, forward at any stride with Q <= 128 and stride_w * Q <= stride_h * W, the filter
+// gradient at stride 1 -- and, forward and backward data, where it has any other filter at stride
+// 1 and whole rows of its output (forward P x Q, data H x W) fill at least 96 of 128 tile rows
+// (ResNet's 3x3 at 56, 28 and 14, not at 7). Within the same bounds, deterministic, but not bit
+// for bit the mma.sync kernels' results.
+//
 // Pointers are raw device pointers of `type` (cuda_bf16's __nv_bfloat16 or cuda_fp16's __half,
 // passed as void until the Tensor carries these dtypes); the workspace queries give bytes; the
 // pointers must not alias (residual may be y itself: each element is read once, then written).
@@ -56,5 +65,11 @@ void conv2d_tc_backward_data(const Conv2dGeometry& g, TcType type, const void* d
 // dw (fp32, [K,R,S,C/groups]) += the filter gradient.
 void conv2d_tc_backward_filter(const Conv2dGeometry& g, TcType type, const void* x, const void* dy,
                                float* dw, void* workspace, gpu::Stream stream);
+
+// Whether a pass of g runs the wgmma kernels on the current device (given 16-byte aligned
+// tensors; misaligned ones take the mma.sync kernels).
+bool conv2d_tc_forward_uses_wgmma(const Conv2dGeometry& g);
+bool conv2d_tc_backward_data_uses_wgmma(const Conv2dGeometry& g);
+bool conv2d_tc_backward_filter_uses_wgmma(const Conv2dGeometry& g);
 
 }  // namespace crema::kernels::cuda

@@ -8,9 +8,13 @@
 //
 // Backward data is the gather form (each dx element sums its own terms; a strided convolution's
 // taps that land between outputs are zeros) against wt_g[c, r, s, k] = w[g*Kg + k, r, s, c], the
-// filter transposed once per call into the workspace so that its inner index is contiguous. A
-// 1x1 stride-1 convolution is the same kernel with one tap: rows are pixels, the inner index their
-// channels, 16-byte copies whenever C/groups is a multiple of 8.
+// filter transposed once per call into the workspace so that its inner index is contiguous.
+//
+// On a device of compute capability 9.0 (H100, H200), the 1x1 convolutions and the stride-1 ones
+// on large enough images that fit (groups 1, C and K multiples of 8, 16-byte aligned tensors;
+// convolution_tc.h has the rest) run forward and backward data on the wgmma + TMA kernels instead
+// (convolution_tc_wgmma_sm90a.cu, built for sm_90a alone); everything else, and every GPU before
+// Hopper, on the mma.sync kernels of convolution_tc_gemm.cuh.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -18,6 +22,8 @@
 
 #include "kernels/convolution/convolution_tc.h"
 #include "kernels/convolution/convolution_tc_loaders.cuh"
+#include "kernels/convolution/convolution_tc_wgmma.h"
+#include "kernels/gemm/gemm_cuda_internal.h"
 
 namespace crema::kernels::cuda {
 namespace tc {
@@ -138,6 +144,13 @@ __global__ void channel_stats_kernel(const float* __restrict__ stats, int rows, 
   sum[k] = a, squares[k] = b;
 }
 
+void sum_channel_stats(const float* stats, int rows, int K, const TcEpilogue& ep,
+                       gpu::Stream stream) {
+  channel_stats_kernel<<<unsigned((K + 31) / 32), dim3(32, 8), 0, stream>>>(stats, rows, K, ep.sum,
+                                                                            ep.sum_squares);
+  gpu::check_launch("conv2d_tc_forward (channel statistics)");
+}
+
 template <class E, int VEC, bool STATS>
 void forward_with(const Params& p, const uint16_t* x, const uint16_t* w, const TcEpilogue& ep,
                   uint16_t* y, float* stats, gpu::Stream stream) {
@@ -154,11 +167,7 @@ void forward_with(const Params& p, const uint16_t* x, const uint16_t* w, const T
     rows = (M + T::BM - 1) / T::BM * T::WARPS_M;
   };
   p.Kg > Narrow::BN ? run(Wide{}) : run(Narrow{});
-  if constexpr (STATS) {
-    channel_stats_kernel<<<unsigned((p.K + 31) / 32), dim3(32, 8), 0, stream>>>(
-        stats, rows, p.K, ep.sum, ep.sum_squares);
-    gpu::check_launch("conv2d_tc_forward (channel statistics)");
-  }
+  if constexpr (STATS) sum_channel_stats(stats, rows, p.K, ep, stream);
 }
 
 template <class E, int VEC>
@@ -212,7 +221,17 @@ const char* tc_type_name(TcType type) {
 }
 
 size_t conv2d_tc_forward_workspace(const Conv2dGeometry& g) {
-  return size_t(tc::stats_rows(int(g.N * g.P() * g.Q()))) * 2 * size_t(g.K) * sizeof(float);
+  int rows = tc::stats_rows(int(g.N * g.P() * g.Q()));
+  if (tc::wgmma_forward_fits(g)) rows = std::max(rows, tc::wgmma_forward_stats_rows(g));
+  return size_t(rows) * 2 * size_t(g.K) * sizeof(float);
+}
+
+bool conv2d_tc_forward_uses_wgmma(const Conv2dGeometry& g) {
+  return tc::wgmma_forward_fits(g) && detail::device_is_sm90();
+}
+
+bool conv2d_tc_backward_data_uses_wgmma(const Conv2dGeometry& g) {
+  return tc::wgmma_backward_data_fits(g) && detail::device_is_sm90();
 }
 
 size_t conv2d_tc_backward_data_workspace(const Conv2dGeometry& g, TcType) {
@@ -231,6 +250,13 @@ void conv2d_tc_forward(const Conv2dGeometry& g, TcType type, const void* x, cons
   auto* ys = static_cast<uint16_t*>(y);
   auto* stats = static_cast<float*>(workspace);
   const bool with_stats = epilogue.sum != nullptr;
+  if (aligned16(x) && aligned16(w) && aligned4(y) &&
+      (epilogue.residual == nullptr || aligned4(epilogue.residual)) &&
+      conv2d_tc_forward_uses_wgmma(g)) {
+    wgmma_forward(g, type, x, w, y, epilogue, stats, stream);
+    if (with_stats) sum_channel_stats(stats, wgmma_forward_stats_rows(g), p.K, epilogue, stream);
+    return;
+  }
   if (type == TcType::bf16) {
     with_stats ? forward_typed<Bf16, true>(p, xs, ws, epilogue, ys, stats, stream)
                : forward_typed<Bf16, false>(p, xs, ws, epilogue, ys, stats, stream);
@@ -250,6 +276,9 @@ void conv2d_tc_backward_data(const Conv2dGeometry& g, TcType type, const void* d
   transpose_filter_kernel<<<blocks, 256, 0, stream>>>(static_cast<const uint16_t*>(w), p.Kg, p.RS,
                                                       p.Cg, total, wt);
   gpu::check_launch("conv2d_tc_backward_data (filter transpose)");
+  if (aligned16(dy) && aligned16(wt) && aligned4(dx) && conv2d_tc_backward_data_uses_wgmma(g)) {
+    return wgmma_backward_data(g, type, dy, wt, dx, stream);
+  }
   const auto* dys = static_cast<const uint16_t*>(dy);
   auto* dxs = static_cast<uint16_t*>(dx);
   if (type == TcType::bf16) {

@@ -9,6 +9,10 @@
 // the device, at least kMinSlabsPerSlice slabs each) whose fp32 partial sums
 // [slice, g, R*S*Cg, Kg] (workspace) a second kernel adds to dw in slice order: deterministic, no
 // float atomics.
+//
+// On a device of compute capability 9.0, a stride-1 1x1 convolution that fits (groups 1, no
+// padding, C and K multiples of 8) runs the slices on the wgmma + TMA kernel instead
+// (convolution_tc_wgmma_filter_sm90a.cu: its own cut, the same partial layout and slice sums).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -16,6 +20,8 @@
 
 #include "kernels/convolution/convolution_tc.h"
 #include "kernels/convolution/convolution_tc_loaders.cuh"
+#include "kernels/convolution/convolution_tc_wgmma.h"
+#include "kernels/gemm/gemm_cuda_internal.h"
 
 namespace crema::kernels::cuda {
 namespace tc {
@@ -109,26 +115,41 @@ void filter_typed(const Params& p, const Slices& slices, const uint16_t* x, cons
 }  // namespace tc
 
 size_t conv2d_tc_backward_filter_workspace(const Conv2dGeometry& g) {
-  return size_t(tc::filter_slices(g).count) * size_t(g.K * g.R * g.S * (g.C / g.groups)) *
-         sizeof(float);
+  int slices = tc::filter_slices(g).count;
+  if (tc::wgmma_backward_filter_fits(g)) {
+    slices = std::max(slices, tc::wgmma_backward_filter_slices(g));
+  }
+  return size_t(slices) * size_t(g.K * g.R * g.S * (g.C / g.groups)) * sizeof(float);
+}
+
+bool conv2d_tc_backward_filter_uses_wgmma(const Conv2dGeometry& g) {
+  return tc::wgmma_backward_filter_fits(g) && detail::device_is_sm90();
 }
 
 void conv2d_tc_backward_filter(const Conv2dGeometry& g, TcType type, const void* x, const void* dy,
                                float* dw, void* workspace, gpu::Stream stream) {
   using namespace tc;
   const Params p = params_of(g);
-  const Slices slices = filter_slices(g);
   const auto* xs = static_cast<const uint16_t*>(x);
   const auto* dys = static_cast<const uint16_t*>(dy);
   auto* partial = static_cast<float*>(workspace);
-  if (type == TcType::bf16) {
-    filter_typed<Bf16>(p, slices, xs, dys, partial, stream);
+  int slices = 0;
+  if (implicit_gemm::aligned16(x) && implicit_gemm::aligned16(dy) &&
+      conv2d_tc_backward_filter_uses_wgmma(g)) {
+    wgmma_backward_filter(g, type, x, dy, partial, stream);
+    slices = wgmma_backward_filter_slices(g);
   } else {
-    filter_typed<F16>(p, slices, xs, dys, partial, stream);
+    const Slices cut = filter_slices(g);
+    if (type == TcType::bf16) {
+      filter_typed<Bf16>(p, cut, xs, dys, partial, stream);
+    } else {
+      filter_typed<F16>(p, cut, xs, dys, partial, stream);
+    }
+    slices = cut.count;
   }
   const int64_t total = int64_t(p.K) * p.RS * p.Cg;
   const unsigned blocks = unsigned(std::clamp<int64_t>((total + 255) / 256, 1, 65536));
-  sum_slices_kernel<<<blocks, 256, 0, stream>>>(partial, slices.count, p.G, p.Kg, p.RS * p.Cg, dw);
+  sum_slices_kernel<<<blocks, 256, 0, stream>>>(partial, slices, p.G, p.Kg, p.RS * p.Cg, dw);
   gpu::check_launch("conv2d_tc_backward_filter (slice sums)");
 }
 

@@ -4,8 +4,9 @@
 peer_cudnn.py, then ResNet-50's distinct convolutions at batch 128; forward, backward data
 (dgrad) and backward filter (wgrad), timed as peer_cudnn.py times them (CUDA events, median of 30
 after 5 warm-up calls, cudnn.benchmark on).
-Usage: python3 scripts/bench/peer_conv_tc.py [bf16|fp16]...
-       (default: both; needs PyTorch with CUDA)"""
+Usage: python3 scripts/bench/peer_conv_tc.py [bf16|fp16]... [--match TEXT]
+       (default: both types; --match keeps the shapes whose name contains TEXT, e.g. "1x1" for the
+       pointwise layers that crema runs on wgmma; needs PyTorch with CUDA)"""
 import sys
 import torch
 import torch.nn.functional as F
@@ -39,9 +40,17 @@ for (nm, C, H, K, R, s, p) in [
 print(f"device {torch.cuda.get_device_name(0)}, torch {torch.__version__}, "
       f"cudnn {torch.backends.cudnn.version()}")
 torch.backends.cudnn.benchmark = True
-for name in sys.argv[1:] or ["bf16", "fp16"]:
+args = sys.argv[1:]
+match = ""
+if "--match" in args:
+    at = args.index("--match")
+    match = args[at + 1]
+    del args[at:at + 2]
+for name in args or ["bf16", "fp16"]:
     dtype = torch.bfloat16 if name == "bf16" else torch.float16
     for (nm, N, C, H, K, R, s, p) in convs:
+        if match not in nm:
+            continue
         cl = torch.channels_last
         xx = torch.randn(N, C, H, H, device=dev, dtype=dtype).to(memory_format=cl)
         ww = torch.randn(K, C, R, R, device=dev, dtype=dtype).to(memory_format=cl)

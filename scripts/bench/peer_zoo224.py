@@ -4,8 +4,9 @@ cross-entropy, backward, SGD momentum) of a torchvision model at 224x224 on rand
 Prints ms/step, img/s and peak GPU memory per precision mode.
 
 Usage: peer_zoo224.py [--modes fp32,bf16_cl] NAME:BATCH...   (e.g. mobilenet_v2:128)
-Modes: fp32 (TF32 off), tf32, bf16_cl (bf16 autocast + channels_last), bf16_cl_compile (the same
-under torch.compile; its first steps compile, outside the timing)."""
+Modes: fp32 (TF32 off), tf32, bf16_cl (bf16 autocast + channels_last), fp16_cl (fp16 autocast +
+channels_last + GradScaler), bf16_cl_compile (bf16_cl under torch.compile; its first steps
+compile, outside the timing)."""
 import argparse
 import time
 
@@ -45,7 +46,9 @@ def main():
             torch.manual_seed(0)
             torch.cuda.empty_cache()
             torch.cuda.reset_peak_memory_stats()
-            cl = mode.startswith("bf16")
+            cl = mode.startswith("bf16") or mode.startswith("fp16")
+            half = torch.float16 if mode.startswith("fp16") else torch.bfloat16
+            scaler = torch.amp.GradScaler("cuda", enabled=half == torch.float16)
             m = getattr(torchvision.models, name)().cuda()
             x = torch.randn(batch, 3, 224, 224, device="cuda")
             y = torch.randint(0, 1000, (batch,), device="cuda")
@@ -58,10 +61,11 @@ def main():
 
             def step():
                 opt.zero_grad(set_to_none=True)
-                with torch.autocast("cuda", torch.bfloat16, enabled=cl):
+                with torch.autocast("cuda", half, enabled=cl):
                     loss = F.cross_entropy(forward(x), y)
-                loss.backward()
-                opt.step()
+                scaler.scale(loss).backward()
+                scaler.step(opt)
+                scaler.update()
 
             t0 = time.time()
             ms = bench(step)

@@ -4,10 +4,10 @@ random data, per precision, in one run on one GPU, with the ratios (crema ms / P
 both peak memories.
 
 crema: `crema time configs/zoo/NET_finetune.yaml --device cuda:0 --set data.train.batch_size=B
---set +model.math=M --set model.layers.fc_new.num_output=1000` (torchvision's layer names; the
+--set +model.precision=P --set model.layers.fc_new.num_output=1000` (torchvision's layer names; the
 faster of its "training step" lines, eager or CUDA graph, and its measured peak, "memory: X MiB
 at the peak"). PyTorch: scripts/bench/peer_zoo224.py with the matching modes:
-fp32 (TF32 off), tf32, bf16 autocast + channels_last eager, and under torch.compile.
+fp32 (TF32 off), tf32, bf16 (fp16) autocast + channels_last eager, and bf16 under torch.compile.
 
 Usage: scripts/bench/resnet224.py [--crema build/bin/crema] [--precisions fp32,tf32,bf16]
                                   [--iterations 20] [--no-peer | --peer-file F] [NET:BATCH ...]
@@ -21,13 +21,13 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-PEER_MODE = {"fp32": "fp32", "tf32": "tf32", "bf16": "bf16_cl"}
+PEER_MODE = {"fp32": "fp32", "tf32": "tf32", "bf16": "bf16_cl", "fp16": "fp16_cl"}
 
 
 def crema_step(args, net, batch, precision):
     config = os.path.join(ROOT, "configs", "zoo", f"{net}_finetune.yaml")
     cmd = [args.crema, "time", config, "--device", "cuda:0", "--iterations", str(args.iterations),
-           "--set", f"data.train.batch_size={batch}", "--set", f"+model.math={precision}",
+           "--set", f"data.train.batch_size={batch}", "--set", f"+model.precision={precision}",
            "--set", "model.layers.fc_new.num_output=1000"]
     for kv in args.crema_set:
         cmd += ["--set", kv]

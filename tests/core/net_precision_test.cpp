@@ -230,6 +230,7 @@ TEST(Convert, TransposesAndRoundsLikeCast) {
         y.set_layout(to);
         kernels::convert(ctx, x, y);
         Tensor back(shape, DType::f64);
+        back.set_layout(to);
         kernels::convert(ctx, y, back);  // same layout: widening is exact
         const auto got = back.to_vector();
         for (int64_t n = 0; n < 2; ++n)

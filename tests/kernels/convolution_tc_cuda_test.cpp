@@ -5,7 +5,13 @@
 // groups with both paths, a filter gradient cut into many slices); outputs poisoned with NaN,
 // dw accumulated onto random values; the forward epilogue (bias, residual, ReLU, residual in
 // place, the per-channel sums of y and y^2 against sums of the stored y); misaligned pointers (the
-// element path); bit-identical repeats.
+// element path); bit-identical repeats. The geometries that the wgmma kernels take on an H100 or
+// H200 (convolution_tc_wgmma*_sm90a.cu) on their own shapes: 1x1 with C and K in {8, 64, 72, 256,
+// 1024}, rows not a multiple of the 128-row tile, N = 1, a ring lapped several times, the filter
+// gradient in one and in many slices with either tensor as the GEMM's rows, stride 2 with the
+// images stacked and not, an asymmetric stride; 3x3 and 5x3 at stride 1 (padding, dilation, C =
+// 72); and the fallbacks (Q > 128, 7 x 7 images, stride-2 3x3, misaligned pointers); on an H100 or
+// H200 each must take the kernels it fits (a silent fallback fails).
 //
 // Tolerance, per element, from the error analysis of fp32 sums of exact products (16-bit x 16-bit
 // products are exact in fp32) and one rounding to the output type (u = 2^-24, m = 8 for bf16
@@ -313,6 +319,58 @@ TEST(ConvolutionTcCuda, EveryPassAgainstReference) {
   }
 }
 
+// Whether the device runs the wgmma kernels (compute capability 9.0): there every fitting 1x1
+// geometry must take them (a silent fallback to the mma.sync kernels fails).
+bool hopper() {
+  return gpu::device_description(gpu::current_device()).find(", sm_90,") != std::string::npos;
+}
+
+TEST(ConvolutionTcCuda, WgmmaGeometries) {
+  CREMA_REQUIRE_CUDA();
+  Context ctx(Device::cuda(0));
+  struct Case {
+    Conv2dGeometry g;
+    bool forward, data, filter;  // fits the wgmma kernels
+  };
+  const std::vector<Case> cases = {
+      // N C  H   W   K  R  S  pad_h pad_w stride_h stride_w
+      {{1, 64, 9, 11, 64, 1, 1}, true, true, true},    // N = 1, 99 rows: a partial tile, BN 64
+      {{2, 256, 9, 13, 72, 1, 1}, true, true, true},   // 4 slabs over BN 128's 3 stages; K = 72
+      {{3, 72, 10, 10, 256, 1, 1}, true, true, true},  // C = 72: a slab of 8 channels + 56 zeros
+      {{2, 8, 7, 9, 8, 1, 1}, true, true, true},       // C = K = 8
+      {{1, 1024, 5, 7, 64, 1, 1}, true, true, true},   // 16 slabs: the ring lapped 4 times
+      {{8, 64, 16, 16, 64, 1, 1}, true, true, true},   // 16 row tiles; filter: 4 slices
+      {{4, 16, 40, 40, 24, 1, 1}, true, true, true},   // filter: 13 slices of 8 slabs
+      {{4, 64, 14, 14, 72, 1, 1, 0, 0, 2, 2}, true, true, false},  // stride 2, images stacked
+      {{3, 72, 13, 11, 64, 1, 1, 0, 0, 2, 2}, true, true, false},  // stride 2, odd H: unstacked
+      {{2, 16, 9, 5, 16, 1, 1, 0, 0, 2, 1}, true, true, false},    // stride (2, 1)
+      {{2, 16, 5, 9, 16, 1, 1, 0, 0, 1, 2}, false, true, false},   // stride (1, 2): Q * 2 > W
+      {{1, 8, 3, 300, 8, 1, 1, 0, 0, 2, 2}, false, true, false},   // Q = 150 > 128
+      {{2, 64, 5, 7, 60, 1, 1}, false, false, false},              // K = 60: not a multiple of 8
+      {{2, 64, 7, 7, 64, 1, 1, 1, 1}, false, false, false},        // padded 1x1: 81 (data 49) rows
+      // Filters of taps at stride 1 (forward and data): rows of one image a tile, tap offsets
+      // read through the TMA's zero fill (the padding).
+      {{2, 64, 16, 16, 72, 3, 3, 1, 1}, true, true, false},             // 8 rows of 16: 128
+      {{1, 72, 20, 12, 64, 3, 3, 1, 1}, true, true, false},             // C = 72: boxes span taps
+      {{1, 256, 10, 12, 136, 3, 3, 1, 1}, true, true, false},           // 36 slabs, 2 column tiles
+      {{2, 16, 13, 24, 8, 3, 3, 2, 2, 1, 1, 2, 2}, true, true, false},  // dilation 2, pad 2
+      {{1, 8, 9, 30, 16, 5, 3, 2, 1}, true, true, false},               // 5 x 3, pads 2 and 1
+      {{2, 32, 7, 7, 32, 3, 3, 1, 1}, false, false, false},             // 7 x 7: 49 of 128 rows
+      {{2, 32, 12, 12, 32, 3, 3, 1, 1, 2, 2}, false, false, false},     // stride 2
+  };
+  uint64_t seed = 900;
+  for (const Case& c : cases) {
+    EXPECT_EQ(cuda::conv2d_tc_forward_uses_wgmma(c.g), c.forward && hopper()) << describe(c.g);
+    EXPECT_EQ(cuda::conv2d_tc_backward_data_uses_wgmma(c.g), c.data && hopper()) << describe(c.g);
+    EXPECT_EQ(cuda::conv2d_tc_backward_filter_uses_wgmma(c.g), c.filter && hopper())
+        << describe(c.g);
+    for (TcType type : kTypes) check_passes(ctx, make_problem(c.g, type, seed += 7), 0);
+  }
+  // Misaligned pointers: the element path, whatever the device.
+  const Conv2dGeometry g{2, 64, 5, 7, 72, 1, 1};
+  for (TcType type : kTypes) check_passes(ctx, make_problem(g, type, 31), 2);
+}
+
 TEST(ConvolutionTcCuda, MisalignedPointersTakeTheElementPath) {
   CREMA_REQUIRE_CUDA();
   Context ctx(Device::cuda(0));
@@ -320,27 +378,30 @@ TEST(ConvolutionTcCuda, MisalignedPointersTakeTheElementPath) {
   for (TcType type : kTypes) check_passes(ctx, make_problem(g, type, 17), 2);
 }
 
-// residual == y: each element is read, then written, by the one thread that owns it.
+// residual == y: each element is read, then written, by the one thread that owns it (the 1x1
+// geometry on the wgmma kernels on an H100 or H200).
 TEST(ConvolutionTcCuda, ResidualInPlace) {
   CREMA_REQUIRE_CUDA();
   Context ctx(Device::cuda(0));
-  const Conv2dGeometry g{2, 32, 9, 7, 48, 3, 3, 1, 1};
-  for (TcType type : kTypes) {
-    const TcProblem p = make_problem(g, type, 23);
-    const size_t ys = p.y.size();
-    DeviceBuffer x(p.x.bits.size() * 2), w(p.w.bits.size() * 2), y(ys * 2);
-    x.upload(p.x.bits), w.upload(p.w.bits), y.upload(p.residual.bits);
-    std::vector<double> want(ys), magnitude(ys);
-    for (size_t i = 0; i < ys; ++i) {
-      want[i] = p.y[i] + p.residual.value[i];
-      magnitude[i] = p.y_magnitude[i] + std::fabs(p.residual.value[i]);
+  const Conv2dGeometry geometries[] = {{2, 32, 9, 7, 48, 3, 3, 1, 1}, {2, 64, 9, 15, 136, 1, 1}};
+  for (const Conv2dGeometry& g : geometries) {
+    for (TcType type : kTypes) {
+      const TcProblem p = make_problem(g, type, 23);
+      const size_t ys = p.y.size();
+      DeviceBuffer x(p.x.bits.size() * 2), w(p.w.bits.size() * 2), y(ys * 2);
+      x.upload(p.x.bits), w.upload(p.w.bits), y.upload(p.residual.bits);
+      std::vector<double> want(ys), magnitude(ys);
+      for (size_t i = 0; i < ys; ++i) {
+        want[i] = p.y[i] + p.residual.value[i];
+        magnitude[i] = p.y_magnitude[i] + std::fabs(p.residual.value[i]);
+      }
+      cuda::TcEpilogue ep;
+      ep.residual = y.at();
+      cuda::conv2d_tc_forward(g, type, x.at(), w.at(), y.at(), ep, nullptr, ctx.stream());
+      expect_within(describe(g) + " " + cuda::tc_type_name(type) + " residual in place",
+                    widened(y.download<uint16_t>(ys), type), want,
+                    bounds(want, magnitude, mantissa_bits(type), double(g.R * g.S * g.C) + 1), g.K);
     }
-    cuda::TcEpilogue ep;
-    ep.residual = y.at();
-    cuda::conv2d_tc_forward(g, type, x.at(), w.at(), y.at(), ep, nullptr, ctx.stream());
-    expect_within(describe(g) + " " + cuda::tc_type_name(type) + " residual in place",
-                  widened(y.download<uint16_t>(ys), type), want,
-                  bounds(want, magnitude, mantissa_bits(type), double(g.R * g.S * g.C) + 1), g.K);
   }
 }
 

@@ -1,0 +1,332 @@
+// The wgmma + TMA machinery of the 16-bit convolutions on Hopper (convolution_tc_wgmma_sm90a.cu:
+// forward and backward data; convolution_tc_wgmma_filter_sm90a.cu: the filter gradient of the
+// 1x1), included by sm_90a files only (CMakeLists.txt builds *_sm90a.cu apart): the
+// instructions, the stage ring and the one kernel all three passes run, each with its own
+// Problem (which boxes fill a stage, what the epilogue does with the accumulators).
+//
+//   wgmma.mma_async m64nNk16 (N = 64 or 128), fp32 accumulation, operands in shared memory,
+//   128B-swizzled, through 64-bit descriptors: d += A * B^T, A 64 x 16, B N x 16. The accumulator
+//   d is the warpgroup's 64 x N fp32 tile, N / 2 registers a thread: value 4j + i of warp w, lane l
+//   is row 16w + l/4 + 8 (i/2), column 8j + 2 (l%4) + i%2 (PTX ISA, "wgmma register fragment D").
+//   Inline asm must name every accumulator register: the operand lists are written out once per
+//   shape and shared by the two types.
+//   K-major operands (forward, data: channels are the inner index and contiguous): rows of 128
+//   bytes = 64 channels, chunk c of row r stored at c ^ (r % 8), 8-row groups 1024 bytes apart;
+//   the k step adds 32 bytes (gemm_wgmma_instructions.cuh's descriptor, t4's layout).
+//   MN-major operands (filter: the inner index N*P*Q is both tensors' outer index): the same rows,
+//   each now 64 consecutive channels (M or N) of one inner index, swizzled alike; 8 inner indices
+//   make a 1024-byte atom (stride byte offset 1024), the next 64 channels of the tile lie one box
+//   further (leading byte offset: a 64 x 64 box, 8192 bytes), the k step adds 16 rows (2048
+//   bytes); the instruction's transpose immediates say MN-major (PTX ISA, "Shared Memory Matrix
+//   Layout": canonical MN-major 128B layout ((8,8,m),(8,k)):((1,8,LBO),(64,SBO)) in elements).
+//
+//   mbarrier: a 64-bit shared-memory barrier counting arrivals and (for TMA) transaction bytes; a
+//   phase completes when both reach what it expects, and waiters poll the phase's parity.
+//   TMA: cp.async.bulk.tensor copies a box of a tensor map (a 2-D or 4-D view of global memory)
+//   into shared memory, 128B-swizzled, zero-filling what lies outside the tensor, and completes
+//   its bytes on an mbarrier (the full box's bytes, edges included). The same helpers as t4's
+//   (kernels/gemm/gemm_wgmma_pipelined_sm90a.cu).
+#pragma once
+
+#include <cuda.h>  // CUtensorMap and cuTensorMapEncodeTiled's signature; reached through cudart
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+#include "core/error.h"
+#include "kernels/convolution/convolution_tc.h"
+#include "kernels/convolution/convolution_tc_gemm.cuh"
+#include "kernels/gemm/gemm_wgmma_instructions.cuh"
+#include "kernels/tiles/tile_common.cuh"
+
+namespace crema::kernels::cuda::tc::wg {
+
+#define CREMA_ACC32(d)                                                                            \
+  "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
+      "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]),    \
+      "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]),  \
+      "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]),  \
+      "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+#define CREMA_ACC64(d)                                                                            \
+  "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
+      "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]),    \
+      "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]),  \
+      "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]),  \
+      "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),  \
+      "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]),  \
+      "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]),  \
+      "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]),  \
+      "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+
+// d (N / 2 values a thread) += A * B^T on the 16-bit type E (Bf16 or F16); TRANS: both operands
+// MN-major in shared memory (the transpose immediates, 16-bit types only), else K-major.
+template <class E, int TRANS = 0>
+__device__ __forceinline__ void mma_n64(float (&d)[32], uint64_t desc_a, uint64_t desc_b) {
+  if constexpr (std::is_same_v<E, Bf16>) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+        "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,"
+        "%23,%24,%25,%26,%27,%28,%29,%30,%31}"
+        ", %32, %33, p, 1, 1, %35, %35;\n}\n"
+        : CREMA_ACC32(d)
+        : "l"(desc_a), "l"(desc_b), "r"(1), "n"(TRANS));
+  } else {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
+        "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,"
+        "%23,%24,%25,%26,%27,%28,%29,%30,%31}"
+        ", %32, %33, p, 1, 1, %35, %35;\n}\n"
+        : CREMA_ACC32(d)
+        : "l"(desc_a), "l"(desc_b), "r"(1), "n"(TRANS));
+  }
+}
+template <class E, int TRANS = 0>
+__device__ __forceinline__ void mma_n128(float (&d)[64], uint64_t desc_a, uint64_t desc_b) {
+  if constexpr (std::is_same_v<E, Bf16>) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+        "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,"
+        "%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,"
+        "%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}"
+        ", %64, %65, p, 1, 1, %67, %67;\n}\n"
+        : CREMA_ACC64(d)
+        : "l"(desc_a), "l"(desc_b), "r"(1), "n"(TRANS));
+  } else {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
+        "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,"
+        "%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,"
+        "%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}"
+        ", %64, %65, p, 1, 1, %67, %67;\n}\n"
+        : CREMA_ACC64(d)
+        : "l"(desc_a), "l"(desc_b), "r"(1), "n"(TRANS));
+  }
+}
+
+#undef CREMA_ACC32
+#undef CREMA_ACC64
+
+__device__ __forceinline__ void mbarrier_init(uint32_t bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbarrier_arrive(uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+// Arrives and announces `bytes` that asynchronous copies will deliver before the phase completes.
+__device__ __forceinline__ void mbarrier_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)
+               : "memory");
+}
+// Waits until the phase of parity `parity` (0 for the barrier's 1st, 3rd, ... phase) completed.
+__device__ __forceinline__ void mbarrier_wait(uint32_t bar, uint32_t parity) {
+  uint32_t done = 0;
+  while (!done) {
+    asm volatile(
+        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+        "selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+  }
+}
+// The initialized barriers made visible to the TMA unit (the async proxy) as well.
+__device__ __forceinline__ void fence_barrier_init() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  detail::fence_async_shared();
+}
+
+// The TMA unit copies the box at coordinates (c0, c1[, c2, c3]) of `map`, innermost first, to
+// shared `dst` and completes its bytes on mbarrier `bar`.
+__device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map, uint32_t bar,
+                                            int c0, int c1) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%3, %4}], [%2];\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1)
+      : "memory");
+}
+__device__ __forceinline__ void tma_load_4d(uint32_t dst, const CUtensorMap* map, uint32_t bar,
+                                            int c0, int c1, int c2, int c3) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%3, %4, %5, %6}], [%2];\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+      : "memory");
+}
+
+// A descriptor of an MN-major 128B-swizzled operand: 8-row atoms of 1024 bytes, the next 64
+// channels 8192 bytes on (one 64 x 64 box).
+__device__ __forceinline__ uint64_t mn_major_descriptor(uint32_t smem_address) {
+  return uint64_t((smem_address & 0x3FFFF) >> 4) | (uint64_t(8192 >> 4) << 16) |
+         (uint64_t(1024 >> 4) << 32) | (uint64_t(1) << 62);
+}
+
+// 256 threads = 2 warpgroups, each 64 rows of a 128-row tile; a slab is 64 inner indices.
+constexpr int kBM = 128, kSlab = 64, kRowBytes = 128, kThreads = 256, kRingBytes = 96 * 1024;
+
+// The shared-memory ring of a tile 128 x BN: stages of A (128 rows of 128 bytes) and B (BN rows),
+// as many as fit 96 KB (4 at BN 64, 3 at BN 128): two blocks an SM.
+template <int BN_>
+struct Ring {
+  static constexpr int BN = BN_, A_BYTES = kBM * kRowBytes, B_BYTES = BN * kRowBytes;
+  static constexpr int STAGE_BYTES = A_BYTES + B_BYTES, STAGES = kRingBytes / STAGE_BYTES;
+  // The stages (1024-byte aligned, as the 128B swizzle needs), the full and empty barriers, and
+  // room to align the base.
+  static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + 2 * STAGES * 8 + 1024;
+  static_assert(BN == 64 || BN == 128, "wgmma n64 or n128");
+};
+
+// The kernel of all three passes: one block, one 128 x BN tile of a GEMM over `slabs` slabs of 64
+// inner indices. Problem provides
+//   kMnMajor                       whether its operands are MN-major (else K-major)
+//   Where locate()                 the block's tile (from blockIdx), computed once
+//   int slabs(where)
+//   fill(where, slab, stage, bar, map_a, map_b)   thread 0: announce the stage's bytes on `bar`
+//                                  and ask the TMA for slab `slab` of A (128 rows at `stage`) and
+//                                  B (BN rows at stage + A_BYTES)
+//   store(where, consumer, acc)    the epilogue of warpgroup `consumer`'s 64 x BN accumulators
+// Thread 0 is also the producer: it fills the first STAGES slabs; at slab s, once slab s-1's
+// wgmmas have retired (wgmma.wait_group 1), every thread arrives on that stage's "empty" barrier,
+// and thread 0 waits for the 256 arrivals, then refills the stage with slab s-1+STAGES, which
+// lands while slabs s .. s+STAGES-2 are multiplied. Each accumulator sums its products in slab
+// order: deterministic.
+template <class E, int BN, class Problem>
+__global__ void __launch_bounds__(kThreads, 2)
+    wgmma_kernel(const __grid_constant__ CUtensorMap map_a,
+                 const __grid_constant__ CUtensorMap map_b, const Problem problem) {
+  using R = Ring<BN>;
+  extern __shared__ uint8_t raw_smem[];
+  const uint32_t raw_address = uint32_t(__cvta_generic_to_shared(raw_smem));
+  const uint32_t base = raw_address + (1024 - raw_address % 1024) % 1024;
+  const uint32_t full = base + R::STAGES * R::STAGE_BYTES, empty = full + 8 * R::STAGES;
+
+  const int tid = threadIdx.x;
+  if (tid == 0) {
+    for (int s = 0; s < R::STAGES; ++s) {
+      mbarrier_init(full + 8 * s, 1);  // thread 0's arrive; the TMA bytes complete it
+      mbarrier_init(empty + 8 * s, kThreads);
+    }
+    fence_barrier_init();
+  }
+  __syncthreads();
+
+  const auto where = problem.locate();
+  const int slabs = problem.slabs(where);
+  auto fill = [&](int s) {  // thread 0: slab s into its stage, whose last tenant was released
+    const int stage = s % R::STAGES;
+    problem.fill(where, s, base + stage * R::STAGE_BYTES, full + 8 * stage, &map_a, &map_b);
+  };
+  if (tid == 0) {
+    for (int s = 0; s < min(R::STAGES, slabs); ++s) fill(s);
+  }
+  __syncwarp();  // warp 0 whole again before the warpgroup-wide (.aligned) wgmma instructions
+
+  const int consumer = tid / 128;
+  float acc[BN / 2];
+#pragma unroll
+  for (int i = 0; i < BN / 2; ++i) acc[i] = 0.0f;
+  for (int s = 0; s < slabs; ++s) {
+    const int stage = s % R::STAGES;
+    mbarrier_wait(full + 8 * stage, (s / R::STAGES) & 1);
+    // The warpgroup's 64 rows of A: 64 rows of 128 bytes (K-major) or the second 64 x 64 box
+    // (MN-major): 8192 bytes on either way.
+    const uint32_t a_tile = base + stage * R::STAGE_BYTES + consumer * 8192;
+    const uint32_t b_tile = base + stage * R::STAGE_BYTES + R::A_BYTES;
+    detail::wgmma_fence();
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {  // 4 steps of 16 inner indices
+      uint64_t a, b;
+      if constexpr (Problem::kMnMajor) {
+        a = mn_major_descriptor(a_tile + 2048 * k), b = mn_major_descriptor(b_tile + 2048 * k);
+      } else {
+        a = detail::descriptor(a_tile + 32 * k), b = detail::descriptor(b_tile + 32 * k);
+      }
+      constexpr int kTrans = Problem::kMnMajor ? 1 : 0;
+      if constexpr (BN == 64) {
+        mma_n64<E, kTrans>(acc, a, b);
+      } else {
+        mma_n128<E, kTrans>(acc, a, b);
+      }
+    }
+    detail::wgmma_commit();
+    detail::wgmma_wait<1>();  // slab s-1's group has retired: its stage may be refilled
+    if (s > 0) {
+      const int done = s - 1, done_stage = done % R::STAGES;
+      mbarrier_arrive(empty + 8 * done_stage);
+      if (tid == 0 && done + R::STAGES < slabs) {
+        mbarrier_wait(empty + 8 * done_stage, (done / R::STAGES) & 1);
+        fill(done + R::STAGES);
+      }
+      __syncwarp();  // as above
+    }
+  }
+  detail::wgmma_wait<0>();
+#pragma unroll
+  for (int i = 0; i < BN / 2; ++i) detail::fence_register(acc[i]);
+  problem.store(where, consumer, acc);
+}
+
+// Host side.
+
+using EncodeTiled = decltype(&cuTensorMapEncodeTiled);
+
+// The driver's tensor-map encoder, looked up once through the runtime (no -lcuda link).
+inline EncodeTiled tensor_map_encoder() {
+  static const EncodeTiled encode = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault,
+                                         &found) != cudaSuccess ||
+        found != cudaDriverEntryPointSuccess || fn == nullptr) {
+      throw DeviceError("conv2d_tc (wgmma): the driver has no cuTensorMapEncodeTiled");
+    }
+    return reinterpret_cast<EncodeTiled>(fn);
+  }();
+  return encode;
+}
+
+// A tensor map over 16-bit elements: `rank` dimensions (innermost, the channels, first; sizes
+// `dims`, byte strides of dimensions 1.. `strides`), boxes `box` (64 channels = 128 bytes first),
+// written 128B-swizzled, zeros outside the tensor.
+inline CUtensorMap tensor_map(TcType type, const void* base, int rank, const cuuint64_t* dims,
+                              const cuuint64_t* strides, const cuuint32_t* box) {
+  CUtensorMap map;
+  const cuuint32_t element_strides[4] = {1, 1, 1, 1};
+  const CUresult r = tensor_map_encoder()(
+      &map,
+      type == TcType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+      cuuint32_t(rank), const_cast<void*>(base), dims, strides, box, element_strides,
+      CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) {
+    throw DeviceError("conv2d_tc (wgmma): cuTensorMapEncodeTiled failed (CUresult " +
+                      std::to_string(int(r)) + ")");
+  }
+  return map;
+}
+
+// A row-major [rows, cols] matrix: boxes of 64 columns x box_rows rows.
+inline CUtensorMap matrix_map(TcType type, const void* base, int64_t rows, int64_t cols,
+                              int box_rows) {
+  const cuuint64_t dims[2] = {cuuint64_t(cols), cuuint64_t(rows)};
+  const cuuint64_t strides[1] = {cuuint64_t(cols) * 2};
+  const cuuint32_t box[2] = {cuuint32_t(kSlab), cuuint32_t(box_rows)};
+  return tensor_map(type, base, 2, dims, strides, box);
+}
+
+template <class E, int BN, class Problem>
+void launch(const CUtensorMap& map_a, const CUtensorMap& map_b, const Problem& problem, dim3 grid,
+            gpu::Stream stream, const char* what) {
+  const auto kernel = wgmma_kernel<E, BN, Problem>;
+  detail::set_shared_memory_limit(kernel, Ring<BN>::SMEM_BYTES, what);
+  kernel<<<grid, kThreads, Ring<BN>::SMEM_BYTES, stream>>>(map_a, map_b, problem);
+  gpu::check_launch(what);
+}
+
+}  // namespace crema::kernels::cuda::tc::wg

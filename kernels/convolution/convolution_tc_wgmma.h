@@ -1,0 +1,44 @@
+// The convolutions on 16-bit NHWC tensors that run on Hopper's wgmma and TMA (the 1x1 ones, and
+// forward and data of the stride-1 ones on large enough images: convolution_tc_wgmma_sm90a.cu,
+// convolution_tc_wgmma_filter_sm90a.cu), as the entry points of
+// convolution_tc_cuda.cu and convolution_tc_filter_cuda.cu call them: the geometries they take,
+// their workspaces, the three passes. Host code; the callers check the device (compute capability
+// 9.0) and the pointers' alignment (x, w, dy and wt 16 bytes: the copy engine's; y, residual and
+// dx 4 bytes: pairs of outputs).
+#pragma once
+
+#include "core/cuda_runtime.h"
+#include "kernels/convolution/convolution_tc.h"
+#include "kernels/convolution/geometry.h"
+
+namespace crema::kernels::cuda::tc {
+
+// Groups 1, C and K multiples of 8, and: a 1x1 filter without padding (forward with a stride:
+// Q <= 128, a tile holding whole output rows, and stride_w * Q <= stride_h * W), or any other
+// filter at stride 1 whose output rows (forward P x Q, data H x W) fill >= 96 of 128 tile rows.
+bool wgmma_forward_fits(const Conv2dGeometry& g);
+bool wgmma_backward_data_fits(const Conv2dGeometry& g);
+
+// The rows of the forward's channel-sum partials ([rows][2][K] fp32 in the workspace): one per
+// warp of each block.
+int wgmma_forward_stats_rows(const Conv2dGeometry& g);
+
+// y = the epilogue of conv(x, w), rounded once; with epilogue.sum set, the per-warp partial sums
+// of y and y^2 into stats (channel_stats_kernel adds them up).
+void wgmma_forward(const Conv2dGeometry& g, TcType type, const void* x, const void* w, void* y,
+                   const TcEpilogue& epilogue, float* stats, gpu::Stream stream);
+// dx = the transposed convolution of dy by w, written (a strided 1x1: the products at the strided
+// pixels, zeros between them); wt [C, R, S, K] is w transposed.
+void wgmma_backward_data(const Conv2dGeometry& g, TcType type, const void* dy, const void* wt,
+                         void* dx, gpu::Stream stream);
+
+// Groups 1, a 1x1 filter, no padding, stride 1, C and K multiples of 8.
+bool wgmma_backward_filter_fits(const Conv2dGeometry& g);
+// The slices of N*P*Q the filter gradient is cut into: the workspace holds slices x K x C fp32.
+int wgmma_backward_filter_slices(const Conv2dGeometry& g);
+// partial[slice][c][k] = the slice's sum of dy[npq, k] * x[npq, c] (fp32, written); the caller
+// adds the slices to dw in order.
+void wgmma_backward_filter(const Conv2dGeometry& g, TcType type, const void* x, const void* dy,
+                           float* partial, gpu::Stream stream);
+
+}  // namespace crema::kernels::cuda::tc

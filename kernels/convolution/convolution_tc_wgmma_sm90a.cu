@@ -1,0 +1,405 @@
+// Forward and backward data of convolutions on 16-bit NHWC tensors on Hopper: warpgroup MMA
+// (wgmma) fed by the copy engine (TMA) through an mbarrier ring, as the GEMM's t4
+// (kernels/gemm/gemm_wgmma_pipelined_sm90a.cu); the kernel and the ring are
+// convolution_tc_wgmma.cuh's, this file their Problem for these two passes. Compiled for sm_90a
+// alone (CMakeLists.txt); convolution_tc_cuda.cu calls it on a device of compute capability 9.0
+// for the geometries it fits, the mma.sync kernels otherwise. Both are one implicit GEMM whose
+// operands the TMA reads straight from the tensors, channels contiguous (K-major, as wgmma reads
+// them: no repacking), the inner index (tap, channel):
+//
+//   forward  y[N*P*Q, K]   = sum over taps of x_tap[N*P*Q, C] * w_tap[K, C]^T, then bias,
+//            residual, ReLU, one rounding (TcEpilogue), and optionally each warp's partial
+//            channel sums of y and y^2
+//   data     dx[N*H*W, C]  = sum over taps of dy_tap[N*H*W, K] * wt_tap[C, K]^T  (wt: w
+//            transposed once into the workspace by convolution_tc_cuda.cu)
+//
+// A 1x1 (no padding) is one tap: x's pixels (n, p*stride_h, q*stride_w) forward; backward data
+// multiplies dy's pixels and its epilogue writes each one's stride_h x stride_w block of dx (the
+// value, zeros around it). Any other filter runs at stride 1: x_tap (dy_tap) is the tensor shifted
+// by the tap's offset, zero outside the image (Rows below). What fits (wgmma_*_fits): groups 1, C
+// and K multiples of 8 (a tensor map's rows are whole 16-byte units, outputs whole pairs), and the
+// conditions on the strides and the image size in convolution_tc_wgmma.h.
+//
+//   block tile 128 x BN (BN 128; 64 when the GEMM has at most 64 columns), k slab 64 channels of
+//   one tap: 4 wgmma m64nBNk16 a slab per warpgroup; two blocks an SM, so that one block's
+//   epilogue runs under the other's copies (ResNet's 1x1 layers have 1 to 32 slabs: the prologue
+//   and epilogue are a large part of a block's life)
+//
+// A tile's rows are 128 pixels of the flat tensor (a stride-1 1x1) or whole output rows of one
+// image (Rows): 87.5% of 128 at widths 56 and 28, 98% at 14; the rows past them hold stale data
+// and are never stored. Rows and channels past the tensor are zero-filled by the TMA; the epilogue
+// skips rows past the output and columns past the GEMM's. The channel sums: each warp's 16 rows
+// in a fixed butterfly, then channel_stats_kernel over the warps in order: deterministic.
+#include <cuda.h>  // CUtensorMap and cuTensorMapEncodeTiled's signature; reached through cudart
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#include "kernels/convolution/convolution_tc_wgmma.cuh"
+#include "kernels/convolution/convolution_tc_wgmma.h"
+
+namespace crema::kernels::cuda::tc {
+namespace {
+
+using wg::kBM, wg::kRowBytes, wg::kSlab;
+
+// The GEMM's rows (output pixels m = n*P*Q + p*Q + q) of each row tile, its slabs, and A's box
+// for each. Flat (1x1, stride 1): 128 pixels a tile, a 2-D map. Otherwise a 4-D map over a view
+// {channels, Q, P, images} whose box is box_p whole output rows of one image: the strided 1x1's
+// strided view of x (the images stacked when they stack evenly, H = stride_h * P: pixel
+// (n, p*stride_h) is row n*P + p of a single image of N*P rows, 18 rows of 7 a tile instead of
+// 7), or, for a filter of R x S taps at stride 1, the plain tensor read at each tap's offset: row
+// (p, q) of tap (r, s) is pixel (p + base_h + step_h r, q + base_w + step_w s), which the TMA
+// zero-fills where it lies outside the image (the padding).
+struct Rows {
+  int M, P, Q;                           // P: N*P when the images are stacked
+  int box_p;                             // output rows a tile (0: flat, 128 pixels a tile)
+  int tiles_per_image;                   // ceil(P / box_p)
+  int tiles;                             // row tiles in all
+  int S, taps, channel_slabs, channels;  // slab = tap * channel_slabs + 64-channel piece
+  int base_h, base_w, step_h, step_w;    // each tap's offset (0 for the 1x1 convolutions)
+
+  // Tile `tile`'s row i as its output pixel, -1 where there is none.
+  __device__ int at(int tile, int i) const {
+    if (box_p == 0) {
+      const int m = tile * kBM + i;
+      return m < M ? m : -1;
+    }
+    const int n = tile / tiles_per_image, p = tile % tiles_per_image * box_p + i / Q;
+    return i < box_p * Q && p < P ? (n * P + p) * Q + i % Q : -1;
+  }
+  __host__ __device__ uint32_t a_bytes() const {
+    return uint32_t(box_p == 0 ? kBM : box_p * Q) * kRowBytes;
+  }
+  __device__ int slabs() const { return taps * channel_slabs; }
+  // B's inner index of the slab's first channel: the filter's (tap, channel), channel fastest.
+  // Where a tap's channels end inside the 64 (C not a multiple of 64), B's box runs into the next
+  // tap's, against A's zero-filled channels past C: they add nothing.
+  __device__ int b_column(int slab) const {
+    return slab / channel_slabs * channels + slab % channel_slabs * kSlab;
+  }
+  // Asks for the slab's 64 channels of the tile's rows.
+  __device__ void load(uint32_t dst, const CUtensorMap* map, uint32_t bar, int slab,
+                       int tile) const {
+    const int tap = slab / channel_slabs, c0 = slab % channel_slabs * kSlab;
+    if (box_p == 0) {
+      wg::tma_load_2d(dst, map, bar, c0, tile * kBM);
+    } else {
+      const int r = tap / S, s = tap % S;
+      wg::tma_load_4d(dst, map, bar, c0, base_w + step_w * s,
+                      tile % tiles_per_image * box_p + base_h + step_h * r, tile / tiles_per_image);
+    }
+  }
+};
+
+// Forward: y[m, k] = act(acc + bias[k] + residual[m, k]) rounded once (residual may be y: each
+// pair is read, then written, by the thread that owns it).
+template <class E, bool STATS>
+struct ForwardOut {
+  static constexpr bool kStats = STATS;
+  int K;
+  const float* bias;
+  const uint16_t* residual;
+  bool relu;
+  uint16_t* y;
+  float* stats;  // [rows][2][K]
+
+  using Row = int64_t;  // the pixel's first element
+  __device__ Row row(int m) const { return int64_t(m) * K; }
+  // Channels k, k+1; returns the two values as stored.
+  __device__ float2 store(Row at, int k, float v0, float v1) const {
+    if (bias != nullptr) v0 += bias[k], v1 += bias[k + 1];
+    if (residual != nullptr) {
+      const uint32_t r = *reinterpret_cast<const uint32_t*>(residual + at + k);
+      v0 += E::widen(uint16_t(r & 0xffffu)), v1 += E::widen(uint16_t(r >> 16));
+    }
+    if (relu) v0 = fmaxf(v0, 0.0f), v1 = fmaxf(v1, 0.0f);
+    const uint32_t pair = E::pack(v0, v1);
+    *reinterpret_cast<uint32_t*>(y + at + k) = pair;
+    return make_float2(E::widen(uint16_t(pair & 0xffffu)), E::widen(uint16_t(pair >> 16)));
+  }
+  __device__ void store_stats(int row, int k, float2 sum, float2 squares) const {
+    float* first = stats + int64_t(row) * 2 * K + k;
+    first[0] = sum.x, first[1] = sum.y, first[K] = squares.x, first[K + 1] = squares.y;
+  }
+};
+
+// Backward data: dx at pixel (n, p*stride_h, q*stride_w) = acc rounded once; the other pixels of
+// its stride_h x stride_w block (inside the image) = 0. At stride 1 the block is the pixel.
+template <class E>
+struct DataOut {
+  static constexpr bool kStats = false;
+  int C, H, W, P, Q, stride_h, stride_w;
+  uint16_t* dx;
+
+  struct Row {
+    int64_t at;      // the strided pixel's first element
+    int rows, cols;  // the block's extent inside the image
+  };
+  __device__ Row row(int m) const {
+    const int n = m / (P * Q), pq = m % (P * Q), h = pq / Q * stride_h, w = pq % Q * stride_w;
+    return {(int64_t(n) * H * W + int64_t(h) * W + w) * C, min(stride_h, H - h),
+            min(stride_w, W - w)};
+  }
+  __device__ float2 store(const Row& r, int c, float v0, float v1) const {
+    const uint32_t pair = E::pack(v0, v1);
+    for (int a = 0; a < r.rows; ++a) {
+      for (int b = 0; b < r.cols; ++b) {
+        *reinterpret_cast<uint32_t*>(dx + r.at + (int64_t(a) * W + b) * C + c) =
+            a == 0 && b == 0 ? pair : 0u;
+      }
+    }
+    return make_float2(0.0f, 0.0f);
+  }
+  __device__ void store_stats(int, int, float2, float2) const {}
+};
+
+// The GEMM C[rows, columns] = A[rows, inner] * B[columns, inner]^T, both K-major: A's rows and
+// slabs as `rows` says, B the flat [columns, inner] matrix (the filter [K, R*S*C] or its
+// transpose [C, R*S*K]); `out` finishes C. Blocks walk the tiles in grouped_tile's order.
+template <int BN, class Out>
+struct ConvProblem {
+  static constexpr bool kMnMajor = false;
+  Rows rows;
+  int columns, inner;
+  Out out;
+
+  __device__ detail::TileCoord locate() const {
+    return detail::grouped_tile(blockIdx.x, rows.tiles, (columns + BN - 1) / BN, 8);
+  }
+  __device__ int slabs(detail::TileCoord) const { return rows.slabs(); }
+  __device__ void fill(detail::TileCoord tile, int slab, uint32_t stage, uint32_t bar,
+                       const CUtensorMap* map_a, const CUtensorMap* map_b) const {
+    wg::mbarrier_arrive_expect_tx(bar, rows.a_bytes() + wg::Ring<BN>::B_BYTES);
+    rows.load(stage, map_a, bar, slab, tile.m);
+    wg::tma_load_2d(stage + wg::Ring<BN>::A_BYTES, map_b, bar, rows.b_column(slab), tile.n * BN);
+  }
+
+  // Thread (warp w, lane l) of warpgroup `consumer` holds rows 16w + l/4 and +8 of its 64,
+  // columns 8j + 2(l%4), +1: values 4j, 4j+1 and 4j+2, 4j+3.
+  __device__ void store(detail::TileCoord tile, int consumer, const float (&acc)[BN / 2]) const {
+    const int warp = threadIdx.x % 128 / 32, lane = threadIdx.x % 32;
+    const int r0 = consumer * 64 + warp * 16 + lane / 4;
+    const int m0 = rows.at(tile.m, r0), m1 = rows.at(tile.m, r0 + 8);
+    const typename Out::Row row0 = out.row(max(m0, 0)), row1 = out.row(max(m1, 0));
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j) {
+      const int n = tile.n * BN + 8 * j + 2 * (lane % 4);
+      float2 a = make_float2(0.0f, 0.0f), b = a;
+      if (n < columns) {  // columns is a multiple of 8: n + 1 too
+        if (m0 >= 0) a = out.store(row0, n, acc[4 * j], acc[4 * j + 1]);
+        if (m1 >= 0) b = out.store(row1, n, acc[4 * j + 2], acc[4 * j + 3]);
+      }
+      if constexpr (Out::kStats) {
+        // The 8 lanes of one l%4 hold the warp's 16 rows of these columns: a fixed butterfly.
+        float2 sum = make_float2(a.x + b.x, a.y + b.y);
+        float2 squares = make_float2(a.x * a.x + b.x * b.x, a.y * a.y + b.y * b.y);
+#pragma unroll
+        for (int mask = 4; mask < 32; mask *= 2) {
+          sum.x += __shfl_xor_sync(0xffffffffu, sum.x, mask);
+          sum.y += __shfl_xor_sync(0xffffffffu, sum.y, mask);
+          squares.x += __shfl_xor_sync(0xffffffffu, squares.x, mask);
+          squares.y += __shfl_xor_sync(0xffffffffu, squares.y, mask);
+        }
+        if (lane < 4 && n < columns) {
+          out.store_stats(tile.m * 8 + consumer * 4 + warp, n, sum, squares);
+        }
+      }
+    }
+  }
+};
+
+// Runs the problem with BN 128, or 64 when it has at most 64 columns.
+template <class E, class Out>
+void run(const CUtensorMap& map_a, const void* b, TcType type, const Rows& rows, int columns,
+         int inner, const Out& out, gpu::Stream stream, const char* what) {
+  auto go = [&](auto bn) {
+    constexpr int BN = decltype(bn)::value;
+    const CUtensorMap map_b = wg::matrix_map(type, b, columns, inner, BN);
+    const ConvProblem<BN, Out> problem{rows, columns, inner, out};
+    const dim3 grid(unsigned(int64_t(rows.tiles) * ((columns + BN - 1) / BN)));
+    wg::launch<E, BN>(map_a, map_b, problem, grid, stream, what);
+  };
+  columns > 64 ? go(std::integral_constant<int, 128>{}) : go(std::integral_constant<int, 64>{});
+}
+
+bool one_by_one(const Conv2dGeometry& g) {
+  return g.R == 1 && g.S == 1 && g.pad_h == 0 && g.pad_w == 0;
+}
+
+bool channels_fit(const Conv2dGeometry& g) {
+  return g.groups == 1 && g.C % 8 == 0 && g.K % 8 == 0;
+}
+
+// Whether a tile of whole rows of one image uses at least 96 of its 128 rows (at 7 x 7, 49: the
+// mma.sync kernels do better there).
+bool rows_fill_tiles(int height, int width) {
+  return width <= kBM && std::min(kBM / width, height) * width >= 96;
+}
+
+// Tiles of box_p = 128 / width whole rows of one image (of `height`), N images.
+Rows image_rows(int N, int height, int width) {
+  Rows rows{};
+  rows.M = N * height * width, rows.P = height, rows.Q = width;
+  rows.box_p = std::min(kBM / width, height);
+  rows.tiles_per_image = (height + rows.box_p - 1) / rows.box_p;
+  rows.tiles = N * rows.tiles_per_image;
+  return rows;
+}
+
+// The slabs of a filter of R x S taps over `channels` (C forward, K data), tap (r, s) read at
+// offsets (base_h + step_h r, base_w + step_w s).
+Rows with_taps(Rows rows, const Conv2dGeometry& g, int channels, int base_h, int base_w, int step_h,
+               int step_w) {
+  rows.S = int(g.S), rows.taps = int(g.R * g.S), rows.channels = channels;
+  rows.channel_slabs = (channels + kSlab - 1) / kSlab;
+  rows.base_h = base_h, rows.base_w = base_w, rows.step_h = step_h, rows.step_w = step_w;
+  return rows;
+}
+
+// The forward's rows: flat for a stride-1 1x1, whole output rows a tile otherwise.
+Rows forward_rows(const Conv2dGeometry& g) {
+  const int P = int(g.P()), Q = int(g.Q()), M = int(g.N) * P * Q, C = int(g.C);
+  if (!one_by_one(g)) {
+    return with_taps(image_rows(int(g.N), P, Q), g, C, -int(g.pad_h), -int(g.pad_w),
+                     int(g.dilation_h), int(g.dilation_w));
+  }
+  if (g.stride_h == 1 && g.stride_w == 1) {
+    Rows rows{};
+    rows.M = M, rows.P = P, rows.Q = Q, rows.tiles = (M + kBM - 1) / kBM;
+    return with_taps(rows, g, C, 0, 0, 0, 0);
+  }
+  const bool stacked = g.H == g.stride_h * P;
+  Rows rows = image_rows(stacked ? 1 : int(g.N), stacked ? int(g.N) * P : P, Q);
+  rows.M = M;
+  return with_taps(rows, g, C, 0, 0, 0, 0);
+}
+
+// Backward data's rows: a 1x1's are dy's pixels, flat (the epilogue places them at the strided
+// pixels of dx); a filter of taps at stride 1 has dx's pixels, whole rows a tile, tap (r, s)
+// reading dy at (h + pad_h - dil_h r, w + pad_w - dil_w s).
+Rows data_rows(const Conv2dGeometry& g) {
+  const int K = int(g.K);
+  if (!one_by_one(g)) {
+    return with_taps(image_rows(int(g.N), int(g.H), int(g.W)), g, K, int(g.pad_h), int(g.pad_w),
+                     -int(g.dilation_h), -int(g.dilation_w));
+  }
+  Rows rows{};
+  rows.M = int(g.N * g.P() * g.Q()), rows.P = int(g.P()), rows.Q = int(g.Q());
+  rows.tiles = (rows.M + kBM - 1) / kBM;
+  return with_taps(rows, g, K, 0, 0, 0, 0);
+}
+
+// A map over a whole NHWC tensor [N, height, width, channels] read in boxes of 64 channels x
+// rows.Q pixels x rows.box_p rows (the taps' path).
+CUtensorMap image_map(TcType type, const void* base, int64_t N, int64_t height, int64_t width,
+                      int64_t channels, const Rows& rows) {
+  const cuuint64_t dims[4] = {cuuint64_t(channels), cuuint64_t(width), cuuint64_t(height),
+                              cuuint64_t(N)};
+  const cuuint64_t strides[3] = {cuuint64_t(channels * 2), cuuint64_t(width * channels * 2),
+                                 cuuint64_t(height * width * channels * 2)};
+  const cuuint32_t box[4] = {cuuint32_t(kSlab), cuuint32_t(rows.Q), cuuint32_t(rows.box_p), 1};
+  return wg::tensor_map(type, base, 4, dims, strides, box);
+}
+
+// The strided 1x1's map: x's strided view {C, Q, P, images}, pixel (n, p*stride_h, q*stride_w)
+// (stacked images: one image of N*P rows, each stride_h*W pixels apart).
+CUtensorMap strided_map(TcType type, const void* x, const Conv2dGeometry& g, const Rows& rows) {
+  const cuuint64_t dims[4] = {cuuint64_t(g.C), cuuint64_t(rows.Q), cuuint64_t(rows.P),
+                              cuuint64_t(rows.tiles / rows.tiles_per_image)};
+  const cuuint64_t strides[3] = {cuuint64_t(g.stride_w * g.C * 2),
+                                 cuuint64_t(g.stride_h * g.W * g.C * 2),
+                                 cuuint64_t(g.H * g.W * g.C * 2)};
+  const cuuint32_t box[4] = {cuuint32_t(kSlab), cuuint32_t(rows.Q), cuuint32_t(rows.box_p), 1};
+  return wg::tensor_map(type, x, 4, dims, strides, box);
+}
+
+template <class E, bool STATS>
+void forward_typed(const Conv2dGeometry& g, TcType type, const void* x, const void* w, void* y,
+                   const TcEpilogue& ep, float* stats, gpu::Stream stream) {
+  const Rows rows = forward_rows(g);
+  const CUtensorMap map_a = rows.box_p == 0 ? wg::matrix_map(type, x, rows.M, g.C, kBM)
+                            : one_by_one(g) ? strided_map(type, x, g, rows)
+                                            : image_map(type, x, g.N, g.H, g.W, g.C, rows);
+  const ForwardOut<E, STATS> out{int(g.K),
+                                 ep.bias,
+                                 static_cast<const uint16_t*>(ep.residual),
+                                 ep.relu,
+                                 static_cast<uint16_t*>(y),
+                                 stats};
+  run<E>(map_a, w, type, rows, int(g.K), int(g.R * g.S * g.C), out, stream,
+         "conv2d_tc_forward (wgmma)");
+}
+
+template <class E>
+void data_typed(const Conv2dGeometry& g, TcType type, const void* dy, const void* wt, void* dx,
+                gpu::Stream stream) {
+  const int P = int(g.P()), Q = int(g.Q()), K = int(g.K), C = int(g.C);
+  const Rows rows = data_rows(g);
+  const CUtensorMap map_a = rows.box_p == 0 ? wg::matrix_map(type, dy, rows.M, K, kBM)
+                                            : image_map(type, dy, g.N, P, Q, K, rows);
+  // A 1x1's rows are dy's pixels, placed at the strided ones; the taps' rows are dx's own.
+  const bool taps = !one_by_one(g);
+  const DataOut<E> out{C,
+                       int(g.H),
+                       int(g.W),
+                       taps ? int(g.H) : P,
+                       taps ? int(g.W) : Q,
+                       taps ? 1 : int(g.stride_h),
+                       taps ? 1 : int(g.stride_w),
+                       static_cast<uint16_t*>(dx)};
+  run<E>(map_a, wt, type, rows, C, int(g.R * g.S) * K, out, stream,
+         "conv2d_tc_backward_data (wgmma)");
+}
+
+}  // namespace
+
+// A strided 1x1: a box holds whole output rows (Q <= 128), and the strided view's dimensions do
+// not overlap (stride_w * Q <= stride_h * W: an output row's pixels span less than the step to
+// the next; only an asymmetric stride can break it). Taps: stride 1, whole output rows filling
+// at least 96 of a tile's 128 rows.
+bool wgmma_forward_fits(const Conv2dGeometry& g) {
+  if (!channels_fit(g)) return false;
+  if (!one_by_one(g)) {
+    return g.stride_h == 1 && g.stride_w == 1 && rows_fill_tiles(int(g.P()), int(g.Q()));
+  }
+  return (g.stride_h == 1 && g.stride_w == 1) ||
+         (g.Q() <= kBM && g.stride_w * g.Q() <= g.stride_h * g.W);
+}
+
+bool wgmma_backward_data_fits(const Conv2dGeometry& g) {
+  if (!channels_fit(g)) return false;
+  if (!one_by_one(g)) {
+    return g.stride_h == 1 && g.stride_w == 1 && rows_fill_tiles(int(g.H), int(g.W));
+  }
+  return true;
+}
+
+int wgmma_forward_stats_rows(const Conv2dGeometry& g) {
+  return forward_rows(g).tiles * 8;
+}
+
+void wgmma_forward(const Conv2dGeometry& g, TcType type, const void* x, const void* w, void* y,
+                   const TcEpilogue& epilogue, float* stats, gpu::Stream stream) {
+  const bool with_stats = epilogue.sum != nullptr;
+  if (type == TcType::bf16) {
+    with_stats ? forward_typed<Bf16, true>(g, type, x, w, y, epilogue, stats, stream)
+               : forward_typed<Bf16, false>(g, type, x, w, y, epilogue, stats, stream);
+  } else {
+    with_stats ? forward_typed<F16, true>(g, type, x, w, y, epilogue, stats, stream)
+               : forward_typed<F16, false>(g, type, x, w, y, epilogue, stats, stream);
+  }
+}
+
+void wgmma_backward_data(const Conv2dGeometry& g, TcType type, const void* dy, const void* wt,
+                         void* dx, gpu::Stream stream) {
+  if (type == TcType::bf16) {
+    data_typed<Bf16>(g, type, dy, wt, dx, stream);
+  } else {
+    data_typed<F16>(g, type, dy, wt, dx, stream);
+  }
+}
+
+}  // namespace crema::kernels::cuda::tc
