@@ -3,8 +3,9 @@
 // timed over input copies rotated past L2. Default shapes: the peer benchmark's six, then every
 // distinct convolution of ResNet-50 (torchvision v1.5: the stride on the 3x3) at batch 128.
 // --math bf16 keeps the bf16 rows (default: bf16 and fp16). The version column names the kernels
-// that ran: tc_bf16 (mma.sync) or tc_bf16_wgmma (the 1x1 convolutions' wgmma + TMA kernels on an
-// H100 or H200), and the same for f16.
+// that ran: tc_bf16 (mma.sync) and, where the geometry fits them on an H100 or H200, a second row
+// tc_bf16_wgmma (the wgmma + TMA kernels); '*' marks the family production picks
+// (TcKernels::best), and the same for f16.
 //
 // The check: kSamples outputs computed in double on the host from the definition, on the same
 // rounded inputs (forward y, data dx: rounded once to the type; filter dw: fp32, from zeros), the
@@ -170,9 +171,21 @@ struct Host {
   }
 };
 
-// One pass on one shape and type: checked, then timed.
+bool uses_wgmma(const Conv2dGeometry& g, ConvPass pass, cuda::TcKernels kernels) {
+  switch (pass) {
+    case ConvPass::forward:
+      return cuda::conv2d_tc_forward_uses_wgmma(g, kernels);
+    case ConvPass::backward_data:
+      return cuda::conv2d_tc_backward_data_uses_wgmma(g, kernels);
+    case ConvPass::backward_filter:
+      return cuda::conv2d_tc_backward_filter_uses_wgmma(g, kernels);
+  }
+  return false;
+}
+
+// One pass on one shape and type with `kernels`: checked, then timed.
 Row tc_row(Context& ctx, const Options& options, const ConvShape& shape, const Host& host,
-           ConvPass pass, Random& random) {
+           ConvPass pass, cuda::TcKernels kernels, Random& random) {
   const Conv2dGeometry& g = shape.g;
   const cuda::TcType type = host.type;
   const std::vector<uint16_t>& in0 = pass == ConvPass::backward_data ? host.dy : host.x;
@@ -186,11 +199,10 @@ Row tc_row(Context& ctx, const Options& options, const ConvShape& shape, const H
   Row row;
   row.shape = shape.name;
   row.pass = pass_name(pass);
-  const bool wgmma = pass == ConvPass::forward ? cuda::conv2d_tc_forward_uses_wgmma(g)
-                     : pass == ConvPass::backward_data
-                         ? cuda::conv2d_tc_backward_data_uses_wgmma(g)
-                         : cuda::conv2d_tc_backward_filter_uses_wgmma(g);
-  row.version = std::string("tc_") + cuda::tc_type_name(type) + (wgmma ? "_wgmma" : "");
+  const bool wgmma = uses_wgmma(g, pass, kernels);
+  const bool best = wgmma == uses_wgmma(g, pass, cuda::TcKernels::best);
+  row.version =
+      std::string("tc_") + cuda::tc_type_name(type) + (wgmma ? "_wgmma" : "") + (best ? "*" : "");
   row.check = "sampled" + std::to_string(kSamples);
   row.tolerance = 4 * std::ldexp(1.0, type == cuda::TcType::bf16 ? -8 : -11);
   row.flops = 2.0 * double(g.N * g.K * host.P * host.Q) * double(host.Cg * g.R * g.S);
@@ -218,12 +230,12 @@ Row tc_row(Context& ctx, const Options& options, const ConvShape& shape, const H
     void* space = workspace.data<float>();
     switch (pass) {
       case ConvPass::forward:
-        return cuda::conv2d_tc_forward(g, type, a, b, out, {}, space, ctx.stream());
+        return cuda::conv2d_tc_forward(g, type, a, b, out, {}, space, ctx.stream(), kernels);
       case ConvPass::backward_data:
-        return cuda::conv2d_tc_backward_data(g, type, a, b, out, space, ctx.stream());
+        return cuda::conv2d_tc_backward_data(g, type, a, b, out, space, ctx.stream(), kernels);
       case ConvPass::backward_filter:
         return cuda::conv2d_tc_backward_filter(g, type, a, b, static_cast<float*>(out), space,
-                                               ctx.stream());
+                                               ctx.stream(), kernels);
     }
   };
   // Poison (0x7fc0: NaN in bf16 and in fp16), or zeros for the accumulated filter gradient.
@@ -269,7 +281,13 @@ int bench_conv_tc(Context& ctx, const Options& options, std::ostream& out) {
   for (const ConvShape& shape : shapes) {
     for (cuda::TcType type : types) {
       const Host host(shape.g, type, random);
-      for (ConvPass pass : kPasses) table.print(tc_row(ctx, options, shape, host, pass, random));
+      for (ConvPass pass : kPasses) {
+        // Both kernel families where wgmma runs the geometry; '*' marks the one `best` picks.
+        table.print(tc_row(ctx, options, shape, host, pass, cuda::TcKernels::mma_sync, random));
+        if (uses_wgmma(shape.g, pass, cuda::TcKernels::wgmma)) {
+          table.print(tc_row(ctx, options, shape, host, pass, cuda::TcKernels::wgmma, random));
+        }
+      }
     }
   }
   return table.status();

@@ -199,7 +199,11 @@ Graph end_capture(Stream stream) {
   cudaGraph_t graph = nullptr;
   check(cudaStreamEndCapture(stream, &graph), "cudaStreamEndCapture");
   cudaGraphExec_t exec = nullptr;
-  const cudaError_t status = cudaGraphInstantiate(&exec, graph, 0);
+  // Each kernel node keeps the priority of the stream it was captured from (CUDA copies it at
+  // capture): the gradients' all-reduce on its high-priority stream (core/stream_priority.h) stays
+  // ahead of backward's kernels in a replay, as it is when launched call by call.
+  const cudaError_t status =
+      cudaGraphInstantiate(&exec, graph, cudaGraphInstantiateFlagUseNodePriority);
   cudaGraphDestroy(graph);
   check(status, "cudaGraphInstantiate");
   return exec;

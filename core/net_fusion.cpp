@@ -105,6 +105,7 @@ void fuse_layers(const ConfigNode& model, std::vector<LayerSpec>& specs) {
     const LayerSpec& bn = specs[i];
     if (removed[i] || !is_plain(bn, "BatchNorm") || bn.bottoms.size() != 1) continue;
     if (bn.node->get<std::string>("mode", "spatial") != "spatial") continue;
+    if (bn.node->get<bool>("sync", false)) continue;  // SyncBatchNorm has no fused form
     const std::optional<size_t> next = only_reader(specs, removed, i);
     if (!next) continue;
     const std::string& t = bn.tops[0];

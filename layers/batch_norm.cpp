@@ -27,6 +27,7 @@
 #include "kernels/batch_norm/batch_norm.h"
 #include "layers/batch_norm_keys.h"
 #include "layers/register_layers.h"
+#include "layers/sync_batch_norm.h"
 
 namespace crema {
 namespace {
@@ -164,7 +165,10 @@ class BatchNormLayer final : public Layer {
 }  // namespace
 
 void register_batch_norm(LayerRegistry& registry) {
-  registry.add<BatchNormLayer>("BatchNorm");
+  registry.add("BatchNorm", [](const LayerSpec& spec) -> std::unique_ptr<Layer> {
+    if (auto sync = make_sync_batch_norm_if_asked(spec)) return sync;  // sync: true
+    return std::make_unique<BatchNormLayer>(spec);
+  });
 }
 
 }  // namespace crema

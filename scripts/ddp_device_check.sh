@@ -5,15 +5,21 @@
 #   [BIN=.gpu/bin] scripts/ddp_device_check.sh [OUT] [SECTIONS]
 #                                  (default BIN=build/bin, OUT=/tmp/ddp_check, SECTIONS=1234)
 #
-# About 8 minutes in all; SECTIONS picks some (e.g. 12, then 34 in a second call).
+# About 8 minutes for 1234; SECTIONS picks some (e.g. 12, then 34 in a second call; 5 and 6
+# are 3 to 4 minutes each).
 #
 #   1. crema_gpu_tests DataParallelCuda.*: 2 GPUs at batch 8 = 1 GPU at 16 (within 1e-3), two
 #      2-GPU runs bit-identical, sockets only (NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1) = NVLink,
-#      SIGKILL of rank 1 -> rank 0 exits 5 naming it within the timeout; and the CPU ranks' tests
+#      SIGKILL of rank 1 -> rank 0 exits 5 naming it within the timeout, SyncBatchNorm on 2 GPUs
+#      = BatchNorm on 1 at the global batch (graph and eager) with the global display loss on both
+#      ranks, the bf16 all-reduce within bf16 rounding of the f32 one; SyncBatchNormCuda.* (the
+#      kernels against the CPU); and the CPU ranks' tests
 #   2. SIGKILL mid-run of the Fashion-MNIST ResNet, then the last checkpoint resumes on 1 GPU
 #   3. Fashion-MNIST VGG-BN and ResNet: 1 GPU at batch 128 against 2 GPUs at 64 (same global
 #      batch): the final test accuracies
-#   4. scripts/bench/ddp_scaling.sh 2: img/s on 1 and 2 GPUs, crema and PyTorch DDP
+#   4. scripts/bench/ddp_scaling.sh 2: img/s on 1 and 2 GPUs, crema (tf32) and PyTorch DDP (bf16)
+#   5. the same with crema in bf16 channels-last (model.precision bf16, model.layout nhwc)
+#   6. the same in bf16 with the gradients' all-reduce in bf16 too (distributed.reduce_dtype)
 # NCCL comes from PyTorch's wheel (CREMA_NCCL_LIBRARY) unless set; NCCL_NVLS_ENABLE=0 always.
 # Each step goes on after a failure (no -e): one call of the device shows every result.
 set -uo pipefail
@@ -37,8 +43,8 @@ elapsed() { python3 -c "import time; print(round(time.time() - $1, 1))"; }
 
 if [[ $SECTIONS == *1* ]]; then
 echo "== 1. tests"
-timeout 300 "$BIN/crema_gpu_tests" --gtest_filter='DataParallelCuda.*' 2>&1 | tail -15
-timeout 200 "$BIN/crema_tests" --gtest_filter='TrainRanks.*:Rendezvous.*:SocketGroup.*:World.*:GpuList.*:BucketPlan.*:Shard.*:NcclLibrary.*' --gtest_brief=1 2>&1 | tail -5
+timeout 360 "$BIN/crema_gpu_tests" --gtest_filter='DataParallelCuda.*:SyncBatchNormCuda.*' 2>&1 | tail -20
+timeout 200 "$BIN/crema_tests" --gtest_filter='TrainRanks.*:Rendezvous.*:SocketGroup.*:World.*:GpuList.*:BucketPlan.*:Shard.*:NcclLibrary.*:SyncBatchNorm*' --gtest_brief=1 2>&1 | tail -5
 
 fi
 if [[ $SECTIONS == *2* ]]; then
@@ -83,4 +89,12 @@ fi
 if [[ $SECTIONS == *4* ]]; then
 echo "== 4. scaling"
 WORK=$OUT/scaling CREMA=$BIN/crema timeout 400 scripts/bench/ddp_scaling.sh 2
+fi
+if [[ $SECTIONS == *5* ]]; then
+echo "== 5. scaling, crema bf16 channels-last"
+LAYOUT=nhwc WORK=$OUT/scaling CREMA=$BIN/crema timeout 400 scripts/bench/ddp_scaling.sh 2 bf16
+fi
+if [[ $SECTIONS == *6* ]]; then
+echo "== 6. scaling, crema bf16 channels-last, gradients all-reduced in bf16"
+LAYOUT=nhwc REDUCE_DTYPE=bf16 WORK=$OUT/scaling CREMA=$BIN/crema timeout 400 scripts/bench/ddp_scaling.sh 2 bf16
 fi

@@ -4,7 +4,8 @@
 
 namespace crema::distributed {
 
-std::vector<Bucket> plan_buckets(const std::vector<ParamSlot>& params, int64_t bucket_bytes) {
+std::vector<Bucket> plan_buckets(const std::vector<ParamSlot>& params, int64_t first_bucket_bytes,
+                                 int64_t bucket_bytes) {
   // Backward's order: later layers first; within a layer, its last parameter first.
   std::vector<size_t> order;
   for (size_t i = 0; i < params.size(); ++i) {
@@ -16,11 +17,14 @@ std::vector<Bucket> plan_buckets(const std::vector<ParamSlot>& params, int64_t b
     }
     return a > b;
   });
-  const int64_t capacity = std::max<int64_t>(1, bucket_bytes / int64_t(sizeof(float)));
+  auto capacity = [](int64_t bytes) {
+    return std::max<int64_t>(1, bytes / int64_t(sizeof(float)));
+  };
   std::vector<Bucket> buckets;
   for (size_t i : order) {
+    const int64_t cap = capacity(buckets.size() == 1 ? first_bucket_bytes : bucket_bytes);
     if (buckets.empty() ||
-        (buckets.back().numel > 0 && buckets.back().numel + params[i].numel > capacity)) {
+        (buckets.back().numel > 0 && buckets.back().numel + params[i].numel > cap)) {
       buckets.emplace_back();
       buckets.back().launch_after_layer = params[i].final_after_layer;
     }

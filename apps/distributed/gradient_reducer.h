@@ -11,19 +11,29 @@
 //
 // and before the solver step the compute stream waits for every `done`. The copies cost two
 // passes over the gradients (a few hundred microseconds for ResNet-50's 100 MB) and keep the
-// parameters where the layers and the solver expect them.
+// parameters where the layers and the solver expect them. The communication stream has the
+// device's greatest priority: once `ready` fires, its copies and NCCL's kernel take the next free
+// SMs instead of queueing behind the backward blocks already waiting.
 //
-// The stop vote. Each step's last bucket carries one more float: 1 on a rank that was asked to
-// stop (Ctrl-C, SIGTERM), else 0; summed by the same all-reduce (world x the mean). The loop reads
-// a step's sum after the next step (the host waits for the step before the one it queued, never for
-// its own), so every rank learns of a signal on any rank at the same iteration, and all stop there
-// with one checkpoint.
+// With distributed.reduce_dtype: bf16 (ddp_settings.h) the bucket is bf16: the copies in round
+// each gradient to bf16 (kernels::convert), NCCL averages bf16, the copies out widen it back.
+//
+// Two f32 values ride after each step's last bucket (in it when the bucket is f32, in a tiny
+// all-reduce of their own after it when bf16 would round them):
+//   The stop vote: 1 on a rank that was asked to stop (Ctrl-C, SIGTERM), else 0; summed by the
+//   same all-reduce (world x the mean). The loop reads a step's sum after the next step (the host
+//   waits for the step before the one it queued, never for its own), so every rank learns of a
+//   signal on any rank at the same iteration, and all stop there with one checkpoint.
+//   The display loss: the window's summed loss (apps/training/progress.h), replaced by its mean
+//   over the ranks. By induction every rank's sum is then the mean of the ranks' sums, so the
+//   display line shows the global batch's loss at no cost but one float.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
 #include "apps/distributed/bucket_plan.h"
+#include "apps/distributed/ddp_settings.h"
 #include "apps/distributed/process_group.h"
 #include "core/context.h"
 #include "core/net.h"
@@ -32,8 +42,10 @@ namespace crema::distributed {
 
 class GradientReducer {
  public:
-  GradientReducer(Net& net, ProcessGroup& group, Context& ctx,
-                  int64_t bucket_bytes = kDefaultBucketBytes);
+  // `loss_sum`: the display window's summed loss, an f32 scalar on ctx's device averaged over the
+  // ranks with each step's last bucket (null: none).
+  GradientReducer(Net& net, ProcessGroup& group, Context& ctx, const DdpSettings& settings,
+                  Tensor* loss_sum = nullptr);
   ~GradientReducer();
   GradientReducer(const GradientReducer&) = delete;
   GradientReducer& operator=(const GradientReducer&) = delete;
@@ -60,14 +72,26 @@ class GradientReducer {
 
  private:
   void launch(size_t b);
-  float* vote_in_bucket() { return storage_.back().data<float>() + buckets_.back().numel; }
+  // Copies `bytes` on the communication stream (a GPU) or at once (the CPU).
+  void move(void* to, const void* from, size_t bytes);
+  // The gradient into the bucket, and back: copies for f32, conversions for bf16.
+  void pack(const Tensor& grad, void* to);
+  void unpack(const void* from, Tensor& grad);
+  // [vote, loss sum]: after the last bucket's gradients when it is f32, else in tail_.
+  float* extras() {
+    return narrow() ? tail_.data<float>() : storage_.back().data<float>() + buckets_.back().numel;
+  }
+  bool narrow() const { return settings_.reduce_dtype != DType::f32; }
 
   Net& net_;
   ProcessGroup& group_;
   Context& ctx_;
+  DdpSettings settings_;
+  Tensor* loss_sum_;
   std::vector<Param*> params_;  // the planner's input order
   std::vector<Bucket> buckets_;
-  std::vector<Tensor> storage_;  // one float32 buffer per bucket (the last: + the stop vote)
+  std::vector<Tensor> storage_;  // one buffer per bucket, of reduce_dtype (an f32 last: + extras)
+  Tensor tail_;                  // f32 [2]: the extras, when the buckets are bf16
   std::vector<bool> launched_;
   gpu::Stream comm_ = nullptr;
   std::vector<gpu::Event> ready_, done_;

@@ -22,7 +22,7 @@ struct NcclUniqueId {
 using NcclComm = struct ncclComm*;
 using NcclStream = struct CUstream_st*;
 enum NcclResult : int { kNcclSuccess = 0, kNcclInProgress = 7 };
-enum NcclDataType : int { kNcclFloat32 = 7, kNcclFloat64 = 8 };
+enum NcclDataType : int { kNcclFloat32 = 7, kNcclFloat64 = 8, kNcclBfloat16 = 9 };
 enum NcclOp : int { kNcclSum = 0, kNcclAvg = 4 };
 
 struct NcclLibrary {

@@ -8,9 +8,23 @@
 
 #include "apps/distributed/nccl_library.h"
 #include "core/error.h"
+#include "core/float16.h"
 
 namespace crema::distributed {
 namespace {
+
+int nccl_type(DType dtype) {
+  switch (dtype) {
+    case DType::f32:
+      return kNcclFloat32;
+    case DType::f64:
+      return kNcclFloat64;
+    case DType::bf16:
+      return kNcclBfloat16;
+    default:
+      throw Error(std::string("all-reduce: no NCCL type for ") + dtype_name(dtype));
+  }
+}
 
 class NcclGroup : public ProcessGroup {
  public:
@@ -31,9 +45,9 @@ class NcclGroup : public ProcessGroup {
     }
   }
 
-  void all_reduce(float* data, int64_t count, Reduce op, gpu::Stream stream) override {
+  void all_reduce(void* data, int64_t count, DType dtype, Reduce op, gpu::Stream stream) override {
     gpu::DeviceGuard guard(device_.index);
-    nccl_.check(nccl_.all_reduce(data, data, size_t(count), kNcclFloat32,
+    nccl_.check(nccl_.all_reduce(data, data, size_t(count), nccl_type(dtype),
                                  op == Reduce::sum ? kNcclSum : kNcclAvg, comm_, stream),
                 "ncclAllReduce");
   }
@@ -75,20 +89,23 @@ class SocketGroup : public ProcessGroup {
   SocketGroup(Rendezvous rv, double timeout_seconds)
       : ProcessGroup(rv.world), rv_(std::move(rv)), timeout_(timeout_seconds) {}
 
-  void all_reduce(float* data, int64_t count, Reduce op, gpu::Stream) override {
-    const size_t bytes = size_t(count) * sizeof(float);
+  void all_reduce(void* data, int64_t count, DType dtype, Reduce op, gpu::Stream) override {
+    const size_t bytes = size_t(count) * dtype_size(dtype);
     if (rank() != 0) {
       rv_.peers[0].send_all(data, bytes, "rank 0");
       rv_.peers[0].receive_all(data, bytes, deadline(), "rank 0");
       return;
     }
-    std::vector<float> other(static_cast<size_t>(count));
+    std::vector<double> sum(static_cast<size_t>(count));
+    add_values(data, dtype, sum, true);
+    std::vector<char> other(bytes);
     for (int r = 1; r < size(); ++r) {
       rv_.peers[size_t(r)].receive_all(other.data(), bytes, deadline(), peer(r));
-      for (int64_t i = 0; i < count; ++i) data[i] += other[size_t(i)];
+      add_values(other.data(), dtype, sum, false);
     }
-    if (op == Reduce::average) {
-      for (int64_t i = 0; i < count; ++i) data[i] /= float(size());
+    for (int64_t i = 0; i < count; ++i) {
+      const double v = op == Reduce::average ? sum[size_t(i)] / double(size()) : sum[size_t(i)];
+      store_value(data, dtype, i, v);
     }
     for (int r = 1; r < size(); ++r) rv_.peers[size_t(r)].send_all(data, bytes, peer(r));
   }
@@ -111,6 +128,31 @@ class SocketGroup : public ProcessGroup {
     return Clock::now() + std::chrono::milliseconds(int64_t(timeout_ * 1000.0));
   }
   static std::string peer(int r) { return fmt::format("rank {}", r); }
+  // sum[i] (= or +=) the i-th value of `values`, a `dtype` array.
+  static void add_values(const void* values, DType dtype, std::vector<double>& sum, bool first) {
+    for (size_t i = 0; i < sum.size(); ++i) {
+      double v = 0.0;
+      switch (dtype) {
+        case DType::f32:
+          v = double(static_cast<const float*>(values)[i]);
+          break;
+        case DType::f64:
+          v = static_cast<const double*>(values)[i];
+          break;
+        case DType::bf16:
+          v = double(to_f32(static_cast<const bf16_t*>(values)[i]));
+          break;
+        default:
+          throw Error(std::string("all-reduce over sockets: no ") + dtype_name(dtype));
+      }
+      sum[i] = first ? v : sum[i] + v;
+    }
+  }
+  static void store_value(void* values, DType dtype, int64_t i, double v) {
+    if (dtype == DType::f32) static_cast<float*>(values)[i] = float(v);
+    if (dtype == DType::f64) static_cast<double*>(values)[i] = v;
+    if (dtype == DType::bf16) static_cast<bf16_t*>(values)[i] = to_bf16(float(v));
+  }
   Rendezvous rv_;
   double timeout_;
 };

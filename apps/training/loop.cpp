@@ -41,6 +41,7 @@
 #include "apps/training/train_settings.h"
 #include "apps/training/training.h"
 #include "apps/training/training_run.h"
+#include "core/collective.h"
 #include "core/config.h"
 #include "core/error.h"
 #include "core/net.h"
@@ -87,6 +88,13 @@ TrainingRun::TrainingRun(const ConfigNode& config, Context& ctx, const LayerRegi
     test_names_ = test_net_->output_names();  // no read-back: the tops hold no values yet
   }
 
+  if (group_) {  // SyncBatchNorm's statistics over the ranks
+    for (size_t i = 0; i < train_net_->num_layers(); ++i) {
+      auto* user = dynamic_cast<UsesCollective*>(&train_net_->layer(i));
+      if (user != nullptr) user->set_collective(group_);
+    }
+  }
+
   const ConfigNode& solver_node = config.at("solver");
   apply_param_groups(solver_node, *train_net_);
   loop_ = read_loop_settings(solver_node, train_loader_->batches_per_epoch());
@@ -100,6 +108,7 @@ TrainingRun::TrainingRun(const ConfigNode& config, Context& ctx, const LayerRegi
   }
   solver_ = make_solver(solver_node, loop_.max_iter);
   solver_node.check_no_unknown_keys("solver");
+  const distributed::DdpSettings ddp = distributed::read_ddp_settings(config);
   config.check_no_unknown_keys("the config");
 
   // The global batch: a run resumes on another number of GPUs when batch_size x GPUs is the same
@@ -132,12 +141,6 @@ TrainingRun::TrainingRun(const ConfigNode& config, Context& ctx, const LayerRegi
     log_dir = fmt::format("{}/rank{}", start_.run_dir, group_->rank());
     std::filesystem::create_directories(log_dir);
   }
-  if (group_) {
-    // Every rank starts from rank 0's weights (from scratch the fillers drew alike already; a
-    // --weights or --resume file could differ if it changed on disk meanwhile).
-    reducer_ = std::make_unique<distributed::GradientReducer>(*train_net_, *group_, ctx_);
-    reducer_->broadcast_state();
-  }
   log_ = std::make_unique<RunLog>(leader() ? out : null_stream_, log_dir + "/train.log", resumed,
                                   options.live_progress && leader());
   metrics_ = std::make_unique<MetricsLog>(log_dir, test_names_, resumed ? state_.iteration : -1,
@@ -147,6 +150,14 @@ TrainingRun::TrainingRun(const ConfigNode& config, Context& ctx, const LayerRegi
       Progress::Plan{loop_.max_iter, loop_.display, train_loader_->batches_per_epoch(),
                      train_net_->batch_size(), solver_->iter_size()},
       state_);
+  if (group_) {
+    // Every rank starts from rank 0's weights (from scratch the fillers drew alike already; a
+    // --weights or --resume file could differ if it changed on disk meanwhile). The display loss
+    // rides with the gradients: every rank shows the global batch's.
+    reducer_ = std::make_unique<distributed::GradientReducer>(*train_net_, *group_, ctx_, ddp,
+                                                              &progress_->loss_sum());
+    reducer_->broadcast_state();
+  }
 }
 
 // The next training batch from the loader, staged for the next feed; the time the step waits

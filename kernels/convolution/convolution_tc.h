@@ -52,24 +52,35 @@ struct TcEpilogue {
   float* sum_squares = nullptr;
 };
 
+// Which kernels a pass runs: `best` picks per geometry (README.md, "On wgmma and TMA": wgmma where
+// it fits and measured faster, else mma.sync); the others force one family, for the benchmark
+// (`crema bench conv-tc` times both) and the tests. wgmma needs compute capability 9.0, a
+// geometry it fits and 16-byte aligned operands; where it cannot run, every choice runs mma.sync.
+enum class TcKernels { best, mma_sync, wgmma };
+
 size_t conv2d_tc_forward_workspace(const Conv2dGeometry& g);
 size_t conv2d_tc_backward_data_workspace(const Conv2dGeometry& g, TcType type);
 size_t conv2d_tc_backward_filter_workspace(const Conv2dGeometry& g);
 
 // y is written.
 void conv2d_tc_forward(const Conv2dGeometry& g, TcType type, const void* x, const void* w, void* y,
-                       const TcEpilogue& epilogue, void* workspace, gpu::Stream stream);
+                       const TcEpilogue& epilogue, void* workspace, gpu::Stream stream,
+                       TcKernels kernels = TcKernels::best);
 // dx is written.
 void conv2d_tc_backward_data(const Conv2dGeometry& g, TcType type, const void* dy, const void* w,
-                             void* dx, void* workspace, gpu::Stream stream);
+                             void* dx, void* workspace, gpu::Stream stream,
+                             TcKernels kernels = TcKernels::best);
 // dw (fp32, [K,R,S,C/groups]) += the filter gradient.
 void conv2d_tc_backward_filter(const Conv2dGeometry& g, TcType type, const void* x, const void* dy,
-                               float* dw, void* workspace, gpu::Stream stream);
+                               float* dw, void* workspace, gpu::Stream stream,
+                               TcKernels kernels = TcKernels::best);
 
 // Whether a pass of g runs the wgmma kernels on the current device (given 16-byte aligned
 // tensors; misaligned ones take the mma.sync kernels).
-bool conv2d_tc_forward_uses_wgmma(const Conv2dGeometry& g);
-bool conv2d_tc_backward_data_uses_wgmma(const Conv2dGeometry& g);
-bool conv2d_tc_backward_filter_uses_wgmma(const Conv2dGeometry& g);
+bool conv2d_tc_forward_uses_wgmma(const Conv2dGeometry& g, TcKernels kernels = TcKernels::best);
+bool conv2d_tc_backward_data_uses_wgmma(const Conv2dGeometry& g,
+                                        TcKernels kernels = TcKernels::best);
+bool conv2d_tc_backward_filter_uses_wgmma(const Conv2dGeometry& g,
+                                          TcKernels kernels = TcKernels::best);
 
 }  // namespace crema::kernels::cuda

@@ -216,6 +216,15 @@ __global__ void transpose_filter_kernel(const uint16_t* __restrict__ w, int Kg, 
 }  // namespace
 }  // namespace tc
 
+namespace tc {
+// Where wgmma's backward data beats mma.sync's on the geometries both run (H200, 2026-11-26,
+// README.md "On wgmma and TMA"): the 3x3 layers at stride 1; not the 1x1 ones, whose short
+// reduction (K = 64 to 512 output channels) does not pay for the deeper pipeline's fill.
+bool wgmma_backward_data_pays(const Conv2dGeometry& g) {
+  return g.R * g.S > 1;
+}
+}  // namespace tc
+
 const char* tc_type_name(TcType type) {
   return type == TcType::bf16 ? "bf16" : "f16";
 }
@@ -226,12 +235,14 @@ size_t conv2d_tc_forward_workspace(const Conv2dGeometry& g) {
   return size_t(rows) * 2 * size_t(g.K) * sizeof(float);
 }
 
-bool conv2d_tc_forward_uses_wgmma(const Conv2dGeometry& g) {
-  return tc::wgmma_forward_fits(g) && detail::device_is_sm90();
+bool conv2d_tc_forward_uses_wgmma(const Conv2dGeometry& g, TcKernels kernels) {
+  return kernels != TcKernels::mma_sync && tc::wgmma_forward_fits(g) && detail::device_is_sm90();
 }
 
-bool conv2d_tc_backward_data_uses_wgmma(const Conv2dGeometry& g) {
-  return tc::wgmma_backward_data_fits(g) && detail::device_is_sm90();
+bool conv2d_tc_backward_data_uses_wgmma(const Conv2dGeometry& g, TcKernels kernels) {
+  if (kernels == TcKernels::best && !tc::wgmma_backward_data_pays(g)) return false;
+  return kernels != TcKernels::mma_sync && tc::wgmma_backward_data_fits(g) &&
+         detail::device_is_sm90();
 }
 
 size_t conv2d_tc_backward_data_workspace(const Conv2dGeometry& g, TcType) {
@@ -239,7 +250,8 @@ size_t conv2d_tc_backward_data_workspace(const Conv2dGeometry& g, TcType) {
 }
 
 void conv2d_tc_forward(const Conv2dGeometry& g, TcType type, const void* x, const void* w, void* y,
-                       const TcEpilogue& epilogue, void* workspace, gpu::Stream stream) {
+                       const TcEpilogue& epilogue, void* workspace, gpu::Stream stream,
+                       TcKernels kernels) {
   using namespace tc;
   const Params p = params_of(g);
   if ((epilogue.sum == nullptr) != (epilogue.sum_squares == nullptr)) {
@@ -252,7 +264,7 @@ void conv2d_tc_forward(const Conv2dGeometry& g, TcType type, const void* x, cons
   const bool with_stats = epilogue.sum != nullptr;
   if (aligned16(x) && aligned16(w) && aligned4(y) &&
       (epilogue.residual == nullptr || aligned4(epilogue.residual)) &&
-      conv2d_tc_forward_uses_wgmma(g)) {
+      conv2d_tc_forward_uses_wgmma(g, kernels)) {
     wgmma_forward(g, type, x, w, y, epilogue, stats, stream);
     if (with_stats) sum_channel_stats(stats, wgmma_forward_stats_rows(g), p.K, epilogue, stream);
     return;
@@ -267,7 +279,7 @@ void conv2d_tc_forward(const Conv2dGeometry& g, TcType type, const void* x, cons
 }
 
 void conv2d_tc_backward_data(const Conv2dGeometry& g, TcType type, const void* dy, const void* w,
-                             void* dx, void* workspace, gpu::Stream stream) {
+                             void* dx, void* workspace, gpu::Stream stream, TcKernels kernels) {
   using namespace tc;
   const Params p = params_of(g);
   auto* wt = static_cast<uint16_t*>(workspace);  // [G, Cg, R, S, Kg]
@@ -276,7 +288,8 @@ void conv2d_tc_backward_data(const Conv2dGeometry& g, TcType type, const void* d
   transpose_filter_kernel<<<blocks, 256, 0, stream>>>(static_cast<const uint16_t*>(w), p.Kg, p.RS,
                                                       p.Cg, total, wt);
   gpu::check_launch("conv2d_tc_backward_data (filter transpose)");
-  if (aligned16(dy) && aligned16(wt) && aligned4(dx) && conv2d_tc_backward_data_uses_wgmma(g)) {
+  if (aligned16(dy) && aligned16(wt) && aligned4(dx) &&
+      conv2d_tc_backward_data_uses_wgmma(g, kernels)) {
     return wgmma_backward_data(g, type, dy, wt, dx, stream);
   }
   const auto* dys = static_cast<const uint16_t*>(dy);

@@ -122,12 +122,13 @@ size_t conv2d_tc_backward_filter_workspace(const Conv2dGeometry& g) {
   return size_t(slices) * size_t(g.K * g.R * g.S * (g.C / g.groups)) * sizeof(float);
 }
 
-bool conv2d_tc_backward_filter_uses_wgmma(const Conv2dGeometry& g) {
-  return tc::wgmma_backward_filter_fits(g) && detail::device_is_sm90();
+bool conv2d_tc_backward_filter_uses_wgmma(const Conv2dGeometry& g, TcKernels kernels) {
+  return kernels != TcKernels::mma_sync && tc::wgmma_backward_filter_fits(g) &&
+         detail::device_is_sm90();
 }
 
 void conv2d_tc_backward_filter(const Conv2dGeometry& g, TcType type, const void* x, const void* dy,
-                               float* dw, void* workspace, gpu::Stream stream) {
+                               float* dw, void* workspace, gpu::Stream stream, TcKernels kernels) {
   using namespace tc;
   const Params p = params_of(g);
   const auto* xs = static_cast<const uint16_t*>(x);
@@ -135,7 +136,7 @@ void conv2d_tc_backward_filter(const Conv2dGeometry& g, TcType type, const void*
   auto* partial = static_cast<float*>(workspace);
   int slices = 0;
   if (implicit_gemm::aligned16(x) && implicit_gemm::aligned16(dy) &&
-      conv2d_tc_backward_filter_uses_wgmma(g)) {
+      conv2d_tc_backward_filter_uses_wgmma(g, kernels)) {
     wgmma_backward_filter(g, type, x, dy, partial, stream);
     slices = wgmma_backward_filter_slices(g);
   } else {

@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
 # Data parallelism's scaling: crema on 1 GPU against N GPUs (`crema train --gpus`), at the same
 # batch per GPU, beside PyTorch DDP (peer_ddp_resnet50.py, a copy of the issue's peer, torchrun) on
-# ResNet-50. Prints img/s (all GPUs together) and the N-to-1 ratios.
+# ResNet-50. Prints img/s (all GPUs together), the N-to-1 ratios and crema's N-GPU ResNet-50
+# against PyTorch DDP's (which always runs bf16 autocast + channels_last).
 #
-#   scripts/bench/ddp_scaling.sh [N]        (default N=2; needs N GPUs on this host)
+#   scripts/bench/ddp_scaling.sh [N] [PRECISION]   (default N=2, PRECISION=tf32; needs N GPUs)
+#
+# PRECISION: tf32 (--set ++model.math=tf32: f32 tensors, tf32 products) or bf16 (--set
+# ++model.precision=bf16: bf16 activations, f32 master weights; core/net_precision.h), for both
+# crema nets. LAYOUT=nhwc adds ++model.layout=nhwc (channels-last, as the peer);
+# REDUCE_DTYPE=bf16 adds distributed.reduce_dtype: bf16 (the gradients' all-reduce in bf16).
 #
 # Nets (random data: the loader must not be what is measured):
-#   resnet50    configs/zoo/resnet50.yaml at 224 x 224, batch 128 per GPU, model.math tf32
-#               (crema's bf16 training is not done), 1,024 random images in an IDX file
+#   resnet50    configs/zoo/resnet50.yaml at 224 x 224, batch 128 per GPU, 1,024 random images
+#               in an IDX file
 #   fmnist      configs/resnet_fashion_mnist.yaml, batch 128 per GPU, the Fashion-MNIST files
 # crema's rate is the last display window's (rank 0's images/s x N), after 40 warm-up steps.
 # Environment: CREMA (the binary, default build/bin/crema), PEER (the DDP peer script, default
@@ -15,6 +21,14 @@
 # used). NCCL_NVLS_ENABLE=0 always (NVLink multicast stays off on the lent machines).
 set -euo pipefail
 N=${1:-2}
+PRECISION=${2:-tf32}
+case $PRECISION in
+  tf32) PRECISION_SET=(--set ++model.math=tf32) ;;
+  bf16) PRECISION_SET=(--set ++model.precision=bf16) ;;
+  *) echo "ddp_scaling.sh: PRECISION must be tf32 or bf16, got '$PRECISION'" >&2; exit 2 ;;
+esac
+[ -n "${LAYOUT:-}" ] && PRECISION_SET+=(--set "++model.layout=$LAYOUT")
+[ -n "${REDUCE_DTYPE:-}" ] && PRECISION_SET+=(--set "+distributed={reduce_dtype: $REDUCE_DTYPE}")
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 CREMA=${CREMA:-$ROOT/build/bin/crema}
 PEER=${PEER:-$ROOT/scripts/bench/peer_ddp_resnet50.py}
@@ -79,17 +93,21 @@ crema_run() {  # name config gpus extra...
   rate "$log" "$gpus"
 }
 
-printf "%-28s %10s %10s %7s\n" "net" "1 GPU" "$N GPUs" "ratio"
-one=$(crema_run resnet50 "$WORK/resnet50_random.yaml" 1 --set ++model.math=tf32)
-many=$(crema_run resnet50 "$WORK/resnet50_random.yaml" "$N" --set ++model.math=tf32)
-ratio() { python3 -c "print(f'{$2 / $1:.2f}x' if $1 else '-')"; }
-printf "%-28s %10s %10s %7s\n" "crema resnet50 224 tf32" "$one" "$many" "$(ratio "$one" "$many")"
+ratio() { python3 -c "print(f'{$2 / $1:.2f}x' if $1 and $2 else '-')"; }
+label="$PRECISION${LAYOUT:+ $LAYOUT}${REDUCE_DTYPE:+ reduce $REDUCE_DTYPE}"
+r1=$(crema_run resnet50 "$WORK/resnet50_random.yaml" 1 "${PRECISION_SET[@]}")
+rn=$(crema_run resnet50 "$WORK/resnet50_random.yaml" "$N" "${PRECISION_SET[@]}")
 fm=(--set +solver.max_iter=300 --set solver.display=100 --set solver.test_interval=0)
-one=$(crema_run fmnist "$ROOT/configs/resnet_fashion_mnist.yaml" 1 "${fm[@]}")
-many=$(crema_run fmnist "$ROOT/configs/resnet_fashion_mnist.yaml" "$N" "${fm[@]}")
-printf "%-28s %10s %10s %7s\n" "crema fmnist resnet" "$one" "$many" "$(ratio "$one" "$many")"
+f1=$(crema_run fmnist "$ROOT/configs/resnet_fashion_mnist.yaml" 1 "${fm[@]}" "${PRECISION_SET[@]}")
+fn=$(crema_run fmnist "$ROOT/configs/resnet_fashion_mnist.yaml" "$N" "${fm[@]}" "${PRECISION_SET[@]}")
+p1=0 pn=0
 if [ -f "$PEER" ]; then
   p1=$(torchrun --standalone --nproc-per-node 1 "$PEER" 2>/dev/null | sed -n 's/.* \([0-9]*\) img\/s total/\1/p' || true)
   pn=$(torchrun --standalone --nproc-per-node "$N" "$PEER" 2>/dev/null | sed -n 's/.* \([0-9]*\) img\/s total/\1/p' || true)
-  printf "%-28s %10s %10s %7s\n" "PyTorch DDP resnet50 bf16" "$p1" "$pn" "$(ratio "${p1:-0}" "${pn:-0}")"
 fi
+printf "%-36s %10s %10s %7s %12s\n" "net" "1 GPU" "$N GPUs" "$N / 1" "/ PyTorch $N"
+printf "%-36s %10s %10s %7s %12s\n" "crema resnet50 224 $label" "$r1" "$rn" "$(ratio "$r1" "$rn")" \
+  "$(ratio "${pn:-0}" "$rn")"
+printf "%-36s %10s %10s %7s %12s\n" "crema fmnist resnet $label" "$f1" "$fn" "$(ratio "$f1" "$fn")" "-"
+printf "%-36s %10s %10s %7s %12s\n" "PyTorch DDP resnet50 bf16 cl" "${p1:-0}" "${pn:-0}" \
+  "$(ratio "${p1:-0}" "${pn:-0}")" "1.00x"

@@ -10,7 +10,7 @@ TEST(BucketPlan, BackwardsOrderFilledUpToTheCap) {
   // Layers 0..3, each with a weight and a bias; 4 bytes per element, cap 40 bytes = 10 floats.
   const std::vector<ParamSlot> params = {{6, 0}, {2, 0}, {4, 1}, {1, 1},
                                          {3, 2}, {1, 2}, {5, 3}, {1, 3}};
-  const std::vector<Bucket> buckets = plan_buckets(params, 40);
+  const std::vector<Bucket> buckets = plan_buckets(params, 40, 40);
   ASSERT_EQ(buckets.size(), 3u);
   // Layer 3's bias, weight, then layer 2's bias: 1 + 5 + 1 = 7, layer 2's weight (3) makes 10.
   EXPECT_EQ(buckets[0].params, (std::vector<size_t>{7, 6, 5, 4}));
@@ -24,7 +24,7 @@ TEST(BucketPlan, BackwardsOrderFilledUpToTheCap) {
 }
 
 TEST(BucketPlan, AParameterLargerThanTheCapGetsABucketOfItsOwn) {
-  const std::vector<Bucket> buckets = plan_buckets({{2, 0}, {100, 1}, {2, 2}}, 16);
+  const std::vector<Bucket> buckets = plan_buckets({{2, 0}, {100, 1}, {2, 2}}, 16, 16);
   ASSERT_EQ(buckets.size(), 3u);
   EXPECT_EQ(buckets[0].params, (std::vector<size_t>{2}));
   EXPECT_EQ(buckets[1].params, (std::vector<size_t>{1}));
@@ -35,20 +35,35 @@ TEST(BucketPlan, AParameterLargerThanTheCapGetsABucketOfItsOwn) {
 TEST(BucketPlan, FrozenParametersAreInNoBucket) {
   ParamSlot frozen{50, 1};
   frozen.frozen = true;
-  const std::vector<Bucket> buckets = plan_buckets({{4, 0}, frozen, {4, 2}}, 1 << 20);
+  const std::vector<Bucket> buckets = plan_buckets({{4, 0}, frozen, {4, 2}}, 1 << 20, 1 << 20);
   ASSERT_EQ(buckets.size(), 1u);
   EXPECT_EQ(buckets[0].params, (std::vector<size_t>{2, 0}));
   EXPECT_EQ(buckets[0].numel, 8);
-  EXPECT_TRUE(plan_buckets({frozen}, 1 << 20).empty());
+  EXPECT_TRUE(plan_buckets({frozen}, 1 << 20, 1 << 20).empty());
 }
 
 TEST(BucketPlan, ABucketWaitsForItsEarliestLayer) {
   // A parameter shared by layers 1 and 3 is final after layer 1 (its first user): a bucket that
   // holds it is launched there, not at layer 3.
-  const std::vector<Bucket> buckets = plan_buckets({{4, 3}, {4, 1}, {4, 2}}, 1 << 20);
+  const std::vector<Bucket> buckets = plan_buckets({{4, 3}, {4, 1}, {4, 2}}, 1 << 20, 1 << 20);
   ASSERT_EQ(buckets.size(), 1u);
   EXPECT_EQ(buckets[0].params, (std::vector<size_t>{0, 2, 1}));
   EXPECT_EQ(buckets[0].launch_after_layer, 1u);
+}
+
+TEST(BucketPlan, TheFirstBucketHasItsOwnSmallerCap) {
+  // PyTorch's 1 MiB then 25 MiB, scaled: the first bucket holds at most 3 floats (12 bytes), the
+  // next ones 10 (40 bytes). Layer 3's bias (1) and weight (2) fill the first; layer 2's bias
+  // (1) would overflow it and opens the second, which takes everything else (1 + 4 + 1 + 4 = 10).
+  const std::vector<ParamSlot> params = {{4, 0}, {1, 0}, {4, 2}, {1, 2}, {2, 3}, {1, 3}};
+  const std::vector<Bucket> buckets = plan_buckets(params, 12, 40);
+  ASSERT_EQ(buckets.size(), 2u);
+  EXPECT_EQ(buckets[0].params, (std::vector<size_t>{5, 4}));
+  EXPECT_EQ(buckets[0].numel, 3);
+  EXPECT_EQ(buckets[0].launch_after_layer, 3u);
+  EXPECT_EQ(buckets[1].params, (std::vector<size_t>{3, 2, 1, 0}));
+  EXPECT_EQ(buckets[1].numel, 10);
+  EXPECT_EQ(buckets[1].launch_after_layer, 0u);
 }
 
 }  // namespace

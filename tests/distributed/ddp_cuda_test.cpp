@@ -6,9 +6,15 @@
 //   - two such runs give bit-identical weights, and the CUDA-graph step the eager step's;
 //   - sockets only (NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1): the same weights as NVLink's (two
 //     ranks add two numbers, which is exact in either order);
-//   - SIGKILL of one rank: the other exits with 5 within the timeout, naming it.
+//   - SIGKILL of one rank: the other exits with 5 within the timeout, naming it;
+//   - SyncBatchNorm (sync: true) at batch 8 per GPU trains as BatchNorm on one GPU at batch 16,
+//     its statistics all-reduced over NCCL (eager and captured in the step's CUDA graph), and
+//     both ranks display the global batch's loss;
+//   - distributed.reduce_dtype: bf16 (ncclBfloat16) trains as the f32 all-reduce within bf16's
+//     rounding.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -101,6 +107,54 @@ TEST_F(DataParallelCuda, SocketsOnlyGivesTheSameWeights) {
   EXPECT_EQ(
       largest_difference(dir_ + "/nvlink/final.safetensors", dir_ + "/sockets/final.safetensors"),
       0.0);
+}
+
+// The "loss" column of a metrics.csv: one value per display line.
+std::vector<double> display_losses(const std::string& path) {
+  const auto rows = testing::read_csv(path);
+  std::vector<double> losses;
+  if (rows.empty()) return losses;
+  const size_t column = size_t(std::find(rows[0].begin(), rows[0].end(), "loss") - rows[0].begin());
+  for (size_t r = 1; r < rows.size(); ++r) {
+    if (column < rows[r].size() && !rows[r][column].empty()) {
+      losses.push_back(std::stod(rows[r][column]));
+    }
+  }
+  return losses;
+}
+
+TEST_F(DataParallelCuda, SyncBatchNormOnTwoGpusIsBatchNormOnOneAtTheGlobalBatch) {
+  config_ = testing::write_variant(
+      dir_, testing::read_file(config_), "    - {name: relu1,",
+      "    - {name: bn1, type: BatchNorm, bottom: conv1, top: conv1, sync: true}\n"
+      "    - {name: relu1,");
+  for (const std::string graph : {"true", "false"}) {
+    SCOPED_TRACE("cuda_graph " + graph);
+    const std::string two = dir_ + "/two_" + graph, one = dir_ + "/one_" + graph;
+    const std::vector<std::string> set = {"--set", "++solver.cuda_graph=" + graph};
+    testing::Background ranks(with(args(two, 8, 30), with({"--gpus", "0,1"}, set)), two);
+    ASSERT_EQ(ranks.wait(), 0) << ranks.err();
+    testing::Background single(with(args(one, 16, 30), with({"--device", "cuda:0"}, set)), one);
+    ASSERT_EQ(single.wait(), 0) << single.err();
+    EXPECT_LT(largest_difference(two + "/final.safetensors", one + "/final.safetensors"), 1e-3);
+    const std::vector<double> loss0 = display_losses(two + "/metrics.csv");
+    EXPECT_EQ(loss0.size(), 30u);
+    EXPECT_EQ(loss0, display_losses(two + "/rank1/metrics.csv"));
+  }
+}
+
+TEST_F(DataParallelCuda, ABf16AllReduceTrainsAsTheF32OneWithinBf16Rounding) {
+  testing::Background f32(with(args(dir_ + "/f32", 8, 30), {"--gpus", "0,1"}), dir_ + "/f32");
+  ASSERT_EQ(f32.wait(), 0) << f32.err();
+  testing::Background bf16(
+      with(args(dir_ + "/bf16", 8, 30),
+           {"--gpus", "0,1", "--set", "+distributed={reduce_dtype: bf16, first_bucket_mb: 0.001}"}),
+      dir_ + "/bf16");
+  ASSERT_EQ(bf16.wait(), 0) << bf16.err();
+  const double d =
+      largest_difference(dir_ + "/f32/final.safetensors", dir_ + "/bf16/final.safetensors");
+  EXPECT_GT(d, 0.0);
+  EXPECT_LT(d, 3e-3);
 }
 
 TEST_F(DataParallelCuda, AKilledRankStopsTheOtherWithinTheTimeoutNamingIt) {

@@ -1,9 +1,12 @@
 // `crema train` as ranks of a job, on the CPU (the sockets' group): two ranks of batch 8 train as
-// one process of batch 16; rank 0 alone writes the run; a signal on one rank stops both after the
-// same iteration, and that checkpoint resumes on one process; a rank that dies, mismatched
-// configs, bad variables and a GPU that does not exist are one line each.
+// one process of batch 16 (with SyncBatchNorm too, and with a bf16 gradient all-reduce within
+// bf16's rounding); every rank displays the global batch's loss; rank 0 alone writes the run; a
+// signal on one rank stops both after the same iteration, and that checkpoint resumes on one
+// process; a rank that dies, mismatched configs, bad variables and a GPU that does not exist are
+// one line each.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
@@ -118,6 +121,99 @@ TEST_F(TrainRanks, IterSizeFrozenParametersAndAdamTrainAsOneProcess) {
       }
     }
   }
+}
+
+// The "loss" column of a metrics.csv: one value per display line.
+std::vector<double> display_losses(const std::string& path) {
+  const auto rows = testing::read_csv(path);
+  std::vector<double> losses;
+  if (rows.empty()) return losses;
+  const size_t column = size_t(std::find(rows[0].begin(), rows[0].end(), "loss") - rows[0].begin());
+  for (size_t r = 1; r < rows.size(); ++r) {
+    if (column < rows[r].size() && !rows[r][column].empty()) {
+      losses.push_back(std::stod(rows[r][column]));
+    }
+  }
+  return losses;
+}
+
+// A BatchNorm with sync: true after conv1. Two ranks of batch 8 normalize with the statistics of
+// the 16 samples, as one process of batch 16 does (where sync: true is BatchNorm): the same
+// weights and running statistics within float32 rounding. And the display loss rides with the
+// gradients: both ranks log the global batch's loss, the one process's.
+TEST_F(TrainRanks, SyncBatchNormTrainsAsOneProcessAndEveryRankDisplaysTheGlobalLoss) {
+  config_ = testing::write_variant(
+      dir_, testing::read_file(config_), "    - {name: relu1,",
+      "    - {name: bn1, type: BatchNorm, bottom: conv1, top: conv1, sync: true}\n"
+      "    - {name: relu1,");
+  testing::Background rank0(args(dir_ + "/two", 8, 20), dir_ + "/r0", env(0));
+  testing::Background rank1(args(dir_ + "/two", 8, 20), dir_ + "/r1", env(1));
+  ASSERT_EQ(rank0.wait(), 0) << rank0.err();
+  ASSERT_EQ(rank1.wait(), 0) << rank1.err();
+  testing::Background one(args(dir_ + "/one", 16, 20), dir_ + "/one");
+  ASSERT_EQ(one.wait(), 0) << one.err();
+
+  const auto two = weights_of(dir_ + "/two/final.safetensors");
+  const auto single = weights_of(dir_ + "/one/final.safetensors");
+  ASSERT_TRUE(single.count("bn1.running_var"));
+  ASSERT_EQ(two.size(), single.size());
+  for (const auto& [name, values] : single) {
+    for (size_t i = 0; i < values.size(); ++i) {
+      ASSERT_NEAR(two.at(name)[i], values[i], 1e-4f + 1e-4f * std::fabs(values[i]))
+          << name << "[" << i << "]";
+    }
+  }
+  const std::vector<double> loss0 = display_losses(dir_ + "/two/metrics.csv");
+  const std::vector<double> loss1 = display_losses(dir_ + "/two/rank1/metrics.csv");
+  const std::vector<double> loss_one = display_losses(dir_ + "/one/metrics.csv");
+  ASSERT_EQ(loss0.size(), 20u);
+  EXPECT_EQ(loss0, loss1);  // the same float on both ranks: the mean of their sums
+  ASSERT_EQ(loss_one.size(), loss0.size());
+  for (size_t i = 0; i < loss0.size(); ++i) {
+    EXPECT_NEAR(loss0[i], loss_one[i], 1e-4 * std::fabs(loss_one[i])) << "display " << i;
+  }
+}
+
+// distributed.reduce_dtype: bf16: the gradients are rounded to bf16 (8 significant bits) before
+// they are averaged, so the weights follow the f32 run's within about bf16's relative rounding of
+// an update (2^-8 of lr x gradient per step) -- 1e-3 after 12 steps here -- not bit for bit; and
+// the stop vote and display loss stay f32: both ranks log the same losses.
+TEST_F(TrainRanks, ABf16AllReduceTrainsAsTheF32OneWithinBf16Rounding) {
+  const std::vector<std::string> bf16 = {"--set", "+distributed={reduce_dtype: bf16}"};
+  testing::Background rank0(args(dir_ + "/bf16", 8, 12, bf16), dir_ + "/r0", env(0));
+  testing::Background rank1(args(dir_ + "/bf16", 8, 12, bf16), dir_ + "/r1", env(1));
+  ASSERT_EQ(rank0.wait(), 0) << rank0.err();
+  ASSERT_EQ(rank1.wait(), 0) << rank1.err();
+  port_ = std::to_string(distributed::free_port());
+  testing::Background f32_0(args(dir_ + "/f32", 8, 12), dir_ + "/f0", env(0));
+  testing::Background f32_1(args(dir_ + "/f32", 8, 12), dir_ + "/f1", env(1));
+  ASSERT_EQ(f32_0.wait(), 0) << f32_0.err();
+  ASSERT_EQ(f32_1.wait(), 0) << f32_1.err();
+  const auto a = weights_of(dir_ + "/bf16/final.safetensors");
+  const auto b = weights_of(dir_ + "/f32/final.safetensors");
+  double largest = 0.0, differs = 0.0;
+  for (const auto& [name, values] : b) {
+    for (size_t i = 0; i < values.size(); ++i) {
+      const double d = std::fabs(double(a.at(name)[i]) - double(values[i]));
+      largest = std::max(largest, d);
+      differs += d > 0.0 ? 1.0 : 0.0;
+    }
+  }
+  EXPECT_LT(largest, 1e-3);
+  EXPECT_GT(differs, 0.0);  // the rounding happened: bf16 went over the sockets
+  EXPECT_EQ(display_losses(dir_ + "/bf16/metrics.csv"),
+            display_losses(dir_ + "/bf16/rank1/metrics.csv"));
+}
+
+TEST_F(TrainRanks, ADistributedKeyThatIsWrongIsOneLineNamingIt) {
+  testing::Background bad(args(dir_ + "/bad", 16, 2, {"--set", "+distributed={reduce_dtype: fp8}"}),
+                          dir_ + "/bad");
+  EXPECT_EQ(bad.wait(), 2);
+  EXPECT_CONTAINS(bad.err(), "distributed.reduce_dtype: must be f32 or bf16, got 'fp8'");
+  testing::Background size(
+      args(dir_ + "/size", 16, 2, {"--set", "+distributed={bucket_cap_mb: 0}"}), dir_ + "/size");
+  EXPECT_EQ(size.wait(), 2);
+  EXPECT_CONTAINS(size.err(), "distributed.bucket_cap_mb: must be a size in MiB");
 }
 
 TEST_F(TrainRanks, ASignalOnOneRankStopsBothAfterTheSameIterationAndResumesOnOneProcess) {

@@ -19,7 +19,7 @@ namespace {
 class FakeGroup : public ProcessGroup {
  public:
   explicit FakeGroup(Rendezvous rv) : ProcessGroup(rv.world), rv_(std::move(rv)) {}
-  void all_reduce(float*, int64_t, Reduce, gpu::Stream) override {}
+  void all_reduce(void*, int64_t, DType, Reduce, gpu::Stream) override {}
   void broadcast(float*, int64_t, gpu::Stream) override {}
   std::string failure() override {
     std::lock_guard<std::mutex> lock(mutex_);

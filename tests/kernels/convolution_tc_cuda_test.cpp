@@ -196,7 +196,8 @@ std::vector<double> widened(const std::vector<uint16_t>& bits, TcType type) {
 
 // Every pass of p, twice each (bit-identical repeats); `offset` bytes into every 16-bit buffer
 // (2: misaligned, the element path).
-void check_passes(Context& ctx, const TcProblem& p, size_t offset) {
+void check_passes(Context& ctx, const TcProblem& p, size_t offset,
+                  cuda::TcKernels kernels = cuda::TcKernels::best) {
   const Conv2dGeometry& g = p.g;
   const TcType type = p.type;
   const int m = mantissa_bits(type);
@@ -217,7 +218,8 @@ void check_passes(Context& ctx, const TcProblem& p, size_t offset) {
   std::vector<uint16_t> first;
   for (int run = 0; run < 2; ++run) {
     y.upload(y_nan, offset);
-    cuda::conv2d_tc_forward(g, type, x.at(offset), w.at(offset), y.at(offset), {}, work.at(), s);
+    cuda::conv2d_tc_forward(g, type, x.at(offset), w.at(offset), y.at(offset), {}, work.at(), s,
+                            kernels);
     const std::vector<uint16_t> got = y.download<uint16_t>(ys, offset);
     if (run == 0) {
       expect_within(what + " forward", widened(got, type), p.y,
@@ -236,7 +238,8 @@ void check_passes(Context& ctx, const TcProblem& p, size_t offset) {
   for (int run = 0; run < 2; ++run) {
     y.upload(y_nan, offset);
     stats.upload(std::vector<float>(size_t(2 * g.K), NAN));
-    cuda::conv2d_tc_forward(g, type, x.at(offset), w.at(offset), y.at(offset), fused, work.at(), s);
+    cuda::conv2d_tc_forward(g, type, x.at(offset), w.at(offset), y.at(offset), fused, work.at(), s,
+                            kernels);
     const std::vector<float> got = stats.download<float>(size_t(2 * g.K));
     if (run == 1) {
       EXPECT_EQ(got, first_stats) << what << " channel statistics: a repeat differs";
@@ -261,8 +264,8 @@ void check_passes(Context& ctx, const TcProblem& p, size_t offset) {
 
   for (int run = 0; run < 2; ++run) {
     dx.upload(dx_nan, offset);
-    cuda::conv2d_tc_backward_data(g, type, dy.at(offset), w.at(offset), dx.at(offset), work.at(),
-                                  s);
+    cuda::conv2d_tc_backward_data(g, type, dy.at(offset), w.at(offset), dx.at(offset), work.at(), s,
+                                  kernels);
     const std::vector<uint16_t> got = dx.download<uint16_t>(xs, offset);
     if (run == 0) {
       expect_within(what + " backward data", widened(got, type), p.dx,
@@ -278,7 +281,7 @@ void check_passes(Context& ctx, const TcProblem& p, size_t offset) {
   for (int run = 0; run < 2; ++run) {
     dw.upload(p.dw0);
     cuda::conv2d_tc_backward_filter(g, type, x.at(offset), dy.at(offset),
-                                    static_cast<float*>(dw.at()), work.at(), s);
+                                    static_cast<float*>(dw.at()), work.at(), s, kernels);
     const std::vector<float> got = dw.download<float>(ws);
     if (run == 0) {
       // Terms: N*P*Q products, at most N*P*Q / 256 + 1 slice sums, dw's start.
@@ -360,11 +363,18 @@ TEST(ConvolutionTcCuda, WgmmaGeometries) {
   };
   uint64_t seed = 900;
   for (const Case& c : cases) {
-    EXPECT_EQ(cuda::conv2d_tc_forward_uses_wgmma(c.g), c.forward && hopper()) << describe(c.g);
-    EXPECT_EQ(cuda::conv2d_tc_backward_data_uses_wgmma(c.g), c.data && hopper()) << describe(c.g);
-    EXPECT_EQ(cuda::conv2d_tc_backward_filter_uses_wgmma(c.g), c.filter && hopper())
+    const auto wgmma = cuda::TcKernels::wgmma;
+    EXPECT_EQ(cuda::conv2d_tc_forward_uses_wgmma(c.g, wgmma), c.forward && hopper())
         << describe(c.g);
-    for (TcType type : kTypes) check_passes(ctx, make_problem(c.g, type, seed += 7), 0);
+    EXPECT_EQ(cuda::conv2d_tc_backward_data_uses_wgmma(c.g, wgmma), c.data && hopper())
+        << describe(c.g);
+    EXPECT_EQ(cuda::conv2d_tc_backward_filter_uses_wgmma(c.g, wgmma), c.filter && hopper())
+        << describe(c.g);
+    // Each family where it runs (`best` picks between them: both must be right).
+    for (TcType type : kTypes) {
+      check_passes(ctx, make_problem(c.g, type, seed += 7), 0, wgmma);
+      check_passes(ctx, make_problem(c.g, type, seed += 7), 0, cuda::TcKernels::mma_sync);
+    }
   }
   // Misaligned pointers: the element path, whatever the device.
   const Conv2dGeometry g{2, 64, 5, 7, 72, 1, 1};
