@@ -54,7 +54,7 @@ void InputFeeder::stage(data::Batch batch) {
   gpu::record(slot.ready, copy_stream_);
 }
 
-void InputFeeder::feed(Net& net) {
+void InputFeeder::feed(Net& net, training::DataWaitMeter* wait) {
   Slot& slot = slots_[next_feed_];
   next_feed_ = (next_feed_ + 1) % slots_.size();
   net.set_batch_size(slot.host.data.dim(0), ctx_);
@@ -65,7 +65,9 @@ void InputFeeder::feed(Net& net) {
     labels.copy_from(fed_labels(slot.host));
     return;
   }
+  if (wait != nullptr) wait->begin();
   gpu::wait(ctx_.stream(), slot.ready);
+  if (wait != nullptr) wait->end();
   ctx_.copy(data, slot.data);
   ctx_.copy(labels, slot.labels);
   gpu::record(slot.consumed, ctx_.stream());

@@ -5,11 +5,13 @@
 // device staging slots on a separate copy stream while step i runs on the compute stream; feed()
 // then makes the compute stream wait for that copy and moves the slot into the net's inputs
 // (a device-to-device copy of a few hundred KB). The loader hands out pinned host memory, so the
-// host-to-device copies are truly asynchronous. On the CPU, feed() simply copies.
+// host-to-device copies are truly asynchronous. On the CPU, feed() simply copies. Training times
+// the compute stream's wait with a DataWaitMeter (data_wait.h).
 #pragma once
 
 #include <array>
 
+#include "apps/training/data_wait.h"
 #include "core/context.h"
 #include "core/net.h"
 #include "data/loader.h"
@@ -26,7 +28,8 @@ class InputFeeder {
   // Starts moving `batch` towards the device; it is the batch the next feed() delivers.
   void stage(data::Batch batch);
   // Delivers the staged batch into net's `data` and `label` (resizing the net for a short batch).
-  void feed(Net& net);
+  // On a GPU, `wait` (when given) times the compute stream's wait for the batch's copy.
+  void feed(Net& net, training::DataWaitMeter* wait = nullptr);
 
  private:
   struct Slot {

@@ -162,7 +162,7 @@ TrainingRun::TrainingRun(const ConfigNode& config, Context& ctx, const LayerRegi
   metrics_ = std::make_unique<MetricsLog>(log_dir, test_names_, resumed ? state_.iteration : -1,
                                           [this](const std::string& line) { log_->print(line); });
   progress_ = std::make_unique<Progress>(
-      ctx_, *log_, *metrics_, *solver_,
+      ctx_, *log_, *metrics_, *solver_, data_wait_,
       Progress::Plan{loop_.max_iter, loop_.display, train_loader_->batches_per_epoch(),
                      train_net_->batch_size(), solver_->iter_size()},
       state_);
@@ -174,6 +174,14 @@ TrainingRun::TrainingRun(const ConfigNode& config, Context& ctx, const LayerRegi
                                                               &progress_->loss_sum());
     reducer_->broadcast_state();
   }
+}
+
+// The next training batch from the loader, staged for the next feed; the time the step waits
+// for it is a span of data_wait_ (on a GPU, what of it the compute stream sits idle for).
+void TrainingRun::stage_next() {
+  data_wait_.begin();
+  feeder_.stage(train_loader_->next());
+  data_wait_.end();
 }
 
 // iter_size forward/backward passes, then one solver step. The step's losses are summed on the
@@ -197,7 +205,7 @@ bool TrainingRun::step(int64_t iter) {
   }
   if (reducer_) reducer_->begin_step(interrupt_ != nullptr && interrupt_->requested());
   for (int k = 0; k < solver_->iter_size(); ++k) {
-    feeder_.feed(*train_net_);
+    feeder_.feed(*train_net_, &data_wait_);
     if (test_nan_.due(iter + 1)) {
       ctx_.fill(train_net_->blob(train_net_->inputs()[0].first).value, NAN);
     }
@@ -205,7 +213,7 @@ bool TrainingRun::step(int64_t iter) {
     images_here_ += train_net_->batch_size();
     state_.window_images += train_net_->batch_size();
     const bool last_batch = iter + 1 == loop_.max_iter && k + 1 == solver_->iter_size();
-    if (!last_batch) feeder_.stage(train_loader_->next());
+    if (!last_batch) stage_next();
     // The gradients are averaged over the ranks once they hold the whole iteration's sum.
     const bool reduce = reducer_ && k + 1 == solver_->iter_size();
     auto forward_backward = [&] {
@@ -370,7 +378,7 @@ TrainSummary TrainingRun::run_steps() {
   const std::string loss_not_finite =
       loop_.display == 1 ? "the loss is not finite"
                          : "the loss summed since the last display line is not finite";
-  feeder_.stage(train_loader_->next());
+  stage_next();
   for (int64_t iter = first_iter_; iter < loop_.max_iter; ++iter) {
     if (!step(iter)) {
       if (!handle_nonfinite(iter, "the loss or a gradient is not finite", true)) {
@@ -425,7 +433,8 @@ TrainSummary TrainingRun::run_steps() {
   summary_.last_loss = progress_->last_loss();
   // Every rank trains as many images in about the same time: the job's rate is world x this one's.
   summary_.images_per_second = double(images_here_) * (group_ ? group_->size() : 1) / seconds;
-  summary_.data_wait_share = (train_loader_->wait_seconds() - wait_at_start_) / seconds;
+  summary_.data_wait_share = data_wait_.seconds() / seconds;
+  summary_.loader_wait_share = (train_loader_->wait_seconds() - wait_at_start_) / seconds;
   summary_.final_test = test(loop_.max_iter);
   if (!save(loop_.max_iter, false)) {
     stop_report_ =

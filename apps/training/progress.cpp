@@ -23,12 +23,13 @@ std::string duration_text(double seconds) {
 
 }  // namespace
 
-Progress::Progress(Context& ctx, RunLog& log, MetricsLog& metrics, const Solver& solver, Plan plan,
-                   TrainingState& state)
+Progress::Progress(Context& ctx, RunLog& log, MetricsLog& metrics, const Solver& solver,
+                   DataWaitMeter& data_wait, Plan plan, TrainingState& state)
     : ctx_(ctx),
       log_(log),
       metrics_(metrics),
       solver_(solver),
+      data_wait_(data_wait),
       plan_(std::move(plan)),
       state_(state) {}
 
@@ -41,6 +42,7 @@ void Progress::rewind(int64_t first_iter) {
   ctx_.fill(loss_sum_, state_.loss_sum);
   first_iter_ = first_iter;
   start_ = window_start_ = live_at_ = Clock::now();
+  window_wait_base_ = data_wait_.seconds();
   live_done_ = first_iter;
   live_loss_base_ = state_.loss_sum, live_iters_base_ = state_.window_iterations;
 }
@@ -105,13 +107,15 @@ bool Progress::display(int64_t done, int64_t position) {
   const double lr = solver_.learning_rate(done - 1);
   const double its = double(state_.window_iterations) / seconds;
   const double ips = double(state_.window_images) / seconds;
+  const double waited = data_wait_.seconds();
   if (!have_first_loss_) first_loss_ = mean_loss, have_first_loss_ = true;
   last_loss_ = mean_loss;
   log_.periodic(
       fmt::format("iter {:>6}  loss {:.6g}  lr {:.6g}  {:.0f} img/s  {:.1f} it/s  "
-                  "epoch {:.2f}  ETA {}",
+                  "epoch {:.2f}  ETA {}  data wait {:.1f}%",
                   done, mean_loss, lr, ips, its, epoch(position),
-                  duration_text(double(plan_.max_iter - done) / mean_rate(done))));
+                  duration_text(double(plan_.max_iter - done) / mean_rate(done)),
+                  100.0 * (waited - window_wait_base_) / seconds));
   metrics_.train(done, epoch(position),
                  {{"loss", mean_loss},
                   {"lr", lr},
@@ -121,6 +125,7 @@ bool Progress::display(int64_t done, int64_t position) {
   state_.window_iterations = state_.window_images = 0;
   live_loss_base_ = 0.0, live_iters_base_ = 0;
   window_start_ = Clock::now();
+  window_wait_base_ = waited;
   return true;
 }
 

@@ -3,6 +3,8 @@
 // solver.display iterations, and the ETA. The display window's loss is summed on the device
 // (`loss_sum`) and read back only for those lines, so a GPU step never waits for the host.
 // Tests and checkpoint writes are not training time: `pause_since` takes them off the clocks.
+// The display line ends with the window's share of time training waited for data (data_wait.h),
+// read after the loss, when the host has waited for the stream anyway.
 #pragma once
 
 #include <chrono>
@@ -11,6 +13,7 @@
 #include <string>
 
 #include "apps/training/checkpoint.h"
+#include "apps/training/data_wait.h"
 #include "apps/training/run_log.h"
 #include "core/context.h"
 #include "core/tensor.h"
@@ -32,9 +35,9 @@ class Progress {
   };
 
   // `state` is the run's TrainingState: the open display window (its loss sum, iterations and
-  // images) lives there, so that a checkpoint carries it.
-  Progress(Context& ctx, RunLog& log, MetricsLog& metrics, const Solver& solver, Plan plan,
-           TrainingState& state);
+  // images) lives there, so that a checkpoint carries it. `data_wait` times the steps' waits.
+  Progress(Context& ctx, RunLog& log, MetricsLog& metrics, const Solver& solver,
+           DataWaitMeter& data_wait, Plan plan, TrainingState& state);
 
   // Starts the clocks, the first iteration of this process being `first_iter`.
   void start(int64_t first_iter);
@@ -68,6 +71,7 @@ class Progress {
   RunLog& log_;
   MetricsLog& metrics_;
   const Solver& solver_;
+  DataWaitMeter& data_wait_;
   const Plan plan_;
   TrainingState& state_;
 
@@ -75,6 +79,7 @@ class Progress {
   int64_t first_iter_ = 0;
   Clock::time_point start_, window_start_, live_at_;
   double live_loss_base_ = 0.0, smoothed_loss_ = NAN;
+  double window_wait_base_ = 0.0;  // data_wait_'s seconds when the display window opened
   int64_t live_iters_base_ = 0, live_done_ = 0;
   bool have_first_loss_ = false;
   double first_loss_ = 0.0, last_loss_ = 0.0;

@@ -149,10 +149,18 @@ void TrainingRun::print_start() {
 
 void TrainingRun::print_end() {
   const std::string& run_dir = start_.run_dir;
-  log_->print(fmt::format(
-      "trained {} iterations: {:.0f} img/s, waiting on data {:.1f}% of the time; "
-      "weights in {}/final.safetensors",
-      loop_.max_iter, summary_.images_per_second, 100.0 * summary_.data_wait_share, run_dir));
+  // On a GPU the host's wait in the loader overlaps the queued step; the stream's idle time is
+  // what the data cost.
+  const std::string waited =
+      ctx_.device().is_cuda()
+          ? fmt::format(
+                "the GPU stalled on data {:.1f}% of the time (the host waited in the "
+                "loader {:.1f}%)",
+                100.0 * summary_.data_wait_share, 100.0 * summary_.loader_wait_share)
+          : fmt::format("waiting on data {:.1f}% of the time", 100.0 * summary_.data_wait_share);
+  log_->print(
+      fmt::format("trained {} iterations: {:.0f} img/s, {}; weights in {}/final.safetensors",
+                  loop_.max_iter, summary_.images_per_second, waited, run_dir));
   if (state_.best) {
     log_->print(fmt::format("best {} {:.4f} at iteration {}: {}/checkpoints/best",
                             state_.best->metric, state_.best->value, state_.best->iteration,

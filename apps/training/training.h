@@ -24,7 +24,11 @@ struct TrainSummary {
   double first_loss = 0.0;         // mean over this process's first display window
   double last_loss = 0.0;          // mean over the last display window
   double images_per_second = 0.0;  // training steps only
-  double data_wait_share = 0.0;    // of the training loop's time
+  // Of the training loop's time: how long training waited for data (on a GPU, the compute
+  // stream idle for the next batch: DataWaitMeter, data_wait.h), and how long the host blocked in
+  // the loader's next() (on a GPU mostly while the stream still had a step queued).
+  double data_wait_share = 0.0;
+  double loader_wait_share = 0.0;
   std::vector<std::pair<std::string, double>> final_test;  // e.g. accuracy, loss
   std::string run_dir;
   std::string checkpoint;     // the last checkpoint written

@@ -11,6 +11,7 @@
 #include "apps/distributed/gradient_reducer.h"
 #include "apps/distributed/process_group.h"
 #include "apps/training/checkpoint.h"
+#include "apps/training/data_wait.h"
 #include "apps/training/divergence.h"
 #include "apps/training/input_feeder.h"
 #include "apps/training/interrupt.h"
@@ -53,6 +54,7 @@ class TrainingRun {
 
  private:
   TrainSummary run_steps();
+  void stage_next();
   bool step(int64_t iter);
   void skip_overflowed_step(int64_t iter);
   bool handle_nonfinite(int64_t& iter, const std::string& found, bool step_undone);
@@ -89,6 +91,7 @@ class TrainingRun {
   bool replaced_old_run_ = false;
   std::unique_ptr<RunLog> log_;
   std::unique_ptr<MetricsLog> metrics_;
+  DataWaitMeter data_wait_{training_timeline(ctx_)};  // the steps' waits for data
   std::unique_ptr<Progress> progress_;
 
   InputFeeder feeder_;

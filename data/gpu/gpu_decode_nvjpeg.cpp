@@ -1,6 +1,7 @@
 // data/gpu_decode.h with nvJPEG: the batched decoder of one loader worker (its nvJPEG handle,
 // decode state and CUDA stream), the uploads of the samples the CPU decoded, and the plans run
-// by data/gpu/pixel_plan_cuda.h.
+// by data/gpu/pixel_plan_cuda.h. Its memory, nvJPEG's included, comes from caches of its own, so
+// that decoding never calls cudaFree (which waits for the whole device, training included).
 #include <cuda_runtime.h>
 #include <nvjpeg.h>
 
@@ -11,6 +12,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "core/caching_allocator.h"
 #include "core/cuda_runtime.h"
@@ -54,72 +56,149 @@ void check(nvjpegStatus_t status, const char* what) {
   }
 }
 
-// A device buffer that only grows (its old contents are dropped); the caller has synchronized
-// the stream that used it.
-struct DeviceBuffer {
-  void* ptr = nullptr;
-  size_t bytes = 0;
-  void reserve(size_t wanted) {
-    if (wanted <= bytes) return;
-    release();
-    ptr = gpu::device_allocate(wanted + wanted / 4);
-    bytes = wanted + wanted / 4;
+// Memory from a cache (device or pinned), given up for reuse when the scope ends; the caller has
+// synchronized the stream that used it by then, or only its own stream reuses the cache.
+class CachedBlock {
+ public:
+  CachedBlock(Allocator& cache, size_t bytes)
+      : cache_(cache), bytes_(bytes), ptr_(bytes > 0 ? cache.allocate(bytes) : nullptr) {}
+  ~CachedBlock() {
+    if (ptr_ != nullptr) cache_.deallocate(ptr_, bytes_);
   }
-  void release() {
-    if (ptr != nullptr) gpu::device_free(ptr);
-    ptr = nullptr;
-    bytes = 0;
+  CachedBlock(const CachedBlock&) = delete;
+  CachedBlock& operator=(const CachedBlock&) = delete;
+  uint8_t* bytes() const { return static_cast<uint8_t*>(ptr_); }
+
+ private:
+  Allocator& cache_;
+  size_t bytes_;
+  void* ptr_;
+};
+
+// nvJPEG's own device or pinned memory (its handle's allocators, nvjpegCreateExV2), from a cache:
+// after the first batches a decoder takes nothing from the driver, whose cudaFree and
+// cudaFreeHost synchronize the whole device -- each would wait for the training step and every
+// other worker's decode. A block nvJPEG frees may still be read by work queued on the decoder's
+// stream, so it goes back to the cache only after run() has synchronized it (reuse_freed).
+class NvjpegMemory {
+ public:
+  NvjpegMemory(CachingAllocator::RawAllocate allocate, CachingAllocator::RawFree free)
+      : cache_(std::move(allocate), std::move(free)) {}
+  CachingAllocator& cache() { return cache_; }
+  void reuse_freed() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (void* ptr : freed_) cache_.deallocate(ptr, 0);
+    freed_.clear();
   }
+  // tDevMallocV2 / tPinnedMallocV2 and their frees: 0 for success, as cudaSuccess.
+  static int nvjpeg_malloc(void* self, void** ptr, size_t bytes, cudaStream_t) {
+    try {
+      *ptr = bytes > 0 ? static_cast<NvjpegMemory*>(self)->cache_.allocate(bytes) : nullptr;
+      return 0;
+    } catch (const std::exception&) {
+      return 1;
+    }
+  }
+  static int nvjpeg_free(void* self, void* ptr, size_t, cudaStream_t) {
+    auto* memory = static_cast<NvjpegMemory*>(self);
+    std::lock_guard<std::mutex> lock(memory->mutex_);
+    if (ptr != nullptr) memory->freed_.push_back(ptr);
+    return 0;
+  }
+
+ private:
+  CachingAllocator cache_;
+  std::mutex mutex_;
+  std::vector<void*> freed_;  // by nvJPEG, since the stream was last synchronized
 };
 
 class NvjpegBatchDecoder final : public GpuBatchDecoder {
  public:
-  NvjpegBatchDecoder(int device, int channels) : device_(device), channels_(channels) {
+  NvjpegBatchDecoder(int device, int channels)
+      : device_(device),
+        channels_(channels),
+        device_memory_(
+            [device](size_t bytes) {
+              gpu::DeviceGuard guard(device);
+              return gpu::device_allocate(bytes);
+            },
+            [device](void* ptr) {
+              gpu::DeviceGuard guard(device);
+              gpu::device_free(ptr);
+            }),
+        pinned_memory_(gpu::pinned_allocate, gpu::pinned_free) {
     gpu::DeviceGuard guard(device_);
-    // The hardware engine where the GPU has one (A100, H100, H200), else Huffman decoding on the
-    // GPU; chroma upsampled by interpolation where the backend offers it (as libjpeg's fancy
-    // upsampling), else by replication. CREMA_NVJPEG_BACKEND=hybrid skips the hardware engine
-    // (to compare the two); =mixed gives every other decoder (loader worker) the GPU backend, so
-    // that the engine and the SMs decode at once (DALI's hw_decoder_load).
+    // The hardware engine where the GPU has one (A100, H100, H200: nvJPEG creates the handle and
+    // reports engines), else Huffman decoding on the GPU; chroma upsampled by interpolation where
+    // the backend offers it (as libjpeg's fancy upsampling), else by replication.
+    // CREMA_NVJPEG_BACKEND=hybrid skips the hardware engine (to compare the two); =mixed gives
+    // every other decoder (loader worker) the GPU backend, so that the engine and the SMs decode
+    // at once (DALI's hw_decoder_load).
     static std::atomic<int> made{0};
     const char* asked = std::getenv("CREMA_NVJPEG_BACKEND");
     const std::string choice = asked != nullptr ? asked : "";
     const bool hybrid_only = choice == "hybrid" || (choice == "mixed" && made++ % 2 == 1);
+    nvjpegDevAllocatorV2_t device_allocator{NvjpegMemory::nvjpeg_malloc, NvjpegMemory::nvjpeg_free,
+                                            &device_memory_};
+    nvjpegPinnedAllocatorV2_t pinned_allocator{NvjpegMemory::nvjpeg_malloc,
+                                               NvjpegMemory::nvjpeg_free, &pinned_memory_};
+    unsigned engines = 0, cores = 0;
     for (nvjpegBackend_t backend : {NVJPEG_BACKEND_HARDWARE, NVJPEG_BACKEND_GPU_HYBRID}) {
       if (hybrid_only && backend == NVJPEG_BACKEND_HARDWARE) continue;
       for (unsigned flags : {unsigned(NVJPEG_FLAGS_UPSAMPLING_WITH_INTERPOLATION), 0u}) {
         nvjpegHandle_t handle = nullptr;
-        if (handle_ == nullptr &&
-            nvjpegCreateEx(backend, nullptr, nullptr, flags, &handle) == NVJPEG_STATUS_SUCCESS) {
-          handle_ = handle;
-          hardware_ = backend == NVJPEG_BACKEND_HARDWARE;
+        if (handle_ != nullptr || nvjpegCreateExV2(backend, &device_allocator, &pinned_allocator,
+                                                   flags, &handle) != NVJPEG_STATUS_SUCCESS) {
+          continue;
         }
+        // The capability query: a hardware handle that reports no engine is no use.
+        if (backend == NVJPEG_BACKEND_HARDWARE &&
+            nvjpegGetHardwareDecoderInfo(handle, &engines, &cores) == NVJPEG_STATUS_SUCCESS &&
+            engines == 0) {
+          nvjpegDestroy(handle);
+          continue;
+        }
+        handle_ = handle;
+        hardware_ = backend == NVJPEG_BACKEND_HARDWARE;
       }
     }
     if (handle_ == nullptr) {
-      check(nvjpegCreateEx(NVJPEG_BACKEND_DEFAULT, nullptr, nullptr, 0, &handle_), "create");
+      check(nvjpegCreateExV2(NVJPEG_BACKEND_DEFAULT, &device_allocator, &pinned_allocator, 0,
+                             &handle_),
+            "create");
     }
     static std::once_flag said;
     std::call_once(said, [&] {
-      std::fprintf(stderr, "crema: decode: gpu on cuda:%d with nvJPEG's %s backend%s\n", device_,
-                   hardware_ ? "hardware" : "GPU (hybrid)",
+      const std::string backend = !hardware_ ? std::string("GPU (hybrid) backend")
+                                  : engines > 0
+                                      ? "hardware backend (" + std::to_string(engines) +
+                                            " engines x " + std::to_string(cores) + " cores)"
+                                      : std::string("hardware backend");
+      std::fprintf(stderr, "crema: decode: gpu on cuda:%d with nvJPEG's %s%s\n", device_,
+                   backend.c_str(),
                    choice == "mixed" ? " and the GPU (hybrid) one, every other worker" : "");
     });
     check(nvjpegJpegStateCreate(handle_, &state_), "state create");
     check(nvjpegJpegStreamCreate(handle_, &header_), "stream create");
+    // The hardware backend keeps its buffers in a pool once asked to pre-allocate (the sizes are
+    // hints; NVIDIA's nvImageCodec asks for 1 x 1 and notes a gain above 20% in training).
+    if (hardware_) {
+      nvjpegDecodeBatchedPreAllocate(handle_, state_, 1, 1, 1, NVJPEG_CSS_444,
+                                     channels_ == 3 ? NVJPEG_OUTPUT_RGB : NVJPEG_OUTPUT_Y);
+    }
     stream_ = gpu::create_stream();
   }
 
   ~NvjpegBatchDecoder() override {
     gpu::DeviceGuard guard(device_);
-    gpu::synchronize(stream_);
-    if (host_pixels_ != nullptr) gpu::pinned_free(host_pixels_);
+    synchronize();
     runner_.reset();
-    sources_.release();
     nvjpegJpegStreamDestroy(header_);
     nvjpegJpegStateDestroy(state_);
     nvjpegDestroy(handle_);
     gpu::destroy_stream(stream_);
+    device_memory_.reuse_freed();
+    pinned_memory_.reuse_freed();
   }
 
   std::optional<Size2> accepts(const uint8_t* bytes, size_t size) override {
@@ -157,20 +236,16 @@ class NvjpegBatchDecoder final : public GpuBatchDecoder {
       total += (bytes + 255) / 256 * 256;
       if (!s.on_gpu) staged += bytes;
     }
-    sources_.reserve(total);
-    auto* sources = static_cast<uint8_t*>(sources_.ptr);
-    if (staged > host_capacity_) {
-      if (host_pixels_ != nullptr) gpu::pinned_free(host_pixels_);
-      host_pixels_ = nullptr;
-      host_capacity_ = 0;
-      host_pixels_ = static_cast<uint8_t*>(gpu::pinned_allocate(staged * 2));
-      host_capacity_ = staged * 2;
-    }
+    // Back to the caches when run() returns, the stream synchronized (or, after an error, with
+    // work of this stream alone still reading them: only this stream reuses these caches).
+    const CachedBlock source_block(device_memory_.cache(), total);
+    const CachedBlock stage_block(pinned_memory_.cache(), staged);
+    uint8_t* sources = source_block.bytes();
     std::vector<const unsigned char*> data;
     std::vector<size_t> lengths;
     std::vector<nvjpegImage_t> images;
     std::vector<size_t> gray;  // samples of gray files decoded to RGB
-    uint8_t* stage = host_pixels_;
+    uint8_t* stage = stage_block.bytes();
     for (size_t i = 0; i < samples.size(); ++i) {
       const GpuSample& s = samples[i];
       const size_t plane = size_t(s.plan.source.height * s.plan.source.width);
@@ -205,7 +280,7 @@ class NvjpegBatchDecoder final : public GpuBatchDecoder {
       }
       if (nvjpegDecodeBatched(handle_, state_, data.data(), lengths.data(), images.data(),
                               stream_) != NVJPEG_STATUS_SUCCESS) {
-        gpu::synchronize(stream_);
+        synchronize();
         initialized_for_ = 0;
         return false;
       }
@@ -222,11 +297,18 @@ class NvjpegBatchDecoder final : public GpuBatchDecoder {
     for (const GpuSample& s : samples) plans.push_back(&s.plan);
     if (!runner_) runner_ = std::make_unique<cuda::PlanRunner>();
     runner_->run(plans, offsets, sources, out, stream_);
-    gpu::synchronize(stream_);
+    synchronize();
     return true;
   }
 
  private:
+  // Waits for the stream; what nvJPEG freed meanwhile may then be reused.
+  void synchronize() {
+    gpu::synchronize(stream_);
+    device_memory_.reuse_freed();
+    pinned_memory_.reuse_freed();
+  }
+
   // The number of components of an accepted JPEG (its header parsed again).
   int components(const std::vector<uint8_t>& bytes) {
     int count = 0;
@@ -237,15 +319,13 @@ class NvjpegBatchDecoder final : public GpuBatchDecoder {
   }
 
   int device_, channels_;
+  NvjpegMemory device_memory_, pinned_memory_;  // nvJPEG's buffers and a batch's sources
   bool hardware_ = false;
   nvjpegHandle_t handle_ = nullptr;
   nvjpegJpegState_t state_ = nullptr;
   nvjpegJpegStream_t header_ = nullptr;  // accepts()'s parsed header
   gpu::Stream stream_ = nullptr;
-  DeviceBuffer sources_;     // the batch's decoded sources, planar uint8
   int initialized_for_ = 0;  // the batch size nvjpegDecodeBatchedInitialize was last called for
-  uint8_t* host_pixels_ = nullptr;  // pinned: the CPU-decoded samples of a batch
-  size_t host_capacity_ = 0;
   std::unique_ptr<cuda::PlanRunner> runner_;
 };
 

@@ -31,6 +31,12 @@ TEST(TrainCommand, LossFallsAndWeightsReload) {
   EXPECT_GT(s.final_test[0].second, 0.8) << log.str();
   EXPECT_NE(log.str().find("final test: accuracy="), std::string::npos) << log.str();
   EXPECT_TRUE(std::filesystem::exists(dir + "/run/final.safetensors"));
+  // On the CPU the step's wait for data is the host's call into the loader (next() and a move):
+  // the loader's own wait, and hardly more. The display lines and the last line report it.
+  EXPECT_GE(s.data_wait_share, s.loader_wait_share);
+  EXPECT_LT(s.data_wait_share, s.loader_wait_share + 0.02);
+  EXPECT_NE(log.str().find("% of the time; weights in"), std::string::npos) << log.str();
+  EXPECT_NE(log.str().find("  data wait "), std::string::npos) << log.str();
 
   // The saved config is complete: it loads and says the same thing.
   const ConfigNode saved = load_config(dir + "/run/config.yaml");
