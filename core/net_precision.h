@@ -3,7 +3,7 @@
 //
 //   model:
 //     precision: bf16    # fp32 (default) | tf32 | bf16 | fp16 (core/precision.h)
-//     layout: nhwc       # nchw | nhwc; default nhwc for bf16 and fp16 on a GPU, else nchw
+//     layout: nhwc       # nchw | nhwc; default nhwc for tf32, bf16 and fp16 on a GPU, else nchw
 //     layers:
 //       - {name: fc, type: InnerProduct, precision: fp32, ...}   # a layer's own precision wins
 //
