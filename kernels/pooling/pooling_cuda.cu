@@ -2,10 +2,10 @@
 //   per_element      one thread per output (forward) or input element (backward), either layout;
 //   channel_vectors  nhwc with C a multiple of V = 16 / sizeof(T) (8 halves, 4 floats) and 16-byte
 //                    aligned tensors: a thread owns V channels of one pixel, so every access moves
-//                    16 bytes and the index arithmetic is paid once per V elements (the
-//                    per-element backward was bound by it, not by memory); other calls run
-//                    per_element. Each channel does per_element's operations in its order: the
-//                    same bits.
+//                    16 bytes and the index and window arithmetic is paid once per V elements
+//                    (per_element's backward of ResNet-50's max pool took 1.30 ms for 0.09 ms of
+//                    traffic: README.md); other calls run per_element. Each channel does
+//                    per_element's operations in its order: the same bits.
 //
 // Forward: one thread per output (n, c, p, q). It walks its window clipped to the input in
 // row-major order with the reference's comparison (larger, or the first NaN), so ties and NaN
