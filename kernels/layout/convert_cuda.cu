@@ -2,6 +2,10 @@
 // element is widened to float at the load (exact for bf16 and f16) and rounded once at the store
 // (from_float, the host's rounding), so the GPU gives the CPU's bits. R = 1 or S = 1 (a
 // same-layout call) is a plain converting copy: a grid-stride loop, one element per step.
+// Few rows (R <= kThinRows, e.g. NCHW images with C = 3 going to NHWC) skip the tiles, which would
+// leave 32 - R of every 32 tile rows idle: one thread per column s reads x[r][s] for each r
+// (coalesced along s within each row) and writes the R contiguous y[s][0 .. R); the same
+// conversion of each element, so the same bits.
 #include "core/error.h"
 #include "kernels/common/float16_cuda.cuh"
 #include "kernels/common/map_cuda.cuh"
@@ -13,6 +17,17 @@ namespace {
 constexpr int kTile = 32;
 constexpr int kTileRows = 8;
 constexpr int64_t kMaxTileBlocks = 1 << 16;
+constexpr int64_t kThinRows = 8;
+
+// y = x (or y += x into float), rounded once.
+template <class Out>
+__device__ inline void put(Out* out, float v, bool accumulate) {
+  if constexpr (std::is_same_v<Out, float>) {
+    *out = accumulate ? *out + v : v;
+  } else {
+    *out = from_float<Out>(v);
+  }
+}
 
 template <class In, class Out>
 __global__ void convert_tiled(int64_t B, int64_t R, int64_t S, const In* __restrict__ x,
@@ -34,13 +49,7 @@ __global__ void convert_tiled(int64_t B, int64_t R, int64_t S, const In* __restr
     for (int i = ty; i < kTile; i += kTileRows) {
       const int64_t s = s0 + i, r = r0 + tx;
       if (s < S && r < R) {
-        const float v = tile[tx][i];
-        Out* out = yb + s * R + r;
-        if constexpr (std::is_same_v<Out, float>) {
-          *out = accumulate ? *out + v : v;
-        } else {
-          *out = from_float<Out>(v);
-        }
+        put(yb + s * R + r, tile[tx][i], accumulate);
       }
     }
     __syncthreads();
@@ -52,12 +61,19 @@ __global__ void convert_flat(int64_t n, const In* __restrict__ x, Out* __restric
                              bool accumulate) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
-    const float v = to_float(x[i]);
-    if constexpr (std::is_same_v<Out, float>) {
-      y[i] = accumulate ? y[i] + v : v;
-    } else {
-      y[i] = from_float<Out>(v);
-    }
+    put(y + i, to_float(x[i]), accumulate);
+  }
+}
+
+// x [B, R, S] -> y [B, S, R] for R <= kThinRows: thread i is column s = i % S of batch b = i / S.
+template <class In, class Out>
+__global__ void convert_thin(int64_t B, int R, int64_t S, const In* __restrict__ x,
+                             Out* __restrict__ y, bool accumulate) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < B * S;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const In* column = x + (i / S) * R * S + i % S;  // x[b][0][s], rows S apart
+    Out* pixel = y + i * R;                          // y[b][s][0 .. R)
+    for (int r = 0; r < R; ++r) put(pixel + r, to_float(column[r * S]), accumulate);
   }
 }
 
@@ -69,6 +85,14 @@ void launch(int64_t B, int64_t R, int64_t S, const void* x, void* y, bool accumu
     if (n == 0) return;
     convert_flat<In, Out><<<detail::map_blocks(n), detail::kMapThreads, 0, stream>>>(
         n, static_cast<const In*>(x), static_cast<Out*>(y), accumulate);
+    gpu::check_launch("convert");
+    return;
+  }
+  if (R <= kThinRows) {
+    const int64_t n = B * S;
+    if (n == 0) return;
+    convert_thin<In, Out><<<detail::map_blocks(n), detail::kMapThreads, 0, stream>>>(
+        B, int(R), S, static_cast<const In*>(x), static_cast<Out*>(y), accumulate);
     gpu::check_launch("convert");
     return;
   }

@@ -74,7 +74,8 @@ void pool2d_forward(Context& ctx, const Pool2dGeometry& g, PoolMode mode, const 
   const auto gpu = [&](auto element, auto stream) {
     using T = decltype(element);
     cuda::pool2d_forward(g, mode, x.data<T>(), y.data<T>(),
-                         pooling_detail::indices_of<float>(argmax), layout, stream);
+                         pooling_detail::indices_of<float>(argmax), layout, cuda::PoolVersion::best,
+                         stream);
   };
   const auto reference = [&](auto element) {
     using T = decltype(element);
@@ -112,7 +113,7 @@ void pool2d_backward(Context& ctx, const Pool2dGeometry& g, PoolMode mode, const
   const auto gpu = [&](auto element, auto stream) {
     using T = decltype(element);
     cuda::pool2d_backward(g, mode, dy.data<T>(), pooling_detail::indices_of<float>(argmax),
-                          dx.data<T>(), layout, stream);
+                          dx.data<T>(), layout, cuda::PoolVersion::best, stream);
   };
   const auto reference = [&](auto element) {
     using T = decltype(element);

@@ -73,19 +73,24 @@ void pool2d_backward(const Pool2dGeometry& g, PoolMode mode, const float* dy, co
 }  // namespace cpu
 
 namespace cuda {
-// Forward: one thread per output, its window read in row-major order. Backward: one thread per
-// input element, gathering dy from the windows that contain it (no atomics, so deterministic; the
-// same additions in the same order as the CPU path's scatter, so the same bits). One version
-// each; kernels/pooling/README.md says why. T is float, bf16_t or f16_t (compared and summed in
-// float, each output rounded once); argmax is float32 for all three. In nhwc consecutive threads
-// take consecutive channels of one output (or input) pixel: every read of a window element is
-// coalesced across the warp, as every write is.
+// Versions (pooling_cuda.cu):
+//   per_element      forward: one thread per output, its window read in row-major order;
+//                    backward: one thread per input element, gathering dy from the windows that
+//                    contain it (no atomics, so deterministic; the same additions in the same
+//                    order as the CPU path's scatter, so the same bits). In nhwc consecutive
+//                    threads take consecutive channels of one pixel: every access is coalesced.
+//   channel_vectors  nhwc with C a multiple of 16 / sizeof(T) and 16-byte aligned pointers: a
+//                    thread owns 16 bytes of channels of one pixel, each channel computed as
+//                    per_element computes it (the same bits); other calls run per_element.
+// T is float, bf16_t or f16_t (compared and summed in float, each output rounded once); argmax is
+// float32 for all three.
+enum class PoolVersion { per_element, channel_vectors, best = channel_vectors };
 template <class T>
 void pool2d_forward(const Pool2dGeometry& g, PoolMode mode, const T* x, T* y, float* argmax,
-                    Layout layout, gpu::Stream stream);
+                    Layout layout, PoolVersion version, gpu::Stream stream);
 template <class T>
 void pool2d_backward(const Pool2dGeometry& g, PoolMode mode, const T* dy, const float* argmax,
-                     T* dx, Layout layout, gpu::Stream stream);
+                     T* dx, Layout layout, PoolVersion version, gpu::Stream stream);
 }  // namespace cuda
 
 // Tensor level: x [N,C,H,W], y [N,C,P,Q]; argmax [N,C,P,Q] in max mode (may be null when the

@@ -1,4 +1,11 @@
-// 2-D pooling, CUDA versions (one each; README.md says why there is no ladder yet).
+// 2-D pooling, CUDA versions (PoolVersion, pooling.h):
+//   per_element      one thread per output (forward) or input element (backward), either layout;
+//   channel_vectors  nhwc with C a multiple of V = 16 / sizeof(T) (8 halves, 4 floats) and 16-byte
+//                    aligned tensors: a thread owns V channels of one pixel, so every access moves
+//                    16 bytes and the index and window arithmetic is paid once per V elements
+//                    (per_element's backward of ResNet-50's max pool took 1.30 ms for 0.09 ms of
+//                    traffic: README.md); other calls run per_element. Each channel does
+//                    per_element's operations in its order: the same bits.
 //
 // Forward: one thread per output (n, c, p, q). It walks its window clipped to the input in
 // row-major order with the reference's comparison (larger, or the first NaN), so ties and NaN
@@ -172,30 +179,161 @@ __global__ void pool_backward_kernel(Geometry g, Index total, const T* __restric
   }
 }
 
+// channel_vectors: element idx * V of an nhwc tensor [N, A, B, C] starts the vector of V channels
+// c0 .. c0 + V - 1 of pixel (n, a, b); C is a multiple of V.
+template <class Index>
+__device__ inline Position<Index> vector_position_of(Index idx, int vectors_per_pixel, int A, int B,
+                                                     int V) {
+  const int c0 = int(idx % vectors_per_pixel) * V;
+  const Index pixel = idx / vectors_per_pixel;
+  const int b = int(pixel % B);
+  const Index rest = pixel / B;
+  return {rest / A, c0, int(rest % A), b};
+}
+
+template <class Index, PoolMode kMode, class T>
+__global__ void pool_forward_vectors(Geometry g, Index vectors, const T* __restrict__ x,
+                                     T* __restrict__ y, float* __restrict__ argmax) {
+  constexpr int V = kPerVector<T>;
+  for (Index idx = blockIdx.x * Index(blockDim.x) + threadIdx.x; idx < vectors;
+       idx += Index(gridDim.x) * blockDim.x) {
+    const Position<Index> at = vector_position_of(idx, g.C / V, g.P, g.Q, V);
+    const T* xn = x + at.n * Index(g.H * g.W) * g.C + at.c;  // [H, W, C] from channel c0
+    const int h0 = at.a * g.stride_h - g.pad_h, w0 = at.b * g.stride_w - g.pad_w;
+    const int h1 = min(h0 + g.kernel_h, g.H + g.pad_h), w1 = min(w0 + g.kernel_w, g.W + g.pad_w);
+    const int hs = max(h0, 0), he = min(h1, g.H), ws = max(w0, 0), we = min(w1, g.W);
+    float out[V];
+    if constexpr (kMode == PoolMode::max) {
+      float best[V], v[V];
+      load_floats<V>(xn, Index(hs * g.W + ws) * g.C, out);
+#pragma unroll
+      for (int e = 0; e < V; ++e) best[e] = float(hs * g.W + ws);
+      for (int h = hs; h < he; ++h) {
+        for (int w = ws; w < we; ++w) {
+          load_floats<V>(xn, Index(h * g.W + w) * g.C, v);
+#pragma unroll
+          for (int e = 0; e < V; ++e) {
+            if (v[e] > out[e] || (isnan(v[e]) && !isnan(out[e]))) {  // larger, or the first NaN
+              out[e] = v[e];
+              best[e] = float(h * g.W + w);
+            }
+          }
+        }
+      }
+      if (argmax != nullptr) store_floats<V>(argmax, int64_t(idx) * V, best);
+    } else {
+      float v[V];
+#pragma unroll
+      for (int e = 0; e < V; ++e) out[e] = 0.0f;
+      for (int h = hs; h < he; ++h) {
+        for (int w = ws; w < we; ++w) {
+          load_floats<V>(xn, Index(h * g.W + w) * g.C, v);
+#pragma unroll
+          for (int e = 0; e < V; ++e) out[e] += v[e];
+        }
+      }
+      const float divisor = float(window_size(g, h0, h1, w0, w1));
+#pragma unroll
+      for (int e = 0; e < V; ++e) out[e] /= divisor;
+    }
+    store_floats<V>(y, int64_t(idx) * V, out);
+  }
+}
+
+template <class Index, PoolMode kMode, class T>
+__global__ void pool_backward_vectors(Geometry g, Index vectors, const T* __restrict__ dy,
+                                      const float* __restrict__ argmax, T* __restrict__ dx) {
+  constexpr int V = kPerVector<T>;
+  for (Index idx = blockIdx.x * Index(blockDim.x) + threadIdx.x; idx < vectors;
+       idx += Index(gridDim.x) * blockDim.x) {
+    const Position<Index> at = vector_position_of(idx, g.C / V, g.H, g.W, V);
+    const int h = at.a, w = at.b;
+    int p0, p1, q0, q1;
+    windows_containing(h, g.kernel_h, g.stride_h, g.pad_h, g.P, p0, p1);
+    windows_containing(w, g.kernel_w, g.stride_w, g.pad_w, g.Q, q0, q1);
+    const Index plane = at.n * Index(g.P * g.Q) * g.C + at.c;  // dy, argmax [P, Q, C] at c0
+    float acc[V], d[V];
+#pragma unroll
+    for (int e = 0; e < V; ++e) acc[e] = 0.0f;
+    if constexpr (kMode == PoolMode::max) {
+      const float me = float(h * g.W + w);
+      float a[V];
+      for (int p = p0; p < p1; ++p) {
+        for (int q = q0; q < q1; ++q) {
+          const Index at_pq = plane + Index(p * g.Q + q) * g.C;
+          load_floats<V>(argmax, at_pq, a);
+          load_floats<V>(dy, at_pq, d);
+#pragma unroll
+          for (int e = 0; e < V; ++e) {
+            if (a[e] == me) acc[e] += d[e];
+          }
+        }
+      }
+    } else {
+      for (int p = p0; p < p1; ++p) {
+        const int h0 = p * g.stride_h - g.pad_h, h1 = min(h0 + g.kernel_h, g.H + g.pad_h);
+        for (int q = q0; q < q1; ++q) {
+          const int w0 = q * g.stride_w - g.pad_w, w1 = min(w0 + g.kernel_w, g.W + g.pad_w);
+          const float divisor = float(window_size(g, h0, h1, w0, w1));
+          load_floats<V>(dy, plane + Index(p * g.Q + q) * g.C, d);
+#pragma unroll
+          for (int e = 0; e < V; ++e) acc[e] += d[e] / divisor;
+        }
+      }
+    }
+    store_floats<V>(dx, int64_t(idx) * V, acc);
+  }
+}
+
+// Whether channel_vectors runs this call (else per_element does).
+template <class T>
+bool runs_vectors(PoolVersion version, Layout layout, int64_t C, const void* a, const void* b,
+                  const void* argmax) {
+  return version == PoolVersion::channel_vectors && layout == Layout::nhwc &&
+         C % kPerVector<T> == 0 && detail::aligned16(a) && detail::aligned16(b) &&
+         detail::aligned16(argmax);
+}
+
 template <class Index, Layout kLayout, class T>
 void launch_forward(const Geometry& g, int64_t total, PoolMode mode, const T* x, T* y,
-                    float* argmax, gpu::Stream stream) {
-  const int blocks = map_blocks(total);
-  if (mode == PoolMode::max) {
+                    float* argmax, bool vectors, gpu::Stream stream) {
+  if (vectors) {
+    const int64_t n = total / kPerVector<T>;
+    if (mode == PoolMode::max) {
+      pool_forward_vectors<Index, PoolMode::max>
+          <<<map_blocks(n), kMapThreads, 0, stream>>>(g, Index(n), x, y, argmax);
+    } else {
+      pool_forward_vectors<Index, PoolMode::average>
+          <<<map_blocks(n), kMapThreads, 0, stream>>>(g, Index(n), x, y, nullptr);
+    }
+  } else if (mode == PoolMode::max) {
     pool_forward_kernel<Index, PoolMode::max, kLayout>
-        <<<blocks, kMapThreads, 0, stream>>>(g, Index(total), x, y, argmax);
+        <<<map_blocks(total), kMapThreads, 0, stream>>>(g, Index(total), x, y, argmax);
   } else {
     pool_forward_kernel<Index, PoolMode::average, kLayout>
-        <<<blocks, kMapThreads, 0, stream>>>(g, Index(total), x, y, nullptr);
+        <<<map_blocks(total), kMapThreads, 0, stream>>>(g, Index(total), x, y, nullptr);
   }
   gpu::check_launch("pool2d_forward");
 }
 
 template <class Index, Layout kLayout, class T>
 void launch_backward(const Geometry& g, int64_t total, PoolMode mode, const T* dy,
-                     const float* argmax, T* dx, gpu::Stream stream) {
-  const int blocks = map_blocks(total);
-  if (mode == PoolMode::max) {
+                     const float* argmax, T* dx, bool vectors, gpu::Stream stream) {
+  if (vectors) {
+    const int64_t n = total / kPerVector<T>;
+    if (mode == PoolMode::max) {
+      pool_backward_vectors<Index, PoolMode::max>
+          <<<map_blocks(n), kMapThreads, 0, stream>>>(g, Index(n), dy, argmax, dx);
+    } else {
+      pool_backward_vectors<Index, PoolMode::average>
+          <<<map_blocks(n), kMapThreads, 0, stream>>>(g, Index(n), dy, nullptr, dx);
+    }
+  } else if (mode == PoolMode::max) {
     pool_backward_kernel<Index, PoolMode::max, kLayout>
-        <<<blocks, kMapThreads, 0, stream>>>(g, Index(total), dy, argmax, dx);
+        <<<map_blocks(total), kMapThreads, 0, stream>>>(g, Index(total), dy, argmax, dx);
   } else {
     pool_backward_kernel<Index, PoolMode::average, kLayout>
-        <<<blocks, kMapThreads, 0, stream>>>(g, Index(total), dy, nullptr, dx);
+        <<<map_blocks(total), kMapThreads, 0, stream>>>(g, Index(total), dy, nullptr, dx);
   }
   gpu::check_launch("pool2d_backward");
 }
@@ -216,36 +354,39 @@ void with_index_and_layout(bool int32, Layout layout, F f) {
 
 template <class T>
 void pool2d_forward(const Pool2dGeometry& g, PoolMode mode, const T* x, T* y, float* argmax,
-                    Layout layout, gpu::Stream stream) {
+                    Layout layout, PoolVersion version, gpu::Stream stream) {
   const int64_t total = g.N * g.C * g.P * g.Q;
   if (total == 0) return;
   const Geometry g32 = geometry32(g);
   const bool int32 =
       detail::int32_indexable(total) && detail::int32_indexable(g.N * g.C * g.H * g.W);
+  const bool vectors = runs_vectors<T>(version, layout, g.C, x, y, argmax);
   with_index_and_layout(int32, layout, [&](auto index, auto order) {
-    launch_forward<decltype(index), decltype(order)::value>(g32, total, mode, x, y, argmax, stream);
+    launch_forward<decltype(index), decltype(order)::value>(g32, total, mode, x, y, argmax, vectors,
+                                                            stream);
   });
 }
 
 template <class T>
 void pool2d_backward(const Pool2dGeometry& g, PoolMode mode, const T* dy, const float* argmax,
-                     T* dx, Layout layout, gpu::Stream stream) {
+                     T* dx, Layout layout, PoolVersion version, gpu::Stream stream) {
   const int64_t total = g.N * g.C * g.H * g.W;
   if (total == 0) return;
   const Geometry g32 = geometry32(g);
   const bool int32 =
       detail::int32_indexable(total) && detail::int32_indexable(g.N * g.C * g.P * g.Q);
+  const bool vectors = runs_vectors<T>(version, layout, g.C, dy, dx, argmax);
   with_index_and_layout(int32, layout, [&](auto index, auto order) {
     launch_backward<decltype(index), decltype(order)::value>(g32, total, mode, dy, argmax, dx,
-                                                             stream);
+                                                             vectors, stream);
   });
 }
 
 #define CREMA_POOLING_INSTANTIATE(T)                                                             \
   template void pool2d_forward<T>(const Pool2dGeometry&, PoolMode, const T*, T*, float*, Layout, \
-                                  gpu::Stream);                                                  \
+                                  PoolVersion, gpu::Stream);                                     \
   template void pool2d_backward<T>(const Pool2dGeometry&, PoolMode, const T*, const float*, T*,  \
-                                   Layout, gpu::Stream);
+                                   Layout, PoolVersion, gpu::Stream);
 CREMA_POOLING_INSTANTIATE(float)
 CREMA_POOLING_INSTANTIATE(bf16_t)
 CREMA_POOLING_INSTANTIATE(f16_t)

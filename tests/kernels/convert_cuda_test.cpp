@@ -1,7 +1,8 @@
 // kernels::convert on CUDA against the CPU, bit for bit: every pair of f32, bf16, f16, both
 // layouts each way, on shapes whose C and H*W are not multiples of the 32 x 32 tiles (and N = 1,
-// H*W = 1), values of every kind (random bit patterns: NaNs, infinities, subnormals), outputs
-// poisoned first; and the accumulating form into f32.
+// H*W = 1), with few rows (C = 3 and 8 from nchw, H*W = 4 from nhwc: the thin path) and one more
+// (C = 12: the tiles), values of every kind (random bit patterns: NaNs, infinities, subnormals),
+// outputs poisoned first; and the accumulating form into f32.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -56,8 +57,9 @@ bool same_sums(const Tensor& a, const Tensor& b) {
 TEST(ConvertCuda, EveryPairAndLayoutMatchesTheCpuBitForBit) {
   CREMA_REQUIRE_CUDA();
   Context ctx(Device::cuda(0)), cpu;
-  for (const Shape& shape : {Shape{2, 37, 3, 5}, Shape{1, 64, 7, 7}, Shape{3, 8, 1, 1},
-                             Shape{2, 3, 33, 31}, Shape{1001}}) {
+  for (const Shape& shape :
+       {Shape{2, 37, 3, 5}, Shape{1, 64, 7, 7}, Shape{3, 8, 1, 1}, Shape{2, 3, 33, 31},
+        Shape{1, 8, 5, 7}, Shape{3, 12, 9, 11}, Shape{2, 17, 2, 2}, Shape{1001}}) {
     const Tensor values = awkward(shape, uint64_t(shape_numel(shape)));
     for (DType from : kGpuTypes) {
       for (Layout from_layout : {Layout::nchw, Layout::nhwc}) {
