@@ -2,6 +2,8 @@
 // against the double reference (ref::*_nhwc) computed on the same rounded inputs, on awkward
 // geometries (N = 1, odd H and W, C = 3 and 5 (element path), C = 64 and 200 (16-byte path,
 // many slabs), K not a tile multiple, stride 2, pad 0/1/2/3, dilation 2, 1x1, 3x3, 7x7 stems,
+// backward data's output phases at strides 2 and 3 (dilation sharing a factor with the stride or
+// not, padding beyond the stride, phases without taps, groups),
 // groups with both paths, a filter gradient cut into many slices); outputs poisoned with NaN,
 // dw accumulated onto random values; the forward epilogue (bias, residual, ReLU, residual in
 // place, the per-channel sums of y and y^2 against sums of the stored y); misaligned pointers (the
@@ -315,6 +317,13 @@ TEST(ConvolutionTcCuda, EveryPassAgainstReference) {
       {1, 5, 4, 4, 3, 3, 3, 3, 3, 3, 2},             // outputs that read only padding
       {2, 8, 5, 6, 3, 3, 3, 1, 1},                   // K = 3
       {1, 3, 29, 31, 16, 7, 7, 3, 3, 2, 2},          // the 7x7 stem, pad 3, odd sizes
+      // Backward data by output phase at stride > 1 (taps per phase in rows x columns):
+      {2, 136, 9, 9, 136, 3, 3, 1, 1, 2, 2},         // ResNet's 3x3 s2: 1x1..2x2; wide
+      {2, 16, 11, 10, 24, 3, 3, 2, 2, 2, 2, 2, 2},   // dilation 2: odd rows take no tap
+      {2, 16, 13, 12, 24, 5, 4, 2, 1, 3, 2, 2, 1},   // stride (3, 2), dilation (2, 1)
+      {2, 16, 9, 9, 24, 4, 4, 3, 3, 2, 2},           // 4x4, pad 3 > stride
+      {2, 32, 9, 8, 48, 3, 3, 1, 1, 2, 2, 1, 1, 2},  // groups 2 at stride 2
+      {2, 64, 10, 11, 72, 2, 2, 0, 0, 3, 3},         // a phase row with no taps, 2x2 s3
   };
   uint64_t seed = 300;
   for (const Conv2dGeometry& g : geometries) {
