@@ -6,9 +6,19 @@
 //   forward  y_g[N*P*Q, Kg]   = patches_g[N*P*Q, R*S*Cg] * w_g[Kg, R*S*Cg]^T, then the epilogue
 //   data     dx_g[N*H*W, Cg]  = dys_g[N*H*W, R*S*Kg]     * wt_g[Cg, R*S*Kg]^T
 //
-// Backward data is the gather form (each dx element sums its own terms; a strided convolution's
-// taps that land between outputs are zeros) against wt_g[c, r, s, k] = w[g*Kg + k, r, s, c], the
-// filter transposed once per call into the workspace so that its inner index is contiguous.
+// Backward data is the gather form (each dx element sums its own terms) against the filter
+// transposed once per call into the workspace, wt_g[c, tap, k] = w[g*Kg + k, r, s, c], so that its
+// inner index is contiguous. At a stride > 1 it runs once per output phase: dx pixel (h, w) takes
+// tap (r, s) only where h + pad_h - r*dil_h and w + pad_w - s*dil_w divide by the strides, so
+// the rows of one phase (rho_h, rho_w) = ((h + pad_h) % stride_h, (w + pad_w) % stride_w) take
+// exactly the taps with r*dil_h % stride_h == rho_h and s*dil_w % stride_w == rho_w, and for them
+// dy is read at stride 1: with h = h0 + stride_h i and the phase's taps r = r0 + step_h t
+// (step_h = stride_h / gcd(dil_h, stride_h)),
+//   p = (h + pad_h - r dil_h) / stride_h = i + (h0 + pad_h - r0 dil_h) / stride_h - t dil_h'
+// with dil_h' = dil_h / gcd(dil_h, stride_h): a stride-1 correlation of dy with the phase's
+// sub-filter (so no GEMM work on the zeros between outputs; a phase with no taps writes zeros).
+// wt orders its taps by phase (each phase's taps contiguous, in (r, s) order), the identity at
+// stride 1 and for 1x1 filters, the only geometries the wgmma kernels take.
 //
 // On a device of compute capability 9.0 (H100, H200), the 1x1 convolutions and the stride-1 ones
 // on large enough images that fit (groups 1, C and K multiples of 8, 16-byte aligned tensors;
@@ -19,6 +29,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <numeric>
 
 #include "kernels/convolution/convolution_tc.h"
 #include "kernels/convolution/convolution_tc_loaders.cuh"
@@ -85,7 +96,10 @@ struct ForwardProblem {
   }
 };
 
-// dx[m, g*Cg + n] = dys_g[m, :] . wt_g[n, :], rounded once.
+// dx[pixel(m), g*Cg + n] = dys_g[m, :] . wt_g[n, :], rounded once, for one output phase: p is
+// the phase's geometry (rows m = (n, i, j) over its H x W, its taps as R x S at stride 1, pad_h
+// and pad_w its dy offsets; data_phase), wt points at its first tap, and row (n, i, j) is dx pixel
+// (n, h0 + step_h i, w0 + step_w j) of the whole [N, H, W, C].
 template <class T, class E, int VEC>
 struct DataProblem {
   static constexpr bool kKOuter = false, kStats = false;
@@ -94,18 +108,23 @@ struct DataProblem {
   uint16_t* dx;
   int M;
   bool pairs;
+  int wt_length;                     // the whole filter's R*S*Kg: wt's row length
+  int h0, w0, step_h, step_w, H, W;  // where the phase's rows lie in dx
   __device__ void k_range(int, int& begin, int& end) const { begin = 0, end = p.RS * p.Kg; }
   __device__ PixelLoader<T::BM, VEC, true> make_a(int m0, int z, int k_end) const {
     return PixelLoader<T::BM, VEC, true>(p, dy, m0, z, k_end);
   }
   __device__ DenseLoader<T::BN, VEC> make_b(int n0, int z, int k_end) const {
-    return DenseLoader<T::BN, VEC>(wt + int64_t(z) * p.Cg * p.RS * p.Kg, p.Cg, p.RS * p.Kg, n0,
-                                   k_end);
+    return DenseLoader<T::BN, VEC>(wt + int64_t(z) * p.Cg * wt_length, p.Cg, wt_length, n0, k_end);
   }
   __device__ float2 store(int z, int m, int n, float v0, float v1) const {
     if (n < p.Cg) {
+      int image, rest, i, j;
+      p.by_HW.divmod(m, image, rest);
+      p.by_W.divmod(rest, i, j);
+      const int64_t pixel = (int64_t(image) * H + h0 + step_h * i) * W + w0 + step_w * j;
       const bool both = n + 1 < p.Cg;
-      const int64_t at = int64_t(m) * p.C + z * p.Cg + n;
+      const int64_t at = pixel * p.C + z * p.Cg + n;
       if (pairs && both) {
         *reinterpret_cast<uint32_t*>(dx + at) = E::pack(v0, v1);
       } else {
@@ -170,16 +189,80 @@ void forward_with(const Params& p, const uint16_t* x, const uint16_t* w, const T
   if constexpr (STATS) sum_channel_stats(stats, rows, p.K, ep, stream);
 }
 
+// One dimension of an output phase rho (data_phase): dx rows first + stride i for i < extent,
+// its taps (`before` taps of lower phases), and dy's offset and per-tap step: tap t of the phase
+// reads dy row i + offset - t * dilation.
+struct PhaseAxis {
+  int first, extent, taps, before, offset, dilation;
+};
+
+PhaseAxis phase_axis(int rho, int size, int taps, int pad, int stride, int dilation) {
+  PhaseAxis a{};
+  a.first = ((rho - pad) % stride + stride) % stride;
+  a.extent = a.first < size ? (size - a.first + stride - 1) / stride : 0;
+  int r0 = 0;
+  for (int r = taps - 1; r >= 0; --r) {
+    const int phase = r * dilation % stride;
+    a.before += phase < rho;
+    if (phase == rho) ++a.taps, r0 = r;
+  }
+  // Exact: first + pad and r0 * dilation are both rho mod stride.
+  if (a.taps > 0) a.offset = (a.first + pad - r0 * dilation) / stride;
+  a.dilation = dilation / std::gcd(dilation, stride);
+  return a;
+}
+
+// The geometry of phase (rho_h, rho_w) of backward data (see the top of this file), as the
+// stride-1 problem DataProblem runs; first_tap: where its taps start in wt's rows.
+struct DataPhase {
+  Params p;
+  PhaseAxis h, w;
+  int first_tap;
+};
+
+DataPhase data_phase(const Params& full, int rho_h, int rho_w) {
+  DataPhase d{full, phase_axis(rho_h, full.H, full.R, full.pad_h, full.stride_h, full.dilation_h),
+              phase_axis(rho_w, full.W, full.S, full.pad_w, full.stride_w, full.dilation_w), 0};
+  Params& p = d.p;
+  p.H = d.h.extent, p.W = d.w.extent, p.R = d.h.taps, p.S = d.w.taps, p.RS = p.R * p.S;
+  p.pad_h = d.h.offset, p.pad_w = d.w.offset, p.stride_h = 1, p.stride_w = 1;
+  p.dilation_h = d.h.dilation, p.dilation_w = d.w.dilation;
+  p.by_HW = FastDivmod(std::max(p.H * p.W, 1)), p.by_W = FastDivmod(std::max(p.W, 1));
+  p.by_S = FastDivmod(std::max(p.S, 1));
+  p.by_stride_h = FastDivmod(1), p.by_stride_w = FastDivmod(1);
+  d.first_tap = d.h.before * full.S + d.h.taps * d.w.before;
+  return d;
+}
+
 template <class E, int VEC>
-void data_with(const Params& p, const uint16_t* dy, const uint16_t* wt, uint16_t* dx,
+void data_with(const Params& full, const uint16_t* dy, const uint16_t* wt, uint16_t* dx,
                gpu::Stream stream) {
-  const bool pairs = p.C % 2 == 0 && p.Cg % 2 == 0 && aligned4(dx);
-  auto run = [&](auto tile) {
-    using T = decltype(tile);
-    const DataProblem<T, E, VEC> prob{p, dy, wt, dx, p.N * p.H * p.W, pairs};
-    launch<T, E>(prob, p.Cg, p.G, stream, "conv2d_tc_backward_data");
-  };
-  p.Cg > Narrow::BN ? run(Wide{}) : run(Narrow{});
+  const bool pairs = full.C % 2 == 0 && full.Cg % 2 == 0 && aligned4(dx);
+  for (int rho_h = 0; rho_h < full.stride_h; ++rho_h) {
+    for (int rho_w = 0; rho_w < full.stride_w; ++rho_w) {
+      const DataPhase d = data_phase(full, rho_h, rho_w);
+      const Params& p = d.p;
+      if (p.H == 0 || p.W == 0) continue;
+      auto run = [&](auto tile) {
+        using T = decltype(tile);
+        const DataProblem<T, E, VEC> prob{p,
+                                          dy,
+                                          wt + int64_t(d.first_tap) * p.Kg,
+                                          dx,
+                                          p.N * p.H * p.W,
+                                          pairs,
+                                          full.RS * full.Kg,
+                                          d.h.first,
+                                          d.w.first,
+                                          full.stride_h,
+                                          full.stride_w,
+                                          full.H,
+                                          full.W};
+        launch<T, E>(prob, p.Cg, p.G, stream, "conv2d_tc_backward_data");
+      };
+      p.Cg > Narrow::BN ? run(Wide{}) : run(Narrow{});
+    }
+  }
 }
 
 template <class E, bool STATS>
@@ -202,14 +285,38 @@ void data_typed(const Params& p, const uint16_t* dy, const uint16_t* wt, uint16_
   }
 }
 
-// wt[g, c, r, s, k] = w[g*Kg + k, r, s, c]: per group, [Kg, R*S, Cg] -> [Cg, R*S, Kg].
-__global__ void transpose_filter_kernel(const uint16_t* __restrict__ w, int Kg, int RS, int Cg,
-                                        int64_t total, uint16_t* __restrict__ wt) {
+// Where tap r of one filter dimension lies once the taps are ordered by phase r*dil % stride
+// (stable): taps of lower phases, taps of its phase, and its rank among them.
+struct TapPlace {
+  int before, count, rank;
+};
+
+__device__ TapPlace tap_place(int r, int taps, int stride, int dilation) {
+  const int phase = r * dilation % stride;
+  TapPlace t{0, 0, 0};
+  for (int i = 0; i < taps; ++i) {
+    const int other = i * dilation % stride;
+    t.before += other < phase, t.count += other == phase, t.rank += other == phase && i < r;
+  }
+  return t;
+}
+
+// wt[g, c, tap, k] = w[g*Kg + k, r, s, c]: per group, [Kg, R*S, Cg] -> [Cg, R*S, Kg], the taps
+// in phase order (phase (rho_h, rho_w)'s taps from before_h*S + count_h*before_w, then
+// (rank_h, rank_w) row-major: data_phase's first_tap and R x S); the identity at stride 1.
+__global__ void transpose_filter_kernel(const uint16_t* __restrict__ w, int Kg, int R, int S,
+                                        int Cg, int stride_h, int stride_w, int dilation_h,
+                                        int dilation_w, int64_t total, uint16_t* __restrict__ wt) {
+  const int RS = R * S;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
        i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t k = i % Kg, rs = i / Kg % RS, c = i / (int64_t(Kg) * RS) % Cg,
                   g = i / (int64_t(Kg) * RS * Cg);
-    wt[i] = w[((g * Kg + k) * RS + rs) * Cg + c];
+    const int r = int(rs) / S, s = int(rs) % S;
+    const TapPlace h = tap_place(r, R, stride_h, dilation_h);
+    const TapPlace v = tap_place(s, S, stride_w, dilation_w);
+    const int64_t tap = h.before * S + h.count * v.before + h.rank * v.count + v.rank;
+    wt[((g * Cg + c) * RS + tap) * Kg + k] = w[((g * Kg + k) * RS + rs) * Cg + c];
   }
 }
 
@@ -285,11 +392,12 @@ void conv2d_tc_backward_data(const Conv2dGeometry& g, TcType type, const void* d
                              void* dx, void* workspace, gpu::Stream stream, TcKernels kernels) {
   using namespace tc;
   const Params p = params_of(g);
-  auto* wt = static_cast<uint16_t*>(workspace);  // [G, Cg, R, S, Kg]
+  auto* wt = static_cast<uint16_t*>(workspace);  // [G, Cg, R*S (phase order), Kg]
   const int64_t total = int64_t(p.K) * p.RS * p.Cg;
   const unsigned blocks = unsigned(std::min<int64_t>((total + 255) / 256, 65536));
-  transpose_filter_kernel<<<blocks, 256, 0, stream>>>(static_cast<const uint16_t*>(w), p.Kg, p.RS,
-                                                      p.Cg, total, wt);
+  transpose_filter_kernel<<<blocks, 256, 0, stream>>>(static_cast<const uint16_t*>(w), p.Kg, p.R,
+                                                      p.S, p.Cg, p.stride_h, p.stride_w,
+                                                      p.dilation_h, p.dilation_w, total, wt);
   gpu::check_launch("conv2d_tc_backward_data (filter transpose)");
   if (aligned16(dy) && aligned16(wt) && aligned4(dx) &&
       conv2d_tc_backward_data_uses_wgmma(g, kernels)) {

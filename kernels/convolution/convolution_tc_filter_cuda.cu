@@ -10,8 +10,9 @@
 // [slice, g, R*S*Cg, Kg] (workspace) a second kernel adds to dw in slice order: deterministic, no
 // float atomics.
 //
-// On a device of compute capability 9.0, a stride-1 1x1 convolution that fits (groups 1, no
-// padding, C and K multiples of 8) runs the slices on the wgmma + TMA kernel instead
+// On a device of compute capability 9.0, a stride-1 convolution that fits (groups 1, C and K
+// multiples of 8) and pays (wgmma_backward_filter_pays: the 1x1s, and filters of taps on outputs
+// at least 14 wide) runs the slices on the wgmma + TMA kernel instead
 // (convolution_tc_wgmma_filter_sm90a.cu: its own cut, the same partial layout and slice sums).
 #include <cuda_runtime.h>
 
@@ -114,6 +115,17 @@ void filter_typed(const Params& p, const Slices& slices, const uint16_t* x, cons
 }  // namespace
 }  // namespace tc
 
+namespace tc {
+// Where wgmma's filter gradient is taken by `best`: every 1x1 without padding (H200, 2026-11-26,
+// `crema bench conv-tc`); with taps, outputs at least 14 wide (boxes of 16 to 64 positions a row
+// at least 7/8 full) between at least 64 channels each side (ResNet-50's 3x3 at 56, 28 and 14),
+// where the mma.sync pass took 0.19-0.25 ms against cuDNN's 0.07-0.10.
+bool wgmma_backward_filter_pays(const Conv2dGeometry& g) {
+  if (g.R == 1 && g.S == 1 && g.pad_h == 0 && g.pad_w == 0) return true;
+  return g.Q() >= 14 && g.C >= 64 && g.K >= 64;
+}
+}  // namespace tc
+
 size_t conv2d_tc_backward_filter_workspace(const Conv2dGeometry& g) {
   int slices = tc::filter_slices(g).count;
   if (tc::wgmma_backward_filter_fits(g)) {
@@ -123,6 +135,7 @@ size_t conv2d_tc_backward_filter_workspace(const Conv2dGeometry& g) {
 }
 
 bool conv2d_tc_backward_filter_uses_wgmma(const Conv2dGeometry& g, TcKernels kernels) {
+  if (kernels == TcKernels::best && !tc::wgmma_backward_filter_pays(g)) return false;
   return kernels != TcKernels::mma_sync && tc::wgmma_backward_filter_fits(g) &&
          detail::device_is_sm90();
 }

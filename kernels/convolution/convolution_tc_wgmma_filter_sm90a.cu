@@ -1,9 +1,10 @@
-// The filter gradient of the stride-1 1x1 convolutions on 16-bit NHWC tensors on Hopper: wgmma fed
+// The filter gradient of the stride-1 convolutions on 16-bit NHWC tensors on Hopper: wgmma fed
 // by TMA (convolution_tc_wgmma.cuh's kernel and ring, this file its Problem). Compiled for sm_90a
 // alone (CMakeLists.txt); convolution_tc_filter_cuda.cu calls it on a device of compute capability
 // 9.0 for the geometries it fits (wgmma_backward_filter_fits), the mma.sync kernels otherwise.
 //
-//   dw[K, C] += dy[N*P*Q, K]^T * x[N*P*Q, C]   (fp32)
+//   dw[K, r, s, C] += dy[N*P*Q, K]^T * x_rs[N*P*Q, C]   (fp32), one GEMM per tap (r, s), where
+//   x_rs[n, p, q] = x[n, p + r*dil_h - pad_h, q + s*dil_w - pad_w] (zero outside the image)
 //
 // The inner index N*P*Q is the outer index of both tensors: the operands are MN-major, a box of
 // 64 channels x 64 pixels lands as 64 rows (pixels) of 128 bytes (channels), and the wgmma's
@@ -11,15 +12,22 @@
 // tensor with more channels (R = dy and rows k, or R = x and rows c), its columns the other (S), so
 // that a 64-channel side does not leave half of the 128-row tile empty:
 //
-//   D[i, j] = sum over the slice's npq of R[npq, i] * S[npq, j]   (tile 128 x BN, BN = 128, or 64
-//             when S has at most 64 channels)
+//   D[i, j] = sum over the slice's pixels of R[pixel, i] * S[pixel, j]   (tile 128 x BN, BN = 128,
+//             or 64 when S has at most 64 channels)
 //
-// N*P*Q is cut into fixed slices (enough blocks for two waves on 132 SMs, each slice at least 8
-// slabs of 64, a whole number of slabs), one block per (tile, slice); each writes its fp32 D into
-// partial[slice][c][k] (the layout of the mma.sync filter pass's partials), and
+// Slabs of 64 pixels: a 1x1 without padding reads both tensors flat (64 consecutive pixels of
+// N*P*Q, 2-D maps); a filter with taps reads boxes of bh x bw output positions of one image
+// (bw = Q rounded up to a power of two, at most 64; bh = 64 / bw), dy at (q0, p0) and x at the
+// tap's offset (q0 + s*dil_w - pad_w, p0 + r*dil_h - pad_h) through 4-D maps {channels, width,
+// height, N}: the TMA zero-fills what lies outside either tensor, so positions past Q or P (dy
+// zero) and taps over the padding (x zero) add nothing. Each block has one tap.
+//
+// The slabs are cut into fixed slices (enough blocks for two waves on 132 SMs, each slice at least
+// 8 slabs), one block per (tile, tap, slice); each writes its fp32 D into
+// partial[slice][r][s][c][k] (the layout of the mma.sync filter pass's partials), and
 // convolution_tc_filter_cuda.cu's sum_slices_kernel adds the slices to dw in slice order:
-// deterministic, no float atomics. Pixels past N*P*Q and channels past C or K are zero-filled by
-// the TMA. What fits: groups 1, a 1x1 filter, no padding, stride 1, C and K multiples of 8.
+// deterministic, no float atomics. Channels past C or K are zero-filled by the TMA. What fits:
+// groups 1, stride 1, C and K multiples of 8.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -38,59 +46,95 @@ using wg::kBM, wg::kSlab;
 constexpr int kTargetBlocks = 264;
 constexpr int kMinSlabsPerSlice = 8;
 
-// The cut: which tensor gives the rows, the tile, the slices.
+// The cut: which tensor gives the rows, the tile, the slab boxes, the slices (length: pixels a
+// slice when flat, slabs a slice with taps).
 struct FilterPlan {
   bool rows_are_dy;  // R = dy (rows k, columns c) or R = x (rows c, columns k)
-  int I, J, bn, tiles_j, tiles, slices, length;
+  bool flat;         // a 1x1 without padding: slabs of 64 consecutive pixels of N*P*Q
+  int I, J, bn, tiles_j, tiles, taps, slices, length;
+  int bw, bh, blocks_q, blocks_pq, slabs;  // with taps: bh x bw boxes, slabs in all
 };
 
 FilterPlan filter_plan(const Conv2dGeometry& g) {
-  FilterPlan f;
+  FilterPlan f{};
   const int64_t NPQ = g.N * g.P() * g.Q();
+  const int P = int(g.P()), Q = int(g.Q());
   f.rows_are_dy = g.K >= g.C;
+  f.flat = g.R == 1 && g.S == 1 && g.pad_h == 0 && g.pad_w == 0;
   f.I = int(f.rows_are_dy ? g.K : g.C), f.J = int(f.rows_are_dy ? g.C : g.K);
   f.bn = f.J > 64 ? 128 : 64;
   f.tiles_j = (f.J + f.bn - 1) / f.bn;
   f.tiles = (f.I + kBM - 1) / kBM * f.tiles_j;
-  const int64_t most = std::clamp<int64_t>(
-      (NPQ + kMinSlabsPerSlice * kSlab - 1) / (kMinSlabsPerSlice * kSlab), 1, 65535);
-  const int64_t wanted = std::clamp<int64_t>((kTargetBlocks + f.tiles - 1) / f.tiles, 1, most);
-  const int64_t length = ((NPQ + wanted - 1) / wanted + kSlab - 1) / kSlab * kSlab;
-  f.length = int(length), f.slices = int((NPQ + length - 1) / length);
+  f.taps = int(g.R * g.S);
+  f.bw = 1;
+  while (f.bw < Q && f.bw < kSlab) f.bw *= 2;
+  f.bh = kSlab / f.bw;
+  f.blocks_q = (Q + f.bw - 1) / f.bw;
+  f.blocks_pq = (P + f.bh - 1) / f.bh * f.blocks_q;
+  const int64_t slabs = f.flat ? (NPQ + kSlab - 1) / kSlab : g.N * f.blocks_pq;
+  f.slabs = int(slabs);
+  const int64_t most =
+      std::clamp<int64_t>((slabs + kMinSlabsPerSlice - 1) / kMinSlabsPerSlice, 1, 65535);
+  const int64_t blocks = int64_t(f.tiles) * f.taps;
+  const int64_t wanted = std::clamp<int64_t>((kTargetBlocks + blocks - 1) / blocks, 1, most);
+  const int64_t length = (slabs + wanted - 1) / wanted;  // slabs
+  f.slices = int((slabs + length - 1) / length);
+  f.length = int(f.flat ? length * kSlab : length);
   return f;
 }
 
-// Block (tile, slice): D's 128 x BN tile over the slice's pixels, into partial[slice][c][k].
-template <int BN>
+// Block (tile + tiles * tap, slice): D's 128 x BN tile of one tap over the slice's slabs, into
+// partial[slice][tap][c][k].
+template <int BN, bool FLAT>
 struct FilterProblem {
   static constexpr bool kMnMajor = true;
-  int I, J, tiles_j, NPQ, length;
-  int64_t stride_i, stride_j;  // D[i, j] lands at partial[slice * I * J + i stride_i + j stride_j]
+  int I, J, tiles, tiles_j, length, slabs_all;
+  int64_t stride_i, stride_j;  // D[i, j] lands at partial[(slice * taps + tap) * I * J + ...]
   float* partial;
+  // FLAT: N*P*Q. Taps: the boxes, the filter's S and its offsets, which map is x's.
+  int NPQ, bw, bh, blocks_q, blocks_pq, taps, S, dil_h, dil_w, pad_h, pad_w;
+  bool rows_are_dy;
 
   struct Where {
-    int i0, j0, slice, begin;
+    int i0, j0, slice, begin, tap, shift_h, shift_w;  // x's offset: the tap's
   };
   __device__ Where locate() const {
-    const int tile = blockIdx.x, slice = blockIdx.y;
-    return {tile / tiles_j * kBM, tile % tiles_j * BN, slice, slice * length};
+    const int tile = blockIdx.x % tiles, tap = blockIdx.x / tiles, slice = blockIdx.y;
+    const int r = tap / S, s = tap % S;
+    return {tile / tiles_j * kBM, tile % tiles_j * BN, slice, slice * length, tap,
+            r * dil_h - pad_h,    s * dil_w - pad_w};
   }
   __device__ int slabs(const Where& w) const {
-    return (min(NPQ - w.begin, length) + kSlab - 1) / kSlab;
+    if constexpr (FLAT) return (min(NPQ - w.begin, length) + kSlab - 1) / kSlab;
+    return min(slabs_all - w.begin, length);
   }
-  // A: channels i0 .. i0+127 of R as two 64 x 64 boxes (one per warpgroup), B: channels j0 ..
+  // A: channels i0 .. i0+127 of R as two 64-channel boxes (one per warpgroup), B: channels j0 ..
   // j0+BN-1 of S as BN / 64 boxes, each box 64 pixels deep, 8192 bytes. A box that would lie
   // wholly past the channels is not asked for: its stale rows or columns of D are never stored.
   __device__ void fill(const Where& w, int slab, uint32_t stage, uint32_t bar,
                        const CUtensorMap* map_r, const CUtensorMap* map_s) const {
-    const int npq = w.begin + slab * kSlab;
     const int boxes_a = w.i0 + 64 < I ? 2 : 1, boxes_b = min(BN / 64, (J - w.j0 + 63) / 64);
     wg::mbarrier_arrive_expect_tx(bar, uint32_t(boxes_a + boxes_b) * 8192);
-    for (int h = 0; h < boxes_a; ++h) {
-      wg::tma_load_2d(stage + 8192 * h, map_r, bar, w.i0 + 64 * h, npq);
-    }
-    for (int h = 0; h < boxes_b; ++h) {
-      wg::tma_load_2d(stage + wg::Ring<BN>::A_BYTES + 8192 * h, map_s, bar, w.j0 + 64 * h, npq);
+    if constexpr (FLAT) {
+      const int npq = w.begin + slab * kSlab;
+      for (int h = 0; h < boxes_a; ++h) {
+        wg::tma_load_2d(stage + 8192 * h, map_r, bar, w.i0 + 64 * h, npq);
+      }
+      for (int h = 0; h < boxes_b; ++h) {
+        wg::tma_load_2d(stage + wg::Ring<BN>::A_BYTES + 8192 * h, map_s, bar, w.j0 + 64 * h, npq);
+      }
+    } else {
+      const int t = w.begin + slab, n = t / blocks_pq, pq = t % blocks_pq;
+      const int p0 = pq / blocks_q * bh, q0 = pq % blocks_q * bw;
+      const int rh = rows_are_dy ? 0 : w.shift_h, rw = rows_are_dy ? 0 : w.shift_w;
+      const int sh = rows_are_dy ? w.shift_h : 0, sw = rows_are_dy ? w.shift_w : 0;
+      for (int h = 0; h < boxes_a; ++h) {
+        wg::tma_load_4d(stage + 8192 * h, map_r, bar, w.i0 + 64 * h, q0 + rw, p0 + rh, n);
+      }
+      for (int h = 0; h < boxes_b; ++h) {
+        wg::tma_load_4d(stage + wg::Ring<BN>::A_BYTES + 8192 * h, map_s, bar, w.j0 + 64 * h,
+                        q0 + sw, p0 + sh, n);
+      }
     }
   }
   // Thread (warp w, lane l) of warpgroup `consumer` holds rows 16w + l/4 and +8 of its 64,
@@ -98,7 +142,7 @@ struct FilterProblem {
   __device__ void store(const Where& w, int consumer, const float (&acc)[BN / 2]) const {
     const int warp = threadIdx.x % 128 / 32, lane = threadIdx.x % 32;
     const int i = w.i0 + consumer * 64 + warp * 16 + lane / 4;
-    float* first = partial + int64_t(w.slice) * I * J;
+    float* first = partial + (int64_t(w.slice) * taps + w.tap) * I * J;
 #pragma unroll
     for (int j = 0; j < BN / 8; ++j) {
       const int n = w.j0 + 8 * j + 2 * (lane % 4);
@@ -113,32 +157,74 @@ struct FilterProblem {
   }
 };
 
+// An NHWC tensor [N, height, width, channels] in boxes of 64 channels x bw x bh pixels.
+CUtensorMap image_map(TcType type, const void* base, int64_t N, int64_t height, int64_t width,
+                      int64_t channels, const FilterPlan& f) {
+  const cuuint64_t dims[4] = {cuuint64_t(channels), cuuint64_t(width), cuuint64_t(height),
+                              cuuint64_t(N)};
+  const cuuint64_t strides[3] = {cuuint64_t(channels * 2), cuuint64_t(width * channels * 2),
+                                 cuuint64_t(height * width * channels * 2)};
+  const cuuint32_t box[4] = {cuuint32_t(kSlab), cuuint32_t(f.bw), cuuint32_t(f.bh), 1};
+  return wg::tensor_map(type, base, 4, dims, strides, box);
+}
+
 template <class E>
 void filter_typed(const Conv2dGeometry& g, TcType type, const void* x, const void* dy,
                   float* partial, gpu::Stream stream) {
   const FilterPlan f = filter_plan(g);
   const int64_t NPQ = g.N * g.P() * g.Q();
-  const void* r = f.rows_are_dy ? dy : x;
-  const void* s = f.rows_are_dy ? x : dy;
-  const CUtensorMap map_r = wg::matrix_map(type, r, NPQ, f.I, 64);
-  const CUtensorMap map_s = wg::matrix_map(type, s, NPQ, f.J, 64);
-  // partial[slice][c][k]: k = i (stride 1), c = j (stride K = I), or c = i, k = j.
+  CUtensorMap map_x, map_dy;
+  if (f.flat) {
+    map_x = wg::matrix_map(type, x, NPQ, g.C, 64), map_dy = wg::matrix_map(type, dy, NPQ, g.K, 64);
+  } else {
+    map_x = image_map(type, x, g.N, g.H, g.W, g.C, f);
+    map_dy = image_map(type, dy, g.N, g.P(), g.Q(), g.K, f);
+  }
+  const CUtensorMap& map_r = f.rows_are_dy ? map_dy : map_x;
+  const CUtensorMap& map_s = f.rows_are_dy ? map_x : map_dy;
+  // partial[slice][tap][c][k]: k = i (stride 1), c = j (stride K = I), or c = i, k = j.
   const int64_t stride_i = f.rows_are_dy ? 1 : f.J, stride_j = f.rows_are_dy ? f.I : 1;
-  const dim3 grid(unsigned(f.tiles), unsigned(f.slices));
-  auto go = [&](auto bn) {
+  const dim3 grid(unsigned(f.tiles * f.taps), unsigned(f.slices));
+  auto go = [&](auto bn, auto flat) {
     constexpr int BN = decltype(bn)::value;
-    const FilterProblem<BN> problem{f.I,      f.J,      f.tiles_j, int(NPQ),
-                                    f.length, stride_i, stride_j,  partial};
+    const FilterProblem<BN, decltype(flat)::value> problem{f.I,
+                                                           f.J,
+                                                           f.tiles,
+                                                           f.tiles_j,
+                                                           f.length,
+                                                           f.slabs,
+                                                           stride_i,
+                                                           stride_j,
+                                                           partial,
+                                                           int(NPQ),
+                                                           f.bw,
+                                                           f.bh,
+                                                           f.blocks_q,
+                                                           f.blocks_pq,
+                                                           f.taps,
+                                                           int(g.S),
+                                                           int(g.dilation_h),
+                                                           int(g.dilation_w),
+                                                           int(g.pad_h),
+                                                           int(g.pad_w),
+                                                           f.rows_are_dy};
     wg::launch<E, BN>(map_r, map_s, problem, grid, stream, "conv2d_tc_backward_filter (wgmma)");
   };
-  f.bn == 128 ? go(std::integral_constant<int, 128>{}) : go(std::integral_constant<int, 64>{});
+  using Flat = std::true_type;
+  using Taps = std::false_type;
+  if (f.bn == 128) {
+    f.flat ? go(std::integral_constant<int, 128>{}, Flat{})
+           : go(std::integral_constant<int, 128>{}, Taps{});
+  } else {
+    f.flat ? go(std::integral_constant<int, 64>{}, Flat{})
+           : go(std::integral_constant<int, 64>{}, Taps{});
+  }
 }
 
 }  // namespace
 
 bool wgmma_backward_filter_fits(const Conv2dGeometry& g) {
-  return g.groups == 1 && g.R == 1 && g.S == 1 && g.pad_h == 0 && g.pad_w == 0 && g.stride_h == 1 &&
-         g.stride_w == 1 && g.C % 8 == 0 && g.K % 8 == 0;
+  return g.groups == 1 && g.stride_h == 1 && g.stride_w == 1 && g.C % 8 == 0 && g.K % 8 == 0;
 }
 
 int wgmma_backward_filter_slices(const Conv2dGeometry& g) {

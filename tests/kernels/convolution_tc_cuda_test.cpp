@@ -2,6 +2,8 @@
 // against the double reference (ref::*_nhwc) computed on the same rounded inputs, on awkward
 // geometries (N = 1, odd H and W, C = 3 and 5 (element path), C = 64 and 200 (16-byte path,
 // many slabs), K not a tile multiple, stride 2, pad 0/1/2/3, dilation 2, 1x1, 3x3, 7x7 stems,
+// backward data's output phases at strides 2 and 3 (dilation sharing a factor with the stride or
+// not, padding beyond the stride, phases without taps, groups),
 // groups with both paths, a filter gradient cut into many slices); outputs poisoned with NaN,
 // dw accumulated onto random values; the forward epilogue (bias, residual, ReLU, residual in
 // place, the per-channel sums of y and y^2 against sums of the stored y); misaligned pointers (the
@@ -10,7 +12,8 @@
 // 1024}, rows not a multiple of the 128-row tile, N = 1, a ring lapped several times, the filter
 // gradient in one and in many slices with either tensor as the GEMM's rows, stride 2 with the
 // images stacked and not, an asymmetric stride; 3x3 and 5x3 at stride 1 (padding, dilation, C =
-// 72); and the fallbacks (Q > 128, 7 x 7 images, stride-2 3x3, misaligned pointers); on an H100 or
+// 72), their filter gradient (boxes of 1 x 64 to 64 x 1 positions, Q > 64, several slices a tap)
+// and the fallbacks (Q > 128, 7 x 7 images, stride-2 3x3, misaligned pointers); on an H100 or
 // H200 each must take the kernels it fits (a silent fallback fails).
 //
 // Tolerance, per element, from the error analysis of fp32 sums of exact products (16-bit x 16-bit
@@ -315,6 +318,13 @@ TEST(ConvolutionTcCuda, EveryPassAgainstReference) {
       {1, 5, 4, 4, 3, 3, 3, 3, 3, 3, 2},             // outputs that read only padding
       {2, 8, 5, 6, 3, 3, 3, 1, 1},                   // K = 3
       {1, 3, 29, 31, 16, 7, 7, 3, 3, 2, 2},          // the 7x7 stem, pad 3, odd sizes
+      // Backward data by output phase at stride > 1 (taps per phase in rows x columns):
+      {2, 136, 9, 9, 136, 3, 3, 1, 1, 2, 2},         // ResNet's 3x3 s2: 1x1..2x2; wide
+      {2, 16, 11, 10, 24, 3, 3, 2, 2, 2, 2, 2, 2},   // dilation 2: odd rows take no tap
+      {2, 16, 13, 12, 24, 5, 4, 2, 1, 3, 2, 2, 1},   // stride (3, 2), dilation (2, 1)
+      {2, 16, 9, 9, 24, 4, 4, 3, 3, 2, 2},           // 4x4, pad 3 > stride
+      {2, 32, 9, 8, 48, 3, 3, 1, 1, 2, 2, 1, 1, 2},  // groups 2 at stride 2
+      {2, 64, 10, 11, 72, 2, 2, 0, 0, 3, 3},         // a phase row with no taps, 2x2 s3
   };
   uint64_t seed = 300;
   for (const Conv2dGeometry& g : geometries) {
@@ -350,16 +360,20 @@ TEST(ConvolutionTcCuda, WgmmaGeometries) {
       {{2, 16, 5, 9, 16, 1, 1, 0, 0, 1, 2}, false, true, false},   // stride (1, 2): Q * 2 > W
       {{1, 8, 3, 300, 8, 1, 1, 0, 0, 2, 2}, false, true, false},   // Q = 150 > 128
       {{2, 64, 5, 7, 60, 1, 1}, false, false, false},              // K = 60: not a multiple of 8
-      {{2, 64, 7, 7, 64, 1, 1, 1, 1}, false, false, false},        // padded 1x1: 81 (data 49) rows
-      // Filters of taps at stride 1 (forward and data): rows of one image a tile, tap offsets
-      // read through the TMA's zero fill (the padding).
-      {{2, 64, 16, 16, 72, 3, 3, 1, 1}, true, true, false},             // 8 rows of 16: 128
-      {{1, 72, 20, 12, 64, 3, 3, 1, 1}, true, true, false},             // C = 72: boxes span taps
-      {{1, 256, 10, 12, 136, 3, 3, 1, 1}, true, true, false},           // 36 slabs, 2 column tiles
-      {{2, 16, 13, 24, 8, 3, 3, 2, 2, 1, 1, 2, 2}, true, true, false},  // dilation 2, pad 2
-      {{1, 8, 9, 30, 16, 5, 3, 2, 1}, true, true, false},               // 5 x 3, pads 2 and 1
-      {{2, 32, 7, 7, 32, 3, 3, 1, 1}, false, false, false},             // 7 x 7: 49 of 128 rows
-      {{2, 32, 12, 12, 32, 3, 3, 1, 1, 2, 2}, false, false, false},     // stride 2
+      {{2, 64, 7, 7, 64, 1, 1, 1, 1}, false, false, true},         // padded 1x1: 81 (data 49) rows
+      // Filters of taps at stride 1: forward and data with rows of one image a tile, tap offsets
+      // read through the TMA's zero fill (the padding); the filter gradient one tap a block, boxes
+      // of bh x bw output positions (x at the tap's offset).
+      {{2, 64, 16, 16, 72, 3, 3, 1, 1}, true, true, true},             // 8 rows of 16: 128
+      {{1, 72, 20, 12, 64, 3, 3, 1, 1}, true, true, true},             // C = 72: boxes span taps
+      {{1, 256, 10, 12, 136, 3, 3, 1, 1}, true, true, true},           // 36 slabs, 2 column tiles
+      {{2, 16, 13, 24, 8, 3, 3, 2, 2, 1, 1, 2, 2}, true, true, true},  // dilation 2, pad 2
+      {{1, 8, 9, 30, 16, 5, 3, 2, 1}, true, true, true},               // 5 x 3, pads 2 and 1
+      {{8, 64, 16, 16, 64, 3, 3, 1, 1}, true, true, true},             // filter: 4 slices a tap
+      {{2, 32, 7, 7, 32, 3, 3, 1, 1}, false, false, true},             // 7 x 7: 49 of 128 rows
+      {{1, 8, 3, 70, 8, 3, 3, 1, 1}, false, false, true},              // Q = 70: 2 boxes a row
+      {{2, 16, 9, 1, 16, 3, 1, 1, 0}, false, false, true},             // Q = 1: boxes 1 x 64
+      {{2, 32, 12, 12, 32, 3, 3, 1, 1, 2, 2}, false, false, false},    // stride 2
   };
   uint64_t seed = 900;
   for (const Case& c : cases) {
