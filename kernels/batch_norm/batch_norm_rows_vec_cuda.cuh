@@ -27,6 +27,18 @@ inline int vec_lanes(int64_t C, int V) {
   return lanes;
 }
 
+// Rows per chunk: split_rows' or longer (so that its workspace holds the partials), at least 16
+// loads per thread when C is narrow (C = 64 bf16: 8 threads a row, 512 rows a chunk).
+inline int64_t vec_chunk_length(int64_t M, int lanes) {
+  const int64_t at_least = 16 * int64_t(kThreads / lanes);
+  return row_chunk_length(M) > at_least ? row_chunk_length(M) : at_least;
+}
+
+inline int vec_chunk_count(int64_t M, int lanes) {
+  const int64_t chunks = ceil_div(M, vec_chunk_length(M, lanes));
+  return int(chunks < 1 ? 1 : chunks);
+}
+
 // This thread's channels [c0, c0 + V) and its chunk's rows [r0, r1), from r0 + row in steps of
 // kThreads / lanes.
 template <int V>
@@ -171,11 +183,11 @@ void forward_training_rows_vec(const BatchNormShape& s, const T* x, const float*
     return;
   }
   const int64_t M = s.N, C = s.C, total = M * C;
-  const int chunks = row_chunk_count(M), lanes = vec_lanes(C, V);
+  const int lanes = vec_lanes(C, V), chunks = vec_chunk_count(M, lanes);
   Sums* partials = static_cast<Sums*>(workspace);
   const dim3 grid(unsigned(ceil_div(C, int64_t(lanes) * V)), unsigned(chunks));
   partial_moments_rows_vec<V>
-      <<<grid, kThreads, 0, stream>>>(M, C, row_chunk_length(M), lanes, x, partials);
+      <<<grid, kThreads, 0, stream>>>(M, C, vec_chunk_length(M, lanes), lanes, x, partials);
   gpu::check_launch(op);
   finish_moments_rows<<<unsigned(ceil_div(C, kWarps)), kThreads, 0, stream>>>(C, double(M), chunks,
                                                                               partials, out);
@@ -204,13 +216,13 @@ void backward_rows_vec(const BatchNormShape& s, const T* x, const BackwardOutput
     return;
   }
   const int64_t M = s.N, C = s.C, total = M * C;
-  const int chunks = row_chunk_count(M), lanes = vec_lanes(C, V);
+  const int lanes = vec_lanes(C, V), chunks = vec_chunk_count(M, lanes);
   Sums* partials = static_cast<Sums*>(workspace);
   float3* coef = reinterpret_cast<float3*>(partials + C * chunks);
   if (have_sums) {
     const dim3 grid(unsigned(ceil_div(C, int64_t(lanes) * V)), unsigned(chunks));
-    partial_grad_sums_rows_vec<V><<<grid, kThreads, 0, stream>>>(M, C, row_chunk_length(M), lanes,
-                                                                 x, first, out.save_mean, partials);
+    partial_grad_sums_rows_vec<V><<<grid, kThreads, 0, stream>>>(
+        M, C, vec_chunk_length(M, lanes), lanes, x, first, out.save_mean, partials);
     gpu::check_launch(op);
   }
   finish_grad_sums_rows<<<unsigned(ceil_div(C, kWarps)), kThreads, 0, stream>>>(
