@@ -94,12 +94,20 @@ namespace cuda {
 //   channel's values are C apart: blocks of 32 channels x a chunk of rows read whole rows
 //   (coalesced) into per-chunk partial sums, one warp per channel adds them in a fixed order,
 //   and an elementwise kernel writes the outputs.
+// split_rows_vec: split_rows with 16-byte loads and stores (8 bf16 / f16 or 4 f32 channels a
+//   thread) where C allows and the pointers are aligned, split_rows otherwise.
 // Inference forward: one elementwise kernel (the same in every version). See README.md.
-enum class BatchNormVersion { block_per_channel, split_channel, split_rows, best = split_channel };
+enum class BatchNormVersion {
+  block_per_channel,
+  split_channel,
+  split_rows,
+  split_rows_vec,
+  best = split_channel
+};
 
-// The version production runs for x viewed as `s`: split_rows where S == 1, best otherwise.
+// The version production runs for x viewed as `s`: split_rows_vec where S == 1, best otherwise.
 inline BatchNormVersion batch_norm_version_for(const BatchNormShape& s) {
-  return s.S == 1 ? BatchNormVersion::split_rows : BatchNormVersion::best;
+  return s.S == 1 ? BatchNormVersion::split_rows_vec : BatchNormVersion::best;
 }
 
 // Device scratch the training forward and the backward need (partial sums).

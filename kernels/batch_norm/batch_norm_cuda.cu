@@ -17,6 +17,9 @@
 //       32 channels x a chunk of rows sum whole rows (coalesced), one warp per channel adds the
 //       chunks' partials and stores the statistics, an elementwise kernel writes y (backward:
 //       the two gradient sums, the coefficients, dx). Three launches each way.
+//   BatchNormVersion::split_rows_vec  split_rows with 16-byte loads and stores (V = 8 bf16 / f16
+//       or 4 f32 channels a thread) in the kernels that touch the activations, where C % V == 0
+//       and the pointers are aligned; split_rows otherwise (batch_norm_rows_vec_cuda.cuh).
 // The inference forward is one elementwise kernel, used by both versions.
 // split_channel's and split_rows' kernels live in batch_norm_cuda.cuh, templated on what the
 // forward stores and where the backward's gradient comes from, so that the fused batch norm + ReLU
@@ -26,7 +29,7 @@
 // (mean / std)^2 * 1e-16 relative, negligible for activations (block_per_channel and the CPU
 // subtract the mean first). A channel may have at most 2^31 - 1 values (the dispatch checks).
 #include "core/error.h"
-#include "kernels/batch_norm/batch_norm_rows_cuda.cuh"
+#include "kernels/batch_norm/batch_norm_rows_vec_cuda.cuh"
 
 namespace crema::kernels::cuda {
 namespace {
@@ -86,7 +89,9 @@ __global__ void backward_per_channel(BatchNormShape s, const T* x, const T* dy, 
 
 size_t batch_norm_workspace_bytes(const BatchNormShape& s, BatchNormVersion version) {
   if (version == BatchNormVersion::block_per_channel) return 0;
-  if (version == BatchNormVersion::split_rows) return rows_workspace_bytes(s);
+  if (version == BatchNormVersion::split_rows || version == BatchNormVersion::split_rows_vec) {
+    return rows_workspace_bytes(s);
+  }
   return size_t(s.C) * size_t(chunk_count(s.N * s.S)) * sizeof(Sums);
 }
 
@@ -108,6 +113,12 @@ void batch_norm_forward_training(const BatchNormShape& s, const T* x, const floa
     CREMA_CHECK(s.S == 1, "split_rows runs x viewed as [M, C, 1]");
     forward_training_rows(s, x, gamma, beta, out, StoreZ<T>{y}, workspace, stream,
                           "batch_norm_forward_training (split_rows)");
+    return;
+  }
+  if (version == BatchNormVersion::split_rows_vec) {
+    CREMA_CHECK(s.S == 1, "split_rows_vec runs x viewed as [M, C, 1]");
+    forward_training_rows_vec(s, x, gamma, beta, out, StoreZ<T>{y}, workspace, stream,
+                              "batch_norm_forward_training (split_rows_vec)");
     return;
   }
   forward_training_split(s, x, gamma, beta, out, StoreZ<T>{y}, workspace, stream,
@@ -141,6 +152,12 @@ void batch_norm_backward(const BatchNormShape& s, const T* x, const T* dy, const
     CREMA_CHECK(s.S == 1, "split_rows runs x viewed as [M, C, 1]");
     backward_rows(s, x, out, have_sums, grad, grad, dx, workspace, stream,
                   "batch_norm_backward (split_rows)");
+    return;
+  }
+  if (version == BatchNormVersion::split_rows_vec) {
+    CREMA_CHECK(s.S == 1, "split_rows_vec runs x viewed as [M, C, 1]");
+    backward_rows_vec(s, x, out, have_sums, grad, grad, dx, workspace, stream,
+                      "batch_norm_backward (split_rows_vec)");
     return;
   }
   backward_split(s, x, out, have_sums, grad, grad, dx, workspace, stream,

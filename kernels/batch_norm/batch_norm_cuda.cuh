@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstdint>
 
 #include "kernels/batch_norm/batch_norm.h"
 #include "kernels/common/float16_cuda.cuh"
@@ -36,21 +37,42 @@ __device__ inline float normalized(float x, float mean, float scale, float shift
 
 // --- the policies: what the forward stores for z, where the backward's gradient comes from ---
 
+// Policies come in two widths: one element (`operator()`, `channel(c)`) and V consecutive
+// channels of one row (`vec`, `channels<V>(c0)`: 16-byte loads and stores, split_rows_vec);
+// `vectorizable()` says whether every pointer they touch allows the 16-byte form.
+inline bool aligned16(const void* p) {
+  return reinterpret_cast<uintptr_t>(p) % 16 == 0;  // nullptr too: an absent tensor is no obstacle
+}
+
 template <class T>
 struct StoreZ {
   T* y;
   __device__ void operator()(int64_t j, float, float z) const { y[j] = from_float<T>(z); }
+  template <int V>
+  __device__ void vec(int64_t j, const float (&)[V], const float (&z)[V]) const {
+    store_floats<V>(y, j, z);
+  }
+  bool vectorizable() const { return aligned16(y); }
 };
 
 // The gradient as stored: dy for the plain backward, the fused pass 1's dr in its pass 2.
 template <class T>
 struct LoadGrad {
   const T* g;
-  struct Channel {
+  template <int V>
+  struct Channels {
     const T* g;
     __device__ float operator()(int64_t j, float) const { return to_float(g[j]); }
+    __device__ void operator()(int64_t j, const float (&)[V], float (&out)[V]) const {
+      load_floats<V>(g, j, out);
+    }
   };
-  __device__ Channel channel(int64_t) const { return {g}; }
+  __device__ Channels<1> channel(int64_t) const { return {g}; }
+  template <int V>
+  __device__ Channels<V> channels(int64_t) const {
+    return {g};
+  }
+  bool vectorizable() const { return aligned16(g); }
 };
 
 __device__ inline Sums warp_sum(Sums v) {

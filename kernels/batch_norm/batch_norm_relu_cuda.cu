@@ -7,7 +7,7 @@
 // unfused chain's bits. The add and the select round as the Eltwise SUM (__fadd_rn from 0) and
 // ReLU (x > 0 ? x : 0 * x) kernels do.
 #include "kernels/batch_norm/batch_norm_relu.h"
-#include "kernels/batch_norm/batch_norm_rows_cuda.cuh"
+#include "kernels/batch_norm/batch_norm_rows_vec_cuda.cuh"
 
 namespace crema::kernels::cuda {
 namespace {
@@ -19,35 +19,75 @@ struct StoreRelu {
   const T* r;
   T* y;
   T* x_copy;
+  template <int V>
+  __device__ void vec(int64_t j, const float (&x)[V], const float (&z)[V]) const {
+    if (x_copy) store_floats<V>(x_copy, j, x);
+    float rv[V], out[V];
+    if (r) load_floats<V>(r, j, rv);
+#pragma unroll
+    for (int i = 0; i < V; ++i) {
+      const float v = r ? __fadd_rn(__fadd_rn(0.0f, z[i]), rv[i]) : z[i];
+      out[i] = v > 0.0f ? v : __fmul_rn(0.0f, v);
+    }
+    store_floats<V>(y, j, out);
+  }
   __device__ void operator()(int64_t j, float x, float z) const {
-    if (x_copy) x_copy[j] = from_float<T>(x);
-    const float v = r ? __fadd_rn(__fadd_rn(0.0f, z), to_float(r[j])) : z;
-    y[j] = from_float<T>(v > 0.0f ? v : __fmul_rn(0.0f, v));
+    const float xs[1] = {x}, zs[1] = {z};
+    vec(j, xs, zs);
+  }
+  bool vectorizable() const {
+    return aligned16(r) && aligned16(y) && aligned16(x_copy);
   }
 };
 
 // dv = dy where the ReLU's input, recomputed from x, is positive (0 * dy elsewhere, as ReLU's
-// backward); stored to dr when dr is given.
+// backward); stored to dr when dr is given. channels<V>(c0) serves channels c0 .. c0 + V - 1.
 template <class T>
 struct ReluGrad {
   const T *dy, *r;
   T* dr;
   const float *gamma, *beta, *mean, *invstd;
-  struct Channel {
+  template <int V>
+  struct Channels {
     const T *dy, *r;
     T* dr;
-    float mean, scale, shift;
+    float mean[V], scale[V], shift[V];
+    __device__ void operator()(int64_t j, const float (&x)[V], float (&g)[V]) const {
+      float d[V], rv[V];
+      load_floats<V>(dy, j, d);
+      if (r) load_floats<V>(r, j, rv);
+#pragma unroll
+      for (int i = 0; i < V; ++i) {
+        float v = normalized(x[i], mean[i], scale[i], shift[i]);
+        if (r) v = __fadd_rn(__fadd_rn(0.0f, v), rv[i]);
+        g[i] = v > 0.0f ? d[i] : __fmul_rn(0.0f, d[i]);
+      }
+      if (dr) store_floats<V>(dr, j, g);
+    }
     __device__ float operator()(int64_t j, float x) const {
-      float v = normalized(x, mean, scale, shift);
-      if (r) v = __fadd_rn(__fadd_rn(0.0f, v), to_float(r[j]));
-      const float d = to_float(dy[j]);
-      const float g = v > 0.0f ? d : __fmul_rn(0.0f, d);
-      if (dr) dr[j] = from_float<T>(g);
-      return g;
+      const float xs[1] = {x};
+      float g[1];
+      (*this)(j, xs, g);
+      return g[0];
     }
   };
-  __device__ Channel channel(int64_t c) const {
-    return {dy, r, dr, mean[c], (gamma ? gamma[c] : 1.0f) * invstd[c], beta ? beta[c] : 0.0f};
+  template <int V>
+  __device__ Channels<V> channels(int64_t c0) const {
+    Channels<V> ch{dy, r, dr, {}, {}, {}};
+#pragma unroll
+    for (int i = 0; i < V; ++i) {
+      const int64_t c = c0 + i;
+      ch.mean[i] = mean[c];
+      ch.scale[i] = (gamma ? gamma[c] : 1.0f) * invstd[c];
+      ch.shift[i] = beta ? beta[c] : 0.0f;
+    }
+    return ch;
+  }
+  __device__ Channels<1> channel(int64_t c) const {
+    return channels<1>(c);
+  }
+  bool vectorizable() const {
+    return aligned16(dy) && aligned16(r) && aligned16(dr);
   }
 };
 

@@ -1,8 +1,7 @@
 // Batch normalization on CUDA, version split_rows (BatchNormVersion::split_rows): the kernels
 // and launchers for S == 1, where x is M rows of C contiguous channels (an nhwc x viewed as
-// [N*H*W, C, 1], or [N, C] features), with the policies and sums of batch_norm_cuda.cuh; and the
-// launchers that pick split_rows or split_channel by the shape, as production does. Included by
-// batch_norm_cuda.cu and batch_norm_relu_cuda.cu only.
+// [N*H*W, C, 1], or [N, C] features), with the policies and sums of batch_norm_cuda.cuh.
+// Included through batch_norm_rows_vec_cuda.cuh only (split_rows_vec falls back to it).
 //
 // Kernel 1 runs on a grid (tiles of 32 channels, chunks of rows): lane l of every warp sums
 // channel tile + l, warp w the rows w, w + 8, ... of the chunk, so a warp reads 32 neighbouring
@@ -209,31 +208,6 @@ void backward_rows(const BatchNormShape& s, const T* x, const BackwardOutputs& o
         <<<blocks, kThreads, 0, stream>>>(total, C, x, second, out.save_mean, coef, dx);
   }
   gpu::check_launch(op);
-}
-
-// The batch-statistics passes of the version production runs for this shape
-// (batch_norm_version_for): split_rows where S == 1, split_channel otherwise. The fused kernels
-// call these; the plain ones pick by their `version` argument.
-template <class T, class Store>
-void forward_training_best(const BatchNormShape& s, const T* x, const float* gamma,
-                           const float* beta, const TrainingOutputs& out, Store store,
-                           void* workspace, gpu::Stream stream, const char* op) {
-  if (batch_norm_version_for(s) == BatchNormVersion::split_rows) {
-    forward_training_rows(s, x, gamma, beta, out, store, workspace, stream, op);
-  } else {
-    forward_training_split(s, x, gamma, beta, out, store, workspace, stream, op);
-  }
-}
-
-template <class T, class First, class Second>
-void backward_best(const BatchNormShape& s, const T* x, const BackwardOutputs& out, bool have_sums,
-                   First first, Second second, T* dx, void* workspace, gpu::Stream stream,
-                   const char* op) {
-  if (batch_norm_version_for(s) == BatchNormVersion::split_rows) {
-    backward_rows(s, x, out, have_sums, first, second, dx, workspace, stream, op);
-  } else {
-    backward_split(s, x, out, have_sums, first, second, dx, workspace, stream, op);
-  }
 }
 
 }  // namespace

@@ -2,8 +2,9 @@
 // values per channel, [N, C] rows, 5 axes, a partial last chunk, channels cut into the most
 // chunks) and LeNet's / VGG's sizes, with poisoned outputs: training forward (y, saved and running
 // statistics, the batch counter), the inference forward, both backwards with and without affine
-// parameters, parameter gradients accumulating, dx absent (split_rows too, on every S = 1
-// shape); in place; bit-identical repeats of the best version; the dispatch's device checks.
+// parameters, parameter gradients accumulating, dx absent (split_rows and split_rows_vec too, on
+// every S = 1 shape; split_rows_vec's fallback on misaligned pointers); in place; bit-identical
+// repeats of the best version; the dispatch's device checks.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -32,6 +33,8 @@ std::string name(BatchNormVersion v) {
       return "split_channel";
     case BatchNormVersion::split_rows:
       return "split_rows";
+    case BatchNormVersion::split_rows_vec:
+      return "split_rows_vec";
   }
   return "?";
 }
@@ -142,6 +145,11 @@ const std::vector<Shape> kShapes = {
     {1100, 1, 45, 45},  // more values than kMaxChunks chunks of kChunk: longer chunks
     {5, 2048},          // S = 1: rows of 64 tiles of 32 channels
     {300007, 3},        // S = 1, more rows than kMaxChunks chunks of kRowChunk: longer chunks
+    {1001, 8},          // S = 1, f32 vectors of 4 channels: 2 threads a row
+    {777, 12},          // 3 vectors a row: a tile of 8 channels and a partial one
+    {515, 64},          // 16 threads a row
+    {263, 256},         // 32 threads a row, a warp reads 512 bytes
+    {4099, 44},         // 11 vectors a row: 8 threads a tile, a partial last tile
 };
 
 TEST(BatchNormCuda, EveryVersionMatchesTheReference) {
@@ -150,7 +158,10 @@ TEST(BatchNormCuda, EveryVersionMatchesTheReference) {
   uint64_t seed = 1;
   for (const Shape& shape : kShapes) {
     std::vector<BatchNormVersion> versions = kVersions;
-    if (batch_norm_shape(shape).S == 1) versions.push_back(BatchNormVersion::split_rows);
+    if (batch_norm_shape(shape).S == 1) {
+      versions.push_back(BatchNormVersion::split_rows);
+      versions.push_back(BatchNormVersion::split_rows_vec);
+    }
     for (const BatchNormVersion v : versions) {
       check_version(ctx, shape, true, v, seed);
       if (shape_numel(shape) < 100000) check_version(ctx, shape, false, v, seed);
@@ -236,6 +247,55 @@ TEST(BatchNormCuda, BestIsDeterministicAndWorksInPlace) {
     EXPECT_EQ(testing::count_nan(first), 0);
     EXPECT_TRUE(testing::same_bits(first, run_best(ctx, shape, false)));
     EXPECT_TRUE(testing::same_bits(first, run_best(ctx, shape, true)));
+  }
+}
+
+// A version's y, statistics, dx and parameter gradients with x, y, dy and dx at `offset` floats
+// into their buffers (an offset of 1 leaves them 4-byte, not 16-byte, aligned).
+std::vector<float> run_at_offset(Context& ctx, const Shape& shape, int64_t offset,
+                                 BatchNormVersion version) {
+  Random rng(31);
+  const BatchNormShape s = batch_norm_shape(shape);
+  const int64_t C = s.C, n = shape_numel(shape);
+  std::vector<float> xv(size_t(offset), 0.0f), dyv(size_t(offset), 0.0f);
+  const std::vector<float> xs = channel_values(rng, shape), dys = testing::random_values(rng, n);
+  xv.insert(xv.end(), xs.begin(), xs.end());
+  dyv.insert(dyv.end(), dys.begin(), dys.end());
+  const Tensor x = testing::to_device(ctx, {n + offset}, xv);
+  const Tensor dy = testing::to_device(ctx, {n + offset}, dyv);
+  const Tensor gamma = testing::to_device(ctx, {C}, testing::random_values(rng, C, 0.5, 1.5));
+  const Tensor beta = testing::to_device(ctx, {C}, testing::random_values(rng, C));
+  Tensor y = testing::poisoned_device(ctx, {n + offset}),
+         dx = testing::poisoned_device(ctx, {n + offset});
+  Tensor mean = ctx.empty({C}), invstd = ctx.empty({C}), dgamma = ctx.zeros({C}),
+         dbeta = ctx.zeros({C});
+  Tensor scratch = workspace(ctx, s, version);
+  cuda::batch_norm_forward_training(s, x.data<float>() + offset, gamma.data<float>(),
+                                    beta.data<float>(), 1e-5f, 0.1f, y.data<float>() + offset,
+                                    mean.data<float>(), invstd.data<float>(), nullptr, nullptr,
+                                    nullptr, scratch.data<float>(), version, ctx.stream());
+  cuda::batch_norm_backward(s, x.data<float>() + offset, dy.data<float>() + offset,
+                            gamma.data<float>(), mean.data<float>(), invstd.data<float>(), true,
+                            dx.data<float>() + offset, dgamma.data<float>(), dbeta.data<float>(),
+                            scratch.data<float>(), version, ctx.stream());
+  std::vector<float> all;
+  for (const Tensor* t : {&y, &dx, &mean, &invstd, &dgamma, &dbeta}) {
+    const std::vector<float> v = host_values(ctx, *t);
+    all.insert(all.end(), v.begin() + (t == &y || t == &dx ? offset : 0), v.end());
+  }
+  return all;
+}
+
+// Pointers that are not 16-byte aligned take split_rows' scalar kernels: its very bits.
+TEST(BatchNormCuda, SplitRowsVecFallsBackOnMisalignedPointers) {
+  CREMA_REQUIRE_CUDA();
+  Context ctx(Device::cuda(0));
+  for (const Shape& shape : {Shape{515, 64}, Shape{1001, 8}}) {
+    SCOPED_TRACE(shape_str(shape));
+    const std::vector<float> scalar = run_at_offset(ctx, shape, 1, BatchNormVersion::split_rows);
+    EXPECT_EQ(testing::count_nan(scalar), 0);
+    EXPECT_TRUE(
+        testing::same_bits(scalar, run_at_offset(ctx, shape, 1, BatchNormVersion::split_rows_vec)));
   }
 }
 

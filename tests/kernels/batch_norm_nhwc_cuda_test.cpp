@@ -39,6 +39,13 @@ const Case kCases[] = {
     {{2, 3, 1, 1}, Layout::nhwc},     // one pixel
     {{64, 8, 64, 70}, Layout::nhwc},  // more rows than kMaxChunks chunks: longer chunks
     {{300, 13}, Layout::nchw},        // [N, C]: split_rows too
+    // split_rows_vec: 16-byte vectors where C % 8 == 0 (bf16, f16) or C % 4 == 0 (f32), odd
+    // N*H*W; C = 12 is f32's vector path and bf16's / f16's scalar fallback
+    {{1, 8, 7, 9}, Layout::nhwc},
+    {{3, 12, 5, 7}, Layout::nhwc},
+    {{2, 64, 9, 7}, Layout::nhwc},
+    {{1, 256, 5, 3}, Layout::nhwc},
+    {{33, 256, 9, 9}, Layout::nhwc},  // several chunks of rows per 256-channel tile
     {{2, 5, 45, 47}, Layout::nchw},   // split_channel in bf16 / f16
 };
 

@@ -173,8 +173,9 @@ inline std::vector<BatchNormReluCase> batch_norm_relu_cases() {
   return cases;
 }
 
-// The 4-D cases in channels-last, and C = 13 (not a multiple of 8) with a channel of several
-// split_rows chunks: [N*H*W, C] rows of 13.
+// The 4-D cases in channels-last, C = 13 (not a multiple of 8) with a channel of several
+// split_rows chunks: [N*H*W, C] rows of 13, and C = 64 and 256 (split_rows_vec's 16-byte path,
+// odd N*H*W; C = 4 above runs it in f32 with one thread per row).
 inline std::vector<BatchNormReluCase> batch_norm_relu_nhwc_cases() {
   std::vector<BatchNormReluCase> cases;
   for (BatchNormReluCase k : batch_norm_relu_cases()) {
@@ -183,9 +184,11 @@ inline std::vector<BatchNormReluCase> batch_norm_relu_nhwc_cases() {
     cases.push_back(k);
   }
   for (bool residual : {false, true}) {
-    BatchNormReluCase k{{4, 13, 23, 25}, residual};
-    k.layout = Layout::nhwc;
-    cases.push_back(k);
+    for (const Shape& shape : {Shape{4, 13, 23, 25}, Shape{3, 64, 5, 7}, Shape{1, 256, 3, 5}}) {
+      BatchNormReluCase k{shape, residual};
+      k.layout = Layout::nhwc;
+      cases.push_back(k);
+    }
   }
   return cases;
 }
