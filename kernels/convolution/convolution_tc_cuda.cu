@@ -329,8 +329,12 @@ namespace tc {
 // ones with a long reduction over K (their output channels): K >= 1024, or K >= 512 into
 // C >= 1024. Shorter reductions (ResNet-50's K = 64 to 512 into C = 64 to 512) do not pay for the
 // pipeline's fill and lose by up to 1.7x.
+// At stride 2 (mma.sync now runs by output phase, skipping the zero taps) the 1x1s keep mma.sync
+// below K = 2048: 256->512 at 56 0.285 ms against wgmma's 0.495, 512->1024 at 28 0.206 / 0.270,
+// 1024->2048 at 14 0.203 / 0.183.
 bool wgmma_backward_data_pays(const Conv2dGeometry& g) {
   if (g.R * g.S > 1) return true;
+  if (g.stride_h > 1 || g.stride_w > 1) return g.K >= 2048;
   return g.K >= 1024 || (g.K >= 512 && g.C >= 1024);
 }
 }  // namespace tc

@@ -11,8 +11,8 @@
 // float atomics.
 //
 // On a device of compute capability 9.0, a stride-1 convolution that fits (groups 1, C and K
-// multiples of 8) and pays (wgmma_backward_filter_pays: the 1x1s, and filters of taps on outputs
-// at least 14 wide) runs the slices on the wgmma + TMA kernel instead
+// multiples of 8) and pays (wgmma_backward_filter_pays: the 1x1s, and filters of taps between at
+// least 128 channels each side) runs the slices on the wgmma + TMA kernel instead
 // (convolution_tc_wgmma_filter_sm90a.cu: its own cut, the same partial layout and slice sums).
 #include <cuda_runtime.h>
 
@@ -116,13 +116,14 @@ void filter_typed(const Params& p, const Slices& slices, const uint16_t* x, cons
 }  // namespace tc
 
 namespace tc {
-// Where wgmma's filter gradient is taken by `best`: every 1x1 without padding (H200, 2026-11-26,
-// `crema bench conv-tc`); with taps, outputs at least 14 wide (boxes of 16 to 64 positions a row
-// at least 7/8 full) between at least 64 channels each side (ResNet-50's 3x3 at 56, 28 and 14),
-// where the mma.sync pass took 0.19-0.25 ms against cuDNN's 0.07-0.10.
+// Where wgmma's filter gradient is taken by `best` (H200, 2026-11-26, `crema bench conv-tc`, both
+// families): every 1x1 without padding; with taps, at least 128 channels each side: ResNet-50's
+// 3x3 128@28 0.125 ms against mma.sync's 0.191, 256@14 0.142 / 0.191, 512@7 0.141 / 0.189, while
+// 64@56 loses (0.267 / 0.251: a 64 x 64 product half fills the tile and each tap re-reads both
+// tensors).
 bool wgmma_backward_filter_pays(const Conv2dGeometry& g) {
   if (g.R == 1 && g.S == 1 && g.pad_h == 0 && g.pad_w == 0) return true;
-  return g.Q() >= 14 && g.C >= 64 && g.K >= 64;
+  return g.C >= 128 && g.K >= 128;
 }
 }  // namespace tc
 
