@@ -119,7 +119,8 @@ TEST(LossScaler, ErrorsNameTheKey) {
       {"{loss_scale: often}", "s.yaml:1:14: loss_scale: expected true or false, got 'often'"},
       {"{loss_scale: [1, 2]}", "solver.loss_scale is a map {init, growth_factor, backoff_factor"},
   };
-  for (const auto& [yaml, message] : bad) {
+  for (const auto& [text, message] : bad) {
+    const std::string yaml = text;  // a lambda may not capture a structured binding (C++17)
     EXPECT_CONTAINS(testing::error_of([&] {
                       read_loss_scale_config(parse_config(yaml, "s.yaml"), Precision::fp16);
                     }),
