@@ -200,7 +200,7 @@ Graph end_capture(Stream stream) {
   check(cudaStreamEndCapture(stream, &graph), "cudaStreamEndCapture");
   cudaGraphExec_t exec = nullptr;
   // Each kernel node keeps the priority of the stream it was captured from (CUDA copies it at
-  // capture): the gradients' all-reduce on its high-priority stream (core/stream_priority.h) stays
+  // capture): the gradients' all-reduce on its high-priority stream (core/side_streams.h) stays
   // ahead of backward's kernels in a replay, as it is when launched call by call.
   const cudaError_t status =
       cudaGraphInstantiate(&exec, graph, cudaGraphInstantiateFlagUseNodePriority);

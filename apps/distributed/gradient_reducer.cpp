@@ -5,7 +5,7 @@
 
 #include "core/build_config.h"
 #include "core/error.h"
-#include "core/stream_priority.h"
+#include "core/side_streams.h"
 #include "kernels/layout/layout.h"
 
 namespace crema::distributed {

@@ -1,5 +1,7 @@
 #include "apps/training/input_feeder.h"
 
+#include "core/side_streams.h"
+
 namespace crema {
 namespace {
 
@@ -13,7 +15,7 @@ const Tensor& fed_labels(const data::Batch& batch) {
 
 InputFeeder::InputFeeder(Context& ctx) : ctx_(ctx) {
   if (ctx_.device().is_cuda()) {
-    copy_stream_ = gpu::create_stream();
+    copy_stream_ = gpu::create_nonblocking_stream();  // ordered by the slots' events
     for (Slot& slot : slots_) {
       slot.ready = gpu::create_event();
       slot.consumed = gpu::create_event();

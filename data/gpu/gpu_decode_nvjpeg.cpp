@@ -17,6 +17,7 @@
 #include "core/caching_allocator.h"
 #include "core/cuda_runtime.h"
 #include "core/error.h"
+#include "core/side_streams.h"
 #include "data/gpu/pixel_plan_cuda.h"
 #include "data/gpu_decode.h"
 
@@ -186,7 +187,9 @@ class NvjpegBatchDecoder final : public GpuBatchDecoder {
       nvjpegDecodeBatchedPreAllocate(handle_, state_, 1, 1, 1, NVJPEG_CSS_444,
                                      channels_ == 3 ? NVJPEG_OUTPUT_RGB : NVJPEG_OUTPUT_Y);
     }
-    stream_ = gpu::create_stream();
+    // Non-blocking: the training loop's synchronous reads (on the legacy stream) must not wait
+    // for this decoder's batch in flight (core/side_streams.h); run() synchronizes it itself.
+    stream_ = gpu::create_nonblocking_stream();
   }
 
   ~NvjpegBatchDecoder() override {
