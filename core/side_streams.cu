@@ -15,21 +15,28 @@ Stream created(cudaError_t status, cudaStream_t stream, const char* call) {
   return stream;
 }
 
+int greatest_priority() {
+  int least = 0, greatest = 0;
+  const cudaError_t status = cudaDeviceGetStreamPriorityRange(&least, &greatest);
+  created(status, nullptr, "cudaDeviceGetStreamPriorityRange");
+  return greatest;
+}
+
 }  // namespace
 
 Stream create_high_priority_stream() {
-  int least = 0, greatest = 0;
-  cudaError_t status = cudaDeviceGetStreamPriorityRange(&least, &greatest);
   cudaStream_t stream = nullptr;
-  if (status == cudaSuccess)
-    status = cudaStreamCreateWithPriority(&stream, cudaStreamDefault, greatest);
+  const cudaError_t status =
+      cudaStreamCreateWithPriority(&stream, cudaStreamDefault, greatest_priority());
   return created(status, stream, "cudaStreamCreateWithPriority");
 }
 
-Stream create_nonblocking_stream() {
+Stream create_nonblocking_stream(StreamPriority priority) {
+  // 0 is every device's default priority (the lowest: priorities count down from it).
+  const int value = priority == StreamPriority::greatest ? greatest_priority() : 0;
   cudaStream_t stream = nullptr;
-  const cudaError_t status = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
-  return created(status, stream, "cudaStreamCreateWithFlags");
+  const cudaError_t status = cudaStreamCreateWithPriority(&stream, cudaStreamNonBlocking, value);
+  return created(status, stream, "cudaStreamCreateWithPriority");
 }
 
 }  // namespace crema::gpu

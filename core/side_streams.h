@@ -20,8 +20,9 @@ Stream create_high_priority_stream();
 // stream before anyone reads its results -- and must not be waited for by the synchronous copies
 // (Tensor::to_vector, copy_from) that the training loop makes a few times a second: the data
 // loader's GPU decoders (data/gpu/) and the batches' host-to-device copies
-// (apps/training/input_feeder.h). On a blocking stream each such copy also waited for every
-// decoder's batch in flight -- tens of milliseconds the training stream then sat idle.
-Stream create_nonblocking_stream();
+// (apps/training/input_feeder.h). `greatest`: of the device's greatest priority as well, for
+// short kernels that must not queue behind the training step's blocks (the decoders').
+enum class StreamPriority { normal, greatest };
+Stream create_nonblocking_stream(StreamPriority priority = StreamPriority::normal);
 
 }  // namespace crema::gpu

@@ -189,7 +189,9 @@ class NvjpegBatchDecoder final : public GpuBatchDecoder {
     }
     // Non-blocking: the training loop's synchronous reads (on the legacy stream) must not wait
     // for this decoder's batch in flight (core/side_streams.h); run() synchronizes it itself.
-    stream_ = gpu::create_nonblocking_stream();
+    // Of the greatest priority: a batch is a chain of short kernels (nvJPEG's and the plans'),
+    // each of which would otherwise wait for SMs behind the training step's queued blocks.
+    stream_ = gpu::create_nonblocking_stream(gpu::StreamPriority::greatest);
   }
 
   ~NvjpegBatchDecoder() override {
