@@ -274,7 +274,7 @@ void batch_norm_relu_forward_training(Context& ctx, const Tensor& x, const Tenso
             data_or_null<float>(beta), eps, momentum, y.data<T>(), data_or_null<T>(x_copy),
             save_mean.data<float>(), save_invstd.data<float>(), data_or_null<float>(running_mean),
             data_or_null<float>(running_var), data_or_null<float>(num_batches_tracked),
-            cuda_workspace(ctx, s), stream);
+            cuda_workspace(ctx, s), cuda::batch_norm_version_for(s), stream);
       },
       [&] {
         cpu::batch_norm_relu_forward_training(
@@ -358,7 +358,8 @@ void batch_norm_relu_backward(Context& ctx, const Tensor& x, const Tensor& r, co
             s, x.data<T>(), data_or_null<T>(r), dy.data<T>(), data_or_null<float>(gamma),
             data_or_null<float>(beta), save_mean.data<float>(), save_invstd.data<float>(),
             batch_stats, data_or_null<T>(dx), data_or_null<T>(dr), data_or_null<float>(dgamma),
-            data_or_null<float>(dbeta), cuda_workspace(ctx, s), stream);
+            data_or_null<float>(dbeta), cuda_workspace(ctx, s), cuda::batch_norm_version_for(s),
+            stream);
       },
       [&] {
         cpu::batch_norm_relu_backward(s, x.data<float>(), data_or_null<float>(r), dy.data<float>(),

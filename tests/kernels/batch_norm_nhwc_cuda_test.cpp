@@ -46,6 +46,11 @@ const Case kCases[] = {
     {{2, 64, 9, 7}, Layout::nhwc},
     {{1, 256, 5, 3}, Layout::nhwc},
     {{33, 256, 9, 9}, Layout::nhwc},  // several chunks of rows per 256-channel tile
+    // rows_tiled: a block is lanes = C / V threads across a row (tiles of at most 256)
+    {{3, 8, 1, 1}, Layout::nhwc},     // M = 3 rows of one bf16 vector
+    {{2, 2048, 3, 1}, Layout::nhwc},  // 256 lanes in bf16, 2 tiles in f32; one row a step
+    {{5, 520, 7, 3}, Layout::nhwc},   // 65 lanes (bf16), 3 rows a step: a pairwise tree of 3
+    {{128, 64, 9, 9}, Layout::nhwc},  // 8 lanes, 32 rows a step: several chunks of 512 rows
     {{2, 5, 45, 47}, Layout::nchw},   // split_channel in bf16 / f16
 };
 
