@@ -190,7 +190,7 @@ void batch_norm_backward(Context& ctx, const Tensor& x, const Tensor& dy, const 
 // statistics have x's shape without its first axis ([C, H, W] for NCHW x). It is the channel batch
 // norm on x viewed as [N, C*S] (batch_norm_per_activation.cpp), so it runs the same kernels;
 // training needs N >= 2. x must be nchw (a 4-D nhwc x is refused); on CUDA the [N, C*S] view runs
-// split_rows, threads along C*S.
+// rows_tiled, threads along C*S.
 void batch_norm_per_activation_forward_training(Context& ctx, const Tensor& x, const Tensor& gamma,
                                                 const Tensor& beta, float eps, float momentum,
                                                 Tensor& y, Tensor& save_mean, Tensor& save_invstd,
