@@ -2,12 +2,13 @@
 // against the op's reference, then time it with CUDA events and print the time, the achieved
 // TFLOP/s or GB/s and the fraction of the device's peak.
 //
-//   crema bench gemm|conv|conv-tc|rnn [--shape S]... [--version V] [--math fp32|tf32|bf16]
+//   crema bench gemm|conv|conv-tc|rnn|batch-norm [--shape S]... [--version V]
+//                             [--math fp32|tf32|bf16]
 //                             [--layout nchw|nhwc] [--warmup 5] [--repeats 50] [--device cuda:0]
 //
-// Each op family lives in its own file (bench_gemm.cpp, bench_conv.cpp, bench_rnn.cpp) and
-// uses the shared pieces below (bench_conv_tc.cpp: conv-tc); apps/README.md says how to add one
-// more.
+// Each op family lives in its own file (bench_gemm.cpp, bench_conv.cpp, bench_rnn.cpp,
+// bench_batch_norm.cpp) and uses the shared pieces below (bench_conv_tc.cpp: conv-tc);
+// apps/README.md says how to add one more.
 #pragma once
 
 #include <cstdint>
@@ -92,6 +93,9 @@ int bench_conv(Context& ctx, const Options& options, std::ostream& out);
 // conv-tc: the convolutions on bf16 and fp16 NHWC tensors (bench_conv_tc.cpp).
 int bench_conv_tc(Context& ctx, const Options& options, std::ostream& out);
 int bench_rnn(Context& ctx, const Options& options, std::ostream& out);
+// batch-norm: the channels-last (S == 1) versions, plain, + ReLU and + add + ReLU, bf16 storage
+// for --math bf16, f32 otherwise (bench_batch_norm.cpp).
+int bench_batch_norm(Context& ctx, const Options& options, std::ostream& out);
 
 // Shapes, as --shape spells them.
 // GEMM "M,N,K[,NN|NT|TN|TT]": C[M,N] = op(A)[M,K] op(B)[K,N], a letter T transposing that operand
@@ -114,5 +118,13 @@ struct ConvShape {
 ConvShape parse_conv_shape(const std::string& text);
 // The convolutions of the peer benchmark (/work/shared/bench/peer_cudnn.py), with its names.
 std::vector<ConvShape> default_conv_shapes();
+// Batch norm "N,C,H,W": x [N, C, H, W] in nhwc (channels-last), normalized as N*H*W rows of C.
+struct BatchNormShape4 {
+  int64_t N = 0, C = 0, H = 0, W = 0;
+  std::string str() const;  // "128,256,56,56"
+};
+BatchNormShape4 parse_batch_norm_shape(const std::string& text);
+// ResNet-50's batch norms at batch 128, 224x224 (scripts/bench/peer_batch_norm.py's list).
+std::vector<BatchNormShape4> default_batch_norm_shapes();
 
 }  // namespace crema::bench

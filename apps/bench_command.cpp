@@ -1,6 +1,7 @@
 // crema bench: the command's one dispatch point, from the op's name to its family (bench_gemm.cpp,
-// bench_conv.cpp, bench_conv_tc.cpp, bench_rnn.cpp). The families call the cuda:: versions
-// directly, which a build without CUDA does not have: there the command only says so.
+// bench_conv.cpp, bench_conv_tc.cpp, bench_rnn.cpp, bench_batch_norm.cpp). The families call the
+// cuda:: versions directly, which a build without CUDA does not have: there the command only says
+// so.
 #include <ostream>
 
 #include "apps/bench.h"
@@ -11,14 +12,15 @@ namespace crema::bench {
 
 int bench_command(const std::string& op, const std::string& device, const Options& options,
                   std::ostream& out) {
-  if (op != "gemm" && op != "conv" && op != "conv-tc" && op != "rnn") {
-    throw Error("crema bench: unknown op '" + op + "' (gemm, conv, conv-tc or rnn)");
+  if (op != "gemm" && op != "conv" && op != "conv-tc" && op != "rnn" && op != "batch-norm") {
+    throw Error("crema bench: unknown op '" + op + "' (gemm, conv, conv-tc, rnn or batch-norm)");
   }
   check_options(options);
   // Shapes first, so that a typo is reported as one also on a machine without a GPU.
   for (const std::string& shape : options.shapes) {
     if (op == "gemm") parse_gemm_shape(shape);
     if (op == "conv" || op == "conv-tc") parse_conv_shape(shape);
+    if (op == "batch-norm") parse_batch_norm_shape(shape);
   }
   const Device dev = Device::parse(device);
   if (!dev.is_cuda()) {
@@ -31,6 +33,7 @@ int bench_command(const std::string& op, const std::string& device, const Option
     if (op == "gemm") return bench_gemm(ctx, options, out);
     if (op == "conv") return bench_conv(ctx, options, out);
     if (op == "conv-tc") return bench_conv_tc(ctx, options, out);
+    if (op == "batch-norm") return bench_batch_norm(ctx, options, out);
     return bench_rnn(ctx, options, out);
   } else {
     throw Error("crema bench: this build has no CUDA backend");

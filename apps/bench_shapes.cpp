@@ -13,6 +13,7 @@ namespace {
 
 constexpr const char* kGemmFormat = "M,N,K[,NN|NT|TN|TT]";
 constexpr const char* kConvFormat = "N,C,H,W,K,R[xS][,s2][,p1][,d2][,g2]";
+constexpr const char* kBatchNormFormat = "N,C,H,W";
 
 std::vector<std::string> split(const std::string& text, char separator) {
   std::vector<std::string> parts;
@@ -170,6 +171,34 @@ std::vector<ConvShape> default_conv_shapes() {
     shapes.push_back({p.name, g});
   }
   return shapes;
+}
+
+std::string BatchNormShape4::str() const {
+  return std::to_string(N) + "," + std::to_string(C) + "," + std::to_string(H) + "," +
+         std::to_string(W);
+}
+
+BatchNormShape4 parse_batch_norm_shape(const std::string& text) {
+  const std::vector<std::string> parts = split(text, ',');
+  if (parts.size() != 4) {
+    throw Error("--shape '" + text + "': expected 4 fields; a batch norm shape is " +
+                kBatchNormFormat + " (e.g. 128,256,56,56)");
+  }
+  int64_t sizes[4];
+  for (size_t i = 0; i < 4; ++i) {
+    const auto v = number(parts[i], 1);
+    if (!v) {
+      throw Error("--shape '" + text + "': '" + parts[i] + "' is not a positive integer; a " +
+                  "batch norm shape is " + kBatchNormFormat + " (e.g. 128,256,56,56)");
+    }
+    sizes[i] = *v;
+  }
+  return {sizes[0], sizes[1], sizes[2], sizes[3]};
+}
+
+std::vector<BatchNormShape4> default_batch_norm_shapes() {
+  return {{128, 64, 56, 56},  {128, 256, 56, 56},  {128, 128, 28, 28}, {128, 512, 28, 28},
+          {128, 256, 14, 14}, {128, 1024, 14, 14}, {128, 512, 7, 7},   {128, 2048, 7, 7}};
 }
 
 }  // namespace crema::bench

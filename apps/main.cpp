@@ -16,7 +16,7 @@
 //   crema pack SOURCE OUT [--shard-size 256MB] [--max-side N] [--quality Q] [--skip-bad]
 //              [--workers N] [--root DIR] [--num-classes N]
 //   crema bench-loader CONFIG [--split S] [--workers 1,2,4] [--batches N] [--decode gpu]
-//   crema bench gemm|conv|conv-tc|rnn [--shape S]... [--version V] [--math fp32|tf32|bf16]
+//   crema bench gemm|conv|conv-tc|rnn|batch-norm [--shape S]... [--version V] [--math fp32|tf32|bf16]
 //               [--warmup N] [--layout nchw|nhwc] [--repeats N] [--device cuda:N]
 //
 // Anything the user should fix ends with one line "crema: error: ..." and exit code 2. A training
@@ -192,9 +192,10 @@ int main(int argc, char** argv) {
   std::string kernel_bench_op, kernel_bench_device = "cuda:0";
   CLI::App* bench = app.add_subcommand(
       "bench", "check every CUDA version of an op against its reference, then time it");
-  bench->add_option("op", kernel_bench_op, "gemm, conv, conv-tc (bf16/fp16 NHWC tensors) or rnn")
+  bench->add_option("op", kernel_bench_op,
+                    "gemm, conv, conv-tc (bf16/fp16 NHWC tensors), rnn or batch-norm (NHWC)")
       ->required()
-      ->check(CLI::IsMember({"gemm", "conv", "conv-tc", "rnn"}));
+      ->check(CLI::IsMember({"gemm", "conv", "conv-tc", "rnn", "batch-norm"}));
   bench->add_option("--shape", kernel_bench.shapes, "a shape (repeatable; default: the op's list)")
       ->allow_extra_args(false);
   bench->add_option("--version", kernel_bench.version, "only this version (default: every one)");

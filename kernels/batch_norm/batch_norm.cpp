@@ -3,7 +3,8 @@
 // (float32: cpu:: or cuda::; bf16 and f16 activations with float32 statistics: cuda::; float64 on
 // the CPU: the reference). Every path serves both layouts: a 4-D nhwc x is normalized as the
 // [N*H*W, C, 1] view of its memory (shape_of), which the CPU walks by rows and CUDA runs as
-// split_rows. Optional tensors are undefined Tensors here and null pointers below.
+// rows_tiled (batch_norm_version_for). Optional tensors are undefined Tensors here and null
+// pointers below.
 #include "kernels/batch_norm/batch_norm.h"
 
 #include <climits>
@@ -274,7 +275,7 @@ void batch_norm_relu_forward_training(Context& ctx, const Tensor& x, const Tenso
             data_or_null<float>(beta), eps, momentum, y.data<T>(), data_or_null<T>(x_copy),
             save_mean.data<float>(), save_invstd.data<float>(), data_or_null<float>(running_mean),
             data_or_null<float>(running_var), data_or_null<float>(num_batches_tracked),
-            cuda_workspace(ctx, s), stream);
+            cuda_workspace(ctx, s), cuda::batch_norm_version_for(s), stream);
       },
       [&] {
         cpu::batch_norm_relu_forward_training(
@@ -358,7 +359,8 @@ void batch_norm_relu_backward(Context& ctx, const Tensor& x, const Tensor& r, co
             s, x.data<T>(), data_or_null<T>(r), dy.data<T>(), data_or_null<float>(gamma),
             data_or_null<float>(beta), save_mean.data<float>(), save_invstd.data<float>(),
             batch_stats, data_or_null<T>(dx), data_or_null<T>(dr), data_or_null<float>(dgamma),
-            data_or_null<float>(dbeta), cuda_workspace(ctx, s), stream);
+            data_or_null<float>(dbeta), cuda_workspace(ctx, s), cuda::batch_norm_version_for(s),
+            stream);
       },
       [&] {
         cpu::batch_norm_relu_backward(s, x.data<float>(), data_or_null<float>(r), dy.data<float>(),

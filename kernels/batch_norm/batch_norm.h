@@ -34,6 +34,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "core/context.h"
 #include "core/cuda_runtime.h"
@@ -96,20 +97,50 @@ namespace cuda {
 //   and an elementwise kernel writes the outputs.
 // split_rows_vec: split_rows with 16-byte loads and stores (8 bf16 / f16 or 4 f32 channels a
 //   thread) where C allows and the pointers are aligned, split_rows otherwise.
-// Inference forward: one elementwise kernel (the same in every version). See README.md.
+// rows_tiled: split_rows_vec with each thread on a fixed group of channels (blocks are tiles of
+//   whole rows), their parameters in registers, and a shared-memory tree for kernel 1's column
+//   sums; split_rows_vec where the 16-byte form does not apply.
+// Inference forward: one elementwise kernel (the same in every version; rows_tiled's where S == 1
+// and the 16-byte form applies). See README.md.
 enum class BatchNormVersion {
   block_per_channel,
   split_channel,
   split_rows,
   split_rows_vec,
+  rows_tiled,
   best = split_channel
 };
 
-// The version production runs for x viewed as `s`: split_rows_vec where S == 1, best otherwise.
+// The version production runs for x viewed as `s`: rows_tiled where S == 1, best otherwise.
 inline BatchNormVersion batch_norm_version_for(const BatchNormShape& s) {
-  return s.S == 1 ? BatchNormVersion::split_rows_vec : BatchNormVersion::best;
+  return s.S == 1 ? BatchNormVersion::rows_tiled : BatchNormVersion::best;
 }
 
+// The versions that run x viewed as [M, C, 1] (S == 1: nhwc, [N, C]), oldest first; with
+// split_channel these are what the fused forms take.
+inline std::vector<BatchNormVersion> batch_norm_row_versions() {
+  return {BatchNormVersion::split_rows, BatchNormVersion::split_rows_vec,
+          BatchNormVersion::rows_tiled};
+}
+
+inline const char* batch_norm_version_name(BatchNormVersion version) {
+  switch (version) {
+    case BatchNormVersion::block_per_channel:
+      return "block_per_channel";
+    case BatchNormVersion::split_channel:
+      return "split_channel";
+    case BatchNormVersion::split_rows:
+      return "split_rows";
+    case BatchNormVersion::split_rows_vec:
+      return "split_rows_vec";
+    case BatchNormVersion::rows_tiled:
+      return "rows_tiled";
+  }
+  return "?";
+}
+
+// Throws crema::Error when `version` cannot run x viewed as `s` (a row version with S > 1).
+void check_version_fits(const BatchNormShape& s, BatchNormVersion version);
 // Device scratch the training forward and the backward need (partial sums).
 size_t batch_norm_workspace_bytes(const BatchNormShape& s, BatchNormVersion version);
 // T, the storage type of x, y, dy and dx: float, bf16_t or f16_t (widened to float on load,
@@ -137,7 +168,7 @@ void batch_norm_backward(const BatchNormShape& s, const T* x, const T* dy, const
 // num_batches_tracked: one element. On the context's device: x f32 (CPU, CUDA), bf16 or f16
 // (CUDA) with float32 parameters and statistics (mixed precision keeps them fp32), or all f64
 // (the CPU, which runs ref::). A 4-D x in nhwc is normalized as the [N*H*W, C, 1] view of its
-// memory (rows of C channels; cpu:: walks rows, CUDA runs split_rows), in either layout by every
+// memory (rows of C channels; cpu:: walks rows, CUDA runs rows_tiled), in either layout by every
 // implementation. Optional ones may be undefined Tensors (see above). Throws crema::Error naming
 // the op and the tensor when they do not fit, for eps < 0 or a momentum outside [0, 1], and in
 // training when a channel has a single value (M = 1: no unbiased variance).
@@ -159,7 +190,7 @@ void batch_norm_backward(Context& ctx, const Tensor& x, const Tensor& dy, const 
 // statistics have x's shape without its first axis ([C, H, W] for NCHW x). It is the channel batch
 // norm on x viewed as [N, C*S] (batch_norm_per_activation.cpp), so it runs the same kernels;
 // training needs N >= 2. x must be nchw (a 4-D nhwc x is refused); on CUDA the [N, C*S] view runs
-// split_rows, threads along C*S.
+// rows_tiled, threads along C*S.
 void batch_norm_per_activation_forward_training(Context& ctx, const Tensor& x, const Tensor& gamma,
                                                 const Tensor& beta, float eps, float momentum,
                                                 Tensor& y, Tensor& save_mean, Tensor& save_invstd,

@@ -20,7 +20,11 @@
 //   BatchNormVersion::split_rows_vec  split_rows with 16-byte loads and stores (V = 8 bf16 / f16
 //       or 4 f32 channels a thread) in the kernels that touch the activations, where C % V == 0
 //       and the pointers are aligned; split_rows otherwise (batch_norm_rows_vec_cuda.cuh).
-// The inference forward is one elementwise kernel, used by both versions.
+//   BatchNormVersion::rows_tiled  split_rows_vec with each thread on fixed channels, their
+//       parameters in registers, blocks that are tiles of whole rows, and kernel 1's column sums
+//       in a shared-memory tree (batch_norm_rows_tiled_cuda.cuh); production's for S == 1.
+// The inference forward is one elementwise kernel, used by every version (rows_tiled's where S ==
+// 1 and the 16-byte form applies).
 // split_channel's and split_rows' kernels live in batch_norm_cuda.cuh, templated on what the
 // forward stores and where the backward's gradient comes from, so that the fused batch norm + ReLU
 // (batch_norm_relu_cuda.cu) runs them too.
@@ -29,7 +33,7 @@
 // (mean / std)^2 * 1e-16 relative, negligible for activations (block_per_channel and the CPU
 // subtract the mean first). A channel may have at most 2^31 - 1 values (the dispatch checks).
 #include "core/error.h"
-#include "kernels/batch_norm/batch_norm_rows_vec_cuda.cuh"
+#include "kernels/batch_norm/batch_norm_rows_tiled_cuda.cuh"
 
 namespace crema::kernels::cuda {
 namespace {
@@ -87,8 +91,19 @@ __global__ void backward_per_channel(BatchNormShape s, const T* x, const T* dy, 
 
 }  // namespace
 
+void check_version_fits(const BatchNormShape& s, BatchNormVersion version) {
+  const bool rows = version == BatchNormVersion::split_rows ||
+                    version == BatchNormVersion::split_rows_vec ||
+                    version == BatchNormVersion::rows_tiled;
+  CREMA_CHECK(!rows || s.S == 1,
+              "the row versions (split_rows, split_rows_vec, rows_tiled) run x "
+              "viewed as [M, C, 1]; this x has S = " +
+                  std::to_string(s.S));
+}
+
 size_t batch_norm_workspace_bytes(const BatchNormShape& s, BatchNormVersion version) {
   if (version == BatchNormVersion::block_per_channel) return 0;
+  if (version == BatchNormVersion::rows_tiled) return rows_tiled_workspace_bytes(s);
   if (version == BatchNormVersion::split_rows || version == BatchNormVersion::split_rows_vec) {
     return rows_workspace_bytes(s);
   }
@@ -109,20 +124,9 @@ void batch_norm_forward_training(const BatchNormShape& s, const T* x, const floa
     gpu::check_launch("batch_norm_forward_training (block_per_channel)");
     return;
   }
-  if (version == BatchNormVersion::split_rows) {
-    CREMA_CHECK(s.S == 1, "split_rows runs x viewed as [M, C, 1]");
-    forward_training_rows(s, x, gamma, beta, out, StoreZ<T>{y}, workspace, stream,
-                          "batch_norm_forward_training (split_rows)");
-    return;
-  }
-  if (version == BatchNormVersion::split_rows_vec) {
-    CREMA_CHECK(s.S == 1, "split_rows_vec runs x viewed as [M, C, 1]");
-    forward_training_rows_vec(s, x, gamma, beta, out, StoreZ<T>{y}, workspace, stream,
-                              "batch_norm_forward_training (split_rows_vec)");
-    return;
-  }
-  forward_training_split(s, x, gamma, beta, out, StoreZ<T>{y}, workspace, stream,
-                         "batch_norm_forward_training (split_channel)");
+  check_version_fits(s, version);
+  forward_training_version(version, s, x, gamma, beta, out, StoreZ<T>{y}, workspace, stream,
+                           "batch_norm_forward_training");
 }
 
 template <class T>
@@ -130,8 +134,8 @@ void batch_norm_forward_inference(const BatchNormShape& s, const T* x, const flo
                                   const float* beta, const float* running_mean,
                                   const float* running_var, float eps, T* y, float* save_mean,
                                   float* save_invstd, gpu::Stream stream) {
-  forward_inference(s, x, gamma, beta, running_mean, running_var, eps, StoreZ<T>{y}, save_mean,
-                    save_invstd, stream, "batch_norm_forward_inference");
+  forward_inference_best(s, x, gamma, beta, running_mean, running_var, eps, StoreZ<T>{y}, save_mean,
+                         save_invstd, stream, "batch_norm_forward_inference");
 }
 
 template <class T>
@@ -148,20 +152,9 @@ void batch_norm_backward(const BatchNormShape& s, const T* x, const T* dy, const
   }
   const LoadGrad<T> grad{dy};
   const bool have_sums = batch_stats || dgamma || dbeta;
-  if (version == BatchNormVersion::split_rows) {
-    CREMA_CHECK(s.S == 1, "split_rows runs x viewed as [M, C, 1]");
-    backward_rows(s, x, out, have_sums, grad, grad, dx, workspace, stream,
-                  "batch_norm_backward (split_rows)");
-    return;
-  }
-  if (version == BatchNormVersion::split_rows_vec) {
-    CREMA_CHECK(s.S == 1, "split_rows_vec runs x viewed as [M, C, 1]");
-    backward_rows_vec(s, x, out, have_sums, grad, grad, dx, workspace, stream,
-                      "batch_norm_backward (split_rows_vec)");
-    return;
-  }
-  backward_split(s, x, out, have_sums, grad, grad, dx, workspace, stream,
-                 "batch_norm_backward (split_channel)");
+  check_version_fits(s, version);
+  backward_version(version, s, x, out, have_sums, grad, grad, dx, workspace, stream,
+                   "batch_norm_backward");
 }
 
 #define CREMA_BATCH_NORM_INSTANTIATE(T)                                                          \

@@ -67,16 +67,17 @@ void batch_norm_relu_backward(const BatchNormShape& s, const T* x, const T* r, c
 }  // namespace cpu
 
 namespace cuda {
-// The kernels of batch_norm_version_for(s) (split_channel's two launches each way, split_rows'
-// three where S == 1), with batch_norm_workspace_bytes(s, batch_norm_version_for(s)) of scratch;
-// the inference forward is one elementwise launch.
+// The kernels of `version` (production passes batch_norm_version_for(s): split_channel's two
+// launches each way, rows_tiled's three where S == 1; not block_per_channel), with
+// batch_norm_workspace_bytes(s, version) of scratch; the inference forward is one elementwise
+// launch.
 template <class T>
 void batch_norm_relu_forward_training(const BatchNormShape& s, const T* x, const T* r,
                                       const float* gamma, const float* beta, float eps,
                                       float momentum, T* y, T* x_copy, float* save_mean,
                                       float* save_invstd, float* running_mean, float* running_var,
                                       float* num_batches_tracked, void* workspace,
-                                      gpu::Stream stream);
+                                      BatchNormVersion version, gpu::Stream stream);
 template <class T>
 void batch_norm_relu_forward_inference(const BatchNormShape& s, const T* x, const T* r,
                                        const float* gamma, const float* beta,
@@ -87,7 +88,8 @@ template <class T>
 void batch_norm_relu_backward(const BatchNormShape& s, const T* x, const T* r, const T* dy,
                               const float* gamma, const float* beta, const float* save_mean,
                               const float* save_invstd, bool batch_stats, T* dx, T* dr,
-                              float* dgamma, float* dbeta, void* workspace, gpu::Stream stream);
+                              float* dgamma, float* dbeta, void* workspace,
+                              BatchNormVersion version, gpu::Stream stream);
 }  // namespace cuda
 
 // Tensor level, as batch_norm.h's functions with the extra tensors: r, x_copy, dr of x's shape,

@@ -1,13 +1,14 @@
 // The fused batch norm + ReLU (+ residual) of batch_norm_relu.h on CUDA: the kernels of the
-// version production runs for the shape (split_channel, or split_rows where S == 1) and the
+// version production runs for the shape (split_channel, or rows_tiled where S == 1) and the
 // inference kernel (batch_norm_cuda.cuh) with the fused policies -- the forward stores
 // y = relu((0 + z) + r) (and the copy of x), the backward reads the gradient at z as dy masked by
 // the ReLU, z recomputed from x with the forward's expression, or as the dr its pass 1 stored.
 // The sums and the arithmetic around them are the plain kernels': the fused form gives the
 // unfused chain's bits. The add and the select round as the Eltwise SUM (__fadd_rn from 0) and
 // ReLU (x > 0 ? x : 0 * x) kernels do.
+#include "core/error.h"
 #include "kernels/batch_norm/batch_norm_relu.h"
-#include "kernels/batch_norm/batch_norm_rows_vec_cuda.cuh"
+#include "kernels/batch_norm/batch_norm_rows_tiled_cuda.cuh"
 
 namespace crema::kernels::cuda {
 namespace {
@@ -91,6 +92,13 @@ struct ReluGrad {
   }
 };
 
+// block_per_channel's kernels take no policies: the fused forms run the other versions.
+void check_fused_version(const BatchNormShape& s, BatchNormVersion version) {
+  CREMA_CHECK(version != BatchNormVersion::block_per_channel,
+              "the fused batch norm + ReLU has no block_per_channel version");
+  check_version_fits(s, version);
+}
+
 }  // namespace
 
 template <class T>
@@ -99,12 +107,13 @@ void batch_norm_relu_forward_training(const BatchNormShape& s, const T* x, const
                                       float momentum, T* y, T* x_copy, float* save_mean,
                                       float* save_invstd, float* running_mean, float* running_var,
                                       float* num_batches_tracked, void* workspace,
-                                      gpu::Stream stream) {
+                                      BatchNormVersion version, gpu::Stream stream) {
   if (s.C == 0) return;
+  check_fused_version(s, version);
   const TrainingOutputs out{eps,          momentum,    save_mean,          save_invstd,
                             running_mean, running_var, num_batches_tracked};
-  forward_training_best(s, x, gamma, beta, out, StoreRelu<T>{r, y, x_copy}, workspace, stream,
-                        "batch_norm_relu_forward_training");
+  forward_training_version(version, s, x, gamma, beta, out, StoreRelu<T>{r, y, x_copy}, workspace,
+                           stream, "batch_norm_relu_forward_training");
 }
 
 template <class T>
@@ -113,8 +122,9 @@ void batch_norm_relu_forward_inference(const BatchNormShape& s, const T* x, cons
                                        const float* running_mean, const float* running_var,
                                        float eps, T* y, T* x_copy, float* save_mean,
                                        float* save_invstd, gpu::Stream stream) {
-  forward_inference(s, x, gamma, beta, running_mean, running_var, eps, StoreRelu<T>{r, y, x_copy},
-                    save_mean, save_invstd, stream, "batch_norm_relu_forward_inference");
+  forward_inference_best(s, x, gamma, beta, running_mean, running_var, eps,
+                         StoreRelu<T>{r, y, x_copy}, save_mean, save_invstd, stream,
+                         "batch_norm_relu_forward_inference");
 }
 
 // Pass 1 stores dr (when wanted; it then runs even when no sum is needed) and pass 2 reads it
@@ -123,28 +133,32 @@ template <class T>
 void batch_norm_relu_backward(const BatchNormShape& s, const T* x, const T* r, const T* dy,
                               const float* gamma, const float* beta, const float* save_mean,
                               const float* save_invstd, bool batch_stats, T* dx, T* dr,
-                              float* dgamma, float* dbeta, void* workspace, gpu::Stream stream) {
+                              float* dgamma, float* dbeta, void* workspace,
+                              BatchNormVersion version, gpu::Stream stream) {
   if (s.C == 0) return;
+  check_fused_version(s, version);
   const BackwardOutputs out{batch_stats, gamma, save_mean, save_invstd, dgamma, dbeta};
   const char* op = "batch_norm_relu_backward";
   const ReluGrad<T> mask{dy, r, dr, gamma, beta, save_mean, save_invstd};
   if (dr) {
-    backward_best(s, x, out, true, mask, LoadGrad<T>{dr}, dx, workspace, stream, op);
+    backward_version(version, s, x, out, true, mask, LoadGrad<T>{dr}, dx, workspace, stream, op);
   } else {
-    backward_best(s, x, out, batch_stats || dgamma || dbeta, mask, mask, dx, workspace, stream, op);
+    backward_version(version, s, x, out, batch_stats || dgamma || dbeta, mask, mask, dx, workspace,
+                     stream, op);
   }
 }
 
 #define CREMA_BATCH_NORM_RELU_INSTANTIATE(T)                                                       \
   template void batch_norm_relu_forward_training<T>(                                               \
       const BatchNormShape&, const T*, const T*, const float*, const float*, float, float, T*, T*, \
-      float*, float*, float*, float*, float*, void*, gpu::Stream);                                 \
+      float*, float*, float*, float*, float*, void*, BatchNormVersion, gpu::Stream);               \
   template void batch_norm_relu_forward_inference<T>(                                              \
       const BatchNormShape&, const T*, const T*, const float*, const float*, const float*,         \
       const float*, float, T*, T*, float*, float*, gpu::Stream);                                   \
-  template void batch_norm_relu_backward<T>(                                                       \
-      const BatchNormShape&, const T*, const T*, const T*, const float*, const float*,             \
-      const float*, const float*, bool, T*, T*, float*, float*, void*, gpu::Stream);
+  template void batch_norm_relu_backward<T>(const BatchNormShape&, const T*, const T*, const T*,   \
+                                            const float*, const float*, const float*,              \
+                                            const float*, bool, T*, T*, float*, float*, void*,     \
+                                            BatchNormVersion, gpu::Stream);
 CREMA_BATCH_NORM_RELU_INSTANTIATE(float)
 CREMA_BATCH_NORM_RELU_INSTANTIATE(bf16_t)
 CREMA_BATCH_NORM_RELU_INSTANTIATE(f16_t)

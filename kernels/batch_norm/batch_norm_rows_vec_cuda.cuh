@@ -2,8 +2,7 @@
 // split_rows (batch_norm_rows_cuda.cuh) with 16-byte loads and stores -- a thread moves V =
 // 16 / sizeof(T) consecutive channels of a row (8 bf16 / f16, 4 f32) in every kernel that
 // touches the activations -- where C % V == 0 and every pointer is 16-byte aligned, split_rows
-// otherwise. And the launchers that pick the version production runs for the shape. Included by
-// batch_norm_cuda.cu and batch_norm_relu_cuda.cu only.
+// otherwise. Included through batch_norm_rows_tiled_cuda.cuh only (rows_tiled falls back to it).
 //
 // Kernel 1, grid (tiles of L * V channels, chunks of rows), L = `lanes` a power of two <= 32 with
 // L * V <= C: thread t reads V channels of rows t / L, t / L + 256 / L, ... (L threads cover a
@@ -238,31 +237,6 @@ void backward_rows_vec(const BatchNormShape& s, const T* x, const BackwardOutput
         <<<blocks, kThreads, 0, stream>>>(total / V, C, x, second, out.save_mean, coef, dx);
   }
   gpu::check_launch(op);
-}
-
-// The batch-statistics passes of the version production runs for this shape
-// (batch_norm_version_for): split_rows_vec where S == 1, split_channel otherwise. The fused
-// kernels call these; the plain ones pick by their `version` argument.
-template <class T, class Store>
-void forward_training_best(const BatchNormShape& s, const T* x, const float* gamma,
-                           const float* beta, const TrainingOutputs& out, Store store,
-                           void* workspace, gpu::Stream stream, const char* op) {
-  if (batch_norm_version_for(s) == BatchNormVersion::split_rows_vec) {
-    forward_training_rows_vec(s, x, gamma, beta, out, store, workspace, stream, op);
-  } else {
-    forward_training_split(s, x, gamma, beta, out, store, workspace, stream, op);
-  }
-}
-
-template <class T, class First, class Second>
-void backward_best(const BatchNormShape& s, const T* x, const BackwardOutputs& out, bool have_sums,
-                   First first, Second second, T* dx, void* workspace, gpu::Stream stream,
-                   const char* op) {
-  if (batch_norm_version_for(s) == BatchNormVersion::split_rows_vec) {
-    backward_rows_vec(s, x, out, have_sums, first, second, dx, workspace, stream, op);
-  } else {
-    backward_split(s, x, out, have_sums, first, second, dx, workspace, stream, op);
-  }
 }
 
 }  // namespace

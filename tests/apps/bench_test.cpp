@@ -112,6 +112,28 @@ TEST(BenchShapes, DefaultGemmShapes) {
   EXPECT_EQ(shapes[1].str(), "64,200704,576,NN");
 }
 
+TEST(BenchShapes, BatchNormShapes) {
+  const BatchNormShape4 s = parse_batch_norm_shape("128,256,56,56");
+  EXPECT_EQ(s.N, 128);
+  EXPECT_EQ(s.C, 256);
+  EXPECT_EQ(s.H, 56);
+  EXPECT_EQ(s.W, 56);
+  EXPECT_EQ(s.str(), "128,256,56,56");
+  for (const std::string bad : {"128,256,56", "128,256,56,56,1", "128,0,7,7", "128,x,7,7", ""}) {
+    const std::string message = error_of([&] { parse_batch_norm_shape(bad); });
+    EXPECT_TRUE(contains(message, "--shape '" + bad + "'")) << message;
+    EXPECT_TRUE(contains(message, "N,C,H,W")) << message;
+  }
+}
+
+TEST(BenchShapes, DefaultBatchNormShapesAreResNet50s) {
+  const std::vector<BatchNormShape4> shapes = default_batch_norm_shapes();
+  ASSERT_EQ(shapes.size(), 8u);
+  EXPECT_EQ(shapes[0].str(), "128,64,56,56");
+  EXPECT_EQ(shapes[1].str(), "128,256,56,56");
+  EXPECT_EQ(shapes[7].str(), "128,2048,7,7");
+}
+
 TEST(BenchOptions, Checked) {
   Options options;
   check_options(options);
@@ -141,7 +163,13 @@ TEST(BenchOptions, CommandNeedsAGpuAndAKnownOp) {
   EXPECT_TRUE(contains(error_of([&] { bench_command("conv-tc", "cpu", bad_shape, out); }),
                        "--shape '64,64,56'"));
   EXPECT_TRUE(contains(error_of([&] { bench_command("pool", "cuda:0", Options{}, out); }),
-                       "unknown op 'pool' (gemm, conv, conv-tc or rnn)"));
+                       "unknown op 'pool' (gemm, conv, conv-tc, rnn or batch-norm)"));
+  Options bad_bn;
+  bad_bn.shapes = {"128,256,56"};
+  EXPECT_TRUE(contains(error_of([&] { bench_command("batch-norm", "cpu", bad_bn, out); }),
+                       "--shape '128,256,56'"));
+  EXPECT_TRUE(
+      contains(error_of([&] { bench_command("batch-norm", "cpu", Options{}, out); }), "not a GPU"));
   EXPECT_TRUE(contains(error_of([&] { bench_command("gemm", "tpu:0", Options{}, out); }), "tpu"));
 }
 

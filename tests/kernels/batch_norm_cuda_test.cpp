@@ -2,9 +2,9 @@
 // values per channel, [N, C] rows, 5 axes, a partial last chunk, channels cut into the most
 // chunks) and LeNet's / VGG's sizes, with poisoned outputs: training forward (y, saved and running
 // statistics, the batch counter), the inference forward, both backwards with and without affine
-// parameters, parameter gradients accumulating, dx absent (split_rows and split_rows_vec too, on
-// every S = 1 shape; split_rows_vec's fallback on misaligned pointers); in place; bit-identical
-// repeats of the best version; the dispatch's device checks.
+// parameters, parameter gradients accumulating, dx absent (split_rows, split_rows_vec and
+// rows_tiled too, on every S = 1 shape; their fallback on misaligned pointers); in place;
+// bit-identical repeats of the best version; the dispatch's device checks.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -26,17 +26,7 @@ const std::vector<BatchNormVersion> kVersions = {BatchNormVersion::block_per_cha
                                                  BatchNormVersion::split_channel};
 
 std::string name(BatchNormVersion v) {
-  switch (v) {
-    case BatchNormVersion::block_per_channel:
-      return "block_per_channel";
-    case BatchNormVersion::split_channel:
-      return "split_channel";
-    case BatchNormVersion::split_rows:
-      return "split_rows";
-    case BatchNormVersion::split_rows_vec:
-      return "split_rows_vec";
-  }
-  return "?";
+  return cuda::batch_norm_version_name(v);
 }
 
 // Inputs whose channels have different offsets, so that a wrong channel index shows.
@@ -150,6 +140,12 @@ const std::vector<Shape> kShapes = {
     {515, 64},          // 16 threads a row
     {263, 256},         // 32 threads a row, a warp reads 512 bytes
     {4099, 44},         // 11 vectors a row: 8 threads a tile, a partial last tile
+    // rows_tiled: tiles of whole rows (lanes = C / 4 in f32, at most 256), chunks of 16 rows a
+    // thread
+    {2, 2048},     // M = 2: 2 tiles of 256 lanes, one row each, one chunk
+    {301, 2056},   // 514 vectors a row: 3 tiles of 172 lanes, the last one partial
+    {17001, 516},  // 129 lanes, one row a step: 1001 chunks of 17 rows, the last of 1 row
+    {70001, 8},    // 2 lanes, 128 rows a step: chunks of 2048 rows, a partial last one
 };
 
 TEST(BatchNormCuda, EveryVersionMatchesTheReference) {
@@ -159,8 +155,7 @@ TEST(BatchNormCuda, EveryVersionMatchesTheReference) {
   for (const Shape& shape : kShapes) {
     std::vector<BatchNormVersion> versions = kVersions;
     if (batch_norm_shape(shape).S == 1) {
-      versions.push_back(BatchNormVersion::split_rows);
-      versions.push_back(BatchNormVersion::split_rows_vec);
+      for (const BatchNormVersion v : cuda::batch_norm_row_versions()) versions.push_back(v);
     }
     for (const BatchNormVersion v : versions) {
       check_version(ctx, shape, true, v, seed);
@@ -173,8 +168,9 @@ TEST(BatchNormCuda, EveryVersionMatchesTheReference) {
 TEST(BatchNormCuda, InferenceMatchesTheReference) {
   CREMA_REQUIRE_CUDA();
   Context ctx(Device::cuda(0));
-  for (const Shape& shape :
-       {Shape{1, 1, 1, 1}, Shape{5, 17}, Shape{3, 4, 5, 6}, Shape{64, 20, 24, 24}}) {
+  // [N, C] with C % 4 == 0 runs rows_tiled's inference kernel (S == 1, 16-byte vectors).
+  for (const Shape& shape : {Shape{1, 1, 1, 1}, Shape{5, 17}, Shape{3, 4, 5, 6},
+                             Shape{64, 20, 24, 24}, Shape{7, 8}, Shape{301, 2056}}) {
     for (const bool affine : {true, false}) {
       SCOPED_TRACE(shape_str(shape) + (affine ? " affine" : " no affine"));
       Random rng(11);
@@ -241,7 +237,8 @@ std::vector<float> run_best(Context& ctx, const Shape& shape, bool in_place) {
 TEST(BatchNormCuda, BestIsDeterministicAndWorksInPlace) {
   CREMA_REQUIRE_CUDA();
   Context ctx(Device::cuda(0));
-  for (const Shape& shape : {Shape{64, 20, 24, 24}, Shape{256, 500}, Shape{3, 5, 7, 2}}) {
+  for (const Shape& shape :
+       {Shape{64, 20, 24, 24}, Shape{256, 500}, Shape{3, 5, 7, 2}, Shape{1001, 2048}}) {
     SCOPED_TRACE(shape_str(shape));
     const std::vector<float> first = run_best(ctx, shape, false);
     EXPECT_EQ(testing::count_nan(first), 0);
@@ -287,15 +284,18 @@ std::vector<float> run_at_offset(Context& ctx, const Shape& shape, int64_t offse
 }
 
 // Pointers that are not 16-byte aligned take split_rows' scalar kernels: its very bits.
-TEST(BatchNormCuda, SplitRowsVecFallsBackOnMisalignedPointers) {
+TEST(BatchNormCuda, VectorVersionsFallBackOnMisalignedPointers) {
   CREMA_REQUIRE_CUDA();
   Context ctx(Device::cuda(0));
   for (const Shape& shape : {Shape{515, 64}, Shape{1001, 8}}) {
     SCOPED_TRACE(shape_str(shape));
     const std::vector<float> scalar = run_at_offset(ctx, shape, 1, BatchNormVersion::split_rows);
     EXPECT_EQ(testing::count_nan(scalar), 0);
-    EXPECT_TRUE(
-        testing::same_bits(scalar, run_at_offset(ctx, shape, 1, BatchNormVersion::split_rows_vec)));
+    for (const BatchNormVersion v :
+         {BatchNormVersion::split_rows_vec, BatchNormVersion::rows_tiled}) {
+      SCOPED_TRACE(name(v));
+      EXPECT_TRUE(testing::same_bits(scalar, run_at_offset(ctx, shape, 1, v)));
+    }
   }
 }
 

@@ -46,6 +46,11 @@ const Case kCases[] = {
     {{2, 64, 9, 7}, Layout::nhwc},
     {{1, 256, 5, 3}, Layout::nhwc},
     {{33, 256, 9, 9}, Layout::nhwc},  // several chunks of rows per 256-channel tile
+    // rows_tiled: a block is lanes = C / V threads across a row (tiles of at most 256)
+    {{3, 8, 1, 1}, Layout::nhwc},     // M = 3 rows of one bf16 vector
+    {{2, 2048, 3, 1}, Layout::nhwc},  // 256 lanes in bf16, 2 tiles in f32; one row a step
+    {{5, 520, 7, 3}, Layout::nhwc},   // 65 lanes (bf16), 3 rows a step: a pairwise tree of 3
+    {{128, 64, 9, 9}, Layout::nhwc},  // 8 lanes, 32 rows a step: several chunks of 512 rows
     {{2, 5, 45, 47}, Layout::nchw},   // split_channel in bf16 / f16
 };
 
@@ -190,6 +195,65 @@ TEST(BatchNormNhwcCuda, FusedMatchesTheReference) {
       EXPECT_LE(rel(ctx, p.dgamma, dgamma), 1e-5);
       EXPECT_LE(rel(ctx, p.dbeta, dbeta), 1e-5);
       EXPECT_LE(rel(ctx, p.rv, rv), 1e-5);
+    }
+  }
+}
+
+// Without gamma and beta, without dx (the parameter gradients only), and in place (y over x, dx
+// over dy), in every storage type, against the reference: the rows_tiled paths that
+// PlainMatchesTheReference leaves out.
+TEST(BatchNormNhwcCuda, NoAffineNoDxAndInPlace) {
+  CREMA_REQUIRE_CUDA();
+  Context ctx(Device::cuda(0));
+  for (DType dtype : {DType::f32, DType::bf16, DType::f16}) {
+    for (const Case& c : {Case{{3, 64, 5, 7}, Layout::nhwc}, Case{{2, 2048, 3, 1}, Layout::nhwc}}) {
+      SCOPED_TRACE(describe(c, dtype));
+      Random rng(7);
+      const BatchNormShape s = view(c);
+      const size_t n = size_t(shape_numel(c.shape)), C = size_t(s.C);
+      const double tolerance = testing::unit_roundoff(dtype) + 1e-5;
+      const HalfInput x = activation(ctx, rng, c, dtype, -1.0, 2.0);
+      const HalfInput dy = activation(ctx, rng, c, dtype, -1.0, 1.0);
+      Params p = params(ctx, rng, s.C);
+      Tensor none;
+      std::vector<double> y_ref(n), mean(C), invstd(C), dx_ref(n), dgamma(C, 0.0), dbeta(C, 0.0);
+
+      // No affine parameters: y and dx against the reference without gamma and beta.
+      Tensor y = output(ctx, c, dtype), dx = output(ctx, c, dtype);
+      batch_norm_forward_training(ctx, x.device, none, none, 1e-3f, 0.2f, y, p.mean, p.invstd, none,
+                                  none, none);
+      batch_norm_backward(ctx, x.device, dy.device, none, p.mean, p.invstd, true, dx, none, none);
+      ref::batch_norm_forward_training<double>(s, x.exact.data(), nullptr, nullptr, 1e-3, 0.2,
+                                               y_ref.data(), mean.data(), invstd.data(), nullptr,
+                                               nullptr, nullptr);
+      ref::batch_norm_backward<double>(s, x.exact.data(), dy.exact.data(), nullptr, mean.data(),
+                                       invstd.data(), true, dx_ref.data(), nullptr, nullptr);
+      EXPECT_LE(rel(ctx, y, y_ref), tolerance);
+      EXPECT_LE(rel(ctx, dx, dx_ref), tolerance);
+      EXPECT_LE(rel(ctx, p.mean, mean), 1e-5);
+
+      // In place, affine: y over (a copy of) x, dx over (a copy of) dy.
+      Tensor y_in_place = output(ctx, c, dtype), dx_in_place = output(ctx, c, dtype);
+      ctx.copy(y_in_place, x.device);
+      ctx.copy(dx_in_place, dy.device);
+      batch_norm_forward_training(ctx, y_in_place, p.g, p.b, 1e-3f, 0.2f, y_in_place, p.mean,
+                                  p.invstd, none, none, none);
+      batch_norm_backward(ctx, x.device, dx_in_place, p.g, p.mean, p.invstd, true, dx_in_place,
+                          none, none);
+      ref::batch_norm_forward_training<double>(s, x.exact.data(), p.gamma.data(), p.beta.data(),
+                                               1e-3, 0.2, y_ref.data(), mean.data(), invstd.data(),
+                                               nullptr, nullptr, nullptr);
+      ref::batch_norm_backward<double>(s, x.exact.data(), dy.exact.data(), p.gamma.data(),
+                                       mean.data(), invstd.data(), true, dx_ref.data(),
+                                       dgamma.data(), dbeta.data());
+      EXPECT_LE(rel(ctx, y_in_place, y_ref), tolerance);
+      EXPECT_LE(rel(ctx, dx_in_place, dx_ref), tolerance);
+
+      // No dx: only the parameter gradients (from zero), the sums' kernel and its finish.
+      batch_norm_backward(ctx, x.device, dy.device, p.g, p.mean, p.invstd, true, none, p.dgamma,
+                          p.dbeta);
+      EXPECT_LE(rel(ctx, p.dgamma, dgamma), 1e-5);
+      EXPECT_LE(rel(ctx, p.dbeta, dbeta), 1e-5);
     }
   }
 }

@@ -1,6 +1,6 @@
 // The fused batch norm + ReLU (+ residual) on the GPU: the same bits as the unfused chain on the
 // GPU in every case of batch_norm_relu_cases() and their nhwc forms (the statistics and sums are
-// the split_channel kernels' own, and split_rows' in nhwc), the same bits on every run, and close
+// the split_channel kernels' own, and rows_tiled's in nhwc), the same bits on every run, and close
 // to the CPU's fused results (the GPU's variance comes from sum x^2, the CPU's from squared
 // deviations: batch_norm_cuda.cu).
 #include <gtest/gtest.h>

@@ -174,8 +174,9 @@ inline std::vector<BatchNormReluCase> batch_norm_relu_cases() {
 }
 
 // The 4-D cases in channels-last, C = 13 (not a multiple of 8) with a channel of several
-// split_rows chunks: [N*H*W, C] rows of 13, and C = 64 and 256 (split_rows_vec's 16-byte path,
-// odd N*H*W; C = 4 above runs it in f32 with one thread per row).
+// split_rows chunks: [N*H*W, C] rows of 13, and C = 8, 64, 256 and 2048 (rows_tiled's 16-byte
+// path, odd N*H*W; C = 4 above runs it in f32 with one thread per row, in place, without dx or
+// dr, with fixed statistics).
 inline std::vector<BatchNormReluCase> batch_norm_relu_nhwc_cases() {
   std::vector<BatchNormReluCase> cases;
   for (BatchNormReluCase k : batch_norm_relu_cases()) {
@@ -184,7 +185,8 @@ inline std::vector<BatchNormReluCase> batch_norm_relu_nhwc_cases() {
     cases.push_back(k);
   }
   for (bool residual : {false, true}) {
-    for (const Shape& shape : {Shape{4, 13, 23, 25}, Shape{3, 64, 5, 7}, Shape{1, 256, 3, 5}}) {
+    for (const Shape& shape : {Shape{4, 13, 23, 25}, Shape{3, 64, 5, 7}, Shape{1, 256, 3, 5},
+                               Shape{3, 8, 7, 9}, Shape{2, 2048, 3, 1}}) {
       BatchNormReluCase k{shape, residual};
       k.layout = Layout::nhwc;
       cases.push_back(k);
