@@ -96,15 +96,21 @@ std::vector<std::pair<std::string, double>> test_command(const CommandOptions& o
 }
 
 void summary_command(const CommandOptions& options, std::ostream& out) {
-  Session s(options);
+  // Shapes and the plan need no device: the net is built on the host, as it would run on
+  // --device (its precision rules), so a machine without a GPU plans a GPU's net.
+  const Device plan_for = Device::parse(options.device);
+  CommandOptions on_host = options;
+  on_host.device = "cpu";
+  Session s(on_host);
   const ConfigNode& model = s.root.at("model");
   int64_t batch = 1;
   if (s.root.has("data") && s.root.at("data").has("train")) {
     batch = s.root.at("data").at("train").get<int64_t>("batch_size", 1);
   }
-  Net net(model, Phase::train, batch, s.registry, *s.ctx);
+  Net net(model, Phase::train, batch, s.registry, *s.ctx, &plan_for);
   if (s.root.has("solver")) apply_param_groups(s.root.at("solver"), net);
-  out << s.name << " (train phase, batch " << batch << ")\n" << net.summary();
+  out << s.name << " (train phase, batch " << batch << ", on " << plan_for.str() << ")\n"
+      << net.summary();
   const ParameterCounts counts = count_parameters(net);
   out << fmt::format("parameters: {} trained, {} frozen (lr_mult 0)\n", counts.trainable,
                      counts.frozen);

@@ -4,7 +4,9 @@
 
 namespace crema {
 
-const char* phase_name(Phase phase) { return phase == Phase::train ? "train" : "test"; }
+const char* phase_name(Phase phase) {
+  return phase == Phase::train ? "train" : "test";
+}
 
 size_t Layer::add_param(const std::string& role, const Shape& shape, Context& ctx,
                         float default_lr_mult, float default_decay_mult) {
@@ -35,6 +37,11 @@ size_t Layer::add_buffer(const std::string& role, const Shape& shape, Context& c
   ctx.fill(b.value, value);
   buffers_.push_back(std::move(b));
   return buffers_.size() - 1;
+}
+
+Tensor Layer::make_scratch(const Shape& shape, DType dtype, Context& ctx) const {
+  if (scratch_allocator_ == nullptr) return ctx.empty(shape, dtype);
+  return Tensor(shape, dtype, ctx.device(), scratch_allocator_);
 }
 
 void Layer::export_graph(const LayerIO&, GraphBuilder&) const {

@@ -141,6 +141,14 @@ class Layer {
   // Whether backward points each bottom's gradient at its top's storage instead of writing it
   // (a view: Flatten, Reshape), so that the plan gives both one place.
   virtual bool gradient_is_view() const { return false; }
+  // A tensor the layer touches only inside its own backward (Convolution's f32 filter gradient,
+  // summed there and added into the master gradient), null when it has none. Under the Net's
+  // memory plan it lives in the arena at that one moment, so every layer's scratch shares the
+  // same bytes: the Net hands the layer an allocator before setup (set_scratch_allocator), whose
+  // tensors get a shape without storage until the plan places them. Without one the layer takes
+  // the tensor from the context (a layer outside a Net, model.memory_plan: false).
+  virtual Tensor* backward_scratch() { return nullptr; }
+  void set_scratch_allocator(Allocator* allocator) { scratch_allocator_ = allocator; }
 
   // The algorithms the layer's kernels run, for `crema time` ("forward implicit_gemm, ..."), when
   // it has a choice of them (Convolution); "" otherwise.
@@ -174,9 +182,14 @@ class Layer {
   // Throws crema::Error "layer 'conv1' (Convolution): message".
   [[noreturn]] void fail(const std::string& message) const;
 
+  // A tensor for backward_scratch(): on the plan's allocator when the Net set one (no storage until
+  // the plan places it), else from the context.
+  Tensor make_scratch(const Shape& shape, DType dtype, Context& ctx) const;
+
   LayerSpec spec_;
   std::vector<Param> params_;
   std::vector<Buffer> buffers_;
+  Allocator* scratch_allocator_ = nullptr;  // set_scratch_allocator
 };
 
 }  // namespace crema

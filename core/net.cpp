@@ -30,16 +30,17 @@ std::string join(const std::vector<std::string>& items) {
 }  // namespace
 
 Net::Net(const ConfigNode& model, Phase phase, int64_t batch_size, const LayerRegistry& registry,
-         Context& ctx)
+         Context& ctx, const Device* plan_for)
     : model_(model),
       phase_(phase),
       batch_size_(batch_size),
       allocator_(&ctx.allocator()),
-      device_(ctx.device()) {
+      device_(ctx.device()),
+      runs_on_(plan_for != nullptr ? *plan_for : ctx.device()) {
   if (batch_size_ <= 0)
     throw Error("batch size must be positive, got " + std::to_string(batch_size));
   memory_plan_ = model_.is_map() && model_.get<bool>("memory_plan", true);
-  precision_ = read_net_precision(model_, device_);
+  precision_ = read_net_precision(model_, runs_on_);
   std::vector<LayerSpec> specs = read_layer_specs(model_);
   fuse_layers(model_, specs);
   insert_splits(specs);

@@ -45,8 +45,11 @@ namespace crema {
 
 class Net {
  public:
+  // `plan_for`, when given, is the device whose precision rules (which dtype and layout each
+  // layer runs: core/net_precision.h) shape the net instead of ctx's: `crema summary --device
+  // cuda:0` plans a GPU's bf16 channels-last net on a host context, on a machine without one.
   Net(const ConfigNode& model, Phase phase, int64_t batch_size, const LayerRegistry& registry,
-      Context& ctx);
+      Context& ctx, const Device* plan_for = nullptr);
   Net(const Net&) = delete;
   Net& operator=(const Net&) = delete;
 
@@ -188,6 +191,7 @@ class Net {
   // Where planned values and gradients live, by blob index (net_memory.cpp); declared before the
   // blobs so that they outlive the tensors that point at them.
   std::vector<std::unique_ptr<PlacedAllocator>> value_places_, grad_places_;
+  std::vector<std::unique_ptr<PlacedAllocator>> scratch_places_;  // by layer index
   std::vector<std::unique_ptr<Blob>> blobs_;
   std::map<std::string, size_t> blob_index_;  // name -> latest blob bearing it
   std::vector<std::unique_ptr<Layer>> layers_;
@@ -204,7 +208,8 @@ class Net {
   bool memory_plan_ = true;
   NetPrecision precision_;  // model.precision and model.layout (core/net_precision.h)
   Allocator* allocator_;    // the context's: the arena and the kept values come from it
-  Device device_;
+  Device device_;           // the context's: where the tensors live
+  Device runs_on_;          // whose precision rules the layers follow (the constructor's plan_for)
   Tensor arena_;
   std::vector<bool> value_kept_;  // by blob index
   std::set<std::string> kept_names_;

@@ -39,7 +39,7 @@ void Net::build(std::vector<LayerSpec> specs, const LayerRegistry& registry, Con
     std::unique_ptr<Layer> layer = registry.create(spec);
     BlobFormat format;
     try {
-      format = layer_format(*layer, precision_, device_);
+      format = layer_format(*layer, precision_, runs_on_);
     } catch (const Error& e) {
       if (spec.node != nullptr && spec.node->has("precision"))
         spec.node->at("precision").fail(e.what());
@@ -107,6 +107,8 @@ void Net::add_layer(LayerSpec spec, std::unique_ptr<Layer> made, const BlobForma
       spec.node ? spec.node->get<float>("loss_weight", default_weight) : default_weight;
   w.loss_weights.assign(spec.tops.size(), 0.0f);
   if (!w.loss_weights.empty()) w.loss_weights[0] = weight;
+  scratch_places_.push_back(std::make_unique<PlacedAllocator>());
+  if (memory_plan_) layer.set_scratch_allocator(scratch_places_.back().get());
   const size_t held_before = allocator_->current_bytes();
   try {
     layer.setup(w.bottoms, w.tops, ctx);

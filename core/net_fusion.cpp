@@ -69,10 +69,10 @@ std::string short_name(const std::string& first, const std::string& name) {
   return name.substr(cut);
 }
 
-// A BatchNorm + ReLU in place on x would keep a copy of x for its backward (y overwrites it). When
-// x is written by a layer out of place and only the BatchNorm reads it, that layer writes it as
-// "<x>/bn_input" instead and the fused layer reads it there: no copy, no second buffer, and x
-// still names what it named (in place, the ReLU's output).
+// A BatchNorm (+ ReLU) in place on x would keep a copy of x for its backward (y overwrites it).
+// When x is written by a layer out of place and only the BatchNorm reads it, that layer writes it
+// as "<x>/bn_input" instead and `fused` (the fused layer, or the BatchNorm itself) reads it there:
+// no copy, no second buffer, and x still names what it named (in place, the output).
 void write_input_apart(std::vector<LayerSpec>& specs, const std::vector<bool>& removed, size_t i,
                        std::set<std::string>& blobs, LayerSpec& fused) {
   const std::string& x = specs[i].bottoms[0];
@@ -137,6 +137,14 @@ void fuse_layers(const ConfigNode& model, std::vector<LayerSpec>& specs) {
     removed[at] = false;
     names.insert(fused.name);
     specs[at] = std::move(fused);
+  }
+  // A BatchNorm left alone and in place (ResNet's downsampling shortcut, whose sum the block's
+  // other BatchNorm absorbed) has its input written apart too: no copy of x to write and keep.
+  for (size_t i = 0; i < specs.size(); ++i) {
+    LayerSpec& bn = specs[i];
+    if (removed[i] || !is_plain(bn, "BatchNorm") || bn.bottoms.size() != 1) continue;
+    if (bn.tops != bn.bottoms || bn.node->get<bool>("sync", false)) continue;
+    write_input_apart(specs, removed, i, blobs, bn);
   }
   std::vector<LayerSpec> kept;
   for (size_t i = 0; i < specs.size(); ++i) {

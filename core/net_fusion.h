@@ -21,6 +21,8 @@
 // ReLU in place on x (as the zoo configs write them) would have to copy x for its backward; when
 // x comes out of place from one layer that only the BatchNorm reads, that layer writes it as
 // "<x>/bn_input" instead and the fused layer reads it from there (x still names the ReLU's output).
+// A BatchNorm that stays alone, in place on such an x (ResNet's downsampling shortcut: the block's
+// other BatchNorm absorbed the sum), reads its input apart the same way.
 //
 // `model.fuse: false` turns the pass off (default true).
 #pragma once

@@ -4,7 +4,8 @@
 //   t = i           layer i's forward (reads its bottoms, writes its tops)
 //   t = n           backward begins: loss gradients set to their weights, unwritten ones zeroed
 //   t = 2n - i      layer i's backward (reads its top gradients, writes its bottoms' gradients,
-//                   and reads the values Layer::backward_reads names)
+//                   reads the values Layer::backward_reads names, and uses its scratch,
+//                   Layer::backward_scratch: alive at this moment alone)
 // A value lives from its producer's forward to its last reader; a gradient from its first writer
 // to its last reader. A test net runs forward only, and no layer of it runs backward, so each
 // value there dies at its last forward reader and no gradient has storage (Net::backward refuses
@@ -99,6 +100,7 @@ void Net::keep(const std::string& name) {
 void Net::unplace_memory() {
   for (auto& place : value_places_) place->unplace();
   for (auto& place : grad_places_) place->unplace();
+  for (auto& place : scratch_places_) place->unplace();
 }
 
 void Net::plan_memory() {
@@ -171,13 +173,15 @@ void Net::plan_memory() {
   for (const auto& [top, weight] : loss_tops_) grad_at(top, int(n));
   if (phase_ == Phase::test) std::fill(grad_life.begin(), grad_life.end(), Lifetime());
 
-  // One block per planned group: values first, then gradients, in blob order.
+  // One block per planned group: values first, then gradients, in blob order; then the layers'
+  // backward scratches, each alive at its layer's backward alone.
+  enum class Kind { value, grad, scratch };
   std::vector<MemoryBlock> blocks;
-  std::vector<std::pair<size_t, bool>> owner;  // (root blob, is gradient)
+  std::vector<std::pair<size_t, Kind>> owner;  // (root blob, or layer for a scratch; kind)
   for (size_t r = 0; r < nb; ++r) {
     if (root_of(value_group, r) != r || kept[r]) continue;
     blocks.push_back({blobs_[r]->value.nbytes(), value_life[r], 0});
-    owner.emplace_back(r, false);
+    owner.emplace_back(r, Kind::value);
   }
   for (size_t r = 0; r < nb; ++r) {
     if (root_of(grad_group, r) != r || is_input[r] || grad_life[r].empty()) continue;
@@ -189,7 +193,15 @@ void Net::plan_memory() {
       }
     }
     blocks.push_back({bytes, grad_life[r], 0});
-    owner.emplace_back(r, true);
+    owner.emplace_back(r, Kind::grad);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const Tensor* scratch = layers_[i]->backward_scratch();
+    if (scratch == nullptr || phase_ == Phase::test || !runs_backward_[i]) continue;
+    Lifetime life;
+    life.add(int(2 * n - i));
+    blocks.push_back({scratch->nbytes(), life, 0});
+    owner.emplace_back(i, Kind::scratch);
   }
 
   // The last plan's places still serve when the lives are the same and every block fits (a
@@ -223,15 +235,29 @@ void Net::plan_memory() {
     if (kept[r] && !value_kept_[r]) v = remade(v, v.dtype(), allocator_);
     value_kept_[r] = kept[r];
   }
+  for (auto& place : scratch_places_) place->unplace();  // a layer that no longer runs backward
   for (size_t k = 0; k < blocks.size(); ++k) {
-    const auto [r, is_grad] = owner[k];
-    PlacedAllocator& place = is_grad ? *grad_places_[r] : *value_places_[r];
+    const auto [r, kind] = owner[k];
+    PlacedAllocator& place = kind == Kind::scratch ? *scratch_places_[r]
+                             : kind == Kind::grad  ? *grad_places_[r]
+                                                   : *value_places_[r];
     place.place(base + plan_blocks_[k].offset, plan_blocks_[k].bytes);
+    if (kind == Kind::scratch) {
+      Tensor& scratch = *layers_[r]->backward_scratch();
+      scratch = remade(scratch, scratch.dtype(), &place);
+      continue;
+    }
     Blob& b = *blobs_[r];
-    if (is_grad) {
+    if (kind == Kind::grad) {
       b.grad = remade(b.value, b.grad.dtype(), &place);
     } else {
       b.value = remade(b.value, b.value.dtype(), &place);
+    }
+  }
+  for (size_t i = 0; i < n; ++i) {  // scratches the plan leaves out: a shape without storage
+    Tensor* scratch = layers_[i]->backward_scratch();
+    if (scratch != nullptr && !scratch_places_[i]->placed()) {
+      *scratch = remade(*scratch, scratch->dtype(), scratch_places_[i].get());
     }
   }
   for (size_t i = 0; i < nb; ++i) {

@@ -11,7 +11,11 @@
 // copy in the bottom's dtype and layout (nhwc: KRSC), refreshed from the master at each forward
 // (kernels::convert); backward sums the filter gradient into a zeroed scratch of the master
 // gradient's dtype in that layout (the tensor cores accumulate fp32) and adds it into the master
-// gradient (kernels::convert, accumulate). Both are the layer's state, made at reshape. The bias
+// gradient (kernels::convert, accumulate). Both are made at reshape: the copy is the layer's
+// state (read by forward and backward); the scratch is its backward_scratch(), which the Net's
+// memory plan places in the arena for that layer's backward alone, so that all layers' scratches
+// share bytes with each other and with values dead by then (ResNet-50 bf16: 90 MiB of f32
+// scratches fit in bytes the arena holds anyway). The bias
 // and its gradient stay f32 [K] and are used as they are. An f32 (or f64) nchw bottom reads the
 // master itself.
 #pragma once
@@ -95,6 +99,10 @@ class ConvolutionBase : public WeightedLayer {
 
   // dL/dw reads x; dL/dx reads only dL/dy and the weights.
   BackwardReads backward_reads() const override { return {true, false}; }
+  // The filter gradient's scratch is used within backward alone: the plan shares its bytes.
+  Tensor* backward_scratch() override {
+    return weight_grad_scratch_.defined() ? &weight_grad_scratch_ : nullptr;
+  }
 
   // On CUDA in nhwc each pass has one kernel (kernels/convolution/convolution.h): "forward
   // tc_wgmma, backward_data tc_wgmma, backward_filter tc_implicit_gemm (bf16 nhwc)".
@@ -155,8 +163,8 @@ class ConvolutionBase : public WeightedLayer {
   std::string nhwc_kernels_;    // what describe_algorithm says on CUDA in nhwc
 
   // The compute copy and the gradient scratch, when the 4-D bottom x is nhwc or x is 16-bit,
-  // made at the first reshape (the Net's setup; the Net counts them as the layer's state) and
-  // again only when x's dtype or layout changes.
+  // made at the first reshape (the Net's setup; the Net counts the copy as the layer's state and
+  // plans the scratch) and again only when x's dtype or layout changes.
   void make_compute_weight(const Tensor& x, Context& ctx) {
     const bool nhwc = x.ndim() == 4 && x.layout() == Layout::nhwc;
     const bool copy = nhwc || (x.dtype() != DType::f32 && x.dtype() != DType::f64);
@@ -174,7 +182,7 @@ class ConvolutionBase : public WeightedLayer {
     compute_weight_.set_layout(layout);
     weight_grad_scratch_ = Tensor();
     if (weight_grad() != nullptr) {
-      weight_grad_scratch_ = ctx.empty(shape, kernels::conv_parameter_dtype(x.dtype()));
+      weight_grad_scratch_ = make_scratch(shape, kernels::conv_parameter_dtype(x.dtype()), ctx);
       weight_grad_scratch_.set_layout(layout);
     }
   }

@@ -274,6 +274,21 @@ std::string summary_row(const std::string& text, const std::string& name) {
   return "(no row " + name + ")";
 }
 
+// Summary builds the net on the host by --device's precision rules: a GPU's bf16 channels-last
+// plan on any machine, with or without a GPU.
+TEST_F(RunFiles, SummaryPlansForTheDeviceOnTheHost) {
+  options_.device = "cuda:0";
+  options_.overrides.push_back("+model.precision=bf16");
+  std::ostringstream out;
+  summary_command(options_, out);
+  const std::string text = out.str();
+  EXPECT_NE(text.find("(train phase, batch 16, on cuda:0)"), std::string::npos) << text;
+  EXPECT_NE(text.find("precision bf16, layout nhwc"), std::string::npos) << text;
+  EXPECT_EQ(summary_row(text, "conv1"), "conv1 Convolution [16, 8, 8, 8] bf16 nhwc 80 73728")
+      << text;
+  EXPECT_NE(text.find("planned peak:"), std::string::npos) << text;
+}
+
 TEST_F(RunFiles, SummaryCountsParametersMultiplyAddsAndMemory) {
   std::ostringstream out;
   summary_command(options_, out);

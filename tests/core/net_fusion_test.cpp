@@ -81,6 +81,29 @@ TEST(NetFusion, InPlaceInputWrittenApart) {
   EXPECT_EQ(in_place["bn+relu"], (std::vector<std::string>{"c"}));
 }
 
+// A BatchNorm left alone in place on such a blob (a downsampling shortcut's, its sum absorbed by
+// the other branch's BatchNorm) reads it apart too; in place after an in-place layer it copies.
+TEST(NetFusion, LoneBatchNormInputWrittenApart) {
+  const std::string net = R"(
+  - {name: conv, type: Convolution, bottom: data, top: c, num_output: 3, kernel_size: 1}
+  - {name: ds, type: Convolution, bottom: data, top: d, num_output: 3, kernel_size: 1}
+  - {name: bn, type: BatchNorm, bottom: c, top: c}
+  - {name: ds_bn, type: BatchNorm, bottom: d, top: d}
+  - {name: add, type: Eltwise, bottom: [c, d], top: s}
+  - {name: relu, type: ReLU, bottom: s, top: s}
+)";
+  auto bottoms = bottoms_of(net);
+  EXPECT_EQ(bottoms["bn+add+relu"], (std::vector<std::string>{"c", "d"}));
+  EXPECT_EQ(bottoms["ds_bn"], (std::vector<std::string>{"d/bn_input"}));
+  auto in_place = bottoms_of(
+      R"(
+  - {name: sig, type: Sigmoid, bottom: data, top: d}
+  - {name: sig2, type: Sigmoid, bottom: d, top: d}
+  - {name: ds_bn, type: BatchNorm, bottom: d, top: d}
+)");
+  EXPECT_EQ(in_place["ds_bn"], (std::vector<std::string>{"d"}));
+}
+
 TEST(NetFusion, BatchNormAddReLU) {
   const std::string net = R"(
   - {name: conv, type: Convolution, bottom: data, top: c, num_output: 3, kernel_size: 1}

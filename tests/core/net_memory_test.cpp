@@ -103,10 +103,13 @@ layers:
 
 const char* kSolver = "{type: sgd, base_lr: 0.1, momentum: 0.9, weight_decay: 0.001, iter_size: 2}";
 
-// The plan on or off; `fuse` as core/net_fusion.h's key (on, bn1 + relu1 run as one layer).
-ConfigNode model_with_plan(const char* yaml, bool plan, bool fuse = true) {
-  return parse_config(std::string("memory_plan: ") + (plan ? "true" : "false") +
-                          "\nfuse: " + (fuse ? "true" : "false") + "\n" + yaml,
+// The plan on or off; `fuse` as core/net_fusion.h's key (on, bn1 + relu1 run as one layer);
+// `layout` model.layout's (nhwc: each convolution runs a compute copy of its weights and sums its
+// filter gradient in a scratch the plan places: layers/convolution_base.h).
+ConfigNode model_with_plan(const char* yaml, bool plan, bool fuse = true,
+                           const char* layout = "nchw") {
+  return parse_config(std::string("memory_plan: ") + (plan ? "true" : "false") + "\nfuse: " +
+                          (fuse ? "true" : "false") + "\nlayout: " + layout + "\n" + yaml,
                       "net.yaml");
 }
 
@@ -119,9 +122,9 @@ void fill_batch(Net& net, uint64_t seed) {
 
 // Every loss of a few training steps, the test net's outputs at batch 3 and at a last batch of
 // 2, and the trained weights.
-std::vector<float> train(bool plan) {
+std::vector<float> train(bool plan, const char* layout = "nchw") {
   Context ctx;
-  const ConfigNode model = model_with_plan(kNet, plan);
+  const ConfigNode model = model_with_plan(kNet, plan, true, layout);
   Net net(model, Phase::train, 4, builtin_layers(), ctx);
   Net test(model, Phase::test, 3, builtin_layers(), ctx);
   test.share_params_from(net);
@@ -158,6 +161,56 @@ TEST(MemoryPlan, TrainingGivesTheSameBitsAsKeepingEverything) {
   ASSERT_EQ(planned.size(), whole.size());
   for (size_t i = 0; i < planned.size(); ++i) {
     ASSERT_EQ(planned[i], whole[i]) << "value " << i;  // bit for bit, NaN excepted (none here)
+  }
+}
+
+// In nhwc the convolutions' filter-gradient scratches live in the arena, each at its layer's
+// backward alone, sharing bytes with what is dead by then: the bits must not change.
+TEST(MemoryPlan, NhwcTrainingGivesTheSameBitsAsKeepingEverything) {
+  const std::vector<float> planned = train(true, "nhwc"), whole = train(false, "nhwc");
+  ASSERT_EQ(planned.size(), whole.size());
+  for (size_t i = 0; i < planned.size(); ++i) ASSERT_EQ(planned[i], whole[i]) << "value " << i;
+}
+
+// A convolution's scratch is planned, not the layer's own state: in nhwc the convolutions keep
+// only the compute copies of their weights beyond what they keep in nchw; the arena holds each
+// scratch.
+TEST(MemoryPlan, ConvolutionScratchesAreInTheArena) {
+  const char* yaml = R"(
+inputs: {data: [3, 8, 8], label: []}
+layers:
+  - {name: conv1, type: Convolution, bottom: data, top: conv1, num_output: 16, kernel_size: 3}
+  - {name: relu1, type: ReLU, bottom: conv1, top: conv1}
+  - {name: conv2, type: Convolution, bottom: conv1, top: conv2, num_output: 32, kernel_size: 3}
+  - {name: fc, type: InnerProduct, bottom: conv2, top: fc, num_output: 5}
+  - {name: loss, type: SoftmaxWithLoss, bottom: [fc, label], top: loss}
+)";
+  Context ctx;
+  Net net(model_with_plan(yaml, true, true, "nhwc"), Phase::train, 2, builtin_layers(), ctx);
+  Net nchw(model_with_plan(yaml, true), Phase::train, 2, builtin_layers(), ctx);
+  int64_t copies = 0;
+  std::vector<const Tensor*> scratches;
+  for (size_t i = 0; i < net.num_layers(); ++i) {
+    Layer& layer = net.layer(i);
+    if (layer.type() != "Convolution") continue;
+    copies += int64_t(layer.params()[0].value.nbytes());  // the f32 nhwc compute copy
+    const Tensor* scratch = layer.backward_scratch();
+    ASSERT_NE(scratch, nullptr) << layer.name();
+    EXPECT_EQ(scratch->shape(), layer.params()[0].value.shape());
+    EXPECT_EQ(scratch->layout(), Layout::nhwc);
+    EXPECT_NE(scratch->raw(), nullptr) << layer.name() << ": placed";
+    scratches.push_back(scratch);
+  }
+  ASSERT_EQ(scratches.size(), 2u);
+  EXPECT_EQ(net.memory().layer_state - nchw.memory().layer_state, copies);
+
+  // Without the plan each convolution takes its scratch from the context.
+  Net whole(model_with_plan(yaml, false, true, "nhwc"), Phase::train, 2, builtin_layers(), ctx);
+  for (size_t i = 0; i < whole.num_layers(); ++i) {
+    if (whole.layer(i).type() != "Convolution") continue;
+    const Tensor* scratch = whole.layer(i).backward_scratch();
+    ASSERT_NE(scratch, nullptr);
+    EXPECT_NE(scratch->raw(), nullptr);
   }
 }
 
