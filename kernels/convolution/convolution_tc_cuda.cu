@@ -376,8 +376,8 @@ void conv2d_tc_forward(const Conv2dGeometry& g, TcType type, const void* x, cons
   auto* ys = static_cast<uint16_t*>(y);
   auto* stats = static_cast<float*>(workspace);
   const bool with_stats = epilogue.sum != nullptr;
-  if (aligned16(x) && aligned16(w) && aligned4(y) &&
-      (epilogue.residual == nullptr || aligned4(epilogue.residual)) &&
+  if (aligned16(x) && aligned16(w) && aligned16(y) &&
+      (epilogue.residual == nullptr || aligned16(epilogue.residual)) &&
       conv2d_tc_forward_uses_wgmma(g, kernels)) {
     wgmma_forward(g, type, x, w, y, epilogue, stats, stream);
     if (with_stats) sum_channel_stats(stats, wgmma_forward_stats_rows(g), p.K, epilogue, stream);
@@ -403,7 +403,7 @@ void conv2d_tc_backward_data(const Conv2dGeometry& g, TcType type, const void* d
                                                       p.S, p.Cg, p.stride_h, p.stride_w,
                                                       p.dilation_h, p.dilation_w, total, wt);
   gpu::check_launch("conv2d_tc_backward_data (filter transpose)");
-  if (aligned16(dy) && aligned16(wt) && aligned4(dx) &&
+  if (aligned16(dy) && aligned16(wt) && aligned16(dx) &&
       conv2d_tc_backward_data_uses_wgmma(g, kernels)) {
     return wgmma_backward_data(g, type, dy, wt, dx, stream);
   }

@@ -3,8 +3,8 @@
 // convolution_tc_wgmma_sm90a.cu, convolution_tc_wgmma_filter_sm90a.cu), as the entry points of
 // convolution_tc_cuda.cu and convolution_tc_filter_cuda.cu call them: the geometries they take,
 // their workspaces, the three passes. Host code; the callers check the device (compute capability
-// 9.0) and the pointers' alignment (x, w, dy and wt 16 bytes: the copy engine's; y, residual and
-// dx 4 bytes: pairs of outputs).
+// 9.0) and the pointers' alignment (16 bytes: x, w, dy and wt for the copy engine; y, residual and
+// dx for the epilogue's 16-byte accesses).
 #pragma once
 
 #include "core/cuda_runtime.h"

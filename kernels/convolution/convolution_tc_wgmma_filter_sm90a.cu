@@ -138,8 +138,9 @@ struct FilterProblem {
     }
   }
   // Thread (warp w, lane l) of warpgroup `consumer` holds rows 16w + l/4 and +8 of its 64,
-  // columns 8j + 2(l%4), +1: values 4j, 4j+1 and 4j+2, 4j+3.
-  __device__ void store(const Where& w, int consumer, const float (&acc)[BN / 2]) const {
+  // columns 8j + 2(l%4), +1: values 4j, 4j+1 and 4j+2, 4j+3. The partials are fp32 written once,
+  // straight from the fragments (no scratch: the ring goes unused here).
+  __device__ void store(const Where& w, int consumer, const float (&acc)[BN / 2], float*) const {
     const int warp = threadIdx.x % 128 / 32, lane = threadIdx.x % 32;
     const int i = w.i0 + consumer * 64 + warp * 16 + lane / 4;
     float* first = partial + (int64_t(w.slice) * taps + w.tap) * I * J;

@@ -94,8 +94,24 @@ struct Rows {
   }
 };
 
-// Forward: y[m, k] = act(acc + bias[k] + residual[m, k]) rounded once (residual may be y: each
-// pair is read, then written, by the thread that owns it).
+// Eight 16-bit values (16 bytes) as four pairs, and back.
+template <class E>
+__device__ __forceinline__ uint4 pack8(const float (&v)[8]) {
+  return make_uint4(E::pack(v[0], v[1]), E::pack(v[2], v[3]), E::pack(v[4], v[5]),
+                    E::pack(v[6], v[7]));
+}
+template <class E>
+__device__ __forceinline__ void widen8(uint4 bits, float (&v)[8]) {
+  const uint32_t pairs[4] = {bits.x, bits.y, bits.z, bits.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    v[2 * i] = E::widen(uint16_t(pairs[i] & 0xffffu));
+    v[2 * i + 1] = E::widen(uint16_t(pairs[i] >> 16));
+  }
+}
+
+// Forward: y[m, k] = act(acc + bias[k] + residual[m, k]) rounded once, 8 channels (16 bytes) at a
+// time (residual may be y: each 16 bytes are read, then written, by the thread that owns them).
 template <class E, bool STATS>
 struct ForwardOut {
   static constexpr bool kStats = STATS;
@@ -108,21 +124,31 @@ struct ForwardOut {
 
   using Row = int64_t;  // the pixel's first element
   __device__ Row row(int m) const { return int64_t(m) * K; }
-  // Channels k, k+1; returns the two values as stored.
-  __device__ float2 store(Row at, int k, float v0, float v1) const {
-    if (bias != nullptr) v0 += bias[k], v1 += bias[k + 1];
-    if (residual != nullptr) {
-      const uint32_t r = *reinterpret_cast<const uint32_t*>(residual + at + k);
-      v0 += E::widen(uint16_t(r & 0xffffu)), v1 += E::widen(uint16_t(r >> 16));
+  // Channels k .. k+7 of v, which becomes the values as stored.
+  __device__ void store(Row at, int k, float (&v)[8]) const {
+    if (bias != nullptr) {
+#pragma unroll
+      for (int i = 0; i < 8; ++i) v[i] += bias[k + i];
     }
-    if (relu) v0 = fmaxf(v0, 0.0f), v1 = fmaxf(v1, 0.0f);
-    const uint32_t pair = E::pack(v0, v1);
-    *reinterpret_cast<uint32_t*>(y + at + k) = pair;
-    return make_float2(E::widen(uint16_t(pair & 0xffffu)), E::widen(uint16_t(pair >> 16)));
+    if (residual != nullptr) {
+      float r[8];
+      widen8<E>(*reinterpret_cast<const uint4*>(residual + at + k), r);
+#pragma unroll
+      for (int i = 0; i < 8; ++i) v[i] += r[i];
+    }
+    if (relu) {
+#pragma unroll
+      for (int i = 0; i < 8; ++i) v[i] = fmaxf(v[i], 0.0f);
+    }
+    const uint4 packed = pack8<E>(v);
+    *reinterpret_cast<uint4*>(y + at + k) = packed;
+    widen8<E>(packed, v);
   }
-  __device__ void store_stats(int row, int k, float2 sum, float2 squares) const {
+  __device__ void store_stats(int row, int k, const float (&sum)[8],
+                              const float (&squares)[8]) const {
     float* first = stats + int64_t(row) * 2 * K + k;
-    first[0] = sum.x, first[1] = sum.y, first[K] = squares.x, first[K + 1] = squares.y;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) first[i] = sum[i], first[K + i] = squares[i];
   }
 };
 
@@ -143,17 +169,17 @@ struct DataOut {
     return {(int64_t(n) * H * W + int64_t(h) * W + w) * C, min(stride_h, H - h),
             min(stride_w, W - w)};
   }
-  __device__ float2 store(const Row& r, int c, float v0, float v1) const {
-    const uint32_t pair = E::pack(v0, v1);
+  // Channels c .. c+7.
+  __device__ void store(const Row& r, int c, float (&v)[8]) const {
+    const uint4 packed = pack8<E>(v), zeros = make_uint4(0u, 0u, 0u, 0u);
     for (int a = 0; a < r.rows; ++a) {
       for (int b = 0; b < r.cols; ++b) {
-        *reinterpret_cast<uint32_t*>(dx + r.at + (int64_t(a) * W + b) * C + c) =
-            a == 0 && b == 0 ? pair : 0u;
+        *reinterpret_cast<uint4*>(dx + r.at + (int64_t(a) * W + b) * C + c) =
+            a == 0 && b == 0 ? packed : zeros;
       }
     }
-    return make_float2(0.0f, 0.0f);
   }
-  __device__ void store_stats(int, int, float2, float2) const {}
+  __device__ void store_stats(int, int, const float (&)[8], const float (&)[8]) const {}
 };
 
 // The GEMM C[rows, columns] = A[rows, inner] * B[columns, inner]^T, both K-major: A's rows and
@@ -177,35 +203,62 @@ struct ConvProblem {
     wg::tma_load_2d(stage + wg::Ring<BN>::A_BYTES, map_b, bar, rows.b_column(slab), tile.n * BN);
   }
 
+  // The epilogue goes through shared memory, so that global memory sees 16-byte accesses with
+  // consecutive lanes on consecutive addresses (the fragments hold 2 neighbouring columns a
+  // thread: 4-byte stores, 16 bytes of a row a warp instruction, half of each 32-byte sector).
   // Thread (warp w, lane l) of warpgroup `consumer` holds rows 16w + l/4 and +8 of its 64,
-  // columns 8j + 2(l%4), +1: values 4j, 4j+1 and 4j+2, 4j+3.
-  __device__ void store(detail::TileCoord tile, int consumer, const float (&acc)[BN / 2]) const {
+  // columns 8j + 2(l%4), +1: values 4j, 4j+1 and 4j+2, 4j+3. Each warp parks its 16 rows in its
+  // own piece of the scratch, then reads them back as BN/8 chunks of 8 channels a row, a lane a
+  // chunk, 32 / (BN/8) rows at a time. A lane reads its chunk's two 16-byte halves in an order
+  // that alternates every 4 chunks: the 8 lanes of one 16-byte access phase then cover all 32
+  // banks once.
+  __device__ void store(detail::TileCoord tile, int consumer, const float (&acc)[BN / 2],
+                        float* staging) const {
+    using R = wg::Ring<BN>;
+    constexpr int kChunks = BN / 8, kRowsAtOnce = 32 / kChunks;
     const int warp = threadIdx.x % 128 / 32, lane = threadIdx.x % 32;
-    const int r0 = consumer * 64 + warp * 16 + lane / 4;
-    const int m0 = rows.at(tile.m, r0), m1 = rows.at(tile.m, r0 + 8);
-    const typename Out::Row row0 = out.row(max(m0, 0)), row1 = out.row(max(m1, 0));
+    float* mine = staging + threadIdx.x / 32 * R::STAGING_WARP_FLOATS;
 #pragma unroll
     for (int j = 0; j < BN / 8; ++j) {
-      const int n = tile.n * BN + 8 * j + 2 * (lane % 4);
-      float2 a = make_float2(0.0f, 0.0f), b = a;
-      if (n < columns) {  // columns is a multiple of 8: n + 1 too
-        if (m0 >= 0) a = out.store(row0, n, acc[4 * j], acc[4 * j + 1]);
-        if (m1 >= 0) b = out.store(row1, n, acc[4 * j + 2], acc[4 * j + 3]);
-      }
-      if constexpr (Out::kStats) {
-        // The 8 lanes of one l%4 hold the warp's 16 rows of these columns: a fixed butterfly.
-        float2 sum = make_float2(a.x + b.x, a.y + b.y);
-        float2 squares = make_float2(a.x * a.x + b.x * b.x, a.y * a.y + b.y * b.y);
+      float* at = mine + lane / 4 * R::STAGING_PITCH + 8 * j + 2 * (lane % 4);
+      *reinterpret_cast<float2*>(at) = make_float2(acc[4 * j], acc[4 * j + 1]);
+      *reinterpret_cast<float2*>(at + 8 * R::STAGING_PITCH) =
+          make_float2(acc[4 * j + 2], acc[4 * j + 3]);
+    }
+    __syncwarp();
+    const int chunk = lane % kChunks, n = tile.n * BN + 8 * chunk;
+    const int first_half = chunk / 4 % 2;
+    float sum[8], squares[8];
 #pragma unroll
-        for (int mask = 4; mask < 32; mask *= 2) {
-          sum.x += __shfl_xor_sync(0xffffffffu, sum.x, mask);
-          sum.y += __shfl_xor_sync(0xffffffffu, sum.y, mask);
-          squares.x += __shfl_xor_sync(0xffffffffu, squares.x, mask);
-          squares.y += __shfl_xor_sync(0xffffffffu, squares.y, mask);
+    for (int i = 0; i < 8; ++i) sum[i] = 0.0f, squares[i] = 0.0f;
+#pragma unroll
+    for (int pass = 0; pass < 16 / kRowsAtOnce; ++pass) {
+      const int r = pass * kRowsAtOnce + lane / kChunks;
+      const float* src = mine + r * R::STAGING_PITCH + 8 * chunk;
+      const float4 first = *reinterpret_cast<const float4*>(src + 4 * first_half);
+      const float4 second = *reinterpret_cast<const float4*>(src + 4 - 4 * first_half);
+      const float4 lo = first_half ? second : first, hi = first_half ? first : second;
+      float v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+      const int m = rows.at(tile.m, consumer * 64 + warp * 16 + r);
+      if (m < 0 || n >= columns) continue;  // columns is a multiple of 8: the chunk is whole
+      out.store(out.row(m), n, v);
+      if constexpr (Out::kStats) {
+#pragma unroll
+        for (int i = 0; i < 8; ++i) sum[i] += v[i], squares[i] += v[i] * v[i];
+      }
+    }
+    if constexpr (Out::kStats) {
+      // The warp's 16 rows of each chunk: the lanes of one chunk, in a fixed butterfly.
+#pragma unroll
+      for (int mask = kChunks; mask < 32; mask *= 2) {
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+          sum[i] += __shfl_xor_sync(0xffffffffu, sum[i], mask);
+          squares[i] += __shfl_xor_sync(0xffffffffu, squares[i], mask);
         }
-        if (lane < 4 && n < columns) {
-          out.store_stats(tile.m * 8 + consumer * 4 + warp, n, sum, squares);
-        }
+      }
+      if (lane < kChunks && n < columns) {
+        out.store_stats(tile.m * 8 + consumer * 4 + warp, n, sum, squares);
       }
     }
   }
