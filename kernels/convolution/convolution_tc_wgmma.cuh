@@ -304,11 +304,15 @@ inline EncodeTiled tensor_map_encoder() {
 
 // A tensor map over 16-bit elements: `rank` dimensions (innermost, the channels, first; sizes
 // `dims`, byte strides of dimensions 1.. `strides`), boxes `box` (64 channels = 128 bytes first),
-// written 128B-swizzled, zeros outside the tensor.
+// written 128B-swizzled, zeros outside the tensor. `steps` (null: all 1): a box reads every
+// steps[i]-th element of dimension i from its corner, box[i] / steps[i] of them (the driver's
+// elementStrides; the channels' step must be 1), each outside the tensor a zero.
 inline CUtensorMap tensor_map(TcType type, const void* base, int rank, const cuuint64_t* dims,
-                              const cuuint64_t* strides, const cuuint32_t* box) {
+                              const cuuint64_t* strides, const cuuint32_t* box,
+                              const cuuint32_t* steps = nullptr) {
   CUtensorMap map;
-  const cuuint32_t element_strides[4] = {1, 1, 1, 1};
+  const cuuint32_t ones[4] = {1, 1, 1, 1};
+  const cuuint32_t* element_strides = steps != nullptr ? steps : ones;
   const CUresult r = tensor_map_encoder()(
       &map,
       type == TcType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,

@@ -15,8 +15,9 @@
 //
 // A 1x1 (no padding) is one tap: x's pixels (n, p*stride_h, q*stride_w) forward; backward data
 // multiplies dy's pixels and its epilogue writes each one's stride_h x stride_w block of dx (the
-// value, zeros around it). Any other filter runs at stride 1: x_tap (dy_tap) is the tensor shifted
-// by the tap's offset, zero outside the image (Rows below). What fits (wgmma_*_fits): groups 1, C
+// value, zeros around it). Any other filter: x_tap (dy_tap) is the tensor shifted by the tap's
+// offset, zero outside the image (Rows below); forward at any stride (the TMA box reads every
+// stride-th pixel and row), backward data at stride 1. What fits (wgmma_*_fits): groups 1, C
 // and K multiples of 8 (a tensor map's rows are whole 16-byte units, outputs whole pairs), and the
 // conditions on the strides and the image size in convolution_tc_wgmma.h.
 //
@@ -50,9 +51,10 @@ using wg::kBM, wg::kRowBytes, wg::kSlab;
 // {channels, Q, P, images} whose box is box_p whole output rows of one image: the strided 1x1's
 // strided view of x (the images stacked when they stack evenly, H = stride_h * P: pixel
 // (n, p*stride_h) is row n*P + p of a single image of N*P rows, 18 rows of 7 a tile instead of
-// 7), or, for a filter of R x S taps at stride 1, the plain tensor read at each tap's offset: row
-// (p, q) of tap (r, s) is pixel (p + base_h + step_h r, q + base_w + step_w s), which the TMA
-// zero-fills where it lies outside the image (the padding).
+// 7), or, for a filter of R x S taps, the plain tensor read at each tap's offset: row (p, q) of
+// tap (r, s) is pixel (stride_h p + base_h + step_h r, stride_w q + base_w + step_w s) (forward;
+// data runs at stride 1), which the TMA zero-fills where it lies outside the image (the
+// padding).
 struct Rows {
   int M, P, Q;                           // P: N*P when the images are stacked
   int box_p;                             // output rows a tile (0: flat, 128 pixels a tile)
@@ -60,6 +62,7 @@ struct Rows {
   int tiles;                             // row tiles in all
   int S, taps, channel_slabs, channels;  // slab = tap * channel_slabs + 64-channel piece
   int base_h, base_w, step_h, step_w;    // each tap's offset (0 for the 1x1 convolutions)
+  int stride_h;  // A's rows a tile row moves in the map (the strided taps' stride, else 1)
 
   // Tile `tile`'s row i as its output pixel, -1 where there is none.
   __device__ int at(int tile, int i) const {
@@ -89,7 +92,8 @@ struct Rows {
     } else {
       const int r = tap / S, s = tap % S;
       wg::tma_load_4d(dst, map, bar, c0, base_w + step_w * s,
-                      tile % tiles_per_image * box_p + base_h + step_h * r, tile / tiles_per_image);
+                      tile % tiles_per_image * box_p * stride_h + base_h + step_h * r,
+                      tile / tiles_per_image);
     }
   }
 };
@@ -299,6 +303,7 @@ Rows image_rows(int N, int height, int width) {
   rows.box_p = std::min(kBM / width, height);
   rows.tiles_per_image = (height + rows.box_p - 1) / rows.box_p;
   rows.tiles = N * rows.tiles_per_image;
+  rows.stride_h = 1;
   return rows;
 }
 
@@ -316,12 +321,14 @@ Rows with_taps(Rows rows, const Conv2dGeometry& g, int channels, int base_h, int
 Rows forward_rows(const Conv2dGeometry& g) {
   const int P = int(g.P()), Q = int(g.Q()), M = int(g.N) * P * Q, C = int(g.C);
   if (!one_by_one(g)) {
-    return with_taps(image_rows(int(g.N), P, Q), g, C, -int(g.pad_h), -int(g.pad_w),
-                     int(g.dilation_h), int(g.dilation_w));
+    Rows rows = with_taps(image_rows(int(g.N), P, Q), g, C, -int(g.pad_h), -int(g.pad_w),
+                          int(g.dilation_h), int(g.dilation_w));
+    rows.stride_h = int(g.stride_h);
+    return rows;
   }
   if (g.stride_h == 1 && g.stride_w == 1) {
     Rows rows{};
-    rows.M = M, rows.P = P, rows.Q = Q, rows.tiles = (M + kBM - 1) / kBM;
+    rows.M = M, rows.P = P, rows.Q = Q, rows.tiles = (M + kBM - 1) / kBM, rows.stride_h = 1;
     return with_taps(rows, g, C, 0, 0, 0, 0);
   }
   const bool stacked = g.H == g.stride_h * P;
@@ -341,20 +348,24 @@ Rows data_rows(const Conv2dGeometry& g) {
   }
   Rows rows{};
   rows.M = int(g.N * g.P() * g.Q()), rows.P = int(g.P()), rows.Q = int(g.Q());
-  rows.tiles = (rows.M + kBM - 1) / kBM;
+  rows.tiles = (rows.M + kBM - 1) / kBM, rows.stride_h = 1;
   return with_taps(rows, g, K, 0, 0, 0, 0);
 }
 
 // A map over a whole NHWC tensor [N, height, width, channels] read in boxes of 64 channels x
-// rows.Q pixels x rows.box_p rows (the taps' path).
+// rows.Q pixels x rows.box_p rows (the taps' path), every stride_w-th pixel of every stride_h-th
+// row from the box's corner (a strided forward: output (p, q) of tap (r, s) reads x at
+// (stride_h p + base_h + step_h r, stride_w q + base_w + step_w s)).
 CUtensorMap image_map(TcType type, const void* base, int64_t N, int64_t height, int64_t width,
-                      int64_t channels, const Rows& rows) {
+                      int64_t channels, const Rows& rows, int stride_h = 1, int stride_w = 1) {
   const cuuint64_t dims[4] = {cuuint64_t(channels), cuuint64_t(width), cuuint64_t(height),
                               cuuint64_t(N)};
   const cuuint64_t strides[3] = {cuuint64_t(channels * 2), cuuint64_t(width * channels * 2),
                                  cuuint64_t(height * width * channels * 2)};
-  const cuuint32_t box[4] = {cuuint32_t(kSlab), cuuint32_t(rows.Q), cuuint32_t(rows.box_p), 1};
-  return wg::tensor_map(type, base, 4, dims, strides, box);
+  const cuuint32_t box[4] = {cuuint32_t(kSlab), cuuint32_t(rows.Q * stride_w),
+                             cuuint32_t(rows.box_p * stride_h), 1};
+  const cuuint32_t steps[4] = {1, cuuint32_t(stride_w), cuuint32_t(stride_h), 1};
+  return wg::tensor_map(type, base, 4, dims, strides, box, steps);
 }
 
 // The strided 1x1's map: x's strided view {C, Q, P, images}, pixel (n, p*stride_h, q*stride_w)
@@ -375,7 +386,8 @@ void forward_typed(const Conv2dGeometry& g, TcType type, const void* x, const vo
   const Rows rows = forward_rows(g);
   const CUtensorMap map_a = rows.box_p == 0 ? wg::matrix_map(type, x, rows.M, g.C, kBM)
                             : one_by_one(g) ? strided_map(type, x, g, rows)
-                                            : image_map(type, x, g.N, g.H, g.W, g.C, rows);
+                                            : image_map(type, x, g.N, g.H, g.W, g.C, rows,
+                                                        int(g.stride_h), int(g.stride_w));
   const ForwardOut<E, STATS> out{int(g.K),
                                  ep.bias,
                                  static_cast<const uint16_t*>(ep.residual),
@@ -411,12 +423,16 @@ void data_typed(const Conv2dGeometry& g, TcType type, const void* dy, const void
 
 // A strided 1x1: a box holds whole output rows (Q <= 128), and the strided view's dimensions do
 // not overlap (stride_w * Q <= stride_h * W: an output row's pixels span less than the step to
-// the next; only an asymmetric stride can break it). Taps: stride 1, whole output rows filling
-// at least 96 of a tile's 128 rows.
+// the next; only an asymmetric stride can break it). Taps: whole output rows filling at least
+// 96 of a tile's 128 rows, at any stride the TMA's element steps take (1 to 8, boxes of at most
+// 256 pixels a dimension: Q * stride_w and box_p * stride_h).
 bool wgmma_forward_fits(const Conv2dGeometry& g) {
   if (!channels_fit(g)) return false;
   if (!one_by_one(g)) {
-    return g.stride_h == 1 && g.stride_w == 1 && rows_fill_tiles(int(g.P()), int(g.Q()));
+    // The TMA's element steps are 1 to 8 and its boxes at most 256 elements a dimension.
+    const int P = int(g.P()), Q = int(g.Q());
+    return rows_fill_tiles(P, Q) && g.stride_h <= 8 && g.stride_w <= 8 && Q * g.stride_w <= 256 &&
+           std::min(kBM / Q, P) * g.stride_h <= 256;
   }
   return (g.stride_h == 1 && g.stride_w == 1) ||
          (g.Q() <= kBM && g.stride_w * g.Q() <= g.stride_h * g.W);

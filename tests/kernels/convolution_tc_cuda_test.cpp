@@ -12,7 +12,8 @@
 // 1024}, rows not a multiple of the 128-row tile, N = 1, a ring lapped several times, the filter
 // gradient in one and in many slices with either tensor as the GEMM's rows, stride 2 with the
 // images stacked and not, an asymmetric stride; 3x3 and 5x3 at stride 1 (padding, dilation, C =
-// 72), their filter gradient (boxes of 1 x 64 to 64 x 1 positions, Q > 64, several slices a tap)
+// 72), the forward of 3x3 and 5x5 at strides 2 and (2, 1) (odd sizes, dilation), their filter
+// gradient (boxes of 1 x 64 to 64 x 1 positions, Q > 64, several slices a tap)
 // and the fallbacks (Q > 128, 7 x 7 images, stride-2 3x3, misaligned pointers); on an H100 or
 // H200 each must take the kernels it fits (a silent fallback fails); the wgmma epilogue's edges
 // (a partial row tile, a partial column tile of 72 or 8 columns, clipped strided pixel blocks)
@@ -380,7 +381,15 @@ TEST(ConvolutionTcCuda, WgmmaGeometries) {
       {{2, 32, 7, 7, 32, 3, 3, 1, 1}, false, false, true},             // 7 x 7: 49 of 128 rows
       {{1, 8, 3, 70, 8, 3, 3, 1, 1}, false, false, true},              // Q = 70: 2 boxes a row
       {{2, 16, 9, 1, 16, 3, 1, 1, 0}, false, false, true},             // Q = 1: boxes 1 x 64
-      {{2, 32, 12, 12, 32, 3, 3, 1, 1, 2, 2}, false, false, false},    // stride 2
+      {{2, 32, 12, 12, 32, 3, 3, 1, 1, 2, 2}, false, false, false},    // stride 2, 6 x 6: 36 rows
+      // Forward taps at a stride: the TMA box reads every stride-th pixel and row (data and the
+      // filter gradient stay on mma.sync).
+      {{1, 16, 23, 31, 24, 3, 3, 1, 1, 2, 2}, true, false, false},       // odd H, W; a 4-row tile
+      {{2, 72, 19, 21, 40, 5, 5, 2, 2, 2, 2}, true, false, false},       // 5 x 5, C = 72
+      {{1, 8, 30, 40, 16, 3, 3, 2, 2, 2, 2, 2, 2}, true, false, false},  // dilation 2
+      {{1, 16, 20, 12, 8, 3, 3, 1, 1, 2, 1}, true, false, false},        // stride (2, 1)
+      {{2, 128, 28, 28, 136, 3, 3, 1, 1, 2, 2}, true, false, false},     // ResNet's 3x3s2, smaller
+      {{1, 8, 20, 260, 8, 3, 3, 1, 1, 2, 2}, false, false, false},       // Q = 130 > 128
   };
   uint64_t seed = 900;
   for (const Case& c : cases) {
