@@ -1,6 +1,7 @@
-// The convolutions on 16-bit NHWC tensors that run on Hopper's wgmma and TMA (the 1x1 ones, forward
-// and data of the stride-1 ones on large enough images, the filter gradient of any stride-1 one:
-// convolution_tc_wgmma_sm90a.cu, convolution_tc_wgmma_filter_sm90a.cu), as the entry points of
+// The convolutions on 16-bit NHWC tensors that run on Hopper's wgmma and TMA (the 1x1 ones, the
+// forward of the others on large enough images and their data pass at stride 1, the filter
+// gradient of any at strides up to 4: convolution_tc_wgmma_sm90a.cu,
+// convolution_tc_wgmma_filter_sm90a.cu), as the entry points of
 // convolution_tc_cuda.cu and convolution_tc_filter_cuda.cu call them: the geometries they take,
 // their workspaces, the three passes. Host code; the callers check the device (compute capability
 // 9.0) and the pointers' alignment (16 bytes: x, w, dy and wt for the copy engine; y, residual and
@@ -33,7 +34,7 @@ void wgmma_forward(const Conv2dGeometry& g, TcType type, const void* x, const vo
 void wgmma_backward_data(const Conv2dGeometry& g, TcType type, const void* dy, const void* wt,
                          void* dx, gpu::Stream stream);
 
-// Groups 1, stride 1 (any filter, padding and dilation), C and K multiples of 8.
+// Groups 1, strides up to 4 (any filter, padding and dilation), C and K multiples of 8.
 bool wgmma_backward_filter_fits(const Conv2dGeometry& g);
 // The slices of N*P*Q the filter gradient is cut into: the workspace holds slices x K x C fp32.
 int wgmma_backward_filter_slices(const Conv2dGeometry& g);

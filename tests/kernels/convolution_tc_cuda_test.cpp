@@ -12,12 +12,13 @@
 // 1024}, rows not a multiple of the 128-row tile, N = 1, a ring lapped several times, the filter
 // gradient in one and in many slices with either tensor as the GEMM's rows, stride 2 with the
 // images stacked and not, an asymmetric stride; 3x3 and 5x3 at stride 1 (padding, dilation, C =
-// 72), the forward of 3x3 and 5x5 at strides 2 and (2, 1) (odd sizes, dilation), their filter
-// gradient (boxes of 1 x 64 to 64 x 1 positions, Q > 64, several slices a tap)
-// and the fallbacks (Q > 128, 7 x 7 images, stride-2 3x3, misaligned pointers); on an H100 or
-// H200 each must take the kernels it fits (a silent fallback fails); the wgmma epilogue's edges
-// (a partial row tile, a partial column tile of 72 or 8 columns, clipped strided pixel blocks)
-// and y, residual and dx 4-byte but not 16-byte aligned (mma.sync's pair stores).
+// 72), the forward of 3x3 and 5x5 at strides 2 and (2, 1) (odd sizes, dilation), the filter
+// gradient of all these and of the strided 1x1s (boxes of 1 x 64 to 64 x 1 positions, Q > 64,
+// several slices a tap) and the fallbacks (Q > 128, 7 x 7 images, the data pass of strided taps,
+// stride 5, misaligned pointers); on an H100 or H200 each must take the kernels it fits (a silent
+// fallback fails); the wgmma epilogue's edges (a partial row tile, a partial column tile of 72 or 8
+// columns, clipped strided pixel blocks) and y, residual and dx 4-byte but not 16-byte aligned
+// (mma.sync's pair stores).
 //
 // Tolerance, per element, from the error analysis of fp32 sums of exact products (16-bit x 16-bit
 // products are exact in fp32) and one rounding to the output type (u = 2^-24, m = 8 for bf16
@@ -357,16 +358,16 @@ TEST(ConvolutionTcCuda, WgmmaGeometries) {
       {{1, 1024, 5, 7, 64, 1, 1}, true, true, true},   // 16 slabs: the ring lapped 4 times
       {{8, 64, 16, 16, 64, 1, 1}, true, true, true},   // 16 row tiles; filter: 4 slices
       {{4, 16, 40, 40, 24, 1, 1}, true, true, true},   // filter: 13 slices of 8 slabs
-      {{4, 64, 14, 14, 72, 1, 1, 0, 0, 2, 2}, true, true, false},  // stride 2, images stacked
-      {{3, 72, 13, 11, 64, 1, 1, 0, 0, 2, 2}, true, true, false},  // stride 2, odd H: unstacked
-      {{2, 16, 9, 5, 16, 1, 1, 0, 0, 2, 1}, true, true, false},    // stride (2, 1)
-      {{2, 16, 5, 9, 16, 1, 1, 0, 0, 1, 2}, false, true, false},   // stride (1, 2): Q * 2 > W
-      {{1, 8, 3, 300, 8, 1, 1, 0, 0, 2, 2}, false, true, false},   // Q = 150 > 128
-      {{2, 64, 5, 7, 60, 1, 1}, false, false, false},              // K = 60: not a multiple of 8
+      {{4, 64, 14, 14, 72, 1, 1, 0, 0, 2, 2}, true, true, true},  // stride 2, images stacked
+      {{3, 72, 13, 11, 64, 1, 1, 0, 0, 2, 2}, true, true, true},  // stride 2, odd H: unstacked
+      {{2, 16, 9, 5, 16, 1, 1, 0, 0, 2, 1}, true, true, true},    // stride (2, 1)
+      {{2, 16, 5, 9, 16, 1, 1, 0, 0, 1, 2}, false, true, true},   // stride (1, 2): Q * 2 > W
+      {{1, 8, 3, 300, 8, 1, 1, 0, 0, 2, 2}, false, true, true},   // Q = 150 > 128
+      {{2, 64, 5, 7, 60, 1, 1}, false, false, false},             // K = 60: not a multiple of 8
       // The epilogue's edges: 133 rows (a tile of 5), 200 channels (a last column tile of 72 of
       // BN 128, forward and data), a strided data pixel block clipped by odd H and W.
       {{1, 200, 7, 19, 200, 1, 1}, true, true, true},
-      {{2, 200, 11, 9, 136, 1, 1, 0, 0, 2, 2}, true, true, false},
+      {{2, 200, 11, 9, 136, 1, 1, 0, 0, 2, 2}, true, true, true},
       {{2, 64, 7, 7, 64, 1, 1, 1, 1}, false, false, true},  // padded 1x1: 81 (data 49) rows
       // Filters of taps at stride 1: forward and data with rows of one image a tile, tap offsets
       // read through the TMA's zero fill (the padding); the filter gradient one tap a block, boxes
@@ -381,15 +382,17 @@ TEST(ConvolutionTcCuda, WgmmaGeometries) {
       {{2, 32, 7, 7, 32, 3, 3, 1, 1}, false, false, true},             // 7 x 7: 49 of 128 rows
       {{1, 8, 3, 70, 8, 3, 3, 1, 1}, false, false, true},              // Q = 70: 2 boxes a row
       {{2, 16, 9, 1, 16, 3, 1, 1, 0}, false, false, true},             // Q = 1: boxes 1 x 64
-      {{2, 32, 12, 12, 32, 3, 3, 1, 1, 2, 2}, false, false, false},    // stride 2, 6 x 6: 36 rows
-      // Forward taps at a stride: the TMA box reads every stride-th pixel and row (data and the
-      // filter gradient stay on mma.sync).
-      {{1, 16, 23, 31, 24, 3, 3, 1, 1, 2, 2}, true, false, false},       // odd H, W; a 4-row tile
-      {{2, 72, 19, 21, 40, 5, 5, 2, 2, 2, 2}, true, false, false},       // 5 x 5, C = 72
-      {{1, 8, 30, 40, 16, 3, 3, 2, 2, 2, 2, 2, 2}, true, false, false},  // dilation 2
-      {{1, 16, 20, 12, 8, 3, 3, 1, 1, 2, 1}, true, false, false},        // stride (2, 1)
-      {{2, 128, 28, 28, 136, 3, 3, 1, 1, 2, 2}, true, false, false},     // ResNet's 3x3s2, smaller
-      {{1, 8, 20, 260, 8, 3, 3, 1, 1, 2, 2}, false, false, false},       // Q = 130 > 128
+      {{2, 32, 12, 12, 32, 3, 3, 1, 1, 2, 2}, false, false, true},     // stride 2, 6 x 6: 36 rows
+      // Taps at a stride, forward and filter gradient: the TMA box of x reads every stride-th
+      // pixel and row (data stays on mma.sync).
+      {{1, 16, 23, 31, 24, 3, 3, 1, 1, 2, 2}, true, false, true},       // odd H, W; a 4-row tile
+      {{2, 72, 19, 21, 40, 5, 5, 2, 2, 2, 2}, true, false, true},       // 5 x 5, C = 72
+      {{1, 8, 30, 40, 16, 3, 3, 2, 2, 2, 2, 2, 2}, true, false, true},  // dilation 2
+      {{1, 16, 20, 12, 8, 3, 3, 1, 1, 2, 1}, true, false, true},        // stride (2, 1)
+      {{2, 128, 28, 28, 136, 3, 3, 1, 1, 2, 2}, true, false, true},     // ResNet's 3x3s2, smaller
+      {{1, 8, 20, 260, 8, 3, 3, 1, 1, 2, 2}, false, false, true},       // Q = 130 > 128
+      {{8, 64, 32, 32, 64, 3, 3, 1, 1, 2, 2}, true, false, true},       // filter: slices a tap
+      {{1, 8, 26, 26, 8, 3, 3, 1, 1, 5, 5}, false, false, false},       // stride 5 > 4
   };
   uint64_t seed = 900;
   for (const Case& c : cases) {
