@@ -1,5 +1,5 @@
 // The convolutions on 16-bit NHWC tensors that run on Hopper's wgmma and TMA (the 1x1 ones, the
-// forward of the others on large enough images and their data pass at stride 1, the filter
+// forward and data (by output phase) of the others on large enough images, the filter
 // gradient of any at strides up to 4: convolution_tc_wgmma_sm90a.cu,
 // convolution_tc_wgmma_filter_sm90a.cu), as the entry points of
 // convolution_tc_cuda.cu and convolution_tc_filter_cuda.cu call them: the geometries they take,
@@ -17,7 +17,8 @@ namespace crema::kernels::cuda::tc {
 // Groups 1, C and K multiples of 8, and: a 1x1 filter without padding (forward with a stride:
 // Q <= 128, a tile holding whole output rows, and stride_w * Q <= stride_h * W), or any other
 // filter whose output rows (forward P x Q, data H x W) fill >= 96 of 128 tile rows (forward at
-// strides up to 8 with Q * stride_w <= 256, data at stride 1).
+// strides up to 8 with Q * stride_w <= 256, data: each output phase's rows, every phase with
+// taps).
 bool wgmma_forward_fits(const Conv2dGeometry& g);
 bool wgmma_backward_data_fits(const Conv2dGeometry& g);
 

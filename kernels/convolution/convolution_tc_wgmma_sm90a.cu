@@ -17,7 +17,8 @@
 // multiplies dy's pixels and its epilogue writes each one's stride_h x stride_w block of dx (the
 // value, zeros around it). Any other filter: x_tap (dy_tap) is the tensor shifted by the tap's
 // offset, zero outside the image (Rows below); forward at any stride (the TMA box reads every
-// stride-th pixel and row), backward data at stride 1. What fits (wgmma_*_fits): groups 1, C
+// stride-th pixel and row), backward data one GEMM per output phase (convolution_tc_phase.h: dx's
+// pixels h = first + stride i read dy at stride 1 with the phase's taps; one phase at stride 1). What fits (wgmma_*_fits): groups 1, C
 // and K multiples of 8 (a tensor map's rows are whole 16-byte units, outputs whole pairs), and the
 // conditions on the strides and the image size in convolution_tc_wgmma.h.
 //
@@ -38,6 +39,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "kernels/convolution/convolution_tc_phase.h"
 #include "kernels/convolution/convolution_tc_wgmma.cuh"
 #include "kernels/convolution/convolution_tc_wgmma.h"
 
@@ -53,7 +55,7 @@ using wg::kBM, wg::kRowBytes, wg::kSlab;
 // (n, p*stride_h) is row n*P + p of a single image of N*P rows, 18 rows of 7 a tile instead of
 // 7), or, for a filter of R x S taps, the plain tensor read at each tap's offset: row (p, q) of
 // tap (r, s) is pixel (stride_h p + base_h + step_h r, stride_w q + base_w + step_w s) (forward;
-// data runs at stride 1), which the TMA zero-fills where it lies outside the image (the
+// data: a phase's taps, dy at stride 1), which the TMA zero-fills where it lies outside the image (the
 // padding).
 struct Rows {
   int M, P, Q;                           // P: N*P when the images are stacked
@@ -62,7 +64,8 @@ struct Rows {
   int tiles;                             // row tiles in all
   int S, taps, channel_slabs, channels;  // slab = tap * channel_slabs + 64-channel piece
   int base_h, base_w, step_h, step_w;    // each tap's offset (0 for the 1x1 convolutions)
-  int stride_h;  // A's rows a tile row moves in the map (the strided taps' stride, else 1)
+  int stride_h;      // A's rows a tile row moves in the map (the strided taps' stride, else 1)
+  int first_column;  // B's column of the first tap (a data phase's first tap in wt, else 0)
 
   // Tile `tile`'s row i as its output pixel, -1 where there is none.
   __device__ int at(int tile, int i) const {
@@ -81,7 +84,7 @@ struct Rows {
   // Where a tap's channels end inside the 64 (C not a multiple of 64), B's box runs into the next
   // tap's, against A's zero-filled channels past C: they add nothing.
   __device__ int b_column(int slab) const {
-    return slab / channel_slabs * channels + slab % channel_slabs * kSlab;
+    return first_column + slab / channel_slabs * channels + slab % channel_slabs * kSlab;
   }
   // Asks for the slab's 64 channels of the tile's rows.
   __device__ void load(uint32_t dst, const CUtensorMap* map, uint32_t bar, int slab,
@@ -156,12 +159,14 @@ struct ForwardOut {
   }
 };
 
-// Backward data: dx at pixel (n, p*stride_h, q*stride_w) = acc rounded once; the other pixels of
-// its stride_h x stride_w block (inside the image) = 0. At stride 1 the block is the pixel.
+// Backward data: row (n, i, j) of the GEMM's P x Q is dx pixel (n, h0 + stride_h i, w0 +
+// stride_w j) = acc rounded once, and the other pixels of its block_h x block_w block (inside the
+// image) = 0: a strided 1x1's rows are dy's pixels, each filling its stride_h x stride_w block; a
+// filter with taps runs one GEMM per output phase (h0, w0), blocks of one pixel.
 template <class E>
 struct DataOut {
   static constexpr bool kStats = false;
-  int C, H, W, P, Q, stride_h, stride_w;
+  int C, H, W, P, Q, stride_h, stride_w, h0, w0, block_h, block_w;
   uint16_t* dx;
 
   struct Row {
@@ -169,9 +174,10 @@ struct DataOut {
     int rows, cols;  // the block's extent inside the image
   };
   __device__ Row row(int m) const {
-    const int n = m / (P * Q), pq = m % (P * Q), h = pq / Q * stride_h, w = pq % Q * stride_w;
-    return {(int64_t(n) * H * W + int64_t(h) * W + w) * C, min(stride_h, H - h),
-            min(stride_w, W - w)};
+    const int n = m / (P * Q), pq = m % (P * Q);
+    const int h = h0 + pq / Q * stride_h, w = w0 + pq % Q * stride_w;
+    return {(int64_t(n) * H * W + int64_t(h) * W + w) * C, min(block_h, H - h),
+            min(block_w, W - w)};
   }
   // Channels c .. c+7.
   __device__ void store(const Row& r, int c, float (&v)[8]) const {
@@ -309,9 +315,9 @@ Rows image_rows(int N, int height, int width) {
 
 // The slabs of a filter of R x S taps over `channels` (C forward, K data), tap (r, s) read at
 // offsets (base_h + step_h r, base_w + step_w s).
-Rows with_taps(Rows rows, const Conv2dGeometry& g, int channels, int base_h, int base_w, int step_h,
+Rows with_taps(Rows rows, int R, int S, int channels, int base_h, int base_w, int step_h,
                int step_w) {
-  rows.S = int(g.S), rows.taps = int(g.R * g.S), rows.channels = channels;
+  rows.S = S, rows.taps = R * S, rows.channels = channels;
   rows.channel_slabs = (channels + kSlab - 1) / kSlab;
   rows.base_h = base_h, rows.base_w = base_w, rows.step_h = step_h, rows.step_w = step_w;
   return rows;
@@ -321,35 +327,41 @@ Rows with_taps(Rows rows, const Conv2dGeometry& g, int channels, int base_h, int
 Rows forward_rows(const Conv2dGeometry& g) {
   const int P = int(g.P()), Q = int(g.Q()), M = int(g.N) * P * Q, C = int(g.C);
   if (!one_by_one(g)) {
-    Rows rows = with_taps(image_rows(int(g.N), P, Q), g, C, -int(g.pad_h), -int(g.pad_w),
-                          int(g.dilation_h), int(g.dilation_w));
+    Rows rows = with_taps(image_rows(int(g.N), P, Q), int(g.R), int(g.S), C, -int(g.pad_h),
+                          -int(g.pad_w), int(g.dilation_h), int(g.dilation_w));
     rows.stride_h = int(g.stride_h);
     return rows;
   }
   if (g.stride_h == 1 && g.stride_w == 1) {
     Rows rows{};
     rows.M = M, rows.P = P, rows.Q = Q, rows.tiles = (M + kBM - 1) / kBM, rows.stride_h = 1;
-    return with_taps(rows, g, C, 0, 0, 0, 0);
+    return with_taps(rows, 1, 1, C, 0, 0, 0, 0);
   }
   const bool stacked = g.H == g.stride_h * P;
   Rows rows = image_rows(stacked ? 1 : int(g.N), stacked ? int(g.N) * P : P, Q);
   rows.M = M;
-  return with_taps(rows, g, C, 0, 0, 0, 0);
+  return with_taps(rows, 1, 1, C, 0, 0, 0, 0);
 }
 
-// Backward data's rows: a 1x1's are dy's pixels, flat (the epilogue places them at the strided
-// pixels of dx); a filter of taps at stride 1 has dx's pixels, whole rows a tile, tap (r, s)
-// reading dy at (h + pad_h - dil_h r, w + pad_w - dil_w s).
-Rows data_rows(const Conv2dGeometry& g) {
-  const int K = int(g.K);
-  if (!one_by_one(g)) {
-    return with_taps(image_rows(int(g.N), int(g.H), int(g.W)), g, K, int(g.pad_h), int(g.pad_w),
-                     -int(g.dilation_h), -int(g.dilation_w));
-  }
-  Rows rows{};
-  rows.M = int(g.N * g.P() * g.Q()), rows.P = int(g.P()), rows.Q = int(g.Q());
-  rows.tiles = (rows.M + kBM - 1) / kBM, rows.stride_h = 1;
-  return with_taps(rows, g, K, 0, 0, 0, 0);
+// Backward data of a filter with taps, phase (rho_h, rho_w) (convolution_tc_phase.h; at stride 1
+// the one phase is the whole of dx): its dx pixels, whole rows a tile, its tap (r, s) reading dy
+// at (i + offset_h - dil_h' r, j + offset_w - dil_w' s), its taps' columns of wt from its first.
+struct DataPhase {
+  PhaseAxis h, w;
+  bool empty() const { return h.extent == 0 || w.extent == 0; }
+  bool has_taps() const { return h.taps > 0 && w.taps > 0; }
+};
+
+DataPhase data_phase(const Conv2dGeometry& g, int rho_h, int rho_w) {
+  return {phase_axis(rho_h, int(g.H), int(g.R), int(g.pad_h), int(g.stride_h), int(g.dilation_h)),
+          phase_axis(rho_w, int(g.W), int(g.S), int(g.pad_w), int(g.stride_w), int(g.dilation_w))};
+}
+
+Rows phase_rows(const Conv2dGeometry& g, const DataPhase& d) {
+  Rows rows = with_taps(image_rows(int(g.N), d.h.extent, d.w.extent), d.h.taps, d.w.taps, int(g.K),
+                        d.h.offset, d.w.offset, -d.h.dilation, -d.w.dilation);
+  rows.first_column = phase_first_tap(d.h, d.w, int(g.S)) * int(g.K);
+  return rows;
 }
 
 // A map over a whole NHWC tensor [N, height, width, channels] read in boxes of 64 channels x
@@ -398,25 +410,35 @@ void forward_typed(const Conv2dGeometry& g, TcType type, const void* x, const vo
          "conv2d_tc_forward (wgmma)");
 }
 
+// A 1x1: one GEMM over dy's pixels (flat), each placed at its strided pixel of dx; a filter with
+// taps: one GEMM per output phase (one at stride 1), each writing its own pixels of dx.
 template <class E>
 void data_typed(const Conv2dGeometry& g, TcType type, const void* dy, const void* wt, void* dx,
                 gpu::Stream stream) {
-  const int P = int(g.P()), Q = int(g.Q()), K = int(g.K), C = int(g.C);
-  const Rows rows = data_rows(g);
-  const CUtensorMap map_a = rows.box_p == 0 ? wg::matrix_map(type, dy, rows.M, K, kBM)
-                                            : image_map(type, dy, g.N, P, Q, K, rows);
-  // A 1x1's rows are dy's pixels, placed at the strided ones; the taps' rows are dx's own.
-  const bool taps = !one_by_one(g);
-  const DataOut<E> out{C,
-                       int(g.H),
-                       int(g.W),
-                       taps ? int(g.H) : P,
-                       taps ? int(g.W) : Q,
-                       taps ? 1 : int(g.stride_h),
-                       taps ? 1 : int(g.stride_w),
-                       static_cast<uint16_t*>(dx)};
-  run<E>(map_a, wt, type, rows, C, int(g.R * g.S) * K, out, stream,
-         "conv2d_tc_backward_data (wgmma)");
+  const int P = int(g.P()), Q = int(g.Q()), K = int(g.K), C = int(g.C), H = int(g.H), W = int(g.W),
+            stride_h = int(g.stride_h), stride_w = int(g.stride_w);
+  auto* dxs = static_cast<uint16_t*>(dx);
+  const char* what = "conv2d_tc_backward_data (wgmma)";
+  if (one_by_one(g)) {
+    Rows rows{};
+    rows.M = int(g.N) * P * Q, rows.P = P, rows.Q = Q;
+    rows.tiles = (rows.M + kBM - 1) / kBM, rows.stride_h = 1;
+    rows = with_taps(rows, 1, 1, K, 0, 0, 0, 0);
+    const DataOut<E> out{C, H, W, P, Q, stride_h, stride_w, 0, 0, stride_h, stride_w, dxs};
+    run<E>(wg::matrix_map(type, dy, rows.M, K, kBM), wt, type, rows, C, K, out, stream, what);
+    return;
+  }
+  for (int rho_h = 0; rho_h < stride_h; ++rho_h) {
+    for (int rho_w = 0; rho_w < stride_w; ++rho_w) {
+      const DataPhase d = data_phase(g, rho_h, rho_w);
+      if (d.empty()) continue;  // wgmma_backward_data_fits: every other phase has taps
+      const Rows rows = phase_rows(g, d);
+      const DataOut<E> out{C,        H,         W,         d.h.extent, d.w.extent, stride_h,
+                           stride_w, d.h.first, d.w.first, 1,          1,          dxs};
+      run<E>(image_map(type, dy, g.N, P, Q, K, rows), wt, type, rows, C, int(g.R * g.S) * K, out,
+             stream, what);
+    }
+  }
 }
 
 }  // namespace
@@ -438,10 +460,17 @@ bool wgmma_forward_fits(const Conv2dGeometry& g) {
          (g.Q() <= kBM && g.stride_w * g.Q() <= g.stride_h * g.W);
 }
 
+// A filter with taps: every output phase that has pixels has taps (one without would have to
+// write zeros) and whole rows filling at least 96 of a tile's 128 (at stride 1: dx's H x W).
 bool wgmma_backward_data_fits(const Conv2dGeometry& g) {
   if (!channels_fit(g)) return false;
-  if (!one_by_one(g)) {
-    return g.stride_h == 1 && g.stride_w == 1 && rows_fill_tiles(int(g.H), int(g.W));
+  if (one_by_one(g)) return true;
+  for (int rho_h = 0; rho_h < g.stride_h; ++rho_h) {
+    for (int rho_w = 0; rho_w < g.stride_w; ++rho_w) {
+      const DataPhase d = data_phase(g, rho_h, rho_w);
+      if (d.empty()) continue;
+      if (!d.has_taps() || !rows_fill_tiles(d.h.extent, d.w.extent)) return false;
+    }
   }
   return true;
 }

@@ -12,13 +12,13 @@
 // 1024}, rows not a multiple of the 128-row tile, N = 1, a ring lapped several times, the filter
 // gradient in one and in many slices with either tensor as the GEMM's rows, stride 2 with the
 // images stacked and not, an asymmetric stride; 3x3 and 5x3 at stride 1 (padding, dilation, C =
-// 72), the forward of 3x3 and 5x5 at strides 2 and (2, 1) (odd sizes, dilation), the filter
-// gradient of all these and of the strided 1x1s (boxes of 1 x 64 to 64 x 1 positions, Q > 64,
-// several slices a tap) and the fallbacks (Q > 128, 7 x 7 images, the data pass of strided taps,
-// stride 5, misaligned pointers); on an H100 or H200 each must take the kernels it fits (a silent
-// fallback fails); the wgmma epilogue's edges (a partial row tile, a partial column tile of 72 or 8
-// columns, clipped strided pixel blocks) and y, residual and dx 4-byte but not 16-byte aligned
-// (mma.sync's pair stores).
+// 72), 3x3, 4x4 and 5x5 at strides 2, 3 and (2, 1) (odd sizes, dilation, phases of 1 to 4 taps
+// and phases without any), the filter gradient of all these and of the strided 1x1s (boxes of 1 x
+// 64 to 64 x 1 positions, Q > 64, several slices a tap) and the fallbacks (Q > 128, 7 x 7 images,
+// phases of 6 x 6 or without taps, stride 5, misaligned pointers); on an H100 or H200 each must
+// take the kernels it fits (a silent fallback fails); the wgmma epilogue's edges (a partial row
+// tile, a partial column tile of 72 or 8 columns, clipped strided pixel blocks) and y, residual and
+// dx 4-byte but not 16-byte aligned (mma.sync's pair stores).
 //
 // Tolerance, per element, from the error analysis of fp32 sums of exact products (16-bit x 16-bit
 // products are exact in fp32) and one rounding to the output type (u = 2^-24, m = 8 for bf16
@@ -383,16 +383,19 @@ TEST(ConvolutionTcCuda, WgmmaGeometries) {
       {{1, 8, 3, 70, 8, 3, 3, 1, 1}, false, false, true},              // Q = 70: 2 boxes a row
       {{2, 16, 9, 1, 16, 3, 1, 1, 0}, false, false, true},             // Q = 1: boxes 1 x 64
       {{2, 32, 12, 12, 32, 3, 3, 1, 1, 2, 2}, false, false, true},     // stride 2, 6 x 6: 36 rows
-      // Taps at a stride, forward and filter gradient: the TMA box of x reads every stride-th
-      // pixel and row (data stays on mma.sync).
-      {{1, 16, 23, 31, 24, 3, 3, 1, 1, 2, 2}, true, false, true},       // odd H, W; a 4-row tile
-      {{2, 72, 19, 21, 40, 5, 5, 2, 2, 2, 2}, true, false, true},       // 5 x 5, C = 72
-      {{1, 8, 30, 40, 16, 3, 3, 2, 2, 2, 2, 2, 2}, true, false, true},  // dilation 2
-      {{1, 16, 20, 12, 8, 3, 3, 1, 1, 2, 1}, true, false, true},        // stride (2, 1)
-      {{2, 128, 28, 28, 136, 3, 3, 1, 1, 2, 2}, true, false, true},     // ResNet's 3x3s2, smaller
-      {{1, 8, 20, 260, 8, 3, 3, 1, 1, 2, 2}, false, false, true},       // Q = 130 > 128
-      {{8, 64, 32, 32, 64, 3, 3, 1, 1, 2, 2}, true, false, true},       // filter: slices a tap
-      {{1, 8, 26, 26, 8, 3, 3, 1, 1, 5, 5}, false, false, false},       // stride 5 > 4
+      // Taps at a stride: forward and filter gradient read x through TMA boxes stepping the
+      // stride; data runs one GEMM per output phase (each phase's rows must fill the tiles).
+      {{1, 16, 23, 31, 24, 3, 3, 1, 1, 2, 2}, true, true, true},   // odd H, W; a 4-row tile
+      {{2, 72, 19, 21, 40, 5, 5, 2, 2, 2, 2}, true, false, true},  // 5 x 5, C = 72; data: 9 x 10
+      // Dilation 2 at stride 2: the odd rows' phase has no tap (data: mma.sync).
+      {{1, 8, 30, 40, 16, 3, 3, 2, 2, 2, 2, 2, 2}, true, false, true},
+      {{1, 16, 20, 12, 8, 3, 3, 1, 1, 2, 1}, true, true, true},     // stride (2, 1)
+      {{2, 128, 28, 28, 136, 3, 3, 1, 1, 2, 2}, true, true, true},  // ResNet's 3x3s2, smaller
+      {{1, 16, 36, 30, 24, 3, 3, 1, 1, 3, 3}, true, true, true},    // stride 3: a tap a phase
+      {{2, 24, 24, 24, 16, 4, 4, 1, 1, 2, 2}, true, true, true},    // 4 x 4: 2 x 2 taps a phase
+      {{1, 8, 20, 260, 8, 3, 3, 1, 1, 2, 2}, false, false, true},   // Q = 130 > 128
+      {{8, 64, 32, 32, 64, 3, 3, 1, 1, 2, 2}, true, true, true},    // filter: slices a tap
+      {{1, 8, 26, 26, 8, 3, 3, 1, 1, 5, 5}, false, false, false},   // stride 5 > 4
   };
   uint64_t seed = 900;
   for (const Case& c : cases) {
