@@ -22,7 +22,8 @@
 // instead (convolution_tc_wgmma*_sm90a.cu) where it is a 1x1 without padding -- backward data at
 // any stride, forward at any stride with Q <= 128 and stride_w * Q <= stride_h * W -- and, where
 // it has any other filter and whole rows of its output (forward P x Q, data H x W) fill at least
-// 96 of 128 tile rows (ResNet's 3x3 at 56, 28 and 14, not at 7): forward at strides up to 8 (Q *
+// 96 of 128 tile rows (whole images a tile where one fills at most half: ResNet's 3x3 at 56, 28,
+// 14 and 7 at N >= 2, not a single 7 x 7 image): forward at strides up to 8 (Q *
 // stride_w <= 256), backward data at any stride whose every output phase has taps and fills the
 // tiles so (its rows: the phase's part of H x W); the filter gradient at strides up to 4 with any
 // filter (`best`: a 1x1 without padding, or C, K >= 128). Within the same bounds, deterministic,

@@ -16,9 +16,9 @@ namespace crema::kernels::cuda::tc {
 
 // Groups 1, C and K multiples of 8, and: a 1x1 filter without padding (forward with a stride:
 // Q <= 128, a tile holding whole output rows, and stride_w * Q <= stride_h * W), or any other
-// filter whose output rows (forward P x Q, data H x W) fill >= 96 of 128 tile rows (forward at
-// strides up to 8 with Q * stride_w <= 256, data: each output phase's rows, every phase with
-// taps).
+// filter whose output rows (forward P x Q, data H x W; whole images a tile where one fills at
+// most half) fill >= 96 of 128 tile rows (forward at strides up to 8 with Q * stride_w <= 256,
+// data: each output phase's rows, every phase with taps).
 bool wgmma_forward_fits(const Conv2dGeometry& g);
 bool wgmma_backward_data_fits(const Conv2dGeometry& g);
 

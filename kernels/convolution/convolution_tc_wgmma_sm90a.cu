@@ -52,7 +52,8 @@ using wg::DataOut, wg::ForwardOut, wg::kBM, wg::kRowBytes, wg::kSlab;
 
 // The GEMM's rows (output pixels m = n*P*Q + p*Q + q) of each row tile, its slabs, and A's box
 // for each. Flat (1x1, stride 1): 128 pixels a tile, a 2-D map. Otherwise a 4-D map over a view
-// {channels, Q, P, images} whose box is box_p whole output rows of one image: the strided 1x1's
+// {channels, Q, P, images} whose box is box_p whole output rows of one image, or box_n whole
+// images where one fills at most half a tile (7 x 7: two, 98 rows): the strided 1x1's
 // strided view of x (the images stacked when they stack evenly, H = stride_h * P: pixel
 // (n, p*stride_h) is row n*P + p of a single image of N*P rows, 18 rows of 7 a tile instead of
 // 7), or, for a filter of R x S taps, the plain tensor read at each tap's offset: row (p, q) of
@@ -61,7 +62,9 @@ using wg::DataOut, wg::ForwardOut, wg::kBM, wg::kRowBytes, wg::kSlab;
 // (the padding).
 struct Rows {
   int M, P, Q;                           // P: N*P when the images are stacked
+  int images;                            // N (1 when stacked)
   int box_p;                             // output rows a tile (0: flat, 128 pixels a tile)
+  int box_n;                             // images a tile (> 1 only where box_p = P)
   int tiles_per_image;                   // ceil(P / box_p)
   int tiles;                             // row tiles in all
   int S, taps, channel_slabs, channels;  // slab = tap * channel_slabs + 64-channel piece
@@ -75,11 +78,13 @@ struct Rows {
       const int m = tile * kBM + i;
       return m < M ? m : -1;
     }
-    const int n = tile / tiles_per_image, p = tile % tiles_per_image * box_p + i / Q;
-    return i < box_p * Q && p < P ? (n * P + p) * Q + i % Q : -1;
+    // Row i: image b of the box (0 unless box_n > 1, where tiles_per_image is 1), row k of it.
+    const int b = i / (box_p * Q), k = i % (box_p * Q);
+    const int n = tile / tiles_per_image * box_n + b, p = tile % tiles_per_image * box_p + k / Q;
+    return b < box_n && n < images && p < P ? (n * P + p) * Q + k % Q : -1;
   }
   __host__ __device__ uint32_t a_bytes() const {
-    return uint32_t(box_p == 0 ? kBM : box_p * Q) * kRowBytes;
+    return uint32_t(box_p == 0 ? kBM : box_n * box_p * Q) * kRowBytes;
   }
   __device__ int slabs() const { return taps * channel_slabs; }
   // B's inner index of the slab's first channel: the filter's (tap, channel), channel fastest.
@@ -98,7 +103,7 @@ struct Rows {
       const int r = tap / S, s = tap % S;
       wg::tma_load_4d(dst, map, bar, c0, base_w + step_w * s,
                       tile % tiles_per_image * box_p * stride_h + base_h + step_h * r,
-                      tile / tiles_per_image);
+                      tile / tiles_per_image * box_n);
     }
   }
 };
@@ -207,21 +212,25 @@ bool channels_fit(const Conv2dGeometry& g) {
   return g.groups == 1 && g.C % 8 == 0 && g.K % 8 == 0;
 }
 
-// Whether a tile of whole rows of one image uses at least 96 of its 128 rows (at 7 x 7, 49: the
-// mma.sync kernels do better there).
-bool rows_fill_tiles(int height, int width) {
-  return width <= kBM && std::min(kBM / width, height) * width >= 96;
-}
-
-// Tiles of box_p = 128 / width whole rows of one image (of `height`), N images.
+// Tiles of box_p = 128 / width whole rows of one image (of `height`), N images; where a whole
+// image fits a tile twice or more, box_n = 128 / (height * width) whole images a tile (at most N).
 Rows image_rows(int N, int height, int width) {
   Rows rows{};
-  rows.M = N * height * width, rows.P = height, rows.Q = width;
+  rows.M = N * height * width, rows.P = height, rows.Q = width, rows.images = N;
   rows.box_p = std::min(kBM / width, height);
+  rows.box_n = rows.box_p == height ? std::max(1, std::min(kBM / (height * width), N)) : 1;
   rows.tiles_per_image = (height + rows.box_p - 1) / rows.box_p;
-  rows.tiles = N * rows.tiles_per_image;
+  rows.tiles = (N + rows.box_n - 1) / rows.box_n * rows.tiles_per_image;
   rows.stride_h = 1;
   return rows;
+}
+
+// Whether a tile of whole rows (or whole images) of N images uses at least 96 of its 128 rows (a
+// single 7 x 7 image, 49: the mma.sync kernels do better there).
+bool rows_fill_tiles(int N, int height, int width) {
+  if (width > kBM) return false;
+  const Rows rows = image_rows(N, height, width);
+  return rows.box_n * rows.box_p * width >= 96;
 }
 
 // The slabs of a filter of R x S taps over `channels` (C forward, K data), tap (r, s) read at
@@ -286,7 +295,7 @@ CUtensorMap image_map(TcType type, const void* base, int64_t N, int64_t height, 
   const cuuint64_t strides[3] = {cuuint64_t(channels * 2), cuuint64_t(width * channels * 2),
                                  cuuint64_t(height * width * channels * 2)};
   const cuuint32_t box[4] = {cuuint32_t(kSlab), cuuint32_t(rows.Q * stride_w),
-                             cuuint32_t(rows.box_p * stride_h), 1};
+                             cuuint32_t(rows.box_p * stride_h), cuuint32_t(rows.box_n)};
   const cuuint32_t steps[4] = {1, cuuint32_t(stride_w), cuuint32_t(stride_h), 1};
   return wg::tensor_map(type, base, 4, dims, strides, box, steps);
 }
@@ -295,11 +304,12 @@ CUtensorMap image_map(TcType type, const void* base, int64_t N, int64_t height, 
 // (stacked images: one image of N*P rows, each stride_h*W pixels apart).
 CUtensorMap strided_map(TcType type, const void* x, const Conv2dGeometry& g, const Rows& rows) {
   const cuuint64_t dims[4] = {cuuint64_t(g.C), cuuint64_t(rows.Q), cuuint64_t(rows.P),
-                              cuuint64_t(rows.tiles / rows.tiles_per_image)};
+                              cuuint64_t(rows.images)};
   const cuuint64_t strides[3] = {cuuint64_t(g.stride_w * g.C * 2),
                                  cuuint64_t(g.stride_h * g.W * g.C * 2),
                                  cuuint64_t(g.H * g.W * g.C * 2)};
-  const cuuint32_t box[4] = {cuuint32_t(kSlab), cuuint32_t(rows.Q), cuuint32_t(rows.box_p), 1};
+  const cuuint32_t box[4] = {cuuint32_t(kSlab), cuuint32_t(rows.Q), cuuint32_t(rows.box_p),
+                             cuuint32_t(rows.box_n)};
   return wg::tensor_map(type, x, 4, dims, strides, box);
 }
 
@@ -364,8 +374,8 @@ bool wgmma_forward_fits(const Conv2dGeometry& g) {
   if (!one_by_one(g)) {
     // The TMA's element steps are 1 to 8 and its boxes at most 256 elements a dimension.
     const int P = int(g.P()), Q = int(g.Q());
-    return rows_fill_tiles(P, Q) && g.stride_h <= 8 && g.stride_w <= 8 && Q * g.stride_w <= 256 &&
-           std::min(kBM / Q, P) * g.stride_h <= 256;
+    return rows_fill_tiles(int(g.N), P, Q) && g.stride_h <= 8 && g.stride_w <= 8 &&
+           Q * g.stride_w <= 256 && std::min(kBM / Q, P) * g.stride_h <= 256;
   }
   return (g.stride_h == 1 && g.stride_w == 1) ||
          (g.Q() <= kBM && g.stride_w * g.Q() <= g.stride_h * g.W);
@@ -380,7 +390,7 @@ bool wgmma_backward_data_fits(const Conv2dGeometry& g) {
     for (int rho_w = 0; rho_w < g.stride_w; ++rho_w) {
       const DataPhase d = data_phase(g, rho_h, rho_w);
       if (d.empty()) continue;
-      if (!d.has_taps() || !rows_fill_tiles(d.h.extent, d.w.extent)) return false;
+      if (!d.has_taps() || !rows_fill_tiles(int(g.N), d.h.extent, d.w.extent)) return false;
     }
   }
   return true;

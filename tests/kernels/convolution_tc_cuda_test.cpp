@@ -14,8 +14,9 @@
 // images stacked and not, an asymmetric stride; 3x3 and 5x3 at stride 1 (padding, dilation, C =
 // 72), 3x3, 4x4 and 5x5 at strides 2, 3 and (2, 1) (odd sizes, dilation, phases of 1 to 4 taps
 // and phases without any), the filter gradient of all these and of the strided 1x1s (boxes of 1 x
-// 64 to 64 x 1 positions, Q > 64, several slices a tap) and the fallbacks (Q > 128, 7 x 7 images,
-// phases of 6 x 6 or without taps, stride 5, misaligned pointers); on an H100 or H200 each must
+// 64 to 64 x 1 positions, Q > 64, several slices a tap), whole images a tile (7 x 7 and 6 x 6,
+// a partial last tile) and the fallbacks (Q > 128, a single 7 x 7 image, two 6 x 6 phases,
+// phases without taps, stride 5, misaligned pointers); on an H100 or H200 each must
 // take the kernels it fits (a silent fallback fails); the wgmma epilogue's edges (a partial row
 // tile, a partial column tile of 72 or 8 columns, clipped strided pixel blocks) and y, residual and
 // dx 4-byte but not 16-byte aligned (mma.sync's pair stores).
@@ -379,10 +380,14 @@ TEST(ConvolutionTcCuda, WgmmaGeometries) {
       {{2, 16, 13, 24, 8, 3, 3, 2, 2, 1, 1, 2, 2}, true, true, true},  // dilation 2, pad 2
       {{1, 8, 9, 30, 16, 5, 3, 2, 1}, true, true, true},               // 5 x 3, pads 2 and 1
       {{8, 64, 16, 16, 64, 3, 3, 1, 1}, true, true, true},             // filter: 4 slices a tap
-      {{2, 32, 7, 7, 32, 3, 3, 1, 1}, false, false, true},             // 7 x 7: 49 of 128 rows
-      {{1, 8, 3, 70, 8, 3, 3, 1, 1}, false, false, true},              // Q = 70: 2 boxes a row
-      {{2, 16, 9, 1, 16, 3, 1, 1, 0}, false, false, true},             // Q = 1: boxes 1 x 64
-      {{2, 32, 12, 12, 32, 3, 3, 1, 1, 2, 2}, false, false, true},     // stride 2, 6 x 6: 36 rows
+      // Images of at most 64 pixels: whole images a tile (7 x 7: two, 98 rows; 6 x 6: three).
+      {{2, 32, 7, 7, 32, 3, 3, 1, 1}, true, true, true},
+      {{5, 16, 6, 6, 24, 3, 3, 1, 1}, true, true, true},            // a last tile of two images
+      {{3, 16, 14, 14, 16, 3, 3, 1, 1, 2, 2}, true, true, true},    // 7 x 7 outputs and phases
+      {{1, 32, 7, 7, 32, 3, 3, 1, 1}, false, false, true},          // one 7 x 7 image: 49 rows
+      {{1, 8, 3, 70, 8, 3, 3, 1, 1}, false, false, true},           // Q = 70: 2 boxes a row
+      {{2, 16, 9, 1, 16, 3, 1, 1, 0}, false, false, true},          // Q = 1: boxes 1 x 64
+      {{2, 32, 12, 12, 32, 3, 3, 1, 1, 2, 2}, false, false, true},  // 6 x 6, N = 2: 72 rows
       // Taps at a stride: forward and filter gradient read x through TMA boxes stepping the
       // stride; data runs one GEMM per output phase (each phase's rows must fill the tiles).
       {{1, 16, 23, 31, 24, 3, 3, 1, 1, 2, 2}, true, true, true},   // odd H, W; a 4-row tile
