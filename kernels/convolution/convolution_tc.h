@@ -18,14 +18,16 @@
 // convolution_tc_loaders.cuh; README.md, "bf16 and fp16 tensors".
 //
 // On an H100 or H200 (compute capability 9.0), a convolution with groups 1, C and K multiples of 8
-// and 16-byte aligned tensors runs on warpgroup MMA (wgmma) fed by TMA instead
-// (convolution_tc_wgmma*_sm90a.cu) where it is a 1x1 without padding -- backward data at any
-// stride, forward at any stride with Q <= 128 and stride_w * Q <= stride_h * W -- and, forward and
-// backward data, where it has any other filter at stride 1 and whole rows of its output (forward
-// P x Q, data H x W) fill at least 96 of 128 tile rows (ResNet's 3x3 at 56, 28 and 14, not at 7);
-// the filter gradient at stride 1 with any filter (`best`: a 1x1 without padding, or Q >= 14 and
-// C, K >= 64). Within the same bounds, deterministic, but not bit
-// for bit the mma.sync kernels' results.
+// and 16-byte aligned tensors (x, w, y, residual, dy, dx) runs on warpgroup MMA (wgmma) fed by TMA
+// instead (convolution_tc_wgmma*_sm90a.cu) where it is a 1x1 without padding -- backward data at
+// any stride, forward at any stride with Q <= 128 and stride_w * Q <= stride_h * W -- and, where
+// it has any other filter and whole rows of its output (forward P x Q, data H x W) fill at least
+// 96 of 128 tile rows (whole images a tile where one fills at most half: ResNet's 3x3 at 56, 28,
+// 14 and 7 at N >= 2, not a single 7 x 7 image): forward at strides up to 8 (Q *
+// stride_w <= 256), backward data at any stride whose every output phase has taps and fills the
+// tiles so (its rows: the phase's part of H x W); the filter gradient at strides up to 4 with any
+// filter (`best`: a 1x1 without padding, or C, K >= 128). Within the same bounds, deterministic,
+// but not bit for bit the mma.sync kernels' results.
 //
 // Pointers are raw device pointers of `type` (cuda_bf16's __nv_bfloat16 or cuda_fp16's __half,
 // passed as void until the Tensor carries these dtypes); the workspace queries give bytes; the

@@ -17,11 +17,12 @@
 //   p = (h + pad_h - r dil_h) / stride_h = i + (h0 + pad_h - r0 dil_h) / stride_h - t dil_h'
 // with dil_h' = dil_h / gcd(dil_h, stride_h): a stride-1 correlation of dy with the phase's
 // sub-filter (so no GEMM work on the zeros between outputs; a phase with no taps writes zeros).
-// wt orders its taps by phase (each phase's taps contiguous, in (r, s) order), the identity at
-// stride 1 and for 1x1 filters, the only geometries the wgmma kernels take.
+// wt orders its taps by phase (each phase's taps contiguous, in (r, s) order; the identity at
+// stride 1 and for 1x1 filters), convolution_tc_phase.h has the phases' arithmetic: the wgmma
+// kernels' backward data of filters with taps runs the same phases.
 //
-// On a device of compute capability 9.0 (H100, H200), the 1x1 convolutions and the stride-1 ones
-// on large enough images that fit (groups 1, C and K multiples of 8, 16-byte aligned tensors;
+// On a device of compute capability 9.0 (H100, H200), the 1x1 convolutions and the others on large
+// enough images that fit (groups 1, C and K multiples of 8, 16-byte aligned tensors;
 // convolution_tc.h has the rest) run forward and backward data on the wgmma + TMA kernels instead
 // (convolution_tc_wgmma_sm90a.cu, built for sm_90a alone); everything else, and every GPU before
 // Hopper, on the mma.sync kernels of convolution_tc_gemm.cuh.
@@ -29,10 +30,10 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <numeric>
 
 #include "kernels/convolution/convolution_tc.h"
 #include "kernels/convolution/convolution_tc_loaders.cuh"
+#include "kernels/convolution/convolution_tc_phase.h"
 #include "kernels/convolution/convolution_tc_wgmma.h"
 #include "kernels/gemm/gemm_cuda_internal.h"
 
@@ -189,29 +190,6 @@ void forward_with(const Params& p, const uint16_t* x, const uint16_t* w, const T
   if constexpr (STATS) sum_channel_stats(stats, rows, p.K, ep, stream);
 }
 
-// One dimension of an output phase rho (data_phase): dx rows first + stride i for i < extent,
-// its taps (`before` taps of lower phases), and dy's offset and per-tap step: tap t of the phase
-// reads dy row i + offset - t * dilation.
-struct PhaseAxis {
-  int first, extent, taps, before, offset, dilation;
-};
-
-PhaseAxis phase_axis(int rho, int size, int taps, int pad, int stride, int dilation) {
-  PhaseAxis a{};
-  a.first = ((rho - pad) % stride + stride) % stride;
-  a.extent = a.first < size ? (size - a.first + stride - 1) / stride : 0;
-  int r0 = 0;
-  for (int r = taps - 1; r >= 0; --r) {
-    const int phase = r * dilation % stride;
-    a.before += phase < rho;
-    if (phase == rho) ++a.taps, r0 = r;
-  }
-  // Exact: first + pad and r0 * dilation are both rho mod stride.
-  if (a.taps > 0) a.offset = (a.first + pad - r0 * dilation) / stride;
-  a.dilation = dilation / std::gcd(dilation, stride);
-  return a;
-}
-
 // The geometry of phase (rho_h, rho_w) of backward data (see the top of this file), as the
 // stride-1 problem DataProblem runs; first_tap: where its taps start in wt's rows.
 struct DataPhase {
@@ -230,7 +208,7 @@ DataPhase data_phase(const Params& full, int rho_h, int rho_w) {
   p.by_HW = FastDivmod(std::max(p.H * p.W, 1)), p.by_W = FastDivmod(std::max(p.W, 1));
   p.by_S = FastDivmod(std::max(p.S, 1));
   p.by_stride_h = FastDivmod(1), p.by_stride_w = FastDivmod(1);
-  d.first_tap = d.h.before * full.S + d.h.taps * d.w.before;
+  d.first_tap = phase_first_tap(d.h, d.w, full.S);
   return d;
 }
 
@@ -325,7 +303,8 @@ __global__ void transpose_filter_kernel(const uint16_t* __restrict__ w, int Kg, 
 
 namespace tc {
 // Where wgmma's backward data beats mma.sync's on the geometries both run (H200, 2026-11-26,
-// `crema bench conv-tc`, README.md "On wgmma and TMA"): the 3x3 layers at stride 1, and the 1x1
+// `crema bench conv-tc`, README.md "On wgmma and TMA"): the 3x3 layers at stride 1 (and, by the
+// same rule, not yet timed, the strided ones by output phase: the same GEMMs), and the 1x1
 // ones with a long reduction over K (their output channels): K >= 1024, or K >= 512 into
 // C >= 1024. Shorter reductions (ResNet-50's K = 64 to 512 into C = 64 to 512) do not pay for the
 // pipeline's fill and lose by up to 1.7x.
@@ -376,8 +355,8 @@ void conv2d_tc_forward(const Conv2dGeometry& g, TcType type, const void* x, cons
   auto* ys = static_cast<uint16_t*>(y);
   auto* stats = static_cast<float*>(workspace);
   const bool with_stats = epilogue.sum != nullptr;
-  if (aligned16(x) && aligned16(w) && aligned4(y) &&
-      (epilogue.residual == nullptr || aligned4(epilogue.residual)) &&
+  if (aligned16(x) && aligned16(w) && aligned16(y) &&
+      (epilogue.residual == nullptr || aligned16(epilogue.residual)) &&
       conv2d_tc_forward_uses_wgmma(g, kernels)) {
     wgmma_forward(g, type, x, w, y, epilogue, stats, stream);
     if (with_stats) sum_channel_stats(stats, wgmma_forward_stats_rows(g), p.K, epilogue, stream);
@@ -403,7 +382,7 @@ void conv2d_tc_backward_data(const Conv2dGeometry& g, TcType type, const void* d
                                                       p.S, p.Cg, p.stride_h, p.stride_w,
                                                       p.dilation_h, p.dilation_w, total, wt);
   gpu::check_launch("conv2d_tc_backward_data (filter transpose)");
-  if (aligned16(dy) && aligned16(wt) && aligned4(dx) &&
+  if (aligned16(dy) && aligned16(wt) && aligned16(dx) &&
       conv2d_tc_backward_data_uses_wgmma(g, kernels)) {
     return wgmma_backward_data(g, type, dy, wt, dx, stream);
   }

@@ -10,8 +10,8 @@
 // [slice, g, R*S*Cg, Kg] (workspace) a second kernel adds to dw in slice order: deterministic, no
 // float atomics.
 //
-// On a device of compute capability 9.0, a stride-1 convolution that fits (groups 1, C and K
-// multiples of 8) and pays (wgmma_backward_filter_pays: the 1x1s, and filters of taps between at
+// On a device of compute capability 9.0, a convolution that fits (groups 1, strides up to 4, C and
+// K multiples of 8) and pays (wgmma_backward_filter_pays: the 1x1s, and filters of taps between at
 // least 128 channels each side) runs the slices on the wgmma + TMA kernel instead
 // (convolution_tc_wgmma_filter_sm90a.cu: its own cut, the same partial layout and slice sums).
 #include <cuda_runtime.h>
@@ -120,7 +120,9 @@ namespace tc {
 // families): every 1x1 without padding; with taps, at least 128 channels each side: ResNet-50's
 // 3x3 128@28 0.125 ms against mma.sync's 0.191, 256@14 0.142 / 0.191, 512@7 0.141 / 0.189, while
 // 64@56 loses (0.267 / 0.251: a 64 x 64 product half fills the tile and each tap re-reads both
-// tensors).
+// tensors). The strided ones (the 1x1s and 3x3s of ResNet's downsampling) follow the same rule:
+// the same GEMMs, x read at every stride-th position (mma.sync: 0.13 to 0.19 ms, not yet timed
+// on wgmma).
 bool wgmma_backward_filter_pays(const Conv2dGeometry& g) {
   if (g.R == 1 && g.S == 1 && g.pad_h == 0 && g.pad_w == 0) return true;
   return g.C >= 128 && g.K >= 128;

@@ -180,6 +180,11 @@ struct Ring {
   // room to align the base.
   static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + 2 * STAGES * 8 + 1024;
   static_assert(BN == 64 || BN == 128, "wgmma n64 or n128");
+  // The epilogue's scratch: each of the 8 warps parks its 16 rows of BN fp32 sums, rows
+  // BN + 8 floats apart (the pad puts the 8 rows of one fragment store on distinct banks).
+  static constexpr int STAGING_PITCH = BN + 8, STAGING_WARP_FLOATS = 16 * STAGING_PITCH;
+  static_assert(kThreads / 32 * STAGING_WARP_FLOATS * 4 <= STAGES * STAGE_BYTES,
+                "the epilogue's scratch fits the ring");
 };
 
 // The kernel of all three passes: one block, one 128 x BN tile of a GEMM over `slabs` slabs of 64
@@ -190,7 +195,10 @@ struct Ring {
 //   fill(where, slab, stage, bar, map_a, map_b)   thread 0: announce the stage's bytes on `bar`
 //                                  and ask the TMA for slab `slab` of A (128 rows at `stage`) and
 //                                  B (BN rows at stage + A_BYTES)
-//   store(where, consumer, acc)    the epilogue of warpgroup `consumer`'s 64 x BN accumulators
+//   store(where, consumer, acc, staging)   the epilogue of warpgroup `consumer`'s 64 x BN
+//                                  accumulators; staging: the ring, free by then (every
+//                                  warpgroup's wgmmas have retired and every TMA copy has landed),
+//                                  as fp32 scratch (Ring's STAGING_* say how much a warp owns)
 // Thread 0 is also the producer: it fills the first STAGES slabs; at slab s, once slab s-1's
 // wgmmas have retired (wgmma.wait_group 1), every thread arrives on that stage's "empty" barrier,
 // and thread 0 waits for the 256 arrivals, then refills the stage with slab s-1+STAGES, which
@@ -269,7 +277,10 @@ __global__ void __launch_bounds__(kThreads, 2)
   detail::wgmma_wait<0>();
 #pragma unroll
   for (int i = 0; i < BN / 2; ++i) detail::fence_register(acc[i]);
-  problem.store(where, consumer, acc);
+  // The other warpgroup may still be reading the last stage: the ring is scratch after this.
+  __syncthreads();
+  float* staging = reinterpret_cast<float*>(raw_smem + (base - raw_address));
+  problem.store(where, consumer, acc, staging);
 }
 
 // Host side.
@@ -293,11 +304,15 @@ inline EncodeTiled tensor_map_encoder() {
 
 // A tensor map over 16-bit elements: `rank` dimensions (innermost, the channels, first; sizes
 // `dims`, byte strides of dimensions 1.. `strides`), boxes `box` (64 channels = 128 bytes first),
-// written 128B-swizzled, zeros outside the tensor.
+// written 128B-swizzled, zeros outside the tensor. `steps` (null: all 1): a box reads every
+// steps[i]-th element of dimension i from its corner, box[i] / steps[i] of them (the driver's
+// elementStrides; the channels' step must be 1), each outside the tensor a zero.
 inline CUtensorMap tensor_map(TcType type, const void* base, int rank, const cuuint64_t* dims,
-                              const cuuint64_t* strides, const cuuint32_t* box) {
+                              const cuuint64_t* strides, const cuuint32_t* box,
+                              const cuuint32_t* steps = nullptr) {
   CUtensorMap map;
-  const cuuint32_t element_strides[4] = {1, 1, 1, 1};
+  const cuuint32_t ones[4] = {1, 1, 1, 1};
+  const cuuint32_t* element_strides = steps != nullptr ? steps : ones;
   const CUresult r = tensor_map_encoder()(
       &map,
       type == TcType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,

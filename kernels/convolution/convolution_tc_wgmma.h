@@ -1,10 +1,11 @@
-// The convolutions on 16-bit NHWC tensors that run on Hopper's wgmma and TMA (the 1x1 ones, forward
-// and data of the stride-1 ones on large enough images, the filter gradient of any stride-1 one:
-// convolution_tc_wgmma_sm90a.cu, convolution_tc_wgmma_filter_sm90a.cu), as the entry points of
+// The convolutions on 16-bit NHWC tensors that run on Hopper's wgmma and TMA (the 1x1 ones, the
+// forward and data (by output phase) of the others on large enough images, the filter
+// gradient of any at strides up to 4: convolution_tc_wgmma_sm90a.cu,
+// convolution_tc_wgmma_filter_sm90a.cu), as the entry points of
 // convolution_tc_cuda.cu and convolution_tc_filter_cuda.cu call them: the geometries they take,
 // their workspaces, the three passes. Host code; the callers check the device (compute capability
-// 9.0) and the pointers' alignment (x, w, dy and wt 16 bytes: the copy engine's; y, residual and
-// dx 4 bytes: pairs of outputs).
+// 9.0) and the pointers' alignment (16 bytes: x, w, dy and wt for the copy engine; y, residual and
+// dx for the epilogue's 16-byte accesses).
 #pragma once
 
 #include "core/cuda_runtime.h"
@@ -15,7 +16,9 @@ namespace crema::kernels::cuda::tc {
 
 // Groups 1, C and K multiples of 8, and: a 1x1 filter without padding (forward with a stride:
 // Q <= 128, a tile holding whole output rows, and stride_w * Q <= stride_h * W), or any other
-// filter at stride 1 whose output rows (forward P x Q, data H x W) fill >= 96 of 128 tile rows.
+// filter whose output rows (forward P x Q, data H x W; whole images a tile where one fills at
+// most half) fill >= 96 of 128 tile rows (forward at strides up to 8 with Q * stride_w <= 256,
+// data: each output phase's rows, every phase with taps).
 bool wgmma_forward_fits(const Conv2dGeometry& g);
 bool wgmma_backward_data_fits(const Conv2dGeometry& g);
 
@@ -32,7 +35,7 @@ void wgmma_forward(const Conv2dGeometry& g, TcType type, const void* x, const vo
 void wgmma_backward_data(const Conv2dGeometry& g, TcType type, const void* dy, const void* wt,
                          void* dx, gpu::Stream stream);
 
-// Groups 1, stride 1 (any filter, padding and dilation), C and K multiples of 8.
+// Groups 1, strides up to 4 (any filter, padding and dilation), C and K multiples of 8.
 bool wgmma_backward_filter_fits(const Conv2dGeometry& g);
 // The slices of N*P*Q the filter gradient is cut into: the workspace holds slices x K x C fp32.
 int wgmma_backward_filter_slices(const Conv2dGeometry& g);

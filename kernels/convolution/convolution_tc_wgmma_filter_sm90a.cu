@@ -1,10 +1,11 @@
-// The filter gradient of the stride-1 convolutions on 16-bit NHWC tensors on Hopper: wgmma fed
+// The filter gradient of the convolutions on 16-bit NHWC tensors on Hopper: wgmma fed
 // by TMA (convolution_tc_wgmma.cuh's kernel and ring, this file its Problem). Compiled for sm_90a
 // alone (CMakeLists.txt); convolution_tc_filter_cuda.cu calls it on a device of compute capability
 // 9.0 for the geometries it fits (wgmma_backward_filter_fits), the mma.sync kernels otherwise.
 //
 //   dw[K, r, s, C] += dy[N*P*Q, K]^T * x_rs[N*P*Q, C]   (fp32), one GEMM per tap (r, s), where
-//   x_rs[n, p, q] = x[n, p + r*dil_h - pad_h, q + s*dil_w - pad_w] (zero outside the image)
+//   x_rs[n, p, q] = x[n, stride_h p + r*dil_h - pad_h, stride_w q + s*dil_w - pad_w] (zero
+//   outside the image)
 //
 // The inner index N*P*Q is the outer index of both tensors: the operands are MN-major, a box of
 // 64 channels x 64 pixels lands as 64 rows (pixels) of 128 bytes (channels), and the wgmma's
@@ -15,11 +16,12 @@
 //   D[i, j] = sum over the slice's pixels of R[pixel, i] * S[pixel, j]   (tile 128 x BN, BN = 128,
 //             or 64 when S has at most 64 channels)
 //
-// Slabs of 64 pixels: a 1x1 without padding reads both tensors flat (64 consecutive pixels of
-// N*P*Q, 2-D maps); a filter with taps reads boxes of bh x bw output positions of one image
-// (bw = Q rounded up to a power of two, at most 64; bh = 64 / bw), dy at (q0, p0) and x at the
-// tap's offset (q0 + s*dil_w - pad_w, p0 + r*dil_h - pad_h) through 4-D maps {channels, width,
-// height, N}: the TMA zero-fills what lies outside either tensor, so positions past Q or P (dy
+// Slabs of 64 pixels: a 1x1 at stride 1 without padding reads both tensors flat (64 consecutive
+// pixels of N*P*Q, 2-D maps); any other filter (a strided 1x1 as one tap) reads boxes of bh x bw
+// output positions of one image (bw = Q rounded up to a power of two, at most 64; bh = 64 / bw),
+// dy at (q0, p0) and x at (stride_w q0 + s*dil_w - pad_w, stride_h p0 + r*dil_h - pad_h), its box
+// stepping stride_w pixels and stride_h rows, through 4-D maps {channels, width, height, N}: the
+// TMA zero-fills what lies outside either tensor, so positions past Q or P (dy
 // zero) and taps over the padding (x zero) add nothing. Each block has one tap.
 //
 // The slabs are cut into fixed slices (enough blocks for two waves on 132 SMs, each slice at least
@@ -27,7 +29,7 @@
 // partial[slice][r][s][c][k] (the layout of the mma.sync filter pass's partials), and
 // convolution_tc_filter_cuda.cu's sum_slices_kernel adds the slices to dw in slice order:
 // deterministic, no float atomics. Channels past C or K are zero-filled by the TMA. What fits:
-// groups 1, stride 1, C and K multiples of 8.
+// groups 1, strides up to 4, C and K multiples of 8.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -50,7 +52,7 @@ constexpr int kMinSlabsPerSlice = 8;
 // slice when flat, slabs a slice with taps).
 struct FilterPlan {
   bool rows_are_dy;  // R = dy (rows k, columns c) or R = x (rows c, columns k)
-  bool flat;         // a 1x1 without padding: slabs of 64 consecutive pixels of N*P*Q
+  bool flat;         // a 1x1 at stride 1 without padding: slabs of 64 consecutive pixels of N*P*Q
   int I, J, bn, tiles_j, tiles, taps, slices, length;
   int bw, bh, blocks_q, blocks_pq, slabs;  // with taps: bh x bw boxes, slabs in all
 };
@@ -60,7 +62,8 @@ FilterPlan filter_plan(const Conv2dGeometry& g) {
   const int64_t NPQ = g.N * g.P() * g.Q();
   const int P = int(g.P()), Q = int(g.Q());
   f.rows_are_dy = g.K >= g.C;
-  f.flat = g.R == 1 && g.S == 1 && g.pad_h == 0 && g.pad_w == 0;
+  f.flat =
+      g.R == 1 && g.S == 1 && g.pad_h == 0 && g.pad_w == 0 && g.stride_h == 1 && g.stride_w == 1;
   f.I = int(f.rows_are_dy ? g.K : g.C), f.J = int(f.rows_are_dy ? g.C : g.K);
   f.bn = f.J > 64 ? 128 : 64;
   f.tiles_j = (f.J + f.bn - 1) / f.bn;
@@ -92,7 +95,7 @@ struct FilterProblem {
   int64_t stride_i, stride_j;  // D[i, j] lands at partial[(slice * taps + tap) * I * J + ...]
   float* partial;
   // FLAT: N*P*Q. Taps: the boxes, the filter's S and its offsets, which map is x's.
-  int NPQ, bw, bh, blocks_q, blocks_pq, taps, S, dil_h, dil_w, pad_h, pad_w;
+  int NPQ, bw, bh, blocks_q, blocks_pq, taps, S, dil_h, dil_w, pad_h, pad_w, stride_h, stride_w;
   bool rows_are_dy;
 
   struct Where {
@@ -126,20 +129,24 @@ struct FilterProblem {
     } else {
       const int t = w.begin + slab, n = t / blocks_pq, pq = t % blocks_pq;
       const int p0 = pq / blocks_q * bh, q0 = pq % blocks_q * bw;
-      const int rh = rows_are_dy ? 0 : w.shift_h, rw = rows_are_dy ? 0 : w.shift_w;
-      const int sh = rows_are_dy ? w.shift_h : 0, sw = rows_are_dy ? w.shift_w : 0;
+      // dy's box at (q0, p0); x's at (stride_w q0, stride_h p0) + the tap's offset, its map
+      // stepping `stride` pixels and rows.
+      const int xw = stride_w * q0 + w.shift_w, xh = stride_h * p0 + w.shift_h;
+      const int rw = rows_are_dy ? q0 : xw, rh = rows_are_dy ? p0 : xh;
+      const int sw = rows_are_dy ? xw : q0, sh = rows_are_dy ? xh : p0;
       for (int h = 0; h < boxes_a; ++h) {
-        wg::tma_load_4d(stage + 8192 * h, map_r, bar, w.i0 + 64 * h, q0 + rw, p0 + rh, n);
+        wg::tma_load_4d(stage + 8192 * h, map_r, bar, w.i0 + 64 * h, rw, rh, n);
       }
       for (int h = 0; h < boxes_b; ++h) {
-        wg::tma_load_4d(stage + wg::Ring<BN>::A_BYTES + 8192 * h, map_s, bar, w.j0 + 64 * h,
-                        q0 + sw, p0 + sh, n);
+        wg::tma_load_4d(stage + wg::Ring<BN>::A_BYTES + 8192 * h, map_s, bar, w.j0 + 64 * h, sw, sh,
+                        n);
       }
     }
   }
   // Thread (warp w, lane l) of warpgroup `consumer` holds rows 16w + l/4 and +8 of its 64,
-  // columns 8j + 2(l%4), +1: values 4j, 4j+1 and 4j+2, 4j+3.
-  __device__ void store(const Where& w, int consumer, const float (&acc)[BN / 2]) const {
+  // columns 8j + 2(l%4), +1: values 4j, 4j+1 and 4j+2, 4j+3. The partials are fp32 written once,
+  // straight from the fragments (no scratch: the ring goes unused here).
+  __device__ void store(const Where& w, int consumer, const float (&acc)[BN / 2], float*) const {
     const int warp = threadIdx.x % 128 / 32, lane = threadIdx.x % 32;
     const int i = w.i0 + consumer * 64 + warp * 16 + lane / 4;
     float* first = partial + (int64_t(w.slice) * taps + w.tap) * I * J;
@@ -157,15 +164,19 @@ struct FilterProblem {
   }
 };
 
-// An NHWC tensor [N, height, width, channels] in boxes of 64 channels x bw x bh pixels.
+// An NHWC tensor [N, height, width, channels] in boxes of 64 channels x bw x bh pixels, every
+// stride_w-th pixel of every stride_h-th row from the box's corner (x at a strided convolution's
+// positions; dy: 1).
 CUtensorMap image_map(TcType type, const void* base, int64_t N, int64_t height, int64_t width,
-                      int64_t channels, const FilterPlan& f) {
+                      int64_t channels, const FilterPlan& f, int stride_h, int stride_w) {
   const cuuint64_t dims[4] = {cuuint64_t(channels), cuuint64_t(width), cuuint64_t(height),
                               cuuint64_t(N)};
   const cuuint64_t strides[3] = {cuuint64_t(channels * 2), cuuint64_t(width * channels * 2),
                                  cuuint64_t(height * width * channels * 2)};
-  const cuuint32_t box[4] = {cuuint32_t(kSlab), cuuint32_t(f.bw), cuuint32_t(f.bh), 1};
-  return wg::tensor_map(type, base, 4, dims, strides, box);
+  const cuuint32_t box[4] = {cuuint32_t(kSlab), cuuint32_t(f.bw * stride_w),
+                             cuuint32_t(f.bh * stride_h), 1};
+  const cuuint32_t steps[4] = {1, cuuint32_t(stride_w), cuuint32_t(stride_h), 1};
+  return wg::tensor_map(type, base, 4, dims, strides, box, steps);
 }
 
 template <class E>
@@ -177,8 +188,8 @@ void filter_typed(const Conv2dGeometry& g, TcType type, const void* x, const voi
   if (f.flat) {
     map_x = wg::matrix_map(type, x, NPQ, g.C, 64), map_dy = wg::matrix_map(type, dy, NPQ, g.K, 64);
   } else {
-    map_x = image_map(type, x, g.N, g.H, g.W, g.C, f);
-    map_dy = image_map(type, dy, g.N, g.P(), g.Q(), g.K, f);
+    map_x = image_map(type, x, g.N, g.H, g.W, g.C, f, int(g.stride_h), int(g.stride_w));
+    map_dy = image_map(type, dy, g.N, g.P(), g.Q(), g.K, f, 1, 1);
   }
   const CUtensorMap& map_r = f.rows_are_dy ? map_dy : map_x;
   const CUtensorMap& map_s = f.rows_are_dy ? map_x : map_dy;
@@ -207,6 +218,8 @@ void filter_typed(const Conv2dGeometry& g, TcType type, const void* x, const voi
                                                            int(g.dilation_w),
                                                            int(g.pad_h),
                                                            int(g.pad_w),
+                                                           int(g.stride_h),
+                                                           int(g.stride_w),
                                                            f.rows_are_dy};
     wg::launch<E, BN>(map_r, map_s, problem, grid, stream, "conv2d_tc_backward_filter (wgmma)");
   };
@@ -223,8 +236,10 @@ void filter_typed(const Conv2dGeometry& g, TcType type, const void* x, const voi
 
 }  // namespace
 
+// Strides up to 4: x's box spans bw * stride_w by bh * stride_h pixels (bw, bh <= 64), and the
+// TMA's boxes are at most 256 a dimension.
 bool wgmma_backward_filter_fits(const Conv2dGeometry& g) {
-  return g.groups == 1 && g.stride_h == 1 && g.stride_w == 1 && g.C % 8 == 0 && g.K % 8 == 0;
+  return g.groups == 1 && g.stride_h <= 4 && g.stride_w <= 4 && g.C % 8 == 0 && g.K % 8 == 0;
 }
 
 int wgmma_backward_filter_slices(const Conv2dGeometry& g) {

@@ -15,10 +15,13 @@
 //
 // A 1x1 (no padding) is one tap: x's pixels (n, p*stride_h, q*stride_w) forward; backward data
 // multiplies dy's pixels and its epilogue writes each one's stride_h x stride_w block of dx (the
-// value, zeros around it). Any other filter runs at stride 1: x_tap (dy_tap) is the tensor shifted
-// by the tap's offset, zero outside the image (Rows below). What fits (wgmma_*_fits): groups 1, C
-// and K multiples of 8 (a tensor map's rows are whole 16-byte units, outputs whole pairs), and the
-// conditions on the strides and the image size in convolution_tc_wgmma.h.
+// value, zeros around it). Any other filter: x_tap (dy_tap) is the tensor shifted by the tap's
+// offset, zero outside the image (Rows below); forward at any stride (the TMA box reads every
+// stride-th pixel and row), backward data one GEMM per output phase (convolution_tc_phase.h: dx's
+// pixels h = first + stride i read dy at stride 1 with the phase's taps; one phase at stride 1).
+// What fits (wgmma_*_fits): groups 1, C and K multiples of 8 (a tensor map's rows are whole 16-byte
+// units, outputs whole 16-byte pieces), and the conditions on the strides and the image size in
+// convolution_tc_wgmma.h.
 //
 //   block tile 128 x BN (BN 128; 64 when the GEMM has at most 64 columns), k slab 64 channels of
 //   one tap: 4 wgmma m64nBNk16 a slab per warpgroup; two blocks an SM, so that one block's
@@ -37,29 +40,37 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "kernels/convolution/convolution_tc_phase.h"
 #include "kernels/convolution/convolution_tc_wgmma.cuh"
 #include "kernels/convolution/convolution_tc_wgmma.h"
+#include "kernels/convolution/convolution_tc_wgmma_out.cuh"
 
 namespace crema::kernels::cuda::tc {
 namespace {
 
-using wg::kBM, wg::kRowBytes, wg::kSlab;
+using wg::DataOut, wg::ForwardOut, wg::kBM, wg::kRowBytes, wg::kSlab;
 
 // The GEMM's rows (output pixels m = n*P*Q + p*Q + q) of each row tile, its slabs, and A's box
 // for each. Flat (1x1, stride 1): 128 pixels a tile, a 2-D map. Otherwise a 4-D map over a view
-// {channels, Q, P, images} whose box is box_p whole output rows of one image: the strided 1x1's
+// {channels, Q, P, images} whose box is box_p whole output rows of one image, or box_n whole
+// images where one fills at most half a tile (7 x 7: two, 98 rows): the strided 1x1's
 // strided view of x (the images stacked when they stack evenly, H = stride_h * P: pixel
 // (n, p*stride_h) is row n*P + p of a single image of N*P rows, 18 rows of 7 a tile instead of
-// 7), or, for a filter of R x S taps at stride 1, the plain tensor read at each tap's offset: row
-// (p, q) of tap (r, s) is pixel (p + base_h + step_h r, q + base_w + step_w s), which the TMA
-// zero-fills where it lies outside the image (the padding).
+// 7), or, for a filter of R x S taps, the plain tensor read at each tap's offset: row (p, q) of
+// tap (r, s) is pixel (stride_h p + base_h + step_h r, stride_w q + base_w + step_w s) (forward;
+// data: a phase's taps, dy at stride 1), which the TMA zero-fills where it lies outside the image
+// (the padding).
 struct Rows {
   int M, P, Q;                           // P: N*P when the images are stacked
+  int images;                            // N (1 when stacked)
   int box_p;                             // output rows a tile (0: flat, 128 pixels a tile)
+  int box_n;                             // images a tile (> 1 only where box_p = P)
   int tiles_per_image;                   // ceil(P / box_p)
   int tiles;                             // row tiles in all
   int S, taps, channel_slabs, channels;  // slab = tap * channel_slabs + 64-channel piece
   int base_h, base_w, step_h, step_w;    // each tap's offset (0 for the 1x1 convolutions)
+  int stride_h;      // A's rows a tile row moves in the map (the strided taps' stride, else 1)
+  int first_column;  // B's column of the first tap (a data phase's first tap in wt, else 0)
 
   // Tile `tile`'s row i as its output pixel, -1 where there is none.
   __device__ int at(int tile, int i) const {
@@ -67,18 +78,20 @@ struct Rows {
       const int m = tile * kBM + i;
       return m < M ? m : -1;
     }
-    const int n = tile / tiles_per_image, p = tile % tiles_per_image * box_p + i / Q;
-    return i < box_p * Q && p < P ? (n * P + p) * Q + i % Q : -1;
+    // Row i: image b of the box (0 unless box_n > 1, where tiles_per_image is 1), row k of it.
+    const int b = i / (box_p * Q), k = i % (box_p * Q);
+    const int n = tile / tiles_per_image * box_n + b, p = tile % tiles_per_image * box_p + k / Q;
+    return b < box_n && n < images && p < P ? (n * P + p) * Q + k % Q : -1;
   }
   __host__ __device__ uint32_t a_bytes() const {
-    return uint32_t(box_p == 0 ? kBM : box_p * Q) * kRowBytes;
+    return uint32_t(box_p == 0 ? kBM : box_n * box_p * Q) * kRowBytes;
   }
   __device__ int slabs() const { return taps * channel_slabs; }
   // B's inner index of the slab's first channel: the filter's (tap, channel), channel fastest.
   // Where a tap's channels end inside the 64 (C not a multiple of 64), B's box runs into the next
   // tap's, against A's zero-filled channels past C: they add nothing.
   __device__ int b_column(int slab) const {
-    return slab / channel_slabs * channels + slab % channel_slabs * kSlab;
+    return first_column + slab / channel_slabs * channels + slab % channel_slabs * kSlab;
   }
   // Asks for the slab's 64 channels of the tile's rows.
   __device__ void load(uint32_t dst, const CUtensorMap* map, uint32_t bar, int slab,
@@ -89,71 +102,10 @@ struct Rows {
     } else {
       const int r = tap / S, s = tap % S;
       wg::tma_load_4d(dst, map, bar, c0, base_w + step_w * s,
-                      tile % tiles_per_image * box_p + base_h + step_h * r, tile / tiles_per_image);
+                      tile % tiles_per_image * box_p * stride_h + base_h + step_h * r,
+                      tile / tiles_per_image * box_n);
     }
   }
-};
-
-// Forward: y[m, k] = act(acc + bias[k] + residual[m, k]) rounded once (residual may be y: each
-// pair is read, then written, by the thread that owns it).
-template <class E, bool STATS>
-struct ForwardOut {
-  static constexpr bool kStats = STATS;
-  int K;
-  const float* bias;
-  const uint16_t* residual;
-  bool relu;
-  uint16_t* y;
-  float* stats;  // [rows][2][K]
-
-  using Row = int64_t;  // the pixel's first element
-  __device__ Row row(int m) const { return int64_t(m) * K; }
-  // Channels k, k+1; returns the two values as stored.
-  __device__ float2 store(Row at, int k, float v0, float v1) const {
-    if (bias != nullptr) v0 += bias[k], v1 += bias[k + 1];
-    if (residual != nullptr) {
-      const uint32_t r = *reinterpret_cast<const uint32_t*>(residual + at + k);
-      v0 += E::widen(uint16_t(r & 0xffffu)), v1 += E::widen(uint16_t(r >> 16));
-    }
-    if (relu) v0 = fmaxf(v0, 0.0f), v1 = fmaxf(v1, 0.0f);
-    const uint32_t pair = E::pack(v0, v1);
-    *reinterpret_cast<uint32_t*>(y + at + k) = pair;
-    return make_float2(E::widen(uint16_t(pair & 0xffffu)), E::widen(uint16_t(pair >> 16)));
-  }
-  __device__ void store_stats(int row, int k, float2 sum, float2 squares) const {
-    float* first = stats + int64_t(row) * 2 * K + k;
-    first[0] = sum.x, first[1] = sum.y, first[K] = squares.x, first[K + 1] = squares.y;
-  }
-};
-
-// Backward data: dx at pixel (n, p*stride_h, q*stride_w) = acc rounded once; the other pixels of
-// its stride_h x stride_w block (inside the image) = 0. At stride 1 the block is the pixel.
-template <class E>
-struct DataOut {
-  static constexpr bool kStats = false;
-  int C, H, W, P, Q, stride_h, stride_w;
-  uint16_t* dx;
-
-  struct Row {
-    int64_t at;      // the strided pixel's first element
-    int rows, cols;  // the block's extent inside the image
-  };
-  __device__ Row row(int m) const {
-    const int n = m / (P * Q), pq = m % (P * Q), h = pq / Q * stride_h, w = pq % Q * stride_w;
-    return {(int64_t(n) * H * W + int64_t(h) * W + w) * C, min(stride_h, H - h),
-            min(stride_w, W - w)};
-  }
-  __device__ float2 store(const Row& r, int c, float v0, float v1) const {
-    const uint32_t pair = E::pack(v0, v1);
-    for (int a = 0; a < r.rows; ++a) {
-      for (int b = 0; b < r.cols; ++b) {
-        *reinterpret_cast<uint32_t*>(dx + r.at + (int64_t(a) * W + b) * C + c) =
-            a == 0 && b == 0 ? pair : 0u;
-      }
-    }
-    return make_float2(0.0f, 0.0f);
-  }
-  __device__ void store_stats(int, int, float2, float2) const {}
 };
 
 // The GEMM C[rows, columns] = A[rows, inner] * B[columns, inner]^T, both K-major: A's rows and
@@ -177,35 +129,62 @@ struct ConvProblem {
     wg::tma_load_2d(stage + wg::Ring<BN>::A_BYTES, map_b, bar, rows.b_column(slab), tile.n * BN);
   }
 
+  // The epilogue goes through shared memory, so that global memory sees 16-byte accesses with
+  // consecutive lanes on consecutive addresses (the fragments hold 2 neighbouring columns a
+  // thread: 4-byte stores, 16 bytes of a row a warp instruction, half of each 32-byte sector).
   // Thread (warp w, lane l) of warpgroup `consumer` holds rows 16w + l/4 and +8 of its 64,
-  // columns 8j + 2(l%4), +1: values 4j, 4j+1 and 4j+2, 4j+3.
-  __device__ void store(detail::TileCoord tile, int consumer, const float (&acc)[BN / 2]) const {
+  // columns 8j + 2(l%4), +1: values 4j, 4j+1 and 4j+2, 4j+3. Each warp parks its 16 rows in its
+  // own piece of the scratch, then reads them back as BN/8 chunks of 8 channels a row, a lane a
+  // chunk, 32 / (BN/8) rows at a time. A lane reads its chunk's two 16-byte halves in an order
+  // that alternates every 4 chunks: the 8 lanes of one 16-byte access phase then cover all 32
+  // banks once.
+  __device__ void store(detail::TileCoord tile, int consumer, const float (&acc)[BN / 2],
+                        float* staging) const {
+    using R = wg::Ring<BN>;
+    constexpr int kChunks = BN / 8, kRowsAtOnce = 32 / kChunks;
     const int warp = threadIdx.x % 128 / 32, lane = threadIdx.x % 32;
-    const int r0 = consumer * 64 + warp * 16 + lane / 4;
-    const int m0 = rows.at(tile.m, r0), m1 = rows.at(tile.m, r0 + 8);
-    const typename Out::Row row0 = out.row(max(m0, 0)), row1 = out.row(max(m1, 0));
+    float* mine = staging + threadIdx.x / 32 * R::STAGING_WARP_FLOATS;
 #pragma unroll
     for (int j = 0; j < BN / 8; ++j) {
-      const int n = tile.n * BN + 8 * j + 2 * (lane % 4);
-      float2 a = make_float2(0.0f, 0.0f), b = a;
-      if (n < columns) {  // columns is a multiple of 8: n + 1 too
-        if (m0 >= 0) a = out.store(row0, n, acc[4 * j], acc[4 * j + 1]);
-        if (m1 >= 0) b = out.store(row1, n, acc[4 * j + 2], acc[4 * j + 3]);
-      }
-      if constexpr (Out::kStats) {
-        // The 8 lanes of one l%4 hold the warp's 16 rows of these columns: a fixed butterfly.
-        float2 sum = make_float2(a.x + b.x, a.y + b.y);
-        float2 squares = make_float2(a.x * a.x + b.x * b.x, a.y * a.y + b.y * b.y);
+      float* at = mine + lane / 4 * R::STAGING_PITCH + 8 * j + 2 * (lane % 4);
+      *reinterpret_cast<float2*>(at) = make_float2(acc[4 * j], acc[4 * j + 1]);
+      *reinterpret_cast<float2*>(at + 8 * R::STAGING_PITCH) =
+          make_float2(acc[4 * j + 2], acc[4 * j + 3]);
+    }
+    __syncwarp();
+    const int chunk = lane % kChunks, n = tile.n * BN + 8 * chunk;
+    const int first_half = chunk / 4 % 2;
+    float sum[8], squares[8];
 #pragma unroll
-        for (int mask = 4; mask < 32; mask *= 2) {
-          sum.x += __shfl_xor_sync(0xffffffffu, sum.x, mask);
-          sum.y += __shfl_xor_sync(0xffffffffu, sum.y, mask);
-          squares.x += __shfl_xor_sync(0xffffffffu, squares.x, mask);
-          squares.y += __shfl_xor_sync(0xffffffffu, squares.y, mask);
+    for (int i = 0; i < 8; ++i) sum[i] = 0.0f, squares[i] = 0.0f;
+#pragma unroll
+    for (int pass = 0; pass < 16 / kRowsAtOnce; ++pass) {
+      const int r = pass * kRowsAtOnce + lane / kChunks;
+      const float* src = mine + r * R::STAGING_PITCH + 8 * chunk;
+      const float4 first = *reinterpret_cast<const float4*>(src + 4 * first_half);
+      const float4 second = *reinterpret_cast<const float4*>(src + 4 - 4 * first_half);
+      const float4 lo = first_half ? second : first, hi = first_half ? first : second;
+      float v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+      const int m = rows.at(tile.m, consumer * 64 + warp * 16 + r);
+      if (m < 0 || n >= columns) continue;  // columns is a multiple of 8: the chunk is whole
+      out.store(out.row(m), n, v);
+      if constexpr (Out::kStats) {
+#pragma unroll
+        for (int i = 0; i < 8; ++i) sum[i] += v[i], squares[i] += v[i] * v[i];
+      }
+    }
+    if constexpr (Out::kStats) {
+      // The warp's 16 rows of each chunk: the lanes of one chunk, in a fixed butterfly.
+#pragma unroll
+      for (int mask = kChunks; mask < 32; mask *= 2) {
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+          sum[i] += __shfl_xor_sync(0xffffffffu, sum[i], mask);
+          squares[i] += __shfl_xor_sync(0xffffffffu, squares[i], mask);
         }
-        if (lane < 4 && n < columns) {
-          out.store_stats(tile.m * 8 + consumer * 4 + warp, n, sum, squares);
-        }
+      }
+      if (lane < kChunks && n < columns) {
+        out.store_stats(tile.m * 8 + consumer * 4 + warp, n, sum, squares);
       }
     }
   }
@@ -233,27 +212,32 @@ bool channels_fit(const Conv2dGeometry& g) {
   return g.groups == 1 && g.C % 8 == 0 && g.K % 8 == 0;
 }
 
-// Whether a tile of whole rows of one image uses at least 96 of its 128 rows (at 7 x 7, 49: the
-// mma.sync kernels do better there).
-bool rows_fill_tiles(int height, int width) {
-  return width <= kBM && std::min(kBM / width, height) * width >= 96;
-}
-
-// Tiles of box_p = 128 / width whole rows of one image (of `height`), N images.
+// Tiles of box_p = 128 / width whole rows of one image (of `height`), N images; where a whole
+// image fits a tile twice or more, box_n = 128 / (height * width) whole images a tile (at most N).
 Rows image_rows(int N, int height, int width) {
   Rows rows{};
-  rows.M = N * height * width, rows.P = height, rows.Q = width;
+  rows.M = N * height * width, rows.P = height, rows.Q = width, rows.images = N;
   rows.box_p = std::min(kBM / width, height);
+  rows.box_n = rows.box_p == height ? std::max(1, std::min(kBM / (height * width), N)) : 1;
   rows.tiles_per_image = (height + rows.box_p - 1) / rows.box_p;
-  rows.tiles = N * rows.tiles_per_image;
+  rows.tiles = (N + rows.box_n - 1) / rows.box_n * rows.tiles_per_image;
+  rows.stride_h = 1;
   return rows;
+}
+
+// Whether a tile of whole rows (or whole images) of N images uses at least 96 of its 128 rows (a
+// single 7 x 7 image, 49: the mma.sync kernels do better there).
+bool rows_fill_tiles(int N, int height, int width) {
+  if (width > kBM) return false;
+  const Rows rows = image_rows(N, height, width);
+  return rows.box_n * rows.box_p * width >= 96;
 }
 
 // The slabs of a filter of R x S taps over `channels` (C forward, K data), tap (r, s) read at
 // offsets (base_h + step_h r, base_w + step_w s).
-Rows with_taps(Rows rows, const Conv2dGeometry& g, int channels, int base_h, int base_w, int step_h,
+Rows with_taps(Rows rows, int R, int S, int channels, int base_h, int base_w, int step_h,
                int step_w) {
-  rows.S = int(g.S), rows.taps = int(g.R * g.S), rows.channels = channels;
+  rows.S = S, rows.taps = R * S, rows.channels = channels;
   rows.channel_slabs = (channels + kSlab - 1) / kSlab;
   rows.base_h = base_h, rows.base_w = base_w, rows.step_h = step_h, rows.step_w = step_w;
   return rows;
@@ -263,56 +247,69 @@ Rows with_taps(Rows rows, const Conv2dGeometry& g, int channels, int base_h, int
 Rows forward_rows(const Conv2dGeometry& g) {
   const int P = int(g.P()), Q = int(g.Q()), M = int(g.N) * P * Q, C = int(g.C);
   if (!one_by_one(g)) {
-    return with_taps(image_rows(int(g.N), P, Q), g, C, -int(g.pad_h), -int(g.pad_w),
-                     int(g.dilation_h), int(g.dilation_w));
+    Rows rows = with_taps(image_rows(int(g.N), P, Q), int(g.R), int(g.S), C, -int(g.pad_h),
+                          -int(g.pad_w), int(g.dilation_h), int(g.dilation_w));
+    rows.stride_h = int(g.stride_h);
+    return rows;
   }
   if (g.stride_h == 1 && g.stride_w == 1) {
     Rows rows{};
-    rows.M = M, rows.P = P, rows.Q = Q, rows.tiles = (M + kBM - 1) / kBM;
-    return with_taps(rows, g, C, 0, 0, 0, 0);
+    rows.M = M, rows.P = P, rows.Q = Q, rows.tiles = (M + kBM - 1) / kBM, rows.stride_h = 1;
+    return with_taps(rows, 1, 1, C, 0, 0, 0, 0);
   }
   const bool stacked = g.H == g.stride_h * P;
   Rows rows = image_rows(stacked ? 1 : int(g.N), stacked ? int(g.N) * P : P, Q);
   rows.M = M;
-  return with_taps(rows, g, C, 0, 0, 0, 0);
+  return with_taps(rows, 1, 1, C, 0, 0, 0, 0);
 }
 
-// Backward data's rows: a 1x1's are dy's pixels, flat (the epilogue places them at the strided
-// pixels of dx); a filter of taps at stride 1 has dx's pixels, whole rows a tile, tap (r, s)
-// reading dy at (h + pad_h - dil_h r, w + pad_w - dil_w s).
-Rows data_rows(const Conv2dGeometry& g) {
-  const int K = int(g.K);
-  if (!one_by_one(g)) {
-    return with_taps(image_rows(int(g.N), int(g.H), int(g.W)), g, K, int(g.pad_h), int(g.pad_w),
-                     -int(g.dilation_h), -int(g.dilation_w));
-  }
-  Rows rows{};
-  rows.M = int(g.N * g.P() * g.Q()), rows.P = int(g.P()), rows.Q = int(g.Q());
-  rows.tiles = (rows.M + kBM - 1) / kBM;
-  return with_taps(rows, g, K, 0, 0, 0, 0);
+// Backward data of a filter with taps, phase (rho_h, rho_w) (convolution_tc_phase.h; at stride 1
+// the one phase is the whole of dx): its dx pixels, whole rows a tile, its tap (r, s) reading dy
+// at (i + offset_h - dil_h' r, j + offset_w - dil_w' s), its taps' columns of wt from its first.
+struct DataPhase {
+  PhaseAxis h, w;
+  bool empty() const { return h.extent == 0 || w.extent == 0; }
+  bool has_taps() const { return h.taps > 0 && w.taps > 0; }
+};
+
+DataPhase data_phase(const Conv2dGeometry& g, int rho_h, int rho_w) {
+  return {phase_axis(rho_h, int(g.H), int(g.R), int(g.pad_h), int(g.stride_h), int(g.dilation_h)),
+          phase_axis(rho_w, int(g.W), int(g.S), int(g.pad_w), int(g.stride_w), int(g.dilation_w))};
+}
+
+Rows phase_rows(const Conv2dGeometry& g, const DataPhase& d) {
+  Rows rows = with_taps(image_rows(int(g.N), d.h.extent, d.w.extent), d.h.taps, d.w.taps, int(g.K),
+                        d.h.offset, d.w.offset, -d.h.dilation, -d.w.dilation);
+  rows.first_column = phase_first_tap(d.h, d.w, int(g.S)) * int(g.K);
+  return rows;
 }
 
 // A map over a whole NHWC tensor [N, height, width, channels] read in boxes of 64 channels x
-// rows.Q pixels x rows.box_p rows (the taps' path).
+// rows.Q pixels x rows.box_p rows (the taps' path), every stride_w-th pixel of every stride_h-th
+// row from the box's corner (a strided forward: output (p, q) of tap (r, s) reads x at
+// (stride_h p + base_h + step_h r, stride_w q + base_w + step_w s)).
 CUtensorMap image_map(TcType type, const void* base, int64_t N, int64_t height, int64_t width,
-                      int64_t channels, const Rows& rows) {
+                      int64_t channels, const Rows& rows, int stride_h = 1, int stride_w = 1) {
   const cuuint64_t dims[4] = {cuuint64_t(channels), cuuint64_t(width), cuuint64_t(height),
                               cuuint64_t(N)};
   const cuuint64_t strides[3] = {cuuint64_t(channels * 2), cuuint64_t(width * channels * 2),
                                  cuuint64_t(height * width * channels * 2)};
-  const cuuint32_t box[4] = {cuuint32_t(kSlab), cuuint32_t(rows.Q), cuuint32_t(rows.box_p), 1};
-  return wg::tensor_map(type, base, 4, dims, strides, box);
+  const cuuint32_t box[4] = {cuuint32_t(kSlab), cuuint32_t(rows.Q * stride_w),
+                             cuuint32_t(rows.box_p * stride_h), cuuint32_t(rows.box_n)};
+  const cuuint32_t steps[4] = {1, cuuint32_t(stride_w), cuuint32_t(stride_h), 1};
+  return wg::tensor_map(type, base, 4, dims, strides, box, steps);
 }
 
 // The strided 1x1's map: x's strided view {C, Q, P, images}, pixel (n, p*stride_h, q*stride_w)
 // (stacked images: one image of N*P rows, each stride_h*W pixels apart).
 CUtensorMap strided_map(TcType type, const void* x, const Conv2dGeometry& g, const Rows& rows) {
   const cuuint64_t dims[4] = {cuuint64_t(g.C), cuuint64_t(rows.Q), cuuint64_t(rows.P),
-                              cuuint64_t(rows.tiles / rows.tiles_per_image)};
+                              cuuint64_t(rows.images)};
   const cuuint64_t strides[3] = {cuuint64_t(g.stride_w * g.C * 2),
                                  cuuint64_t(g.stride_h * g.W * g.C * 2),
                                  cuuint64_t(g.H * g.W * g.C * 2)};
-  const cuuint32_t box[4] = {cuuint32_t(kSlab), cuuint32_t(rows.Q), cuuint32_t(rows.box_p), 1};
+  const cuuint32_t box[4] = {cuuint32_t(kSlab), cuuint32_t(rows.Q), cuuint32_t(rows.box_p),
+                             cuuint32_t(rows.box_n)};
   return wg::tensor_map(type, x, 4, dims, strides, box);
 }
 
@@ -322,7 +319,8 @@ void forward_typed(const Conv2dGeometry& g, TcType type, const void* x, const vo
   const Rows rows = forward_rows(g);
   const CUtensorMap map_a = rows.box_p == 0 ? wg::matrix_map(type, x, rows.M, g.C, kBM)
                             : one_by_one(g) ? strided_map(type, x, g, rows)
-                                            : image_map(type, x, g.N, g.H, g.W, g.C, rows);
+                                            : image_map(type, x, g.N, g.H, g.W, g.C, rows,
+                                                        int(g.stride_h), int(g.stride_w));
   const ForwardOut<E, STATS> out{int(g.K),
                                  ep.bias,
                                  static_cast<const uint16_t*>(ep.residual),
@@ -333,46 +331,67 @@ void forward_typed(const Conv2dGeometry& g, TcType type, const void* x, const vo
          "conv2d_tc_forward (wgmma)");
 }
 
+// A 1x1: one GEMM over dy's pixels (flat), each placed at its strided pixel of dx; a filter with
+// taps: one GEMM per output phase (one at stride 1), each writing its own pixels of dx.
 template <class E>
 void data_typed(const Conv2dGeometry& g, TcType type, const void* dy, const void* wt, void* dx,
                 gpu::Stream stream) {
-  const int P = int(g.P()), Q = int(g.Q()), K = int(g.K), C = int(g.C);
-  const Rows rows = data_rows(g);
-  const CUtensorMap map_a = rows.box_p == 0 ? wg::matrix_map(type, dy, rows.M, K, kBM)
-                                            : image_map(type, dy, g.N, P, Q, K, rows);
-  // A 1x1's rows are dy's pixels, placed at the strided ones; the taps' rows are dx's own.
-  const bool taps = !one_by_one(g);
-  const DataOut<E> out{C,
-                       int(g.H),
-                       int(g.W),
-                       taps ? int(g.H) : P,
-                       taps ? int(g.W) : Q,
-                       taps ? 1 : int(g.stride_h),
-                       taps ? 1 : int(g.stride_w),
-                       static_cast<uint16_t*>(dx)};
-  run<E>(map_a, wt, type, rows, C, int(g.R * g.S) * K, out, stream,
-         "conv2d_tc_backward_data (wgmma)");
+  const int P = int(g.P()), Q = int(g.Q()), K = int(g.K), C = int(g.C), H = int(g.H), W = int(g.W),
+            stride_h = int(g.stride_h), stride_w = int(g.stride_w);
+  auto* dxs = static_cast<uint16_t*>(dx);
+  const char* what = "conv2d_tc_backward_data (wgmma)";
+  if (one_by_one(g)) {
+    Rows rows{};
+    rows.M = int(g.N) * P * Q, rows.P = P, rows.Q = Q;
+    rows.tiles = (rows.M + kBM - 1) / kBM, rows.stride_h = 1;
+    rows = with_taps(rows, 1, 1, K, 0, 0, 0, 0);
+    const DataOut<E> out{C, H, W, P, Q, stride_h, stride_w, 0, 0, stride_h, stride_w, dxs};
+    run<E>(wg::matrix_map(type, dy, rows.M, K, kBM), wt, type, rows, C, K, out, stream, what);
+    return;
+  }
+  for (int rho_h = 0; rho_h < stride_h; ++rho_h) {
+    for (int rho_w = 0; rho_w < stride_w; ++rho_w) {
+      const DataPhase d = data_phase(g, rho_h, rho_w);
+      if (d.empty()) continue;  // wgmma_backward_data_fits: every other phase has taps
+      const Rows rows = phase_rows(g, d);
+      const DataOut<E> out{C,        H,         W,         d.h.extent, d.w.extent, stride_h,
+                           stride_w, d.h.first, d.w.first, 1,          1,          dxs};
+      run<E>(image_map(type, dy, g.N, P, Q, K, rows), wt, type, rows, C, int(g.R * g.S) * K, out,
+             stream, what);
+    }
+  }
 }
 
 }  // namespace
 
 // A strided 1x1: a box holds whole output rows (Q <= 128), and the strided view's dimensions do
 // not overlap (stride_w * Q <= stride_h * W: an output row's pixels span less than the step to
-// the next; only an asymmetric stride can break it). Taps: stride 1, whole output rows filling
-// at least 96 of a tile's 128 rows.
+// the next; only an asymmetric stride can break it). Taps: whole output rows filling at least
+// 96 of a tile's 128 rows, at any stride the TMA's element steps take (1 to 8, boxes of at most
+// 256 pixels a dimension: Q * stride_w and box_p * stride_h).
 bool wgmma_forward_fits(const Conv2dGeometry& g) {
   if (!channels_fit(g)) return false;
   if (!one_by_one(g)) {
-    return g.stride_h == 1 && g.stride_w == 1 && rows_fill_tiles(int(g.P()), int(g.Q()));
+    // The TMA's element steps are 1 to 8 and its boxes at most 256 elements a dimension.
+    const int P = int(g.P()), Q = int(g.Q());
+    return rows_fill_tiles(int(g.N), P, Q) && g.stride_h <= 8 && g.stride_w <= 8 &&
+           Q * g.stride_w <= 256 && std::min(kBM / Q, P) * g.stride_h <= 256;
   }
   return (g.stride_h == 1 && g.stride_w == 1) ||
          (g.Q() <= kBM && g.stride_w * g.Q() <= g.stride_h * g.W);
 }
 
+// A filter with taps: every output phase that has pixels has taps (one without would have to
+// write zeros) and whole rows filling at least 96 of a tile's 128 (at stride 1: dx's H x W).
 bool wgmma_backward_data_fits(const Conv2dGeometry& g) {
   if (!channels_fit(g)) return false;
-  if (!one_by_one(g)) {
-    return g.stride_h == 1 && g.stride_w == 1 && rows_fill_tiles(int(g.H), int(g.W));
+  if (one_by_one(g)) return true;
+  for (int rho_h = 0; rho_h < g.stride_h; ++rho_h) {
+    for (int rho_w = 0; rho_w < g.stride_w; ++rho_w) {
+      const DataPhase d = data_phase(g, rho_h, rho_w);
+      if (d.empty()) continue;
+      if (!d.has_taps() || !rows_fill_tiles(int(g.N), d.h.extent, d.w.extent)) return false;
+    }
   }
   return true;
 }

@@ -12,9 +12,14 @@
 // 1024}, rows not a multiple of the 128-row tile, N = 1, a ring lapped several times, the filter
 // gradient in one and in many slices with either tensor as the GEMM's rows, stride 2 with the
 // images stacked and not, an asymmetric stride; 3x3 and 5x3 at stride 1 (padding, dilation, C =
-// 72), their filter gradient (boxes of 1 x 64 to 64 x 1 positions, Q > 64, several slices a tap)
-// and the fallbacks (Q > 128, 7 x 7 images, stride-2 3x3, misaligned pointers); on an H100 or
-// H200 each must take the kernels it fits (a silent fallback fails).
+// 72), 3x3, 4x4 and 5x5 at strides 2, 3 and (2, 1) (odd sizes, dilation, phases of 1 to 4 taps
+// and phases without any), the filter gradient of all these and of the strided 1x1s (boxes of 1 x
+// 64 to 64 x 1 positions, Q > 64, several slices a tap), whole images a tile (7 x 7 and 6 x 6,
+// a partial last tile) and the fallbacks (Q > 128, a single 7 x 7 image, two 6 x 6 phases,
+// phases without taps, stride 5, misaligned pointers); on an H100 or H200 each must
+// take the kernels it fits (a silent fallback fails); the wgmma epilogue's edges (a partial row
+// tile, a partial column tile of 72 or 8 columns, clipped strided pixel blocks) and y, residual and
+// dx 4-byte but not 16-byte aligned (mma.sync's pair stores).
 //
 // Tolerance, per element, from the error analysis of fp32 sums of exact products (16-bit x 16-bit
 // products are exact in fp32) and one rounding to the output type (u = 2^-24, m = 8 for bf16
@@ -354,26 +359,48 @@ TEST(ConvolutionTcCuda, WgmmaGeometries) {
       {{1, 1024, 5, 7, 64, 1, 1}, true, true, true},   // 16 slabs: the ring lapped 4 times
       {{8, 64, 16, 16, 64, 1, 1}, true, true, true},   // 16 row tiles; filter: 4 slices
       {{4, 16, 40, 40, 24, 1, 1}, true, true, true},   // filter: 13 slices of 8 slabs
-      {{4, 64, 14, 14, 72, 1, 1, 0, 0, 2, 2}, true, true, false},  // stride 2, images stacked
-      {{3, 72, 13, 11, 64, 1, 1, 0, 0, 2, 2}, true, true, false},  // stride 2, odd H: unstacked
-      {{2, 16, 9, 5, 16, 1, 1, 0, 0, 2, 1}, true, true, false},    // stride (2, 1)
-      {{2, 16, 5, 9, 16, 1, 1, 0, 0, 1, 2}, false, true, false},   // stride (1, 2): Q * 2 > W
-      {{1, 8, 3, 300, 8, 1, 1, 0, 0, 2, 2}, false, true, false},   // Q = 150 > 128
-      {{2, 64, 5, 7, 60, 1, 1}, false, false, false},              // K = 60: not a multiple of 8
-      {{2, 64, 7, 7, 64, 1, 1, 1, 1}, false, false, true},         // padded 1x1: 81 (data 49) rows
+      {{4, 64, 14, 14, 72, 1, 1, 0, 0, 2, 2}, true, true, true},  // stride 2, images stacked
+      {{3, 72, 13, 11, 64, 1, 1, 0, 0, 2, 2}, true, true, true},  // stride 2, odd H: unstacked
+      {{2, 16, 9, 5, 16, 1, 1, 0, 0, 2, 1}, true, true, true},    // stride (2, 1)
+      {{2, 16, 5, 9, 16, 1, 1, 0, 0, 1, 2}, false, true, true},   // stride (1, 2): Q * 2 > W
+      {{1, 8, 3, 300, 8, 1, 1, 0, 0, 2, 2}, false, true, true},   // Q = 150 > 128
+      {{2, 64, 5, 7, 60, 1, 1}, false, false, false},             // K = 60: not a multiple of 8
+      // The epilogue's edges: 133 rows (a tile of 5), 200 channels (a last column tile of 72 of
+      // BN 128, forward and data), a strided data pixel block clipped by odd H and W.
+      {{1, 200, 7, 19, 200, 1, 1}, true, true, true},
+      {{2, 200, 11, 9, 136, 1, 1, 0, 0, 2, 2}, true, true, true},
+      {{2, 64, 7, 7, 64, 1, 1, 1, 1}, false, false, true},  // padded 1x1: 81 (data 49) rows
       // Filters of taps at stride 1: forward and data with rows of one image a tile, tap offsets
       // read through the TMA's zero fill (the padding); the filter gradient one tap a block, boxes
       // of bh x bw output positions (x at the tap's offset).
       {{2, 64, 16, 16, 72, 3, 3, 1, 1}, true, true, true},             // 8 rows of 16: 128
       {{1, 72, 20, 12, 64, 3, 3, 1, 1}, true, true, true},             // C = 72: boxes span taps
       {{1, 256, 10, 12, 136, 3, 3, 1, 1}, true, true, true},           // 36 slabs, 2 column tiles
+      {{1, 64, 9, 14, 200, 3, 3, 1, 1}, true, true, true},             // 126 rows, K = 200
       {{2, 16, 13, 24, 8, 3, 3, 2, 2, 1, 1, 2, 2}, true, true, true},  // dilation 2, pad 2
       {{1, 8, 9, 30, 16, 5, 3, 2, 1}, true, true, true},               // 5 x 3, pads 2 and 1
       {{8, 64, 16, 16, 64, 3, 3, 1, 1}, true, true, true},             // filter: 4 slices a tap
-      {{2, 32, 7, 7, 32, 3, 3, 1, 1}, false, false, true},             // 7 x 7: 49 of 128 rows
-      {{1, 8, 3, 70, 8, 3, 3, 1, 1}, false, false, true},              // Q = 70: 2 boxes a row
-      {{2, 16, 9, 1, 16, 3, 1, 1, 0}, false, false, true},             // Q = 1: boxes 1 x 64
-      {{2, 32, 12, 12, 32, 3, 3, 1, 1, 2, 2}, false, false, false},    // stride 2
+      // Images of at most 64 pixels: whole images a tile (7 x 7: two, 98 rows; 6 x 6: three).
+      {{2, 32, 7, 7, 32, 3, 3, 1, 1}, true, true, true},
+      {{5, 16, 6, 6, 24, 3, 3, 1, 1}, true, true, true},            // a last tile of two images
+      {{3, 16, 14, 14, 16, 3, 3, 1, 1, 2, 2}, true, true, true},    // 7 x 7 outputs and phases
+      {{1, 32, 7, 7, 32, 3, 3, 1, 1}, false, false, true},          // one 7 x 7 image: 49 rows
+      {{1, 8, 3, 70, 8, 3, 3, 1, 1}, false, false, true},           // Q = 70: 2 boxes a row
+      {{2, 16, 9, 1, 16, 3, 1, 1, 0}, false, false, true},          // Q = 1: boxes 1 x 64
+      {{2, 32, 12, 12, 32, 3, 3, 1, 1, 2, 2}, false, false, true},  // 6 x 6, N = 2: 72 rows
+      // Taps at a stride: forward and filter gradient read x through TMA boxes stepping the
+      // stride; data runs one GEMM per output phase (each phase's rows must fill the tiles).
+      {{1, 16, 23, 31, 24, 3, 3, 1, 1, 2, 2}, true, true, true},   // odd H, W; a 4-row tile
+      {{2, 72, 19, 21, 40, 5, 5, 2, 2, 2, 2}, true, false, true},  // 5 x 5, C = 72; data: 9 x 10
+      // Dilation 2 at stride 2: the odd rows' phase has no tap (data: mma.sync).
+      {{1, 8, 30, 40, 16, 3, 3, 2, 2, 2, 2, 2, 2}, true, false, true},
+      {{1, 16, 20, 12, 8, 3, 3, 1, 1, 2, 1}, true, true, true},     // stride (2, 1)
+      {{2, 128, 28, 28, 136, 3, 3, 1, 1, 2, 2}, true, true, true},  // ResNet's 3x3s2, smaller
+      {{1, 16, 36, 30, 24, 3, 3, 1, 1, 3, 3}, true, true, true},    // stride 3: a tap a phase
+      {{2, 24, 24, 24, 16, 4, 4, 1, 1, 2, 2}, true, true, true},    // 4 x 4: 2 x 2 taps a phase
+      {{1, 8, 20, 260, 8, 3, 3, 1, 1, 2, 2}, false, false, true},   // Q = 130 > 128
+      {{8, 64, 32, 32, 64, 3, 3, 1, 1, 2, 2}, true, true, true},    // filter: slices a tap
+      {{1, 8, 26, 26, 8, 3, 3, 1, 1, 5, 5}, false, false, false},   // stride 5 > 4
   };
   uint64_t seed = 900;
   for (const Case& c : cases) {
@@ -400,6 +427,42 @@ TEST(ConvolutionTcCuda, MisalignedPointersTakeTheElementPath) {
   Context ctx(Device::cuda(0));
   const Conv2dGeometry g{2, 16, 7, 6, 24, 3, 3, 1, 1};
   for (TcType type : kTypes) check_passes(ctx, make_problem(g, type, 17), 2);
+}
+
+// y, residual and dx 4 bytes past a 16-byte boundary, the operands aligned: the wgmma kernels'
+// epilogue writes 16 bytes a lane, so these take mma.sync's pair stores (and must be right).
+TEST(ConvolutionTcCuda, OutputsAlignedToFourBytes) {
+  CREMA_REQUIRE_CUDA();
+  Context ctx(Device::cuda(0));
+  const Conv2dGeometry geometries[] = {{2, 64, 9, 15, 136, 1, 1}, {1, 64, 16, 16, 72, 3, 3, 1, 1}};
+  for (const Conv2dGeometry& g : geometries) {
+    for (TcType type : kTypes) {
+      const TcProblem p = make_problem(g, type, 41);
+      const std::string what = describe(g) + " " + cuda::tc_type_name(type) + " outputs at +4";
+      const int m = mantissa_bits(type);
+      const size_t ys = p.y.size(), xs = p.dx.size();
+      DeviceBuffer x(xs * 2), w(p.w.bits.size() * 2), dy(ys * 2), residual(ys * 2), y(ys * 2),
+          dx(xs * 2), bias(size_t(g.K) * 4);
+      DeviceBuffer work(std::max({cuda::conv2d_tc_forward_workspace(g),
+                                  cuda::conv2d_tc_backward_data_workspace(g, type), size_t(16)}));
+      x.upload(p.x.bits), w.upload(p.w.bits), dy.upload(p.dy.bits), bias.upload(p.bias);
+      residual.upload(p.residual.bits, 4);
+      y.upload(std::vector<uint16_t>(ys, nan_bits(type)), 4);
+      dx.upload(std::vector<uint16_t>(xs, nan_bits(type)), 4);
+      cuda::TcEpilogue fused;
+      fused.bias = static_cast<const float*>(bias.at()), fused.residual = residual.at(4);
+      fused.relu = true;
+      cuda::conv2d_tc_forward(g, type, x.at(), w.at(), y.at(4), fused, work.at(), ctx.stream(),
+                              cuda::TcKernels::wgmma);
+      expect_within(what + " forward + bias + residual + ReLU",
+                    widened(y.download<uint16_t>(ys, 4), type), p.y_fused,
+                    bounds(p.y_fused, p.y_fused_magnitude, m, double(g.R * g.S * g.C) + 2), g.K);
+      cuda::conv2d_tc_backward_data(g, type, dy.at(), w.at(), dx.at(4), work.at(), ctx.stream(),
+                                    cuda::TcKernels::wgmma);
+      expect_within(what + " backward data", widened(dx.download<uint16_t>(xs, 4), type), p.dx,
+                    bounds(p.dx, p.dx_magnitude, m, double(g.R * g.S * g.K)), g.C);
+    }
+  }
 }
 
 // residual == y: each element is read, then written, by the one thread that owns it (the 1x1

@@ -1,0 +1,106 @@
+// The output stages of the wgmma forward and backward data (convolution_tc_wgmma_sm90a.cu's
+// ConvProblem hands each 8 channels (16 bytes) of one GEMM row, fp32, to one of these after its
+// staged epilogue): the forward's bias, residual, ReLU, one rounding and channel statistics, and
+// backward data's placement in dx. sm_90a files only, as convolution_tc_wgmma.cuh.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "kernels/convolution/convolution_tc_gemm.cuh"
+
+namespace crema::kernels::cuda::tc::wg {
+
+// Eight 16-bit values (16 bytes) as four pairs, and back.
+template <class E>
+__device__ __forceinline__ uint4 pack8(const float (&v)[8]) {
+  return make_uint4(E::pack(v[0], v[1]), E::pack(v[2], v[3]), E::pack(v[4], v[5]),
+                    E::pack(v[6], v[7]));
+}
+template <class E>
+__device__ __forceinline__ void widen8(uint4 bits, float (&v)[8]) {
+  const uint32_t pairs[4] = {bits.x, bits.y, bits.z, bits.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    v[2 * i] = E::widen(uint16_t(pairs[i] & 0xffffu));
+    v[2 * i + 1] = E::widen(uint16_t(pairs[i] >> 16));
+  }
+}
+
+// Forward: y[m, k] = act(acc + bias[k] + residual[m, k]) rounded once, 8 channels (16 bytes) at a
+// time (residual may be y: each 16 bytes are read, then written, by the thread that owns them).
+template <class E, bool STATS>
+struct ForwardOut {
+  static constexpr bool kStats = STATS;
+  int K;
+  const float* bias;
+  const uint16_t* residual;
+  bool relu;
+  uint16_t* y;
+  float* stats;  // [rows][2][K]
+
+  using Row = int64_t;  // the pixel's first element
+  __device__ Row row(int m) const { return int64_t(m) * K; }
+  // Channels k .. k+7 of v, which becomes the values as stored.
+  __device__ void store(Row at, int k, float (&v)[8]) const {
+    if (bias != nullptr) {
+#pragma unroll
+      for (int i = 0; i < 8; ++i) v[i] += bias[k + i];
+    }
+    if (residual != nullptr) {
+      float r[8];
+      widen8<E>(*reinterpret_cast<const uint4*>(residual + at + k), r);
+#pragma unroll
+      for (int i = 0; i < 8; ++i) v[i] += r[i];
+    }
+    if (relu) {
+#pragma unroll
+      for (int i = 0; i < 8; ++i) v[i] = fmaxf(v[i], 0.0f);
+    }
+    const uint4 packed = pack8<E>(v);
+    *reinterpret_cast<uint4*>(y + at + k) = packed;
+    widen8<E>(packed, v);
+  }
+  __device__ void store_stats(int row, int k, const float (&sum)[8],
+                              const float (&squares)[8]) const {
+    float* first = stats + int64_t(row) * 2 * K + k;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) first[i] = sum[i], first[K + i] = squares[i];
+  }
+};
+
+// Backward data: row (n, i, j) of the GEMM's P x Q is dx pixel (n, h0 + stride_h i, w0 +
+// stride_w j) = acc rounded once, and the other pixels of its block_h x block_w block (inside the
+// image) = 0: a strided 1x1's rows are dy's pixels, each filling its stride_h x stride_w block; a
+// filter with taps runs one GEMM per output phase (h0, w0), blocks of one pixel.
+template <class E>
+struct DataOut {
+  static constexpr bool kStats = false;
+  int C, H, W, P, Q, stride_h, stride_w, h0, w0, block_h, block_w;
+  uint16_t* dx;
+
+  struct Row {
+    int64_t at;      // the strided pixel's first element
+    int rows, cols;  // the block's extent inside the image
+  };
+  __device__ Row row(int m) const {
+    const int n = m / (P * Q), pq = m % (P * Q);
+    const int h = h0 + pq / Q * stride_h, w = w0 + pq % Q * stride_w;
+    return {(int64_t(n) * H * W + int64_t(h) * W + w) * C, min(block_h, H - h),
+            min(block_w, W - w)};
+  }
+  // Channels c .. c+7.
+  __device__ void store(const Row& r, int c, float (&v)[8]) const {
+    const uint4 packed = pack8<E>(v), zeros = make_uint4(0u, 0u, 0u, 0u);
+    for (int a = 0; a < r.rows; ++a) {
+      for (int b = 0; b < r.cols; ++b) {
+        *reinterpret_cast<uint4*>(dx + r.at + (int64_t(a) * W + b) * C + c) =
+            a == 0 && b == 0 ? packed : zeros;
+      }
+    }
+  }
+  __device__ void store_stats(int, int, const float (&)[8], const float (&)[8]) const {}
+};
+
+}  // namespace crema::kernels::cuda::tc::wg
