@@ -301,23 +301,6 @@ __global__ void transpose_filter_kernel(const uint16_t* __restrict__ w, int Kg, 
 }  // namespace
 }  // namespace tc
 
-namespace tc {
-// Where wgmma's backward data beats mma.sync's on the geometries both run (H200, 2026-11-26,
-// `crema bench conv-tc`, README.md "On wgmma and TMA"): the 3x3 layers at stride 1 (and, by the
-// same rule, not yet timed, the strided ones by output phase: the same GEMMs), and the 1x1
-// ones with a long reduction over K (their output channels): K >= 1024, or K >= 512 into
-// C >= 1024. Shorter reductions (ResNet-50's K = 64 to 512 into C = 64 to 512) do not pay for the
-// pipeline's fill and lose by up to 1.7x.
-// At stride 2 (mma.sync now runs by output phase, skipping the zero taps) the 1x1s keep mma.sync
-// below K = 2048: 256->512 at 56 0.285 ms against wgmma's 0.495, 512->1024 at 28 0.206 / 0.270,
-// 1024->2048 at 14 0.203 / 0.183.
-bool wgmma_backward_data_pays(const Conv2dGeometry& g) {
-  if (g.R * g.S > 1) return true;
-  if (g.stride_h > 1 || g.stride_w > 1) return g.K >= 2048;
-  return g.K >= 1024 || (g.K >= 512 && g.C >= 1024);
-}
-}  // namespace tc
-
 const char* tc_type_name(TcType type) {
   return type == TcType::bf16 ? "bf16" : "f16";
 }
@@ -332,8 +315,13 @@ bool conv2d_tc_forward_uses_wgmma(const Conv2dGeometry& g, TcKernels kernels) {
   return kernels != TcKernels::mma_sync && tc::wgmma_forward_fits(g) && detail::device_is_sm90();
 }
 
+// `best` takes wgmma wherever it fits: since the staged 16-byte epilogue (session 10) it beats
+// mma.sync on every geometry both run. H200, 2026-11-26, `crema bench conv-tc --math bf16`,
+// ResNet-50's 1x1 layers at batch 128, TFLOP/s mma.sync -> wgmma: 256->64 at 56 56 -> 73,
+// 512->256 at 28 137 -> 211, 1024->256 at 14 128 -> 196, strided 256->512 at 56 92 -> 230,
+// 512->1024 at 28 127 -> 310, 1024->2048 at 14 129 -> 256 (the 3x3s won before); before it the
+// short reductions (K = 64 to 512) lost by up to 1.7x to the pair stores.
 bool conv2d_tc_backward_data_uses_wgmma(const Conv2dGeometry& g, TcKernels kernels) {
-  if (kernels == TcKernels::best && !tc::wgmma_backward_data_pays(g)) return false;
   return kernels != TcKernels::mma_sync && tc::wgmma_backward_data_fits(g) &&
          detail::device_is_sm90();
 }

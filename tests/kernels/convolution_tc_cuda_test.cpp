@@ -369,7 +369,8 @@ TEST(ConvolutionTcCuda, WgmmaGeometries) {
       // BN 128, forward and data), a strided data pixel block clipped by odd H and W.
       {{1, 200, 7, 19, 200, 1, 1}, true, true, true},
       {{2, 200, 11, 9, 136, 1, 1, 0, 0, 2, 2}, true, true, true},
-      {{2, 64, 7, 7, 64, 1, 1, 1, 1}, false, false, true},  // padded 1x1: 81 (data 49) rows
+      // padded 1x1: y 9 x 9 (81 rows, one image a tile: no); data: dx 7 x 7, two images a tile
+      {{2, 64, 7, 7, 64, 1, 1, 1, 1}, false, true, true},
       // Filters of taps at stride 1: forward and data with rows of one image a tile, tap offsets
       // read through the TMA's zero fill (the padding); the filter gradient one tap a block, boxes
       // of bh x bw output positions (x at the tap's offset).
