@@ -31,12 +31,10 @@ Stream create_high_priority_stream() {
   return created(status, stream, "cudaStreamCreateWithPriority");
 }
 
-Stream create_nonblocking_stream(StreamPriority priority) {
-  // 0 is every device's default priority (the lowest: priorities count down from it).
-  const int value = priority == StreamPriority::greatest ? greatest_priority() : 0;
+Stream create_nonblocking_stream() {
   cudaStream_t stream = nullptr;
-  const cudaError_t status = cudaStreamCreateWithPriority(&stream, cudaStreamNonBlocking, value);
-  return created(status, stream, "cudaStreamCreateWithPriority");
+  const cudaError_t status = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+  return created(status, stream, "cudaStreamCreateWithFlags");
 }
 
 }  // namespace crema::gpu

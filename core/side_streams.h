@@ -17,12 +17,10 @@ Stream create_high_priority_stream();
 
 // A non-blocking stream (cudaStreamNonBlocking): the legacy stream does not wait for it, nor it
 // for the legacy stream. For work that orders itself -- with events, or by synchronizing its own
-// stream before anyone reads its results -- and must not be waited for by the synchronous copies
-// (Tensor::to_vector, copy_from) that the training loop makes a few times a second: the data
-// loader's GPU decoders (data/gpu/) and the batches' host-to-device copies
-// (apps/training/input_feeder.h). `greatest`: of the device's greatest priority as well, for
-// short kernels that must not queue behind the training step's blocks (the decoders').
-enum class StreamPriority { normal, greatest };
-Stream create_nonblocking_stream(StreamPriority priority = StreamPriority::normal);
+// stream before anyone reads its results -- and that the synchronous copies the training loop
+// makes a few times a second (Tensor::to_vector, copy_from: the legacy stream) need not wait for:
+// the data loader's GPU decoders (data/gpu/) and the batches' host-to-device copies
+// (apps/training/input_feeder.h).
+Stream create_nonblocking_stream();
 
 }  // namespace crema::gpu

@@ -17,7 +17,7 @@ Stream create_high_priority_stream() {
   no_cuda();
 }
 
-Stream create_nonblocking_stream(StreamPriority) {
+Stream create_nonblocking_stream() {
   no_cuda();
 }
 

@@ -187,11 +187,9 @@ class NvjpegBatchDecoder final : public GpuBatchDecoder {
       nvjpegDecodeBatchedPreAllocate(handle_, state_, 1, 1, 1, NVJPEG_CSS_444,
                                      channels_ == 3 ? NVJPEG_OUTPUT_RGB : NVJPEG_OUTPUT_Y);
     }
-    // Non-blocking: the training loop's synchronous reads (on the legacy stream) must not wait
+    // Non-blocking: the training loop's synchronous reads (on the legacy stream) need not wait
     // for this decoder's batch in flight (core/side_streams.h); run() synchronizes it itself.
-    // Of the greatest priority: a batch is a chain of short kernels (nvJPEG's and the plans'),
-    // each of which would otherwise wait for SMs behind the training step's queued blocks.
-    stream_ = gpu::create_nonblocking_stream(gpu::StreamPriority::greatest);
+    stream_ = gpu::create_nonblocking_stream();
   }
 
   ~NvjpegBatchDecoder() override {
