@@ -100,6 +100,8 @@ namespace cuda {
 // rows_tiled: split_rows_vec with each thread on a fixed group of channels (blocks are tiles of
 //   whole rows), their parameters in registers, and a shared-memory tree for kernel 1's column
 //   sums; split_rows_vec where the 16-byte form does not apply.
+// rows_deep: rows_tiled with runs of rows loaded before any is used (more bytes in flight), and
+//   with 16-bit storage a run's sums added in float before they join the double sums.
 // Inference forward: one elementwise kernel (the same in every version; rows_tiled's where S == 1
 // and the 16-byte form applies). See README.md.
 enum class BatchNormVersion {
@@ -108,19 +110,20 @@ enum class BatchNormVersion {
   split_rows,
   split_rows_vec,
   rows_tiled,
+  rows_deep,
   best = split_channel
 };
 
-// The version production runs for x viewed as `s`: rows_tiled where S == 1, best otherwise.
+// The version production runs for x viewed as `s`: rows_deep where S == 1, best otherwise.
 inline BatchNormVersion batch_norm_version_for(const BatchNormShape& s) {
-  return s.S == 1 ? BatchNormVersion::rows_tiled : BatchNormVersion::best;
+  return s.S == 1 ? BatchNormVersion::rows_deep : BatchNormVersion::best;
 }
 
 // The versions that run x viewed as [M, C, 1] (S == 1: nhwc, [N, C]), oldest first; with
 // split_channel these are what the fused forms take.
 inline std::vector<BatchNormVersion> batch_norm_row_versions() {
   return {BatchNormVersion::split_rows, BatchNormVersion::split_rows_vec,
-          BatchNormVersion::rows_tiled};
+          BatchNormVersion::rows_tiled, BatchNormVersion::rows_deep};
 }
 
 inline const char* batch_norm_version_name(BatchNormVersion version) {
@@ -135,6 +138,8 @@ inline const char* batch_norm_version_name(BatchNormVersion version) {
       return "split_rows_vec";
     case BatchNormVersion::rows_tiled:
       return "rows_tiled";
+    case BatchNormVersion::rows_deep:
+      return "rows_deep";
   }
   return "?";
 }
