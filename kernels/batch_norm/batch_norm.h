@@ -100,8 +100,9 @@ namespace cuda {
 // rows_tiled: split_rows_vec with each thread on a fixed group of channels (blocks are tiles of
 //   whole rows), their parameters in registers, and a shared-memory tree for kernel 1's column
 //   sums; split_rows_vec where the 16-byte form does not apply.
-// rows_deep: rows_tiled with runs of rows loaded before any is used (more bytes in flight), and
-//   with 16-bit storage a run's sums added in float before they join the double sums.
+// rows_deep: rows_tiled with runs of rows loaded before any is used (more bytes in flight), the
+//   parameters loaded 16 bytes at a time, and in bf16 a run's sums added in float before they
+//   join the double sums.
 // Inference forward: one elementwise kernel (the same in every version; rows_tiled's where S == 1
 // and the 16-byte form applies). See README.md.
 enum class BatchNormVersion {
@@ -173,7 +174,7 @@ void batch_norm_backward(const BatchNormShape& s, const T* x, const T* dy, const
 // num_batches_tracked: one element. On the context's device: x f32 (CPU, CUDA), bf16 or f16
 // (CUDA) with float32 parameters and statistics (mixed precision keeps them fp32), or all f64
 // (the CPU, which runs ref::). A 4-D x in nhwc is normalized as the [N*H*W, C, 1] view of its
-// memory (rows of C channels; cpu:: walks rows, CUDA runs rows_tiled), in either layout by every
+// memory (rows of C channels; cpu:: walks rows, CUDA runs rows_deep), in either layout by every
 // implementation. Optional ones may be undefined Tensors (see above). Throws crema::Error naming
 // the op and the tensor when they do not fit, for eps < 0 or a momentum outside [0, 1], and in
 // training when a channel has a single value (M = 1: no unbiased variance).

@@ -30,7 +30,7 @@ namespace {
 
 // Rows each thread of rows_tiled's elementwise kernels loads before it computes and stores any:
 // their 16-byte loads are in flight together (a store between them would order them: y may alias
-// x). The kernels take the count as `InFlight` (rows_deep runs them with more).
+// x). The row walks take the count as `InFlight` (rows_deep runs them with more).
 constexpr int kRowsInFlight = 2;
 
 // The tile of a row of C / V vectors: `tiles` tiles of `lanes` vectors (the last one may be
@@ -73,11 +73,10 @@ inline size_t rows_tiled_workspace_bytes(const BatchNormShape& s) {
   return bytes;
 }
 
-// Blocks along the rows for the elementwise kernels: InFlight * 4 rows per thread, within the
-// grid's y limit (beyond, threads walk more rows).
-template <int InFlight>
-unsigned elementwise_row_blocks(int64_t M, const RowTiling& t) {
-  const int64_t blocks = ceil_div(M, int64_t(t.rows) * InFlight * 4);
+// Blocks along the rows for the elementwise kernels: `rows_per_thread` rows per thread, within
+// the grid's y limit (beyond, threads walk more rows).
+inline unsigned elementwise_row_blocks(int64_t M, const RowTiling& t, int rows_per_thread) {
+  const int64_t blocks = ceil_div(M, int64_t(t.rows) * rows_per_thread);
   return unsigned(blocks < 1 ? 1 : (blocks > 65535 ? 65535 : blocks));
 }
 
@@ -217,7 +216,7 @@ __device__ void normalize_tiled_rows(int64_t M, int64_t C, const TiledThread<V>&
   }
 }
 
-template <int V, int InFlight, class T, class Store>
+template <int V, class T, class Store>
 __global__ void normalize_tiled(int64_t M, int64_t C, int lanes, int rows, const T* x,
                                 const float* gamma, const float* beta, const float* mean,
                                 const float* invstd, Store store) {
@@ -231,7 +230,7 @@ __global__ void normalize_tiled(int64_t M, int64_t C, int lanes, int rows, const
     scale[i] = (gamma ? gamma[c] : 1.0f) * invstd[c];
     shift[i] = beta ? beta[c] : 0.0f;
   }
-  normalize_tiled_rows<V, InFlight>(M, C, t, rows, x, m, scale, shift, store);
+  normalize_tiled_rows<V, kRowsInFlight>(M, C, t, rows, x, m, scale, shift, store);
 }
 
 // The inference forward with the running statistics (normalize_inference's expressions); the
@@ -260,24 +259,14 @@ __global__ void normalize_inference_tiled(int64_t M, int64_t C, int lanes, int r
   normalize_tiled_rows<V, kRowsInFlight>(M, C, t, rows, x, m, scale, shift, store);
 }
 
-// dx = a * (g - b - (x - mean) * d) with {a, b, d} = coef[c] and mean[c] in registers
-// (backward_apply_rows_vec's expression); g from `grad`, all of a step's InFlight rows loaded
-// first.
-template <int V, int InFlight, class T, class Grad>
-__global__ void backward_apply_tiled(int64_t M, int64_t C, int lanes, int rows, const T* x,
-                                     Grad grad, const float* mean, const float3* coef, T* dx) {
-  const TiledThread<V> t(C, lanes, rows);
-  if (!t.active) return;
-  float m[V], a[V], b[V], d[V];
-#pragma unroll
-  for (int i = 0; i < V; ++i) {
-    const float3 k3 = coef[t.c0 + i];
-    m[i] = mean[t.c0 + i];
-    a[i] = k3.x;
-    b[i] = k3.y;
-    d[i] = k3.z;
-  }
-  const auto g = grad.template channels<V>(t.c0);
+// dx = a * (g - b - (x - mean) * d) for this thread's rows, {a, b, d} = coef[c] and mean[c] in
+// registers (backward_apply_rows_vec's expression); g from the policy's `g`, all of a step's
+// InFlight rows loaded first.
+template <int V, int InFlight, class T, class G>
+__device__ void backward_apply_tiled_rows(int64_t M, int64_t C, const TiledThread<V>& t, int rows,
+                                          const T* x, const G& g, const float (&m)[V],
+                                          const float (&a)[V], const float (&b)[V],
+                                          const float (&d)[V], T* dx) {
   const RowWalk w(t.row, rows);
   for (int64_t r = w.first; r < M; r += w.stride * InFlight) {
     float v[InFlight][V], gv[InFlight][V];
@@ -300,9 +289,27 @@ __global__ void backward_apply_tiled(int64_t M, int64_t C, int lanes, int rows, 
   }
 }
 
-template <int InFlight>
-dim3 elementwise_grid(int64_t M, const RowTiling& t) {
-  return dim3(unsigned(t.tiles), elementwise_row_blocks<InFlight>(M, t));
+template <int V, class T, class Grad>
+__global__ void backward_apply_tiled(int64_t M, int64_t C, int lanes, int rows, const T* x,
+                                     Grad grad, const float* mean, const float3* coef, T* dx) {
+  const TiledThread<V> t(C, lanes, rows);
+  if (!t.active) return;
+  float m[V], a[V], b[V], d[V];
+#pragma unroll
+  for (int i = 0; i < V; ++i) {
+    const float3 k3 = coef[t.c0 + i];
+    m[i] = mean[t.c0 + i];
+    a[i] = k3.x;
+    b[i] = k3.y;
+    d[i] = k3.z;
+  }
+  const auto g = grad.template channels<V>(t.c0);
+  backward_apply_tiled_rows<V, kRowsInFlight>(M, C, t, rows, x, g, m, a, b, d, dx);
+}
+
+// kRowsInFlight * 4 rows a thread.
+inline dim3 elementwise_grid(int64_t M, const RowTiling& t) {
+  return dim3(unsigned(t.tiles), elementwise_row_blocks(M, t, kRowsInFlight * 4));
 }
 
 // rows_tiled's training forward (S == 1): statistics, then store(j, x, z) for every element.
@@ -325,9 +332,8 @@ void forward_training_rows_tiled(const BatchNormShape& s, const T* x, const floa
   finish_moments_rows<<<unsigned(ceil_div(C, kWarps)), kThreads, 0, stream>>>(C, double(M), chunks,
                                                                               partials, out);
   gpu::check_launch(op);
-  normalize_tiled<V, kRowsInFlight>
-      <<<elementwise_grid<kRowsInFlight>(M, tiling), kThreads, 0, stream>>>(
-          M, C, tiling.lanes, tiling.rows, x, gamma, beta, out.save_mean, out.save_invstd, store);
+  normalize_tiled<V><<<elementwise_grid(M, tiling), kThreads, 0, stream>>>(
+      M, C, tiling.lanes, tiling.rows, x, gamma, beta, out.save_mean, out.save_invstd, store);
   gpu::check_launch(op);
 }
 
@@ -359,9 +365,8 @@ void backward_rows_tiled(const BatchNormShape& s, const T* x, const BackwardOutp
       C, double(M), chunks, partials, have_sums, out, coef);
   gpu::check_launch(op);
   if (!dx) return;
-  backward_apply_tiled<V, kRowsInFlight>
-      <<<elementwise_grid<kRowsInFlight>(M, tiling), kThreads, 0, stream>>>(
-          M, C, tiling.lanes, tiling.rows, x, second, out.save_mean, coef, dx);
+  backward_apply_tiled<V><<<elementwise_grid(M, tiling), kThreads, 0, stream>>>(
+      M, C, tiling.lanes, tiling.rows, x, second, out.save_mean, coef, dx);
   gpu::check_launch(op);
 }
 
@@ -379,10 +384,9 @@ void forward_inference_best(const BatchNormShape& s, const T* x, const float* ga
     return;
   }
   const RowTiling tiling = row_tiling(s.C, V);
-  normalize_inference_tiled<V>
-      <<<elementwise_grid<kRowsInFlight>(s.N, tiling), kThreads, 0, stream>>>(
-          s.N, s.C, tiling.lanes, tiling.rows, x, gamma, beta, running_mean, running_var, eps,
-          store, save_mean, save_invstd);
+  normalize_inference_tiled<V><<<elementwise_grid(s.N, tiling), kThreads, 0, stream>>>(
+      s.N, s.C, tiling.lanes, tiling.rows, x, gamma, beta, running_mean, running_var, eps, store,
+      save_mean, save_invstd);
   gpu::check_launch(op);
 }
 
