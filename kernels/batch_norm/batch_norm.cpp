@@ -3,7 +3,7 @@
 // (float32: cpu:: or cuda::; bf16 and f16 activations with float32 statistics: cuda::; float64 on
 // the CPU: the reference). Every path serves both layouts: a 4-D nhwc x is normalized as the
 // [N*H*W, C, 1] view of its memory (shape_of), which the CPU walks by rows and CUDA runs as
-// rows_deep (batch_norm_version_for). Optional tensors are undefined Tensors here and null
+// rows_tiled (batch_norm_version_for). Optional tensors are undefined Tensors here and null
 // pointers below.
 #include "kernels/batch_norm/batch_norm.h"
 

@@ -100,9 +100,6 @@ namespace cuda {
 // rows_tiled: split_rows_vec with each thread on a fixed group of channels (blocks are tiles of
 //   whole rows), their parameters in registers, and a shared-memory tree for kernel 1's column
 //   sums; split_rows_vec where the 16-byte form does not apply.
-// rows_deep: rows_tiled with runs of rows loaded before any is used (more bytes in flight), the
-//   parameters loaded 16 bytes at a time, and in bf16 a run's sums added in float before they
-//   join the double sums.
 // Inference forward: one elementwise kernel (the same in every version; rows_tiled's where S == 1
 // and the 16-byte form applies). See README.md.
 enum class BatchNormVersion {
@@ -111,20 +108,19 @@ enum class BatchNormVersion {
   split_rows,
   split_rows_vec,
   rows_tiled,
-  rows_deep,
   best = split_channel
 };
 
-// The version production runs for x viewed as `s`: rows_deep where S == 1, best otherwise.
+// The version production runs for x viewed as `s`: rows_tiled where S == 1, best otherwise.
 inline BatchNormVersion batch_norm_version_for(const BatchNormShape& s) {
-  return s.S == 1 ? BatchNormVersion::rows_deep : BatchNormVersion::best;
+  return s.S == 1 ? BatchNormVersion::rows_tiled : BatchNormVersion::best;
 }
 
 // The versions that run x viewed as [M, C, 1] (S == 1: nhwc, [N, C]), oldest first; with
 // split_channel these are what the fused forms take.
 inline std::vector<BatchNormVersion> batch_norm_row_versions() {
   return {BatchNormVersion::split_rows, BatchNormVersion::split_rows_vec,
-          BatchNormVersion::rows_tiled, BatchNormVersion::rows_deep};
+          BatchNormVersion::rows_tiled};
 }
 
 inline const char* batch_norm_version_name(BatchNormVersion version) {
@@ -139,8 +135,6 @@ inline const char* batch_norm_version_name(BatchNormVersion version) {
       return "split_rows_vec";
     case BatchNormVersion::rows_tiled:
       return "rows_tiled";
-    case BatchNormVersion::rows_deep:
-      return "rows_deep";
   }
   return "?";
 }
@@ -174,7 +168,7 @@ void batch_norm_backward(const BatchNormShape& s, const T* x, const T* dy, const
 // num_batches_tracked: one element. On the context's device: x f32 (CPU, CUDA), bf16 or f16
 // (CUDA) with float32 parameters and statistics (mixed precision keeps them fp32), or all f64
 // (the CPU, which runs ref::). A 4-D x in nhwc is normalized as the [N*H*W, C, 1] view of its
-// memory (rows of C channels; cpu:: walks rows, CUDA runs rows_deep), in either layout by every
+// memory (rows of C channels; cpu:: walks rows, CUDA runs rows_tiled), in either layout by every
 // implementation. Optional ones may be undefined Tensors (see above). Throws crema::Error naming
 // the op and the tensor when they do not fit, for eps < 0 or a momentum outside [0, 1], and in
 // training when a channel has a single value (M = 1: no unbiased variance).

@@ -22,10 +22,7 @@
 //       and the pointers are aligned; split_rows otherwise (batch_norm_rows_vec_cuda.cuh).
 //   BatchNormVersion::rows_tiled  split_rows_vec with each thread on fixed channels, their
 //       parameters in registers, blocks that are tiles of whole rows, and kernel 1's column sums
-//       in a shared-memory tree (batch_norm_rows_tiled_cuda.cuh).
-//   BatchNormVersion::rows_deep  rows_tiled with runs of rows loaded before any is used and, in
-//       bf16 / f16, kernel 1's runs added in float before double (batch_norm_rows_deep_cuda.cuh);
-//       production's for S == 1.
+//       in a shared-memory tree (batch_norm_rows_tiled_cuda.cuh); production's for S == 1.
 // The inference forward is one elementwise kernel, used by every version (rows_tiled's where S ==
 // 1 and the 16-byte form applies).
 // split_channel's and split_rows' kernels live in batch_norm_cuda.cuh, templated on what the
@@ -36,7 +33,7 @@
 // (mean / std)^2 * 1e-16 relative, negligible for activations (block_per_channel and the CPU
 // subtract the mean first). A channel may have at most 2^31 - 1 values (the dispatch checks).
 #include "core/error.h"
-#include "kernels/batch_norm/batch_norm_rows_deep_cuda.cuh"
+#include "kernels/batch_norm/batch_norm_rows_tiled_cuda.cuh"
 
 namespace crema::kernels::cuda {
 namespace {
@@ -95,21 +92,18 @@ __global__ void backward_per_channel(BatchNormShape s, const T* x, const T* dy, 
 }  // namespace
 
 void check_version_fits(const BatchNormShape& s, BatchNormVersion version) {
-  const bool rows =
-      version == BatchNormVersion::split_rows || version == BatchNormVersion::split_rows_vec ||
-      version == BatchNormVersion::rows_tiled || version == BatchNormVersion::rows_deep;
+  const bool rows = version == BatchNormVersion::split_rows ||
+                    version == BatchNormVersion::split_rows_vec ||
+                    version == BatchNormVersion::rows_tiled;
   CREMA_CHECK(!rows || s.S == 1,
-              "the row versions (split_rows, split_rows_vec, rows_tiled, rows_deep) run x "
+              "the row versions (split_rows, split_rows_vec, rows_tiled) run x "
               "viewed as [M, C, 1]; this x has S = " +
                   std::to_string(s.S));
 }
 
 size_t batch_norm_workspace_bytes(const BatchNormShape& s, BatchNormVersion version) {
   if (version == BatchNormVersion::block_per_channel) return 0;
-  // rows_deep runs rows_tiled's tiles and chunks: the same partials.
-  if (version == BatchNormVersion::rows_tiled || version == BatchNormVersion::rows_deep) {
-    return rows_tiled_workspace_bytes(s);
-  }
+  if (version == BatchNormVersion::rows_tiled) return rows_tiled_workspace_bytes(s);
   if (version == BatchNormVersion::split_rows || version == BatchNormVersion::split_rows_vec) {
     return rows_workspace_bytes(s);
   }

@@ -1,5 +1,5 @@
 // The fused batch norm + ReLU (+ residual) of batch_norm_relu.h on CUDA: the kernels of the
-// version production runs for the shape (split_channel, or rows_deep where S == 1) and the
+// version production runs for the shape (split_channel, or rows_tiled where S == 1) and the
 // inference kernel (batch_norm_cuda.cuh) with the fused policies -- the forward stores
 // y = relu((0 + z) + r) (and the copy of x), the backward reads the gradient at z as dy masked by
 // the ReLU, z recomputed from x with the forward's expression, or as the dr its pass 1 stored.
@@ -8,7 +8,7 @@
 // ReLU (x > 0 ? x : 0 * x) kernels do.
 #include "core/error.h"
 #include "kernels/batch_norm/batch_norm_relu.h"
-#include "kernels/batch_norm/batch_norm_rows_deep_cuda.cuh"
+#include "kernels/batch_norm/batch_norm_rows_tiled_cuda.cuh"
 
 namespace crema::kernels::cuda {
 namespace {

@@ -2,8 +2,8 @@
 // (batch_norm_rows_vec_cuda.cuh) with every thread on a fixed group of V = 16 / sizeof(T)
 // channels, where C % V == 0 and every pointer is 16-byte aligned (split_rows_vec's conditions;
 // it falls back to that version, which falls back to split_rows); the inference kernel every
-// version runs where S == 1; the elementwise kernels and tiles rows_deep shares. Included through
-// batch_norm_rows_deep_cuda.cuh only.
+// version runs where S == 1; and the launchers that run a version's passes with the policies.
+// Included by batch_norm_cuda.cu and batch_norm_relu_cuda.cu only.
 //
 // Why: split_rows_vec's elementwise kernels find a vector's channel as e % C and load gamma,
 // invstd, mean and beta (or the backward's float3 coefficients and the mean) for each of its V
@@ -28,9 +28,8 @@
 namespace crema::kernels::cuda {
 namespace {
 
-// Rows each thread of rows_tiled's elementwise kernels loads before it computes and stores any:
-// their 16-byte loads are in flight together (a store between them would order them: y may alias
-// x). The row walks take the count as `InFlight` (rows_deep runs them with more).
+// Rows each thread of the elementwise kernels loads before it computes and stores any: their
+// 16-byte loads are in flight together (a store between them would order them: y may alias x).
 constexpr int kRowsInFlight = 2;
 
 // The tile of a row of C / V vectors: `tiles` tiles of `lanes` vectors (the last one may be
@@ -73,10 +72,10 @@ inline size_t rows_tiled_workspace_bytes(const BatchNormShape& s) {
   return bytes;
 }
 
-// Blocks along the rows for the elementwise kernels: `rows_per_thread` rows per thread, within
+// Blocks along the rows for the elementwise kernels: kRowsInFlight * 4 rows per thread, within
 // the grid's y limit (beyond, threads walk more rows).
-inline unsigned elementwise_row_blocks(int64_t M, const RowTiling& t, int rows_per_thread) {
-  const int64_t blocks = ceil_div(M, int64_t(t.rows) * rows_per_thread);
+inline unsigned elementwise_row_blocks(int64_t M, const RowTiling& t) {
+  const int64_t blocks = ceil_div(M, int64_t(t.rows) * kRowsInFlight * 4);
   return unsigned(blocks < 1 ? 1 : (blocks > 65535 ? 65535 : blocks));
 }
 
@@ -193,20 +192,20 @@ struct RowWalk {
 
 // z = (x - mean[c]) * scale[c] + shift[c] for this thread's rows, mean, scale = gamma[c] *
 // invstd[c] and shift = beta[c] held in registers (normalize_rows_vec's expression); writes
-// store(j, x, z), InFlight rows loaded before the first is stored.
-template <int V, int InFlight, class T, class Store>
+// store(j, x, z).
+template <int V, class T, class Store>
 __device__ void normalize_tiled_rows(int64_t M, int64_t C, const TiledThread<V>& t, int rows,
                                      const T* x, const float (&mean)[V], const float (&scale)[V],
                                      const float (&shift)[V], const Store& store) {
   const RowWalk w(t.row, rows);
-  for (int64_t r = w.first; r < M; r += w.stride * InFlight) {
-    float v[InFlight][V];
+  for (int64_t r = w.first; r < M; r += w.stride * kRowsInFlight) {
+    float v[kRowsInFlight][V];
 #pragma unroll
-    for (int k = 0; k < InFlight; ++k) {
+    for (int k = 0; k < kRowsInFlight; ++k) {
       if (r + k * w.stride < M) load_floats<V>(x, (r + k * w.stride) * C + t.c0, v[k]);
     }
 #pragma unroll
-    for (int k = 0; k < InFlight; ++k) {
+    for (int k = 0; k < kRowsInFlight; ++k) {
       if (r + k * w.stride >= M) break;
       float z[V];
 #pragma unroll
@@ -230,7 +229,7 @@ __global__ void normalize_tiled(int64_t M, int64_t C, int lanes, int rows, const
     scale[i] = (gamma ? gamma[c] : 1.0f) * invstd[c];
     shift[i] = beta ? beta[c] : 0.0f;
   }
-  normalize_tiled_rows<V, kRowsInFlight>(M, C, t, rows, x, m, scale, shift, store);
+  normalize_tiled_rows<V>(M, C, t, rows, x, m, scale, shift, store);
 }
 
 // The inference forward with the running statistics (normalize_inference's expressions); the
@@ -256,39 +255,11 @@ __global__ void normalize_inference_tiled(int64_t M, int64_t C, int lanes, int r
       save_invstd[c] = invstd;
     }
   }
-  normalize_tiled_rows<V, kRowsInFlight>(M, C, t, rows, x, m, scale, shift, store);
+  normalize_tiled_rows<V>(M, C, t, rows, x, m, scale, shift, store);
 }
 
-// dx = a * (g - b - (x - mean) * d) for this thread's rows, {a, b, d} = coef[c] and mean[c] in
-// registers (backward_apply_rows_vec's expression); g from the policy's `g`, all of a step's
-// InFlight rows loaded first.
-template <int V, int InFlight, class T, class G>
-__device__ void backward_apply_tiled_rows(int64_t M, int64_t C, const TiledThread<V>& t, int rows,
-                                          const T* x, const G& g, const float (&m)[V],
-                                          const float (&a)[V], const float (&b)[V],
-                                          const float (&d)[V], T* dx) {
-  const RowWalk w(t.row, rows);
-  for (int64_t r = w.first; r < M; r += w.stride * InFlight) {
-    float v[InFlight][V], gv[InFlight][V];
-#pragma unroll
-    for (int k = 0; k < InFlight; ++k) {
-      if (r + k * w.stride < M) load_floats<V>(x, (r + k * w.stride) * C + t.c0, v[k]);
-    }
-#pragma unroll
-    for (int k = 0; k < InFlight; ++k) {
-      if (r + k * w.stride < M) g((r + k * w.stride) * C + t.c0, v[k], gv[k]);
-    }
-#pragma unroll
-    for (int k = 0; k < InFlight; ++k) {
-      if (r + k * w.stride >= M) break;
-      float out[V];
-#pragma unroll
-      for (int i = 0; i < V; ++i) out[i] = a[i] * (gv[k][i] - b[i] - (v[k][i] - m[i]) * d[i]);
-      store_floats<V>(dx, (r + k * w.stride) * C + t.c0, out);
-    }
-  }
-}
-
+// dx = a * (g - b - (x - mean) * d) with {a, b, d} = coef[c] and mean[c] in registers
+// (backward_apply_rows_vec's expression); g from `grad`, all of a step's rows loaded first.
 template <int V, class T, class Grad>
 __global__ void backward_apply_tiled(int64_t M, int64_t C, int lanes, int rows, const T* x,
                                      Grad grad, const float* mean, const float3* coef, T* dx) {
@@ -304,12 +275,30 @@ __global__ void backward_apply_tiled(int64_t M, int64_t C, int lanes, int rows, 
     d[i] = k3.z;
   }
   const auto g = grad.template channels<V>(t.c0);
-  backward_apply_tiled_rows<V, kRowsInFlight>(M, C, t, rows, x, g, m, a, b, d, dx);
+  const RowWalk w(t.row, rows);
+  for (int64_t r = w.first; r < M; r += w.stride * kRowsInFlight) {
+    float v[kRowsInFlight][V], gv[kRowsInFlight][V];
+#pragma unroll
+    for (int k = 0; k < kRowsInFlight; ++k) {
+      if (r + k * w.stride < M) load_floats<V>(x, (r + k * w.stride) * C + t.c0, v[k]);
+    }
+#pragma unroll
+    for (int k = 0; k < kRowsInFlight; ++k) {
+      if (r + k * w.stride < M) g((r + k * w.stride) * C + t.c0, v[k], gv[k]);
+    }
+#pragma unroll
+    for (int k = 0; k < kRowsInFlight; ++k) {
+      if (r + k * w.stride >= M) break;
+      float out[V];
+#pragma unroll
+      for (int i = 0; i < V; ++i) out[i] = a[i] * (gv[k][i] - b[i] - (v[k][i] - m[i]) * d[i]);
+      store_floats<V>(dx, (r + k * w.stride) * C + t.c0, out);
+    }
+  }
 }
 
-// kRowsInFlight * 4 rows a thread.
 inline dim3 elementwise_grid(int64_t M, const RowTiling& t) {
-  return dim3(unsigned(t.tiles), elementwise_row_blocks(M, t, kRowsInFlight * 4));
+  return dim3(unsigned(t.tiles), elementwise_row_blocks(M, t));
 }
 
 // rows_tiled's training forward (S == 1): statistics, then store(j, x, z) for every element.
@@ -388,6 +377,39 @@ void forward_inference_best(const BatchNormShape& s, const T* x, const float* ga
       s.N, s.C, tiling.lanes, tiling.rows, x, gamma, beta, running_mean, running_var, eps, store,
       save_mean, save_invstd);
   gpu::check_launch(op);
+}
+
+// The batch-statistics passes of `version` (not block_per_channel, whose kernels take no
+// policies): the fused kernels and the plain ones call these, production with
+// batch_norm_version_for(s). The row versions need S == 1 (the callers check).
+template <class T, class Store>
+void forward_training_version(BatchNormVersion version, const BatchNormShape& s, const T* x,
+                              const float* gamma, const float* beta, const TrainingOutputs& out,
+                              Store store, void* workspace, gpu::Stream stream, const char* op) {
+  if (version == BatchNormVersion::rows_tiled) {
+    forward_training_rows_tiled(s, x, gamma, beta, out, store, workspace, stream, op);
+  } else if (version == BatchNormVersion::split_rows_vec) {
+    forward_training_rows_vec(s, x, gamma, beta, out, store, workspace, stream, op);
+  } else if (version == BatchNormVersion::split_rows) {
+    forward_training_rows(s, x, gamma, beta, out, store, workspace, stream, op);
+  } else {
+    forward_training_split(s, x, gamma, beta, out, store, workspace, stream, op);
+  }
+}
+
+template <class T, class First, class Second>
+void backward_version(BatchNormVersion version, const BatchNormShape& s, const T* x,
+                      const BackwardOutputs& out, bool have_sums, First first, Second second, T* dx,
+                      void* workspace, gpu::Stream stream, const char* op) {
+  if (version == BatchNormVersion::rows_tiled) {
+    backward_rows_tiled(s, x, out, have_sums, first, second, dx, workspace, stream, op);
+  } else if (version == BatchNormVersion::split_rows_vec) {
+    backward_rows_vec(s, x, out, have_sums, first, second, dx, workspace, stream, op);
+  } else if (version == BatchNormVersion::split_rows) {
+    backward_rows(s, x, out, have_sums, first, second, dx, workspace, stream, op);
+  } else {
+    backward_split(s, x, out, have_sums, first, second, dx, workspace, stream, op);
+  }
 }
 
 }  // namespace

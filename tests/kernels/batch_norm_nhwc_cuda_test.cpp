@@ -10,7 +10,6 @@
 // same exact inputs: 1e-5.
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <string>
 #include <vector>
 
@@ -255,44 +254,6 @@ TEST(BatchNormNhwcCuda, NoAffineNoDxAndInPlace) {
                           p.dbeta);
       EXPECT_LE(rel(ctx, p.dgamma, dgamma), 1e-5);
       EXPECT_LE(rel(ctx, p.dbeta, dbeta), 1e-5);
-    }
-  }
-}
-
-// 16-bit activations far from 0: rows_deep adds bf16 runs of 4 values in float (x in [40, 41]:
-// mean = 140 std, where float sums of x^2 over a whole chunk would lose ~(mean / std)^2 2^-24 of
-// the variance; a run's squares of clustered values add exactly), and a run in double where its
-// float sums overflow (bf16 x near 2^70: squares past the float range); f16 adds in double. The
-// statistics and y against the reference; the running variance is left out (2^140 has no
-// float).
-TEST(BatchNormNhwcCuda, StatisticsOfOffsetAndHugeActivations) {
-  CREMA_REQUIRE_CUDA();
-  Context ctx(Device::cuda(0));
-  struct Range {
-    DType dtype;
-    double low, high;
-  };
-  const double huge = std::ldexp(1.0, 70);
-  for (const Range& range : {Range{DType::bf16, 40.0, 41.0}, Range{DType::f16, 40.0, 41.0},
-                             Range{DType::bf16, -huge, 2.0 * huge}}) {
-    for (const Case& c : {Case{{3, 64, 5, 7}, Layout::nhwc}, Case{{33, 256, 9, 9}, Layout::nhwc}}) {
-      SCOPED_TRACE(describe(c, range.dtype) + " x in [" + std::to_string(range.low) + ", " +
-                   std::to_string(range.high) + "]");
-      Random rng(11);
-      const BatchNormShape s = view(c);
-      const size_t n = size_t(shape_numel(c.shape)), C = size_t(s.C);
-      const HalfInput x = activation(ctx, rng, c, range.dtype, range.low, range.high);
-      Params p = params(ctx, rng, s.C);
-      Tensor none, y = output(ctx, c, range.dtype);
-      batch_norm_forward_training(ctx, x.device, p.g, p.b, 1e-3f, 0.2f, y, p.mean, p.invstd, none,
-                                  none, none);
-      std::vector<double> y_ref(n), mean(C), invstd(C);
-      ref::batch_norm_forward_training<double>(s, x.exact.data(), p.gamma.data(), p.beta.data(),
-                                               1e-3, 0.2, y_ref.data(), mean.data(), invstd.data(),
-                                               nullptr, nullptr, nullptr);
-      EXPECT_LE(rel(ctx, y, y_ref), testing::unit_roundoff(range.dtype) + 1e-5);
-      EXPECT_LE(rel(ctx, p.mean, mean), 1e-5);
-      EXPECT_LE(rel(ctx, p.invstd, invstd), 1e-5);
     }
   }
 }
