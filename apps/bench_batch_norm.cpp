@@ -107,8 +107,9 @@ Outputs cpu_outputs(const Problem& p, Form form, int threads) {
         p.s, p.x.data(), r, p.gamma.data(), p.beta.data(), kEps, kMomentum, y.data(), nullptr,
         mean.data(), invstd.data(), rm.data(), rv.data(), tracked.data(), threads);
     kernels::cpu::batch_norm_relu_backward<float>(
-        p.s, p.x.data(), r, p.dy.data(), p.gamma.data(), p.beta.data(), mean.data(), invstd.data(),
-        true, dx.data(), r ? dr.data() : nullptr, dgamma.data(), dbeta.data(), threads);
+        p.s, p.x.data(), r ? y.data() : nullptr, p.dy.data(), p.gamma.data(), p.beta.data(),
+        mean.data(), invstd.data(), true, dx.data(), r ? dr.data() : nullptr, dgamma.data(),
+        dbeta.data(), threads);
   }
   return {y, dx, dr, mean, invstd, dgamma, dbeta};
 }
@@ -186,7 +187,7 @@ struct DeviceProblem {
     } else {
       const bool add = form == Form::add_relu;
       cuda::batch_norm_relu_backward(
-          p.s, x[k].data<T>(), add ? r[k].data<T>() : nullptr, dy[k].data<T>(), gamma.data<float>(),
+          p.s, x[k].data<T>(), add ? y[k].data<T>() : nullptr, dy[k].data<T>(), gamma.data<float>(),
           beta.data<float>(), mean.data<float>(), invstd.data<float>(), true, dx[k].data<T>(),
           add ? dr[k].data<T>() : nullptr, dgamma.data<float>(), dbeta.data<float>(),
           workspace.data<float>(), v, stream);

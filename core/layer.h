@@ -138,6 +138,10 @@ class Layer {
     bool tops = true;
   };
   virtual BackwardReads backward_reads() const { return {}; }
+  // Whether backward reads the value of bottom `k` (its index): backward_reads().bottoms for all
+  // of them, unless the layer's backward reads only some (BatchNormReLU reads x, not the residual
+  // r: the ReLU's mask comes from its top).
+  virtual bool backward_reads_bottom(size_t /*k*/) const { return backward_reads().bottoms; }
   // Whether backward points each bottom's gradient at its top's storage instead of writing it
   // (a view: Flatten, Reshape), so that the plan gives both one place.
   virtual bool gradient_is_view() const { return false; }

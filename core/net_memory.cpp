@@ -4,8 +4,8 @@
 //   t = i           layer i's forward (reads its bottoms, writes its tops)
 //   t = n           backward begins: loss gradients set to their weights, unwritten ones zeroed
 //   t = 2n - i      layer i's backward (reads its top gradients, writes its bottoms' gradients,
-//                   reads the values Layer::backward_reads names, and uses its scratch,
-//                   Layer::backward_scratch: alive at this moment alone)
+//                   reads the values Layer::backward_reads and backward_reads_bottom name, and
+//                   uses its scratch, Layer::backward_scratch: alive at this moment alone)
 // A value lives from its producer's forward to its last reader; a gradient from its first writer
 // to its last reader. A test net runs forward only, and no layer of it runs backward, so each
 // value there dies at its last forward reader and no gradient has storage (Net::backward refuses
@@ -161,7 +161,7 @@ void Net::plan_memory() {
     const int moment = int(2 * n - i);
     const Layer::BackwardReads reads = layers_[i]->backward_reads();
     for (size_t k = 0; k < w.bottoms.size(); ++k) {
-      if (reads.bottoms) value_at(w.bottoms[k], moment);
+      if (layers_[i]->backward_reads_bottom(k)) value_at(w.bottoms[k], moment);
       if (w.propagate_down[k]) grad_at(w.bottoms[k], moment);
     }
     for (const Blob* t : w.tops) {

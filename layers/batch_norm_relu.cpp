@@ -8,7 +8,8 @@
 // (kernels/batch_norm/README.md counts the bytes).
 //
 //   x, r, y: [N, C, ...]. In place on x is fine (the layer then keeps x for the backward, written
-//   by the forward's pass); not in place on r (the backward reads r).
+//   by the forward's pass); not in place on r (r's gradient and y's would share storage). The
+//   backward reads x and, with r, y: never r (the memory plan lets r die at the forward).
 //   nchw or nhwc; bf16 and f16 activations on CUDA with fp32 parameters and statistics.
 // YAML keys: BatchNorm's (eps, momentum, affine, use_global_stats, mode: spatial, param).
 // Parameters and buffers are named after the layer's `name:` key ("<name>.weight", ...,
@@ -70,7 +71,8 @@ class BatchNormReLULayer final : public Layer {
         fail("residual '" + spec_.bottoms[1] + "' " + shape_str(bottom[1]->value.shape()) +
              " must have the input's shape " + shape_str(x.shape()));
       }
-      if (top[0] == bottom[1]) fail("does not run in place on the residual (backward reads it)");
+      if (top[0] == bottom[1])
+        fail("does not run in place on the residual (r's gradient and y's would share storage)");
     }
     if (!keys_.use_global_stats && x.numel() / channels_ < 2) {
       fail("input " + shape_str(x.shape()) +
@@ -96,8 +98,9 @@ class BatchNormReLULayer final : public Layer {
   }
 
   // The chain rule through the three steps, z = bn(x), v = z + r (or z), y = relu(v):
-  //   dL/dv = dL/dy where v > 0, else 0            (ReLU; v recomputed from x and the saved
-  //                                                  statistics, so y itself is not needed)
+  //   dL/dv = dL/dy where v > 0, else 0            (ReLU; with r, read off y: y > 0 exactly where
+  //                                                  v > 0, so r need not be kept; without r, v
+  //                                                  recomputed from x and the saved statistics)
   //   dL/dr = dL/dv,  dL/dz = dL/dv                (a sum passes its gradient to both terms)
   //   dL/dx, dL/dgamma, dL/dbeta: BatchNorm's backward with dL/dz (layers/batch_norm.cpp):
   //     dL/dbeta += sum dL/dz,  dL/dgamma += sum dL/dz * xhat,
@@ -111,9 +114,10 @@ class BatchNormReLULayer final : public Layer {
     Tensor& dx = propagate_down[0] ? bottom[0]->grad : none;
     Tensor& dr = bottom.size() == 2 && propagate_down[1] ? bottom[1]->grad : none;
     if (!dx.defined() && !dr.defined() && !dgamma.defined() && !dbeta.defined()) return;
-    kernels::batch_norm_relu_backward(ctx, input(bottom, top), residual(bottom), top[0]->grad,
-                                      gamma(), beta(), save_mean_, save_invstd_,
-                                      !keys_.use_global_stats, dx, dr, dgamma, dbeta);
+    const Tensor& y = residual_ ? top[0]->value : no_tensor_;
+    kernels::batch_norm_relu_backward(ctx, input(bottom, top), y, top[0]->grad, gamma(), beta(),
+                                      save_mean_, save_invstd_, !keys_.use_global_stats, dx, dr,
+                                      dgamma, dbeta);
   }
 
   // BatchNormalization (running statistics), then Add, then Relu.
@@ -140,11 +144,12 @@ class BatchNormReLULayer final : public Layer {
     g.node("Relu", {v}, {top});
   }
 
-  // Backward recomputes the ReLU's mask from bn(x) (+ r): it reads x (its own copy when in place)
-  // and r, never y (core/layer.h, the memory plan).
-  BackwardReads backward_reads() const override {
-    return {residual_ || !input_copy_.defined(), false};
-  }
+  // Backward reads x (its own copy when in place), and the ReLU's mask: y with a residual, never
+  // r (the downsampling shortcut's BatchNorm output dies at this forward; y, the block's output,
+  // is read by the next block's backward anyway); recomputed from x without one, never y (core/
+  // layer.h, the memory plan).
+  BackwardReads backward_reads() const override { return {!input_copy_.defined(), residual_}; }
+  bool backward_reads_bottom(size_t k) const override { return k == 0 && backward_reads().bottoms; }
 
  private:
   // Parameter `role` named "<prefix>.<role>", whatever the layer's own name.

@@ -331,7 +331,7 @@ void batch_norm_relu_forward_inference(Context& ctx, const Tensor& x, const Tens
       });
 }
 
-void batch_norm_relu_backward(Context& ctx, const Tensor& x, const Tensor& r, const Tensor& dy,
+void batch_norm_relu_backward(Context& ctx, const Tensor& x, const Tensor& y, const Tensor& dy,
                               const Tensor& gamma, const Tensor& beta, const Tensor& save_mean,
                               const Tensor& save_invstd, bool batch_stats, Tensor& dx, Tensor& dr,
                               Tensor& dgamma, Tensor& dbeta) {
@@ -341,10 +341,12 @@ void batch_norm_relu_backward(Context& ctx, const Tensor& x, const Tensor& r, co
   check_tensor(ctx, op, "x", x, x.shape(), x.dtype());
   check_tensor(ctx, op, "dy", dy, x.shape(), x.dtype());
   check_layout(op, "dy", dy, layout_of(x));
-  check_like_x(ctx, op, "r", r, x);
+  check_like_x(ctx, op, "y", y, x);
   check_like_x(ctx, op, "dx", dx, x);
   check_like_x(ctx, op, "dr", dr, x);
-  if (dr.defined() && !r.defined()) throw Error(op + ": dr is given but r is not");
+  if (dr.defined() && !y.defined()) {
+    throw Error(op + ": dr is given but y is not (the form with a residual masks by y)");
+  }
   check_optional(ctx, op, "gamma", gamma, {s.C}, dtype);
   check_optional(ctx, op, "beta", beta, {s.C}, dtype);
   check_tensors(ctx, op, {s.C}, dtype, {{"save_mean", save_mean}, {"save_invstd", save_invstd}});
@@ -356,14 +358,14 @@ void batch_norm_relu_backward(Context& ctx, const Tensor& x, const Tensor& r, co
       [&](auto element, auto stream) {
         using T = decltype(element);
         cuda::batch_norm_relu_backward(
-            s, x.data<T>(), data_or_null<T>(r), dy.data<T>(), data_or_null<float>(gamma),
+            s, x.data<T>(), data_or_null<T>(y), dy.data<T>(), data_or_null<float>(gamma),
             data_or_null<float>(beta), save_mean.data<float>(), save_invstd.data<float>(),
             batch_stats, data_or_null<T>(dx), data_or_null<T>(dr), data_or_null<float>(dgamma),
             data_or_null<float>(dbeta), cuda_workspace(ctx, s), cuda::batch_norm_version_for(s),
             stream);
       },
       [&] {
-        cpu::batch_norm_relu_backward(s, x.data<float>(), data_or_null<float>(r), dy.data<float>(),
+        cpu::batch_norm_relu_backward(s, x.data<float>(), data_or_null<float>(y), dy.data<float>(),
                                       data_or_null<float>(gamma), data_or_null<float>(beta),
                                       save_mean.data<float>(), save_invstd.data<float>(),
                                       batch_stats, data_or_null<float>(dx), data_or_null<float>(dr),
@@ -372,7 +374,7 @@ void batch_norm_relu_backward(Context& ctx, const Tensor& x, const Tensor& r, co
       },
       [&] {
         ref::batch_norm_relu_backward(
-            s, x.data<double>(), data_or_null<double>(r), dy.data<double>(),
+            s, x.data<double>(), data_or_null<double>(y), dy.data<double>(),
             data_or_null<double>(gamma), data_or_null<double>(beta), save_mean.data<double>(),
             save_invstd.data<double>(), batch_stats, data_or_null<double>(dx),
             data_or_null<double>(dr), data_or_null<double>(dgamma), data_or_null<double>(dbeta));

@@ -11,8 +11,9 @@
 //
 // One code for both forms: the forward's last step is a `store` policy (y = z, or y = relu(z + r)
 // with the copy of x) and the backward reads the gradient at z through a `grad` policy (dy, or
-// dy masked by the ReLU, recomputing z with the forward's expression). The sums, their order and
-// the arithmetic around them are shared, so the fused form gives the unfused chain's bits.
+// dy masked by the ReLU, by y or by z recomputed with the forward's expression). The sums, their
+// order and the arithmetic around them are shared, so the fused form gives the unfused chain's
+// bits.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -85,26 +86,31 @@ struct LoadGrad {
   Channel channel(int64_t) const { return {g}; }
 };
 
-// dv = dy where the ReLU's input, recomputed from x, is positive; written to dr when kWrite.
-template <class T, bool kResidual, bool kWrite>
+// dv = dy where the ReLU's output y is positive (kFromY: batch_norm_relu.h) or, without y, where
+// its input z, recomputed from x, is; written to dr when kWrite.
+template <class T, bool kFromY, bool kWrite>
 struct ReluGrad {
-  const T *dy, *r;
+  const T *dy, *y;
   T* dr;
   const float *gamma, *beta, *mean, *invstd;
   struct Channel {
-    const T *dy, *r;
+    const T *dy, *y;
     T* dr;
     float mean, scale, shift;
     float operator()(int64_t j, float x) const {
-      float v = normalized(x, mean, scale, shift);
-      if constexpr (kResidual) v = (0.0f + v) + float(r[j]);
+      float v;
+      if constexpr (kFromY) {
+        v = float(y[j]);
+      } else {
+        v = normalized(x, mean, scale, shift);
+      }
       const float g = if_positive(v, float(dy[j]), 0.0f * float(dy[j]));
       if constexpr (kWrite) dr[j] = T(g);
       return g;
     }
   };
   Channel channel(int64_t c) const {
-    return {dy, r, dr, mean[c], (gamma ? gamma[c] : 1.0f) * invstd[c], beta ? beta[c] : 0.0f};
+    return {dy, y, dr, mean[c], (gamma ? gamma[c] : 1.0f) * invstd[c], beta ? beta[c] : 0.0f};
   }
 };
 
@@ -355,15 +361,15 @@ void backward(const BatchNormShape& s, const T* x, const float* gamma, const flo
 }
 
 // The fused backward with the policies that fit: pass 1 writes dr (when wanted; it then runs even
-// when no sum is needed) and pass 2 reads it back; without dr both passes recompute the mask.
-template <class T, bool kResidual>
-void relu_backward(const BatchNormShape& s, const T* x, const T* r, const T* dy, const float* gamma,
+// when no sum is needed) and pass 2 reads it back; without dr both passes apply the mask.
+template <class T, bool kFromY>
+void relu_backward(const BatchNormShape& s, const T* x, const T* y, const T* dy, const float* gamma,
                    const float* beta, const float* save_mean, const float* save_invstd,
                    bool batch_stats, T* dx, T* dr, float* dgamma, float* dbeta, int num_threads) {
-  const ReluGrad<T, kResidual, false> mask{dy, r, nullptr, gamma, beta, save_mean, save_invstd};
+  const ReluGrad<T, kFromY, false> mask{dy, y, nullptr, gamma, beta, save_mean, save_invstd};
   const bool need_sums = batch_stats || dgamma || dbeta;
   if (dr) {
-    const ReluGrad<T, kResidual, true> write{dy, r, dr, gamma, beta, save_mean, save_invstd};
+    const ReluGrad<T, kFromY, true> write{dy, y, dr, gamma, beta, save_mean, save_invstd};
     backward(s, x, gamma, save_mean, save_invstd, true, batch_stats, write, LoadGrad<T>{dr}, dx,
              dgamma, dbeta, num_threads);
     return;
@@ -424,11 +430,11 @@ void batch_norm_relu_forward_inference(const BatchNormShape& s, const T* x, cons
 }
 
 template <class T>
-void batch_norm_relu_backward(const BatchNormShape& s, const T* x, const T* r, const T* dy,
+void batch_norm_relu_backward(const BatchNormShape& s, const T* x, const T* y, const T* dy,
                               const float* gamma, const float* beta, const float* save_mean,
                               const float* save_invstd, bool batch_stats, T* dx, T* dr,
                               float* dgamma, float* dbeta, int num_threads) {
-  (r ? relu_backward<T, true> : relu_backward<T, false>)(s, x, r, dy, gamma, beta, save_mean,
+  (y ? relu_backward<T, true> : relu_backward<T, false>)(s, x, y, dy, gamma, beta, save_mean,
                                                          save_invstd, batch_stats, dx, dr, dgamma,
                                                          dbeta, num_threads);
 }

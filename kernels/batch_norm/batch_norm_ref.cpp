@@ -145,20 +145,23 @@ void batch_norm_relu_forward_inference(const BatchNormShape& s, const T* x, cons
   add_relu(count, r, y);
 }
 
-// dv = dy where the ReLU's input (z recomputed as the forward rounded it) is positive, then the
-// batch norm's backward with dv.
+// dv = dy where the ReLU's output y is positive (where its input is: batch_norm_relu.h), or,
+// without y, where z recomputed as the forward rounded it is; then the batch norm's backward with
+// dv.
 template <class T>
-void batch_norm_relu_backward(const BatchNormShape& s, const T* x, const T* r, const T* dy,
+void batch_norm_relu_backward(const BatchNormShape& s, const T* x, const T* y, const T* dy,
                               const T* gamma, const T* beta, const T* save_mean,
                               const T* save_invstd, bool batch_stats, T* dx, T* dr, T* dgamma,
                               T* dbeta) {
   std::vector<T> z(size_t(s.N * s.C * s.S));
-  for (int64_t c = 0; c < s.C; ++c) {
-    normalize_channel(s, c, x, gamma, beta, save_mean[c], save_invstd[c], z.data());
+  if (!y) {
+    for (int64_t c = 0; c < s.C; ++c) {
+      normalize_channel(s, c, x, gamma, beta, save_mean[c], save_invstd[c], z.data());
+    }
   }
   std::vector<T> dv(z.size());
   for (size_t j = 0; j < z.size(); ++j) {
-    dv[j] = relu_input(z[j], r, int64_t(j)) > T(0) ? dy[j] : T(0) * dy[j];
+    dv[j] = (y ? y[j] : z[j]) > T(0) ? dy[j] : T(0) * dy[j];
   }
   if (dr) std::copy(dv.begin(), dv.end(), dr);
   batch_norm_backward(s, x, dv.data(), gamma, save_mean, save_invstd, batch_stats, dx, dgamma,

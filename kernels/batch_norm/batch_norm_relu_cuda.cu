@@ -2,7 +2,8 @@
 // version production runs for the shape (split_channel, or rows_tiled where S == 1) and the
 // inference kernel (batch_norm_cuda.cuh) with the fused policies -- the forward stores
 // y = relu((0 + z) + r) (and the copy of x), the backward reads the gradient at z as dy masked by
-// the ReLU, z recomputed from x with the forward's expression, or as the dr its pass 1 stored.
+// the ReLU (by y, or by z recomputed from x with the forward's expression), or as the dr its
+// pass 1 stored.
 // The sums and the arithmetic around them are the plain kernels': the fused form gives the
 // unfused chain's bits. The add and the select round as the Eltwise SUM (__fadd_rn from 0) and
 // ReLU (x > 0 ? x : 0 * x) kernels do.
@@ -41,28 +42,30 @@ struct StoreRelu {
   }
 };
 
-// dv = dy where the ReLU's input, recomputed from x, is positive (0 * dy elsewhere, as ReLU's
-// backward); stored to dr when dr is given. channels<V>(c0) serves channels c0 .. c0 + V - 1.
+// dv = dy where the ReLU's output y is positive (batch_norm_relu.h) or, without y, where its
+// input z, recomputed from x, is (0 * dy elsewhere, as ReLU's backward); stored to dr when dr is
+// given. channels<V>(c0) serves channels c0 .. c0 + V - 1.
 template <class T>
 struct ReluGrad {
-  const T *dy, *r;
+  const T *dy, *y;
   T* dr;
   const float *gamma, *beta, *mean, *invstd;
   template <int V>
   struct Channels {
-    const T *dy, *r;
+    const T *dy, *y;
     T* dr;
     float mean[V], scale[V], shift[V];
     __device__ void operator()(int64_t j, const float (&x)[V], float (&g)[V]) const {
-      float d[V], rv[V];
+      float d[V], v[V];
       load_floats<V>(dy, j, d);
-      if (r) load_floats<V>(r, j, rv);
+      if (y) {
+        load_floats<V>(y, j, v);
+      } else {
 #pragma unroll
-      for (int i = 0; i < V; ++i) {
-        float v = normalized(x[i], mean[i], scale[i], shift[i]);
-        if (r) v = __fadd_rn(__fadd_rn(0.0f, v), rv[i]);
-        g[i] = v > 0.0f ? d[i] : __fmul_rn(0.0f, d[i]);
+        for (int i = 0; i < V; ++i) v[i] = normalized(x[i], mean[i], scale[i], shift[i]);
       }
+#pragma unroll
+      for (int i = 0; i < V; ++i) g[i] = v[i] > 0.0f ? d[i] : __fmul_rn(0.0f, d[i]);
       if (dr) store_floats<V>(dr, j, g);
     }
     __device__ float operator()(int64_t j, float x) const {
@@ -74,7 +77,7 @@ struct ReluGrad {
   };
   template <int V>
   __device__ Channels<V> channels(int64_t c0) const {
-    Channels<V> ch{dy, r, dr, {}, {}, {}};
+    Channels<V> ch{dy, y, dr, {}, {}, {}};
 #pragma unroll
     for (int i = 0; i < V; ++i) {
       const int64_t c = c0 + i;
@@ -88,7 +91,7 @@ struct ReluGrad {
     return channels<1>(c);
   }
   bool vectorizable() const {
-    return aligned16(dy) && aligned16(r) && aligned16(dr);
+    return aligned16(dy) && aligned16(y) && aligned16(dr);
   }
 };
 
@@ -128,9 +131,9 @@ void batch_norm_relu_forward_inference(const BatchNormShape& s, const T* x, cons
 }
 
 // Pass 1 stores dr (when wanted; it then runs even when no sum is needed) and pass 2 reads it
-// back; without dr both passes recompute the mask.
+// back; without dr both passes apply the mask.
 template <class T>
-void batch_norm_relu_backward(const BatchNormShape& s, const T* x, const T* r, const T* dy,
+void batch_norm_relu_backward(const BatchNormShape& s, const T* x, const T* y, const T* dy,
                               const float* gamma, const float* beta, const float* save_mean,
                               const float* save_invstd, bool batch_stats, T* dx, T* dr,
                               float* dgamma, float* dbeta, void* workspace,
@@ -139,7 +142,7 @@ void batch_norm_relu_backward(const BatchNormShape& s, const T* x, const T* r, c
   check_fused_version(s, version);
   const BackwardOutputs out{batch_stats, gamma, save_mean, save_invstd, dgamma, dbeta};
   const char* op = "batch_norm_relu_backward";
-  const ReluGrad<T> mask{dy, r, dr, gamma, beta, save_mean, save_invstd};
+  const ReluGrad<T> mask{dy, y, dr, gamma, beta, save_mean, save_invstd};
   if (dr) {
     backward_version(version, s, x, out, true, mask, LoadGrad<T>{dr}, dx, workspace, stream, op);
   } else {

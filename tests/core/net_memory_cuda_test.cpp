@@ -1,8 +1,10 @@
 // The memory plan on the GPU, in bf16 channels-last: each convolution runs a bf16 compute copy of
 // its weights and sums its filter gradient in an f32 scratch that the plan places in the arena for
 // that layer's backward alone (layers/convolution_base.h), sharing bytes with values dead by then.
-// The planned net must give the bits of the net that keeps everything, and a CUDA graph of its
-// step must replay them (the places never move).
+// The downsampling block's fused bn3+add2+relu3 masks its backward by y, so its residual (the
+// shortcut's BatchNorm output) dies at its forward and its bytes are reused (layers/
+// batch_norm_relu.cpp). The planned net must give the bits of the net that keeps everything, and
+// a CUDA graph of its step must replay them (the places never move).
 #include <gtest/gtest.h>
 
 #include "tests/core/net_fusion_test_util.h"

@@ -231,6 +231,58 @@ TEST(MemoryPlan, SharesBytesAndSaysSo) {
   EXPECT_GE(p.layer_state, 4 * 4 * 6 * 6 * 4);
 }
 
+// ResNet's downsampling block: the fused bn+add+relu's residual r (d, the shortcut's BatchNorm
+// output) has no reader after that layer's forward, since its backward takes the ReLU's mask from
+// y (layers/batch_norm_relu.cpp). So r dies there and the gradients alive at that backward (of s,
+// c and d) may take its bytes -- they could not while the backward read r -- and the bits are
+// those of the net that keeps everything.
+TEST(MemoryPlan, FusedResidualDiesAtTheForward) {
+  const char* yaml = R"(
+inputs: {data: [3, 6, 6], label: []}
+layers:
+  - {name: conv, type: Convolution, bottom: data, top: c, num_output: 4, kernel_size: 3, pad: 1}
+  - {name: ds, type: Convolution, bottom: data, top: d, num_output: 4, kernel_size: 1}
+  - {name: bn, type: BatchNorm, bottom: c, top: c}
+  - {name: ds_bn, type: BatchNorm, bottom: d, top: d}
+  - {name: add, type: Eltwise, bottom: [c, d], top: s}
+  - {name: relu, type: ReLU, bottom: s, top: s}
+  - {name: fc, type: InnerProduct, bottom: s, top: fc, num_output: 5}
+  - {name: loss, type: SoftmaxWithLoss, bottom: [fc, label], top: loss}
+)";
+  Context ctx;
+  Net planned(model_with_plan(yaml, true), Phase::train, 4, builtin_layers(), ctx);
+  Net whole(model_with_plan(yaml, false), Phase::train, 4, builtin_layers(), ctx);
+  whole.share_params_from(planned);
+  bool fused = false;
+  for (size_t i = 0; i < planned.num_layers(); ++i) {
+    fused = fused || planned.layer(i).name() == "bn+add+relu";
+  }
+  ASSERT_TRUE(fused);
+  auto bytes_of = [](const Tensor& t) {
+    const char* p = static_cast<const char*>(t.raw());
+    return std::make_pair(p, p + t.nbytes());
+  };
+  const auto r = bytes_of(planned.blob("d").value);
+  bool reused = false;
+  for (const char* name : {"s", "c", "d"}) {
+    const auto g = bytes_of(planned.blob(name).grad);
+    reused = reused || (g.first < r.second && r.first < g.second);
+  }
+  EXPECT_TRUE(reused) << "no gradient alive at the fused backward took the residual's bytes";
+
+  std::vector<std::vector<float>> grads[2];
+  int k = 0;
+  for (Net* net : {&planned, &whole}) {
+    for (Param* p : net->learnable_params()) ctx.fill(p->grad, 0.0f);
+    fill_batch(*net, 3);
+    net->forward(ctx);
+    net->backward(ctx);
+    for (const Param* p : net->learnable_params()) grads[k].push_back(p->grad.to_vector());
+    ++k;
+  }
+  EXPECT_EQ(grads[0], grads[1]);
+}
+
 // A test net runs forward only: each value dies at its last reader, so a chain of equal layers
 // needs two places, whatever its length.
 TEST(MemoryPlan, ForwardOnlyChainNeedsTwoPlaces) {

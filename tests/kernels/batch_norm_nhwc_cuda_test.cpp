@@ -178,14 +178,14 @@ TEST(BatchNormNhwcCuda, FusedMatchesTheReference) {
       Tensor none;
       batch_norm_relu_forward_training(ctx, x.device, r.device, p.g, p.b, 1e-3f, 0.2f, y, none,
                                        p.mean, p.invstd, p.rm, p.rv, p.tracked);
-      batch_norm_relu_backward(ctx, x.device, r.device, dy.device, p.g, p.b, p.mean, p.invstd, true,
-                               dx, dr, p.dgamma, p.dbeta);
+      batch_norm_relu_backward(ctx, x.device, y, dy.device, p.g, p.b, p.mean, p.invstd, true, dx,
+                               dr, p.dgamma, p.dbeta);
       std::vector<double> y_ref(n), mean(C), invstd(C), rm = p.running_mean, rv = p.running_var;
       ref::batch_norm_relu_forward_training<double>(
           s, x.exact.data(), r.exact.data(), p.gamma.data(), p.beta.data(), 1e-3, 0.2, y_ref.data(),
           nullptr, mean.data(), invstd.data(), rm.data(), rv.data(), nullptr);
       std::vector<double> dx_ref(n), dr_ref(n), dgamma(C, 0.0), dbeta(C, 0.0);
-      ref::batch_norm_relu_backward<double>(s, x.exact.data(), r.exact.data(), dy.exact.data(),
+      ref::batch_norm_relu_backward<double>(s, x.exact.data(), y_ref.data(), dy.exact.data(),
                                             p.gamma.data(), p.beta.data(), mean.data(),
                                             invstd.data(), true, dx_ref.data(), dr_ref.data(),
                                             dgamma.data(), dbeta.data());

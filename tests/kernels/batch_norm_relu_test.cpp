@@ -80,7 +80,7 @@ TEST(BatchNormReluRef, MatchesTheFormulas) {
   kernels::ref::batch_norm_relu_forward_training<double>(
       s, x.data(), r.data(), gamma.data(), beta.data(), 1e-5, 0.1, y.data(), nullptr, mean.data(),
       invstd.data(), nullptr, nullptr, nullptr);
-  kernels::ref::batch_norm_relu_backward<double>(s, x.data(), r.data(), dy.data(), gamma.data(),
+  kernels::ref::batch_norm_relu_backward<double>(s, x.data(), y.data(), dy.data(), gamma.data(),
                                                  beta.data(), mean.data(), invstd.data(), true,
                                                  dx.data(), dr.data(), dgamma.data(), dbeta.data());
   const double M = double(s.N * s.S);
@@ -134,7 +134,7 @@ TEST(BatchNormReluCpu, Errors) {
                     kernels::batch_norm_relu_backward(ctx, x, none, y, none, none, stats, stats,
                                                       true, y, dr, none, none);
                   }),
-                  "dr is given but r is not");
+                  "dr is given but y is not");
 }
 
 }  // namespace

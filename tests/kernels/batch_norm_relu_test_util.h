@@ -115,8 +115,10 @@ inline Outputs run_batch_norm_relu(const BatchNormReluCase& k, bool fused, Conte
     if (k.in_place) ctx.copy(dx, dy);
     Tensor& grad_x = k.want_dx ? dx : none;
     Tensor& grad_r = k.residual && k.want_dr ? dr : none;
-    K::batch_norm_relu_backward(ctx, k.in_place ? x_copy : x, res, k.in_place ? dx : dy, g, b,
-                                save_mean, save_invstd, k.batch_stats, grad_x, grad_r, dg, db);
+    // With a residual the mask comes from y (batch_norm_relu.h), without one from x.
+    K::batch_norm_relu_backward(ctx, k.in_place ? x_copy : x, k.residual ? y : none,
+                                k.in_place ? dx : dy, g, b, save_mean, save_invstd, k.batch_stats,
+                                grad_x, grad_r, dg, db);
   } else {
     Tensor z = zeros(), v = zeros(), dv = zeros(), dz = zeros();
     if (k.batch_stats) {
