@@ -263,7 +263,8 @@ int bench_batch_norm(Context& ctx, const Options& options, std::ostream& out) {
     const Problem p(shape, dtype, random);
     const double tensor = p.tensor_bytes();
     DeviceProblem device(ctx, p, rotation_copies(size_t(3 * tensor)));
-    for (const auto& [form, form_name] : kForms) {
+    for (const auto& [form_entry, form_name] : kForms) {
+      const Form form = form_entry;  // a copy: C++17 lambdas cannot capture a structured binding
       const Outputs expected = cpu_outputs(p, form, ctx.num_threads());
       for (const BatchNormVersion v : versions) {
         const double error = worst_error(device.check_run(ctx, v, form), expected);
