@@ -15,7 +15,7 @@
 // however long the host waited. That is why the host's own wait (DataLoader::wait_seconds) is the
 // wrong measure on a GPU: the host runs a step ahead of the GPU, so time it spends blocked in the
 // loader while the GPU still works through a queued step costs nothing (with decode: gpu the
-// host blocked 78% of the time while the step rate fell 4%, data/README.md). On the CPU the
+// host blocked 78% of the time while the step rate fell 4%: H200, 2026-11-26). On the CPU the
 // ends are the host's clock and span 2 is exactly that host wait (span 1 does not happen).
 //
 // The elapsed times are read back lazily: seconds() reads every closed span (call it where the
