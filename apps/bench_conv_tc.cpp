@@ -5,22 +5,31 @@
 // --math bf16 keeps the bf16 rows (default: bf16 and fp16). The version column names the kernels
 // that ran: tc_bf16 (mma.sync) and, where the geometry fits them on an H100 or H200, a second row
 // tc_bf16_wgmma (the wgmma + TMA kernels); '*' marks the family production picks
-// (TcKernels::best), and the same for f16.
+// (TcKernels::best), and the same for f16. --math tf32 runs the same shapes on f32 NHWC tensors
+// in tf32 math instead (convolution.h: conv2d_*_nhwc with GemmMath::tf32): nhwc_tf32 (the
+// mma.sync implicit GEMM, operands rounded to TF32) and, where it fits, nhwc_tf32_wgmma (the
+// same wgmma + TMA kernels, operands truncated to TF32) for forward and backward data; the filter
+// gradient has the mma.sync row only.
 //
 // The check: kSamples outputs computed in double on the host from the definition, on the same
 // rounded inputs (forward y, data dx: rounded once to the type; filter dw: fp32, from zeros), the
 // whole output scanned for NaN (forward and data outputs are poisoned first). Tolerance (relative,
 // ||out - ref|| / ||ref||): 4 x 2^-m, m = 8 (bf16) or 11 (fp16), the output rounding's bound with
-// room for the fp32 sums.
+// room for the fp32 sums; tf32 (f32 inputs as drawn, the tensor cores reading 10 mantissa bits of
+// each operand): 2e-3, the GEMM benchmark's and conv_find_tolerance's (truncation's bias, about
+// 2^-11 ln 2 per operand, gives ~7e-4).
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <ostream>
+#include <vector>
 
 #include "apps/bench.h"
 #include "core/cuda_runtime.h"
 #include "core/error.h"
 #include "core/random.h"
+#include "kernels/convolution/convolution.h"
 #include "kernels/convolution/convolution_tc.h"
 
 namespace crema::bench {
@@ -77,6 +86,15 @@ std::vector<ConvShape> resnet50_shapes() {
   return shapes;
 }
 
+// What a row's tensors hold: a 16-bit type (the tensor-core passes of convolution_tc.h) or f32 in
+// tf32 math (conv2d_*_nhwc).
+struct Tensors {
+  bool f32;
+  cuda::TcType type;  // the 16-bit type when !f32
+  int bytes() const { return f32 ? 4 : 2; }
+  const char* name() const { return f32 ? "tf32" : cuda::tc_type_name(type); }
+};
+
 uint16_t to_bits(float v, cuda::TcType type) {
   if (type == cuda::TcType::bf16) {
     uint32_t u;
@@ -105,32 +123,46 @@ double widen(uint16_t b, cuda::TcType type) {
   return b & 0x8000u ? -v : v;
 }
 
-// x [N,H,W,C], w [K,R,S,Cg], dy [N,P,Q,K] as the type's bits, and one output element of a pass
-// in double from the definition (convolution.h, "NHWC").
+// x [N,H,W,C], w [K,R,S,Cg], dy [N,P,Q,K] as stored (the type's bits, or floats) and as the
+// values they hold, and one output element of a pass in double from the definition
+// (convolution.h, "NHWC").
 struct Host {
   const Conv2dGeometry& g;
-  cuda::TcType type;
+  Tensors tensors;
   int64_t Cg, Kg, P, Q;
-  std::vector<uint16_t> x, w, dy;
+  std::vector<uint8_t> x, w, dy;         // as uploaded
+  std::vector<float> x_at, w_at, dy_at;  // their values
 
-  Host(const Conv2dGeometry& geometry, cuda::TcType t, Random& random)
-      : g(geometry), type(t), Cg(g.C / g.groups), Kg(g.K / g.groups), P(g.P()), Q(g.Q()) {
-    auto fill = [&](std::vector<uint16_t>& v, int64_t n) {
-      for (int64_t i = 0; i < n; ++i) v.push_back(to_bits(float(random.uniform(-1.0, 1.0)), t));
+  Host(const Conv2dGeometry& geometry, Tensors t, Random& random)
+      : g(geometry), tensors(t), Cg(g.C / g.groups), Kg(g.K / g.groups), P(g.P()), Q(g.Q()) {
+    auto fill = [&](std::vector<uint8_t>& bytes, std::vector<float>& values, int64_t n) {
+      bytes.resize(size_t(n) * size_t(t.bytes()));
+      values.resize(size_t(n));
+      for (int64_t i = 0; i < n; ++i) {
+        float v = float(random.uniform(-1.0, 1.0));
+        if (!t.f32) {
+          const uint16_t b = to_bits(v, t.type);
+          v = float(widen(b, t.type));
+          std::memcpy(&bytes[size_t(i) * 2], &b, 2);
+        } else {
+          std::memcpy(&bytes[size_t(i) * 4], &v, 4);
+        }
+        values[size_t(i)] = v;
+      }
     };
-    fill(x, g.N * g.H * g.W * g.C);
-    fill(w, g.K * g.R * g.S * Cg);
-    fill(dy, g.N * P * Q * g.K);
+    fill(x, x_at, g.N * g.H * g.W * g.C);
+    fill(w, w_at, g.K * g.R * g.S * Cg);
+    fill(dy, dy_at, g.N * P * Q * g.K);
   }
   double xv(int64_t n, int64_t i, int64_t j, int64_t c) const {
     if (i < 0 || i >= g.H || j < 0 || j >= g.W) return 0;
-    return widen(x[size_t(((n * g.H + i) * g.W + j) * g.C + c)], type);
+    return x_at[size_t(((n * g.H + i) * g.W + j) * g.C + c)];
   }
   double wv(int64_t k, int64_t r, int64_t s, int64_t c) const {
-    return widen(w[size_t(((k * g.R + r) * g.S + s) * Cg + c)], type);
+    return w_at[size_t(((k * g.R + r) * g.S + s) * Cg + c)];
   }
   double dyv(int64_t n, int64_t p, int64_t q, int64_t k) const {
-    return widen(dy[size_t(((n * P + p) * Q + q) * g.K + k)], type);
+    return dy_at[size_t(((n * P + p) * Q + q) * g.K + k)];
   }
   int64_t out_size(ConvPass pass) const {
     return pass == ConvPass::forward         ? g.N * P * Q * g.K
@@ -171,7 +203,14 @@ struct Host {
   }
 };
 
-bool uses_wgmma(const Conv2dGeometry& g, ConvPass pass, cuda::TcKernels kernels) {
+bool uses_wgmma(const Conv2dGeometry& g, ConvPass pass, cuda::TcKernels kernels, bool f32) {
+  if (f32) {
+    const cuda::GemmMath tf32 = cuda::GemmMath::tf32;
+    return pass == ConvPass::forward ? cuda::conv2d_forward_nhwc_uses_wgmma(g, tf32, kernels)
+           : pass == ConvPass::backward_data
+               ? cuda::conv2d_backward_data_nhwc_uses_wgmma(g, tf32, kernels)
+               : false;
+  }
   switch (pass) {
     case ConvPass::forward:
       return cuda::conv2d_tc_forward_uses_wgmma(g, kernels);
@@ -183,31 +222,41 @@ bool uses_wgmma(const Conv2dGeometry& g, ConvPass pass, cuda::TcKernels kernels)
   return false;
 }
 
+// The workspace bytes of a pass.
+size_t workspace_bytes(const Conv2dGeometry& g, ConvPass pass, const Tensors& t) {
+  if (t.f32) {  // the NHWC queries give floats
+    return 4 * (pass == ConvPass::forward         ? cuda::conv2d_forward_nhwc_workspace(g)
+                : pass == ConvPass::backward_data ? cuda::conv2d_backward_data_nhwc_workspace(g)
+                                                  : cuda::conv2d_backward_filter_nhwc_workspace(g));
+  }
+  return pass == ConvPass::forward         ? cuda::conv2d_tc_forward_workspace(g)
+         : pass == ConvPass::backward_data ? cuda::conv2d_tc_backward_data_workspace(g, t.type)
+                                           : cuda::conv2d_tc_backward_filter_workspace(g);
+}
+
 // One pass on one shape and type with `kernels`: checked, then timed.
 Row tc_row(Context& ctx, const Options& options, const ConvShape& shape, const Host& host,
            ConvPass pass, cuda::TcKernels kernels, Random& random) {
   const Conv2dGeometry& g = shape.g;
-  const cuda::TcType type = host.type;
-  const std::vector<uint16_t>& in0 = pass == ConvPass::backward_data ? host.dy : host.x;
-  const std::vector<uint16_t>& in1 = pass == ConvPass::backward_filter ? host.dy : host.w;
+  const Tensors t = host.tensors;
+  const std::vector<uint8_t>& in0 = pass == ConvPass::backward_data ? host.dy : host.x;
+  const std::vector<uint8_t>& in1 = pass == ConvPass::backward_filter ? host.dy : host.w;
   const int64_t out_size = host.out_size(pass);
-  const size_t out_bytes = size_t(out_size) * (pass == ConvPass::backward_filter ? 4 : 2);
-  const size_t ws = pass == ConvPass::forward ? cuda::conv2d_tc_forward_workspace(g)
-                    : pass == ConvPass::backward_data
-                        ? cuda::conv2d_tc_backward_data_workspace(g, type)
-                        : cuda::conv2d_tc_backward_filter_workspace(g);
+  const int out_element = pass == ConvPass::backward_filter ? 4 : t.bytes();
+  const size_t out_bytes = size_t(out_size) * size_t(out_element);
+  const size_t ws = workspace_bytes(g, pass, t);
   Row row;
   row.shape = shape.name;
   row.pass = pass_name(pass);
-  const bool wgmma = uses_wgmma(g, pass, kernels);
-  const bool best = wgmma == uses_wgmma(g, pass, cuda::TcKernels::best);
+  const bool wgmma = uses_wgmma(g, pass, kernels, t.f32);
+  const bool best = wgmma == uses_wgmma(g, pass, cuda::TcKernels::best, t.f32);
   row.version =
-      std::string("tc_") + cuda::tc_type_name(type) + (wgmma ? "_wgmma" : "") + (best ? "*" : "");
+      std::string(t.f32 ? "nhwc_" : "tc_") + t.name() + (wgmma ? "_wgmma" : "") + (best ? "*" : "");
   row.check = "sampled" + std::to_string(kSamples);
-  row.tolerance = 4 * std::ldexp(1.0, type == cuda::TcType::bf16 ? -8 : -11);
+  row.tolerance = t.f32 ? 2e-3 : 4 * std::ldexp(1.0, t.type == cuda::TcType::bf16 ? -8 : -11);
   row.flops = 2.0 * double(g.N * g.K * host.P * host.Q) * double(host.Cg * g.R * g.S);
-  row.bytes = double(host.x.size() + host.w.size() + host.dy.size()) * 2;
-  row.peak = "bf16";  // the fp16 tensor-core peak is the same
+  row.bytes = double(host.x.size() + host.w.size() + host.dy.size());
+  row.peak = t.f32 ? "tf32" : "bf16";  // the fp16 tensor-core peak is bf16's
   row.workspace_bytes = double(ws);
   // Device buffers, one set per rotation copy: in0, in1, out.
   std::vector<Tensor> buffers;
@@ -216,11 +265,11 @@ Row tc_row(Context& ctx, const Options& options, const ConvShape& shape, const H
   };
   const int copies = rotation_copies(size_t(row.bytes));
   for (int i = 0; i < copies; ++i) {
-    buffers.push_back(bytes_tensor(in0.size() * 2));
-    buffers.push_back(bytes_tensor(in1.size() * 2));
+    buffers.push_back(bytes_tensor(in0.size()));
+    buffers.push_back(bytes_tensor(in1.size()));
     buffers.push_back(bytes_tensor(out_bytes));
-    gpu::copy(buffers[size_t(3 * i)].data<float>(), in0.data(), in0.size() * 2, nullptr);
-    gpu::copy(buffers[size_t(3 * i + 1)].data<float>(), in1.data(), in1.size() * 2, nullptr);
+    gpu::copy(buffers[size_t(3 * i)].data<float>(), in0.data(), in0.size(), nullptr);
+    gpu::copy(buffers[size_t(3 * i + 1)].data<float>(), in1.data(), in1.size(), nullptr);
   }
   Tensor workspace = bytes_tensor(std::max<size_t>(ws, 4));
   auto launch = [&](int call) {
@@ -228,6 +277,24 @@ Row tc_row(Context& ctx, const Options& options, const ConvShape& shape, const H
     const void *a = buffers[3 * i].data<float>(), *b = buffers[3 * i + 1].data<float>();
     void* out = buffers[3 * i + 2].data<float>();
     void* space = workspace.data<float>();
+    if (t.f32) {
+      const auto *fa = static_cast<const float*>(a), *fb = static_cast<const float*>(b);
+      auto* fout = static_cast<float*>(out);
+      auto* fspace = static_cast<float*>(space);
+      const cuda::GemmMath tf32 = cuda::GemmMath::tf32;
+      switch (pass) {
+        case ConvPass::forward:
+          return cuda::conv2d_forward_nhwc(g, fa, fb, nullptr, fout, fspace, ctx.stream(), tf32,
+                                           kernels);
+        case ConvPass::backward_data:
+          return cuda::conv2d_backward_data_nhwc(g, fa, fb, fout, fspace, ctx.stream(), tf32,
+                                                 kernels);
+        case ConvPass::backward_filter:
+          return cuda::conv2d_backward_filter_nhwc(g, fa, fb, fout, nullptr, fspace, ctx.stream(),
+                                                   tf32);
+      }
+    }
+    const cuda::TcType type = t.type;
     switch (pass) {
       case ConvPass::forward:
         return cuda::conv2d_tc_forward(g, type, a, b, out, {}, space, ctx.stream(), kernels);
@@ -238,18 +305,27 @@ Row tc_row(Context& ctx, const Options& options, const ConvShape& shape, const H
                                                ctx.stream(), kernels);
     }
   };
-  // Poison (0x7fc0: NaN in bf16 and in fp16), or zeros for the accumulated filter gradient.
-  const std::vector<uint16_t> poison(out_bytes / 2, pass == ConvPass::backward_filter ? 0 : 0x7fc0);
-  gpu::copy(buffers[2].data<float>(), poison.data(), out_bytes, nullptr);
+  // Poison (0x7fc0: NaN in bf16 and in fp16; an fp32 NaN), or zeros for the accumulated filter
+  // gradient.
+  if (pass == ConvPass::backward_filter) {
+    const std::vector<float> zeros(size_t(out_size), 0.0f);
+    gpu::copy(buffers[2].data<float>(), zeros.data(), out_bytes, nullptr);
+  } else if (t.f32) {
+    const std::vector<float> poison(size_t(out_size), NAN);
+    gpu::copy(buffers[2].data<float>(), poison.data(), out_bytes, nullptr);
+  } else {
+    const std::vector<uint16_t> poison(size_t(out_size), 0x7fc0);
+    gpu::copy(buffers[2].data<float>(), poison.data(), out_bytes, nullptr);
+  }
   launch(0);
   ctx.synchronize();
   std::vector<float> out(static_cast<size_t>(out_size));
-  if (pass == ConvPass::backward_filter) {
+  if (out_element == 4) {
     gpu::copy(out.data(), buffers[2].data<float>(), out_bytes, nullptr);
   } else {
     std::vector<uint16_t> bits(static_cast<size_t>(out_size));
     gpu::copy(bits.data(), buffers[2].data<float>(), out_bytes, nullptr);
-    for (size_t i = 0; i < bits.size(); ++i) out[i] = float(widen(bits[i], type));
+    for (size_t i = 0; i < bits.size(); ++i) out[i] = float(widen(bits[i], t.type));
   }
   std::vector<float> picked;
   std::vector<double> want;
@@ -267,24 +343,28 @@ Row tc_row(Context& ctx, const Options& options, const ConvShape& shape, const H
 }  // namespace
 
 int bench_conv_tc(Context& ctx, const Options& options, std::ostream& out) {
-  if (options.math == "tf32") throw Error("--math: conv-tc runs bf16 and fp16 tensors, not tf32");
   std::vector<ConvShape> shapes;
   for (const std::string& text : options.shapes) shapes.push_back(parse_conv_shape(text));
   if (shapes.empty()) {
     shapes = default_conv_shapes();
     for (const ConvShape& s : resnet50_shapes()) shapes.push_back(s);
   }
-  std::vector<cuda::TcType> types = {cuda::TcType::bf16};
-  if (options.math != "bf16") types.push_back(cuda::TcType::f16);
+  std::vector<Tensors> kinds;
+  if (options.math == "tf32") {
+    kinds.push_back({true, cuda::TcType::bf16});
+  } else {
+    kinds.push_back({false, cuda::TcType::bf16});
+    if (options.math != "bf16") kinds.push_back({false, cuda::TcType::f16});
+  }
   Table table(out, device_peak(ctx));
   Random random(1);
   for (const ConvShape& shape : shapes) {
-    for (cuda::TcType type : types) {
-      const Host host(shape.g, type, random);
+    for (const Tensors& kind : kinds) {
+      const Host host(shape.g, kind, random);
       for (ConvPass pass : kPasses) {
         // Both kernel families where wgmma runs the geometry; '*' marks the one `best` picks.
         table.print(tc_row(ctx, options, shape, host, pass, cuda::TcKernels::mma_sync, random));
-        if (uses_wgmma(shape.g, pass, cuda::TcKernels::wgmma)) {
+        if (uses_wgmma(shape.g, pass, cuda::TcKernels::wgmma, kind.f32)) {
           table.print(tc_row(ctx, options, shape, host, pass, cuda::TcKernels::wgmma, random));
         }
       }

@@ -193,7 +193,7 @@ int main(int argc, char** argv) {
   CLI::App* bench = app.add_subcommand(
       "bench", "check every CUDA version of an op against its reference, then time it");
   bench->add_option("op", kernel_bench_op,
-                    "gemm, conv, conv-tc (bf16/fp16 NHWC tensors), rnn or batch-norm (NHWC)")
+                    "gemm, conv, conv-tc (16-bit or tf32 NHWC), rnn or batch-norm (NHWC)")
       ->required()
       ->check(CLI::IsMember({"gemm", "conv", "conv-tc", "rnn", "batch-norm"}));
   bench->add_option("--shape", kernel_bench.shapes, "a shape (repeatable; default: the op's list)")

@@ -68,6 +68,8 @@ class ConvAlgorithms {
   std::string describe() const;
   // ", math tf32" (or bf16) when the math is not fp32, else "": what describe() ends with.
   std::string describe_math() const;
+  // The layer's math (what an nhwc pass's kernel depends on: conv2d_nhwc_kernel).
+  kernels::cuda::GemmMath math() const { return math_; }
 
  private:
   std::array<kernels::ConvRequest, 3> requests_{};

@@ -198,7 +198,7 @@ class ConvolutionBase : public WeightedLayer {
     for (ConvPass pass : {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_filter}) {
       nhwc_kernels_ += std::string(nhwc_kernels_.empty() ? "" : ", ") +
                        kernels::conv_pass_name(pass) + " " +
-                       kernels::conv2d_nhwc_kernel(pass, g2, x.dtype());
+                       kernels::conv2d_nhwc_kernel(pass, g2, x.dtype(), algorithms_.math());
     }
     nhwc_kernels_ += std::string(" (") + dtype_name(x.dtype()) + " nhwc)";
     if (x.dtype() == DType::f32) nhwc_kernels_ += algorithms_.describe_math();

@@ -144,9 +144,15 @@ namespace {
 // A template, so that a build without CUDA -- where the wgmma queries do not exist -- never
 // instantiates the branch that calls them (as algorithms.cpp's table).
 template <bool with_cuda>
-const char* nhwc_kernel(ConvPass pass, const Conv2dGeometry& g, DType dtype) {
+const char* nhwc_kernel(ConvPass pass, const Conv2dGeometry& g, DType dtype, cuda::GemmMath math) {
   if constexpr (with_cuda) {
-    if (dtype == DType::f32) return "nhwc_implicit_gemm";
+    if (dtype == DType::f32) {
+      const bool wgmma = pass == ConvPass::forward ? cuda::conv2d_forward_nhwc_uses_wgmma(g, math)
+                         : pass == ConvPass::backward_data
+                             ? cuda::conv2d_backward_data_nhwc_uses_wgmma(g, math)
+                             : false;
+      return wgmma ? "tc_wgmma" : "nhwc_implicit_gemm";
+    }
     if (dtype != DType::bf16 && dtype != DType::f16) return "";
     const bool wgmma = pass == ConvPass::forward ? cuda::conv2d_tc_forward_uses_wgmma(g)
                        : pass == ConvPass::backward_data
@@ -160,8 +166,9 @@ const char* nhwc_kernel(ConvPass pass, const Conv2dGeometry& g, DType dtype) {
 
 }  // namespace
 
-const char* conv2d_nhwc_kernel(ConvPass pass, const Conv2dGeometry& g, DType dtype) {
-  return nhwc_kernel<kBuiltWithCuda>(pass, g, dtype);
+const char* conv2d_nhwc_kernel(ConvPass pass, const Conv2dGeometry& g, DType dtype,
+                               cuda::GemmMath math) {
+  return nhwc_kernel<kBuiltWithCuda>(pass, g, dtype, math);
 }
 
 void conv2d_forward(Context& ctx, const Conv2dGeometry& g, const Tensor& x, const Tensor& w,

@@ -41,6 +41,7 @@
 #include "core/context.h"
 #include "core/cuda_runtime.h"
 #include "core/tensor.h"
+#include "kernels/convolution/convolution_tc.h"
 #include "kernels/convolution/geometry.h"
 #include "kernels/convolution/select.h"
 #include "kernels/gemm/gemm.h"
@@ -68,11 +69,14 @@ namespace crema::kernels {
 // request is ignored: every math computes in fp32 there (at least as exact as tf32 or bf16), as
 // the GEMM does.
 DType conv_parameter_dtype(DType activations);
-// The kernel `pass` runs on CUDA for `dtype` tensors in nhwc (there is no choice to make):
-// "nhwc_implicit_gemm" for f32; for bf16 and f16 "tc_wgmma" where the current device takes the
-// wgmma kernels for g (convolution_tc.h: conv2d_tc_*_uses_wgmma; 16-byte aligned tensors), else
-// "tc_implicit_gemm" (mma.sync); "" for other dtypes and in a build without CUDA.
-const char* conv2d_nhwc_kernel(ConvPass pass, const Conv2dGeometry& g, DType dtype);
+// The kernel `pass` runs on CUDA for `dtype` tensors in nhwc (there is no choice to make): for
+// f32 "tc_wgmma" where `math` is tf32 and the current device takes the wgmma kernels for g
+// (forward and backward data: cuda::conv2d_*_nhwc_uses_wgmma; 16-byte aligned tensors), else
+// "nhwc_implicit_gemm"; for bf16 and f16 (whatever the math) "tc_wgmma" where the current device
+// takes the wgmma kernels for g (convolution_tc.h: conv2d_tc_*_uses_wgmma; 16-byte aligned
+// tensors), else "tc_implicit_gemm" (mma.sync); "" for other dtypes and in a build without CUDA.
+const char* conv2d_nhwc_kernel(ConvPass pass, const Conv2dGeometry& g, DType dtype,
+                               cuda::GemmMath math = cuda::GemmMath::fp32);
 // x [N,C,H,W], w [K,C/groups,R,S], bias [K] or nullptr, y [N,K,P,Q] (written).
 void conv2d_forward(Context& ctx, const Conv2dGeometry& g, const Tensor& x, const Tensor& w,
                     const Tensor* bias, Tensor& y, const ConvRequest& request = {});
@@ -205,11 +209,20 @@ void conv2d_backward_bias_nhwc(const Conv2dGeometry& g, const float* dy, float* 
 
 // One implicit-GEMM kernel per pass (convolution_nhwc_gemm.cuh): a 128 x 128 or 128 x 64 block
 // tile, 32-deep slabs in a 3-stage cp.async pipeline, FFMA in fp32 and mma.sync in tf32 and bf16
-// (fp32 accumulation). 16-byte copies where the pass's channel counts (forward C/groups, data
-// K/groups, filter both) are multiples of 4 and the tensors 16-byte aligned, else 4-byte copies
-// (any C, any groups). Any stride, padding and dilation. Deterministic: the filter gradient splits
-// N*P*Q into fixed slices whose partial sums (workspace) are added in slice order, no atomics. The
-// workspace queries give floats; the pointers must not alias.
+// (fp32 accumulation; operands rounded to the math, cvt.rna / cvt.rn). 16-byte copies where the
+// pass's channel counts (forward C/groups, data K/groups, filter both) are multiples of 4 and the
+// tensors 16-byte aligned, else 4-byte copies (any C, any groups). Any stride, padding and
+// dilation. Deterministic: the filter gradient splits N*P*Q into fixed slices whose partial sums
+// (workspace) are added in slice order, no atomics. The workspace queries give floats; the
+// pointers must not alias.
+//
+// In tf32 math on an H100 or H200 (compute capability 9.0), forward and backward data run on the
+// wgmma + TMA kernels of the 16-bit convolutions instead (convolution_tc_wgmma.h) where they fit
+// -- groups 1, C and K multiples of 4, x, w, y, dy, dx and the workspace 16-byte aligned, and the
+// geometric rules of convolution_tc.h (a 1x1 without padding; other filters on output rows that
+// fill the tiles) -- with the operands *truncated* to TF32 by the tensor cores (not rounded) and
+// fp32 sums; `kernels` forces one family (the benchmark), as for the 16-bit passes. fp32 math is
+// always the exact FFMA kernels, and the filter gradient always mma.sync.
 namespace cuda {
 size_t conv2d_forward_nhwc_workspace(const Conv2dGeometry& g);
 size_t conv2d_backward_data_nhwc_workspace(const Conv2dGeometry& g);
@@ -217,11 +230,17 @@ size_t conv2d_backward_filter_nhwc_workspace(const Conv2dGeometry& g);
 // y = conv(x, w) + bias (bias may be null); y is written.
 void conv2d_forward_nhwc(const Conv2dGeometry& g, const float* x, const float* w, const float* bias,
                          float* y, float* workspace, gpu::Stream stream,
-                         GemmMath math = GemmMath::fp32);
+                         GemmMath math = GemmMath::fp32, TcKernels kernels = TcKernels::best);
 // dx is written.
 void conv2d_backward_data_nhwc(const Conv2dGeometry& g, const float* dy, const float* w, float* dx,
-                               float* workspace, gpu::Stream stream,
-                               GemmMath math = GemmMath::fp32);
+                               float* workspace, gpu::Stream stream, GemmMath math = GemmMath::fp32,
+                               TcKernels kernels = TcKernels::best);
+// Whether the pass of g in `math` runs the wgmma kernels on the current device (given 16-byte
+// aligned tensors; misaligned ones take the implicit-GEMM kernels).
+bool conv2d_forward_nhwc_uses_wgmma(const Conv2dGeometry& g, GemmMath math,
+                                    TcKernels kernels = TcKernels::best);
+bool conv2d_backward_data_nhwc_uses_wgmma(const Conv2dGeometry& g, GemmMath math,
+                                          TcKernels kernels = TcKernels::best);
 // dw += ..., and db += sum of dy over N, P, Q when db is not null.
 void conv2d_backward_filter_nhwc(const Conv2dGeometry& g, const float* x, const float* dy,
                                  float* dw, float* db, float* workspace, gpu::Stream stream,

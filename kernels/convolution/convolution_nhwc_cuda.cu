@@ -16,6 +16,11 @@
 // where Cg and Kg are multiples of 4, else element by element (a warp reading consecutive
 // channels). N*P*Q is cut into fixed slices whose partial results [slice, g, R*S*Cg, Kg]
 // (workspace) a second kernel adds to dw in slice order: deterministic, no atomics.
+//
+// In tf32 math on compute capability 9.0, forward and backward data run on the wgmma + TMA kernels
+// (convolution_tc_wgmma_sm90a.cu, the 16-bit convolutions' machinery on f32 operands) where they
+// fit (conv2d_*_nhwc_uses_wgmma) and the tensors are 16-byte aligned; backward data then
+// transposes the filter with its taps in phase order (the wgmma data pass runs by output phase).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -27,6 +32,8 @@
 #include "kernels/convolution/convolution.h"
 #include "kernels/convolution/convolution_cuda_internal.h"
 #include "kernels/convolution/convolution_nhwc_loaders.cuh"
+#include "kernels/convolution/convolution_tc_wgmma.h"
+#include "kernels/gemm/gemm_cuda_internal.h"
 
 namespace crema::kernels::cuda {
 namespace nhwc {
@@ -258,10 +265,28 @@ size_t conv2d_backward_filter_nhwc_workspace(const Conv2dGeometry& g) {
   return size_t(nhwc::filter_slices(g).count) * size_t(g.K * g.R * g.S * (g.C / g.groups));
 }
 
+// f32 operands in 16-byte units: channel counts multiples of 4.
+bool conv2d_forward_nhwc_uses_wgmma(const Conv2dGeometry& g, GemmMath math, TcKernels kernels) {
+  return math == GemmMath::tf32 && kernels != TcKernels::mma_sync && tc::wgmma_forward_fits(g, 4) &&
+         detail::device_is_sm90();
+}
+
+bool conv2d_backward_data_nhwc_uses_wgmma(const Conv2dGeometry& g, GemmMath math,
+                                          TcKernels kernels) {
+  return math == GemmMath::tf32 && kernels != TcKernels::mma_sync &&
+         tc::wgmma_backward_data_fits(g, 4) && detail::device_is_sm90();
+}
+
 void conv2d_forward_nhwc(const Conv2dGeometry& g, const float* x, const float* w, const float* bias,
-                         float* y, float*, gpu::Stream stream, GemmMath math) {
+                         float* y, float*, gpu::Stream stream, GemmMath math, TcKernels kernels) {
   using namespace nhwc;
   const Params p = params_of(g);
+  if (aligned16(x) && aligned16(w) && aligned16(y) &&
+      conv2d_forward_nhwc_uses_wgmma(g, math, kernels)) {
+    TcEpilogue epilogue;
+    epilogue.bias = bias;
+    return tc::wgmma_forward_f32(g, x, w, y, epilogue, stream);
+  }
   const bool vec = p.Cg % 4 == 0 && aligned16(x) && aligned16(w);
   switch (width_for(p.Kg)) {
     case Width::wide:
@@ -277,10 +302,16 @@ void conv2d_forward_nhwc(const Conv2dGeometry& g, const float* x, const float* w
 }
 
 void conv2d_backward_data_nhwc(const Conv2dGeometry& g, const float* dy, const float* w, float* dx,
-                               float* workspace, gpu::Stream stream, GemmMath math) {
+                               float* workspace, gpu::Stream stream, GemmMath math,
+                               TcKernels kernels) {
   using namespace nhwc;
   const Params p = params_of(g);
-  float* wt = workspace;  // [G, Cg, R, S, Kg]
+  float* wt = workspace;  // [G, Cg, R, S, Kg]; the wgmma path: [C, R*S in phase order, K]
+  if (aligned16(dy) && aligned16(wt) && aligned16(dx) &&
+      conv2d_backward_data_nhwc_uses_wgmma(g, math, kernels)) {
+    tc::transpose_filter_phase_order(g, w, wt, stream);
+    return tc::wgmma_backward_data_f32(g, dy, wt, dx, stream);
+  }
   const int64_t total = int64_t(p.K) * p.RS * p.Cg;
   transpose_filter_kernel<<<grid_for(total), 256, 0, stream>>>(w, p.Kg, p.RS, p.Cg, total, wt);
   gpu::check_launch("conv2d_backward_data_nhwc (filter transpose)");

@@ -281,10 +281,12 @@ __device__ TapPlace tap_place(int r, int taps, int stride, int dilation) {
 
 // wt[g, c, tap, k] = w[g*Kg + k, r, s, c]: per group, [Kg, R*S, Cg] -> [Cg, R*S, Kg], the taps
 // in phase order (phase (rho_h, rho_w)'s taps from before_h*S + count_h*before_w, then
-// (rank_h, rank_w) row-major: data_phase's first_tap and R x S); the identity at stride 1.
-__global__ void transpose_filter_kernel(const uint16_t* __restrict__ w, int Kg, int R, int S,
-                                        int Cg, int stride_h, int stride_w, int dilation_h,
-                                        int dilation_w, int64_t total, uint16_t* __restrict__ wt) {
+// (rank_h, rank_w) row-major: data_phase's first_tap and R x S); the identity at stride 1. T:
+// uint16_t (16-bit tensors) or float (the tf32 wgmma backward data of f32 tensors).
+template <class T>
+__global__ void transpose_filter_kernel(const T* __restrict__ w, int Kg, int R, int S, int Cg,
+                                        int stride_h, int stride_w, int dilation_h, int dilation_w,
+                                        int64_t total, T* __restrict__ wt) {
   const int RS = R * S;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
        i += int64_t(gridDim.x) * blockDim.x) {
@@ -299,6 +301,17 @@ __global__ void transpose_filter_kernel(const uint16_t* __restrict__ w, int Kg, 
 }
 
 }  // namespace
+
+void transpose_filter_phase_order(const Conv2dGeometry& g, const float* w, float* wt,
+                                  gpu::Stream stream) {
+  const int64_t total = g.K * g.R * g.S * g.C;
+  const unsigned blocks = unsigned(std::min<int64_t>((total + 255) / 256, 65536));
+  transpose_filter_kernel<<<blocks, 256, 0, stream>>>(
+      w, int(g.K), int(g.R), int(g.S), int(g.C), int(g.stride_h), int(g.stride_w),
+      int(g.dilation_h), int(g.dilation_w), total, wt);
+  gpu::check_launch("conv2d_backward_data_nhwc (wgmma, tf32: filter transpose)");
+}
+
 }  // namespace tc
 
 const char* tc_type_name(TcType type) {

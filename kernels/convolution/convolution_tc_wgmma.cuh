@@ -1,18 +1,22 @@
-// The wgmma + TMA machinery of the 16-bit convolutions on Hopper (convolution_tc_wgmma_sm90a.cu:
-// forward and backward data; convolution_tc_wgmma_filter_sm90a.cu: the filter gradient of the
-// 1x1), included by sm_90a files only (CMakeLists.txt builds *_sm90a.cu apart): the
-// instructions, the stage ring and the one kernel all three passes run, each with its own
-// Problem (which boxes fill a stage, what the epilogue does with the accumulators).
+// The wgmma + TMA machinery of the 16-bit convolutions on Hopper, and of the f32 ones in tf32 math
+// (convolution_tc_wgmma_sm90a.cu: forward and backward data; convolution_tc_wgmma_filter_sm90a.cu:
+// the filter gradient, 16-bit only), included by sm_90a files only (CMakeLists.txt builds
+// *_sm90a.cu apart): the instructions, the stage ring and the one kernel all three passes run,
+// each with its own Problem (which boxes fill a stage, what the epilogue does with the
+// accumulators).
 //
-//   wgmma.mma_async m64nNk16 (N = 64 or 128), fp32 accumulation, operands in shared memory,
-//   128B-swizzled, through 64-bit descriptors: d += A * B^T, A 64 x 16, B N x 16. The accumulator
+//   wgmma.mma_async m64nNk16 (N = 64 or 128; on f32 tensors in tf32 math m64nNk8), fp32
+//   accumulation, operands in shared memory, 128B-swizzled, through 64-bit descriptors:
+//   d += A * B^T, A 64 x 16, B N x 16 (x 8 in tf32). The accumulator
 //   d is the warpgroup's 64 x N fp32 tile, N / 2 registers a thread: value 4j + i of warp w, lane l
 //   is row 16w + l/4 + 8 (i/2), column 8j + 2 (l%4) + i%2 (PTX ISA, "wgmma register fragment D").
 //   Inline asm must name every accumulator register: the operand lists are written out once per
-//   shape and shared by the two types.
+//   shape and shared by the three types.
 //   K-major operands (forward, data: channels are the inner index and contiguous): rows of 128
-//   bytes = 64 channels, chunk c of row r stored at c ^ (r % 8), 8-row groups 1024 bytes apart;
-//   the k step adds 32 bytes (gemm_wgmma_instructions.cuh's descriptor, t4's layout).
+//   bytes = 64 16-bit channels or 32 f32 ones (a slab: MapType::slab()), chunk c of row r stored at
+//   c ^ (r % 8), 8-row groups 1024 bytes apart; the k step (16 16-bit values, 8 tf32 ones) adds
+//   32 bytes either way (gemm_wgmma_instructions.cuh's descriptor, t4's layout). tf32 has no
+//   transpose immediates: f32 operands are K-major only (forward and data, not the filter).
 //   MN-major operands (filter: the inner index N*P*Q is both tensors' outer index): the same rows,
 //   each now 64 consecutive channels (M or N) of one inner index, swizzled alike; 8 inner indices
 //   make a 1024-byte atom (stride byte offset 1024), the next 64 channels of the tile lie one box
@@ -60,11 +64,23 @@ namespace crema::kernels::cuda::tc::wg {
       "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]),  \
       "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
 
-// d (N / 2 values a thread) += A * B^T on the 16-bit type E (Bf16 or F16); TRANS: both operands
-// MN-major in shared memory (the transpose immediates, 16-bit types only), else K-major.
+// d (N / 2 values a thread) += A * B^T on the type E: Bf16 or F16 (k16), or float (f32 tensors
+// in tf32 math, k8: the tensor cores read each fp32 word's top 19 bits, i.e. truncate to TF32);
+// TRANS: both operands MN-major in shared memory (the transpose immediates, 16-bit types only),
+// else K-major.
 template <class E, int TRANS = 0>
 __device__ __forceinline__ void mma_n64(float (&d)[32], uint64_t desc_a, uint64_t desc_b) {
-  if constexpr (std::is_same_v<E, Bf16>) {
+  static_assert(!std::is_same_v<E, float> || TRANS == 0, "tf32 wgmma reads K-major operands only");
+  if constexpr (std::is_same_v<E, float>) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 "
+        "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,"
+        "%23,%24,%25,%26,%27,%28,%29,%30,%31}"
+        ", %32, %33, p, 1, 1;\n}\n"
+        : CREMA_ACC32(d)
+        : "l"(desc_a), "l"(desc_b), "r"(1));
+  } else if constexpr (std::is_same_v<E, Bf16>) {
     asm volatile(
         "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
         "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
@@ -86,7 +102,18 @@ __device__ __forceinline__ void mma_n64(float (&d)[32], uint64_t desc_a, uint64_
 }
 template <class E, int TRANS = 0>
 __device__ __forceinline__ void mma_n128(float (&d)[64], uint64_t desc_a, uint64_t desc_b) {
-  if constexpr (std::is_same_v<E, Bf16>) {
+  static_assert(!std::is_same_v<E, float> || TRANS == 0, "tf32 wgmma reads K-major operands only");
+  if constexpr (std::is_same_v<E, float>) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 "
+        "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,"
+        "%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,"
+        "%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}"
+        ", %64, %65, p, 1, 1;\n}\n"
+        : CREMA_ACC64(d)
+        : "l"(desc_a), "l"(desc_b), "r"(1));
+  } else if constexpr (std::is_same_v<E, Bf16>) {
     asm volatile(
         "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
         "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
@@ -167,7 +194,8 @@ __device__ __forceinline__ uint64_t mn_major_descriptor(uint32_t smem_address) {
          (uint64_t(1024 >> 4) << 32) | (uint64_t(1) << 62);
 }
 
-// 256 threads = 2 warpgroups, each 64 rows of a 128-row tile; a slab is 64 inner indices.
+// 256 threads = 2 warpgroups, each 64 rows of a 128-row tile; a slab is a 128-byte row of inner
+// indices: kSlab = 64 16-bit ones (the filter gradient's), MapType::slab() for any type.
 constexpr int kBM = 128, kSlab = 64, kRowBytes = 128, kThreads = 256, kRingBytes = 96 * 1024;
 
 // The shared-memory ring of a tile 128 x BN: stages of A (128 rows of 128 bytes) and B (BN rows),
@@ -187,8 +215,8 @@ struct Ring {
                 "the epilogue's scratch fits the ring");
 };
 
-// The kernel of all three passes: one block, one 128 x BN tile of a GEMM over `slabs` slabs of 64
-// inner indices. Problem provides
+// The kernel of all three passes: one block, one 128 x BN tile of a GEMM over `slabs` slabs of
+// 128 bytes of inner indices (64 16-bit ones, 32 f32 ones). Problem provides
 //   kMnMajor                       whether its operands are MN-major (else K-major)
 //   Where locate()                 the block's tile (from blockIdx), computed once
 //   int slabs(where)
@@ -248,7 +276,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     const uint32_t b_tile = base + stage * R::STAGE_BYTES + R::A_BYTES;
     detail::wgmma_fence();
 #pragma unroll
-    for (int k = 0; k < 4; ++k) {  // 4 steps of 16 inner indices
+    for (int k = 0; k < 4; ++k) {  // 4 steps of 32 bytes: 16 inner indices (tf32: 8)
       uint64_t a, b;
       if constexpr (Problem::kMnMajor) {
         a = mn_major_descriptor(a_tile + 2048 * k), b = mn_major_descriptor(b_tile + 2048 * k);
@@ -302,23 +330,34 @@ inline EncodeTiled tensor_map_encoder() {
   return encode;
 }
 
-// A tensor map over 16-bit elements: `rank` dimensions (innermost, the channels, first; sizes
-// `dims`, byte strides of dimensions 1.. `strides`), boxes `box` (64 channels = 128 bytes first),
-// written 128B-swizzled, zeros outside the tensor. `steps` (null: all 1): a box reads every
-// steps[i]-th element of dimension i from its corner, box[i] / steps[i] of them (the driver's
-// elementStrides; the channels' step must be 1), each outside the tensor a zero.
-inline CUtensorMap tensor_map(TcType type, const void* base, int rank, const cuuint64_t* dims,
+// What a tensor map reads: the driver's element type and its bytes. f32 tensors are read as
+// FLOAT32, bits unchanged (the tensor cores truncate them to TF32).
+struct MapType {
+  CUtensorMapDataType type;
+  int bytes;
+  int slab() const { return kRowBytes / bytes; }  // channels in a 128-byte row
+};
+inline MapType map_type(TcType type) {
+  return {type == TcType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+          2};
+}
+inline constexpr MapType kF32Map{CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4};
+
+// A tensor map: `rank` dimensions (innermost, the channels, first; sizes `dims`, byte strides of
+// dimensions 1.. `strides`, multiples of 16), boxes `box` (128 bytes of channels first: 64
+// 16-bit, 32 f32), written 128B-swizzled, zeros outside the tensor. `steps` (null: all 1): a box
+// reads every steps[i]-th element of dimension i from its corner, box[i] / steps[i] of them (the
+// driver's elementStrides; the channels' step must be 1), each outside the tensor a zero.
+inline CUtensorMap tensor_map(MapType type, const void* base, int rank, const cuuint64_t* dims,
                               const cuuint64_t* strides, const cuuint32_t* box,
                               const cuuint32_t* steps = nullptr) {
   CUtensorMap map;
   const cuuint32_t ones[4] = {1, 1, 1, 1};
   const cuuint32_t* element_strides = steps != nullptr ? steps : ones;
   const CUresult r = tensor_map_encoder()(
-      &map,
-      type == TcType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
-      cuuint32_t(rank), const_cast<void*>(base), dims, strides, box, element_strides,
-      CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+      &map, type.type, cuuint32_t(rank), const_cast<void*>(base), dims, strides, box,
+      element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+      CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS) {
     throw DeviceError("conv2d_tc (wgmma): cuTensorMapEncodeTiled failed (CUresult " +
                       std::to_string(int(r)) + ")");
@@ -326,13 +365,23 @@ inline CUtensorMap tensor_map(TcType type, const void* base, int rank, const cuu
   return map;
 }
 
-// A row-major [rows, cols] matrix: boxes of 64 columns x box_rows rows.
-inline CUtensorMap matrix_map(TcType type, const void* base, int64_t rows, int64_t cols,
+inline CUtensorMap tensor_map(TcType type, const void* base, int rank, const cuuint64_t* dims,
+                              const cuuint64_t* strides, const cuuint32_t* box,
+                              const cuuint32_t* steps = nullptr) {
+  return tensor_map(map_type(type), base, rank, dims, strides, box, steps);
+}
+
+// A row-major [rows, cols] matrix: boxes of 128 bytes of columns x box_rows rows.
+inline CUtensorMap matrix_map(MapType type, const void* base, int64_t rows, int64_t cols,
                               int box_rows) {
   const cuuint64_t dims[2] = {cuuint64_t(cols), cuuint64_t(rows)};
-  const cuuint64_t strides[1] = {cuuint64_t(cols) * 2};
-  const cuuint32_t box[2] = {cuuint32_t(kSlab), cuuint32_t(box_rows)};
+  const cuuint64_t strides[1] = {cuuint64_t(cols) * cuuint64_t(type.bytes)};
+  const cuuint32_t box[2] = {cuuint32_t(type.slab()), cuuint32_t(box_rows)};
   return tensor_map(type, base, 2, dims, strides, box);
+}
+inline CUtensorMap matrix_map(TcType type, const void* base, int64_t rows, int64_t cols,
+                              int box_rows) {
+  return matrix_map(map_type(type), base, rows, cols, box_rows);
 }
 
 template <class E, int BN, class Problem>

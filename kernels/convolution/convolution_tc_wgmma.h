@@ -1,8 +1,9 @@
 // The convolutions on 16-bit NHWC tensors that run on Hopper's wgmma and TMA (the 1x1 ones, the
 // forward and data (by output phase) of the others on large enough images, the filter
-// gradient of any at strides up to 4: convolution_tc_wgmma_sm90a.cu,
-// convolution_tc_wgmma_filter_sm90a.cu), as the entry points of
-// convolution_tc_cuda.cu and convolution_tc_filter_cuda.cu call them: the geometries they take,
+// gradient of any at strides up to 4; forward and data also on f32 tensors in tf32 math:
+// convolution_tc_wgmma_sm90a.cu, convolution_tc_wgmma_filter_sm90a.cu), as the entry points of
+// convolution_tc_cuda.cu, convolution_tc_filter_cuda.cu and (f32) convolution_nhwc_cuda.cu call
+// them: the geometries they take,
 // their workspaces, the three passes. Host code; the callers check the device (compute capability
 // 9.0) and the pointers' alignment (16 bytes: x, w, dy and wt for the copy engine; y, residual and
 // dx for the epilogue's 16-byte accesses).
@@ -14,13 +15,14 @@
 
 namespace crema::kernels::cuda::tc {
 
-// Groups 1, C and K multiples of 8, and: a 1x1 filter without padding (forward with a stride:
-// Q <= 128, a tile holding whole output rows, and stride_w * Q <= stride_h * W), or any other
-// filter whose output rows (forward P x Q, data H x W; whole images a tile where one fills at
-// most half) fill >= 96 of 128 tile rows (forward at strides up to 8 with Q * stride_w <= 256,
-// data: each output phase's rows, every phase with taps).
-bool wgmma_forward_fits(const Conv2dGeometry& g);
-bool wgmma_backward_data_fits(const Conv2dGeometry& g);
+// Groups 1, C and K multiples of `channel_multiple` (the channels in 16 bytes: 8 for 16-bit
+// tensors, 4 for f32 ones), and: a 1x1 filter without padding (forward with a stride: Q <= 128, a
+// tile holding whole output rows, and stride_w * Q <= stride_h * W), or any other filter whose
+// output rows (forward P x Q, data H x W; whole images a tile where one fills at most half) fill
+// >= 96 of 128 tile rows (forward at strides up to 8 with Q * stride_w <= 256, data: each output
+// phase's rows, every phase with taps).
+bool wgmma_forward_fits(const Conv2dGeometry& g, int channel_multiple = 8);
+bool wgmma_backward_data_fits(const Conv2dGeometry& g, int channel_multiple = 8);
 
 // The rows of the forward's channel-sum partials ([rows][2][K] fp32 in the workspace): one per
 // warp of each block.
@@ -34,6 +36,21 @@ void wgmma_forward(const Conv2dGeometry& g, TcType type, const void* x, const vo
 // pixels, zeros between them); wt [C, R, S, K] is w transposed.
 void wgmma_backward_data(const Conv2dGeometry& g, TcType type, const void* dy, const void* wt,
                          void* dx, gpu::Stream stream);
+
+// The same two passes on f32 tensors in tf32 math (conv2d_forward_nhwc and
+// conv2d_backward_data_nhwc with GemmMath::tf32 call them where wgmma_*_fits(g, 4)): the
+// operands as stored, truncated to TF32 by the tensor cores, fp32 sums, no rounding at the store.
+// Forward: y = act(conv(x, w) + bias + residual) (residual: f32 [N,P,Q,K] or null; no channel
+// statistics). Data: wt [C, R, S, K] is w transposed with its taps in phase order
+// (transpose_filter_phase_order; plain [C, R, S, K] at stride 1 and for a 1x1).
+void wgmma_forward_f32(const Conv2dGeometry& g, const float* x, const float* w, float* y,
+                       const TcEpilogue& epilogue, gpu::Stream stream);
+void wgmma_backward_data_f32(const Conv2dGeometry& g, const float* dy, const float* wt, float* dx,
+                             gpu::Stream stream);
+// wt [C, R*S (phase order), K] = w [K, R, S, C] transposed, f32, groups 1, queued on `stream`
+// (convolution_tc_cuda.cu, the transposition the 16-bit backward data runs).
+void transpose_filter_phase_order(const Conv2dGeometry& g, const float* w, float* wt,
+                                  gpu::Stream stream);
 
 // Groups 1, strides up to 4 (any filter, padding and dilation), C and K multiples of 8.
 bool wgmma_backward_filter_fits(const Conv2dGeometry& g);

@@ -1,9 +1,11 @@
-// Forward and backward data of convolutions on 16-bit NHWC tensors on Hopper: warpgroup MMA
+// Forward and backward data of convolutions on NHWC tensors on Hopper -- 16-bit (bf16, fp16) and
+// f32 in tf32 math (conv2d_*_nhwc's tf32 passes, convolution_nhwc_cuda.cu): warpgroup MMA
 // (wgmma) fed by the copy engine (TMA) through an mbarrier ring, as the GEMM's t4
 // (kernels/gemm/gemm_wgmma_pipelined_sm90a.cu); the kernel and the ring are
 // convolution_tc_wgmma.cuh's, this file their Problem for these two passes. Compiled for sm_90a
-// alone (CMakeLists.txt); convolution_tc_cuda.cu calls it on a device of compute capability 9.0
-// for the geometries it fits, the mma.sync kernels otherwise. Both are one implicit GEMM whose
+// alone (CMakeLists.txt); convolution_tc_cuda.cu (16-bit) and convolution_nhwc_cuda.cu (f32, tf32)
+// call it on a device of compute capability 9.0 for the geometries it fits, the mma.sync kernels
+// otherwise. Both are one implicit GEMM whose
 // operands the TMA reads straight from the tensors, channels contiguous (K-major, as wgmma reads
 // them: no repacking), the inner index (tap, channel):
 //
@@ -19,12 +21,14 @@
 // offset, zero outside the image (Rows below); forward at any stride (the TMA box reads every
 // stride-th pixel and row), backward data one GEMM per output phase (convolution_tc_phase.h: dx's
 // pixels h = first + stride i read dy at stride 1 with the phase's taps; one phase at stride 1).
-// What fits (wgmma_*_fits): groups 1, C and K multiples of 8 (a tensor map's rows are whole 16-byte
-// units, outputs whole 16-byte pieces), and the conditions on the strides and the image size in
-// convolution_tc_wgmma.h.
+// What fits (wgmma_*_fits): groups 1, C and K multiples of 16 bytes (8 16-bit channels, 4 f32
+// ones: a tensor map's rows are whole 16-byte units, outputs whole 16-byte pieces), and the
+// conditions on the strides and the image size in convolution_tc_wgmma.h.
 //
-//   block tile 128 x BN (BN 128; 64 when the GEMM has at most 64 columns), k slab 64 channels of
-//   one tap: 4 wgmma m64nBNk16 a slab per warpgroup; two blocks an SM, so that one block's
+//   block tile 128 x BN (BN 128; 64 when the GEMM has at most 64 columns), k slab 128 bytes of
+//   channels of one tap (64 16-bit, 32 f32): 4 wgmma m64nBNk16 (tf32: k8) a slab per warpgroup;
+//   f32 tensors are read as stored and truncated to TF32 by the tensor cores (the mma.sync
+//   kernels round them, cvt.rna); two blocks an SM, so that one block's
 //   epilogue runs under the other's copies (ResNet's 1x1 layers have 1 to 32 slabs: the prologue
 //   and epilogue are a large part of a block's life)
 //
@@ -67,7 +71,8 @@ struct Rows {
   int box_n;                             // images a tile (> 1 only where box_p = P)
   int tiles_per_image;                   // ceil(P / box_p)
   int tiles;                             // row tiles in all
-  int S, taps, channel_slabs, channels;  // slab = tap * channel_slabs + 64-channel piece
+  int S, taps, channel_slabs, channels;  // slab = tap * channel_slabs + piece of `slab` channels
+  int slab;                              // channels in a slab's 128-byte rows (64 or 32)
   int base_h, base_w, step_h, step_w;    // each tap's offset (0 for the 1x1 convolutions)
   int stride_h;      // A's rows a tile row moves in the map (the strided taps' stride, else 1)
   int first_column;  // B's column of the first tap (a data phase's first tap in wt, else 0)
@@ -88,15 +93,14 @@ struct Rows {
   }
   __device__ int slabs() const { return taps * channel_slabs; }
   // B's inner index of the slab's first channel: the filter's (tap, channel), channel fastest.
-  // Where a tap's channels end inside the 64 (C not a multiple of 64), B's box runs into the next
-  // tap's, against A's zero-filled channels past C: they add nothing.
-  __device__ int b_column(int slab) const {
-    return first_column + slab / channel_slabs * channels + slab % channel_slabs * kSlab;
+  // Where a tap's channels end inside the slab (C not a multiple of it), B's box runs into the
+  // next tap's, against A's zero-filled channels past C: they add nothing.
+  __device__ int b_column(int s) const {
+    return first_column + s / channel_slabs * channels + s % channel_slabs * slab;
   }
-  // Asks for the slab's 64 channels of the tile's rows.
-  __device__ void load(uint32_t dst, const CUtensorMap* map, uint32_t bar, int slab,
-                       int tile) const {
-    const int tap = slab / channel_slabs, c0 = slab % channel_slabs * kSlab;
+  // Asks for slab s's channels of the tile's rows.
+  __device__ void load(uint32_t dst, const CUtensorMap* map, uint32_t bar, int s, int tile) const {
+    const int tap = s / channel_slabs, c0 = s % channel_slabs * slab;
     if (box_p == 0) {
       wg::tma_load_2d(dst, map, bar, c0, tile * kBM);
     } else {
@@ -166,7 +170,9 @@ struct ConvProblem {
       const float4 lo = first_half ? second : first, hi = first_half ? first : second;
       float v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
       const int m = rows.at(tile.m, consumer * 64 + warp * 16 + r);
-      if (m < 0 || n >= columns) continue;  // columns is a multiple of 8: the chunk is whole
+      // columns is a multiple of 8 (16-bit: the chunk is whole) or 4 (f32: Out stores its
+      // second half only where it lies before `columns`).
+      if (m < 0 || n >= columns) continue;
       out.store(out.row(m), n, v);
       if constexpr (Out::kStats) {
 #pragma unroll
@@ -192,7 +198,7 @@ struct ConvProblem {
 
 // Runs the problem with BN 128, or 64 when it has at most 64 columns.
 template <class E, class Out>
-void run(const CUtensorMap& map_a, const void* b, TcType type, const Rows& rows, int columns,
+void run(const CUtensorMap& map_a, const void* b, wg::MapType type, const Rows& rows, int columns,
          int inner, const Out& out, gpu::Stream stream, const char* what) {
   auto go = [&](auto bn) {
     constexpr int BN = decltype(bn)::value;
@@ -208,8 +214,9 @@ bool one_by_one(const Conv2dGeometry& g) {
   return g.R == 1 && g.S == 1 && g.pad_h == 0 && g.pad_w == 0;
 }
 
-bool channels_fit(const Conv2dGeometry& g) {
-  return g.groups == 1 && g.C % 8 == 0 && g.K % 8 == 0;
+// channel_multiple: the channels in 16 bytes (8 16-bit, 4 f32).
+bool channels_fit(const Conv2dGeometry& g, int channel_multiple) {
+  return g.groups == 1 && g.C % channel_multiple == 0 && g.K % channel_multiple == 0;
 }
 
 // Tiles of box_p = 128 / width whole rows of one image (of `height`), N images; where a whole
@@ -233,21 +240,21 @@ bool rows_fill_tiles(int N, int height, int width) {
   return rows.box_n * rows.box_p * width >= 96;
 }
 
-// The slabs of a filter of R x S taps over `channels` (C forward, K data), tap (r, s) read at
-// offsets (base_h + step_h r, base_w + step_w s).
-Rows with_taps(Rows rows, int R, int S, int channels, int base_h, int base_w, int step_h,
+// The slabs (of `slab` channels) of a filter of R x S taps over `channels` (C forward, K data),
+// tap (r, s) read at offsets (base_h + step_h r, base_w + step_w s).
+Rows with_taps(Rows rows, int slab, int R, int S, int channels, int base_h, int base_w, int step_h,
                int step_w) {
-  rows.S = S, rows.taps = R * S, rows.channels = channels;
-  rows.channel_slabs = (channels + kSlab - 1) / kSlab;
+  rows.S = S, rows.taps = R * S, rows.channels = channels, rows.slab = slab;
+  rows.channel_slabs = (channels + slab - 1) / slab;
   rows.base_h = base_h, rows.base_w = base_w, rows.step_h = step_h, rows.step_w = step_w;
   return rows;
 }
 
 // The forward's rows: flat for a stride-1 1x1, whole output rows a tile otherwise.
-Rows forward_rows(const Conv2dGeometry& g) {
+Rows forward_rows(const Conv2dGeometry& g, int slab) {
   const int P = int(g.P()), Q = int(g.Q()), M = int(g.N) * P * Q, C = int(g.C);
   if (!one_by_one(g)) {
-    Rows rows = with_taps(image_rows(int(g.N), P, Q), int(g.R), int(g.S), C, -int(g.pad_h),
+    Rows rows = with_taps(image_rows(int(g.N), P, Q), slab, int(g.R), int(g.S), C, -int(g.pad_h),
                           -int(g.pad_w), int(g.dilation_h), int(g.dilation_w));
     rows.stride_h = int(g.stride_h);
     return rows;
@@ -255,12 +262,12 @@ Rows forward_rows(const Conv2dGeometry& g) {
   if (g.stride_h == 1 && g.stride_w == 1) {
     Rows rows{};
     rows.M = M, rows.P = P, rows.Q = Q, rows.tiles = (M + kBM - 1) / kBM, rows.stride_h = 1;
-    return with_taps(rows, 1, 1, C, 0, 0, 0, 0);
+    return with_taps(rows, slab, 1, 1, C, 0, 0, 0, 0);
   }
   const bool stacked = g.H == g.stride_h * P;
   Rows rows = image_rows(stacked ? 1 : int(g.N), stacked ? int(g.N) * P : P, Q);
   rows.M = M;
-  return with_taps(rows, 1, 1, C, 0, 0, 0, 0);
+  return with_taps(rows, slab, 1, 1, C, 0, 0, 0, 0);
 }
 
 // Backward data of a filter with taps, phase (rho_h, rho_w) (convolution_tc_phase.h; at stride 1
@@ -277,24 +284,25 @@ DataPhase data_phase(const Conv2dGeometry& g, int rho_h, int rho_w) {
           phase_axis(rho_w, int(g.W), int(g.S), int(g.pad_w), int(g.stride_w), int(g.dilation_w))};
 }
 
-Rows phase_rows(const Conv2dGeometry& g, const DataPhase& d) {
-  Rows rows = with_taps(image_rows(int(g.N), d.h.extent, d.w.extent), d.h.taps, d.w.taps, int(g.K),
-                        d.h.offset, d.w.offset, -d.h.dilation, -d.w.dilation);
+Rows phase_rows(const Conv2dGeometry& g, const DataPhase& d, int slab) {
+  Rows rows = with_taps(image_rows(int(g.N), d.h.extent, d.w.extent), slab, d.h.taps, d.w.taps,
+                        int(g.K), d.h.offset, d.w.offset, -d.h.dilation, -d.w.dilation);
   rows.first_column = phase_first_tap(d.h, d.w, int(g.S)) * int(g.K);
   return rows;
 }
 
-// A map over a whole NHWC tensor [N, height, width, channels] read in boxes of 64 channels x
+// A map over a whole NHWC tensor [N, height, width, channels] read in boxes of a slab's channels x
 // rows.Q pixels x rows.box_p rows (the taps' path), every stride_w-th pixel of every stride_h-th
 // row from the box's corner (a strided forward: output (p, q) of tap (r, s) reads x at
 // (stride_h p + base_h + step_h r, stride_w q + base_w + step_w s)).
-CUtensorMap image_map(TcType type, const void* base, int64_t N, int64_t height, int64_t width,
+CUtensorMap image_map(wg::MapType type, const void* base, int64_t N, int64_t height, int64_t width,
                       int64_t channels, const Rows& rows, int stride_h = 1, int stride_w = 1) {
+  const int64_t e = type.bytes;
   const cuuint64_t dims[4] = {cuuint64_t(channels), cuuint64_t(width), cuuint64_t(height),
                               cuuint64_t(N)};
-  const cuuint64_t strides[3] = {cuuint64_t(channels * 2), cuuint64_t(width * channels * 2),
-                                 cuuint64_t(height * width * channels * 2)};
-  const cuuint32_t box[4] = {cuuint32_t(kSlab), cuuint32_t(rows.Q * stride_w),
+  const cuuint64_t strides[3] = {cuuint64_t(channels * e), cuuint64_t(width * channels * e),
+                                 cuuint64_t(height * width * channels * e)};
+  const cuuint32_t box[4] = {cuuint32_t(type.slab()), cuuint32_t(rows.Q * stride_w),
                              cuuint32_t(rows.box_p * stride_h), cuuint32_t(rows.box_n)};
   const cuuint32_t steps[4] = {1, cuuint32_t(stride_w), cuuint32_t(stride_h), 1};
   return wg::tensor_map(type, base, 4, dims, strides, box, steps);
@@ -302,49 +310,54 @@ CUtensorMap image_map(TcType type, const void* base, int64_t N, int64_t height, 
 
 // The strided 1x1's map: x's strided view {C, Q, P, images}, pixel (n, p*stride_h, q*stride_w)
 // (stacked images: one image of N*P rows, each stride_h*W pixels apart).
-CUtensorMap strided_map(TcType type, const void* x, const Conv2dGeometry& g, const Rows& rows) {
+CUtensorMap strided_map(wg::MapType type, const void* x, const Conv2dGeometry& g,
+                        const Rows& rows) {
+  const int64_t e = type.bytes;
   const cuuint64_t dims[4] = {cuuint64_t(g.C), cuuint64_t(rows.Q), cuuint64_t(rows.P),
                               cuuint64_t(rows.images)};
-  const cuuint64_t strides[3] = {cuuint64_t(g.stride_w * g.C * 2),
-                                 cuuint64_t(g.stride_h * g.W * g.C * 2),
-                                 cuuint64_t(g.H * g.W * g.C * 2)};
-  const cuuint32_t box[4] = {cuuint32_t(kSlab), cuuint32_t(rows.Q), cuuint32_t(rows.box_p),
+  const cuuint64_t strides[3] = {cuuint64_t(g.stride_w * g.C * e),
+                                 cuuint64_t(g.stride_h * g.W * g.C * e),
+                                 cuuint64_t(g.H * g.W * g.C * e)};
+  const cuuint32_t box[4] = {cuuint32_t(type.slab()), cuuint32_t(rows.Q), cuuint32_t(rows.box_p),
                              cuuint32_t(rows.box_n)};
   return wg::tensor_map(type, x, 4, dims, strides, box);
 }
 
+// E: Bf16, F16 or float (tf32 math), whose map type is `type`.
 template <class E, bool STATS>
-void forward_typed(const Conv2dGeometry& g, TcType type, const void* x, const void* w, void* y,
+void forward_typed(const Conv2dGeometry& g, wg::MapType type, const void* x, const void* w, void* y,
                    const TcEpilogue& ep, float* stats, gpu::Stream stream) {
-  const Rows rows = forward_rows(g);
+  const Rows rows = forward_rows(g, type.slab());
   const CUtensorMap map_a = rows.box_p == 0 ? wg::matrix_map(type, x, rows.M, g.C, kBM)
                             : one_by_one(g) ? strided_map(type, x, g, rows)
                                             : image_map(type, x, g.N, g.H, g.W, g.C, rows,
                                                         int(g.stride_h), int(g.stride_w));
   const ForwardOut<E, STATS> out{int(g.K),
                                  ep.bias,
-                                 static_cast<const uint16_t*>(ep.residual),
+                                 static_cast<const wg::Stored<E>*>(ep.residual),
                                  ep.relu,
-                                 static_cast<uint16_t*>(y),
+                                 static_cast<wg::Stored<E>*>(y),
                                  stats};
-  run<E>(map_a, w, type, rows, int(g.K), int(g.R * g.S * g.C), out, stream,
-         "conv2d_tc_forward (wgmma)");
+  run<E>(
+      map_a, w, type, rows, int(g.K), int(g.R * g.S * g.C), out, stream,
+      std::is_same_v<E, float> ? "conv2d_forward_nhwc (wgmma, tf32)" : "conv2d_tc_forward (wgmma)");
 }
 
 // A 1x1: one GEMM over dy's pixels (flat), each placed at its strided pixel of dx; a filter with
 // taps: one GEMM per output phase (one at stride 1), each writing its own pixels of dx.
 template <class E>
-void data_typed(const Conv2dGeometry& g, TcType type, const void* dy, const void* wt, void* dx,
+void data_typed(const Conv2dGeometry& g, wg::MapType type, const void* dy, const void* wt, void* dx,
                 gpu::Stream stream) {
   const int P = int(g.P()), Q = int(g.Q()), K = int(g.K), C = int(g.C), H = int(g.H), W = int(g.W),
             stride_h = int(g.stride_h), stride_w = int(g.stride_w);
-  auto* dxs = static_cast<uint16_t*>(dx);
-  const char* what = "conv2d_tc_backward_data (wgmma)";
+  auto* dxs = static_cast<wg::Stored<E>*>(dx);
+  const char* what = std::is_same_v<E, float> ? "conv2d_backward_data_nhwc (wgmma, tf32)"
+                                              : "conv2d_tc_backward_data (wgmma)";
   if (one_by_one(g)) {
     Rows rows{};
     rows.M = int(g.N) * P * Q, rows.P = P, rows.Q = Q;
     rows.tiles = (rows.M + kBM - 1) / kBM, rows.stride_h = 1;
-    rows = with_taps(rows, 1, 1, K, 0, 0, 0, 0);
+    rows = with_taps(rows, type.slab(), 1, 1, K, 0, 0, 0, 0);
     const DataOut<E> out{C, H, W, P, Q, stride_h, stride_w, 0, 0, stride_h, stride_w, dxs};
     run<E>(wg::matrix_map(type, dy, rows.M, K, kBM), wt, type, rows, C, K, out, stream, what);
     return;
@@ -353,7 +366,7 @@ void data_typed(const Conv2dGeometry& g, TcType type, const void* dy, const void
     for (int rho_w = 0; rho_w < stride_w; ++rho_w) {
       const DataPhase d = data_phase(g, rho_h, rho_w);
       if (d.empty()) continue;  // wgmma_backward_data_fits: every other phase has taps
-      const Rows rows = phase_rows(g, d);
+      const Rows rows = phase_rows(g, d, type.slab());
       const DataOut<E> out{C,        H,         W,         d.h.extent, d.w.extent, stride_h,
                            stride_w, d.h.first, d.w.first, 1,          1,          dxs};
       run<E>(image_map(type, dy, g.N, P, Q, K, rows), wt, type, rows, C, int(g.R * g.S) * K, out,
@@ -369,8 +382,8 @@ void data_typed(const Conv2dGeometry& g, TcType type, const void* dy, const void
 // the next; only an asymmetric stride can break it). Taps: whole output rows filling at least
 // 96 of a tile's 128 rows, at any stride the TMA's element steps take (1 to 8, boxes of at most
 // 256 pixels a dimension: Q * stride_w and box_p * stride_h).
-bool wgmma_forward_fits(const Conv2dGeometry& g) {
-  if (!channels_fit(g)) return false;
+bool wgmma_forward_fits(const Conv2dGeometry& g, int channel_multiple) {
+  if (!channels_fit(g, channel_multiple)) return false;
   if (!one_by_one(g)) {
     // The TMA's element steps are 1 to 8 and its boxes at most 256 elements a dimension.
     const int P = int(g.P()), Q = int(g.Q());
@@ -383,8 +396,8 @@ bool wgmma_forward_fits(const Conv2dGeometry& g) {
 
 // A filter with taps: every output phase that has pixels has taps (one without would have to
 // write zeros) and whole rows filling at least 96 of a tile's 128 (at stride 1: dx's H x W).
-bool wgmma_backward_data_fits(const Conv2dGeometry& g) {
-  if (!channels_fit(g)) return false;
+bool wgmma_backward_data_fits(const Conv2dGeometry& g, int channel_multiple) {
+  if (!channels_fit(g, channel_multiple)) return false;
   if (one_by_one(g)) return true;
   for (int rho_h = 0; rho_h < g.stride_h; ++rho_h) {
     for (int rho_w = 0; rho_w < g.stride_w; ++rho_w) {
@@ -397,28 +410,42 @@ bool wgmma_backward_data_fits(const Conv2dGeometry& g) {
 }
 
 int wgmma_forward_stats_rows(const Conv2dGeometry& g) {
-  return forward_rows(g).tiles * 8;
+  return forward_rows(g, kSlab).tiles * 8;
 }
 
 void wgmma_forward(const Conv2dGeometry& g, TcType type, const void* x, const void* w, void* y,
                    const TcEpilogue& epilogue, float* stats, gpu::Stream stream) {
   const bool with_stats = epilogue.sum != nullptr;
+  const wg::MapType map = wg::map_type(type);
   if (type == TcType::bf16) {
-    with_stats ? forward_typed<Bf16, true>(g, type, x, w, y, epilogue, stats, stream)
-               : forward_typed<Bf16, false>(g, type, x, w, y, epilogue, stats, stream);
+    with_stats ? forward_typed<Bf16, true>(g, map, x, w, y, epilogue, stats, stream)
+               : forward_typed<Bf16, false>(g, map, x, w, y, epilogue, stats, stream);
   } else {
-    with_stats ? forward_typed<F16, true>(g, type, x, w, y, epilogue, stats, stream)
-               : forward_typed<F16, false>(g, type, x, w, y, epilogue, stats, stream);
+    with_stats ? forward_typed<F16, true>(g, map, x, w, y, epilogue, stats, stream)
+               : forward_typed<F16, false>(g, map, x, w, y, epilogue, stats, stream);
   }
 }
 
 void wgmma_backward_data(const Conv2dGeometry& g, TcType type, const void* dy, const void* wt,
                          void* dx, gpu::Stream stream) {
   if (type == TcType::bf16) {
-    data_typed<Bf16>(g, type, dy, wt, dx, stream);
+    data_typed<Bf16>(g, wg::map_type(type), dy, wt, dx, stream);
   } else {
-    data_typed<F16>(g, type, dy, wt, dx, stream);
+    data_typed<F16>(g, wg::map_type(type), dy, wt, dx, stream);
   }
+}
+
+void wgmma_forward_f32(const Conv2dGeometry& g, const float* x, const float* w, float* y,
+                       const TcEpilogue& epilogue, gpu::Stream stream) {
+  if (epilogue.sum != nullptr || epilogue.sum_squares != nullptr) {
+    throw Error("conv2d_forward_nhwc (wgmma, tf32): no channel statistics on f32 tensors");
+  }
+  forward_typed<float, false>(g, wg::kF32Map, x, w, y, epilogue, nullptr, stream);
+}
+
+void wgmma_backward_data_f32(const Conv2dGeometry& g, const float* dy, const float* wt, float* dx,
+                             gpu::Stream stream) {
+  data_typed<float>(g, wg::kF32Map, dy, wt, dx, stream);
 }
 
 }  // namespace crema::kernels::cuda::tc

@@ -3,10 +3,12 @@
 (kernels/convolution/convolution_tc.h). The same shapes in the same order: the six convolutions of
 peer_cudnn.py, then ResNet-50's distinct convolutions at batch 128; forward, backward data
 (dgrad) and backward filter (wgrad), timed as peer_cudnn.py times them (CUDA events, median of 30
-after 5 warm-up calls, cudnn.benchmark on).
-Usage: python3 scripts/bench/peer_conv_tc.py [bf16|fp16]... [--match TEXT]
-       (default: both types; --match keeps the shapes whose name contains TEXT, e.g. "1x1" for the
-       pointwise layers that crema runs on wgmma; needs PyTorch with CUDA)"""
+after 5 warm-up calls, cudnn.benchmark on). `tf32`: fp32 channels_last tensors with TF32 allowed
+(torch.backends.cudnn.allow_tf32 and torch.backends.cuda.matmul.allow_tf32), the peer of
+`crema bench conv-tc --math tf32`.
+Usage: python3 scripts/bench/peer_conv_tc.py [bf16|fp16|tf32]... [--match TEXT]
+       (default: bf16 and fp16; --match keeps the shapes whose name contains TEXT, e.g. "1x1" for
+       the pointwise layers that crema runs on wgmma; needs PyTorch with CUDA)"""
 import sys
 import torch
 import torch.nn.functional as F
@@ -46,8 +48,14 @@ if "--match" in args:
     at = args.index("--match")
     match = args[at + 1]
     del args[at:at + 2]
+dtypes = {"bf16": torch.bfloat16, "fp16": torch.float16, "tf32": torch.float32}
+for name in args:
+    if name not in dtypes:
+        sys.exit(f"peer_conv_tc.py: unknown type '{name}'; choose from bf16, fp16, tf32")
+torch.backends.cudnn.allow_tf32 = True  # fp32 tensors (tf32) compute in TF32, as crema's tf32 math
+torch.backends.cuda.matmul.allow_tf32 = True
 for name in args or ["bf16", "fp16"]:
-    dtype = torch.bfloat16 if name == "bf16" else torch.float16
+    dtype = dtypes[name]
     for (nm, N, C, H, K, R, s, p) in convs:
         if match not in nm:
             continue

@@ -3,7 +3,9 @@
 // stride 2, pads 0/1/2, dilation 2, groups 2, more output channels than a tile, a filter gradient
 // cut into many slices); outputs poisoned with NaN, dw and db accumulated onto random values. In
 // tf32 and bf16 the reference runs on the operands rounded as the tensor cores round them
-// (products of rounded operands are exact in fp32), so every math is held to 1e-5. Then the 4-byte
+// (products of rounded operands are exact in fp32), so every math is held to 1e-5; where a tf32
+// pass runs on the wgmma kernels (Hopper, conv2d_nhwc_kernel "tc_wgmma") on the operands
+// truncated to TF32, as wgmma reads them (convolution_tf32_wgmma_cuda_test.cpp). Then the 4-byte
 // path on misaligned pointers, bit-identical repeats, and v9 (nhwc_implicit_gemm) through the NCHW
 // entry points and the Tensor-level dispatch.
 #include <gtest/gtest.h>
@@ -27,28 +29,34 @@ namespace {
 using cuda::GemmMath;
 
 // What the tensor cores see of an fp32 operand: TF32 (cvt.rna: to nearest, ties away from zero,
-// 10 mantissa bits) or bf16 (cvt.rn: to nearest even, 7 mantissa bits).
-float rounded(float v, GemmMath math) {
+// 10 mantissa bits; `truncated`: the top 19 bits, as wgmma reads fp32 words) or bf16 (cvt.rn: to
+// nearest even, 7 mantissa bits).
+float rounded(float v, GemmMath math, bool truncated = false) {
   uint32_t u;
   std::memcpy(&u, &v, 4);
-  if (math == GemmMath::tf32) u = (u + 0x1000u) & 0xffffe000u;
+  if (math == GemmMath::tf32) u = truncated ? u & 0xffffe000u : (u + 0x1000u) & 0xffffe000u;
   if (math == GemmMath::bf16) u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
   std::memcpy(&v, &u, 4);
   return v;
 }
 
-std::vector<double> as_double(const std::vector<float>& v, GemmMath math) {
+std::vector<double> as_double(const std::vector<float>& v, GemmMath math, bool truncated = false) {
   std::vector<double> d(v.size());
-  for (size_t i = 0; i < v.size(); ++i) d[i] = rounded(v[i], math);
+  for (size_t i = 0; i < v.size(); ++i) d[i] = rounded(v[i], math, truncated);
   return d;
 }
 
-// NHWC inputs and what each pass must produce from their rounded values.
+// NHWC inputs and what each pass must produce from their rounded values (forward and data: from
+// their truncated values where the pass runs on wgmma in tf32).
 struct NhwcProblem {
   Conv2dGeometry g;
   std::vector<float> x, w, bias, dy, dw0, db0;  // [N,H,W,C], [K,R,S,Cg], [K], [N,P,Q,K], ...
   std::vector<double> y, y_no_bias, dx, dw, db;
 };
+
+bool runs_wgmma(ConvPass pass, const Conv2dGeometry& g, GemmMath math) {
+  return std::string(conv2d_nhwc_kernel(pass, g, DType::f32, math)) == "tc_wgmma";
+}
 
 NhwcProblem make_problem(const Conv2dGeometry& g, GemmMath math, uint64_t seed) {
   Random rng(seed);
@@ -68,9 +76,16 @@ NhwcProblem make_problem(const Conv2dGeometry& g, GemmMath math, uint64_t seed) 
   p.dx.resize(p.x.size());
   p.dw.assign(p.dw0.begin(), p.dw0.end());
   p.db.assign(p.db0.begin(), p.db0.end());
-  ref::conv2d_forward_nhwc<double>(g, x.data(), w.data(), bias.data(), p.y.data());
-  ref::conv2d_forward_nhwc<double>(g, x.data(), w.data(), nullptr, p.y_no_bias.data());
-  ref::conv2d_backward_data_nhwc<double>(g, dy.data(), w.data(), p.dx.data());
+  const bool forward_truncates = runs_wgmma(ConvPass::forward, g, math),
+             data_truncates = runs_wgmma(ConvPass::backward_data, g, math);
+  const std::vector<double> xt = as_double(p.x, math, true), wt = as_double(p.w, math, true),
+                            dyt = as_double(p.dy, math, true);
+  const std::vector<double>& xf = forward_truncates ? xt : x;
+  const std::vector<double>& wf = forward_truncates ? wt : w;
+  ref::conv2d_forward_nhwc<double>(g, xf.data(), wf.data(), bias.data(), p.y.data());
+  ref::conv2d_forward_nhwc<double>(g, xf.data(), wf.data(), nullptr, p.y_no_bias.data());
+  ref::conv2d_backward_data_nhwc<double>(g, (data_truncates ? dyt : dy).data(),
+                                         (data_truncates ? wt : w).data(), p.dx.data());
   ref::conv2d_backward_filter_nhwc<double>(g, x.data(), dy.data(), p.dw.data());
   for (size_t i = 0; i < p.dy.size(); ++i) p.db[i % size_t(g.K)] += p.dy[i];
   return p;
