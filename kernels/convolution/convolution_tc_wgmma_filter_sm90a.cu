@@ -89,7 +89,12 @@ FilterPlan filter_plan(const Conv2dGeometry& g) {
   const int64_t most =
       std::clamp<int64_t>((slabs + kMinSlabsPerSlice - 1) / kMinSlabsPerSlice, 1, 65535);
   const int64_t blocks = int64_t(f.tiles) * f.tap_blocks;
-  const int64_t wanted = std::clamp<int64_t>((kTargetBlocks + blocks - 1) / blocks, 1, most);
+  // Paired: at most kTargetBlocks blocks in all (rounded down), so that all are resident at once;
+  // rounded up, 64@56 would run 5 x 53 = 265, one block left alone for a second round. (The
+  // unpaired cut keeps rounding up, as measured: 64@56 there is 9 x 30 = 270.)
+  const int64_t per_tile = f.paired ? std::max<int64_t>(1, kTargetBlocks / blocks)
+                                    : (kTargetBlocks + blocks - 1) / blocks;
+  const int64_t wanted = std::clamp<int64_t>(per_tile, 1, most);
   const int64_t length = (slabs + wanted - 1) / wanted;  // slabs
   f.slices = int((slabs + length - 1) / length);
   f.length = int(f.flat ? length * kSlab : length);
