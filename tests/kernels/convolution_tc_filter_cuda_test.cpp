@@ -86,7 +86,8 @@ const char* kernels_name(TcKernels kernels) {
   return kernels == TcKernels::best ? "best" : kernels == TcKernels::wgmma ? "wgmma" : "mma.sync";
 }
 
-// dw = dw0 + the filter gradient, twice: within the bound, then bit-identical. x and dy
+// dw = dw0 + the filter gradient, twice (on a poisoned workspace): within the bound, then
+// bit-identical. x and dy
 // `x_offset` and `dy_offset` bytes into their buffers (2: misaligned).
 void check_filter(Context& ctx, const Conv2dGeometry& g, TcType type, const FilterCase& c,
                   TcKernels kernels, size_t x_offset = 0, size_t dy_offset = 0) {
@@ -95,13 +96,17 @@ void check_filter(Context& ctx, const Conv2dGeometry& g, TcType type, const Filt
                            (dy_offset != 0 ? " dy misaligned" : "");
   const size_t ws = c.dw0.size();
   Buffer x(c.x.size() * 2), dy(c.dy.size() * 2), dw(ws * 4);
-  Buffer work(std::max(cuda::conv2d_tc_backward_filter_workspace(g), size_t(16)));
+  const size_t work_bytes = std::max(cuda::conv2d_tc_backward_filter_workspace(g), size_t(16));
+  Buffer work(work_bytes);
+  // The workspace poisoned with NaN (all ones): a partial never written fails.
+  const std::vector<uint8_t> poison(work_bytes, 0xff);
   gpu::copy(x.at(x_offset), c.x.data(), c.x.size() * 2, nullptr);
   gpu::copy(dy.at(dy_offset), c.dy.data(), c.dy.size() * 2, nullptr);
   const double npq = double(g.N * g.P() * g.Q()), n = npq + std::ceil(npq / 256) + 2;
   std::vector<float> first;
   for (int run = 0; run < 2; ++run) {
     gpu::copy(dw.at(), c.dw0.data(), ws * 4, nullptr);
+    gpu::copy(work.at(), poison.data(), work_bytes, nullptr);
     cuda::conv2d_tc_backward_filter(g, type, x.at(x_offset), dy.at(dy_offset),
                                     static_cast<float*>(dw.at()), work.at(), ctx.stream(), kernels);
     std::vector<float> got(ws);
