@@ -13,8 +13,9 @@
 //
 // A pass takes 16-byte copies (cp.async) of 8 channels where its channel counts (forward C/groups,
 // data K/groups, filter C/groups and K/groups) are multiples of 8 and the tensors are 16-byte
-// aligned, and element-wise loads otherwise (any C: the 3-channel stem). Any stride, padding,
-// dilation and groups. The kernels and their tiles: convolution_tc_gemm.cuh; the loaders:
+// aligned, and element-wise loads otherwise (any C: the 3-channel stem, whose filter gradient
+// runs on a copy of x padded to 8 channels in the workspace). Any stride, padding, dilation and
+// groups. The kernels and their tiles: convolution_tc_gemm.cuh; the loaders:
 // convolution_tc_loaders.cuh; README.md, "bf16 and fp16 tensors".
 //
 // On an H100 or H200 (compute capability 9.0), a convolution with groups 1, C and K multiples of 8
@@ -26,8 +27,8 @@
 // 14 and 7 at N >= 2, not a single 7 x 7 image): forward at strides up to 8 (Q *
 // stride_w <= 256), backward data at any stride whose every output phase has taps and fills the
 // tiles so (its rows: the phase's part of H x W); the filter gradient at strides up to 4 with any
-// filter (`best`: a 1x1 without padding, or C, K >= 128). Within the same bounds, deterministic,
-// but not bit for bit the mma.sync kernels' results.
+// filter (`best`: a 1x1 without padding, C = 64 with taps, or C, K >= 128). Within the same
+// bounds, deterministic, but not bit for bit the mma.sync kernels' results.
 //
 // Pointers are raw device pointers of `type` (cuda_bf16's __nv_bfloat16 or cuda_fp16's __half,
 // passed as void until the Tensor carries these dtypes); the workspace queries give bytes; the

@@ -10,10 +10,16 @@
 // [slice, g, R*S*Cg, Kg] (workspace) a second kernel adds to dw in slice order: deterministic, no
 // float atomics.
 //
+// A stem (C < 8, groups 1: the 3-channel 7x7) would load element by element; instead x is copied
+// into the workspace as [N, H, W, 8] with zeros in channels C..7 and the 16-byte path runs on that
+// geometry (C = 8: rows R*S*8); the slice sums then read only the real channels' rows
+// (pads_channels, below).
+//
 // On a device of compute capability 9.0, a convolution that fits (groups 1, strides up to 4, C and
-// K multiples of 8) and pays (wgmma_backward_filter_pays: the 1x1s, and filters of taps between at
-// least 128 channels each side) runs the slices on the wgmma + TMA kernel instead
-// (convolution_tc_wgmma_filter_sm90a.cu: its own cut, the same partial layout and slice sums).
+// K multiples of 8) and pays (wgmma_backward_filter_pays: the 1x1s, filters of taps with C = 64
+// (two taps a tile) or at least 128 channels each side) runs the slices on the wgmma + TMA kernel
+// instead (convolution_tc_wgmma_filter_sm90a.cu: its own cut, the same partial layout and slice
+// sums).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -60,17 +66,32 @@ struct FilterProblem {
   __device__ void store_stats(int, int, int, float, float) const {}
 };
 
-// dw[g*Kg + k, rsc] += sum over slices, in order, of partial[slice, g, rsc, k].
+// dw[g*Kg + k, rs*Cg + c] += sum over slices, in order, of partial[slice, g, rs*Cp + c, k]: the
+// partials' rows hold Cp >= Cg channels a tap (Cp = 8 on a padded copy of x, else Cg).
 __global__ void sum_slices_kernel(const float* __restrict__ partial, int slices, int G, int Kg,
-                                  int RSC, float* __restrict__ dw) {
-  const int64_t total = int64_t(G) * Kg * RSC;
+                                  int RS, int Cg, int Cp, float* __restrict__ dw) {
+  const int RSC = RS * Cg;
+  const int64_t total = int64_t(G) * Kg * RSC, slice_floats = int64_t(G) * Kg * RS * Cp;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
        i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t rsc = i % RSC, k = i / RSC % Kg, g = i / (int64_t(RSC) * Kg);
-    const float* first = partial + (g * RSC + rsc) * Kg + k;
+    const int64_t row = Cp == Cg ? rsc : rsc / Cg * Cp + rsc % Cg;
+    const float* first = partial + (g * RS * Cp + row) * Kg + k;
     float sum = 0.0f;
-    for (int s = 0; s < slices; ++s) sum += first[s * total];
+    for (int s = 0; s < slices; ++s) sum += first[s * slice_floats];
     dw[i] += sum;
+  }
+}
+
+// out[pixel, 0..7] = x[pixel, 0..C-1] then zeros (C < 8): one 16-byte store a pixel.
+__global__ void pad_channels_kernel(const uint16_t* __restrict__ x, int64_t pixels, int C,
+                                    uint16_t* __restrict__ out) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < pixels;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    uint16_t v[8];
+#pragma unroll
+    for (int c = 0; c < 8; ++c) v[c] = c < C ? x[i * C + c] : uint16_t(0);
+    store_chunk(out + 8 * i, v);
   }
 }
 
@@ -101,6 +122,32 @@ void filter_with(const Params& p, const Slices& slices, const uint16_t* x, const
   p.Kg > Narrow::BN ? run(Wide{}) : run(Narrow{});
 }
 
+// Where the filter gradient runs on x padded to 8 channels (the 16-byte path on R*S*8 rows)
+// rather than element-wise loads of C: the stem (C = 3) and any C < 8 with groups 1 and K a
+// multiple of 8 (dy's 16-byte copies), while x padded stays under 2^31 elements. The padded GEMM
+// has 8 / C the rows (the 7x7 stem: 392 rows, 4 row tiles of 128, against 147 in 2), but every
+// copy is asynchronous and 16 bytes wide. Pending measurement on the device (cuDNN pads too).
+bool pads_channels(const Conv2dGeometry& g) {
+  return g.groups == 1 && g.C < 8 && g.K % 8 == 0 && g.N * g.H * g.W * 8 < INT32_MAX;
+}
+
+Conv2dGeometry with_8_channels(const Conv2dGeometry& g) {
+  Conv2dGeometry padded = g;
+  padded.C = 8;
+  return padded;
+}
+
+// The padded path's workspace: the partials of the 8-channel geometry, then (256-byte aligned)
+// x padded, [N, H, W, 8] 16-bit.
+size_t padded_partial_bytes(const Conv2dGeometry& padded, const Slices& cut) {
+  const size_t bytes = size_t(cut.count) * size_t(padded.K * padded.R * padded.S * 8) * 4;
+  return (bytes + 255) / 256 * 256;
+}
+size_t padded_workspace(const Conv2dGeometry& g) {
+  const Conv2dGeometry padded = with_8_channels(g);
+  return padded_partial_bytes(padded, filter_slices(padded)) + size_t(g.N * g.H * g.W) * 8 * 2;
+}
+
 template <class E>
 void filter_typed(const Params& p, const Slices& slices, const uint16_t* x, const uint16_t* dy,
                   float* partial, gpu::Stream stream) {
@@ -123,8 +170,14 @@ namespace tc {
 // tensors). The strided ones (the 1x1s and 3x3s of ResNet's downsampling) follow the same rule:
 // the same GEMMs, x read at every stride-th position (mma.sync: 0.13 to 0.19 ms, not yet timed
 // on wgmma).
+//
+// With C = 64 and taps, the wgmma kernel now puts two taps in a tile (warpgroup 0 tap t,
+// warpgroup 1 tap t+1, dy loaded once for both: wgmma_backward_filter_pairs_taps), so 64@56 no
+// longer half fills it; taken for every K (64 -> 64, 64 -> 128 at stride 2). PENDING MEASUREMENT
+// on the device: if `crema bench conv-tc` shows mma.sync still faster for some K, narrow this.
 bool wgmma_backward_filter_pays(const Conv2dGeometry& g) {
   if (g.R == 1 && g.S == 1 && g.pad_h == 0 && g.pad_w == 0) return true;
+  if (wgmma_backward_filter_pairs_taps(g)) return true;
   return g.C >= 128 && g.K >= 128;
 }
 }  // namespace tc
@@ -134,7 +187,9 @@ size_t conv2d_tc_backward_filter_workspace(const Conv2dGeometry& g) {
   if (tc::wgmma_backward_filter_fits(g)) {
     slices = std::max(slices, tc::wgmma_backward_filter_slices(g));
   }
-  return size_t(slices) * size_t(g.K * g.R * g.S * (g.C / g.groups)) * sizeof(float);
+  const size_t bytes = size_t(slices) * size_t(g.K * g.R * g.S * (g.C / g.groups)) * sizeof(float);
+  // Misaligned dy takes the element path on g itself: room for both.
+  return tc::pads_channels(g) ? std::max(bytes, tc::padded_workspace(g)) : bytes;
 }
 
 bool conv2d_tc_backward_filter_uses_wgmma(const Conv2dGeometry& g, TcKernels kernels) {
@@ -150,11 +205,28 @@ void conv2d_tc_backward_filter(const Conv2dGeometry& g, TcType type, const void*
   const auto* xs = static_cast<const uint16_t*>(x);
   const auto* dys = static_cast<const uint16_t*>(dy);
   auto* partial = static_cast<float*>(workspace);
-  int slices = 0;
+  int slices = 0, Cp = p.Cg;  // Cp: channels a tap in the partials' rows
   if (implicit_gemm::aligned16(x) && implicit_gemm::aligned16(dy) &&
       conv2d_tc_backward_filter_uses_wgmma(g, kernels)) {
     wgmma_backward_filter(g, type, x, dy, partial, stream);
     slices = wgmma_backward_filter_slices(g);
+  } else if (pads_channels(g) && implicit_gemm::aligned16(dy)) {
+    const Conv2dGeometry padded = with_8_channels(g);
+    const Params p8 = params_of(padded);
+    const Slices cut = filter_slices(padded);
+    auto* x8 = reinterpret_cast<uint16_t*>(static_cast<char*>(workspace) +
+                                           padded_partial_bytes(padded, cut));
+    const int64_t pixels = g.N * g.H * g.W;
+    const unsigned pad_blocks = unsigned(std::clamp<int64_t>((pixels + 255) / 256, 1, 65536));
+    pad_channels_kernel<<<pad_blocks, 256, 0, stream>>>(xs, pixels, p.C, x8);
+    gpu::check_launch("conv2d_tc_backward_filter (x padded to 8 channels)");
+    // x8 is 16-byte aligned where the workspace is (else filter_typed takes the element path).
+    if (type == TcType::bf16) {
+      filter_typed<Bf16>(p8, cut, x8, dys, partial, stream);
+    } else {
+      filter_typed<F16>(p8, cut, x8, dys, partial, stream);
+    }
+    slices = cut.count, Cp = 8;
   } else {
     const Slices cut = filter_slices(g);
     if (type == TcType::bf16) {
@@ -166,7 +238,7 @@ void conv2d_tc_backward_filter(const Conv2dGeometry& g, TcType type, const void*
   }
   const int64_t total = int64_t(p.K) * p.RS * p.Cg;
   const unsigned blocks = unsigned(std::clamp<int64_t>((total + 255) / 256, 1, 65536));
-  sum_slices_kernel<<<blocks, 256, 0, stream>>>(partial, slices, p.G, p.Kg, p.RS * p.Cg, dw);
+  sum_slices_kernel<<<blocks, 256, 0, stream>>>(partial, slices, p.G, p.Kg, p.RS, p.Cg, Cp, dw);
   gpu::check_launch("conv2d_tc_backward_filter (slice sums)");
 }
 

@@ -54,6 +54,9 @@ void transpose_filter_phase_order(const Conv2dGeometry& g, const float* w, float
 
 // Groups 1, strides up to 4 (any filter, padding and dilation), C and K multiples of 8.
 bool wgmma_backward_filter_fits(const Conv2dGeometry& g);
+// Whether the filter gradient puts two taps in one 128-row tile (x with 64 channels and a filter
+// of taps: each tap's product alone would be 64 rows, half a tile).
+bool wgmma_backward_filter_pairs_taps(const Conv2dGeometry& g);
 // The slices of N*P*Q the filter gradient is cut into: the workspace holds slices x K x C fp32.
 int wgmma_backward_filter_slices(const Conv2dGeometry& g);
 // partial[slice][r][s][c][k] = the slice's sum of dy[npq, k] * x_rs[npq, c] (fp32, written; x_rs:

@@ -22,10 +22,17 @@
 // dy at (q0, p0) and x at (stride_w q0 + s*dil_w - pad_w, stride_h p0 + r*dil_h - pad_h), its box
 // stepping stride_w pixels and stride_h rows, through 4-D maps {channels, width, height, N}: the
 // TMA zero-fills what lies outside either tensor, so positions past Q or P (dy
-// zero) and taps over the padding (x zero) add nothing. Each block has one tap.
+// zero) and taps over the padding (x zero) add nothing. Each block has one tap, except:
+//
+// Two taps a tile where x has 64 channels (and the filter taps): one tap's product is only 64
+// rows (64 x J), so the tile's rows are x at two taps instead, box 0 = x at tap t, box 1 = x at
+// tap t+1 (R = x, rows c twice), B = dy's BN channels loaded once for both; warpgroup 0 computes
+// tap t's 64 x BN block, warpgroup 1 tap t+1's, each stored into its own tap of the partials. With
+// an odd tap count the last tile's box 1 is not asked for (nor its bytes expected): warpgroup 1
+// multiplies stale shared memory and stores nothing.
 //
 // The slabs are cut into fixed slices (enough blocks for two waves on 132 SMs, each slice at least
-// 8 slabs), one block per (tile, tap, slice); each writes its fp32 D into
+// 8 slabs), one block per (tile, tap or tap pair, slice); each writes its fp32 D into
 // partial[slice][r][s][c][k] (the layout of the mma.sync filter pass's partials), and
 // convolution_tc_filter_cuda.cu's sum_slices_kernel adds the slices to dw in slice order:
 // deterministic, no float atomics. Channels past C or K are zero-filled by the TMA. What fits:
@@ -53,7 +60,8 @@ constexpr int kMinSlabsPerSlice = 8;
 struct FilterPlan {
   bool rows_are_dy;  // R = dy (rows k, columns c) or R = x (rows c, columns k)
   bool flat;         // a 1x1 at stride 1 without padding: slabs of 64 consecutive pixels of N*P*Q
-  int I, J, bn, tiles_j, tiles, taps, slices, length;
+  bool paired;       // two taps a tile (C = 64 with taps): R = x, I = 64, (taps + 1) / 2 tap blocks
+  int I, J, bn, tiles_j, tiles, taps, tap_blocks, slices, length;
   int bw, bh, blocks_q, blocks_pq, slabs;  // with taps: bh x bw boxes, slabs in all
 };
 
@@ -61,14 +69,16 @@ FilterPlan filter_plan(const Conv2dGeometry& g) {
   FilterPlan f{};
   const int64_t NPQ = g.N * g.P() * g.Q();
   const int P = int(g.P()), Q = int(g.Q());
-  f.rows_are_dy = g.K >= g.C;
   f.flat =
       g.R == 1 && g.S == 1 && g.pad_h == 0 && g.pad_w == 0 && g.stride_h == 1 && g.stride_w == 1;
+  f.taps = int(g.R * g.S);
+  f.paired = wgmma_backward_filter_pairs_taps(g);
+  f.rows_are_dy = !f.paired && g.K >= g.C;
   f.I = int(f.rows_are_dy ? g.K : g.C), f.J = int(f.rows_are_dy ? g.C : g.K);
   f.bn = f.J > 64 ? 128 : 64;
   f.tiles_j = (f.J + f.bn - 1) / f.bn;
-  f.tiles = (f.I + kBM - 1) / kBM * f.tiles_j;
-  f.taps = int(g.R * g.S);
+  f.tiles = (f.paired ? 1 : (f.I + kBM - 1) / kBM) * f.tiles_j;
+  f.tap_blocks = f.paired ? (f.taps + 1) / 2 : f.taps;
   f.bw = 1;
   while (f.bw < Q && f.bw < kSlab) f.bw *= 2;
   f.bh = kSlab / f.bw;
@@ -78,8 +88,13 @@ FilterPlan filter_plan(const Conv2dGeometry& g) {
   f.slabs = int(slabs);
   const int64_t most =
       std::clamp<int64_t>((slabs + kMinSlabsPerSlice - 1) / kMinSlabsPerSlice, 1, 65535);
-  const int64_t blocks = int64_t(f.tiles) * f.taps;
-  const int64_t wanted = std::clamp<int64_t>((kTargetBlocks + blocks - 1) / blocks, 1, most);
+  const int64_t blocks = int64_t(f.tiles) * f.tap_blocks;
+  // Paired: at most kTargetBlocks blocks in all (rounded down), so that all are resident at once;
+  // rounded up, 64@56 would run 5 x 53 = 265, one block left alone for a second round. (The
+  // unpaired cut keeps rounding up, as measured: 64@56 there is 9 x 30 = 270.)
+  const int64_t per_tile = f.paired ? std::max<int64_t>(1, kTargetBlocks / blocks)
+                                    : (kTargetBlocks + blocks - 1) / blocks;
+  const int64_t wanted = std::clamp<int64_t>(per_tile, 1, most);
   const int64_t length = (slabs + wanted - 1) / wanted;  // slabs
   f.slices = int((slabs + length - 1) / length);
   f.length = int(f.flat ? length * kSlab : length);
@@ -87,7 +102,8 @@ FilterPlan filter_plan(const Conv2dGeometry& g) {
 }
 
 // Block (tile + tiles * tap, slice): D's 128 x BN tile of one tap over the slice's slabs, into
-// partial[slice][tap][c][k].
+// partial[slice][tap][c][k]; paired, block (tile + tiles * (tap / 2), slice) with taps tap and
+// tap + 1, one a warpgroup.
 template <int BN, bool FLAT>
 struct FilterProblem {
   static constexpr bool kMnMajor = true;
@@ -96,27 +112,34 @@ struct FilterProblem {
   float* partial;
   // FLAT: N*P*Q. Taps: the boxes, the filter's S and its offsets, which map is x's.
   int NPQ, bw, bh, blocks_q, blocks_pq, taps, S, dil_h, dil_w, pad_h, pad_w, stride_h, stride_w;
-  bool rows_are_dy;
+  bool rows_are_dy, paired;
 
   struct Where {
-    int i0, j0, slice, begin, tap, shift_h, shift_w;  // x's offset: the tap's
+    int i0, j0, slice, begin, tap;
+    int shift_h, shift_w, shift_h1, shift_w1;  // x's offsets: the tap's (paired: and tap + 1's)
   };
   __device__ Where locate() const {
-    const int tile = blockIdx.x % tiles, tap = blockIdx.x / tiles, slice = blockIdx.y;
-    const int r = tap / S, s = tap % S;
-    return {tile / tiles_j * kBM, tile % tiles_j * BN, slice, slice * length, tap,
-            r * dil_h - pad_h,    s * dil_w - pad_w};
+    const int tile = blockIdx.x % tiles, slot = blockIdx.x / tiles, slice = blockIdx.y;
+    Where w;
+    w.i0 = tile / tiles_j * kBM, w.j0 = tile % tiles_j * BN;
+    w.slice = slice, w.begin = slice * length, w.tap = paired ? 2 * slot : slot;
+    w.shift_h = w.tap / S * dil_h - pad_h, w.shift_w = w.tap % S * dil_w - pad_w;
+    const int next = w.tap + 1;  // paired: warpgroup 1's tap (used only where < taps)
+    w.shift_h1 = next / S * dil_h - pad_h, w.shift_w1 = next % S * dil_w - pad_w;
+    return w;
   }
   __device__ int slabs(const Where& w) const {
     if constexpr (FLAT) return (min(NPQ - w.begin, length) + kSlab - 1) / kSlab;
     return min(slabs_all - w.begin, length);
   }
-  // A: channels i0 .. i0+127 of R as two 64-channel boxes (one per warpgroup), B: channels j0 ..
-  // j0+BN-1 of S as BN / 64 boxes, each box 64 pixels deep, 8192 bytes. A box that would lie
-  // wholly past the channels is not asked for: its stale rows or columns of D are never stored.
+  // A: channels i0 .. i0+127 of R as two 64-channel boxes (one per warpgroup; paired: x's 64
+  // channels at taps tap and tap + 1), B: channels j0 .. j0+BN-1 of S as BN / 64 boxes, each box
+  // 64 pixels deep, 8192 bytes. A box that would lie wholly past the channels (paired: past the
+  // last tap) is not asked for: its stale rows or columns of D are never stored.
   __device__ void fill(const Where& w, int slab, uint32_t stage, uint32_t bar,
                        const CUtensorMap* map_r, const CUtensorMap* map_s) const {
-    const int boxes_a = w.i0 + 64 < I ? 2 : 1, boxes_b = min(BN / 64, (J - w.j0 + 63) / 64);
+    const bool second = paired ? w.tap + 1 < taps : w.i0 + 64 < I;
+    const int boxes_a = second ? 2 : 1, boxes_b = min(BN / 64, (J - w.j0 + 63) / 64);
     wg::mbarrier_arrive_expect_tx(bar, uint32_t(boxes_a + boxes_b) * 8192);
     if constexpr (FLAT) {
       const int npq = w.begin + slab * kSlab;
@@ -134,8 +157,16 @@ struct FilterProblem {
       const int xw = stride_w * q0 + w.shift_w, xh = stride_h * p0 + w.shift_h;
       const int rw = rows_are_dy ? q0 : xw, rh = rows_are_dy ? p0 : xh;
       const int sw = rows_are_dy ? xw : q0, sh = rows_are_dy ? xh : p0;
-      for (int h = 0; h < boxes_a; ++h) {
-        wg::tma_load_4d(stage + 8192 * h, map_r, bar, w.i0 + 64 * h, rw, rh, n);
+      if (paired) {  // R = x: box 0 at tap `tap` (rw, rh, i0 = 0), box 1 at the next tap
+        wg::tma_load_4d(stage, map_r, bar, 0, rw, rh, n);
+        if (second) {
+          wg::tma_load_4d(stage + 8192, map_r, bar, 0, stride_w * q0 + w.shift_w1,
+                          stride_h * p0 + w.shift_h1, n);
+        }
+      } else {
+        for (int h = 0; h < boxes_a; ++h) {
+          wg::tma_load_4d(stage + 8192 * h, map_r, bar, w.i0 + 64 * h, rw, rh, n);
+        }
       }
       for (int h = 0; h < boxes_b; ++h) {
         wg::tma_load_4d(stage + wg::Ring<BN>::A_BYTES + 8192 * h, map_s, bar, w.j0 + 64 * h, sw, sh,
@@ -145,11 +176,14 @@ struct FilterProblem {
   }
   // Thread (warp w, lane l) of warpgroup `consumer` holds rows 16w + l/4 and +8 of its 64,
   // columns 8j + 2(l%4), +1: values 4j, 4j+1 and 4j+2, 4j+3. The partials are fp32 written once,
-  // straight from the fragments (no scratch: the ring goes unused here).
+  // straight from the fragments (no scratch: the ring goes unused here). Paired, warpgroup
+  // `consumer` holds rows 0..63 (x's channels) of tap tap + consumer.
   __device__ void store(const Where& w, int consumer, const float (&acc)[BN / 2], float*) const {
     const int warp = threadIdx.x % 128 / 32, lane = threadIdx.x % 32;
-    const int i = w.i0 + consumer * 64 + warp * 16 + lane / 4;
-    float* first = partial + (int64_t(w.slice) * taps + w.tap) * I * J;
+    const int tap = paired ? w.tap + consumer : w.tap;
+    if (tap >= taps) return;  // an odd tap count's last tile: box 1 was never loaded
+    const int i = (paired ? 0 : w.i0 + consumer * 64) + warp * 16 + lane / 4;
+    float* first = partial + (int64_t(w.slice) * taps + tap) * I * J;
 #pragma unroll
     for (int j = 0; j < BN / 8; ++j) {
       const int n = w.j0 + 8 * j + 2 * (lane % 4);
@@ -195,7 +229,7 @@ void filter_typed(const Conv2dGeometry& g, TcType type, const void* x, const voi
   const CUtensorMap& map_s = f.rows_are_dy ? map_x : map_dy;
   // partial[slice][tap][c][k]: k = i (stride 1), c = j (stride K = I), or c = i, k = j.
   const int64_t stride_i = f.rows_are_dy ? 1 : f.J, stride_j = f.rows_are_dy ? f.I : 1;
-  const dim3 grid(unsigned(f.tiles * f.taps), unsigned(f.slices));
+  const dim3 grid(unsigned(f.tiles * f.tap_blocks), unsigned(f.slices));
   auto go = [&](auto bn, auto flat) {
     constexpr int BN = decltype(bn)::value;
     const FilterProblem<BN, decltype(flat)::value> problem{f.I,
@@ -220,7 +254,8 @@ void filter_typed(const Conv2dGeometry& g, TcType type, const void* x, const voi
                                                            int(g.pad_w),
                                                            int(g.stride_h),
                                                            int(g.stride_w),
-                                                           f.rows_are_dy};
+                                                           f.rows_are_dy,
+                                                           f.paired};
     wg::launch<E, BN>(map_r, map_s, problem, grid, stream, "conv2d_tc_backward_filter (wgmma)");
   };
   using Flat = std::true_type;
@@ -238,6 +273,10 @@ void filter_typed(const Conv2dGeometry& g, TcType type, const void* x, const voi
 
 // Strides up to 4: x's box spans bw * stride_w by bh * stride_h pixels (bw, bh <= 64), and the
 // TMA's boxes are at most 256 a dimension.
+bool wgmma_backward_filter_pairs_taps(const Conv2dGeometry& g) {
+  return g.C == 64 && g.R * g.S >= 2;
+}
+
 bool wgmma_backward_filter_fits(const Conv2dGeometry& g) {
   return g.groups == 1 && g.stride_h <= 4 && g.stride_w <= 4 && g.C % 8 == 0 && g.K % 8 == 0;
 }
