@@ -37,6 +37,7 @@
 #include "apps/distributed/process_group.h"
 #include "core/context.h"
 #include "core/net.h"
+#include "kernels/cast/flat.h"
 
 namespace crema::distributed {
 
@@ -74,9 +75,10 @@ class GradientReducer {
   void launch(size_t b);
   // Copies `bytes` on the communication stream (a GPU) or at once (the CPU).
   void move(void* to, const void* from, size_t bytes);
-  // The gradient into the bucket, and back: copies for f32, conversions for bf16.
-  void pack(const Tensor& grad, void* to);
-  void unpack(const void* from, Tensor& grad);
+  // Bucket b's gradients into its buffer, and back: one kernel each way on a GPU (copies for f32,
+  // conversions for bf16: kernels/cast/flat.h), a cast per gradient on the CPU.
+  void pack(size_t b);
+  void unpack(size_t b);
   // [vote, loss sum]: after the last bucket's gradients when it is f32, else in tail_.
   float* extras() {
     return narrow() ? tail_.data<float>() : storage_.back().data<float>() + buckets_.back().numel;
@@ -89,7 +91,8 @@ class GradientReducer {
   DdpSettings settings_;
   Tensor* loss_sum_;
   std::vector<Param*> params_;  // the planner's input order
-  std::vector<Bucket> buckets_;
+  std::vector<Bucket> buckets_;  // the plan's, each place rounded up to kPlaceAlign elements
+  std::vector<std::vector<kernels::FlatSlice>> slices_;  // per bucket: each gradient's place
   std::vector<Tensor> storage_;  // one buffer per bucket, of reduce_dtype (an f32 last: + extras)
   Tensor tail_;                  // f32 [2]: the extras, when the buckets are bf16
   std::vector<bool> launched_;
