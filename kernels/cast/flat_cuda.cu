@@ -1,4 +1,4 @@
-// Flat pack and unpack, CUDA: one kernel for both directions, a converting copy over up to 32
+// Flat pack and unpack, CUDA: one kernel for both directions, a converting copy over up to 64
 // (source, destination, n) slices per launch. The slices travel by value in the kernel's
 // parameters and slice k owns blocks [first_block[k], first_block[k + 1]) (slice_blocks_cuda.cuh),
 // over which it runs a grid-stride loop: 8 elements per thread and step through 16-byte loads and

@@ -1,8 +1,9 @@
 // The block layout of the multi-tensor kernels (the optimizer update, its clipping norm and the
 // gradient unscale in kernels/optimizers/; the flat pack and unpack in kernels/cast/): one launch
-// covers up to 32 tensors ("slices"), passed by value in the kernel's parameters, and slice k owns
-// blocks [first_block[k], first_block[k + 1]). Each block finds its slice by a scan of those
-// ranges (at most 32 comparisons, from parameter memory). Included by .cu files only.
+// covers up to 32 tensors ("slices"; 64 for the flat pack), passed by value in the kernel's
+// parameters, and slice k owns blocks [first_block[k], first_block[k + 1]). Each block finds its
+// slice by a scan of those ranges (one comparison per slice, from parameter memory). Included by
+// .cu files only.
 #pragma once
 
 namespace crema::kernels::cuda {

@@ -1,5 +1,5 @@
 // kernels::pack_flat / unpack_flat on the CPU: every slice of an awkward case (sizes 1, 3, 7, 33,
-// 0, ...; more than 32 slices; misaligned tensors and places; gaps) against the host conversions
+// 0, ...; 70 slices; misaligned tensors and places; gaps) against the host conversions
 // of core/float16.h element by element, bit for bit, in f32, bf16 and f16; what no slice covers
 // left as it was; and the checks of the Tensor-level calls.
 #include "kernels/cast/flat.h"

@@ -24,7 +24,7 @@ struct FlatCase {
   int64_t flat = 0;   // elements of the flat buffer
 };
 
-// `count` slices (more than 32: several launches) of sizes cycling through 1, 3, 7, 33, 0
+// `count` slices (more than kMaxFlatSlicesPerLaunch: several launches) of sizes cycling through 1, 3, 7, 33, 0
 // (empty), 8, 16, 1000, 4099 and 2 (one sizes[k] a multiple of 8, so its groups have no tail,
 // the others a tail of 1 to 7). Their tensors start at 16-byte boundaries, except every third
 // one, which starts one element past one. Their places in the buffer: every other one at a
