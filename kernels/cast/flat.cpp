@@ -30,8 +30,8 @@ std::vector<FlatSlice> checked_slices(Context& ctx, const char* op,
     check_tensor(ctx, op, name.c_str(), t, t.shape());
     if (offsets[k] < 0 || offsets[k] + t.numel() > flat.numel()) {
       throw Error(std::string(op) + ": " + name + " (" + std::to_string(t.numel()) +
-                  " elements at offset " + std::to_string(offsets[k]) +
-                  ") falls outside flat (" + std::to_string(flat.numel()) + " elements)");
+                  " elements at offset " + std::to_string(offsets[k]) + ") falls outside flat (" +
+                  std::to_string(flat.numel()) + " elements)");
     }
     slices.push_back({const_cast<float*>(t.data<float>()), offsets[k], t.numel()});
   }

@@ -53,9 +53,9 @@ void unpack_flat(const void* flat, DType dtype, const FlatSlice* slices, int cou
 }  // namespace cuda
 
 // Tensor level: `tensors` float32 (any shapes) and `flat` (any shape, its elements in order), all
-// on the context's device; tensor k at element offsets[k] of flat. crema::Error naming the op and the tensor when
-// a tensor is not f32 on the device, flat's dtype is not f32, bf16 or f16, a slice falls outside
-// flat, or two slices overlap.
+// on the context's device; tensor k at element offsets[k] of flat. crema::Error naming the op and
+// the tensor when a tensor is not f32 on the device, flat's dtype is not f32, bf16 or f16, a slice
+// falls outside flat, or two slices overlap.
 void pack_flat(Context& ctx, const std::vector<const Tensor*>& tensors,
                const std::vector<int64_t>& offsets, Tensor& flat);
 void unpack_flat(Context& ctx, const Tensor& flat, const std::vector<int64_t>& offsets,

@@ -84,7 +84,8 @@ void launch(const FlatSlice* slices, int count, const void* flat, DType dtype, b
     const FlatSlice& s = slices[k];
     if (s.n <= 0) continue;
     char* place = static_cast<char*>(const_cast<void*>(flat)) + size_t(s.offset) * element;
-    batch.slices[batch.count] = pack ? CopySlice{s.tensor, place, s.n} : CopySlice{place, s.tensor, s.n};
+    batch.slices[batch.count] =
+        pack ? CopySlice{s.tensor, place, s.n} : CopySlice{place, s.tensor, s.n};
     batch.first_block[batch.count + 1] = batch.first_block[batch.count] + slice_blocks(s.n);
     if (++batch.count == kMaxFlatSlicesPerLaunch) flush();
   }

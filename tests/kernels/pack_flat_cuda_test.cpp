@@ -1,8 +1,9 @@
 // kernels::pack_flat / unpack_flat on CUDA against the CPU's (pack_flat_test.cpp checks those
 // against the host conversions), bit for bit, in f32, bf16 and f16: the awkward case with 1 to
-// 140 slices (up to three launches; sizes 1, 3, 7, 33, 0, ...; tensors and places on and off 16-byte boundaries,
-// so both the 16-byte and the one-element paths), outputs and gaps poisoned first; one slice
-// larger than its blocks cover in one step (the grid-stride loop); and the Tensor-level calls.
+// 140 slices (up to three launches; sizes 1, 3, 7, 33, 0, ...; tensors and places on and off
+// 16-byte boundaries, so both the 16-byte and the one-element paths), outputs and gaps poisoned
+// first; one slice larger than its blocks cover in one step (the grid-stride loop); and the
+// Tensor-level calls.
 #include <gtest/gtest.h>
 
 #include <string>

@@ -71,7 +71,9 @@ TEST(PackFlat, EverySliceMatchesTheHostConversions) {
     EXPECT_EQ(wrong, 0);
     const uint32_t poison = dtype == DType::f32 ? 0xffffffffu : 0xffffu;
     int overwritten = 0;
-    for (int64_t i = 0; i < c.flat; ++i) overwritten += !in[size_t(i)] && bits_at(flat, i) != poison;
+    for (int64_t i = 0; i < c.flat; ++i) {
+      overwritten += !in[size_t(i)] && bits_at(flat, i) != poison;
+    }
     EXPECT_EQ(overwritten, 0) << "elements between the slices were written";
   }
 }
@@ -129,14 +131,15 @@ TEST(PackFlat, RefusesBadSlicesNamingTheTensor) {
   a.fill(1.0f);
   b.fill(2.0f);
   Tensor flat({8}, DType::bf16);
-  EXPECT_CONTAINS(crema::testing::error_of([&] { pack_flat(ctx, {&a, &b}, {0, 6}, flat); }),
+  const auto pack_error = [&](const std::vector<const Tensor*>& tensors,
+                              const std::vector<int64_t>& offsets) {
+    return crema::testing::error_of([&] { pack_flat(ctx, tensors, offsets, flat); });
+  };
+  EXPECT_CONTAINS(pack_error({&a, &b}, {0, 6}),
                   "pack_flat: tensor 1 (3 elements at offset 6) falls outside flat (8 elements)");
-  EXPECT_CONTAINS(crema::testing::error_of([&] { pack_flat(ctx, {&a, &b}, {0, 3}, flat); }),
-                  "pack_flat: tensors 0 and 1 overlap in flat");
-  EXPECT_CONTAINS(crema::testing::error_of([&] { pack_flat(ctx, {&a, &b}, {0}, flat); }),
-                  "pack_flat: 2 tensors but 1 offsets");
-  EXPECT_CONTAINS(crema::testing::error_of([&] { pack_flat(ctx, {&a, &d}, {0, 4}, flat); }),
-                  "pack_flat: tensor 1 is f64[2]");
+  EXPECT_CONTAINS(pack_error({&a, &b}, {0, 3}), "pack_flat: tensors 0 and 1 overlap in flat");
+  EXPECT_CONTAINS(pack_error({&a, &b}, {0}), "pack_flat: 2 tensors but 1 offsets");
+  EXPECT_CONTAINS(pack_error({&a, &d}, {0, 4}), "pack_flat: tensor 1 is f64[2]");
   EXPECT_CONTAINS(crema::testing::error_of([&] { unpack_flat(ctx, flat, {-1}, {&a}); }),
                   "unpack_flat: tensor 0 (4 elements at offset -1) falls outside flat");
   Tensor wide({8}, DType::f64);

@@ -24,14 +24,13 @@ struct FlatCase {
   int64_t flat = 0;   // elements of the flat buffer
 };
 
-// `count` slices (more than kMaxFlatSlicesPerLaunch: several launches) of sizes cycling through 1, 3, 7, 33, 0
-// (empty), 8, 16, 1000, 4099 and 2 (one sizes[k] a multiple of 8, so its groups have no tail,
-// the others a tail of 1 to 7). Their tensors start at 16-byte boundaries, except every third
-// one, which starts one element past one. Their places in the buffer: every other one at a
-// multiple of 8 elements (16 bytes in bf16 or f16, 32 in f32) after a gap, the others packed
-// right after the one before (anywhere): aligned-aligned slices take the 16-byte path, the rest
-// the scalar one. The slices are placed in the buffer in reverse order (the last one first), so
-// the order of the slices and of their places differ.
+// `count` slices (above cuda::kMaxFlatSlicesPerLaunch: several launches) of sizes cycling
+// through 1, 3, 7, 33, 0 (empty), 8, 16, 1000, 4099 and 2: tails of 0 to 7 after the groups of 8.
+// Their tensors start at 16-byte boundaries, except every third one, which starts one element
+// past one. Their places in the buffer: every other one at a multiple of 8 elements (16 bytes in
+// bf16 or f16, 32 in f32) after a gap, the others right after the one before (anywhere), so
+// aligned-aligned slices take the 16-byte path and the rest the scalar one. The places are laid
+// out in reverse (the last slice first): slice order and buffer order differ.
 inline FlatCase awkward_flat_case(int count) {
   const int64_t kSizes[] = {1, 3, 7, 33, 0, 8, 16, 1000, 4099, 2};
   FlatCase c;
