@@ -6,7 +6,7 @@
 #include "core/build_config.h"
 #include "core/error.h"
 #include "core/side_streams.h"
-#include "kernels/layout/layout.h"
+#include "kernels/cast/flat.h"
 
 namespace crema::distributed {
 namespace {
@@ -41,11 +41,11 @@ void on_gpu(gpu::Stream stream, const Run& run) {
   if constexpr (kBuiltWithCuda) run(stream);
 }
 
-// y[0, n) = x[0, n) converted (f32 <-> bf16), on `stream` on a GPU, at once on the CPU.
-void convert(const void* x, DType from, void* y, DType to, int64_t n, gpu::Stream stream) {
-  if (stream == nullptr) return kernels::cpu::convert(1, 1, n, from, x, to, y, false, 1);
-  on_gpu(stream, [&](auto s) { kernels::cuda::convert(1, 1, n, from, x, to, y, false, s); });
-}
+// Each gradient's place in its bucket starts at a multiple of this many elements (16 bytes in
+// bf16, 32 in f32), so that the pack and unpack kernels move it 16 bytes at a time
+// (kernels/cast/flat.h). The gaps, a few elements per parameter, stay zero: never written, and
+// their average is zero.
+constexpr int64_t kPlaceAlign = 8;
 
 }  // namespace
 
@@ -62,9 +62,26 @@ GradientReducer::GradientReducer(Net& net, ProcessGroup& group, Context& ctx,
   if (buckets_.empty()) buckets_.emplace_back();  // every parameter frozen: the extras still go
   const Device device = ctx.device();
   for (size_t b = 0; b < buckets_.size(); ++b) {
+    // Each bucket's table of (gradient, place, numel) for the pack and unpack kernels, built
+    // once: the gradients never move (allocated when their layers are set up, shared before the
+    // reducer exists by Net::share_params_from). The places are the plan's, each rounded up to
+    // a multiple of kPlaceAlign.
+    Bucket& bucket = buckets_[b];
+    std::vector<kernels::FlatSlice>& slices = slices_.emplace_back();
+    int64_t end = 0;
+    for (size_t k = 0; k < bucket.params.size(); ++k) {
+      Tensor& grad = params_[bucket.params[k]]->grad;
+      bucket.offsets[k] = (end + kPlaceAlign - 1) / kPlaceAlign * kPlaceAlign;
+      slices.push_back({grad.data<float>(), bucket.offsets[k], grad.numel()});
+      end = bucket.offsets[k] + grad.numel();
+    }
+    bucket.numel = end;
     const bool last = b + 1 == buckets_.size();
-    const int64_t numel = buckets_[b].numel + (last && !narrow() ? kExtras : 0);
+    const int64_t numel = bucket.numel + (last && !narrow() ? kExtras : 0);
     storage_.emplace_back(Shape{numel}, settings.reduce_dtype, device, &ctx.allocator());
+    Tensor zeros(Shape{numel}, settings.reduce_dtype);  // the gaps stay zero
+    std::memset(zeros.raw(), 0, zeros.nbytes());
+    storage_.back().copy_from(zeros);
   }
   if (narrow()) tail_ = Tensor(Shape{kExtras}, DType::f32, device, &ctx.allocator());
   launched_.assign(buckets_.size(), false);
@@ -112,21 +129,33 @@ void GradientReducer::move(void* to, const void* from, size_t bytes) {
   }
 }
 
-void GradientReducer::pack(const Tensor& grad, void* to) {
-  if (!narrow()) return move(to, grad.raw(), grad.nbytes());
-  convert(grad.raw(), DType::f32, to, settings_.reduce_dtype, grad.numel(), comm_);
+void GradientReducer::pack(size_t b) {
+  const std::vector<kernels::FlatSlice>& slices = slices_[b];
+  for (size_t k = 0; k < slices.size(); ++k) {
+    const Param& p = *params_[buckets_[b].params[k]];
+    CREMA_CHECK(p.grad.raw() == slices[k].tensor,
+                "the gradient of " + p.name + " moved after the gradient reducer was built");
+  }
+  const int count = int(slices.size());
+  void* data = storage_[b].raw();
+  const DType dtype = settings_.reduce_dtype;
+  if (comm_ == nullptr) return kernels::cpu::pack_flat(slices.data(), count, dtype, data, 1);
+  on_gpu(comm_, [&](auto s) { kernels::cuda::pack_flat(slices.data(), count, dtype, data, s); });
 }
 
-void GradientReducer::unpack(const void* from, Tensor& grad) {
-  if (!narrow()) return move(grad.raw(), from, grad.nbytes());
-  convert(from, settings_.reduce_dtype, grad.raw(), DType::f32, grad.numel(), comm_);
+void GradientReducer::unpack(size_t b) {
+  const std::vector<kernels::FlatSlice>& slices = slices_[b];
+  const int count = int(slices.size());
+  const void* data = storage_[b].raw();
+  const DType dtype = settings_.reduce_dtype;
+  if (comm_ == nullptr) return kernels::cpu::unpack_flat(data, dtype, slices.data(), count, 1);
+  on_gpu(comm_, [&](auto s) { kernels::cuda::unpack_flat(data, dtype, slices.data(), count, s); });
 }
 
 void GradientReducer::launch(size_t b) {
   launched_[b] = true;
   const Bucket& bucket = buckets_[b];
-  char* data = static_cast<char*>(storage_[b].raw());
-  const size_t element = dtype_size(settings_.reduce_dtype);
+  void* data = storage_[b].raw();
   const bool last = b + 1 == buckets_.size();
   std::optional<gpu::DeviceGuard> guard;
   if (comm_ != nullptr) {
@@ -134,9 +163,7 @@ void GradientReducer::launch(size_t b) {
     gpu::record(ready_[b], ctx_.stream());
     gpu::wait(comm_, ready_[b]);
   }
-  for (size_t k = 0; k < bucket.params.size(); ++k) {
-    pack(params_[bucket.params[k]]->grad, data + size_t(bucket.offsets[k]) * element);
-  }
+  pack(b);
   float* extra = last ? extras() : nullptr;
   if (last) {
     // The vote from pinned memory: a graph's replay copies what begin_step wrote last.
@@ -146,9 +173,7 @@ void GradientReducer::launch(size_t b) {
   const int64_t riding = last && !narrow() ? kExtras : 0;
   group_.all_reduce(data, bucket.numel + riding, settings_.reduce_dtype, Reduce::average, comm_);
   if (last && narrow()) group_.all_reduce(extra, kExtras, Reduce::average, comm_);
-  for (size_t k = 0; k < bucket.params.size(); ++k) {
-    unpack(data + size_t(bucket.offsets[k]) * element, params_[bucket.params[k]]->grad);
-  }
+  unpack(b);
   if (last && loss_sum_ != nullptr) move(loss_sum_->raw(), extra + 1, sizeof(float));
   if (comm_ != nullptr) gpu::record(done_[b], comm_);
 }

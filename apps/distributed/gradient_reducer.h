@@ -6,17 +6,22 @@
 // after-layer hook):
 //
 //   compute stream   ... layer L backward  | record `ready`  | layer L-1 backward ...
-//   comm stream                              wait `ready`, copy the gradients into the bucket,
-//                                            all-reduce (average), copy them back, record `done`
+//   comm stream                              wait `ready`, pack the gradients into the bucket,
+//                                            all-reduce (average), unpack them, record `done`
 //
-// and before the solver step the compute stream waits for every `done`. The copies cost two
-// passes over the gradients (a few hundred microseconds for ResNet-50's 100 MB) and keep the
-// parameters where the layers and the solver expect them. The communication stream has the
-// device's greatest priority: once `ready` fires, its copies and NCCL's kernel take the next free
-// SMs instead of queueing behind the backward blocks already waiting.
+// and before the solver step the compute stream waits for every `done`. The pack and the unpack
+// are one kernel each (kernels/cast/flat.h: up to 64 gradients per launch, from a table built
+// at construction), not one copy per parameter: the last bucket's, which nothing overlaps, would
+// otherwise cost dozens of small launches each way. They cost two passes over the gradients (a
+// few hundred microseconds for ResNet-50's 100 MB) and keep the parameters where the layers and
+// the solver expect them. Each gradient's place in the bucket starts at a multiple of 8
+// elements, so that the kernels move it 16 bytes at a time; the few elements between places are
+// zeros that the all-reduce carries along. The communication stream has the device's greatest
+// priority: once `ready` fires, its kernels and NCCL's take the next free SMs instead of
+// queueing behind the backward blocks already waiting.
 //
-// With distributed.reduce_dtype: bf16 (ddp_settings.h) the bucket is bf16: the copies in round
-// each gradient to bf16 (kernels::convert), NCCL averages bf16, the copies out widen it back.
+// With distributed.reduce_dtype: bf16 (ddp_settings.h) the bucket is bf16: the pack rounds each
+// gradient to bf16 (kernels::cast's rounding), NCCL averages bf16, the unpack widens it back.
 //
 // Two f32 values ride after each step's last bucket (in it when the bucket is f32, in a tiny
 // all-reduce of their own after it when bf16 would round them):
@@ -37,6 +42,7 @@
 #include "apps/distributed/process_group.h"
 #include "core/context.h"
 #include "core/net.h"
+#include "kernels/cast/flat.h"
 
 namespace crema::distributed {
 
@@ -74,9 +80,10 @@ class GradientReducer {
   void launch(size_t b);
   // Copies `bytes` on the communication stream (a GPU) or at once (the CPU).
   void move(void* to, const void* from, size_t bytes);
-  // The gradient into the bucket, and back: copies for f32, conversions for bf16.
-  void pack(const Tensor& grad, void* to);
-  void unpack(const void* from, Tensor& grad);
+  // Bucket b's gradients into its buffer, and back: one kernel each way on a GPU (copies for f32,
+  // conversions for bf16: kernels/cast/flat.h), a cast per gradient on the CPU.
+  void pack(size_t b);
+  void unpack(size_t b);
   // [vote, loss sum]: after the last bucket's gradients when it is f32, else in tail_.
   float* extras() {
     return narrow() ? tail_.data<float>() : storage_.back().data<float>() + buckets_.back().numel;
@@ -88,8 +95,9 @@ class GradientReducer {
   Context& ctx_;
   DdpSettings settings_;
   Tensor* loss_sum_;
-  std::vector<Param*> params_;  // the planner's input order
-  std::vector<Bucket> buckets_;
+  std::vector<Param*> params_;   // the planner's input order
+  std::vector<Bucket> buckets_;  // the plan's, each place rounded up to kPlaceAlign elements
+  std::vector<std::vector<kernels::FlatSlice>> slices_;  // per bucket: each gradient's place
   std::vector<Tensor> storage_;  // one buffer per bucket, of reduce_dtype (an f32 last: + extras)
   Tensor tail_;                  // f32 [2]: the extras, when the buckets are bf16
   std::vector<bool> launched_;

@@ -7,7 +7,7 @@
 
 #include "kernels/common/launch.h"
 #include "kernels/optimizers/grad_unscale.h"
-#include "kernels/optimizers/slice_blocks_cuda.cuh"
+#include "kernels/common/slice_blocks_cuda.cuh"
 
 namespace crema::kernels::cuda {
 namespace {

@@ -18,7 +18,7 @@
 #include "kernels/common/reduce_cuda.cuh"
 #include "kernels/optimizers/optimizer_rules.h"
 #include "kernels/optimizers/optimizers.h"
-#include "kernels/optimizers/slice_blocks_cuda.cuh"
+#include "kernels/common/slice_blocks_cuda.cuh"
 
 namespace crema::kernels::cuda {
 namespace {
