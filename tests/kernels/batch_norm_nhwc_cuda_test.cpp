@@ -51,6 +51,12 @@ const Case kCases[] = {
     {{2, 2048, 3, 1}, Layout::nhwc},  // 256 lanes in bf16, 2 tiles in f32; one row a step
     {{5, 520, 7, 3}, Layout::nhwc},   // 65 lanes (bf16), 3 rows a step: a pairwise tree of 3
     {{128, 64, 9, 9}, Layout::nhwc},  // 8 lanes, 32 rows a step: several chunks of 512 rows
+    // kernel 1's column sums by warp shuffles where lanes divides 32 (bf16 / f32 lanes: C = 32
+    // 4 / 8, C = 128 16 / 32, both above; C = 256 32 in two rounds of 4 channels), the tree
+    // where it does not (C = 96: 12 / 24 lanes)
+    {{5, 32, 9, 9}, Layout::nhwc},
+    {{3, 128, 7, 5}, Layout::nhwc},
+    {{2, 96, 11, 3}, Layout::nhwc},
     {{2, 5, 45, 47}, Layout::nchw},   // split_channel in bf16 / f16
 };
 
