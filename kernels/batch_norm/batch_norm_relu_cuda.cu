@@ -64,7 +64,7 @@ struct StoreRelu {
 // step that computes stores dr, so rows_tiled issues every row's loads before a dr store.
 template <class T>
 struct ReluGrad {
-  static constexpr int kLoads = 2;  // dy, y
+  static constexpr int kLoads = 2;         // dy, y
   static constexpr bool kMayStore = true;  // dr
   const T *dy, *y;
   T* dr;

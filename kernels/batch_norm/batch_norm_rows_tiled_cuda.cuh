@@ -15,11 +15,12 @@
 // computes are split_rows_vec's expressions element by element (the same bits for y and dx given
 // the same statistics). With one tile a block reads whole rows: one contiguous span a step.
 //
-// Every kernel walks its rows through pipelined_rows (batch_norm_rows_tile_cuda.cuh): the loads
-// of 2 or 3 rows (kRowsInFlight) -- x and what the policy reads beside it (r, dy, y or dr), kept
-// packed -- are in flight before the stores of the row before them (a store may alias its own row's
-// loads, never another row's), so a policy that loads or stores (StoreRelu's r, ReluGrad's dr)
-// does not serialize a thread's rows.
+// The elementwise kernels walk their rows through pipelined_rows (batch_norm_rows_tile_cuda.cuh):
+// the loads of 2 or 3 rows (kRowsInFlight) -- x and what the policy reads beside it (r, dy, y or
+// dr), kept packed -- are in flight before the stores of the row before them (a store may alias
+// its own row's loads, never another row's), so a policy that loads or stores (StoreRelu's r,
+// ReluGrad's dr) does not serialize a thread's rows. Kernel 1 does too where its gradient may
+// store (ReluGrad in bf16 / f16); where it only loads, its unrolled loop's loads are hoisted.
 //
 // Kernel 1 (statistics or gradient sums) runs on the same tile over a chunk of rows (grid: row
 // tiles x chunks of 16 rows a thread, at most kMaxChunks: the partials' layout follows the shape

@@ -57,7 +57,7 @@ const Case kCases[] = {
     {{5, 32, 9, 9}, Layout::nhwc},
     {{3, 128, 7, 5}, Layout::nhwc},
     {{2, 96, 11, 3}, Layout::nhwc},
-    {{2, 5, 45, 47}, Layout::nchw},   // split_channel in bf16 / f16
+    {{2, 5, 45, 47}, Layout::nchw},  // split_channel in bf16 / f16
 };
 
 std::string describe(const Case& c, DType dtype) {
@@ -300,10 +300,9 @@ TEST(BatchNormNhwcCuda, FusedWithoutResidualAndInPlace) {
           s, x.exact.data(), nullptr, p.gamma.data(), p.beta.data(), 1e-3, 0.2, y_ref.data(),
           nullptr, mean.data(), invstd.data(), rm.data(), rv.data(), nullptr);
       std::vector<double> dx_ref(n), dgamma(C, 0.0), dbeta(C, 0.0);
-      ref::batch_norm_relu_backward<double>(s, x.exact.data(), nullptr, dy.exact.data(),
-                                            p.gamma.data(), p.beta.data(), mean.data(),
-                                            invstd.data(), true, dx_ref.data(), nullptr,
-                                            dgamma.data(), dbeta.data());
+      ref::batch_norm_relu_backward<double>(
+          s, x.exact.data(), nullptr, dy.exact.data(), p.gamma.data(), p.beta.data(), mean.data(),
+          invstd.data(), true, dx_ref.data(), nullptr, dgamma.data(), dbeta.data());
       EXPECT_EQ(rel(ctx, x_copy, x.exact), 0.0);
       EXPECT_LE(rel(ctx, y, y_ref), tolerance);
       EXPECT_LE(rel(ctx, dx, dx_ref), tolerance);
@@ -319,13 +318,12 @@ TEST(BatchNormNhwcCuda, FusedWithoutResidualAndInPlace) {
       batch_norm_relu_backward(ctx, x.device, y_sum, dr, p.g, p.b, p.mean, p.invstd, true, dx_sum,
                                dr, none, none);
       ref::batch_norm_relu_forward_training<double>(
-          s, x.exact.data(), r.exact.data(), p.gamma.data(), p.beta.data(), 1e-3, 0.2,
-          y_ref.data(), nullptr, mean.data(), invstd.data(), nullptr, nullptr, nullptr);
+          s, x.exact.data(), r.exact.data(), p.gamma.data(), p.beta.data(), 1e-3, 0.2, y_ref.data(),
+          nullptr, mean.data(), invstd.data(), nullptr, nullptr, nullptr);
       std::vector<double> dr_ref(n);
-      ref::batch_norm_relu_backward<double>(s, x.exact.data(), y_ref.data(), dy.exact.data(),
-                                            p.gamma.data(), p.beta.data(), mean.data(),
-                                            invstd.data(), true, dx_ref.data(), dr_ref.data(),
-                                            nullptr, nullptr);
+      ref::batch_norm_relu_backward<double>(
+          s, x.exact.data(), y_ref.data(), dy.exact.data(), p.gamma.data(), p.beta.data(),
+          mean.data(), invstd.data(), true, dx_ref.data(), dr_ref.data(), nullptr, nullptr);
       EXPECT_LE(rel(ctx, y_sum, y_ref), tolerance);
       EXPECT_LE(rel(ctx, dr, dr_ref), tolerance);
       EXPECT_LE(rel(ctx, dx_sum, dx_ref), tolerance);
