@@ -21,8 +21,9 @@
 //       or 4 f32 channels a thread) in the kernels that touch the activations, where C % V == 0
 //       and the pointers are aligned; split_rows otherwise (batch_norm_rows_vec_cuda.cuh).
 //   BatchNormVersion::rows_tiled  split_rows_vec with each thread on fixed channels, their
-//       parameters in registers, blocks that are tiles of whole rows, and kernel 1's column sums
-//       in a shared-memory tree (batch_norm_rows_tiled_cuda.cuh); production's for S == 1.
+//       parameters in registers, blocks that are tiles of whole rows, 2-3 rows' loads in flight
+//       before a row's stores, and kernel 1's column sums by warp shuffles (or a shared-memory
+//       tree) (batch_norm_rows_tiled_cuda.cuh); production's for S == 1.
 // The inference forward is one elementwise kernel, used by every version (rows_tiled's where S ==
 // 1 and the 16-byte form applies).
 // split_channel's and split_rows' kernels live in batch_norm_cuda.cuh, templated on what the

@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 
 #include "kernels/batch_norm/batch_norm.h"
 #include "kernels/common/float16_cuda.cuh"
@@ -44,13 +45,61 @@ inline bool aligned16(const void* p) {
   return reinterpret_cast<uintptr_t>(p) % 16 == 0;  // nullptr too: an absent tensor is no obstacle
 }
 
+// V consecutive elements of T as memory holds them, loaded but not yet widened: 16-byte loads
+// where V * sizeof(T) is a multiple of 16 (the caller checks the alignment), else one element at
+// a time. rows_tiled keeps its loads packed until it computes (8 bf16 in 4 registers, not 8
+// floats); widen() gives load_floats' floats.
+template <class T, int V, bool kVector = (V * sizeof(T)) % 16 == 0>
+struct Packed {
+  static constexpr int kWords = int(V * sizeof(T) / 16);
+  uint4 raw[kWords];
+  __device__ void load(const T* p, int64_t j) {
+#pragma unroll
+    for (int k = 0; k < kWords; ++k) raw[k] = reinterpret_cast<const uint4*>(p + j)[k];
+  }
+  __device__ void widen(float (&out)[V]) const {
+    T elements[V];
+    memcpy(elements, raw, sizeof(elements));
+#pragma unroll
+    for (int e = 0; e < V; ++e) out[e] = to_float(elements[e]);
+  }
+};
+
+template <class T, int V>
+struct Packed<T, V, false> {
+  T elements[V];
+  __device__ void load(const T* p, int64_t j) {
+#pragma unroll
+    for (int e = 0; e < V; ++e) elements[e] = p[j + e];
+  }
+  __device__ void widen(float (&out)[V]) const {
+#pragma unroll
+    for (int e = 0; e < V; ++e) out[e] = to_float(elements[e]);
+  }
+};
+
+// The vector forms come in two steps for rows_tiled, which issues the loads of several rows before
+// it stores any: `fetch<V>(j)` (store policies) or `fetch(j)` (the gradient's channels) loads
+// what the policy reads at element j, packed; the step that computes and stores takes it. The
+// one-step forms are fetch-then-compute at the same element.
 template <class T>
 struct StoreZ {
+  static constexpr int kLoads = 0;  // 16-byte loads of a vector beside x's (rows_tiled)
   T* y;
   __device__ void operator()(int64_t j, float, float z) const { y[j] = from_float<T>(z); }
   template <int V>
-  __device__ void vec(int64_t j, const float (&)[V], const float (&z)[V]) const {
+  struct Inputs {};  // nothing but x
+  template <int V>
+  __device__ Inputs<V> fetch(int64_t) const {
+    return {};
+  }
+  template <int V>
+  __device__ void vec(int64_t j, const float (&)[V], const float (&z)[V], const Inputs<V>&) const {
     store_floats<V>(y, j, z);
+  }
+  template <int V>
+  __device__ void vec(int64_t j, const float (&x)[V], const float (&z)[V]) const {
+    vec<V>(j, x, z, Inputs<V>{});
   }
   bool vectorizable() const { return aligned16(y); }
 };
@@ -58,13 +107,27 @@ struct StoreZ {
 // The gradient as stored: dy for the plain backward, the fused pass 1's dr in its pass 2.
 template <class T>
 struct LoadGrad {
+  static constexpr int kLoads = 1;
+  static constexpr bool kMayStore = false;  // whether the gradient's step may store (rows_tiled)
   const T* g;
   template <int V>
   struct Channels {
     const T* g;
+    struct Inputs {
+      Packed<T, V> g;
+    };
     __device__ float operator()(int64_t j, float) const { return to_float(g[j]); }
-    __device__ void operator()(int64_t j, const float (&)[V], float (&out)[V]) const {
-      load_floats<V>(g, j, out);
+    __device__ Inputs fetch(int64_t j) const {
+      Inputs in;
+      in.g.load(g, j);
+      return in;
+    }
+    __device__ void operator()(int64_t, const float (&)[V], const Inputs& in,
+                               float (&out)[V]) const {
+      in.g.widen(out);
+    }
+    __device__ void operator()(int64_t j, const float (&x)[V], float (&out)[V]) const {
+      (*this)(j, x, fetch(j), out);
     }
   };
   __device__ Channels<1> channel(int64_t) const { return {g}; }

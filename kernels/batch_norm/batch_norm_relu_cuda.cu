@@ -15,17 +15,29 @@ namespace crema::kernels::cuda {
 namespace {
 
 // y = relu((0 + z) + r) or relu(z), rounded as the Eltwise SUM and ReLU kernels round them; x
-// copied first (y may alias x).
+// copied first (y may alias x). fetch loads r, so that rows_tiled has it in flight with x.
 template <class T>
 struct StoreRelu {
+  static constexpr int kLoads = 1;  // r
   const T* r;
   T* y;
   T* x_copy;
   template <int V>
-  __device__ void vec(int64_t j, const float (&x)[V], const float (&z)[V]) const {
+  struct Inputs {
+    Packed<T, V> r;
+  };
+  template <int V>
+  __device__ Inputs<V> fetch(int64_t j) const {
+    Inputs<V> in;
+    if (r) in.r.load(r, j);
+    return in;
+  }
+  template <int V>
+  __device__ void vec(int64_t j, const float (&x)[V], const float (&z)[V],
+                      const Inputs<V>& in) const {
     if (x_copy) store_floats<V>(x_copy, j, x);
     float rv[V], out[V];
-    if (r) load_floats<V>(r, j, rv);
+    if (r) in.r.widen(rv);
 #pragma unroll
     for (int i = 0; i < V; ++i) {
       const float v = r ? __fadd_rn(__fadd_rn(0.0f, z[i]), rv[i]) : z[i];
@@ -33,9 +45,13 @@ struct StoreRelu {
     }
     store_floats<V>(y, j, out);
   }
+  template <int V>
+  __device__ void vec(int64_t j, const float (&x)[V], const float (&z)[V]) const {
+    vec<V>(j, x, z, fetch<V>(j));
+  }
   __device__ void operator()(int64_t j, float x, float z) const {
     const float xs[1] = {x}, zs[1] = {z};
-    vec(j, xs, zs);
+    vec<1>(j, xs, zs);
   }
   bool vectorizable() const {
     return aligned16(r) && aligned16(y) && aligned16(x_copy);
@@ -44,9 +60,12 @@ struct StoreRelu {
 
 // dv = dy where the ReLU's output y is positive (batch_norm_relu.h) or, without y, where its
 // input z, recomputed from x, is (0 * dy elsewhere, as ReLU's backward); stored to dr when dr is
-// given. channels<V>(c0) serves channels c0 .. c0 + V - 1.
+// given. channels<V>(c0) serves channels c0 .. c0 + V - 1; its fetch loads dy and y, and the
+// step that computes stores dr, so rows_tiled issues every row's loads before a dr store.
 template <class T>
 struct ReluGrad {
+  static constexpr int kLoads = 2;         // dy, y
+  static constexpr bool kMayStore = true;  // dr
   const T *dy, *y;
   T* dr;
   const float *gamma, *beta, *mean, *invstd;
@@ -55,6 +74,31 @@ struct ReluGrad {
     const T *dy, *y;
     T* dr;
     float mean[V], scale[V], shift[V];
+    struct Inputs {
+      Packed<T, V> dy, y;
+    };
+    __device__ Inputs fetch(int64_t j) const {
+      Inputs in;
+      in.dy.load(dy, j);
+      if (y) in.y.load(y, j);
+      return in;
+    }
+    __device__ void operator()(int64_t j, const float (&x)[V], const Inputs& in,
+                               float (&g)[V]) const {
+      float d[V], v[V];
+      in.dy.widen(d);
+      if (y) {
+        in.y.widen(v);
+      } else {
+#pragma unroll
+        for (int i = 0; i < V; ++i) v[i] = normalized(x[i], mean[i], scale[i], shift[i]);
+      }
+#pragma unroll
+      for (int i = 0; i < V; ++i) g[i] = v[i] > 0.0f ? d[i] : __fmul_rn(0.0f, d[i]);
+      if (dr) store_floats<V>(dr, j, g);
+    }
+    // The one-step form, the same expressions loading as it goes (not through fetch: ptxas gives
+    // split_rows_vec's and rows_tiled's f32 unrolled loops fewer registers so).
     __device__ void operator()(int64_t j, const float (&x)[V], float (&g)[V]) const {
       float d[V], v[V];
       load_floats<V>(dy, j, d);

@@ -15,118 +15,25 @@
 // computes are split_rows_vec's expressions element by element (the same bits for y and dx given
 // the same statistics). With one tile a block reads whole rows: one contiguous span a step.
 //
+// The elementwise kernels walk their rows through pipelined_rows (batch_norm_rows_tile_cuda.cuh):
+// the loads of 2 or 3 rows (kRowsInFlight) -- x and what the policy reads beside it (r, dy, y or
+// dr), kept packed -- are in flight before the stores of the row before them (a store may alias
+// its own row's loads, never another row's), so a policy that loads or stores (StoreRelu's r,
+// ReluGrad's dr) does not serialize a thread's rows. Kernel 1 does too where its gradient may
+// store (ReluGrad in bf16 / f16); where it only loads, its unrolled loop's loads are hoisted.
+//
 // Kernel 1 (statistics or gradient sums) runs on the same tile over a chunk of rows (grid: row
 // tiles x chunks of 16 rows a thread, at most kMaxChunks: the partials' layout follows the shape
 // only, never the GPU); each thread adds its rows in double, then the block adds the threads of a
-// column in a fixed tree through 4 KB of shared memory, one channel of the V at a time
-// (split_rows_vec's column sum held kThreads * V pairs of doubles: 32 KB). Kernel 2 is split_rows'.
+// column: with warp shuffles and a few barriers where lanes divides 32 (C / V <= 32), else in a
+// fixed tree through shared memory, one channel of the V at a time. Kernel 2 is split_rows'.
 // No atomics: the same bits on every run; the order of the adds differs from split_rows_vec's.
 #pragma once
 
-#include "kernels/batch_norm/batch_norm_rows_vec_cuda.cuh"
+#include "kernels/batch_norm/batch_norm_rows_tile_cuda.cuh"
 
 namespace crema::kernels::cuda {
 namespace {
-
-// Rows each thread of the elementwise kernels loads before it computes and stores any: their
-// 16-byte loads are in flight together (a store between them would order them: y may alias x).
-constexpr int kRowsInFlight = 2;
-
-// The tile of a row of C / V vectors: `tiles` tiles of `lanes` vectors (the last one may be
-// shorter), `rows` = kThreads / lanes rows a block step.
-struct RowTiling {
-  int tiles, lanes, rows;
-};
-
-inline RowTiling row_tiling(int64_t C, int V) {
-  const int64_t vectors = C / V;
-  const int tiles = int(ceil_div(vectors, kThreads));
-  const int lanes = int(ceil_div(vectors, tiles));
-  return {tiles, lanes, kThreads / lanes};
-}
-
-// Rows per chunk of kernel 1: 16 rows a thread (a block's 16 steps), or more where that would
-// give more than kMaxChunks chunks. Not split_rows' 256-row minimum: at C = 2048 bf16 a block is
-// one row wide and [6272, 2048] gets 392 blocks, not 25.
-inline int64_t tiled_chunk_length(int64_t M, const RowTiling& t) {
-  const int64_t by_limit = ceil_div(M, kMaxChunks), at_least = 16 * int64_t(t.rows);
-  return by_limit > at_least ? by_limit : at_least;
-}
-
-inline int tiled_chunk_count(int64_t M, const RowTiling& t) {
-  const int64_t chunks = ceil_div(M, tiled_chunk_length(M, t));
-  return int(chunks < 1 ? 1 : chunks);
-}
-
-// rows_tiled's scratch: the partials of either vector width C allows, or of split_rows_vec's
-// fallback (split_rows' layout), then the backward's coefficients.
-inline size_t rows_tiled_workspace_bytes(const BatchNormShape& s) {
-  size_t bytes = rows_workspace_bytes(s);
-  for (const int V : {4, 8}) {
-    if (s.C % V != 0) continue;
-    const size_t tiled =
-        size_t(s.C) * size_t(tiled_chunk_count(s.N, row_tiling(s.C, V))) * sizeof(Sums) +
-        size_t(s.C) * sizeof(float3);
-    if (tiled > bytes) bytes = tiled;
-  }
-  return bytes;
-}
-
-// Blocks along the rows for the elementwise kernels: kRowsInFlight * 4 rows per thread, within
-// the grid's y limit (beyond, threads walk more rows).
-inline unsigned elementwise_row_blocks(int64_t M, const RowTiling& t) {
-  const int64_t blocks = ceil_div(M, int64_t(t.rows) * kRowsInFlight * 4);
-  return unsigned(blocks < 1 ? 1 : (blocks > 65535 ? 65535 : blocks));
-}
-
-// This thread's place in the tile: channels [c0, c0 + V), rows `row`, `row` + rows, ... of the
-// block's; `active` false for the threads past the last channel or the last full row of lanes.
-template <int V>
-struct TiledThread {
-  int64_t c0;
-  int lane, row;
-  bool active;
-  __device__ TiledThread(int64_t C, int lanes, int rows) {
-    lane = int(threadIdx.x) % lanes;
-    row = int(threadIdx.x) / lanes;
-    c0 = (int64_t(blockIdx.x) * lanes + lane) * V;
-    active = row < rows && c0 < C;
-  }
-};
-
-// The sum over the block's rows of each active thread's v[i], for the V channels, valid in the
-// threads of row 0: a pairwise tree over the rows (fixed by the shape), one channel at a time
-// through kThreads cells. Every thread must call it.
-template <int V>
-__device__ void tiled_column_sums(Sums (&v)[V], int lanes, int rows) {
-  __shared__ Sums cells[kThreads];
-  const int t = int(threadIdx.x), row = t / lanes;
-  int top = 1;  // the smallest power of two >= rows
-  while (top < rows) top *= 2;
-#pragma unroll
-  for (int i = 0; i < V; ++i) {
-    cells[t] = v[i];
-    __syncthreads();
-    for (int half = top / 2; half > 0; half /= 2) {
-      if (row < half && row + half < rows) {
-        const Sums other = cells[t + half * lanes];
-        cells[t].a += other.a;
-        cells[t].b += other.b;
-      }
-      __syncthreads();
-    }
-    v[i] = cells[t];
-    __syncthreads();  // the cells are rewritten for the next channel
-  }
-}
-
-// Row 0's thread of each column stores its V channels' sums for the block's chunk.
-template <int V>
-__device__ void store_tiled_partials(const TiledThread<V>& t, const Sums (&v)[V], Sums* partials) {
-  if (t.row != 0 || !t.active) return;
-#pragma unroll
-  for (int i = 0; i < V; ++i) partials[(t.c0 + i) * gridDim.y + blockIdx.y] = v[i];
-}
 
 template <int V, class T>
 __global__ void partial_moments_tiled(int64_t M, int64_t C, int64_t chunk, int lanes, int rows,
@@ -146,15 +53,17 @@ __global__ void partial_moments_tiled(int64_t M, int64_t C, int64_t chunk, int l
       }
     }
   }
-  tiled_column_sums<V>(sums, lanes, rows);
-  store_tiled_partials<V>(t, sums, partials);
+  store_tiled_partials<V>(t, sums, lanes, rows, partials);
 }
 
-// Sums of g and g * (x - mean) in one pass over x and the gradient.
-template <int V, class T, class Grad>
-__global__ void partial_grad_sums_tiled(int64_t M, int64_t C, int64_t chunk, int lanes, int rows,
-                                        const T* x, Grad grad, const float* save_mean,
-                                        Sums* partials) {
+// Sums of g and g * (x - mean) in one pass over x and the gradient. A gradient that may store (the
+// fused pass 1's dr) orders each row's loads after the last row's store in a plain loop, so with
+// kPipelined its rows go through pipelined_rows, 2 in flight (the sums' doubles leave no room for
+// more); a gradient that only loads lets the compiler hoist an unrolled loop's loads.
+template <bool kPipelined, int V, class T, class Grad>
+__device__ void grad_sums_tiled(int64_t M, int64_t C, int64_t chunk, int lanes, int rows,
+                                const T* x, const Grad& grad, const float* save_mean,
+                                Sums* partials) {
   const TiledThread<V> t(C, lanes, rows);
   const int64_t r0 = int64_t(blockIdx.y) * chunk, r1 = r0 + chunk < M ? r0 + chunk : M;
   Sums sums[V] = {};
@@ -163,56 +72,82 @@ __global__ void partial_grad_sums_tiled(int64_t M, int64_t C, int64_t chunk, int
 #pragma unroll
     for (int i = 0; i < V; ++i) mean[i] = save_mean[t.c0 + i];
     const auto g = grad.template channels<V>(t.c0);
-#pragma unroll 4
-    for (int64_t r = r0 + t.row; r < r1; r += rows) {
-      const int64_t j = r * C + t.c0;
-      float v[V], gj[V];
-      load_floats<V>(x, j, v);
-      g(j, v, gj);
+    const auto add = [&](const float (&v)[V], const float (&gj)[V]) {
 #pragma unroll
       for (int i = 0; i < V; ++i) {
         sums[i].a += double(gj[i]);
         sums[i].b += double(gj[i]) * double(v[i] - mean[i]);
       }
+    };
+    if constexpr (kPipelined) {
+      using Loads = RowLoads<T, V, decltype(g.fetch(0))>;
+      const auto fetch = [&](int64_t j) {
+        Loads l;
+        l.x.load(x, j);
+        l.more = g.fetch(j);
+        return l;
+      };
+      const auto use = [&](int64_t j, const Loads& l) {
+        float v[V], gj[V];
+        l.x.widen(v);
+        g(j, v, l.more, gj);
+        add(v, gj);
+      };
+      pipelined_rows<2, Loads>((r0 + t.row) * C + t.c0, rows * C, r1 * C, fetch, use);
+    } else {
+#pragma unroll 4
+      for (int64_t r = r0 + t.row; r < r1; r += rows) {
+        const int64_t j = r * C + t.c0;
+        float v[V], gj[V];
+        load_floats<V>(x, j, v);
+        g(j, v, gj);
+        add(v, gj);
+      }
     }
   }
-  tiled_column_sums<V>(sums, lanes, rows);
-  store_tiled_partials<V>(t, sums, partials);
+  store_tiled_partials<V>(t, sums, lanes, rows, partials);
 }
 
-// This thread's first row and the distance to its next: the blocks along y take turns at steps of
-// `rows` rows, so the thread's channels never change.
-struct RowWalk {
-  int64_t first, stride;
-  __device__ RowWalk(int row, int rows) {
-    first = int64_t(blockIdx.y) * rows + row;
-    stride = int64_t(gridDim.y) * rows;
-  }
-};
+template <int V, class T, class Grad>
+__global__ void partial_grad_sums_tiled(int64_t M, int64_t C, int64_t chunk, int lanes, int rows,
+                                        const T* x, Grad grad, const float* save_mean,
+                                        Sums* partials) {
+  grad_sums_tiled<false, V>(M, C, chunk, lanes, rows, x, grad, save_mean, partials);
+}
+
+// The pipelined form, for a gradient that may store in bf16 / f16 (the latency-bound case),
+// within the 128 registers that give it 2 blocks an SM, as the plain loop had.
+template <int V, class T, class Grad>
+__global__ void __launch_bounds__(kThreads, 2)
+    partial_grad_sums_pipelined(int64_t M, int64_t C, int64_t chunk, int lanes, int rows,
+                                const T* x, Grad grad, const float* save_mean, Sums* partials) {
+  grad_sums_tiled<true, V>(M, C, chunk, lanes, rows, x, grad, save_mean, partials);
+}
 
 // z = (x - mean[c]) * scale[c] + shift[c] for this thread's rows, mean, scale = gamma[c] *
 // invstd[c] and shift = beta[c] held in registers (normalize_rows_vec's expression); writes
-// store(j, x, z).
+// store.vec(j, x, z, ...) with what store.fetch loaded beside x (r), kRowsInFlight rows in flight.
 template <int V, class T, class Store>
 __device__ void normalize_tiled_rows(int64_t M, int64_t C, const TiledThread<V>& t, int rows,
                                      const T* x, const float (&mean)[V], const float (&scale)[V],
                                      const float (&shift)[V], const Store& store) {
+  using Loads = RowLoads<T, V, decltype(store.template fetch<V>(0))>;
+  constexpr int kSlots = kRowsInFlight<T, 1 + Store::kLoads>;
+  const auto fetch = [&](int64_t j) {
+    Loads l;
+    l.x.load(x, j);
+    l.more = store.template fetch<V>(j);
+    return l;
+  };
+  const auto use = [&](int64_t j, const Loads& l) {
+    float v[V], z[V];
+    l.x.widen(v);
+#pragma unroll
+    for (int i = 0; i < V; ++i) z[i] = normalized(v[i], mean[i], scale[i], shift[i]);
+    store.template vec<V>(j, v, z, l.more);
+  };
   const RowWalk w(t.row, rows);
-  for (int64_t r = w.first; r < M; r += w.stride * kRowsInFlight) {
-    float v[kRowsInFlight][V];
-#pragma unroll
-    for (int k = 0; k < kRowsInFlight; ++k) {
-      if (r + k * w.stride < M) load_floats<V>(x, (r + k * w.stride) * C + t.c0, v[k]);
-    }
-#pragma unroll
-    for (int k = 0; k < kRowsInFlight; ++k) {
-      if (r + k * w.stride >= M) break;
-      float z[V];
-#pragma unroll
-      for (int i = 0; i < V; ++i) z[i] = normalized(v[k][i], mean[i], scale[i], shift[i]);
-      store.vec((r + k * w.stride) * C + t.c0, v[k], z);
-    }
-  }
+  pipelined_rows<kSlots, Loads>(w.first * C + t.c0, w.stride * C, M * C, fetch, use);
 }
 
 template <int V, class T, class Store>
@@ -259,7 +194,7 @@ __global__ void normalize_inference_tiled(int64_t M, int64_t C, int lanes, int r
 }
 
 // dx = a * (g - b - (x - mean) * d) with {a, b, d} = coef[c] and mean[c] in registers
-// (backward_apply_rows_vec's expression); g from `grad`, all of a step's rows loaded first.
+// (backward_apply_rows_vec's expression); g from `grad`, kRowsInFlight rows in flight.
 template <int V, class T, class Grad>
 __global__ void backward_apply_tiled(int64_t M, int64_t C, int lanes, int rows, const T* x,
                                      Grad grad, const float* mean, const float3* coef, T* dx) {
@@ -275,26 +210,24 @@ __global__ void backward_apply_tiled(int64_t M, int64_t C, int lanes, int rows, 
     d[i] = k3.z;
   }
   const auto g = grad.template channels<V>(t.c0);
+  using Loads = RowLoads<T, V, decltype(g.fetch(0))>;
+  constexpr int kSlots = kRowsInFlight<T, 1 + Grad::kLoads>;
+  const auto fetch = [&](int64_t j) {
+    Loads l;
+    l.x.load(x, j);
+    l.more = g.fetch(j);
+    return l;
+  };
+  const auto use = [&](int64_t j, const Loads& l) {
+    float v[V], gv[V], out[V];
+    l.x.widen(v);
+    g(j, v, l.more, gv);
+#pragma unroll
+    for (int i = 0; i < V; ++i) out[i] = a[i] * (gv[i] - b[i] - (v[i] - m[i]) * d[i]);
+    store_floats<V>(dx, j, out);
+  };
   const RowWalk w(t.row, rows);
-  for (int64_t r = w.first; r < M; r += w.stride * kRowsInFlight) {
-    float v[kRowsInFlight][V], gv[kRowsInFlight][V];
-#pragma unroll
-    for (int k = 0; k < kRowsInFlight; ++k) {
-      if (r + k * w.stride < M) load_floats<V>(x, (r + k * w.stride) * C + t.c0, v[k]);
-    }
-#pragma unroll
-    for (int k = 0; k < kRowsInFlight; ++k) {
-      if (r + k * w.stride < M) g((r + k * w.stride) * C + t.c0, v[k], gv[k]);
-    }
-#pragma unroll
-    for (int k = 0; k < kRowsInFlight; ++k) {
-      if (r + k * w.stride >= M) break;
-      float out[V];
-#pragma unroll
-      for (int i = 0; i < V; ++i) out[i] = a[i] * (gv[k][i] - b[i] - (v[k][i] - m[i]) * d[i]);
-      store_floats<V>(dx, (r + k * w.stride) * C + t.c0, out);
-    }
-  }
+  pipelined_rows<kSlots, Loads>(w.first * C + t.c0, w.stride * C, M * C, fetch, use);
 }
 
 inline dim3 elementwise_grid(int64_t M, const RowTiling& t) {
@@ -344,10 +277,15 @@ void backward_rows_tiled(const BatchNormShape& s, const T* x, const BackwardOutp
   Sums* partials = static_cast<Sums*>(workspace);
   float3* coef = reinterpret_cast<float3*>(partials + C * chunks);
   if (have_sums) {
-    partial_grad_sums_tiled<V>
-        <<<dim3(unsigned(tiling.tiles), unsigned(chunks)), kThreads, 0, stream>>>(
-            M, C, tiled_chunk_length(M, tiling), tiling.lanes, tiling.rows, x, first, out.save_mean,
-            partials);
+    const dim3 grid(unsigned(tiling.tiles), unsigned(chunks));
+    const int64_t chunk = tiled_chunk_length(M, tiling);
+    if constexpr (First::kMayStore && sizeof(T) == 2) {
+      partial_grad_sums_pipelined<V><<<grid, kThreads, 0, stream>>>(
+          M, C, chunk, tiling.lanes, tiling.rows, x, first, out.save_mean, partials);
+    } else {
+      partial_grad_sums_tiled<V><<<grid, kThreads, 0, stream>>>(
+          M, C, chunk, tiling.lanes, tiling.rows, x, first, out.save_mean, partials);
+    }
     gpu::check_launch(op);
   }
   finish_grad_sums_rows<<<unsigned(ceil_div(C, kWarps)), kThreads, 0, stream>>>(

@@ -146,6 +146,10 @@ const std::vector<Shape> kShapes = {
     {301, 2056},   // 514 vectors a row: 3 tiles of 172 lanes, the last one partial
     {17001, 516},  // 129 lanes, one row a step: 1001 chunks of 17 rows, the last of 1 row
     {70001, 8},    // 2 lanes, 128 rows a step: chunks of 2048 rows, a partial last one
+    // the column sums by warp shuffles (lanes divides 32): 1, 8 and 32 lanes
+    {4097, 4},
+    {2001, 32},
+    {1031, 128},
 };
 
 TEST(BatchNormCuda, EveryVersionMatchesTheReference) {

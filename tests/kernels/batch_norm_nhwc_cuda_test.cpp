@@ -51,7 +51,13 @@ const Case kCases[] = {
     {{2, 2048, 3, 1}, Layout::nhwc},  // 256 lanes in bf16, 2 tiles in f32; one row a step
     {{5, 520, 7, 3}, Layout::nhwc},   // 65 lanes (bf16), 3 rows a step: a pairwise tree of 3
     {{128, 64, 9, 9}, Layout::nhwc},  // 8 lanes, 32 rows a step: several chunks of 512 rows
-    {{2, 5, 45, 47}, Layout::nchw},   // split_channel in bf16 / f16
+    // kernel 1's column sums by warp shuffles where lanes divides 32 (bf16 / f32 lanes: C = 32
+    // 4 / 8, C = 128 16 / 32, both above; C = 256 32 in two rounds of 4 channels), the tree
+    // where it does not (C = 96: 12 / 24 lanes)
+    {{5, 32, 9, 9}, Layout::nhwc},
+    {{3, 128, 7, 5}, Layout::nhwc},
+    {{2, 96, 11, 3}, Layout::nhwc},
+    {{2, 5, 45, 47}, Layout::nchw},  // split_channel in bf16 / f16
 };
 
 std::string describe(const Case& c, DType dtype) {
@@ -254,6 +260,73 @@ TEST(BatchNormNhwcCuda, NoAffineNoDxAndInPlace) {
                           p.dbeta);
       EXPECT_LE(rel(ctx, p.dgamma, dgamma), 1e-5);
       EXPECT_LE(rel(ctx, p.dbeta, dbeta), 1e-5);
+    }
+  }
+}
+
+// The fused forms the way ResNet runs them, in every storage type, against the reference:
+// relu(bn(x)) in place (y over x, with the copy of x) and its backward without y or dr (the mask
+// from z recomputed; dx over dy), and the residual form's backward with dr over dy. rows_tiled's
+// kernels issue the loads of later rows before a row's stores: in place, each row's own loads must
+// still come first (C = 64 and 256: kernel 1's warp shuffles, 96: its tree).
+TEST(BatchNormNhwcCuda, FusedWithoutResidualAndInPlace) {
+  CREMA_REQUIRE_CUDA();
+  Context ctx(Device::cuda(0));
+  for (DType dtype : {DType::f32, DType::bf16, DType::f16}) {
+    for (const Case& c : {Case{{3, 64, 9, 7}, Layout::nhwc}, Case{{2, 96, 11, 3}, Layout::nhwc},
+                          Case{{5, 256, 3, 7}, Layout::nhwc}}) {
+      SCOPED_TRACE(describe(c, dtype));
+      Random rng(11);
+      const BatchNormShape s = view(c);
+      const size_t n = size_t(shape_numel(c.shape)), C = size_t(s.C);
+      const double tolerance = testing::unit_roundoff(dtype) + 1e-5;
+      const HalfInput x = activation(ctx, rng, c, dtype, -1.0, 2.0);
+      const HalfInput r = activation(ctx, rng, c, dtype, -1.0, 1.0);
+      const HalfInput dy = activation(ctx, rng, c, dtype, -1.0, 1.0);
+      Params p = params(ctx, rng, s.C);
+      Tensor none;
+
+      // relu(bn(x)): y over x, x kept in x_copy; the backward reads x_copy, dx over dy.
+      Tensor y = output(ctx, c, dtype), x_copy = output(ctx, c, dtype);
+      Tensor dx = output(ctx, c, dtype);
+      ctx.copy(y, x.device);
+      ctx.copy(dx, dy.device);
+      batch_norm_relu_forward_training(ctx, y, none, p.g, p.b, 1e-3f, 0.2f, y, x_copy, p.mean,
+                                       p.invstd, p.rm, p.rv, p.tracked);
+      batch_norm_relu_backward(ctx, x_copy, none, dx, p.g, p.b, p.mean, p.invstd, true, dx, none,
+                               p.dgamma, p.dbeta);
+      std::vector<double> y_ref(n), mean(C), invstd(C), rm = p.running_mean, rv = p.running_var;
+      ref::batch_norm_relu_forward_training<double>(
+          s, x.exact.data(), nullptr, p.gamma.data(), p.beta.data(), 1e-3, 0.2, y_ref.data(),
+          nullptr, mean.data(), invstd.data(), rm.data(), rv.data(), nullptr);
+      std::vector<double> dx_ref(n), dgamma(C, 0.0), dbeta(C, 0.0);
+      ref::batch_norm_relu_backward<double>(
+          s, x.exact.data(), nullptr, dy.exact.data(), p.gamma.data(), p.beta.data(), mean.data(),
+          invstd.data(), true, dx_ref.data(), nullptr, dgamma.data(), dbeta.data());
+      EXPECT_EQ(rel(ctx, x_copy, x.exact), 0.0);
+      EXPECT_LE(rel(ctx, y, y_ref), tolerance);
+      EXPECT_LE(rel(ctx, dx, dx_ref), tolerance);
+      EXPECT_LE(rel(ctx, p.dgamma, dgamma), 1e-5);
+      EXPECT_LE(rel(ctx, p.dbeta, dbeta), 1e-5);
+
+      // relu(bn(x) + r): its backward with dr over (a copy of) dy.
+      Tensor y_sum = output(ctx, c, dtype), dx_sum = output(ctx, c, dtype);
+      Tensor dr = output(ctx, c, dtype);
+      ctx.copy(dr, dy.device);
+      batch_norm_relu_forward_training(ctx, x.device, r.device, p.g, p.b, 1e-3f, 0.2f, y_sum, none,
+                                       p.mean, p.invstd, none, none, none);
+      batch_norm_relu_backward(ctx, x.device, y_sum, dr, p.g, p.b, p.mean, p.invstd, true, dx_sum,
+                               dr, none, none);
+      ref::batch_norm_relu_forward_training<double>(
+          s, x.exact.data(), r.exact.data(), p.gamma.data(), p.beta.data(), 1e-3, 0.2, y_ref.data(),
+          nullptr, mean.data(), invstd.data(), nullptr, nullptr, nullptr);
+      std::vector<double> dr_ref(n);
+      ref::batch_norm_relu_backward<double>(
+          s, x.exact.data(), y_ref.data(), dy.exact.data(), p.gamma.data(), p.beta.data(),
+          mean.data(), invstd.data(), true, dx_ref.data(), dr_ref.data(), nullptr, nullptr);
+      EXPECT_LE(rel(ctx, y_sum, y_ref), tolerance);
+      EXPECT_LE(rel(ctx, dr, dr_ref), tolerance);
+      EXPECT_LE(rel(ctx, dx_sum, dx_ref), tolerance);
     }
   }
 }
