@@ -16,6 +16,41 @@ bool stored_as(const Tensor& t, const BlobFormat& format) {
   return t.dtype() == format.dtype && (t.ndim() != 4 || t.layout() == format.layout);
 }
 
+namespace {
+
+// A Convolution layer's node with a 1x1 filter and one group (kernel_size 1, [1, 1] or kernel_h =
+// kernel_w = 1). A malformed key counts as not pointwise: the layer names it when it is built.
+bool is_pointwise(const ConfigNode& layer) {
+  try {
+    if (layer.has("group") && layer.get<int64_t>("group") != 1) return false;
+    if (layer.has("kernel_size")) {
+      const ConfigNode& k = layer.at("kernel_size");
+      if (!k.is_sequence()) return k.as<int64_t>() == 1;
+      for (size_t i = 0; i < k.size(); ++i) {
+        if (k[i].as<int64_t>() != 1) return false;
+      }
+      return k.size() > 0;
+    }
+    return layer.get<int64_t>("kernel_h", 0) == 1 && layer.get<int64_t>("kernel_w", 0) == 1;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+}  // namespace
+
+bool mostly_pointwise(const ConfigNode& model) {
+  if (!model.has("layers") || !model.at("layers").is_sequence()) return false;
+  const ConfigNode& layers = model.at("layers");
+  int pointwise = 0, others = 0;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const ConfigNode& layer = layers[i];
+    if (!layer.is_map() || layer.get<std::string>("type", "") != "Convolution") continue;
+    ++(is_pointwise(layer) ? pointwise : others);
+  }
+  return pointwise > others;
+}
+
 NetPrecision read_net_precision(const ConfigNode& model, const Device& device) {
   NetPrecision net;
   if (!model.is_map()) return net;
@@ -30,10 +65,14 @@ NetPrecision read_net_precision(const ConfigNode& model, const Device& device) {
     net.precision = *precision;
   }
   // Measured (H200, 2026-11-26, ResNet-50 b128): channels-last runs tf32 at 72.9 ms a step
-  // against 95.9 in nchw, and bf16/fp16 only there (their tensor-core convolutions are nhwc);
-  // fp32 stays nchw (its FFMA algorithms are nchw's, 128.6 ms).
+  // against 95.9 in nchw, and bf16/fp16 only there (their tensor-core convolutions are nhwc).
+  // fp32 (H200, 2026-11-27, `crema time`): nhwc where most convolutions are 1x1 (ResNet-50 b128:
+  // 121.7 ms against 128.0 in nchw, whose 1x1s run as plain GEMMs on strided planes), nchw where
+  // the 3x3s dominate (ResNet-18 b256: 70.1 against 96.5 in nhwc, nchw's Winograd and tuned 3x3
+  // algorithms having no nhwc form).
   const bool tensor_cores = net.precision != Precision::fp32;
-  net.layout = tensor_cores && device.is_cuda() ? Layout::nhwc : Layout::nchw;
+  net.layout = device.is_cuda() && (tensor_cores || mostly_pointwise(model)) ? Layout::nhwc
+                                                                              : Layout::nchw;
   if (model.has("layout")) {
     const std::string text = model.get<std::string>("layout");
     if (text != "nchw" && text != "nhwc") {

@@ -54,7 +54,7 @@ port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0));
 for r in 0 1; do
   RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
     "$BIN/crema" train configs/resnet_fashion_mnist.yaml --out "$R" --timeout 60 \
-    --set data.train.batch_size=64 --set solver.snapshot_interval=100 > "$OUT/kill_$r.log" 2>&1 &
+    --set data.train.batch_size=64 --set +solver.snapshot_interval=100 > "$OUT/kill_$r.log" 2>&1 &
   eval "pid$r=$!"
 done
 sleep 12

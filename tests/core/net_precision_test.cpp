@@ -266,5 +266,36 @@ TEST(Convert, AccumulatesIntoF32AndRejectsTheRest) {
   EXPECT_CONTAINS(error_of([&] { kernels::convert(ctx, y, y); }), "y shares storage with x");
 }
 
+// fp32's default layout on a GPU follows the net's convolutions: nhwc where most are 1x1 with one
+// group (ResNet-50's bottlenecks), nchw otherwise (ResNet-18's 3x3s); tensor-core precisions are
+// nhwc there whatever the net; the CPU always nchw; model.layout wins.
+TEST(NetPrecision, Fp32LayoutFollowsThePointwiseShareOnAGpu) {
+  const auto conv = [](const std::string& name, const std::string& keys) {
+    return "    - {name: " + name + ", type: Convolution, bottom: data, top: " + name +
+           ", num_output: 4, " + keys + "}\n";
+  };
+  const std::string pointwise_net = "layers:\n" + conv("a", "kernel_size: 1") +
+                                    conv("b", "kernel_size: [1, 1]") +
+                                    conv("c", "kernel_h: 1, kernel_w: 1") +
+                                    conv("d", "kernel_size: 3, pad: 1");
+  const std::string spatial_net = "layers:\n" + conv("a", "kernel_size: 1") +
+                                  conv("b", "kernel_size: 3, pad: 1") +
+                                  conv("c", "kernel_size: 1, group: 2") +  // grouped: not 1x1 GEMM
+                                  conv("d", "kernel_size: [1, 3]");
+  const ConfigNode pointwise = parse_config(pointwise_net, "net.yaml");
+  const ConfigNode spatial = parse_config(spatial_net, "net.yaml");
+  EXPECT_TRUE(mostly_pointwise(pointwise));
+  EXPECT_FALSE(mostly_pointwise(spatial));
+  EXPECT_FALSE(mostly_pointwise(parse_config("layers: []\n", "net.yaml")));
+  const Device gpu = Device::cuda(0), cpu = Device::cpu();
+  EXPECT_EQ(read_net_precision(pointwise, gpu).layout, Layout::nhwc);
+  EXPECT_EQ(read_net_precision(spatial, gpu).layout, Layout::nchw);
+  EXPECT_EQ(read_net_precision(pointwise, cpu).layout, Layout::nchw);
+  const ConfigNode bf16_spatial = parse_config("precision: bf16\n" + spatial_net, "net.yaml");
+  EXPECT_EQ(read_net_precision(bf16_spatial, gpu).layout, Layout::nhwc);
+  const ConfigNode chosen = parse_config("layout: nchw\n" + pointwise_net, "net.yaml");
+  EXPECT_EQ(read_net_precision(chosen, gpu).layout, Layout::nchw);
+}
+
 }  // namespace
 }  // namespace crema::testing
