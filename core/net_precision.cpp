@@ -37,6 +37,15 @@ bool is_pointwise(const ConfigNode& layer) {
   }
 }
 
+// A Convolution layer's node with more than one group (a malformed key counts as one).
+bool is_grouped(const ConfigNode& layer) {
+  try {
+    return layer.get<int64_t>("group", 1) != 1;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
 }  // namespace
 
 bool mostly_pointwise(const ConfigNode& model) {
@@ -46,9 +55,10 @@ bool mostly_pointwise(const ConfigNode& model) {
   for (size_t i = 0; i < layers.size(); ++i) {
     const ConfigNode& layer = layers[i];
     if (!layer.is_map() || layer.get<std::string>("type", "") != "Convolution") continue;
+    if (is_grouped(layer)) return false;
     ++(is_pointwise(layer) ? pointwise : others);
   }
-  return pointwise > others;
+  return pointwise > 0 && pointwise >= 2 * others;
 }
 
 NetPrecision read_net_precision(const ConfigNode& model, const Device& device) {
@@ -66,13 +76,14 @@ NetPrecision read_net_precision(const ConfigNode& model, const Device& device) {
   }
   // Measured (H200, 2026-11-26, ResNet-50 b128): channels-last runs tf32 at 72.9 ms a step
   // against 95.9 in nchw, and bf16/fp16 only there (their tensor-core convolutions are nhwc).
-  // fp32 (H200, 2026-11-27, `crema time`): nhwc where most convolutions are 1x1 (ResNet-50 b128:
-  // 121.7 ms against 128.0 in nchw, whose 1x1s run as plain GEMMs on strided planes), nchw where
-  // the 3x3s dominate (ResNet-18 b256: 70.1 against 96.5 in nhwc, nchw's Winograd and tuned 3x3
-  // algorithms having no nhwc form).
+  // fp32 (H200, 2026-11-27, `crema time`, fp32 steps nchw / nhwc): nhwc only for a net of plain
+  // convolutions at least two thirds 1x1 (ResNet-50 b128: 128.0 / 121.7 ms); nchw for the rest:
+  // 3x3s (ResNet-18 b256: 70.1 / 96.5, nchw's Winograd and tuned 3x3 algorithms having no nhwc
+  // form), a bare majority of 1x1s (DenseNet-121 b64: 53.5 / 67.1), depthwise convolutions
+  // (MobileNetV2 b128: 45.9 / 289.1; EfficientNet-B0: 66.7 / 319.6).
   const bool tensor_cores = net.precision != Precision::fp32;
-  net.layout = device.is_cuda() && (tensor_cores || mostly_pointwise(model)) ? Layout::nhwc
-                                                                              : Layout::nchw;
+  net.layout =
+      device.is_cuda() && (tensor_cores || mostly_pointwise(model)) ? Layout::nhwc : Layout::nchw;
   if (model.has("layout")) {
     const std::string text = model.get<std::string>("layout");
     if (text != "nchw" && text != "nhwc") {

@@ -4,7 +4,7 @@
 //   model:
 //     precision: bf16    # fp32 (default) | tf32 | bf16 | fp16 (core/precision.h)
 //     layout: nhwc       # nchw | nhwc; default nhwc for tf32, bf16 and fp16 on a GPU, and for fp32
-//                        # there where most convolutions are 1x1 (mostly_pointwise); else nchw
+//                        # there for a net of mostly 1x1 convolutions (mostly_pointwise); else nchw
 //     layers:
 //       - {name: fc, type: InnerProduct, precision: fp32, ...}   # a layer's own precision wins
 //
@@ -47,8 +47,10 @@ struct NetPrecision {
   Precision precision = Precision::fp32;
   Layout layout = Layout::nchw;
 };
-// Whether most of model.layers' Convolution layers are 1x1 with one group (ResNet-50: 36 of 53,
-// ResNet-18: 3 of 20): fp32's default layout on a GPU is nhwc for such a net, nchw otherwise.
+// Whether model.layers' Convolution layers are all of one group and at least two thirds of them
+// 1x1 (ResNet-50: 36 of 53; not ResNet-18: 3 of 20, DenseNet-121: 61 of 120, MobileNetV2:
+// grouped): fp32's default layout on a GPU is nhwc for such a net, nchw otherwise (measured:
+// net_precision.cpp).
 bool mostly_pointwise(const ConfigNode& model);
 
 // model.precision and model.layout, validated (an unknown value fails at its key, naming the

@@ -274,10 +274,9 @@ TEST(NetPrecision, Fp32LayoutFollowsThePointwiseShareOnAGpu) {
     return "    - {name: " + name + ", type: Convolution, bottom: data, top: " + name +
            ", num_output: 4, " + keys + "}\n";
   };
-  const std::string pointwise_net = "layers:\n" + conv("a", "kernel_size: 1") +
-                                    conv("b", "kernel_size: [1, 1]") +
-                                    conv("c", "kernel_h: 1, kernel_w: 1") +
-                                    conv("d", "kernel_size: 3, pad: 1");
+  const std::string pointwise_net =
+      "layers:\n" + conv("a", "kernel_size: 1") + conv("b", "kernel_size: [1, 1]") +
+      conv("c", "kernel_h: 1, kernel_w: 1") + conv("d", "kernel_size: 3, pad: 1");
   const std::string spatial_net = "layers:\n" + conv("a", "kernel_size: 1") +
                                   conv("b", "kernel_size: 3, pad: 1") +
                                   conv("c", "kernel_size: 1, group: 2") +  // grouped: not 1x1 GEMM
@@ -295,6 +294,29 @@ TEST(NetPrecision, Fp32LayoutFollowsThePointwiseShareOnAGpu) {
   EXPECT_EQ(read_net_precision(bf16_spatial, gpu).layout, Layout::nhwc);
   const ConfigNode chosen = parse_config("layout: nchw\n" + pointwise_net, "net.yaml");
   EXPECT_EQ(read_net_precision(chosen, gpu).layout, Layout::nchw);
+  // A bare majority of 1x1s is not enough (DenseNet-121), nor are 1x1s beside a grouped one.
+  const std::string majority = "layers:\n" + conv("a", "kernel_size: 1") +
+                               conv("b", "kernel_size: 1") + conv("c", "kernel_size: 1") +
+                               conv("d", "kernel_size: 3") + conv("e", "kernel_size: 3");
+  EXPECT_FALSE(mostly_pointwise(parse_config(majority, "net.yaml")));
+  const std::string grouped = pointwise_net + conv("g", "kernel_size: 3, group: 4") +
+                              conv("h", "kernel_size: 1") + conv("i", "kernel_size: 1");
+  EXPECT_FALSE(mostly_pointwise(parse_config(grouped, "net.yaml")));
+}
+
+// The zoo's nets as the rule sorts them, measured (core/net_precision.cpp): ResNet-50 nhwc; the
+// others nchw.
+TEST(NetPrecision, ZooFp32LayoutsAsMeasured) {
+  const std::string zoo = std::string(CREMA_SOURCE_DIR) + "/configs/zoo/";
+  const auto pointwise = [&](const char* net) {
+    return mostly_pointwise(load_config(zoo + net + ".yaml").at("model"));
+  };
+  EXPECT_TRUE(pointwise("resnet50"));
+  EXPECT_TRUE(pointwise("resnet101"));
+  for (const char* net : {"resnet18", "resnet34", "densenet121", "mobilenet_v2", "efficientnet_b0",
+                          "vgg16_bn", "convnext_tiny"}) {
+    EXPECT_FALSE(pointwise(net)) << net;
+  }
 }
 
 }  // namespace
