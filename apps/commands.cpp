@@ -130,7 +130,7 @@ void summary_command(const CommandOptions& options, std::ostream& out) {
   // without the layers' own state). Planned: what the memory plan holds at once (core/net.h).
   const int64_t weights = 2 * m.params + m.buffers + solver_bytes;
   const int64_t whole = weights + 2 * m.activations;
-  const int64_t planned = weights + m.kept + m.arena + m.layer_state;
+  const int64_t planned = weights + m.kept + m.arena + m.layer_state + m.workspace;
   auto row = [&](const char* what, int64_t bytes, const std::string& note = "") {
     out << fmt::format("  {:<34} {:>12}{}\n", what, mib(bytes),
                        note.empty() ? "" : "  (" + note + ")");
@@ -147,11 +147,12 @@ void summary_command(const CommandOptions& options, std::ostream& out) {
     row("values kept whole", m.kept, "inputs, losses, outputs");
     row("arena", m.arena, "every other value and every gradient, reused");
     row("layers' own state", m.layer_state, "saved inputs, masks, statistics");
+    row("shared workspace", m.workspace, "the largest layer's scratch");
     out << fmt::format("  planned peak: {}\n", gib(planned));
   } else {
     out << "  planned peak: no plan (model.memory_plan: false)\n";
   }
-  out << "  (both plus the layers' shared workspace and the data batches)\n";
+  out << "  (kept whole: plus the shared workspace; both: plus the data batches)\n";
 }
 
 void devices_command(std::ostream& out) {

@@ -152,6 +152,15 @@ class Layer {
   // tensors get a shape without storage until the plan places them. Without one the layer takes
   // the tensor from the context (a layer outside a Net, model.memory_plan: false).
   virtual Tensor* backward_scratch() { return nullptr; }
+  // The most bytes of the context's shared workspace (Context::workspace) one of this layer's
+  // passes takes on `device` at its current shapes: the forward's and, when `backward`, the
+  // parameter gradients' and, when `bottom_grad`, the input gradient's. The Net sizes the
+  // workspace by its largest layer before the first step and counts it in its plan; 0 for a
+  // layer that takes none (or does not say: the workspace then grows when it is first asked).
+  virtual int64_t workspace_bytes(const Device& /*device*/, bool /*backward*/,
+                                  bool /*bottom_grad*/) const {
+    return 0;
+  }
   void set_scratch_allocator(Allocator* allocator) { scratch_allocator_ = allocator; }
 
   // The algorithms the layer's kernels run, for `crema time` ("forward implicit_gemm, ..."), when

@@ -46,6 +46,12 @@ Net::Net(const ConfigNode& model, Phase phase, int64_t batch_size, const LayerRe
   insert_splits(specs);
   build(std::move(specs), registry, ctx);
   model_.check_no_unknown_keys("model");
+  // The shared workspace at the size the largest layer takes, once, before the first step: grown
+  // pass by pass instead, it would keep every outgrown size alive with it (Context::workspace).
+  if (plan_for == nullptr) {
+    const int64_t workspace = memory().workspace;
+    if (workspace > 0) ctx.workspace(size_t((workspace + 3) / 4));
+  }
 }
 
 std::vector<LayerSpec> Net::read_layer_specs(const ConfigNode& model) {

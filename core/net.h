@@ -130,6 +130,8 @@ class Net {
     int64_t arena = 0;        // the plan's arena: every other value and every activation gradient
     int64_t layer_state = 0;  // what the layers keep themselves (saved inputs, masks, statistics),
                               // as the context's allocator counted it while they were set up
+    int64_t workspace = 0;    // the context's shared workspace: the largest layer's
+                              // (Layer::workspace_bytes), sized before the first step
   };
   Memory memory() const;
 

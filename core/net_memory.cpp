@@ -280,6 +280,12 @@ Net::Memory Net::memory() const {
   for (const Param* p : learnable_) m.params += int64_t(p->value.nbytes());
   for (const Buffer* b : buffers_) m.buffers += int64_t(b->value.nbytes());
   for (const auto& blob : blobs_) m.activations += int64_t(blob->value.nbytes());
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    const std::vector<bool>& down = wiring_[i].propagate_down;
+    const bool bottom_grad = std::find(down.begin(), down.end(), true) != down.end();
+    m.workspace = std::max(m.workspace,
+                           layers_[i]->workspace_bytes(runs_on_, runs_backward_[i], bottom_grad));
+  }
   m.planned = memory_plan_;
   if (!memory_plan_) return m;
   for (size_t i = 0; i < blobs_.size(); ++i) {

@@ -62,6 +62,11 @@ class ConvAlgorithms {
   // What a layer pass asks the Tensor-level call for: the request, carrying this layer's memo
   // of the choice (the selection fills it at the first call and reuses it while g stays).
   kernels::ConvRequest request(Pass pass);
+  // The request without the memo, as the memory plan reads it before any pass has run (find's
+  // choice unknown yet: conv2d_workspace_bytes takes the heuristic's), and the convolution pass
+  // a layer pass runs.
+  kernels::ConvRequest planned_request(Pass pass) const { return requests_[pass]; }
+  kernels::ConvPass pass_of(Pass pass) const { return pass_[pass]; }
   // "forward implicit_gemm (auto), backward_data im2col_gemm (auto), backward_filter
   // implicit_gemm (find)", then ", math tf32" when not fp32; the passes not chosen yet (or on
   // the CPU) are left out.

@@ -20,6 +20,8 @@
 // master itself.
 #pragma once
 
+#include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -66,6 +68,7 @@ class ConvolutionBase : public WeightedLayer {
     top[0]->value.reshape(top_shape(g));
     make_compute_weight(x, ctx);
     name_nhwc_kernels(x, g, ctx);
+    shaped_ = {g, x.dtype(), x.ndim() == 4 ? x.layout() : Layout::nchw, ctx.num_threads()};
   }
 
   void forward(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top,
@@ -99,6 +102,28 @@ class ConvolutionBase : public WeightedLayer {
 
   // dL/dw reads x; dL/dx reads only dL/dy and the weights.
   BackwardReads backward_reads() const override { return {true, false}; }
+
+  // A 2-D Convolution's passes as kernels::conv2d_workspace_bytes counts them (Deconvolution and
+  // 3-D convolutions: not estimated, 0).
+  int64_t workspace_bytes(const Device& device, bool backward, bool bottom_grad) const override {
+    if (!shaped_ || transposed_ || shaped_->g.rank != 2) return 0;
+    const kernels::Conv2dGeometry g = shaped_->g.as_2d();
+    const auto pass_bytes = [&](ConvAlgorithms::Pass pass, bool with_bias) {
+      return int64_t(kernels::conv2d_workspace_bytes(
+          device, algorithms_.pass_of(pass), g, shaped_->dtype, shaped_->layout,
+          algorithms_.planned_request(pass), with_bias, shaped_->threads));
+    };
+    const bool weight_grad = !params_[0].frozen();
+    const bool bias_grad = bias_term_ && !params_[1].frozen();
+    int64_t most = pass_bytes(ConvAlgorithms::forward, false);
+    if (backward && (weight_grad || bias_grad)) {
+      most = std::max(most, pass_bytes(ConvAlgorithms::backward_filter, bias_grad));
+    }
+    if (backward && bottom_grad) {
+      most = std::max(most, pass_bytes(ConvAlgorithms::backward_data, false));
+    }
+    return most;
+  }
   // The filter gradient's scratch is used within backward alone: the plan shares its bytes.
   Tensor* backward_scratch() override {
     return weight_grad_scratch_.defined() ? &weight_grad_scratch_ : nullptr;
@@ -161,6 +186,14 @@ class ConvolutionBase : public WeightedLayer {
   Tensor compute_weight_;       // the bottom's dtype and layout; undefined: the master is read
   Tensor weight_grad_scratch_;  // the master gradient's dtype, compute_weight_'s layout
   std::string nhwc_kernels_;    // what describe_algorithm says on CUDA in nhwc
+  // The last reshape's geometry and input format, for workspace_bytes.
+  struct Shaped {
+    kernels::ConvNdGeometry g;
+    DType dtype;
+    Layout layout;
+    int threads;
+  };
+  std::optional<Shaped> shaped_;
 
   // The compute copy and the gradient scratch, when the 4-D bottom x is nhwc or x is 16-bit,
   // made at the first reshape (the Net's setup; the Net counts the copy as the layer's state and

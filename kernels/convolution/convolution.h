@@ -77,6 +77,16 @@ DType conv_parameter_dtype(DType activations);
 // tensors), else "tc_implicit_gemm" (mma.sync); "" for other dtypes and in a build without CUDA.
 const char* conv2d_nhwc_kernel(ConvPass pass, const Conv2dGeometry& g, DType dtype,
                                cuda::GemmMath math = cuda::GemmMath::fp32);
+// The bytes of the context's shared workspace (Context::workspace) `pass` asks for on `device`
+// with `dtype` activations in `layout`, as the calls below take it: in nchw f32 on CUDA the
+// algorithm `request` picks (its memo's when made for g, a pinned one, else the heuristic's --
+// find's choice is only known once it has run, and the heuristic's stands in for it), the bias
+// gradient riding along when `with_bias`; in nhwc the one kernel's scratch (the bias gradient's
+// own pass included); on the CPU the im2col paths' at `num_threads`. For the memory plan
+// (core/net.h): a Net sizes the workspace once, before its first step, by its largest layer.
+size_t conv2d_workspace_bytes(const Device& device, ConvPass pass, const Conv2dGeometry& g,
+                              DType dtype, Layout layout, const ConvRequest& request,
+                              bool with_bias, int num_threads);
 // x [N,C,H,W], w [K,C/groups,R,S], bias [K] or nullptr, y [N,K,P,Q] (written).
 void conv2d_forward(Context& ctx, const Conv2dGeometry& g, const Tensor& x, const Tensor& w,
                     const Tensor* bias, Tensor& y, const ConvRequest& request = {});

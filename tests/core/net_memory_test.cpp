@@ -366,5 +366,54 @@ layers:
   EXPECT_LT(planned, double(2 * m.params + m.buffers + solver_bytes + 2 * m.activations));
 }
 
+// With convolutions: the plan counts the context's shared workspace at its largest layer's size
+// (Layer::workspace_bytes: the im2col columns on the CPU), which the Net takes before the first
+// step, so that no pass grows it (an outgrown workspace stays alive with the context).
+TEST(MemoryPlan, CountsTheConvolutionsSharedWorkspace) {
+  const char* yaml = R"(
+inputs: {data: [3, 32, 32], label: []}
+layers:
+  - {name: conv1, type: Convolution, bottom: data, top: conv1, num_output: 16, kernel_size: 5,
+     pad: 2}
+  - {name: relu1, type: ReLU, bottom: conv1, top: conv1}
+  - {name: conv2, type: Convolution, bottom: conv1, top: conv2, num_output: 32, kernel_size: 3,
+     pad: 1, stride: 2}
+  - {name: relu2, type: ReLU, bottom: conv2, top: conv2}
+  - {name: conv3, type: Convolution, bottom: conv2, top: conv3, num_output: 32, kernel_size: 1}
+  - {name: ip, type: InnerProduct, bottom: conv3, top: ip, num_output: 10}
+  - {name: loss, type: SoftmaxWithLoss, bottom: [ip, label], top: loss}
+)";
+  Context ctx;
+  Allocator& heap = ctx.allocator();
+  const int64_t before = int64_t(heap.current_bytes());
+  Net net(parse_config(yaml, "net.yaml"), Phase::train, 64, builtin_layers(), ctx);
+  const int64_t built = int64_t(heap.current_bytes()) - before;
+  const Net::Memory m = net.memory();
+  // The im2col columns of the largest pass.
+  ASSERT_GT(m.workspace, 0);
+  std::unique_ptr<Solver> solver = make_solver(parse_config(kSolver, "solver.yaml"), 10);
+  int64_t measured = built;
+  for (int64_t iter = 0; iter < 2; ++iter) {
+    ctx.fill(net.blob("data").value, 0.5f);
+    ctx.fill(net.blob("label").value, 1.0f);
+    net.forward(ctx);
+    measured = std::max(measured, int64_t(heap.current_bytes()) - before);
+    net.backward(ctx);
+    measured = std::max(measured, int64_t(heap.current_bytes()) - before);
+    solver->step(net.learnable_params(), iter, ctx);
+    measured = std::max(measured, int64_t(heap.current_bytes()) - before);
+  }
+  // Taken at construction: the steps grew nothing.
+  EXPECT_GE(built, m.workspace);
+  int64_t solver_bytes = 0;
+  for (const auto& entry : solver->state(net.learnable_params(), ctx)) {
+    solver_bytes += int64_t(entry.second.nbytes());
+  }
+  const double planned = double(2 * m.params + m.buffers + solver_bytes + m.kept + m.arena +
+                                m.layer_state + m.workspace);
+  EXPECT_NEAR(double(measured), planned, 0.1 * planned)
+      << "measured " << measured << ", planned " << planned << ", workspace " << m.workspace;
+}
+
 }  // namespace
 }  // namespace crema
