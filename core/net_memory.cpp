@@ -283,8 +283,9 @@ Net::Memory Net::memory() const {
   for (size_t i = 0; i < layers_.size(); ++i) {
     const std::vector<bool>& down = wiring_[i].propagate_down;
     const bool bottom_grad = std::find(down.begin(), down.end(), true) != down.end();
-    m.workspace = std::max(m.workspace,
-                           layers_[i]->workspace_bytes(runs_on_, runs_backward_[i], bottom_grad));
+    const bool backward = phase_ == Phase::train && runs_backward_[i];
+    m.workspace =
+        std::max(m.workspace, layers_[i]->workspace_bytes(runs_on_, backward, bottom_grad));
   }
   m.planned = memory_plan_;
   if (!memory_plan_) return m;
