@@ -5,7 +5,7 @@
 namespace crema::distributed {
 
 std::vector<Bucket> plan_buckets(const std::vector<ParamSlot>& params, int64_t first_bucket_bytes,
-                                 int64_t bucket_bytes) {
+                                 int64_t bucket_bytes, int64_t place_align) {
   // Backward's order: later layers first; within a layer, its last parameter first.
   std::vector<size_t> order;
   for (size_t i = 0; i < params.size(); ++i) {
@@ -20,18 +20,19 @@ std::vector<Bucket> plan_buckets(const std::vector<ParamSlot>& params, int64_t f
   auto capacity = [](int64_t bytes) {
     return std::max<int64_t>(1, bytes / int64_t(sizeof(float)));
   };
+  auto place = [&](int64_t numel) { return (numel + place_align - 1) / place_align * place_align; };
   std::vector<Bucket> buckets;
   for (size_t i : order) {
     const int64_t cap = capacity(buckets.size() == 1 ? first_bucket_bytes : bucket_bytes);
     if (buckets.empty() ||
-        (buckets.back().numel > 0 && buckets.back().numel + params[i].numel > cap)) {
+        (buckets.back().numel > 0 && place(buckets.back().numel) + params[i].numel > cap)) {
       buckets.emplace_back();
       buckets.back().launch_after_layer = params[i].final_after_layer;
     }
     Bucket& b = buckets.back();
     b.params.push_back(i);
-    b.offsets.push_back(b.numel);
-    b.numel += params[i].numel;
+    b.offsets.push_back(place(b.numel));
+    b.numel = b.offsets.back() + params[i].numel;
     b.launch_after_layer = std::min(b.launch_after_layer, params[i].final_after_layer);
   }
   return buckets;

@@ -41,8 +41,10 @@ constexpr int64_t kDefaultFirstBucketBytes = int64_t(1) << 20;
 
 // Buckets in launch order (backward's): each holds whole parameters, at most `bucket_bytes` of
 // float32 (the first at most `first_bucket_bytes`) unless one parameter alone is larger (it gets
-// a bucket of its own).
+// a bucket of its own). Each parameter's place starts at a multiple of `place_align` elements
+// (the gradient reducer's 8: its pack kernels then move every place 16 bytes at a time); the
+// elements between places count in numel and the caps.
 std::vector<Bucket> plan_buckets(const std::vector<ParamSlot>& params, int64_t first_bucket_bytes,
-                                 int64_t bucket_bytes);
+                                 int64_t bucket_bytes, int64_t place_align = 1);
 
 }  // namespace crema::distributed

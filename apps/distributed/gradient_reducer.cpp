@@ -42,9 +42,9 @@ void on_gpu(gpu::Stream stream, const Run& run) {
 }
 
 // Each gradient's place in its bucket starts at a multiple of this many elements (16 bytes in
-// bf16, 32 in f32), so that the pack and unpack kernels move it 16 bytes at a time
-// (kernels/cast/flat.h). The gaps, a few elements per parameter, stay zero: never written, and
-// their average is zero.
+// bf16, 32 in f32; plan_buckets' place_align), so that the pack and unpack kernels move it 16
+// bytes at a time (kernels/cast/flat.h). The gaps, a few elements per parameter, stay zero:
+// never written, and their average is zero.
 constexpr int64_t kPlaceAlign = 8;
 
 }  // namespace
@@ -58,24 +58,20 @@ GradientReducer::GradientReducer(Net& net, ProcessGroup& group, Context& ctx,
       loss_sum_(loss_sum),
       params_(net.learnable_params()) {
   buckets_ =
-      plan_buckets(slots_of(net, params_), settings.first_bucket_bytes, settings.bucket_bytes);
+      plan_buckets(slots_of(net, params_), settings.first_bucket_bytes, settings.bucket_bytes,
+                   kPlaceAlign);
   if (buckets_.empty()) buckets_.emplace_back();  // every parameter frozen: the extras still go
   const Device device = ctx.device();
   for (size_t b = 0; b < buckets_.size(); ++b) {
     // Each bucket's table of (gradient, place, numel) for the pack and unpack kernels, built
     // once: the gradients never move (allocated when their layers are set up, shared before the
-    // reducer exists by Net::share_params_from). The places are the plan's, each rounded up to
-    // a multiple of kPlaceAlign.
-    Bucket& bucket = buckets_[b];
+    // reducer exists by Net::share_params_from).
+    const Bucket& bucket = buckets_[b];
     std::vector<kernels::FlatSlice>& slices = slices_.emplace_back();
-    int64_t end = 0;
     for (size_t k = 0; k < bucket.params.size(); ++k) {
       Tensor& grad = params_[bucket.params[k]]->grad;
-      bucket.offsets[k] = (end + kPlaceAlign - 1) / kPlaceAlign * kPlaceAlign;
       slices.push_back({grad.data<float>(), bucket.offsets[k], grad.numel()});
-      end = bucket.offsets[k] + grad.numel();
     }
-    bucket.numel = end;
     const bool last = b + 1 == buckets_.size();
     const int64_t numel = bucket.numel + (last && !narrow() ? kExtras : 0);
     storage_.emplace_back(Shape{numel}, settings.reduce_dtype, device, &ctx.allocator());

@@ -96,7 +96,7 @@ class GradientReducer {
   DdpSettings settings_;
   Tensor* loss_sum_;
   std::vector<Param*> params_;   // the planner's input order
-  std::vector<Bucket> buckets_;  // the plan's, each place rounded up to kPlaceAlign elements
+  std::vector<Bucket> buckets_;  // the plan's (places at multiples of kPlaceAlign elements)
   std::vector<std::vector<kernels::FlatSlice>> slices_;  // per bucket: each gradient's place
   std::vector<Tensor> storage_;  // one buffer per bucket, of reduce_dtype (an f32 last: + extras)
   Tensor tail_;                  // f32 [2]: the extras, when the buckets are bf16

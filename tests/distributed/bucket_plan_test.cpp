@@ -66,5 +66,23 @@ TEST(BucketPlan, TheFirstBucketHasItsOwnSmallerCap) {
   EXPECT_EQ(buckets[1].launch_after_layer, 0u);
 }
 
+TEST(BucketPlan, PlacesStartAtMultiplesOfTheAlignment) {
+  // In backward's order: 3 floats at 0, 5 at 4 (not 3), 1 at 12 (not 9), 6 at 16 (not 10).
+  const std::vector<ParamSlot> params = {{6, 0}, {1, 1}, {5, 2}, {3, 3}};
+  const std::vector<Bucket> one = plan_buckets(params, 100, 100, 4);  // caps of 25 floats
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0].params, (std::vector<size_t>{3, 2, 1, 0}));
+  EXPECT_EQ(one[0].offsets, (std::vector<int64_t>{0, 4, 12, 16}));
+  EXPECT_EQ(one[0].numel, 22);
+  // The gaps count against the cap: with 20 floats the last parameter (16 + 6 = 22) opens a
+  // second bucket, where unaligned (10 + 6 = 16) it would have fitted.
+  const std::vector<Bucket> two = plan_buckets(params, 80, 80, 4);
+  ASSERT_EQ(two.size(), 2u);
+  EXPECT_EQ(two[0].numel, 13);
+  EXPECT_EQ(two[1].params, (std::vector<size_t>{0}));
+  EXPECT_EQ(two[1].offsets, (std::vector<int64_t>{0}));
+  EXPECT_EQ(plan_buckets(params, 80, 80).size(), 1u);
+}
+
 }  // namespace
 }  // namespace crema::distributed
