@@ -18,11 +18,10 @@ bool stored_as(const Tensor& t, const BlobFormat& format) {
 
 namespace {
 
-// A Convolution layer's node with a 1x1 filter and one group (kernel_size 1, [1, 1] or kernel_h =
-// kernel_w = 1). A malformed key counts as not pointwise: the layer names it when it is built.
+// A Convolution layer's node with a 1x1 filter (kernel_size 1, [1, 1] or kernel_h = kernel_w =
+// 1). A malformed key counts as not 1x1: the layer names it when it is built.
 bool is_pointwise(const ConfigNode& layer) {
   try {
-    if (layer.has("group") && layer.get<int64_t>("group") != 1) return false;
     if (layer.has("kernel_size")) {
       const ConfigNode& k = layer.at("kernel_size");
       if (!k.is_sequence()) return k.as<int64_t>() == 1;
