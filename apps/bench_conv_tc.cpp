@@ -222,16 +222,14 @@ bool uses_wgmma(const Conv2dGeometry& g, ConvPass pass, cuda::TcKernels kernels,
   return false;
 }
 
-// The workspace bytes of a pass.
+// The workspace bytes of a pass, as a layer takes them (kernels::conv2d_workspace_bytes: the
+// forward fuses no statistics here either, so it takes none).
 size_t workspace_bytes(const Conv2dGeometry& g, ConvPass pass, const Tensors& t) {
-  if (t.f32) {  // the NHWC queries give floats
-    return 4 * (pass == ConvPass::forward         ? cuda::conv2d_forward_nhwc_workspace(g)
-                : pass == ConvPass::backward_data ? cuda::conv2d_backward_data_nhwc_workspace(g)
-                                                  : cuda::conv2d_backward_filter_nhwc_workspace(g));
-  }
-  return pass == ConvPass::forward         ? cuda::conv2d_tc_forward_workspace(g)
-         : pass == ConvPass::backward_data ? cuda::conv2d_tc_backward_data_workspace(g, t.type)
-                                           : cuda::conv2d_tc_backward_filter_workspace(g);
+  const DType dtype = t.f32 ? DType::f32 : t.type == cuda::TcType::bf16 ? DType::bf16 : DType::f16;
+  kernels::ConvRequest request;
+  request.math = cuda::GemmMath::tf32;  // read for f32 only
+  return kernels::conv2d_workspace_bytes(Device::cuda(0), pass, g, dtype, Layout::nhwc, request,
+                                         false, 1);
 }
 
 // One pass on one shape and type with `kernels`: checked, then timed.
