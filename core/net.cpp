@@ -49,7 +49,7 @@ Net::Net(const ConfigNode& model, Phase phase, int64_t batch_size, const LayerRe
   // The shared workspace at the size the largest layer takes, once, before the first step: grown
   // pass by pass instead, it would keep every outgrown size alive with it (Context::workspace).
   if (plan_for == nullptr) {
-    const int64_t workspace = memory().workspace;
+    const int64_t workspace = largest_workspace();
     if (workspace > 0) ctx.workspace(size_t((workspace + 3) / 4));
   }
 }

@@ -185,6 +185,8 @@ class Net {
   // layers reshape planned tensors (they get shapes without storage) before the next plan.
   void plan_memory();
   void unplace_memory();
+  // The most bytes of the context's workspace one layer's pass takes (Layer::workspace_bytes).
+  int64_t largest_workspace() const;
 
   ConfigNode model_;  // our copy: the layer specs point into it
   Phase phase_;

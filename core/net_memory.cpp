@@ -275,18 +275,23 @@ void Net::plan_memory() {
 }
 
 // What the plan takes, for `crema summary` and the tests (net.h).
+int64_t Net::largest_workspace() const {
+  int64_t most = 0;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    const std::vector<bool>& down = wiring_[i].propagate_down;
+    const bool bottom_grad = std::find(down.begin(), down.end(), true) != down.end();
+    const bool backward = phase_ == Phase::train && runs_backward_[i];
+    most = std::max(most, layers_[i]->workspace_bytes(runs_on_, backward, bottom_grad));
+  }
+  return most;
+}
+
 Net::Memory Net::memory() const {
   Memory m;
   for (const Param* p : learnable_) m.params += int64_t(p->value.nbytes());
   for (const Buffer* b : buffers_) m.buffers += int64_t(b->value.nbytes());
   for (const auto& blob : blobs_) m.activations += int64_t(blob->value.nbytes());
-  for (size_t i = 0; i < layers_.size(); ++i) {
-    const std::vector<bool>& down = wiring_[i].propagate_down;
-    const bool bottom_grad = std::find(down.begin(), down.end(), true) != down.end();
-    const bool backward = phase_ == Phase::train && runs_backward_[i];
-    m.workspace =
-        std::max(m.workspace, layers_[i]->workspace_bytes(runs_on_, backward, bottom_grad));
-  }
+  m.workspace = largest_workspace();
   m.planned = memory_plan_;
   if (!memory_plan_) return m;
   for (size_t i = 0; i < blobs_.size(); ++i) {
