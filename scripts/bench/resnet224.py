@@ -78,6 +78,7 @@ def main():
     p.add_argument("--peer-file", help="read peer_zoo224.py's output from this file instead of running it")
     p.add_argument("nets", nargs="*", default=["resnet50:128", "resnet18:256"])
     args = p.parse_args()
+    args.crema = os.path.abspath(args.crema)  # a path relative to where the script was started
     args.precisions = args.precisions.split(",")
     peer = {} if args.no_peer else peer_steps(args, args.nets)
     print(f"{'net':10s} {'batch':>5s} {'precision':9s} {'crema ms':>9s} {'peer ms':>8s} {'ratio':>6s}"
