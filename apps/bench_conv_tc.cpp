@@ -4,12 +4,13 @@
 // distinct convolution of ResNet-50 (torchvision v1.5: the stride on the 3x3) at batch 128.
 // --math bf16 keeps the bf16 rows (default: bf16 and fp16). The version column names the kernels
 // that ran: tc_bf16 (mma.sync) and, where the geometry fits them on an H100 or H200, a second row
-// tc_bf16_wgmma (the wgmma + TMA kernels); '*' marks the family production picks
+// tc_bf16_wgmma (the wgmma + TMA kernels), and for backward data with few channels tc_bf16_col2im
+// (one GEMM and a gather: convolution_col2im_nhwc.h); '*' marks the family production picks
 // (TcKernels::best), and the same for f16. --math tf32 runs the same shapes on f32 NHWC tensors
 // in tf32 math instead (convolution.h: conv2d_*_nhwc with GemmMath::tf32): nhwc_tf32 (the
 // mma.sync implicit GEMM, operands rounded to TF32) and, where it fits, nhwc_tf32_wgmma (the
-// same wgmma + TMA kernels, operands truncated to TF32) for forward and backward data; the filter
-// gradient has the mma.sync row only.
+// same wgmma + TMA kernels, operands truncated to TF32) for forward and backward data, and
+// nhwc_tf32_col2im for backward data with few channels; the filter gradient has mma.sync only.
 //
 // The check: kSamples outputs computed in double on the host from the definition, on the same
 // rounded inputs (forward y, data dx: rounded once to the type; filter dw: fp32, from zeros), the
@@ -203,6 +204,13 @@ struct Host {
   }
 };
 
+bool uses_col2im(const Conv2dGeometry& g, ConvPass pass, cuda::TcKernels kernels,
+                 const Tensors& t) {
+  if (pass != ConvPass::backward_data) return false;
+  return t.f32 ? cuda::conv2d_backward_data_nhwc_uses_col2im(g, cuda::GemmMath::tf32, kernels)
+               : cuda::conv2d_tc_backward_data_uses_col2im(g, t.type, kernels);
+}
+
 bool uses_wgmma(const Conv2dGeometry& g, ConvPass pass, cuda::TcKernels kernels, bool f32) {
   if (f32) {
     const cuda::GemmMath tf32 = cuda::GemmMath::tf32;
@@ -246,10 +254,13 @@ Row tc_row(Context& ctx, const Options& options, const ConvShape& shape, const H
   Row row;
   row.shape = shape.name;
   row.pass = pass_name(pass);
-  const bool wgmma = uses_wgmma(g, pass, kernels, t.f32);
-  const bool best = wgmma == uses_wgmma(g, pass, cuda::TcKernels::best, t.f32);
-  row.version =
-      std::string(t.f32 ? "nhwc_" : "tc_") + t.name() + (wgmma ? "_wgmma" : "") + (best ? "*" : "");
+  // The family that runs: col2im, wgmma or mma.sync (the Tensors are 16-byte aligned).
+  auto family = [&](cuda::TcKernels k) {
+    return uses_col2im(g, pass, k, t) ? "_col2im" : uses_wgmma(g, pass, k, t.f32) ? "_wgmma" : "";
+  };
+  const std::string ran = family(kernels);
+  const bool best = ran == family(cuda::TcKernels::best);
+  row.version = std::string(t.f32 ? "nhwc_" : "tc_") + t.name() + ran + (best ? "*" : "");
   row.check = "sampled" + std::to_string(kSamples);
   row.tolerance = t.f32 ? 2e-3 : 4 * std::ldexp(1.0, t.type == cuda::TcType::bf16 ? -8 : -11);
   row.flops = 2.0 * double(g.N * g.K * host.P * host.Q) * double(host.Cg * g.R * g.S);
@@ -360,10 +371,13 @@ int bench_conv_tc(Context& ctx, const Options& options, std::ostream& out) {
     for (const Tensors& kind : kinds) {
       const Host host(shape.g, kind, random);
       for (ConvPass pass : kPasses) {
-        // Both kernel families where wgmma runs the geometry; '*' marks the one `best` picks.
+        // Every kernel family that runs the geometry; '*' marks the one `best` picks.
         table.print(tc_row(ctx, options, shape, host, pass, cuda::TcKernels::mma_sync, random));
         if (uses_wgmma(shape.g, pass, cuda::TcKernels::wgmma, kind.f32)) {
           table.print(tc_row(ctx, options, shape, host, pass, cuda::TcKernels::wgmma, random));
+        }
+        if (uses_col2im(shape.g, pass, cuda::TcKernels::col2im, kind)) {
+          table.print(tc_row(ctx, options, shape, host, pass, cuda::TcKernels::col2im, random));
         }
       }
     }

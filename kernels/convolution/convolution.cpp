@@ -146,6 +146,12 @@ namespace {
 template <bool with_cuda>
 const char* nhwc_kernel(ConvPass pass, const Conv2dGeometry& g, DType dtype, cuda::GemmMath math) {
   if constexpr (with_cuda) {
+    if (pass == ConvPass::backward_data &&
+        (dtype == DType::f32 ? cuda::conv2d_backward_data_nhwc_uses_col2im(g, math)
+         : dtype == DType::bf16 ? cuda::conv2d_tc_backward_data_uses_col2im(g, cuda::TcType::bf16)
+                                : false)) {
+      return "col2im_gemm";
+    }
     if (dtype == DType::f32) {
       const bool wgmma = pass == ConvPass::forward ? cuda::conv2d_forward_nhwc_uses_wgmma(g, math)
                          : pass == ConvPass::backward_data

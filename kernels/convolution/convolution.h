@@ -74,7 +74,8 @@ DType conv_parameter_dtype(DType activations);
 // (forward and backward data: cuda::conv2d_*_nhwc_uses_wgmma; 16-byte aligned tensors), else
 // "nhwc_implicit_gemm"; for bf16 and f16 (whatever the math) "tc_wgmma" where the current device
 // takes the wgmma kernels for g (convolution_tc.h: conv2d_tc_*_uses_wgmma; 16-byte aligned
-// tensors), else "tc_implicit_gemm" (mma.sync); "" for other dtypes and in a build without CUDA.
+// tensors), else "tc_implicit_gemm" (mma.sync); backward data with few channels "col2im_gemm"
+// where it takes those kernels (conv2d_*_uses_col2im); "" for other dtypes and without CUDA.
 const char* conv2d_nhwc_kernel(ConvPass pass, const Conv2dGeometry& g, DType dtype,
                                cuda::GemmMath math = cuda::GemmMath::fp32);
 // The bytes of the context's shared workspace (Context::workspace) `pass` asks for on `device`
@@ -251,6 +252,10 @@ bool conv2d_forward_nhwc_uses_wgmma(const Conv2dGeometry& g, GemmMath math,
                                     TcKernels kernels = TcKernels::best);
 bool conv2d_backward_data_nhwc_uses_wgmma(const Conv2dGeometry& g, GemmMath math,
                                           TcKernels kernels = TcKernels::best);
+// Whether backward data of g in `math` runs the col2im kernels (convolution_tc.h, TcKernels: tf32
+// with 1 < C < 32 not a multiple of 4, groups 1).
+bool conv2d_backward_data_nhwc_uses_col2im(const Conv2dGeometry& g, GemmMath math,
+                                           TcKernels kernels = TcKernels::best);
 // dw += ..., and db += sum of dy over N, P, Q when db is not null.
 void conv2d_backward_filter_nhwc(const Conv2dGeometry& g, const float* x, const float* dy,
                                  float* dw, float* db, float* workspace, gpu::Stream stream,

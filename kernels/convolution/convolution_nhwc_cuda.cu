@@ -30,6 +30,7 @@
 
 #include "core/error.h"
 #include "kernels/convolution/convolution.h"
+#include "kernels/convolution/convolution_col2im_nhwc.h"
 #include "kernels/convolution/convolution_cuda_internal.h"
 #include "kernels/convolution/convolution_nhwc_loaders.cuh"
 #include "kernels/convolution/convolution_tc_wgmma.h"
@@ -258,7 +259,10 @@ size_t conv2d_forward_nhwc_workspace(const Conv2dGeometry&) {
 }
 
 size_t conv2d_backward_data_nhwc_workspace(const Conv2dGeometry& g) {
-  return size_t(g.K * g.R * g.S * (g.C / g.groups));
+  const size_t transposed_filter = size_t(g.K * g.R * g.S * (g.C / g.groups));
+  const size_t col2im_bytes =
+      col2im_nhwc::fits(g, 4) ? col2im_nhwc::workspace_f32(g, GemmMath::tf32) : 0;
+  return std::max(transposed_filter, (col2im_bytes + 3) / 4);
 }
 
 size_t conv2d_backward_filter_nhwc_workspace(const Conv2dGeometry& g) {
@@ -267,13 +271,20 @@ size_t conv2d_backward_filter_nhwc_workspace(const Conv2dGeometry& g) {
 
 // f32 operands in 16-byte units: channel counts multiples of 4.
 bool conv2d_forward_nhwc_uses_wgmma(const Conv2dGeometry& g, GemmMath math, TcKernels kernels) {
-  return math == GemmMath::tf32 && kernels != TcKernels::mma_sync && tc::wgmma_forward_fits(g, 4) &&
+  return math == GemmMath::tf32 && wgmma_allowed(kernels) && tc::wgmma_forward_fits(g, 4) &&
          detail::device_is_sm90();
+}
+
+// tf32 only: fp32 math keeps the exact FFMA kernels.
+bool conv2d_backward_data_nhwc_uses_col2im(const Conv2dGeometry& g, GemmMath math,
+                                           TcKernels kernels) {
+  return math == GemmMath::tf32 && (kernels == TcKernels::best || kernels == TcKernels::col2im) &&
+         col2im_nhwc::fits(g, 4);
 }
 
 bool conv2d_backward_data_nhwc_uses_wgmma(const Conv2dGeometry& g, GemmMath math,
                                           TcKernels kernels) {
-  return math == GemmMath::tf32 && kernels != TcKernels::mma_sync &&
+  return math == GemmMath::tf32 && wgmma_allowed(kernels) &&
          tc::wgmma_backward_data_fits(g, 4) && detail::device_is_sm90();
 }
 
@@ -305,6 +316,9 @@ void conv2d_backward_data_nhwc(const Conv2dGeometry& g, const float* dy, const f
                                float* workspace, gpu::Stream stream, GemmMath math,
                                TcKernels kernels) {
   using namespace nhwc;
+  if (conv2d_backward_data_nhwc_uses_col2im(g, math, kernels)) {
+    return col2im_nhwc::backward_data_f32(g, dy, w, dx, workspace, stream, math);
+  }
   const Params p = params_of(g);
   float* wt = workspace;  // [G, Cg, R, S, Kg]; the wgmma path: [C, R*S in phase order, K]
   if (aligned16(dy) && aligned16(wt) && aligned16(dx) &&

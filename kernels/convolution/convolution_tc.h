@@ -57,10 +57,17 @@ struct TcEpilogue {
 };
 
 // Which kernels a pass runs: `best` picks per geometry (README.md, "On wgmma and TMA": wgmma where
-// it fits and measured faster, else mma.sync); the others force one family, for the benchmark
-// (`crema bench conv-tc` times both) and the tests. wgmma needs compute capability 9.0, a
-// geometry it fits and 16-byte aligned operands; where it cannot run, every choice runs mma.sync.
-enum class TcKernels { best, mma_sync, wgmma };
+// it fits and measured faster, else mma.sync; backward data with few channels col2im, below);
+// the others force one family, for the benchmark (`crema bench conv-tc` times each) and the
+// tests. wgmma needs compute capability 9.0, a geometry it fits and 16-byte aligned operands;
+// col2im (convolution_col2im_nhwc.h: backward data as one GEMM and a gather, for 1 < C < 32 not a
+// multiple of the 16-byte vector, groups 1; bf16 on compute capability 9.0 with dy 16-byte
+// aligned, f32 in tf32) only backward data; where a family cannot run, it runs mma.sync.
+enum class TcKernels { best, mma_sync, wgmma, col2im };
+// Whether `kernels` lets a pass take the wgmma kernels (best, or forced).
+inline bool wgmma_allowed(TcKernels kernels) {
+  return kernels == TcKernels::best || kernels == TcKernels::wgmma;
+}
 
 size_t conv2d_tc_forward_workspace(const Conv2dGeometry& g);
 size_t conv2d_tc_backward_data_workspace(const Conv2dGeometry& g, TcType type);
@@ -86,5 +93,9 @@ bool conv2d_tc_backward_data_uses_wgmma(const Conv2dGeometry& g,
                                         TcKernels kernels = TcKernels::best);
 bool conv2d_tc_backward_filter_uses_wgmma(const Conv2dGeometry& g,
                                           TcKernels kernels = TcKernels::best);
+// Whether backward data of g on `type` tensors runs the col2im kernels on the current device
+// (given dy 16-byte aligned).
+bool conv2d_tc_backward_data_uses_col2im(const Conv2dGeometry& g, TcType type,
+                                         TcKernels kernels = TcKernels::best);
 
 }  // namespace crema::kernels::cuda

@@ -31,6 +31,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "kernels/convolution/convolution_col2im_nhwc.h"
 #include "kernels/convolution/convolution_tc.h"
 #include "kernels/convolution/convolution_tc_loaders.cuh"
 #include "kernels/convolution/convolution_tc_phase.h"
@@ -325,7 +326,7 @@ size_t conv2d_tc_forward_workspace(const Conv2dGeometry& g) {
 }
 
 bool conv2d_tc_forward_uses_wgmma(const Conv2dGeometry& g, TcKernels kernels) {
-  return kernels != TcKernels::mma_sync && tc::wgmma_forward_fits(g) && detail::device_is_sm90();
+  return wgmma_allowed(kernels) && tc::wgmma_forward_fits(g) && detail::device_is_sm90();
 }
 
 // `best` takes wgmma wherever it fits: since the staged 16-byte epilogue (session 10) it beats
@@ -335,12 +336,21 @@ bool conv2d_tc_forward_uses_wgmma(const Conv2dGeometry& g, TcKernels kernels) {
 // 512->1024 at 28 127 -> 310, 1024->2048 at 14 129 -> 256 (the 3x3s won before); before it the
 // short reductions (K = 64 to 512) lost by up to 1.7x to the pair stores.
 bool conv2d_tc_backward_data_uses_wgmma(const Conv2dGeometry& g, TcKernels kernels) {
-  return kernels != TcKernels::mma_sync && tc::wgmma_backward_data_fits(g) &&
+  return wgmma_allowed(kernels) && tc::wgmma_backward_data_fits(g) &&
          detail::device_is_sm90();
 }
 
-size_t conv2d_tc_backward_data_workspace(const Conv2dGeometry& g, TcType) {
-  return size_t(g.K * g.R * g.S * (g.C / g.groups)) * 2;
+// bf16 only: cuda::gemm_bf16 is the one 16-bit GEMM on 16-bit operands (wgmma, sm_90).
+bool conv2d_tc_backward_data_uses_col2im(const Conv2dGeometry& g, TcType type, TcKernels kernels) {
+  return type == TcType::bf16 && (kernels == TcKernels::best || kernels == TcKernels::col2im) &&
+         col2im_nhwc::fits(g, 8) && detail::device_is_sm90();
+}
+
+size_t conv2d_tc_backward_data_workspace(const Conv2dGeometry& g, TcType type) {
+  const size_t transposed_filter = size_t(g.K * g.R * g.S * (g.C / g.groups)) * 2;
+  // Whatever the device: a plan may be made for another one.
+  const bool col2im = type == TcType::bf16 && col2im_nhwc::fits(g, 8);
+  return std::max(transposed_filter, col2im ? col2im_nhwc::workspace_bf16(g) : 0);
 }
 
 void conv2d_tc_forward(const Conv2dGeometry& g, TcType type, const void* x, const void* w, void* y,
@@ -375,6 +385,9 @@ void conv2d_tc_forward(const Conv2dGeometry& g, TcType type, const void* x, cons
 void conv2d_tc_backward_data(const Conv2dGeometry& g, TcType type, const void* dy, const void* w,
                              void* dx, void* workspace, gpu::Stream stream, TcKernels kernels) {
   using namespace tc;
+  if (aligned16(dy) && conv2d_tc_backward_data_uses_col2im(g, type, kernels)) {
+    return col2im_nhwc::backward_data_bf16(g, dy, w, dx, workspace, stream);
+  }
   const Params p = params_of(g);
   auto* wt = static_cast<uint16_t*>(workspace);  // [G, Cg, R*S (phase order), Kg]
   const int64_t total = int64_t(p.K) * p.RS * p.Cg;

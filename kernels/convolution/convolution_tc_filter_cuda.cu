@@ -195,7 +195,7 @@ size_t conv2d_tc_backward_filter_workspace(const Conv2dGeometry& g) {
 
 bool conv2d_tc_backward_filter_uses_wgmma(const Conv2dGeometry& g, TcKernels kernels) {
   if (kernels == TcKernels::best && !tc::wgmma_backward_filter_pays(g)) return false;
-  return kernels != TcKernels::mma_sync && tc::wgmma_backward_filter_fits(g) &&
+  return wgmma_allowed(kernels) && tc::wgmma_backward_filter_fits(g) &&
          detail::device_is_sm90();
 }
 
