@@ -261,11 +261,13 @@ Row tc_row(Context& ctx, const Options& options, const ConvShape& shape, const H
   const std::string ran = family(kernels);
   const bool best = ran == family(cuda::TcKernels::best);
   row.version = std::string(t.f32 ? "nhwc_" : "tc_") + t.name() + ran + (best ? "*" : "");
+  if (g.depthwise()) row.version = std::string("depthwise_nhwc_") + t.name() + "*";
   row.check = "sampled" + std::to_string(kSamples);
   row.tolerance = t.f32 ? 2e-3 : 4 * std::ldexp(1.0, t.type == cuda::TcType::bf16 ? -8 : -11);
   row.flops = 2.0 * double(g.N * g.K * host.P * host.Q) * double(host.Cg * g.R * g.S);
   row.bytes = double(host.x.size() + host.w.size() + host.dy.size());
   row.peak = t.f32 ? "tf32" : "bf16";  // the fp16 tensor-core peak is bf16's
+  if (g.depthwise()) row.peak = "dram";  // the direct kernel: memory-bound
   row.workspace_bytes = double(ws);
   // Device buffers, one set per rotation copy: in0, in1, out.
   std::vector<Tensor> buffers;
@@ -352,8 +354,7 @@ Row tc_row(Context& ctx, const Options& options, const ConvShape& shape, const H
 }  // namespace
 
 int bench_conv_tc(Context& ctx, const Options& options, std::ostream& out) {
-  std::vector<ConvShape> shapes;
-  for (const std::string& text : options.shapes) shapes.push_back(parse_conv_shape(text));
+  std::vector<ConvShape> shapes = parse_conv_shapes(options.shapes);
   if (shapes.empty()) {
     shapes = default_conv_shapes();
     for (const ConvShape& s : resnet50_shapes()) shapes.push_back(s);
