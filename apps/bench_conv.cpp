@@ -14,7 +14,10 @@
 // --layout nhwc times the raw NHWC passes (cuda::conv2d_*_nhwc) on NHWC tensors and KRSC filters,
 // without the layout transforms that v9 (nhwc_implicit_gemm) adds for NCHW callers: the number to
 // hold against cuDNN on channels_last tensors. The inputs are the same values transposed on the
-// host, and the output is transposed back to NCHW / KCRS before the same check.
+// host, and the output is transposed back to NCHW / KCRS before the same check. Depthwise
+// geometries there run the direct kernel (row depthwise_nhwc, %peak of DRAM's bandwidth).
+// `--shape depthwise` stands for the depthwise layers of MobileNetV2, EfficientNet-B0 and
+// ConvNeXt-T at batch 64 (bench_shapes.cpp).
 #include <algorithm>
 #include <cmath>
 #include <ostream>

@@ -11,6 +11,8 @@
 // mma.sync implicit GEMM, operands rounded to TF32) and, where it fits, nhwc_tf32_wgmma (the
 // same wgmma + TMA kernels, operands truncated to TF32) for forward and backward data, and
 // nhwc_tf32_col2im for backward data with few channels; the filter gradient has mma.sync only.
+// Depthwise geometries (`--shape depthwise`: the zoo's depthwise layers at batch 64) run the
+// direct kernels: rows depthwise_nhwc_bf16* (or _f16, _tf32), %peak of DRAM's bandwidth.
 //
 // The check: kSamples outputs computed in double on the host from the definition, on the same
 // rounded inputs (forward y, data dx: rounded once to the type; filter dw: fp32, from zeros), the
