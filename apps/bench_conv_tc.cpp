@@ -268,7 +268,7 @@ Row tc_row(Context& ctx, const Options& options, const ConvShape& shape, const H
   row.tolerance = t.f32 ? 2e-3 : 4 * std::ldexp(1.0, t.type == cuda::TcType::bf16 ? -8 : -11);
   row.flops = 2.0 * double(g.N * g.K * host.P * host.Q) * double(host.Cg * g.R * g.S);
   row.bytes = double(host.x.size() + host.w.size() + host.dy.size());
-  row.peak = t.f32 ? "tf32" : "bf16";  // the fp16 tensor-core peak is bf16's
+  row.peak = t.f32 ? "tf32" : "bf16";    // the fp16 tensor-core peak is bf16's
   if (g.depthwise()) row.peak = "dram";  // the direct kernel: memory-bound
   row.workspace_bytes = double(ws);
   // Device buffers, one set per rotation copy: in0, in1, out.

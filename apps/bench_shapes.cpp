@@ -71,29 +71,29 @@ struct DepthwiseConv {
   int64_t C, H, R, stride;
 };
 constexpr DepthwiseConv kDepthwiseConvs[] = {
-    {"dw 3x3 c32 112x112 n64", 32, 112, 3, 1},      // MobileNetV2, EfficientNet-B0
-    {"dw 3x3s2 c96 112x112 n64", 96, 112, 3, 2},    // MobileNetV2, EfficientNet-B0
-    {"dw 3x3 c144 56x56 n64", 144, 56, 3, 1},       // MobileNetV2, EfficientNet-B0
-    {"dw 3x3s2 c144 56x56 n64", 144, 56, 3, 2},     // MobileNetV2
-    {"dw 3x3 c192 28x28 n64", 192, 28, 3, 1},       // MobileNetV2
-    {"dw 3x3s2 c192 28x28 n64", 192, 28, 3, 2},     // MobileNetV2
-    {"dw 3x3 c384 14x14 n64", 384, 14, 3, 1},       // MobileNetV2
-    {"dw 3x3 c576 14x14 n64", 576, 14, 3, 1},       // MobileNetV2
-    {"dw 3x3s2 c576 14x14 n64", 576, 14, 3, 2},     // MobileNetV2
-    {"dw 3x3 c960 7x7 n64", 960, 7, 3, 1},          // MobileNetV2
-    {"dw 5x5s2 c144 56x56 n64", 144, 56, 5, 2},     // EfficientNet-B0
-    {"dw 5x5 c240 28x28 n64", 240, 28, 5, 1},       // EfficientNet-B0
-    {"dw 3x3s2 c240 28x28 n64", 240, 28, 3, 2},     // EfficientNet-B0
-    {"dw 3x3 c480 14x14 n64", 480, 14, 3, 1},       // EfficientNet-B0
-    {"dw 5x5 c480 14x14 n64", 480, 14, 5, 1},       // EfficientNet-B0
-    {"dw 5x5 c672 14x14 n64", 672, 14, 5, 1},       // EfficientNet-B0
-    {"dw 5x5s2 c672 14x14 n64", 672, 14, 5, 2},     // EfficientNet-B0
-    {"dw 5x5 c1152 7x7 n64", 1152, 7, 5, 1},        // EfficientNet-B0
-    {"dw 3x3 c1152 7x7 n64", 1152, 7, 3, 1},        // EfficientNet-B0
-    {"dw 7x7 c96 56x56 n64", 96, 56, 7, 1},         // ConvNeXt-T
-    {"dw 7x7 c192 28x28 n64", 192, 28, 7, 1},       // ConvNeXt-T
-    {"dw 7x7 c384 14x14 n64", 384, 14, 7, 1},       // ConvNeXt-T
-    {"dw 7x7 c768 7x7 n64", 768, 7, 7, 1},          // ConvNeXt-T
+    {"dw 3x3 c32 112x112 n64", 32, 112, 3, 1},    // MobileNetV2, EfficientNet-B0
+    {"dw 3x3s2 c96 112x112 n64", 96, 112, 3, 2},  // MobileNetV2, EfficientNet-B0
+    {"dw 3x3 c144 56x56 n64", 144, 56, 3, 1},     // MobileNetV2, EfficientNet-B0
+    {"dw 3x3s2 c144 56x56 n64", 144, 56, 3, 2},   // MobileNetV2
+    {"dw 3x3 c192 28x28 n64", 192, 28, 3, 1},     // MobileNetV2
+    {"dw 3x3s2 c192 28x28 n64", 192, 28, 3, 2},   // MobileNetV2
+    {"dw 3x3 c384 14x14 n64", 384, 14, 3, 1},     // MobileNetV2
+    {"dw 3x3 c576 14x14 n64", 576, 14, 3, 1},     // MobileNetV2
+    {"dw 3x3s2 c576 14x14 n64", 576, 14, 3, 2},   // MobileNetV2
+    {"dw 3x3 c960 7x7 n64", 960, 7, 3, 1},        // MobileNetV2
+    {"dw 5x5s2 c144 56x56 n64", 144, 56, 5, 2},   // EfficientNet-B0
+    {"dw 5x5 c240 28x28 n64", 240, 28, 5, 1},     // EfficientNet-B0
+    {"dw 3x3s2 c240 28x28 n64", 240, 28, 3, 2},   // EfficientNet-B0
+    {"dw 3x3 c480 14x14 n64", 480, 14, 3, 1},     // EfficientNet-B0
+    {"dw 5x5 c480 14x14 n64", 480, 14, 5, 1},     // EfficientNet-B0
+    {"dw 5x5 c672 14x14 n64", 672, 14, 5, 1},     // EfficientNet-B0
+    {"dw 5x5s2 c672 14x14 n64", 672, 14, 5, 2},   // EfficientNet-B0
+    {"dw 5x5 c1152 7x7 n64", 1152, 7, 5, 1},      // EfficientNet-B0
+    {"dw 3x3 c1152 7x7 n64", 1152, 7, 3, 1},      // EfficientNet-B0
+    {"dw 7x7 c96 56x56 n64", 96, 56, 7, 1},       // ConvNeXt-T
+    {"dw 7x7 c192 28x28 n64", 192, 28, 7, 1},     // ConvNeXt-T
+    {"dw 7x7 c384 14x14 n64", 384, 14, 7, 1},     // ConvNeXt-T
+    {"dw 7x7 c768 7x7 n64", 768, 7, 7, 1},        // ConvNeXt-T
 };
 
 }  // namespace

@@ -49,8 +49,8 @@ __device__ __forceinline__ void load_channels(const typename E::T* p, float (&v)
     v[0] = E::widen(NC ? __ldg(p) : *p);
   } else {
     static_assert(V * sizeof(typename E::T) == 16, "a vector is 16 bytes");
-    const uint4 raw = NC ? __ldg(reinterpret_cast<const uint4*>(p))
-                         : *reinterpret_cast<const uint4*>(p);
+    const uint4 raw =
+        NC ? __ldg(reinterpret_cast<const uint4*>(p)) : *reinterpret_cast<const uint4*>(p);
     const uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
 #pragma unroll
     for (int i = 0; i < 4; ++i) {

@@ -40,7 +40,7 @@ using implicit_gemm::FastDivmod;
 
 // The correlation's sizes (see the top of this file).
 struct Corr {
-  int H, W, Cin;  // in [N, H, W, Cin]
+  int H, W, Cin;   // in [N, H, W, Cin]
   int P, Q, Cout;  // out [N, P, Q, Cout]
   int R, S, pad_h, pad_w, stride_h, stride_w, dil_h, dil_w;
   int taps_in, per_in;
@@ -183,7 +183,8 @@ __global__ void __launch_bounds__(kBlockThreads)
   __syncthreads();
   if (threadIdx.x >= CH || o_first + int(threadIdx.x) >= c.Cout) return;
   float a = 0.0f, b = 0.0f;
-  for (int i = 0; i < c.ty; ++i) a += red[i * CH + threadIdx.x], b += red[(c.ty + i) * CH + threadIdx.x];
+  for (int i = 0; i < c.ty; ++i)
+    a += red[i * CH + threadIdx.x], b += red[(c.ty + i) * CH + threadIdx.x];
   float* block_row = stats + int64_t(blockIdx.x) * 2 * c.Cout + o_first + threadIdx.x;
   block_row[0] = a, block_row[c.Cout] = b;
 }
@@ -269,9 +270,14 @@ __global__ void __launch_bounds__(kBlockThreads)
 Corr corr_of(int H, int W, int Cin, int P, int Q, int Cout, const Conv2dGeometry& g, int V,
              int taps_in, int per_in, bool flip) {
   const BlockShape b = block_shape(Cout / V, V > 1 ? 8 : 32);
-  return Corr{H,     W,      Cin,   P,        Q,    Cout, int(g.R), int(g.S), int(g.pad_h),
-              int(g.pad_w),  int(g.stride_h), int(g.stride_w),  int(g.dilation_h),
-              int(g.dilation_w), taps_in, per_in, flip, b.tx, b.ty, g.N * P, 0, 0};
+  Corr c{};
+  c.H = H, c.W = W, c.Cin = Cin, c.P = P, c.Q = Q, c.Cout = Cout;
+  c.R = int(g.R), c.S = int(g.S), c.pad_h = int(g.pad_h), c.pad_w = int(g.pad_w);
+  c.stride_h = int(g.stride_h), c.stride_w = int(g.stride_w);
+  c.dil_h = int(g.dilation_h), c.dil_w = int(g.dilation_w);
+  c.taps_in = taps_in, c.per_in = per_in, c.flip = flip;
+  c.tx = b.tx, c.ty = b.ty, c.rows = g.N * P;
+  return c;
 }
 
 dim3 grid_of(const Corr& c, int V, const char* what) {
@@ -420,8 +426,8 @@ void data_typed(const Conv2dGeometry& g, const void* dy, const void* w, void* dx
     return vec ? correlate_any<E, kVec>(c, dy, w, dx, none, nullptr, stream, kData)
                : correlate_any<E, 1>(c, dy, w, dx, none, nullptr, stream, kData);
   }
-  const Corr c = cut(corr_of(P, Q, int(g.K), int(g.H), int(g.W), int(g.C), g, V, M, 1, false),
-                     kLoopQT);
+  const Corr c =
+      cut(corr_of(P, Q, int(g.K), int(g.H), int(g.W), int(g.C), g, V, M, 1, false), kLoopQT);
   vec ? gather<E, kVec>(c, g, dy, w, dx, stream) : gather<E, 1>(c, g, dy, w, dx, stream);
 }
 
@@ -429,8 +435,8 @@ void data_typed(const Conv2dGeometry& g, const void* dy, const void* w, void* dx
 
 size_t forward_workspace(const Conv2dGeometry& g, bool with_statistics) {
   if (!with_statistics) return 0;
-  return size_t(std::max<int64_t>(forward_blocks(g, 4), forward_blocks(g, 8))) * 2 *
-         size_t(g.K) * sizeof(float);
+  return size_t(std::max<int64_t>(forward_blocks(g, 4), forward_blocks(g, 8))) * 2 * size_t(g.K) *
+         sizeof(float);
 }
 
 void forward(const Conv2dGeometry& g, Element type, const void* x, const void* w, void* y,

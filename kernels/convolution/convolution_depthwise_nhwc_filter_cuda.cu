@@ -133,8 +133,8 @@ bool filter_vectors(const Conv2dGeometry& g, int vec, const void* x, const void*
 const char* const kFilter = "conv2d_backward_filter (depthwise, nhwc)";
 
 template <class E, int V>
-void filter_with(const Conv2dGeometry& g, const void* x, const void* dy, float* dw,
-                 float* partial, gpu::Stream stream) {
+void filter_with(const Conv2dGeometry& g, const void* x, const void* dy, float* dw, float* partial,
+                 gpu::Stream stream) {
   using T = typename E::T;
   const FilterPlan plan = filter_plan(g, V);
   if (plan.block.slabs > 65535 || plan.groups > 65535) {
@@ -142,13 +142,13 @@ void filter_with(const Conv2dGeometry& g, const void* x, const void* dy, float* 
                 std::to_string(g.R) + "x" + std::to_string(g.S) + " filter are too many blocks");
   }
   const int P = int(g.P()), Q = int(g.Q());
-  const FilterArgs a{int(g.H),         int(g.W),          int(g.C),
-                     P,                Q,                 int(g.K),
-                     int(g.R),         int(g.S),          int(g.pad_h),
-                     int(g.pad_w),     int(g.stride_h),   int(g.stride_w),
-                     int(g.dilation_h), int(g.dilation_w), int(g.K / g.C),
-                     plan.block.tx,    plan.block.ty,     plan.slice_length,
-                     int(g.N) * P * Q, FastDivmod(P * Q), FastDivmod(Q)};
+  FilterArgs a;
+  a.H = int(g.H), a.W = int(g.W), a.C = int(g.C), a.P = P, a.Q = Q, a.K = int(g.K);
+  a.R = int(g.R), a.S = int(g.S), a.pad_h = int(g.pad_h), a.pad_w = int(g.pad_w);
+  a.stride_h = int(g.stride_h), a.stride_w = int(g.stride_w);
+  a.dil_h = int(g.dilation_h), a.dil_w = int(g.dilation_w), a.M = int(g.K / g.C);
+  a.tx = plan.block.tx, a.ty = plan.block.ty, a.slice_length = plan.slice_length;
+  a.npq = int(g.N) * P * Q, a.by_PQ = FastDivmod(P * Q), a.by_Q = FastDivmod(Q);
   const size_t smem = size_t(plan.block.tx) * V * plan.block.ty * sizeof(float);
   const dim3 grid(unsigned(plan.slices), unsigned(plan.block.slabs), unsigned(plan.groups));
   filter_kernel<E, V><<<grid, unsigned(plan.block.tx * plan.block.ty), smem, stream>>>(
@@ -156,14 +156,13 @@ void filter_with(const Conv2dGeometry& g, const void* x, const void* dy, float* 
   gpu::check_launch(kFilter);
   const int64_t total = g.K * g.R * g.S;
   const unsigned blocks = unsigned(std::clamp<int64_t>((total + 255) / 256, 1, 65536));
-  sum_slices_kernel<<<blocks, 256, 0, stream>>>(partial, plan.slices, int(g.K), int(g.R * g.S),
-                                                dw);
+  sum_slices_kernel<<<blocks, 256, 0, stream>>>(partial, plan.slices, int(g.K), int(g.R * g.S), dw);
   gpu::check_launch("conv2d_backward_filter (depthwise, nhwc: slice sums)");
 }
 
 template <class E>
-void filter_typed(const Conv2dGeometry& g, const void* x, const void* dy, float* dw,
-                  float* partial, gpu::Stream stream) {
+void filter_typed(const Conv2dGeometry& g, const void* x, const void* dy, float* dw, float* partial,
+                  gpu::Stream stream) {
   if (filter_vectors(g, E::kVec, x, dy)) {
     filter_with<E, E::kVec>(g, x, dy, dw, partial, stream);
   } else {

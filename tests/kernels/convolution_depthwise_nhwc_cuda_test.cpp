@@ -204,8 +204,8 @@ void check_passes(Context& ctx, const Problem& p, size_t offset) {
       bias(size_t(g.K) * 4), dw(ws * 4), db(size_t(g.K) * 4), stats(size_t(g.K) * 8);
   const size_t work_bytes =
       f32 ? sizeof(float) * std::max({cuda::conv2d_forward_nhwc_workspace(g),
-                                       cuda::conv2d_backward_data_nhwc_workspace(g),
-                                       cuda::conv2d_backward_filter_nhwc_workspace(g), size_t(4)})
+                                      cuda::conv2d_backward_data_nhwc_workspace(g),
+                                      cuda::conv2d_backward_filter_nhwc_workspace(g), size_t(4)})
           : std::max({cuda::conv2d_tc_forward_workspace(g),
                       cuda::conv2d_tc_backward_data_workspace(g, tc),
                       cuda::conv2d_tc_backward_filter_workspace(g), size_t(16)});
@@ -226,10 +226,9 @@ void check_passes(Context& ctx, const Problem& p, size_t offset) {
     work.upload(poison.data(), work_bytes);
     if (f32) {
       const GemmMath math = run < 2 ? GemmMath::fp32 : run == 2 ? GemmMath::tf32 : GemmMath::bf16;
-      cuda::conv2d_forward_nhwc(g, static_cast<const float*>(x.at(offset)),
-                                static_cast<const float*>(w.at(offset)),
-                                static_cast<const float*>(bias.at()),
-                                static_cast<float*>(y.at(offset)), fw, s, math);
+      cuda::conv2d_forward_nhwc(
+          g, static_cast<const float*>(x.at(offset)), static_cast<const float*>(w.at(offset)),
+          static_cast<const float*>(bias.at()), static_cast<float*>(y.at(offset)), fw, s, math);
     } else {
       if (run >= 2) break;
       cuda::conv2d_tc_forward(g, tc, x.at(offset), w.at(offset), y.at(offset), {}, work.at(), s);
@@ -330,8 +329,8 @@ void check_passes(Context& ctx, const Problem& p, size_t offset) {
     expect_within(what + " backward filter", decode(got, Elem::f32), p.dw,
                   bounds(p.dw, p.dw_abs, 0, npq + 1), g.R * g.S);
     if (f32) {
-      expect_within(what + " backward bias", decode(db.download(size_t(g.K) * 4), Elem::f32),
-                    p.db, bounds(p.db, p.db_abs, 0, npq + 1), g.K);
+      expect_within(what + " backward bias", decode(db.download(size_t(g.K) * 4), Elem::f32), p.db,
+                    bounds(p.db, p.db_abs, 0, npq + 1), g.K);
     }
   }
 }
@@ -341,21 +340,21 @@ const Elem kElems[] = {Elem::f32, Elem::bf16, Elem::f16};
 // N C H W K R S pad_h pad_w stride_h stride_w dilation_h dilation_w groups (= C: depthwise).
 const std::vector<Conv2dGeometry>& geometries() {
   static const std::vector<Conv2dGeometry> all = {
-      {1, 3, 7, 9, 3, 3, 3, 1, 1, 1, 1, 1, 1, 3},          // C = 3, N = 1, odd H, W
-      {2, 13, 11, 9, 13, 5, 5, 2, 2, 2, 2, 1, 1, 13},      // C = 13, 5x5, stride 2
-      {2, 40, 9, 11, 40, 3, 3, 1, 1, 1, 1, 1, 1, 40},      // C = 40: vectors, 3x3 row walk
-      {2, 96, 13, 10, 96, 7, 7, 3, 3, 1, 1, 1, 1, 96},     // ConvNeXt's 7x7, pad 3
-      {2, 96, 15, 13, 96, 3, 3, 1, 1, 2, 2, 1, 1, 96},     // stride 2 (data: the gather)
-      {2, 40, 10, 9, 40, 3, 3, 2, 2, 1, 1, 2, 2, 40},      // dilation 2: the tap loop
-      {2, 16, 9, 8, 32, 3, 3, 1, 1, 1, 1, 1, 1, 16},       // M = 2
-      {2, 8, 6, 5, 24, 3, 3, 1, 1, 2, 2, 1, 1, 8},         // M = 3, stride 2
-      {3, 24, 12, 11, 24, 3, 3, 0, 0, 1, 1, 1, 1, 24},     // pad 0
-      {2, 32, 9, 9, 32, 5, 5, 2, 2, 2, 2, 1, 1, 32},       // 5x5 stride 2 (EfficientNet)
-      {1, 8, 7, 7, 8, 3, 3, 3, 3, 1, 1, 1, 1, 8},          // pad 3 > (R-1)*dil: padding -1
-      {2, 24, 8, 12, 24, 3, 5, 1, 2, 1, 2, 1, 1, 24},      // 3x5, stride (1, 2)
-      {2, 16, 11, 10, 16, 5, 3, 2, 1, 2, 1, 1, 2, 16},     // 5x3, stride (2, 1), dilation (1, 2)
-      {2, 16, 13, 13, 16, 7, 7, 3, 3, 2, 2, 1, 1, 16},     // 7x7 stride 2
-      {8, 32, 32, 32, 32, 3, 3, 1, 1, 1, 1, 1, 1, 32},     // N*P*Q = 8192: several slices
+      {1, 3, 7, 9, 3, 3, 3, 1, 1, 1, 1, 1, 1, 3},       // C = 3, N = 1, odd H, W
+      {2, 13, 11, 9, 13, 5, 5, 2, 2, 2, 2, 1, 1, 13},   // C = 13, 5x5, stride 2
+      {2, 40, 9, 11, 40, 3, 3, 1, 1, 1, 1, 1, 1, 40},   // C = 40: vectors, 3x3 row walk
+      {2, 96, 13, 10, 96, 7, 7, 3, 3, 1, 1, 1, 1, 96},  // ConvNeXt's 7x7, pad 3
+      {2, 96, 15, 13, 96, 3, 3, 1, 1, 2, 2, 1, 1, 96},  // stride 2 (data: the gather)
+      {2, 40, 10, 9, 40, 3, 3, 2, 2, 1, 1, 2, 2, 40},   // dilation 2: the tap loop
+      {2, 16, 9, 8, 32, 3, 3, 1, 1, 1, 1, 1, 1, 16},    // M = 2
+      {2, 8, 6, 5, 24, 3, 3, 1, 1, 2, 2, 1, 1, 8},      // M = 3, stride 2
+      {3, 24, 12, 11, 24, 3, 3, 0, 0, 1, 1, 1, 1, 24},  // pad 0
+      {2, 32, 9, 9, 32, 5, 5, 2, 2, 2, 2, 1, 1, 32},    // 5x5 stride 2 (EfficientNet)
+      {1, 8, 7, 7, 8, 3, 3, 3, 3, 1, 1, 1, 1, 8},       // pad 3 > (R-1)*dil: padding -1
+      {2, 24, 8, 12, 24, 3, 5, 1, 2, 1, 2, 1, 1, 24},   // 3x5, stride (1, 2)
+      {2, 16, 11, 10, 16, 5, 3, 2, 1, 2, 1, 1, 2, 16},  // 5x3, stride (2, 1), dilation (1, 2)
+      {2, 16, 13, 13, 16, 7, 7, 3, 3, 2, 2, 1, 1, 16},  // 7x7 stride 2
+      {8, 32, 32, 32, 32, 3, 3, 1, 1, 1, 1, 1, 1, 32},  // N*P*Q = 8192: several slices
   };
   return all;
 }
