@@ -355,6 +355,7 @@ const std::vector<Conv2dGeometry>& geometries() {
       {2, 16, 11, 10, 16, 5, 3, 2, 1, 2, 1, 1, 2, 16},  // 5x3, stride (2, 1), dilation (1, 2)
       {2, 16, 13, 13, 16, 7, 7, 3, 3, 2, 2, 1, 1, 16},  // 7x7 stride 2
       {8, 32, 32, 32, 32, 3, 3, 1, 1, 1, 1, 1, 1, 32},  // N*P*Q = 8192: several slices
+      {2, 16, 12, 11, 16, 5, 3, 2, 1, 1, 1, 1, 1, 16},  // 5x3: filter rows in 2 groups
   };
   return all;
 }
