@@ -118,6 +118,13 @@ struct ConvShape {
 ConvShape parse_conv_shape(const std::string& text);
 // The convolutions of the peer benchmark (/work/shared/bench/peer_cudnn.py), with its names.
 std::vector<ConvShape> default_conv_shapes();
+// `--shape depthwise`: the distinct depthwise layers of MobileNetV2, EfficientNet-B0 and
+// ConvNeXt-T at batch 64 (3x3, 5x5, 7x7; strides 1 and 2; "dw 3x3s2 c96 112x112 n64"), in the
+// order of scripts/bench/peer_conv_depthwise.py; each name is also a --shape of its own.
+constexpr const char* kDepthwiseList = "depthwise";
+std::vector<ConvShape> depthwise_conv_shapes();
+// The --shape arguments of conv and conv-tc: each parse_conv_shape's, "depthwise" the list above.
+std::vector<ConvShape> parse_conv_shapes(const std::vector<std::string>& texts);
 // Batch norm "N,C,H,W": x [N, C, H, W] in nhwc (channels-last), normalized as N*H*W rows of C.
 struct BatchNormShape4 {
   int64_t N = 0, C = 0, H = 0, W = 0;

@@ -14,7 +14,10 @@
 // --layout nhwc times the raw NHWC passes (cuda::conv2d_*_nhwc) on NHWC tensors and KRSC filters,
 // without the layout transforms that v9 (nhwc_implicit_gemm) adds for NCHW callers: the number to
 // hold against cuDNN on channels_last tensors. The inputs are the same values transposed on the
-// host, and the output is transposed back to NCHW / KCRS before the same check.
+// host, and the output is transposed back to NCHW / KCRS before the same check. Depthwise
+// geometries there run the direct kernel (row depthwise_nhwc, %peak of DRAM's bandwidth).
+// `--shape depthwise` stands for the depthwise layers of MobileNetV2, EfficientNet-B0 and
+// ConvNeXt-T at batch 64 (bench_shapes.cpp).
 #include <algorithm>
 #include <cmath>
 #include <ostream>
@@ -230,12 +233,13 @@ Row nhwc_row(Context& ctx, const Options& options, const ConvShape& shape, const
   Row row;
   row.shape = shape.name;
   row.pass = peer_pass_name(pass);
-  row.version = "nhwc";
+  // Depthwise geometries run the direct kernel (fp32 in every math, memory-bound: DRAM's peak).
+  row.version = g.depthwise() ? "depthwise_nhwc" : "nhwc";
   row.check = ref.kind;
   row.tolerance = math == cuda::GemmMath::fp32 ? kTolerance : kernels::conv_find_tolerance(math);
   row.flops = 2.0 * double(g.N * g.K * PQ) * double(host.Cg * RS);
   row.bytes = double(x.size() + w.size() + dy.size()) * sizeof(float);
-  row.peak = options.math;
+  row.peak = g.depthwise() ? "dram" : options.math;
   row.workspace_bytes = double(ws * sizeof(float));
   std::vector<Tensor> d_in0, d_in1, d_out;
   const Tensor host_in0 = Tensor::from_vector({int64_t(in0.size())}, in0);
@@ -294,8 +298,7 @@ int bench_conv(Context& ctx, const Options& options, std::ostream& out) {
                   ")");
     }
   }
-  std::vector<ConvShape> shapes;
-  for (const std::string& text : options.shapes) shapes.push_back(parse_conv_shape(text));
+  std::vector<ConvShape> shapes = parse_conv_shapes(options.shapes);
   if (shapes.empty()) shapes = default_conv_shapes();
 
   Table table(out, device_peak(ctx));

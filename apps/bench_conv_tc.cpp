@@ -11,6 +11,8 @@
 // mma.sync implicit GEMM, operands rounded to TF32) and, where it fits, nhwc_tf32_wgmma (the
 // same wgmma + TMA kernels, operands truncated to TF32) for forward and backward data, and
 // nhwc_tf32_col2im for backward data with few channels; the filter gradient has mma.sync only.
+// Depthwise geometries (`--shape depthwise`: the zoo's depthwise layers at batch 64) run the
+// direct kernels: rows depthwise_nhwc_bf16* (or _f16, _tf32), %peak of DRAM's bandwidth.
 //
 // The check: kSamples outputs computed in double on the host from the definition, on the same
 // rounded inputs (forward y, data dx: rounded once to the type; filter dw: fp32, from zeros), the
@@ -261,11 +263,13 @@ Row tc_row(Context& ctx, const Options& options, const ConvShape& shape, const H
   const std::string ran = family(kernels);
   const bool best = ran == family(cuda::TcKernels::best);
   row.version = std::string(t.f32 ? "nhwc_" : "tc_") + t.name() + ran + (best ? "*" : "");
+  if (g.depthwise()) row.version = std::string("depthwise_nhwc_") + t.name() + "*";
   row.check = "sampled" + std::to_string(kSamples);
   row.tolerance = t.f32 ? 2e-3 : 4 * std::ldexp(1.0, t.type == cuda::TcType::bf16 ? -8 : -11);
   row.flops = 2.0 * double(g.N * g.K * host.P * host.Q) * double(host.Cg * g.R * g.S);
   row.bytes = double(host.x.size() + host.w.size() + host.dy.size());
-  row.peak = t.f32 ? "tf32" : "bf16";  // the fp16 tensor-core peak is bf16's
+  row.peak = t.f32 ? "tf32" : "bf16";    // the fp16 tensor-core peak is bf16's
+  if (g.depthwise()) row.peak = "dram";  // the direct kernel: memory-bound
   row.workspace_bytes = double(ws);
   // Device buffers, one set per rotation copy: in0, in1, out.
   std::vector<Tensor> buffers;
@@ -352,8 +356,7 @@ Row tc_row(Context& ctx, const Options& options, const ConvShape& shape, const H
 }  // namespace
 
 int bench_conv_tc(Context& ctx, const Options& options, std::ostream& out) {
-  std::vector<ConvShape> shapes;
-  for (const std::string& text : options.shapes) shapes.push_back(parse_conv_shape(text));
+  std::vector<ConvShape> shapes = parse_conv_shapes(options.shapes);
   if (shapes.empty()) {
     shapes = default_conv_shapes();
     for (const ConvShape& s : resnet50_shapes()) shapes.push_back(s);

@@ -63,6 +63,39 @@ constexpr PeerConv kPeerConvs[] = {
     {"lenet 5x5 20->50 12x12 n256", 256, 20, 12, 12, 50, 5, 1, 0},
 };
 
+// The distinct depthwise convolutions (C == groups == K) of MobileNetV2, EfficientNet-B0 and
+// ConvNeXt-T (configs/zoo/) at 224x224, batch 64, in the order of
+// scripts/bench/peer_conv_depthwise.py: (name, C, H, R, stride) with pad R / 2.
+struct DepthwiseConv {
+  const char* name;
+  int64_t C, H, R, stride;
+};
+constexpr DepthwiseConv kDepthwiseConvs[] = {
+    {"dw 3x3 c32 112x112 n64", 32, 112, 3, 1},    // MobileNetV2, EfficientNet-B0
+    {"dw 3x3s2 c96 112x112 n64", 96, 112, 3, 2},  // MobileNetV2, EfficientNet-B0
+    {"dw 3x3 c144 56x56 n64", 144, 56, 3, 1},     // MobileNetV2, EfficientNet-B0
+    {"dw 3x3s2 c144 56x56 n64", 144, 56, 3, 2},   // MobileNetV2
+    {"dw 3x3 c192 28x28 n64", 192, 28, 3, 1},     // MobileNetV2
+    {"dw 3x3s2 c192 28x28 n64", 192, 28, 3, 2},   // MobileNetV2
+    {"dw 3x3 c384 14x14 n64", 384, 14, 3, 1},     // MobileNetV2
+    {"dw 3x3 c576 14x14 n64", 576, 14, 3, 1},     // MobileNetV2
+    {"dw 3x3s2 c576 14x14 n64", 576, 14, 3, 2},   // MobileNetV2
+    {"dw 3x3 c960 7x7 n64", 960, 7, 3, 1},        // MobileNetV2
+    {"dw 5x5s2 c144 56x56 n64", 144, 56, 5, 2},   // EfficientNet-B0
+    {"dw 5x5 c240 28x28 n64", 240, 28, 5, 1},     // EfficientNet-B0
+    {"dw 3x3s2 c240 28x28 n64", 240, 28, 3, 2},   // EfficientNet-B0
+    {"dw 3x3 c480 14x14 n64", 480, 14, 3, 1},     // EfficientNet-B0
+    {"dw 5x5 c480 14x14 n64", 480, 14, 5, 1},     // EfficientNet-B0
+    {"dw 5x5 c672 14x14 n64", 672, 14, 5, 1},     // EfficientNet-B0
+    {"dw 5x5s2 c672 14x14 n64", 672, 14, 5, 2},   // EfficientNet-B0
+    {"dw 5x5 c1152 7x7 n64", 1152, 7, 5, 1},      // EfficientNet-B0
+    {"dw 3x3 c1152 7x7 n64", 1152, 7, 3, 1},      // EfficientNet-B0
+    {"dw 7x7 c96 56x56 n64", 96, 56, 7, 1},       // ConvNeXt-T
+    {"dw 7x7 c192 28x28 n64", 192, 28, 7, 1},     // ConvNeXt-T
+    {"dw 7x7 c384 14x14 n64", 384, 14, 7, 1},     // ConvNeXt-T
+    {"dw 7x7 c768 7x7 n64", 768, 7, 7, 1},        // ConvNeXt-T
+};
+
 }  // namespace
 
 std::string GemmShape::str() const {
@@ -113,11 +146,16 @@ ConvShape parse_conv_shape(const std::string& text) {
   for (const ConvShape& shape : default_conv_shapes()) {
     if (shape.name == text) return shape;
   }
+  for (const ConvShape& shape : depthwise_conv_shapes()) {
+    if (shape.name == text) return shape;
+  }
   auto fail = [&](const std::string& why) -> ConvShape {
     std::string names;
     for (const ConvShape& shape : default_conv_shapes()) names += "\n  " + shape.name;
     throw Error("--shape '" + text + "': " + why + "; a convolution is " + kConvFormat +
-                " (e.g. 64,64,56,56,64,3,p1) or one of:" + names);
+                " (e.g. 64,64,56,56,64,3,p1), one of:" + names + "\nor '" + kDepthwiseList +
+                "' (the depthwise layers of MobileNetV2, EfficientNet-B0 and ConvNeXt-T at batch "
+                "64) or one of its names (e.g. 'dw 3x3 c144 56x56 n64')");
   };
   const std::vector<std::string> parts = split(text, ',');
   if (parts.size() < 6) return fail("expected at least 6 fields");
@@ -169,6 +207,30 @@ std::vector<ConvShape> default_conv_shapes() {
     g.stride_h = g.stride_w = p.stride;
     g.pad_h = g.pad_w = p.pad;
     shapes.push_back({p.name, g});
+  }
+  return shapes;
+}
+
+std::vector<ConvShape> depthwise_conv_shapes() {
+  std::vector<ConvShape> shapes;
+  for (const DepthwiseConv& d : kDepthwiseConvs) {
+    kernels::Conv2dGeometry g;
+    g.N = 64, g.C = g.K = g.groups = d.C, g.H = g.W = d.H, g.R = g.S = d.R;
+    g.stride_h = g.stride_w = d.stride;
+    g.pad_h = g.pad_w = d.R / 2;
+    shapes.push_back({d.name, g});
+  }
+  return shapes;
+}
+
+std::vector<ConvShape> parse_conv_shapes(const std::vector<std::string>& texts) {
+  std::vector<ConvShape> shapes;
+  for (const std::string& text : texts) {
+    if (text == kDepthwiseList) {
+      for (const ConvShape& s : depthwise_conv_shapes()) shapes.push_back(s);
+    } else {
+      shapes.push_back(parse_conv_shape(text));
+    }
   }
   return shapes;
 }

@@ -146,6 +146,8 @@ namespace {
 template <bool with_cuda>
 const char* nhwc_kernel(ConvPass pass, const Conv2dGeometry& g, DType dtype, cuda::GemmMath math) {
   if constexpr (with_cuda) {
+    const bool typed = dtype == DType::f32 || dtype == DType::bf16 || dtype == DType::f16;
+    if (typed && g.depthwise()) return "depthwise_nhwc";
     if (pass == ConvPass::backward_data &&
         (dtype == DType::f32 ? cuda::conv2d_backward_data_nhwc_uses_col2im(g, math)
          : dtype == DType::bf16 ? cuda::conv2d_tc_backward_data_uses_col2im(g, cuda::TcType::bf16)

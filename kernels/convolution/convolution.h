@@ -59,6 +59,8 @@ namespace crema::kernels {
 //   f32 nhwc       CUDA: cuda::conv2d_*_nhwc in request.math; CPU: the same im2col + GEMM
 //                  between transposes (cpu::conv2d_*_nhwc below)
 //   bf16, f16 nhwc CUDA only: the tensor-core passes of convolution_tc.h
+//   (depthwise geometries in nhwc on CUDA: the direct kernels of convolution_depthwise_nhwc.h,
+//   fp32 sums whatever the math)
 //   f64 nchw, nhwc CPU only: the references (ref::)
 // On a GPU in nchw each pass asks select_conv_algorithm (select.h) once for the algorithm
 // `request` picks -- the heuristic's by default, or find's, or a pinned one (which must support
@@ -75,7 +77,8 @@ DType conv_parameter_dtype(DType activations);
 // "nhwc_implicit_gemm"; for bf16 and f16 (whatever the math) "tc_wgmma" where the current device
 // takes the wgmma kernels for g (convolution_tc.h: conv2d_tc_*_uses_wgmma; 16-byte aligned
 // tensors), else "tc_implicit_gemm" (mma.sync); backward data with few channels "col2im_gemm"
-// where it takes those kernels (conv2d_*_uses_col2im); "" for other dtypes and without CUDA.
+// where it takes those kernels (conv2d_*_uses_col2im); "depthwise_nhwc" for a depthwise geometry
+// (g.depthwise()) in any of the three dtypes and maths; "" for other dtypes and without CUDA.
 const char* conv2d_nhwc_kernel(ConvPass pass, const Conv2dGeometry& g, DType dtype,
                                cuda::GemmMath math = cuda::GemmMath::fp32);
 // The bytes of the context's shared workspace (Context::workspace) `pass` asks for on `device`
@@ -233,7 +236,10 @@ void conv2d_backward_bias_nhwc(const Conv2dGeometry& g, const float* dy, float* 
 // geometric rules of convolution_tc.h (a 1x1 without padding; other filters on output rows that
 // fill the tiles) -- with the operands *truncated* to TF32 by the tensor cores (not rounded) and
 // fp32 sums; `kernels` forces one family (the benchmark), as for the 16-bit passes. fp32 math is
-// always the exact FFMA kernels, and the filter gradient always mma.sync.
+// always the exact FFMA kernels, and the filter gradient always mma.sync. Depthwise geometries
+// (g.depthwise()) run the direct kernels of convolution_depthwise_nhwc.h instead, in fp32 in
+// every math (the workspace queries give theirs: none forward and data, the slices' partials
+// for the filter).
 namespace cuda {
 size_t conv2d_forward_nhwc_workspace(const Conv2dGeometry& g);
 size_t conv2d_backward_data_nhwc_workspace(const Conv2dGeometry& g);

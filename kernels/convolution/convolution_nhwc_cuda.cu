@@ -32,6 +32,7 @@
 #include "kernels/convolution/convolution.h"
 #include "kernels/convolution/convolution_col2im_nhwc.h"
 #include "kernels/convolution/convolution_cuda_internal.h"
+#include "kernels/convolution/convolution_depthwise_nhwc.h"
 #include "kernels/convolution/convolution_nhwc_loaders.cuh"
 #include "kernels/convolution/convolution_tc_wgmma.h"
 #include "kernels/gemm/gemm_cuda_internal.h"
@@ -259,6 +260,7 @@ size_t conv2d_forward_nhwc_workspace(const Conv2dGeometry&) {
 }
 
 size_t conv2d_backward_data_nhwc_workspace(const Conv2dGeometry& g) {
+  if (g.depthwise()) return 0;  // the depthwise kernel reads w into shared memory itself
   const size_t transposed_filter = size_t(g.K * g.R * g.S * (g.C / g.groups));
   const size_t col2im_bytes =
       col2im_nhwc::few_channels(g) ? col2im_nhwc::workspace_f32(g, GemmMath::tf32) : 0;
@@ -266,6 +268,9 @@ size_t conv2d_backward_data_nhwc_workspace(const Conv2dGeometry& g) {
 }
 
 size_t conv2d_backward_filter_nhwc_workspace(const Conv2dGeometry& g) {
+  if (g.depthwise()) {
+    return (depthwise_nhwc::backward_filter_workspace(g) + sizeof(float) - 1) / sizeof(float);
+  }
   return size_t(nhwc::filter_slices(g).count) * size_t(g.K * g.R * g.S * (g.C / g.groups));
 }
 
@@ -293,6 +298,12 @@ bool conv2d_backward_data_nhwc_uses_wgmma(const Conv2dGeometry& g, GemmMath math
 void conv2d_forward_nhwc(const Conv2dGeometry& g, const float* x, const float* w, const float* bias,
                          float* y, float*, gpu::Stream stream, GemmMath math, TcKernels kernels) {
   using namespace nhwc;
+  if (g.depthwise()) {  // no GEMM: the direct kernel, in fp32 whatever the math
+    TcEpilogue epilogue;
+    epilogue.bias = bias;
+    return depthwise_nhwc::forward(g, depthwise_nhwc::Element::f32, x, w, y, epilogue, nullptr,
+                                   stream);
+  }
   const Params p = params_of(g);
   if (aligned16(x) && aligned16(w) && aligned16(y) &&
       conv2d_forward_nhwc_uses_wgmma(g, math, kernels)) {
@@ -318,6 +329,9 @@ void conv2d_backward_data_nhwc(const Conv2dGeometry& g, const float* dy, const f
                                float* workspace, gpu::Stream stream, GemmMath math,
                                TcKernels kernels) {
   using namespace nhwc;
+  if (g.depthwise()) {
+    return depthwise_nhwc::backward_data(g, depthwise_nhwc::Element::f32, dy, w, dx, stream);
+  }
   if (conv2d_backward_data_nhwc_uses_col2im(g, math, kernels)) {
     return col2im_nhwc::backward_data_f32(g, dy, w, dx, workspace, stream, math);
   }
@@ -349,6 +363,12 @@ void conv2d_backward_filter_nhwc(const Conv2dGeometry& g, const float* x, const 
                                  float* dw, float* db, float* workspace, gpu::Stream stream,
                                  GemmMath math) {
   using namespace nhwc;
+  if (g.depthwise()) {
+    depthwise_nhwc::backward_filter(g, depthwise_nhwc::Element::f32, x, dy, dw, workspace, stream);
+    // dy [N*P*Q, K] is an NCHW-style [N', C, 1] tensor with N' = N*P*Q.
+    if (db != nullptr) channel_bias_gradient(g.N * g.P() * g.Q(), g.K, 1, dy, db, stream);
+    return;
+  }
   const Params p = params_of(g);
   const Slices slices = filter_slices(g);
   if (filter_runs(g) && aligned16(x) && aligned16(dy)) {

@@ -30,6 +30,10 @@
 // filter (`best`: a 1x1 without padding, C = 64 with taps, or C, K >= 128). Within the same
 // bounds, deterministic, but not bit for bit the mma.sync kernels' results.
 //
+// Depthwise geometries (g.depthwise(): C == groups > 1) run the direct kernels of
+// convolution_depthwise_nhwc.h instead (any `kernels`), with the same epilogue, the same
+// write / accumulate rules and their own workspace sizes from the queries below.
+//
 // Pointers are raw device pointers of `type` (cuda_bf16's __nv_bfloat16 or cuda_fp16's __half,
 // passed as void until the Tensor carries these dtypes); the workspace queries give bytes; the
 // pointers must not alias (residual may be y itself: each element is read once, then written).

@@ -32,6 +32,7 @@
 #include <cstdint>
 
 #include "kernels/convolution/convolution_col2im_nhwc.h"
+#include "kernels/convolution/convolution_depthwise_nhwc.h"
 #include "kernels/convolution/convolution_tc.h"
 #include "kernels/convolution/convolution_tc_loaders.cuh"
 #include "kernels/convolution/convolution_tc_phase.h"
@@ -320,6 +321,7 @@ const char* tc_type_name(TcType type) {
 }
 
 size_t conv2d_tc_forward_workspace(const Conv2dGeometry& g) {
+  if (g.depthwise()) return depthwise_nhwc::forward_workspace(g, true);
   int rows = tc::stats_rows(int(g.N * g.P() * g.Q()));
   if (tc::wgmma_forward_fits(g)) rows = std::max(rows, tc::wgmma_forward_stats_rows(g));
   return size_t(rows) * 2 * size_t(g.K) * sizeof(float);
@@ -347,6 +349,7 @@ bool conv2d_tc_backward_data_uses_col2im(const Conv2dGeometry& g, TcType type, T
 }
 
 size_t conv2d_tc_backward_data_workspace(const Conv2dGeometry& g, TcType type) {
+  if (g.depthwise()) return 0;  // the depthwise kernel reads w into shared memory itself
   const size_t transposed_filter = size_t(g.K * g.R * g.S * (g.C / g.groups)) * 2;
   // Whatever the device: a plan may be made for another one.
   const bool col2im = type == TcType::bf16 && col2im_nhwc::few_channels(g) && g.C % 8 != 0;
@@ -360,6 +363,10 @@ void conv2d_tc_forward(const Conv2dGeometry& g, TcType type, const void* x, cons
   const Params p = params_of(g);
   if ((epilogue.sum == nullptr) != (epilogue.sum_squares == nullptr)) {
     throw Error("conv2d_tc_forward: channel statistics need both sum and sum_squares");
+  }
+  if (g.depthwise()) {  // no GEMM to speak of: the direct kernels (whatever `kernels` asks)
+    return depthwise_nhwc::forward(g, depthwise_nhwc::element_of(type), x, w, y, epilogue,
+                                   workspace, stream);
   }
   const auto* xs = static_cast<const uint16_t*>(x);
   const auto* ws = static_cast<const uint16_t*>(w);
@@ -385,6 +392,9 @@ void conv2d_tc_forward(const Conv2dGeometry& g, TcType type, const void* x, cons
 void conv2d_tc_backward_data(const Conv2dGeometry& g, TcType type, const void* dy, const void* w,
                              void* dx, void* workspace, gpu::Stream stream, TcKernels kernels) {
   using namespace tc;
+  if (g.depthwise()) {
+    return depthwise_nhwc::backward_data(g, depthwise_nhwc::element_of(type), dy, w, dx, stream);
+  }
   if (aligned16(dy) && conv2d_tc_backward_data_uses_col2im(g, type, kernels)) {
     return col2im_nhwc::backward_data_bf16(g, dy, w, dx, workspace, stream);
   }

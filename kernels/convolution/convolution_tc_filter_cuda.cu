@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "kernels/convolution/convolution_depthwise_nhwc.h"
 #include "kernels/convolution/convolution_tc.h"
 #include "kernels/convolution/convolution_tc_loaders.cuh"
 #include "kernels/convolution/convolution_tc_wgmma.h"
@@ -184,6 +185,7 @@ bool wgmma_backward_filter_pays(const Conv2dGeometry& g) {
 }  // namespace tc
 
 size_t conv2d_tc_backward_filter_workspace(const Conv2dGeometry& g) {
+  if (g.depthwise()) return depthwise_nhwc::backward_filter_workspace(g);
   int slices = tc::filter_slices(g).count;
   if (tc::wgmma_backward_filter_fits(g)) {
     slices = std::max(slices, tc::wgmma_backward_filter_slices(g));
@@ -202,6 +204,10 @@ bool conv2d_tc_backward_filter_uses_wgmma(const Conv2dGeometry& g, TcKernels ker
 void conv2d_tc_backward_filter(const Conv2dGeometry& g, TcType type, const void* x, const void* dy,
                                float* dw, void* workspace, gpu::Stream stream, TcKernels kernels) {
   using namespace tc;
+  if (g.depthwise()) {
+    return depthwise_nhwc::backward_filter(g, depthwise_nhwc::element_of(type), x, dy, dw,
+                                           workspace, stream);
+  }
   const Params p = params_of(g);
   const auto* xs = static_cast<const uint16_t*>(x);
   const auto* dys = static_cast<const uint16_t*>(dy);

@@ -104,6 +104,32 @@ TEST(BenchShapes, DefaultConvShapesAreThePeers) {
   EXPECT_EQ(pointwise.g.K, 64);
 }
 
+// `--shape depthwise`: the zoo's depthwise layers at batch 64, each also a --shape by its name.
+TEST(BenchShapes, DepthwiseListIsTheZoosLayers) {
+  const std::vector<ConvShape> shapes = parse_conv_shapes({"depthwise"});
+  ASSERT_EQ(shapes.size(), 23u);
+  for (const ConvShape& s : shapes) {
+    EXPECT_TRUE(s.g.depthwise()) << s.name;
+    EXPECT_EQ(s.g.K, s.g.C) << s.name;
+    EXPECT_EQ(s.g.N, 64) << s.name;
+    EXPECT_EQ(s.g.pad_h, s.g.R / 2) << s.name;
+    EXPECT_EQ(parse_conv_shape(s.name).g, s.g) << s.name;
+  }
+  EXPECT_EQ(shapes[1].name, "dw 3x3s2 c96 112x112 n64");
+  EXPECT_EQ(shapes[1].g.stride_h, 2);
+  EXPECT_EQ(shapes[1].g.P(), 56);
+  EXPECT_EQ(shapes[22].name, "dw 7x7 c768 7x7 n64");
+  EXPECT_EQ(shapes[22].g.P(), 7);
+  // Mixed with single shapes, in the order given.
+  const std::vector<ConvShape> mixed =
+      parse_conv_shapes({"resnet 1x1 256->64 56x56 n64", "depthwise", "1,8,9,9,8,3,p1,g8"});
+  ASSERT_EQ(mixed.size(), 25u);
+  EXPECT_EQ(mixed[0].name, "resnet 1x1 256->64 56x56 n64");
+  EXPECT_EQ(mixed[1].name, "dw 3x3 c32 112x112 n64");
+  EXPECT_TRUE(mixed[24].g.depthwise());
+  EXPECT_TRUE(contains(error_of([] { parse_conv_shape("depthwise 3x3"); }), "'depthwise'"));
+}
+
 TEST(BenchShapes, DefaultGemmShapes) {
   const std::vector<GemmShape> shapes = default_gemm_shapes();
   ASSERT_GE(shapes.size(), 7u);

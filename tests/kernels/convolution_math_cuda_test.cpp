@@ -60,6 +60,9 @@ TEST(ConvolutionMathCuda, EveryVersionAndMathAgainstReference) {
         const std::array<double, 3> worst = check_algorithm(ctx, p, *v, math);
         for (ConvPass pass : kPasses) {
           if (!v->supports(pass, g) || !v->computes_in(pass, math)) continue;
+          // v9's NHWC passes hand depthwise geometries to the direct kernel, which has no GEMM
+          // and computes in fp32 whatever the math (convolution_depthwise_nhwc.h).
+          if (g.depthwise() && std::string(v->name) == "nhwc_implicit_gemm") continue;
           // Rounding the operands to 10 (tf32) or 7 (bf16) mantissa bits leaves a relative error
           // of about 1e-4 or 1e-3 on random data; fp32 arithmetic stays near 1e-7. Each pass on
           // its own: one that missed the tensor cores fails even when the others reach them.

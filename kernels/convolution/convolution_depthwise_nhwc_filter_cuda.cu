@@ -1,0 +1,326 @@
+// Depthwise NHWC convolution (convolution_depthwise_nhwc.h): the filter gradient, fp32,
+//
+//   dw[k, tap] += sum over (n, p, q) of dy[n,p,q,k] x[n, p*sh - ph + r*dh, q*sw - pw + s*dw, k/M]
+//
+// A block: a slab of output channels (tx threads of V channels: 16-byte vectors where M == 1, C
+// is a multiple of them and x, dy are 16-byte aligned; one channel otherwise) x ty threads across
+// one slice of the output positions, for a group of taps (blockIdx.z), each thread holding all
+// its group's sums in registers. Two ways through the positions:
+//   row walk   (vectors, S = 3, 5, 7, horizontal stride 1 or 2, no horizontal dilation) a thread
+//              takes strips of kFilterQT outputs of a row, loads their dy once, and walks each
+//              input row of its group of filter rows once across the strip ((kFilterQT-1)*sw + S
+//              vectors), adding each vector times the strip's dy into the taps it meets; a group
+//              is rows_a_group(S, V) filter rows (3x3: the whole filter; bf16 5x5 and 7x7: one
+//              row);
+//   tap loop   (any geometry) a thread takes single positions, reads dy once and x once a tap, for
+//              groups of kTaps taps in (r, s) order.
+// Thread (lane, row) takes items row, row + ty, ... of its slice: consecutive rows of a warp read
+// neighbouring positions. The block then adds its rows' sums tap by tap in row order and writes
+// them to partial[slice][tap][K] (workspace); a second kernel adds the slices in order onto dw.
+// Every sum's order depends on the geometry only: deterministic, no atomics.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include "kernels/convolution/convolution_depthwise_nhwc.cuh"
+#include "kernels/convolution/convolution_implicit_gemm.cuh"
+
+namespace crema::kernels::cuda::depthwise_nhwc {
+namespace {
+
+using implicit_gemm::FastDivmod;
+
+// Taps a thread sums at once on the tap loop (registers: kTaps * V).
+constexpr int kTaps = 9;
+// The row walk: outputs a strip, and the filter rows a group (registers: rows * S * V sums, at
+// most kWalkSums, and kFilterQT * V of dy).
+constexpr int kFilterQT = 2, kWalkSums = 72;
+__host__ __device__ constexpr int rows_a_group(int S, int V) {
+  return kWalkSums / (S * V) < 1 ? 1 : kWalkSums / (S * V) > S ? S : kWalkSums / (S * V);
+}
+// About four blocks a streaming multiprocessor on an H100 or H200 (132): slices enough for them,
+// each at least kMinPerThread positions a thread.
+constexpr int64_t kTargetBlocks = 4 * 132, kMinPerThread = 16;
+
+struct FilterArgs {
+  int H, W, C, P, Q, K, R, S, pad_h, pad_w, stride_h, stride_w, dil_h, dil_w, M;
+  int tx, ty;
+  int items, slice_length;     // positions (tap loop) or strips (row walk), and a slice's
+  FastDivmod by_PQ, by_Q;      // the tap loop's position -> (n, p, q)
+  FastDivmod by_strips, by_P;  // the row walk's strip -> (n, p, strip of the row)
+};
+
+// The block's sums of one tap: its ty rows' acc, added in row order, into partial[slice][tap].
+template <int V>
+__device__ __forceinline__ void block_sum(const FilterArgs& a, const float (&acc)[V], int tap,
+                                          float* red, float* __restrict__ partial) {
+  const int CH = a.tx * V, lane = threadIdx.x % a.tx, row = threadIdx.x / a.tx;
+#pragma unroll
+  for (int e = 0; e < V; ++e) red[row * CH + lane * V + e] = acc[e];
+  __syncthreads();
+  const int k = blockIdx.y * CH + int(threadIdx.x);
+  if (int(threadIdx.x) < CH && k < a.K) {
+    float sum = 0.0f;
+    for (int r = 0; r < a.ty; ++r) sum += red[r * CH + threadIdx.x];
+    partial[(int64_t(blockIdx.x) * a.R * a.S + tap) * a.K + k] = sum;
+  }
+  __syncthreads();
+}
+
+// The tap loop (any geometry; see the top of this file).
+template <class E, int V>
+__global__ void __launch_bounds__(kBlockThreads)
+    filter_kernel(FilterArgs a, const typename E::T* __restrict__ x,
+                  const typename E::T* __restrict__ dy, float* __restrict__ partial) {
+  using T = typename E::T;
+  extern __shared__ __align__(16) float red[];  // [ty][CH]
+  const int CH = a.tx * V, RS = a.R * a.S, t0 = blockIdx.z * kTaps;
+  const int lane = threadIdx.x % a.tx, row = threadIdx.x / a.tx, k0 = blockIdx.y * CH + lane * V;
+  const int begin = blockIdx.x * a.slice_length, end = min(a.items, begin + a.slice_length);
+  int tap_h[kTaps], tap_w[kTaps];  // the taps' offsets in the receptive field
+#pragma unroll
+  for (int i = 0; i < kTaps; ++i) {
+    const int t = min(t0 + i, RS - 1);
+    tap_h[i] = t / a.S * a.dil_h, tap_w[i] = t % a.S * a.dil_w;
+  }
+  float acc[kTaps][V] = {};
+  if (k0 < a.K) {
+    const int cin = k0 / a.M;  // V > 1: k0 itself
+    for (int j = begin + row; j < end; j += a.ty) {
+      int n, pq, p, q;
+      a.by_PQ.divmod(j, n, pq);
+      a.by_Q.divmod(pq, p, q);
+      float d[V];
+      load_channels<E, V>(dy + int64_t(j) * a.K + k0, d);
+      const T* image = x + int64_t(n) * a.H * a.W * a.C + cin;
+      const int h0 = p * a.stride_h - a.pad_h, w0 = q * a.stride_w - a.pad_w;
+#pragma unroll
+      for (int i = 0; i < kTaps; ++i) {
+        const int h = h0 + tap_h[i], col = w0 + tap_w[i];
+        if (t0 + i >= RS || unsigned(h) >= unsigned(a.H) || unsigned(col) >= unsigned(a.W)) {
+          continue;
+        }
+        float xv[V];
+        load_channels<E, V>(image + (int64_t(h) * a.W + col) * a.C, xv);
+#pragma unroll
+        for (int e = 0; e < V; ++e) acc[i][e] = fmaf(d[e], xv[e], acc[i][e]);
+      }
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < kTaps; ++i) {
+    if (t0 + i >= RS) break;  // the same for the whole block
+    block_sum<V>(a, acc[i], t0 + i, red, partial);
+  }
+}
+
+// The row walk (see the top of this file): S == KS, stride_w == ST, dil_w == 1, M == 1.
+template <class E, int V, int KS, int ST>
+__global__ void __launch_bounds__(kBlockThreads)
+    filter_walk_kernel(FilterArgs a, const typename E::T* __restrict__ x,
+                       const typename E::T* __restrict__ dy, float* __restrict__ partial) {
+  using T = typename E::T;
+  constexpr int RG = rows_a_group(KS, V), QT = kFilterQT;
+  extern __shared__ __align__(16) float red[];  // [ty][CH]
+  const int CH = a.tx * V, r0 = blockIdx.z * RG;
+  const int lane = threadIdx.x % a.tx, row = threadIdx.x / a.tx, k0 = blockIdx.y * CH + lane * V;
+  const int begin = blockIdx.x * a.slice_length, end = min(a.items, begin + a.slice_length);
+  float acc[RG][KS][V] = {};
+  if (k0 < a.K) {
+    for (int j = begin + row; j < end; j += a.ty) {
+      int np, strip, n, p;
+      a.by_strips.divmod(j, np, strip);
+      a.by_P.divmod(np, n, p);
+      const int q0 = strip * QT;
+      float d[QT][V];
+#pragma unroll
+      for (int qi = 0; qi < QT; ++qi) {
+        if (q0 + qi < a.Q) {
+          load_channels<E, V>(dy + ((int64_t(n) * a.P + p) * a.Q + q0 + qi) * a.K + k0, d[qi]);
+        } else {
+#pragma unroll
+          for (int e = 0; e < V; ++e) d[qi][e] = 0.0f;  // past the row: adds nothing
+        }
+      }
+      const T* image = x + int64_t(n) * a.H * a.W * a.C + k0;
+      const int col0 = q0 * ST - a.pad_w;
+#pragma unroll
+      for (int rr = 0; rr < RG; ++rr) {
+        const int h = p * a.stride_h - a.pad_h + (r0 + rr) * a.dil_h;
+        if (r0 + rr >= a.R || unsigned(h) >= unsigned(a.H)) continue;
+        const T* line = image + int64_t(h) * a.W * a.C;
+#pragma unroll
+        for (int i = 0; i < (QT - 1) * ST + KS; ++i) {
+          const int col = col0 + i;
+          if (unsigned(col) >= unsigned(a.W)) continue;
+          float xv[V];
+          load_channels<E, V>(line + int64_t(col) * a.C, xv);
+#pragma unroll
+          for (int qi = 0; qi < QT; ++qi) {
+            const int s = i - qi * ST;
+            if (s < 0 || s >= KS) continue;
+#pragma unroll
+            for (int e = 0; e < V; ++e) acc[rr][s][e] = fmaf(d[qi][e], xv[e], acc[rr][s][e]);
+          }
+        }
+      }
+    }
+  }
+#pragma unroll
+  for (int rr = 0; rr < RG; ++rr) {
+    if (r0 + rr >= a.R) break;  // the same for the whole block
+#pragma unroll
+    for (int s = 0; s < KS; ++s) block_sum<V>(a, acc[rr][s], (r0 + rr) * KS + s, red, partial);
+  }
+}
+
+// dw[k, tap] += sum over slices, in order, of partial[slice][tap][k].
+__global__ void sum_slices_kernel(const float* __restrict__ partial, int slices, int K, int RS,
+                                  float* __restrict__ dw) {
+  const int64_t total = int64_t(K) * RS;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t k = i % K, tap = i / K;
+    float sum = 0.0f;
+    for (int s = 0; s < slices; ++s) sum += partial[s * total + i];
+    dw[k * RS + tap] += sum;
+  }
+}
+
+// Whether the filter gradient takes the row walk with V channels a thread.
+bool filter_walks(const Conv2dGeometry& g, int V) {
+  return V > 1 && g.dilation_w == 1 && (g.stride_w == 1 || g.stride_w == 2) &&
+         (g.S == 3 || g.S == 5 || g.S == 7);
+}
+
+// How the filter gradient is cut for V channels a thread.
+struct FilterPlan {
+  BlockShape block;
+  bool walk;         // the row walk, else the tap loop
+  int strips;        // the row walk's strips a row
+  int groups;        // of filter rows (row walk) or of kTaps taps (tap loop)
+  int items;         // strips (row walk) or positions (tap loop) of the whole output
+  int slices;        // of the items
+  int slice_length;  // items a slice
+};
+
+FilterPlan filter_plan(const Conv2dGeometry& g, int V) {
+  FilterPlan plan;
+  plan.block = block_shape(int(g.K) / V, V > 1 ? 8 : 32);
+  plan.walk = filter_walks(g, V);
+  plan.strips = int((g.Q() + kFilterQT - 1) / kFilterQT);
+  const int64_t rows = g.N * g.P(), items = plan.walk ? rows * plan.strips : rows * g.Q();
+  const int64_t per_item = plan.walk ? kFilterQT : 1;  // positions
+  const int64_t rows_a_group_ = rows_a_group(int(g.S), V);
+  plan.groups =
+      int(plan.walk ? (g.R + rows_a_group_ - 1) / rows_a_group_ : (g.R * g.S + kTaps - 1) / kTaps);
+  plan.items = int(items);
+  const int64_t per_slice = int64_t(plan.block.slabs) * plan.groups;
+  const int64_t most =
+      std::max<int64_t>(1, items * per_item / (int64_t(plan.block.ty) * kMinPerThread));
+  const int64_t wanted = std::clamp<int64_t>((kTargetBlocks + per_slice - 1) / per_slice, 1, most);
+  plan.slice_length = int((items + wanted - 1) / wanted);
+  plan.slices = int((items + plan.slice_length - 1) / plan.slice_length);
+  return plan;
+}
+
+bool filter_vectors(const Conv2dGeometry& g, int vec, const void* x, const void* dy) {
+  return g.K == g.C && g.C % vec == 0 && aligned16(x) && aligned16(dy);
+}
+
+const char* const kFilter = "conv2d_backward_filter (depthwise, nhwc)";
+
+template <class Kernel, class T>
+void launch_filter(Kernel kernel, const FilterPlan& plan, const FilterArgs& a, int V, const T* x,
+                   const T* dy, float* partial, gpu::Stream stream) {
+  const size_t smem = size_t(plan.block.tx) * V * plan.block.ty * sizeof(float);
+  const dim3 grid(unsigned(plan.slices), unsigned(plan.block.slabs), unsigned(plan.groups));
+  kernel<<<grid, unsigned(plan.block.tx * plan.block.ty), smem, stream>>>(a, x, dy, partial);
+  gpu::check_launch(kFilter);
+}
+
+template <class E, int V>
+void filter_with(const Conv2dGeometry& g, const void* x_, const void* dy_, float* dw,
+                 float* partial, gpu::Stream stream) {
+  using T = typename E::T;
+  const auto *x = static_cast<const T*>(x_), *dy = static_cast<const T*>(dy_);
+  const FilterPlan plan = filter_plan(g, V);
+  if (plan.block.slabs > 65535 || plan.groups > 65535) {
+    throw Error(std::string(kFilter) + ": " + std::to_string(g.K) + " channels of a " +
+                std::to_string(g.R) + "x" + std::to_string(g.S) + " filter are too many blocks");
+  }
+  const int P = int(g.P()), Q = int(g.Q());
+  FilterArgs a;
+  a.H = int(g.H), a.W = int(g.W), a.C = int(g.C), a.P = P, a.Q = Q, a.K = int(g.K);
+  a.R = int(g.R), a.S = int(g.S), a.pad_h = int(g.pad_h), a.pad_w = int(g.pad_w);
+  a.stride_h = int(g.stride_h), a.stride_w = int(g.stride_w);
+  a.dil_h = int(g.dilation_h), a.dil_w = int(g.dilation_w), a.M = int(g.K / g.C);
+  a.tx = plan.block.tx, a.ty = plan.block.ty;
+  a.items = plan.items, a.slice_length = plan.slice_length;
+  a.by_PQ = FastDivmod(P * Q), a.by_Q = FastDivmod(Q);
+  a.by_strips = FastDivmod(plan.strips), a.by_P = FastDivmod(P);
+  bool done = false;
+  if constexpr (V > 1) {
+    if (plan.walk) {
+      const bool one = g.stride_w == 1;
+      switch (g.S) {
+        case 3:
+          launch_filter(one ? filter_walk_kernel<E, V, 3, 1> : filter_walk_kernel<E, V, 3, 2>, plan,
+                        a, V, x, dy, partial, stream);
+          break;
+        case 5:
+          launch_filter(one ? filter_walk_kernel<E, V, 5, 1> : filter_walk_kernel<E, V, 5, 2>, plan,
+                        a, V, x, dy, partial, stream);
+          break;
+        default:
+          launch_filter(one ? filter_walk_kernel<E, V, 7, 1> : filter_walk_kernel<E, V, 7, 2>, plan,
+                        a, V, x, dy, partial, stream);
+          break;
+      }
+      done = true;
+    }
+  }
+  if (!done) launch_filter(filter_kernel<E, V>, plan, a, V, x, dy, partial, stream);
+  const int64_t total = g.K * g.R * g.S;
+  const unsigned blocks = unsigned(std::clamp<int64_t>((total + 255) / 256, 1, 65536));
+  sum_slices_kernel<<<blocks, 256, 0, stream>>>(partial, plan.slices, int(g.K), int(g.R * g.S), dw);
+  gpu::check_launch("conv2d_backward_filter (depthwise, nhwc: slice sums)");
+}
+
+template <class E>
+void filter_typed(const Conv2dGeometry& g, const void* x, const void* dy, float* dw, float* partial,
+                  gpu::Stream stream) {
+  if (filter_vectors(g, E::kVec, x, dy)) {
+    filter_with<E, E::kVec>(g, x, dy, dw, partial, stream);
+  } else {
+    filter_with<E, 1>(g, x, dy, dw, partial, stream);
+  }
+}
+
+}  // namespace
+
+size_t backward_filter_workspace(const Conv2dGeometry& g) {
+  int slices = filter_plan(g, 1).slices;
+  for (int vec : {4, 8}) {
+    if (g.K == g.C && g.C % vec == 0) slices = std::max(slices, filter_plan(g, vec).slices);
+  }
+  return size_t(slices) * size_t(g.R * g.S) * size_t(g.K) * sizeof(float);
+}
+
+void backward_filter(const Conv2dGeometry& g, Element type, const void* x, const void* dy,
+                     float* dw, void* workspace, gpu::Stream stream) {
+  implicit_gemm::check_sizes(g);
+  auto* partial = static_cast<float*>(workspace);
+  switch (type) {
+    case Element::f32:
+      return filter_typed<F32>(g, x, dy, dw, partial, stream);
+    case Element::bf16:
+      return filter_typed<Bf16>(g, x, dy, dw, partial, stream);
+    case Element::f16:
+      return filter_typed<F16>(g, x, dy, dw, partial, stream);
+  }
+}
+
+}  // namespace crema::kernels::cuda::depthwise_nhwc
