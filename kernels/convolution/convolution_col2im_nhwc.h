@@ -1,13 +1,11 @@
 // Backward data of a channels-last convolution with few input channels that are not a whole
 // 16-byte vector (the 3-channel stem, LeNet's 20), as one GEMM and a gather:
 //
-//   cols[(r*S + s)*C + c, n*P*Q + p*Q + q] = sum over k of w[k,r,s,c] * dy[n,p,q,k]
-//       (one GEMM, cols = w^T dy^T: w as stored is its [K, R*S*C] operand transposed, dy its
-//       [N*P*Q, K] one; cols rows run along the output pixels)
-//   dx[n,h,w,c] = sum over the taps (r, s) whose output (p, q) reads (h, w)  of cols[(r,s,c), (n,p,q)]
+//   cols[n*P*Q + p*Q + q, (r*S + s)*C + c] = sum over k of dy[n,p,q,k] * w[k,r,s,c]
+//       (dy as the GEMM's [N*P*Q, K] matrix, w as its [K, R*S*C]: both as stored)
+//   dx[n,h,w,c] = sum over the taps (r, s) whose output (p, q) reads (h, w)  of cols[(n,p,q), (r,s,c)]
 //       (p = (h + pad_h - r*dil_h) / stride_h exact and inside P, q likewise: the gather form, r
-//       and s in increasing order -- deterministic; a thread per pixel, w fastest, so a warp
-//       reads consecutive q of each cols row)
+//       and s in increasing order -- deterministic)
 //
 // The implicit-GEMM kernels put C on the tile's N side: with C = 3 a tile is 3/64 full and every
 // element is a scalar gather, so the stem's data gradient took 1.7 ms in bf16 and 8.2 ms in tf32

@@ -21,30 +21,30 @@ __device__ inline void store(uint16_t* dst, float v) {
   *dst = __bfloat16_as_ushort(__float2bfloat16_rn(v));
 }
 
-// dx[n,h,w,c] for the chunk's images from cols^T [R*S*C, rows] (rows = the chunk's N*P*Q): a
-// thread per pixel (n, h, w), w fastest, every channel of it. For one tap (r, s, c) the threads of
-// a warp whose w has the tap's parity read consecutive q of one cols^T row: whole sectors.
+// dx[n,h,w,c] for the `images` images of the chunk: a thread per element, c fastest (coalesced
+// stores; the cols reads of neighbouring threads are neighbouring columns of one row).
 template <typename Out>
-__global__ void gather_kernel(Gather a, const float* __restrict__ cols, int64_t rows,
-                              int64_t pixels, Out* __restrict__ dx) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < pixels;
+__global__ void gather_kernel(Gather a, const float* __restrict__ cols, int64_t total,
+                              Out* __restrict__ dx) {
+  const int RSC = a.R * a.S * a.C;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
        i += int64_t(gridDim.x) * blockDim.x) {
-    const int w = int(i % a.W), h = int(i / a.W % a.H);
-    const int64_t n = i / (int64_t(a.W) * a.H);
-    for (int c = 0; c < a.C; ++c) {
-      float acc = 0.0f;
-      for (int r = 0; r < a.R; ++r) {
-        const int ph = h + a.pad_h - r * a.dilation_h;
-        if (ph < 0 || ph % a.stride_h != 0 || ph / a.stride_h >= a.P) continue;
-        const int64_t row = (n * a.P + ph / a.stride_h) * a.Q;
-        for (int s = 0; s < a.S; ++s) {
-          const int qw = w + a.pad_w - s * a.dilation_w;
-          if (qw < 0 || qw % a.stride_w != 0 || qw / a.stride_w >= a.Q) continue;
-          acc += cols[int64_t((r * a.S + s) * a.C + c) * rows + row + qw / a.stride_w];
-        }
+    const int c = int(i % a.C);
+    const int64_t pixel = i / a.C;
+    const int w = int(pixel % a.W), h = int(pixel / a.W % a.H);
+    const int64_t n = pixel / (int64_t(a.W) * a.H);
+    float acc = 0.0f;
+    for (int r = 0; r < a.R; ++r) {
+      const int ph = h + a.pad_h - r * a.dilation_h;
+      if (ph < 0 || ph % a.stride_h != 0 || ph / a.stride_h >= a.P) continue;
+      const float* row = cols + (n * a.P + ph / a.stride_h) * a.Q * RSC;
+      for (int s = 0; s < a.S; ++s) {
+        const int qw = w + a.pad_w - s * a.dilation_w;
+        if (qw < 0 || qw % a.stride_w != 0 || qw / a.stride_w >= a.Q) continue;
+        acc += row[int64_t(qw / a.stride_w) * RSC + (r * a.S + s) * a.C + c];
       }
-      store(dx + i * a.C + c, acc);
     }
+    store(dx + i, acc);
   }
 }
 
@@ -77,11 +77,11 @@ void run(const Conv2dGeometry& g, Out* dx, float* cols, gpu::Stream stream, Prod
   const int64_t images = chunk_images(g);
   const int64_t dx_image = g.H * g.W * g.C;
   for (int64_t n0 = 0; n0 < g.N; n0 += images) {
-    const int64_t count = std::min(images, g.N - n0), rows = count * g.P() * g.Q();
-    product(n0, rows);  // cols^T = w^T x dy[n0 .. n0 + count)^T, [R*S*C, rows]
-    const int64_t pixels = count * g.H * g.W;
-    gather_kernel<<<blocks_for(pixels), kThreads, 0, stream>>>(gather_of(g), cols, rows, pixels,
-                                                               dx + n0 * dx_image);
+    const int64_t count = std::min(images, g.N - n0);
+    product(n0, count * g.P() * g.Q());  // cols = dy[n0 .. n0 + count) as [rows, K] x w
+    const int64_t total = count * dx_image;
+    gather_kernel<<<blocks_for(total), kThreads, 0, stream>>>(gather_of(g), cols, total,
+                                                       dx + n0 * dx_image);
     gpu::check_launch(what);
   }
 }
@@ -95,13 +95,13 @@ GemmVersion f32_version(GemmMath math) { return best_version(math); }
 bool few_channels(const Conv2dGeometry& g) { return g.groups == 1 && g.C > 1 && g.C < 32; }
 
 size_t workspace_bf16(const Conv2dGeometry& g) {
-  return cols_bytes(g) + round16(gemm_bf16_workspace(true, true, rsc(g), chunk_rows(g), g.K) *
+  return cols_bytes(g) + round16(gemm_bf16_workspace(false, false, chunk_rows(g), rsc(g), g.K) *
                                  sizeof(float));
 }
 
 size_t workspace_f32(const Conv2dGeometry& g, GemmMath math) {
   const GemmVersion version = f32_version(math);
-  return cols_bytes(g) + round16(sgemm_workspace(true, true, rsc(g), chunk_rows(g), g.K, version,
+  return cols_bytes(g) + round16(sgemm_workspace(false, false, chunk_rows(g), rsc(g), g.K, version,
                                                  math) *
                                  sizeof(float));
 }
@@ -115,8 +115,8 @@ void backward_data_bf16(const Conv2dGeometry& g, const void* dy, const void* w, 
   run(
       g, static_cast<uint16_t*>(dx), cols, stream,
       [&](int64_t n0, int64_t rows) {
-        gemm_bf16(true, true, rsc(g), rows, g.K, 1.0f, ws, rsc(g), dys + n0 * g.P() * g.Q() * g.K,
-                  g.K, 0.0f, cols, rows, stream, gemm_workspace);
+        gemm_bf16(false, false, rows, rsc(g), g.K, 1.0f, dys + n0 * g.P() * g.Q() * g.K, g.K, ws,
+                  rsc(g), 0.0f, cols, rsc(g), stream, gemm_workspace);
       },
       "conv2d_tc_backward_data (col2im gather)");
 }
@@ -128,8 +128,9 @@ void backward_data_f32(const Conv2dGeometry& g, const float* dy, const float* w,
   run(
       g, dx, cols, stream,
       [&](int64_t n0, int64_t rows) {
-        sgemm(true, true, rsc(g), rows, g.K, 1.0f, w, rsc(g), dy + n0 * g.P() * g.Q() * g.K, g.K,
-              0.0f, cols, rows, stream, f32_version(math), math, gemm_workspace);
+        sgemm(false, false, rows, rsc(g), g.K, 1.0f, dy + n0 * g.P() * g.Q() * g.K, g.K, w, rsc(g),
+              0.0f, cols, rsc(g), stream, f32_version(math), math,
+              gemm_workspace);
       },
       "conv2d_backward_data_nhwc (col2im gather)");
 }
