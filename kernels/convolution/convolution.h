@@ -259,7 +259,7 @@ bool conv2d_forward_nhwc_uses_wgmma(const Conv2dGeometry& g, GemmMath math,
 bool conv2d_backward_data_nhwc_uses_wgmma(const Conv2dGeometry& g, GemmMath math,
                                           TcKernels kernels = TcKernels::best);
 // Whether backward data of g in `math` runs the col2im kernels (convolution_tc.h, TcKernels: tf32
-// with 1 < C < 32, groups 1, where the wgmma kernels do not run it).
+// with 1 < C < 32 not a multiple of 4, groups 1).
 bool conv2d_backward_data_nhwc_uses_col2im(const Conv2dGeometry& g, GemmMath math,
                                            TcKernels kernels = TcKernels::best);
 // dw += ..., and db += sum of dy over N, P, Q when db is not null.

@@ -28,11 +28,10 @@ namespace crema::kernels::cuda::col2im_nhwc {
 // The largest cols chunk (whole images; at least one image whatever its size).
 constexpr size_t kColsBudget = size_t(64) << 20;
 
-// Whether the geometry has few channels for this path: one group, 1 < C < 32 (as NCHW's rule
-// sends such backward data to im2col_gemm, select.cpp). The callers narrow it: 16-bit tensors
-// where C is not a multiple of 8 (the implicit GEMM's 16-byte loads take those), f32 in tf32
-// where the wgmma kernels do not run. The device and the pointers are theirs to check.
-bool few_channels(const Conv2dGeometry& g);
+// Whether the geometry takes this path: one group, 1 < C < 32 with C not a multiple of
+// `vector` (8 for 16-bit tensors, 4 for f32) -- the channels the vector loaders cannot take.
+// The device and the pointers are the caller's to check.
+bool fits(const Conv2dGeometry& g, int vector);
 
 // Bytes of workspace (16-byte aligned): a cols chunk and the GEMM's own copies.
 size_t workspace_bf16(const Conv2dGeometry& g);

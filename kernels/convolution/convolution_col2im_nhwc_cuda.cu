@@ -92,7 +92,9 @@ GemmVersion f32_version(GemmMath math) { return best_version(math); }
 
 }  // namespace
 
-bool few_channels(const Conv2dGeometry& g) { return g.groups == 1 && g.C > 1 && g.C < 32; }
+bool fits(const Conv2dGeometry& g, int vector) {
+  return g.groups == 1 && g.C > 1 && g.C < 32 && g.C % vector != 0;
+}
 
 size_t workspace_bf16(const Conv2dGeometry& g) {
   return cols_bytes(g) + round16(gemm_bf16_workspace(false, false, chunk_rows(g), rsc(g), g.K) *

@@ -263,7 +263,7 @@ size_t conv2d_backward_data_nhwc_workspace(const Conv2dGeometry& g) {
   if (g.depthwise()) return 0;  // the depthwise kernel reads w into shared memory itself
   const size_t transposed_filter = size_t(g.K * g.R * g.S * (g.C / g.groups));
   const size_t col2im_bytes =
-      col2im_nhwc::few_channels(g) ? col2im_nhwc::workspace_f32(g, GemmMath::tf32) : 0;
+      col2im_nhwc::fits(g, 4) ? col2im_nhwc::workspace_f32(g, GemmMath::tf32) : 0;
   return std::max(transposed_filter, (col2im_bytes + 3) / 4);
 }
 
@@ -280,13 +280,11 @@ bool conv2d_forward_nhwc_uses_wgmma(const Conv2dGeometry& g, GemmMath math, TcKe
          detail::device_is_sm90();
 }
 
-// tf32 only (fp32 math keeps the exact FFMA kernels), where wgmma does not take the pass.
+// tf32 only: fp32 math keeps the exact FFMA kernels.
 bool conv2d_backward_data_nhwc_uses_col2im(const Conv2dGeometry& g, GemmMath math,
                                            TcKernels kernels) {
-  const bool wgmma = kernels != TcKernels::col2im && tc::wgmma_backward_data_fits(g, 4) &&
-                     detail::device_is_sm90();
   return math == GemmMath::tf32 && (kernels == TcKernels::best || kernels == TcKernels::col2im) &&
-         col2im_nhwc::few_channels(g) && !wgmma;
+         col2im_nhwc::fits(g, 4);
 }
 
 bool conv2d_backward_data_nhwc_uses_wgmma(const Conv2dGeometry& g, GemmMath math,

@@ -64,10 +64,9 @@ struct TcEpilogue {
 // it fits and measured faster, else mma.sync; backward data with few channels col2im, below);
 // the others force one family, for the benchmark (`crema bench conv-tc` times each) and the
 // tests. wgmma needs compute capability 9.0, a geometry it fits and 16-byte aligned operands;
-// col2im (convolution_col2im_nhwc.h: backward data as one GEMM and a gather, for groups 1 and
-// 1 < C < 32: bf16 where C is not a multiple of 8, on compute capability 9.0 with dy 16-byte
-// aligned; f32 in tf32 where wgmma does not take it) only backward data; where a family cannot
-// run, it runs mma.sync.
+// col2im (convolution_col2im_nhwc.h: backward data as one GEMM and a gather, for 1 < C < 32 not a
+// multiple of the 16-byte vector, groups 1; bf16 on compute capability 9.0 with dy 16-byte
+// aligned, f32 in tf32) only backward data; where a family cannot run, it runs mma.sync.
 enum class TcKernels { best, mma_sync, wgmma, col2im };
 // Whether `kernels` lets a pass take the wgmma kernels (best, or forced).
 inline bool wgmma_allowed(TcKernels kernels) {

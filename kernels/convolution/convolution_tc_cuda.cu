@@ -345,14 +345,14 @@ bool conv2d_tc_backward_data_uses_wgmma(const Conv2dGeometry& g, TcKernels kerne
 // bf16 only: cuda::gemm_bf16 is the one 16-bit GEMM on 16-bit operands (wgmma, sm_90).
 bool conv2d_tc_backward_data_uses_col2im(const Conv2dGeometry& g, TcType type, TcKernels kernels) {
   return type == TcType::bf16 && (kernels == TcKernels::best || kernels == TcKernels::col2im) &&
-         col2im_nhwc::few_channels(g) && g.C % 8 != 0 && detail::device_is_sm90();
+         col2im_nhwc::fits(g, 8) && detail::device_is_sm90();
 }
 
 size_t conv2d_tc_backward_data_workspace(const Conv2dGeometry& g, TcType type) {
   if (g.depthwise()) return 0;  // the depthwise kernel reads w into shared memory itself
   const size_t transposed_filter = size_t(g.K * g.R * g.S * (g.C / g.groups)) * 2;
   // Whatever the device: a plan may be made for another one.
-  const bool col2im = type == TcType::bf16 && col2im_nhwc::few_channels(g) && g.C % 8 != 0;
+  const bool col2im = type == TcType::bf16 && col2im_nhwc::fits(g, 8);
   return std::max(transposed_filter, col2im ? col2im_nhwc::workspace_bf16(g) : 0);
 }
 

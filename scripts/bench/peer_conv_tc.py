@@ -6,10 +6,9 @@ peer_cudnn.py, then ResNet-50's distinct convolutions at batch 128; forward, bac
 after 5 warm-up calls, cudnn.benchmark on). `tf32`: fp32 channels_last tensors with TF32 allowed
 (torch.backends.cudnn.allow_tf32 and torch.backends.cuda.matmul.allow_tf32), the peer of
 `crema bench conv-tc --math tf32`.
-Usage: python3 scripts/bench/peer_conv_tc.py [bf16|fp16|tf32]... [--match TEXT] [--six]
+Usage: python3 scripts/bench/peer_conv_tc.py [bf16|fp16|tf32]... [--match TEXT]
        (default: bf16 and fp16; --match keeps the shapes whose name contains TEXT, e.g. "1x1" for
-       the pointwise layers that crema runs on wgmma; --six keeps peer_cudnn.py's six, issue 20's
-       bar; needs PyTorch with CUDA)"""
+       the pointwise layers that crema runs on wgmma; needs PyTorch with CUDA)"""
 import sys
 import torch
 import torch.nn.functional as F
@@ -45,9 +44,6 @@ print(f"device {torch.cuda.get_device_name(0)}, torch {torch.__version__}, "
 torch.backends.cudnn.benchmark = True
 args = sys.argv[1:]
 match = ""
-if "--six" in args:
-    args.remove("--six")
-    convs = convs[:6]
 if "--match" in args:
     at = args.index("--match")
     match = args[at + 1]

@@ -202,7 +202,7 @@ TEST(ConvolutionCol2imNhwcCuda, Bf16AgainstReference) {
     check_bf16(ctx, p, TcKernels::mma_sync, 0);  // the family it replaces, still right
     check_bf16(ctx, p, TcKernels::best, 2);      // misaligned dy: mma.sync's element path
   }
-  // Channels a whole vector (8) or 32 and more: the implicit GEMM's, not these (f32: wgmma's).
+  // Channels a whole vector (8) or 32 and more: the implicit GEMM's, not these.
   EXPECT_FALSE(cuda::conv2d_tc_backward_data_uses_col2im({2, 8, 9, 9, 16, 3, 3, 1, 1},
                                                          TcType::bf16));
   EXPECT_FALSE(cuda::conv2d_tc_backward_data_uses_col2im({2, 33, 9, 9, 16, 3, 3, 1, 1},
@@ -212,16 +212,15 @@ TEST(ConvolutionCol2imNhwcCuda, Bf16AgainstReference) {
 TEST(ConvolutionCol2imNhwcCuda, Tf32AgainstReference) {
   CREMA_REQUIRE_CUDA();
   Context ctx(Device::cuda(0));
-  // C = 8, K = 16 at stride 1: on an H100 or H200 wgmma's (tf32), elsewhere col2im's.
-  const Conv2dGeometry wide{2, 8, 16, 16, 16, 3, 3, 1, 1};
-  EXPECT_EQ(cuda::conv2d_backward_data_nhwc_uses_col2im(wide, GemmMath::tf32), !hopper());
   uint64_t seed = 80;
   for (const Conv2dGeometry& g : kGeometries) {
-    // Every geometry here has 1 < C < 32 and one group; wgmma takes none (C or K % 4 != 0).
-    EXPECT_TRUE(cuda::conv2d_backward_data_nhwc_uses_col2im(g, GemmMath::tf32)) << describe(g);
+    const bool fits = g.C % 4 != 0;
+    EXPECT_EQ(cuda::conv2d_backward_data_nhwc_uses_col2im(g, GemmMath::tf32), fits)
+        << describe(g);
     EXPECT_FALSE(cuda::conv2d_backward_data_nhwc_uses_col2im(g, GemmMath::fp32)) << describe(g);
-    EXPECT_STREQ(conv2d_nhwc_kernel(ConvPass::backward_data, g, DType::f32, GemmMath::tf32),
-                 "col2im_gemm")
+    EXPECT_EQ(std::string(conv2d_nhwc_kernel(ConvPass::backward_data, g, DType::f32,
+                                             GemmMath::tf32)),
+              fits ? "col2im_gemm" : "nhwc_implicit_gemm")
         << describe(g);
     const Problem p = make(g, false, seed += 7);
     check_tf32(ctx, p, TcKernels::best);
