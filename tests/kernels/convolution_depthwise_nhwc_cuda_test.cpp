@@ -18,7 +18,8 @@
 // gradient N*P*Q products + dw's start). Every addition of the fp32 sums joins disjoint terms, so
 // at most n - 1 roundings lie on any term's path, plus one for the product (exact for 16-bit
 // operands, one fma rounding for fp32 ones): (n + 1) u bounds them as in the tc tests (which use n,
-// their products being exact).
+// their products being exact). fp16 outputs below 2^-14 are subnormal, spaced 2^-24 apart: the
+// store's rounding there is up to 2^-25 absolute, not 2^-11 relative, so fp16 adds 2^-25.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -120,8 +121,10 @@ std::vector<double> bounds(const std::vector<double>& want, const std::vector<do
                            int m, double n) {
   std::vector<double> b(want.size());
   const double r = m == 0 ? 0.0 : std::ldexp(1.0, -m);
+  const double subnormal = m == 11 ? std::ldexp(1.0, -25) : 0.0;  // fp16's half spacing there
   for (size_t i = 0; i < b.size(); ++i) {
-    b[i] = r * std::fabs(want[i]) + (1.0 + r) * (n + 1) * std::ldexp(1.0, -24) * magnitude[i];
+    b[i] = r * std::fabs(want[i]) + (1.0 + r) * (n + 1) * std::ldexp(1.0, -24) * magnitude[i] +
+           subnormal;
   }
   return b;
 }
