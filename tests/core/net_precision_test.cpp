@@ -60,9 +60,34 @@ class TwiceLayer final : public Layer {
   }
 };
 
+// Twice that runs channels-last only (as a tensor-core convolution).
+class TwiceNhwcLayer final : public Layer {
+ public:
+  explicit TwiceNhwcLayer(const LayerSpec& spec) : Layer(spec), twice_(spec) {}
+  bool runs(DType dtype, Layout layout, const Device& device) const override {
+    return layout == Layout::nhwc && twice_.runs(dtype, layout, device);
+  }
+  void reshape(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top,
+               Context& ctx) override {
+    twice_.reshape(bottom, top, ctx);
+  }
+  void forward(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top,
+               Context& ctx) override {
+    twice_.forward(bottom, top, ctx);
+  }
+  void backward(const std::vector<Blob*>& top, const std::vector<bool>& propagate_down,
+                const std::vector<Blob*>& bottom, Context& ctx) override {
+    twice_.backward(top, propagate_down, bottom, ctx);
+  }
+
+ private:
+  TwiceLayer twice_;
+};
+
 LayerRegistry registry_with_twice() {
   LayerRegistry r = builtin_layers();
   r.add<TwiceLayer>("Twice");
+  r.add<TwiceNhwcLayer>("TwiceNhwc");
   return r;
 }
 
@@ -146,13 +171,38 @@ TEST(NetPrecision, LayoutDefaultsToNchwOnTheCpu) {
   EXPECT_EQ(net.blob("a").value.layout(), Layout::nchw);
 }
 
+const char* kNhwcNet = R"(
+inputs: {data: [3, 4, 5], label: []}
+layers:
+  - {name: a, type: TwiceNhwc, bottom: data, top: a}
+  - {name: b, type: Twice, bottom: a, top: b}
+  - {name: fc, type: InnerProduct, bottom: b, top: fc, num_output: 3}
+  - {name: loss, type: SoftmaxWithLoss, bottom: [fc, label], top: loss}
+)";
+
 TEST(NetPrecision, NhwcAloneKeepsF32) {
   Context ctx;
   const LayerRegistry r = registry_with_twice();
-  Net net(model("layout: nhwc\n"), Phase::train, 2, r, ctx);
+  Net net(model("layout: nhwc\n", kNhwcNet), Phase::train, 2, r, ctx);
   EXPECT_EQ(names(net)[0], "data@f32_nhwc:Convert");
   EXPECT_EQ(net.blob("a").value.dtype(), DType::f32);
   EXPECT_EQ(net.blob("a").value.layout(), Layout::nhwc);
+}
+
+// A layer that runs its dtype in both layouts keeps its first bottom's (keep_bottom_layout): the
+// f32 nchw data goes into Twice as it is under layout nhwc, and Twice after the nhwc-only layer
+// stays nhwc (no Convert either way); a dtype change still converts into the net's layout.
+TEST(NetPrecision, EitherLayoutKeepsTheBottomsLayout) {
+  Context ctx;
+  const LayerRegistry r = registry_with_twice();
+  Net plain(model("layout: nhwc\n"), Phase::train, 2, r, ctx);
+  EXPECT_EQ(names(plain)[0], "a:Twice");
+  EXPECT_EQ(plain.blob("a").value.layout(), Layout::nchw);
+  Net after_nhwc(model("layout: nhwc\n", kNhwcNet), Phase::train, 2, r, ctx);
+  EXPECT_EQ(names(after_nhwc)[2], "b:Twice");
+  EXPECT_EQ(after_nhwc.blob("b").value.layout(), Layout::nhwc);
+  Net half(model("precision: bf16\nlayout: nhwc\n"), Phase::train, 2, r, ctx);
+  EXPECT_EQ(names(half)[0], "data@bf16_nhwc:Convert");
 }
 
 TEST(NetPrecision, ALayersOwnPrecisionWins) {
