@@ -121,9 +121,8 @@ BlobFormat layer_format(const Layer& layer, const NetPrecision& net, const Devic
 
 BlobFormat keep_bottom_layout(const Layer& layer, const BlobFormat& format, const Tensor& bottom,
                               const Device& device) {
-  if (bottom.ndim() != 4 || bottom.dtype() != format.dtype || bottom.layout() == format.layout) {
-    return format;
-  }
+  const bool half = format.dtype == DType::bf16 || format.dtype == DType::f16;
+  if (!half || bottom.ndim() != 4 || bottom.layout() == format.layout) return format;
   if (!layer.runs(format.dtype, bottom.layout(), device)) return format;
   return {format.dtype, bottom.layout()};
 }

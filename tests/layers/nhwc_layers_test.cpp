@@ -128,6 +128,19 @@ TEST(NhwcLayers, Float32MatchesNchw) {
   expect_nhwc_like_nchw("{name: p, type: Pooling, pool: average, kernel_size: 2, stride: 2}",
                         {{1, 3, 6, 4}}, 1e-6);
   expect_nhwc_like_nchw("{name: c, type: Concat}", {{2, 3, 3, 2}, {2, 1, 3, 2}}, 0.0);
+  // LayerNorm's channels are rows in nhwc, columns in nchw: other kernels, other sum orders.
+  expect_nhwc_like_nchw("{name: ln, type: LayerNorm, axis: 1}", {{2, 13, 3, 5}}, 1e-5);
+  expect_nhwc_like_nchw("{name: ls, type: LayerScale, filler: {type: constant, value: 0.7}}",
+                        {{2, 13, 3, 5}}, 1e-6);
+}
+
+TEST(NhwcLayers, LayerNormAndLayerScaleGradients) {
+  nhwc_gradient_check("{name: ln, type: LayerNorm, axis: 1}", {{2, 5, 3, 4}});
+  nhwc_gradient_check("{name: ln, type: LayerNorm, axis: 3}", {{1, 3, 2, 5}});
+  nhwc_gradient_check("{name: ln, type: LayerNorm, axis: 1, elementwise_affine: false}",
+                      {{2, 3, 1, 3}});
+  nhwc_gradient_check("{name: ls, type: LayerScale, filler: {type: constant, value: 0.7}}",
+                      {{2, 3, 3, 4}});
 }
 
 // runs(dtype, layout, device) for a layer made from `yaml` on `bottoms`.
@@ -146,7 +159,9 @@ TEST(NhwcLayers, RunsSaysWhatTheKernelsServe) {
         "{name: l, type: Dropout}", "{name: l, type: Concat}",
         "{name: l, type: Pooling, pool: max, kernel_size: 2}",
         "{name: l, type: Pooling, pool: average, global_pooling: true}",
-        "{name: l, type: Pooling, pool: average, output_size: 1}"}) {
+        "{name: l, type: Pooling, pool: average, output_size: 1}", "{name: l, type: LayerNorm}",
+        "{name: l, type: LayerNorm, axis: 1}", "{name: l, type: LayerScale}",
+        "{name: l, type: StochasticDepth, p: 0.2}"}) {
     SCOPED_TRACE(yaml);
     for (Layout layout : {Layout::nchw, Layout::nhwc}) {
       EXPECT_TRUE(runs(yaml, x, DType::bf16, layout, gpu));
@@ -166,9 +181,15 @@ TEST(NhwcLayers, RunsSaysWhatTheKernelsServe) {
       runs("{name: l, type: BatchNorm, mode: per_activation}", x, DType::f32, Layout::nhwc, cpu));
   EXPECT_FALSE(
       runs("{name: l, type: BatchNorm, mode: per_activation}", x, DType::bf16, Layout::nchw, gpu));
-  // Whole samples: either layout, but float32 kernels on CUDA.
-  EXPECT_TRUE(runs("{name: l, type: StochasticDepth, p: 0.2}", x, DType::f32, Layout::nhwc, gpu));
-  EXPECT_FALSE(runs("{name: l, type: StochasticDepth, p: 0.2}", x, DType::bf16, Layout::nhwc, gpu));
+  // Permute: f32 nchw through its kernel; the channels-last views in every dtype a net runs.
+  const char* to_last = "{name: l, type: Permute, order: [0, 2, 3, 1]}";
+  const char* from_last = "{name: l, type: Permute, order: [0, 3, 1, 2]}";
+  EXPECT_TRUE(runs(to_last, x, DType::bf16, Layout::nhwc, gpu));
+  EXPECT_TRUE(runs(to_last, x, DType::f32, Layout::nhwc, gpu));
+  EXPECT_FALSE(runs(to_last, x, DType::bf16, Layout::nchw, gpu));
+  EXPECT_TRUE(runs(from_last, x, DType::f16, Layout::nchw, gpu));
+  EXPECT_FALSE(runs(from_last, x, DType::bf16, Layout::nhwc, gpu));
+  EXPECT_TRUE(runs(from_last, x, DType::f32, Layout::nchw, cpu));
   // An argmax top (float32 indices), adaptive windows and 3-D windows: f32 and f64 nchw.
   const char* argmax_top = "{name: l, type: Pooling, pool: max, kernel_size: 2}";
   EXPECT_FALSE(runs(argmax_top, x, DType::bf16, Layout::nchw, gpu, 2));
