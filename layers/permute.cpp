@@ -48,11 +48,13 @@ class PermuteLayer final : public Layer {
     view_ = x.ndim() == 4 && ((x.layout() == Layout::nhwc && order_ == kToChannelsLast) ||
                               (x.layout() == Layout::nchw && x.dtype() != DType::f32 &&
                                x.dtype() != DType::f64 && order_ == kFromChannelsLast));
-    if (!view_ && (x.layout() == Layout::nhwc || (x.dtype() != DType::f32 &&
-                                                  x.dtype() != DType::f64))) {
-      fail("permutes " + x.description() + " only as a view: order [0, 2, 3, 1] of a tensor "
+    if (!view_ &&
+        (x.layout() == Layout::nhwc || (x.dtype() != DType::f32 && x.dtype() != DType::f64))) {
+      fail("permutes " + x.description() +
+           " only as a view: order [0, 2, 3, 1] of a tensor "
            "stored nhwc, or [0, 3, 1, 2] of a 16-bit one stored nchw; order " +
-           shape_str(Shape(order_.begin(), order_.end())) + " needs f32 nchw (give the layer "
+           shape_str(Shape(order_.begin(), order_.end())) +
+           " needs f32 nchw (give the layer "
            "`precision: fp32`)");
     }
     if (!view_) {

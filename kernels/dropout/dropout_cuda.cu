@@ -149,7 +149,7 @@ void dropout_backward(int64_t n, const T* dy, T* dx, float ratio, uint64_t seed,
   template void dropout_forward<T>(int64_t, const T*, T*, float, uint64_t, const uint64_t*,  \
                                    DropoutVersion, gpu::Stream);                             \
   template void dropout_backward<T>(int64_t, const T*, T*, float, uint64_t, const uint64_t*, \
-                                    DropoutVersion, gpu::Stream);                             \
+                                    DropoutVersion, gpu::Stream);                            \
   template void stochastic_depth<T>(int64_t, int64_t, const T*, T*, float, uint64_t,         \
                                     const uint64_t*, gpu::Stream);
 CREMA_DROPOUT_INSTANTIATE(float)

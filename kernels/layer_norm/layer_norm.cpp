@@ -116,8 +116,8 @@ void layer_norm_forward(Context& ctx, const Tensor& x, const Tensor* weight, con
   };
   const auto cpu_f64 = [&] {
     ref::layer_norm_forward(g.outer, g.C, g.inner, x.data<double>(), data_or_null<double>(weight),
-                            data_or_null<double>(bias), eps, y.data<double>(),
-                            mean.data<double>(), rstd.data<double>());
+                            data_or_null<double>(bias), eps, y.data<double>(), mean.data<double>(),
+                            rstd.data<double>());
   };
   const Layout l = layout_of(x);
   dispatch(ctx, op.c_str(), dtype, l, on_cuda_typed<float>(gpu, l), on_cuda_typed<bf16_t>(gpu, l),
@@ -145,10 +145,9 @@ void layer_norm_backward(Context& ctx, const Tensor& x, const Tensor& dy, const 
   const auto gpu = [&](auto element, auto stream) {
     using T = decltype(element);
     const bool sums = dweight != nullptr || dbias != nullptr;
-    void* workspace =
-        sums ? workspace_for(ctx, cuda::layer_norm_backward_workspace_bytes<T>(g.outer, g.C,
-                                                                               g.inner))
-             : nullptr;
+    void* workspace = sums ? workspace_for(ctx, cuda::layer_norm_backward_workspace_bytes<T>(
+                                                    g.outer, g.C, g.inner))
+                           : nullptr;
     cuda::layer_norm_backward(g.outer, g.C, g.inner, x.data<T>(), dy.data<T>(),
                               data_or_null<float>(weight), mean.data<float>(), rstd.data<float>(),
                               data_or_null<T>(dx), data_or_null<float>(dweight),

@@ -80,8 +80,8 @@ __global__ void forward_rows(int64_t rows, int64_t C, const T* x, const float* w
 }
 
 template <class T>
-__global__ void backward_rows(int64_t rows, int64_t C, const T* x, const T* dy,
-                              const float* weight, const float* mean, const float* rstd, T* dx) {
+__global__ void backward_rows(int64_t rows, int64_t C, const T* x, const T* dy, const float* weight,
+                              const float* mean, const float* rstd, T* dx) {
   const int lane = int(threadIdx.x) % 32;
   for (int64_t row = int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32; row < rows;
        row += int64_t(gridDim.x) * kWarpsPerBlock) {
@@ -133,8 +133,7 @@ __global__ void forward_columns(int64_t outer, int64_t C, int64_t inner, const T
 
 template <class T>
 __global__ void backward_columns(int64_t outer, int64_t C, int64_t inner, const T* x, const T* dy,
-                                 const float* weight, const float* mean, const float* rstd,
-                                 T* dx) {
+                                 const float* weight, const float* mean, const float* rstd, T* dx) {
   for (int64_t pos = int64_t(blockIdx.x) * kThreads + threadIdx.x; pos < outer * inner;
        pos += int64_t(gridDim.x) * kThreads) {
     const int64_t o = pos / inner, i = pos % inner, base = o * C * inner + i;
@@ -151,8 +150,8 @@ __global__ void backward_columns(int64_t outer, int64_t C, int64_t inner, const 
     for (int64_t c = 0; c < C; ++c) {
       const int64_t e = base + c * inner;
       const float h = (to_float(x[e]) - m) * r;
-      dx[e] = from_float<T>(r * (__fmul_rn(to_float(dy[e]), weight_of(weight, c)) - mean_g -
-                                 h * mean_gx));
+      dx[e] = from_float<T>(
+          r * (__fmul_rn(to_float(dy[e]), weight_of(weight, c)) - mean_g - h * mean_gx));
     }
   }
 }
@@ -306,12 +305,12 @@ void layer_norm_backward(int64_t outer, int64_t C, int64_t inner, const T* x, co
   gpu::check_launch("layer_norm_backward");
 }
 
-#define CREMA_LAYER_NORM_INSTANTIATE(T)                                                          \
-  template void layer_norm_forward<T>(int64_t, int64_t, int64_t, const T*, const float*,         \
-                                      const float*, float, T*, float*, float*, gpu::Stream);     \
-  template size_t layer_norm_backward_workspace_bytes<T>(int64_t, int64_t, int64_t);             \
-  template void layer_norm_backward<T>(int64_t, int64_t, int64_t, const T*, const T*,            \
-                                       const float*, const float*, const float*, T*, float*,     \
+#define CREMA_LAYER_NORM_INSTANTIATE(T)                                                      \
+  template void layer_norm_forward<T>(int64_t, int64_t, int64_t, const T*, const float*,     \
+                                      const float*, float, T*, float*, float*, gpu::Stream); \
+  template size_t layer_norm_backward_workspace_bytes<T>(int64_t, int64_t, int64_t);         \
+  template void layer_norm_backward<T>(int64_t, int64_t, int64_t, const T*, const T*,        \
+                                       const float*, const float*, const float*, T*, float*, \
                                        float*, void*, gpu::Stream);
 CREMA_LAYER_NORM_INSTANTIATE(float)
 CREMA_LAYER_NORM_INSTANTIATE(bf16_t)

@@ -53,8 +53,8 @@ __device__ inline void load_weight(const float* weight, int64_t c, float (&w)[V]
 template <class T, int LANES, int NV>
 __global__ void __launch_bounds__(kThreads)
     forward_rows_vectorized(int64_t rows, int64_t C, const T* x, const float* __restrict__ weight,
-                            const float* __restrict__ bias, float eps, T* y, float* __restrict__ mean,
-                            float* __restrict__ rstd) {
+                            const float* __restrict__ bias, float eps, T* y,
+                            float* __restrict__ mean, float* __restrict__ rstd) {
   constexpr int V = kPerVector<T>, kRowsPerWarp = 32 / LANES;
   const int lane = int(threadIdx.x) % 32, sub = lane % LANES, group = lane / LANES;
   const int64_t vectors = C / V;
@@ -107,10 +107,9 @@ __global__ void __launch_bounds__(kThreads)
 // __restrict__ on either; y may alias x likewise): a lane reads its vectors before it writes them.
 template <class T, int LANES, int NV>
 __global__ void __launch_bounds__(kThreads)
-    backward_rows_vectorized(int64_t rows, int64_t C, const T* __restrict__ x,
-                             const T* dy, const float* __restrict__ weight,
-                             const float* __restrict__ mean, const float* __restrict__ rstd, T* dx,
-                             float* __restrict__ partials) {
+    backward_rows_vectorized(int64_t rows, int64_t C, const T* __restrict__ x, const T* dy,
+                             const float* __restrict__ weight, const float* __restrict__ mean,
+                             const float* __restrict__ rstd, T* dx, float* __restrict__ partials) {
   constexpr int V = kPerVector<T>, kRowsPerWarp = 32 / LANES;
   extern __shared__ float block_sums[];  // [2][C]: dweight's, then dbias's
   const int lane = int(threadIdx.x) % 32, warp = int(threadIdx.x) / 32;
@@ -159,7 +158,7 @@ __global__ void __launch_bounds__(kThreads)
     }
   }
   if (partials == nullptr) return;
-  // The groups of a warp hold the same channels: add them, then the warps in order.
+    // The groups of a warp hold the same channels: add them, then the warps in order.
 #pragma unroll
   for (int k = 0; k < NV; ++k) {
 #pragma unroll
@@ -242,24 +241,24 @@ void layer_norm_rows_forward(int64_t rows, int64_t C, const T* x, const float* w
 }
 
 template <class T>
-void layer_norm_rows_backward(int64_t rows, int64_t C, const T* x, const T* dy,
-                              const float* weight, const float* mean, const float* rstd, T* dx,
-                              float* partials, gpu::Stream stream) {
+void layer_norm_rows_backward(int64_t rows, int64_t C, const T* x, const T* dy, const float* weight,
+                              const float* mean, const float* rstd, T* dx, float* partials,
+                              gpu::Stream stream) {
   const int64_t vectors = C / kPerVector<T>;
   const int blocks = int(layer_norm_rows_partials<T>(rows, C));
   const size_t shared = partials != nullptr ? size_t(2 * C) * sizeof(float) : 0;
   with_config(vectors, [&](auto config) {
     using Cfg = decltype(config);
-    backward_rows_vectorized<T, Cfg::lanes, Cfg::nv><<<blocks, kThreads, shared, stream>>>(
-        rows, C, x, dy, weight, mean, rstd, dx, partials);
+    backward_rows_vectorized<T, Cfg::lanes, Cfg::nv>
+        <<<blocks, kThreads, shared, stream>>>(rows, C, x, dy, weight, mean, rstd, dx, partials);
   });
 }
 
-#define CREMA_LAYER_NORM_ROWS_INSTANTIATE(T)                                                      \
-  template int64_t layer_norm_rows_partials<T>(int64_t, int64_t);                                 \
+#define CREMA_LAYER_NORM_ROWS_INSTANTIATE(T)                                                       \
+  template int64_t layer_norm_rows_partials<T>(int64_t, int64_t);                                  \
   template void layer_norm_rows_forward<T>(int64_t, int64_t, const T*, const float*, const float*, \
-                                           float, T*, float*, float*, gpu::Stream);               \
-  template void layer_norm_rows_backward<T>(int64_t, int64_t, const T*, const T*, const float*,   \
+                                           float, T*, float*, float*, gpu::Stream);                \
+  template void layer_norm_rows_backward<T>(int64_t, int64_t, const T*, const T*, const float*,    \
                                             const float*, const float*, T*, float*, gpu::Stream);
 CREMA_LAYER_NORM_ROWS_INSTANTIATE(float)
 CREMA_LAYER_NORM_ROWS_INSTANTIATE(bf16_t)

@@ -33,8 +33,8 @@ void layer_norm_rows_forward(int64_t rows, int64_t C, const T* x, const float* w
                              const float* bias, float eps, T* y, float* mean, float* rstd,
                              gpu::Stream stream);
 template <class T>
-void layer_norm_rows_backward(int64_t rows, int64_t C, const T* x, const T* dy,
-                              const float* weight, const float* mean, const float* rstd, T* dx,
-                              float* partials, gpu::Stream stream);
+void layer_norm_rows_backward(int64_t rows, int64_t C, const T* x, const T* dy, const float* weight,
+                              const float* mean, const float* rstd, T* dx, float* partials,
+                              gpu::Stream stream);
 
 }  // namespace crema::kernels::cuda

@@ -84,7 +84,8 @@ template <PoolMode kMode, class T, int V>
 __global__ void global_pool_nhwc(int64_t C, int64_t HW, int64_t segment, int S, const T* x, T* y,
                                  float* argmax, Partials partials) {
   extern __shared__ float shared[];  // [TY][TX * V] values, then (max) [TY][TX * V] indices
-  const int TX = int(blockDim.x), TY = int(blockDim.y), tx = int(threadIdx.x), ty = int(threadIdx.y);
+  const int TX = int(blockDim.x), TY = int(blockDim.y), tx = int(threadIdx.x),
+            ty = int(threadIdx.y);
   const int64_t n = blockIdx.z, s = blockIdx.y;
   const int64_t c0 = (int64_t(blockIdx.x) * TX + tx) * V;
   const int64_t begin = s * segment, end = begin + segment < HW ? begin + segment : HW;
@@ -247,8 +248,7 @@ bool vectors_fit(int64_t C, const T* x) {
 }  // namespace
 
 template <class T>
-size_t global_pool_workspace_bytes(int64_t N, int64_t C, int64_t HW, PoolMode mode,
-                                   Layout layout) {
+size_t global_pool_workspace_bytes(int64_t N, int64_t C, int64_t HW, PoolMode mode, Layout layout) {
   // The largest of the vector and scalar plans (the pointers decide between them later).
   size_t bytes = 0;
   for (bool vectors : {true, false}) {
@@ -279,16 +279,16 @@ void global_pool_forward(int64_t N, int64_t C, int64_t HW, PoolMode mode, const 
       const dim3 block(unsigned(plan.TX), unsigned(plan.TY));
       const size_t shared = size_t(kThreads) * plan.V * (sizeof(float) + sizeof(int));
       if (vectors) {
-        global_pool_nhwc<kMode, T, int(16 / sizeof(T))><<<grid, block, shared, stream>>>(
-            C, HW, plan.segment, plan.S, x, y, argmax, partials);
+        global_pool_nhwc<kMode, T, int(16 / sizeof(T))>
+            <<<grid, block, shared, stream>>>(C, HW, plan.segment, plan.S, x, y, argmax, partials);
       } else {
         global_pool_nhwc<kMode, T, 1>
             <<<grid, block, shared, stream>>>(C, HW, plan.segment, plan.S, x, y, argmax, partials);
       }
     } else {
       const dim3 grid(unsigned(plan.tiles), unsigned(plan.S));
-      global_pool_nchw<kMode, T>
-          <<<grid, kThreads, 0, stream>>>(outputs, HW, plan.segment, plan.S, x, y, argmax, partials);
+      global_pool_nchw<kMode, T><<<grid, kThreads, 0, stream>>>(outputs, HW, plan.segment, plan.S,
+                                                                x, y, argmax, partials);
     }
     gpu::check_launch("global_pool_forward");
     if (plan.S > 1) {
@@ -304,10 +304,10 @@ void global_pool_forward(int64_t N, int64_t C, int64_t HW, PoolMode mode, const 
   }
 }
 
-#define CREMA_GLOBAL_POOL_INSTANTIATE(T)                                                         \
-  template size_t global_pool_workspace_bytes<T>(int64_t, int64_t, int64_t, PoolMode, Layout);  \
-  template void global_pool_forward<T>(int64_t, int64_t, int64_t, PoolMode, const T*, T*,       \
-                                       float*, Layout, void*, gpu::Stream);
+#define CREMA_GLOBAL_POOL_INSTANTIATE(T)                                                          \
+  template size_t global_pool_workspace_bytes<T>(int64_t, int64_t, int64_t, PoolMode, Layout);    \
+  template void global_pool_forward<T>(int64_t, int64_t, int64_t, PoolMode, const T*, T*, float*, \
+                                       Layout, void*, gpu::Stream);
 CREMA_GLOBAL_POOL_INSTANTIATE(float)
 CREMA_GLOBAL_POOL_INSTANTIATE(bf16_t)
 CREMA_GLOBAL_POOL_INSTANTIATE(f16_t)

@@ -1,7 +1,8 @@
 // 2-D pooling, dispatch: checks the tensors and the geometry once, then runs the path for the
 // device, dtype and layout (float32: cpu:: or cuda::; bf16 and f16: cuda::, with float32 argmax;
 // float64 on the CPU: the reference; nhwc: cuda::, and ref:: on the CPU in f32 and f64). A global
-// pooling's forward over a large plane on CUDA is a reduction of its own (cuda::global_pool_forward).
+// pooling's forward over a large plane on CUDA is a reduction of its own
+// (cuda::global_pool_forward).
 #include "kernels/pooling/pooling.h"
 
 #include <string>

@@ -101,8 +101,8 @@ void channel_reduce(Context& ctx, const Tensor& dy, const Tensor* x, int axis, i
                          out.data<float>(), workspace, version, stream);
   };
   const auto cpu_f32 = [&] {
-    cpu::channel_reduce(g.outer, g.C, g.inner, dy.data<float>(), data_or_null<float>(x),
-                        accumulate, out.data<float>(), ctx.num_threads());
+    cpu::channel_reduce(g.outer, g.C, g.inner, dy.data<float>(), data_or_null<float>(x), accumulate,
+                        out.data<float>(), ctx.num_threads());
   };
   const auto cpu_f64 = [&] {
     ref::channel_reduce(g.outer, g.C, g.inner, dy.data<double>(), data_or_null<double>(x),

@@ -73,9 +73,8 @@ __global__ void reduce_block_per_channel(int64_t outer, int64_t C, int64_t inner
 // S = 1, finishes the channel itself.
 template <class T>
 __global__ void reduce_split(int64_t outer, int64_t C, int64_t inner, int64_t segment, int S,
-                             const T* __restrict__ dy, const T* __restrict__ x,
-                             bool accumulate, double* __restrict__ partials,
-                             float* __restrict__ out) {
+                             const T* __restrict__ dy, const T* __restrict__ x, bool accumulate,
+                             double* __restrict__ partials, float* __restrict__ out) {
   const int64_t c = blockIdx.x, s = blockIdx.y, total = outer * inner;
   const int64_t begin = s * segment, end = begin + segment < total ? begin + segment : total;
   const double sum = channel_segment_sum(C, inner, dy, x, c, begin, end);
@@ -204,7 +203,7 @@ void channel_reduce(int64_t outer, int64_t C, int64_t inner, const T* dy, const 
   }
 }
 
-#define CREMA_SCALE_INSTANTIATE(T)                                                            \
+#define CREMA_SCALE_INSTANTIATE(T)                                                                \
   template void scale_forward<T>(int64_t, int64_t, int64_t, const T*, const float*, const float*, \
                                  T*, gpu::Stream);                                                \
   template void channel_reduce<T>(int64_t, int64_t, int64_t, const T*, const T*, bool, float*,    \

@@ -199,8 +199,7 @@ TEST(NetPrecision, HalfLayersKeepTheirBottomsLayout) {
   EXPECT_EQ(names(plain)[0], "data@bf16:Convert");
   EXPECT_EQ(names(plain)[1], "a:Twice");
   EXPECT_EQ(plain.blob("a").value.layout(), Layout::nchw);
-  Net after_nhwc(model("precision: bf16\nlayout: nhwc\n", kNhwcFirstNet), Phase::train, 2, r,
-                 ctx);
+  Net after_nhwc(model("precision: bf16\nlayout: nhwc\n", kNhwcFirstNet), Phase::train, 2, r, ctx);
   EXPECT_EQ(names(after_nhwc)[2], "b:Twice");
   EXPECT_EQ(after_nhwc.blob("a").value.layout(), Layout::nhwc);
 }

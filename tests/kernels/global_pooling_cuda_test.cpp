@@ -139,8 +139,8 @@ TEST(GlobalPoolingCuda, MisalignedChannelsLast) {
   std::vector<float> values(size_t(N * HW * C + 1));
   for (float& v : values) v = float(rng.uniform(0.5, 1.5));
   const Tensor x = testing::to_device(ctx, {int64_t(values.size())}, values);
-  const size_t bytes = cuda::global_pool_workspace_bytes<float>(N, C, HW, PoolMode::average,
-                                                                Layout::nhwc);
+  const size_t bytes =
+      cuda::global_pool_workspace_bytes<float>(N, C, HW, PoolMode::average, Layout::nhwc);
   Tensor workspace = ctx.empty({int64_t(bytes / sizeof(float)) + 1});
   Tensor y = testing::poisoned_device(ctx, {N * C});
   cuda::global_pool_forward(N, C, HW, PoolMode::average, x.data<float>() + 1, y.data<float>(),

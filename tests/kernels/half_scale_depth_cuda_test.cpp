@@ -25,8 +25,8 @@ namespace crema::kernels {
 namespace {
 
 using testing::half_input;
-using testing::host_values;
 using testing::HalfInput;
+using testing::host_values;
 using testing::widened;
 
 // A device copy of `in` stored as `layout` (in.exact stays in nchw order).
@@ -80,8 +80,8 @@ TEST(HalfScaleCuda, PerChannelScaleAndItsSums) {
           const size_t c = size_t((int64_t(e) / inner) % C);
           magnitude = std::max(magnitude, std::fabs(x.exact[e] * sd[c]) + std::fabs(bd[c]));
         }
-        EXPECT_TRUE(testing::within_one_rounding(got, y_ref, dtype, 0.0,
-                                                 std::ldexp(1.0, -23) * magnitude));
+        EXPECT_TRUE(
+            testing::within_one_rounding(got, y_ref, dtype, 0.0, std::ldexp(1.0, -23) * magnitude));
         Tensor dw = testing::poisoned_device(ctx, {C}), db = testing::poisoned_device(ctx, {C});
         channel_reduce(ctx, dys, &xs, 1, 1, false, dw);
         channel_reduce(ctx, dys, nullptr, 1, 1, false, db);

@@ -129,8 +129,7 @@ void expect_same_bits(const Outputs& a, const Outputs& b) {
 
 void check_case(Context& ctx, const Case& c, DType dtype, bool affine, uint64_t seed) {
   SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + shape_str(c.shape) + " axis " +
-               std::to_string(c.axis) + " " + layout_name(c.layout) +
-               (affine ? "" : " no affine"));
+               std::to_string(c.axis) + " " + layout_name(c.layout) + (affine ? "" : " no affine"));
   const int64_t C = c.shape[size_t(c.axis)];
   const float eps = 1e-6f;
   Random rng(seed);
@@ -167,14 +166,31 @@ void check_case(Context& ctx, const Case& c, DType dtype, bool affine, uint64_t 
 }
 
 const std::vector<Case>& cases() {
-  static const std::vector<Case> all = {
-      {{1, 1}, 1},          {{5, 7}, 1},          {{3, 32}, 1},          {{7, 33}, 1},
-      {{4, 3}, 1},          {{9, 13}, 1},         {{2, 3, 768}, 2},      {{1, 13, 7, 7}, 1},
-      {{3, 5, 17, 19}, 1},  {{2, 96, 1, 1}, 1},   {{4, 7, 33}, 1},       {{2, 3, 5, 11}, 3},
-      {{1, 1, 9, 9}, 1},    {{8, 96, 56, 56}, 1}, {{8, 56, 56, 96}, 3},  {{3, 5, 7, 96}, 3},
-      {{1, 3, 3, 192}, 3},  {{2, 7, 5, 384}, 3},  {{1, 5, 3, 1024}, 3},  {{2, 3, 1032}, 2},
-      {{1, 40, 7}, 2},      {{1, 96, 5, 7}, 1, Layout::nhwc},         {{2, 13, 3, 5}, 1, Layout::nhwc},
-      {{1, 768, 3, 3}, 1, Layout::nhwc},      {{1, 3, 9, 7}, 1, Layout::nhwc}};
+  static const std::vector<Case> all = {{{1, 1}, 1},
+                                        {{5, 7}, 1},
+                                        {{3, 32}, 1},
+                                        {{7, 33}, 1},
+                                        {{4, 3}, 1},
+                                        {{9, 13}, 1},
+                                        {{2, 3, 768}, 2},
+                                        {{1, 13, 7, 7}, 1},
+                                        {{3, 5, 17, 19}, 1},
+                                        {{2, 96, 1, 1}, 1},
+                                        {{4, 7, 33}, 1},
+                                        {{2, 3, 5, 11}, 3},
+                                        {{1, 1, 9, 9}, 1},
+                                        {{8, 96, 56, 56}, 1},
+                                        {{8, 56, 56, 96}, 3},
+                                        {{3, 5, 7, 96}, 3},
+                                        {{1, 3, 3, 192}, 3},
+                                        {{2, 7, 5, 384}, 3},
+                                        {{1, 5, 3, 1024}, 3},
+                                        {{2, 3, 1032}, 2},
+                                        {{1, 40, 7}, 2},
+                                        {{1, 96, 5, 7}, 1, Layout::nhwc},
+                                        {{2, 13, 3, 5}, 1, Layout::nhwc},
+                                        {{1, 768, 3, 3}, 1, Layout::nhwc},
+                                        {{1, 3, 9, 7}, 1, Layout::nhwc}};
   return all;
 }
 
@@ -205,13 +221,14 @@ TEST(LayerNormCuda, MisalignedRowsFallBack) {
   Context ctx(Device::cuda(0));
   const int64_t rows = 37, C = 96, n = rows * C;
   Random rng(5);
-  const Tensor x = testing::random_tensor(rng, {n + 1}, -2, 3), dy = testing::random_tensor(rng, {n + 1});
+  const Tensor x = testing::random_tensor(rng, {n + 1}, -2, 3),
+               dy = testing::random_tensor(rng, {n + 1});
   const Tensor w = testing::random_tensor(rng, {C}, 0.5, 1.5), b = testing::random_tensor(rng, {C});
   const std::vector<double> xd = testing::to_double(x), dyd = testing::to_double(dy);
   const std::vector<double> wd = testing::to_double(w), bd = testing::to_double(b);
   const Case c{{rows, C}, 1};
-  const Reference want = reference(c, {xd.begin() + 1, xd.end()}, {dyd.begin() + 1, dyd.end()},
-                                   &wd, &bd, 1e-5f);
+  const Reference want =
+      reference(c, {xd.begin() + 1, xd.end()}, {dyd.begin() + 1, dyd.end()}, &wd, &bd, 1e-5f);
   const Tensor xg = testing::to_device(ctx, x), dyg = testing::to_device(ctx, dy);
   const Tensor wg = testing::to_device(ctx, w), bg = testing::to_device(ctx, b);
   Tensor y = testing::poisoned_device(ctx, {n + 1}), dx = testing::poisoned_device(ctx, {n + 1});
@@ -249,8 +266,8 @@ TEST(LayerNormCuda, PartialBackwards) {
       Random rng(9);
       const Tensor x = testing::device_copy(
           ctx, testing::host_as(testing::random_tensor(rng, shape, -2, 3), dtype));
-      const Tensor dy = testing::device_copy(
-          ctx, testing::host_as(testing::random_tensor(rng, shape), dtype));
+      const Tensor dy =
+          testing::device_copy(ctx, testing::host_as(testing::random_tensor(rng, shape), dtype));
       Tensor y = ctx.empty(shape, dtype), m = ctx.empty({positions}), r = ctx.empty({positions});
       layer_norm_forward(ctx, x, nullptr, nullptr, axis, 1e-5f, y, m, r);
       const std::vector<float> zeros(size_t(C), 0.0f);

@@ -172,7 +172,8 @@ TEST(LayerNorm, NhwcMatchesNchw) {
     SCOPED_TRACE("axis " + std::to_string(axis));
     const int64_t C = shape[size_t(axis)], positions = shape_numel(shape) / C;
     const Tensor x = testing::random_tensor(rng, shape), dy = testing::random_tensor(rng, shape);
-    const Tensor w = testing::random_tensor(rng, {C}, 0.5, 1.5), b = testing::random_tensor(rng, {C});
+    const Tensor w = testing::random_tensor(rng, {C}, 0.5, 1.5),
+                 b = testing::random_tensor(rng, {C});
     auto run = [&](Layout layout, std::vector<float>& y_out, std::vector<float>& dx_out,
                    std::vector<float>& dw_out) {
       Tensor xl(shape), dyl(shape), y(shape), dx(shape), m({positions}), r({positions});
