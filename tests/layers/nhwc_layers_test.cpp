@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "core/random.h"
+#include "kernels/cast/cast.h"
+#include "kernels/layout/layout.h"
 #include "tests/kernels/layout_test_util.h"
 #include "tests/support/layer_checks.h"
 #include "tests/support/layer_parity.h"
@@ -132,6 +134,39 @@ TEST(NhwcLayers, Float32MatchesNchw) {
   expect_nhwc_like_nchw("{name: ln, type: LayerNorm, axis: 1}", {{2, 13, 3, 5}}, 1e-5);
   expect_nhwc_like_nchw("{name: ls, type: LayerScale, filler: {type: constant, value: 0.7}}",
                         {{2, 13, 3, 5}}, 1e-6);
+}
+
+// Permute's channels-last views: [0, 2, 3, 1] of an nhwc x is x's storage as a contiguous
+// [N, H, W, C] (stored nchw) holding x.permute(0, 2, 3, 1); [0, 3, 1, 2] of a bf16 [N, H, W, C]
+// back is its storage as [N, C, H, W] stored nhwc; the gradient passes through the same views.
+TEST(NhwcLayers, PermuteViewsChannelsLast) {
+  nhwc_gradient_check("{name: p, type: Permute, order: [0, 2, 3, 1]}", {{2, 3, 4, 5}});
+  Context ctx;
+  LayerHarness to_last("{name: p, type: Permute, order: [0, 2, 3, 1]}", {{2, 3, 4, 5}}, ctx, 1,
+                       Phase::train, DType::f32, Layout::nhwc);
+  to_last.set_bottom(0, random_values(120, -1.0f, 1.0f, 4));
+  to_last.forward();
+  const Tensor& y = to_last.top[0]->value;
+  EXPECT_TRUE(y.shares_storage(to_last.bottom[0]->value));
+  EXPECT_EQ(y.layout(), Layout::nchw);
+  ASSERT_EQ(y.shape(), (Shape{2, 4, 5, 3}));
+  Tensor want(y.shape());
+  kernels::permute(ctx, in_layout(to_last.bottom[0]->value, Layout::nchw), {0, 2, 3, 1}, want);
+  EXPECT_EQ(y.to_vector(), want.to_vector());
+
+  LayerHarness back("{name: p, type: Permute, order: [0, 3, 1, 2]}", {{2, 4, 5, 3}}, ctx, 1,
+                    Phase::train, DType::bf16, Layout::nchw);
+  back.bottom[0]->value.copy_from(kernels::cast_to(
+      ctx, Tensor::from_vector({2, 4, 5, 3}, random_values(120, -1.0f, 1.0f, 5)), DType::bf16));
+  back.forward();
+  const Tensor& z = back.top[0]->value;
+  EXPECT_TRUE(z.shares_storage(back.bottom[0]->value));
+  EXPECT_EQ(z.layout(), Layout::nhwc);
+  ASSERT_EQ(z.shape(), (Shape{2, 3, 4, 5}));
+  Tensor x_f32 = kernels::cast_to(ctx, back.bottom[0]->value, DType::f32), want_back(z.shape());
+  kernels::permute(ctx, x_f32, {0, 3, 1, 2}, want_back);
+  const Tensor z_f32 = kernels::cast_to(ctx, in_layout(z, Layout::nchw), DType::f32);
+  EXPECT_EQ(z_f32.to_vector(), want_back.to_vector());
 }
 
 TEST(NhwcLayers, LayerNormAndLayerScaleGradients) {
