@@ -60,13 +60,29 @@ template <class T>
 void channel_reduce(int64_t outer, int64_t C, int64_t inner, const T* dy, const T* x,
                     bool accumulate, float* out, void* workspace, ReduceVersion version,
                     gpu::Stream stream);
+// A batch of the above: `batch` entries of [outer, C, inner] one after another, entry b's
+// channels being b C .. b C + C - 1 of scale, bias and out (squeeze-excitation's gate [N, C] on a
+// channels-last x [N, H*W, C]: batch N, outer H*W, inner 1; a batch needs inner = 1 and split in
+// channel_reduce). S, the scale's and out's type: float, or T (a 16-bit second bottom and its
+// gradient).
+template <class T, class S>
+void scale_forward(int64_t batch, int64_t outer, int64_t C, int64_t inner, const T* x,
+                   const S* scale, const float* bias, T* y, gpu::Stream stream);
+size_t channel_reduce_workspace_bytes(int64_t batch, int64_t outer, int64_t C, int64_t inner,
+                                      ReduceVersion version);
+template <class T, class S>
+void channel_reduce(int64_t batch, int64_t outer, int64_t C, int64_t inner, const T* dy, const T* x,
+                    bool accumulate, S* out, void* workspace, ReduceVersion version,
+                    gpu::Stream stream);
 }  // namespace cuda
 
 // Tensor level: x, y (dy) of one shape and dtype; scale, bias and out float32 tensors of
 // C = x.dim(axis) * ... * x.dim(axis + num_axes - 1) elements (any shape); all on the context's
-// device (all float64 on the CPU runs ref::; x, y, dy bf16 or f16 on CUDA, with float32 scale,
-// bias and out). A 4-D x stored nhwc takes axis 1, num_axes 1 (its channels: rows of C in
-// memory). scale, bias and x in channel_reduce may be null. Throws crema::Error naming the tensor.
+// device (all float64 on the CPU runs ref::; x, y, dy bf16 or f16 on CUDA, with float32 bias and
+// float32 or x's dtype scale and out: a learned parameter, or a second bottom and its gradient).
+// A 4-D x stored nhwc takes axis 1, num_axes 1 (its channels: rows of C in memory) or axis 0,
+// num_axes 2 (a scale per (n, c): squeeze-excitation's gate). scale, bias and x in
+// channel_reduce may be null. Throws crema::Error naming the tensor.
 void scale_forward(Context& ctx, const Tensor& x, const Tensor* scale, const Tensor* bias, int axis,
                    int num_axes, Tensor& y);
 void channel_reduce(Context& ctx, const Tensor& dy, const Tensor* x, int axis, int num_axes,

@@ -92,6 +92,47 @@ TEST(HalfScaleCuda, PerChannelScaleAndItsSums) {
   }
 }
 
+// Squeeze-excitation's gate: x [N, C, H, W] scaled by gate [N, C] (axis 0, two axes), the
+// gate's gradient sum_hw dy x written in the gate's dtype (one rounding of a double sum), in nchw
+// (C' = N C channels of H W) and nhwc (N entries of H W rows of C).
+TEST(HalfScaleCuda, SqueezeExcitationGate) {
+  CREMA_REQUIRE_CUDA();
+  Context ctx(Device::cuda(0));
+  for (DType dtype : {DType::bf16, DType::f16}) {
+    for (const Shape& shape : std::vector<Shape>{{2, 32, 17, 19}, {3, 13, 5, 7}, {1, 96, 4, 4}}) {
+      for (Layout layout : {Layout::nchw, Layout::nhwc}) {
+        SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + shape_str(shape) + " " +
+                     layout_name(layout));
+        const int64_t NC = shape[0] * shape[1], HW = shape[2] * shape[3];
+        Random rng(uint64_t(NC + HW));
+        const HalfInput x = half_input(ctx, rng, shape, dtype, -2.0, 2.0);
+        const HalfInput dy = half_input(ctx, rng, shape, dtype, -1.0, 1.0);
+        const HalfInput gate = half_input(ctx, rng, {shape[0], shape[1]}, dtype, 0.0, 1.0);
+        std::vector<double> y_ref(x.exact.size()), dx_ref(x.exact.size());
+        std::vector<double> dgate_ref(static_cast<size_t>(NC));
+        ref::scale_forward<double>(1, NC, HW, x.exact.data(), gate.exact.data(), nullptr,
+                                   y_ref.data());
+        ref::scale_forward<double>(1, NC, HW, dy.exact.data(), gate.exact.data(), nullptr,
+                                   dx_ref.data());
+        ref::channel_reduce(1, NC, HW, dy.exact.data(), x.exact.data(), false, dgate_ref.data());
+        const Tensor xs = stored_as(ctx, x, layout), dys = stored_as(ctx, dy, layout);
+        Tensor y = testing::poisoned_as(ctx, shape, dtype),
+               dx = testing::poisoned_as(ctx, shape, dtype);
+        y.set_layout(layout);
+        dx.set_layout(layout);
+        Tensor dgate = testing::poisoned_as(ctx, {shape[0], shape[1]}, dtype);
+        scale_forward(ctx, xs, &gate.device, nullptr, 0, 2, y);
+        scale_forward(ctx, dys, &gate.device, nullptr, 0, 2, dx);
+        channel_reduce(ctx, dys, &xs, 0, 2, false, dgate);
+        // x g and dy g: one float product (exact for these 8- and 11-bit inputs), one rounding.
+        EXPECT_TRUE(testing::within_one_rounding(nchw_values(ctx, y), y_ref, dtype));
+        EXPECT_TRUE(testing::within_one_rounding(nchw_values(ctx, dx), dx_ref, dtype));
+        EXPECT_TRUE(testing::within_one_rounding(widened(ctx, dgate), dgate_ref, dtype, 1e-6));
+      }
+    }
+  }
+}
+
 TEST(HalfStochasticDepthCuda, TheCpusFloatResultRoundedOnce) {
   CREMA_REQUIRE_CUDA();
   Context ctx(Device::cuda(0)), cpu;

@@ -169,6 +169,14 @@ TEST(NhwcLayers, PermuteViewsChannelsLast) {
   EXPECT_EQ(z_f32.to_vector(), want_back.to_vector());
 }
 
+// Scale in nhwc: the learned per-channel form (with a bias) and squeeze-excitation's gate, a
+// second bottom [N, C] at axis 0 (x's channels-last rows scaled per (n, c)).
+TEST(NhwcLayers, ScaleGradients) {
+  nhwc_gradient_check("{name: s, type: Scale, bias_term: true}", {{2, 3, 3, 4}});
+  nhwc_gradient_check("{name: s, type: Scale, axis: 0}", {{2, 3, 4, 5}, {2, 3}});
+  nhwc_gradient_check("{name: s, type: Scale}", {{2, 5, 3, 2}, {5}});
+}
+
 TEST(NhwcLayers, LayerNormAndLayerScaleGradients) {
   nhwc_gradient_check("{name: ln, type: LayerNorm, axis: 1}", {{2, 5, 3, 4}});
   nhwc_gradient_check("{name: ln, type: LayerNorm, axis: 3}", {{1, 3, 2, 5}});
@@ -216,6 +224,13 @@ TEST(NhwcLayers, RunsSaysWhatTheKernelsServe) {
       runs("{name: l, type: BatchNorm, mode: per_activation}", x, DType::f32, Layout::nhwc, cpu));
   EXPECT_FALSE(
       runs("{name: l, type: BatchNorm, mode: per_activation}", x, DType::bf16, Layout::nchw, gpu));
+  // Scale: the channels, or squeeze-excitation's gate [N, C] at axis 0; Bias stays f32 nchw.
+  EXPECT_TRUE(runs("{name: l, type: Scale}", x, DType::bf16, Layout::nhwc, gpu));
+  EXPECT_TRUE(
+      runs("{name: l, type: Scale, axis: 0}", {x[0], {2, 3}}, DType::bf16, Layout::nhwc, gpu));
+  EXPECT_FALSE(
+      runs("{name: l, type: Scale, axis: 0, num_axes: 2}", x, DType::bf16, Layout::nhwc, gpu));
+  EXPECT_FALSE(runs("{name: l, type: Bias}", x, DType::bf16, Layout::nhwc, gpu));
   // Permute: f32 nchw through its kernel; the channels-last views in every dtype a net runs.
   const char* to_last = "{name: l, type: Permute, order: [0, 2, 3, 1]}";
   const char* from_last = "{name: l, type: Permute, order: [0, 3, 1, 2]}";
