@@ -89,6 +89,14 @@ int rotation_copies(size_t bytes) {
   return int(std::clamp(copies, 1.0, double(kMaxCopies)));
 }
 
+double copy_gbps(Context& ctx) {
+  const int64_t n = int64_t(1) << 28;  // floats
+  const Tensor src = ctx.zeros({n});
+  Tensor dst = ctx.empty({n});
+  const double ms = median_ms(ctx, 3, 20, [&](int) { ctx.copy(dst, src); });
+  return 2.0 * double(n) * sizeof(float) / ms / 1e6;
+}
+
 double relative_error(const float* out, const double* ref, size_t n) {
   double diff = 0, norm = 0;
   for (size_t i = 0; i < n; ++i) {

@@ -2,7 +2,8 @@
 // against the op's reference, then time it with CUDA events and print the time, the achieved
 // TFLOP/s or GB/s and the fraction of the device's peak.
 //
-//   crema bench gemm|conv|conv-tc|rnn|batch-norm [--shape S]... [--version V]
+//   crema bench gemm|conv|conv-tc|rnn|batch-norm|layer-norm|global-pool [--shape S]... [--version
+//   V]
 //                             [--math fp32|tf32|bf16]
 //                             [--layout nchw|nhwc] [--warmup 5] [--repeats 50] [--device cuda:0]
 //
@@ -57,6 +58,9 @@ double measure_ms(Context& ctx, const Options& options, const std::function<void
 // (at least 1; about 200 MB of traffic between reuses of one copy).
 int rotation_copies(size_t bytes);
 
+// Device-to-device copy bandwidth in GB/s (bytes read plus bytes written) over 1 GB: the ceiling
+// the memory-bound ops' %peak column is of.
+double copy_gbps(Context& ctx);
 // ||out - ref|| / ||ref|| over n values (ref in double).
 double relative_error(const float* out, const double* ref, size_t n);
 
@@ -96,6 +100,11 @@ int bench_rnn(Context& ctx, const Options& options, std::ostream& out);
 // batch-norm: the channels-last (S == 1) versions, plain, + ReLU and + add + ReLU, bf16 storage
 // for --math bf16, f32 otherwise (bench_batch_norm.cpp).
 int bench_batch_norm(Context& ctx, const Options& options, std::ostream& out);
+// layer-norm: LayerNorm over the channels (rows of C under --layout nhwc, as ConvNeXt's blocks);
+// global-pool: average pooling over H x W (squeeze-excitation); bf16 storage for --math bf16, f32
+// otherwise (bench_memory_bound.cpp). Shapes as batch-norm's, N,C,H,W.
+int bench_layer_norm(Context& ctx, const Options& options, std::ostream& out);
+int bench_global_pool(Context& ctx, const Options& options, std::ostream& out);
 
 // Shapes, as --shape spells them.
 // GEMM "M,N,K[,NN|NT|TN|TT]": C[M,N] = op(A)[M,K] op(B)[K,N], a letter T transposing that operand

@@ -234,15 +234,6 @@ double worst_error(const Outputs& got, const Outputs& want) {
   return worst;
 }
 
-// Device-to-device copy bandwidth in GB/s (bytes read plus bytes written), over 1 GB.
-double copy_gbps(Context& ctx) {
-  const int64_t n = int64_t(1) << 28;  // floats
-  const Tensor src = ctx.zeros({n});
-  Tensor dst = ctx.empty({n});
-  const double ms = median_ms(ctx, 3, 20, [&](int) { ctx.copy(dst, src); });
-  return 2.0 * double(n) * sizeof(float) / ms / 1e6;
-}
-
 }  // namespace
 
 int bench_batch_norm(Context& ctx, const Options& options, std::ostream& out) {

@@ -1,7 +1,7 @@
 // crema bench: the command's one dispatch point, from the op's name to its family (bench_gemm.cpp,
-// bench_conv.cpp, bench_conv_tc.cpp, bench_rnn.cpp, bench_batch_norm.cpp). The families call the
-// cuda:: versions directly, which a build without CUDA does not have: there the command only says
-// so.
+// bench_conv.cpp, bench_conv_tc.cpp, bench_rnn.cpp, bench_batch_norm.cpp, bench_memory_bound.cpp).
+// The families call the cuda:: versions directly, which a build without CUDA does not have: there
+// the command only says so.
 #include <ostream>
 
 #include "apps/bench.h"
@@ -12,15 +12,18 @@ namespace crema::bench {
 
 int bench_command(const std::string& op, const std::string& device, const Options& options,
                   std::ostream& out) {
-  if (op != "gemm" && op != "conv" && op != "conv-tc" && op != "rnn" && op != "batch-norm") {
-    throw Error("crema bench: unknown op '" + op + "' (gemm, conv, conv-tc, rnn or batch-norm)");
+  const bool memory_bound = op == "layer-norm" || op == "global-pool";
+  if (op != "gemm" && op != "conv" && op != "conv-tc" && op != "rnn" && op != "batch-norm" &&
+      !memory_bound) {
+    throw Error("crema bench: unknown op '" + op +
+                "' (gemm, conv, conv-tc, rnn, batch-norm, layer-norm or global-pool)");
   }
   check_options(options);
   // Shapes first, so that a typo is reported as one also on a machine without a GPU.
   for (const std::string& shape : options.shapes) {
     if (op == "gemm") parse_gemm_shape(shape);
     if (op == "conv" || op == "conv-tc") parse_conv_shape(shape);
-    if (op == "batch-norm") parse_batch_norm_shape(shape);
+    if (op == "batch-norm" || memory_bound) parse_batch_norm_shape(shape);
   }
   const Device dev = Device::parse(device);
   if (!dev.is_cuda()) {
@@ -34,6 +37,8 @@ int bench_command(const std::string& op, const std::string& device, const Option
     if (op == "conv") return bench_conv(ctx, options, out);
     if (op == "conv-tc") return bench_conv_tc(ctx, options, out);
     if (op == "batch-norm") return bench_batch_norm(ctx, options, out);
+    if (op == "layer-norm") return bench_layer_norm(ctx, options, out);
+    if (op == "global-pool") return bench_global_pool(ctx, options, out);
     return bench_rnn(ctx, options, out);
   } else {
     throw Error("crema bench: this build has no CUDA backend");

@@ -16,7 +16,7 @@
 //   crema pack SOURCE OUT [--shard-size 256MB] [--max-side N] [--quality Q] [--skip-bad]
 //              [--workers N] [--root DIR] [--num-classes N]
 //   crema bench-loader CONFIG [--split S] [--workers 1,2,4] [--batches N] [--decode gpu]
-//   crema bench gemm|conv|conv-tc|rnn|batch-norm [--shape S]... [--version V] [--math fp32|tf32|bf16]
+//   crema bench gemm|conv|conv-tc|rnn|batch-norm|layer-norm|global-pool [--shape S]... [--version V] [--math fp32|tf32|bf16]
 //               [--warmup N] [--layout nchw|nhwc] [--repeats N] [--device cuda:N]
 //
 // Anything the user should fix ends with one line "crema: error: ..." and exit code 2. A training
@@ -193,9 +193,11 @@ int main(int argc, char** argv) {
   CLI::App* bench = app.add_subcommand(
       "bench", "check every CUDA version of an op against its reference, then time it");
   bench->add_option("op", kernel_bench_op,
-                    "gemm, conv, conv-tc (16-bit or tf32 NHWC), rnn or batch-norm (NHWC)")
+                    "gemm, conv, conv-tc (16-bit or tf32 NHWC), rnn, batch-norm (NHWC), "
+                    "layer-norm or global-pool")
       ->required()
-      ->check(CLI::IsMember({"gemm", "conv", "conv-tc", "rnn", "batch-norm"}));
+      ->check(CLI::IsMember(
+          {"gemm", "conv", "conv-tc", "rnn", "batch-norm", "layer-norm", "global-pool"}));
   bench->add_option("--shape", kernel_bench.shapes, "a shape (repeatable; default: the op's list)")
       ->allow_extra_args(false);
   bench->add_option("--version", kernel_bench.version, "only this version (default: every one)");
@@ -203,7 +205,8 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::IsMember({"fp32", "tf32", "bf16"}));
   bench->add_option("--layout", kernel_bench.layout,
-                    "conv: nchw, or nhwc (the raw NHWC passes on NHWC tensors, no transforms)")
+                    "conv: nchw, or nhwc (the raw NHWC passes on NHWC tensors, no transforms); "
+                    "layer-norm, global-pool: the tensors' layout")
       ->capture_default_str()
       ->check(CLI::IsMember({"nchw", "nhwc"}));
   bench->add_option("--warmup", kernel_bench.warmup, "untimed calls first")->capture_default_str();

@@ -40,6 +40,10 @@ void Net::build(std::vector<LayerSpec> specs, const LayerRegistry& registry, Con
     BlobFormat format;
     try {
       format = layer_format(*layer, precision_, runs_on_);
+      if (!spec.bottoms.empty()) {
+        const Tensor& first = blobs_[blob_index_.at(spec.bottoms[0])]->value;
+        format = keep_bottom_layout(*layer, format, first, runs_on_);
+      }
     } catch (const Error& e) {
       if (spec.node != nullptr && spec.node->has("precision"))
         spec.node->at("precision").fail(e.what());

@@ -264,9 +264,16 @@ void Net::plan_memory() {
     if (is_input[i]) continue;
     Blob& b = *blobs_[i];
     const size_t vr = root_of(value_group, i), gr = root_of(grad_group, i);
-    if (vr != i) b.value = blobs_[vr]->value.view(b.value.shape());
+    // A view keeps its own layout: Permute's channels-last view is its root's bytes relabelled.
+    if (vr != i) {
+      const Layout layout = b.value.layout();
+      b.value = blobs_[vr]->value.view(b.value.shape());
+      b.value.set_layout(layout);
+    }
     if (gr != i) {
+      const Layout layout = b.grad.layout();
       b.grad = blobs_[gr]->grad.view(b.value.shape());
+      b.grad.set_layout(layout);
     } else if (grad_life[i].empty()) {  // no pass touches it: a shape without storage
       grad_places_[i]->unplace();
       b.grad = remade(b.value, b.grad.dtype(), grad_places_[i].get());

@@ -119,6 +119,14 @@ BlobFormat layer_format(const Layer& layer, const NetPrecision& net, const Devic
               (runs.empty() ? "none of f32, bf16, f16" : runs) + ")");
 }
 
+BlobFormat keep_bottom_layout(const Layer& layer, const BlobFormat& format, const Tensor& bottom,
+                              const Device& device) {
+  const bool half = format.dtype == DType::bf16 || format.dtype == DType::f16;
+  if (!half || bottom.ndim() != 4 || bottom.layout() == format.layout) return format;
+  if (!layer.runs(format.dtype, bottom.layout(), device)) return format;
+  return {format.dtype, bottom.layout()};
+}
+
 std::string default_math(Precision precision) {
   switch (precision) {
     case Precision::tf32:

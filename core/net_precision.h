@@ -12,6 +12,12 @@
 // in the net's layout. A layer runs what its Layer::runs says; where it does not run the pair it
 // is offered, the Net falls back, in this order, to (dtype, nchw), (f32, layout), (f32, nchw):
 // a layer keeps the low precision where it can and leaves channels-last before it leaves bf16.
+// A layer given bf16 or f16 that runs it in both layouts takes its first bottom's layout instead,
+// when that bottom is a 4-D blob stored the other way (keep_bottom_layout): ConvNeXt's Permute
+// turns channels-last [N, C, H, W] into a plainly contiguous [N, H, W, C] (stored nchw), and the
+// LayerNorm and GELU after it run that as it is rather than behind a Convert (where the dtype
+// changes, the Convert changes the dtype alone, not the memory order too). Not in f32: there a
+// layer that runs both layouts (a convolution) may be faster in the one the net chose.
 // The Net then gives the layer its bottoms in that format -- inserting a Convert layer
 // (layers/convert.cpp) in front of each bottom stored otherwise -- and creates its tops in it.
 // So a bf16 channels-last ResNet converts its input once after the data, runs every convolution,
@@ -60,6 +66,12 @@ NetPrecision read_net_precision(const ConfigNode& model, const Device& device);
 // The format `layer` runs on `device` under `net` (the rules above). A layer whose own
 // `precision:` key asks for what it does not run: crema::Error naming what it runs there.
 BlobFormat layer_format(const Layer& layer, const NetPrecision& net, const Device& device);
+
+// `format` (layer_format's choice) with the layout of `bottom`, the layer's first bottom, where
+// format is bf16 or f16, bottom is 4-D, stored in the other layout, and the layer runs format's
+// dtype in that too.
+BlobFormat keep_bottom_layout(const Layer& layer, const BlobFormat& format, const Tensor& bottom,
+                              const Device& device);
 
 // The GEMM arithmetic a precision implies for layers that still compute in f32 storage
 // (model.math's default): fp32 -> fp32, tf32 -> tf32, bf16 -> bf16, fp16 -> tf32 (crema's f32

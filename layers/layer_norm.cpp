@@ -14,9 +14,13 @@
 //   (lr_mult / decay_mult of weight and bias).
 // Not in place: the backward reads x.
 // The statistics are computed in float32 in two passes (kernels/layer_norm/layer_norm.h).
+// Dtypes and layouts (runs): f32 (and f64 on the CPU), bf16 and f16 on CUDA, with float32
+// statistics, weight, bias and gradients; nchw or nhwc: the axis is the logical one either way
+// (the channels, axis 1, of an nhwc map are rows in memory; under model.layout nhwc ConvNeXt's
+// Permute hands the block's LayerNorm a plainly contiguous [N, H, W, C], layers/permute.cpp).
 #include "kernels/layer_norm/layer_norm.h"
-#include "kernels/scale/scale.h"
 #include "layers/key_error.h"
+#include "layers/layer_runs.h"
 #include "layers/register_layers.h"
 
 namespace crema {
@@ -32,6 +36,10 @@ class LayerNormLayer final : public Layer {
     affine_ = node.get<bool>("elementwise_affine", true);
   }
 
+  bool runs(DType dtype, Layout, const Device& device) const override {
+    return kernels_run(dtype, device, true);
+  }
+
   void setup(const std::vector<Blob*>& bottom, const std::vector<Blob*>&, Context& ctx) override {
     const Tensor& x = bottom[0]->value;
     if (x.ndim() < 1) fail("expects an input with at least one axis, got a scalar");
@@ -43,8 +51,10 @@ class LayerNormLayer final : public Layer {
       add_param("bias", {channels_}, ctx);
       ctx.fill(params_[1].value, 0.0f);
     }
-    mean_ = ctx.empty({0}, x.dtype());
-    rstd_ = ctx.empty({0}, x.dtype());
+    // float32 statistics beside 16-bit tensors; float64 in the gradient check's double runs
+    const DType statistics = x.dtype() == DType::f64 ? DType::f64 : DType::f32;
+    mean_ = ctx.empty({0}, statistics);
+    rstd_ = ctx.empty({0}, statistics);
   }
 
   void reshape(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top,
@@ -72,23 +82,19 @@ class LayerNormLayer final : public Layer {
   //   dxhat_c/dx_k = rstd * (delta_ck - 1/C - xhat_c xhat_k / C)
   // (d mean/dx_k = 1/C; d rstd/dx_k = -rstd^3 (x_k - mean) / C = -rstd^2 xhat_k / C), so
   //   dL/dx_k = sum_c g_c dxhat_c/dx_k = rstd * (g_k - mean_c(g) - xhat_k * mean_c(g * xhat)).
-  // dL/dw[c] += sum over positions of dL/dy * xhat, dL/db[c] += sum of dL/dy: channel_reduce of
-  // dL/dy with xhat, which the data backward writes on the way.
+  // dL/dw[c] += sum over positions of dL/dy * xhat, dL/db[c] += sum of dL/dy, which the kernel
+  // adds on the way (deterministically: fixed-order sums of per-block partials on CUDA).
   void backward(const std::vector<Blob*>& top, const std::vector<bool>& propagate_down,
                 const std::vector<Blob*>& bottom, Context& ctx) override {
-    const Tensor& dy = top[0]->grad;
-    const bool weight_grad = affine_ && !params_[0].frozen();
-    const bool bias_grad = affine_ && !params_[1].frozen();
-    if (!propagate_down[0] && !weight_grad && !bias_grad) return;
-    Tensor* xhat = weight_grad ? &scratch(xhat_, dy, ctx) : nullptr;
-    Tensor& dx = propagate_down[0] ? bottom[0]->grad : scratch(dx_unused_, dy, ctx);
-    if (propagate_down[0] || weight_grad) {
-      kernels::layer_norm_backward(ctx, bottom[0]->value, dy, weight(), mean_, rstd_, axis_index_,
-                                   dx, xhat);
-    }
-    if (weight_grad) kernels::channel_reduce(ctx, dy, xhat, axis_index_, 1, true, params_[0].grad);
-    if (bias_grad) kernels::channel_reduce(ctx, dy, nullptr, axis_index_, 1, true, params_[1].grad);
+    Tensor* dx = propagate_down[0] ? &bottom[0]->grad : nullptr;
+    Tensor* dweight = affine_ && !params_[0].frozen() ? &params_[0].grad : nullptr;
+    Tensor* dbias = affine_ && !params_[1].frozen() ? &params_[1].grad : nullptr;
+    if (dx == nullptr && dweight == nullptr && dbias == nullptr) return;
+    kernels::layer_norm_backward(ctx, bottom[0]->value, top[0]->grad, weight(), mean_, rstd_,
+                                 axis_index_, dx, dweight, dbias);
   }
+
+  BackwardReads backward_reads() const override { return {true, false}; }  // x, not y
 
   // ONNX's LayerNormalization normalizes over every axis from `axis` on: over the last axis as
   // it is, over another one between two Transposes that make it the last.
@@ -124,23 +130,11 @@ class LayerNormLayer final : public Layer {
   const Tensor* weight() const { return affine_ ? &params_[0].value : nullptr; }
   const Tensor* bias() const { return affine_ ? &params_[1].value : nullptr; }
 
-  // A scratch tensor of like's shape and dtype, allocated on first use.
-  static Tensor& scratch(Tensor& t, const Tensor& like, Context& ctx) {
-    if (t.defined()) {
-      t.reshape(like.shape());
-    } else {
-      t = ctx.empty(like.shape(), like.dtype());
-    }
-    return t;
-  }
-
   int axis_ = -1, axis_index_ = 0;
   float eps_ = 1e-5f;
   bool affine_ = true;
   int64_t channels_ = 0;
   Tensor mean_, rstd_;  // [positions]: the forward's statistics, for the backward
-  Tensor xhat_;         // x's shape: the normalized input, for the weight's gradient
-  Tensor dx_unused_;    // x's shape: dx when the bottom takes no gradient but the weight does
 };
 
 }  // namespace

@@ -11,8 +11,11 @@
 // YAML keys (defaults): filler ({type: constant, value: 1e-6}: torchvision's layer_scale init),
 //   param: {layer_scale: {lr_mult, decay_mult}} (lr_mult 0 freezes it).
 // Runs in place (top == bottom), keeping a copy of x for gamma's gradient.
+// Dtypes and layouts (runs): nchw or nhwc (the channels then are rows of C in memory); bf16 and
+// f16 on CUDA too, gamma and its gradient float32 (kernels/scale/scale.h).
 #include "kernels/scale/scale.h"
 #include "layers/filler.h"
+#include "layers/layer_runs.h"
 #include "layers/register_layers.h"
 
 namespace crema {
@@ -24,6 +27,10 @@ class LayerScaleLayer final : public Layer {
     FillerSpec init;
     init.value = 1e-6;
     filler_ = read_filler(*spec.node, "filler", init);
+  }
+
+  bool runs(DType dtype, Layout, const Device& device) const override {
+    return kernels_run(dtype, device, true);
   }
 
   void setup(const std::vector<Blob*>& bottom, const std::vector<Blob*>&, Context& ctx) override {
@@ -46,6 +53,7 @@ class LayerScaleLayer final : public Layer {
     } else {
       x_copy_ = ctx.empty(x, bottom[0]->value.dtype());
     }
+    if (in_place_) x_copy_.set_layout(bottom[0]->value.layout());
   }
 
   void forward(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top,

@@ -15,11 +15,16 @@
 //   Bias:  axis (1), num_axes (1), filler ({type: constant, value: 0})
 // Both run in place (top == first bottom: BatchNorm -> Scale in place, as in Caffe's ResNets);
 // Scale then keeps a copy of x for the scale's gradient.
+// Dtypes and layouts (Scale's runs; Bias runs f32 nchw): f32 (f64 on the CPU), bf16 and f16 on
+// CUDA (learned parameters float32; a second bottom and its gradient in x's dtype); nchw, or
+// nhwc for the channels (axis 1, one axis) and for squeeze-excitation's gate (axis 0 with a
+// second bottom [N, C]), which run as rows of C in memory (kernels/scale/scale.h).
 #include <string>
 
 #include "kernels/scale/scale.h"
 #include "layers/filler.h"
 #include "layers/key_error.h"
+#include "layers/layer_runs.h"
 #include "layers/register_layers.h"
 
 namespace crema {
@@ -118,6 +123,17 @@ class ScaleLayer final : public ChannelLayer {
     bias_filler_ = read_filler(*spec.node, "bias_filler", FillerSpec{});
   }
 
+  // nhwc where the channels are those of the map (axis 1, one axis, or a second bottom, whose
+  // rank is unknown here: one of [C]) or a second bottom [N, C] at axis 0; the kernels refuse,
+  // naming the axes, a second bottom of another rank. (Bias keeps the default: its second
+  // bottom would be a 16-bit bias, which the kernels do not take.)
+  bool runs(DType dtype, Layout layout, const Device& device) const override {
+    if (!kernels_run(dtype, device, true)) return false;
+    if (layout == Layout::nchw) return true;
+    const bool second_bottom = spec_.bottoms.size() > 1;
+    return (axis_ == 1 && (num_axes_ == 1 || second_bottom)) || (axis_ == 0 && second_bottom);
+  }
+
   void setup(const std::vector<Blob*>& bottom, const std::vector<Blob*>&, Context& ctx) override {
     const Shape shape = place_channels(bottom);
     if (bottom.size() == 1) {
@@ -138,6 +154,7 @@ class ScaleLayer final : public ChannelLayer {
     if (in_place_) {
       if (!x_copy_.defined()) x_copy_ = ctx.empty({0}, bottom[0]->value.dtype());
       x_copy_.reshape(bottom[0]->value.shape());
+      x_copy_.set_layout(bottom[0]->value.layout());
     }
   }
 

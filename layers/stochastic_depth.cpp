@@ -68,9 +68,9 @@ class StochasticDepthLayer final : public Layer {
     }
   }
 
-  // Whole samples are scaled: either layout; bf16 and f16 not on CUDA (its kernels are f32).
+  // Whole samples are scaled: either layout; bf16 and f16 on CUDA too (layers/layer_runs.h).
   bool runs(DType dtype, Layout, const Device& device) const override {
-    return kernels_run(dtype, device, false);
+    return kernels_run(dtype, device, true);
   }
 
   std::vector<std::pair<std::string, Tensor>> run_state() override { return {{"step", step_}}; }

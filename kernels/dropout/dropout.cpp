@@ -109,14 +109,14 @@ void stochastic_depth_forward(Context& ctx, const Tensor& x, Tensor& y, float ra
   check_mask(ctx, op, ratio, step);
   if (x.ndim() < 1) throw Error(std::string(op) + ": x must have a batch axis, got a scalar");
   const int64_t rows = x.dim(0), row_size = rows == 0 ? 0 : x.numel() / rows;
-  dispatch(ctx, op, dtype,
-           on_cuda(DType::f32,
-                   [&](auto stream) {
-                     uint64_t* counter = static_cast<uint64_t*>(step.raw());
-                     cuda::dropout_advance(counter, stream);
-                     cuda::stochastic_depth(rows, row_size, x.data<float>(), y.data<float>(), ratio,
-                                            seed, counter, stream);
-                   }),
+  const auto gpu = [&](auto element, auto stream) {
+    using T = decltype(element);
+    uint64_t* counter = static_cast<uint64_t*>(step.raw());
+    cuda::dropout_advance(counter, stream);
+    cuda::stochastic_depth(rows, row_size, x.data<T>(), y.data<T>(), ratio, seed, counter, stream);
+  };
+  dispatch(ctx, op, dtype, on_cuda_typed<float>(gpu), on_cuda_typed<bf16_t>(gpu),
+           on_cuda_typed<f16_t>(gpu),
            on_cpu(DType::f32,
                   [&] {
                     cpu::stochastic_depth(rows, row_size, x.data<float>(), y.data<float>(), ratio,
@@ -136,13 +136,13 @@ void stochastic_depth_backward(Context& ctx, const Tensor& dy, Tensor& dx, float
   check_mask(ctx, op, ratio, step);
   if (dy.ndim() < 1) throw Error(std::string(op) + ": dy must have a batch axis, got a scalar");
   const int64_t rows = dy.dim(0), row_size = rows == 0 ? 0 : dy.numel() / rows;
-  dispatch(ctx, op, dtype,
-           on_cuda(DType::f32,
-                   [&](auto stream) {
-                     cuda::stochastic_depth(rows, row_size, dy.data<float>(), dx.data<float>(),
-                                            ratio, seed, static_cast<const uint64_t*>(step.raw()),
-                                            stream);
-                   }),
+  const auto gpu = [&](auto element, auto stream) {
+    using T = decltype(element);
+    cuda::stochastic_depth(rows, row_size, dy.data<T>(), dx.data<T>(), ratio, seed,
+                           static_cast<const uint64_t*>(step.raw()), stream);
+  };
+  dispatch(ctx, op, dtype, on_cuda_typed<float>(gpu), on_cuda_typed<bf16_t>(gpu),
+           on_cuda_typed<f16_t>(gpu),
            on_cpu(DType::f32,
                   [&] {
                     cpu::stochastic_depth(rows, row_size, dy.data<float>(), dx.data<float>(), ratio,

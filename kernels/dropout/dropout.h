@@ -73,10 +73,11 @@ void dropout_forward(int64_t n, const T* x, T* y, float ratio, uint64_t seed, co
 template <class T>
 void dropout_backward(int64_t n, const T* dy, T* dx, float ratio, uint64_t seed,
                       const uint64_t* step, DropoutVersion version, gpu::Stream stream);
-// Blocks along the row (float4 accesses where row_size % 4 == 0 and both pointers are 16-byte
-// aligned) times rows; each thread hashes its row once; a dropped row is written without being
-// read. Bit for bit the reference.
-void stochastic_depth(int64_t rows, int64_t row_size, const float* in, float* out, float ratio,
+// Blocks along the row (16-byte accesses where the row is a whole number of them and both
+// pointers are 16-byte aligned) times rows; each thread hashes its row once; a dropped row is
+// written without being read. T as dropout's: float bit for bit the reference.
+template <class T>
+void stochastic_depth(int64_t rows, int64_t row_size, const T* in, T* out, float ratio,
                       uint64_t seed, const uint64_t* step, gpu::Stream stream);
 }  // namespace cuda
 

@@ -83,47 +83,47 @@ void apply_mask(int64_t n, const T* in, T* out, float ratio, uint64_t seed, cons
   gpu::check_launch(what);
 }
 
-// Stochastic depth: blockIdx.y walks the rows, the x dimension the row (four floats per thread
-// when kVec). The row's keep is one hash per thread; a dropped row is written, not read.
-template <bool kVec>
-__global__ void stochastic_depth_kernel(int64_t rows, int64_t row_size, const float* in, float* out,
+// Stochastic depth: blockIdx.y walks the rows, the x dimension the row (16 bytes per thread when
+// kVec: 4 floats or 8 halves). The row's keep is one hash per thread; a dropped row is written,
+// not read.
+template <class T, bool kVec>
+__global__ void stochastic_depth_kernel(int64_t rows, int64_t row_size, const T* in, T* out,
                                         Mask m) {
+  constexpr int V = kVec ? kPerVector<T> : 1;
   const uint64_t key = dropout_hash::key(m.seed, *m.step);
-  const int64_t width = kVec ? row_size / 4 : row_size;
+  const int64_t width = row_size / V;
   for (int64_t n = blockIdx.y; n < rows; n += gridDim.y) {
     const bool keep = dropout_hash::keep(key, uint64_t(n), m.threshold);
     for (int64_t j = blockIdx.x * int64_t(kThreads) + threadIdx.x; j < width;
          j += int64_t(gridDim.x) * kThreads) {
-      if constexpr (kVec) {
-        float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        if (keep) {
-          v = reinterpret_cast<const float4*>(in + n * row_size)[j];
-          v = make_float4(v.x * m.scale, v.y * m.scale, v.z * m.scale, v.w * m.scale);
-        }
-        reinterpret_cast<float4*>(out + n * row_size)[j] = v;
-      } else {
-        out[n * row_size + j] = keep ? in[n * row_size + j] * m.scale : 0.0f;
+      float v[V] = {};
+      if (keep) {
+        load_floats(in, n * row_size + j * V, v);
+#pragma unroll
+        for (int k = 0; k < V; ++k) v[k] *= m.scale;
       }
+      store_floats(out, n * row_size + j * V, v);
     }
   }
 }
 
 }  // namespace
 
-void stochastic_depth(int64_t rows, int64_t row_size, const float* in, float* out, float ratio,
+template <class T>
+void stochastic_depth(int64_t rows, int64_t row_size, const T* in, T* out, float ratio,
                       uint64_t seed, const uint64_t* step, gpu::Stream stream) {
   if (rows <= 0 || row_size <= 0) return;
   const Mask m{dropout_hash::threshold(ratio), dropout_scale(ratio), seed, step};
-  const bool vec = row_size % 4 == 0 && aligned16(in) && aligned16(out);
-  const int64_t width = vec ? row_size / 4 : row_size;
+  const bool vec = row_size % kPerVector<T> == 0 && aligned16(in) && aligned16(out);
+  const int64_t width = vec ? row_size / kPerVector<T> : row_size;
   // About kMaxBlocks blocks in all: along the row first, the rest over the rows.
   const int bx = blocks_for(width, kThreads, kMaxBlocks);
   const dim3 grid(unsigned(bx),
                   unsigned(std::min<int64_t>(rows, std::max<int64_t>(1, kMaxBlocks / bx))));
   if (vec) {
-    stochastic_depth_kernel<true><<<grid, kThreads, 0, stream>>>(rows, row_size, in, out, m);
+    stochastic_depth_kernel<T, true><<<grid, kThreads, 0, stream>>>(rows, row_size, in, out, m);
   } else {
-    stochastic_depth_kernel<false><<<grid, kThreads, 0, stream>>>(rows, row_size, in, out, m);
+    stochastic_depth_kernel<T, false><<<grid, kThreads, 0, stream>>>(rows, row_size, in, out, m);
   }
   gpu::check_launch("stochastic_depth");
 }
@@ -149,7 +149,9 @@ void dropout_backward(int64_t n, const T* dy, T* dx, float ratio, uint64_t seed,
   template void dropout_forward<T>(int64_t, const T*, T*, float, uint64_t, const uint64_t*,  \
                                    DropoutVersion, gpu::Stream);                             \
   template void dropout_backward<T>(int64_t, const T*, T*, float, uint64_t, const uint64_t*, \
-                                    DropoutVersion, gpu::Stream);
+                                    DropoutVersion, gpu::Stream);                            \
+  template void stochastic_depth<T>(int64_t, int64_t, const T*, T*, float, uint64_t,         \
+                                    const uint64_t*, gpu::Stream);
 CREMA_DROPOUT_INSTANTIATE(float)
 CREMA_DROPOUT_INSTANTIATE(bf16_t)
 CREMA_DROPOUT_INSTANTIATE(f16_t)

@@ -1,6 +1,8 @@
 // 2-D pooling, dispatch: checks the tensors and the geometry once, then runs the path for the
 // device, dtype and layout (float32: cpu:: or cuda::; bf16 and f16: cuda::, with float32 argmax;
-// float64 on the CPU: the reference; nhwc: cuda::, and ref:: on the CPU in f32 and f64).
+// float64 on the CPU: the reference; nhwc: cuda::, and ref:: on the CPU in f32 and f64). A global
+// pooling's forward over a large plane on CUDA is a reduction of its own
+// (cuda::global_pool_forward).
 #include "kernels/pooling/pooling.h"
 
 #include <string>
@@ -8,6 +10,7 @@
 #include "core/error.h"
 #include "kernels/common/dispatch.h"
 #include "kernels/common/tensor_checks.h"
+#include "kernels/common/workspace.h"
 #include "kernels/pooling/argmax_checks.h"
 
 namespace crema::kernels {
@@ -46,6 +49,11 @@ DType index_dtype(DType dtype) {
 
 }  // namespace
 
+bool is_global_pooling(const Pool2dGeometry& g) {
+  return g.P == 1 && g.Q == 1 && g.pad_h == 0 && g.pad_w == 0 && g.kernel_h >= g.H &&
+         g.kernel_w >= g.W;
+}
+
 int64_t pool2d_output_extent(int64_t in, int64_t kernel, int64_t stride, int64_t pad,
                              bool ceil_mode) {
   if (in < 1 || kernel < 1 || stride < 1 || pad < 0 || pad >= kernel || in + 2 * pad < kernel) {
@@ -73,6 +81,15 @@ void pool2d_forward(Context& ctx, const Pool2dGeometry& g, PoolMode mode, const 
   if (argmax != nullptr) check_layout(op, "argmax", *argmax, layout);
   const auto gpu = [&](auto element, auto stream) {
     using T = decltype(element);
+    const int64_t HW = g.H * g.W;
+    if (is_global_pooling(g) && HW >= cuda::kGlobalReductionPixels) {
+      void* workspace =
+          workspace_for(ctx, cuda::global_pool_workspace_bytes<T>(g.N, g.C, HW, mode, layout));
+      cuda::global_pool_forward(g.N, g.C, HW, mode, x.data<T>(), y.data<T>(),
+                                pooling_detail::indices_of<float>(argmax), layout, workspace,
+                                stream);
+      return;
+    }
     cuda::pool2d_forward(g, mode, x.data<T>(), y.data<T>(),
                          pooling_detail::indices_of<float>(argmax), layout, cuda::PoolVersion::best,
                          stream);

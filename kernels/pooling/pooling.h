@@ -91,7 +91,26 @@ void pool2d_forward(const Pool2dGeometry& g, PoolMode mode, const T* x, T* y, fl
 template <class T>
 void pool2d_backward(const Pool2dGeometry& g, PoolMode mode, const T* dy, const float* argmax,
                      T* dx, Layout layout, PoolVersion version, gpu::Stream stream);
+
+// Global pooling (is_global_pooling: one window, the whole H x W plane): the forward as a
+// reduction of HW = H * W elements per output (global_pooling_cuda.cu): nhwc threads along the
+// channels (16 bytes each where C and x allow), nchw a warp along a plane; each plane cut into
+// segments over blocks (a count fixed by the shape), the partials in `workspace` combined in
+// segment order: deterministic, no atomics. Average: the float sum / HW; max: the reference's
+// value and argmax (the first in row-major order, the first NaN). The backward is pool2d_backward.
+// The dispatch takes it for planes of at least kGlobalReductionPixels: smaller ones (ResNet's 7 x 7
+// average pool) keep pool2d_forward, whose one thread per output has enough outputs to fill the
+// GPU there and sums in the CPU's order (the same bits).
+constexpr int64_t kGlobalReductionPixels = 256;
+template <class T>
+size_t global_pool_workspace_bytes(int64_t N, int64_t C, int64_t HW, PoolMode mode, Layout layout);
+template <class T>
+void global_pool_forward(int64_t N, int64_t C, int64_t HW, PoolMode mode, const T* x, T* y,
+                         float* argmax, Layout layout, void* workspace, gpu::Stream stream);
 }  // namespace cuda
+
+// Whether g's single window is the whole plane: P = Q = 1, no padding, a kernel at least H x W.
+bool is_global_pooling(const Pool2dGeometry& g);
 
 // Tensor level: x [N,C,H,W], y [N,C,P,Q]; argmax [N,C,P,Q] in max mode (may be null when the
 // indices are not needed), null in average mode. x, y (dy, dx) of one dtype on the context's

@@ -46,22 +46,43 @@ namespace cuda {
 // Reduce: block_per_channel: one block sums one channel's outer * inner products (in double,
 // fixed tree); split: each channel's products are cut into S segments fixed by the sizes, a
 // block per (channel, segment) writes a partial to the workspace, and a second kernel adds each
-// channel's S partials in order (all SMs busy when C is small). See README.md.
+// channel's S partials in order (all SMs busy when C is small); with inner = 1 (rows: [N, C], or
+// channels-last) split sums tiles of 32 channels over segments of rows instead, coalesced along
+// C. See README.md. T (x, y, dy): float, bf16_t or f16_t; scale, bias and out float32.
 enum class ReduceVersion { block_per_channel, split, best = split };
-void scale_forward(int64_t outer, int64_t C, int64_t inner, const float* x, const float* scale,
-                   const float* bias, float* y, gpu::Stream stream);
+template <class T>
+void scale_forward(int64_t outer, int64_t C, int64_t inner, const T* x, const float* scale,
+                   const float* bias, T* y, gpu::Stream stream);
 // Bytes of device workspace channel_reduce needs (0 for block_per_channel).
 size_t channel_reduce_workspace_bytes(int64_t outer, int64_t C, int64_t inner,
                                       ReduceVersion version);
-void channel_reduce(int64_t outer, int64_t C, int64_t inner, const float* dy, const float* x,
+template <class T>
+void channel_reduce(int64_t outer, int64_t C, int64_t inner, const T* dy, const T* x,
                     bool accumulate, float* out, void* workspace, ReduceVersion version,
+                    gpu::Stream stream);
+// A batch of the above: `batch` entries of [outer, C, inner] one after another, entry b's
+// channels being b C .. b C + C - 1 of scale, bias and out (squeeze-excitation's gate [N, C] on a
+// channels-last x [N, H*W, C]: batch N, outer H*W, inner 1; a batch needs inner = 1 and split in
+// channel_reduce). S, the scale's and out's type: float, or T (a 16-bit second bottom and its
+// gradient).
+template <class T, class S>
+void scale_forward(int64_t batch, int64_t outer, int64_t C, int64_t inner, const T* x,
+                   const S* scale, const float* bias, T* y, gpu::Stream stream);
+size_t channel_reduce_workspace_bytes(int64_t batch, int64_t outer, int64_t C, int64_t inner,
+                                      ReduceVersion version);
+template <class T, class S>
+void channel_reduce(int64_t batch, int64_t outer, int64_t C, int64_t inner, const T* dy, const T* x,
+                    bool accumulate, S* out, void* workspace, ReduceVersion version,
                     gpu::Stream stream);
 }  // namespace cuda
 
-// Tensor level: x, y (dy) of one shape; scale, bias and out float32 tensors of
+// Tensor level: x, y (dy) of one shape and dtype; scale, bias and out float32 tensors of
 // C = x.dim(axis) * ... * x.dim(axis + num_axes - 1) elements (any shape); all on the context's
-// device (all float64 on the CPU runs ref::). scale, bias and x in channel_reduce may be null.
-// Throws crema::Error naming the tensor.
+// device (all float64 on the CPU runs ref::; x, y, dy bf16 or f16 on CUDA, with float32 bias and
+// float32 or x's dtype scale and out: a learned parameter, or a second bottom and its gradient).
+// A 4-D x stored nhwc takes axis 1, num_axes 1 (its channels: rows of C in memory) or axis 0,
+// num_axes 2 (a scale per (n, c): squeeze-excitation's gate). scale, bias and x in
+// channel_reduce may be null. Throws crema::Error naming the tensor.
 void scale_forward(Context& ctx, const Tensor& x, const Tensor* scale, const Tensor* bias, int axis,
                    int num_axes, Tensor& y);
 void channel_reduce(Context& ctx, const Tensor& dy, const Tensor* x, int axis, int num_axes,

@@ -189,7 +189,8 @@ TEST(BenchOptions, CommandNeedsAGpuAndAKnownOp) {
   EXPECT_TRUE(contains(error_of([&] { bench_command("conv-tc", "cpu", bad_shape, out); }),
                        "--shape '64,64,56'"));
   EXPECT_TRUE(contains(error_of([&] { bench_command("pool", "cuda:0", Options{}, out); }),
-                       "unknown op 'pool' (gemm, conv, conv-tc, rnn or batch-norm)"));
+                       "unknown op 'pool' (gemm, conv, conv-tc, rnn, batch-norm, layer-norm or "
+                       "global-pool)"));
   Options bad_bn;
   bad_bn.shapes = {"128,256,56"};
   EXPECT_TRUE(contains(error_of([&] { bench_command("batch-norm", "cpu", bad_bn, out); }),

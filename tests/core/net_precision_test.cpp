@@ -60,9 +60,34 @@ class TwiceLayer final : public Layer {
   }
 };
 
+// Twice that runs channels-last only (as a tensor-core convolution).
+class TwiceNhwcLayer final : public Layer {
+ public:
+  explicit TwiceNhwcLayer(const LayerSpec& spec) : Layer(spec), twice_(spec) {}
+  bool runs(DType dtype, Layout layout, const Device& device) const override {
+    return layout == Layout::nhwc && twice_.runs(dtype, layout, device);
+  }
+  void reshape(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top,
+               Context& ctx) override {
+    twice_.reshape(bottom, top, ctx);
+  }
+  void forward(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top,
+               Context& ctx) override {
+    twice_.forward(bottom, top, ctx);
+  }
+  void backward(const std::vector<Blob*>& top, const std::vector<bool>& propagate_down,
+                const std::vector<Blob*>& bottom, Context& ctx) override {
+    twice_.backward(top, propagate_down, bottom, ctx);
+  }
+
+ private:
+  TwiceLayer twice_;
+};
+
 LayerRegistry registry_with_twice() {
   LayerRegistry r = builtin_layers();
   r.add<TwiceLayer>("Twice");
+  r.add<TwiceNhwcLayer>("TwiceNhwc");
   return r;
 }
 
@@ -102,13 +127,22 @@ TEST(NetPrecision, Fp32NetHasNoConverts) {
                                                   "loss:SoftmaxWithLoss"}));
 }
 
+const char* kNhwcFirstNet = R"(
+inputs: {data: [3, 4, 5], label: []}
+layers:
+  - {name: a, type: TwiceNhwc, bottom: data, top: a}
+  - {name: b, type: Twice, bottom: a, top: a}
+  - {name: fc, type: InnerProduct, bottom: a, top: fc, num_output: 3}
+  - {name: loss, type: SoftmaxWithLoss, bottom: [fc, label], top: loss}
+)";
+
 TEST(NetPrecision, Bf16NhwcConvertsAtTheBoundariesOnly) {
   Context ctx;
   const LayerRegistry r = registry_with_twice();
-  Net net(model("precision: bf16\nlayout: nhwc\n"), Phase::train, 2, r, ctx);
+  Net net(model("precision: bf16\nlayout: nhwc\n", kNhwcFirstNet), Phase::train, 2, r, ctx);
   // data (f32) -> bf16 nhwc once; a and b (in place) run it; back to f32 before the classifier.
   EXPECT_EQ(names(net),
-            (std::vector<std::string>{"data@bf16_nhwc:Convert", "a:Twice", "b:Twice",
+            (std::vector<std::string>{"data@bf16_nhwc:Convert", "a:TwiceNhwc", "b:Twice",
                                       "a@f32:Convert", "fc:InnerProduct", "loss:SoftmaxWithLoss"}));
   EXPECT_EQ(net.blob("a").value.dtype(), DType::bf16);  // the name's latest version: b's top
   EXPECT_EQ(net.blob("a").value.layout(), Layout::nhwc);
@@ -153,6 +187,21 @@ TEST(NetPrecision, NhwcAloneKeepsF32) {
   EXPECT_EQ(names(net)[0], "data@f32_nhwc:Convert");
   EXPECT_EQ(net.blob("a").value.dtype(), DType::f32);
   EXPECT_EQ(net.blob("a").value.layout(), Layout::nhwc);
+}
+
+// A layer given bf16 that runs it in both layouts keeps its first bottom's (keep_bottom_layout):
+// the data's Convert changes its dtype alone and Twice runs nchw; Twice after an nhwc-only layer
+// stays nhwc. (In f32 the net's layout wins, as NhwcAloneKeepsF32 shows.)
+TEST(NetPrecision, HalfLayersKeepTheirBottomsLayout) {
+  Context ctx;
+  const LayerRegistry r = registry_with_twice();
+  Net plain(model("precision: bf16\nlayout: nhwc\n"), Phase::train, 2, r, ctx);
+  EXPECT_EQ(names(plain)[0], "data@bf16:Convert");
+  EXPECT_EQ(names(plain)[1], "a:Twice");
+  EXPECT_EQ(plain.blob("a").value.layout(), Layout::nchw);
+  Net after_nhwc(model("precision: bf16\nlayout: nhwc\n", kNhwcFirstNet), Phase::train, 2, r, ctx);
+  EXPECT_EQ(names(after_nhwc)[2], "b:Twice");
+  EXPECT_EQ(after_nhwc.blob("a").value.layout(), Layout::nhwc);
 }
 
 TEST(NetPrecision, ALayersOwnPrecisionWins) {

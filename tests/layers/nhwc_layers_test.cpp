@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "core/random.h"
+#include "kernels/cast/cast.h"
+#include "kernels/layout/layout.h"
 #include "tests/kernels/layout_test_util.h"
 #include "tests/support/layer_checks.h"
 #include "tests/support/layer_parity.h"
@@ -128,6 +130,60 @@ TEST(NhwcLayers, Float32MatchesNchw) {
   expect_nhwc_like_nchw("{name: p, type: Pooling, pool: average, kernel_size: 2, stride: 2}",
                         {{1, 3, 6, 4}}, 1e-6);
   expect_nhwc_like_nchw("{name: c, type: Concat}", {{2, 3, 3, 2}, {2, 1, 3, 2}}, 0.0);
+  // LayerNorm's channels are rows in nhwc, columns in nchw: other kernels, other sum orders.
+  expect_nhwc_like_nchw("{name: ln, type: LayerNorm, axis: 1}", {{2, 13, 3, 5}}, 1e-5);
+  expect_nhwc_like_nchw("{name: ls, type: LayerScale, filler: {type: constant, value: 0.7}}",
+                        {{2, 13, 3, 5}}, 1e-6);
+}
+
+// Permute's channels-last views: [0, 2, 3, 1] of an nhwc x is x's storage as a contiguous
+// [N, H, W, C] (stored nchw) holding x.permute(0, 2, 3, 1); [0, 3, 1, 2] of a bf16 [N, H, W, C]
+// back is its storage as [N, C, H, W] stored nhwc; the gradient passes through the same views.
+TEST(NhwcLayers, PermuteViewsChannelsLast) {
+  nhwc_gradient_check("{name: p, type: Permute, order: [0, 2, 3, 1]}", {{2, 3, 4, 5}});
+  Context ctx;
+  LayerHarness to_last("{name: p, type: Permute, order: [0, 2, 3, 1]}", {{2, 3, 4, 5}}, ctx, 1,
+                       Phase::train, DType::f32, Layout::nhwc);
+  to_last.set_bottom(0, random_values(120, -1.0f, 1.0f, 4));
+  to_last.forward();
+  const Tensor& y = to_last.top[0]->value;
+  EXPECT_TRUE(y.shares_storage(to_last.bottom[0]->value));
+  EXPECT_EQ(y.layout(), Layout::nchw);
+  ASSERT_EQ(y.shape(), (Shape{2, 4, 5, 3}));
+  Tensor want(y.shape());
+  kernels::permute(ctx, in_layout(to_last.bottom[0]->value, Layout::nchw), {0, 2, 3, 1}, want);
+  EXPECT_EQ(y.to_vector(), want.to_vector());
+
+  LayerHarness back("{name: p, type: Permute, order: [0, 3, 1, 2]}", {{2, 4, 5, 3}}, ctx, 1,
+                    Phase::train, DType::bf16, Layout::nchw);
+  back.bottom[0]->value.copy_from(kernels::cast_to(
+      ctx, Tensor::from_vector({2, 4, 5, 3}, random_values(120, -1.0f, 1.0f, 5)), DType::bf16));
+  back.forward();
+  const Tensor& z = back.top[0]->value;
+  EXPECT_TRUE(z.shares_storage(back.bottom[0]->value));
+  EXPECT_EQ(z.layout(), Layout::nhwc);
+  ASSERT_EQ(z.shape(), (Shape{2, 3, 4, 5}));
+  Tensor x_f32 = kernels::cast_to(ctx, back.bottom[0]->value, DType::f32), want_back(z.shape());
+  kernels::permute(ctx, x_f32, {0, 3, 1, 2}, want_back);
+  const Tensor z_f32 = kernels::cast_to(ctx, in_layout(z, Layout::nchw), DType::f32);
+  EXPECT_EQ(z_f32.to_vector(), want_back.to_vector());
+}
+
+// Scale in nhwc: the learned per-channel form (with a bias) and squeeze-excitation's gate, a
+// second bottom [N, C] at axis 0 (x's channels-last rows scaled per (n, c)).
+TEST(NhwcLayers, ScaleGradients) {
+  nhwc_gradient_check("{name: s, type: Scale, bias_term: true}", {{2, 3, 3, 4}});
+  nhwc_gradient_check("{name: s, type: Scale, axis: 0}", {{2, 3, 4, 5}, {2, 3}});
+  nhwc_gradient_check("{name: s, type: Scale}", {{2, 5, 3, 2}, {5}});
+}
+
+TEST(NhwcLayers, LayerNormAndLayerScaleGradients) {
+  nhwc_gradient_check("{name: ln, type: LayerNorm, axis: 1}", {{2, 5, 3, 4}});
+  nhwc_gradient_check("{name: ln, type: LayerNorm, axis: 3}", {{1, 3, 2, 5}});
+  nhwc_gradient_check("{name: ln, type: LayerNorm, axis: 1, elementwise_affine: false}",
+                      {{2, 3, 1, 3}});
+  nhwc_gradient_check("{name: ls, type: LayerScale, filler: {type: constant, value: 0.7}}",
+                      {{2, 3, 3, 4}});
 }
 
 // runs(dtype, layout, device) for a layer made from `yaml` on `bottoms`.
@@ -146,7 +202,9 @@ TEST(NhwcLayers, RunsSaysWhatTheKernelsServe) {
         "{name: l, type: Dropout}", "{name: l, type: Concat}",
         "{name: l, type: Pooling, pool: max, kernel_size: 2}",
         "{name: l, type: Pooling, pool: average, global_pooling: true}",
-        "{name: l, type: Pooling, pool: average, output_size: 1}"}) {
+        "{name: l, type: Pooling, pool: average, output_size: 1}", "{name: l, type: LayerNorm}",
+        "{name: l, type: LayerNorm, axis: 1}", "{name: l, type: LayerScale}",
+        "{name: l, type: StochasticDepth, p: 0.2}"}) {
     SCOPED_TRACE(yaml);
     for (Layout layout : {Layout::nchw, Layout::nhwc}) {
       EXPECT_TRUE(runs(yaml, x, DType::bf16, layout, gpu));
@@ -166,9 +224,22 @@ TEST(NhwcLayers, RunsSaysWhatTheKernelsServe) {
       runs("{name: l, type: BatchNorm, mode: per_activation}", x, DType::f32, Layout::nhwc, cpu));
   EXPECT_FALSE(
       runs("{name: l, type: BatchNorm, mode: per_activation}", x, DType::bf16, Layout::nchw, gpu));
-  // Whole samples: either layout, but float32 kernels on CUDA.
-  EXPECT_TRUE(runs("{name: l, type: StochasticDepth, p: 0.2}", x, DType::f32, Layout::nhwc, gpu));
-  EXPECT_FALSE(runs("{name: l, type: StochasticDepth, p: 0.2}", x, DType::bf16, Layout::nhwc, gpu));
+  // Scale: the channels, or squeeze-excitation's gate [N, C] at axis 0; Bias stays f32 nchw.
+  EXPECT_TRUE(runs("{name: l, type: Scale}", x, DType::bf16, Layout::nhwc, gpu));
+  EXPECT_TRUE(
+      runs("{name: l, type: Scale, axis: 0}", {x[0], {2, 3}}, DType::bf16, Layout::nhwc, gpu));
+  EXPECT_FALSE(
+      runs("{name: l, type: Scale, axis: 0, num_axes: 2}", x, DType::bf16, Layout::nhwc, gpu));
+  EXPECT_FALSE(runs("{name: l, type: Bias}", x, DType::bf16, Layout::nhwc, gpu));
+  // Permute: f32 nchw through its kernel; the channels-last views in every dtype a net runs.
+  const char* to_last = "{name: l, type: Permute, order: [0, 2, 3, 1]}";
+  const char* from_last = "{name: l, type: Permute, order: [0, 3, 1, 2]}";
+  EXPECT_TRUE(runs(to_last, x, DType::bf16, Layout::nhwc, gpu));
+  EXPECT_TRUE(runs(to_last, x, DType::f32, Layout::nhwc, gpu));
+  EXPECT_FALSE(runs(to_last, x, DType::bf16, Layout::nchw, gpu));
+  EXPECT_TRUE(runs(from_last, x, DType::f16, Layout::nchw, gpu));
+  EXPECT_FALSE(runs(from_last, x, DType::bf16, Layout::nhwc, gpu));
+  EXPECT_TRUE(runs(from_last, x, DType::f32, Layout::nchw, cpu));
   // An argmax top (float32 indices), adaptive windows and 3-D windows: f32 and f64 nchw.
   const char* argmax_top = "{name: l, type: Pooling, pool: max, kernel_size: 2}";
   EXPECT_FALSE(runs(argmax_top, x, DType::bf16, Layout::nchw, gpu, 2));
