@@ -43,11 +43,20 @@ __device__ __forceinline__ float load_value(const float* p) {
 __device__ __forceinline__ float load_value(const uint16_t* p) {
   return __uint_as_float(uint32_t(*p) << 16);  // bf16 bits -> fp32, exact
 }
+// A value read by load_value stored again: fp32 unchanged, fp32 to bf16 rounded to nearest even,
+// and 16-bit to 16-bit as the same bits (load_value put them in the high half), so that bf16 and
+// f16 operands are both copied exactly.
+template <class In>
 __device__ __forceinline__ void store_value(float* p, float v) {
   *p = v;
 }
+template <class In>
 __device__ __forceinline__ void store_value(uint16_t* p, float v) {
-  *p = __bfloat16_as_ushort(__float2bfloat16_rn(v));  // exact for a value that came from bf16
+  if constexpr (sizeof(In) == 2) {
+    *p = uint16_t(__float_as_uint(v) >> 16);
+  } else {
+    *p = __bfloat16_as_ushort(__float2bfloat16_rn(v));
+  }
 }
 
 // dst[r * Kp + k] = x(r, k) for r < R, k < Kp, and 0 for k >= K, where x(r, k) = src[k * lds + r]
@@ -73,7 +82,7 @@ __global__ void __launch_bounds__(kTile* kRowsPerPass)
 #pragma unroll
       for (int i = 0; i < kTile; i += kRowsPerPass) {
         const int r = r0 + ty + i, k = k0 + tx;
-        if (r < R && k < Kp) store_value(dst + int64_t(r) * Kp + k, tile[tx][ty + i]);
+        if (r < R && k < Kp) store_value<In>(dst + int64_t(r) * Kp + k, tile[tx][ty + i]);
       }
       __syncthreads();
     } else {
@@ -81,8 +90,8 @@ __global__ void __launch_bounds__(kTile* kRowsPerPass)
       for (int i = 0; i < kTile; i += kRowsPerPass) {
         const int r = r0 + ty + i, k = k0 + tx;
         if (r < R && k < Kp) {
-          store_value(dst + int64_t(r) * Kp + k,
-                      k < K ? load_value(src + int64_t(r) * lds + k) : 0.0f);
+          store_value<In>(dst + int64_t(r) * Kp + k,
+                          k < K ? load_value(src + int64_t(r) * lds + k) : 0.0f);
         }
       }
     }
@@ -103,18 +112,11 @@ void repack(bool transposed, int R, int K, int Kp, const In* src, int64_t lds, O
   gpu::check_launch("gemm_repack");
 }
 
-// Which operands t4 cannot read in place, and the workspace their copies take: A's copy first,
-// then B's, each [rows, kp] of `element_bytes` (4: fp32, 2: bf16).
-struct Plan {
-  int64_t kp = 0;  // the copies' row length: K rounded up to 16 bytes
-  bool copy_a = false, copy_b = false;
-  size_t a_floats = 0, b_floats = 0;
-  size_t floats() const { return a_floats + b_floats; }
-};
+}  // namespace
 
-Plan make_plan(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, int element_bytes,
-               bool copy_all) {
-  Plan p;
+RepackPlan make_repack_plan(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+                            int element_bytes, bool copy_all) {
+  RepackPlan p;
   if (M <= 0 || N <= 0 || K <= 0) return p;  // no product: nothing is read
   const int64_t align = 16 / element_bytes;
   const bool ragged = K % align != 0;
@@ -124,6 +126,19 @@ Plan make_plan(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, int 
   if (p.copy_a) p.a_floats = size_t(M * p.kp * element_bytes / 4);
   if (p.copy_b) p.b_floats = size_t(N * p.kp * element_bytes / 4);
   return p;
+}
+
+void repack_16bit(bool transposed, int R, int K, int Kp, const uint16_t* src, int64_t lds,
+                  uint16_t* dst, gpu::Stream stream) {
+  repack<uint16_t, uint16_t>(transposed, R, K, Kp, src, lds, dst, stream);
+}
+
+namespace {
+
+using Plan = RepackPlan;
+Plan make_plan(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, int element_bytes,
+               bool copy_all) {
+  return make_repack_plan(trans_a, trans_b, M, N, K, element_bytes, copy_all);
 }
 
 bool aligned16(const void* p) {
