@@ -25,7 +25,6 @@ void check_matrix(const char* name, const Tensor& t) {
   }
 }
 
-
 bool is_16bit(DType t) {
   return t == DType::bf16 || t == DType::f16;
 }
@@ -128,10 +127,9 @@ void gemm(Context& ctx, bool trans_a, bool trans_b, float alpha, const Tensor& a
   const auto gemm_16bit_cuda = [&](auto stream) {
     const cuda::GemmVersion version = cuda::best_16bit_version(a.dtype());
     const size_t floats = cuda::gemm_16bit_workspace(trans_a, trans_b, M, N, K, version);
-    cuda::gemm_16bit(a.dtype(), c.dtype(), trans_a, trans_b, M, N, K, alpha, a.raw(), lda,
-                     b.raw(), ldb, beta, c.raw(), ldc,
-                     bias != nullptr ? bias->data<float>() : nullptr, stream, version,
-                     floats > 0 ? ctx.workspace(floats) : nullptr);
+    cuda::gemm_16bit(a.dtype(), c.dtype(), trans_a, trans_b, M, N, K, alpha, a.raw(), lda, b.raw(),
+                     ldb, beta, c.raw(), ldc, bias != nullptr ? bias->data<float>() : nullptr,
+                     stream, version, floats > 0 ? ctx.workspace(floats) : nullptr);
   };
   const auto gemm_16bit_cpu = [&] {
     gemm_16bit_reference(trans_a, trans_b, M, N, K, alpha, a, b, beta, c, bias);

@@ -113,8 +113,8 @@ void sum_parts(Elem out, int M, int N, int splits, const float* parts, float alp
   gpu::check_launch("gemm_16bit (sum of parts)");
 }
 
-void widen_operand(Elem t, int64_t rows, int64_t cols, const uint16_t* src, int64_t ld,
-                   float* dst, gpu::Stream stream) {
+void widen_operand(Elem t, int64_t rows, int64_t cols, const uint16_t* src, int64_t ld, float* dst,
+                   gpu::Stream stream) {
   const int blocks = blocks_for(rows * cols);
   if (t == Elem::bf16) {
     widen_kernel<Elem::bf16><<<blocks, kThreads, 0, stream>>>(rows, cols, src, ld, dst);
@@ -203,8 +203,8 @@ void check_call(DType operands, DType c_type, GemmVersion version, bool trans_a,
     throw Error(who + "sizes " + dims(M, N, K) + " must lie in [0, 2^31 - 8)");
   }
   if (lda < (trans_a ? M : K) || ldb < (trans_b ? K : N) || ldc < N) {
-    throw Error(who + "leading dimensions lda=" + std::to_string(lda) + " ldb=" +
-                std::to_string(ldb) + " ldc=" + std::to_string(ldc) + " too small for " +
+    throw Error(who + "leading dimensions lda=" + std::to_string(lda) +
+                " ldb=" + std::to_string(ldb) + " ldc=" + std::to_string(ldc) + " too small for " +
                 dims(M, N, K) + (trans_a ? " (A^T)" : "") + (trans_b ? " (B^T)" : ""));
   }
 }
@@ -248,8 +248,8 @@ void gemm_16bit(DType operands, DType c_type, bool trans_a, bool trans_b, int64_
     widen_operand(in, trans_a ? K : M, trans_a ? M : K, a16, lda, wa, stream);
     widen_operand(in, trans_b ? N : K, trans_b ? K : N, b16, ldb, wb, stream);
     const GemmMath math = version == GemmVersion::bf16_mma ? GemmMath::bf16 : GemmMath::tf32;
-    sgemm(trans_a, trans_b, M, N, K, alpha, wa, trans_a ? M : K, wb, trans_b ? K : N, 0.0f, part,
-          N, stream, version, math);
+    sgemm(trans_a, trans_b, M, N, K, alpha, wa, trans_a ? M : K, wb, trans_b ? K : N, 0.0f, part, N,
+          stream, version, math);
     return sum_parts(out, int(M), int(N), 1, part, 1.0f, bias, beta, C, ldc, stream);
   }
   // t4's kernel: K-major operands, in place or copied.
@@ -260,21 +260,23 @@ void gemm_16bit(DType operands, DType c_type, bool trans_a, bool trans_b, int64_
     repack_16bit(trans_a, int(M), int(K), kp, a16, lda, copy, stream);
     a16 = copy, lda = kp, next += p.repack.a_floats;
   } else if (!aligned16(A) || lda % 8 != 0) {
-    throw Error("cuda::gemm_16bit: A [M,K] is read in place and must be 16-byte aligned with lda (" +
-                std::to_string(lda) + ") a multiple of 8: the copy engine reads 16-byte units");
+    throw Error(
+        "cuda::gemm_16bit: A [M,K] is read in place and must be 16-byte aligned with lda (" +
+        std::to_string(lda) + ") a multiple of 8: the copy engine reads 16-byte units");
   }
   if (p.repack.copy_b) {
     auto* copy = reinterpret_cast<uint16_t*>(next);
     repack_16bit(!trans_b, int(N), int(K), kp, b16, ldb, copy, stream);
     b16 = copy, ldb = kp, next += p.repack.b_floats;
   } else if (!aligned16(B) || ldb % 8 != 0) {
-    throw Error("cuda::gemm_16bit: B [N,K] is read in place and must be 16-byte aligned with ldb (" +
-                std::to_string(ldb) + ") a multiple of 8: the copy engine reads 16-byte units");
+    throw Error(
+        "cuda::gemm_16bit: B [N,K] is read in place and must be 16-byte aligned with ldb (" +
+        std::to_string(ldb) + ") a multiple of 8: the copy engine reads 16-byte units");
   }
   const int k = int(p.product_k);
   if (p.split.splits > 1) {
-    gemm_wgmma_16bit_k_major(in, Elem::f32, int(M), int(N), k, 1.0f, a16, lda, b16, ldb, 0.0f,
-                             next, N, nullptr, p.split, stream);
+    gemm_wgmma_16bit_k_major(in, Elem::f32, int(M), int(N), k, 1.0f, a16, lda, b16, ldb, 0.0f, next,
+                             N, nullptr, p.split, stream);
     return sum_parts(out, int(M), int(N), p.split.splits, next, alpha, bias, beta, C, ldc, stream);
   }
   gemm_wgmma_16bit_k_major(in, out, int(M), int(N), k, alpha, a16, lda, b16, ldb, beta, C, ldc,

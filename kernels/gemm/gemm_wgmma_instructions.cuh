@@ -1,9 +1,10 @@
-// The wgmma instructions t3 and t4 issue (f16: t4 on f16 operands, cuda::gemm_16bit) (gemm_wgmma_sm90a.cu, gemm_wgmma_pipelined_sm90a.cu),
-// sm_90a only, and the descriptors and fences around them. Inline asm must name every
-// accumulator register, hence the long operand lists: d is the warpgroup's 64 x N fp32 tile, 4
-// values per thread per 8 columns (PTX ISA, "wgmma register fragment D": value 4j + i of a thread
-// of warp w, lane l is row 16w + l/4 + 8*(i/2), column 8j + 2*(l%4) + i%2). Both operands are read
-// from shared memory through descriptors (K-major, 128-byte swizzle); d += A * B (scale-d = 1).
+// The wgmma instructions t3 and t4 issue (f16: t4 on f16 operands, cuda::gemm_16bit)
+// (gemm_wgmma_sm90a.cu, gemm_wgmma_pipelined_sm90a.cu), sm_90a only, and the descriptors and fences
+// around them. Inline asm must name every accumulator register, hence the long operand lists: d is
+// the warpgroup's 64 x N fp32 tile, 4 values per thread per 8 columns (PTX ISA, "wgmma register
+// fragment D": value 4j + i of a thread of warp w, lane l is row 16w + l/4 + 8*(i/2), column 8j +
+// 2*(l%4) + i%2). Both operands are read from shared memory through descriptors (K-major, 128-byte
+// swizzle); d += A * B (scale-d = 1).
 #pragma once
 
 #include <cstdint>
@@ -11,8 +12,8 @@
 namespace crema::kernels::cuda::detail {
 
 // The TF32, bf16 and f16 forms differ only in the instruction's shape and types and the 16-bit
-// forms' two transpose immediates (0, 0: both K-major); an asm statement takes a string literal and a
-// written-out operand list, which no template can share, so each is spelled in full.
+// forms' two transpose immediates (0, 0: both K-major); an asm statement takes a string literal and
+// a written-out operand list, which no template can share, so each is spelled in full.
 __device__ __forceinline__ void wgmma_tf32_n128(float (&d)[64], uint64_t desc_a, uint64_t desc_b) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"

@@ -119,7 +119,8 @@ __device__ __forceinline__ void store_out(void* C, int64_t ldc, int m, int n, in
                                           float beta, const float* __restrict__ bias, float v0,
                                           float v1) {
   if constexpr (OUT == Elem::f32) {
-    if (bias == nullptr) return store_pair(static_cast<float*>(C), ldc, m, n, N, alpha, beta, v0, v1);
+    if (bias == nullptr)
+      return store_pair(static_cast<float*>(C), ldc, m, n, N, alpha, beta, v0, v1);
   }
   if (n >= N) return;
   const bool second = n + 1 < N;
@@ -245,8 +246,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int n = n0 + 8 * j + 2 * (lane % 4);
     if (row < M) {
       store_out<OUT>(C, ldc, row, n, N, alpha, beta, bias, acc_lo[4 * j], acc_lo[4 * j + 1]);
-      store_out<OUT>(C, ldc, row, n + 128, N, alpha, beta, bias, acc_hi[4 * j],
-                     acc_hi[4 * j + 1]);
+      store_out<OUT>(C, ldc, row, n + 128, N, alpha, beta, bias, acc_hi[4 * j], acc_hi[4 * j + 1]);
     }
     if (row + 8 < M) {
       store_out<OUT>(C, ldc, row + 8, n, N, alpha, beta, bias, acc_lo[4 * j + 2],
@@ -287,11 +287,10 @@ CUtensorMap k_major_map(const void* p, int rows, int K, int64_t ld, int box_rows
   const CUtensorMapDataType type = IN == Elem::f32    ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
                                    : IN == Elem::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
                                                       : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
-  const CUresult r = tensor_map_encoder()(
-      &map, type, 2,
-      const_cast<void*>(p), dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-      CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  const CUresult r =
+      tensor_map_encoder()(&map, type, 2, const_cast<void*>(p), dims, strides, box, element_strides,
+                           CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                           CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS) {
     throw DeviceError("cuda::sgemm (wgmma_pipelined): cuTensorMapEncodeTiled failed (CUresult " +
                       std::to_string(int(r)) + ")");
