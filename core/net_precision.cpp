@@ -94,15 +94,20 @@ NetPrecision read_net_precision(const ConfigNode& model, const Device& device) {
   return net;
 }
 
-BlobFormat layer_format(const Layer& layer, const NetPrecision& net, const Device& device) {
+BlobFormat layer_format(const Layer& layer, const NetPrecision& net, const Device& device,
+                        std::optional<BlobFormat> produced) {
   const LayerSpec& spec = layer.spec();
   const bool own = !spec.precision.empty();
   const Precision precision = own ? *parse_precision(spec.precision) : net.precision;
   const DType dtype = activation_dtype(precision);
-  const std::vector<BlobFormat> offers = {{dtype, net.layout},
-                                          {dtype, Layout::nchw},
-                                          {DType::f32, net.layout},
-                                          {DType::f32, Layout::nchw}};
+  std::vector<BlobFormat> offers = {{dtype, net.layout},
+                                    {dtype, Layout::nchw},
+                                    {DType::f32, net.layout},
+                                    {DType::f32, Layout::nchw}};
+  // A bottom an earlier layer made in this dtype but another layout is offered as it is first.
+  if (produced && produced->dtype == dtype && produced->layout != net.layout) {
+    offers.insert(offers.begin(), *produced);
+  }
   for (const BlobFormat& f : offers) {
     if (own && f.dtype != dtype) break;  // a demand: no falling back to f32
     if (layer.runs(f.dtype, f.layout, device)) return f;

@@ -76,6 +76,9 @@ template <bool with_cuda>
 size_t cuda_gemm_workspace_bytes(const Device& device, bool trans_a, bool trans_b, int64_t M,
                                  int64_t N, int64_t K, DType operands, cuda::GemmMath math) {
   if constexpr (with_cuda) {
+    // A GPU this host lacks (crema summary --device cuda:0 without one): its SM count and compute
+    // capability, which the plans depend on, are unknown; nothing is counted.
+    if (device.index >= gpu::device_count()) return 0;
     const gpu::DeviceGuard guard(device.index);
     if (is_16bit(operands)) {
       return cuda::gemm_16bit_workspace(trans_a, trans_b, M, N, K,

@@ -170,7 +170,8 @@ void gemm(Context& ctx, bool trans_a, bool trans_b, float alpha, const Tensor& a
           const Tensor* bias = nullptr);
 
 // The bytes of the context's workspace gemm takes on `device` for that call (operands of dtype
-// `operands`): what a layer reports as Layer::workspace_bytes. 0 on the CPU.
+// `operands`): what a layer reports as Layer::workspace_bytes. 0 on the CPU, and for a GPU this
+// host does not have (the plans depend on its SM count and compute capability).
 size_t gemm_workspace_bytes(const Device& device, bool trans_a, bool trans_b, int64_t M, int64_t N,
                             int64_t K, DType operands, cuda::GemmMath math = cuda::GemmMath::fp32);
 
