@@ -104,8 +104,11 @@ BlobFormat layer_format(const Layer& layer, const NetPrecision& net, const Devic
                                     {dtype, Layout::nchw},
                                     {DType::f32, net.layout},
                                     {DType::f32, Layout::nchw}};
-  // A bottom an earlier layer made in this dtype but another layout is offered as it is first.
-  if (produced && produced->dtype == dtype && produced->layout != net.layout) {
+  // A bottom an earlier layer made in this 16-bit dtype but another layout is offered as it is
+  // first. (Not in f32, where convolutions run either layout: one nchw-only layer would keep the
+  // rest of an nhwc net in nchw; in 16 bits they run nhwc only, so the net returns to it there.)
+  if (produced && produced->dtype == dtype && dtype != DType::f32 &&
+      produced->layout != net.layout) {
     offers.insert(offers.begin(), *produced);
   }
   for (const BlobFormat& f : offers) {
