@@ -101,13 +101,17 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
            GemmMath math = GemmMath::fp32, float* workspace = nullptr);
 // The floats of workspace sgemm wants for this call (0: none): t5 copies an operand that is
 // MN-major (A when trans_a, B when !trans_b), every operand in bf16 math, and both when K is not a
-// multiple of 4, to rows of K rounded up to 4 (TF32) or 8 (bf16) elements; s13 keeps one M x N
+// multiple of 4, to rows of K rounded up to 4 (TF32) or 8 (bf16) elements, and, for a C whose
+// 128 x 256 tiles fill less than half the SMs with a long K, keeps one M x N fp32 part per split
+// of K after them (on the current device: the split depends on its SM count); s13 keeps one M x N
 // partial product per split of K when it splits.
 size_t sgemm_workspace(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
                        GemmVersion version, GemmMath math);
 // The production version for this shape on the current device: t5 in tf32 and bf16 for large
 // products (M, N >= 1024, K >= 256, MNK >= 2^30) on compute capability 9.0, where its copy passes
-// cost little against the product (README.md has the measurements), else best_version(math).
+// cost little against the product (README.md has the measurements), and for skinny ones with a
+// long K (at most a quarter as many 128 x 128 tiles of C as SMs, K >= 4096: a weight gradient),
+// where its split of K fills the GPU; else best_version(math).
 // Callers run it with sgemm_workspace(...) floats of workspace.
 GemmVersion best_version(GemmMath math, int64_t M, int64_t N, int64_t K);
 

@@ -7,13 +7,14 @@
 //     when K is not a multiple of 8) are copied K-major into the workspace (bits unchanged, zero
 //     columns up to Kp), then t4's TMA-fed wgmma kernel multiplies them; its store adds the bias
 //     and rounds once into a 16-bit C.
-//     Split of K: a product with fewer 128 x 256 tiles of C than the GPU has SMs and a long K (a
-//     weight gradient: dW [out, in] = dY^T X over the batch's N*H*W positions, 384 x 96 over
+//     Split of K: a product whose 128 x 256 tiles of C fill less than half the SMs, with a long K
+//     (a weight gradient: dW [out, in] = dY^T X over the batch's N*H*W positions, 384 x 96 over
 //     200,704 in ConvNeXt-T's first stage at batch 64: 3 tiles for 132 SMs) runs a grid of
 //     `splits` block rows, each summing a fixed run of k slabs into its own fp32 M x N part of the
 //     workspace; sum_parts adds the parts in split order and blends alpha, the bias and beta into
-//     C. The plan (split_plan) depends on the shape and the device's SM count only: the same bits
-//     on every run of one GPU model, no atomics.
+//     C. The plan (wgmma_split) depends on the shape and the device's SM count only: the same
+//     bits on every run of one GPU model, no atomics. t5 (gemm_wgmma_repacked_sm90a.cu) splits
+//     the same way.
 //   bf16_mma, tf32_mma (any GPU)
 //     Both operands are widened to fp32 into the workspace (exact), t2 (bf16 operands: its bf16
 //     rounding is exact on them) or t1 (f16 operands: TF32's 10-bit mantissa and 8-bit exponent
@@ -97,22 +98,6 @@ __global__ void sum_parts_kernel(int M, int N, int splits, const float* __restri
   }
 }
 
-void sum_parts(Elem out, int M, int N, int splits, const float* parts, float alpha,
-               const float* bias, float beta, void* C, int64_t ldc, gpu::Stream stream) {
-  const int blocks = blocks_for(int64_t(M) * N);
-  if (out == Elem::bf16) {
-    sum_parts_kernel<Elem::bf16>
-        <<<blocks, kThreads, 0, stream>>>(M, N, splits, parts, alpha, bias, beta, C, ldc);
-  } else if (out == Elem::f16) {
-    sum_parts_kernel<Elem::f16>
-        <<<blocks, kThreads, 0, stream>>>(M, N, splits, parts, alpha, bias, beta, C, ldc);
-  } else {
-    sum_parts_kernel<Elem::f32>
-        <<<blocks, kThreads, 0, stream>>>(M, N, splits, parts, alpha, bias, beta, C, ldc);
-  }
-  gpu::check_launch("gemm_16bit (sum of parts)");
-}
-
 void widen_operand(Elem t, int64_t rows, int64_t cols, const uint16_t* src, int64_t ld, float* dst,
                    gpu::Stream stream) {
   const int blocks = blocks_for(rows * cols);
@@ -128,23 +113,9 @@ int sm_count() {
   int device = 0, count = 0;
   if (cudaGetDevice(&device) != cudaSuccess ||
       cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
-    throw DeviceError("cuda::gemm_16bit: cannot read the SM count of the current device");
+    throw DeviceError("cuda GEMM split of K: cannot read the SM count of the current device");
   }
   return count;
-}
-
-// The split of K for t4's kernel on an M x N x K product (K: the product's, zero-padded): none
-// while C's tiles occupy every SM (one 197 KB block per SM) or K is short; else about one block
-// per SM, each split a whole number of at least kMinSlabsPerSplit slabs.
-SlabSplit split_plan(int64_t M, int64_t N, int64_t K) {
-  const int64_t tiles = ceil_div(M, kWgmmaTileM) * ceil_div(N, kWgmmaTileN);
-  const int64_t sms = sm_count();
-  if (tiles >= sms) return {};
-  const int64_t slabs = ceil_div(K, kWgmma16SlabK);
-  const int64_t splits = std::min(ceil_div(sms, tiles), slabs / kMinSlabsPerSplit);
-  if (splits < 2) return {};
-  const int64_t per_split = ceil_div(slabs, splits);
-  return SlabSplit{int(ceil_div(slabs, per_split)), int(per_split), M * N};
 }
 
 // What a call takes: the repacked copies and the split (wgmma_repacked), or the widened operands
@@ -166,7 +137,7 @@ Plan16 make_plan16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
   if (p.wgmma) {
     p.repack = make_repack_plan(trans_a, trans_b, M, N, K, 2, false);
     p.product_k = p.repack.copy_a && p.repack.copy_b ? p.repack.kp : K;
-    p.split = split_plan(M, N, p.product_k);
+    p.split = wgmma_split(M, N, p.product_k, kWgmma16SlabK);
     if (p.split.splits > 1) p.parts = size_t(p.split.splits) * size_t(M) * size_t(N);
   } else {
     p.widened_a = size_t(M) * size_t(K);
@@ -214,6 +185,32 @@ bool aligned16(const void* p) {
 }
 
 }  // namespace
+
+SlabSplit wgmma_split(int64_t M, int64_t N, int64_t K, int slab_k) {
+  const int64_t tiles = ceil_div(M, kWgmmaTileM) * ceil_div(N, kWgmmaTileN);
+  const int64_t slabs = ceil_div(K, slab_k);
+  const int64_t splits = std::min(sm_count() / tiles, slabs / kMinSlabsPerSplit);
+  if (splits < 2) return {};
+  const int64_t per_split = ceil_div(slabs, splits);
+  return SlabSplit{int(ceil_div(slabs, per_split)), int(per_split), M * N};
+}
+
+void sum_parts(Elem out, int M, int N, int splits, const float* parts, float alpha,
+               const float* bias, float beta, void* C, int64_t ldc, gpu::Stream stream) {
+  const int blocks = blocks_for(int64_t(M) * N);
+  if (out == Elem::bf16) {
+    sum_parts_kernel<Elem::bf16>
+        <<<blocks, kThreads, 0, stream>>>(M, N, splits, parts, alpha, bias, beta, C, ldc);
+  } else if (out == Elem::f16) {
+    sum_parts_kernel<Elem::f16>
+        <<<blocks, kThreads, 0, stream>>>(M, N, splits, parts, alpha, bias, beta, C, ldc);
+  } else {
+    sum_parts_kernel<Elem::f32>
+        <<<blocks, kThreads, 0, stream>>>(M, N, splits, parts, alpha, bias, beta, C, ldc);
+  }
+  gpu::check_launch("gemm_16bit (sum of parts)");
+}
+
 }  // namespace detail
 
 void gemm_16bit(DType operands, DType c_type, bool trans_a, bool trans_b, int64_t M, int64_t N,
@@ -275,12 +272,12 @@ void gemm_16bit(DType operands, DType c_type, bool trans_a, bool trans_b, int64_
   }
   const int k = int(p.product_k);
   if (p.split.splits > 1) {
-    gemm_wgmma_16bit_k_major(in, Elem::f32, int(M), int(N), k, 1.0f, a16, lda, b16, ldb, 0.0f, next,
-                             N, nullptr, p.split, stream);
+    gemm_wgmma_k_major(in, Elem::f32, int(M), int(N), k, 1.0f, a16, lda, b16, ldb, 0.0f, next, N,
+                       nullptr, p.split, stream);
     return sum_parts(out, int(M), int(N), p.split.splits, next, alpha, bias, beta, C, ldc, stream);
   }
-  gemm_wgmma_16bit_k_major(in, out, int(M), int(N), k, alpha, a16, lda, b16, ldb, beta, C, ldc,
-                           bias, {}, stream);
+  gemm_wgmma_k_major(in, out, int(M), int(N), k, alpha, a16, lda, b16, ldb, beta, C, ldc, bias, {},
+                     stream);
 }
 
 size_t gemm_16bit_workspace(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,

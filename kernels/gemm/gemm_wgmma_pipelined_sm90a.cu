@@ -348,13 +348,12 @@ void gemm_wgmma_pipelined_k_major(bool bf16, int M, int N, int K, float alpha, c
   launch<Elem::f32>(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, stream);
 }
 
-void gemm_wgmma_16bit_k_major(Elem in, Elem out, int M, int N, int K, float alpha, const void* A,
-                              int64_t lda, const void* B, int64_t ldb, float beta, void* C,
-                              int64_t ldc, const float* bias, const SlabSplit& split,
-                              gpu::Stream stream) {
+void gemm_wgmma_k_major(Elem in, Elem out, int M, int N, int K, float alpha, const void* A,
+                        int64_t lda, const void* B, int64_t ldb, float beta, void* C, int64_t ldc,
+                        const float* bias, const SlabSplit& split, gpu::Stream stream) {
   check_device();
   if (split.splits > 1 && (out != Elem::f32 || bias != nullptr)) {
-    throw Error("gemm_wgmma_16bit_k_major: split parts are f32 without a bias");
+    throw Error("gemm_wgmma_k_major: split parts are f32 without a bias");
   }
   const auto run = [&](auto in_type, auto out_type) {
     launch<decltype(in_type)::value, decltype(out_type)::value>(M, N, K, alpha, A, lda, B, ldb,
@@ -368,7 +367,8 @@ void gemm_wgmma_16bit_k_major(Elem in, Elem out, int M, int N, int K, float alph
   if (in == E::bf16 && out == E::bf16) return run(Bf16{}, Bf16{});
   if (in == E::f16 && out == E::f32) return run(F16{}, F32{});
   if (in == E::f16 && out == E::f16) return run(F16{}, F16{});
-  throw Error("gemm_wgmma_16bit_k_major: operands bf16 or f16, C f32 or the operands' type");
+  if (in == E::f32 && out == E::f32) return run(F32{}, F32{});
+  throw Error("gemm_wgmma_k_major: operands f32, bf16 or f16, C f32 or the operands' type");
 }
 
 }  // namespace crema::kernels::cuda::detail
