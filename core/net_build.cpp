@@ -37,21 +37,9 @@ void Net::build(std::vector<LayerSpec> specs, const LayerRegistry& registry, Con
   }
   for (LayerSpec& spec : specs) {
     std::unique_ptr<Layer> layer = registry.create(spec);
-    // The first 4-D bottom, when a layer made it (not an input of the net): its format.
-    std::optional<BlobFormat> produced;
-    for (const std::string& bottom : spec.bottoms) {
-      const auto found = blob_index_.find(bottom);
-      if (found == blob_index_.end()) break;  // named where the layer is wired
-      const Tensor& t = blobs_[found->second]->value;
-      const bool input = std::any_of(inputs_.begin(), inputs_.end(),
-                                     [&](const auto& in) { return in.first == bottom; });
-      if (t.ndim() != 4) continue;
-      if (!input) produced = BlobFormat{t.dtype(), t.layout()};
-      break;
-    }
     BlobFormat format;
     try {
-      format = layer_format(*layer, precision_, runs_on_, produced);
+      format = layer_format(*layer, precision_, runs_on_);
     } catch (const Error& e) {
       if (spec.node != nullptr && spec.node->has("precision"))
         spec.node->at("precision").fail(e.what());

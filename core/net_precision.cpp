@@ -94,23 +94,15 @@ NetPrecision read_net_precision(const ConfigNode& model, const Device& device) {
   return net;
 }
 
-BlobFormat layer_format(const Layer& layer, const NetPrecision& net, const Device& device,
-                        std::optional<BlobFormat> produced) {
+BlobFormat layer_format(const Layer& layer, const NetPrecision& net, const Device& device) {
   const LayerSpec& spec = layer.spec();
   const bool own = !spec.precision.empty();
   const Precision precision = own ? *parse_precision(spec.precision) : net.precision;
   const DType dtype = activation_dtype(precision);
-  std::vector<BlobFormat> offers = {{dtype, net.layout},
-                                    {dtype, Layout::nchw},
-                                    {DType::f32, net.layout},
-                                    {DType::f32, Layout::nchw}};
-  // A bottom an earlier layer made in this 16-bit dtype but another layout is offered as it is
-  // first. (Not in f32, where convolutions run either layout: one nchw-only layer would keep the
-  // rest of an nhwc net in nchw; in 16 bits they run nhwc only, so the net returns to it there.)
-  if (produced && produced->dtype == dtype && dtype != DType::f32 &&
-      produced->layout != net.layout) {
-    offers.insert(offers.begin(), *produced);
-  }
+  const std::vector<BlobFormat> offers = {{dtype, net.layout},
+                                          {dtype, Layout::nchw},
+                                          {DType::f32, net.layout},
+                                          {DType::f32, Layout::nchw}};
   for (const BlobFormat& f : offers) {
     if (own && f.dtype != dtype) break;  // a demand: no falling back to f32
     if (layer.runs(f.dtype, f.layout, device)) return f;

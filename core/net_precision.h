@@ -12,9 +12,6 @@
 // in the net's layout. A layer runs what its Layer::runs says; where it does not run the pair it
 // is offered, the Net falls back, in this order, to (dtype, nchw), (f32, layout), (f32, nchw):
 // a layer keeps the low precision where it can and leaves channels-last before it leaves bf16.
-// One exception comes first: a 4-D bottom an earlier layer made in that dtype (bf16 or f16) in the
-// other layout is offered as it is (layer_format's `produced`), so that a run of layers that all
-// run it stays in it rather than converting to the net's layout and back.
 // The Net then gives the layer its bottoms in that format -- inserting a Convert layer
 // (layers/convert.cpp) in front of each bottom stored otherwise -- and creates its tops in it.
 // So a bf16 channels-last ResNet converts its input once after the data, runs every convolution,
@@ -24,7 +21,6 @@
 // precision (the layers keep their own low-precision copies).
 #pragma once
 
-#include <optional>
 #include <string>
 
 #include "core/config.h"
@@ -61,14 +57,9 @@ bool mostly_pointwise(const ConfigNode& model);
 // choices); the layout's default depends on the device and, in fp32, the net, as above.
 NetPrecision read_net_precision(const ConfigNode& model, const Device& device);
 
-// The format `layer` runs on `device` under `net` (the rules above). `produced`: the format of
-// the layer's first 4-D bottom when an earlier layer (not the data) made it; when that is the
-// offered 16-bit dtype in another layout than the net's, and the layer runs it, the layer keeps
-// it: no Convert between two layers that both run it (ConvNeXt's channels-last MLP: contiguous
-// [N, H, W, C] maps, flagged nchw, through InnerProduct, GELU, InnerProduct). A layer whose
-// own `precision:` key asks for what it does not run: crema::Error naming what it runs there.
-BlobFormat layer_format(const Layer& layer, const NetPrecision& net, const Device& device,
-                        std::optional<BlobFormat> produced = std::nullopt);
+// The format `layer` runs on `device` under `net` (the rules above). A layer whose own
+// `precision:` key asks for what it does not run: crema::Error naming what it runs there.
+BlobFormat layer_format(const Layer& layer, const NetPrecision& net, const Device& device);
 
 // The GEMM arithmetic a precision implies for layers that still compute in f32 storage
 // (model.math's default): fp32 -> fp32, tf32 -> tf32, bf16 -> bf16, fp16 -> tf32 (crema's f32

@@ -23,7 +23,7 @@ namespace {
 
 // y = 2 x in any dtype and layout on the CPU (widened to double, rounded once), in place ok; it
 // records the format it was given.
-class TwiceLayer : public Layer {
+class TwiceLayer final : public Layer {
  public:
   explicit TwiceLayer(const LayerSpec& spec) : Layer(spec) {}
   bool runs(DType dtype, Layout, const Device& device) const override {
@@ -60,19 +60,9 @@ class TwiceLayer : public Layer {
   }
 };
 
-// Twice in nchw only, as InnerProduct (its features are the trailing axes in memory order).
-class TwiceNchwLayer final : public TwiceLayer {
- public:
-  using TwiceLayer::TwiceLayer;
-  bool runs(DType dtype, Layout layout, const Device& device) const override {
-    return layout == Layout::nchw && TwiceLayer::runs(dtype, layout, device);
-  }
-};
-
 LayerRegistry registry_with_twice() {
   LayerRegistry r = builtin_layers();
   r.add<TwiceLayer>("Twice");
-  r.add<TwiceNchwLayer>("TwiceNchw");
   return r;
 }
 
@@ -180,29 +170,6 @@ layers:
   EXPECT_EQ(names(net),
             (std::vector<std::string>{"data@bf16:Convert", "a:Twice", "a@f32:Convert", "b:Twice",
                                       "fc:InnerProduct", "loss:SoftmaxWithLoss"}));
-}
-
-TEST(NetPrecision, ALayerKeepsTheLayoutAnEarlierLayerMade) {
-  // `a` runs bf16 in nchw only, so its top is bf16 nchw in this nhwc net; `b` runs either layout
-  // and keeps a's (no Convert to nhwc and back, as GELU between ConvNeXt's inner products). The
-  // data (an input, not a layer's top) does not count: layers on it get the net's layout.
-  const char* text = R"(
-inputs: {data: [3, 4, 5], label: []}
-layers:
-  - {name: a, type: TwiceNchw, bottom: data, top: a}
-  - {name: b, type: Twice, bottom: a, top: b}
-  - {name: fc, type: InnerProduct, bottom: b, top: fc, num_output: 3}
-  - {name: loss, type: SoftmaxWithLoss, bottom: [fc, label], top: loss}
-)";
-  Context ctx;
-  const LayerRegistry r = registry_with_twice();
-  Net net(model("precision: bf16\nlayout: nhwc\n", text), Phase::train, 2, r, ctx);
-  EXPECT_EQ(names(net),
-            (std::vector<std::string>{"data@bf16:Convert", "a:TwiceNchw", "b:Twice",
-                                      "b@f32:Convert", "fc:InnerProduct", "loss:SoftmaxWithLoss"}));
-  EXPECT_EQ(format_name({net.blob("b").value.dtype(), net.blob("b").value.layout()}), "bf16");
-  Net plain(model("precision: bf16\nlayout: nhwc\n"), Phase::train, 2, r, ctx);
-  EXPECT_EQ(names(plain)[0], "data@bf16_nhwc:Convert");
 }
 
 TEST(NetPrecision, BadKeysAndDemandsNameThePlace) {
