@@ -115,6 +115,9 @@ struct GemmShape {
   std::string str() const;  // "8192,8192,8192,NN"
 };
 GemmShape parse_gemm_shape(const std::string& text);
+// One shape, or a named list: "convnext-t", the six GEMMs of each of ConvNeXt-T's four stages'
+// MLP at batch 64 (per linear: forward NT, weight gradient TN, input gradient NN).
+std::vector<GemmShape> parse_gemm_shapes(const std::string& text);
 // 8192^3, then the GEMMs of the default convolutions (as implicit GEMMs: [K, C*R*S] x [C*R*S,
 // N*P*Q]) and of LeNet's inner products.
 std::vector<GemmShape> default_gemm_shapes();

@@ -21,7 +21,7 @@ int bench_command(const std::string& op, const std::string& device, const Option
   check_options(options);
   // Shapes first, so that a typo is reported as one also on a machine without a GPU.
   for (const std::string& shape : options.shapes) {
-    if (op == "gemm") parse_gemm_shape(shape);
+    if (op == "gemm") parse_gemm_shapes(shape);
     if (op == "conv" || op == "conv-tc") parse_conv_shape(shape);
     if (op == "batch-norm" || memory_bound) parse_batch_norm_shape(shape);
   }

@@ -8,9 +8,11 @@
 // ("sampled2048"), and scan all of C for NaN (the output is poisoned first, so an element a
 // kernel never wrote fails).
 //
-// With --math bf16, every shape gets one more row, "gemm_bf16": cuda::gemm_bf16 on the same
-// operands stored as bf16 (what cuBLAS's bf16 GEMM reads), checked against the same fp32-operand
-// reference.
+// With --math bf16, every shape gets three more rows on the same operands stored as bf16 (what
+// cuBLAS's bf16 GEMM reads), checked against the same fp32-operand reference: "gemm_bf16"
+// (cuda::gemm_bf16, C f32), "gemm_16bit" (cuda::gemm_16bit as the Tensor-level gemm runs it on
+// bf16 tensors, C f32: a split of K for few tiles and a long K) and "gemm_16bit_c16" (the same
+// with a bf16 C, what an inner product's forward and input gradient write).
 //
 // A version that wants a workspace (t5 repacks operands into one; cuda::ladder::sgemm_workspace,
 // cuda::gemm_bf16_workspace) gets it from ctx.workspace(), and its time includes the repacking.
@@ -144,6 +146,15 @@ struct Bf16Operands {
                     reinterpret_cast<const uint16_t*>(dev_b[i].data<float>()), op.ldb, 0.0f,
                     op.dev_c[i].data<float>(), s.N, stream, workspace);
   }
+  // cuda::gemm_16bit into c (f32 or bf16, M x N).
+  void launch_16bit(int copy, const Operands& op, Tensor& c, cuda::GemmVersion version,
+                    float* workspace, gpu::Stream stream) const {
+    const size_t i = size_t(copy) % dev_a.size();
+    const GemmShape& s = op.s;
+    cuda::gemm_16bit(DType::bf16, c.dtype(), s.trans_a, s.trans_b, s.M, s.N, s.K, 1.0f,
+                     dev_a[i].raw(), op.lda, dev_b[i].raw(), op.ldb, 0.0f, c.raw(), s.N, nullptr,
+                     stream, version, workspace);
+  }
 };
 
 // What C should be where the check looks: all of it in double, or kSamples sampled elements.
@@ -191,7 +202,9 @@ int bench_gemm(Context& ctx, const Options& options, std::ostream& out) {
   if (!math) throw Error("--math: expected fp32, tf32 or bf16, got '" + options.math + "'");
   const std::vector<Rung> versions = versions_to_run(options, *math);
   std::vector<GemmShape> shapes;
-  for (const std::string& text : options.shapes) shapes.push_back(parse_gemm_shape(text));
+  for (const std::string& text : options.shapes) {
+    for (const GemmShape& shape : parse_gemm_shapes(text)) shapes.push_back(shape);
+  }
   if (shapes.empty()) shapes = default_gemm_shapes();
 
   Table table(out, device_peak(ctx));
@@ -246,6 +259,30 @@ int bench_gemm(Context& ctx, const Options& options, std::ostream& out) {
                             [&](int call) { bf16.launch(call, op, workspace, ctx.stream()); });
       }
       table.print(row);
+      // cuda::gemm_16bit as the Tensor level runs it, into an f32 C and into a bf16 C (one C for
+      // every call: its writes are not what the rotation is for).
+      const cuda::GemmVersion version = cuda::best_16bit_version(DType::bf16);
+      const size_t floats16 = cuda::gemm_16bit_workspace(shape.trans_a, shape.trans_b, shape.M,
+                                                         shape.N, shape.K, version);
+      float* workspace16 = floats16 > 0 ? ctx.workspace(floats16) : nullptr;
+      for (DType c_type : {DType::f32, DType::bf16}) {
+        Tensor c = ctx.empty({shape.M * shape.N}, c_type);
+        row.version = c_type == DType::f32 ? "gemm_16bit" : "gemm_16bit_c16";
+        row.bytes = double(shape.M * shape.K + shape.K * shape.N) * 2 +
+                    double(shape.M * shape.N) * double(dtype_size(c_type));
+        row.workspace_bytes = double(floats16) * sizeof(float);
+        row.ms = 0;
+        ctx.fill(c, NAN);
+        bf16.launch_16bit(0, op, c, version, workspace16, ctx.stream());
+        ctx.synchronize();
+        row.rel_error = check(c.to_vector(), ref);
+        if (row.rel_error <= row.tolerance) {
+          row.ms = measure_ms(ctx, options, [&](int call) {
+            bf16.launch_16bit(call, op, c, version, workspace16, ctx.stream());
+          });
+        }
+        table.print(row);
+      }
     }
   }
   return table.status();

@@ -107,7 +107,7 @@ GemmShape parse_gemm_shape(const std::string& text) {
   const std::vector<std::string> parts = split(text, ',');
   auto fail = [&](const std::string& why) -> GemmShape {
     throw Error("--shape '" + text + "': " + why + "; a GEMM shape is " + kGemmFormat +
-                " (e.g. 8192,8192,8192 or 256,500,800,NT)");
+                " (e.g. 8192,8192,8192 or 256,500,800,NT) or the list convnext-t");
   };
   if (parts.size() != 3 && parts.size() != 4) return fail("expected 3 or 4 fields");
   GemmShape shape;
@@ -126,6 +126,22 @@ GemmShape parse_gemm_shape(const std::string& text) {
     shape.trans_b = t[1] == 'T';
   }
   return shape;
+}
+
+std::vector<GemmShape> parse_gemm_shapes(const std::string& text) {
+  if (text != "convnext-t") return {parse_gemm_shape(text)};
+  // ConvNeXt-T at batch 64: stage s has C = 96 << s channels on (56 >> s)^2 positions, P rows of
+  // the channels-last map; its MLP is x [P, C] -> [P, 4C] -> [P, C] (nn.Linear, W [out, in]).
+  std::vector<GemmShape> shapes;
+  for (int stage = 0; stage < 4; ++stage) {
+    const int64_t C = int64_t(96) << stage, side = 56 >> stage, P = 64 * side * side;
+    for (const auto& [in, out] : {std::pair{C, 4 * C}, std::pair{4 * C, C}}) {
+      shapes.push_back({P, out, in, false, true});   // y = x W^T
+      shapes.push_back({out, in, P, true, false});   // dW = dy^T x
+      shapes.push_back({P, in, out, false, false});  // dx = dy W
+    }
+  }
+  return shapes;
 }
 
 std::vector<GemmShape> default_gemm_shapes() {

@@ -4,7 +4,9 @@
 
 #include <string>
 #include <utility>
+#include <vector>
 
+#include "core/build_config.h"
 #include "core/error.h"
 #include "kernels/common/dispatch.h"
 #include "kernels/common/tensor_checks.h"
@@ -13,12 +15,13 @@
 namespace crema::kernels {
 namespace {
 
-// The bias helpers: `matrix` is [..., N] and `bias` has N elements; returns {M, N}.
+// The bias helpers: `matrix` is [..., N] and `bias` has N elements of `bias_dtype`; returns {M, N}.
 std::pair<int64_t, int64_t> bias_extents(const Context& ctx, const char* op,
                                          const char* matrix_name, const Tensor& matrix,
-                                         const char* bias_name, const Tensor& bias) {
+                                         const char* bias_name, const Tensor& bias,
+                                         DType bias_dtype) {
   check_tensor(ctx, op, matrix_name, matrix, matrix.shape(), matrix.dtype());
-  check_tensor(ctx, op, bias_name, bias, bias.shape(), matrix.dtype());
+  check_tensor(ctx, op, bias_name, bias, bias.shape(), bias_dtype);
   if (matrix.ndim() < 1 || matrix.dim(-1) != bias.numel()) {
     throw Error(std::string(op) + ": " + bias_name + " " + bias.description() + " does not fit " +
                 matrix_name + " " + matrix.description() + " (needs as many elements as " +
@@ -32,6 +35,17 @@ std::pair<int64_t, int64_t> bias_extents(const Context& ctx, const char* op,
 template <class Stream>
 void* sum_workspace(Context& ctx, int64_t n, Stream) {
   return workspace_for(ctx, cuda::sum_workspace_bytes(n));
+}
+
+// accumulate_bias_rows_workspace_bytes on CUDA: a template, so that a build without CUDA never
+// instantiates the call.
+template <bool with_cuda>
+size_t cuda_bias_workspace_bytes(int64_t M, int64_t N) {
+  if constexpr (with_cuda) {
+    return cuda::accumulate_bias_rows_workspace(M, N) * sizeof(float);
+  } else {
+    return 0;
+  }
 }
 
 }  // namespace
@@ -157,7 +171,7 @@ void sum_of_squares(Context& ctx, const Tensor& x, Tensor& out) {
 }
 
 void add_bias_rows(Context& ctx, const Tensor& bias, Tensor& y) {
-  const auto [M, N] = bias_extents(ctx, "add_bias_rows", "y", y, "bias", bias);
+  const auto [M, N] = bias_extents(ctx, "add_bias_rows", "y", y, "bias", bias, y.dtype());
   dispatch(ctx, "add_bias_rows", y.dtype(),
            on_cuda(DType::f32,
                    [&, M = M, N = N](auto stream) {
@@ -174,8 +188,29 @@ void add_bias_rows(Context& ctx, const Tensor& bias, Tensor& y) {
 }
 
 void accumulate_bias_rows(Context& ctx, const Tensor& dy, Tensor& dbias) {
-  const auto [M, N] = bias_extents(ctx, "accumulate_bias_rows", "dy", dy, "dbias", dbias);
-  dispatch(ctx, "accumulate_bias_rows", dy.dtype(),
+  // 16-bit dy: an f32 dbias, fp32 sums.
+  const bool half = dy.dtype() == DType::bf16 || dy.dtype() == DType::f16;
+  const auto [M, N] = bias_extents(ctx, "accumulate_bias_rows", "dy", dy, "dbias", dbias,
+                                   half ? DType::f32 : dy.dtype());
+  const auto half_cuda = [&, M = M, N = N](auto element, auto stream) {
+    using T = decltype(element);
+    auto* workspace =
+        static_cast<float*>(workspace_for(ctx, cuda::accumulate_bias_rows_workspace(M, N) * 4));
+    cuda::accumulate_bias_rows_16bit<T>(M, N, dy.data<T>(), dbias.data<float>(), workspace, stream);
+  };
+  // The CPU's 16-bit path (tests): each column's rows in order, widened exactly, fp32 sums.
+  const auto half_cpu = [&, M = M, N = N] {
+    const std::vector<float> values = dy.to_vector();
+    float* db = dbias.data<float>();
+    for (int64_t n = 0; n < N; ++n) {
+      float acc = 0.0f;
+      for (int64_t m = 0; m < M; ++m) acc += values[size_t(m * N + n)];
+      db[n] += acc;
+    }
+  };
+  dispatch(ctx, "accumulate_bias_rows", dy.dtype(), on_cuda_typed<bf16_t>(half_cuda),
+           on_cuda_typed<f16_t>(half_cuda), on_cpu(DType::bf16, half_cpu),
+           on_cpu(DType::f16, half_cpu),
            on_cuda(DType::f32,
                    [&, M = M, N = N](auto stream) {
                      cuda::accumulate_bias_rows(M, N, dy.data<float>(), dbias.data<float>(),
@@ -189,6 +224,12 @@ void accumulate_bias_rows(Context& ctx, const Tensor& dy, Tensor& dbias) {
            on_cpu(DType::f64, [&, M = M, N = N] {
              ref::accumulate_bias_rows(M, N, dy.data<double>(), dbias.data<double>());
            }));
+}
+
+size_t accumulate_bias_rows_workspace_bytes(const Device& device, int64_t M, int64_t N,
+                                            DType dy_dtype) {
+  if (!device.is_cuda() || (dy_dtype != DType::bf16 && dy_dtype != DType::f16)) return 0;
+  return cuda_bias_workspace_bytes<kBuiltWithCuda>(M, N);
 }
 
 }  // namespace crema::kernels

@@ -92,6 +92,12 @@ void sum_of_squares(int64_t n, const float* x, float* out, void* workspace, gpu:
 void add_bias_rows(int64_t M, int64_t N, const float* bias, float* y, gpu::Stream stream);
 void accumulate_bias_rows(int64_t M, int64_t N, const float* dy, float* dbias, BiasVersion version,
                           gpu::Stream stream);
+// dbias (fp32) += the column sums of a 16-bit dy (T: bf16_t or f16_t), fp32 sums; `workspace`
+// holds accumulate_bias_rows_workspace(M, N) floats (row chunks' sums, added in chunk order).
+template <class T>
+void accumulate_bias_rows_16bit(int64_t M, int64_t N, const T* dy, float* dbias, float* workspace,
+                                gpu::Stream stream);
+size_t accumulate_bias_rows_workspace(int64_t M, int64_t N);
 }  // namespace cuda
 
 // Tensor level: float32 tensors on the context's device, or float64 on the CPU (the reference);
@@ -107,7 +113,12 @@ void sum(Context& ctx, const Tensor& x, Tensor& out);
 void sum_of_squares(Context& ctx, const Tensor& x, Tensor& out);
 // y [..., N] (viewed as [M, N]), bias with N elements.
 void add_bias_rows(Context& ctx, const Tensor& bias, Tensor& y);
-// dy [..., N] (viewed as [M, N]), dbias with N elements.
+// dy [..., N] (viewed as [M, N]), dbias with N elements; dy may also be bf16 or f16 with an f32
+// dbias (a 16-bit layer's bias gradient: fp32 sums; on CUDA through ctx.workspace()).
 void accumulate_bias_rows(Context& ctx, const Tensor& dy, Tensor& dbias);
+// The bytes of the context's workspace accumulate_bias_rows takes on `device` for a `dy_dtype` dy
+// of M x N (0 but for 16-bit dy on CUDA).
+size_t accumulate_bias_rows_workspace_bytes(const Device& device, int64_t M, int64_t N,
+                                            DType dy_dtype);
 
 }  // namespace crema::kernels

@@ -11,9 +11,16 @@
 //   BiasVersion::row_groups     a block of 32 columns x 16 row groups; group r adds rows r, r+16,
 //                               ... in order, then the 16 group sums meet in a fixed tree: 16x
 //                               shorter chains, still the same bits on every run.
+//   16-bit dy (fp32 dbias): row chunks over the grid as well (a weight gradient's M is the
+//                               batch's N*H*W), their sums added in chunk order by a second pass.
 // sum, sum_of_squares: double partials per thread, a fixed-order tree per block, one finishing
 // block over the block partials when there are several (reduce_cuda.cuh).
 #include "kernels/elementwise/elementwise.h"
+
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <type_traits>
 
 #include "kernels/common/launch.h"
 #include "kernels/common/map_cuda.cuh"
@@ -130,7 +137,76 @@ __global__ void accumulate_bias_rows_row_groups(int64_t M, int64_t N, const floa
   if (group == 0 && n < N) dbias[n] += partial[0][column];
 }
 
+// --- bias rows from 16-bit dy ---
+// dbias [N] (fp32) += sum_m dy[m, n], dy bf16 or f16 [M, N]: a grid of 32-column strips x row
+// chunks; block (32 columns, 8 row groups) sums its chunk's rows r, r + 8, ... per group in order,
+// the 8 group sums meet in a fixed tree and land in parts[chunk][n]; bias_parts_finish adds the
+// chunks in order into dbias. The plan is a function of (M, N): the same bits every run.
+constexpr int kPartColumns = 32, kPartRowGroups = 8;
+constexpr int64_t kPartRowsAtLeast = 512, kPartBlocksAtMost = 2048;
+
+int64_t bias_chunks(int64_t M, int64_t N) {
+  const int64_t strips = ceil_div(N, kPartColumns);
+  return std::max<int64_t>(
+      1, std::min(ceil_div(M, kPartRowsAtLeast), std::max<int64_t>(1, kPartBlocksAtMost / strips)));
+}
+
+template <class T>
+__device__ __forceinline__ float widen16(T value) {
+  if constexpr (std::is_same_v<T, bf16_t>) return __uint_as_float(uint32_t(value.bits) << 16);
+  return __half2float(__ushort_as_half(value.bits));
+}
+
+template <class T>
+__global__ void bias_parts_kernel(int64_t M, int64_t N, int64_t rows_per_chunk,
+                                  const T* __restrict__ dy, float* __restrict__ parts) {
+  __shared__ float partial[kPartRowGroups][kPartColumns];
+  const int column = int(threadIdx.x), group = int(threadIdx.y);
+  const int64_t n = blockIdx.x * int64_t(kPartColumns) + column;
+  const int64_t first = blockIdx.y * rows_per_chunk, last = min(M, first + rows_per_chunk);
+  float acc = 0.0f;
+  if (n < N) {
+    for (int64_t m = first + group; m < last; m += kPartRowGroups) acc += widen16(dy[m * N + n]);
+  }
+  partial[group][column] = acc;
+  __syncthreads();
+  for (int stride = kPartRowGroups / 2; stride > 0; stride /= 2) {
+    if (group < stride) partial[group][column] += partial[group + stride][column];
+    __syncthreads();
+  }
+  if (group == 0 && n < N) parts[blockIdx.y * N + n] = partial[0][column];
+}
+
+__global__ void bias_parts_finish(int64_t N, int64_t chunks, const float* __restrict__ parts,
+                                  float* __restrict__ dbias) {
+  const int64_t n = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (n >= N) return;
+  float sum = 0.0f;
+  for (int64_t c = 0; c < chunks; ++c) sum += parts[c * N + n];
+  dbias[n] += sum;
+}
+
 }  // namespace
+
+size_t accumulate_bias_rows_workspace(int64_t M, int64_t N) {
+  return M > 0 && N > 0 ? size_t(bias_chunks(M, N) * N) : 0;
+}
+
+template <class T>
+void accumulate_bias_rows_16bit(int64_t M, int64_t N, const T* dy, float* dbias, float* workspace,
+                                gpu::Stream stream) {
+  if (M == 0 || N == 0) return;
+  const int64_t chunks = bias_chunks(M, N);
+  const dim3 grid(unsigned(ceil_div(N, kPartColumns)), unsigned(chunks));
+  bias_parts_kernel<T><<<grid, dim3(kPartColumns, kPartRowGroups), 0, stream>>>(
+      M, N, ceil_div(M, chunks), dy, workspace);
+  bias_parts_finish<<<int(ceil_div(N, 128)), 128, 0, stream>>>(N, chunks, workspace, dbias);
+  gpu::check_launch("accumulate_bias_rows (16-bit dy)");
+}
+template void accumulate_bias_rows_16bit<bf16_t>(int64_t, int64_t, const bf16_t*, float*, float*,
+                                                 gpu::Stream);
+template void accumulate_bias_rows_16bit<f16_t>(int64_t, int64_t, const f16_t*, float*, float*,
+                                                gpu::Stream);
 
 template <class T>
 void fill(int64_t n, float value, T* x, MapVersion version, gpu::Stream stream) {

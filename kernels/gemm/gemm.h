@@ -101,13 +101,17 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
            GemmMath math = GemmMath::fp32, float* workspace = nullptr);
 // The floats of workspace sgemm wants for this call (0: none): t5 copies an operand that is
 // MN-major (A when trans_a, B when !trans_b), every operand in bf16 math, and both when K is not a
-// multiple of 4, to rows of K rounded up to 4 (TF32) or 8 (bf16) elements; s13 keeps one M x N
+// multiple of 4, to rows of K rounded up to 4 (TF32) or 8 (bf16) elements, and, for a C whose
+// 128 x 256 tiles fill less than half the SMs with a long K, keeps one M x N fp32 part per split
+// of K after them (on the current device: the split depends on its SM count); s13 keeps one M x N
 // partial product per split of K when it splits.
 size_t sgemm_workspace(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
                        GemmVersion version, GemmMath math);
 // The production version for this shape on the current device: t5 in tf32 and bf16 for large
 // products (M, N >= 1024, K >= 256, MNK >= 2^30) on compute capability 9.0, where its copy passes
-// cost little against the product (README.md has the measurements), else best_version(math).
+// cost little against the product (README.md has the measurements), and for skinny ones with a
+// long K (at most a quarter as many 128 x 128 tiles of C as SMs, K >= 4096: a weight gradient),
+// where its split of K fills the GPU; else best_version(math).
 // Callers run it with sgemm_workspace(...) floats of workspace.
 GemmVersion best_version(GemmMath math, int64_t M, int64_t N, int64_t K);
 
@@ -124,15 +128,55 @@ void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, floa
                int64_t ldc, gpu::Stream stream, float* workspace = nullptr);
 // The floats of workspace gemm_bf16 wants for this call (0 for NT with K a multiple of 8).
 size_t gemm_bf16_workspace(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K);
+
+// C = alpha op(A) op(B) + bias[n] + beta C with A and B 16-bit in memory (`operands`: bf16 or
+// f16 bit patterns, as torch stores them), C f32 or the operands' type (`c_type`), layouts as in
+// sgemm; bias fp32 [N] or null. Tensor cores multiply the operands as stored with fp32
+// accumulation; a 16-bit C is rounded once (to nearest even) from the fp32 result, and read
+// (widened) when beta != 0. `version`:
+//   wgmma_repacked (compute capability 9.0): t5's way. MN-major operands (and both when K is not
+//     a multiple of 8) are copied K-major into `workspace`, then t4's kernel runs; an operand read
+//     in place must be 16-byte aligned with a leading dimension that is a multiple of 8. A product
+//     with fewer 128 x 256 tiles of C than the GPU has SMs and a long K (a weight gradient) splits
+//     K over the grid into fp32 parts in `workspace`, added in split order (deterministic).
+//   bf16_mma (bf16 operands) or tf32_mma (bf16 or f16; TF32 holds f16 exactly), on any GPU: both
+//     operands widened to fp32 in `workspace`, then t2 or t1.
+// `workspace` holds gemm_16bit_workspace(...) floats, 16-byte aligned (nullptr where that is 0).
+// Throws crema::Error naming the dtypes, version, sizes or operand that do not fit.
+void gemm_16bit(DType operands, DType c_type, bool trans_a, bool trans_b, int64_t M, int64_t N,
+                int64_t K, float alpha, const void* A, int64_t lda, const void* B, int64_t ldb,
+                float beta, void* C, int64_t ldc, const float* bias, gpu::Stream stream,
+                GemmVersion version, float* workspace);
+// The floats of workspace gemm_16bit wants for this call on the current device (the split of K
+// depends on its SM count), and how many splits of K it runs (1: none).
+size_t gemm_16bit_workspace(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+                            GemmVersion version);
+int gemm_16bit_splits(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+                      GemmVersion version);
+// wgmma_repacked on compute capability 9.0; elsewhere bf16_mma (bf16) or tf32_mma (f16).
+GemmVersion best_16bit_version(DType operands);
 }  // namespace cuda
 
 // Tensor level: a is [M,K] ([K,M] when trans_a), b is [K,N] ([N,K] when trans_b), c is [M,N]; all
-// 2-D, of one dtype, contiguous and on the context's device: f32 (cpu::sgemm on ctx.num_threads()
-// threads, or cuda::sgemm), or f64 on the CPU (ref::gemm<double>, the tests' oracle). Throws
-// crema::Error naming the shapes when they do not fit. `math` picks the arithmetic on a GPU
-// (cuda::best_version(math, M, N, K), its workspace from ctx.workspace()); the CPU always computes
-// in fp32, which is at least as exact.
+// 2-D, contiguous and on the context's device. a and b of one dtype:
+//   f32 (c f32): cpu::sgemm on ctx.num_threads() threads, or cuda::sgemm; `math` picks the
+//     arithmetic on a GPU (cuda::best_version(math, M, N, K), its workspace from ctx.workspace());
+//     the CPU always computes in fp32, which is at least as exact.
+//   f64 (c f64) on the CPU: ref::gemm<double>, the tests' oracle.
+//   bf16 or f16 (c f32 or the same 16-bit type): cuda::gemm_16bit (best_16bit_version, fp32
+//     accumulation whatever `math` says: the operands are already 16-bit); on the CPU the
+//     reference: operands widened exactly, products summed in double, c rounded once.
+// `bias` (optional: [N], f32 for 16-bit operands, else a's dtype) is added to every row of the
+// product: c = alpha op(a) op(b) + bias + beta c. Throws crema::Error naming the shapes or dtypes
+// when they do not fit.
 void gemm(Context& ctx, bool trans_a, bool trans_b, float alpha, const Tensor& a, const Tensor& b,
-          float beta, Tensor& c, cuda::GemmMath math = cuda::GemmMath::fp32);
+          float beta, Tensor& c, cuda::GemmMath math = cuda::GemmMath::fp32,
+          const Tensor* bias = nullptr);
+
+// The bytes of the context's workspace gemm takes on `device` for that call (operands of dtype
+// `operands`): what a layer reports as Layer::workspace_bytes. 0 on the CPU, and for a GPU this
+// host does not have (the plans depend on its SM count and compute capability).
+size_t gemm_workspace_bytes(const Device& device, bool trans_a, bool trans_b, int64_t M, int64_t N,
+                            int64_t K, DType operands, cuda::GemmMath math = cuda::GemmMath::fp32);
 
 }  // namespace crema::kernels

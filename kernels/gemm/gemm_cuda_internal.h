@@ -88,6 +88,53 @@ void gemm_wgmma_pipelined(const GemmArgs& args, gpu::Stream stream);
 void gemm_wgmma_pipelined_k_major(bool bf16, int M, int N, int K, float alpha, const void* A,
                                   int64_t lda, const void* B, int64_t ldb, float beta, float* C,
                                   int64_t ldc, gpu::Stream stream);
+// The element types t4's kernel reads (f32 read as TF32, bf16, f16) and the C it writes (f32,
+// bf16, f16): cuda::gemm_16bit's combinations (gemm_16bit_cuda.cu).
+enum class Elem { f32, bf16, f16 };
+
+// t4's kernel on K-major operands A [M,K] (lda) and B [N,K] (ldb) of type `in` (f32 read as
+// TF32, bf16 or f16; the caller checked alignment as for gemm_wgmma_pipelined_k_major), C of type
+// `out` (f32, or the operands' 16-bit type):
+//   C = alpha * A B^T + bias[n] (bias may be null) + beta * C.
+// With split.splits > 1, block row y sums slabs [y * slabs_per_split, ...) of k (out must be f32,
+// alpha 1, beta 0, no bias) into C + y * split.stride. Throws crema::Error off compute capability
+// 9.0.
+struct SlabSplit {
+  int splits = 1;
+  int slabs_per_split = 0;  // 0: all of K
+  int64_t stride = 0;       // elements of C between two splits' outputs
+};
+void gemm_wgmma_k_major(Elem in, Elem out, int M, int N, int K, float alpha, const void* A,
+                        int64_t lda, const void* B, int64_t ldb, float beta, void* C, int64_t ldc,
+                        const float* bias, const SlabSplit& split, gpu::Stream stream);
+// The split of K for that kernel on an M x N x K product with slabs of `slab_k` (64: 16-bit, 32:
+// TF32) on the current device (gemm_16bit_cuda.cu): none while C's 128 x 256 tiles fill at least
+// half the SMs (one 197 KB block per SM) or K is short; else about one block per SM, each split a
+// whole number of at least 8 slabs. A function of the shape and the SM count alone.
+SlabSplit wgmma_split(int64_t M, int64_t N, int64_t K, int slab_k);
+// C = alpha * (part[0] + ... + part[splits-1]) + bias[n] + beta * C, the parts dense M x N fp32
+// added in order (splits 0: C = bias + beta C), beta == 0 leaving C unread; C of type `out`.
+void sum_parts(Elem out, int M, int N, int splits, const float* parts, float alpha,
+               const float* bias, float beta, void* C, int64_t ldc, gpu::Stream stream);
+// k per slab of that kernel for 16-bit operands (one 128-byte row: 64 elements), and its tile.
+constexpr int kWgmma16SlabK = 64, kWgmmaTileM = 128, kWgmmaTileN = 256;
+
+// t5's repacking plan (gemm_wgmma_repacked_sm90a.cu): which operands t4 cannot read in place and
+// the workspace their K-major copies take, A's copy first, then B's, each [rows, kp] of
+// `element_bytes` (4: fp32, 2: bf16 or f16); kp = K rounded up to 16 bytes.
+struct RepackPlan {
+  int64_t kp = 0;
+  bool copy_a = false, copy_b = false;
+  size_t a_floats = 0, b_floats = 0;
+  size_t floats() const { return a_floats + b_floats; }
+};
+RepackPlan make_repack_plan(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+                            int element_bytes, bool copy_all);
+// dst [R, Kp] = the K-major copy of a 16-bit operand (bits moved unchanged, zeros for k >= K):
+// src[k * lds + r] when `transposed` (MN-major), else src[r * lds + k].
+void repack_16bit(bool transposed, int R, int K, int Kp, const uint16_t* src, int64_t lds,
+                  uint16_t* dst, gpu::Stream stream);
+
 // t5: the operands repacked into `workspace` where needed, then t4's kernel
 // (gemm_wgmma_repacked_sm90a.cu); `bf16` picks the math. Without the workspace it needs
 // (nullptr) it runs t4 (TF32) or t3 (bf16).

@@ -1,18 +1,19 @@
-// The wgmma instructions t3 and t4 issue (gemm_wgmma_sm90a.cu, gemm_wgmma_pipelined_sm90a.cu),
-// sm_90a only, and the descriptors and fences around them. Inline asm must name every
-// accumulator register, hence the long operand lists: d is the warpgroup's 64 x N fp32 tile, 4
-// values per thread per 8 columns (PTX ISA, "wgmma register fragment D": value 4j + i of a thread
-// of warp w, lane l is row 16w + l/4 + 8*(i/2), column 8j + 2*(l%4) + i%2). Both operands are read
-// from shared memory through descriptors (K-major, 128-byte swizzle); d += A * B (scale-d = 1).
+// The wgmma instructions t3 and t4 issue (f16: t4 on f16 operands, cuda::gemm_16bit)
+// (gemm_wgmma_sm90a.cu, gemm_wgmma_pipelined_sm90a.cu), sm_90a only, and the descriptors and fences
+// around them. Inline asm must name every accumulator register, hence the long operand lists: d is
+// the warpgroup's 64 x N fp32 tile, 4 values per thread per 8 columns (PTX ISA, "wgmma register
+// fragment D": value 4j + i of a thread of warp w, lane l is row 16w + l/4 + 8*(i/2), column 8j +
+// 2*(l%4) + i%2). Both operands are read from shared memory through descriptors (K-major, 128-byte
+// swizzle); d += A * B (scale-d = 1).
 #pragma once
 
 #include <cstdint>
 
 namespace crema::kernels::cuda::detail {
 
-// The TF32 and bf16 forms differ only in the instruction's shape and types and bf16's two
-// transpose immediates (0, 0: both K-major); an asm statement takes a string literal and a
-// written-out operand list, which no template can share, so each is spelled in full.
+// The TF32, bf16 and f16 forms differ only in the instruction's shape and types and the 16-bit
+// forms' two transpose immediates (0, 0: both K-major); an asm statement takes a string literal and
+// a written-out operand list, which no template can share, so each is spelled in full.
 __device__ __forceinline__ void wgmma_tf32_n128(float (&d)[64], uint64_t desc_a, uint64_t desc_b) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
@@ -39,6 +40,28 @@ __device__ __forceinline__ void wgmma_bf16_n128(float (&d)[64], uint64_t desc_a,
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,"
+      "%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,"
+      "%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,"
+      "%62,%63}"
+      ", %64, %65, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
+        "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
+        "+f"(d[63])
+      : "l"(desc_a), "l"(desc_b), "r"(1));
+}
+
+__device__ __forceinline__ void wgmma_f16_n128(float (&d)[64], uint64_t desc_a, uint64_t desc_b) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
       "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,"
       "%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,"
       "%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,"

@@ -1,8 +1,11 @@
 // t4 wgmma_pipelined: t3's wgmma, with the operands written into shared memory by the copy engine
 // (TMA) instead of by the threads: no register pass, several slabs in flight. TF32 on fp32
-// operands (cuda::sgemm) or bf16 operands in memory (cuda::gemm_bf16 and t5); NT only (both
-// operands K-major: t5, gemm_wgmma_repacked_sm90a.cu, repacks the others). This file is compiled
-// for sm_90a alone (CMakeLists.txt).
+// operands (cuda::sgemm) or bf16 / f16 operands in memory (cuda::gemm_bf16, cuda::gemm_16bit and
+// t5); NT only (both operands K-major: t5, gemm_wgmma_repacked_sm90a.cu, repacks the others).
+// For cuda::gemm_16bit the store also writes a bf16 or f16 C (rounded once) and adds a bias per
+// column, and a grid of several block rows splits K (each row's slabs summed into its own fp32
+// part, gemm_16bit_cuda.cu adds the parts in order). This file is compiled for sm_90a alone
+// (CMakeLists.txt).
 //
 //   block tile 128 x 256, k slab 128 bytes (32 floats or 64 bf16: one 128-byte swizzle row);
 //   4 shared stages of 48 KB
@@ -26,10 +29,13 @@
 // K otherwise: the TMA unit zero-fills rows and k past the edges. Any other TF32 call runs t3 (t5
 // repacks it first); gemm_bf16 repacks or refuses a bf16 call that does not fit.
 #include <cuda.h>  // CUtensorMap and cuTensorMapEncodeTiled's signature; reached through cudart
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "core/error.h"
 #include "kernels/gemm/gemm_cuda_internal.h"
@@ -40,9 +46,10 @@ namespace crema::kernels::cuda::detail {
 namespace {
 
 constexpr int kBM = 128, kBN = 256, kRowBytes = 128, kStages = 4;
-// k per slab: one 128-byte row of 4-byte (TF32) or 2-byte (bf16) elements.
-template <bool BF16>
-constexpr int kBK = BF16 ? 64 : 32;
+// k per slab: one 128-byte row of 4-byte (TF32) or 2-byte (bf16, f16) elements.
+template <Elem IN>
+constexpr int kBK = IN == Elem::f32 ? 32 : 64;
+static_assert(kBK<Elem::bf16> == kWgmma16SlabK && kBM == kWgmmaTileM && kBN == kWgmmaTileN);
 constexpr int kConsumers = 2, kThreads = 128 * (1 + kConsumers);
 constexpr int kABytes = kBM * kRowBytes, kBBytes = kBN * kRowBytes;
 constexpr int kStageBytes = kABytes + kBBytes;
@@ -92,11 +99,65 @@ __device__ __forceinline__ void setmaxnreg_inc() {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(REGISTERS));
 }
 
-template <bool BF16>
+// 16-bit bits <-> fp32 for a C of bf16 or f16 (round to nearest even).
+template <Elem T>
+__device__ __forceinline__ float half_to_float(uint16_t bits) {
+  if constexpr (T == Elem::bf16) return __uint_as_float(uint32_t(bits) << 16);
+  return __half2float(__ushort_as_half(bits));
+}
+template <Elem T>
+__device__ __forceinline__ uint16_t float_to_half(float v) {
+  if constexpr (T == Elem::bf16) return __bfloat16_as_ushort(__float2bfloat16_rn(v));
+  return __half_as_ushort(__float2half_rn(v));
+}
+
+// C's element at (m, n), n + 1 too: alpha * v + bias[n] + beta * C (beta == 0: C is not read), in
+// fp32, rounded once (to nearest even) into a 16-bit C; the pair in one 32-bit store where
+// aligned.
+template <Elem OUT>
+__device__ __forceinline__ void store_out(void* C, int64_t ldc, int m, int n, int N, float alpha,
+                                          float beta, const float* __restrict__ bias, float v0,
+                                          float v1) {
+  if constexpr (OUT == Elem::f32) {
+    if (bias == nullptr)
+      return store_pair(static_cast<float*>(C), ldc, m, n, N, alpha, beta, v0, v1);
+  }
+  if (n >= N) return;
+  const bool second = n + 1 < N;
+  float r0 = alpha * v0, r1 = alpha * v1;
+  if (bias != nullptr) {
+    r0 += bias[n];
+    if (second) r1 += bias[n + 1];
+  }
+  if constexpr (OUT == Elem::f32) {
+    float* c = static_cast<float*>(C) + m * ldc + n;
+    c[0] = beta == 0.0f ? r0 : r0 + beta * c[0];
+    if (second) c[1] = beta == 0.0f ? r1 : r1 + beta * c[1];
+  } else {
+    uint16_t* c = static_cast<uint16_t*>(C) + m * ldc + n;
+    if (beta != 0.0f) {
+      r0 += beta * half_to_float<OUT>(c[0]);
+      if (second) r1 += beta * half_to_float<OUT>(c[1]);
+    }
+    if (second && reinterpret_cast<uintptr_t>(c) % 4 == 0) {
+      *reinterpret_cast<uint32_t*>(c) =
+          uint32_t(float_to_half<OUT>(r0)) | uint32_t(float_to_half<OUT>(r1)) << 16;
+    } else {
+      c[0] = float_to_half<OUT>(r0);
+      if (second) c[1] = float_to_half<OUT>(r1);
+    }
+  }
+}
+
+// One block: a 128 x 256 tile of C over slabs [y * slabs_per_split, ...) of k (y = blockIdx.y;
+// all of them without a split), its output at C + y * split_stride elements.
+template <Elem IN, Elem OUT>
 __global__ void __launch_bounds__(kThreads, 1)
     gemm_wgmma_pipelined_kernel(const __grid_constant__ CUtensorMap map_a,
                                 const __grid_constant__ CUtensorMap map_b, int M, int N, int K,
-                                float alpha, float beta, float* __restrict__ C, int64_t ldc) {
+                                float alpha, float beta, void* __restrict__ C_base, int64_t ldc,
+                                const float* __restrict__ bias, int slabs_per_split,
+                                int64_t split_stride) {
   extern __shared__ uint8_t raw_smem[];
   const uint32_t raw_address = uint32_t(__cvta_generic_to_shared(raw_smem));
   const uint32_t base = raw_address + (1024 - raw_address % 1024) % 1024;
@@ -117,7 +178,11 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int tiles_m = (M + kBM - 1) / kBM, tiles_n = (N + kBN - 1) / kBN;
   const TileCoord tile = grouped_tile(blockIdx.x, tiles_m, tiles_n, 8);
   const int m0 = tile.m * kBM, n0 = tile.n * kBN;
-  const int slabs = (K + kBK<BF16> - 1) / kBK<BF16>;
+  const int all_slabs = (K + kBK<IN> - 1) / kBK<IN>;
+  const int first_slab = int(blockIdx.y) * slabs_per_split;
+  const int slabs = min(all_slabs - first_slab, slabs_per_split);  // >= 1: the plan's promise
+  void* C = static_cast<uint8_t*>(C_base) +
+            int64_t(blockIdx.y) * split_stride * (OUT == Elem::f32 ? 4 : 2);
 
   if (warpgroup == 0) {
     setmaxnreg_dec<40>();
@@ -128,8 +193,8 @@ __global__ void __launch_bounds__(kThreads, 1)
         if (s >= kStages) mbarrier_wait(empty + 8 * stage, (s / kStages - 1) & 1);
         const uint32_t a = base + stage * kStageBytes, bar = full + 8 * stage;
         mbarrier_arrive_expect_tx(bar, kStageBytes);
-        tma_load_2d(a, &map_a, bar, s * kBK<BF16>, m0);
-        tma_load_2d(a + kABytes, &map_b, bar, s * kBK<BF16>, n0);
+        tma_load_2d(a, &map_a, bar, (first_slab + s) * kBK<IN>, m0);
+        tma_load_2d(a + kABytes, &map_b, bar, (first_slab + s) * kBK<IN>, n0);
       }
     }
     return;
@@ -147,13 +212,16 @@ __global__ void __launch_bounds__(kThreads, 1)
     const uint32_t b_tile = base + stage * kStageBytes + kABytes;
     wgmma_fence();
 #pragma unroll
-    for (int k = 0; k < 4; ++k) {  // 4 steps of 32 bytes (8 TF32, 16 bf16) along the rows
+    for (int k = 0; k < 4; ++k) {  // 4 steps of 32 bytes (8 TF32, 16 bf16/f16) along the rows
       const uint64_t a = descriptor(a_tile + 32 * k);
       const uint64_t b_lo = descriptor(b_tile + 32 * k);
       const uint64_t b_hi = descriptor(b_tile + 128 * kRowBytes + 32 * k);
-      if constexpr (BF16) {
+      if constexpr (IN == Elem::bf16) {
         wgmma_bf16_n128(acc_lo, a, b_lo);
         wgmma_bf16_n128(acc_hi, a, b_hi);
+      } else if constexpr (IN == Elem::f16) {
+        wgmma_f16_n128(acc_lo, a, b_lo);
+        wgmma_f16_n128(acc_hi, a, b_hi);
       } else {
         wgmma_tf32_n128(acc_lo, a, b_lo);
         wgmma_tf32_n128(acc_hi, a, b_hi);
@@ -177,12 +245,14 @@ __global__ void __launch_bounds__(kThreads, 1)
   for (int j = 0; j < 16; ++j) {
     const int n = n0 + 8 * j + 2 * (lane % 4);
     if (row < M) {
-      store_pair(C, ldc, row, n, N, alpha, beta, acc_lo[4 * j], acc_lo[4 * j + 1]);
-      store_pair(C, ldc, row, n + 128, N, alpha, beta, acc_hi[4 * j], acc_hi[4 * j + 1]);
+      store_out<OUT>(C, ldc, row, n, N, alpha, beta, bias, acc_lo[4 * j], acc_lo[4 * j + 1]);
+      store_out<OUT>(C, ldc, row, n + 128, N, alpha, beta, bias, acc_hi[4 * j], acc_hi[4 * j + 1]);
     }
     if (row + 8 < M) {
-      store_pair(C, ldc, row + 8, n, N, alpha, beta, acc_lo[4 * j + 2], acc_lo[4 * j + 3]);
-      store_pair(C, ldc, row + 8, n + 128, N, alpha, beta, acc_hi[4 * j + 2], acc_hi[4 * j + 3]);
+      store_out<OUT>(C, ldc, row + 8, n, N, alpha, beta, bias, acc_lo[4 * j + 2],
+                     acc_lo[4 * j + 3]);
+      store_out<OUT>(C, ldc, row + 8, n + 128, N, alpha, beta, bias, acc_hi[4 * j + 2],
+                     acc_hi[4 * j + 3]);
     }
   }
 }
@@ -204,20 +274,23 @@ EncodeTiled tensor_map_encoder() {
   return encode;
 }
 
-// A tensor map over a K-major operand: `rows` rows of K elements (fp32 or bf16), `ld` elements
-// apart; boxes of `box_rows` rows x 128 bytes, written 128B-swizzled, zeros past the edges.
-template <bool BF16>
+// A tensor map over a K-major operand: `rows` rows of K elements (fp32, bf16 or f16), `ld`
+// elements apart; boxes of `box_rows` rows x 128 bytes, written 128B-swizzled, zeros past the
+// edges.
+template <Elem IN>
 CUtensorMap k_major_map(const void* p, int rows, int K, int64_t ld, int box_rows) {
   CUtensorMap map;
   const cuuint64_t dims[2] = {cuuint64_t(K), cuuint64_t(rows)};
-  const cuuint64_t strides[1] = {cuuint64_t(ld) * (BF16 ? 2 : 4)};
-  const cuuint32_t box[2] = {cuuint32_t(kBK<BF16>), cuuint32_t(box_rows)};
+  const cuuint64_t strides[1] = {cuuint64_t(ld) * (IN == Elem::f32 ? 4 : 2)};
+  const cuuint32_t box[2] = {cuuint32_t(kBK<IN>), cuuint32_t(box_rows)};
   const cuuint32_t element_strides[2] = {1, 1};
-  const CUresult r = tensor_map_encoder()(
-      &map, BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2,
-      const_cast<void*>(p), dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-      CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  const CUtensorMapDataType type = IN == Elem::f32    ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
+                                   : IN == Elem::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                                      : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  const CUresult r =
+      tensor_map_encoder()(&map, type, 2, const_cast<void*>(p), dims, strides, box, element_strides,
+                           CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                           CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS) {
     throw DeviceError("cuda::sgemm (wgmma_pipelined): cuTensorMapEncodeTiled failed (CUresult " +
                       std::to_string(int(r)) + ")");
@@ -237,16 +310,26 @@ void check_device() {
   }
 }
 
-template <bool BF16>
+template <Elem IN, Elem OUT = Elem::f32>
 void launch(int M, int N, int K, float alpha, const void* A, int64_t lda, const void* B,
-            int64_t ldb, float beta, float* C, int64_t ldc, gpu::Stream stream) {
+            int64_t ldb, float beta, void* C, int64_t ldc, gpu::Stream stream,
+            const float* bias = nullptr, const SlabSplit& split = {}) {
   const int blocks = tile_grid(M, N, kBM, kBN);
-  const CUtensorMap map_a = k_major_map<BF16>(A, M, K, lda, kBM);
-  const CUtensorMap map_b = k_major_map<BF16>(B, N, K, ldb, kBN);
-  auto kernel = gemm_wgmma_pipelined_kernel<BF16>;
+  const int slabs = (K + kBK<IN> - 1) / kBK<IN>;
+  const int per_split = split.splits > 1 ? split.slabs_per_split : slabs;
+  if (split.splits > 1 && (split.splits - 1) * int64_t(per_split) >= slabs) {
+    throw Error("gemm_wgmma_pipelined: a split of K with an empty last part");
+  }
+  const CUtensorMap map_a = k_major_map<IN>(A, M, K, lda, kBM);
+  const CUtensorMap map_b = k_major_map<IN>(B, N, K, ldb, kBN);
+  auto kernel = gemm_wgmma_pipelined_kernel<IN, OUT>;
   set_shared_memory_limit(kernel, kSmemBytes, "gemm_wgmma_pipelined");
-  kernel<<<blocks, kThreads, kSmemBytes, stream>>>(map_a, map_b, M, N, K, alpha, beta, C, ldc);
-  gpu::check_launch(BF16 ? "gemm_wgmma_pipelined (bf16)" : "gemm_wgmma_pipelined (tf32)");
+  const dim3 grid(unsigned(blocks), unsigned(split.splits));
+  kernel<<<grid, kThreads, kSmemBytes, stream>>>(map_a, map_b, M, N, K, alpha, beta, C, ldc, bias,
+                                                 per_split, split.splits > 1 ? split.stride : 0);
+  gpu::check_launch(IN == Elem::f32    ? "gemm_wgmma_pipelined (tf32)"
+                    : IN == Elem::bf16 ? "gemm_wgmma_pipelined (bf16)"
+                                       : "gemm_wgmma_pipelined (f16)");
 }
 
 }  // namespace
@@ -254,15 +337,38 @@ void launch(int M, int N, int K, float alpha, const void* A, int64_t lda, const 
 void gemm_wgmma_pipelined(const GemmArgs& g, gpu::Stream stream) {
   if (!fits(g)) return gemm_wgmma(g, false, stream);
   check_device();
-  launch<false>(g.M, g.N, g.K, g.alpha, g.A, g.lda, g.B, g.ldb, g.beta, g.C, g.ldc, stream);
+  launch<Elem::f32>(g.M, g.N, g.K, g.alpha, g.A, g.lda, g.B, g.ldb, g.beta, g.C, g.ldc, stream);
 }
 
 void gemm_wgmma_pipelined_k_major(bool bf16, int M, int N, int K, float alpha, const void* A,
                                   int64_t lda, const void* B, int64_t ldb, float beta, float* C,
                                   int64_t ldc, gpu::Stream stream) {
   check_device();
-  if (bf16) return launch<true>(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, stream);
-  launch<false>(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, stream);
+  if (bf16) return launch<Elem::bf16>(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, stream);
+  launch<Elem::f32>(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, stream);
+}
+
+void gemm_wgmma_k_major(Elem in, Elem out, int M, int N, int K, float alpha, const void* A,
+                        int64_t lda, const void* B, int64_t ldb, float beta, void* C, int64_t ldc,
+                        const float* bias, const SlabSplit& split, gpu::Stream stream) {
+  check_device();
+  if (split.splits > 1 && (out != Elem::f32 || bias != nullptr)) {
+    throw Error("gemm_wgmma_k_major: split parts are f32 without a bias");
+  }
+  const auto run = [&](auto in_type, auto out_type) {
+    launch<decltype(in_type)::value, decltype(out_type)::value>(M, N, K, alpha, A, lda, B, ldb,
+                                                                beta, C, ldc, stream, bias, split);
+  };
+  using E = Elem;
+  using Bf16 = std::integral_constant<E, E::bf16>;
+  using F16 = std::integral_constant<E, E::f16>;
+  using F32 = std::integral_constant<E, E::f32>;
+  if (in == E::bf16 && out == E::f32) return run(Bf16{}, F32{});
+  if (in == E::bf16 && out == E::bf16) return run(Bf16{}, Bf16{});
+  if (in == E::f16 && out == E::f32) return run(F16{}, F32{});
+  if (in == E::f16 && out == E::f16) return run(F16{}, F16{});
+  if (in == E::f32 && out == E::f32) return run(F32{}, F32{});
+  throw Error("gemm_wgmma_k_major: operands f32, bf16 or f16, C f32 or the operands' type");
 }
 
 }  // namespace crema::kernels::cuda::detail

@@ -43,11 +43,20 @@ __device__ __forceinline__ float load_value(const float* p) {
 __device__ __forceinline__ float load_value(const uint16_t* p) {
   return __uint_as_float(uint32_t(*p) << 16);  // bf16 bits -> fp32, exact
 }
+// A value read by load_value stored again: fp32 unchanged, fp32 to bf16 rounded to nearest even,
+// and 16-bit to 16-bit as the same bits (load_value put them in the high half), so that bf16 and
+// f16 operands are both copied exactly.
+template <class In>
 __device__ __forceinline__ void store_value(float* p, float v) {
   *p = v;
 }
+template <class In>
 __device__ __forceinline__ void store_value(uint16_t* p, float v) {
-  *p = __bfloat16_as_ushort(__float2bfloat16_rn(v));  // exact for a value that came from bf16
+  if constexpr (sizeof(In) == 2) {
+    *p = uint16_t(__float_as_uint(v) >> 16);
+  } else {
+    *p = __bfloat16_as_ushort(__float2bfloat16_rn(v));
+  }
 }
 
 // dst[r * Kp + k] = x(r, k) for r < R, k < Kp, and 0 for k >= K, where x(r, k) = src[k * lds + r]
@@ -73,7 +82,7 @@ __global__ void __launch_bounds__(kTile* kRowsPerPass)
 #pragma unroll
       for (int i = 0; i < kTile; i += kRowsPerPass) {
         const int r = r0 + ty + i, k = k0 + tx;
-        if (r < R && k < Kp) store_value(dst + int64_t(r) * Kp + k, tile[tx][ty + i]);
+        if (r < R && k < Kp) store_value<In>(dst + int64_t(r) * Kp + k, tile[tx][ty + i]);
       }
       __syncthreads();
     } else {
@@ -81,8 +90,8 @@ __global__ void __launch_bounds__(kTile* kRowsPerPass)
       for (int i = 0; i < kTile; i += kRowsPerPass) {
         const int r = r0 + ty + i, k = k0 + tx;
         if (r < R && k < Kp) {
-          store_value(dst + int64_t(r) * Kp + k,
-                      k < K ? load_value(src + int64_t(r) * lds + k) : 0.0f);
+          store_value<In>(dst + int64_t(r) * Kp + k,
+                          k < K ? load_value(src + int64_t(r) * lds + k) : 0.0f);
         }
       }
     }
@@ -103,18 +112,11 @@ void repack(bool transposed, int R, int K, int Kp, const In* src, int64_t lds, O
   gpu::check_launch("gemm_repack");
 }
 
-// Which operands t4 cannot read in place, and the workspace their copies take: A's copy first,
-// then B's, each [rows, kp] of `element_bytes` (4: fp32, 2: bf16).
-struct Plan {
-  int64_t kp = 0;  // the copies' row length: K rounded up to 16 bytes
-  bool copy_a = false, copy_b = false;
-  size_t a_floats = 0, b_floats = 0;
-  size_t floats() const { return a_floats + b_floats; }
-};
+}  // namespace
 
-Plan make_plan(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, int element_bytes,
-               bool copy_all) {
-  Plan p;
+RepackPlan make_repack_plan(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+                            int element_bytes, bool copy_all) {
+  RepackPlan p;
   if (M <= 0 || N <= 0 || K <= 0) return p;  // no product: nothing is read
   const int64_t align = 16 / element_bytes;
   const bool ragged = K % align != 0;
@@ -124,6 +126,19 @@ Plan make_plan(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, int 
   if (p.copy_a) p.a_floats = size_t(M * p.kp * element_bytes / 4);
   if (p.copy_b) p.b_floats = size_t(N * p.kp * element_bytes / 4);
   return p;
+}
+
+void repack_16bit(bool transposed, int R, int K, int Kp, const uint16_t* src, int64_t lds,
+                  uint16_t* dst, gpu::Stream stream) {
+  repack<uint16_t, uint16_t>(transposed, R, K, Kp, src, lds, dst, stream);
+}
+
+namespace {
+
+using Plan = RepackPlan;
+Plan make_plan(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, int element_bytes,
+               bool copy_all) {
+  return make_repack_plan(trans_a, trans_b, M, N, K, element_bytes, copy_all);
 }
 
 bool aligned16(const void* p) {
@@ -137,12 +152,20 @@ void check_device(const char* who) {
   }
 }
 
+// The K t4's kernel runs over: the zero-padded kp when both operands are copied (K ragged),
+// otherwise K (then kp == K).
+int64_t product_k(const Plan& p, int64_t K) {
+  return p.copy_a && p.copy_b ? p.kp : K;
+}
+
 // Copies the operands `p` names into `workspace` (In -> Out) and runs t4's kernel on the K-major
-// result. Arguments checked by the callers.
+// result; with `split` (t5's split of K) into fp32 parts at `parts`, then added into C. Arguments
+// checked by the callers.
 template <class In, class Out>
 void repack_and_multiply(const Plan& p, bool trans_a, bool trans_b, int M, int N, int K,
                          float alpha, const In* A, int64_t lda, const In* B, int64_t ldb,
-                         float beta, float* C, int64_t ldc, float* workspace, gpu::Stream stream) {
+                         float beta, float* C, int64_t ldc, float* workspace, gpu::Stream stream,
+                         const SlabSplit& split = {}, float* parts = nullptr) {
   constexpr bool kBf16 = sizeof(Out) == 2;
   const void* a = A;
   const void* b = B;
@@ -159,9 +182,18 @@ void repack_and_multiply(const Plan& p, bool trans_a, bool trans_b, int M, int N
     b = copy;
     ldb = kp;
   }
-  // Both copied when K is ragged: the product runs over the zero-padded kp. Otherwise kp == K.
-  const int k = p.copy_a && p.copy_b ? kp : K;
+  const int k = int(product_k(p, K));
+  if (split.splits > 1) {
+    gemm_wgmma_k_major(kBf16 ? Elem::bf16 : Elem::f32, Elem::f32, M, N, k, 1.0f, a, lda, b, ldb,
+                       0.0f, parts, N, nullptr, split, stream);
+    return sum_parts(Elem::f32, M, N, split.splits, parts, alpha, nullptr, beta, C, ldc, stream);
+  }
   gemm_wgmma_pipelined_k_major(kBf16, M, N, k, alpha, a, lda, b, ldb, beta, C, ldc, stream);
+}
+
+// t5's split of K (none without a workspace: the parts live there, after the copies).
+SlabSplit t5_split(const Plan& p, int64_t M, int64_t N, int64_t K, bool bf16) {
+  return wgmma_split(M, N, product_k(p, K), bf16 ? 64 : 32);
 }
 
 }  // namespace
@@ -178,12 +210,17 @@ void gemm_wgmma_repacked(const GemmArgs& g, bool bf16, float* workspace, gpu::St
   if (p.floats() > 0 && !aligned16(workspace)) {
     throw Error("cuda::sgemm (wgmma_repacked): the workspace must be 16-byte aligned");
   }
+  // A skinny product with a long K splits K when the caller gave the workspace that asks for.
+  const SlabSplit split = workspace != nullptr ? t5_split(p, g.M, g.N, g.K, bf16) : SlabSplit{};
+  float* parts = split.splits > 1 ? workspace + p.floats() : nullptr;
   if (bf16) {
     repack_and_multiply<float, uint16_t>(p, g.trans_a, g.trans_b, g.M, g.N, g.K, g.alpha, g.A,
-                                         g.lda, g.B, g.ldb, g.beta, g.C, g.ldc, workspace, stream);
+                                         g.lda, g.B, g.ldb, g.beta, g.C, g.ldc, workspace, stream,
+                                         split, parts);
   } else {
     repack_and_multiply<float, float>(p, g.trans_a, g.trans_b, g.M, g.N, g.K, g.alpha, g.A, g.lda,
-                                      g.B, g.ldb, g.beta, g.C, g.ldc, workspace, stream);
+                                      g.B, g.ldb, g.beta, g.C, g.ldc, workspace, stream, split,
+                                      parts);
   }
 }
 
@@ -223,7 +260,10 @@ size_t sgemm_workspace(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t
   }
   if (version != GemmVersion::wgmma_repacked || math == GemmMath::fp32) return 0;
   const bool bf16 = math == GemmMath::bf16;
-  return detail::make_plan(trans_a, trans_b, M, N, K, bf16 ? 2 : 4, bf16).floats();
+  const detail::Plan p = detail::make_plan(trans_a, trans_b, M, N, K, bf16 ? 2 : 4, bf16);
+  if (p.kp == 0) return 0;  // no product
+  const detail::SlabSplit split = detail::t5_split(p, M, N, K, bf16);
+  return p.floats() + (split.splits > 1 ? size_t(split.splits) * size_t(M) * size_t(N) : 0);
 }
 
 size_t gemm_bf16_workspace(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K) {
@@ -232,9 +272,18 @@ size_t gemm_bf16_workspace(bool trans_a, bool trans_b, int64_t M, int64_t N, int
 
 // Measured on an H200 (README.md): t5 beat t1/t2 from 1024^3 (0.042 vs 0.059 ms TF32) up, and
 // lost at 1024 x 1024 x 256 (0.027 vs 0.023 ms), where its copy pass and 8 tiles per SM weigh.
+// A skinny product with a long K (a weight gradient: C with at most a quarter as many 128 x 128
+// tiles as the GPU has SMs, K >= 4096) takes t5 too, whose split of K fills the GPU where t1/t2
+// walk all of K on those few blocks.
 GemmVersion best_version(GemmMath math, int64_t M, int64_t N, int64_t K) {
-  if (math != GemmMath::fp32 && M >= 1024 && N >= 1024 && K >= 256 &&
-      double(M) * double(N) * double(K) >= double(1 << 30) && detail::device_is_sm90()) {
+  if (math == GemmMath::fp32 || !detail::device_is_sm90()) return best_version(math);
+  if (M >= 1024 && N >= 1024 && K >= 256 && double(M) * double(N) * double(K) >= double(1 << 30)) {
+    return GemmVersion::wgmma_repacked;
+  }
+  int device = 0, sms = 0;
+  if (cudaGetDevice(&device) == cudaSuccess &&
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) == cudaSuccess &&
+      K >= 4096 && M > 0 && N > 0 && 4 * ((M + 127) / 128) * ((N + 127) / 128) <= sms) {
     return GemmVersion::wgmma_repacked;
   }
   return best_version(math);

@@ -51,7 +51,9 @@ TEST(GemmCuda, RepackedEveryLayout) {
   // t5 in both maths, every layout: shapes not dividing the 128 x 256 tile, K not a multiple of 4
   // (both operands copied, zero-padded), 1000 (8 laps of the ring), padded leading dimensions (an
   // operand read in place with ld % 4 != 0: t4 then t3 take the call), a misaligned base,
-  // alpha/beta blends on NaN-poisoned C; then without a workspace (t4 or t3 take the call).
+  // alpha/beta blends on NaN-poisoned C; then without a workspace (t4 or t3 take the call). A
+  // skinny C with a long K (one 128 x 256 tile, K = 6000) splits K over the grid into parts in
+  // the workspace (gemm_16bit_cuda.cu: wgmma_split).
   struct Run {
     Case c;
     int64_t offset;
@@ -63,7 +65,8 @@ TEST(GemmCuda, RepackedEveryLayout) {
                       {{false, false, 300, 129, 516, 4, -1.5f, 0.25f}, 0, false},
                       {{false, false, 65, 33, 36, 3, 1.0f, 0.0f}, 0, false},
                       {{false, false, 64, 128, 32, 4, 2.0f, -1.0f}, 1, false},
-                      {{false, false, 129, 257, 300, 0, 1.0f, 0.0f}, 0, true}};
+                      {{false, false, 129, 257, 300, 0, 1.0f, 0.0f}, 0, true},
+                      {{false, false, 96, 200, 6000, 0, 1.0f, 1.0f}, 0, false}};
   uint64_t seed = 900;
   for (const Run& r : runs) {
     for (int t = 0; t < 4; ++t) {
@@ -75,6 +78,12 @@ TEST(GemmCuda, RepackedEveryLayout) {
         const std::string what = describe(c) + " " + name(v) +
                                  " offset=" + std::to_string(r.offset) +
                                  (r.no_workspace ? " no workspace" : "");
+        if (c.K >= 4096) {  // the split's parts: at least two M x N slices of the workspace
+          EXPECT_GE(cuda::sgemm_workspace(c.trans_a, c.trans_b, c.M, c.N, c.K,
+                                          cuda::GemmVersion::wgmma_repacked, math),
+                    size_t(2 * c.M * c.N))
+              << what;
+        }
         const std::vector<float> out = run(ctx, p, v, r.offset, r.no_workspace);
         expect_matches(p, out, math, operand_reference(p, v, r.offset, r.no_workspace), what);
         // Truncated where gemm.h says t4's kernel runs: a silent fallback (rounding) fails here.
@@ -139,8 +148,14 @@ TEST(GemmCuda, TensorLevelPicksRepackedForLargeShapes) {
   EXPECT_EQ(cuda::best_version(GemmMath::bf16, 4096, 4096, 255), GemmVersion::bf16_mma);
   EXPECT_EQ(cuda::best_version(GemmMath::tf32, 1024, 1024, 512), GemmVersion::tf32_mma);
   EXPECT_EQ(cuda::best_version(GemmMath::fp32, 4096, 4096, 4096), GemmVersion::best);
+  EXPECT_EQ(cuda::best_version(GemmMath::fp32, 384, 96, 200704), GemmVersion::best);
   if (cuda::best_version(GemmMath::tf32, 1024, 1024, 1024) != GemmVersion::wgmma_repacked) {
     GTEST_SKIP() << "t5 is picked on compute capability 9.0 only";
+  }
+  // A weight gradient's skinny C and long K takes t5 (its split of K), in both maths.
+  for (GemmMath math : {GemmMath::tf32, GemmMath::bf16}) {
+    EXPECT_EQ(cuda::best_version(math, 384, 96, 200704), GemmVersion::wgmma_repacked);
+    EXPECT_EQ(cuda::best_version(math, 384, 96, 4095), cuda::best_version(math));
   }
   // c = a b (NN, B repacked from ctx.workspace()): truncated TF32 in tf32, bf16 in bf16. The
   // references cover every 32nd row of C (32 rows of the 1024: the four double-precision products

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "tests/support/error_text.h"
 #include "tests/support/layer_checks.h"
 
 namespace crema::testing {
@@ -78,6 +79,32 @@ TEST(InnerProductLayer, GradientsAccumulate) {
 // Frozen parameters (lr_mult 0) get no gradient computation; the others and dx are unchanged.
 TEST(InnerProductLayer, FrozenParametersGetNoGradient) {
   check_frozen_parameters("name: fc, type: InnerProduct, num_output: 3", {2, 4}, 6);
+}
+
+// f32 everywhere, f64 on the CPU, bf16 and f16 on CUDA (cuda::gemm_16bit); nchw only: an
+// nhwc-stored 4-D input's trailing axes are not its features in memory order, and the layer says
+// so when given one (a 1 x 1 map is the same bytes either way).
+TEST(InnerProductLayer, RunsWhatItsKernelsRun) {
+  Context ctx;
+  LayerHarness h("{name: fc, type: InnerProduct, num_output: 3, axis: -1}", {{2, 4, 5, 6}}, ctx);
+  const Device cpu = Device::cpu(), gpu = Device::cuda(0);
+  EXPECT_TRUE(h.layer->runs(DType::f32, Layout::nchw, cpu));
+  EXPECT_TRUE(h.layer->runs(DType::f64, Layout::nchw, cpu));
+  EXPECT_FALSE(h.layer->runs(DType::bf16, Layout::nchw, cpu));
+  EXPECT_TRUE(h.layer->runs(DType::f32, Layout::nchw, gpu));
+  EXPECT_TRUE(h.layer->runs(DType::bf16, Layout::nchw, gpu));
+  EXPECT_TRUE(h.layer->runs(DType::f16, Layout::nchw, gpu));
+  EXPECT_FALSE(h.layer->runs(DType::f64, Layout::nchw, gpu));
+  for (DType dtype : {DType::f32, DType::bf16}) {
+    EXPECT_FALSE(h.layer->runs(dtype, Layout::nhwc, gpu));
+  }
+  h.bottom[0]->value.set_layout(Layout::nhwc);
+  EXPECT_CONTAINS(error_of([&] { h.layer->reshape(h.bottom, h.top, ctx); }),
+                  "layer 'fc' (InnerProduct): input f32[2, 4, 5, 6] nhwc on cpu is stored nhwc");
+  LayerHarness one("{name: fc, type: InnerProduct, num_output: 3}", {{2, 4, 1, 1}}, ctx);
+  one.bottom[0]->value.set_layout(Layout::nhwc);
+  one.layer->reshape(one.bottom, one.top, ctx);
+  EXPECT_EQ(one.top[0]->value.shape(), (Shape{2, 3}));
 }
 
 }  // namespace
