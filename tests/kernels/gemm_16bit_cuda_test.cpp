@@ -13,8 +13,11 @@
 //     an fp32 sum of K random-sign terms grows like sqrt(K) relative to it).
 //   C bf16 / f16: one rounding to nearest of the fp32 result on top, at most half a unit in the
 //     last place: per element |C - ref| <= 2^-8 |ref| (bf16: 8 significant bits) or 2^-11 |ref|
-//     (f16: 11), plus the fp32 term as an absolute allowance (1e-5 sqrt(max(1, K / 1024)) times
-//     the RMS of ref). Truncating instead of rounding errs up to a whole unit and fails.
+//     (f16: 11), plus the fp32 term as an absolute allowance: 1e-5 sqrt(max(1, K / 1024)) times
+//     the RMS of ref bounds the errors' RMS, and the largest of E roughly normal errors lies
+//     within sqrt(2 ln E) of it (4.6 for the 36,864 elements of 384 x 96: at K = 20,000 an fp32
+//     sum's error reached 2.3e-3 on an H200, past the RMS term alone). Truncating instead of
+//     rounding errs up to a whole unit and fails.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -122,7 +125,8 @@ void expect_close(const std::vector<float>& got, const std::vector<double>& want
   }
   const double unit =
       roundings * (c_type == DType::bf16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11));
-  const double absolute = accumulation * std::sqrt(norm / double(got.size()));
+  const double tail = std::sqrt(2.0 * std::log(std::max(2.0, double(got.size()))));
+  const double absolute = tail * accumulation * std::sqrt(norm / double(got.size()));
   int64_t bad = 0;
   for (size_t i = 0; i < got.size(); ++i) {
     const double bound = unit * std::fabs(want[i]) + absolute;
