@@ -45,6 +45,17 @@ bool is_grouped(const ConfigNode& layer) {
   }
 }
 
+// A depthwise Convolution as the zoo writes it: group == num_output > 1 (one filter a channel;
+// the input's channel count is not in the node, and its builder checks it).
+bool is_depthwise(const ConfigNode& layer) {
+  try {
+    const int64_t groups = layer.get<int64_t>("group", 1);
+    return groups > 1 && groups == layer.get<int64_t>("num_output", 0);
+  } catch (const Error&) {
+    return false;
+  }
+}
+
 }  // namespace
 
 bool mostly_pointwise(const ConfigNode& model) {
@@ -54,6 +65,7 @@ bool mostly_pointwise(const ConfigNode& model) {
   for (size_t i = 0; i < layers.size(); ++i) {
     const ConfigNode& layer = layers[i];
     if (!layer.is_map() || layer.get<std::string>("type", "") != "Convolution") continue;
+    if (is_depthwise(layer)) continue;  // nhwc has its own direct kernels: neither side
     if (is_grouped(layer)) return false;
     ++(is_pointwise(layer) ? pointwise : others);
   }
@@ -78,8 +90,11 @@ NetPrecision read_net_precision(const ConfigNode& model, const Device& device) {
   // fp32 (H200, 2026-11-27, `crema time`, fp32 steps nchw / nhwc): nhwc only for a net of plain
   // convolutions at least two thirds 1x1 (ResNet-50 b128: 128.0 / 121.7 ms); nchw for the rest:
   // 3x3s (ResNet-18 b256: 70.1 / 96.5, nchw's Winograd and tuned 3x3 algorithms having no nhwc
-  // form), a bare majority of 1x1s (DenseNet-121 b64: 53.5 / 67.1), depthwise convolutions
-  // (MobileNetV2 b128: 45.9 / 289.1; EfficientNet-B0: 66.7 / 319.6).
+  // form), a bare majority of 1x1s (DenseNet-121 b64: 53.5 / 67.1). Depthwise convolutions count
+  // on neither side since nhwc has direct kernels for them (H200, 2026-11-27, one call, b64, CUDA
+  // graph steps: MobileNetV2 23.7 / 19.9 ms, EfficientNet-B0 33.3 / 26.8; before those kernels
+  // 45.9 / 289.1 at b128); ConvNeXt-T, whose convolutions are depthwise 7x7s and 2x2/4x4
+  // downsamplings, stays nchw (98.7 / 100.4).
   const bool tensor_cores = net.precision != Precision::fp32;
   net.layout =
       device.is_cuda() && (tensor_cores || mostly_pointwise(model)) ? Layout::nhwc : Layout::nchw;

@@ -348,22 +348,28 @@ TEST(NetPrecision, Fp32LayoutFollowsThePointwiseShareOnAGpu) {
                                conv("b", "kernel_size: 1") + conv("c", "kernel_size: 1") +
                                conv("d", "kernel_size: 3") + conv("e", "kernel_size: 3");
   EXPECT_FALSE(mostly_pointwise(parse_config(majority, "net.yaml")));
-  const std::string grouped = pointwise_net + conv("g", "kernel_size: 3, group: 4") +
+  const std::string grouped = pointwise_net + conv("g", "kernel_size: 3, group: 2") +
                               conv("h", "kernel_size: 1") + conv("i", "kernel_size: 1");
   EXPECT_FALSE(mostly_pointwise(parse_config(grouped, "net.yaml")));
+  // A depthwise one (group == num_output) counts on neither side: the 1x1s decide.
+  const std::string depthwise = pointwise_net + conv("g", "kernel_size: 3, group: 4") +
+                                conv("h", "kernel_size: 1") + conv("i", "kernel_size: 1");
+  EXPECT_TRUE(mostly_pointwise(parse_config(depthwise, "net.yaml")));
 }
 
-// The zoo's nets as the rule sorts them, measured (core/net_precision.cpp): ResNet-50 nhwc; the
-// others nchw.
+// The zoo's nets as the rule sorts them, measured (core/net_precision.cpp): ResNet-50/101,
+// MobileNetV2 and EfficientNet-B0 nhwc; the others nchw.
 TEST(NetPrecision, ZooFp32LayoutsAsMeasured) {
   const std::string zoo = std::string(CREMA_SOURCE_DIR) + "/configs/zoo/";
   const auto pointwise = [&](const char* net) {
     return mostly_pointwise(load_config(zoo + net + ".yaml").at("model"));
   };
-  EXPECT_TRUE(pointwise("resnet50"));
-  EXPECT_TRUE(pointwise("resnet101"));
-  for (const char* net : {"resnet18", "resnet34", "densenet121", "mobilenet_v2", "efficientnet_b0",
-                          "vgg16_bn", "convnext_tiny"}) {
+  // Depthwise convolutions count on neither side (MobileNetV2, EfficientNet-B0: their 1x1s
+  // decide); ConvNeXt-T has no 1x1 convolution (its MLPs are InnerProducts).
+  for (const char* net : {"resnet50", "resnet101", "mobilenet_v2", "efficientnet_b0"}) {
+    EXPECT_TRUE(pointwise(net)) << net;
+  }
+  for (const char* net : {"resnet18", "resnet34", "densenet121", "vgg16_bn", "convnext_tiny"}) {
     EXPECT_FALSE(pointwise(net)) << net;
   }
 }
