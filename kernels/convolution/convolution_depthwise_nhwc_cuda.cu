@@ -31,6 +31,7 @@
 
 #include "kernels/convolution/convolution_depthwise_nhwc.cuh"
 #include "kernels/convolution/convolution_implicit_gemm.cuh"
+#include "kernels/convolution/convolution_tc_wgmma.h"
 #include "kernels/tiles/tile_common.cuh"
 
 namespace crema::kernels::cuda::depthwise_nhwc {
@@ -189,26 +190,6 @@ __global__ void __launch_bounds__(kBlockThreads)
   block_row[0] = a, block_row[c.Cout] = b;
 }
 
-// sum[k] = sum over rows of stats[row][0][k], squares[k] of stats[row][1][k]: thread (x, y) of a
-// 32 x 8 block adds rows y, y + 8, ... of channel blockIdx.x * 32 + x in order, then row 0 adds
-// the 8 partial sums in order.
-__global__ void channel_stats_kernel(const float* __restrict__ stats, int rows, int K,
-                                     float* __restrict__ sum, float* __restrict__ squares) {
-  __shared__ float part[2][8][32];
-  const int k = blockIdx.x * 32 + threadIdx.x;
-  float a = 0.0f, b = 0.0f;
-  if (k < K) {
-    for (int r = threadIdx.y; r < rows; r += 8) {
-      a += stats[int64_t(r) * 2 * K + k];
-      b += stats[(int64_t(r) * 2 + 1) * K + k];
-    }
-  }
-  part[0][threadIdx.y][threadIdx.x] = a, part[1][threadIdx.y][threadIdx.x] = b;
-  __syncthreads();
-  if (threadIdx.y != 0 || k >= K) return;
-  for (int i = 1; i < 8; ++i) a += part[0][i][threadIdx.x], b += part[1][i][threadIdx.x];
-  sum[k] = a, squares[k] = b;
-}
 
 // Backward data by gathering (any stride): dx[n, h, w0 + qi, c..] over QT columns of one row.
 template <class E, int V, int QT>
@@ -391,9 +372,7 @@ void forward_typed(const Conv2dGeometry& g, const void* x, const void* w, void* 
   }
   if (stats == nullptr) return;
   const int64_t rows = blocks_of(c, vec ? kVec : 1);
-  channel_stats_kernel<<<unsigned((g.K + 31) / 32), dim3(32, 8), 0, stream>>>(
-      stats, int(rows), int(g.K), ep.sum, ep.sum_squares);
-  gpu::check_launch("conv2d_forward (depthwise, nhwc: channel statistics)");
+  tc::sum_channel_stats(stats, int(rows), int(g.K), ep, stream);
 }
 
 template <class E, int V>

@@ -145,33 +145,6 @@ int stats_rows(int M) {
   return (M + Wide::BM - 1) / Wide::BM * Narrow::WARPS_M;
 }
 
-// sum[k] = sum over rows of stats[row][0][k], squares[k] of stats[row][1][k]: thread (x, y) of a
-// 32 x 8 block adds rows y, y + 8, .. of channel blockIdx.x * 32 + x in order, then row 0 adds the
-// 8 partial sums in order (deterministic).
-__global__ void channel_stats_kernel(const float* __restrict__ stats, int rows, int K,
-                                     float* __restrict__ sum, float* __restrict__ squares) {
-  __shared__ float part[2][8][32];
-  const int k = blockIdx.x * 32 + threadIdx.x;
-  float a = 0.0f, b = 0.0f;
-  if (k < K) {
-    for (int r = threadIdx.y; r < rows; r += 8) {
-      a += stats[int64_t(r) * 2 * K + k];
-      b += stats[(int64_t(r) * 2 + 1) * K + k];
-    }
-  }
-  part[0][threadIdx.y][threadIdx.x] = a, part[1][threadIdx.y][threadIdx.x] = b;
-  __syncthreads();
-  if (threadIdx.y != 0 || k >= K) return;
-  for (int i = 1; i < 8; ++i) a += part[0][i][threadIdx.x], b += part[1][i][threadIdx.x];
-  sum[k] = a, squares[k] = b;
-}
-
-void sum_channel_stats(const float* stats, int rows, int K, const TcEpilogue& ep,
-                       gpu::Stream stream) {
-  channel_stats_kernel<<<unsigned((K + 31) / 32), dim3(32, 8), 0, stream>>>(stats, rows, K, ep.sum,
-                                                                            ep.sum_squares);
-  gpu::check_launch("conv2d_tc_forward (channel statistics)");
-}
 
 template <class E, int VEC, bool STATS>
 void forward_with(const Params& p, const uint16_t* x, const uint16_t* w, const TcEpilogue& ep,
@@ -303,6 +276,34 @@ __global__ void transpose_filter_kernel(const T* __restrict__ w, int Kg, int R, 
 }
 
 }  // namespace
+
+// sum[k] = sum over rows of stats[row][0][k], squares[k] of stats[row][1][k]: thread (x, y) of a
+// 32 x 8 block adds rows y, y + 8, .. of channel blockIdx.x * 32 + x in order, then row 0 adds the
+// 8 partial sums in order (deterministic).
+__global__ void channel_stats_kernel(const float* __restrict__ stats, int rows, int K,
+                                     float* __restrict__ sum, float* __restrict__ squares) {
+  __shared__ float part[2][8][32];
+  const int k = blockIdx.x * 32 + threadIdx.x;
+  float a = 0.0f, b = 0.0f;
+  if (k < K) {
+    for (int r = threadIdx.y; r < rows; r += 8) {
+      a += stats[int64_t(r) * 2 * K + k];
+      b += stats[(int64_t(r) * 2 + 1) * K + k];
+    }
+  }
+  part[0][threadIdx.y][threadIdx.x] = a, part[1][threadIdx.y][threadIdx.x] = b;
+  __syncthreads();
+  if (threadIdx.y != 0 || k >= K) return;
+  for (int i = 1; i < 8; ++i) a += part[0][i][threadIdx.x], b += part[1][i][threadIdx.x];
+  sum[k] = a, squares[k] = b;
+}
+
+void sum_channel_stats(const float* stats, int rows, int K, const TcEpilogue& ep,
+                       gpu::Stream stream) {
+  channel_stats_kernel<<<unsigned((K + 31) / 32), dim3(32, 8), 0, stream>>>(stats, rows, K, ep.sum,
+                                                                            ep.sum_squares);
+  gpu::check_launch("conv2d_tc_forward (channel statistics)");
+}
 
 void transpose_filter_phase_order(const Conv2dGeometry& g, const float* w, float* wt,
                                   gpu::Stream stream) {

@@ -47,6 +47,11 @@ void wgmma_forward_f32(const Conv2dGeometry& g, const float* x, const float* w, 
                        const TcEpilogue& epilogue, gpu::Stream stream);
 void wgmma_backward_data_f32(const Conv2dGeometry& g, const float* dy, const float* wt, float* dx,
                              gpu::Stream stream);
+// ep.sum[k], ep.sum_squares[k] = the sums over `rows` of stats [rows][2][K] (per-warp or
+// per-block partials of y and y^2), rows added in order (deterministic); queued on `stream`
+// (convolution_tc_cuda.cu; the depthwise forward's statistics too).
+void sum_channel_stats(const float* stats, int rows, int K, const TcEpilogue& ep,
+                       gpu::Stream stream);
 // wt [C, R*S (phase order), K] = w [K, R, S, C] transposed, f32, groups 1, queued on `stream`
 // (convolution_tc_cuda.cu, the transposition the 16-bit backward data runs).
 void transpose_filter_phase_order(const Conv2dGeometry& g, const float* w, float* wt,
