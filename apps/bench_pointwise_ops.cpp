@@ -106,17 +106,17 @@ void bench_activation_case(Context& ctx, const Options& options, Table& table,
   backward_of(ctx, a, saved_tensors[0], dys[0], dxs[0]);
 
   Row row;
-  row.shape = row_shape(s, a.name, dtype);
+  row.shape = row_shape(s, "", dtype);
   row.version = "vectorized";
   row.tolerance = tolerance_of(dtype);
-  row.pass = "fwd";
+  row.pass = std::string(a.name) + " fwd";
   row.rel_error = worst_error(ctx, {&ys[0]}, {&y_ref});
   row.bytes = 2 * tensor;
   time_row(ctx, options, table, row, [&](int i) {
     const int k = i % copies;
     forward_of(ctx, a, xs[k], ys[k]);
   });
-  row.pass = "bwd";
+  row.pass = std::string(a.name) + " bwd";
   row.rel_error = worst_error(ctx, {&dxs[0]}, {&dx_ref});
   row.bytes = 3 * tensor;
   time_row(ctx, options, table, row, [&](int i) {

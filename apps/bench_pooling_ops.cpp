@@ -94,18 +94,19 @@ void bench_pool_case(Context& ctx, const Options& options, Table& table, const B
   for (int k = 1; k < copies; ++k) kernels::pool2d_forward(ctx, g, mode, xs[k], ys[k], argmax_of(k));
 
   Row row;
-  row.shape = s.str() + " " + (max ? "max " : "avg ") + w.name + " " + dtype_name(dtype) + " " +
-              options.layout;
+  // The pass column names the pool: "max 3x3s2p1 fwd" (15 characters at most).
+  const std::string pool = std::string(max ? "max " : "avg ") + w.name + " ";
+  row.shape = s.str() + " " + dtype_name(dtype) + " " + options.layout;
   row.version = pool_version(s, dtype, layout);
   row.tolerance = tolerance_of(dtype);
-  row.pass = "fwd";
+  row.pass = pool + "fwd";
   row.rel_error = fwd_error;
   row.bytes = in_bytes + out_bytes + argmax_bytes;
   time_row(ctx, options, table, row, [&](int i) {
     const int k = i % copies;
     kernels::pool2d_forward(ctx, g, mode, xs[k], ys[k], argmax_of(k));
   });
-  row.pass = "bwd";
+  row.pass = pool + "bwd";
   row.rel_error = bwd_error;
   row.bytes = out_bytes + argmax_bytes + in_bytes;
   time_row(ctx, options, table, row, [&](int i) {

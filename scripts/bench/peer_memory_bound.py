@@ -83,7 +83,9 @@ def main():
     peak = copy_gbps()
     print(f"peer: {torch.cuda.get_device_name(0)}, torch {torch.__version__}; copy bandwidth "
           f"{peak:.0f} GB/s (the %peak column is of it); {args.op} {args.dtype} {args.layout}")
-    print(f"{'shape':32s} {'pass':6s} {'version':10s} {'ms':>10s} {'GB/s':>8s} {'%peak':>6s}")
+    pass_width = 15 if args.op in peer_memory_ops.DEFAULT_SHAPES else 6
+    print(f"{'shape':32s} {'pass':{pass_width}s} {'version':10s} {'ms':>10s} {'GB/s':>8s} "
+          f"{'%peak':>6s}")
     for text in args.shape or DEFAULT_SHAPES[args.op]:
         if args.op in peer_memory_ops.DEFAULT_SHAPES:
             dims = parse(text, 2 if args.op == "softmax" else 4)

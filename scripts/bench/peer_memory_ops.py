@@ -56,9 +56,12 @@ def bench(op, text, dims, dtype, args, peak):
         return t.requires_grad_(grad)
 
     def row(what, pass_, ms, moved):
+        """One row; pooling's and activation's `what` goes in the pass column, as crema's."""
         gbps = moved / ms / 1e6
-        label = " ".join(p for p in (text, what, name, layout) if p)
-        print(f"{label:40s} {pass_:6s} {'torch':10s} {ms:10.4f} {gbps:8.1f} "
+        in_pass = op in ("pooling", "activation")
+        label = " ".join(p for p in (text, "" if in_pass else what, name, layout) if p)
+        pass_ = f"{what} {pass_}" if in_pass else pass_
+        print(f"{label:32s} {pass_:15s} {'torch':10s} {ms:10.4f} {gbps:8.1f} "
               f"{100 * gbps / peak:6.1f}", flush=True)
 
     def time(fn):
