@@ -48,13 +48,13 @@ int copies_of(double bytes, int tensors) {
 // One activation: relu (relu.h) or a kind of pointwise.h.
 struct ActivationCase {
   const char* name;
-  bool relu;
-  ActivationKind kind;
+  bool relu;            // relu.h's call (kind unused)
+  ActivationKind kind;  // pointwise.h's
 };
 const ActivationCase kActivations[] = {
-    {"relu", true, ActivationKind::sigmoid},       {"sigmoid", false, ActivationKind::sigmoid},
-    {"tanh", false, ActivationKind::tanh},         {"silu", false, ActivationKind::swish},
-    {"gelu", false, ActivationKind::gelu_erf},     {"gelu_tanh", false, ActivationKind::gelu_tanh},
+    {"relu", true, ActivationKind::sigmoid},   {"sigmoid", false, ActivationKind::sigmoid},
+    {"tanh", false, ActivationKind::tanh},     {"silu", false, ActivationKind::swish},
+    {"gelu", false, ActivationKind::gelu_erf}, {"gelu_tanh", false, ActivationKind::gelu_tanh},
 };
 
 void forward_of(Context& ctx, const ActivationCase& a, const Tensor& x, Tensor& y) {

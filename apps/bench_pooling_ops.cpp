@@ -80,9 +80,10 @@ void bench_pool_case(Context& ctx, const Options& options, Table& table, const B
     dys.push_back(upload(ctx, dy.host));
     ys.push_back(ctx.empty(out_shape, dtype));
     dxs.push_back(ctx.empty(x.host.shape(), dtype));
-    argmaxes.push_back(ctx.empty(out_shape, DType::f32));
     ys.back().set_layout(layout);
     dxs.back().set_layout(layout);
+    if (!max) continue;
+    argmaxes.push_back(ctx.empty(out_shape, DType::f32));
     argmaxes.back().set_layout(layout);
   }
   auto argmax_of = [&](int k) { return max ? &argmaxes[size_t(k)] : nullptr; };
@@ -91,7 +92,9 @@ void bench_pool_case(Context& ctx, const Options& options, Table& table, const B
   kernels::pool2d_backward(ctx, g, mode, dys[0], argmax_of(0), dxs[0]);
   const double bwd_error = worst_error(ctx, {&dxs[0]}, {&dx_ref});
   // Every copy's argmax, for the timed backwards.
-  for (int k = 1; k < copies; ++k) kernels::pool2d_forward(ctx, g, mode, xs[k], ys[k], argmax_of(k));
+  for (int k = 1; k < copies; ++k) {
+    kernels::pool2d_forward(ctx, g, mode, xs[k], ys[k], argmax_of(k));
+  }
 
   Row row;
   // The pass column names the pool: "max 3x3s2p1 fwd" (15 characters at most).
@@ -162,8 +165,9 @@ int bench_pooling(Context& ctx, const Options& options, std::ostream& out) {
 
 int bench_lrn(Context& ctx, const Options& options, std::ostream& out) {
   if (options.layout != "nchw" || options.math == "bf16") {
-    throw Error("crema bench lrn: the LRN runs f32 nchw tensors only (no --layout nhwc or "
-                "--math bf16)");
+    throw Error(
+        "crema bench lrn: the LRN runs f32 nchw tensors only (no --layout nhwc or "
+        "--math bf16)");
   }
   kernels::LrnParams p;
   p.local_size = 5;

@@ -37,7 +37,8 @@ void expect_all_pass(const std::string& op, const std::vector<std::string>& shap
   const int status = bench_command(op, "cuda:0", options, out);
   EXPECT_EQ(status, 0) << op << " " << math << " " << layout << "\n" << out.str();
   EXPECT_EQ(passed_rows(out.str()), rows_per_shape * int(shapes.size()))
-      << op << " " << math << " " << layout << "\n" << out.str();
+      << op << " " << math << " " << layout << "\n"
+      << out.str();
 }
 
 TEST(BenchMemoryOpsCuda, PoolingPassesInBothLayoutsAndDtypes) {

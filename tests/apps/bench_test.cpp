@@ -218,8 +218,7 @@ TEST(BenchOptions, MemoryBoundOpsAreKnown) {
   nchw.shapes = {"4096,1000"};
   EXPECT_TRUE(contains(error_of([&] { bench_command("activation", "cpu", nchw, out); }),
                        "--shape '4096,1000'"));
-  EXPECT_TRUE(
-      contains(error_of([&] { bench_command("softmax", "cpu", nchw, out); }), "not a GPU"));
+  EXPECT_TRUE(contains(error_of([&] { bench_command("softmax", "cpu", nchw, out); }), "not a GPU"));
   for (const char* bad : {"4096,1000,1", "4096", "4096,0", "4096,x", "4096,1000,", ",1000", ""}) {
     Options rows;
     rows.shapes = {bad};
