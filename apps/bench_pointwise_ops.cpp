@@ -58,18 +58,24 @@ const ActivationCase kActivations[] = {
 };
 
 void forward_of(Context& ctx, const ActivationCase& a, const Tensor& x, Tensor& y) {
-  if (a.relu) return kernels::relu_forward(ctx, x, y, 0.0f);
   kernels::Activation act;
   act.kind = a.kind;
-  kernels::activation_forward(ctx, act, x, y);
+  if (a.relu) {
+    kernels::relu_forward(ctx, x, y, 0.0f);
+  } else {
+    kernels::activation_forward(ctx, act, x, y);
+  }
 }
 
 void backward_of(Context& ctx, const ActivationCase& a, const Tensor& saved, const Tensor& dy,
                  Tensor& dx) {
-  if (a.relu) return kernels::relu_backward(ctx, saved, dy, dx, 0.0f);
   kernels::Activation act;
   act.kind = a.kind;
-  kernels::activation_backward(ctx, act, saved, dy, dx);
+  if (a.relu) {
+    kernels::relu_backward(ctx, saved, dy, dx, 0.0f);
+  } else {
+    kernels::activation_backward(ctx, act, saved, dy, dx);
+  }
 }
 
 // Whether the backward reads the forward's output (relu, sigmoid, tanh) rather than its input.

@@ -1,33 +1,70 @@
-// crema bench pooling | lrn | softmax: the windowed and per-row memory-bound ops through their
-// Tensor-level calls (what the layers run), checked against ref<double> on the same exact inputs,
-// then timed one pass at a time. The %peak column is of the copy bandwidth, measured first.
+// crema bench pooling | lrn | softmax: the windowed and per-row memory-bound ops in every CUDA
+// version (cuda::*Version; --version picks one; the layers run `best`), checked against
+// ref<double> on the same exact inputs, then timed one pass at a time. The %peak column is of the
+// copy bandwidth, measured first.
 //
 //   pooling  max and average, 3x3 stride 2 pad 1 (ResNet's stem pool) and 2x2 stride 2, on
 //            x [N, C, H, W] in --layout nchw or nhwc, bf16 storage for --math bf16, f32
 //            otherwise. Forward: x read, y written (+ the f32 argmax, max); backward: dy read
-//            (+ argmax), dx written.
+//            (+ argmax), dx written. Versions per_element and, where nhwc rows of C fill 16-byte
+//            vectors, channel_vectors.
 //   lrn      AlexNet's LRN across channels (local_size 5, alpha 1e-4, beta 0.75, k 1) on
 //            x [N, C, H, W], f32 nchw (the only storage the call takes). Forward: x read, y and
-//            scale written (3T); backward: x, y, scale, dy read, dx written (5T).
-//   softmax  over the classes of x [N, C] ("N,C" shapes), f32 (the only storage the call takes).
-//            Forward: 2T; backward (y, dy -> dx): 3T.
+//            scale written (3T); backward: x, y, scale, dy read, dx written (5T). Versions direct
+//            and sliding.
+//   softmax  over the classes of x [N, C] ("N,C" shapes), f32 (the only storage the call takes),
+//            within 1e-5 + the float sums' worst-case rounding (C terms in sequence in one thread,
+//            C/32 + 5 by a warp: 2^-24 each).
+//            Forward: 2T; backward (y, dy -> dx): 3T. Versions thread_per_position and
+//            warp_per_position.
 //
 // PyTorch's peer on the same shapes: scripts/bench/peer_memory_bound.py.
+#include <cmath>
+#include <limits>
 #include <ostream>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "apps/bench.h"
 #include "apps/bench_memory_bound.h"
 #include "core/error.h"
+#include "core/float16.h"
 #include "core/random.h"
+#include "kernels/elementwise/elementwise.h"
 #include "kernels/lrn/lrn.h"
 #include "kernels/pooling/pooling.h"
 #include "kernels/softmax/softmax.h"
 
 namespace crema::bench {
 namespace {
+
+namespace cuda = kernels::cuda;
+
+// NaN in every output before a version runs, so that one which writes nothing cannot pass on an
+// earlier version's results.
+void poison(Context& ctx, std::vector<Tensor>& outputs) {
+  for (Tensor& t : outputs) kernels::fill(ctx, t, std::numeric_limits<float>::quiet_NaN());
+}
+
+// An op's versions by name.
+template <class V>
+using Versions = std::vector<std::pair<std::string, V>>;
+
+// The versions --version picks: all of them when it is empty; crema::Error naming the op's
+// versions when it names none of them.
+template <class V>
+Versions<V> pick_versions(const Options& options, const std::string& op, const Versions<V>& all) {
+  if (options.version.empty()) return all;
+  std::string names;
+  for (const auto& v : all) {
+    if (v.first == options.version) return {v};
+    names += (names.empty() ? "" : ", ") + v.first;
+  }
+  throw Error("crema bench " + op + ": --version '" + options.version + "': no such version (" +
+              names + ")");
+}
 
 Layout layout_of(const Options& options) {
   return options.layout == "nhwc" ? Layout::nhwc : Layout::nchw;
@@ -46,10 +83,30 @@ kernels::Pool2dGeometry geometry_of(const BatchNormShape4& s, const Window& w) {
   return {s.N, s.C, s.H, s.W, w.kernel, w.kernel, w.stride, w.stride, w.pad, w.pad, P, Q};
 }
 
-// The version the dispatch takes (pooling.h): 16 bytes of channels a thread where nhwc allows.
-std::string pool_version(const BatchNormShape4& s, DType dtype, Layout layout) {
-  const bool vectors = layout == Layout::nhwc && (s.C * int64_t(dtype_size(dtype))) % 16 == 0;
-  return vectors ? "channel_vectors" : "per_element";
+const Versions<cuda::PoolVersion> kPoolVersions = {
+    {"per_element", cuda::PoolVersion::per_element},
+    {"channel_vectors", cuda::PoolVersion::channel_vectors}};
+
+// Whether channel_vectors runs as itself (pooling.h: nhwc, rows of C a whole number of 16-byte
+// vectors; the allocator's pointers are aligned); elsewhere it runs per_element, a repeated row.
+bool channel_vectors_apply(const BatchNormShape4& s, DType dtype, Layout layout) {
+  return layout == Layout::nhwc && (s.C * int64_t(dtype_size(dtype))) % 16 == 0;
+}
+
+// cuda::pool2d_forward / pool2d_backward on tensors of storage T (float or bf16_t).
+template <class T>
+void pool_forward(const kernels::Pool2dGeometry& g, kernels::PoolMode mode, Tensor& x, Tensor& y,
+                  Tensor* argmax, cuda::PoolVersion v, gpu::Stream stream) {
+  cuda::pool2d_forward<T>(g, mode, x.data<T>(), y.data<T>(),
+                          argmax != nullptr ? argmax->data<float>() : nullptr, x.layout(), v,
+                          stream);
+}
+template <class T>
+void pool_backward(const kernels::Pool2dGeometry& g, kernels::PoolMode mode, Tensor& dy,
+                   Tensor* argmax, Tensor& dx, cuda::PoolVersion v, gpu::Stream stream) {
+  cuda::pool2d_backward<T>(g, mode, dy.data<T>(),
+                           argmax != nullptr ? argmax->data<float>() : nullptr, dx.data<T>(),
+                           dy.layout(), v, stream);
 }
 
 // One window and mode on one shape: the check of both passes, then their times.
@@ -87,35 +144,48 @@ void bench_pool_case(Context& ctx, const Options& options, Table& table, const B
     argmaxes.back().set_layout(layout);
   }
   auto argmax_of = [&](int k) { return max ? &argmaxes[size_t(k)] : nullptr; };
-  kernels::pool2d_forward(ctx, g, mode, xs[0], ys[0], argmax_of(0));
-  const double fwd_error = worst_error(ctx, {&ys[0]}, {&y_ref});
-  kernels::pool2d_backward(ctx, g, mode, dys[0], argmax_of(0), dxs[0]);
-  const double bwd_error = worst_error(ctx, {&dxs[0]}, {&dx_ref});
-  // Every copy's argmax, for the timed backwards.
-  for (int k = 1; k < copies; ++k) {
-    kernels::pool2d_forward(ctx, g, mode, xs[k], ys[k], argmax_of(k));
-  }
-
+  const bool bf16 = dtype == DType::bf16;
   Row row;
   // The pass column names the pool: "max 3x3s2p1 fwd" (15 characters at most).
   const std::string pool = std::string(max ? "max " : "avg ") + w.name + " ";
   row.shape = s.str() + " " + dtype_name(dtype) + " " + options.layout;
-  row.version = pool_version(s, dtype, layout);
   row.tolerance = tolerance_of(dtype);
-  row.pass = pool + "fwd";
-  row.rel_error = fwd_error;
-  row.bytes = in_bytes + out_bytes + argmax_bytes;
-  time_row(ctx, options, table, row, [&](int i) {
-    const int k = i % copies;
-    kernels::pool2d_forward(ctx, g, mode, xs[k], ys[k], argmax_of(k));
-  });
-  row.pass = pool + "bwd";
-  row.rel_error = bwd_error;
-  row.bytes = out_bytes + argmax_bytes + in_bytes;
-  time_row(ctx, options, table, row, [&](int i) {
-    const int k = i % copies;
-    kernels::pool2d_backward(ctx, g, mode, dys[k], argmax_of(k), dxs[k]);
-  });
+  for (const auto& v : pick_versions(options, "pooling", kPoolVersions)) {
+    if (v.second == cuda::PoolVersion::channel_vectors &&
+        !channel_vectors_apply(s, dtype, layout)) {
+      continue;
+    }
+    const auto forward = [&](int k) {
+      if (bf16) {
+        pool_forward<bf16_t>(g, mode, xs[k], ys[k], argmax_of(k), v.second, ctx.stream());
+      } else {
+        pool_forward<float>(g, mode, xs[k], ys[k], argmax_of(k), v.second, ctx.stream());
+      }
+    };
+    const auto backward = [&](int k) {
+      if (bf16) {
+        pool_backward<bf16_t>(g, mode, dys[k], argmax_of(k), dxs[k], v.second, ctx.stream());
+      } else {
+        pool_backward<float>(g, mode, dys[k], argmax_of(k), dxs[k], v.second, ctx.stream());
+      }
+    };
+    poison(ctx, ys);
+    poison(ctx, dxs);
+    poison(ctx, argmaxes);
+    // Every copy's argmax for the timed backwards; the first copy's outputs checked.
+    for (int k = 0; k < copies; ++k) forward(k);
+    const double fwd_error = worst_error(ctx, {&ys[0]}, {&y_ref});
+    backward(0);
+    row.version = v.first;
+    row.pass = pool + "fwd";
+    row.rel_error = fwd_error;
+    row.bytes = in_bytes + out_bytes + argmax_bytes;
+    time_row(ctx, options, table, row, [&](int i) { forward(i % copies); });
+    row.pass = pool + "bwd";
+    row.rel_error = worst_error(ctx, {&dxs[0]}, {&dx_ref});
+    row.bytes = out_bytes + argmax_bytes + in_bytes;
+    time_row(ctx, options, table, row, [&](int i) { backward(i % copies); });
+  }
 }
 
 // softmax's "N,C".
@@ -150,6 +220,7 @@ std::vector<int64_t> parse_softmax_shape(const std::string& text) {
 }
 
 int bench_pooling(Context& ctx, const Options& options, std::ostream& out) {
+  pick_versions(options, "pooling", kPoolVersions);  // a bad --version before any work
   const DType dtype = storage_of(options);
   Table table = open_table(ctx, std::string(dtype_name(dtype)) + " " + options.layout, out);
   Random random(3);
@@ -169,6 +240,9 @@ int bench_lrn(Context& ctx, const Options& options, std::ostream& out) {
         "crema bench lrn: the LRN runs f32 nchw tensors only (no --layout nhwc or "
         "--math bf16)");
   }
+  const auto versions = pick_versions<cuda::LrnVersion>(
+      options, "lrn",
+      {{"direct", cuda::LrnVersion::direct}, {"sliding", cuda::LrnVersion::sliding}});
   kernels::LrnParams p;
   p.local_size = 5;
   p.alpha = 1e-4f;
@@ -195,27 +269,34 @@ int bench_lrn(Context& ctx, const Options& options, std::ostream& out) {
       ys.push_back(ctx.empty(shape));
       scales.push_back(ctx.empty(shape));
       dxs.push_back(ctx.empty(shape));
-      kernels::lrn_forward(ctx, p, xs[k], ys[k], scales[k]);
     }
-    kernels::lrn_backward(ctx, p, xs[0], ys[0], scales[0], dys[0], dxs[0]);
     Row row;
     row.shape = s.str() + " n5 f32 nchw";
-    row.version = "direct";
     row.tolerance = tolerance_of(DType::f32);
-    row.pass = "fwd";
-    row.rel_error = worst_error(ctx, {&ys[0], &scales[0]}, {&y_ref, &scale_ref});
-    row.bytes = 3 * tensor;
-    time_row(ctx, options, table, row, [&](int i) {
-      const int k = i % copies;
-      kernels::lrn_forward(ctx, p, xs[k], ys[k], scales[k]);
-    });
-    row.pass = "bwd";
-    row.rel_error = worst_error(ctx, {&dxs[0]}, {&dx_ref});
-    row.bytes = 5 * tensor;
-    time_row(ctx, options, table, row, [&](int i) {
-      const int k = i % copies;
-      kernels::lrn_backward(ctx, p, xs[k], ys[k], scales[k], dys[k], dxs[k]);
-    });
+    for (const auto& v : versions) {
+      const auto forward = [&](int k) {
+        cuda::lrn_forward(ls, p, xs[k].data<float>(), ys[k].data<float>(), scales[k].data<float>(),
+                          v.second, ctx.stream());
+      };
+      const auto backward = [&](int k) {
+        cuda::lrn_backward(ls, p, xs[k].data<float>(), ys[k].data<float>(), scales[k].data<float>(),
+                           dys[k].data<float>(), dxs[k].data<float>(), v.second, ctx.stream());
+      };
+      poison(ctx, ys);
+      poison(ctx, scales);
+      poison(ctx, dxs);
+      for (int k = 0; k < copies; ++k) forward(k);
+      backward(0);
+      row.version = v.first;
+      row.pass = "fwd";
+      row.rel_error = worst_error(ctx, {&ys[0], &scales[0]}, {&y_ref, &scale_ref});
+      row.bytes = 3 * tensor;
+      time_row(ctx, options, table, row, [&](int i) { forward(i % copies); });
+      row.pass = "bwd";
+      row.rel_error = worst_error(ctx, {&dxs[0]}, {&dx_ref});
+      row.bytes = 5 * tensor;
+      time_row(ctx, options, table, row, [&](int i) { backward(i % copies); });
+    }
   }
   return table.status();
 }
@@ -224,6 +305,10 @@ int bench_softmax(Context& ctx, const Options& options, std::ostream& out) {
   if (options.math == "bf16") {
     throw Error("crema bench softmax: the softmax runs f32 tensors only (no --math bf16)");
   }
+  const auto versions = pick_versions<cuda::SoftmaxVersion>(
+      options, "softmax",
+      {{"thread_per_position", cuda::SoftmaxVersion::thread_per_position},
+       {"warp_per_position", cuda::SoftmaxVersion::warp_per_position}});
   Table table = open_table(ctx, "f32", out);
   Random random(5);
   std::vector<RowsShape> shapes = {{4096, 1000}, {256, 32000}};
@@ -233,7 +318,7 @@ int bench_softmax(Context& ctx, const Options& options, std::ostream& out) {
     const Shape shape{s.N, s.C};
     const Input x = make_input(shape, DType::f32, Layout::nchw, random, -8.0, 8.0);
     const Input dy = make_input(shape, DType::f32, Layout::nchw, random, -1.0, 1.0);
-    std::vector<double> y_ref(x.exact.size()), dx_ref(x.exact.size());
+    std::vector<double> y_ref(x.exact.size());
     kernels::ref::softmax_forward(s.N, s.C, int64_t(1), x.exact.data(), y_ref.data());
     const double tensor = double(x.exact.size()) * 4.0;
     const int copies = rotation_copies(size_t(3 * tensor));
@@ -243,32 +328,43 @@ int bench_softmax(Context& ctx, const Options& options, std::ostream& out) {
       dys.push_back(upload(ctx, dy.host));
       ys.push_back(ctx.empty(shape));
       dxs.push_back(ctx.empty(shape));
-      kernels::softmax_forward(ctx, xs[k], ys[k], 1);
     }
-    const double fwd_error = worst_error(ctx, {&ys[0]}, {&y_ref});
-    // The backward's reference reads the device's y, so that it checks the backward alone.
-    const std::vector<double> y_got = download(ctx, ys[0]);
-    kernels::ref::softmax_backward(s.N, s.C, int64_t(1), y_got.data(), dy.exact.data(),
-                                   dx_ref.data());
-    kernels::softmax_backward(ctx, ys[0], dys[0], dxs[0], 1);
     Row row;
     row.shape = s.str() + " f32";
-    row.version = s.C > 16 ? "warp_per_position" : "thread_per_position";
-    row.tolerance = tolerance_of(DType::f32);
-    row.pass = "fwd";
-    row.rel_error = fwd_error;
-    row.bytes = 2 * tensor;
-    time_row(ctx, options, table, row, [&](int i) {
-      const int k = i % copies;
-      kernels::softmax_forward(ctx, xs[k], ys[k], 1);
-    });
-    row.pass = "bwd";
-    row.rel_error = worst_error(ctx, {&dxs[0]}, {&dx_ref});
-    row.bytes = 3 * tensor;
-    time_row(ctx, options, table, row, [&](int i) {
-      const int k = i % copies;
-      kernels::softmax_backward(ctx, ys[k], dys[k], dxs[k], 1);
-    });
+    for (const auto& v : versions) {
+      // 1e-5 plus the worst-case rounding of the float sums (exp's and dy * y's): u = 2^-24 per
+      // term added in sequence, C of them in one thread, C/32 per lane then 5 butterfly steps in a
+      // warp (3.4e-5 observed for C = 32000 in sequence, 1e-6 by warp).
+      const bool one_thread = v.second == cuda::SoftmaxVersion::thread_per_position;
+      const double in_sequence = one_thread ? double(s.C) : std::ceil(double(s.C) / 32) + 5;
+      row.tolerance = 1e-5 + in_sequence * std::ldexp(1.0, -24);
+      const auto forward = [&](int k) {
+        cuda::softmax_forward(s.N, s.C, 1, xs[k].data<float>(), ys[k].data<float>(), v.second,
+                              ctx.stream());
+      };
+      const auto backward = [&](int k) {
+        cuda::softmax_backward(s.N, s.C, 1, ys[k].data<float>(), dys[k].data<float>(),
+                               dxs[k].data<float>(), v.second, ctx.stream());
+      };
+      poison(ctx, ys);
+      poison(ctx, dxs);
+      for (int k = 0; k < copies; ++k) forward(k);
+      row.version = v.first;
+      row.pass = "fwd";
+      row.rel_error = worst_error(ctx, {&ys[0]}, {&y_ref});
+      // The backward's reference reads the device's y, so that it checks the backward alone.
+      const std::vector<double> y_got = download(ctx, ys[0]);
+      std::vector<double> dx_ref(x.exact.size());
+      kernels::ref::softmax_backward(s.N, s.C, int64_t(1), y_got.data(), dy.exact.data(),
+                                     dx_ref.data());
+      backward(0);
+      row.bytes = 2 * tensor;
+      time_row(ctx, options, table, row, [&](int i) { forward(i % copies); });
+      row.pass = "bwd";
+      row.rel_error = worst_error(ctx, {&dxs[0]}, {&dx_ref});
+      row.bytes = 3 * tensor;
+      time_row(ctx, options, table, row, [&](int i) { backward(i % copies); });
+    }
   }
   return table.status();
 }

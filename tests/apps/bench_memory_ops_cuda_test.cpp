@@ -1,7 +1,7 @@
 // crema bench's memory-bound ops on a GPU: each family on small awkward shapes (odd extents,
 // vector tails, C that does and does not fill 16 bytes), f32 and bf16, nchw and nhwc where the op
-// takes them; every row must pass its check against ref<double> (the command's exit status 0)
-// and the table must hold the rows the family promises.
+// takes them, every version; every row must pass its check against ref<double> (the command's
+// exit status 0) and the table must hold the rows the family promises.
 #include <gtest/gtest.h>
 
 #include <sstream>
@@ -26,7 +26,7 @@ int passed_rows(const std::string& table) {
 }
 
 void expect_all_pass(const std::string& op, const std::vector<std::string>& shapes,
-                     const std::string& math, const std::string& layout, int rows_per_shape) {
+                     const std::string& math, const std::string& layout, int rows) {
   Options options;
   options.shapes = shapes;
   options.math = math;
@@ -36,26 +36,26 @@ void expect_all_pass(const std::string& op, const std::vector<std::string>& shap
   std::ostringstream out;
   const int status = bench_command(op, "cuda:0", options, out);
   EXPECT_EQ(status, 0) << op << " " << math << " " << layout << "\n" << out.str();
-  EXPECT_EQ(passed_rows(out.str()), rows_per_shape * int(shapes.size()))
-      << op << " " << math << " " << layout << "\n"
-      << out.str();
+  EXPECT_EQ(passed_rows(out.str()), rows) << op << " " << math << " " << layout << "\n"
+                                          << out.str();
 }
 
 TEST(BenchMemoryOpsCuda, PoolingPassesInBothLayoutsAndDtypes) {
   CREMA_REQUIRE_CUDA();
-  // C = 5: per_element in nhwc; C = 16: channel_vectors (64 or 32 bytes a pixel).
+  // C = 5: per_element only; C = 16 in nhwc: channel_vectors too (64 or 32 bytes a pixel).
+  // Rows per shape and version: 2 windows x max/avg x fwd/bwd.
   const std::vector<std::string> shapes = {"3,5,13,11", "2,16,9,10"};
   for (const char* math : {"fp32", "bf16"}) {
-    for (const char* layout : {"nchw", "nhwc"}) {
-      expect_all_pass("pooling", shapes, math, layout, 8);  // 2 windows x max/avg x fwd/bwd
-    }
+    expect_all_pass("pooling", shapes, math, "nchw", 2 * 8);
+    expect_all_pass("pooling", shapes, math, "nhwc", 3 * 8);
   }
 }
 
 TEST(BenchMemoryOpsCuda, SoftmaxAndLrnPass) {
   CREMA_REQUIRE_CUDA();
-  expect_all_pass("softmax", {"7,1000", "3,33", "5,5"}, "fp32", "nchw", 2);
-  expect_all_pass("lrn", {"2,7,5,6", "1,3,1,1"}, "fp32", "nchw", 2);
+  // Two versions each, fwd and bwd.
+  expect_all_pass("softmax", {"7,1000", "3,33", "5,5"}, "fp32", "nchw", 3 * 4);
+  expect_all_pass("lrn", {"2,7,5,6", "1,3,1,1"}, "fp32", "nchw", 2 * 4);
 }
 
 TEST(BenchMemoryOpsCuda, PointwiseOpsPassInBothDtypes) {
@@ -63,10 +63,32 @@ TEST(BenchMemoryOpsCuda, PointwiseOpsPassInBothDtypes) {
   // 945 and 5 elements: vector tails; 2*3*5*7 parts for concat.
   const std::vector<std::string> shapes = {"3,5,7,9", "1,1,1,5"};
   for (const char* math : {"fp32", "bf16"}) {
-    expect_all_pass("activation", shapes, math, "nchw", 12);  // 6 activations x fwd/bwd
-    expect_all_pass("eltwise", shapes, math, "nchw", 2);
-    expect_all_pass("dropout", shapes, math, "nchw", 2);
-    expect_all_pass("concat", {"2,3,5,7", "1,1,1,3"}, math, "nchw", 2);
+    expect_all_pass("activation", shapes, math, "nchw", 2 * 12);  // 6 activations x fwd/bwd
+    expect_all_pass("eltwise", shapes, math, "nchw", 2 * 2);
+    expect_all_pass("dropout", shapes, math, "nchw", 2 * 2);
+    expect_all_pass("concat", {"2,3,5,7", "1,1,1,3"}, math, "nchw", 2 * 2);
+  }
+}
+
+TEST(BenchMemoryOpsCuda, VersionPicksOneAndNamesTheList) {
+  CREMA_REQUIRE_CUDA();
+  Options options;
+  options.shapes = {"2,16,9,10"};
+  options.layout = "nhwc";
+  options.version = "channel_vectors";
+  options.warmup = 0;
+  options.repeats = 1;
+  std::ostringstream out;
+  EXPECT_EQ(bench_command("pooling", "cuda:0", options, out), 0) << out.str();
+  EXPECT_EQ(passed_rows(out.str()), 8) << out.str();
+  EXPECT_EQ(out.str().find("per_element"), std::string::npos) << out.str();
+  options.version = "warp";
+  try {
+    bench_command("pooling", "cuda:0", options, out);
+    ADD_FAILURE() << "pooling took --version warp";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("(per_element, channel_vectors)"), std::string::npos)
+        << e.what();
   }
 }
 
