@@ -108,8 +108,8 @@ int bench_batch_norm(Context& ctx, const Options& options, std::ostream& out);
 int bench_layer_norm(Context& ctx, const Options& options, std::ostream& out);
 int bench_global_pool(Context& ctx, const Options& options, std::ostream& out);
 // pooling: max and average, 3x3 s2 p1 and 2x2 s2, forward and backward (bf16 for --math bf16,
-// --layout nchw or nhwc); lrn: AlexNet's LRN, f32 nchw; softmax: over C of [N, C], f32
-// (bench_pooling_ops.cpp). Shapes N,C,H,W, softmax's N,C.
+// --layout nchw or nhwc); lrn: AlexNet's LRN, f32 nchw; softmax: over C of [N, C], f32; each in
+// every CUDA version or --version's (bench_pooling_ops.cpp). Shapes N,C,H,W, softmax's N,C.
 int bench_pooling(Context& ctx, const Options& options, std::ostream& out);
 int bench_lrn(Context& ctx, const Options& options, std::ostream& out);
 int bench_softmax(Context& ctx, const Options& options, std::ostream& out);
