@@ -2,13 +2,15 @@
 // against the op's reference, then time it with CUDA events and print the time, the achieved
 // TFLOP/s or GB/s and the fraction of the device's peak.
 //
-//   crema bench gemm|conv|conv-tc|rnn|batch-norm|layer-norm|global-pool [--shape S]... [--version
-//   V]
+//   crema bench gemm|conv|conv-tc|rnn|batch-norm|layer-norm|global-pool|pooling|softmax|lrn|
+//               activation|eltwise|dropout|concat [--shape S]... [--version V]
 //                             [--math fp32|tf32|bf16]
 //                             [--layout nchw|nhwc] [--warmup 5] [--repeats 50] [--device cuda:0]
 //
 // Each op family lives in its own file (bench_gemm.cpp, bench_conv.cpp, bench_rnn.cpp,
-// bench_batch_norm.cpp) and uses the shared pieces below (bench_conv_tc.cpp: conv-tc);
+// bench_batch_norm.cpp; the memory-bound ones bench_memory_bound.cpp, bench_pooling_ops.cpp and
+// bench_pointwise_ops.cpp, with bench_memory_bound.h's helpers) and uses the shared pieces below
+// (bench_conv_tc.cpp: conv-tc);
 // apps/README.md says how to add one more.
 #pragma once
 
@@ -105,6 +107,19 @@ int bench_batch_norm(Context& ctx, const Options& options, std::ostream& out);
 // otherwise (bench_memory_bound.cpp). Shapes as batch-norm's, N,C,H,W.
 int bench_layer_norm(Context& ctx, const Options& options, std::ostream& out);
 int bench_global_pool(Context& ctx, const Options& options, std::ostream& out);
+// pooling: max and average, 3x3 s2 p1 and 2x2 s2, forward and backward (bf16 for --math bf16,
+// --layout nchw or nhwc); lrn: AlexNet's LRN, f32 nchw; softmax: over C of [N, C], f32; each in
+// every CUDA version or --version's (bench_pooling_ops.cpp). Shapes N,C,H,W, softmax's N,C.
+int bench_pooling(Context& ctx, const Options& options, std::ostream& out);
+int bench_lrn(Context& ctx, const Options& options, std::ostream& out);
+int bench_softmax(Context& ctx, const Options& options, std::ostream& out);
+// activation (relu, sigmoid, tanh, silu, gelu, gelu_tanh), eltwise (a + b, a += b), dropout (p 0.5)
+// and concat (two parts along C), forward and backward, bf16 for --math bf16
+// (bench_pointwise_ops.cpp). Shapes N,C,H,W (concat: each part's).
+int bench_activation(Context& ctx, const Options& options, std::ostream& out);
+int bench_eltwise(Context& ctx, const Options& options, std::ostream& out);
+int bench_dropout(Context& ctx, const Options& options, std::ostream& out);
+int bench_concat(Context& ctx, const Options& options, std::ostream& out);
 
 // Shapes, as --shape spells them.
 // GEMM "M,N,K[,NN|NT|TN|TT]": C[M,N] = op(A)[M,K] op(B)[K,N], a letter T transposing that operand
@@ -143,6 +158,8 @@ struct BatchNormShape4 {
   std::string str() const;  // "128,256,56,56"
 };
 BatchNormShape4 parse_batch_norm_shape(const std::string& text);
+// Softmax "N,C": the two extents; throws crema::Error naming the --shape otherwise.
+std::vector<int64_t> parse_softmax_shape(const std::string& text);
 // ResNet-50's batch norms at batch 128, 224x224 (scripts/bench/peer_batch_norm.py's list).
 std::vector<BatchNormShape4> default_batch_norm_shapes();
 

@@ -1,5 +1,6 @@
 // crema bench: the command's one dispatch point, from the op's name to its family (bench_gemm.cpp,
-// bench_conv.cpp, bench_conv_tc.cpp, bench_rnn.cpp, bench_batch_norm.cpp, bench_memory_bound.cpp).
+// bench_conv.cpp, bench_conv_tc.cpp, bench_rnn.cpp, bench_batch_norm.cpp, bench_memory_bound.cpp,
+// bench_pooling_ops.cpp, bench_pointwise_ops.cpp).
 // The families call the cuda:: versions directly, which a build without CUDA does not have: there
 // the command only says so.
 #include <ostream>
@@ -12,11 +13,15 @@ namespace crema::bench {
 
 int bench_command(const std::string& op, const std::string& device, const Options& options,
                   std::ostream& out) {
-  const bool memory_bound = op == "layer-norm" || op == "global-pool";
+  // The memory-bound families with N,C,H,W shapes (softmax's are N,C).
+  const bool memory_bound = op == "layer-norm" || op == "global-pool" || op == "pooling" ||
+                            op == "lrn" || op == "activation" || op == "eltwise" ||
+                            op == "dropout" || op == "concat";
   if (op != "gemm" && op != "conv" && op != "conv-tc" && op != "rnn" && op != "batch-norm" &&
-      !memory_bound) {
+      op != "softmax" && !memory_bound) {
     throw Error("crema bench: unknown op '" + op +
-                "' (gemm, conv, conv-tc, rnn, batch-norm, layer-norm or global-pool)");
+                "' (gemm, conv, conv-tc, rnn, batch-norm, layer-norm, global-pool, pooling, "
+                "softmax, lrn, activation, eltwise, dropout or concat)");
   }
   check_options(options);
   // Shapes first, so that a typo is reported as one also on a machine without a GPU.
@@ -24,6 +29,7 @@ int bench_command(const std::string& op, const std::string& device, const Option
     if (op == "gemm") parse_gemm_shapes(shape);
     if (op == "conv" || op == "conv-tc") parse_conv_shape(shape);
     if (op == "batch-norm" || memory_bound) parse_batch_norm_shape(shape);
+    if (op == "softmax") parse_softmax_shape(shape);
   }
   const Device dev = Device::parse(device);
   if (!dev.is_cuda()) {
@@ -39,6 +45,13 @@ int bench_command(const std::string& op, const std::string& device, const Option
     if (op == "batch-norm") return bench_batch_norm(ctx, options, out);
     if (op == "layer-norm") return bench_layer_norm(ctx, options, out);
     if (op == "global-pool") return bench_global_pool(ctx, options, out);
+    if (op == "pooling") return bench_pooling(ctx, options, out);
+    if (op == "softmax") return bench_softmax(ctx, options, out);
+    if (op == "lrn") return bench_lrn(ctx, options, out);
+    if (op == "activation") return bench_activation(ctx, options, out);
+    if (op == "eltwise") return bench_eltwise(ctx, options, out);
+    if (op == "dropout") return bench_dropout(ctx, options, out);
+    if (op == "concat") return bench_concat(ctx, options, out);
     return bench_rnn(ctx, options, out);
   } else {
     throw Error("crema bench: this build has no CUDA backend");

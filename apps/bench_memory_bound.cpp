@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "apps/bench.h"
+#include "apps/bench_memory_bound.h"
 #include "core/random.h"
 #include "kernels/cast/cast.h"
 #include "kernels/layer_norm/layer_norm.h"
@@ -40,12 +41,7 @@ std::vector<BatchNormShape4> default_global_pool_shapes() {
           {64, 240, 28, 28},  {64, 480, 14, 14}, {64, 1152, 7, 7}};
 }
 
-// Random values in [low, high) rounded to `dtype`: the device's tensor (on the host) and the
-// exact values, in memory order.
-struct Input {
-  Tensor host;
-  std::vector<double> exact;
-};
+}  // namespace
 
 Input make_input(const Shape& shape, DType dtype, Layout layout, Random& random, double low,
                  double high) {
@@ -68,7 +64,6 @@ Tensor upload(Context& ctx, const Tensor& host) {
   return t;
 }
 
-// The worst relative error of several outputs (device tensors, widened) against references.
 double worst_error(Context& ctx, const std::vector<const Tensor*>& got,
                    const std::vector<const std::vector<double>*>& want) {
   ctx.synchronize();
@@ -93,26 +88,36 @@ DType storage_of(const Options& options) {
   return options.math == "bf16" ? DType::bf16 : DType::f32;
 }
 
-// The tolerance of a 16-bit result: one rounding (2^-8) plus float sums.
 double tolerance_of(DType dtype) {
   return (dtype == DType::bf16 ? std::ldexp(1.0, -8) : 0.0) + 1e-5;
 }
 
-Table open_table(Context& ctx, const Options& options, std::ostream& out) {
+std::vector<double> download(Context& ctx, const Tensor& t) {
+  ctx.synchronize();
+  const std::vector<float> v = t.to_vector();
+  return std::vector<double>(v.begin(), v.end());
+}
+
+Table open_table(Context& ctx, const std::string& what, std::ostream& out) {
   DevicePeak peak = device_peak(ctx);
   peak.dram_gbps = copy_gbps(ctx);
   out << "copy bandwidth (device to device, read + write): " << int(peak.dram_gbps)
-      << " GB/s; the %peak column is of it (" << dtype_name(storage_of(options)) << " "
-      << options.layout << ")\n";
+      << " GB/s; the %peak column is of it (" << what << ")\n";
   return Table(out, peak);
 }
 
-}  // namespace
+void time_row(Context& ctx, const Options& options, Table& table, Row row,
+              const std::function<void(int)>& launch) {
+  row.check = "ref";
+  row.peak = "dram";
+  if (row.rel_error <= row.tolerance) row.ms = measure_ms(ctx, options, launch);
+  table.print(row);
+}
 
 int bench_layer_norm(Context& ctx, const Options& options, std::ostream& out) {
   const DType dtype = storage_of(options);
   const Layout layout = options.layout == "nhwc" ? Layout::nhwc : Layout::nchw;
-  Table table = open_table(ctx, options, out);
+  Table table = open_table(ctx, std::string(dtype_name(dtype)) + " " + options.layout, out);
   Random random(1);
   for (const BatchNormShape4& s : shapes_of(options, default_layer_norm_shapes())) {
     const Shape shape{s.N, s.C, s.H, s.W};
@@ -181,7 +186,7 @@ int bench_layer_norm(Context& ctx, const Options& options, std::ostream& out) {
 int bench_global_pool(Context& ctx, const Options& options, std::ostream& out) {
   const DType dtype = storage_of(options);
   const Layout layout = options.layout == "nhwc" ? Layout::nhwc : Layout::nchw;
-  Table table = open_table(ctx, options, out);
+  Table table = open_table(ctx, std::string(dtype_name(dtype)) + " " + options.layout, out);
   Random random(2);
   for (const BatchNormShape4& s : shapes_of(options, default_global_pool_shapes())) {
     const Shape shape{s.N, s.C, s.H, s.W};

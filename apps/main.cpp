@@ -16,7 +16,8 @@
 //   crema pack SOURCE OUT [--shard-size 256MB] [--max-side N] [--quality Q] [--skip-bad]
 //              [--workers N] [--root DIR] [--num-classes N]
 //   crema bench-loader CONFIG [--split S] [--workers 1,2,4] [--batches N] [--decode gpu]
-//   crema bench gemm|conv|conv-tc|rnn|batch-norm|layer-norm|global-pool [--shape S]... [--version V] [--math fp32|tf32|bf16]
+//   crema bench gemm|conv|conv-tc|rnn|batch-norm|layer-norm|global-pool|pooling|softmax|lrn|activation|eltwise|dropout|concat
+//               [--shape S]... [--version V] [--math fp32|tf32|bf16]
 //               [--warmup N] [--layout nchw|nhwc] [--repeats N] [--device cuda:N]
 //
 // Anything the user should fix ends with one line "crema: error: ..." and exit code 2. A training
@@ -194,10 +195,12 @@ int main(int argc, char** argv) {
       "bench", "check every CUDA version of an op against its reference, then time it");
   bench->add_option("op", kernel_bench_op,
                     "gemm, conv, conv-tc (16-bit or tf32 NHWC), rnn, batch-norm (NHWC), "
-                    "layer-norm or global-pool")
+                    "layer-norm, global-pool, pooling, softmax, lrn, activation, eltwise, "
+                    "dropout or concat (the memory-bound ops: GB/s against the copy bandwidth)")
       ->required()
-      ->check(CLI::IsMember(
-          {"gemm", "conv", "conv-tc", "rnn", "batch-norm", "layer-norm", "global-pool"}));
+      ->check(CLI::IsMember({"gemm", "conv", "conv-tc", "rnn", "batch-norm", "layer-norm",
+                             "global-pool", "pooling", "softmax", "lrn", "activation", "eltwise",
+                             "dropout", "concat"}));
   bench->add_option("--shape", kernel_bench.shapes, "a shape (repeatable; default: the op's list)")
       ->allow_extra_args(false);
   bench->add_option("--version", kernel_bench.version, "only this version (default: every one)");
@@ -206,7 +209,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"fp32", "tf32", "bf16"}));
   bench->add_option("--layout", kernel_bench.layout,
                     "conv: nchw, or nhwc (the raw NHWC passes on NHWC tensors, no transforms); "
-                    "layer-norm, global-pool: the tensors' layout")
+                    "layer-norm, global-pool, pooling: the tensors' layout")
       ->capture_default_str()
       ->check(CLI::IsMember({"nchw", "nhwc"}));
   bench->add_option("--warmup", kernel_bench.warmup, "untimed calls first")->capture_default_str();

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""The peer of `crema bench layer-norm` and `crema bench global-pool`: PyTorch's F.layer_norm and
-F.adaptive_avg_pool2d(x, 1) on CUDA tensors of the same shapes, timed with CUDA events
-(cuda_timing.median_ms), in crema's table columns.
+"""The peer of crema bench's memory-bound ops (layer-norm, global-pool, pooling, softmax, lrn,
+activation, eltwise, dropout, concat): PyTorch's calls on CUDA tensors of the same shapes, timed
+with CUDA events (cuda_timing.median_ms), in crema's table columns.
 
-  python3 scripts/bench/peer_memory_bound.py layer-norm|global-pool [--shape 64,96,56,56]...
+  python3 scripts/bench/peer_memory_bound.py OP [--shape 64,96,56,56]...
       [--dtype bf16|f32] [--layout nhwc|nchw] [--warmup 5] [--repeats 30]
 
 layer-norm: x of N,C,H,W normalized over C with weight and bias, eps 1e-6 (ConvNeXt). Under
@@ -15,6 +15,13 @@ forward: y; backward: the gradients of x, weight and bias from one forward's gra
 backward 3T.
 global-pool: y = F.adaptive_avg_pool2d(x, 1) on x channels_last (nhwc) or contiguous (nchw),
 forward only: T.
+The others (peer_memory_ops.py, crema's byte counts, apps/bench_pooling_ops.cpp and
+apps/bench_pointwise_ops.cpp): pooling F.max_pool2d / F.avg_pool2d, 3x3 s2 p1 and 2x2 s2;
+softmax F.softmax over C of [N, C] ("N,C" shapes, f32); lrn F.local_response_norm(x, 5, 1e-4,
+0.75, 1) (f32 nchw); activation relu, sigmoid, tanh, silu, gelu, gelu_tanh; eltwise a + b (out=)
+and a += b; dropout F.dropout p 0.5; concat torch.cat of two parts along C (out=), its backward
+the copy of the whole's two slices. Backwards are torch.autograd.grad of one forward's graph
+(retain_graph), the forward not timed.
 %peak is of the copy bandwidth measured first (a 1 GB device-to-device copy, read + write).
 Inputs rotate through copies of ~200 MB of traffic so that no pass finds them in L2, as crema
 bench does."""
@@ -26,6 +33,7 @@ import torch
 import torch.nn.functional as F
 
 from cuda_timing import median_ms
+import peer_memory_ops
 
 DEFAULT_SHAPES = {
     # ConvNeXt-T's LayerNorms at batch 64
@@ -34,13 +42,16 @@ DEFAULT_SHAPES = {
     "global-pool": ["64,32,112,112", "64,96,56,56", "64,144,56,56", "64,240,28,28",
                     "64,480,14,14", "64,1152,7,7"],
 }
+DEFAULT_SHAPES.update(peer_memory_ops.DEFAULT_SHAPES)
 DTYPES = {"bf16": torch.bfloat16, "f32": torch.float32}
 
 
-def parse(text):
+def parse(text, extents=4):
     fields = text.split(",")
-    if len(fields) != 4 or not all(f.isdigit() and int(f) > 0 for f in fields):
-        sys.exit(f"--shape '{text}': a shape is N,C,H,W (e.g. 64,96,56,56)")
+    if len(fields) != extents or not all(f.isdigit() and int(f) > 0 for f in fields):
+        example = "4096,1000" if extents == 2 else "64,96,56,56"
+        sys.exit(f"--shape '{text}': a shape is {'N,C' if extents == 2 else 'N,C,H,W'} "
+                 f"(e.g. {example})")
     return [int(f) for f in fields]
 
 
@@ -72,8 +83,14 @@ def main():
     peak = copy_gbps()
     print(f"peer: {torch.cuda.get_device_name(0)}, torch {torch.__version__}; copy bandwidth "
           f"{peak:.0f} GB/s (the %peak column is of it); {args.op} {args.dtype} {args.layout}")
-    print(f"{'shape':32s} {'pass':6s} {'version':10s} {'ms':>10s} {'GB/s':>8s} {'%peak':>6s}")
+    pass_width = 15 if args.op in peer_memory_ops.DEFAULT_SHAPES else 6
+    print(f"{'shape':32s} {'pass':{pass_width}s} {'version':10s} {'ms':>10s} {'GB/s':>8s} "
+          f"{'%peak':>6s}")
     for text in args.shape or DEFAULT_SHAPES[args.op]:
+        if args.op in peer_memory_ops.DEFAULT_SHAPES:
+            dims = parse(text, 2 if args.op == "softmax" else 4)
+            peer_memory_ops.bench(args.op, text, dims, dtype, args, peak)
+            continue
         n, c, h, w = parse(text)
         tensor = n * c * h * w * torch.finfo(dtype).bits // 8
         copies = max(1, math.ceil(200e6 / (3 * tensor)))

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "apps/bench.h"
 #include "core/error.h"
@@ -189,8 +190,9 @@ TEST(BenchOptions, CommandNeedsAGpuAndAKnownOp) {
   EXPECT_TRUE(contains(error_of([&] { bench_command("conv-tc", "cpu", bad_shape, out); }),
                        "--shape '64,64,56'"));
   EXPECT_TRUE(contains(error_of([&] { bench_command("pool", "cuda:0", Options{}, out); }),
-                       "unknown op 'pool' (gemm, conv, conv-tc, rnn, batch-norm, layer-norm or "
-                       "global-pool)"));
+                       "unknown op 'pool' (gemm, conv, conv-tc, rnn, batch-norm, layer-norm, "
+                       "global-pool, pooling, softmax, lrn, activation, eltwise, dropout or "
+                       "concat)"));
   Options bad_bn;
   bad_bn.shapes = {"128,256,56"};
   EXPECT_TRUE(contains(error_of([&] { bench_command("batch-norm", "cpu", bad_bn, out); }),
@@ -198,6 +200,32 @@ TEST(BenchOptions, CommandNeedsAGpuAndAKnownOp) {
   EXPECT_TRUE(
       contains(error_of([&] { bench_command("batch-norm", "cpu", Options{}, out); }), "not a GPU"));
   EXPECT_TRUE(contains(error_of([&] { bench_command("gemm", "tpu:0", Options{}, out); }), "tpu"));
+}
+
+// Every memory-bound op's name is known: without a GPU each gets as far as the device.
+TEST(BenchOptions, MemoryBoundOpsAreKnown) {
+  std::ostringstream out;
+  for (const char* op : {"layer-norm", "global-pool", "pooling", "softmax", "lrn", "activation",
+                         "eltwise", "dropout", "concat"}) {
+    const std::string error = error_of([&] { bench_command(op, "cpu", Options{}, out); });
+    EXPECT_TRUE(contains(error, "not a GPU")) << op << ": " << error;
+  }
+  // Their shapes are checked first: N,C,H,W, softmax's N,C.
+  Options nchw;
+  nchw.shapes = {"64,64,112"};
+  EXPECT_TRUE(contains(error_of([&] { bench_command("pooling", "cpu", nchw, out); }),
+                       "--shape '64,64,112'"));
+  nchw.shapes = {"4096,1000"};
+  EXPECT_TRUE(contains(error_of([&] { bench_command("activation", "cpu", nchw, out); }),
+                       "--shape '4096,1000'"));
+  EXPECT_TRUE(contains(error_of([&] { bench_command("softmax", "cpu", nchw, out); }), "not a GPU"));
+  for (const char* bad : {"4096,1000,1", "4096", "4096,0", "4096,x", "4096,1000,", ",1000", ""}) {
+    Options rows;
+    rows.shapes = {bad};
+    const std::string error = error_of([&] { bench_command("softmax", "cpu", rows, out); });
+    EXPECT_TRUE(contains(error, "--shape '" + std::string(bad) + "' is not N,C")) << bad;
+  }
+  EXPECT_EQ(parse_softmax_shape("256,32000"), (std::vector<int64_t>{256, 32000}));
 }
 
 TEST(BenchTable, Arithmetic) {
