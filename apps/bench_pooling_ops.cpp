@@ -201,24 +201,6 @@ RowsShape parse_rows_shape(const std::string& text) {
 
 }  // namespace
 
-std::vector<int64_t> parse_softmax_shape(const std::string& text) {
-  std::vector<int64_t> fields;
-  std::istringstream in(text);
-  std::string field;
-  bool valid = true;
-  while (std::getline(in, field, ',')) {
-    const bool digits = !field.empty() && field.size() < 12 &&
-                        field.find_first_not_of("0123456789") == std::string::npos;
-    if (!digits || std::stoll(field) == 0) valid = false;
-    if (valid) fields.push_back(std::stoll(field));
-  }
-  if (!valid || fields.size() != 2 || text.back() == ',') {
-    throw Error("crema bench softmax: --shape '" + text +
-                "' is not N,C (two positive extents, e.g. 4096,1000)");
-  }
-  return fields;
-}
-
 int bench_pooling(Context& ctx, const Options& options, std::ostream& out) {
   pick_versions(options, "pooling", kPoolVersions);  // a bad --version before any work
   const DType dtype = storage_of(options);

@@ -279,4 +279,24 @@ std::vector<BatchNormShape4> default_batch_norm_shapes() {
           {128, 256, 14, 14}, {128, 1024, 14, 14}, {128, 512, 7, 7},   {128, 2048, 7, 7}};
 }
 
+// N,C for softmax (in this file, which a build without CUDA links: the command parses shapes
+// before it looks for a GPU).
+std::vector<int64_t> parse_softmax_shape(const std::string& text) {
+  std::vector<int64_t> fields;
+  std::istringstream in(text);
+  std::string field;
+  bool valid = true;
+  while (std::getline(in, field, ',')) {
+    const bool digits = !field.empty() && field.size() < 12 &&
+                        field.find_first_not_of("0123456789") == std::string::npos;
+    if (!digits || std::stoll(field) == 0) valid = false;
+    if (valid) fields.push_back(std::stoll(field));
+  }
+  if (!valid || fields.size() != 2 || text.back() == ',') {
+    throw Error("crema bench softmax: --shape '" + text +
+                "' is not N,C (two positive extents, e.g. 4096,1000)");
+  }
+  return fields;
+}
+
 }  // namespace crema::bench
