@@ -31,6 +31,7 @@
 #include "kernels/common/launch.h"
 #include "kernels/gemm/gemm.h"
 #include "kernels/gemm/gemm_cuda_internal.h"
+#include "kernels/gemm/gemm_elem.cuh"
 
 namespace crema::kernels::cuda {
 namespace detail {
@@ -49,17 +50,6 @@ Elem elem_of(DType t) {
     default:
       return Elem::f32;
   }
-}
-
-template <Elem T>
-__device__ __forceinline__ float widen(uint16_t bits) {
-  if constexpr (T == Elem::bf16) return __uint_as_float(uint32_t(bits) << 16);
-  return __half2float(__ushort_as_half(bits));
-}
-template <Elem T>
-__device__ __forceinline__ uint16_t narrow(float v) {
-  if constexpr (T == Elem::bf16) return __bfloat16_as_ushort(__float2bfloat16_rn(v));
-  return __half_as_ushort(__float2half_rn(v));
 }
 
 // dst [rows, cols] (dense) = src [rows, cols] (leading dimension ld) widened to fp32.

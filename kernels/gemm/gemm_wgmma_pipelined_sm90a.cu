@@ -39,6 +39,7 @@
 
 #include "core/error.h"
 #include "kernels/gemm/gemm_cuda_internal.h"
+#include "kernels/gemm/gemm_elem.cuh"
 #include "kernels/gemm/gemm_wgmma_instructions.cuh"
 #include "kernels/tiles/tile_common.cuh"
 
@@ -99,18 +100,6 @@ __device__ __forceinline__ void setmaxnreg_inc() {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(REGISTERS));
 }
 
-// 16-bit bits <-> fp32 for a C of bf16 or f16 (round to nearest even).
-template <Elem T>
-__device__ __forceinline__ float half_to_float(uint16_t bits) {
-  if constexpr (T == Elem::bf16) return __uint_as_float(uint32_t(bits) << 16);
-  return __half2float(__ushort_as_half(bits));
-}
-template <Elem T>
-__device__ __forceinline__ uint16_t float_to_half(float v) {
-  if constexpr (T == Elem::bf16) return __bfloat16_as_ushort(__float2bfloat16_rn(v));
-  return __half_as_ushort(__float2half_rn(v));
-}
-
 // C's element at (m, n), n + 1 too: alpha * v + bias[n] + beta * C (beta == 0: C is not read), in
 // fp32, rounded once (to nearest even) into a 16-bit C; the pair in one 32-bit store where
 // aligned.
@@ -136,15 +125,15 @@ __device__ __forceinline__ void store_out(void* C, int64_t ldc, int m, int n, in
   } else {
     uint16_t* c = static_cast<uint16_t*>(C) + m * ldc + n;
     if (beta != 0.0f) {
-      r0 += beta * half_to_float<OUT>(c[0]);
-      if (second) r1 += beta * half_to_float<OUT>(c[1]);
+      r0 += beta * widen<OUT>(c[0]);
+      if (second) r1 += beta * widen<OUT>(c[1]);
     }
     if (second && reinterpret_cast<uintptr_t>(c) % 4 == 0) {
       *reinterpret_cast<uint32_t*>(c) =
-          uint32_t(float_to_half<OUT>(r0)) | uint32_t(float_to_half<OUT>(r1)) << 16;
+          uint32_t(narrow<OUT>(r0)) | uint32_t(narrow<OUT>(r1)) << 16;
     } else {
-      c[0] = float_to_half<OUT>(r0);
-      if (second) c[1] = float_to_half<OUT>(r1);
+      c[0] = narrow<OUT>(r0);
+      if (second) c[1] = narrow<OUT>(r1);
     }
   }
 }
