@@ -24,13 +24,26 @@ t3   wgmma              bf16       6.596    166.7    43.9      25.0   2.9e-03  H
 -    cuBLAS             tf32       3.262    337.1
 """
 
-# crema bench's format (apps/bench.cpp's Table::print): fields with spaces inside.
-BENCH = """copy: 4047.0 GB/s (device to device, 1 GB)
-device: NVIDIA H200 (peaks: fp32 67, tf32 495, bf16 989 TFLOP/s; DRAM 4800 GB/s)
-shape                            pass            version            check          rel.err     tol         ms  TFLOP/s     GB/s  %peak     ws_MB status
-64,256,56,56 f32                 relu fwd        vectorized         ref            0.0e+00 1.0e-05     0.1070        -   3840.2   94.9         0 ok
-64,256,56,56 f32                 gelu_tanh bwd   vectorized         ref            1.1e-07 1.0e-05     0.1580        -   3900.0   96.4         0 ok
-"""
+# crema bench's format (apps/bench.cpp's Table::print, the same widths): fields with spaces
+# inside, a pass that fills its column.
+def bench_line(*f):
+    return ("{:<32} {:<15} {:<18} {:<12} {:>9} {:>7} {:>10} {:>8} {:>8} {:>6} {:>9} {}"
+            .format(*f).rstrip() + "\n")
+
+
+BENCH = ("copy bandwidth (device to device, read + write): 4047 GB/s; the %peak column is of it\n"
+         "device: NVIDIA H200 (peaks: fp32 67, tf32 495, bf16 989 TFLOP/s; DRAM 4047 GB/s)\n"
+         + bench_line("shape", "pass", "version", "check", "rel.err", "tol", "ms", "TFLOP/s",
+                      "GB/s", "%peak", "ws_MB", "status")
+         + bench_line("64,256,56,56 f32", "relu fwd", "vectorized", "ref", "0.0e+00", "1.0e-05",
+                      "0.1070", "-", "3840.2", "94.9", "0", "ok")
+         + bench_line("64,256,56,56 f32", "gelu_tanh bwd", "vectorized", "ref", "1.1e-07",
+                      "1.0e-05", "0.1580", "-", "3900.0", "96.4", "0", "ok")
+         + bench_line("64,64,112,112 f32 nchw", "max 3x3s2p1 fwd", "per_element", "ref",
+                      "0.0e+00", "1.0e-05", "0.1360", "-", "2000.0", "49.4", "0", "ok")
+         + bench_line("64,64,112,112 f32 nchw", "max 3x3s2p1 fwd", "channel_vectors", "ref",
+                      "9.9e-01", "1.0e-05", "-", "-", "-", "-", "0", "FAILED")
+         + "\nmore text after the table 9.9\n")
 
 
 def run_on(readme_text, output, extra=()):
@@ -55,6 +68,12 @@ class Parsing(unittest.TestCase):
         self.assertEqual(rows[("64,256,56,56 f32", "gelu_tanh bwd")], "0.1580")
         rows = rt.parse_output(BENCH, ["pass"], "GB/s")
         self.assertEqual(rows[("relu fwd",)], "3840.2")
+        rows = rt.parse_output(BENCH, ["shape", "pass", "version"], "ms")
+        self.assertEqual(rows[("64,64,112,112 f32 nchw", "max 3x3s2p1 fwd", "per_element")],
+                         "0.1360")
+        self.assertEqual(rows[("64,64,112,112 f32 nchw", "max 3x3s2p1 fwd", "channel_vectors")],
+                         "-")
+        self.assertEqual(len(rows), 4)  # the table ends at the blank line
 
     def test_percent_headers_and_idea_words(self):
         rows = rt.parse_output(LADDER, ["rung", "math"], "% cuBLAS")
