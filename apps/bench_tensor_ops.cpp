@@ -184,7 +184,7 @@ int bench_scale(Context& ctx, const Options& options, std::ostream& out) {
       kernels::channel_reduce(ctx, dys[k], nullptr, 1, 1, false, dbias);
     };
     sums(0);
-    Row bwd = row_for(s, "bwd dscale+dbias", "split",
+    Row bwd = row_for(s, "bwd sums", "split",
                       worst_error(ctx, {&dscale, &dbias}, {&ds_ref, &db_ref}), tolerance_of(DType::f32), 2 * tensor);
     time_row(ctx, options, table, bwd, [&](int i) { sums(size_t(i % copies)); });
   }

@@ -136,7 +136,7 @@ def bench(op, text, dims, args, peak):
             return (dys[k] * xs[k]).sum((0, 2, 3)), dys[k].sum((0, 2, 3))
 
         row(label, "fwd", time(forward), 2 * tensor)
-        row(label, "bwd dscale+dbias", time(sums), 2 * tensor)
+        row(label, "bwd sums", time(sums), 2 * tensor)
     elif op == "cast":
         halves = [torch.empty(dims, device="cuda", dtype=torch.bfloat16) for _ in range(copies)]
 
@@ -170,13 +170,13 @@ def bench(op, text, dims, args, peak):
             d = 2.0 + 1e-4 * F.avg_pool2d(t * t, 5, 1, 2, count_include_pad=True)
             return t * d.pow(-0.75)
 
-        grads = [rand(dims, grad=True) for _ in range(copies)]
-        row(label, "fwd 5x5", time(lambda: lcn(grads[rotate()])), 2 * tensor)
-        outs = [lcn(g) for g in grads]
+        inputs = [rand(dims, grad=True) for _ in range(copies)]
+        row(label, "fwd 5x5", time(lambda: lcn(inputs[rotate()])), 2 * tensor)
+        outs = [lcn(x) for x in inputs]
         dys = [rand(dims) for _ in range(copies)]
 
         def backward():
             k = rotate()
-            return torch.autograd.grad(outs[k], grads[k], dys[k], retain_graph=True)
+            return torch.autograd.grad(outs[k], inputs[k], dys[k], retain_graph=True)
 
         row(label, "bwd 5x5", time(backward), 3 * tensor)
