@@ -59,7 +59,7 @@ enum class GemmMath { fp32, tf32, bf16 };
 const char* gemm_math_name(GemmMath math);
 std::optional<GemmMath> gemm_math_from_name(const std::string& name);
 
-// The versions production runs, labelled as README.md's ladder (s13, t1-t5; values: the old
+// The versions production runs, labelled as README.md's ladder (s16, t1-t5; values: the old
 // v6-v11, nothing depends on them); the other rungs live in ladder/ (cuda::ladder::sgemm runs all).
 enum class GemmVersion {
   tf32_mma = 6,       // t1: tensor cores, mma.sync m16n8k8 TF32, cp.async 3-stage pipeline (tf32)
@@ -67,15 +67,15 @@ enum class GemmVersion {
   wgmma,              // t3: sm_90a warpgroup MMA from 128B-swizzled shared memory (tf32 or bf16)
   wgmma_pipelined,    // t4: t3 fed by TMA through a 4-stage mbarrier ring, producer/consumer warps
   wgmma_repacked,     // t5: t4 for every layout and bf16 math: operands repacked K-major first
-  ffma_tuned,         // s13: adaptive tiles, a double-buffered 128x128 loop, K split for small C
+  ffma_tuned,         // s16: adaptive tiles, a double-buffered 128x128 loop, K split for small C
   best = ffma_tuned,  // fp32's production version; see best_version for the others
 };
 // Its name as `crema bench` spells it ("ffma_tuned").
 const char* gemm_version_name(GemmVersion version);
 // Whether `version` computes in `math`: t1 tf32, t2 bf16, t3 tf32 and bf16, t4 tf32, t5 tf32 and
-// bf16, s13 fp32.
+// bf16, s16 fp32.
 bool supports(GemmVersion version, GemmMath math);
-// The version production uses for `math`: s13 (fp32), t1 (tf32), t2 (bf16); README.md has the
+// The version production uses for `math`: s16 (fp32), t1 (tf32), t2 (bf16); README.md has the
 // measurements behind the choice (t3 loses to t1/t2 on most shapes so far).
 GemmVersion best_version(GemmMath math);
 
@@ -91,7 +91,7 @@ GemmVersion best_version(GemmMath math);
 // Without a workspace where one is needed (nullptr), or with an operand it would read in place
 // that is not 16-byte aligned with a leading dimension that is a multiple of 4, t5 runs t4
 // (tf32) or t3 (bf16).
-// s13 splits K over the grid when C has too few tiles to occupy the GPU and K is long (a weight
+// s16 splits K over the grid when C has too few tiles to occupy the GPU and K is long (a weight
 // gradient): each split's partial product goes to `workspace` (sgemm_workspace(...) floats), a
 // second pass adds them in split order. Without a workspace (nullptr) it runs unsplit. Every other
 // version ignores `workspace`.
@@ -103,7 +103,7 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
 // MN-major (A when trans_a, B when !trans_b), every operand in bf16 math, and both when K is not a
 // multiple of 4, to rows of K rounded up to 4 (TF32) or 8 (bf16) elements, and, for a C whose
 // 128 x 256 tiles fill less than half the SMs with a long K, keeps one M x N fp32 part per split
-// of K after them (on the current device: the split depends on its SM count); s13 keeps one M x N
+// of K after them (on the current device: the split depends on its SM count); s16 keeps one M x N
 // partial product per split of K when it splits.
 size_t sgemm_workspace(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
                        GemmVersion version, GemmMath math);
