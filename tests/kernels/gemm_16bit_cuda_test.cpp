@@ -1,8 +1,10 @@
 // cuda::gemm_16bit and the Tensor-level gemm on bf16 and f16 tensors: every layout, awkward
 // shapes (M, N, K odd, K not a multiple of 8, K = 1), the skinny products that split K (a weight
 // gradient's few tiles and long K; M = 1; N = 1), alpha/beta blends over NaN-poisoned C, a bias,
-// C f32 or 16-bit, in both ways (wgmma_repacked on compute capability 9.0, tf32_mma / bf16_mma on
-// widened operands anywhere); the split's bits repeat; what it refuses it names. Also the bias
+// C f32 or 16-bit, in every way (wgmma_in_place and wgmma_repacked on compute capability 9.0,
+// tf32_mma / bf16_mma on widened operands anywhere); wgmma_in_place's MN-major operands read in
+// place (M, N multiples of 8, any K) and its fallback (a copy of an operand whose rows are not
+// 16-byte multiples) and workspace; the bits repeat; what it refuses it names. Also the bias
 // gradient from 16-bit dy.
 //
 // The reference: ref::gemm<double> on the stored 16-bit values (exact), then alpha, the bias and
@@ -214,12 +216,17 @@ void check_operands(Context& ctx, const Operands& o, GemmVersion version, uint64
   }
 }
 
-// The versions a GPU runs: t5's way where it can, and the widened mma.sync way everywhere.
+bool on_sm90() {
+  return cuda::best_16bit_version(DType::bf16) == GemmVersion::wgmma_in_place;
+}
+
+// The versions a GPU runs: the wgmma ways where it can, and the widened mma.sync way everywhere.
 std::vector<GemmVersion> versions(DType type) {
   std::vector<GemmVersion> out{GemmVersion::tf32_mma};
   if (type == DType::bf16) out.push_back(GemmVersion::bf16_mma);
-  if (cuda::best_16bit_version(type) == GemmVersion::wgmma_repacked) {
+  if (on_sm90()) {
     out.push_back(GemmVersion::wgmma_repacked);
+    out.push_back(GemmVersion::wgmma_in_place);
   }
   return out;
 }
@@ -245,6 +252,53 @@ TEST(Gemm16bitCuda, AwkwardShapesEveryLayout) {
   for (const Dims& d : shapes) check_shape(ctx, d, seed += 16);
 }
 
+TEST(Gemm16bitCuda, InPlaceMnMajorOperands) {
+  CREMA_REQUIRE_CUDA();
+  Context ctx(Device::cuda(0));
+  // wgmma_in_place reads A [K,M] in place when M is a multiple of 8 and B [K,N] when N is (their
+  // rows are then 16-byte multiples), whatever K; the others are copied (M = 1 TN, N = 1 NN). K =
+  // 8 and 24 (less than one 64-deep slab), K = 13 (the copy engine's zeros past K, MN-major),
+  // tiles past the edges (200 = 128 + 72, 136 = 128 + 8: the second tile's upper box of A lies
+  // past M and is not loaded; 320 = 256 + 64: three of B's four boxes are not), a K of several
+  // laps of the ring. Every layout, both types, C f32 and 16-bit, with and without a bias.
+  const Dims shapes[] = {{8, 8, 8},   {136, 264, 8}, {72, 200, 24},     {72, 136, 13},
+                         {1, 64, 40}, {64, 1, 24},   {200, 320, 1000}};
+  uint64_t seed = 2100;
+  for (const Dims& d : shapes) check_shape(ctx, d, seed += 16);
+}
+
+TEST(Gemm16bitCuda, InPlaceWorkspaceIsTheFallbackAndTheSplitOnly) {
+  CREMA_REQUIRE_CUDA();
+  Context ctx(Device::cuda(0));
+  if (!on_sm90()) GTEST_SKIP() << "wgmma_in_place runs on sm_90 only";
+  const GemmVersion in_place = GemmVersion::wgmma_in_place;
+  for (int t = 0; t < 4; ++t) {
+    const bool ta = t & 1, tb = t & 2;
+    // Rows of 16-byte multiples, no split: nothing to copy, no workspace (t5 copies MN-major ones).
+    EXPECT_EQ(cuda::gemm_16bit_workspace(ta, tb, 8192, 8192, 8192, in_place), 0u) << t;
+    EXPECT_EQ(cuda::gemm_16bit_workspace(ta, tb, 200704, 384, 96, in_place), 0u) << t;
+    EXPECT_EQ(cuda::gemm_16bit_workspace(ta, tb, 200704, 384, 96, GemmVersion::wgmma_repacked) > 0,
+              ta || !tb)
+        << t;
+    // A padded leading dimension that is not a multiple of 8: that operand's K-major copy, rows
+    // of K rounded up to 8 (2 bf16 to a float).
+    const int64_t lda_ok = ta ? 64 : 24, ldb_ok = tb ? 24 : 128;
+    EXPECT_EQ(cuda::gemm_16bit_workspace(ta, tb, 64, 128, 20, in_place, lda_ok, ldb_ok), 0u) << t;
+    EXPECT_EQ(cuda::gemm_16bit_workspace(ta, tb, 64, 128, 20, in_place, ta ? 66 : 21, ldb_ok),
+              size_t(64 * 24 / 2))
+        << t;
+    EXPECT_EQ(cuda::gemm_16bit_workspace(ta, tb, 64, 128, 20, in_place, lda_ok, tb ? 22 : 130),
+              size_t(128 * 24 / 2))
+        << t;
+  }
+  // ConvNeXt-T's first weight gradient (dW = dy^T x over 200,704 positions): the split's parts
+  // alone, where t5 also copied both operands (~190 MB).
+  const int splits = cuda::gemm_16bit_splits(true, false, 384, 96, 200704, in_place);
+  EXPECT_GT(splits, 1);
+  EXPECT_EQ(cuda::gemm_16bit_workspace(true, false, 384, 96, 200704, in_place),
+            size_t(splits) * 384 * 96);
+}
+
 TEST(Gemm16bitCuda, SkinnyProductsSplitK) {
   CREMA_REQUIRE_CUDA();
   Context ctx(Device::cuda(0));
@@ -253,10 +307,12 @@ TEST(Gemm16bitCuda, SkinnyProductsSplitK) {
   const Dims shapes[] = {{384, 96, 20000}, {384, 96, 9999}, {1, 300, 9000}, {200, 1, 5000}};
   uint64_t seed = 1700;
   for (const Dims& d : shapes) {
-    if (cuda::best_16bit_version(DType::bf16) == GemmVersion::wgmma_repacked) {
+    if (on_sm90()) {
       // The shapes are there to split: a plan without a split would leave the path untested.
-      EXPECT_GT(cuda::gemm_16bit_splits(true, false, d.M, d.N, d.K, GemmVersion::wgmma_repacked), 1)
-          << d.M << " x " << d.N << " x " << d.K;
+      for (GemmVersion v : {GemmVersion::wgmma_repacked, GemmVersion::wgmma_in_place}) {
+        EXPECT_GT(cuda::gemm_16bit_splits(true, false, d.M, d.N, d.K, v), 1)
+            << d.M << " x " << d.N << " x " << d.K << " " << cuda::gemm_version_name(v);
+      }
     }
     check_shape(ctx, d, seed += 16);
   }
@@ -265,17 +321,28 @@ TEST(Gemm16bitCuda, SkinnyProductsSplitK) {
 TEST(Gemm16bitCuda, SplitKRepeatsBitForBit) {
   CREMA_REQUIRE_CUDA();
   Context ctx(Device::cuda(0));
-  const GemmVersion version = cuda::best_16bit_version(DType::bf16);
-  if (version != GemmVersion::wgmma_repacked) GTEST_SKIP() << "the split runs on sm_90 only";
-  const Operands o = make_operands({384, 96, 20000}, true, false, DType::bf16, 1800);
-  const std::vector<float> c0 = random_representable(384 * 96, DType::f32, 1801);
-  const std::vector<float> bias = random_representable(96, DType::f32, 1802);
-  const Blend blend{1.0f, 1.0f, true};
-  const std::vector<float> first = run(ctx, o, DType::f32, blend, c0, bias, version);
-  for (int repeat = 0; repeat < 3; ++repeat) {
-    const std::vector<float> again = run(ctx, o, DType::f32, blend, c0, bias, version);
-    ASSERT_EQ(std::memcmp(first.data(), again.data(), first.size() * sizeof(float)), 0)
-        << "repeat " << repeat;
+  if (!on_sm90()) GTEST_SKIP() << "the split runs on sm_90 only";
+  // A split weight gradient (both operands MN-major) and an unsplit NN product (B MN-major) with a
+  // 16-bit C, on both wgmma ways.
+  struct Case {
+    Dims d;
+    bool ta, tb;
+    DType c_type;
+  };
+  for (const Case& k : {Case{{384, 96, 20000}, true, false, DType::f32},
+                        Case{{264, 520, 3000}, false, false, DType::bf16}}) {
+    const Operands o = make_operands(k.d, k.ta, k.tb, DType::bf16, 1800);
+    const std::vector<float> c0 = random_representable(size_t(k.d.M * k.d.N), k.c_type, 1801);
+    const std::vector<float> bias = random_representable(size_t(k.d.N), DType::f32, 1802);
+    const Blend blend{1.0f, 1.0f, true};
+    for (GemmVersion version : {GemmVersion::wgmma_in_place, GemmVersion::wgmma_repacked}) {
+      const std::vector<float> first = run(ctx, o, k.c_type, blend, c0, bias, version);
+      for (int repeat = 0; repeat < 3; ++repeat) {
+        const std::vector<float> again = run(ctx, o, k.c_type, blend, c0, bias, version);
+        ASSERT_EQ(std::memcmp(first.data(), again.data(), first.size() * sizeof(float)), 0)
+            << cuda::gemm_version_name(version) << " M=" << k.d.M << " repeat " << repeat;
+      }
+    }
   }
 }
 
@@ -356,11 +423,17 @@ TEST(Gemm16bitCuda, RefusesWhatItCannotRunWithTheReason) {
              "does not read 16-bit operands");
   expect_has(message(DType::bf16, DType::bf16, GemmVersion::tf32_mma, 8, 0),
              "needs a 16-byte aligned workspace");
-  if (cuda::best_16bit_version(DType::bf16) == GemmVersion::wgmma_repacked) {
+  if (on_sm90()) {
     expect_has(message(DType::bf16, DType::bf16, GemmVersion::wgmma_repacked, 12, 0),
                "a multiple of 8");
     expect_has(message(DType::bf16, DType::bf16, GemmVersion::wgmma_repacked, 8, 1),
                "16-byte aligned");
+    // wgmma_in_place copies an operand with rows of 12 (the workspace the plan for lda = 12 asks
+    // for is missing here), and refuses a misaligned base.
+    expect_has(message(DType::bf16, DType::bf16, GemmVersion::wgmma_in_place, 12, 0),
+               "lda=12, ldb=8) needs a 16-byte aligned workspace");
+    expect_has(message(DType::bf16, DType::bf16, GemmVersion::wgmma_in_place, 8, 1),
+               "A [M,K] is read in place and must be 16-byte aligned");
   }
 }
 
