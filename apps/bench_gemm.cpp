@@ -223,6 +223,15 @@ Reference reference(const Operands& op, Random& random) {
   return ref;
 }
 
+// C poisoned with NaN before a checked call (ctx.fill takes f32 device tensors only; a 16-bit C is
+// filled on the host and copied).
+void poison(Context& ctx, Tensor& c) {
+  if (c.dtype() == DType::f32) return ctx.fill(c, NAN);
+  Tensor host(c.shape(), c.dtype());
+  host.fill(NAN);
+  c.copy_from(host);
+}
+
 double check(const std::vector<float>& c, const Reference& ref) {
   if (std::any_of(c.begin(), c.end(), [](float v) { return std::isnan(v); })) return NAN;
   if (ref.where.empty()) return relative_error(c.data(), ref.values.data(), c.size());
@@ -318,7 +327,7 @@ int bench_gemm(Context& ctx, const Options& options, std::ostream& out) {
                         double(shape.M * shape.N) * double(dtype_size(c_type));
             row.peak = options.math;
             row.workspace_bytes = double(floats16) * sizeof(float);
-            ctx.fill(c, NAN);
+            poison(ctx, c);
             ops.launch_16bit(0, op, c, version, workspace16, ctx.stream());
             ctx.synchronize();
             row.rel_error = check(c.to_vector(), ref);
