@@ -3,7 +3,8 @@
 // accumulation on the tensor cores. Three ways, by version:
 //
 //   wgmma_in_place (compute capability 9.0; production's)
-//     t4's kernel reads every operand where it lies: wgmma takes a 16-bit operand MN-major (its
+//     t4's kernel, on a persistent grid (one block per SM walking several tiles: the next tile's
+//     slabs load during a tile's store; not with a split of K), reads every operand where it lies: wgmma takes a 16-bit operand MN-major (its
 //     transpose immediate), so A stored [K,M] (trans_a) and B stored [K,N] (!trans_b) need no
 //     copy; their tensor maps run along M (N) and the descriptors say MN-major
 //     (gemm_wgmma_pipelined_sm90a.cu). The copy engine zero-fills past every edge, so any M, N, K
@@ -300,11 +301,13 @@ void gemm_16bit(DType operands, DType c_type, bool trans_a, bool trans_b, int64_
   const int k = int(p.product_k);
   if (p.split.splits > 1) {
     gemm_wgmma_any_major(in, Elem::f32, p.a_mn, p.b_mn, int(M), int(N), k, 1.0f, a16, lda, b16,
-                         ldb, 0.0f, next, N, nullptr, p.split, stream);
+                         ldb, 0.0f, next, N, nullptr, p.split, stream, false);
     return sum_parts(out, int(M), int(N), p.split.splits, next, alpha, bias, beta, C, ldc, stream);
   }
+  // wgmma_in_place runs a persistent grid (the next tile's loads during a tile's store); t5 keeps
+  // t4's one tile per block.
   gemm_wgmma_any_major(in, out, p.a_mn, p.b_mn, int(M), int(N), k, alpha, a16, lda, b16, ldb, beta,
-                       C, ldc, bias, {}, stream);
+                       C, ldc, bias, {}, stream, version == GemmVersion::wgmma_in_place);
 }
 
 size_t gemm_16bit_workspace(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,

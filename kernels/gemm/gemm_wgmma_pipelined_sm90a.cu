@@ -19,6 +19,11 @@
 //       of A times the two 128-row halves of B, 4 k steps), keeps one group in flight, and
 //       releases the previous slab's stage on its "empty" mbarrier once that group is done
 //   setmaxnreg moves registers from the producer (40) to the consumers (232): 128 accumulators
+//   persistent grid (wgmma_in_place): one block per SM walks tiles blockIdx.x + i * gridDim.x;
+//     the ring runs on across tiles (a block's slabs counted from its first tile), and the
+//     consumers release a tile's last stage before storing it, so the producer loads the next
+//     tile's first slabs during the store (a short K, ConvNeXt's K = 96 to 768, is mostly
+//     those). One tile per block otherwise (the grid of t4, t5 and the split of K).
 //
 // MN-major 16-bit operands (wgmma_in_place): wgmma reads a 16-bit operand MN-major when its
 // transpose immediate is 1, so an operand stored [K, M or N] is read as it lies. Its tensor map's
@@ -45,6 +50,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <type_traits>
@@ -153,7 +159,8 @@ __device__ __forceinline__ void store_out(void* C, int64_t ldc, int m, int n, in
   }
 }
 
-// One block: a 128 x 256 tile of C over slabs [y * slabs_per_split, ...) of k (y = blockIdx.y;
+// One block: 128 x 256 tiles of C (blockIdx.x, blockIdx.x + gridDim.x, ...: one per block, or
+// several in a persistent grid), each over slabs [y * slabs_per_split, ...) of k (y = blockIdx.y;
 // all of them without a split), its output at C + y * split_stride elements. A_MN, B_MN: that
 // operand's map is MN-major (16-bit operands only).
 template <Elem IN, Elem OUT, bool A_MN = false, bool B_MN = false>
@@ -181,8 +188,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   __syncthreads();
 
   const int tiles_m = (M + kBM - 1) / kBM, tiles_n = (N + kBN - 1) / kBN;
-  const TileCoord tile = grouped_tile(blockIdx.x, tiles_m, tiles_n, 8);
-  const int m0 = tile.m * kBM, n0 = tile.n * kBN;
+  const int tiles = tiles_m * tiles_n;
   const int all_slabs = (K + kBK<IN> - 1) / kBK<IN>;
   const int first_slab = int(blockIdx.y) * slabs_per_split;
   const int slabs = min(all_slabs - first_slab, slabs_per_split);  // >= 1: the plan's promise
@@ -190,33 +196,42 @@ __global__ void __launch_bounds__(kThreads, 1)
             int64_t(blockIdx.y) * split_stride * (OUT == Elem::f32 ? 4 : 2);
   static_assert(IN != Elem::f32 || (!A_MN && !B_MN), "TF32 operands are read K-major only");
 
+  // The block's tiles: blockIdx.x, then every gridDim.x-th (one tile when the grid has one block
+  // per tile; a persistent grid of one block per SM walks several, the producer loading the next
+  // tile's slabs while the consumers store this one). `it` counts the block's slabs over all its
+  // tiles: slab it lives in stage it % kStages, in that stage's phase it / kStages.
   if (warpgroup == 0) {
     setmaxnreg_dec<40>();
-    // MN-major boxes that hold any row of the matrix (at least 1: m0 < M, n0 < N), and the bytes
-    // a stage then receives.
-    const int a_boxes = min(kBM / kMnBox, (M - m0 + kMnBox - 1) / kMnBox);
-    const int b_boxes = min(kBN / kMnBox, (N - n0 + kMnBox - 1) / kMnBox);
-    const uint32_t stage_bytes = (A_MN ? a_boxes * kMnBoxBytes : kABytes) +
-                                 (B_MN ? b_boxes * kMnBoxBytes : kBBytes);
     if (tid == 0) {
-      for (int s = 0; s < slabs; ++s) {
-        const int stage = s % kStages;
-        // Slab s - kStages, the stage's previous tenant, released by both consumers.
-        if (s >= kStages) mbarrier_wait(empty + 8 * stage, (s / kStages - 1) & 1);
-        const uint32_t a = base + stage * kStageBytes, bar = full + 8 * stage;
-        const int k0 = (first_slab + s) * kBK<IN>;
-        mbarrier_arrive_expect_tx(bar, stage_bytes);
-        if constexpr (A_MN) {
-          for (int c = 0; c < a_boxes; ++c)
-            tma_load_2d(a + c * kMnBoxBytes, &map_a, bar, m0 + c * kMnBox, k0);
-        } else {
-          tma_load_2d(a, &map_a, bar, k0, m0);
-        }
-        if constexpr (B_MN) {
-          for (int c = 0; c < b_boxes; ++c)
-            tma_load_2d(a + kABytes + c * kMnBoxBytes, &map_b, bar, n0 + c * kMnBox, k0);
-        } else {
-          tma_load_2d(a + kABytes, &map_b, bar, k0, n0);
+      int it = 0;
+      for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+        const TileCoord tile = grouped_tile(t, tiles_m, tiles_n, 8);
+        const int m0 = tile.m * kBM, n0 = tile.n * kBN;
+        // MN-major boxes that hold any row of the matrix (at least 1: m0 < M, n0 < N), and the
+        // bytes a stage then receives.
+        const int a_boxes = min(kBM / kMnBox, (M - m0 + kMnBox - 1) / kMnBox);
+        const int b_boxes = min(kBN / kMnBox, (N - n0 + kMnBox - 1) / kMnBox);
+        const uint32_t stage_bytes = (A_MN ? a_boxes * kMnBoxBytes : kABytes) +
+                                     (B_MN ? b_boxes * kMnBoxBytes : kBBytes);
+        for (int s = 0; s < slabs; ++s, ++it) {
+          const int stage = it % kStages;
+          // Slab it - kStages, the stage's previous tenant, released by both consumers.
+          if (it >= kStages) mbarrier_wait(empty + 8 * stage, (it / kStages - 1) & 1);
+          const uint32_t a = base + stage * kStageBytes, bar = full + 8 * stage;
+          const int k0 = (first_slab + s) * kBK<IN>;
+          mbarrier_arrive_expect_tx(bar, stage_bytes);
+          if constexpr (A_MN) {
+            for (int c = 0; c < a_boxes; ++c)
+              tma_load_2d(a + c * kMnBoxBytes, &map_a, bar, m0 + c * kMnBox, k0);
+          } else {
+            tma_load_2d(a, &map_a, bar, k0, m0);
+          }
+          if constexpr (B_MN) {
+            for (int c = 0; c < b_boxes; ++c)
+              tma_load_2d(a + kABytes + c * kMnBoxBytes, &map_b, bar, n0 + c * kMnBox, k0);
+          } else {
+            tma_load_2d(a + kABytes, &map_b, bar, k0, n0);
+          }
         }
       }
     }
@@ -225,64 +240,73 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   setmaxnreg_inc<232>();
   const int consumer = warpgroup - 1;
-  float acc_lo[64], acc_hi[64];  // columns n0 .. n0+127 and n0+128 .. n0+255 of 64 rows
-#pragma unroll
-  for (int i = 0; i < 64; ++i) acc_lo[i] = acc_hi[i] = 0.0f;
-  for (int s = 0; s < slabs; ++s) {
-    const int stage = s % kStages;
-    mbarrier_wait(full + 8 * stage, (s / kStages) & 1);
-    // This consumer's 64 rows of A: 64 K-major rows, or the MN-major box `consumer`.
-    const uint32_t a_tile = base + stage * kStageBytes + consumer * 64 * kRowBytes;
-    const uint32_t b_tile = base + stage * kStageBytes + kABytes;
-    wgmma_fence();
-#pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      // K-major: 4 steps of 32 bytes (8 TF32, 16 bf16/f16) along the rows; MN-major: 4 steps of 16
-      // rows (16 k) down the boxes. B's second half: rows 128.. (K-major) or boxes 2, 3.
-      const uint64_t a = A_MN ? descriptor_mn_major(a_tile + 16 * kRowBytes * k, kMnBoxBytes)
-                              : descriptor(a_tile + 32 * k);
-      const uint64_t b_lo = B_MN ? descriptor_mn_major(b_tile + 16 * kRowBytes * k, kMnBoxBytes)
-                                 : descriptor(b_tile + 32 * k);
-      const uint64_t b_hi =
-          B_MN ? descriptor_mn_major(b_tile + 2 * kMnBoxBytes + 16 * kRowBytes * k, kMnBoxBytes)
-               : descriptor(b_tile + 128 * kRowBytes + 32 * k);
-      if constexpr (IN == Elem::bf16) {
-        wgmma_bf16_n128<A_MN, B_MN>(acc_lo, a, b_lo);
-        wgmma_bf16_n128<A_MN, B_MN>(acc_hi, a, b_hi);
-      } else if constexpr (IN == Elem::f16) {
-        wgmma_f16_n128<A_MN, B_MN>(acc_lo, a, b_lo);
-        wgmma_f16_n128<A_MN, B_MN>(acc_hi, a, b_hi);
-      } else {
-        wgmma_tf32_n128(acc_lo, a, b_lo);
-        wgmma_tf32_n128(acc_hi, a, b_hi);
-      }
-    }
-    wgmma_commit();
-    // Slab s-1's group is done with its stage: hand it back to the producer.
-    wgmma_wait<1>();
-    if (s > 0) mbarrier_arrive(empty + 8 * ((s - 1) % kStages));
-  }
-  wgmma_wait<0>();
-#pragma unroll
-  for (int i = 0; i < 64; ++i) {
-    fence_register(acc_lo[i]);
-    fence_register(acc_hi[i]);
-  }
-
   const int warp = tid % 128 / 32, lane = tid % 32;
-  const int row = m0 + consumer * 64 + warp * 16 + lane / 4;
+  int it = 0;
+  for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+    const TileCoord tile = grouped_tile(t, tiles_m, tiles_n, 8);
+    const int m0 = tile.m * kBM, n0 = tile.n * kBN;
+    float acc_lo[64], acc_hi[64];  // columns n0 .. n0+127 and n0+128 .. n0+255 of 64 rows
 #pragma unroll
-  for (int j = 0; j < 16; ++j) {
-    const int n = n0 + 8 * j + 2 * (lane % 4);
-    if (row < M) {
-      store_out<OUT>(C, ldc, row, n, N, alpha, beta, bias, acc_lo[4 * j], acc_lo[4 * j + 1]);
-      store_out<OUT>(C, ldc, row, n + 128, N, alpha, beta, bias, acc_hi[4 * j], acc_hi[4 * j + 1]);
+    for (int i = 0; i < 64; ++i) acc_lo[i] = acc_hi[i] = 0.0f;
+    for (int s = 0; s < slabs; ++s, ++it) {
+      const int stage = it % kStages;
+      mbarrier_wait(full + 8 * stage, (it / kStages) & 1);
+      // This consumer's 64 rows of A: 64 K-major rows, or the MN-major box `consumer`.
+      const uint32_t a_tile = base + stage * kStageBytes + consumer * 64 * kRowBytes;
+      const uint32_t b_tile = base + stage * kStageBytes + kABytes;
+      wgmma_fence();
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        // K-major: 4 steps of 32 bytes (8 TF32, 16 bf16/f16) along the rows; MN-major: 4 steps of
+        // 16 rows (16 k) down the boxes. B's second half: rows 128.. (K-major) or boxes 2, 3.
+        const uint64_t a = A_MN ? descriptor_mn_major(a_tile + 16 * kRowBytes * k, kMnBoxBytes)
+                                : descriptor(a_tile + 32 * k);
+        const uint64_t b_lo = B_MN ? descriptor_mn_major(b_tile + 16 * kRowBytes * k, kMnBoxBytes)
+                                   : descriptor(b_tile + 32 * k);
+        const uint64_t b_hi =
+            B_MN ? descriptor_mn_major(b_tile + 2 * kMnBoxBytes + 16 * kRowBytes * k, kMnBoxBytes)
+                 : descriptor(b_tile + 128 * kRowBytes + 32 * k);
+        if constexpr (IN == Elem::bf16) {
+          wgmma_bf16_n128<A_MN, B_MN>(acc_lo, a, b_lo);
+          wgmma_bf16_n128<A_MN, B_MN>(acc_hi, a, b_hi);
+        } else if constexpr (IN == Elem::f16) {
+          wgmma_f16_n128<A_MN, B_MN>(acc_lo, a, b_lo);
+          wgmma_f16_n128<A_MN, B_MN>(acc_hi, a, b_hi);
+        } else {
+          wgmma_tf32_n128(acc_lo, a, b_lo);
+          wgmma_tf32_n128(acc_hi, a, b_hi);
+        }
+      }
+      wgmma_commit();
+      // Slab it-1's group is done with its stage: hand it back to the producer.
+      wgmma_wait<1>();
+      if (s > 0) mbarrier_arrive(empty + 8 * ((it - 1) % kStages));
     }
-    if (row + 8 < M) {
-      store_out<OUT>(C, ldc, row + 8, n, N, alpha, beta, bias, acc_lo[4 * j + 2],
-                     acc_lo[4 * j + 3]);
-      store_out<OUT>(C, ldc, row + 8, n + 128, N, alpha, beta, bias, acc_hi[4 * j + 2],
-                     acc_hi[4 * j + 3]);
+    wgmma_wait<0>();
+    // The tile's last slab is done too: its stage goes back before the store, so that the
+    // producer fills it with the next tile's slabs meanwhile.
+    mbarrier_arrive(empty + 8 * ((it - 1) % kStages));
+#pragma unroll
+    for (int i = 0; i < 64; ++i) {
+      fence_register(acc_lo[i]);
+      fence_register(acc_hi[i]);
+    }
+
+    const int row = m0 + consumer * 64 + warp * 16 + lane / 4;
+#pragma unroll
+    for (int j = 0; j < 16; ++j) {
+      const int n = n0 + 8 * j + 2 * (lane % 4);
+      if (row < M) {
+        store_out<OUT>(C, ldc, row, n, N, alpha, beta, bias, acc_lo[4 * j], acc_lo[4 * j + 1]);
+        store_out<OUT>(C, ldc, row, n + 128, N, alpha, beta, bias, acc_hi[4 * j],
+                       acc_hi[4 * j + 1]);
+      }
+      if (row + 8 < M) {
+        store_out<OUT>(C, ldc, row + 8, n, N, alpha, beta, bias, acc_lo[4 * j + 2],
+                       acc_lo[4 * j + 3]);
+        store_out<OUT>(C, ldc, row + 8, n + 128, N, alpha, beta, bias, acc_hi[4 * j + 2],
+                       acc_hi[4 * j + 3]);
+      }
     }
   }
 }
@@ -342,11 +366,25 @@ void check_device() {
   }
 }
 
+// The SMs of the current device: a persistent grid's size.
+int multiprocessors() {
+  int device = 0, count = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
+    throw DeviceError("gemm_wgmma_pipelined: cannot read the SM count of the current device");
+  }
+  return count;
+}
+
+// persistent: at most one block per SM, each walking several tiles (not with a split of K, whose
+// grid fills the GPU already).
 template <Elem IN, Elem OUT = Elem::f32, bool A_MN = false, bool B_MN = false>
 void launch(int M, int N, int K, float alpha, const void* A, int64_t lda, const void* B,
             int64_t ldb, float beta, void* C, int64_t ldc, gpu::Stream stream,
-            const float* bias = nullptr, const SlabSplit& split = {}) {
-  const int blocks = tile_grid(M, N, kBM, kBN);
+            const float* bias = nullptr, const SlabSplit& split = {}, bool persistent = false) {
+  const int tiles = tile_grid(M, N, kBM, kBN);
+  const int blocks =
+      persistent && split.splits <= 1 ? std::min(tiles, multiprocessors()) : tiles;
   const int slabs = (K + kBK<IN> - 1) / kBK<IN>;
   const int per_split = split.splits > 1 ? split.slabs_per_split : slabs;
   if (split.splits > 1 && (split.splits - 1) * int64_t(per_split) >= slabs) {
@@ -384,13 +422,13 @@ void gemm_wgmma_k_major(Elem in, Elem out, int M, int N, int K, float alpha, con
                         int64_t lda, const void* B, int64_t ldb, float beta, void* C, int64_t ldc,
                         const float* bias, const SlabSplit& split, gpu::Stream stream) {
   gemm_wgmma_any_major(in, out, false, false, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias,
-                       split, stream);
+                       split, stream, false);
 }
 
 void gemm_wgmma_any_major(Elem in, Elem out, bool a_mn_major, bool b_mn_major, int M, int N, int K,
                           float alpha, const void* A, int64_t lda, const void* B, int64_t ldb,
                           float beta, void* C, int64_t ldc, const float* bias,
-                          const SlabSplit& split, gpu::Stream stream) {
+                          const SlabSplit& split, gpu::Stream stream, bool persistent) {
   check_device();
   if (split.splits > 1 && (out != Elem::f32 || bias != nullptr)) {
     throw Error("gemm_wgmma_k_major: split parts are f32 without a bias");
@@ -402,7 +440,7 @@ void gemm_wgmma_any_major(Elem in, Elem out, bool a_mn_major, bool b_mn_major, i
   const auto run = [&](auto in_type, auto out_type, auto a_mn, auto b_mn) {
     launch<decltype(in_type)::value, decltype(out_type)::value, decltype(a_mn)::value,
            decltype(b_mn)::value>(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, stream, bias,
-                                  split);
+                                  split, persistent);
   };
   const auto run_16bit = [&](auto in_type, auto out_type) {
     using No = std::false_type;

@@ -1,7 +1,8 @@
 // cuda::gemm_16bit's wgmma_in_place (compute capability 9.0), which reads MN-major operands in
-// place: shapes whose MN-major operands it reads so (M, N multiples of 8, any K, tiles past the
-// edges), padded rows (read in place, or copied: the fallback), its workspace (the fallback's
-// copies and the split's parts, nothing else). Against the double product with the bounds of
+// place on a persistent grid: shapes whose MN-major operands it reads so (M, N multiples of 8,
+// any K, tiles past the edges), more tiles than SMs (blocks walking several), padded rows (read
+// in place, or copied: the fallback), its workspace (the fallback's copies and the split's
+// parts, nothing else). Against the double product with the bounds of
 // gemm_16bit_cuda_test_util.h, beside the widened tf32_mma / bf16_mma (any GPU) and, on sm_90,
 // wgmma_repacked. (Its every-layout, split, repeat and refusal cases run in
 // gemm_16bit_cuda_test.cpp with the other versions.)
@@ -33,6 +34,20 @@ TEST(Gemm16bitInPlaceCuda, MnMajorOperands) {
                          {1, 64, 40}, {64, 1, 24},   {200, 320, 1000}};
   uint64_t seed = 2100;
   for (const Dims& d : shapes) check_shape(ctx, d, seed += 16);
+}
+
+TEST(Gemm16bitInPlaceCuda, PersistentGridWalksSeveralTiles) {
+  CREMA_REQUIRE_CUDA();
+  Context ctx(Device::cuda(0));
+  // 12 x 13 = 156 tiles of 128 x 256, more than an H100's or H200's 132 SMs: wgmma_in_place's
+  // persistent blocks walk up to two tiles each, the ring running on from one tile to the next
+  // (2 slabs a tile; 6, not a multiple of the 4 stages, in one layout), edges in both directions
+  // (the last tile row 8 rows: A's second box not loaded), every operand read in place.
+  const Dims d{1416, 3080, 72};
+  ASSERT_GT((d.M + 127) / 128 * ((d.N + 255) / 256), 132);
+  check_shape(ctx, d, 2300);
+  const Operands o = make_operands({1416, 3080, 330}, true, false, DType::bf16, 2310);
+  for (GemmVersion v : versions(DType::bf16)) check_operands(ctx, o, v, 2310);
 }
 
 TEST(Gemm16bitInPlaceCuda, PaddedLeadingDimensions) {
