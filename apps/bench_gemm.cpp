@@ -77,7 +77,8 @@ std::string label_16bit(cuda::GemmVersion version, DType operands, DType c_type)
       if (ladder::production_version(r) == version) prefix = ladder::label(r);
     }
   }
-  return prefix + (operands == DType::bf16 ? "_16bit" : "_f16") + (c_type == DType::f32 ? "" : "_c16");
+  return prefix + (operands == DType::bf16 ? "_16bit" : "_f16") +
+         (c_type == DType::f32 ? "" : "_c16");
 }
 
 std::vector<Rung> versions_to_run(const Options& options, cuda::GemmMath math) {
@@ -187,9 +188,9 @@ struct Bf16Operands {
                     float* workspace, gpu::Stream stream) const {
     const size_t i = size_t(copy) % dev_a.size();
     const GemmShape& s = op.s;
-    cuda::gemm_16bit(type, c.dtype(), s.trans_a, s.trans_b, s.M, s.N, s.K, 1.0f,
-                     dev_a[i].raw(), op.lda, dev_b[i].raw(), op.ldb, 0.0f, c.raw(), s.N, nullptr,
-                     stream, version, workspace);
+    cuda::gemm_16bit(type, c.dtype(), s.trans_a, s.trans_b, s.M, s.N, s.K, 1.0f, dev_a[i].raw(),
+                     op.lda, dev_b[i].raw(), op.ldb, 0.0f, c.raw(), s.N, nullptr, stream, version,
+                     workspace);
   }
 };
 
@@ -312,8 +313,8 @@ int bench_gemm(Context& ctx, const Options& options, std::ostream& out) {
         const Bf16Operands ops(ctx, op, type);
         for (cuda::GemmVersion version : versions_16bit(options)) {
           if (version == cuda::GemmVersion::bf16_mma && type != DType::bf16) continue;
-          const size_t floats16 = cuda::gemm_16bit_workspace(shape.trans_a, shape.trans_b,
-                                                             shape.M, shape.N, shape.K, version);
+          const size_t floats16 = cuda::gemm_16bit_workspace(shape.trans_a, shape.trans_b, shape.M,
+                                                             shape.N, shape.K, version);
           float* workspace16 = floats16 > 0 ? ctx.workspace(floats16) : nullptr;
           for (DType c_type : {DType::f32, type}) {
             Tensor c = ctx.empty({shape.M * shape.N}, c_type);

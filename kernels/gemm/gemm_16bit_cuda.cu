@@ -4,16 +4,17 @@
 //
 //   wgmma_in_place (compute capability 9.0; production's)
 //     t4's kernel, on a persistent grid (one block per SM walking several tiles: the next tile's
-//     slabs load during a tile's store; not with a split of K), reads every operand where it lies: wgmma takes a 16-bit operand MN-major (its
-//     transpose immediate), so A stored [K,M] (trans_a) and B stored [K,N] (!trans_b) need no
-//     copy; their tensor maps run along M (N) and the descriptors say MN-major
-//     (gemm_wgmma_pipelined_sm90a.cu). The copy engine zero-fills past every edge, so any M, N, K
-//     runs as it is. What it cannot read: a row stride (lda, ldb) that is not a multiple of 8
-//     elements (16 bytes, a tensor map's rule): that operand alone is copied K-major into the
-//     workspace, as wgmma_repacked copies (the fallback; with packed operands: A when trans_a ?
-//     M : K is not a multiple of 8, B when trans_b ? K : N is not). A base address that is not
-//     16-byte aligned throws (no plan made from the shape can foresee it). The split of K below
-//     is the same, so the workspace is the split's parts and the fallback copies, nothing else.
+//     slabs load during a tile's store; not with a split of K), reads every operand where it lies:
+//     wgmma takes a 16-bit operand MN-major (its transpose immediate), so A stored [K,M] (trans_a)
+//     and B stored [K,N] (!trans_b) need no copy; their tensor maps run along M (N) and the
+//     descriptors say MN-major (gemm_wgmma_pipelined_sm90a.cu). The copy engine zero-fills past
+//     every edge, so any M, N, K runs as it is. What it cannot read: a row stride (lda, ldb) that
+//     is not a multiple of 8 elements (16 bytes, a tensor map's rule): that operand alone is copied
+//     K-major into the workspace, as wgmma_repacked copies (the fallback; with packed operands: A
+//     when trans_a ? M : K is not a multiple of 8, B when trans_b ? K : N is not). A base address
+//     that is not 16-byte aligned throws (no plan made from the shape can foresee it). The split of
+//     K below is the same, so the workspace is the split's parts and the fallback copies, nothing
+//     else.
 //   wgmma_repacked (t5's way, compute capability 9.0; kept to compare)
 //     MN-major operands (A stored [K,M] when trans_a, B stored [K,N] when !trans_b, and both
 //     when K is not a multiple of 8) are copied K-major into the workspace (bits unchanged, zero
@@ -149,14 +150,15 @@ RepackPlan in_place_plan(bool trans_a, bool trans_b, int64_t M, int64_t N, int64
 }
 
 // lda, ldb: the operands' leading dimensions (0: packed, trans_a ? M : K and trans_b ? K : N).
-Plan16 make_plan16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
-                   GemmVersion version, int64_t lda = 0, int64_t ldb = 0) {
+Plan16 make_plan16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, GemmVersion version,
+                   int64_t lda = 0, int64_t ldb = 0) {
   Plan16 p;
   if (M <= 0 || N <= 0 || K <= 0) return p;  // no product: nothing is read
   p.wgmma = version == GemmVersion::wgmma_repacked || version == GemmVersion::wgmma_in_place;
   if (version == GemmVersion::wgmma_in_place) {
-    p.repack = in_place_plan(trans_a, trans_b, M, N, K, lda > 0 ? lda : trans_a ? M : K,
-                             ldb > 0 ? ldb : trans_b ? K : N, p.a_mn, p.b_mn);
+    const int64_t packed_a = trans_a ? M : K, packed_b = trans_b ? K : N;
+    p.repack = in_place_plan(trans_a, trans_b, M, N, K, lda > 0 ? lda : packed_a,
+                             ldb > 0 ? ldb : packed_b, p.a_mn, p.b_mn);
     p.product_k = K;
     p.split = wgmma_split(M, N, p.product_k, kWgmma16SlabK);
     if (p.split.splits > 1) p.parts = size_t(p.split.splits) * size_t(M) * size_t(N);
@@ -300,8 +302,8 @@ void gemm_16bit(DType operands, DType c_type, bool trans_a, bool trans_b, int64_
   }
   const int k = int(p.product_k);
   if (p.split.splits > 1) {
-    gemm_wgmma_any_major(in, Elem::f32, p.a_mn, p.b_mn, int(M), int(N), k, 1.0f, a16, lda, b16,
-                         ldb, 0.0f, next, N, nullptr, p.split, stream, false);
+    gemm_wgmma_any_major(in, Elem::f32, p.a_mn, p.b_mn, int(M), int(N), k, 1.0f, a16, lda, b16, ldb,
+                         0.0f, next, N, nullptr, p.split, stream, false);
     return sum_parts(out, int(M), int(N), p.split.splits, next, alpha, bias, beta, C, ldc, stream);
   }
   // wgmma_in_place runs a persistent grid (the next tile's loads during a tile's store); t5 keeps

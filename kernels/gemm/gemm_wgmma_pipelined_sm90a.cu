@@ -211,8 +211,8 @@ __global__ void __launch_bounds__(kThreads, 1)
         // bytes a stage then receives.
         const int a_boxes = min(kBM / kMnBox, (M - m0 + kMnBox - 1) / kMnBox);
         const int b_boxes = min(kBN / kMnBox, (N - n0 + kMnBox - 1) / kMnBox);
-        const uint32_t stage_bytes = (A_MN ? a_boxes * kMnBoxBytes : kABytes) +
-                                     (B_MN ? b_boxes * kMnBoxBytes : kBBytes);
+        const uint32_t stage_bytes =
+            (A_MN ? a_boxes * kMnBoxBytes : kABytes) + (B_MN ? b_boxes * kMnBoxBytes : kBBytes);
         for (int s = 0; s < slabs; ++s, ++it) {
           const int stage = it % kStages;
           // Slab it - kStages, the stage's previous tenant, released by both consumers.
@@ -383,8 +383,7 @@ void launch(int M, int N, int K, float alpha, const void* A, int64_t lda, const 
             int64_t ldb, float beta, void* C, int64_t ldc, gpu::Stream stream,
             const float* bias = nullptr, const SlabSplit& split = {}, bool persistent = false) {
   const int tiles = tile_grid(M, N, kBM, kBN);
-  const int blocks =
-      persistent && split.splits <= 1 ? std::min(tiles, multiprocessors()) : tiles;
+  const int blocks = persistent && split.splits <= 1 ? std::min(tiles, multiprocessors()) : tiles;
   const int slabs = (K + kBK<IN> - 1) / kBK<IN>;
   const int per_split = split.splits > 1 ? split.slabs_per_split : slabs;
   if (split.splits > 1 && (split.splits - 1) * int64_t(per_split) >= slabs) {
@@ -439,8 +438,8 @@ void gemm_wgmma_any_major(Elem in, Elem out, bool a_mn_major, bool b_mn_major, i
   // One instantiation per (operand type, C type, A's major-ness, B's).
   const auto run = [&](auto in_type, auto out_type, auto a_mn, auto b_mn) {
     launch<decltype(in_type)::value, decltype(out_type)::value, decltype(a_mn)::value,
-           decltype(b_mn)::value>(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, stream, bias,
-                                  split, persistent);
+           decltype(b_mn)::value>(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, stream, bias, split,
+                                  persistent);
   };
   const auto run_16bit = [&](auto in_type, auto out_type) {
     using No = std::false_type;

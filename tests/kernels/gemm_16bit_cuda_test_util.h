@@ -5,10 +5,10 @@
 //
 // The reference: ref::gemm<double> on the stored 16-bit values (exact), then alpha, the bias and
 // beta C in double. Each version's products (check_operands) are held per element to the worst
-// case of fp32 sums of exact products, |C - ref| <= 2^-m |ref| + (1 + 2^-m) (K + 3) 2^-24 sum|terms|
-// (m: 8 bf16, 11 f16, none for C f32; sum|terms| from |A| |B|, |bias|, |beta C|): the statistical
-// rules below held the mean of the errors and failed at K = 20,000 on an H200 (4.7e-5 against
-// 4.4e-5 norm-wise for f16 via tf32_mma). The Tensor-level calls keep those rules:
+// case of fp32 sums of exact products, |C - ref| <= 2^-m |ref| + (1 + 2^-m) (K + 3) 2^-24
+// sum|terms| (m: 8 bf16, 11 f16, none for C f32; sum|terms| from |A| |B|, |bias|, |beta C|): the
+// statistical rules below held the mean of the errors and failed at K = 20,000 on an H200 (4.7e-5
+// against 4.4e-5 norm-wise for f16 via tf32_mma). The Tensor-level calls keep those rules:
 //   C f32: the products of 16-bit values are exact in fp32 (8 x 8 or 11 x 11 significant bits),
 //     so fp32 accumulation is all that differs: ||C - ref|| / ||ref|| <= 1e-5 (gemm_bf16's rule,
 //     tests/kernels/gemm_cuda_test_util.h), scaled by sqrt(K / 1024) above K = 1024 (the error of
@@ -60,7 +60,8 @@ inline Tensor host_tensor(const Shape& shape, DType t, const std::vector<float>&
   }
   return h;
 }
-inline Tensor device_tensor(Context& ctx, const Shape& shape, DType t, const std::vector<float>& values) {
+inline Tensor device_tensor(Context& ctx, const Shape& shape, DType t,
+                            const std::vector<float>& values) {
   Tensor d = ctx.empty(shape, t);
   d.copy_from(host_tensor(shape, t, values));
   return d;
@@ -108,7 +109,8 @@ inline Operands make_operands(Dims d, bool trans_a, bool trans_b, DType type, ui
   return o;
 }
 
-inline std::string describe(const Operands& o, DType c_type, const Blend& blend, const char* version) {
+inline std::string describe(const Operands& o, DType c_type, const Blend& blend,
+                            const char* version) {
   return std::string(dtype_name(o.type)) + " -> " + dtype_name(c_type) + " " +
          (o.trans_a ? "T" : "N") + (o.trans_b ? "T" : "N") + " M=" + std::to_string(o.d.M) +
          " N=" + std::to_string(o.d.N) + " K=" + std::to_string(o.d.K) +
@@ -118,9 +120,9 @@ inline std::string describe(const Operands& o, DType c_type, const Blend& blend,
 
 // Holds `got` (C as floats) to the reference of the header; `roundings`: how many roundings to
 // c_type separate them (2 when `want` was rounded too).
-inline void expect_close(const std::vector<float>& got, const std::vector<double>& want, DType c_type,
-                  int64_t K, const std::string& what, int roundings = 1,
-                  const std::vector<double>* magnitude = nullptr) {
+inline void expect_close(const std::vector<float>& got, const std::vector<double>& want,
+                         DType c_type, int64_t K, const std::string& what, int roundings = 1,
+                         const std::vector<double>* magnitude = nullptr) {
   ASSERT_EQ(got.size(), want.size()) << what;
   const double accumulation = 1e-5 * std::sqrt(std::max(1.0, double(K) / 1024.0));
   double diff = 0, norm = 0;
@@ -130,7 +132,7 @@ inline void expect_close(const std::vector<float>& got, const std::vector<double
     norm += want[i] * want[i];
   }
   if (magnitude != nullptr) {  // the worst case of fp32 sums: per element, no statistics
-    const double unit = c_type == DType::f32   ? 0.0
+    const double unit = c_type == DType::f32    ? 0.0
                         : c_type == DType::bf16 ? std::ldexp(1.0, -8)
                                                 : std::ldexp(1.0, -11);
     int64_t bad = 0;
@@ -165,7 +167,7 @@ inline void expect_close(const std::vector<float>& got, const std::vector<double
 
 // `values` (rows x cols, dense) in rows `cols + pad` apart, the pad NaN (read, it would show).
 inline std::vector<float> padded(const std::vector<float>& values, int64_t rows, int64_t cols,
-                          int64_t pad) {
+                                 int64_t pad) {
   std::vector<float> out(size_t(rows * (cols + pad)), kNaN);
   for (int64_t r = 0; r < rows; ++r) {
     std::copy_n(values.begin() + r * cols, cols, out.begin() + r * (cols + pad));
@@ -176,8 +178,8 @@ inline std::vector<float> padded(const std::vector<float>& values, int64_t rows,
 // C as the call leaves it, from C0 (values of c_type; NaN where beta == 0), on `version`, with a
 // NaN-poisoned workspace; `pad` more elements (NaN) at the end of each row of A and of B.
 inline std::vector<float> run(Context& ctx, const Operands& o, DType c_type, const Blend& blend,
-                       const std::vector<float>& c0, const std::vector<float>& bias,
-                       GemmVersion version, int64_t pad = 0) {
+                              const std::vector<float>& c0, const std::vector<float>& bias,
+                              GemmVersion version, int64_t pad = 0) {
   const Dims d = o.d;
   const int64_t a_rows = o.trans_a ? d.K : d.M, a_cols = o.trans_a ? d.M : d.K;
   const int64_t b_rows = o.trans_b ? d.N : d.K, b_cols = o.trans_b ? d.K : d.N;
@@ -200,7 +202,7 @@ inline std::vector<float> run(Context& ctx, const Operands& o, DType c_type, con
 
 // Every (C type, blend) on `version` for one layout of one shape (rows of A and B `pad` longer).
 inline void check_operands(Context& ctx, const Operands& o, GemmVersion version, uint64_t seed,
-                    int64_t pad = 0) {
+                           int64_t pad = 0) {
   const Dims d = o.d;
   const std::vector<float> bias = random_representable(size_t(d.N), DType::f32, seed + 7);
   for (DType c_type : {DType::f32, o.type}) {

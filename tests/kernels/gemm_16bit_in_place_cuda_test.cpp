@@ -30,7 +30,7 @@ TEST(Gemm16bitInPlaceCuda, MnMajorOperands) {
   // tiles past the edges (200 = 128 + 72, 136 = 128 + 8: the second tile's upper box of A lies
   // past M and is not loaded; 320 = 256 + 64: three of B's four boxes are not), a K of several
   // laps of the ring. Every layout, both types, C f32 and 16-bit, with and without a bias.
-  const Dims shapes[] = {{8, 8, 8},   {136, 264, 8}, {72, 200, 24},     {72, 136, 13},
+  const Dims shapes[] = {{8, 8, 8},   {136, 264, 8}, {72, 200, 24},   {72, 136, 13},
                          {1, 64, 40}, {64, 1, 24},   {200, 320, 1000}};
   uint64_t seed = 2100;
   for (const Dims& d : shapes) check_shape(ctx, d, seed += 16);
