@@ -139,7 +139,8 @@ size_t gemm_bf16_workspace(bool trans_a, bool trans_b, int64_t M, int64_t N, int
 //     where they lie, MN-major ones too (A stored [K,M], B stored [K,N]: wgmma's transpose bits),
 //     any M, N, K. An operand whose leading dimension is not a multiple of 8 is copied K-major into
 //     `workspace` first (the fallback: a tensor map's rows are 16-byte multiples); one read in
-//     place must be 16-byte aligned (else crema::Error). Splits K as wgmma_repacked does.
+//     place must be 16-byte aligned (else crema::Error). Splits K as wgmma_repacked does; unsplit,
+//     a persistent grid (one block per SM walking several tiles).
 //   wgmma_repacked (compute capability 9.0): t5's way. MN-major operands (and both when K is not
 //     a multiple of 8) are copied K-major into `workspace`, then t4's kernel runs; an operand read
 //     in place must be 16-byte aligned with a leading dimension that is a multiple of 8. A product
