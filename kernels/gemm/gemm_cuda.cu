@@ -188,6 +188,8 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
       return detail::gemm_wgmma_repacked(*args, math == GemmMath::bf16, workspace, stream);
     case GemmVersion::ffma_tuned:
       return sgemm_ffma_tuned_any_shape(*args, workspace, stream);
+    case GemmVersion::wgmma_in_place:  // refused above (supports): it reads 16-bit operands only
+      break;
   }
   throw Error("cuda::sgemm: unknown version " + std::to_string(int(version)));
 }

@@ -107,6 +107,16 @@ struct SlabSplit {
 void gemm_wgmma_k_major(Elem in, Elem out, int M, int N, int K, float alpha, const void* A,
                         int64_t lda, const void* B, int64_t ldb, float beta, void* C, int64_t ldc,
                         const float* bias, const SlabSplit& split, gpu::Stream stream);
+// The same kernel with either 16-bit operand MN-major, read in place through wgmma's transpose
+// bits (gemm_16bit's wgmma_in_place): a_mn_major: A stored [K,M] (lda >= M), else [M,K];
+// b_mn_major: B stored [K,N] (ldb >= N), else [N,K]. The caller checked that both are 16-byte
+// aligned with lda, ldb multiples of 8 (any M, N, K: the copy engine zero-fills past the edges).
+// f32 operands (TF32) must be K-major. persistent (without a split): a grid of at most one block
+// per SM, each walking several tiles, the next tile's slabs loaded during this tile's store.
+void gemm_wgmma_any_major(Elem in, Elem out, bool a_mn_major, bool b_mn_major, int M, int N, int K,
+                          float alpha, const void* A, int64_t lda, const void* B, int64_t ldb,
+                          float beta, void* C, int64_t ldc, const float* bias,
+                          const SlabSplit& split, gpu::Stream stream, bool persistent);
 // The split of K for that kernel on an M x N x K product with slabs of `slab_k` (64: 16-bit, 32:
 // TF32) on the current device (gemm_16bit_cuda.cu): none while C's 128 x 256 tiles fill at least
 // half the SMs (one 197 KB block per SM) or K is short; else about one block per SM, each split a

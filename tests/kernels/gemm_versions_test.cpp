@@ -108,6 +108,13 @@ TEST(GemmVersions, EachVersionComputesInItsMath) {
   EXPECT_FALSE(cuda::supports(GemmVersion::wgmma_repacked, GemmMath::fp32));
   EXPECT_TRUE(cuda::supports(GemmVersion::ffma_tuned, GemmMath::fp32));
   EXPECT_FALSE(cuda::supports(GemmVersion::ffma_tuned, GemmMath::tf32));
+  // wgmma_in_place reads 16-bit operands only (cuda::gemm_16bit): no math on fp32 operands, no
+  // rung of the ladder.
+  EXPECT_STREQ(cuda::gemm_version_name(GemmVersion::wgmma_in_place), "wgmma_in_place");
+  EXPECT_FALSE(cuda::ladder::from_name("wgmma_in_place").has_value());
+  for (GemmMath m : {GemmMath::fp32, GemmMath::tf32, GemmMath::bf16}) {
+    EXPECT_FALSE(cuda::supports(GemmVersion::wgmma_in_place, m));
+  }
   for (Rung r : cuda::ladder::rungs()) {
     int maths = 0;
     for (GemmMath m : {GemmMath::fp32, GemmMath::tf32, GemmMath::bf16})
