@@ -56,40 +56,41 @@ Pool2dGeometry pool_geometry(const char* op, const PoolDesc& pool, const TensorD
 }  // namespace
 
 void convolution_forward(Context& ctx, const ConvDesc& conv, double alpha, const TensorDesc& x,
-                         const TensorDesc& w, double beta, const TensorDesc& y) {
+                         const TensorDesc& w, double beta, const TensorDesc& y,
+                         const ConvRequest& request) {
   const char* op = "convolution_forward";
   validate_all(ctx, op, {{"x", &x}, {"w", &w}, {"y", &y}});
   const Conv2dGeometry g = geometry(op, conv, "x", x, w);
   validate_dims(op, "y", y, g.y_shape());
   const Tensor xt = packed_input(ctx, x), wt = packed_input(ctx, w);
   Output out(ctx, y, alpha, beta, Writes::whole, {&x, &w});
-  conv2d_forward(ctx, g, xt, wt, nullptr, out.tensor());
+  conv2d_forward(ctx, g, xt, wt, nullptr, out.tensor(), request);
   out.finish();
 }
 
 void convolution_backward_data(Context& ctx, const ConvDesc& conv, double alpha,
                                const TensorDesc& w, const TensorDesc& dy, double beta,
-                               const TensorDesc& dx) {
+                               const TensorDesc& dx, const ConvRequest& request) {
   const char* op = "convolution_backward_data";
   validate_all(ctx, op, {{"w", &w}, {"dy", &dy}, {"dx", &dx}});
   const Conv2dGeometry g = geometry(op, conv, "dx", dx, w);
   validate_dims(op, "dy", dy, g.y_shape());
   const Tensor wt = packed_input(ctx, w), dyt = packed_input(ctx, dy);
   Output out(ctx, dx, alpha, beta, Writes::whole, {&w, &dy});
-  conv2d_backward_data(ctx, g, dyt, wt, out.tensor());
+  conv2d_backward_data(ctx, g, dyt, wt, out.tensor(), request);
   out.finish();
 }
 
 void convolution_backward_filter(Context& ctx, const ConvDesc& conv, double alpha,
                                  const TensorDesc& x, const TensorDesc& dy, double beta,
-                                 const TensorDesc& dw) {
+                                 const TensorDesc& dw, const ConvRequest& request) {
   const char* op = "convolution_backward_filter";
   validate_all(ctx, op, {{"x", &x}, {"dy", &dy}, {"dw", &dw}});
   const Conv2dGeometry g = geometry(op, conv, "x", x, dw);
   validate_dims(op, "dy", dy, g.y_shape());
   const Tensor xt = packed_input(ctx, x), dyt = packed_input(ctx, dy);
   Output out(ctx, dw, alpha, beta, Writes::accumulated, {&x, &dy});
-  conv2d_backward_filter(ctx, g, xt, dyt, out.tensor());
+  conv2d_backward_filter(ctx, g, xt, dyt, out.tensor(), request);
   out.finish();
 }
 

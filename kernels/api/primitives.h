@@ -22,6 +22,7 @@
 #include "core/context.h"
 #include "kernels/activations/pointwise.h"
 #include "kernels/api/tensor_desc.h"
+#include "kernels/convolution/select.h"
 #include "kernels/gemm/gemm.h"
 #include "kernels/lcn/lcn.h"
 #include "kernels/lrn/lrn.h"
@@ -32,20 +33,23 @@ namespace crema::kernels::api {
 
 // ---- convolution: x [N, C, H, W], w [K, C/groups, R, S], y [N, K, P, Q] (P, Q from the
 // geometry: kernels/convolution/convolution.h has the definition), db [K] or [1, K, 1, 1].
+// `request` is cuDNN's algo argument: the heuristic's choice, a measured one, or a pinned
+// algorithm, and the math (fp32, tf32, bf16) on a GPU (kernels/convolution/select.h).
 struct ConvDesc {
   int64_t pad_h = 0, pad_w = 0, stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1;
   int64_t groups = 1;
 };
 void convolution_forward(Context& ctx, const ConvDesc& conv, double alpha, const TensorDesc& x,
-                         const TensorDesc& w, double beta, const TensorDesc& y);
+                         const TensorDesc& w, double beta, const TensorDesc& y,
+                         const ConvRequest& request = {});
 // dx = alpha * conv^T(dy, w) + beta * dx
 void convolution_backward_data(Context& ctx, const ConvDesc& conv, double alpha,
                                const TensorDesc& w, const TensorDesc& dy, double beta,
-                               const TensorDesc& dx);
+                               const TensorDesc& dx, const ConvRequest& request = {});
 // dw = alpha * sum_n corr(x, dy) + beta * dw
 void convolution_backward_filter(Context& ctx, const ConvDesc& conv, double alpha,
                                  const TensorDesc& x, const TensorDesc& dy, double beta,
-                                 const TensorDesc& dw);
+                                 const TensorDesc& dw, const ConvRequest& request = {});
 // db = alpha * sum_{n,p,q} dy + beta * db
 void convolution_backward_bias(Context& ctx, double alpha, const TensorDesc& dy, double beta,
                                const TensorDesc& db);
