@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "kernels/api/primitives.h"
+#include "kernels/tensor_ops/tensor_ops.h"
 #include "tests/kernels/api_test_cases.h"
 #include "tests/kernels/api_test_util.h"
 
@@ -151,6 +152,42 @@ TEST(ApiTensorOps, SetAndScaleStrided) {
   EXPECT_EQ(buf[1], -5.0f);
   EXPECT_EQ(buf[8], -5.0f);
   EXPECT_EQ(buf[5], 7.0f);
+}
+
+// The plan under transform_strided: packed on both sides is one axis; a transposed y keeps two,
+// ordered by y's strides.
+TEST(TransformStrided, PlanMergesAndOrdersByY) {
+  const StridedPlan packed = make_strided_plan({2, 3, 4}, {12, 4, 1}, {12, 4, 1});
+  EXPECT_EQ(packed.x.ndim, 1);
+  EXPECT_EQ(packed.y.shape[0], 24);
+  const StridedPlan t = make_strided_plan({3, 4}, {4, 1}, {1, 3});
+  ASSERT_EQ(t.y.ndim, 2);
+  EXPECT_EQ(t.y.stride[0], 3);  // the outer walk follows y's larger stride (dim 1)
+  EXPECT_EQ(t.x.stride[0], 1);
+  EXPECT_EQ(t.y.stride[1], 1);
+  EXPECT_EQ(t.x.stride[1], 4);
+}
+
+// cpu:: against ref:: on strided x and y with every blend (beta 0 on NaN).
+TEST(TransformStrided, CpuMatchesReference) {
+  const Shape shape = {3, 5, 4};
+  const std::vector<int64_t> xs = {1, 3, 15}, ys = {40, 8, 2};  // x reversed, y with gaps
+  std::vector<float> x(60), y0(120), y1, y2;
+  for (size_t i = 0; i < x.size(); ++i) x[i] = float(i % 13) - 6.0f;
+  for (size_t i = 0; i < y0.size(); ++i) y0[i] = float(i % 7) * 0.5f;
+  for (const auto& [alpha, beta] : std::vector<std::pair<float, float>>{{1, 0}, {1, 1}, {0.5f, 0.25f}}) {
+    y1 = y2 = y0;
+    if (beta == 0) {
+      for (size_t i = 0; i < y1.size(); i += 2) y1[i] = y2[i] = std::nanf("");
+    }
+    cpu::transform_strided(make_strided_plan(shape, xs, ys), alpha, x.data(), beta, y1.data(), 2);
+    ref::transform_strided<float>(3, shape.data(), xs.data(), ys.data(), alpha, x.data(), beta,
+                                  y2.data());
+    for (size_t i = 0; i < y1.size(); ++i) {
+      EXPECT_TRUE(y1[i] == y2[i] || (std::isnan(y1[i]) && std::isnan(y2[i]))) << i;
+    }
+    EXPECT_FALSE(std::isnan(y1[0])) << "element (0, 0, 0) is in the view and must be written";
+  }
 }
 
 }  // namespace
