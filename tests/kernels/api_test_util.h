@@ -1,6 +1,6 @@
 // What the CPU and CUDA tests of the primitive API (kernels/api/) share: tensors placed in a
 // buffer by strides (contiguous, a transposed view, a sub-region of a larger buffer, arbitrary
-// strides: reversed dim order, gaps, an offset), and the check every primitive gets:
+// strides: reversed dim order, gaps, an offset; NHWC), and the check every primitive gets:
 //   - f32 on the context against the f64 reference (the API on the CPU in f64, which runs each
 //     kernel's ref::), alpha 1, beta 0 on a NaN-poisoned output;
 //   - the blends beta = 0 on NaN, beta = 1 on random values, alpha = 0.5 with beta = 0.25, on a
@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -26,7 +27,8 @@
 
 namespace crema::kernels::api::testing {
 
-enum class Variant { contiguous, transposed, subregion, arbitrary };
+// channels_last: NHWC strides for 4-D tensors (others stay packed).
+enum class Variant { contiguous, transposed, subregion, arbitrary, channels_last };
 inline const char* variant_name(Variant v) {
   switch (v) {
     case Variant::contiguous:
@@ -37,6 +39,8 @@ inline const char* variant_name(Variant v) {
       return "subregion";
     case Variant::arbitrary:
       return "arbitrary";
+    case Variant::channels_last:
+      return "channels_last";
   }
   return "?";
 }
@@ -82,6 +86,7 @@ inline Placed place(Context& ctx, const std::vector<double>& values, const Shape
   std::iota(order.begin(), order.end(), size_t(0));
   if (v == Variant::transposed && n >= 2) std::swap(order[n - 2], order[n - 1]);
   if (v == Variant::arbitrary) std::reverse(order.begin(), order.end());
+  if (v == Variant::channels_last && n == 4) order = {0, 2, 3, 1};
   const int64_t pad = v == Variant::subregion ? 2 : v == Variant::arbitrary ? 1 : 0;
   int64_t step = v == Variant::arbitrary ? 2 : 1;
   std::vector<int64_t> strides(n);
@@ -230,7 +235,8 @@ inline void check_case(Context& ctx, const Case& c) {
       EXPECT_TRUE(gaps_kept(out, sentinel)) << what << ": wrote outside the output's view";
     }
   }
-  for (Variant v : {Variant::transposed, Variant::subregion, Variant::arbitrary}) {
+  for (Variant v : {Variant::transposed, Variant::subregion, Variant::arbitrary,
+                    Variant::channels_last}) {
     const Placed out = run_case(ctx, c, ins, DType::f32, v, 1.0, 0.0, nans, sentinel);
     const std::vector<double> got = read(out);
     const std::string what = c.name + " " + variant_name(v);
