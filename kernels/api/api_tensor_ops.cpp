@@ -36,7 +36,7 @@ void check_broadcast(const char* op, const char* name, const TensorDesc& b, cons
 Tensor gemm_operand(Context& ctx, const TensorDesc& d, bool* trans) {
   const bool column_major = d.dims[0] == 1 || d.strides[0] == 1;
   const bool packed_columns = column_major && (d.dims[1] == 1 || d.strides[1] == d.dims[0]);
-  if (!d.is_contiguous() && packed_columns) {
+  if (!d.is_contiguous() && packed_columns && stage::aligned(d)) {
     *trans = !*trans;
     return Tensor::borrow(d.data, {d.dims[1], d.dims[0]}, d.dtype, d.device);
   }

@@ -1,5 +1,6 @@
 #include "kernels/api/stage.h"
 
+#include <cstdint>
 #include <string>
 
 #include "core/error.h"
@@ -37,8 +38,20 @@ Tensor packed_param(const char* op, const char* name, const TensorDesc& d, const
   return Tensor::borrow(d.data, shape, d.dtype, d.device);
 }
 
+bool aligned(const TensorDesc& d) {
+  return d.device.is_cpu() || reinterpret_cast<uintptr_t>(d.data) % 16 == 0;
+}
+
+namespace {
+
+bool borrowable(const TensorDesc& d) {
+  return d.is_contiguous() && aligned(d);
+}
+
+}  // namespace
+
 Tensor packed_input(Context& ctx, const TensorDesc& d, bool copy) {
-  if (d.is_contiguous() && !copy) return Tensor::borrow(d.data, d.dims, d.dtype, d.device);
+  if (borrowable(d) && !copy) return Tensor::borrow(d.data, d.dims, d.dtype, d.device);
   Tensor t = ctx.empty(d.dims, d.dtype);
   transform_strided(ctx, d.dtype, d.dims, d.strides, d.data, contiguous_strides(d.dims), 1.0, 0.0,
                     t.raw());
@@ -48,7 +61,7 @@ Tensor packed_input(Context& ctx, const TensorDesc& d, bool copy) {
 Output::Output(Context& ctx, const TensorDesc& y, double alpha, double beta, Writes writes,
                std::initializer_list<const TensorDesc*> inputs)
     : ctx_(ctx), y_(y), alpha_(alpha), beta_(beta) {
-  bool in_place = y.is_contiguous();
+  bool in_place = borrowable(y);
   for (const TensorDesc* in : inputs) {
     if (in != nullptr && overlaps(*in, y)) in_place = false;
   }

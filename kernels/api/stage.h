@@ -1,6 +1,7 @@
 // How an entry point of the primitive API feeds crema's Tensor-level kernels, which take packed
 // tensors and (most of them) write their output whole:
-//   an input already packed in the layout the kernel reads is borrowed (Tensor::borrow: no copy);
+//   an input already packed in the layout the kernel reads (and, on a GPU, 16-byte aligned) is
+//   borrowed (Tensor::borrow: no copy);
 //   any other is gathered into a packed scratch tensor from the context's allocator
 //   (transform_strided, kernels/tensor_ops/);
 //   an output is written in place when it is packed, overlaps no input and the blend is the
@@ -28,6 +29,10 @@ DType validate_all(const Context& ctx, const char* op, std::initializer_list<Nam
 // d has exactly `rank` dims (at least `rank` when at_least).
 void require_rank(const char* op, const char* name, const TensorDesc& d, int rank,
                   bool at_least = false);
+
+// Whether the kernels may take d's memory as their own tensor's: on a GPU 16-byte aligned, as the
+// allocator's tensors are (vector loads: a kernel that checks falls back, but not every one need).
+bool aligned(const TensorDesc& d);
 
 // The packed tensor a kernel reads for `d` (already validated): borrowed, or gathered into
 // scratch (always when `copy`).

@@ -3,6 +3,9 @@
 // strided variant bit for bit equal to the contiguous result (api_test_util.h).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "kernels/api/primitives.h"
 #include "tests/kernels/api_test_cases.h"
 #include "tests/kernels/api_test_util.h"
@@ -40,6 +43,26 @@ TEST(ApiCuda, ActivationOnItsOwnStridedView) {
   activation_forward(ctx, ActivationDesc{}, 1.0, v, 0.0, v);
   ctx.synchronize();
   EXPECT_EQ(dev.to_vector(), (std::vector<float>{0, 9, 2, 9, 0, 9, 4, 9}));
+}
+
+// A packed descriptor one float past an aligned address is gathered and staged, not borrowed
+// (the kernels' vector loads expect 16-byte aligned tensors): the result is still right.
+TEST(ApiCuda, MisalignedPackedDescriptors) {
+  CREMA_REQUIRE_CUDA();
+  Context ctx(Device::cuda(0));
+  std::vector<float> values(41);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = float(int(i % 9) - 4);
+  Tensor dev = ctx.empty({41});
+  dev.copy_from(Tensor::from_vector({41}, values));
+  float* base = dev.data<float>();
+  const TensorDesc x = TensorDesc::contiguous(base + 1, DType::f32, ctx.device(), {4, 5});
+  const TensorDesc y = TensorDesc::contiguous(base + 21, DType::f32, ctx.device(), {4, 5});
+  activation_forward(ctx, ActivationDesc{}, 1.0, x, 0.0, y);
+  ctx.synchronize();
+  const std::vector<float> out = dev.to_vector();
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(out[size_t(21 + i)], std::max(values[size_t(1 + i)], 0.0f));
+  EXPECT_EQ(out[0], values[0]);
+  EXPECT_EQ(out[1], values[1]);  // x unchanged
 }
 
 }  // namespace
