@@ -48,9 +48,19 @@ Pool2dGeometry pool_geometry(const char* op, const PoolDesc& pool, const TensorD
     throw Error(std::string(op) + ": y: dims " + shape_str(y.dims) + ", expected x's N and C (" +
                 shape_str(x.dims) + ")");
   }
-  return {x.dims[0],     x.dims[1],     x.dims[2],     x.dims[3],  pool.kernel_h,
-          pool.kernel_w, pool.stride_h, pool.stride_w, pool.pad_h, pool.pad_w,
-          y.dims[2],     y.dims[3],     pool.count_include_pad};
+  return {x.dims[0],
+          x.dims[1],
+          x.dims[2],
+          x.dims[3],
+          pool.kernel_h,
+          pool.kernel_w,
+          pool.stride_h,
+          pool.stride_w,
+          pool.pad_h,
+          pool.pad_w,
+          y.dims[2],
+          y.dims[3],
+          pool.count_include_pad};
 }
 
 }  // namespace

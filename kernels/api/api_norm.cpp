@@ -46,8 +46,8 @@ void check_param_dims(const char* op, const char* name, BatchNormMode mode, cons
 
 }  // namespace
 
-void lrn_forward(Context& ctx, const LrnParams& lrn, double alpha, const TensorDesc& x,
-                 double beta, const TensorDesc& y) {
+void lrn_forward(Context& ctx, const LrnParams& lrn, double alpha, const TensorDesc& x, double beta,
+                 const TensorDesc& y) {
   const char* op = "lrn_forward";
   const DType dtype = validate_all(ctx, op, {{"x", &x}, {"y", &y}});
   require_rank(op, "x", x, 4);
@@ -125,8 +125,8 @@ void divisive_normalization_backward(Context& ctx, const LcnParams& lcn, double 
   stage::blend_packed(ctx, dms, *dmeans, alpha, beta);
 }
 
-void lcn_forward(Context& ctx, const LcnParams& lcn, double alpha, const TensorDesc& x,
-                 double beta, const TensorDesc& y) {
+void lcn_forward(Context& ctx, const LcnParams& lcn, double alpha, const TensorDesc& x, double beta,
+                 const TensorDesc& y) {
   const char* op = "lcn_forward";
   validate_all(ctx, op, {{"x", &x}, {"y", &y}});
   require_rank(op, "x", x, 4);
@@ -158,9 +158,14 @@ void batch_norm_forward_training(Context& ctx, BatchNormMode mode, double alpha,
                                  const TensorDesc& save_invstd) {
   const char* op = "batch_norm_forward_training";
   validate_all(ctx, op,
-               {{"x", &x}, {"y", &y}, {"gamma", &gamma}, {"bias", &bias},
-                {"running_mean", running_mean}, {"running_var", running_var},
-                {"save_mean", &save_mean}, {"save_invstd", &save_invstd}});
+               {{"x", &x},
+                {"y", &y},
+                {"gamma", &gamma},
+                {"bias", &bias},
+                {"running_mean", running_mean},
+                {"running_var", running_var},
+                {"save_mean", &save_mean},
+                {"save_invstd", &save_invstd}});
   require_rank(op, "x", x, 2, true);
   validate_dims(op, "y", y, x.dims);
   const Shape ps = param_shape(mode, x);
@@ -183,10 +188,9 @@ void batch_norm_forward_training(Context& ctx, BatchNormMode mode, double alpha,
 }
 
 void batch_norm_forward_inference(Context& ctx, BatchNormMode mode, double alpha, double beta,
-                                  const TensorDesc& x, const TensorDesc& y,
-                                  const TensorDesc& gamma, const TensorDesc& bias,
-                                  const TensorDesc& running_mean, const TensorDesc& running_var,
-                                  double eps) {
+                                  const TensorDesc& x, const TensorDesc& y, const TensorDesc& gamma,
+                                  const TensorDesc& bias, const TensorDesc& running_mean,
+                                  const TensorDesc& running_var, double eps) {
   const char* op = "batch_norm_forward_inference";
   const DType dtype = validate_all(ctx, op,
                                    {{"x", &x},
@@ -221,8 +225,14 @@ void batch_norm_backward(Context& ctx, BatchNormMode mode, double alpha_data, do
                          const TensorDesc& save_mean, const TensorDesc& save_invstd) {
   const char* op = "batch_norm_backward";
   validate_all(ctx, op,
-               {{"x", &x}, {"dy", &dy}, {"dx", &dx}, {"gamma", &gamma}, {"dgamma", &dgamma},
-                {"dbias", &dbias}, {"save_mean", &save_mean}, {"save_invstd", &save_invstd}});
+               {{"x", &x},
+                {"dy", &dy},
+                {"dx", &dx},
+                {"gamma", &gamma},
+                {"dgamma", &dgamma},
+                {"dbias", &dbias},
+                {"save_mean", &save_mean},
+                {"save_invstd", &save_invstd}});
   require_rank(op, "x", x, 2, true);
   validate_dims(op, "dy", dy, x.dims);
   validate_dims(op, "dx", dx, x.dims);

@@ -55,12 +55,13 @@ Shape softmax_shape(SoftmaxMode mode, const TensorDesc& d) {
 
 }  // namespace
 
-void activation_forward(Context& ctx, const ActivationDesc& act, double alpha,
-                        const TensorDesc& x, double beta, const TensorDesc& y) {
+void activation_forward(Context& ctx, const ActivationDesc& act, double alpha, const TensorDesc& x,
+                        double beta, const TensorDesc& y) {
   const char* op = "activation_forward";
   validate_all(ctx, op, {{"x", &x}, {"y", &y}});
   validate_dims(op, "y", y, x.dims);
-  if (act.mode == ActivationMode::identity) return stage::blend_into(ctx, alpha, x, x.strides, beta, y);
+  if (act.mode == ActivationMode::identity)
+    return stage::blend_into(ctx, alpha, x, x.strides, beta, y);
   const Tensor xt = packed_input(ctx, x);
   Output out(ctx, y, alpha, beta, Writes::whole, {&x});
   if (act.mode == ActivationMode::relu) {
@@ -73,15 +74,16 @@ void activation_forward(Context& ctx, const ActivationDesc& act, double alpha,
   out.finish();
 }
 
-void activation_backward(Context& ctx, const ActivationDesc& act, double alpha,
-                         const TensorDesc& y, const TensorDesc& dy, const TensorDesc& x,
-                         double beta, const TensorDesc& dx) {
+void activation_backward(Context& ctx, const ActivationDesc& act, double alpha, const TensorDesc& y,
+                         const TensorDesc& dy, const TensorDesc& x, double beta,
+                         const TensorDesc& dx) {
   const char* op = "activation_backward";
   validate_all(ctx, op, {{"y", &y}, {"dy", &dy}, {"x", &x}, {"dx", &dx}});
   validate_dims(op, "dy", dy, y.dims);
   validate_dims(op, "x", x, y.dims);
   validate_dims(op, "dx", dx, y.dims);
-  if (act.mode == ActivationMode::identity) return stage::blend_into(ctx, alpha, dy, dy.strides, beta, dx);
+  if (act.mode == ActivationMode::identity)
+    return stage::blend_into(ctx, alpha, dy, dy.strides, beta, dx);
   const Tensor dyt = packed_input(ctx, dy);
   Output out(ctx, dx, alpha, beta, Writes::whole, {&y, &dy, &x});
   if (act.mode == ActivationMode::relu) {

@@ -60,8 +60,7 @@ void op_tensor(Context& ctx, OpTensorOp op, double alpha1, const TensorDesc& a, 
   out.finish();
 }
 
-void add_tensor(Context& ctx, double alpha, const TensorDesc& b, double beta,
-                const TensorDesc& y) {
+void add_tensor(Context& ctx, double alpha, const TensorDesc& b, double beta, const TensorDesc& y) {
   const char* op = "add_tensor";
   validate_all(ctx, op, {{"b", &b}, {"y", &y}});
   check_broadcast(op, "b", b, "y", y);

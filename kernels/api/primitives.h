@@ -1,7 +1,7 @@
 // crema's primitives with cuDNN's surface: a handle (the Context: a device and a stream), strided
 // tensor descriptors (tensor_desc.h) and a blend on every output,
 //
-//   y = alpha * op(inputs) + beta * y          (y is not read when beta == 0: NaN there never leaks)
+//   y = alpha * op(inputs) + beta * y      (beta == 0: y is not read, NaN there never leaks)
 //
 // backward passes included (dx, dw, db, dgamma, dbeta are blended the same way, where the
 // Tensor-level kernels accumulate parameter gradients). Every descriptor may be strided (a
@@ -64,14 +64,23 @@ struct PoolDesc {
 void pooling_forward(Context& ctx, const PoolDesc& pool, double alpha, const TensorDesc& x,
                      double beta, const TensorDesc& y);
 void pooling_backward(Context& ctx, const PoolDesc& pool, double alpha, const TensorDesc& y,
-                      const TensorDesc& dy, const TensorDesc& x, double beta,
-                      const TensorDesc& dx);
+                      const TensorDesc& dy, const TensorDesc& x, double beta, const TensorDesc& dx);
 
 // ---- activation, elementwise, any rank: relu (leaky with negative_slope), identity, and the
 // pointwise kinds of kernels/activations/pointwise.h with their constants from `pointwise`
 // (kind ignored). backward reads y or x as the kind needs (both are given, as cuDNN's).
 enum class ActivationMode {
-  relu, identity, sigmoid, tanh, clip, elu, swish, gelu_erf, gelu_tanh, hardsigmoid, hardswish,
+  relu,
+  identity,
+  sigmoid,
+  tanh,
+  clip,
+  elu,
+  swish,
+  gelu_erf,
+  gelu_tanh,
+  hardsigmoid,
+  hardswish,
   mish
 };
 struct ActivationDesc {
@@ -79,11 +88,11 @@ struct ActivationDesc {
   float negative_slope = 0.0f;  // relu
   Activation pointwise;         // alpha (elu), beta (swish), min / max (clip)
 };
-void activation_forward(Context& ctx, const ActivationDesc& act, double alpha,
-                        const TensorDesc& x, double beta, const TensorDesc& y);
-void activation_backward(Context& ctx, const ActivationDesc& act, double alpha,
-                         const TensorDesc& y, const TensorDesc& dy, const TensorDesc& x,
-                         double beta, const TensorDesc& dx);
+void activation_forward(Context& ctx, const ActivationDesc& act, double alpha, const TensorDesc& x,
+                        double beta, const TensorDesc& y);
+void activation_backward(Context& ctx, const ActivationDesc& act, double alpha, const TensorDesc& y,
+                         const TensorDesc& dy, const TensorDesc& x, double beta,
+                         const TensorDesc& dx);
 
 // ---- softmax on x [N, C, ...]: over C at each (n, h, w) (channel mode) or over all of an
 // image's C*H*W (instance mode); accurate (max subtracted), fast (no max) or log.
@@ -92,13 +101,12 @@ enum class SoftmaxMode { instance, channel };
 void softmax_forward(Context& ctx, SoftmaxAlgo algo, SoftmaxMode mode, double alpha,
                      const TensorDesc& x, double beta, const TensorDesc& y);
 void softmax_backward(Context& ctx, SoftmaxAlgo algo, SoftmaxMode mode, double alpha,
-                      const TensorDesc& y, const TensorDesc& dy, double beta,
-                      const TensorDesc& dx);
+                      const TensorDesc& y, const TensorDesc& dy, double beta, const TensorDesc& dx);
 
 // ---- local response normalization on [N, C, H, W] (kernels/lrn/lrn.h); the backward
 // recomputes the forward's scale from x.
-void lrn_forward(Context& ctx, const LrnParams& lrn, double alpha, const TensorDesc& x,
-                 double beta, const TensorDesc& y);
+void lrn_forward(Context& ctx, const LrnParams& lrn, double alpha, const TensorDesc& x, double beta,
+                 const TensorDesc& y);
 void lrn_backward(Context& ctx, const LrnParams& lrn, double alpha, const TensorDesc& y,
                   const TensorDesc& dy, const TensorDesc& x, double beta, const TensorDesc& dx);
 
@@ -111,8 +119,8 @@ void divisive_normalization_backward(Context& ctx, const LcnParams& lcn, double 
                                      const TensorDesc& x, const TensorDesc* means,
                                      const TensorDesc& dy, double beta, const TensorDesc& dx,
                                      const TensorDesc* dmeans);
-void lcn_forward(Context& ctx, const LcnParams& lcn, double alpha, const TensorDesc& x,
-                 double beta, const TensorDesc& y);
+void lcn_forward(Context& ctx, const LcnParams& lcn, double alpha, const TensorDesc& x, double beta,
+                 const TensorDesc& y);
 void lcn_backward(Context& ctx, const LcnParams& lcn, double alpha, const TensorDesc& x,
                   const TensorDesc& dy, double beta, const TensorDesc& dx);
 
@@ -129,10 +137,9 @@ void batch_norm_forward_training(Context& ctx, BatchNormMode mode, double alpha,
                                  double eps, const TensorDesc& save_mean,
                                  const TensorDesc& save_invstd);
 void batch_norm_forward_inference(Context& ctx, BatchNormMode mode, double alpha, double beta,
-                                  const TensorDesc& x, const TensorDesc& y,
-                                  const TensorDesc& gamma, const TensorDesc& bias,
-                                  const TensorDesc& running_mean, const TensorDesc& running_var,
-                                  double eps);
+                                  const TensorDesc& x, const TensorDesc& y, const TensorDesc& gamma,
+                                  const TensorDesc& bias, const TensorDesc& running_mean,
+                                  const TensorDesc& running_var, double eps);
 // dx = alpha_data * dx' + beta_data * dx; dgamma, dbias = alpha_param * ... + beta_param * ...
 // (cuDNN's four factors), through the saved batch statistics of the training forward.
 void batch_norm_backward(Context& ctx, BatchNormMode mode, double alpha_data, double beta_data,

@@ -22,8 +22,8 @@ DType validate_all(const Context& ctx, const char* op, std::initializer_list<Nam
 
 void require_rank(const char* op, const char* name, const TensorDesc& d, int rank, bool at_least) {
   if (d.ndim() == rank || (at_least && d.ndim() > rank)) return;
-  throw Error(std::string(op) + ": " + name + ": " + std::to_string(d.ndim()) +
-              " dims, expected " + (at_least ? "at least " : "") + std::to_string(rank));
+  throw Error(std::string(op) + ": " + name + ": " + std::to_string(d.ndim()) + " dims, expected " +
+              (at_least ? "at least " : "") + std::to_string(rank));
 }
 
 Tensor packed_param(const char* op, const char* name, const TensorDesc& d, const Shape& shape) {

@@ -117,8 +117,7 @@ void validate(const Context& ctx, const char* op, const char* name, const Tensor
     }
   }
   if (!(d.device == ctx.device())) {
-    throw Error(at + "on " + d.device.str() + ", but the context runs on " +
-                ctx.device().str());
+    throw Error(at + "on " + d.device.str() + ", but the context runs on " + ctx.device().str());
   }
   if (d.numel() == 0) return;
   if (d.data == nullptr) throw Error(at + "data is null for " + d.str());

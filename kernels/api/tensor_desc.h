@@ -42,8 +42,8 @@ struct TensorDesc {
   static TensorDesc nhwc(const void* data, DType dtype, Device device, int64_t N, int64_t C,
                          int64_t H, int64_t W);
   // Any strides (cudnnSetTensorNdDescriptor).
-  static TensorDesc strided(const void* data, DType dtype, Device device,
-                            std::vector<int64_t> dims, std::vector<int64_t> strides);
+  static TensorDesc strided(const void* data, DType dtype, Device device, std::vector<int64_t> dims,
+                            std::vector<int64_t> strides);
   // A crema Tensor as a descriptor (an nhwc 4-D tensor gets channels-last strides).
   static TensorDesc of(const Tensor& t);
 

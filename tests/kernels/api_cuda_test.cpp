@@ -26,8 +26,7 @@ TEST_P(ApiCudaCase, MatchesReferenceBlendsAndStrides) {
   testing::check_case(ctx, c);
 }
 
-INSTANTIATE_TEST_SUITE_P(Primitives, ApiCudaCase,
-                         ::testing::Range(size_t(0), api_cases().size()),
+INSTANTIATE_TEST_SUITE_P(Primitives, ApiCudaCase, ::testing::Range(size_t(0), api_cases().size()),
                          [](const ::testing::TestParamInfo<size_t>& info) {
                            return api_cases()[info.param].name;
                          });
@@ -60,7 +59,8 @@ TEST(ApiCuda, MisalignedPackedDescriptors) {
   activation_forward(ctx, ActivationDesc{}, 1.0, x, 0.0, y);
   ctx.synchronize();
   const std::vector<float> out = dev.to_vector();
-  for (int i = 0; i < 20; ++i) EXPECT_EQ(out[size_t(21 + i)], std::max(values[size_t(1 + i)], 0.0f));
+  for (int i = 0; i < 20; ++i)
+    EXPECT_EQ(out[size_t(21 + i)], std::max(values[size_t(1 + i)], 0.0f));
   EXPECT_EQ(out[0], values[0]);
   EXPECT_EQ(out[1], values[1]);  // x unchanged
 }

@@ -80,8 +80,8 @@ TEST(ApiDesc, ValidationNamesTheTensor) {
   EXPECT_NE(m.find("lrn_forward: y: dims [1, 3, 5, 4], expected [1, 3, 5, 5]"), std::string::npos)
       << m;
 
-  TensorDesc nine = TensorDesc::contiguous(buf.data(), DType::f32, ctx.device(),
-                                           {1, 1, 1, 1, 1, 1, 1, 1, 1});
+  TensorDesc nine =
+      TensorDesc::contiguous(buf.data(), DType::f32, ctx.device(), {1, 1, 1, 1, 1, 1, 1, 1, 1});
   m = error_of([&] { transform_tensor(ctx, 1.0, nine, 0.0, nine); });
   EXPECT_NE(m.find("transform_tensor: x: 9 dims, expected 1 to 8"), std::string::npos) << m;
 
@@ -175,7 +175,8 @@ TEST(TransformStrided, CpuMatchesReference) {
   std::vector<float> x(60), y0(120), y1, y2;
   for (size_t i = 0; i < x.size(); ++i) x[i] = float(i % 13) - 6.0f;
   for (size_t i = 0; i < y0.size(); ++i) y0[i] = float(i % 7) * 0.5f;
-  for (const auto& [alpha, beta] : std::vector<std::pair<float, float>>{{1, 0}, {1, 1}, {0.5f, 0.25f}}) {
+  for (const auto& [alpha, beta] :
+       std::vector<std::pair<float, float>>{{1, 0}, {1, 1}, {0.5f, 0.25f}}) {
     y1 = y2 = y0;
     if (beta == 0) {
       for (size_t i = 0; i < y1.size(); i += 2) y1[i] = y2[i] = std::nanf("");

@@ -6,8 +6,8 @@
 //   - the blends beta = 0 on NaN, beta = 1 on random values, alpha = 0.5 with beta = 0.25, on a
 //     contiguous and on a strided output: alpha * ref + beta * prior;
 //   - every strided variant of inputs and output at once equal, bit for bit, to the contiguous
-//     result (GEMM: within tolerance, Case::strided_exact); the gaps of the inputs hold NaN (a read of one shows) and the output's gaps keep
-//     their sentinel (a write to one shows).
+//     result (GEMM: within tolerance, Case::strided_exact); the gaps of the inputs hold NaN (a read
+//     of one shows) and the output's gaps keep their sentinel (a write to one shows).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -148,9 +148,9 @@ struct Case {
   std::vector<Shape> inputs;
   Shape output;
   Run run;
-  double tolerance = 1e-4;      // f32 against f64: |got - want| <= tol * (1 + |want|)
-  std::vector<bool> positive;   // per input: values in [0.5, 1.5] instead of [-1, 1]
-  std::vector<bool> packed;     // per input: a packed-only parameter (never strided)
+  double tolerance = 1e-4;     // f32 against f64: |got - want| <= tol * (1 + |want|)
+  std::vector<bool> positive;  // per input: values in [0.5, 1.5] instead of [-1, 1]
+  std::vector<bool> packed;    // per input: a packed-only parameter (never strided)
   // Strided variants equal the packed result bit for bit; false where a strided operand takes
   // another kernel path (GEMM reads a transposed view by flipping its transpose flag, which may
   // sum in another order): then within tolerance of the packed result.
@@ -195,8 +195,9 @@ inline void expect_close(const std::vector<double>& got, const std::vector<doubl
   int shown = 0;
   for (size_t i = 0; i < got.size(); ++i) {
     const bool ok = std::fabs(got[i] - want[i]) <= tol * (1.0 + std::fabs(want[i]));
-    if (!ok && shown++ < 5) ADD_FAILURE() << what << ": element " << i << " is " << got[i]
-                                          << ", expected " << want[i] << " (tol " << tol << ")";
+    if (!ok && shown++ < 5)
+      ADD_FAILURE() << what << ": element " << i << " is " << got[i] << ", expected " << want[i]
+                    << " (tol " << tol << ")";
   }
 }
 
@@ -235,8 +236,8 @@ inline void check_case(Context& ctx, const Case& c) {
       EXPECT_TRUE(gaps_kept(out, sentinel)) << what << ": wrote outside the output's view";
     }
   }
-  for (Variant v : {Variant::transposed, Variant::subregion, Variant::arbitrary,
-                    Variant::channels_last}) {
+  for (Variant v :
+       {Variant::transposed, Variant::subregion, Variant::arbitrary, Variant::channels_last}) {
     const Placed out = run_case(ctx, c, ins, DType::f32, v, 1.0, 0.0, nans, sentinel);
     const std::vector<double> got = read(out);
     const std::string what = c.name + " " + variant_name(v);
