@@ -1,5 +1,7 @@
 // The primitive API's convolution and pooling: geometry from the descriptors' dims, inputs packed
-// (borrowed or gathered), the Tensor-level kernel, the output blended (stage.h).
+// (borrowed or gathered), the Tensor-level kernel, the output blended (stage.h). A channels-last
+// x (dy for backward data) runs the kernels' NHWC path, the other tensors gathered to NHWC (the
+// filter to KRSC) where they are not already.
 #include "core/error.h"
 #include "kernels/api/primitives.h"
 #include "kernels/api/stage.h"
@@ -8,6 +10,7 @@
 
 namespace crema::kernels::api {
 
+using stage::layout_for;
 using stage::Output;
 using stage::packed_input;
 using stage::require_rank;
@@ -72,8 +75,9 @@ void convolution_forward(Context& ctx, const ConvDesc& conv, double alpha, const
   validate_all(ctx, op, {{"x", &x}, {"w", &w}, {"y", &y}});
   const Conv2dGeometry g = geometry(op, conv, "x", x, w);
   validate_dims(op, "y", y, g.y_shape());
-  const Tensor xt = packed_input(ctx, x), wt = packed_input(ctx, w);
-  Output out(ctx, y, alpha, beta, Writes::whole, {&x, &w});
+  const Layout layout = layout_for(x);
+  const Tensor xt = packed_input(ctx, x, layout), wt = packed_input(ctx, w, layout);
+  Output out(ctx, y, alpha, beta, Writes::whole, {&x, &w}, layout);
   conv2d_forward(ctx, g, xt, wt, nullptr, out.tensor(), request);
   out.finish();
 }
@@ -85,8 +89,9 @@ void convolution_backward_data(Context& ctx, const ConvDesc& conv, double alpha,
   validate_all(ctx, op, {{"w", &w}, {"dy", &dy}, {"dx", &dx}});
   const Conv2dGeometry g = geometry(op, conv, "dx", dx, w);
   validate_dims(op, "dy", dy, g.y_shape());
-  const Tensor wt = packed_input(ctx, w), dyt = packed_input(ctx, dy);
-  Output out(ctx, dx, alpha, beta, Writes::whole, {&w, &dy});
+  const Layout layout = layout_for(dy);
+  const Tensor wt = packed_input(ctx, w, layout), dyt = packed_input(ctx, dy, layout);
+  Output out(ctx, dx, alpha, beta, Writes::whole, {&w, &dy}, layout);
   conv2d_backward_data(ctx, g, dyt, wt, out.tensor(), request);
   out.finish();
 }
@@ -98,8 +103,9 @@ void convolution_backward_filter(Context& ctx, const ConvDesc& conv, double alph
   validate_all(ctx, op, {{"x", &x}, {"dy", &dy}, {"dw", &dw}});
   const Conv2dGeometry g = geometry(op, conv, "x", x, dw);
   validate_dims(op, "dy", dy, g.y_shape());
-  const Tensor xt = packed_input(ctx, x), dyt = packed_input(ctx, dy);
-  Output out(ctx, dw, alpha, beta, Writes::accumulated, {&x, &dy});
+  const Layout layout = layout_for(x);
+  const Tensor xt = packed_input(ctx, x, layout), dyt = packed_input(ctx, dy, layout);
+  Output out(ctx, dw, alpha, beta, Writes::accumulated, {&x, &dy}, layout);
   conv2d_backward_filter(ctx, g, xt, dyt, out.tensor(), request);
   out.finish();
 }
@@ -133,8 +139,9 @@ void pooling_forward(Context& ctx, const PoolDesc& pool, double alpha, const Ten
   const char* op = "pooling_forward";
   validate_all(ctx, op, {{"x", &x}, {"y", &y}});
   const Pool2dGeometry g = pool_geometry(op, pool, x, y);
-  const Tensor xt = packed_input(ctx, x);
-  Output out(ctx, y, alpha, beta, Writes::whole, {&x});
+  const Layout layout = layout_for(x);
+  const Tensor xt = packed_input(ctx, x, layout);
+  Output out(ctx, y, alpha, beta, Writes::whole, {&x}, layout);
   pool2d_forward(ctx, g, pool.mode, xt, out.tensor(), nullptr);
   out.finish();
 }
@@ -147,16 +154,19 @@ void pooling_backward(Context& ctx, const PoolDesc& pool, double alpha, const Te
   const Pool2dGeometry g = pool_geometry(op, pool, x, y);
   validate_dims(op, "dy", dy, y.dims);
   validate_dims(op, "dx", dx, x.dims);
-  const Tensor dyt = packed_input(ctx, dy);
+  const Layout layout = layout_for(x);
+  const Tensor dyt = packed_input(ctx, dy, layout);
   Tensor argmax;
   if (pool.mode == PoolMode::max) {
     // The max positions, recomputed from x (a deterministic forward: the ones y came from).
-    const Tensor xt = packed_input(ctx, x);
+    const Tensor xt = packed_input(ctx, x, layout);
     Tensor again = ctx.empty(y.dims, dtype);
     argmax = ctx.empty(y.dims, dtype == DType::f64 ? DType::f64 : DType::f32);
+    again.set_layout(layout);
+    argmax.set_layout(layout);
     pool2d_forward(ctx, g, pool.mode, xt, again, &argmax);
   }
-  Output out(ctx, dx, alpha, beta, Writes::whole, {&y, &dy, &x});
+  Output out(ctx, dx, alpha, beta, Writes::whole, {&y, &dy, &x}, layout);
   pool2d_backward(ctx, g, pool.mode, dyt, argmax.defined() ? &argmax : nullptr, out.tensor());
   out.finish();
 }

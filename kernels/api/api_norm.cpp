@@ -44,6 +44,11 @@ void check_param_dims(const char* op, const char* name, BatchNormMode mode, cons
   }
 }
 
+// Spatial batch norm has an NHWC path in every implementation; per activation is NCHW only.
+Layout bn_layout(BatchNormMode mode, const TensorDesc& x) {
+  return mode == BatchNormMode::spatial ? stage::layout_for(x) : Layout::nchw;
+}
+
 }  // namespace
 
 void lrn_forward(Context& ctx, const LrnParams& lrn, double alpha, const TensorDesc& x, double beta,
@@ -178,8 +183,9 @@ void batch_norm_forward_training(Context& ctx, BatchNormMode mode, double alpha,
   Tensor rm = param("running_mean", running_mean), rv = param("running_var", running_var);
   Tensor sm = param("save_mean", &save_mean), si = param("save_invstd", &save_invstd);
   Tensor tracked;  // cuDNN keeps no batch count
-  const Tensor xt = packed_input(ctx, x);
-  Output out(ctx, y, alpha, beta, Writes::whole, {&x});
+  const Layout layout = bn_layout(mode, x);
+  const Tensor xt = packed_input(ctx, x, layout);
+  Output out(ctx, y, alpha, beta, Writes::whole, {&x}, layout);
   const auto run = mode == BatchNormMode::spatial
                        ? &kernels::batch_norm_forward_training
                        : &kernels::batch_norm_per_activation_forward_training;
@@ -209,8 +215,9 @@ void batch_norm_forward_inference(Context& ctx, BatchNormMode mode, double alpha
   const Tensor g = param("gamma", gamma), b = param("bias", bias);
   const Tensor rm = param("running_mean", running_mean), rv = param("running_var", running_var);
   Tensor sm = ctx.empty(ps, dtype), si = ctx.empty(ps, dtype);  // saved, unused here
-  const Tensor xt = packed_input(ctx, x);
-  Output out(ctx, y, alpha, beta, Writes::whole, {&x});
+  const Layout layout = bn_layout(mode, x);
+  const Tensor xt = packed_input(ctx, x, layout);
+  Output out(ctx, y, alpha, beta, Writes::whole, {&x}, layout);
   const auto run = mode == BatchNormMode::spatial
                        ? &kernels::batch_norm_forward_inference
                        : &kernels::batch_norm_per_activation_forward_inference;
@@ -245,10 +252,11 @@ void batch_norm_backward(Context& ctx, BatchNormMode mode, double alpha_data, do
                si = param("save_invstd", save_invstd);
   check_param_dims(op, "dgamma", mode, x, dgamma);
   check_param_dims(op, "dbias", mode, x, dbias);
-  const Tensor xt = packed_input(ctx, x), dyt = packed_input(ctx, dy);
+  const Layout layout = bn_layout(mode, x);
+  const Tensor xt = packed_input(ctx, x, layout), dyt = packed_input(ctx, dy, layout);
   const std::initializer_list<const TensorDesc*> inputs = {&x, &dy, &gamma, &save_mean,
                                                            &save_invstd};
-  Output out(ctx, dx, alpha_data, beta_data, Writes::whole, inputs);
+  Output out(ctx, dx, alpha_data, beta_data, Writes::whole, inputs, layout);
   // The kernel accumulates the parameter gradients (dgamma += ...).
   Output dg(ctx, dgamma, alpha_param, beta_param, Writes::accumulated, inputs);
   Output db(ctx, dbias, alpha_param, beta_param, Writes::accumulated, inputs);

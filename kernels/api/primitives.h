@@ -10,8 +10,9 @@
 // those of the contiguous copies. Tensors are f32 (CPU and CUDA) or f64 (the CPU, which runs the
 // reference), all of one dtype, on the context's device; everything runs on ctx.stream().
 //
-// Costs: an input packed in the layout the kernel reads (row-major, i.e. NCHW for 4-D) is read in
-// place; any other is gathered into scratch from the context's allocator first. An output packed
+// Costs: an input packed in the layout the kernel reads (row-major, i.e. NCHW for 4-D; NHWC for
+// convolution, pooling and spatial batch norm when their first activation is channels-last) is
+// read in place; any other is gathered into scratch from the context's allocator first. An output packed
 // with alpha = 1, beta = 0 (or a kernel that blends itself: GEMM, the tensor ops, LCN) is
 // written in place; any other is computed into scratch and blended in with one strided pass.
 // stage.h has the rules; README.md how to add a primitive.

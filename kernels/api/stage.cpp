@@ -42,26 +42,40 @@ bool aligned(const TensorDesc& d) {
   return d.device.is_cpu() || reinterpret_cast<uintptr_t>(d.data) % 16 == 0;
 }
 
+Layout layout_for(const TensorDesc& x) {
+  return x.ndim() == 4 && x.is_nhwc_packed() && !x.is_contiguous() ? Layout::nhwc : Layout::nchw;
+}
+
+std::vector<int64_t> packed_strides(const Shape& dims, Layout layout) {
+  if (layout == Layout::nhwc && dims.size() == 4) {
+    return {dims[2] * dims[3] * dims[1], 1, dims[3] * dims[1], dims[1]};
+  }
+  return contiguous_strides(dims);
+}
+
 namespace {
 
-bool borrowable(const TensorDesc& d) {
-  return d.is_contiguous() && aligned(d);
+bool packed_in(const TensorDesc& d, Layout layout) {
+  return layout == Layout::nhwc && d.ndim() == 4 ? d.is_nhwc_packed() : d.is_contiguous();
 }
 
 }  // namespace
 
-Tensor packed_input(Context& ctx, const TensorDesc& d, bool copy) {
-  if (borrowable(d) && !copy) return Tensor::borrow(d.data, d.dims, d.dtype, d.device);
+Tensor packed_input(Context& ctx, const TensorDesc& d, Layout layout, bool copy) {
+  if (packed_in(d, layout) && aligned(d) && !copy) {
+    return Tensor::borrow(d.data, d.dims, d.dtype, d.device, layout);
+  }
   Tensor t = ctx.empty(d.dims, d.dtype);
-  transform_strided(ctx, d.dtype, d.dims, d.strides, d.data, contiguous_strides(d.dims), 1.0, 0.0,
-                    t.raw());
+  t.set_layout(layout);
+  transform_strided(ctx, d.dtype, d.dims, d.strides, d.data, packed_strides(d.dims, layout), 1.0,
+                    0.0, t.raw());
   return t;
 }
 
 Output::Output(Context& ctx, const TensorDesc& y, double alpha, double beta, Writes writes,
-               std::initializer_list<const TensorDesc*> inputs)
+               std::initializer_list<const TensorDesc*> inputs, Layout layout)
     : ctx_(ctx), y_(y), alpha_(alpha), beta_(beta) {
-  bool in_place = borrowable(y);
+  bool in_place = packed_in(y, layout) && aligned(y);
   for (const TensorDesc* in : inputs) {
     if (in != nullptr && overlaps(*in, y)) in_place = false;
   }
@@ -78,23 +92,24 @@ Output::Output(Context& ctx, const TensorDesc& y, double alpha, double beta, Wri
   staged_ = !in_place;
   if (staged_) {
     tensor_ = ctx.empty(y.dims, y.dtype);
+    tensor_.set_layout(layout);
   } else {
-    tensor_ = Tensor::borrow(y.data, y.dims, y.dtype, y.device);
+    tensor_ = Tensor::borrow(y.data, y.dims, y.dtype, y.device, layout);
   }
   // An accumulating kernel adds into zeros unless it accumulates into the caller's y (beta 1).
   if (writes == Writes::accumulated && (staged_ || beta == 0.0)) set_tensor(ctx, tensor_, 0.0);
 }
 
 void blend_packed(Context& ctx, const Tensor& t, const TensorDesc& y, double alpha, double beta) {
-  transform_strided(ctx, y.dtype, y.dims, contiguous_strides(y.dims), t.raw(), y.strides, alpha,
-                    beta, y.data);
+  transform_strided(ctx, y.dtype, y.dims, packed_strides(y.dims, t.layout()), t.raw(), y.strides,
+                    alpha, beta, y.data);
 }
 
 void blend_into(Context& ctx, double alpha, const TensorDesc& x,
                 const std::vector<int64_t>& x_strides, double beta, const TensorDesc& y) {
   if (overlaps(x, y) && !(x.data == y.data && x_strides == y.strides)) {
     // A partial overlap: x's packed copy, walked with stride 0 along its broadcast dims.
-    const Tensor xt = packed_input(ctx, x, true);
+    const Tensor xt = packed_input(ctx, x, Layout::nchw, true);
     std::vector<int64_t> s = contiguous_strides(x.dims);
     for (size_t k = 0; k < s.size(); ++k) {
       if (x.dims[k] != y.dims[k]) s[k] = 0;

@@ -34,14 +34,21 @@ void require_rank(const char* op, const char* name, const TensorDesc& d, int ran
 // allocator's tensors are (vector loads: a kernel that checks falls back, but not every one need).
 bool aligned(const TensorDesc& d);
 
-// The packed tensor a kernel reads for `d` (already validated): borrowed, or gathered into
-// scratch (always when `copy`).
-Tensor packed_input(Context& ctx, const TensorDesc& d, bool copy = false);
+// The layout an op with an NHWC path (convolution, pooling, spatial batch norm) runs in for its
+// first activation `x`: nhwc when x is packed channels-last (and not also packed NCHW), else nchw.
+Layout layout_for(const TensorDesc& x);
+// The packed strides of dims in `layout` (nhwc: 4-D only, [H*W*C, 1, W*C, C]).
+std::vector<int64_t> packed_strides(const Shape& dims, Layout layout);
+
+// The packed tensor (in `layout`) a kernel reads for `d` (already validated): borrowed, or
+// gathered into scratch (always when `copy`).
+Tensor packed_input(Context& ctx, const TensorDesc& d, Layout layout = Layout::nchw,
+                    bool copy = false);
 // A parameter the kernel reads or updates in place (batch norm's statistics): it must be packed
 // and hold numel(shape) elements; borrowed with `shape`.
 Tensor packed_param(const char* op, const char* name, const TensorDesc& d, const Shape& shape);
 
-// y = alpha * t + beta * y, t packed with y's dims (y not read when beta is 0).
+// y = alpha * t + beta * y, t packed (in its layout) with y's dims (y not read when beta is 0).
 void blend_packed(Context& ctx, const Tensor& t, const TensorDesc& y, double alpha, double beta);
 
 // y = alpha * x + beta * y with x walked by x_strides over y's dims (0 along a broadcast dim):
@@ -58,10 +65,11 @@ enum class Writes {
 
 // One output of a call: what the kernel writes into (tensor(), with the alpha() and beta() to pass
 // a Writes::blended kernel), then finish() blends it into the caller's descriptor if staged.
+// The kernel's output is packed in `layout`.
 class Output {
  public:
   Output(Context& ctx, const TensorDesc& y, double alpha, double beta, Writes writes,
-         std::initializer_list<const TensorDesc*> inputs);
+         std::initializer_list<const TensorDesc*> inputs, Layout layout = Layout::nchw);
   // The kernel's output, viewed with `shape` when given (same element count: [K] for [1, K, 1, 1]).
   Tensor& tensor() { return tensor_; }
   Tensor tensor(const Shape& shape) { return tensor_.view(shape); }

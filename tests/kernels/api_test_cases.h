@@ -283,6 +283,13 @@ inline std::vector<Case> api_cases() {
     g.strided_exact = false;
     cases.push_back(g);
   }
+  for (Case& c : cases) {
+    const bool conv = c.name.rfind("convolution_", 0) == 0 && c.name != "convolution_backward_bias";
+    const bool pool = c.name.rfind("pooling_", 0) == 0;
+    const bool bn =
+        c.name.rfind("batch_norm_", 0) == 0 && c.name.find("_spatial") != std::string::npos;
+    c.nhwc_path = conv || pool || bn;
+  }
   return cases;
 }
 

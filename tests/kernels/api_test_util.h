@@ -27,8 +27,10 @@
 
 namespace crema::kernels::api::testing {
 
-// channels_last: NHWC strides for 4-D tensors (others stay packed).
-enum class Variant { contiguous, transposed, subregion, arbitrary, channels_last };
+// channels_last: NHWC strides for 4-D tensors (others stay packed). mixed: the first input
+// channels-last, the other inputs packed, the output a sub-region (so an op with an NHWC path
+// gathers the others to NHWC and stages its output).
+enum class Variant { contiguous, transposed, subregion, arbitrary, channels_last, mixed };
 inline const char* variant_name(Variant v) {
   switch (v) {
     case Variant::contiguous:
@@ -41,6 +43,8 @@ inline const char* variant_name(Variant v) {
       return "arbitrary";
     case Variant::channels_last:
       return "channels_last";
+    case Variant::mixed:
+      return "mixed";
   }
   return "?";
 }
@@ -155,6 +159,9 @@ struct Case {
   // another kernel path (GEMM reads a transposed view by flipping its transpose flag, which may
   // sum in another order): then within tolerance of the packed result.
   bool strided_exact = true;
+  // Channels-last tensors run the kernel's NHWC path (convolution, pooling, spatial batch norm),
+  // which may sum in another order: the channels_last variant is then within tolerance.
+  bool nhwc_path = false;
 };
 
 inline std::vector<std::vector<double>> case_inputs(const Case& c) {
@@ -180,10 +187,13 @@ inline Placed run_case(Context& ctx, const Case& c, const std::vector<std::vecto
   std::vector<TensorDesc> descs;
   for (size_t i = 0; i < ins.size(); ++i) {
     const bool packed = i < c.packed.size() && c.packed[i];
-    placed.push_back(place(ctx, ins[i], c.inputs[i], packed ? Variant::contiguous : v, dtype, nan));
+    Variant vi = packed ? Variant::contiguous : v;
+    if (v == Variant::mixed) vi = i == 0 ? Variant::channels_last : Variant::contiguous;
+    placed.push_back(place(ctx, ins[i], c.inputs[i], vi, dtype, nan));
     descs.push_back(placed.back().desc);
   }
-  Placed out = place(ctx, prior, c.output, v, dtype, gap);
+  Placed out =
+      place(ctx, prior, c.output, v == Variant::mixed ? Variant::subregion : v, dtype, gap);
   c.run(ctx, alpha, descs, beta, out.desc);
   ctx.synchronize();
   return out;
@@ -236,12 +246,13 @@ inline void check_case(Context& ctx, const Case& c) {
       EXPECT_TRUE(gaps_kept(out, sentinel)) << what << ": wrote outside the output's view";
     }
   }
-  for (Variant v :
-       {Variant::transposed, Variant::subregion, Variant::arbitrary, Variant::channels_last}) {
+  for (Variant v : {Variant::transposed, Variant::subregion, Variant::arbitrary,
+                    Variant::channels_last, Variant::mixed}) {
     const Placed out = run_case(ctx, c, ins, DType::f32, v, 1.0, 0.0, nans, sentinel);
     const std::vector<double> got = read(out);
     const std::string what = c.name + " " + variant_name(v);
-    if (!c.strided_exact) {
+    const bool nhwc = v == Variant::channels_last || v == Variant::mixed;
+    if (!c.strided_exact || (c.nhwc_path && nhwc)) {
       expect_close(got, base, c.tolerance, what + " against packed");
       EXPECT_TRUE(gaps_kept(out, sentinel)) << what << ": wrote outside the output's view";
       continue;
