@@ -12,9 +12,10 @@
 //
 // Costs: an input packed in the layout the kernel reads (row-major, i.e. NCHW for 4-D; NHWC for
 // convolution, pooling and spatial batch norm when their first activation is channels-last) is
-// read in place; any other is gathered into scratch from the context's allocator first. An output packed
-// with alpha = 1, beta = 0 (or a kernel that blends itself: GEMM, the tensor ops, LCN) is
-// written in place; any other is computed into scratch and blended in with one strided pass.
+// read in place; any other is gathered into scratch from the context's allocator first. An
+// output packed likewise with alpha = 1, beta = 0 (or a kernel that blends itself: GEMM, the
+// tensor ops, LCN) is written in place; any other is computed into scratch and blended in with
+// one strided pass.
 // stage.h has the rules; README.md how to add a primitive.
 #pragma once
 
