@@ -150,6 +150,16 @@ inline std::vector<Case> api_cases() {
                      divisive_normalization_backward(ctx, lp, a, in[0], &in[1], in[2], b, dx,
                                                      nullptr);
                    }});
+  // dmeans, with dx into a packed buffer of zeros beside it (both blended by the kernel at once,
+  // or, when dmeans is strided, both through scratch).
+  cases.push_back({"divisive_normalization_backward_dmeans",
+                   {d, d, d},
+                   d,
+                   [lp, d](Context& ctx, double a, In in, double b, const TensorDesc& dmeans) {
+                     Tensor dx = ctx.zeros(d, dmeans.dtype);
+                     divisive_normalization_backward(ctx, lp, a, in[0], &in[1], in[2], b,
+                                                     TensorDesc::of(dx), &dmeans);
+                   }});
   cases.push_back(
       {"lcn_forward", {d}, d, [lp](Context& ctx, double a, In in, double b, const TensorDesc& y) {
          lcn_forward(ctx, lp, a, in[0], b, y);
