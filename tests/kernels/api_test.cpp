@@ -154,6 +154,31 @@ TEST(ApiTensorOps, SetAndScaleStrided) {
   EXPECT_EQ(buf[5], 7.0f);
 }
 
+// reduce_tensor's indices into a strided descriptor equal the Tensor-level call's.
+TEST(ApiTensorOps, ReduceIndicesStrided) {
+  Context ctx;
+  std::vector<float> x(24);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = float((i * 7) % 11) - 5.0f;
+  const Tensor xt = Tensor::from_vector({2, 3, 4}, x);
+  Tensor want_y({2, 1, 4}), want_i({2, 1, 4});
+  kernels::reduce_tensor(ctx, ReduceOp::max, 1.0, xt, 0.0, want_y, &want_i);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> y(8, nan), idx(16, nan);
+  const TensorDesc xd = TensorDesc::contiguous(x.data(), DType::f32, ctx.device(), {2, 3, 4});
+  const TensorDesc yd = TensorDesc::contiguous(y.data(), DType::f32, ctx.device(), {2, 1, 4});
+  const TensorDesc id =
+      TensorDesc::strided(idx.data(), DType::f32, ctx.device(), {2, 1, 4}, {8, 1, 2});
+  reduce_tensor(ctx, ReduceOp::max, 1.0, xd, 0.0, yd, &id);
+  const std::vector<float> wy = want_y.to_vector(), wi = want_i.to_vector();
+  for (int n = 0; n < 2; ++n) {
+    for (int w = 0; w < 4; ++w) {
+      EXPECT_EQ(y[size_t(n * 4 + w)], wy[size_t(n * 4 + w)]);
+      EXPECT_EQ(idx[size_t(n * 8 + w * 2)], wi[size_t(n * 4 + w)]);
+      EXPECT_TRUE(std::isnan(idx[size_t(n * 8 + w * 2 + 1)])) << "a gap was written";
+    }
+  }
+}
+
 // The plan under transform_strided: packed on both sides is one axis; a transposed y keeps two,
 // ordered by y's strides.
 TEST(TransformStrided, PlanMergesAndOrdersByY) {
