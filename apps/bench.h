@@ -3,7 +3,7 @@
 // TFLOP/s or GB/s and the fraction of the device's peak.
 //
 //   crema bench gemm|conv|conv-tc|rnn|batch-norm|layer-norm|global-pool|pooling|softmax|lrn|
-//               activation|eltwise|dropout|concat [--shape S]... [--version V]
+//               activation|eltwise|dropout|concat|api [--shape S]... [--version V]
 //                             [--math fp32|tf32|bf16]
 //                             [--layout nchw|nhwc] [--warmup 5] [--repeats 50] [--device cuda:0]
 //
@@ -120,6 +120,10 @@ int bench_activation(Context& ctx, const Options& options, std::ostream& out);
 int bench_eltwise(Context& ctx, const Options& options, std::ostream& out);
 int bench_dropout(Context& ctx, const Options& options, std::ostream& out);
 int bench_concat(Context& ctx, const Options& options, std::ostream& out);
+// api: what the primitive API (kernels/api/) costs over the kernel it calls: ReLU forward through
+// the kernel, the API packed, with a blend, from a channels-last x, and the strided transform
+// alone; f32 (bench_api.cpp). Shapes N,C,H,W.
+int bench_api(Context& ctx, const Options& options, std::ostream& out);
 
 // Shapes, as --shape spells them.
 // GEMM "M,N,K[,NN|NT|TN|TT]": C[M,N] = op(A)[M,K] op(B)[K,N], a letter T transposing that operand

@@ -1,6 +1,6 @@
 // crema bench: the command's one dispatch point, from the op's name to its family (bench_gemm.cpp,
 // bench_conv.cpp, bench_conv_tc.cpp, bench_rnn.cpp, bench_batch_norm.cpp, bench_memory_bound.cpp,
-// bench_pooling_ops.cpp, bench_pointwise_ops.cpp).
+// bench_pooling_ops.cpp, bench_pointwise_ops.cpp, bench_api.cpp).
 // The families call the cuda:: versions directly, which a build without CUDA does not have: there
 // the command only says so.
 #include <ostream>
@@ -16,12 +16,12 @@ int bench_command(const std::string& op, const std::string& device, const Option
   // The memory-bound families with N,C,H,W shapes (softmax's are N,C).
   const bool memory_bound = op == "layer-norm" || op == "global-pool" || op == "pooling" ||
                             op == "lrn" || op == "activation" || op == "eltwise" ||
-                            op == "dropout" || op == "concat";
+                            op == "dropout" || op == "concat" || op == "api";
   if (op != "gemm" && op != "conv" && op != "conv-tc" && op != "rnn" && op != "batch-norm" &&
       op != "softmax" && !memory_bound) {
     throw Error("crema bench: unknown op '" + op +
                 "' (gemm, conv, conv-tc, rnn, batch-norm, layer-norm, global-pool, pooling, "
-                "softmax, lrn, activation, eltwise, dropout or concat)");
+                "softmax, lrn, activation, eltwise, dropout, concat or api)");
   }
   check_options(options);
   // Shapes first, so that a typo is reported as one also on a machine without a GPU.
@@ -52,6 +52,7 @@ int bench_command(const std::string& op, const std::string& device, const Option
     if (op == "eltwise") return bench_eltwise(ctx, options, out);
     if (op == "dropout") return bench_dropout(ctx, options, out);
     if (op == "concat") return bench_concat(ctx, options, out);
+    if (op == "api") return bench_api(ctx, options, out);
     return bench_rnn(ctx, options, out);
   } else {
     throw Error("crema bench: this build has no CUDA backend");

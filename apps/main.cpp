@@ -196,11 +196,12 @@ int main(int argc, char** argv) {
   bench->add_option("op", kernel_bench_op,
                     "gemm, conv, conv-tc (16-bit or tf32 NHWC), rnn, batch-norm (NHWC), "
                     "layer-norm, global-pool, pooling, softmax, lrn, activation, eltwise, "
-                    "dropout or concat (the memory-bound ops: GB/s against the copy bandwidth)")
+                    "dropout, concat (the memory-bound ops: GB/s against the copy bandwidth) or "
+                    "api (the primitive API's cost over its kernels)")
       ->required()
       ->check(CLI::IsMember({"gemm", "conv", "conv-tc", "rnn", "batch-norm", "layer-norm",
                              "global-pool", "pooling", "softmax", "lrn", "activation", "eltwise",
-                             "dropout", "concat"}));
+                             "dropout", "concat", "api"}));
   bench->add_option("--shape", kernel_bench.shapes, "a shape (repeatable; default: the op's list)")
       ->allow_extra_args(false);
   bench->add_option("--version", kernel_bench.version, "only this version (default: every one)");

@@ -191,8 +191,8 @@ TEST(BenchOptions, CommandNeedsAGpuAndAKnownOp) {
                        "--shape '64,64,56'"));
   EXPECT_TRUE(contains(error_of([&] { bench_command("pool", "cuda:0", Options{}, out); }),
                        "unknown op 'pool' (gemm, conv, conv-tc, rnn, batch-norm, layer-norm, "
-                       "global-pool, pooling, softmax, lrn, activation, eltwise, dropout or "
-                       "concat)"));
+                       "global-pool, pooling, softmax, lrn, activation, eltwise, dropout, "
+                       "concat or api)"));
   Options bad_bn;
   bad_bn.shapes = {"128,256,56"};
   EXPECT_TRUE(contains(error_of([&] { bench_command("batch-norm", "cpu", bad_bn, out); }),
