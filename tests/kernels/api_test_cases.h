@@ -294,11 +294,12 @@ inline std::vector<Case> api_cases() {
     cases.push_back(g);
   }
   for (Case& c : cases) {
-    const bool conv = c.name.rfind("convolution_", 0) == 0 && c.name != "convolution_backward_bias";
-    const bool pool = c.name.rfind("pooling_", 0) == 0;
-    const bool bn =
+    const bool is_conv =
+        c.name.rfind("convolution_", 0) == 0 && c.name != "convolution_backward_bias";
+    const bool is_pool = c.name.rfind("pooling_", 0) == 0;
+    const bool is_bn =
         c.name.rfind("batch_norm_", 0) == 0 && c.name.find("_spatial") != std::string::npos;
-    c.nhwc_path = conv || pool || bn;
+    c.nhwc_path = is_conv || is_pool || is_bn;
   }
   return cases;
 }
