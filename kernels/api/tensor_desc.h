@@ -9,8 +9,9 @@
 //
 // A 4-D activation's dims are always the logical [N, C, H, W]; NHWC is only its strides
 // ([H*W*C, 1, W*C, C]), as PyTorch's channels_last. Validation (validate, below) throws
-// crema::Error naming the op and the tensor: "conv_forward: y: stride 0 of dim 1 (extent 3)
-// overlaps", "lrn_forward: y: dtype bf16 not supported (f32, and f64 on the cpu)".
+// crema::Error naming the op and the tensor: "convolution_forward: y: stride 0 of dim 1 (extent
+// 3) overlaps: ...", "lrn_forward: y: dtype bf16 not supported by lrn_forward on cuda:0 (f32, and
+// f64 on the cpu)".
 #pragma once
 
 #include <cstdint>
@@ -69,7 +70,7 @@ void validate(const Context& ctx, const char* op, const char* name, const Tensor
 // equals `want` when given (the dtype of the op's first tensor).
 void validate_float(const Context& ctx, const char* op, const char* name, const TensorDesc& d);
 void validate_same_dtype(const char* op, const char* name, const TensorDesc& d, DType want);
-// d's dims equal `dims`: "conv_forward: y: dims [2, 4, 5, 5], expected [2, 4, 6, 6]".
+// d's dims equal `dims`: "convolution_forward: y: dims [2, 4, 5, 5], expected [2, 4, 6, 6]".
 void validate_dims(const char* op, const char* name, const TensorDesc& d,
                    const std::vector<int64_t>& dims);
 // Whether two descriptors' address ranges overlap (in-place calls, aliasing).
