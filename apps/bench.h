@@ -2,14 +2,15 @@
 // against the op's reference, then time it with CUDA events and print the time, the achieved
 // TFLOP/s or GB/s and the fraction of the device's peak.
 //
-//   crema bench gemm|conv|conv-tc|rnn|batch-norm|layer-norm|global-pool|pooling|softmax|lrn|
-//               activation|eltwise|dropout|concat|api [--shape S]... [--version V]
+//   crema bench gemm|conv|conv-tc|rnn|batch-norm|softmax|optimizer|OP [--shape S]... [--version V]
+//               (OP: a memory-bound op of kMemoryBoundOps)
 //                             [--math fp32|tf32|bf16]
 //                             [--layout nchw|nhwc] [--warmup 5] [--repeats 50] [--device cuda:0]
 //
 // Each op family lives in its own file (bench_gemm.cpp, bench_conv.cpp, bench_rnn.cpp,
-// bench_batch_norm.cpp; the memory-bound ones bench_memory_bound.cpp, bench_pooling_ops.cpp and
-// bench_pointwise_ops.cpp, with bench_memory_bound.h's helpers) and uses the shared pieces below
+// bench_batch_norm.cpp; the memory-bound ones bench_memory_bound.cpp, bench_pooling_ops.cpp,
+// bench_pointwise_ops.cpp, bench_tensor_ops.cpp, bench_training_ops.cpp and bench_api.cpp, with
+// bench_memory_bound.h's helpers) and uses the shared pieces below
 // (bench_conv_tc.cpp: conv-tc);
 // apps/README.md says how to add one more.
 #pragma once
@@ -120,10 +121,41 @@ int bench_activation(Context& ctx, const Options& options, std::ostream& out);
 int bench_eltwise(Context& ctx, const Options& options, std::ostream& out);
 int bench_dropout(Context& ctx, const Options& options, std::ostream& out);
 int bench_concat(Context& ctx, const Options& options, std::ostream& out);
+// op-tensor (add with a [1, C, 1, 1] b, mul), reduce-tensor (sum over H x W, amax over all),
+// transform-tensor (NCHW -> NHWC), scale (forward; the backward's parameter sums), cast (f32 <->
+// bf16), layout (nchw_to_nhwc, nhwc_to_nchw): f32 (bench_tensor_ops.cpp). Shapes N,C,H,W.
+int bench_op_tensor(Context& ctx, const Options& options, std::ostream& out);
+int bench_reduce_tensor(Context& ctx, const Options& options, std::ostream& out);
+int bench_transform_tensor(Context& ctx, const Options& options, std::ostream& out);
+int bench_scale(Context& ctx, const Options& options, std::ostream& out);
+int bench_cast(Context& ctx, const Options& options, std::ostream& out);
+int bench_layout(Context& ctx, const Options& options, std::ostream& out);
+// loss (softmax with cross-entropy over C), accuracy (top-1), optimizer (sgd and adam over a
+// CIFAR ResNet-18's weights; no --shape), im2col (3x3, pad 1), lcn (5 x 5), f32
+// (bench_training_ops.cpp). Shapes N,C,H,W.
+int bench_loss(Context& ctx, const Options& options, std::ostream& out);
+int bench_accuracy(Context& ctx, const Options& options, std::ostream& out);
+int bench_optimizer(Context& ctx, const Options& options, std::ostream& out);
+int bench_im2col(Context& ctx, const Options& options, std::ostream& out);
+int bench_lcn(Context& ctx, const Options& options, std::ostream& out);
 // api: what the primitive API (kernels/api/) costs over the kernel it calls: ReLU forward through
 // the kernel, the API packed, with a blend, from a channels-last x, and the strided transform
 // alone; f32 (bench_api.cpp). Shapes N,C,H,W.
 int bench_api(Context& ctx, const Options& options, std::ostream& out);
+// The memory-bound ops with N,C,H,W shapes, as `crema bench` spells them.
+inline const std::vector<std::string> kMemoryBoundOps = {
+    "layer-norm",       "global-pool", "pooling", "lrn",       "activation",
+    "eltwise",          "dropout",     "concat",  "op-tensor", "reduce-tensor",
+    "transform-tensor", "scale",       "cast",    "layout",    "loss",
+    "accuracy",         "im2col",      "lcn",     "api"};
+// Every op `crema bench` knows: gemm, conv, conv-tc, rnn, batch-norm, softmax, optimizer, then
+// kMemoryBoundOps.
+inline std::vector<std::string> bench_ops() {
+  std::vector<std::string> all{"gemm", "conv", "conv-tc", "rnn", "batch-norm", "softmax",
+                               "optimizer"};
+  all.insert(all.end(), kMemoryBoundOps.begin(), kMemoryBoundOps.end());
+  return all;
+}
 
 // Shapes, as --shape spells them.
 // GEMM "M,N,K[,NN|NT|TN|TT]": C[M,N] = op(A)[M,K] op(B)[K,N], a letter T transposing that operand

@@ -8,11 +8,17 @@
 // ("sampled2048"), and scan all of C for NaN (the output is poisoned first, so an element a
 // kernel never wrote fails).
 //
-// With --math bf16, every shape gets three more rows on the same operands stored as bf16 (what
-// cuBLAS's bf16 GEMM reads), checked against the same fp32-operand reference: "gemm_bf16"
+// With --math bf16, every shape gets more rows on the same operands stored as bf16 (what cuBLAS's
+// bf16 GEMM reads) and as f16, checked against the same fp32-operand reference: "gemm_bf16"
 // (cuda::gemm_bf16, C f32), "gemm_16bit" (cuda::gemm_16bit as the Tensor-level gemm runs it on
-// bf16 tensors, C f32: a split of K for few tiles and a long K) and "gemm_16bit_c16" (the same
-// with a bf16 C, what an inner product's forward and input gradient write).
+// bf16 tensors, C f32: a split of K for few tiles and a long K), "gemm_16bit_c16" (the same with
+// a bf16 C, what an inner product's forward and input gradient write), and "gemm_f16",
+// "gemm_f16_c16" (f16 operands, C f32 or f16). Those rows run best_16bit_version
+// (wgmma_in_place on sm_90, which reads MN-major operands in place); on sm_90, rows "t5_16bit",
+// "t5_16bit_c16", "t5_f16", "t5_f16_c16" run wgmma_repacked (t5's copies) beside them.
+// --version wgmma_in_place runs only its 16-bit rows (it reads no fp32 operands); --version
+// wgmma_repacked (or another rung gemm_16bit runs: t1, t2) runs that rung's rows and its 16-bit
+// rows alone.
 //
 // A version that wants a workspace (t5 repacks operands into one; cuda::ladder::sgemm_workspace,
 // cuda::gemm_bf16_workspace) gets it from ctx.workspace(), and its time includes the repacking.
@@ -23,6 +29,7 @@
 
 #include "apps/bench.h"
 #include "core/error.h"
+#include "core/float16.h"
 #include "core/random.h"
 #include "kernels/gemm/gemm.h"
 #include "kernels/gemm/ladder/gemm_ladder.h"
@@ -49,7 +56,38 @@ double tolerance(cuda::GemmMath math) {
   return 1e-4;
 }
 
+// The gemm_16bit versions to run with --math bf16: --version's when gemm_16bit runs it, else the
+// best, and on sm_90 t5's way beside it.
+std::vector<cuda::GemmVersion> versions_16bit(const Options& options) {
+  using V = cuda::GemmVersion;
+  for (V v : {V::wgmma_in_place, V::wgmma_repacked, V::bf16_mma, V::tf32_mma}) {
+    if (options.version == cuda::gemm_version_name(v)) return {v};
+  }
+  const V best = cuda::best_16bit_version(DType::bf16);
+  if (options.version.empty() && best == V::wgmma_in_place) return {best, V::wgmma_repacked};
+  return {best};
+}
+
+// A 16-bit row's label: "gemm" for best_16bit_version, else the rung's label ("t5"), then the
+// operands ("16bit": bf16, "f16") and "_c16" for a 16-bit C.
+std::string label_16bit(cuda::GemmVersion version, DType operands, DType c_type) {
+  std::string prefix = "gemm";
+  if (version != cuda::best_16bit_version(DType::bf16)) {
+    for (Rung r : ladder::rungs()) {
+      if (ladder::production_version(r) == version) prefix = ladder::label(r);
+    }
+  }
+  return prefix + (operands == DType::bf16 ? "_16bit" : "_f16") +
+         (c_type == DType::f32 ? "" : "_c16");
+}
+
 std::vector<Rung> versions_to_run(const Options& options, cuda::GemmMath math) {
+  if (options.version == cuda::gemm_version_name(cuda::GemmVersion::wgmma_in_place)) {
+    if (math != cuda::GemmMath::bf16) {
+      throw Error("--version wgmma_in_place reads 16-bit operands: run it with --math bf16");
+    }
+    return {};  // its 16-bit rows alone
+  }
   if (options.version.empty()) {
     std::vector<Rung> versions;
     for (Rung v : ladder::rungs()) {
@@ -111,12 +149,13 @@ struct Operands {
   }
 };
 
-// The operands of `op` rounded to bf16 (nearest even) and stored as bf16, rotated like op's.
+// The operands of `op` rounded to bf16 or f16 (nearest even) and stored so, rotated like op's.
 struct Bf16Operands {
+  DType type;
   std::vector<Tensor> dev_a, dev_b;
 
-  Bf16Operands(Context& ctx, const Operands& op) {
-    const Tensor host_a = pack(op.a), host_b = pack(op.b);
+  Bf16Operands(Context& ctx, const Operands& op, DType t = DType::bf16) : type(t) {
+    const Tensor host_a = pack(op.a, t), host_b = pack(op.b, t);
     for (size_t i = 0; i < op.dev_a.size(); ++i) {
       dev_a.push_back(ctx.empty(host_a.shape()));
       dev_b.push_back(ctx.empty(host_b.shape()));
@@ -125,13 +164,11 @@ struct Bf16Operands {
     }
   }
 
-  // bf16 bit patterns, two to a float of the returned host tensor.
-  static Tensor pack(const std::vector<float>& values) {
+  // bf16 or f16 bit patterns (nearest even), two to a float of the returned host tensor.
+  static Tensor pack(const std::vector<float>& values, DType t) {
     std::vector<uint16_t> bits(values.size());
     for (size_t i = 0; i < values.size(); ++i) {
-      uint32_t u;
-      std::memcpy(&u, &values[i], 4);
-      bits[i] = uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);  // nearest even (finite input)
+      bits[i] = t == DType::bf16 ? f32_to_bf16_bits(values[i]) : f32_to_f16_bits(values[i]);
     }
     std::vector<float> packed((bits.size() + 1) / 2, 0.0f);
     std::memcpy(packed.data(), bits.data(), bits.size() * sizeof(uint16_t));
@@ -146,14 +183,14 @@ struct Bf16Operands {
                     reinterpret_cast<const uint16_t*>(dev_b[i].data<float>()), op.ldb, 0.0f,
                     op.dev_c[i].data<float>(), s.N, stream, workspace);
   }
-  // cuda::gemm_16bit into c (f32 or bf16, M x N).
+  // cuda::gemm_16bit into c (f32 or the operands' type, M x N).
   void launch_16bit(int copy, const Operands& op, Tensor& c, cuda::GemmVersion version,
                     float* workspace, gpu::Stream stream) const {
     const size_t i = size_t(copy) % dev_a.size();
     const GemmShape& s = op.s;
-    cuda::gemm_16bit(DType::bf16, c.dtype(), s.trans_a, s.trans_b, s.M, s.N, s.K, 1.0f,
-                     dev_a[i].raw(), op.lda, dev_b[i].raw(), op.ldb, 0.0f, c.raw(), s.N, nullptr,
-                     stream, version, workspace);
+    cuda::gemm_16bit(type, c.dtype(), s.trans_a, s.trans_b, s.M, s.N, s.K, 1.0f, dev_a[i].raw(),
+                     op.lda, dev_b[i].raw(), op.ldb, 0.0f, c.raw(), s.N, nullptr, stream, version,
+                     workspace);
   }
 };
 
@@ -185,6 +222,15 @@ Reference reference(const Operands& op, Random& random) {
     ref.values.push_back(sum);
   }
   return ref;
+}
+
+// C poisoned with NaN before a checked call (ctx.fill takes f32 device tensors only; a 16-bit C is
+// filled on the host and copied).
+void poison(Context& ctx, Tensor& c) {
+  if (c.dtype() == DType::f32) return ctx.fill(c, NAN);
+  Tensor host(c.shape(), c.dtype());
+  host.fill(NAN);
+  c.copy_from(host);
 }
 
 double check(const std::vector<float>& c, const Reference& ref) {
@@ -236,7 +282,7 @@ int bench_gemm(Context& ctx, const Options& options, std::ostream& out) {
       }
       table.print(row);
     }
-    if (*math == cuda::GemmMath::bf16) {
+    if (*math == cuda::GemmMath::bf16 && !versions.empty()) {
       const Bf16Operands bf16(ctx, op);
       const size_t floats =
           cuda::gemm_bf16_workspace(shape.trans_a, shape.trans_b, shape.M, shape.N, shape.K);
@@ -259,29 +305,41 @@ int bench_gemm(Context& ctx, const Options& options, std::ostream& out) {
                             [&](int call) { bf16.launch(call, op, workspace, ctx.stream()); });
       }
       table.print(row);
-      // cuda::gemm_16bit as the Tensor level runs it, into an f32 C and into a bf16 C (one C for
-      // every call: its writes are not what the rotation is for).
-      const cuda::GemmVersion version = cuda::best_16bit_version(DType::bf16);
-      const size_t floats16 = cuda::gemm_16bit_workspace(shape.trans_a, shape.trans_b, shape.M,
-                                                         shape.N, shape.K, version);
-      float* workspace16 = floats16 > 0 ? ctx.workspace(floats16) : nullptr;
-      for (DType c_type : {DType::f32, DType::bf16}) {
-        Tensor c = ctx.empty({shape.M * shape.N}, c_type);
-        row.version = c_type == DType::f32 ? "gemm_16bit" : "gemm_16bit_c16";
-        row.bytes = double(shape.M * shape.K + shape.K * shape.N) * 2 +
-                    double(shape.M * shape.N) * double(dtype_size(c_type));
-        row.workspace_bytes = double(floats16) * sizeof(float);
-        row.ms = 0;
-        ctx.fill(c, NAN);
-        bf16.launch_16bit(0, op, c, version, workspace16, ctx.stream());
-        ctx.synchronize();
-        row.rel_error = check(c.to_vector(), ref);
-        if (row.rel_error <= row.tolerance) {
-          row.ms = measure_ms(ctx, options, [&](int call) {
-            bf16.launch_16bit(call, op, c, version, workspace16, ctx.stream());
-          });
+    }
+    if (*math == cuda::GemmMath::bf16) {
+      // cuda::gemm_16bit as the Tensor level runs it, on bf16 and f16 operands, into an f32 C and
+      // into a 16-bit C (one C for every call: its writes are not what the rotation is for).
+      for (DType type : {DType::bf16, DType::f16}) {
+        const Bf16Operands ops(ctx, op, type);
+        for (cuda::GemmVersion version : versions_16bit(options)) {
+          if (version == cuda::GemmVersion::bf16_mma && type != DType::bf16) continue;
+          const size_t floats16 = cuda::gemm_16bit_workspace(shape.trans_a, shape.trans_b, shape.M,
+                                                             shape.N, shape.K, version);
+          float* workspace16 = floats16 > 0 ? ctx.workspace(floats16) : nullptr;
+          for (DType c_type : {DType::f32, type}) {
+            Tensor c = ctx.empty({shape.M * shape.N}, c_type);
+            Row row;
+            row.shape = shape.str();
+            row.version = label_16bit(version, type, c_type);
+            row.check = ref.kind;
+            row.tolerance = tolerance(*math);
+            row.flops = 2.0 * double(shape.M) * double(shape.N) * double(shape.K);
+            row.bytes = double(shape.M * shape.K + shape.K * shape.N) * 2 +
+                        double(shape.M * shape.N) * double(dtype_size(c_type));
+            row.peak = options.math;
+            row.workspace_bytes = double(floats16) * sizeof(float);
+            poison(ctx, c);
+            ops.launch_16bit(0, op, c, version, workspace16, ctx.stream());
+            ctx.synchronize();
+            row.rel_error = check(c.to_vector(), ref);
+            if (row.rel_error <= row.tolerance) {
+              row.ms = measure_ms(ctx, options, [&](int call) {
+                ops.launch_16bit(call, op, c, version, workspace16, ctx.stream());
+              });
+            }
+            table.print(row);
+          }
         }
-        table.print(row);
       }
     }
   }

@@ -16,7 +16,9 @@
 //   crema pack SOURCE OUT [--shard-size 256MB] [--max-side N] [--quality Q] [--skip-bad]
 //              [--workers N] [--root DIR] [--num-classes N]
 //   crema bench-loader CONFIG [--split S] [--workers 1,2,4] [--batches N] [--decode gpu]
-//   crema bench gemm|conv|conv-tc|rnn|batch-norm|layer-norm|global-pool|pooling|softmax|lrn|activation|eltwise|dropout|concat
+//   crema bench gemm|conv|conv-tc|rnn|batch-norm|softmax|optimizer|layer-norm|global-pool|pooling|
+//               lrn|activation|eltwise|dropout|concat|op-tensor|reduce-tensor|transform-tensor|
+//               scale|cast|layout|loss|accuracy|im2col|lcn|api
 //               [--shape S]... [--version V] [--math fp32|tf32|bf16]
 //               [--warmup N] [--layout nchw|nhwc] [--repeats N] [--device cuda:N]
 //
@@ -195,13 +197,12 @@ int main(int argc, char** argv) {
       "bench", "check every CUDA version of an op against its reference, then time it");
   bench->add_option("op", kernel_bench_op,
                     "gemm, conv, conv-tc (16-bit or tf32 NHWC), rnn, batch-norm (NHWC), "
-                    "layer-norm, global-pool, pooling, softmax, lrn, activation, eltwise, "
-                    "dropout, concat (the memory-bound ops: GB/s against the copy bandwidth) or "
-                    "api (the primitive API's cost over its kernels)")
+                    "softmax, optimizer, or a memory-bound op: layer-norm, global-pool, pooling, "
+                    "lrn, activation, eltwise, dropout, concat, op-tensor, reduce-tensor, "
+                    "transform-tensor, scale, cast, layout, loss, accuracy, im2col, lcn (GB/s "
+                    "against the copy bandwidth), api (the primitive API's cost over its kernels)")
       ->required()
-      ->check(CLI::IsMember({"gemm", "conv", "conv-tc", "rnn", "batch-norm", "layer-norm",
-                             "global-pool", "pooling", "softmax", "lrn", "activation", "eltwise",
-                             "dropout", "concat", "api"}));
+      ->check(CLI::IsMember(crema::bench::bench_ops()));
   bench->add_option("--shape", kernel_bench.shapes, "a shape (repeatable; default: the op's list)")
       ->allow_extra_args(false);
   bench->add_option("--version", kernel_bench.version, "only this version (default: every one)");

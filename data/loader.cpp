@@ -6,6 +6,10 @@
 #include <optional>
 #include <utility>
 
+#ifdef __linux__
+#include <pthread.h>
+#endif
+
 #include "core/error.h"
 #include "core/random.h"
 #include "data/jpeg.h"
@@ -390,6 +394,9 @@ void DataLoader::account_skipped(const Result& result) {
 }
 
 void DataLoader::worker_loop() {
+#ifdef __linux__
+  pthread_setname_np(pthread_self(), "crema-loader");  // as top -H and debuggers list it
+#endif
   WorkerState state;
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {

@@ -21,6 +21,12 @@ std::vector<Bucket> plan_buckets(const std::vector<ParamSlot>& params, int64_t f
     return std::max<int64_t>(1, bytes / int64_t(sizeof(float)));
   };
   auto place = [&](int64_t numel) { return (numel + place_align - 1) / place_align * place_align; };
+  if (first_bucket_bytes == kAutoFirstBucket) {
+    int64_t total = 0;  // the placed elements of one bucket holding them all
+    for (size_t i : order) total = place(total) + params[i].numel;
+    first_bucket_bytes =
+        total <= capacity(bucket_bytes) ? bucket_bytes : kDefaultFirstBucketBytes;
+  }
   std::vector<Bucket> buckets;
   for (size_t i : order) {
     const int64_t cap = capacity(buckets.size() == 1 ? first_bucket_bytes : bucket_bytes);

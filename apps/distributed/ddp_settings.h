@@ -7,7 +7,8 @@
 //                            bf16, widened back into the f32 gradients; PyTorch's
 //                            bf16_compress_hook). The stop vote and the display loss stay f32.
 //     bucket_cap_mb: 25      a bucket's size, MiB of f32 gradients (PyTorch's bucket_cap_mb)
-//     first_bucket_mb: 1     the first bucket's (bucket_plan.h says why it is smaller)
+//     first_bucket_mb: 1     the first bucket's (bucket_plan.h says why it is smaller); by
+//                            default 1, or one bucket where all gradients fit bucket_cap_mb
 #pragma once
 
 #include <cstdint>
@@ -20,7 +21,7 @@ namespace crema::distributed {
 
 struct DdpSettings {
   DType reduce_dtype = DType::f32;
-  int64_t first_bucket_bytes = kDefaultFirstBucketBytes;
+  int64_t first_bucket_bytes = kAutoFirstBucket;  // unless first_bucket_mb is set
   int64_t bucket_bytes = kDefaultBucketBytes;
 };
 

@@ -59,7 +59,7 @@ enum class GemmMath { fp32, tf32, bf16 };
 const char* gemm_math_name(GemmMath math);
 std::optional<GemmMath> gemm_math_from_name(const std::string& name);
 
-// The versions production runs, labelled as README.md's ladder (s13, t1-t5; values: the old
+// The versions production runs, labelled as README.md's ladder (s16, t1-t5; values: the old
 // v6-v11, nothing depends on them); the other rungs live in ladder/ (cuda::ladder::sgemm runs all).
 enum class GemmVersion {
   tf32_mma = 6,       // t1: tensor cores, mma.sync m16n8k8 TF32, cp.async 3-stage pipeline (tf32)
@@ -67,15 +67,16 @@ enum class GemmVersion {
   wgmma,              // t3: sm_90a warpgroup MMA from 128B-swizzled shared memory (tf32 or bf16)
   wgmma_pipelined,    // t4: t3 fed by TMA through a 4-stage mbarrier ring, producer/consumer warps
   wgmma_repacked,     // t5: t4 for every layout and bf16 math: operands repacked K-major first
-  ffma_tuned,         // s13: adaptive tiles, a double-buffered 128x128 loop, K split for small C
+  ffma_tuned,         // s16: adaptive tiles, a double-buffered 128x128 loop, K split for small C
+  wgmma_in_place,     // gemm_16bit only: t4's kernel reading MN-major 16-bit operands in place
   best = ffma_tuned,  // fp32's production version; see best_version for the others
 };
 // Its name as `crema bench` spells it ("ffma_tuned").
 const char* gemm_version_name(GemmVersion version);
 // Whether `version` computes in `math`: t1 tf32, t2 bf16, t3 tf32 and bf16, t4 tf32, t5 tf32 and
-// bf16, s13 fp32.
+// bf16, s16 fp32; wgmma_in_place in none (it reads 16-bit operands: cuda::gemm_16bit only).
 bool supports(GemmVersion version, GemmMath math);
-// The version production uses for `math`: s13 (fp32), t1 (tf32), t2 (bf16); README.md has the
+// The version production uses for `math`: s16 (fp32), t1 (tf32), t2 (bf16); README.md has the
 // measurements behind the choice (t3 loses to t1/t2 on most shapes so far).
 GemmVersion best_version(GemmMath math);
 
@@ -91,7 +92,7 @@ GemmVersion best_version(GemmMath math);
 // Without a workspace where one is needed (nullptr), or with an operand it would read in place
 // that is not 16-byte aligned with a leading dimension that is a multiple of 4, t5 runs t4
 // (tf32) or t3 (bf16).
-// s13 splits K over the grid when C has too few tiles to occupy the GPU and K is long (a weight
+// s16 splits K over the grid when C has too few tiles to occupy the GPU and K is long (a weight
 // gradient): each split's partial product goes to `workspace` (sgemm_workspace(...) floats), a
 // second pass adds them in split order. Without a workspace (nullptr) it runs unsplit. Every other
 // version ignores `workspace`.
@@ -103,7 +104,7 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
 // MN-major (A when trans_a, B when !trans_b), every operand in bf16 math, and both when K is not a
 // multiple of 4, to rows of K rounded up to 4 (TF32) or 8 (bf16) elements, and, for a C whose
 // 128 x 256 tiles fill less than half the SMs with a long K, keeps one M x N fp32 part per split
-// of K after them (on the current device: the split depends on its SM count); s13 keeps one M x N
+// of K after them (on the current device: the split depends on its SM count); s16 keeps one M x N
 // partial product per split of K when it splits.
 size_t sgemm_workspace(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
                        GemmVersion version, GemmMath math);
@@ -134,6 +135,12 @@ size_t gemm_bf16_workspace(bool trans_a, bool trans_b, int64_t M, int64_t N, int
 // sgemm; bias fp32 [N] or null. Tensor cores multiply the operands as stored with fp32
 // accumulation; a 16-bit C is rounded once (to nearest even) from the fp32 result, and read
 // (widened) when beta != 0. `version`:
+//   wgmma_in_place (compute capability 9.0; best_16bit_version's): t4's kernel reads both operands
+//     where they lie, MN-major ones too (A stored [K,M], B stored [K,N]: wgmma's transpose bits),
+//     any M, N, K. An operand whose leading dimension is not a multiple of 8 is copied K-major into
+//     `workspace` first (the fallback: a tensor map's rows are 16-byte multiples); one read in
+//     place must be 16-byte aligned (else crema::Error). Splits K as wgmma_repacked does; unsplit,
+//     a persistent grid (one block per SM walking several tiles).
 //   wgmma_repacked (compute capability 9.0): t5's way. MN-major operands (and both when K is not
 //     a multiple of 8) are copied K-major into `workspace`, then t4's kernel runs; an operand read
 //     in place must be 16-byte aligned with a leading dimension that is a multiple of 8. A product
@@ -148,12 +155,14 @@ void gemm_16bit(DType operands, DType c_type, bool trans_a, bool trans_b, int64_
                 float beta, void* C, int64_t ldc, const float* bias, gpu::Stream stream,
                 GemmVersion version, float* workspace);
 // The floats of workspace gemm_16bit wants for this call on the current device (the split of K
-// depends on its SM count), and how many splits of K it runs (1: none).
+// depends on its SM count; lda, ldb 0: packed operands, trans_a ? M : K and trans_b ? K : N), and
+// how many splits of K it runs (1: none). wgmma_in_place wants none for packed operands whose
+// rows are multiples of 8 elements, unless it splits K.
 size_t gemm_16bit_workspace(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
-                            GemmVersion version);
+                            GemmVersion version, int64_t lda = 0, int64_t ldb = 0);
 int gemm_16bit_splits(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
                       GemmVersion version);
-// wgmma_repacked on compute capability 9.0; elsewhere bf16_mma (bf16) or tf32_mma (f16).
+// wgmma_in_place on compute capability 9.0; elsewhere bf16_mma (bf16) or tf32_mma (f16).
 GemmVersion best_16bit_version(DType operands);
 }  // namespace cuda
 

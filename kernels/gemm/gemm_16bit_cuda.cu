@@ -1,8 +1,21 @@
 // cuda::gemm_16bit: C = alpha op(A) op(B) + bias[n] + beta C with A and B bf16 or f16 in memory
 // (a bf16 or f16 net's activations and weight copies), C f32 or the operands' type, fp32
-// accumulation on the tensor cores. Two ways, by version:
+// accumulation on the tensor cores. Three ways, by version:
 //
-//   wgmma_repacked (t5's way, compute capability 9.0)
+//   wgmma_in_place (compute capability 9.0; production's)
+//     t4's kernel, on a persistent grid (one block per SM walking several tiles: the next tile's
+//     slabs load during a tile's store; not with a split of K), reads every operand where it lies:
+//     wgmma takes a 16-bit operand MN-major (its transpose immediate), so A stored [K,M] (trans_a)
+//     and B stored [K,N] (!trans_b) need no copy; their tensor maps run along M (N) and the
+//     descriptors say MN-major (gemm_wgmma_pipelined_sm90a.cu). The copy engine zero-fills past
+//     every edge, so any M, N, K runs as it is. What it cannot read: a row stride (lda, ldb) that
+//     is not a multiple of 8 elements (16 bytes, a tensor map's rule): that operand alone is copied
+//     K-major into the workspace, as wgmma_repacked copies (the fallback; with packed operands: A
+//     when trans_a ? M : K is not a multiple of 8, B when trans_b ? K : N is not). A base address
+//     that is not 16-byte aligned throws (no plan made from the shape can foresee it). The split of
+//     K below is the same, so the workspace is the split's parts and the fallback copies, nothing
+//     else.
+//   wgmma_repacked (t5's way, compute capability 9.0; kept to compare)
 //     MN-major operands (A stored [K,M] when trans_a, B stored [K,N] when !trans_b, and both
 //     when K is not a multiple of 8) are copied K-major into the workspace (bits unchanged, zero
 //     columns up to Kp), then t4's TMA-fed wgmma kernel multiplies them; its store adds the bias
@@ -108,10 +121,11 @@ int sm_count() {
   return count;
 }
 
-// What a call takes: the repacked copies and the split (wgmma_repacked), or the widened operands
-// and one fp32 part (the mma.sync versions), in this order in the workspace.
+// What a call takes: the repacked copies and the split (wgmma_in_place, wgmma_repacked), or the
+// widened operands and one fp32 part (the mma.sync versions), in this order in the workspace.
 struct Plan16 {
   bool wgmma = false;
+  bool a_mn = false, b_mn = false;  // read MN-major in place (wgmma_in_place)
   RepackPlan repack;
   SlabSplit split;
   int64_t product_k = 0;  // the K t4's kernel runs over (Kp when both operands are copied)
@@ -119,12 +133,36 @@ struct Plan16 {
   size_t floats() const { return repack.floats() + widened_a + widened_b + parts; }
 };
 
-Plan16 make_plan16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
-                   GemmVersion version) {
+// wgmma_in_place's plan: an operand whose row stride `ld` is a multiple of 8 is read in place
+// (MN-major where it is stored so); any other is copied K-major to rows of kp. The product runs
+// over K either way (the copies' zero columns past K add nothing).
+RepackPlan in_place_plan(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, int64_t lda,
+                         int64_t ldb, bool& a_mn, bool& b_mn) {
+  RepackPlan r;
+  r.kp = (K + 7) / 8 * 8;
+  r.copy_a = lda % 8 != 0;
+  r.copy_b = ldb % 8 != 0;
+  if (r.copy_a) r.a_floats = size_t(M * r.kp / 2);
+  if (r.copy_b) r.b_floats = size_t(N * r.kp / 2);
+  a_mn = trans_a && !r.copy_a;
+  b_mn = !trans_b && !r.copy_b;
+  return r;
+}
+
+// lda, ldb: the operands' leading dimensions (0: packed, trans_a ? M : K and trans_b ? K : N).
+Plan16 make_plan16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, GemmVersion version,
+                   int64_t lda = 0, int64_t ldb = 0) {
   Plan16 p;
   if (M <= 0 || N <= 0 || K <= 0) return p;  // no product: nothing is read
-  p.wgmma = version == GemmVersion::wgmma_repacked;
-  if (p.wgmma) {
+  p.wgmma = version == GemmVersion::wgmma_repacked || version == GemmVersion::wgmma_in_place;
+  if (version == GemmVersion::wgmma_in_place) {
+    const int64_t packed_a = trans_a ? M : K, packed_b = trans_b ? K : N;
+    p.repack = in_place_plan(trans_a, trans_b, M, N, K, lda > 0 ? lda : packed_a,
+                             ldb > 0 ? ldb : packed_b, p.a_mn, p.b_mn);
+    p.product_k = K;
+    p.split = wgmma_split(M, N, p.product_k, kWgmma16SlabK);
+    if (p.split.splits > 1) p.parts = size_t(p.split.splits) * size_t(M) * size_t(N);
+  } else if (p.wgmma) {
     p.repack = make_repack_plan(trans_a, trans_b, M, N, K, 2, false);
     p.product_k = p.repack.copy_a && p.repack.copy_b ? p.repack.kp : K;
     p.split = wgmma_split(M, N, p.product_k, kWgmma16SlabK);
@@ -155,10 +193,11 @@ void check_call(DType operands, DType c_type, GemmVersion version, bool trans_a,
   if (version == GemmVersion::bf16_mma && operands != DType::bf16) {
     throw Error(who + "version bf16_mma would round f16 operands to bf16; use tf32_mma");
   }
-  if (version != GemmVersion::wgmma_repacked && version != GemmVersion::bf16_mma &&
-      version != GemmVersion::tf32_mma) {
+  if (version != GemmVersion::wgmma_in_place && version != GemmVersion::wgmma_repacked &&
+      version != GemmVersion::bf16_mma && version != GemmVersion::tf32_mma) {
     throw Error(who + "version " + gemm_version_name(version) +
-                " does not read 16-bit operands (wgmma_repacked, bf16_mma or tf32_mma do)");
+                " does not read 16-bit operands (wgmma_in_place, wgmma_repacked, bf16_mma or "
+                "tf32_mma do)");
   }
   if (M < 0 || N < 0 || K < 0 || M >= INT32_MAX || N >= INT32_MAX || K >= INT32_MAX - 8) {
     throw Error(who + "sizes " + dims(M, N, K) + " must lie in [0, 2^31 - 8)");
@@ -214,15 +253,16 @@ void gemm_16bit(DType operands, DType c_type, bool trans_a, bool trans_b, int64_
   if (K == 0 || alpha == 0.0f) {  // C = bias + beta C: A and B are not read
     return sum_parts(out, int(M), int(N), 0, nullptr, 0.0f, bias, beta, C, ldc, stream);
   }
-  if (version == GemmVersion::wgmma_repacked && !device_is_sm90()) {
-    throw Error(
-        "cuda::gemm_16bit: version wgmma_repacked needs a GPU of compute capability 9.0 (H100, "
-        "H200); use bf16_mma or tf32_mma (best_16bit_version picks)");
+  const Plan16 p = make_plan16(trans_a, trans_b, M, N, K, version, lda, ldb);
+  if (p.wgmma && !device_is_sm90()) {
+    throw Error(std::string("cuda::gemm_16bit: version ") + gemm_version_name(version) +
+                " needs a GPU of compute capability 9.0 (H100, H200); use bf16_mma or tf32_mma "
+                "(best_16bit_version picks)");
   }
-  const Plan16 p = make_plan16(trans_a, trans_b, M, N, K, version);
   if (p.floats() > 0 && (workspace == nullptr || !aligned16(workspace))) {
     throw Error("cuda::gemm_16bit: this call (" + dims(M, N, K) + ", trans_a=" +
                 std::to_string(int(trans_a)) + ", trans_b=" + std::to_string(int(trans_b)) +
+                ", lda=" + std::to_string(lda) + ", ldb=" + std::to_string(ldb) +
                 ") needs a 16-byte aligned workspace of gemm_16bit_workspace(...) = " +
                 std::to_string(p.floats()) + " floats");
   }
@@ -239,7 +279,7 @@ void gemm_16bit(DType operands, DType c_type, bool trans_a, bool trans_b, int64_
           stream, version, math);
     return sum_parts(out, int(M), int(N), 1, part, 1.0f, bias, beta, C, ldc, stream);
   }
-  // t4's kernel: K-major operands, in place or copied.
+  // t4's kernel: operands in place (K-major, or MN-major for wgmma_in_place) or copied K-major.
   const int kp = int(p.repack.kp);
   float* next = workspace;
   if (p.repack.copy_a) {
@@ -247,32 +287,34 @@ void gemm_16bit(DType operands, DType c_type, bool trans_a, bool trans_b, int64_
     repack_16bit(trans_a, int(M), int(K), kp, a16, lda, copy, stream);
     a16 = copy, lda = kp, next += p.repack.a_floats;
   } else if (!aligned16(A) || lda % 8 != 0) {
-    throw Error(
-        "cuda::gemm_16bit: A [M,K] is read in place and must be 16-byte aligned with lda (" +
-        std::to_string(lda) + ") a multiple of 8: the copy engine reads 16-byte units");
+    throw Error(std::string("cuda::gemm_16bit: A ") + (p.a_mn ? "[K,M]" : "[M,K]") +
+                " is read in place and must be 16-byte aligned with lda (" + std::to_string(lda) +
+                ") a multiple of 8: the copy engine reads 16-byte units");
   }
   if (p.repack.copy_b) {
     auto* copy = reinterpret_cast<uint16_t*>(next);
     repack_16bit(!trans_b, int(N), int(K), kp, b16, ldb, copy, stream);
     b16 = copy, ldb = kp, next += p.repack.b_floats;
   } else if (!aligned16(B) || ldb % 8 != 0) {
-    throw Error(
-        "cuda::gemm_16bit: B [N,K] is read in place and must be 16-byte aligned with ldb (" +
-        std::to_string(ldb) + ") a multiple of 8: the copy engine reads 16-byte units");
+    throw Error(std::string("cuda::gemm_16bit: B ") + (p.b_mn ? "[K,N]" : "[N,K]") +
+                " is read in place and must be 16-byte aligned with ldb (" + std::to_string(ldb) +
+                ") a multiple of 8: the copy engine reads 16-byte units");
   }
   const int k = int(p.product_k);
   if (p.split.splits > 1) {
-    gemm_wgmma_k_major(in, Elem::f32, int(M), int(N), k, 1.0f, a16, lda, b16, ldb, 0.0f, next, N,
-                       nullptr, p.split, stream);
+    gemm_wgmma_any_major(in, Elem::f32, p.a_mn, p.b_mn, int(M), int(N), k, 1.0f, a16, lda, b16, ldb,
+                         0.0f, next, N, nullptr, p.split, stream, false);
     return sum_parts(out, int(M), int(N), p.split.splits, next, alpha, bias, beta, C, ldc, stream);
   }
-  gemm_wgmma_k_major(in, out, int(M), int(N), k, alpha, a16, lda, b16, ldb, beta, C, ldc, bias, {},
-                     stream);
+  // wgmma_in_place runs a persistent grid (the next tile's loads during a tile's store); t5 keeps
+  // t4's one tile per block.
+  gemm_wgmma_any_major(in, out, p.a_mn, p.b_mn, int(M), int(N), k, alpha, a16, lda, b16, ldb, beta,
+                       C, ldc, bias, {}, stream, version == GemmVersion::wgmma_in_place);
 }
 
 size_t gemm_16bit_workspace(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
-                            GemmVersion version) {
-  return detail::make_plan16(trans_a, trans_b, M, N, K, version).floats();
+                            GemmVersion version, int64_t lda, int64_t ldb) {
+  return detail::make_plan16(trans_a, trans_b, M, N, K, version, lda, ldb).floats();
 }
 
 int gemm_16bit_splits(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
@@ -281,7 +323,7 @@ int gemm_16bit_splits(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t 
 }
 
 GemmVersion best_16bit_version(DType operands) {
-  if (detail::device_is_sm90()) return GemmVersion::wgmma_repacked;
+  if (detail::device_is_sm90()) return GemmVersion::wgmma_in_place;
   return operands == DType::bf16 ? GemmVersion::bf16_mma : GemmVersion::tf32_mma;
 }
 

@@ -1,7 +1,7 @@
 // CUDA GEMM: cuda::sgemm, production's one entry point, which checks the arguments and switches
-// over the production versions, and s13's smaller tiles (gemm_tiled.cuh). The versions live in
+// over the production versions, and s16's smaller tiles (gemm_tiled.cuh). The versions live in
 // their own files (declared in gemm_cuda_internal.h); README.md has the ladder, whose rungs before
-// these (s1-s12) live in ladder/.
+// these (s1-s15) live in ladder/.
 //
 //   C[M,N] = alpha * op(A)[M,K] * op(B)[K,N] + beta * C      row-major, leading dimensions
 //
@@ -14,11 +14,11 @@
 //                    producer warpgroup and two consumers; TF32 truncated, NT only (else t3).
 // t5 wgmma_repacked  (gemm_wgmma_repacked_sm90a.cu) t4 for every layout and bf16 math: the
 //                    operands it cannot read in place repacked K-major (bf16) into a workspace.
-// s13 ffma_tuned     s12's choice of tile per shape (tile::choose_tile): its 128x128 tile runs the
+// s16 ffma_tuned     s15's choice of tile per shape (tile::choose_tile): its 128x128 tile runs the
 //                    loop of gemm_ffma_tuned_cuda.cu (two shared slabs, one barrier per slab, the
 //                    next k step's fragments read during the FFMAs, edge-free interior loads);
 //                    the 64x64, 32x32 and 16x16 tiles (the last two split k four ways inside the
-//                    block) run block_tile.cuh's loop, as in s12. A small C with a long K (too
+//                    block) run block_tile.cuh's loop, as in s15. A small C with a long K (too
 //                    few tiles to occupy the GPU) splits K over the grid, given a workspace.
 //
 // All versions are deterministic (no atomics; each sum's order depends on the shape only).
@@ -53,7 +53,7 @@ void scale(int64_t M, int64_t N, float beta, float* C, int64_t ldc, gpu::Stream 
   gpu::check_launch("scale_matrix");
 }
 
-// s13 on one tile shape: the 128 x 128 tile runs its own loop, the smaller ones s12's.
+// s16 on one tile shape: the 128 x 128 tile runs its own loop, the smaller ones s15's.
 void sgemm_on_tiles(tile::TileShape shape, const detail::GemmArgs& args, gpu::Stream stream,
                     const detail::KSplit& split = {}) {
   switch (shape) {
@@ -68,7 +68,7 @@ void sgemm_on_tiles(tile::TileShape shape, const detail::GemmArgs& args, gpu::St
   }
 }
 
-// ---- s13's split of K -------------------------------------------------------------------------
+// ---- s16's split of K -------------------------------------------------------------------------
 // A product with a small C and a long K (a weight gradient: C [outputs, inputs], K = the batch's
 // N*H*W positions, 401,408 for ConvNeXt-T's first stage at batch 128) has too few tiles to occupy
 // the GPU: 3 blocks of 128 x 128 for 384 x 96 would each walk all of K on 3 of 132 SMs. Split K
@@ -103,7 +103,7 @@ __global__ void sum_splits_kernel(int M, int N, int splits, const float* __restr
   }
 }
 
-// s13 for any shape: split K when ffma_split says so and `workspace` is given, else one pass.
+// s16 for any shape: split K when ffma_split says so and `workspace` is given, else one pass.
 void sgemm_ffma_tuned_any_shape(const detail::GemmArgs& args, float* workspace,
                                 gpu::Stream stream) {
   const detail::KSplit split = detail::ffma_split(args.M, args.N, args.K);
@@ -125,7 +125,7 @@ namespace detail {
 
 KSplit ffma_split(int64_t M, int64_t N, int64_t K) {
   // Split when C's tiles, at the shape padding favours, cannot occupy the SMs alone. tile_cost's
-  // penalties would keep the unsplit product on s12's 16 x 16 or 32 x 32 tiles, whose many blocks
+  // penalties would keep the unsplit product on s15's 16 x 16 or 32 x 32 tiles, whose many blocks
   // fill the machine but run far below their modelled speed on a long K (the 16 x 16 tile: 4.1
   // TFLOP/s for 384 x 96 x 401,408 on an H200, kernels/gemm/README.md).
   const tile::TileShape shape = split_tile(M, N);
@@ -188,6 +188,8 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
       return detail::gemm_wgmma_repacked(*args, math == GemmMath::bf16, workspace, stream);
     case GemmVersion::ffma_tuned:
       return sgemm_ffma_tuned_any_shape(*args, workspace, stream);
+    case GemmVersion::wgmma_in_place:  // refused above (supports): it reads 16-bit operands only
+      break;
   }
   throw Error("cuda::sgemm: unknown version " + std::to_string(int(version)));
 }

@@ -1,4 +1,4 @@
-// Launchers of the production CUDA GEMM versions that live in their own files (t1-t5, s13), called
+// Launchers of the production CUDA GEMM versions that live in their own files (t1-t5, s16), called
 // by cuda::sgemm's switch in gemm_cuda.cu, and the host helpers they and the ladder's versions
 // (ladder/) share. No CUDA header needed. A launcher's arguments are those of cuda::sgemm, already
 // checked there (checked_args: sizes below 2^31, leading dimensions large enough, M, N, K >= 1
@@ -26,7 +26,7 @@ struct GemmArgs {
   int64_t ldc;
 };
 
-// A split of K over the grid's y dimension (s13's split plan, gemm_cuda.cu): `splits` block rows,
+// A split of K over the grid's y dimension (s16's split plan, gemm_cuda.cu): `splits` block rows,
 // each summing `chunk` consecutive values of k (a multiple of 4; the last row what is left) into
 // its own M x N slice of the output, `stride` floats past the previous one. The default: no split.
 struct KSplit {
@@ -35,7 +35,7 @@ struct KSplit {
   int64_t stride = 0;
 };
 
-// s13's split of K for an M x N x K product (gemm_cuda.cu): none (splits == 1) while C's tiles
+// s16's split of K for an M x N x K product (gemm_cuda.cu): none (splits == 1) while C's tiles
 // occupy the GPU or K is short; else enough splits for about two blocks per SM, stride M * N, each
 // summing at least a few hundred k. A function of the shape alone, so the order of every sum is
 // too. Its workspace is splits * M * N floats when splits > 1.
@@ -70,8 +70,8 @@ inline bool vector_ok(const void* p, int64_t ld) {
   return reinterpret_cast<uintptr_t>(p) % 16 == 0 && ld % 4 == 0;
 }
 
-// s13's 128 x 128 tile (gemm_ffma_tuned_cuda.cu): fp32 SIMT with double-buffered shared slabs and
-// register fragments, for any shape (cuda::sgemm runs it where s12 would pick its 128 x 128 tile).
+// s16's 128 x 128 tile (gemm_ffma_tuned_cuda.cu): fp32 SIMT with double-buffered shared slabs and
+// register fragments, for any shape (cuda::sgemm runs it where s15 would pick its 128 x 128 tile).
 // With a split (gemm_tiled.cuh: KSplitPart), block row y writes its part into args.C + y *
 // split.stride.
 void sgemm_ffma_tuned(const GemmArgs& args, gpu::Stream stream, const KSplit& split = {});
@@ -107,6 +107,16 @@ struct SlabSplit {
 void gemm_wgmma_k_major(Elem in, Elem out, int M, int N, int K, float alpha, const void* A,
                         int64_t lda, const void* B, int64_t ldb, float beta, void* C, int64_t ldc,
                         const float* bias, const SlabSplit& split, gpu::Stream stream);
+// The same kernel with either 16-bit operand MN-major, read in place through wgmma's transpose
+// bits (gemm_16bit's wgmma_in_place): a_mn_major: A stored [K,M] (lda >= M), else [M,K];
+// b_mn_major: B stored [K,N] (ldb >= N), else [N,K]. The caller checked that both are 16-byte
+// aligned with lda, ldb multiples of 8 (any M, N, K: the copy engine zero-fills past the edges).
+// f32 operands (TF32) must be K-major. persistent (without a split): a grid of at most one block
+// per SM, each walking several tiles, the next tile's slabs loaded during this tile's store.
+void gemm_wgmma_any_major(Elem in, Elem out, bool a_mn_major, bool b_mn_major, int M, int N, int K,
+                          float alpha, const void* A, int64_t lda, const void* B, int64_t ldb,
+                          float beta, void* C, int64_t ldc, const float* bias,
+                          const SlabSplit& split, gpu::Stream stream, bool persistent);
 // The split of K for that kernel on an M x N x K product with slabs of `slab_k` (64: 16-bit, 32:
 // TF32) on the current device (gemm_16bit_cuda.cu): none while C's 128 x 256 tiles fill at least
 // half the SMs (one 197 KB block per SM) or K is short; else about one block per SM, each split a

@@ -1,6 +1,8 @@
-// s13 ffma_tuned: fp32 SIMT (FFMA) with the shared-memory and register pipelines both
-// double-buffered, so that nothing but FFMAs waits inside a slab. cuda::sgemm runs this loop
-// where s12 would pick its 128 x 128 tile, and s12's smaller tiles elsewhere.
+// Production's 128 x 128 fp32 SIMT (FFMA) loop, the ladder's s14 edge_free_loads: s13's loop
+// (ladder/gemm_double_buffer_cuda.cu: the shared-memory and register pipelines both
+// double-buffered, two blocks per SM) whose slabs inside C skip the loaders' edge tests (below:
+// `interior`). s16 ffma_tuned (cuda::sgemm) runs it where s15 would pick its 128 x 128 tile, and
+// s15's smaller tiles elsewhere.
 //
 //   block tile BM x BN, k slab BK, THREADS = 32 * WARPS_M * WARPS_N threads, TM x TN results
 //   per thread, made of 4 x 4 groups spread LANES_M * 4 rows and LANES_N * 4 columns apart
@@ -13,9 +15,9 @@
 //   FFMAs of step k run (step BK-1 reads step 0 of the next slab, after the barrier)
 //   blocks walk the tiles of C in groups of 8 tile rows (L2 reuse of the operand panels)
 //   at most 128 registers for two blocks of 256 threads per SM: the loop needs 16 warps per SM
-//   (README.md: 8 warps, s12's 129 registers, cost 7-14%)
+//   (README.md: 8 warps, s15's 129 registers, cost 7-14%)
 //
-// The loaders are s7's (kernels/tiles/block_tile.cuh: zero-fill past the edges, scalar fallback for
+// The loaders are s8's (kernels/tiles/block_tile.cuh: zero-fill past the edges, scalar fallback for
 // unaligned operands), so every shape, transpose, leading dimension and alignment is accepted.
 #include <cuda_runtime.h>
 
@@ -41,7 +43,7 @@ struct FfmaConfig {
 };
 
 // 128 x 128 x 8, 256 threads of 8 x 8, warps 4 (m) x 2 (n) of 32 x 64, two blocks per SM: the
-// fastest of the shapes measured (README.md, s13's lessons).
+// fastest of the shapes measured (README.md, s16's lessons).
 using Tuned = FfmaConfig<8, 8, 4, 4, 2, 8, 2>;
 
 template <class Cfg, bool TA, bool TB>

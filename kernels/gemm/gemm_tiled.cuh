@@ -1,7 +1,7 @@
 // The block-tiled fp32 GEMM on dense operands: kernels/tiles/block_tile.cuh's loop with loaders
 // that read op(A) and op(B) from row-major storage and a store that blends alpha and beta into C.
-// Production instantiates it for s13's smaller tiles (gemm_cuda.cu), the ladder for s7's 128 x 128
-// tile (ladder/gemm_ladder_cuda.cu); no tile is instantiated twice. s13's own loop
+// Production instantiates it for s16's smaller tiles (gemm_cuda.cu), the ladder for s8's 128 x 128
+// tile (ladder/gemm_ladder_cuda.cu); no tile is instantiated twice. s16's own loop
 // (gemm_ffma_tuned_cuda.cu) takes the same parameters and shares the launch.
 #pragma once
 
@@ -89,7 +89,7 @@ __global__ void __launch_bounds__(Cfg::THREADS)
 }
 
 // Queues a kernel with the parameters of the fp32 SIMT loops on dense operands (this file's and
-// s13's, gemm_ffma_tuned_cuda.cu), one block of `threads` per bm x bn tile of C and per split of
+// s16's, gemm_ffma_tuned_cuda.cu), one block of `threads` per bm x bn tile of C and per split of
 // K (grid y).
 template <class Kernel>
 void launch_over_tiles(Kernel kernel, int bm, int bn, int threads, const GemmArgs& g,

@@ -11,13 +11,14 @@ struct VersionName {
   GemmVersion version;
   const char* name;
 };
-constexpr std::array<VersionName, 6> kVersionNames{{
+constexpr std::array<VersionName, 7> kVersionNames{{
     {GemmVersion::tf32_mma, "tf32_mma"},
     {GemmVersion::bf16_mma, "bf16_mma"},
     {GemmVersion::wgmma, "wgmma"},
     {GemmVersion::wgmma_pipelined, "wgmma_pipelined"},
     {GemmVersion::wgmma_repacked, "wgmma_repacked"},
     {GemmVersion::ffma_tuned, "ffma_tuned"},
+    {GemmVersion::wgmma_in_place, "wgmma_in_place"},
 }};
 
 struct MathName {
@@ -64,6 +65,8 @@ bool supports(GemmVersion version, GemmMath math) {
       return math == GemmMath::tf32 || math == GemmMath::bf16;
     case GemmVersion::ffma_tuned:
       return math == GemmMath::fp32;
+    case GemmVersion::wgmma_in_place:  // 16-bit operands in memory (cuda::gemm_16bit) only
+      return false;
   }
   return false;
 }

@@ -1,4 +1,4 @@
-// Device helpers shared by the CUDA GEMM rungs s8-s13 and t1-t3: the order in which blocks walk
+// Device helpers shared by the CUDA GEMM rungs s9-s16 and t1-t3: the order in which blocks walk
 // the tiles of C, operand rounding for the tensor cores, cp.async, and the alpha/beta store.
 #pragma once
 

@@ -37,8 +37,8 @@ fi
 "$ladder" --shape "$simt,$simt,$simt,NN" --tc-shape "$tc,$tc,$tc,NT" "${cublas[@]}" |
   tee "$out/ladder.txt"
 # The last SIMT rungs on a weight gradient (ConvNeXt-T's first stage at batch 128): a small C with
-# a long K, where s12's smaller tiles and s13's split of K matter.
-"$ladder" --path simt --rungs s11,s12,s13 --shape 384,96,401408,TN | tee -a "$out/ladder.txt"
+# a long K, where s15's smaller tiles and s16's split of K matter.
+"$ladder" --path simt --rungs s14,s15,s16 --shape 384,96,401408,TN | tee -a "$out/ladder.txt"
 
 if ! command -v ncu >/dev/null; then
   echo "ncu not found: no per-rung counters"
@@ -57,7 +57,7 @@ for s in "${stalls[@]}"; do
 done
 echo
 echo "ncu, one run of each rung (kernels of one rung in launch order; stalls: warps per issue)"
-for rung in s1 s2 s3 s4 s5 s6 s7 s8 s9 s10 s11 s12 s13 t1 t2 t3 t4 t5; do
+for rung in s1 s2 s3 s4 s5 s6 s7 s8 s9 s10 s11 s12 s13 s14 s15 s16 t1 t2 t3 t4 t5; do
   path=simt
   [[ $rung == t* ]] && path=tc
   ncu --csv --print-units base --print-kernel-base function --metrics "$metrics" \

@@ -2,14 +2,14 @@
 """cuBLAS through torch.matmul, timed as `crema bench gemm` times: warm-up, then the median of
 CUDA-event timings of one call. A layout's T means the operand is stored transposed (a.t() of a
 contiguous tensor), as crema's trans_a / trans_b. Maths: fp32 (allow_tf32 off: true fp32), tf32
-(allow_tf32 on, fp32 tensors) and bf16 (bf16 tensors: cuBLAS reads bf16 from memory and writes a
-bf16 C). Prints one line per (math, shape):
+(allow_tf32 on, fp32 tensors), bf16 (bf16 tensors: cuBLAS reads bf16 from memory and writes a
+bf16 C) and f16 (the same on f16 tensors). Prints one line per (math, shape):
     cuBLAS fp32 8192,8192,8192,NN 21.5 ms 51.1 TFLOP/s
 Usage:
   peer_gemm.py [SIZE]                     SIZE^3 (default 8192) in the four layouts, every math
   peer_gemm.py --shape S [--shape S]... [--math M]...
       S: M,N,K[,NN|NT|TN|TT] or convnext-t (the list `crema bench gemm --shape convnext-t` runs:
-      ConvNeXt-T's MLP GEMMs at batch 64); M: fp32, tf32, bf16 (default bf16)."""
+      ConvNeXt-T's MLP GEMMs at batch 64); M: fp32, tf32, bf16, f16 (default bf16)."""
 import argparse
 
 import torch
@@ -17,7 +17,7 @@ import torch
 from cuda_timing import median_ms
 
 MATHS = {"fp32": (torch.float32, False), "tf32": (torch.float32, True),
-         "bf16": (torch.bfloat16, True)}
+         "bf16": (torch.bfloat16, True), "f16": (torch.float16, True)}
 
 
 def convnext_t():

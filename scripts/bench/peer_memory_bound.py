@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The peer of crema bench's memory-bound ops (layer-norm, global-pool, pooling, softmax, lrn,
-activation, eltwise, dropout, concat): PyTorch's calls on CUDA tensors of the same shapes, timed
+activation, eltwise, dropout, concat; op-tensor, reduce-tensor, transform-tensor, scale, cast,
+layout, loss, accuracy, optimizer, im2col, lcn in peer_tensor_ops.py): PyTorch's calls on CUDA tensors of the same shapes, timed
 with CUDA events (cuda_timing.median_ms), in crema's table columns.
 
   python3 scripts/bench/peer_memory_bound.py OP [--shape 64,96,56,56]...
@@ -34,6 +35,7 @@ import torch.nn.functional as F
 
 from cuda_timing import median_ms
 import peer_memory_ops
+import peer_tensor_ops
 
 DEFAULT_SHAPES = {
     # ConvNeXt-T's LayerNorms at batch 64
@@ -43,6 +45,7 @@ DEFAULT_SHAPES = {
                     "64,480,14,14", "64,1152,7,7"],
 }
 DEFAULT_SHAPES.update(peer_memory_ops.DEFAULT_SHAPES)
+DEFAULT_SHAPES.update(peer_tensor_ops.DEFAULT_SHAPES)
 DTYPES = {"bf16": torch.bfloat16, "f32": torch.float32}
 
 
@@ -83,10 +86,14 @@ def main():
     peak = copy_gbps()
     print(f"peer: {torch.cuda.get_device_name(0)}, torch {torch.__version__}; copy bandwidth "
           f"{peak:.0f} GB/s (the %peak column is of it); {args.op} {args.dtype} {args.layout}")
-    pass_width = 15 if args.op in peer_memory_ops.DEFAULT_SHAPES else 6
+    pass_width = 6 if args.op in ("layer-norm", "global-pool") else 15
     print(f"{'shape':32s} {'pass':{pass_width}s} {'version':10s} {'ms':>10s} {'GB/s':>8s} "
           f"{'%peak':>6s}")
     for text in args.shape or DEFAULT_SHAPES[args.op]:
+        if args.op in peer_tensor_ops.DEFAULT_SHAPES:  # f32 only; optimizer has no shape
+            dims = None if args.op == "optimizer" else parse(text)
+            peer_tensor_ops.bench(args.op, text, dims, args, peak)
+            continue
         if args.op in peer_memory_ops.DEFAULT_SHAPES:
             dims = parse(text, 2 if args.op == "softmax" else 4)
             peer_memory_ops.bench(args.op, text, dims, dtype, args, peak)

@@ -190,9 +190,10 @@ TEST(BenchOptions, CommandNeedsAGpuAndAKnownOp) {
   EXPECT_TRUE(contains(error_of([&] { bench_command("conv-tc", "cpu", bad_shape, out); }),
                        "--shape '64,64,56'"));
   EXPECT_TRUE(contains(error_of([&] { bench_command("pool", "cuda:0", Options{}, out); }),
-                       "unknown op 'pool' (gemm, conv, conv-tc, rnn, batch-norm, layer-norm, "
-                       "global-pool, pooling, softmax, lrn, activation, eltwise, dropout, "
-                       "concat or api)"));
+                       "unknown op 'pool' (gemm, conv, conv-tc, rnn, batch-norm, softmax, "
+                       "optimizer, layer-norm, global-pool, pooling, lrn, activation, eltwise, "
+                       "dropout, concat, op-tensor, reduce-tensor, transform-tensor, scale, cast, "
+                       "layout, loss, accuracy, im2col, lcn, api)"));
   Options bad_bn;
   bad_bn.shapes = {"128,256,56"};
   EXPECT_TRUE(contains(error_of([&] { bench_command("batch-norm", "cpu", bad_bn, out); }),
@@ -205,10 +206,17 @@ TEST(BenchOptions, CommandNeedsAGpuAndAKnownOp) {
 // Every memory-bound op's name is known: without a GPU each gets as far as the device.
 TEST(BenchOptions, MemoryBoundOpsAreKnown) {
   std::ostringstream out;
-  for (const char* op : {"layer-norm", "global-pool", "pooling", "softmax", "lrn", "activation",
-                         "eltwise", "dropout", "concat"}) {
+  for (const std::string& op : bench_ops()) {
     const std::string error = error_of([&] { bench_command(op, "cpu", Options{}, out); });
     EXPECT_TRUE(contains(error, "not a GPU")) << op << ": " << error;
+  }
+  // The ops added for issue 17 check their N,C,H,W shapes before the device too.
+  for (const char* op : {"op-tensor", "reduce-tensor", "transform-tensor", "scale", "cast",
+                         "layout", "loss", "accuracy", "im2col", "lcn"}) {
+    Options bad;
+    bad.shapes = {"8,21,512"};
+    const std::string error = error_of([&] { bench_command(op, "cpu", bad, out); });
+    EXPECT_TRUE(contains(error, "--shape '8,21,512'")) << op << ": " << error;
   }
   // Their shapes are checked first: N,C,H,W, softmax's N,C.
   Options nchw;

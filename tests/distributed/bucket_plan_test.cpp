@@ -84,5 +84,23 @@ TEST(BucketPlan, PlacesStartAtMultiplesOfTheAlignment) {
   EXPECT_EQ(plan_buckets(params, 80, 80).size(), 1u);
 }
 
+TEST(BucketPlan, AutoFirstBucketIsOneBucketWhereEveryGradientFitsTheCap) {
+  // Four layers of 200,000 floats (800 KB each, 3.2 MB in all).
+  const std::vector<ParamSlot> params = {{200000, 0}, {200000, 1}, {200000, 2}, {200000, 3}};
+  // A 4 MiB cap holds them all: one bucket, launched after layer 0 (backward's end).
+  const std::vector<Bucket> one = plan_buckets(params, kAutoFirstBucket, 4 << 20);
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0].numel, 800000);
+  EXPECT_EQ(one[0].launch_after_layer, 0u);
+  // A 2 MiB cap does not: the first bucket is 1 MiB (layer 3 alone), then 2 MiB ones.
+  const std::vector<Bucket> three = plan_buckets(params, kAutoFirstBucket, 2 << 20);
+  ASSERT_EQ(three.size(), 3u);
+  EXPECT_EQ(three[0].params, (std::vector<size_t>{3}));
+  EXPECT_EQ(three[1].params, (std::vector<size_t>{2, 1}));
+  EXPECT_EQ(three[2].params, (std::vector<size_t>{0}));
+  // A first bucket asked for explicitly stays, even where one bucket would hold everything.
+  EXPECT_EQ(plan_buckets(params, kDefaultFirstBucketBytes, 4 << 20).size(), 2u);
+}
+
 }  // namespace
 }  // namespace crema::distributed

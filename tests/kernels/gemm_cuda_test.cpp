@@ -1,4 +1,4 @@
-// CUDA GEMM: every rung of the ladder (s1-s13, t1-t5) in every math it computes in, against
+// CUDA GEMM: every rung of the ladder (s1-s16, t1-t5) in every math it computes in, against
 // ref::gemm<double>, on all four transpose combinations, awkward sizes (mixes of 1, 7, 33, 65, 129,
 // 257; K = 1; several tiles of 64 and 128 with edges, a partial slab, several pipeline stages),
 // padded leading dimensions, misaligned pointers (the scalar paths beside the 16-byte ones),
@@ -87,8 +87,8 @@ TEST(GemmCuda, LeNetShapes) {
   }
 }
 
-// s13 runs its own loop only where s12's cost model picks the 128 x 128 tile (C of about 2000 x
-// 2000 and more), so the awkward shapes above reach s12's loops through cuda::sgemm. Here the loop
+// s16 runs its own loop only where s15's cost model picks the 128 x 128 tile (C of about 2000 x
+// 2000 and more), so the awkward shapes above reach s15's loops through cuda::sgemm. Here the loop
 // runs directly on them (every layout; a pad of 3 and a base shifted off 16 bytes for the scalar
 // paths; alpha/beta with NaN in C when beta == 0; K from 1 to 200 = 25 slabs), then through
 // cuda::sgemm on a C that picks it, with edges on both sides and a partial last slab.
@@ -128,7 +128,7 @@ TEST(GemmCuda, FfmaTunedLoop) {
   }
 }
 
-// s13 splits K when C has few tiles and K is long (a weight gradient): the splits' partial
+// s16 splits K when C has few tiles and K is long (a weight gradient): the splits' partial
 // products go to the (NaN-poisoned) workspace and are added in split order. Every layout, a pad of
 // 3 with a base off 16 bytes (the scalar paths), alpha/beta with NaN in C when beta == 0, a K
 // that is no multiple of the slab depth; the same bits on a repeat, and within fp32's bound of the
@@ -164,12 +164,48 @@ TEST(GemmCuda, SplitKOnSmallOutputsWithLongK) {
     }
   }
   // The weight gradients of ConvNeXt-T's first stage at batch 128 (384 x 96 and 96 x 384 over
-  // 401,408 positions) split, though s12's 16 x 16 tiles would give 144 blocks unsplit.
+  // 401,408 positions) split, though s15's 16 x 16 tiles would give 144 blocks unsplit.
   EXPECT_GT(cuda::detail::ffma_split(384, 96, 401408).splits, 1);
   EXPECT_GT(cuda::detail::ffma_split(96, 384, 401408).splits, 1);
   // C that fills the GPU with tiles, or a short K: no split.
   EXPECT_EQ(cuda::detail::ffma_split(2048, 2048, 100000).splits, 1);
   EXPECT_EQ(cuda::detail::ffma_split(64, 64, 300).splits, 1);
+}
+
+// Each SIMT rung up to s14 changes how the products reach the FFMAs, never their order: every
+// element of C is one fmaf chain over k = 0, 1, ..., K - 1 from 0 (the zero-filled tail adds
+// exact zeros). So with alpha = 1 and beta = 0, s2-s14 must equal s1 bit for bit, in every
+// layout, aligned or not: a rung that drops, repeats or swaps a k step, or reads a fragment of the
+// wrong step (s12's and s13's prefetch), fails here even where the tolerance would hide it.
+TEST(GemmCuda, SimtRungsUpToS14SumInOneOrder) {
+  CREMA_REQUIRE_CUDA();
+  Context ctx(Device::cuda(0));
+  const Case cases[] = {{false, false, 131, 259, 9, 0, 1.0f, 0.0f},
+                        {false, false, 300, 520, 200, 0, 1.0f, 0.0f},
+                        {false, false, 257, 129, 65, 3, 1.0f, 0.0f},
+                        {false, false, 129, 130, 1, 0, 1.0f, 0.0f}};
+  uint64_t seed = 900;
+  for (Case c : cases) {
+    for (int t = 0; t < 4; ++t) {
+      c.trans_a = t & 1, c.trans_b = t & 2;
+      const Problem p = make_problem(c, seed += 8, false);
+      for (int64_t offset : {0, 1}) {
+        const std::vector<float> s1 = run(ctx, p, {Rung::uncoalesced, GemmMath::fp32}, offset);
+        for (Rung r : cuda::ladder::rungs()) {
+          if (cuda::ladder::path(r) != cuda::ladder::Path::simt ||
+              cuda::ladder::number(r) > cuda::ladder::number(Rung::edge_free_loads)) {
+            continue;
+          }
+          const std::vector<float> out = run(ctx, p, {r, GemmMath::fp32}, offset);
+          ASSERT_EQ(out.size(), s1.size());
+          int64_t differ = 0;
+          for (size_t i = 0; i < out.size(); ++i) differ += !(out[i] == s1[i]);
+          EXPECT_EQ(differ, 0) << describe(c) << " offset=" << offset << " "
+                               << cuda::ladder::label(r) << " " << cuda::ladder::name(r);
+        }
+      }
+    }
+  }
 }
 
 TEST(GemmCuda, RepeatsAreBitIdentical) {

@@ -23,12 +23,12 @@ using cuda::ladder::Rung;
 
 TEST(GemmVersions, LadderOrderAndNamesRoundTrip) {
   const std::vector<Rung>& rungs = cuda::ladder::rungs();
-  ASSERT_EQ(rungs.size(), 18u);
-  // The SIMT path first, s1..s13, then the tensor-core path, t1..t5, each numbered from 1.
+  ASSERT_EQ(rungs.size(), 21u);
+  // The SIMT path first, s1..s16, then the tensor-core path, t1..t5, each numbered from 1.
   int simt = 0, tensor_core = 0;
   for (Rung r : rungs) {
     const bool on_simt = cuda::ladder::path(r) == Path::simt;
-    EXPECT_TRUE(on_simt || simt == 13) << cuda::ladder::name(r) << ": a SIMT rung after t1";
+    EXPECT_TRUE(on_simt || simt == 16) << cuda::ladder::name(r) << ": a SIMT rung after t1";
     const int expected = on_simt ? ++simt : ++tensor_core;
     EXPECT_EQ(cuda::ladder::number(r), expected) << cuda::ladder::name(r);
     EXPECT_EQ(cuda::ladder::label(r), (on_simt ? "s" : "t") + std::to_string(expected));
@@ -38,10 +38,18 @@ TEST(GemmVersions, LadderOrderAndNamesRoundTrip) {
     EXPECT_EQ(*cuda::ladder::from_name(cuda::ladder::label(r)), r);
     EXPECT_GT(std::string(cuda::ladder::idea(r)).size(), 20u) << name;
   }
-  EXPECT_EQ(simt, 13);
+  EXPECT_EQ(simt, 16);
   EXPECT_EQ(tensor_core, 5);
   EXPECT_EQ(rungs.front(), Rung::uncoalesced);
-  EXPECT_EQ(cuda::ladder::label(Rung::ffma_tuned), "s13");
+  EXPECT_EQ(cuda::ladder::label(Rung::ffma_tuned), "s16");
+  // One idea per rung: s5 -> s6 -> s7 and s11 -> s12 -> s13 -> s14 are the steps split out of
+  // s6 vector_loads and s11 fragment_prefetch of 2026-11-26.
+  EXPECT_EQ(cuda::ladder::label(Rung::vector_fragments), "s6");
+  EXPECT_EQ(cuda::ladder::label(Rung::vector_loads), "s7");
+  EXPECT_EQ(cuda::ladder::label(Rung::grouped_tiles), "s11");
+  EXPECT_EQ(cuda::ladder::label(Rung::fragment_prefetch), "s12");
+  EXPECT_EQ(cuda::ladder::label(Rung::two_blocks_per_sm), "s13");
+  EXPECT_EQ(cuda::ladder::label(Rung::edge_free_loads), "s14");
   EXPECT_EQ(cuda::ladder::label(Rung::tf32_mma), "t1");
   EXPECT_EQ(cuda::ladder::label(Rung::wgmma_repacked), "t5");
   EXPECT_STREQ(cuda::gemm_version_name(GemmVersion::best), "ffma_tuned");
@@ -49,14 +57,16 @@ TEST(GemmVersions, LadderOrderAndNamesRoundTrip) {
   EXPECT_EQ(cuda::ladder::from_name("naive"), Rung::coalesced);
   EXPECT_EQ(cuda::ladder::from_name("register_tiles"), Rung::register_prefetch);
   EXPECT_FALSE(cuda::ladder::from_name("fastest").has_value());
-  EXPECT_FALSE(cuda::ladder::from_name("s14").has_value());
+  EXPECT_EQ(cuda::ladder::from_name("fragment_prefetch"), Rung::fragment_prefetch);
+  EXPECT_EQ(cuda::ladder::from_name("vector_loads"), Rung::vector_loads);
+  EXPECT_FALSE(cuda::ladder::from_name("s17").has_value());
   for (GemmMath m : {GemmMath::fp32, GemmMath::tf32, GemmMath::bf16}) {
     EXPECT_EQ(*cuda::gemm_math_from_name(cuda::gemm_math_name(m)), m);
   }
   EXPECT_FALSE(cuda::gemm_math_from_name("fp16").has_value());
 }
 
-// s1-s12 live only in the ladder; s13 and the tensor-core path are production's versions, of the
+// s1-s15 live only in the ladder; s16 and the tensor-core path are production's versions, of the
 // same name.
 TEST(GemmVersions, ProductionRungsAreProductionVersions) {
   int production = 0;
@@ -98,6 +108,13 @@ TEST(GemmVersions, EachVersionComputesInItsMath) {
   EXPECT_FALSE(cuda::supports(GemmVersion::wgmma_repacked, GemmMath::fp32));
   EXPECT_TRUE(cuda::supports(GemmVersion::ffma_tuned, GemmMath::fp32));
   EXPECT_FALSE(cuda::supports(GemmVersion::ffma_tuned, GemmMath::tf32));
+  // wgmma_in_place reads 16-bit operands only (cuda::gemm_16bit): no math on fp32 operands, no
+  // rung of the ladder.
+  EXPECT_STREQ(cuda::gemm_version_name(GemmVersion::wgmma_in_place), "wgmma_in_place");
+  EXPECT_FALSE(cuda::ladder::from_name("wgmma_in_place").has_value());
+  for (GemmMath m : {GemmMath::fp32, GemmMath::tf32, GemmMath::bf16}) {
+    EXPECT_FALSE(cuda::supports(GemmVersion::wgmma_in_place, m));
+  }
   for (Rung r : cuda::ladder::rungs()) {
     int maths = 0;
     for (GemmMath m : {GemmMath::fp32, GemmMath::tf32, GemmMath::bf16})

@@ -18,7 +18,7 @@ struct Entry {
   std::optional<GemmVersion> version;
   const char* idea;
 };
-constexpr std::array<Entry, 18> kLadder{{
+constexpr std::array<Entry, 21> kLadder{{
     {Rung::uncoalesced, Path::simt, "uncoalesced", std::nullopt,
      "one thread per element of C; consecutive threads walk down a column (32 rows of A a warp)"},
     {Rung::coalesced, Path::simt, "coalesced", std::nullopt,
@@ -29,8 +29,10 @@ constexpr std::array<Entry, 18> kLadder{{
      "1-D register tile: 8 results of a column per thread, one shared B value feeds 8 FMAs"},
     {Rung::micro_tiles, Path::simt, "micro_tiles", std::nullopt,
      "2-D register tile: 8x8 results per thread of a 128x128 tile, 16 shared loads feed 64 FMAs"},
+    {Rung::vector_fragments, Path::simt, "vector_fragments", std::nullopt,
+     "op(A) stored k-major in shared memory, as op(B): a k step's fragments are 4 float4 loads"},
     {Rung::vector_loads, Path::simt, "vector_loads", std::nullopt,
-     "float4 global loads and stores; op(A) stored k-major, so fragments are float4 shared loads"},
+     "float4 global loads and stores: a thread moves 4 consecutive floats in one instruction"},
     {Rung::register_prefetch, Path::simt, "register_prefetch", std::nullopt,
      "the next slab travels into registers while this slab's FFMAs run"},
     {Rung::double_buffer, Path::simt, "double_buffer", std::nullopt,
@@ -40,7 +42,11 @@ constexpr std::array<Entry, 18> kLadder{{
     {Rung::grouped_tiles, Path::simt, "grouped_tiles", std::nullopt,
      "blocks walk the tiles of C in groups of 8 tile rows: operand panels reused from L2"},
     {Rung::fragment_prefetch, Path::simt, "fragment_prefetch", std::nullopt,
-     "the next k step's fragments read during the FFMAs, in 128 registers: two blocks per SM"},
+     "the next k step's fragments read from shared memory while this step's FFMAs run"},
+    {Rung::two_blocks_per_sm, Path::simt, "two_blocks_per_sm", std::nullopt,
+     "at most 128 registers a thread: two blocks of 256 threads share an SM"},
+    {Rung::edge_free_loads, Path::simt, "edge_free_loads", std::nullopt,
+     "slabs inside C skip the loaders' edge tests: plain float4 loads (production's loop)"},
     {Rung::adaptive_tiles, Path::simt, "adaptive_tiles", std::nullopt,
      "the tile chosen per shape: 64x64, 32x32 or 16x16 tiles (k split in the block) for small C"},
     {Rung::ffma_tuned, Path::simt, nullptr, GemmVersion::ffma_tuned,
@@ -57,7 +63,9 @@ constexpr std::array<Entry, 18> kLadder{{
      "operands t4 cannot read in place (MN-major, bf16 math) repacked K-major first"},
 }};
 
-// Names the rungs had before the ladder was put in teaching order.
+// Names the rungs had before the ladder was put in teaching order. (When s6 and s11 of 2026-11-26
+// were split into one idea per rung, every name was kept; `fragment_prefetch`, then production's
+// loop, now names that idea alone, s12, and production's loop is s14 `edge_free_loads`.)
 struct Alias {
   const char* name;
   Rung rung;
@@ -134,7 +142,7 @@ bool supports(Rung rung, GemmMath math) {
   if (const std::optional<GemmVersion> version = production_version(rung)) {
     return cuda::supports(*version, math);
   }
-  return math == GemmMath::fp32;  // s1-s12 are fp32 SIMT
+  return math == GemmMath::fp32;  // s1-s15 are fp32 SIMT
 }
 
 }  // namespace crema::kernels::cuda::ladder

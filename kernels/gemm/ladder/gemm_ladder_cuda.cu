@@ -10,14 +10,16 @@
 //                      Still two global loads per FMA: bound by load instructions.
 // s3 shared_tiles      16x16 tiles of op(A) and op(B) staged in shared memory: a global load feeds
 //                      16 FMAs, but every FMA still needs two shared-memory loads.
-// s4-s6                (gemm_register_tiles_cuda.cu) register tiles: 1-D, 2-D, float4 loads.
-// s7 register_prefetch s6 with the next slab loaded into registers while this one is multiplied
+// s4-s7                (gemm_register_tiles_cuda.cu) register tiles: 1-D, 2-D, float4 fragments,
+//                      float4 global loads.
+// s8 register_prefetch s7 with the next slab loaded into registers while this one is multiplied
 //                      (../gemm_tiled.cuh on the 128x128 tile: kernels/tiles/block_tile.cuh).
-// s8-s10               (gemm_double_buffer_cuda.cu) two shared slabs, warp tiles, tile order.
-// s11 fragment_prefetch production's 128x128 loop (../gemm_ffma_tuned_cuda.cu) on every shape.
-// s12 adaptive_tiles   production's choice of tile per shape (tile::choose_tile), without the
+// s9-s13               (gemm_double_buffer_cuda.cu) two shared slabs, warp tiles, tile order,
+//                      fragment prefetch, two blocks per SM.
+// s14 edge_free_loads  production's 128x128 loop (../gemm_ffma_tuned_cuda.cu) on every shape.
+// s15 adaptive_tiles   production's choice of tile per shape (tile::choose_tile), without the
 //                      split of K: cuda::sgemm(ffma_tuned) with no workspace.
-// s13 and t1-t5        production's versions, through cuda::sgemm.
+// s16 and t1-t5        production's versions, through cuda::sgemm.
 //
 // All are deterministic (no atomics; each sum's order depends on the shape only).
 #include <cuda_runtime.h>
@@ -155,6 +157,8 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
       return detail::sgemm_column_tiles(*args, stream);
     case Rung::micro_tiles:
       return detail::sgemm_micro_tiles(*args, stream);
+    case Rung::vector_fragments:
+      return detail::sgemm_vector_fragments(*args, stream);
     case Rung::vector_loads:
       return detail::sgemm_vector_loads(*args, stream);
     case Rung::register_prefetch:
@@ -166,6 +170,12 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
     case Rung::grouped_tiles:
       return detail::sgemm_double_buffer(*args, detail::DoubleBufferStep::grouped_tiles, stream);
     case Rung::fragment_prefetch:
+      return detail::sgemm_double_buffer(*args, detail::DoubleBufferStep::fragment_prefetch,
+                                         stream);
+    case Rung::two_blocks_per_sm:
+      return detail::sgemm_double_buffer(*args, detail::DoubleBufferStep::two_blocks_per_sm,
+                                         stream);
+    case Rung::edge_free_loads:
       return detail::sgemm_ffma_tuned(*args, stream);
     case Rung::adaptive_tiles:
       return cuda::sgemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, stream,

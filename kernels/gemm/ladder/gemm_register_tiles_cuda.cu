@@ -1,20 +1,23 @@
 // The fp32 SIMT path's register tiles: each thread computes several elements of C, so a value it
 // loads from shared memory feeds several FMAs.
 //
-// s4 column_tiles  s3 with 64x64 block tiles, 8-deep slabs and 512 threads, thread (ty, tx)
-//                  computing rows 8ty .. 8ty+7 of column tx: per k it loads one B value and 8 A
-//                  values (broadcast: the warp shares ty) for 8 FMAs -- 9 shared loads for 8 FMAs,
-//                  where s3 needed 2 for 1.
-// s5 micro_tiles   s4 with a 2-D micro-tile: 128x128 block tiles, 256 threads of 8x8 results, the
-//                  thread's rows and columns in two groups of 4, 64 apart (block_tile.cuh's
-//                  ThreadTile<Large>): per k 16 shared loads feed 64 FMAs. Scalar loads and stores;
-//                  op(A) stored [m][k] in shared memory.
-// s6 vector_loads  s5 with float4 global loads (where aligned) and stores, and op(A) stored k-major
-//                  ([k][m], as op(B) is [k][n]) so that a thread's 4 rows of a k step are one
-//                  float4 shared load: kernels/tiles/block_tile.cuh's loaders and multiply, slab
-//                  by slab (load, barrier, multiply, barrier) -- s7 adds the prefetch.
+// s4 column_tiles      s3 with 64x64 block tiles, 8-deep slabs and 512 threads, thread (ty, tx)
+//                      computing rows 8ty .. 8ty+7 of column tx: per k it loads one B value and 8
+//                      A values (broadcast: the warp shares ty) for 8 FMAs -- 9 shared loads for
+//                      8 FMAs, where s3 needed 2 for 1.
+// s5 micro_tiles       s4 with a 2-D micro-tile: 128x128 block tiles, 256 threads of 8x8 results,
+//                      the thread's rows and columns in two groups of 4, 64 apart
+//                      (block_tile.cuh's ThreadTile<Large>): per k 16 shared loads feed 64 FMAs.
+//                      Scalar loads and stores; op(A) stored [m][k] in shared memory.
+// s6 vector_fragments  s5 with op(A) stored k-major ([k][m], as op(B) is [k][n]): a thread's 4
+//                      rows of a k step are adjacent, so its fragments are 2 float4 shared loads
+//                      of A and 2 of B instead of 16 scalars (block_tile.cuh's multiply_slab).
+//                      Global loads and stores still scalar, as in s5.
+// s7 vector_loads      s6 with float4 global loads (where aligned) and stores: block_tile.cuh's
+//                      loaders, slab by slab (load, barrier, multiply, barrier) -- s8 adds the
+//                      prefetch.
 //
-// All three zero-fill past the edges of op(A) and op(B) and guard the stores, so every shape,
+// All four zero-fill past the edges of op(A) and op(B) and guard the stores, so every shape,
 // transpose, leading dimension and alignment is accepted.
 #include <cuda_runtime.h>
 
@@ -138,7 +141,37 @@ __global__ void __launch_bounds__(Cfg::THREADS)
 }
 }  // namespace micro
 
-// ---- s6: float4 loads, k-major op(A) -----------------------------------------------------------
+// ---- s6: k-major op(A), float4 fragments -------------------------------------------------------
+namespace fragments {
+using Cfg = tile::Large;
+
+template <bool TA, bool TB>
+__global__ void __launch_bounds__(Cfg::THREADS)
+    kernel(int M, int N, int K, float alpha, const float* __restrict__ A, int64_t lda,
+           const float* __restrict__ B, int64_t ldb, float beta, float* __restrict__ C,
+           int64_t ldc) {
+  __shared__ tile::SharedStorage<Cfg> sm;  // a[k][m] and b[k][n], rows 16-byte aligned
+  const int tiles_n = (N + Cfg::BN - 1) / Cfg::BN;
+  const int m0 = blockIdx.x / tiles_n * Cfg::BM, n0 = blockIdx.x % tiles_n * Cfg::BN;
+  const tile::ThreadTile<Cfg> t(threadIdx.x);
+  float acc[Cfg::TM][Cfg::TN] = {};
+  for (int k0 = 0; k0 < K; k0 += Cfg::BK) {
+    // s5's scalar loads, stored transposed for A: conflict-free, as the +4 padding of a row
+    // puts k row r 4r banks on.
+    load_scalar_slab<Cfg::BM, Cfg::BK, Cfg::THREADS, !TA>(
+        A, lda, m0, k0, M, K, [&](int m, int k) -> float& { return sm.tiles.a[k][m]; });
+    load_scalar_slab<Cfg::BN, Cfg::BK, Cfg::THREADS, TB>(
+        B, ldb, n0, k0, N, K, [&](int n, int k) -> float& { return sm.tiles.b[k][n]; });
+    __syncthreads();
+    tile::multiply_slab(sm, t, acc);
+    __syncthreads();
+  }
+  const DenseStore store{C, ldc, alpha, beta, false};  // scalar stores, as s5's
+  tile::finish(sm, t, acc, m0, n0, M, N, store);
+}
+}  // namespace fragments
+
+// ---- s7: float4 global loads and stores --------------------------------------------------------
 namespace vectorized {
 using Cfg = tile::Large;
 
@@ -187,6 +220,16 @@ void sgemm_micro_tiles(const GemmArgs& g, gpu::Stream stream) {
             g.M, g.N, g.K, g.alpha, g.A, g.lda, g.B, g.ldb, g.beta, g.C, g.ldc);
   });
   gpu::check_launch("sgemm_micro_tiles");
+}
+
+void sgemm_vector_fragments(const GemmArgs& g, gpu::Stream stream) {
+  using Cfg = fragments::Cfg;
+  for_layout(g, [&](auto ta, auto tb) {
+    fragments::kernel<decltype(ta)::value, decltype(tb)::value>
+        <<<tile_grid(g.M, g.N, Cfg::BM, Cfg::BN), Cfg::THREADS, 0, stream>>>(
+            g.M, g.N, g.K, g.alpha, g.A, g.lda, g.B, g.ldb, g.beta, g.C, g.ldc);
+  });
+  gpu::check_launch("sgemm_vector_fragments");
 }
 
 void sgemm_vector_loads(const GemmArgs& g, gpu::Stream stream) {
