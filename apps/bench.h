@@ -9,7 +9,7 @@
 //
 // Each op family lives in its own file (bench_gemm.cpp, bench_conv.cpp, bench_rnn.cpp,
 // bench_batch_norm.cpp; the memory-bound ones bench_memory_bound.cpp, bench_pooling_ops.cpp,
-// bench_pointwise_ops.cpp, bench_tensor_ops.cpp and bench_training_ops.cpp, with
+// bench_pointwise_ops.cpp, bench_tensor_ops.cpp, bench_training_ops.cpp and bench_api.cpp, with
 // bench_memory_bound.h's helpers) and uses the shared pieces below
 // (bench_conv_tc.cpp: conv-tc);
 // apps/README.md says how to add one more.
@@ -138,12 +138,16 @@ int bench_accuracy(Context& ctx, const Options& options, std::ostream& out);
 int bench_optimizer(Context& ctx, const Options& options, std::ostream& out);
 int bench_im2col(Context& ctx, const Options& options, std::ostream& out);
 int bench_lcn(Context& ctx, const Options& options, std::ostream& out);
+// api: what the primitive API (kernels/api/) costs over the kernel it calls: ReLU forward through
+// the kernel, the API packed, with a blend, from a channels-last x, and the strided transform
+// alone; f32 (bench_api.cpp). Shapes N,C,H,W.
+int bench_api(Context& ctx, const Options& options, std::ostream& out);
 // The memory-bound ops with N,C,H,W shapes, as `crema bench` spells them.
 inline const std::vector<std::string> kMemoryBoundOps = {
-    "layer-norm", "global-pool",      "pooling", "lrn",   "activation", "eltwise",
-    "dropout",    "concat",           "op-tensor", "reduce-tensor", "transform-tensor",
-    "scale",      "cast",             "layout",  "loss",  "accuracy",   "im2col",
-    "lcn"};
+    "layer-norm",       "global-pool", "pooling", "lrn",       "activation",
+    "eltwise",          "dropout",     "concat",  "op-tensor", "reduce-tensor",
+    "transform-tensor", "scale",       "cast",    "layout",    "loss",
+    "accuracy",         "im2col",      "lcn",     "api"};
 // Every op `crema bench` knows: gemm, conv, conv-tc, rnn, batch-norm, softmax, optimizer, then
 // kMemoryBoundOps.
 inline std::vector<std::string> bench_ops() {

@@ -1,6 +1,7 @@
 // crema bench: the command's one dispatch point, from the op's name to its family (bench_gemm.cpp,
 // bench_conv.cpp, bench_conv_tc.cpp, bench_rnn.cpp, bench_batch_norm.cpp, bench_memory_bound.cpp,
-// bench_pooling_ops.cpp, bench_pointwise_ops.cpp, bench_tensor_ops.cpp, bench_training_ops.cpp).
+// bench_pooling_ops.cpp, bench_pointwise_ops.cpp, bench_tensor_ops.cpp, bench_training_ops.cpp,
+// bench_api.cpp).
 // The families call the cuda:: versions directly, which a build without CUDA does not have: there
 // the command only says so.
 #include <algorithm>
@@ -63,6 +64,7 @@ int bench_command(const std::string& op, const std::string& device, const Option
     if (op == "optimizer") return bench_optimizer(ctx, options, out);
     if (op == "im2col") return bench_im2col(ctx, options, out);
     if (op == "lcn") return bench_lcn(ctx, options, out);
+    if (op == "api") return bench_api(ctx, options, out);
     return bench_rnn(ctx, options, out);
   } else {
     throw Error("crema bench: this build has no CUDA backend");

@@ -18,7 +18,7 @@
 //   crema bench-loader CONFIG [--split S] [--workers 1,2,4] [--batches N] [--decode gpu]
 //   crema bench gemm|conv|conv-tc|rnn|batch-norm|softmax|optimizer|layer-norm|global-pool|pooling|
 //               lrn|activation|eltwise|dropout|concat|op-tensor|reduce-tensor|transform-tensor|
-//               scale|cast|layout|loss|accuracy|im2col|lcn
+//               scale|cast|layout|loss|accuracy|im2col|lcn|api
 //               [--shape S]... [--version V] [--math fp32|tf32|bf16]
 //               [--warmup N] [--layout nchw|nhwc] [--repeats N] [--device cuda:N]
 //
@@ -200,7 +200,7 @@ int main(int argc, char** argv) {
                     "softmax, optimizer, or a memory-bound op: layer-norm, global-pool, pooling, "
                     "lrn, activation, eltwise, dropout, concat, op-tensor, reduce-tensor, "
                     "transform-tensor, scale, cast, layout, loss, accuracy, im2col, lcn (GB/s "
-                    "against the copy bandwidth)")
+                    "against the copy bandwidth), api (the primitive API's cost over its kernels)")
       ->required()
       ->check(CLI::IsMember(crema::bench::bench_ops()));
   bench->add_option("--shape", kernel_bench.shapes, "a shape (repeatable; default: the op's list)")

@@ -40,7 +40,7 @@ const char* layout_name(Layout layout) {
 }
 
 Tensor::Storage::~Storage() {
-  if (ptr != nullptr) allocator->deallocate(ptr, bytes);
+  if (ptr != nullptr && allocator != nullptr) allocator->deallocate(ptr, bytes);  // null: borrowed
 }
 
 Tensor::Tensor(Shape shape, DType dtype, Device device, Allocator* allocator)
@@ -56,6 +56,21 @@ Tensor::Tensor(Shape shape, DType dtype, Device device, Allocator* allocator)
   storage_->allocator = allocator_;
   storage_->bytes = nbytes();
   storage_->ptr = allocator_->allocate(storage_->bytes);
+}
+
+Tensor Tensor::borrow(void* data, Shape shape, DType dtype, Device device, Layout layout) {
+  Tensor t;
+  for (int64_t extent : shape) {
+    if (extent < 0) throw Error("cannot borrow a tensor of shape " + shape_str(shape));
+  }
+  t.shape_ = std::move(shape);
+  t.dtype_ = dtype;
+  t.layout_ = layout;
+  t.device_ = device;
+  t.storage_ = std::make_shared<Storage>();
+  t.storage_->ptr = data;
+  t.storage_->bytes = t.nbytes();  // allocator stays null: the storage frees nothing
+  return t;
 }
 
 Tensor Tensor::from_vector(Shape shape, const std::vector<float>& values) {

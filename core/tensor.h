@@ -64,6 +64,11 @@ class Tensor {
 
   // Host tensors initialized from values (tests, fixtures).
   static Tensor from_vector(Shape shape, const std::vector<float>& values);
+  // A tensor over memory the caller owns (on `device`, laid out contiguously in `layout`), which
+  // it never frees: how the primitive API (kernels/api/) hands a caller's buffers to the kernels
+  // without a copy. The memory must outlive every copy of the tensor; reshape may not grow it.
+  static Tensor borrow(void* data, Shape shape, DType dtype, Device device,
+                       Layout layout = Layout::nchw);
 
   bool defined() const { return storage_ != nullptr; }
   const Shape& shape() const { return shape_; }

@@ -3,6 +3,7 @@
 // cpu:: or cuda::; f64 on the CPU: the reference).
 #include "kernels/tensor_ops/tensor_ops.h"
 
+#include <algorithm>
 #include <string>
 
 #include "core/error.h"
@@ -137,6 +138,39 @@ IndexMap make_permute_map(const Shape& x_shape, const std::vector<int>& order) {
     stride.push_back(x_stride[size_t(a)]);
   }
   return merged(y_shape, stride);
+}
+
+StridedPlan make_strided_plan(const Shape& shape, const std::vector<int64_t>& x_stride,
+                              const std::vector<int64_t>& y_stride) {
+  std::vector<size_t> axes;
+  for (size_t k = 0; k < shape.size(); ++k) {
+    if (shape[k] != 1) axes.push_back(k);
+  }
+  // Largest y stride first: the walk's last axis is y's innermost. Ties keep their order.
+  std::stable_sort(axes.begin(), axes.end(),
+                   [&](size_t a, size_t b) { return y_stride[a] > y_stride[b]; });
+  StridedPlan plan;
+  plan.count = shape_numel(shape);
+  IndexMap& mx = plan.x;
+  IndexMap& my = plan.y;
+  for (size_t k : axes) {
+    const int last = my.ndim - 1;
+    if (last >= 0 && mx.stride[last] == x_stride[k] * shape[k] &&
+        my.stride[last] == y_stride[k] * shape[k]) {
+      mx.shape[last] = my.shape[last] *= shape[k];
+      mx.stride[last] = x_stride[k];
+      my.stride[last] = y_stride[k];
+    } else {
+      mx.shape[mx.ndim] = my.shape[my.ndim] = shape[k];
+      mx.stride[mx.ndim++] = x_stride[k];
+      my.stride[my.ndim++] = y_stride[k];
+    }
+  }
+  if (my.ndim == 0) {
+    mx.ndim = my.ndim = 1;
+    mx.shape[0] = my.shape[0] = 1;
+  }
+  return plan;
 }
 
 void op_tensor(Context& ctx, OpTensorOp op, double alpha1, const Tensor& a, double alpha2,
@@ -302,6 +336,37 @@ void scale_tensor(Context& ctx, Tensor& y, double alpha) {
                     cpu::scale_tensor(y.numel(), float(alpha), y.data<float>(), ctx.num_threads());
                   }),
            on_cpu(DType::f64, [&] { ref::scale_tensor(y.numel(), alpha, y.data<double>()); }));
+}
+
+}  // namespace crema::kernels
+
+namespace crema::kernels {
+
+void transform_strided(Context& ctx, DType dtype, const Shape& shape,
+                       const std::vector<int64_t>& x_stride, const void* x,
+                       const std::vector<int64_t>& y_stride, double alpha, double beta, void* y) {
+  CREMA_CHECK(x_stride.size() == shape.size() && y_stride.size() == shape.size() &&
+                  int(shape.size()) <= kMaxTensorOpDims,
+              "transform_strided: strides do not match the shape");
+  if (shape_numel(shape) == 0) return;
+  const StridedPlan plan = make_strided_plan(shape, x_stride, y_stride);
+  const auto xf = static_cast<const float*>(x);
+  const auto yf = static_cast<float*>(y);
+  dispatch(ctx, "transform_strided", dtype,
+           on_cuda(DType::f32,
+                   [&](auto stream) {
+                     cuda::transform_strided(plan, float(alpha), xf, float(beta), yf, stream);
+                   }),
+           on_cpu(DType::f32,
+                  [&] {
+                    cpu::transform_strided(plan, float(alpha), xf, float(beta), yf,
+                                           ctx.num_threads());
+                  }),
+           on_cpu(DType::f64, [&] {
+             ref::transform_strided<double>(int(shape.size()), shape.data(), x_stride.data(),
+                                            y_stride.data(), alpha, static_cast<const double*>(x),
+                                            beta, static_cast<double*>(y));
+           }));
 }
 
 }  // namespace crema::kernels

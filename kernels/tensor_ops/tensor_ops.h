@@ -18,6 +18,9 @@
 //   transform-tensor:  y = alpha * x.permute(order) + beta * y
 //     any permutation of the axes (NCHW -> NHWC is [0, 2, 3, 1]); x and y may differ in dtype
 //     (f32 <-> f64, on the CPU).
+//   transform-strided:  y = alpha * x + beta * y  with x and y of one shape, each walked by its
+//     own strides in elements (any order, none negative; y's elements distinct): cuDNN's
+//     cudnnTransformTensor on strided descriptors, the gather/scatter of kernels/api/.
 //   set-tensor: y = value.   scale-tensor: y = alpha * y.
 //
 // All of them take up to kMaxTensorOpDims axes. On the CPU reductions accumulate in double, on
@@ -42,6 +45,10 @@ BroadcastPlan make_broadcast_plan(const Shape& c_shape, const Shape& b_shape);
 ReducePlan make_reduce_plan(const Shape& x_shape, const Shape& y_shape);
 // y's flat index -> x's offset for y = x.permute(order).
 IndexMap make_permute_map(const Shape& x_shape, const std::vector<int>& order);
+// x's and y's strides over one shape, extent-1 axes dropped, axes sorted by y's strides (largest
+// first) and neighbours merged where both stay contiguous.
+StridedPlan make_strided_plan(const Shape& shape, const std::vector<int64_t>& x_stride,
+                              const std::vector<int64_t>& y_stride);
 
 namespace ref {
 // Plain loops over the definitions, every tensor walked by its multi-index; the oracle of the
@@ -55,6 +62,9 @@ void reduce_tensor(ReduceOp op, int ndim, const int64_t* x_shape, const int64_t*
 template <class Tx, class Ty>
 void transform_tensor(int ndim, const int64_t* x_shape, const int* order, Ty alpha, const Tx* x,
                       Ty beta, Ty* y);
+template <class T>
+void transform_strided(int ndim, const int64_t* shape, const int64_t* x_stride,
+                       const int64_t* y_stride, T alpha, const T* x, T beta, T* y);
 template <class T>
 void set_tensor(int64_t n, T value, T* y);
 template <class T>
@@ -70,6 +80,8 @@ void reduce_tensor(ReduceOp op, const ReducePlan& plan, float alpha, const float
                    float* y, float* indices, int num_threads);
 void transform_tensor(const IndexMap& y_to_x, float alpha, const float* x, float beta, float* y,
                       int num_threads);
+void transform_strided(const StridedPlan& plan, float alpha, const float* x, float beta, float* y,
+                       int num_threads);
 void set_tensor(int64_t n, float value, float* y, int num_threads);
 void scale_tensor(int64_t n, float alpha, float* y, int num_threads);
 }  // namespace cpu
@@ -85,6 +97,8 @@ void reduce_tensor(ReduceOp op, const ReducePlan& plan, float alpha, const float
                    float* y, float* indices, gpu::Stream stream);
 void transform_tensor(const IndexMap& y_to_x, int64_t count, float alpha, const float* x,
                       float beta, float* y, gpu::Stream stream);
+void transform_strided(const StridedPlan& plan, float alpha, const float* x, float beta, float* y,
+                       gpu::Stream stream);
 void set_tensor(int64_t n, float value, float* y, gpu::Stream stream);
 void scale_tensor(int64_t n, float alpha, float* y, gpu::Stream stream);
 }  // namespace cuda
@@ -101,5 +115,11 @@ void transform_tensor(Context& ctx, double alpha, const Tensor& x, const std::ve
                       double beta, Tensor& y);
 void set_tensor(Context& ctx, Tensor& y, double value);
 void scale_tensor(Context& ctx, Tensor& y, double alpha);
+// Raw pointers on the context's device (f32, or f64 on the CPU): y = alpha * x + beta * y over
+// `shape`, x and y each walked by its strides (checked by the caller: kernels/api/ validates its
+// descriptors). y is not read when beta is 0.
+void transform_strided(Context& ctx, DType dtype, const Shape& shape,
+                       const std::vector<int64_t>& x_stride, const void* x,
+                       const std::vector<int64_t>& y_stride, double alpha, double beta, void* y);
 
 }  // namespace crema::kernels

@@ -85,6 +85,20 @@ void transform_tensor(const IndexMap& y_to_x, float alpha, const float* x, float
   }
 }
 
+void transform_strided(const StridedPlan& plan, float alpha, const float* x, float beta, float* y,
+                       int num_threads) {
+  const Rows xrows = rows_of(plan.x), yrows = rows_of(plan.y);
+  const int64_t count = row_count(yrows), n = yrows.inner;
+  const int64_t xs = xrows.inner_stride, ys = yrows.inner_stride;
+  const bool parallel = plan.count >= kParallelElements;
+#pragma omp parallel for num_threads(num_threads) schedule(static) if (parallel)
+  for (int64_t row = 0; row < count; ++row) {
+    const float* xr = x + offset_of(xrows.outer, row);
+    float* yr = y + offset_of(yrows.outer, row);
+    for (int64_t j = 0; j < n; ++j) yr[j * ys] = detail::blend(alpha, xr[j * xs], beta, yr[j * ys]);
+  }
+}
+
 void set_tensor(int64_t n, float value, float* y, int num_threads) {
 #pragma omp parallel for num_threads(num_threads) schedule(static) if (n >= kParallelElements)
   for (int64_t i = 0; i < n; ++i) y[i] = value;

@@ -6,6 +6,8 @@
 //   reduce_tensor: one block per output (grid-stride over outputs); thread t accumulates reduced
 //       elements t, t + 256, ... in double, then the block combines its 256 partials in a fixed
 //       tree in shared memory. No atomics: the same bits on every run.
+//   transform_strided: one thread per element, both offsets decoded from the plan (its axes
+//       ordered by y's strides: a contiguous y is written coalesced).
 //   set_tensor, scale_tensor: grid-stride maps.
 #include "kernels/common/launch.h"
 #include "kernels/tensor_ops/tensor_ops.h"
@@ -67,6 +69,15 @@ __global__ void transform_kernel(IndexMap y_to_x, int64_t count, float alpha, co
   }
 }
 
+__global__ void strided_kernel(StridedPlan plan, float alpha, const float* x, float beta,
+                               float* y) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < plan.count;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    float* yi = y + offset_of(plan.y, i);
+    *yi = detail::blend(alpha, x[offset_of(plan.x, i)], beta, *yi);
+  }
+}
+
 __global__ void set_kernel(int64_t n, float value, float* y) {
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
@@ -105,6 +116,14 @@ void transform_tensor(const IndexMap& y_to_x, int64_t count, float alpha, const 
   transform_kernel<<<blocks_for(count, kThreads, kMaxBlocks), kThreads, 0, stream>>>(
       y_to_x, count, alpha, x, beta, y);
   gpu::check_launch("transform_tensor");
+}
+
+void transform_strided(const StridedPlan& plan, float alpha, const float* x, float beta, float* y,
+                       gpu::Stream stream) {
+  if (plan.count == 0) return;
+  strided_kernel<<<blocks_for(plan.count, kThreads, kMaxBlocks), kThreads, 0, stream>>>(
+      plan, alpha, x, beta, y);
+  gpu::check_launch("transform_strided");
 }
 
 void set_tensor(int64_t n, float value, float* y, gpu::Stream stream) {

@@ -51,6 +51,15 @@ struct ReducePlan {
   int64_t reduced_count = 0;
 };
 
+// transform-strided: element f of one logical shape is read at offset_of(x, f) and written at
+// offset_of(y, f); x and y share their shapes (axes ordered by y's strides, largest first, so
+// that walking f walks y forward). The gather and scatter of strided tensors (kernels/api/).
+struct StridedPlan {
+  IndexMap x;
+  IndexMap y;
+  int64_t count = 0;
+};
+
 namespace detail {
 
 template <class T>

@@ -91,6 +91,21 @@ void transform_tensor(int ndim, const int64_t* x_shape, const int* order, Ty alp
 }
 
 template <class T>
+void transform_strided(int ndim, const int64_t* shape, const int64_t* x_stride,
+                       const int64_t* y_stride, T alpha, const T* x, T beta, T* y) {
+  if (numel_of(ndim, shape) == 0) return;
+  std::vector<int64_t> i(size_t(ndim), 0);
+  do {
+    int64_t xo = 0, yo = 0;
+    for (int k = 0; k < ndim; ++k) {
+      xo += i[size_t(k)] * x_stride[k];
+      yo += i[size_t(k)] * y_stride[k];
+    }
+    y[yo] = detail::blend(alpha, x[xo], beta, y[yo]);
+  } while (next_index(ndim, shape, i));
+}
+
+template <class T>
 void set_tensor(int64_t n, T value, T* y) {
   for (int64_t i = 0; i < n; ++i) y[i] = value;
 }
@@ -105,6 +120,8 @@ void scale_tensor(int64_t n, T alpha, T* y) {
                              const T*, T, T*);                                                  \
   template void reduce_tensor<T>(ReduceOp, int, const int64_t*, const int64_t*, T, const T*, T, \
                                  T*, T*);                                                       \
+  template void transform_strided<T>(int, const int64_t*, const int64_t*, const int64_t*, T,    \
+                                     const T*, T, T*);                                          \
   template void set_tensor<T>(int64_t, T, T*);                                                  \
   template void scale_tensor<T>(int64_t, T, T*);
 CREMA_TENSOR_OPS_INSTANTIATE(float)

@@ -51,6 +51,12 @@ TEST(BenchMemoryOpsCuda, PoolingPassesInBothLayoutsAndDtypes) {
   }
 }
 
+TEST(BenchMemoryOpsCuda, ApiPasses) {
+  CREMA_REQUIRE_CUDA();
+  // kernel, api-packed, api-blend, api-nhwc-in, transform.
+  expect_all_pass("api", {"2,5,7,9", "1,3,1,1"}, "fp32", "nchw", 2 * 5);
+}
+
 TEST(BenchMemoryOpsCuda, SoftmaxAndLrnPass) {
   CREMA_REQUIRE_CUDA();
   // Two versions each, fwd and bwd.

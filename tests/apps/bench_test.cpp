@@ -193,7 +193,7 @@ TEST(BenchOptions, CommandNeedsAGpuAndAKnownOp) {
                        "unknown op 'pool' (gemm, conv, conv-tc, rnn, batch-norm, softmax, "
                        "optimizer, layer-norm, global-pool, pooling, lrn, activation, eltwise, "
                        "dropout, concat, op-tensor, reduce-tensor, transform-tensor, scale, cast, "
-                       "layout, loss, accuracy, im2col, lcn)"));
+                       "layout, loss, accuracy, im2col, lcn, api)"));
   Options bad_bn;
   bad_bn.shapes = {"128,256,56"};
   EXPECT_TRUE(contains(error_of([&] { bench_command("batch-norm", "cpu", bad_bn, out); }),

@@ -1,8 +1,9 @@
 // conv_sample: crema's convolution primitive called as a library, the way cuDNN's conv_sample
 // calls cuDNN. Builds a 2 x 3 x 9 x 11 input and a 4 x 3 x 3 x 3 filter from a formula, runs the
-// forward pass with pad 1 and stride 2 through kernels::conv2d_forward on the CPU (and on GPU 0
-// when this crema has its CUDA backend and a GPU is present), and checks every output against
-// the definition's six loops, here in double:
+// forward pass with pad 1 and stride 2 through the primitive API (kernels/api/primitives.h:
+// tensor descriptors, alpha and beta, as cuDNN's cudnnConvolutionForward then cudnnAddTensor for
+// the bias) on the CPU (and on GPU 0 when this crema has its CUDA backend and a GPU is present),
+// and checks every output against the definition's six loops, here in double:
 //
 //   y[n,k,p,q] = b[k] + sum_{c,r,s} w[k,c,r,s] * x[n, c, p*2 - 1 + r, q*2 - 1 + s]
 //
@@ -20,7 +21,8 @@
 #include "core/cuda_runtime.h"
 #include "core/error.h"
 #include "core/tensor.h"
-#include "kernels/convolution/convolution.h"
+#include "kernels/api/primitives.h"
+#include "kernels/convolution/geometry.h"
 
 namespace {
 
@@ -28,6 +30,7 @@ using crema::Context;
 using crema::Device;
 using crema::Tensor;
 using crema::kernels::Conv2dGeometry;
+namespace api = crema::kernels::api;
 
 // Values that differ in every index and sign, exact in float.
 std::vector<float> pattern(int64_t count, int seed) {
@@ -65,13 +68,22 @@ double run_on(const Device& device, const Conv2dGeometry& g, const std::vector<f
   Context ctx(device);
   const Tensor host_x = Tensor::from_vector(g.x_shape(), x);
   const Tensor host_w = Tensor::from_vector(g.w_shape(), w);
-  const Tensor host_b = Tensor::from_vector({g.K}, b);
-  Tensor dx = ctx.empty(g.x_shape()), dw = ctx.empty(g.w_shape()), db = ctx.empty({g.K});
+  const Tensor host_b = Tensor::from_vector({1, g.K, 1, 1}, b);
+  Tensor dx = ctx.empty(g.x_shape()), dw = ctx.empty(g.w_shape()), db = ctx.empty({1, g.K, 1, 1});
   ctx.copy(dx, host_x);
   ctx.copy(dw, host_w);
   ctx.copy(db, host_b);
   Tensor y = ctx.empty(g.y_shape());
-  crema::kernels::conv2d_forward(ctx, g, dx, dw, &db, y);
+  // Descriptors over the tensors' memory (any strides would do; these are packed NCHW).
+  const api::TensorDesc xd = api::TensorDesc::of(dx), wd = api::TensorDesc::of(dw),
+                        bd = api::TensorDesc::of(db), yd = api::TensorDesc::of(y);
+  api::ConvDesc conv;
+  conv.pad_h = g.pad_h;
+  conv.pad_w = g.pad_w;
+  conv.stride_h = g.stride_h;
+  conv.stride_w = g.stride_w;
+  api::convolution_forward(ctx, conv, 1.0, xd, wd, 0.0, yd);  // y = 1 * conv(x, w) + 0 * y
+  api::add_tensor(ctx, 1.0, bd, 1.0, yd);                     // y = 1 * b + 1 * y, b broadcast
   ctx.synchronize();
   const std::vector<float> out = y.to_vector();
   double checksum = 0, error = 0, scale = 0;
