@@ -52,12 +52,22 @@ class GpuBatchDecoder {
   virtual bool run(const std::vector<GpuSample>& samples, float* out) = 0;
 };
 
+// Which of nvJPEG's backends decodes (`data.<split>.gpu_backend`): `automatic` the hardware JPEG
+// engines where the GPU has them (A100, H100, H200), else the GPU (hybrid) one, Huffman decoding
+// and IDCT on the SMs in a few batched launches; `hybrid` that one always; `mixed` every other
+// decoder (loader worker) hybrid, so that the engines and the SMs decode at once (DALI's
+// hw_decoder_load). The engines decode faster alone, but their batched path waits once per image
+// for a small kernel that queues behind a training step's kernels (data/MEASUREMENTS.md, "GPU
+// decoding": ResNet-50 training waited 10% with them, under 1% with hybrid and 6 workers).
+enum class GpuJpegBackend { automatic, hybrid, mixed };
+
 // Whether this build has nvJPEG (and CUDA).
 bool gpu_decoding_built();
 // A decoder on GPU `device` for images of `channels` (1 or 3) channels; one per loader worker
 // (nvJPEG's decode state is not shared between threads). Throws crema::Error in a build without
 // nvJPEG, naming how to get it.
-std::unique_ptr<GpuBatchDecoder> make_gpu_batch_decoder(int device, int channels);
+std::unique_ptr<GpuBatchDecoder> make_gpu_batch_decoder(
+    int device, int channels, GpuJpegBackend backend = GpuJpegBackend::automatic);
 // The memory of GPU-decoded batches on `device`: a cache of device blocks that lives as long as
 // the process (a batch may outlive its loader in the trainer's input feeder).
 Allocator& gpu_batch_allocator(int device);

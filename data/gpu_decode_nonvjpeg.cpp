@@ -9,7 +9,7 @@ bool gpu_decoding_built() {
   return false;
 }
 
-std::unique_ptr<GpuBatchDecoder> make_gpu_batch_decoder(int, int) {
+std::unique_ptr<GpuBatchDecoder> make_gpu_batch_decoder(int, int, GpuJpegBackend) {
   throw Error(
       "decode: gpu needs nvJPEG, which this build of crema lacks: install the nvidia-nvjpeg wheel "
       "(pip install nvidia-nvjpeg, CUDA 13) and configure with -DCREMA_NVJPEG_ROOT=<its "

@@ -336,7 +336,8 @@ void DataLoader::assemble_gpu(Result& result, const std::vector<int64_t>& order,
   Batch& batch = result.batch;
   const int64_t count = batch.labels.numel();
   if (!state.gpu) {
-    state.gpu = make_gpu_batch_decoder(options_.gpu_decode, int(sample_shape_.at(0)));
+    state.gpu =
+        make_gpu_batch_decoder(options_.gpu_decode, int(sample_shape_.at(0)), options_.gpu_backend);
   }
   std::vector<GpuSample> samples(static_cast<size_t>(count));
   auto prepare = [&](bool cpu_only) {

@@ -115,6 +115,8 @@ struct DataLoaderOptions {
   // (data/gpu_decode.h); the batches' data is then in its memory. -1: the workers decode and
   // transform on the CPU.
   int gpu_decode = -1;
+  // decode: gpu's nvJPEG backend (data/gpu_decode.h).
+  GpuJpegBackend gpu_backend = GpuJpegBackend::automatic;
 };
 
 // The sample order of `epoch` over `size` samples with shuffling: a Fisher-Yates permutation

@@ -304,6 +304,20 @@ std::unique_ptr<data::DataLoader> make_loader(const ConfigNode& data, const std:
   options.skip_bad = node.get<bool>("skip_bad", false);
   options.reduced_decoding = node.get<bool>("reduced_decoding", true);
   const std::string decode = node.get<std::string>("decode", "cpu");
+  if (node.has("gpu_backend")) {
+    const std::string backend = node.get<std::string>("gpu_backend");
+    if (decode != "gpu") node.at("gpu_backend").fail("gpu_backend applies to decode: gpu only");
+    if (backend == "hybrid") {
+      options.gpu_backend = data::GpuJpegBackend::hybrid;
+    } else if (backend == "mixed") {
+      options.gpu_backend = data::GpuJpegBackend::mixed;
+    } else if (backend != "auto") {
+      node.at("gpu_backend")
+          .fail("gpu_backend is auto (nvJPEG's hardware engines where the GPU has them), hybrid "
+                "(decoding on the SMs) or mixed (every other worker hybrid), got '" +
+                backend + "'");
+    }
+  }
   if (decode == "gpu") {
     if (!data::gpu_decoding_built()) {
       try {

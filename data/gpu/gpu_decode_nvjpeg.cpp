@@ -115,7 +115,7 @@ class NvjpegMemory {
 
 class NvjpegBatchDecoder final : public GpuBatchDecoder {
  public:
-  NvjpegBatchDecoder(int device, int channels)
+  NvjpegBatchDecoder(int device, int channels, GpuJpegBackend backend)
       : device_(device),
         channels_(channels),
         device_memory_(
@@ -132,13 +132,11 @@ class NvjpegBatchDecoder final : public GpuBatchDecoder {
     // The hardware engine where the GPU has one (A100, H100, H200: nvJPEG creates the handle and
     // reports engines), else Huffman decoding on the GPU; chroma upsampled by interpolation where
     // the backend offers it (as libjpeg's fancy upsampling), else by replication.
-    // CREMA_NVJPEG_BACKEND=hybrid skips the hardware engine (to compare the two); =mixed gives
-    // every other decoder (loader worker) the GPU backend, so that the engine and the SMs decode
-    // at once (DALI's hw_decoder_load).
+    // gpu_backend: hybrid skips the hardware engine; mixed gives every other decoder (loader
+    // worker) the GPU backend, so that the engine and the SMs decode at once.
     static std::atomic<int> made{0};
-    const char* asked = std::getenv("CREMA_NVJPEG_BACKEND");
-    const std::string choice = asked != nullptr ? asked : "";
-    const bool hybrid_only = choice == "hybrid" || (choice == "mixed" && made++ % 2 == 1);
+    const bool hybrid_only = backend == GpuJpegBackend::hybrid ||
+                             (backend == GpuJpegBackend::mixed && made++ % 2 == 1);
     nvjpegDevAllocatorV2_t device_allocator{NvjpegMemory::nvjpeg_malloc, NvjpegMemory::nvjpeg_free,
                                             &device_memory_};
     nvjpegPinnedAllocatorV2_t pinned_allocator{NvjpegMemory::nvjpeg_malloc,
@@ -170,14 +168,16 @@ class NvjpegBatchDecoder final : public GpuBatchDecoder {
     }
     static std::once_flag said;
     std::call_once(said, [&] {
-      const std::string backend = !hardware_ ? std::string("GPU (hybrid) backend")
+      const std::string name = !hardware_ ? std::string("GPU (hybrid) backend")
                                   : engines > 0
                                       ? "hardware backend (" + std::to_string(engines) +
                                             " engines x " + std::to_string(cores) + " cores)"
                                       : std::string("hardware backend");
       std::fprintf(stderr, "crema: decode: gpu on cuda:%d with nvJPEG's %s%s\n", device_,
-                   backend.c_str(),
-                   choice == "mixed" ? " and the GPU (hybrid) one, every other worker" : "");
+                   name.c_str(),
+                   backend == GpuJpegBackend::mixed
+                       ? " and the GPU (hybrid) one, every other worker"
+                       : "");
     });
     check(nvjpegJpegStateCreate(handle_, &state_), "state create");
     check(nvjpegJpegStreamCreate(handle_, &header_), "stream create");
@@ -338,9 +338,10 @@ bool gpu_decoding_built() {
   return true;
 }
 
-std::unique_ptr<GpuBatchDecoder> make_gpu_batch_decoder(int device, int channels) {
+std::unique_ptr<GpuBatchDecoder> make_gpu_batch_decoder(int device, int channels,
+                                                        GpuJpegBackend backend) {
   CREMA_CHECK(channels == 1 || channels == 3, "decode: gpu decodes 1 or 3 channels");
-  return std::make_unique<NvjpegBatchDecoder>(device, channels);
+  return std::make_unique<NvjpegBatchDecoder>(device, channels, backend);
 }
 
 Allocator& gpu_batch_allocator(int device) {

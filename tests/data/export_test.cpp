@@ -193,6 +193,14 @@ test:
       error_of([&] { make_loader(limited(64, "  decode: gpux\n"), "train", 1); });
   EXPECT_CONTAINS(message_gpu, "limit.yaml:4:");
   EXPECT_CONTAINS(message_gpu, "decode is cpu (the loader's workers) or gpu");
+  // gpu_backend: auto, hybrid or mixed, for decode: gpu only; named at its line.
+  std::string message_backend = error_of(
+      [&] { make_loader(limited(64, "  decode: gpu\n  gpu_backend: engines\n"), "train", 1); });
+  EXPECT_CONTAINS(message_backend, "limit.yaml:5:");
+  EXPECT_CONTAINS(message_backend, "gpu_backend is auto");
+  message_backend = error_of([&] { make_loader(limited(64, "  gpu_backend: hybrid\n"), "train", 1); });
+  EXPECT_CONTAINS(message_backend, "limit.yaml:4:");
+  EXPECT_CONTAINS(message_backend, "gpu_backend applies to decode: gpu only");
   if (!data::gpu_decoding_built() || gpu::device_count() == 0) {
     message_gpu = error_of([&] { make_loader(limited(64, "  decode: gpu\n"), "train", 1); });
     EXPECT_CONTAINS(message_gpu, "limit.yaml:4:");
