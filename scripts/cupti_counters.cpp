@@ -1,17 +1,16 @@
-// Per-kernel hardware counters without Nsight Compute: a library the CUDA driver loads itself
-// (CUDA_INJECTION64_PATH=its .so) that measures ncu's metrics for every kernel launched, through
-// CUPTI's Range Profiler (auto range: one range per kernel; kernel replay: each kernel is replayed
-// inside its launch for as many passes as the metrics need). Environment:
+// Per-kernel hardware counters without Nsight Compute, for the GPU machines: a library the CUDA
+// driver loads itself (CUDA_INJECTION64_PATH) that measures ncu's metrics for every kernel through
+// CUPTI's Range Profiler (auto range: a range per kernel; kernel replay: each kernel replayed
+// within its launch for as many passes as the metrics need; the clocks are left alone).
+// Environment:
 //   CUPTI_COUNTERS_METRICS  ncu's metric names, comma-separated (default gpu__time_duration.sum)
-//   CUPTI_COUNTERS_OUT      the CSV file to write (stderr when unset)
-//   CUPTI_COUNTERS_RANGES   kernels per counter-data image (default 100): decoded every that many
-//                           launches, and at context destruction and exit
-// The rows are those of `ncu --csv --print-units base --print-kernel-base function`, fewer columns:
-//   "ID","Kernel Name","Metric Name","Metric Value"
-// (ID counts profiled kernels from 0 in launch order; times in ns, as ncu's base units). Unlike ncu
-// the clocks are left alone. Every failed CUPTI call is reported once on stderr by name, and the
-// program goes on unprofiled. Built by scripts/cupti_tools.sh (libnvperf_host.so and
-// libnvperf_target.so, which CUPTI loads itself, must be on LD_LIBRARY_PATH or beside this library).
+//   CUPTI_COUNTERS_OUT      the CSV file (stderr when unset): rows of `ncu --csv --print-units base
+//                           --print-kernel-base function`, "ID","Kernel Name","Metric Name","Metric
+//                           Value" (ID: the kernel's index in launch order from 0; times in ns)
+//   CUPTI_COUNTERS_RANGES   kernels a counter-data image holds (default 100): decoded that often,
+//                           and at context destruction and exit
+// A failed CUPTI call is said once on stderr, and the program goes on unprofiled. Built by
+// scripts/cupti_tools.sh; CUPTI loads libnvperf_host.so and libnvperf_target.so (LD_LIBRARY_PATH).
 #include <cupti.h>
 #include <cupti_profiler_host.h>
 #include <cupti_profiler_target.h>
@@ -28,12 +27,13 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
 namespace {
 
-// ---- settings, read once in InitializeInjection ----------------------------------------------
+// ---- settings, read once in InitializeInjection; the output (under state_mutex) ---------------
 std::vector<std::string>* requested = new std::vector<std::string>;  // leaked: used at exit
 size_t ranges_per_image = 100;
 FILE* out = stderr;
@@ -53,8 +53,8 @@ bool ok(CUptiResult result, const char* call) {
   if (result == CUPTI_SUCCESS) return true;
   const char* text = "?";
   cuptiGetResultString(result, &text);
-  std::string message = std::string(call) + " failed: " + text + " (" +
-                        std::to_string(int(result)) + ")";
+  std::string message =
+      std::string(call) + " failed: " + text + " (" + std::to_string(int(result)) + ")";
   if (result == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES)
     message += "; counters need root or the driver's RmProfilingAdminOnly=0";
   report_once(call, message);
@@ -91,9 +91,9 @@ std::string function_name(const char* symbol) {
   return start < name.size() ? name.substr(start) : std::string(symbol);
 }
 
-// ---- one profiled context ------------------------------------------------------------------------
+// ---- one profiled context ------------------------------------------------------------------
 struct Launch {
-  uint32_t correlation;
+  uint32_t correlation;  // CUPTI's id of the launch call
   std::string name;
 };
 
@@ -146,8 +146,61 @@ bool initialize_counter_data(Profiler& p) {
             "cuptiRangeProfilerCounterDataImageInitialize");
 }
 
-// The host object (metrics -> config image, counter data -> values), the range profiler on the
-// context, its configuration, and the first Start. Runs at the context's first kernel launch.
+// Host side only (no GPU needed): the host object for `chip`, the metrics it accepts, the config
+// image that schedules them and its number of passes.
+bool build_config(Profiler& p, const char* chip, const uint8_t* availability, size_t* passes_out) {
+  CUpti_Profiler_Host_Initialize_Params host = {CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE};
+  host.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
+  host.pChipName = chip;
+  host.pCounterAvailabilityImage = availability;
+  if (!ok(cuptiProfilerHostInitialize(&host), "cuptiProfilerHostInitialize")) return false;
+  p.host = host.pHostObject;
+
+  // One metric at a time, so that an unknown name is reported by name and the others still count.
+  for (const std::string& name : *requested) {
+    const char* metric = name.c_str();
+    CUpti_Profiler_Host_ConfigAddMetrics_Params add = {
+        CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE};
+    add.pHostObject = p.host;
+    add.ppMetricNames = &metric;
+    add.numMetrics = 1;
+    const CUptiResult result = cuptiProfilerHostConfigAddMetrics(&add);
+    if (result == CUPTI_SUCCESS) {
+      p.metrics.push_back(metric);
+    } else {
+      const char* text = "?";
+      cuptiGetResultString(result, &text);
+      report_once("metric " + name, "metric " + name + " not measured on " + chip + ": " + text);
+    }
+  }
+  if (p.metrics.empty()) {
+    report_once("no metrics", "none of CUPTI_COUNTERS_METRICS can be measured: no counters");
+    return false;
+  }
+  CUpti_Profiler_Host_GetConfigImageSize_Params size = {
+      CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE};
+  size.pHostObject = p.host;
+  if (!ok(cuptiProfilerHostGetConfigImageSize(&size), "cuptiProfilerHostGetConfigImageSize"))
+    return false;
+  p.config.resize(size.configImageSize);
+  CUpti_Profiler_Host_GetConfigImage_Params image = {
+      CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE};
+  image.pHostObject = p.host;
+  image.configImageSize = p.config.size();
+  image.pConfigImage = p.config.data();
+  if (!ok(cuptiProfilerHostGetConfigImage(&image), "cuptiProfilerHostGetConfigImage")) return false;
+  CUpti_Profiler_Host_GetNumOfPasses_Params passes = {
+      CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE};
+  passes.configImageSize = p.config.size();
+  passes.pConfigImage = p.config.data();
+  *passes_out = ok(cuptiProfilerHostGetNumOfPasses(&passes), "cuptiProfilerHostGetNumOfPasses")
+                    ? passes.numOfPasses
+                    : 0;
+  return true;
+}
+
+// The host object and config image (build_config), the range profiler on the context, its
+// counter-data image and configuration, and the first Start. At the context's first launch.
 bool set_up(Profiler& p) {
   static bool initialized = false;  // under state_mutex
   if (!initialized) {
@@ -173,54 +226,12 @@ bool set_up(Profiler& p) {
       availability.clear();
   }
 
-  CUpti_Profiler_Host_Initialize_Params host = {CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE};
-  host.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
-  host.pChipName = chip.pChipName;
-  host.pCounterAvailabilityImage = availability.empty() ? nullptr : availability.data();
-  if (!ok(cuptiProfilerHostInitialize(&host), "cuptiProfilerHostInitialize")) return false;
-  p.host = host.pHostObject;
-
-  // One metric at a time, so that an unknown name is reported by name and the others still count.
-  for (const std::string& name : *requested) {
-    const char* metric = name.c_str();
-    CUpti_Profiler_Host_ConfigAddMetrics_Params add = {
-        CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE};
-    add.pHostObject = p.host;
-    add.ppMetricNames = &metric;
-    add.numMetrics = 1;
-    const CUptiResult result = cuptiProfilerHostConfigAddMetrics(&add);
-    if (result == CUPTI_SUCCESS) {
-      p.metrics.push_back(metric);
-    } else {
-      const char* text = "?";
-      cuptiGetResultString(result, &text);
-      report_once("metric " + name, "metric " + name + " not measured on " + chip.pChipName +
-                  ": " + text);
-    }
-  }
-  if (p.metrics.empty()) {
-    report_once("no metrics", "none of CUPTI_COUNTERS_METRICS can be measured: no counters");
+  size_t passes = 0;
+  if (!build_config(p, chip.pChipName, availability.empty() ? nullptr : availability.data(),
+                    &passes))
     return false;
-  }
-  CUpti_Profiler_Host_GetConfigImageSize_Params size = {
-      CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE};
-  size.pHostObject = p.host;
-  if (!ok(cuptiProfilerHostGetConfigImageSize(&size), "cuptiProfilerHostGetConfigImageSize"))
-    return false;
-  p.config.resize(size.configImageSize);
-  CUpti_Profiler_Host_GetConfigImage_Params image = {
-      CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE};
-  image.pHostObject = p.host;
-  image.configImageSize = p.config.size();
-  image.pConfigImage = p.config.data();
-  if (!ok(cuptiProfilerHostGetConfigImage(&image), "cuptiProfilerHostGetConfigImage")) return false;
-  CUpti_Profiler_Host_GetNumOfPasses_Params passes = {
-      CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE};
-  passes.configImageSize = p.config.size();
-  passes.pConfigImage = p.config.data();
-  if (ok(cuptiProfilerHostGetNumOfPasses(&passes), "cuptiProfilerHostGetNumOfPasses"))
-    std::fprintf(stderr, "[counters] %s, device %u: %zu metrics, %zu passes per kernel\n",
-                 chip.pChipName, device, p.metrics.size(), passes.numOfPasses);
+  std::fprintf(stderr, "[counters] %s, device %u: %zu metrics, %zu passes per kernel\n",
+               chip.pChipName, device, p.metrics.size(), passes);
 
   CUpti_RangeProfiler_Enable_Params enable = {CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE};
   enable.ctx = p.ctx;
@@ -243,16 +254,14 @@ bool set_up(Profiler& p) {
 // A value as ncu prints it with base units, less the thousands separators.
 std::string format_value(double v) {
   char text[64];
-  if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 1e15)
-    std::snprintf(text, sizeof text, "%.0f", v);
-  else
-    std::snprintf(text, sizeof text, "%.9g", v);
+  const bool whole = std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 1e15;
+  std::snprintf(text, sizeof text, whole ? "%.0f" : "%.9g", v);
   return text;
 }
 
-std::string quoted(const std::string& s) {
+std::string quoted(const std::string& s) {  // a CSV field, its quotes doubled
   std::string q = "\"";
-  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  for (char c : s) q.append(c == '"' ? 2 : 1, c);
   return q + "\"";
 }
 
@@ -262,7 +271,8 @@ void flush(Profiler& p) {
   p.running = false;
   CUpti_RangeProfiler_Stop_Params stop = {CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE};
   stop.pRangeProfilerObject = p.object;
-  CUpti_RangeProfiler_DecodeData_Params decode = {CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE};
+  CUpti_RangeProfiler_DecodeData_Params decode = {
+      CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE};
   decode.pRangeProfilerObject = p.object;
   if (!ok(cuptiRangeProfilerStop(&stop), "cuptiRangeProfilerStop") ||
       !ok(cuptiRangeProfilerDecodeData(&decode), "cuptiRangeProfilerDecodeData")) {
@@ -271,7 +281,7 @@ void flush(Profiler& p) {
   }
   if (decode.numOfRangeDropped > 0)
     report_once("dropped", std::to_string(decode.numOfRangeDropped) +
-                " kernels dropped from a counter-data image (lower CUPTI_COUNTERS_RANGES)");
+                               " kernels dropped: lower CUPTI_COUNTERS_RANGES");
   CUpti_RangeProfiler_GetCounterDataInfo_Params info = {
       CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE};
   info.pCounterDataImage = p.counter_data.data();
@@ -281,9 +291,9 @@ void flush(Profiler& p) {
     return;
   }
   if (info.numTotalRanges != p.launches.size())
-    report_once("mismatch", std::to_string(p.launches.size()) + " kernel launches seen but " +
-                std::to_string(info.numTotalRanges) +
-                " ranges profiled: kernel names may be off (launches through CUDA graphs?)");
+    report_once("mismatch", std::to_string(p.launches.size()) + " launches, " +
+                                std::to_string(info.numTotalRanges) +
+                                " ranges: kernel names may be off (CUDA graphs?)");
   std::vector<double> values(p.metrics.size());
   for (size_t range = 0; range < info.numTotalRanges; ++range) {
     const long id = next_id++;
@@ -339,13 +349,9 @@ bool is_launch(CUpti_CallbackId cbid) {
   }
 }
 
-// Held from a launch's entry to its exit, so that the order of the names recorded at entry is the
-// order in which the kernels run (auto range serializes them anyway).
-std::mutex launch_mutex;
-thread_local int launches_held = 0;
-
+// Names are recorded at a launch's entry: with several threads launching at once on one context,
+// two kernels may swap names (auto range serializes the kernels, not the calls' entries).
 void on_launch_enter(const CUpti_CallbackData& info) {
-  if (launches_held++ == 0) launch_mutex.lock();
   std::lock_guard<std::mutex> lock(state_mutex);
   Profiler*& p = (*profilers)[info.context];
   if (p == nullptr) {
@@ -376,7 +382,6 @@ void on_launch_exit(const CUpti_CallbackData& info) {
         }
     }
   }
-  if (launches_held > 0 && --launches_held == 0) launch_mutex.unlock();
 }
 
 // Before a context goes: its last kernels' counters, then the profiler and host objects.
@@ -411,8 +416,7 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
   } else if (domain == CUPTI_CB_DOMAIN_DRIVER_API && is_launch(cbid)) {
     const auto& info = *static_cast<const CUpti_CallbackData*>(data);
     if (info.context != nullptr) {
-      if (info.callbackSite == CUPTI_API_ENTER) on_launch_enter(info);
-      else on_launch_exit(info);
+      (info.callbackSite == CUPTI_API_ENTER ? on_launch_enter : on_launch_exit)(info);
     }
   }
   inside = false;
@@ -427,7 +431,7 @@ void at_exit() {
     if (p.broken || !p.running) continue;
     if (cuCtxPushCurrent(p.ctx) != CUDA_SUCCESS) {
       report_once("exit", std::to_string(p.launches.size()) +
-                  " kernels not measured: their context was gone at exit");
+                              " kernels not measured: their context was gone at exit");
       continue;
     }
     flush(p);
@@ -446,26 +450,24 @@ extern "C" int InitializeInjection() {
   if (called) return 1;
   called = true;
   const char* list = std::getenv("CUPTI_COUNTERS_METRICS");
-  std::string metrics = list != nullptr && *list != '\0' ? list : "gpu__time_duration.sum";
-  for (size_t begin = 0; begin <= metrics.size();) {
-    size_t end = metrics.find(',', begin);
-    if (end == std::string::npos) end = metrics.size();
-    std::string name = metrics.substr(begin, end - begin);
+  std::istringstream metrics(list != nullptr && *list != '\0' ? list : "gpu__time_duration.sum");
+  for (std::string name; std::getline(metrics, name, ',');) {
     name.erase(0, name.find_first_not_of(" \t"));
     name.erase(name.find_last_not_of(" \t") + 1);
     if (!name.empty()) requested->push_back(name);
-    begin = end + 1;
   }
   if (const char* n = std::getenv("CUPTI_COUNTERS_RANGES")) {
-    const long value = std::atol(n);
-    if (value > 0) ranges_per_image = size_t(value);
-    else std::fprintf(stderr, "[counters] CUPTI_COUNTERS_RANGES=%s ignored (want >= 1)\n", n);
+    if (std::atol(n) < 1)
+      std::fprintf(stderr, "[counters] CUPTI_COUNTERS_RANGES=%s: not >= 1\n", n);
+    ranges_per_image = std::atol(n) > 0 ? size_t(std::atol(n)) : ranges_per_image;
   }
   // CUPTI loads these itself when profiling starts; without them no kernel would be measured.
   for (const char* lib : {"libnvperf_host.so", "libnvperf_target.so"})
     if (dlopen(lib, RTLD_NOW | RTLD_GLOBAL) == nullptr) {
-      std::fprintf(stderr, "[counters] %s not found (%s): put torch's nvidia/cu13/lib (or the "
-                   "CUPTI wheel's lib) on LD_LIBRARY_PATH; no counters\n", lib, dlerror());
+      std::fprintf(stderr,
+                   "[counters] %s not found (%s): put torch's nvidia/cu13/lib (or the "
+                   "CUPTI wheel's lib) on LD_LIBRARY_PATH; no counters\n",
+                   lib, dlerror());
       return 1;
     }
   if (const char* path = std::getenv("CUPTI_COUNTERS_OUT"); path != nullptr && *path != '\0') {
@@ -490,8 +492,7 @@ extern "C" int InitializeInjection() {
     return 1;
   }
   std::atexit(at_exit);
-  std::fprintf(stderr, "[counters] CUPTI range profiler on: %zu metrics, %zu kernels per decode, "
-               "rows to %s\n", requested->size(), ranges_per_image,
-               out == stderr ? "stderr" : std::getenv("CUPTI_COUNTERS_OUT"));
+  std::fprintf(stderr, "[counters] on: %zu metrics, decoded every %zu kernels\n", requested->size(),
+               ranges_per_image);
   return 1;
 }
