@@ -8,14 +8,14 @@
 #   CUDA_INJECTION64_PATH=DIR/libcuda_api_trace.so LD_LIBRARY_PATH=DIR:$LD_LIBRARY_PATH \
 #     CUDA_API_TRACE_MS=20 build/bin/crema train ...
 #   CUDA_INJECTION64_PATH=DIR/libcupti_counters.so LD_LIBRARY_PATH=NVLIB:DIR:$LD_LIBRARY_PATH \
-#     CUPTI_COUNTERS_METRICS=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed \
+#     CUPTI_COUNTERS_METRICS=gpu__time_duration.sum,dram__bytes_read.sum \
 #     CUPTI_COUNTERS_OUT=counters.csv build/bin/crema_gemm_ladder --profile --rungs s1 ...
 #
 # The counters also need libnvperf_host.so and libnvperf_target.so, which CUPTI loads itself and
 # which are too big to carry (43 MB). NVLIB: a folder holding them; on the GPU machines torch's
-# wheel has them with its own libcupti.so.13 in .../site-packages/nvidia/cu13/lib
-# (scripts/bench/gemm_ladder.sh finds it), and that libcupti then comes first (one version of
-# CUPTI throughout). Both libraries print what they do, and any failed CUPTI call, on stderr.
+# wheel has them with its own libcupti.so.13 in .../site-packages/nvidia/cu13/lib, and that
+# libcupti then comes first (one version of CUPTI throughout; scripts/bench/gemm_ladder.sh links
+# the three into its OUT). Both libraries say what they do, and any failed CUPTI call, on stderr.
 #
 # CUPTI is not in this machine's CUDA Toolkit: its headers and library come from the
 # nvidia-cuda-cupti wheel of the Toolkit's major.minor (pip download), kept in DIR/wheel when

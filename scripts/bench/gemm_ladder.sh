@@ -9,8 +9,8 @@
 #   scripts/bench/gemm_ladder.sh [OUT]     (OUT: a folder for the logs, default build/gemm_ladder)
 #
 # Environment: BUILD (the build folder, default build), SIZE_SIMT (4096), SIZE_TC (8192),
-# CUPTI_COUNTERS_LIB (DIR/libcupti_counters.so, used without ncu; torch's nvidia/cu13/lib, which
-# has the libnvperf_* it needs, goes on LD_LIBRARY_PATH when python3 finds it).
+# CUPTI_COUNTERS_LIB (DIR/libcupti_counters.so, used without ncu; the libnvperf_* it needs, and
+# their libcupti, come from python3's nvidia wheels, torch's nvidia/cu13/lib, when it has them).
 set -euo pipefail
 counters_lib=${CUPTI_COUNTERS_LIB:+$(realpath -m "$CUPTI_COUNTERS_LIB")}
 cd "$(dirname "$0")/../.."
@@ -61,7 +61,14 @@ for root in nvidia.__path__:
             sys.exit()
 EOF
 )
-  [[ -n $nvlib ]] && export LD_LIBRARY_PATH=$nvlib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  # Only those three on the library path (links in OUT), not the rest of the wheel's folder.
+  libs=${LD_LIBRARY_PATH:-}
+  if [[ -n $nvlib ]]; then
+    mkdir -p "$out/cupti_libs"
+    ln -sf "$nvlib/libnvperf_host.so" "$nvlib/libnvperf_target.so" "$nvlib/$cupti_so" \
+      "$out/cupti_libs/"
+    libs=$(realpath "$out/cupti_libs")${libs:+:$libs}
+  fi
   echo "ncu not found: counters from $counters_lib (libnvperf from ${nvlib:-LD_LIBRARY_PATH})"
 else
   echo "ncu not found${counters_lib:+, nor $counters_lib}: no per-rung counters" \
@@ -80,7 +87,7 @@ for s in "${stalls[@]}"; do
   metrics+=,smsp__average_warps_issue_stalled_${s}_per_issue_active.ratio
 done
 echo
-echo "$profiler, one run of each rung (kernels of one rung in launch order; stalls: warps per issue)"
+echo "$profiler, one run of each rung (a rung's kernels in launch order; stalls: warps per issue)"
 for rung in s1 s2 s3 s4 s5 s6 s7 s8 s9 s10 s11 s12 s13 s14 s15 s16 t1 t2 t3 t4 t5; do
   path=simt
   [[ $rung == t* ]] && path=tc
@@ -93,8 +100,8 @@ for rung in s1 s2 s3 s4 s5 s6 s7 s8 s9 s10 s11 s12 s13 s14 s15 s16 t1 t2 t3 t4 t
   else
     log=$out/cupti_$rung.log
     : >"$csv"  # no stale rows if the library does not load
-    CUDA_INJECTION64_PATH=$counters_lib CUPTI_COUNTERS_METRICS=$metrics CUPTI_COUNTERS_OUT=$csv \
-      "$ladder" "${args[@]}" >"$log" 2>&1 || true
+    LD_LIBRARY_PATH=$libs CUDA_INJECTION64_PATH=$counters_lib CUPTI_COUNTERS_METRICS=$metrics \
+      CUPTI_COUNTERS_OUT=$csv "$ladder" "${args[@]}" >"$log" 2>&1 || true
   fi
   python3 - "$rung" "$csv" "$log" <<'EOF'
 import csv, sys
