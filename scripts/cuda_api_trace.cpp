@@ -6,7 +6,7 @@
 //   - at exit, per thread and call: count, total and longest milliseconds (totals >= 1 ms);
 //     per thread name and call, how many went to the legacy stream (stream 0) and with which flags
 //     streams were created; per kernel launched off the main thread, its stream, count and shape.
-// Built and used by scripts/cuda_api_trace.sh (data/MEASUREMENTS.md has what it found).
+// Built by scripts/cupti_tools.sh (data/MEASUREMENTS.md has what it found).
 #include <cupti.h>
 #include <pthread.h>
 #include <sys/syscall.h>
