@@ -245,7 +245,7 @@ std::vector<kernels::cuda::depthwise_nhwc::Version> depthwise_versions(
   namespace dw = kernels::cuda::depthwise_nhwc;
   const dw::Version production = dw::runs(pass, g, type, dw::Version::best);
   std::vector<dw::Version> versions;
-  for (dw::Version v : {dw::Version::v1, dw::Version::v2, dw::Version::v3}) {
+  for (dw::Version v : {dw::Version::v1, dw::Version::v2, dw::Version::v3, dw::Version::v4}) {
     if (v != production && dw::runs(pass, g, type, v) == v) versions.push_back(v);
   }
   versions.push_back(production);

@@ -233,4 +233,11 @@ int64_t tile_blocks(const Corr& c);
 void correlate_tile(Element type, const Corr& c, const void* in, const void* w, void* out,
                     const TcEpilogue& ep, float* stats, gpu::Stream stream, const char* what);
 
+// The filter gradient's bands (v4, convolution_depthwise_nhwc_filter_tile_cuda.cu), on the
+// geometries the versions file's takes() gives it (16-byte aligned x and dy): the partial sums
+// [slices][R*S][K] into `partial`; returns the slices (filter_bands_slices(g, type) of them).
+int filter_bands_slices(const Conv2dGeometry& g, Element type);
+int filter_bands(Element type, const Conv2dGeometry& g, const void* x, const void* dy,
+                 float* partial, gpu::Stream stream);
+
 }  // namespace crema::kernels::cuda::depthwise_nhwc

@@ -23,6 +23,7 @@
 // 16-byte vectors and rows_a_group(S, V) filter rows a group, slices for ~kTargetBlocks blocks;
 // v2 the same cut into whole waves of kResident blocks; v3 the row walk with V narrowed to
 // whole_filter_channels(S) (4- or 8-byte loads) and all S filter rows in one group, whole waves.
+// v4 is convolution_depthwise_nhwc_filter_tile_cuda.cu (its partial sums end in sum_slices).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -196,6 +197,15 @@ __global__ void sum_slices_kernel(const float* __restrict__ partial, int slices,
   }
 }
 
+// dw += the slices' partial sums, in slice order.
+void sum_slices(const Conv2dGeometry& g, int slices, const float* partial, float* dw,
+                gpu::Stream stream) {
+  const int64_t total = g.K * g.R * g.S;
+  const unsigned blocks = unsigned(std::clamp<int64_t>((total + 255) / 256, 1, 65536));
+  sum_slices_kernel<<<blocks, 256, 0, stream>>>(partial, slices, int(g.K), int(g.R * g.S), dw);
+  gpu::check_launch("conv2d_backward_filter (depthwise, nhwc: slice sums)");
+}
+
 // Whether the filter gradient takes the row walk with V channels a thread.
 bool filter_walks(const Conv2dGeometry& g, int V) {
   return V > 1 && g.dilation_w == 1 && (g.stride_w == 1 || g.stride_w == 2) &&
@@ -337,10 +347,7 @@ void filter_with(const Conv2dGeometry& g, const FilterPlan& plan, const void* x_
   } else {
     launch_filter(filter_kernel<E, V>, plan, a, V, x, dy, partial, stream);
   }
-  const int64_t total = g.K * g.R * g.S;
-  const unsigned blocks = unsigned(std::clamp<int64_t>((total + 255) / 256, 1, 65536));
-  sum_slices_kernel<<<blocks, 256, 0, stream>>>(partial, plan.slices, int(g.K), int(g.R * g.S), dw);
-  gpu::check_launch("conv2d_backward_filter (depthwise, nhwc: slice sums)");
+  sum_slices(g, plan.slices, partial, dw, stream);
 }
 
 template <class E>
@@ -348,6 +355,13 @@ void filter_typed(const Conv2dGeometry& g, const void* x, const void* dy, float*
                   gpu::Stream stream, Version version) {
   constexpr int kVec = E::kVec, kBytes = int(sizeof(typename E::T));
   version = runs(Pass::filter, g, E::kElement, version);
+  if (version == Version::v4) {
+    if (aligned16(x) && aligned16(dy)) {
+      const int slices = filter_bands(E::kElement, g, x, dy, partial, stream);
+      return sum_slices(g, slices, partial, dw, stream);
+    }
+    version = Version::v2;  // misaligned: v2's one channel a thread
+  }
   if (version == Version::v3) {
     const int V = narrow_filter_channels(g, E::kElement);
     if (filter_vectors(g, V, kBytes, x, dy)) {
@@ -381,6 +395,11 @@ size_t backward_filter_workspace(const Conv2dGeometry& g) {
         slices = std::max(slices, version_plan(g, V, 2, version).slices);
         slices = std::max(slices, version_plan(g, V, 4, version).slices);
       }
+    }
+  }
+  for (Element type : {Element::f32, Element::bf16}) {  // f16's cut is bf16's
+    if (runs(Pass::filter, g, type, Version::v4) == Version::v4) {
+      slices = std::max(slices, filter_bands_slices(g, type));
     }
   }
   return size_t(slices) * size_t(g.R * g.S) * size_t(g.K) * sizeof(float);

@@ -19,6 +19,14 @@ bool tile_takes(const Conv2dGeometry& g, Element type, int64_t stride) {
          g.dilation_h == 1 && g.dilation_w == 1;
 }
 
+// One filter a channel, S = 3, 5, 7 and R <= 7, strides (1, 1) or (2, 2), no dilation, whole
+// 16-byte vectors: what the filter gradient's bands (v4) take.
+bool bands_take(const Conv2dGeometry& g, Element type) {
+  return g.K == g.C && g.C % vector_channels(type) == 0 && (g.S == 3 || g.S == 5 || g.S == 7) &&
+         g.R >= 1 && g.R <= 7 && g.stride_h == g.stride_w && (g.stride_w == 1 || g.stride_w == 2) &&
+         g.dilation_h == 1 && g.dilation_w == 1;
+}
+
 bool takes(Pass pass, const Conv2dGeometry& g, Element type, Version v) {
   switch (pass) {
     case Pass::forward:
@@ -30,7 +38,8 @@ bool takes(Pass pass, const Conv2dGeometry& g, Element type, Version v) {
       // v3 differs from v2 where 16-byte vectors split the filter into row groups.
       return v == Version::v1 || v == Version::v2 ||
              (v == Version::v3 && narrow_filter_channels(g, type) > 0 &&
-              g.R * g.S * vector_channels(type) > kWalkSums);
+              g.R * g.S * vector_channels(type) > kWalkSums) ||
+             (v == Version::v4 && bands_take(g, type));
     default:
       return false;
   }
@@ -60,21 +69,26 @@ const char* version_name(Version version) {
       return "v2";
     case Version::v3:
       return "v3";
+    case Version::v4:
+      return "v4";
   }
   return "?";
 }
 
 // Production's rule. Forward and stride-1 backward data: the halo tile wherever it fits (it reads
 // each input element from DRAM and L2 about once, with the whole tile in flight; v1 re-reads the
-// R rows of each output row through L2). Filter gradient: the whole filter a thread (v3) where
-// 16-byte vectors would split it into row groups, else whole waves (v2).
+// R rows of each output row through L2). Filter gradient: the bands (v4) wherever they fit (x
+// and dy read about once, no spills), else the whole filter a thread (v3) where 16-byte vectors
+// would split it into row groups, else whole waves (v2).
 Version choose(Pass pass, const Conv2dGeometry& g, Element type) {
   switch (pass) {
     case Pass::forward:
     case Pass::data:
       return takes(pass, g, type, Version::v2) ? Version::v2 : Version::v1;
     case Pass::filter:
-      return takes(pass, g, type, Version::v3) ? Version::v3 : Version::v2;
+      return takes(pass, g, type, Version::v4)   ? Version::v4
+             : takes(pass, g, type, Version::v3) ? Version::v3
+                                                 : Version::v2;
   }
   return Version::v1;
 }

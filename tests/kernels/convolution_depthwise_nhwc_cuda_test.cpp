@@ -411,8 +411,8 @@ TEST(ConvolutionDepthwiseNhwcCuda, EveryVersionAgainstReference) {
   for (const Conv2dGeometry& g : geometries()) {
     for (Elem type : kElems) {
       const Problem p = make_problem(g, type, ++seed);
-      for (depthwise::Version v :
-           {depthwise::Version::v1, depthwise::Version::v2, depthwise::Version::v3}) {
+      for (depthwise::Version v : {depthwise::Version::v1, depthwise::Version::v2,
+                                   depthwise::Version::v3, depthwise::Version::v4}) {
         check_passes(ctx, p, 0, v);
       }
     }
@@ -430,6 +430,8 @@ TEST(ConvolutionDepthwiseNhwcCuda, VersionsTakeTheirGeometries) {
   EXPECT_EQ(depthwise::runs(Pass::forward, dilated, Element::bf16, Version::v2), Version::v1);
   EXPECT_EQ(depthwise::runs(Pass::filter, dw3, Element::bf16, Version::v3), Version::v1);
   EXPECT_EQ(depthwise::runs(Pass::filter, dw7, Element::bf16, Version::v3), Version::v3);
+  EXPECT_EQ(depthwise::runs(Pass::filter, dw7, Element::bf16, Version::v4), Version::v4);
+  EXPECT_EQ(depthwise::runs(Pass::filter, dilated, Element::f32, Version::v4), Version::v1);
   EXPECT_EQ(depthwise::narrow_filter_channels(dw7, Element::bf16), 2);
   EXPECT_EQ(depthwise::narrow_filter_channels(dw7, Element::f32), 2);
   for (const Conv2dGeometry& g : geometries()) {
