@@ -4,6 +4,8 @@
 // every version beside each other; scripts/bench/peer_conv_depthwise.py adds PyTorch's).
 #include "kernels/convolution/convolution_depthwise_nhwc.h"
 
+#include <cstdint>
+
 namespace crema::kernels::cuda::depthwise_nhwc {
 namespace {
 
@@ -20,11 +22,13 @@ bool tile_takes(const Conv2dGeometry& g, Element type, int64_t stride) {
 }
 
 // One filter a channel, S = 3, 5, 7 and R <= 7, strides (1, 1) or (2, 2), no dilation, whole
-// 16-byte vectors: what the filter gradient's bands (v4) take.
+// 16-byte vectors, and a band of one output row within 160 KB of shared memory (32 bytes a pixel
+// at most: W up to ~1,600 for a 7x7): what the filter gradient's bands (v4) take.
 bool bands_take(const Conv2dGeometry& g, Element type) {
+  const int64_t row_bytes = (g.R * ((g.Q() - 1) * g.stride_w + g.S) + g.Q()) * 32;
   return g.K == g.C && g.C % vector_channels(type) == 0 && (g.S == 3 || g.S == 5 || g.S == 7) &&
          g.R >= 1 && g.R <= 7 && g.stride_h == g.stride_w && (g.stride_w == 1 || g.stride_w == 2) &&
-         g.dilation_h == 1 && g.dilation_w == 1;
+         g.dilation_h == 1 && g.dilation_w == 1 && row_bytes <= 160 * 1024;
 }
 
 bool takes(Pass pass, const Conv2dGeometry& g, Element type, Version v) {
