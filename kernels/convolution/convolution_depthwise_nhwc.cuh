@@ -225,13 +225,15 @@ __device__ __forceinline__ void block_stats(const Corr& c, int lane, int row, in
   block_row[0] = a, block_row[c.Cout] = b;
 }
 
-// The halo tile (v2, convolution_depthwise_nhwc_tile_cuda.cu) on an uncut correlation whose block
-// shape is for 16-byte vectors: whether it takes c, its grid's blocks (the statistics' rows), and
-// the launch (stats: nullptr, or the workspace of tile_blocks(c) rows).
+// The halo tile (v2, or v3 when pipelined; convolution_depthwise_nhwc_tile_cuda.cu) on an uncut
+// correlation whose block shape is for 16-byte vectors of V channels: whether it takes c, its
+// grid's blocks across the output (the statistics' rows), and the launch (stats: nullptr, or the
+// workspace of tile_blocks(c, V, pipelined) rows).
 bool tile_fits(const Corr& c, int V);
-int64_t tile_blocks(const Corr& c);
+int64_t tile_blocks(const Corr& c, int V, bool pipelined);
 void correlate_tile(Element type, const Corr& c, const void* in, const void* w, void* out,
-                    const TcEpilogue& ep, float* stats, gpu::Stream stream, const char* what);
+                    const TcEpilogue& ep, float* stats, bool pipelined, gpu::Stream stream,
+                    const char* what);
 
 // The filter gradient's bands (v4, convolution_depthwise_nhwc_filter_tile_cuda.cu), on the
 // geometries the versions file's takes() gives it (16-byte aligned x and dy): the partial sums

@@ -44,6 +44,8 @@ inline Element element_of(TcType type) {
 //         from shared memory: DRAM and L2 read each input element about once, all in flight at
 //         once; square 3x3, 5x5, 7x7 filters, strides (1, 1) or (2, 2), no dilation, M = 1,
 //         16-byte vectors
+//     v3  v2 pipelined: ~2 blocks an SM take the tiles in turn with two buffers, the next
+//         tile's copies in flight while the current one is walked
 //   backward data at a larger stride: v1 (the gather) only
 //   backward filter
 //     v1  16-byte vectors, the filter rows in groups of at most kWalkSums sums a thread (a bf16

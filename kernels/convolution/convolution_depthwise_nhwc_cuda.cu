@@ -19,7 +19,7 @@
 // row's taps in registers; the other geometries loop over the taps. x rows shared by the strips
 // above and below come from L1/L2: DRAM reads each input element about once.
 //
-// That is v1; v2, the halo tile, is convolution_depthwise_nhwc_tile_cuda.cu (the versions:
+// That is v1; v2 and v3, the halo tile, are convolution_depthwise_nhwc_tile_cuda.cu (the versions:
 // convolution_depthwise_nhwc.h; which runs: convolution_depthwise_nhwc_versions.cpp).
 //
 // The forward's epilogue: + bias (fp32), + residual (the tensor's type), ReLU, one rounding at the
@@ -294,7 +294,9 @@ int64_t forward_blocks(const Conv2dGeometry& g, int vec) {
   if (g.K == g.C && g.C % vec == 0) {
     const Corr c = forward_corr(g, vec);
     most = std::max(most, blocks_of(c, vec));
-    if (tile_fits(c, vec)) most = std::max(most, tile_blocks(c));
+    if (tile_fits(c, vec)) {
+      most = std::max({most, tile_blocks(c, vec, false), tile_blocks(c, vec, true)});
+    }
   }
   return most;
 }
@@ -307,9 +309,11 @@ void forward_typed(const Conv2dGeometry& g, const void* x, const void* w, void* 
   const bool vec = forward_vectors(g, kVec, x, y, ep.residual);
   const Corr c = forward_corr(g, vec ? kVec : 1);
   int64_t rows = 0;  // the statistics' partial rows: the grid's blocks
-  if (vec && runs(Pass::forward, g, E::kElement, version) == Version::v2 && tile_fits(c, kVec)) {
-    correlate_tile(E::kElement, c, x, w, y, ep, stats, stream, kForward);
-    rows = tile_blocks(c);
+  const Version v = runs(Pass::forward, g, E::kElement, version);
+  if (vec && (v == Version::v2 || v == Version::v3) && tile_fits(c, kVec)) {
+    const bool pipelined = v == Version::v3;
+    correlate_tile(E::kElement, c, x, w, y, ep, stats, pipelined, stream, kForward);
+    rows = tile_blocks(c, kVec, pipelined);
   } else if (vec) {
     correlate_any<E, kVec>(c, x, w, y, ep, stats, stream, kForward);
     rows = blocks_of(c, kVec);
@@ -347,8 +351,10 @@ void data_typed(const Conv2dGeometry& g, const void* dy, const void* w, void* dx
     c.pad_h = int((g.R - 1) * g.dilation_h - g.pad_h);
     c.pad_w = int((g.S - 1) * g.dilation_w - g.pad_w);
     const TcEpilogue none;
-    if (vec && runs(Pass::data, g, E::kElement, version) == Version::v2 && tile_fits(c, kVec)) {
-      return correlate_tile(E::kElement, c, dy, w, dx, none, nullptr, stream, kData);
+    const Version v = runs(Pass::data, g, E::kElement, version);
+    if (vec && (v == Version::v2 || v == Version::v3) && tile_fits(c, kVec)) {
+      return correlate_tile(E::kElement, c, dy, w, dx, none, nullptr, v == Version::v3, stream,
+                            kData);
     }
     return vec ? correlate_any<E, kVec>(c, dy, w, dx, none, nullptr, stream, kData)
                : correlate_any<E, 1>(c, dy, w, dx, none, nullptr, stream, kData);

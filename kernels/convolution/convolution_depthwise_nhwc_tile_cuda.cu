@@ -14,10 +14,15 @@
 // IH*IW / (TP*SPR*QT*st^2) times: 1.2-1.6 for the zoo's 3x3 layers (v1: about R), 2.2-3 for their
 // 5x5 and 7x7 (v1: about R); tile_plan picks TP and SPR.
 //
+// v3, pipelined: the same tiles, but kPipeBlocks blocks in all (about two an SM) each take tiles
+// blockIdx.x, + gridDim.x, ... in turn with two tile buffers: the copies of the next tile fly
+// while the current one is walked (v2's block waits for its copies, then walks with nothing in
+// flight; other blocks on the SM hide some of that). Each buffer takes half v2's budget.
+//
 // Takes: square K x K filters, K = 3, 5, 7; strides (1, 1) or (2, 2); no dilation; taps_in ==
 // per_in == 1 (M == 1); 16-byte vectors (C a multiple of them, the tensors 16-byte aligned).
 // The epilogue and the statistics are v1's (store_strip, block_stats): a block's row r is thread
-// row r of the tile, so the sums' order depends on the geometry only.
+// row r of its tiles, added tile after tile, so the sums' order depends on the geometry only.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -29,10 +34,12 @@
 namespace crema::kernels::cuda::depthwise_nhwc {
 namespace {
 
-// Outputs a strip (registers: QT*V sums, K*V taps, as v1's kWalkQT), and the most shared memory a
-// tile takes (two blocks an SM fit in 228 KB with the taps).
+// Outputs a strip (registers: QT*V sums, K*V taps, as v1's kWalkQT), the most shared memory a
+// block's tiles take (two blocks an SM fit in 228 KB with the taps), and v3's blocks (about two
+// an SM on an H100 or H200).
 constexpr int kTileQT = 4;
 constexpr size_t kTileBytes = 96 * 1024;
+constexpr int kPipeBlocks = 2 * 132;
 
 // A block's tile: spr strips a tile row, tp output rows; the tiles across the output; the input
 // tile's rows and columns.
@@ -44,12 +51,12 @@ size_t vector_bytes(const Corr& c) {
   return size_t(c.tx) * 16;  // a pixel's CH channels: tx 16-byte vectors
 }
 
-// The tile's shape: of the ways to cut a row's strips into equal pieces (spr strips a piece) with
-// tp = ty / spr rows, the one that minimizes (input pixels copied / outputs) x (threads run /
-// outputs): the L2 traffic a tile saves against the threads it leaves idle (a partial last tile,
-// rows past P). 3x3 stride 1, 112 x 112 outputs, ty = 64: 16 x 16 outputs a tile, 1.27 input
-// pixels an output (a whole row, 2 x 112: 2.04).
-TilePlan tile_plan(const Corr& c) {
+// The tile's shape (within `budget` bytes): of the ways to cut a row's strips into equal pieces
+// (spr strips a piece) with tp = ty / spr rows, the one that minimizes (input pixels copied /
+// outputs) x (threads run / outputs): the L2 traffic a tile saves against the threads it leaves
+// idle (a partial last tile, rows past P). 3x3 stride 1, 112 x 112 outputs, ty = 64: 16 x 16
+// outputs a tile, 1.27 input pixels an output (a whole row, 2 x 112: 2.04).
+TilePlan tile_plan(const Corr& c, size_t budget) {
   const int K = c.S, st = c.stride_w, QT = kTileQT;
   const int strips_row = (c.Q + QT - 1) / QT;
   TilePlan best{};
@@ -62,8 +69,8 @@ TilePlan tile_plan(const Corr& c) {
     t.tp = std::min(c.ty / spr, c.P);
     auto ih = [&](int tp) { return (tp - 1) * st + K; };
     const int iw = (spr * QT - 1) * st + K;
-    while (t.tp > 1 && size_t(ih(t.tp)) * iw * vector_bytes(c) > kTileBytes) --t.tp;
-    if (size_t(ih(t.tp)) * iw * vector_bytes(c) > kTileBytes) continue;
+    while (t.tp > 1 && size_t(ih(t.tp)) * iw * vector_bytes(c) > budget) --t.tp;
+    if (size_t(ih(t.tp)) * iw * vector_bytes(c) > budget) continue;
     t.ih = ih(t.tp), t.iw = iw;
     t.tiles_q = (c.Q + spr * QT - 1) / (spr * QT);
     t.tiles_p = (c.P + t.tp - 1) / t.tp;
@@ -74,8 +81,9 @@ TilePlan tile_plan(const Corr& c) {
   return best;
 }
 
-template <class E, int V, int K, int ST, int QT>
-__global__ void __launch_bounds__(kBlockThreads)
+// kPipe: v3 (tiles blockIdx.x, + gridDim.x, ... with two buffers), else v2 (tile blockIdx.x).
+template <class E, int V, int K, int ST, int QT, bool kPipe>
+__global__ void __launch_bounds__(kBlockThreads, kPipe ? 2 : 1)
     tile_kernel(Corr c, TilePlan t, const typename E::T* __restrict__ in,
                 const typename E::T* __restrict__ w, typename E::T* out,
                 const float* __restrict__ bias, const typename E::T* residual, bool relu,
@@ -84,35 +92,40 @@ __global__ void __launch_bounds__(kBlockThreads)
   static_assert(V * sizeof(T) == 16, "16-byte vectors");
   extern __shared__ __align__(16) float smem[];
   const int CH = c.tx * V, o_first = blockIdx.y * CH;
-  const int taps_floats = (K * K * CH + 3) & ~3;
-  float* ws = smem;                                    // [tap][CH], fp32
-  T* tile = reinterpret_cast<T*>(smem + taps_floats);  // [ih][iw][CH], the element type
-  // The block's tile: image n, output rows p_first.., columns q_first..
-  const int bq = int(blockIdx.x % unsigned(t.tiles_q)),
-            rest = int(blockIdx.x / unsigned(t.tiles_q));
-  const int bp = rest % t.tiles_p, n = rest / t.tiles_p;
-  const int p_first = bp * t.tp, q_first = bq * t.spr * QT;
-  const int h_first = p_first * ST - c.pad_h, w_first = q_first * ST - c.pad_w;
-  const T* image = in + int64_t(n) * c.H * c.W * c.Cin;
-  const int copies = t.ih * t.iw * c.tx;
-  for (int i = threadIdx.x; i < copies; i += blockDim.x) {
-    const int lane = i % c.tx, pixel = i / c.tx;
-    const int h = h_first + pixel / t.iw, col = w_first + pixel % t.iw, ch = o_first + lane * V;
-    const bool inside = unsigned(h) < unsigned(c.H) && unsigned(col) < unsigned(c.W) && ch < c.Cin;
-    const T* src = inside ? image + (int64_t(h) * c.W + col) * c.Cin + ch : in;
-    detail::cp_async<16>(tile + int64_t(pixel) * CH + lane * V, src, inside ? 16 : 0);
-  }
+  const int taps_floats = (K * K * CH + 3) & ~3, tile_elements = t.ih * t.iw * CH;
+  float* ws = smem;                                       // [tap][CH], fp32
+  T* buffers = reinterpret_cast<T*>(smem + taps_floats);  // [1 or 2][ih][iw][CH]
+  const int tiles = int(c.rows / c.P) * t.tiles_p * t.tiles_q;
+  // Copies tile `index` (image n, output rows p_first.., columns q_first..) into `tile`.
+  auto copy = [&](unsigned index, T* tile) {
+    const int bq = int(index % unsigned(t.tiles_q)), rest = int(index / unsigned(t.tiles_q));
+    const int n = rest / t.tiles_p, p_first = rest % t.tiles_p * t.tp;
+    const int h_first = p_first * ST - c.pad_h, w_first = bq * t.spr * QT * ST - c.pad_w;
+    const T* image = in + int64_t(n) * c.H * c.W * c.Cin;
+    const int copies = t.ih * t.iw * c.tx;
+    for (int i = threadIdx.x; i < copies; i += blockDim.x) {
+      const int lane = i % c.tx, pixel = i / c.tx;
+      const int h = h_first + pixel / t.iw, col = w_first + pixel % t.iw, ch = o_first + lane * V;
+      const bool inside =
+          unsigned(h) < unsigned(c.H) && unsigned(col) < unsigned(c.W) && ch < c.Cin;
+      const T* src = inside ? image + (int64_t(h) * c.W + col) * c.Cin + ch : in;
+      detail::cp_async<16>(tile + int64_t(pixel) * CH + lane * V, src, inside ? 16 : 0);
+    }
+  };
+  copy(blockIdx.x, buffers);
   detail::cp_async_commit();
   load_taps<E>(w, o_first, CH, c.Cout, 1, K * K, c.flip, ws);  // while the copies fly
-  detail::cp_async_wait<0>();
-  __syncthreads();
 
   const int lane = threadIdx.x % c.tx, row = threadIdx.x / c.tx;
-  const int pi = row / t.spr, si = row % t.spr;
-  const int p = p_first + pi, q0 = q_first + si * QT, o0 = o_first + lane * V;
-  const bool active = pi < t.tp && p < c.P && q0 < c.Q && o0 < c.Cout;
-  float acc[QT][V] = {};
-  if (active) {
+  const int pi = row / t.spr, si = row % t.spr, o0 = o_first + lane * V;
+  float sum[V] = {}, squares[V] = {};
+  // Walks tile `index` from `tile` and stores its outputs (v1's row walk, from shared memory).
+  auto walk = [&](unsigned index, const T* tile) {
+    const int bq = int(index % unsigned(t.tiles_q)), rest = int(index / unsigned(t.tiles_q));
+    const int n = rest / t.tiles_p, p = rest % t.tiles_p * t.tp + pi;
+    const int q0 = bq * t.spr * QT + si * QT;
+    if (pi >= t.tp || p >= c.P || q0 >= c.Q || o0 >= c.Cout) return;
+    float acc[QT][V] = {};
     // Input row pi*ST + r of the tile, from column si*QT*ST: the strip's window.
     const T* window = tile + (int64_t(pi * ST) * t.iw + si * QT * ST) * CH + lane * V;
 #pragma unroll
@@ -132,55 +145,87 @@ __global__ void __launch_bounds__(kBlockThreads)
         }
       }
     }
-  }
-  float sum[V] = {}, squares[V] = {};
-  if (active) {
     store_strip<E, V, QT>(c, acc, n, p, q0, o0, out, bias, residual, relu, sum, squares);
+  };
+  if constexpr (!kPipe) {
+    detail::cp_async_wait<0>();
+    __syncthreads();
+    walk(blockIdx.x, buffers);
+  } else {
+    int turn = 0;
+    for (int index = blockIdx.x; index < tiles; index += gridDim.x, ++turn) {
+      const int next = index + int(gridDim.x);
+      if (next < tiles) copy(next, buffers + ((turn + 1) & 1) * tile_elements);
+      detail::cp_async_commit();   // (empty when nothing was copied)
+      detail::cp_async_wait<1>();  // all but the newest group: this tile's copies
+      __syncthreads();
+      walk(index, buffers + (turn & 1) * tile_elements);
+      __syncthreads();  // the walk is done with this buffer before it is copied into again
+    }
   }
   if (stats == nullptr) return;
-  const size_t tile_floats = size_t(t.ih) * t.iw * CH * sizeof(T) / sizeof(float);
-  block_stats<V>(c, lane, row, o_first, sum, squares, smem + taps_floats + tile_floats, stats);
+  const int buffer_floats = (kPipe ? 2 : 1) * tile_elements * int(sizeof(T)) / int(sizeof(float));
+  block_stats<V>(c, lane, row, o_first, sum, squares, smem + taps_floats + buffer_floats, stats);
 }
 
-template <class E, int K, int ST>
+// The plan of v2 (pipelined false) or v3, and its grid's blocks across the output.
+TilePlan plan_of(const Corr& c, bool pipelined) {
+  return tile_plan(c, pipelined ? kTileBytes / 2 : kTileBytes);
+}
+int64_t grid_x(const Corr& c, const TilePlan& t, int V, bool pipelined) {
+  const int64_t tiles = int64_t(c.rows / c.P) * t.tiles_p * t.tiles_q;
+  if (!pipelined) return tiles;
+  const int64_t slabs = (c.Cout / V + c.tx - 1) / c.tx;
+  return std::clamp<int64_t>(kPipeBlocks / slabs, 1, tiles);
+}
+
+template <class E, int K, int ST, bool kPipe>
 void launch(const Corr& c, const void* in, const void* w, void* out, const TcEpilogue& ep,
             float* stats, gpu::Stream stream, const char* what) {
   using T = typename E::T;
   constexpr int V = E::kVec;
-  const TilePlan t = tile_plan(c);
+  const TilePlan t = plan_of(c, kPipe);
   const int CH = c.tx * V;
   const size_t smem = size_t((K * K * CH + 3) & ~3) * sizeof(float) +
-                      size_t(t.ih) * t.iw * vector_bytes(c) +
+                      (kPipe ? 2 : 1) * size_t(t.ih) * t.iw * vector_bytes(c) +
                       (stats != nullptr ? 2 * size_t(c.ty) * CH * sizeof(float) : 0);
-  const auto kernel = tile_kernel<E, V, K, ST, kTileQT>;
+  const auto kernel = tile_kernel<E, V, K, ST, kTileQT, kPipe>;
   if (smem > 48 * 1024) detail::set_shared_memory_limit(kernel, int(smem), what);
-  const int64_t blocks = int64_t(c.rows / c.P) * t.tiles_p * t.tiles_q;
+  const int64_t tiles = int64_t(c.rows / c.P) * t.tiles_p * t.tiles_q;
   const int64_t slabs = (c.Cout / V + c.tx - 1) / c.tx;
-  if (blocks > INT32_MAX || slabs > 65535) {
+  if (tiles > INT32_MAX || slabs > 65535) {
     throw Error(std::string(what) + " (depthwise, nhwc, halo tile): " + std::to_string(c.Cout) +
-                " channels of " + std::to_string(blocks) + " tiles are too many blocks");
+                " channels of " + std::to_string(tiles) + " tiles are too many blocks");
   }
-  kernel<<<dim3(unsigned(blocks), unsigned(slabs)), unsigned(c.tx * c.ty), smem, stream>>>(
+  const dim3 grid(unsigned(grid_x(c, t, V, kPipe)), unsigned(slabs));
+  kernel<<<grid, unsigned(c.tx * c.ty), smem, stream>>>(
       c, t, static_cast<const T*>(in), static_cast<const T*>(w), static_cast<T*>(out), ep.bias,
       static_cast<const T*>(ep.residual), ep.relu, stats);
   gpu::check_launch(what);
 }
 
-template <class E>
-void correlate_typed(const Corr& c, const void* in, const void* w, void* out, const TcEpilogue& ep,
+template <class E, bool kPipe>
+void correlate_piped(const Corr& c, const void* in, const void* w, void* out, const TcEpilogue& ep,
                      float* stats, gpu::Stream stream, const char* what) {
   const bool one = c.stride_w == 1;
   switch (c.S) {
     case 3:
-      return one ? launch<E, 3, 1>(c, in, w, out, ep, stats, stream, what)
-                 : launch<E, 3, 2>(c, in, w, out, ep, stats, stream, what);
+      return one ? launch<E, 3, 1, kPipe>(c, in, w, out, ep, stats, stream, what)
+                 : launch<E, 3, 2, kPipe>(c, in, w, out, ep, stats, stream, what);
     case 5:
-      return one ? launch<E, 5, 1>(c, in, w, out, ep, stats, stream, what)
-                 : launch<E, 5, 2>(c, in, w, out, ep, stats, stream, what);
+      return one ? launch<E, 5, 1, kPipe>(c, in, w, out, ep, stats, stream, what)
+                 : launch<E, 5, 2, kPipe>(c, in, w, out, ep, stats, stream, what);
     default:
-      return one ? launch<E, 7, 1>(c, in, w, out, ep, stats, stream, what)
-                 : launch<E, 7, 2>(c, in, w, out, ep, stats, stream, what);
+      return one ? launch<E, 7, 1, kPipe>(c, in, w, out, ep, stats, stream, what)
+                 : launch<E, 7, 2, kPipe>(c, in, w, out, ep, stats, stream, what);
   }
+}
+
+template <class E>
+void correlate_typed(const Corr& c, const void* in, const void* w, void* out, const TcEpilogue& ep,
+                     float* stats, bool pipelined, gpu::Stream stream, const char* what) {
+  return pipelined ? correlate_piped<E, true>(c, in, w, out, ep, stats, stream, what)
+                   : correlate_piped<E, false>(c, in, w, out, ep, stats, stream, what);
 }
 
 }  // namespace
@@ -191,20 +236,20 @@ bool tile_fits(const Corr& c, int V) {
          (c.stride_w == 1 || c.stride_w == 2) && c.dil_h == 1 && c.dil_w == 1;
 }
 
-int64_t tile_blocks(const Corr& c) {
-  const TilePlan t = tile_plan(c);
-  return int64_t(c.rows / c.P) * t.tiles_p * t.tiles_q;
+int64_t tile_blocks(const Corr& c, int V, bool pipelined) {
+  return grid_x(c, plan_of(c, pipelined), V, pipelined);
 }
 
 void correlate_tile(Element type, const Corr& c, const void* in, const void* w, void* out,
-                    const TcEpilogue& ep, float* stats, gpu::Stream stream, const char* what) {
+                    const TcEpilogue& ep, float* stats, bool pipelined, gpu::Stream stream,
+                    const char* what) {
   switch (type) {
     case Element::f32:
-      return correlate_typed<F32>(c, in, w, out, ep, stats, stream, what);
+      return correlate_typed<F32>(c, in, w, out, ep, stats, pipelined, stream, what);
     case Element::bf16:
-      return correlate_typed<Bf16>(c, in, w, out, ep, stats, stream, what);
+      return correlate_typed<Bf16>(c, in, w, out, ep, stats, pipelined, stream, what);
     case Element::f16:
-      return correlate_typed<F16>(c, in, w, out, ep, stats, stream, what);
+      return correlate_typed<F16>(c, in, w, out, ep, stats, pipelined, stream, what);
   }
 }
 

@@ -33,11 +33,11 @@ bool bands_take(const Conv2dGeometry& g, Element type) {
 
 bool takes(Pass pass, const Conv2dGeometry& g, Element type, Version v) {
   switch (pass) {
-    case Pass::forward:
-      return v == Version::v1 ||
-             (v == Version::v2 && (tile_takes(g, type, 1) || tile_takes(g, type, 2)));
+    case Pass::forward:  // v2 and v3: the halo tile, v3 pipelined
+      return v == Version::v1 || ((v == Version::v2 || v == Version::v3) &&
+                                  (tile_takes(g, type, 1) || tile_takes(g, type, 2)));
     case Pass::data:
-      return v == Version::v1 || (v == Version::v2 && tile_takes(g, type, 1));
+      return v == Version::v1 || ((v == Version::v2 || v == Version::v3) && tile_takes(g, type, 1));
     case Pass::filter:
       // v3 differs from v2 where 16-byte vectors split the filter into row groups.
       return v == Version::v1 || v == Version::v2 ||
@@ -79,16 +79,16 @@ const char* version_name(Version version) {
   return "?";
 }
 
-// Production's rule. Forward and stride-1 backward data: the halo tile wherever it fits (it reads
-// each input element from DRAM and L2 about once, with the whole tile in flight; v1 re-reads the
-// R rows of each output row through L2). Filter gradient: the bands (v4) wherever they fit (x
-// and dy read about once, no spills), else the whole filter a thread (v3) where 16-byte vectors
-// would split it into row groups, else whole waves (v2).
+// Production's rule. Forward and stride-1 backward data: the pipelined halo tile (v3) wherever it
+// fits (it reads each input element from DRAM and L2 about once, the next tile in flight while
+// the current one is walked; v1 re-reads the R rows of each output row through L2). Filter
+// gradient: the bands (v4) wherever they fit (x and dy read about once, no spills), else the whole
+// filter a thread (v3) where 16-byte vectors would split it into row groups, else whole waves (v2).
 Version choose(Pass pass, const Conv2dGeometry& g, Element type) {
   switch (pass) {
     case Pass::forward:
     case Pass::data:
-      return takes(pass, g, type, Version::v2) ? Version::v2 : Version::v1;
+      return takes(pass, g, type, Version::v3) ? Version::v3 : Version::v1;
     case Pass::filter:
       return takes(pass, g, type, Version::v4)   ? Version::v4
              : takes(pass, g, type, Version::v3) ? Version::v3
