@@ -388,7 +388,9 @@ const std::vector<Conv2dGeometry>& geometries() {
       {2, 40, 11, 13, 40, 5, 5, 2, 2, 1, 1, 1, 1, 40},  // 5x5 stride 1 (filter v3: 4 channels)
       {1, 6, 9, 7, 6, 7, 7, 3, 3, 1, 1, 1, 1, 6},       // C = 6: bf16 filter v3 (2 channels) only
       {1, 8, 5, 1030, 8, 3, 3, 1, 1, 1, 1, 1, 1, 8},    // halo tile: several tiles across a row
-      {1, 64, 9, 128, 64, 7, 7, 3, 3, 1, 1, 1, 1, 64},  // halo tile: a row's input halved to fit
+      {1, 64, 9, 128, 64, 7, 7, 3, 3, 1, 1, 1, 1, 64},  // halo tile: wide rows, 7x7
+      {16, 64, 64, 64, 64, 3, 3, 1, 1, 1, 1, 1, 1, 64},  // pipelined tiles: several a block
+      {256, 16, 200, 4, 16, 3, 3, 1, 1, 1, 1, 1, 1, 16},  // filter bands: several a block
   };
   return all;
 }
