@@ -124,11 +124,12 @@ __global__ void __launch_bounds__(kBlockThreads)
 }
 
 // The row walk (see the top of this file): S == KS, stride_w == ST, dil_w == 1, M == 1; RG filter
-// rows a group.
+// rows a group. The body of filter_walk_kernel (v1, v2) and whole_filter_kernel (v3).
 template <class E, int V, int KS, int ST, int RG>
-__global__ void __launch_bounds__(kBlockThreads, 2)
-    filter_walk_kernel(FilterArgs a, const typename E::T* __restrict__ x,
-                       const typename E::T* __restrict__ dy, float* __restrict__ partial) {
+__device__ __forceinline__ void filter_walk(const FilterArgs& a,
+                                            const typename E::T* __restrict__ x,
+                                            const typename E::T* __restrict__ dy,
+                                            float* __restrict__ partial) {
   using T = typename E::T;
   constexpr int QT = kFilterQT;
   extern __shared__ __align__(16) float red[];  // [ty][CH]
@@ -182,6 +183,21 @@ __global__ void __launch_bounds__(kBlockThreads, 2)
 #pragma unroll
     for (int s = 0; s < KS; ++s) block_sum<V>(a, acc[rr][s], (r0 + rr) * KS + s, red, partial);
   }
+}
+
+// v1 and v2 leave the registers to ptxas (75-124, two blocks an SM); v3's whole filter is held
+// to 128 registers, two blocks an SM (kResident), at the price of a few spills.
+template <class E, int V, int KS, int ST, int RG>
+__global__ void __launch_bounds__(kBlockThreads)
+    filter_walk_kernel(FilterArgs a, const typename E::T* __restrict__ x,
+                       const typename E::T* __restrict__ dy, float* __restrict__ partial) {
+  filter_walk<E, V, KS, ST, RG>(a, x, dy, partial);
+}
+template <class E, int V, int KS, int ST, int RG>
+__global__ void __launch_bounds__(kBlockThreads, 2)
+    whole_filter_kernel(FilterArgs a, const typename E::T* __restrict__ x,
+                        const typename E::T* __restrict__ dy, float* __restrict__ partial) {
+  filter_walk<E, V, KS, ST, RG>(a, x, dy, partial);
 }
 
 // dw[k, tap] += sum over slices, in order, of partial[slice][tap][k].
@@ -284,13 +300,19 @@ void launch_filter(Kernel kernel, const FilterPlan& plan, const FilterArgs& a, i
   gpu::check_launch(kFilter);
 }
 
-// The row walk of an S == KS filter with RG rows a group.
-template <class E, int V, int KS, int RG>
+// The row walk of an S == KS filter with RG rows a group (kWhole: v3's kernel).
+template <class E, int V, int KS, int RG, bool kWhole = false>
 void launch_walk(const FilterPlan& plan, const FilterArgs& a, const typename E::T* x,
                  const typename E::T* dy, float* partial, gpu::Stream stream) {
-  launch_filter(
-      a.stride_w == 1 ? filter_walk_kernel<E, V, KS, 1, RG> : filter_walk_kernel<E, V, KS, 2, RG>,
-      plan, a, V, x, dy, partial, stream);
+  if constexpr (kWhole) {
+    launch_filter(a.stride_w == 1 ? whole_filter_kernel<E, V, KS, 1, RG>
+                                  : whole_filter_kernel<E, V, KS, 2, RG>,
+                  plan, a, V, x, dy, partial, stream);
+  } else {
+    launch_filter(
+        a.stride_w == 1 ? filter_walk_kernel<E, V, KS, 1, RG> : filter_walk_kernel<E, V, KS, 2, RG>,
+        plan, a, V, x, dy, partial, stream);
+  }
 }
 
 // The filter gradient with V channels a thread; whole: v3's whole filter a thread (the walk's
@@ -319,13 +341,13 @@ void filter_with(const Conv2dGeometry& g, const FilterPlan& plan, const void* x_
     constexpr int vec = E::kVec;
     if (g.S == 3 && V == whole_filter_channels(3, vec)) {
       if constexpr (V == whole_filter_channels(3, vec))
-        launch_walk<E, V, 3, 3>(plan, a, x, dy, partial, stream);
+        launch_walk<E, V, 3, 3, true>(plan, a, x, dy, partial, stream);
     } else if (g.S == 5 && V == whole_filter_channels(5, vec)) {
       if constexpr (V == whole_filter_channels(5, vec))
-        launch_walk<E, V, 5, 5>(plan, a, x, dy, partial, stream);
+        launch_walk<E, V, 5, 5, true>(plan, a, x, dy, partial, stream);
     } else if (g.S == 7 && V == whole_filter_channels(7, vec)) {
       if constexpr (V == whole_filter_channels(7, vec))
-        launch_walk<E, V, 7, 7>(plan, a, x, dy, partial, stream);
+        launch_walk<E, V, 7, 7, true>(plan, a, x, dy, partial, stream);
     } else {
       throw Error(std::string(kFilter) + ": v3 has no " + std::to_string(V) +
                   "-channel kernel for S = " + std::to_string(g.S));

@@ -17,7 +17,7 @@
 // v3, pipelined: the same tiles, but kPipeBlocks blocks in all (about two an SM) each take tiles
 // blockIdx.x, + gridDim.x, ... in turn with two tile buffers: the copies of the next tile fly
 // while the current one is walked (v2's block waits for its copies, then walks with nothing in
-// flight; other blocks on the SM hide some of that). Each buffer takes half v2's budget.
+// flight; other blocks on the SM hide some of that). Each buffer takes at most kPipeTileBytes.
 //
 // Takes: square K x K filters, K = 3, 5, 7; strides (1, 1) or (2, 2); no dilation; taps_in ==
 // per_in == 1 (M == 1); 16-byte vectors (C a multiple of them, the tensors 16-byte aligned).
@@ -34,11 +34,11 @@
 namespace crema::kernels::cuda::depthwise_nhwc {
 namespace {
 
-// Outputs a strip (registers: QT*V sums, K*V taps, as v1's kWalkQT), the most shared memory a
-// block's tiles take (two blocks an SM fit in 228 KB with the taps), and v3's blocks (about two
-// an SM on an H100 or H200).
+// Outputs a strip (registers: QT*V sums, K*V taps, as v1's kWalkQT); the most shared memory a
+// tile takes in v2 and in each of v3's two buffers (two blocks an SM fit in 228 KB with the taps
+// and the statistics' sums); v3's blocks (two an SM on an H100 or H200).
 constexpr int kTileQT = 4;
-constexpr size_t kTileBytes = 96 * 1024;
+constexpr size_t kTileBytes = 96 * 1024, kPipeTileBytes = 40 * 1024;
 constexpr int kPipeBlocks = 2 * 132;
 
 // A block's tile: spr strips a tile row, tp output rows; the tiles across the output; the input
@@ -81,13 +81,60 @@ TilePlan tile_plan(const Corr& c, size_t budget) {
   return best;
 }
 
-// kPipe: v3 (tiles blockIdx.x, + gridDim.x, ... with two buffers), else v2 (tile blockIdx.x).
+// The strip's QT outputs of V channels from the tile in shared memory: window points at the
+// strip's first input column of the tile's row pi*ST (iw columns of CH channels a row), ws at
+// the lane's taps ([tap][CH]); each input row walked once, its taps in registers (v1's walk).
+template <class E, int V, int K, int ST, int QT>
+__device__ __forceinline__ void walk_strip(const typename E::T* window, const float* ws, int CH,
+                                           int iw, float (&acc)[QT][V]) {
+#pragma unroll
+  for (int r = 0; r < K; ++r) {
+    float taps[K][V];
+#pragma unroll
+    for (int s = 0; s < K; ++s) read_shared<V>(ws + (r * K + s) * CH, taps[s]);
+    const typename E::T* line = window + int64_t(r) * iw * CH;
+#pragma unroll
+    for (int j = 0; j < (QT - 1) * ST + K; ++j) {
+      float xv[V];
+      load_channels<E, V, false>(line + j * CH, xv);
+#pragma unroll
+      for (int qi = 0; qi < QT; ++qi) {
+        const int s = j - qi * ST;
+        if (s >= 0 && s < K) fma_channels<V>(acc[qi], taps[s], xv);
+      }
+    }
+  }
+}
+
+// Copies tile `index` (image n, output rows p_first.., columns q_first..) of the slab o_first..
+// into `tile` ([ih][iw][CH]): cp.async, 16 bytes a copy, zeros outside the image.
+template <class T, int V, int ST, int QT>
+__device__ __forceinline__ void copy_tile(const Corr& c, const TilePlan& t, int index, int o_first,
+                                          const T* in, T* tile) {
+  const int CH = c.tx * V;
+  const int bq = index % t.tiles_q, rest = index / t.tiles_q;
+  const int n = rest / t.tiles_p, p_first = rest % t.tiles_p * t.tp;
+  const int h_first = p_first * ST - c.pad_h, w_first = bq * t.spr * QT * ST - c.pad_w;
+  const T* image = in + int64_t(n) * c.H * c.W * c.Cin;
+  const int copies = t.ih * t.iw * c.tx;
+  for (int i = threadIdx.x; i < copies; i += blockDim.x) {
+    const int lane = i % c.tx, pixel = i / c.tx;
+    const int h = h_first + pixel / t.iw, col = w_first + pixel % t.iw, ch = o_first + lane * V;
+    const bool inside = unsigned(h) < unsigned(c.H) && unsigned(col) < unsigned(c.W) && ch < c.Cin;
+    const T* src = inside ? image + (int64_t(h) * c.W + col) * c.Cin + ch : in;
+    detail::cp_async<16>(tile + int64_t(pixel) * CH + lane * V, src, inside ? 16 : 0);
+  }
+}
+
+// The kernels' body. kPipe: v3 (tiles blockIdx.x, + gridDim.x, ... with two buffers), else v2
+// (tile blockIdx.x).
 template <class E, int V, int K, int ST, int QT, bool kPipe>
-__global__ void __launch_bounds__(kBlockThreads, kPipe ? 2 : 1)
-    tile_kernel(Corr c, TilePlan t, const typename E::T* __restrict__ in,
-                const typename E::T* __restrict__ w, typename E::T* out,
-                const float* __restrict__ bias, const typename E::T* residual, bool relu,
-                float* __restrict__ stats) {
+__device__ __forceinline__ void tile_body(const Corr& c, const TilePlan& t,
+                                          const typename E::T* __restrict__ in,
+                                          const typename E::T* __restrict__ w, typename E::T* out,
+                                          const float* __restrict__ bias,
+                                          const typename E::T* residual, bool relu,
+                                          float* __restrict__ stats) {
   using T = typename E::T;
   static_assert(V * sizeof(T) == 16, "16-byte vectors");
   extern __shared__ __align__(16) float smem[];
@@ -95,67 +142,37 @@ __global__ void __launch_bounds__(kBlockThreads, kPipe ? 2 : 1)
   const int taps_floats = (K * K * CH + 3) & ~3, tile_elements = t.ih * t.iw * CH;
   float* ws = smem;                                       // [tap][CH], fp32
   T* buffers = reinterpret_cast<T*>(smem + taps_floats);  // [1 or 2][ih][iw][CH]
-  const int tiles = int(c.rows / c.P) * t.tiles_p * t.tiles_q;
-  // Copies tile `index` (image n, output rows p_first.., columns q_first..) into `tile`.
-  auto copy = [&](unsigned index, T* tile) {
-    const int bq = int(index % unsigned(t.tiles_q)), rest = int(index / unsigned(t.tiles_q));
-    const int n = rest / t.tiles_p, p_first = rest % t.tiles_p * t.tp;
-    const int h_first = p_first * ST - c.pad_h, w_first = bq * t.spr * QT * ST - c.pad_w;
-    const T* image = in + int64_t(n) * c.H * c.W * c.Cin;
-    const int copies = t.ih * t.iw * c.tx;
-    for (int i = threadIdx.x; i < copies; i += blockDim.x) {
-      const int lane = i % c.tx, pixel = i / c.tx;
-      const int h = h_first + pixel / t.iw, col = w_first + pixel % t.iw, ch = o_first + lane * V;
-      const bool inside =
-          unsigned(h) < unsigned(c.H) && unsigned(col) < unsigned(c.W) && ch < c.Cin;
-      const T* src = inside ? image + (int64_t(h) * c.W + col) * c.Cin + ch : in;
-      detail::cp_async<16>(tile + int64_t(pixel) * CH + lane * V, src, inside ? 16 : 0);
-    }
-  };
-  copy(blockIdx.x, buffers);
+  copy_tile<T, V, ST, QT>(c, t, blockIdx.x, o_first, in, buffers);
   detail::cp_async_commit();
   load_taps<E>(w, o_first, CH, c.Cout, 1, K * K, c.flip, ws);  // while the copies fly
 
   const int lane = threadIdx.x % c.tx, row = threadIdx.x / c.tx;
   const int pi = row / t.spr, si = row % t.spr, o0 = o_first + lane * V;
   float sum[V] = {}, squares[V] = {};
-  // Walks tile `index` from `tile` and stores its outputs (v1's row walk, from shared memory).
-  auto walk = [&](unsigned index, const T* tile) {
-    const int bq = int(index % unsigned(t.tiles_q)), rest = int(index / unsigned(t.tiles_q));
+  // Walks tile `index` from `tile` and stores its outputs.
+  auto walk = [&](int index, const T* tile) {
+    const int bq = index % t.tiles_q, rest = index / t.tiles_q;
     const int n = rest / t.tiles_p, p = rest % t.tiles_p * t.tp + pi;
     const int q0 = bq * t.spr * QT + si * QT;
     if (pi >= t.tp || p >= c.P || q0 >= c.Q || o0 >= c.Cout) return;
     float acc[QT][V] = {};
-    // Input row pi*ST + r of the tile, from column si*QT*ST: the strip's window.
-    const T* window = tile + (int64_t(pi * ST) * t.iw + si * QT * ST) * CH + lane * V;
-#pragma unroll
-    for (int r = 0; r < K; ++r) {
-      float taps[K][V];
-#pragma unroll
-      for (int s = 0; s < K; ++s) read_shared<V>(ws + (r * K + s) * CH + lane * V, taps[s]);
-      const T* line = window + int64_t(r) * t.iw * CH;
-#pragma unroll
-      for (int j = 0; j < (QT - 1) * ST + K; ++j) {
-        float xv[V];
-        load_channels<E, V, false>(line + j * CH, xv);
-#pragma unroll
-        for (int qi = 0; qi < QT; ++qi) {
-          const int s = j - qi * ST;
-          if (s >= 0 && s < K) fma_channels<V>(acc[qi], taps[s], xv);
-        }
-      }
-    }
+    walk_strip<E, V, K, ST, QT>(tile + (int64_t(pi * ST) * t.iw + si * QT * ST) * CH + lane * V,
+                                ws + lane * V, CH, t.iw, acc);
     store_strip<E, V, QT>(c, acc, n, p, q0, o0, out, bias, residual, relu, sum, squares);
   };
   if constexpr (!kPipe) {
     detail::cp_async_wait<0>();
     __syncthreads();
-    walk(blockIdx.x, buffers);
+    walk(int(blockIdx.x), buffers);
   } else {
+    const int tiles = int(c.rows / c.P) * t.tiles_p * t.tiles_q;
     int turn = 0;
     for (int index = blockIdx.x; index < tiles; index += gridDim.x, ++turn) {
       const int next = index + int(gridDim.x);
-      if (next < tiles) copy(next, buffers + ((turn + 1) & 1) * tile_elements);
+      if (next < tiles) {
+        copy_tile<T, V, ST, QT>(c, t, next, o_first, in,
+                                buffers + ((turn + 1) & 1) * tile_elements);
+      }
       detail::cp_async_commit();   // (empty when nothing was copied)
       detail::cp_async_wait<1>();  // all but the newest group: this tile's copies
       __syncthreads();
@@ -168,9 +185,29 @@ __global__ void __launch_bounds__(kBlockThreads, kPipe ? 2 : 1)
   block_stats<V>(c, lane, row, o_first, sum, squares, smem + taps_floats + buffer_floats, stats);
 }
 
+// v2 and v3. Their own launch bounds: v3 is held to 128 registers (two blocks an SM, what
+// kPipeBlocks counts on); v2 is left to ptxas's default heuristics, which use fewer registers
+// here than a bound of one block an SM (55-123 against 92-139), so more blocks fit an SM.
+template <class E, int V, int K, int ST, int QT>
+__global__ void __launch_bounds__(kBlockThreads)
+    tile_kernel(Corr c, TilePlan t, const typename E::T* __restrict__ in,
+                const typename E::T* __restrict__ w, typename E::T* out,
+                const float* __restrict__ bias, const typename E::T* residual, bool relu,
+                float* __restrict__ stats) {
+  tile_body<E, V, K, ST, QT, false>(c, t, in, w, out, bias, residual, relu, stats);
+}
+template <class E, int V, int K, int ST, int QT>
+__global__ void __launch_bounds__(kBlockThreads, 2)
+    pipelined_tile_kernel(Corr c, TilePlan t, const typename E::T* __restrict__ in,
+                          const typename E::T* __restrict__ w, typename E::T* out,
+                          const float* __restrict__ bias, const typename E::T* residual, bool relu,
+                          float* __restrict__ stats) {
+  tile_body<E, V, K, ST, QT, true>(c, t, in, w, out, bias, residual, relu, stats);
+}
+
 // The plan of v2 (pipelined false) or v3, and its grid's blocks across the output.
 TilePlan plan_of(const Corr& c, bool pipelined) {
-  return tile_plan(c, pipelined ? kTileBytes / 2 : kTileBytes);
+  return tile_plan(c, pipelined ? kPipeTileBytes : kTileBytes);
 }
 int64_t grid_x(const Corr& c, const TilePlan& t, int V, bool pipelined) {
   const int64_t tiles = int64_t(c.rows / c.P) * t.tiles_p * t.tiles_q;
@@ -189,7 +226,8 @@ void launch(const Corr& c, const void* in, const void* w, void* out, const TcEpi
   const size_t smem = size_t((K * K * CH + 3) & ~3) * sizeof(float) +
                       (kPipe ? 2 : 1) * size_t(t.ih) * t.iw * vector_bytes(c) +
                       (stats != nullptr ? 2 * size_t(c.ty) * CH * sizeof(float) : 0);
-  const auto kernel = tile_kernel<E, V, K, ST, kTileQT, kPipe>;
+  const auto kernel =
+      kPipe ? pipelined_tile_kernel<E, V, K, ST, kTileQT> : tile_kernel<E, V, K, ST, kTileQT>;
   if (smem > 48 * 1024) detail::set_shared_memory_limit(kernel, int(smem), what);
   const int64_t tiles = int64_t(c.rows / c.P) * t.tiles_p * t.tiles_q;
   const int64_t slabs = (c.Cout / V + c.tx - 1) / c.tx;
