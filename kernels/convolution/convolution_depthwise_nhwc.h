@@ -52,7 +52,8 @@ inline Element element_of(TcType type) {
 //         7x7 or 5x5: one row a group, so x and dy are read R times), ~4 blocks an SM
 //     v2  v1 with the slices cut to whole waves of resident blocks (no nearly empty last wave)
 //     v3  vectors narrowed (4, 8 or 16 bytes) so that a thread holds the whole filter's sums
-//         (3x3: 16 bytes; 5x5: 4 channels; 7x7: 2 channels): x and dy read once, whole waves
+//         (3x3: 16 bytes; 5x5: 4 channels; 7x7: 2 channels): one pass over x and dy instead
+//         of one a row group, whole waves
 //     v4  bands: a block copies a band of dy rows and the x rows they read into shared memory
 //         (cp.async), each thread sums one filter row's S taps over a run of one output row
 //         with the last S x vectors in a register ring: DRAM and L2 read x and dy about once;
