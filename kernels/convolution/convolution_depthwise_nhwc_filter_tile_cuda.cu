@@ -45,6 +45,7 @@ struct BandArgs {
   int tp, runs;    // output rows a band; runs of columns a row (groups = tp * runs)
   int run_length;  // columns a run
   int ih, iw;      // x rows and columns a band reads
+  int pitch;       // pixels a row of the band's x in shared memory: iw, padded (bank conflicts)
   int items, slice_length;  // bands of the whole output (N * bands an image), a slice's
   FastDivmod by_bands;      // item -> (n, band)
 };
@@ -62,8 +63,8 @@ __global__ void __launch_bounds__(kBlockThreads)
   constexpr int kChunk = 16 / int(sizeof(T));  // elements a 16-byte chunk
   extern __shared__ __align__(16) float smem[];
   const int CH = a.chunks * kChunk, c_first = blockIdx.y * CH;
-  T* x_band = reinterpret_cast<T*>(smem);  // [ih][iw][CH]
-  T* dy_band = x_band + a.ih * a.iw * CH;  // [tp][Q][CH]
+  T* x_band = reinterpret_cast<T*>(smem);     // [ih][pitch][CH], columns iw.. unused
+  T* dy_band = x_band + a.ih * a.pitch * CH;  // [tp][Q][CH]
   const int lane = threadIdx.x % a.tx, r = threadIdx.x / a.tx % a.R;
   const int g = threadIdx.x / (a.tx * a.R), pl = g % a.tp, run = g / a.tp;
   const bool active = g < a.groups && run < a.runs;
@@ -80,10 +81,12 @@ __global__ void __launch_bounds__(kBlockThreads)
     const int h_first = p_first * a.st - a.pad_h;
     for (int i = threadIdx.x; i < x_copies; i += blockDim.x) {
       const int chunk = i % a.chunks, pixel = i / a.chunks;
-      const int h = h_first + pixel / a.iw, col = pixel % a.iw - a.pad_w;
+      const int row = pixel / a.iw, column = pixel % a.iw;
+      const int h = h_first + row, col = column - a.pad_w;
       const bool inside = unsigned(h) < unsigned(a.H) && unsigned(col) < unsigned(a.W);
       const T* src = inside ? x_image + (int64_t(h) * a.W + col) * a.C + chunk * kChunk : x;
-      detail::cp_async<16>(x_band + pixel * CH + chunk * kChunk, src, inside ? 16 : 0);
+      T* dst = x_band + (row * a.pitch + column) * CH + chunk * kChunk;
+      detail::cp_async<16>(dst, src, inside ? 16 : 0);
     }
     const T* dy_rows = dy + (int64_t(n) * a.P + p_first) * a.Q * a.C + c_first;
     const int dy_copies = a.tp * a.Q * a.chunks;
@@ -100,7 +103,7 @@ __global__ void __launch_bounds__(kBlockThreads)
     // Input row pl*st + r of the band; tile column c holds x column c - pad_w. The ring holds
     // column q_begin*st + c at ring[c % KS]; q0 - q_begin is a multiple of KS, so every ring index
     // below is a constant.
-    const T* line = x_band + (pl * ST + r) * a.iw * CH + lane * V;
+    const T* line = x_band + (pl * ST + r) * a.pitch * CH + lane * V;
     const T* grad = dy_band + pl * a.Q * CH + lane * V;
     float ring[KS][V];
 #pragma unroll
@@ -161,11 +164,15 @@ BandArgs band_args(const Conv2dGeometry& g, int V, int bytes) {
   a.tx = CH / V;
   a.groups = kBlockThreads / (a.tx * a.R);
   a.iw = (a.Q - 1) * a.st + a.S;
+  // Rows pitch * CH * bytes apart = pixel bytes apart modulo 128: the rows a warp's threads read
+  // at once (the filter rows r of one lane) fall on different banks.
+  a.pitch = a.iw;
+  while (a.pitch % (128 / (CH * bytes)) != 1 % (128 / (CH * bytes))) ++a.pitch;
   // Rows a band (an even cut of P within kBandBytes) and runs a row (the groups left over): the
   // most (groups at work) x (the share of the band's x rows that are not halo).
   const size_t pixel = size_t(CH) * bytes;
   auto band_bytes = [&](int tp) {
-    return (size_t((tp - 1) * a.st + a.R) * a.iw + size_t(tp) * a.Q) * pixel;
+    return (size_t((tp - 1) * a.st + a.R) * a.pitch + size_t(tp) * a.Q) * pixel;
   };
   auto runs_of = [&](int tp) {
     const int most = std::max(1, std::min(a.groups / tp, a.Q));
@@ -197,7 +204,7 @@ BandArgs band_args(const Conv2dGeometry& g, int V, int bytes) {
 // Shared memory of a block: the band, or the groups' sums if more.
 size_t band_shared_bytes(const BandArgs& a, int bytes) {
   const size_t CH = size_t(a.chunks) * 16 / bytes;
-  const size_t band = (size_t(a.ih) * a.iw + size_t(a.tp) * a.Q) * CH * bytes;
+  const size_t band = (size_t(a.ih) * a.pitch + size_t(a.tp) * a.Q) * CH * bytes;
   const size_t red = size_t(a.groups) * a.R * a.S * CH * sizeof(float);
   return std::max(band, red);
 }
