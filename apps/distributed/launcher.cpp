@@ -1,8 +1,7 @@
 #include "apps/distributed/launcher.h"
 
-#include <netinet/in.h>
+#include <fcntl.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -36,8 +35,12 @@ int exit_code(int status) {
 }
 
 [[noreturn]] void exec_child(const std::vector<std::string>& args, const std::string& device,
-                             int rank, int size, int port) {
+                             int rank, int size, int port, int listener) {
   setpgid(0, 0);
+  if (rank == 0) {  // rank 0 serves the rendezvous on the listener opened for it
+    fcntl(listener, F_SETFD, 0);
+    setenv(kListenerFdVariable, std::to_string(listener).c_str(), 1);
+  }
   setenv("RANK", std::to_string(rank).c_str(), 1);
   setenv("LOCAL_RANK", std::to_string(rank).c_str(), 1);
   setenv("WORLD_SIZE", std::to_string(size).c_str(), 1);
@@ -72,23 +75,17 @@ std::vector<std::string> without_gpus_option(const std::vector<std::string>& arg
 }
 
 int free_port() {
-  Socket s(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof addr;
-  if (!s.valid() || bind(s.fd(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      getsockname(s.fd(), reinterpret_cast<sockaddr*>(&addr), &length) != 0) {
-    throw Error(
-        fmt::format("--gpus: cannot find a free port for the rendezvous: {}", strerror(errno)));
-  }
-  return ntohs(addr.sin_port);
+  Socket s = listen_on(0);
+  return bound_port(s);
 }
 
 int launch_per_gpu(const std::vector<int>& gpus, const std::vector<std::string>& args,
                    const std::string& device_format) {
+  // The rendezvous' port is bound and listening before any rank starts (rank 0 inherits it):
+  // MASTER_PORT where set, else one the system picks. A port in use fails here, in one line.
   const char* port_text = std::getenv("MASTER_PORT");
-  const int port = port_text != nullptr ? std::atoi(port_text) : free_port();
+  Socket listener = listen_on(port_text != nullptr ? std::atoi(port_text) : 0);
+  const int port = bound_port(listener);
   struct sigaction action {};
   action.sa_handler = on_signal;
   sigemptyset(&action.sa_mask);
@@ -102,9 +99,10 @@ int launch_per_gpu(const std::vector<int>& gpus, const std::vector<std::string>&
     const std::string device = fmt::format(fmt::runtime(device_format), gpus[rank]);
     const pid_t pid = fork();
     if (pid < 0) throw Error(fmt::format("--gpus: cannot start a process: {}", strerror(errno)));
-    if (pid == 0) exec_child(args, device, int(rank), int(gpus.size()), port);
+    if (pid == 0) exec_child(args, device, int(rank), int(gpus.size()), port, listener.fd());
     children.push_back(pid);
   }
+  listener = Socket();  // rank 0 holds it now
   int forwarded = 0, first_failure = 0;
   size_t running = children.size();
   std::vector<bool> alive(children.size(), true);  // a reaped pid may be reused: never signalled

@@ -33,7 +33,7 @@ Rendezvous serve(const World& world, uint64_t hash, const std::string& unique_id
                  Clock::time_point deadline) {
   Rendezvous rv{world, unique_id, {}};
   rv.peers.resize(size_t(world.size));
-  Socket listener = listen_on(world.master_port);
+  Socket listener = rendezvous_listener(world.master_port);
   int joined = 1;
   std::optional<std::string> refusal;
   while (joined < world.size) {

@@ -7,7 +7,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <fcntl.h>
+
 #include <cerrno>
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
@@ -26,6 +30,17 @@ int milliseconds_until(Clock::time_point deadline) {
 void no_delay(int fd) {
   const int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+// Whether a connected socket's two ends are one address (see connect_until).
+bool connected_to_itself(int fd) {
+  sockaddr_in self{}, peer{};
+  socklen_t self_length = sizeof self, peer_length = sizeof peer;
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&self), &self_length) != 0 ||
+      getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_length) != 0) {
+    return false;
+  }
+  return self.sin_port == peer.sin_port && self.sin_addr.s_addr == peer.sin_addr.s_addr;
 }
 
 }  // namespace
@@ -112,6 +127,38 @@ Socket listen_on(int port) {
   return s;
 }
 
+int bound_port(const Socket& s) {
+  sockaddr_in addr{};
+  socklen_t length = sizeof addr;
+  if (getsockname(s.fd(), reinterpret_cast<sockaddr*>(&addr), &length) != 0) {
+    throw Error(fmt::format("rendezvous: cannot read the listening port: {}", strerror(errno)));
+  }
+  return ntohs(addr.sin_port);
+}
+
+Socket rendezvous_listener(int port) {
+  const char* inherited = std::getenv(kListenerFdVariable);
+  if (inherited == nullptr) return listen_on(port);
+  char* end = nullptr;
+  const long fd = std::strtol(inherited, &end, 10);
+  int listening = 0;
+  socklen_t length = sizeof listening;
+  if (end == inherited || *end != '\0' || fd < 0 || fd > INT32_MAX ||
+      getsockopt(int(fd), SOL_SOCKET, SO_ACCEPTCONN, &listening, &length) != 0 || !listening) {
+    throw Error(fmt::format("{}={}: not a listening socket handed down by crema train --gpus",
+                            kListenerFdVariable, inherited));
+  }
+  Socket s{int(fd)};
+  if (const int bound = bound_port(s); bound != port) {
+    s.release();  // left as it was found
+    throw Error(fmt::format("{}: the handed-down listener is on port {}, MASTER_PORT says {}",
+                            kListenerFdVariable, bound, port));
+  }
+  unsetenv(kListenerFdVariable);
+  fcntl(s.fd(), F_SETFD, FD_CLOEXEC);  // not handed on to anything this rank starts
+  return s;
+}
+
 Socket accept_until(const Socket& listener, Clock::time_point deadline) {
   while (true) {
     if (!listener.readable(milliseconds_until(deadline))) {
@@ -142,11 +189,15 @@ Socket connect_until(const std::string& host, int port, Clock::time_point deadli
   while (true) {
     Socket s(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
     if (s.valid() && connect(s.fd(), found->ai_addr, found->ai_addrlen) == 0) {
-      freeaddrinfo(found);
-      no_delay(s.fd());
-      return s;
+      if (!connected_to_itself(s.fd())) {
+        freeaddrinfo(found);
+        no_delay(s.fd());
+        return s;
+      }
+      reason = "connected to itself";
+    } else {
+      reason = strerror(errno);
     }
-    reason = strerror(errno);
     if (Clock::now() >= deadline) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }

@@ -39,11 +39,21 @@ class Socket {
   int fd_ = -1;
 };
 
-// Listens on every interface at `port`; "port in use" and other failures are one line.
+// Listens on every interface at `port` (0: a free port the system picks; `bound_port` says which);
+// "port in use" and other failures are one line.
 Socket listen_on(int port);
+int bound_port(const Socket& s);
+// The listener rank 0 serves the rendezvous on: the one `crema train --gpus` opened before starting
+// the ranks and handed to rank 0 (kListenerFdVariable names its descriptor), else listen_on(port).
+// Opening it before any rank runs leaves no moment in which the port is free for another socket
+// to take (a joining rank's own connect included).
+inline constexpr const char* kListenerFdVariable = "CREMA_RENDEZVOUS_FD";
+Socket rendezvous_listener(int port);
 // The next connection on `listener`, or an invalid Socket when `deadline` passes first.
 Socket accept_until(const Socket& listener, Clock::time_point deadline);
-// Connects to host:port, retrying while nobody listens yet, until `deadline`.
+// Connects to host:port, retrying while nobody listens yet, until `deadline`. A connection to
+// itself (on one host, the system may pick the very port as the connect's own while nobody listens
+// there yet: TCP's simultaneous open) is dropped and retried: it would hold the port rank 0 needs.
 Socket connect_until(const std::string& host, int port, Clock::time_point deadline);
 
 }  // namespace crema::distributed

@@ -20,11 +20,15 @@ simt=${SIZE_SIMT:-4096}
 tc=${SIZE_TC:-8192}
 mkdir -p "$out"
 
-if [[ ! -f "$build/build.ninja" && ! -f "$build/Makefile" ]]; then
-  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release
-fi
-cmake --build "$build" -j"$(nproc)" --target crema_gemm_ladder >"$out/build.log"
+# BUILD may also be a bundle without a build system (bin/ and lib/ from ../shared/tools/gpu-bundle,
+# for GPU machines that cannot build): its binary is run as it is.
 ladder=$build/bin/crema_gemm_ladder
+if [[ -f "$build/build.ninja" || -f "$build/Makefile" || ! -x $ladder ]]; then
+  if [[ ! -f "$build/build.ninja" && ! -f "$build/Makefile" ]]; then
+    cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release
+  fi
+  cmake --build "$build" -j"$(nproc)" --target crema_gemm_ladder >"$out/build.log"
+fi
 
 # cuBLAS through torch: both sizes, every layout and math (one line each); skipped without torch.
 cublas=()

@@ -104,6 +104,32 @@ TEST(Rendezvous, APortInUseIsOneLine) {
   EXPECT_CONTAINS(e, "set MASTER_PORT to a free port");
 }
 
+// `crema train --gpus` opens the port before the ranks start and hands the listener to rank 0.
+TEST(Rendezvous, Rank0ServesOnTheListenerTheLauncherHandsDown) {
+  Socket handed = listen_on(0);
+  const int port = bound_port(handed);
+  setenv(kListenerFdVariable, std::to_string(handed.release()).c_str(), 1);
+  const auto errors = run_ranks(2, [&](int r) {
+    rendezvous(world_of(r, 2, port), 42, r == 0 ? "id" : "", 20);
+  });
+  for (const std::string& e : errors) EXPECT_EQ(e, "");
+  EXPECT_EQ(std::getenv(kListenerFdVariable), nullptr);  // used once, not handed on
+}
+
+TEST(Rendezvous, AHandedDownListenerThatIsNotOneIsOneLine) {
+  struct Unset {
+    ~Unset() { unsetenv(kListenerFdVariable); }
+  } unset;
+  setenv(kListenerFdVariable, "seven", 1);
+  EXPECT_CONTAINS(error_of([&] { rendezvous_listener(29500); }),
+                  "CREMA_RENDEZVOUS_FD=seven: not a listening socket");
+  const Socket other = listen_on(0);
+  setenv(kListenerFdVariable, std::to_string(other.fd()).c_str(), 1);
+  const int port = bound_port(other) == 65535 ? 65534 : bound_port(other) + 1;
+  EXPECT_CONTAINS(error_of([&] { rendezvous_listener(port); }),
+                  "MASTER_PORT says " + std::to_string(port));
+}
+
 TEST(Rendezvous, TheConfigHashIsFnv1a) {
   EXPECT_EQ(config_hash(""), 0xcbf29ce484222325ull);
   EXPECT_EQ(config_hash("a"), 0xaf63dc4c8601ec8cull);
