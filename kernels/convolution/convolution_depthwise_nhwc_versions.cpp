@@ -79,20 +79,48 @@ const char* version_name(Version version) {
   return "?";
 }
 
-// Production's rule. Forward and stride-1 backward data: the pipelined halo tile (v3) wherever it
-// fits (it reads each input element from DRAM and L2 about once, the next tile in flight while
-// the current one is walked; v1 re-reads the R rows of each output row through L2). Filter
-// gradient: the bands (v4) wherever they fit (x and dy read about once, no spills), else the whole
-// filter a thread (v3) where 16-byte vectors would split it into row groups, else whole waves (v2).
+namespace {
+
+// Where the bands (v4) lose to whole waves (v2): measured on an H200, 2026-11-27, every version
+// of the 23 depthwise layers of MobileNetV2, EfficientNet-B0 and ConvNeXt-T at batch 64 in one
+// call (kernels/convolution/MEASUREMENTS.md, "Versions, measured"). 3x3 filters on 112 x 112
+// inputs (fp32 c32: v4 0.153 ms, v2 0.135; c96 stride 2: 0.278 / 0.173; bf16 c32: 0.107 / 0.090),
+// and 7 x 7 outputs of fp32 3x3 filters at stride 1 (c1152: 0.047 / 0.035; at stride 2, c576,
+// v4 wins: 0.033 / 0.047) and of bf16 5x5 filters (c1152: 0.051 / 0.047; c672 stride 2: 0.043 /
+// 0.037). Elsewhere v4 wins by up to 3x (the 7x7 filters).
+bool bands_lose(const Conv2dGeometry& g, Element type) {
+  if (g.S == 3 && g.W >= 112) return true;
+  const bool small_output = g.P() * g.Q() <= 49;
+  return small_output && ((type == Element::f32 && g.S == 3 && g.stride_w == 1) ||
+                          (type != Element::f32 && g.S == 5));
+}
+
+// Where the pipelined halo tile (v3) beats the plain one (v2), same measurement: at stride 1, the
+// 16-bit 5x5 and 7x7 filters (by 3-15%: bf16 7x7 c768 0.033 / 0.038 ms) and the fp32 7x7 ones on
+// maps of at most 14 x 14 (7x7 c768: 0.035 / 0.039); the 3x3 filters, strided ones and fp32's
+// others run v2 (3x3 on 112 x 112 c32 fp32: v3 0.089, v2 0.086; bf16 5x5 stride 2 c144: 0.077 /
+// 0.065): with few taps per element, v3's two tiles of 40 KB keep fewer blocks an SM in flight.
+bool pipeline_wins(const Conv2dGeometry& g, Element type) {
+  if (g.stride_w != 1) return false;
+  return type == Element::f32 ? g.S == 7 && g.P() * g.Q() <= 196 : g.S >= 5;
+}
+}  // namespace
+
+// Production's rule. Forward and stride-1 backward data: the halo tile wherever it fits (it reads
+// each input element from DRAM and L2 about once; v1 re-reads the R rows of each output row
+// through L2: v2 beat v1 on 75 of the 78 rows that both run), pipelined (v3) where pipeline_wins.
+// Filter gradient: the bands (v4) where they fit and do not lose (bands_lose), else whole waves
+// (v2); the whole filter a thread (v3) was the fastest on no row (its registers spill), so it
+// stays a rung of the ladder.
 Version choose(Pass pass, const Conv2dGeometry& g, Element type) {
   switch (pass) {
     case Pass::forward:
     case Pass::data:
-      return takes(pass, g, type, Version::v3) ? Version::v3 : Version::v1;
+      if (!takes(pass, g, type, Version::v2)) return Version::v1;
+      return pipeline_wins(g, type) ? Version::v3 : Version::v2;
     case Pass::filter:
-      return takes(pass, g, type, Version::v4)   ? Version::v4
-             : takes(pass, g, type, Version::v3) ? Version::v3
-                                                 : Version::v2;
+      return takes(pass, g, type, Version::v4) && !bands_lose(g, type) ? Version::v4
+                                                                        : Version::v2;
   }
   return Version::v1;
 }

@@ -434,6 +434,14 @@ TEST(ConvolutionDepthwiseNhwcCuda, VersionsTakeTheirGeometries) {
   EXPECT_EQ(depthwise::runs(Pass::filter, dw7, Element::bf16, Version::v3), Version::v3);
   EXPECT_EQ(depthwise::runs(Pass::filter, dw7, Element::bf16, Version::v4), Version::v4);
   EXPECT_EQ(depthwise::runs(Pass::filter, dilated, Element::f32, Version::v4), Version::v1);
+  // Production's rule as measured (convolution_depthwise_nhwc_versions.cpp says where each wins).
+  const Conv2dGeometry dw3_112{64, 32, 112, 112, 32, 3, 3, 1, 1, 1, 1, 1, 1, 32};
+  EXPECT_EQ(depthwise::choose(Pass::forward, dw3, Element::bf16), Version::v2);
+  EXPECT_EQ(depthwise::choose(Pass::forward, dw7, Element::bf16), Version::v3);
+  EXPECT_EQ(depthwise::choose(Pass::data, dw7, Element::f32), Version::v2);  // a 56 x 56 map
+  EXPECT_EQ(depthwise::choose(Pass::filter, dw7, Element::f32), Version::v4);
+  EXPECT_EQ(depthwise::choose(Pass::filter, dw3_112, Element::bf16), Version::v2);
+  EXPECT_EQ(depthwise::choose(Pass::filter, dilated, Element::bf16), Version::v2);
   EXPECT_EQ(depthwise::narrow_filter_channels(dw7, Element::bf16), 2);
   EXPECT_EQ(depthwise::narrow_filter_channels(dw7, Element::f32), 2);
   for (const Conv2dGeometry& g : geometries()) {
