@@ -8,6 +8,12 @@ const char* phase_name(Phase phase) {
   return phase == Phase::train ? "train" : "test";
 }
 
+bool LayerSpec::batch_norm_syncs() const {
+  if (node == nullptr) return false;
+  if (node->has("sync")) return node->get<bool>("sync");
+  return sync_batch_norm && node->get<std::string>("mode", "spatial") == "spatial";
+}
+
 size_t Layer::add_param(const std::string& role, const Shape& shape, Context& ctx,
                         float default_lr_mult, float default_decay_mult) {
   Param p;

@@ -64,6 +64,10 @@ struct LayerSpec {
   // The net's model.workspace_limit node (null when absent): the default scratch limit of the
   // layers that choose algorithms (Convolution, Deconvolution: layers/conv_algorithms.h).
   const ConfigNode* workspace_limit = nullptr;
+  // model.sync_batch_norm: the default of a spatial BatchNorm's `sync:` key (PyTorch's
+  // convert_sync_batchnorm); a layer's own key wins. batch_norm_syncs() applies the rule.
+  bool sync_batch_norm = false;
+  bool batch_norm_syncs() const;
 };
 
 // Non-learned state a layer keeps between steps (BatchNorm's running statistics), named like a

@@ -81,6 +81,8 @@ std::vector<LayerSpec> Net::read_layer_specs(const ConfigNode& model) {
     model.at("math").fail("model.math: unknown math '" + math + "'; choose from fp32, tf32, bf16");
   }
 
+  const bool sync_batch_norm = model.get<bool>("sync_batch_norm", false);
+
   const ConfigNode& layers = model.at("layers");
   if (!layers.is_sequence()) layers.fail("model.layers: expected a list of layers");
   std::vector<LayerSpec> specs;
@@ -100,6 +102,7 @@ std::vector<LayerSpec> Net::read_layer_specs(const ConfigNode& model) {
     spec.node = &node;
     spec.phase = phase_;
     spec.math = math;
+    spec.sync_batch_norm = sync_batch_norm;
     spec.workspace_limit = model.has("workspace_limit") ? &model.at("workspace_limit") : nullptr;
     if (node.has("precision")) {
       spec.precision = node.get<std::string>("precision");

@@ -105,7 +105,7 @@ void fuse_layers(const ConfigNode& model, std::vector<LayerSpec>& specs) {
     const LayerSpec& bn = specs[i];
     if (removed[i] || !is_plain(bn, "BatchNorm") || bn.bottoms.size() != 1) continue;
     if (bn.node->get<std::string>("mode", "spatial") != "spatial") continue;
-    if (bn.node->get<bool>("sync", false)) continue;  // SyncBatchNorm has no fused form
+    if (bn.batch_norm_syncs()) continue;  // SyncBatchNorm: no fused form
     const std::optional<size_t> next = only_reader(specs, removed, i);
     if (!next) continue;
     const std::string& t = bn.tops[0];
@@ -143,7 +143,7 @@ void fuse_layers(const ConfigNode& model, std::vector<LayerSpec>& specs) {
   for (size_t i = 0; i < specs.size(); ++i) {
     LayerSpec& bn = specs[i];
     if (removed[i] || !is_plain(bn, "BatchNorm") || bn.bottoms.size() != 1) continue;
-    if (bn.tops != bn.bottoms || bn.node->get<bool>("sync", false)) continue;
+    if (bn.tops != bn.bottoms || bn.batch_norm_syncs()) continue;
     write_input_apart(specs, removed, i, blobs, bn);
   }
   std::vector<LayerSpec> kept;

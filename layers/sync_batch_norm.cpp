@@ -182,7 +182,7 @@ class SyncBatchNormLayer final : public Layer, public UsesCollective {
 }  // namespace
 
 std::unique_ptr<Layer> make_sync_batch_norm_if_asked(const LayerSpec& spec) {
-  if (spec.node == nullptr || !spec.node->get<bool>("sync", false)) return nullptr;
+  if (!spec.batch_norm_syncs()) return nullptr;
   return std::make_unique<SyncBatchNormLayer>(spec);
 }
 

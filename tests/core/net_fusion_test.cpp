@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/collective.h"
 #include "core/error.h"
 #include "core/net.h"
 #include "layers/register_layers.h"
@@ -47,6 +48,26 @@ TEST(NetFusion, BatchNormThenReLU) {
   - {name: s.relu1, type: ReLU, bottom: data, top: data}
 )"),
             (Names{"s.bn1+relu1:BatchNormReLU"}));
+}
+
+// model.sync_batch_norm: every spatial BatchNorm without its own `sync:` key becomes a
+// SyncBatchNorm (a layer that takes the run's collective), which nothing fuses.
+TEST(NetFusion, ModelSyncBatchNormMakesTheBatchNormsSyncAndUnfused) {
+  EXPECT_EQ(layers_of(kBnRelu, "sync_batch_norm: true\n"), (Names{"bn:BatchNorm", "relu:ReLU"}));
+  Context ctx;
+  const ConfigNode model = parse_config(R"(inputs: {data: [3, 5, 5]}
+sync_batch_norm: true
+layers:
+  - {name: a, type: BatchNorm, bottom: data, top: a}
+  - {name: b, type: BatchNorm, bottom: a, top: b, sync: false}
+  - {name: c, type: BatchNorm, bottom: b, top: c, mode: per_activation}
+)",
+                                        "net.yaml");
+  Net net(model, Phase::train, 2, builtin_layers(), ctx);
+  ASSERT_EQ(net.num_layers(), 3u);
+  EXPECT_NE(dynamic_cast<UsesCollective*>(&net.layer(0)), nullptr);
+  EXPECT_EQ(dynamic_cast<UsesCollective*>(&net.layer(1)), nullptr);  // its own key wins
+  EXPECT_EQ(dynamic_cast<UsesCollective*>(&net.layer(2)), nullptr);  // no sync form
 }
 
 // The fused layer's bottom names, by layer name.
