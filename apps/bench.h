@@ -23,6 +23,7 @@
 
 #include "core/context.h"
 #include "kernels/convolution/convolution.h"
+#include "kernels/convolution/convolution_depthwise_nhwc.h"
 
 namespace crema::bench {
 
@@ -186,6 +187,15 @@ std::vector<ConvShape> default_conv_shapes();
 // order of scripts/bench/peer_conv_depthwise.py; each name is also a --shape of its own.
 constexpr const char* kDepthwiseList = "depthwise";
 std::vector<ConvShape> depthwise_conv_shapes();
+// The depthwise kernel versions (kernels/convolution/convolution_depthwise_nhwc.h) that run `pass`
+// of g in `type` on aligned tensors, each once, production's (choose()) last: the row
+// scripts/bench/peer_conv_depthwise.py pairs with PyTorch's. A row's version column is
+// depthwise_row_name's: `prefix` + "_v2", '*' on production's; --version keeps only the one named.
+std::vector<kernels::cuda::depthwise_nhwc::Version> depthwise_versions(
+    kernels::cuda::depthwise_nhwc::Pass pass, const kernels::Conv2dGeometry& g,
+    kernels::cuda::depthwise_nhwc::Element type);
+std::string depthwise_row_name(const std::string& prefix,
+                               kernels::cuda::depthwise_nhwc::Version version, bool production);
 // The --shape arguments of conv and conv-tc: each parse_conv_shape's, "depthwise" the list above.
 std::vector<ConvShape> parse_conv_shapes(const std::vector<std::string>& texts);
 // Batch norm "N,C,H,W": x [N, C, H, W] in nhwc (channels-last), normalized as N*H*W rows of C.

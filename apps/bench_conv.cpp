@@ -15,7 +15,9 @@
 // without the layout transforms that v9 (nhwc_implicit_gemm) adds for NCHW callers: the number to
 // hold against cuDNN on channels_last tensors. The inputs are the same values transposed on the
 // host, and the output is transposed back to NCHW / KCRS before the same check. Depthwise
-// geometries there run the direct kernel (row depthwise_nhwc, %peak of DRAM's bandwidth).
+// geometries there run the direct kernel: a row for every version that takes the geometry
+// (depthwise_nhwc_v1, _v2, ...; production's, marked '*', last), %peak of DRAM's bandwidth;
+// --version depthwise_nhwc_v2 keeps that version's rows only.
 // `--shape depthwise` stands for the depthwise layers of MobileNetV2, EfficientNet-B0 and
 // ConvNeXt-T at batch 64 (bench_shapes.cpp).
 #include <algorithm>
@@ -213,9 +215,20 @@ std::vector<float> transposed(int64_t B, int64_t R, int64_t S, const std::vector
   return t;
 }
 
-// One pass of the raw NHWC entry points, checked against `ref` (NCHW) and timed.
+namespace dw = cuda::depthwise_nhwc;
+
+dw::Pass depthwise_pass(ConvPass pass) {
+  return pass == ConvPass::forward         ? dw::Pass::forward
+         : pass == ConvPass::backward_data ? dw::Pass::data
+                                           : dw::Pass::filter;
+}
+
+// One pass of the raw NHWC entry points, checked against `ref` (NCHW) and timed. Depthwise
+// geometries: the direct kernel's `version` (its own entry points), `production` marking
+// choose()'s.
 Row nhwc_row(Context& ctx, const Options& options, const ConvShape& shape, const HostTensors& host,
-             ConvPass pass, const Reference& ref, cuda::GemmMath math) {
+             ConvPass pass, const Reference& ref, cuda::GemmMath math,
+             dw::Version version = dw::Version::best, bool production = true) {
   const Conv2dGeometry& g = shape.g;
   const int64_t HW = g.H * g.W, PQ = host.P * host.Q, RS = g.R * g.S;
   const std::vector<float> x = transposed(g.N, g.C, HW, host.x);      // [N, H, W, C]
@@ -234,7 +247,7 @@ Row nhwc_row(Context& ctx, const Options& options, const ConvShape& shape, const
   row.shape = shape.name;
   row.pass = peer_pass_name(pass);
   // Depthwise geometries run the direct kernel (fp32 in every math, memory-bound: DRAM's peak).
-  row.version = g.depthwise() ? "depthwise_nhwc" : "nhwc";
+  row.version = g.depthwise() ? depthwise_row_name("depthwise_nhwc", version, production) : "nhwc";
   row.check = ref.kind;
   row.tolerance = math == cuda::GemmMath::fp32 ? kTolerance : kernels::conv_find_tolerance(math);
   row.flops = 2.0 * double(g.N * g.K * PQ) * double(host.Cg * RS);
@@ -256,6 +269,17 @@ Row nhwc_row(Context& ctx, const Options& options, const ConvShape& shape, const
     const size_t i = size_t(call) % d_in0.size();
     const float *a = d_in0[i].data<float>(), *b = d_in1[i].data<float>();
     float *out = d_out[i].data<float>(), *space = workspace.data<float>();
+    if (g.depthwise()) {
+      const dw::Element f32 = dw::Element::f32;
+      switch (pass) {
+        case ConvPass::forward:
+          return dw::forward(g, f32, a, b, out, {}, space, ctx.stream(), version);
+        case ConvPass::backward_data:
+          return dw::backward_data(g, f32, a, b, out, ctx.stream(), version);
+        case ConvPass::backward_filter:
+          return dw::backward_filter(g, f32, a, b, out, space, ctx.stream(), version);
+      }
+    }
     switch (pass) {
       case ConvPass::forward:
         return cuda::conv2d_forward_nhwc(g, a, b, nullptr, out, space, ctx.stream(), math);
@@ -285,7 +309,10 @@ int bench_conv(Context& ctx, const Options& options, std::ostream& out) {
   if (!parsed) throw Error("--math: expected fp32, tf32 or bf16, got '" + options.math + "'");
   const cuda::GemmMath math = *parsed;
   const kernels::ConvAlgorithm* only = nullptr;
-  if (!options.version.empty()) {
+  // --layout nhwc --version depthwise_nhwc_v2: that version's rows of the depthwise shapes only.
+  const bool depthwise_only =
+      options.layout == "nhwc" && options.version.rfind("depthwise_nhwc", 0) == 0;
+  if (!options.version.empty() && !depthwise_only) {
     for (const kernels::ConvAlgorithm* a : kernels::conv_ladder()) {
       if (options.version == a->name) only = a;
     }
@@ -323,6 +350,19 @@ int bench_conv(Context& ctx, const Options& options, std::ostream& out) {
                               : pass == ConvPass::backward_data ? x_shape
                                                                 : w_shape;
       const Reference ref = reference(host, pass, shape_numel(out_shape), flops, random);
+      if (options.layout == "nhwc" && g.depthwise()) {
+        // Every version of the direct kernel that takes g, production's last (marked '*').
+        const std::vector<dw::Version> versions =
+            depthwise_versions(depthwise_pass(pass), g, dw::Element::f32);
+        for (dw::Version v : versions) {
+          const bool production = v == versions.back();
+          if (depthwise_only && depthwise_row_name("depthwise_nhwc", v, false) != options.version) {
+            continue;
+          }
+          table.print(nhwc_row(ctx, options, shape, host, pass, ref, math, v, production));
+        }
+        continue;
+      }
       if (options.layout == "nhwc") {
         table.print(nhwc_row(ctx, options, shape, host, pass, ref, math));
         continue;

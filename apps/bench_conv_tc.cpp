@@ -12,7 +12,9 @@
 // same wgmma + TMA kernels, operands truncated to TF32) for forward and backward data, and
 // nhwc_tf32_col2im for backward data with few channels; the filter gradient has mma.sync only.
 // Depthwise geometries (`--shape depthwise`: the zoo's depthwise layers at batch 64) run the
-// direct kernels: rows depthwise_nhwc_bf16* (or _f16, _tf32), %peak of DRAM's bandwidth.
+// direct kernels: a row for every version that takes the geometry (depthwise_nhwc_bf16_v1, _v2,
+// ...; or _f16_, _tf32_; production's, marked '*', last), %peak of DRAM's bandwidth; --version
+// depthwise_nhwc_bf16_v2 keeps that version's rows only.
 //
 // The check: kSamples outputs computed in double on the host from the definition, on the same
 // rounded inputs (forward y, data dx: rounded once to the type; filter dw: fp32, from zeros), the
@@ -242,9 +244,23 @@ size_t workspace_bytes(const Conv2dGeometry& g, ConvPass pass, const Tensors& t)
                                          false, 1);
 }
 
-// One pass on one shape and type with `kernels`: checked, then timed.
+namespace dw = cuda::depthwise_nhwc;
+
+dw::Pass depthwise_pass(ConvPass pass) {
+  return pass == ConvPass::forward         ? dw::Pass::forward
+         : pass == ConvPass::backward_data ? dw::Pass::data
+                                           : dw::Pass::filter;
+}
+
+dw::Element depthwise_element(const Tensors& t) {
+  return t.f32 ? dw::Element::f32 : dw::element_of(t.type);
+}
+
+// One pass on one shape and type with `kernels` (depthwise geometries: the direct kernel's
+// `version`, `production` marking choose()'s): checked, then timed.
 Row tc_row(Context& ctx, const Options& options, const ConvShape& shape, const Host& host,
-           ConvPass pass, cuda::TcKernels kernels, Random& random) {
+           ConvPass pass, cuda::TcKernels kernels, Random& random,
+           dw::Version version = dw::Version::best, bool production = true) {
   const Conv2dGeometry& g = shape.g;
   const Tensors t = host.tensors;
   const std::vector<uint8_t>& in0 = pass == ConvPass::backward_data ? host.dy : host.x;
@@ -263,7 +279,10 @@ Row tc_row(Context& ctx, const Options& options, const ConvShape& shape, const H
   const std::string ran = family(kernels);
   const bool best = ran == family(cuda::TcKernels::best);
   row.version = std::string(t.f32 ? "nhwc_" : "tc_") + t.name() + ran + (best ? "*" : "");
-  if (g.depthwise()) row.version = std::string("depthwise_nhwc_") + t.name() + "*";
+  if (g.depthwise()) {
+    row.version =
+        depthwise_row_name(std::string("depthwise_nhwc_") + t.name(), version, production);
+  }
   row.check = "sampled" + std::to_string(kSamples);
   row.tolerance = t.f32 ? 2e-3 : 4 * std::ldexp(1.0, t.type == cuda::TcType::bf16 ? -8 : -11);
   row.flops = 2.0 * double(g.N * g.K * host.P * host.Q) * double(host.Cg * g.R * g.S);
@@ -290,6 +309,18 @@ Row tc_row(Context& ctx, const Options& options, const ConvShape& shape, const H
     const void *a = buffers[3 * i].data<float>(), *b = buffers[3 * i + 1].data<float>();
     void* out = buffers[3 * i + 2].data<float>();
     void* space = workspace.data<float>();
+    if (g.depthwise()) {
+      const dw::Element type = depthwise_element(t);
+      switch (pass) {
+        case ConvPass::forward:
+          return dw::forward(g, type, a, b, out, {}, space, ctx.stream(), version);
+        case ConvPass::backward_data:
+          return dw::backward_data(g, type, a, b, out, ctx.stream(), version);
+        case ConvPass::backward_filter:
+          return dw::backward_filter(g, type, a, b, static_cast<float*>(out), space, ctx.stream(),
+                                     version);
+      }
+    }
     if (t.f32) {
       const auto *fa = static_cast<const float*>(a), *fb = static_cast<const float*>(b);
       auto* fout = static_cast<float*>(out);
@@ -374,6 +405,20 @@ int bench_conv_tc(Context& ctx, const Options& options, std::ostream& out) {
     for (const Tensors& kind : kinds) {
       const Host host(shape.g, kind, random);
       for (ConvPass pass : kPasses) {
+        if (shape.g.depthwise()) {
+          // Every version of the direct kernel that takes g, production's last (marked '*');
+          // --version depthwise_nhwc_bf16_v2 keeps that one.
+          const std::vector<dw::Version> versions =
+              depthwise_versions(depthwise_pass(pass), shape.g, depthwise_element(kind));
+          for (dw::Version v : versions) {
+            const std::string name =
+                depthwise_row_name(std::string("depthwise_nhwc_") + kind.name(), v, false);
+            if (!options.version.empty() && options.version != name) continue;
+            table.print(tc_row(ctx, options, shape, host, pass, cuda::TcKernels::best, random, v,
+                               v == versions.back()));
+          }
+          continue;
+        }
         // Every kernel family that runs the geometry; '*' marks the one `best` picks.
         table.print(tc_row(ctx, options, shape, host, pass, cuda::TcKernels::mma_sync, random));
         if (uses_wgmma(shape.g, pass, cuda::TcKernels::wgmma, kind.f32)) {

@@ -239,6 +239,25 @@ std::vector<ConvShape> depthwise_conv_shapes() {
   return shapes;
 }
 
+std::vector<kernels::cuda::depthwise_nhwc::Version> depthwise_versions(
+    kernels::cuda::depthwise_nhwc::Pass pass, const kernels::Conv2dGeometry& g,
+    kernels::cuda::depthwise_nhwc::Element type) {
+  namespace dw = kernels::cuda::depthwise_nhwc;
+  const dw::Version production = dw::runs(pass, g, type, dw::Version::best);
+  std::vector<dw::Version> versions;
+  for (dw::Version v : {dw::Version::v1, dw::Version::v2, dw::Version::v3, dw::Version::v4}) {
+    if (v != production && dw::runs(pass, g, type, v) == v) versions.push_back(v);
+  }
+  versions.push_back(production);
+  return versions;
+}
+
+std::string depthwise_row_name(const std::string& prefix,
+                               kernels::cuda::depthwise_nhwc::Version version, bool production) {
+  return prefix + "_" + kernels::cuda::depthwise_nhwc::version_name(version) +
+         (production ? "*" : "");
+}
+
 std::vector<ConvShape> parse_conv_shapes(const std::vector<std::string>& texts) {
   std::vector<ConvShape> shapes;
   for (const std::string& text : texts) {

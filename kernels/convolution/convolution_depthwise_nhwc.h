@@ -34,20 +34,68 @@ inline Element element_of(TcType type) {
   return type == TcType::bf16 ? Element::bf16 : Element::f16;
 }
 
-// The forward's workspace: the per-block partial sums of the channel statistics (0 without them).
+// The kernel versions, each pass its own (MEASUREMENTS.md, "Depthwise on channels-last tensors",
+// has the design and the numbers; `crema bench conv --layout nhwc` and `crema bench conv-tc` time
+// every version that takes a geometry):
+//   forward, backward data at stride 1
+//     v1  row walk: each thread walks the input rows of its strip of 4 outputs through L1/L2
+//     v2  halo tile: the block's input tile (its output rows and columns plus the halo) copied
+//         once into shared memory (cp.async, the padding zero-filled), then the same row walk
+//         from shared memory: DRAM and L2 read each input element about once, all in flight at
+//         once; square 3x3, 5x5, 7x7 filters, strides (1, 1) or (2, 2), no dilation, M = 1,
+//         16-byte vectors
+//     v3  v2 pipelined: ~2 blocks an SM take the tiles in turn with two buffers, the next
+//         tile's copies in flight while the current one is walked
+//   backward data at a larger stride: v1 (the gather) only
+//   backward filter
+//     v1  16-byte vectors, the filter rows in groups of at most kWalkSums sums a thread (a bf16
+//         7x7 or 5x5: one row a group, so x and dy are read R times), ~4 blocks an SM
+//     v2  v1 with the slices cut to whole waves of resident blocks (no nearly empty last wave)
+//     v3  vectors narrowed (4, 8 or 16 bytes) so that a thread holds the whole filter's sums
+//         (3x3: 16 bytes; 5x5: 4 channels; 7x7: 2 channels): one pass over x and dy instead
+//         of one a row group, whole waves
+//     v4  bands: a block copies a band of dy rows and the x rows they read into shared memory
+//         (cp.async), each thread sums one filter row's S taps over a run of one output row
+//         with the last S x vectors in a register ring: DRAM and L2 read x and dy about once;
+//         S = 3, 5, 7 and R <= 7, strides (1, 1) or (2, 2), no dilation, M = 1, 16-byte vectors
+// Version::best is choose()'s pick: production's rule, per pass, type and filter, in one place
+// (convolution_depthwise_nhwc_versions.cpp).
+enum class Version { best, v1, v2, v3, v4 };
+enum class Pass { forward, data, filter };
+const char* version_name(Version version);  // "v1", ...; "best"
+Version choose(Pass pass, const Conv2dGeometry& g, Element type);
+// The version that runs when `asked` is asked for (best: choose()'s) on 16-byte aligned tensors:
+// a version that does not take the geometry falls back to v1.
+Version runs(Pass pass, const Conv2dGeometry& g, Element type, Version asked);
+
+// The filter gradient's row walk: the sums a thread holds, at most, in v1 and v2 (the filter rows
+// grouped to fit) and in v3 (the whole filter: vectors narrowed to fit). narrow_filter_channels:
+// v3's channels a thread, 0 where v3 does not take g.
+constexpr int kWalkSums = 72, kWholeFilterSums = 100;
+// v3's channels a thread for an S-wide filter, vec channels in 16 bytes: the widest vector (a
+// power of two) whose S*S sums fit kWholeFilterSums (bf16: 3x3 8, 5x5 4, 7x7 2).
+constexpr int whole_filter_channels(int S, int vec) {
+  return vec > 1 && S * S * vec > kWholeFilterSums ? whole_filter_channels(S, vec / 2) : vec;
+}
+int narrow_filter_channels(const Conv2dGeometry& g, Element type);
+
+// The forward's workspace (every version): the per-block partial sums of the channel statistics
+// (0 without them).
 size_t forward_workspace(const Conv2dGeometry& g, bool with_statistics);
-// The filter gradient's partial sums [slice, R*S, K] (fp32).
+// The filter gradient's partial sums [slice, R*S, K] (fp32; every version).
 size_t backward_filter_workspace(const Conv2dGeometry& g);
 
 // y is written; epilogue.residual is of the element type; the statistics, when asked, are the
 // per-channel sums of y as stored and of its square (fp32, fixed order).
 void forward(const Conv2dGeometry& g, Element type, const void* x, const void* w, void* y,
-             const TcEpilogue& epilogue, void* workspace, gpu::Stream stream);
+             const TcEpilogue& epilogue, void* workspace, gpu::Stream stream,
+             Version version = Version::best);
 // dx is written. No workspace: the filter is read straight into each block's shared memory.
 void backward_data(const Conv2dGeometry& g, Element type, const void* dy, const void* w, void* dx,
-                   gpu::Stream stream);
+                   gpu::Stream stream, Version version = Version::best);
 // dw (fp32, [K,R,S,1]) += the filter gradient.
 void backward_filter(const Conv2dGeometry& g, Element type, const void* x, const void* dy,
-                     float* dw, void* workspace, gpu::Stream stream);
+                     float* dw, void* workspace, gpu::Stream stream,
+                     Version version = Version::best);
 
 }  // namespace crema::kernels::cuda::depthwise_nhwc

@@ -19,6 +19,9 @@
 // row's taps in registers; the other geometries loop over the taps. x rows shared by the strips
 // above and below come from L1/L2: DRAM reads each input element about once.
 //
+// That is v1; v2 and v3, the halo tile, are convolution_depthwise_nhwc_tile_cuda.cu (the versions:
+// convolution_depthwise_nhwc.h; which runs: convolution_depthwise_nhwc_versions.cpp).
+//
 // The forward's epilogue: + bias (fp32), + residual (the tensor's type), ReLU, one rounding at the
 // store; and, when asked, each block's per-channel sums of the stored y and y^2 (its strips added
 // in row order) into the workspace [block][2][K], then channel_stats_kernel adds the blocks in
@@ -39,44 +42,11 @@ namespace {
 
 using implicit_gemm::FastDivmod;
 
-// The correlation's sizes (see the top of this file).
-struct Corr {
-  int H, W, Cin;   // in [N, H, W, Cin]
-  int P, Q, Cout;  // out [N, P, Q, Cout]
-  int R, S, pad_h, pad_w, stride_h, stride_w, dil_h, dil_w;
-  int taps_in, per_in;
-  bool flip;
-  int tx, ty;         // the block (BlockShape)
-  int64_t rows;       // output rows: N * P
-  int strips;         // strips a row: ceil(Q / QT) (cut)
-  int64_t positions;  // strips of the whole output: rows * strips
-};
-
 // c with its rows cut into strips of QT outputs.
 Corr cut(Corr c, int QT) {
   c.strips = (c.Q + QT - 1) / QT;
   c.positions = c.rows * c.strips;
   return c;
-}
-
-// ws[(m*RS + tap)*CH + j] = f[(o_first + j)*taps_in + m, tap] widened (tap rotated by 180 degrees
-// when flipped), zero past the last channel.
-template <class E>
-__device__ void load_taps(const typename E::T* __restrict__ w, int o_first, int CH, int Cout,
-                          int taps_in, int RS, bool flip, float* ws) {
-  const int total = taps_in * RS * CH;
-  for (int i = threadIdx.x; i < total; i += blockDim.x) {
-    const int j = i % CH, rest = i / CH, tap = rest % RS, m = rest / RS, o = o_first + j;
-    ws[i] = o < Cout ? E::widen(w[(int64_t(o) * taps_in + m) * RS + (flip ? RS - 1 - tap : tap)])
-                     : 0.0f;
-  }
-}
-
-template <int V>
-__device__ __forceinline__ void fma_channels(float (&acc)[V], const float (&a)[V],
-                                             const float (&b)[V]) {
-#pragma unroll
-  for (int e = 0; e < V; ++e) acc[e] = fmaf(a[e], b[e], acc[e]);
 }
 
 // KS > 0: the row walk for S == KS, stride_w == ST, dil_w == 1 (V > 1, taps_in == per_in == 1);
@@ -147,49 +117,15 @@ __global__ void __launch_bounds__(kBlockThreads)
       }
     }
   }
-  // The epilogue, and the strip's sums of what was stored.
+  // The epilogue, and the block's sums of what was stored (its strips in row order).
   float sum[V] = {}, squares[V] = {};
   if (active) {
-    const int64_t first = ((int64_t(n) * c.P + p) * c.Q) * c.Cout + o0;
-#pragma unroll
-    for (int qi = 0; qi < QT; ++qi) {
-      if (q0 + qi >= c.Q) break;
-      const int64_t at = first + int64_t(q0 + qi) * c.Cout;
-      float v[V];
-#pragma unroll
-      for (int e = 0; e < V; ++e) v[e] = acc[qi][e] + (bias != nullptr ? bias[o0 + e] : 0.0f);
-      if (residual != nullptr) {
-        float res[V];
-        load_channels<E, V, false>(residual + at, res);  // may be out itself: not via nc
-#pragma unroll
-        for (int e = 0; e < V; ++e) v[e] += res[e];
-      }
-      if (relu) {
-#pragma unroll
-        for (int e = 0; e < V; ++e) v[e] = fmaxf(v[e], 0.0f);
-      }
-      store_channels<E, V>(out + at, v);
-#pragma unroll
-      for (int e = 0; e < V; ++e) sum[e] += v[e], squares[e] = fmaf(v[e], v[e], squares[e]);
-    }
+    store_strip<E, V, QT>(c, acc, n, p, q0, o0, out, bias, residual, relu, sum, squares);
   }
   if (stats == nullptr) return;
-  // The block's sums per channel: row (strip) order, after the taps in shared memory.
-  float* red = smem + ((c.taps_in * RS * CH + 3) & ~3);
-#pragma unroll
-  for (int e = 0; e < V; ++e) {
-    red[row * CH + lane * V + e] = sum[e];
-    red[(c.ty + row) * CH + lane * V + e] = squares[e];
-  }
-  __syncthreads();
-  if (threadIdx.x >= CH || o_first + int(threadIdx.x) >= c.Cout) return;
-  float a = 0.0f, b = 0.0f;
-  for (int i = 0; i < c.ty; ++i)
-    a += red[i * CH + threadIdx.x], b += red[(c.ty + i) * CH + threadIdx.x];
-  float* block_row = stats + int64_t(blockIdx.x) * 2 * c.Cout + o_first + threadIdx.x;
-  block_row[0] = a, block_row[c.Cout] = b;
+  block_stats<V>(c, lane, row, o_first, sum, squares, smem + ((c.taps_in * RS * CH + 3) & ~3),
+                 stats);
 }
-
 
 // Backward data by gathering (any stride): dx[n, h, w0 + qi, c..] over QT columns of one row.
 template <class E, int V, int QT>
@@ -351,28 +287,41 @@ bool forward_vectors(const Conv2dGeometry& g, int vec, const void* x, const void
          (residual == nullptr || aligned16(residual));
 }
 
-// The forward's blocks on the larger of its two paths (which one runs depends on the pointers).
+// The forward's blocks on the largest of its paths (which one runs depends on the version and
+// the pointers).
 int64_t forward_blocks(const Conv2dGeometry& g, int vec) {
   int64_t most = blocks_of(forward_corr(g, 1), 1);
-  if (g.K == g.C && g.C % vec == 0) most = std::max(most, blocks_of(forward_corr(g, vec), vec));
+  if (g.K == g.C && g.C % vec == 0) {
+    const Corr c = forward_corr(g, vec);
+    most = std::max(most, blocks_of(c, vec));
+    if (tile_fits(c, vec)) {
+      most = std::max({most, tile_blocks(c, vec, false), tile_blocks(c, vec, true)});
+    }
+  }
   return most;
 }
 
 template <class E>
 void forward_typed(const Conv2dGeometry& g, const void* x, const void* w, void* y,
-                   const TcEpilogue& ep, void* workspace, gpu::Stream stream) {
+                   const TcEpilogue& ep, void* workspace, gpu::Stream stream, Version version) {
   constexpr int kVec = E::kVec;
   float* stats = ep.sum != nullptr ? static_cast<float*>(workspace) : nullptr;
   const bool vec = forward_vectors(g, kVec, x, y, ep.residual);
   const Corr c = forward_corr(g, vec ? kVec : 1);
-  if (vec) {
+  int64_t rows = 0;  // the statistics' partial rows: the grid's blocks
+  const Version v = runs(Pass::forward, g, E::kElement, version);
+  if (vec && (v == Version::v2 || v == Version::v3) && tile_fits(c, kVec)) {
+    const bool pipelined = v == Version::v3;
+    correlate_tile(E::kElement, c, x, w, y, ep, stats, pipelined, stream, kForward);
+    rows = tile_blocks(c, kVec, pipelined);
+  } else if (vec) {
     correlate_any<E, kVec>(c, x, w, y, ep, stats, stream, kForward);
+    rows = blocks_of(c, kVec);
   } else {
     correlate_any<E, 1>(c, x, w, y, ep, stats, stream, kForward);
+    rows = blocks_of(c, 1);
   }
-  if (stats == nullptr) return;
-  const int64_t rows = blocks_of(c, vec ? kVec : 1);
-  tc::sum_channel_stats(stats, int(rows), int(g.K), ep, stream);
+  if (stats != nullptr) tc::sum_channel_stats(stats, int(rows), int(g.K), ep, stream);
 }
 
 template <class E, int V>
@@ -390,7 +339,7 @@ void gather(const Corr& c, const Conv2dGeometry& g, const void* dy, const void* 
 
 template <class E>
 void data_typed(const Conv2dGeometry& g, const void* dy, const void* w, void* dx,
-                gpu::Stream stream) {
+                gpu::Stream stream, Version version) {
   constexpr int kVec = E::kVec;
   const int M = int(g.K / g.C);
   const bool vec = M == 1 && g.C % kVec == 0 && aligned16(dy) && aligned16(dx);
@@ -402,6 +351,11 @@ void data_typed(const Conv2dGeometry& g, const void* dy, const void* w, void* dx
     c.pad_h = int((g.R - 1) * g.dilation_h - g.pad_h);
     c.pad_w = int((g.S - 1) * g.dilation_w - g.pad_w);
     const TcEpilogue none;
+    const Version v = runs(Pass::data, g, E::kElement, version);
+    if (vec && (v == Version::v2 || v == Version::v3) && tile_fits(c, kVec)) {
+      return correlate_tile(E::kElement, c, dy, w, dx, none, nullptr, v == Version::v3, stream,
+                            kData);
+    }
     return vec ? correlate_any<E, kVec>(c, dy, w, dx, none, nullptr, stream, kData)
                : correlate_any<E, 1>(c, dy, w, dx, none, nullptr, stream, kData);
   }
@@ -419,31 +373,31 @@ size_t forward_workspace(const Conv2dGeometry& g, bool with_statistics) {
 }
 
 void forward(const Conv2dGeometry& g, Element type, const void* x, const void* w, void* y,
-             const TcEpilogue& epilogue, void* workspace, gpu::Stream stream) {
+             const TcEpilogue& epilogue, void* workspace, gpu::Stream stream, Version version) {
   implicit_gemm::check_sizes(g);
   if ((epilogue.sum == nullptr) != (epilogue.sum_squares == nullptr)) {
     throw Error(std::string(kForward) + ": channel statistics need both sum and sum_squares");
   }
   switch (type) {
     case Element::f32:
-      return forward_typed<F32>(g, x, w, y, epilogue, workspace, stream);
+      return forward_typed<F32>(g, x, w, y, epilogue, workspace, stream, version);
     case Element::bf16:
-      return forward_typed<Bf16>(g, x, w, y, epilogue, workspace, stream);
+      return forward_typed<Bf16>(g, x, w, y, epilogue, workspace, stream, version);
     case Element::f16:
-      return forward_typed<F16>(g, x, w, y, epilogue, workspace, stream);
+      return forward_typed<F16>(g, x, w, y, epilogue, workspace, stream, version);
   }
 }
 
 void backward_data(const Conv2dGeometry& g, Element type, const void* dy, const void* w, void* dx,
-                   gpu::Stream stream) {
+                   gpu::Stream stream, Version version) {
   implicit_gemm::check_sizes(g);
   switch (type) {
     case Element::f32:
-      return data_typed<F32>(g, dy, w, dx, stream);
+      return data_typed<F32>(g, dy, w, dx, stream, version);
     case Element::bf16:
-      return data_typed<Bf16>(g, dy, w, dx, stream);
+      return data_typed<Bf16>(g, dy, w, dx, stream, version);
     case Element::f16:
-      return data_typed<F16>(g, dy, w, dx, stream);
+      return data_typed<F16>(g, dy, w, dx, stream, version);
   }
 }
 

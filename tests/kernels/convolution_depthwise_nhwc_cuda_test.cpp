@@ -33,6 +33,7 @@
 #include "core/float16.h"
 #include "core/random.h"
 #include "kernels/convolution/convolution.h"
+#include "kernels/convolution/convolution_depthwise_nhwc.h"
 #include "kernels/convolution/convolution_tc.h"
 #include "tests/kernels/convolution_test_util.h"
 #include "tests/support/cuda_test_util.h"
@@ -193,15 +194,23 @@ Problem make_problem(const Conv2dGeometry& g, Elem type, uint64_t seed) {
   return p;
 }
 
+namespace depthwise = cuda::depthwise_nhwc;
+
 // Every pass of p twice (bit-identical repeats), each tensor of the element type `offset` bytes
 // into its buffer. fp32 also in tf32 and bf16 math (depthwise has no GEMM: the same bits).
-void check_passes(Context& ctx, const Problem& p, size_t offset) {
+// version best: through the dispatch, as the layers; else that version of the direct kernel
+// (depthwise::forward, ...; the filter gradient without the bias's).
+void check_passes(Context& ctx, const Problem& p, size_t offset,
+                  depthwise::Version version = depthwise::Version::best) {
   const Conv2dGeometry& g = p.g;
   const Elem type = p.type;
   const bool f32 = type == Elem::f32;
   const cuda::TcType tc = type == Elem::bf16 ? cuda::TcType::bf16 : cuda::TcType::f16;
   const int m = mantissa_bits(type);
-  const std::string what = describe(g) + " " + elem_name(type) + (offset ? " misaligned" : "");
+  const bool direct = version != depthwise::Version::best;
+  const depthwise::Element element = f32 ? depthwise::Element::f32 : depthwise::element_of(tc);
+  const std::string what = describe(g) + " " + elem_name(type) + (offset ? " misaligned" : "") +
+                           (direct ? std::string(" ") + depthwise::version_name(version) : "");
   const size_t eb = elem_bytes(type), ys = p.y.size(), xs = p.dx.size(), ws = p.dw.size();
   DeviceBuffer x(xs * eb), w(ws * eb), dy(ys * eb), residual(ys * eb), y(ys * eb), dx(xs * eb),
       bias(size_t(g.K) * 4), dw(ws * 4), db(size_t(g.K) * 4), stats(size_t(g.K) * 8);
@@ -227,7 +236,13 @@ void check_passes(Context& ctx, const Problem& p, size_t offset) {
   for (int run = 0; run < 4; ++run) {
     y.upload(y_nan.data(), ys * eb, offset);
     work.upload(poison.data(), work_bytes);
-    if (f32) {
+    if (direct) {
+      if (run >= 2) break;
+      cuda::TcEpilogue plain;
+      plain.bias = f32 ? static_cast<const float*>(bias.at()) : nullptr;
+      depthwise::forward(g, element, x.at(offset), w.at(offset), y.at(offset), plain, work.at(), s,
+                         version);
+    } else if (f32) {
       const GemmMath math = run < 2 ? GemmMath::fp32 : run == 2 ? GemmMath::tf32 : GemmMath::bf16;
       cuda::conv2d_forward_nhwc(
           g, static_cast<const float*>(x.at(offset)), static_cast<const float*>(w.at(offset)),
@@ -267,7 +282,13 @@ void check_passes(Context& ctx, const Problem& p, size_t offset) {
       work.upload(poison.data(), work_bytes);
       stats.upload(stats_nan.data(), stats_nan.size());
       fused.residual = run < 2 ? residual.at(offset) : y.at(offset);
-      cuda::conv2d_tc_forward(g, tc, x.at(offset), w.at(offset), y.at(offset), fused, work.at(), s);
+      if (direct) {
+        depthwise::forward(g, element, x.at(offset), w.at(offset), y.at(offset), fused, work.at(),
+                           s, version);
+      } else {
+        cuda::conv2d_tc_forward(g, tc, x.at(offset), w.at(offset), y.at(offset), fused, work.at(),
+                                s);
+      }
       const std::vector<uint8_t> got = y.download(ys * eb, offset);
       const std::vector<uint8_t> sums = stats.download(size_t(g.K) * 8);
       if (run > 0) {
@@ -294,7 +315,9 @@ void check_passes(Context& ctx, const Problem& p, size_t offset) {
 
   for (int run = 0; run < 2; ++run) {
     dx.upload(dx_nan.data(), xs * eb, offset);
-    if (f32) {
+    if (direct) {
+      depthwise::backward_data(g, element, dy.at(offset), w.at(offset), dx.at(offset), s, version);
+    } else if (f32) {
       cuda::conv2d_backward_data_nhwc(g, static_cast<const float*>(dy.at(offset)),
                                       static_cast<const float*>(w.at(offset)),
                                       static_cast<float*>(dx.at(offset)), fw, s);
@@ -316,7 +339,10 @@ void check_passes(Context& ctx, const Problem& p, size_t offset) {
     dw.upload(p.dw0.data(), ws * 4), db.upload(p.db0.data(), size_t(g.K) * 4);
     work.upload(poison.data(), work_bytes);
     auto* dwf = static_cast<float*>(dw.at());
-    if (f32) {
+    if (direct) {
+      depthwise::backward_filter(g, element, x.at(offset), dy.at(offset), dwf, work.at(), s,
+                                 version);
+    } else if (f32) {
       cuda::conv2d_backward_filter_nhwc(g, static_cast<const float*>(x.at(offset)),
                                         static_cast<const float*>(dy.at(offset)), dwf,
                                         static_cast<float*>(db.at()), fw, s);
@@ -331,7 +357,7 @@ void check_passes(Context& ctx, const Problem& p, size_t offset) {
     first = got;
     expect_within(what + " backward filter", decode(got, Elem::f32), p.dw,
                   bounds(p.dw, p.dw_abs, 0, npq + 1), g.R * g.S);
-    if (f32) {
+    if (f32 && !direct) {
       expect_within(what + " backward bias", decode(db.download(size_t(g.K) * 4), Elem::f32), p.db,
                     bounds(p.db, p.db_abs, 0, npq + 1), g.K);
     }
@@ -359,6 +385,12 @@ const std::vector<Conv2dGeometry>& geometries() {
       {2, 16, 13, 13, 16, 7, 7, 3, 3, 2, 2, 1, 1, 16},  // 7x7 stride 2
       {8, 32, 32, 32, 32, 3, 3, 1, 1, 1, 1, 1, 1, 32},  // N*P*Q = 8192: several slices
       {2, 16, 12, 11, 16, 5, 3, 2, 1, 1, 1, 1, 1, 16},  // 5x3: filter rows in 2 groups
+      {2, 40, 11, 13, 40, 5, 5, 2, 2, 1, 1, 1, 1, 40},  // 5x5 stride 1 (filter v3: 4 channels)
+      {1, 6, 9, 7, 6, 7, 7, 3, 3, 1, 1, 1, 1, 6},       // C = 6: bf16 filter v3 (2 channels) only
+      {1, 8, 5, 1030, 8, 3, 3, 1, 1, 1, 1, 1, 1, 8},    // halo tile: several tiles across a row
+      {1, 64, 9, 128, 64, 7, 7, 3, 3, 1, 1, 1, 1, 64},  // halo tile: wide rows, 7x7
+      {16, 64, 64, 64, 64, 3, 3, 1, 1, 1, 1, 1, 1, 64},  // pipelined tiles: several a block
+      {256, 16, 200, 4, 16, 3, 3, 1, 1, 1, 1, 1, 1, 16},  // filter bands: several a block
   };
   return all;
 }
@@ -369,6 +401,48 @@ TEST(ConvolutionDepthwiseNhwcCuda, EveryPassAgainstReference) {
   uint64_t seed = 4100;
   for (const Conv2dGeometry& g : geometries()) {
     for (Elem type : kElems) check_passes(ctx, make_problem(g, type, ++seed), 0);
+  }
+}
+
+// Every version of the direct kernel on every geometry (a version that does not take one runs v1),
+// and production's rule: a pass runs a version that takes it.
+TEST(ConvolutionDepthwiseNhwcCuda, EveryVersionAgainstReference) {
+  CREMA_REQUIRE_CUDA();
+  Context ctx(Device::cuda(0));
+  uint64_t seed = 4500;
+  for (const Conv2dGeometry& g : geometries()) {
+    for (Elem type : kElems) {
+      const Problem p = make_problem(g, type, ++seed);
+      for (depthwise::Version v : {depthwise::Version::v1, depthwise::Version::v2,
+                                   depthwise::Version::v3, depthwise::Version::v4}) {
+        check_passes(ctx, p, 0, v);
+      }
+    }
+  }
+}
+
+TEST(ConvolutionDepthwiseNhwcCuda, VersionsTakeTheirGeometries) {
+  using depthwise::Element;
+  using depthwise::Pass;
+  using depthwise::Version;
+  const Conv2dGeometry dw3{64, 144, 56, 56, 144, 3, 3, 1, 1, 1, 1, 1, 1, 144};
+  const Conv2dGeometry dw7{64, 96, 56, 56, 96, 7, 7, 3, 3, 1, 1, 1, 1, 96};
+  const Conv2dGeometry dilated{2, 40, 10, 9, 40, 3, 3, 2, 2, 1, 1, 2, 2, 40};
+  EXPECT_EQ(depthwise::runs(Pass::forward, dw3, Element::bf16, Version::v2), Version::v2);
+  EXPECT_EQ(depthwise::runs(Pass::forward, dilated, Element::bf16, Version::v2), Version::v1);
+  EXPECT_EQ(depthwise::runs(Pass::filter, dw3, Element::bf16, Version::v3), Version::v1);
+  EXPECT_EQ(depthwise::runs(Pass::filter, dw7, Element::bf16, Version::v3), Version::v3);
+  EXPECT_EQ(depthwise::runs(Pass::filter, dw7, Element::bf16, Version::v4), Version::v4);
+  EXPECT_EQ(depthwise::runs(Pass::filter, dilated, Element::f32, Version::v4), Version::v1);
+  EXPECT_EQ(depthwise::narrow_filter_channels(dw7, Element::bf16), 2);
+  EXPECT_EQ(depthwise::narrow_filter_channels(dw7, Element::f32), 2);
+  for (const Conv2dGeometry& g : geometries()) {
+    for (Element type : {Element::f32, Element::bf16, Element::f16}) {
+      for (Pass pass : {Pass::forward, Pass::data, Pass::filter}) {
+        const Version best = depthwise::choose(pass, g, type);
+        EXPECT_EQ(depthwise::runs(pass, g, type, Version::best), best) << describe(g);
+      }
+    }
   }
 }
 
