@@ -72,6 +72,18 @@ def layer_norm(x, weight, bias, layout):
     return y.permute(0, 3, 1, 2)
 
 
+def runs_in(args):
+    """The dtype and layout the op's rows run in, as their labels say: --dtype and --layout only
+    where the op takes them (peer_tensor_ops' ops are f32, as crema's calls; softmax f32, lrn
+    f32 nchw; activation, eltwise, dropout, concat have no layout)."""
+    if args.op in peer_tensor_ops.DEFAULT_SHAPES:
+        return "f32"
+    if args.op in peer_memory_ops.DEFAULT_SHAPES:
+        dtype, layout = peer_memory_ops.dtype_and_layout(args.op, DTYPES[args.dtype], args.layout)
+        return " ".join(p for p in ("f32" if dtype == torch.float32 else "bf16", layout) if p)
+    return f"{args.dtype} {args.layout}"  # layer-norm, global-pool: both
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("op", choices=sorted(DEFAULT_SHAPES))
@@ -85,7 +97,7 @@ def main():
     torch.manual_seed(0)
     peak = copy_gbps()
     print(f"peer: {torch.cuda.get_device_name(0)}, torch {torch.__version__}; copy bandwidth "
-          f"{peak:.0f} GB/s (the %peak column is of it); {args.op} {args.dtype} {args.layout}")
+          f"{peak:.0f} GB/s (the %peak column is of it); {args.op} {runs_in(args)}")
     pass_width = 6 if args.op in ("layer-norm", "global-pool") else 15
     print(f"{'shape':32s} {'pass':{pass_width}s} {'version':10s} {'ms':>10s} {'GB/s':>8s} "
           f"{'%peak':>6s}")

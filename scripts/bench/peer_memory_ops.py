@@ -40,11 +40,17 @@ class Rotation:
         return k
 
 
+def dtype_and_layout(op, dtype, layout):
+    """What op's rows run in: the dtype (crema's softmax and lrn take f32 only) and the layout
+    their labels name ("" where the op has none: only pooling takes --layout, lrn is nchw)."""
+    if op in ("softmax", "lrn"):
+        dtype = torch.float32
+    return dtype, layout if op == "pooling" else ("nchw" if op == "lrn" else "")
+
+
 def bench(op, text, dims, dtype, args, peak):
     """The rows of one op on one shape (dims: N,C,H,W, or softmax's N,C)."""
-    if op in ("softmax", "lrn"):
-        dtype = torch.float32  # crema's calls take f32 only
-    layout = args.layout if op == "pooling" else ("nchw" if op == "lrn" else "")
+    dtype, layout = dtype_and_layout(op, dtype, args.layout)
     fmt = torch.channels_last if layout == "nhwc" else torch.contiguous_format
     name = "f32" if dtype == torch.float32 else "bf16"
     size = torch.finfo(dtype).bits // 8

@@ -210,14 +210,18 @@ def main(argv=None):
                       f"(exit status {run.returncode}; stderr: {run.stderr.strip()[-300:]})")
                 failed += len(rows) or 1
                 continue
-            print(f"  {'key':<28} {'documented':>12} {'measured':>12} {'deviation':>10}  verdict")
-            for row in rows:
-                for key, documented in expand(header, row, keys, value):
-                    got = match(measured, key)
-                    dev, verdict = compare(documented, got, value, args.tolerance)
-                    failed += not verdict.startswith("PASS")
-                    print(f"  {' / '.join(key)[:28]:<28} {norm(documented):>12} "
-                          f"{got if got is not None else '-':>12} {dev:>10}  {verdict}")
+            # Keys printed whole (rows that differ only past a fixed width stay apart).
+            compared = [(key, documented) for row in rows
+                        for key, documented in expand(header, row, keys, value)]
+            width = max([28] + [len(" / ".join(key)) for key, _ in compared])
+            print(f"  {'key':<{width}} {'documented':>12} {'measured':>12} {'deviation':>10}"
+                  f"  verdict")
+            for key, documented in compared:
+                got = match(measured, key)
+                dev, verdict = compare(documented, got, value, args.tolerance)
+                failed += not verdict.startswith("PASS")
+                print(f"  {' / '.join(key):<{width}} {norm(documented):>12} "
+                      f"{got if got is not None else '-':>12} {dev:>10}  {verdict}")
     if not args.list:
         print(f"\n{'all rows reproduced' if failed == 0 else f'{failed} row(s) failed'}"
               f" (tolerance {100 * args.tolerance:.0f}%)")

@@ -126,6 +126,20 @@ class EndToEnd(unittest.TestCase):
         self.assertIn("+1.9%  PASS", out)
         self.assertIn("all rows reproduced", out)
 
+    def test_long_keys_print_whole(self):
+        status, out = run_on("""
+            <!-- reproduce: {python} {crema} bench pooling; key: shape, pass, version; value: ms -->
+            | shape | pass | version | ms |
+            | --- | --- | --- | ---: |
+            | 64,64,112,112 f32 nchw | max 3x3s2p1 fwd | per_element | 0.1360 |
+            | 64,64,112,112 f32 nchw | max 3x3s2p1 fwd | channel_vectors | 0.5 |
+            """, BENCH)
+        self.assertEqual(status, 1)
+        self.assertRegex(out, r"  64,64,112,112 f32 nchw / max 3x3s2p1 fwd / per_element +0.1360 "
+                              r"+0.1360 +\+0.0%  PASS")
+        self.assertRegex(out, r"  64,64,112,112 f32 nchw / max 3x3s2p1 fwd / channel_vectors +0.5 "
+                              r"+- +-  FAIL \(measured '-' is not a number\)")
+
     def test_no_table_in_the_output(self):
         status, out = run_on("""
             <!-- reproduce: {python} {ladder}; key: rung; value: TFLOP/s -->
