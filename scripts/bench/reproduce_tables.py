@@ -26,6 +26,10 @@ Parsing (scripts/bench/README.md says more):
   up to the first blank line are its rows.
 
     scripts/bench/reproduce_tables.py [README...] [--ladder PATH] [--crema PATH] [--list]
+                                      [--fill-tbd]
+
+--fill-tbd writes the run's numbers into the rows documented as TBD (each TBD cell of such a row
+whose column the output also has): a new table's first measurement; run again to reproduce it.
 
 Without README arguments: every kernels/*/README.md (and kernels/*/ladder/README.md).
 """
@@ -133,8 +137,8 @@ def split_fixed(line, columns):
     return {name: " ".join(words) for name, words in fields.items()}
 
 
-def parse_output(text, keys, value):
-    """{key tuple: value text} of the first output table whose header names every column."""
+def parse_output_fields(text, keys, value):
+    """{key tuple: {column: text}} of the first output table whose header names every column."""
     lines = text.splitlines()
     wanted = keys + [value]
     for i, line in enumerate(lines):
@@ -147,9 +151,43 @@ def parse_output(text, keys, value):
             if not data.strip():
                 break
             f = split_fixed(data, columns)
-            rows.setdefault(tuple(norm(f[k]) for k in keys), f[value])
+            rows.setdefault(tuple(norm(f[k]) for k in keys), f)
         return rows
     return None
+
+
+def parse_output(text, keys, value):
+    """{key tuple: value text} of the first output table whose header names every column."""
+    fields = parse_output_fields(text, keys, value)
+    return None if fields is None else {k: f[value] for k, f in fields.items()}
+
+
+def fill_tbd(path, line, header, keys, value, measured_fields):
+    """Writes measured cells into the README table at `line` (its comment's line, 1-based):
+    in each row whose value cell is TBD, every TBD cell whose column the output also has.
+    Returns how many rows it filled."""
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    filled = 0
+    i = line + 1  # the header is lines[line]; lines[line + 1] the rule
+    while i + 1 < len(lines) and lines[i + 1].strip().startswith("|"):
+        i += 1
+        cells = [c.strip() for c in lines[i].strip().strip("|").split("|")]
+        cell = dict(zip(header, cells))
+        if norm(cell.get(value, "")) != "TBD":
+            continue
+        key = tuple(norm(cell.get(k, "")) for k in keys)
+        got = match(measured_fields, key) if measured_fields else None
+        if got is None:
+            continue
+        for j, name in enumerate(header):
+            if j < len(cells) and norm(cells[j]) == "TBD" and got.get(name):
+                cells[j] = got[name]
+        lines[i] = "| " + " | ".join(cells) + " |"
+        filled += 1
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines))
+    return filled
 
 
 def match(measured, key):
@@ -189,6 +227,8 @@ def main(argv=None):
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--tolerance", type=float, default=0.05)
     ap.add_argument("--list", action="store_true", help="print the commands, run nothing")
+    ap.add_argument("--fill-tbd", action="store_true",
+                    help="write this run's numbers into the rows documented as TBD")
     args = ap.parse_args(argv)
     root = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
     readmes = args.readmes or sorted(glob.glob(os.path.join(root, "kernels", "*", "README.md")) +
@@ -204,7 +244,8 @@ def main(argv=None):
             if args.list:
                 continue
             run = subprocess.run(argv_cmd, capture_output=True, text=True)
-            measured = parse_output(run.stdout, keys, value)
+            fields = parse_output_fields(run.stdout, keys, value)
+            measured = None if fields is None else {k: f[value] for k, f in fields.items()}
             if measured is None:
                 print(f"  FAIL: no table with columns {keys + [value]} in the output "
                       f"(exit status {run.returncode}; stderr: {run.stderr.strip()[-300:]})")
@@ -222,6 +263,9 @@ def main(argv=None):
                 failed += not verdict.startswith("PASS")
                 print(f"  {' / '.join(key):<{width}} {norm(documented):>12} "
                       f"{got if got is not None else '-':>12} {dev:>10}  {verdict}")
+            if args.fill_tbd and any(norm(d) == "TBD" for _, d in compared):
+                n = fill_tbd(path, line, header, keys, value, fields)
+                print(f"  --fill-tbd: {n} row(s) written into {os.path.relpath(path, root)}")
     if not args.list:
         print(f"\n{'all rows reproduced' if failed == 0 else f'{failed} row(s) failed'}"
               f" (tolerance {100 * args.tolerance:.0f}%)")

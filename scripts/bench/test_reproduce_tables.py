@@ -46,8 +46,9 @@ BENCH = ("copy bandwidth (device to device, read + write): 4047 GB/s; the %peak 
          + "\nmore text after the table 9.9\n")
 
 
-def run_on(readme_text, output, extra=()):
-    """main() on a README holding readme_text, with {ladder} a script that prints output."""
+def run_on(readme_text, output, extra=(), after=None):
+    """main() on a README holding readme_text, with {ladder} a script that prints output;
+    after(README text) sees the file once main() has run."""
     with tempfile.TemporaryDirectory() as tmp:
         fake = os.path.join(tmp, "fake.py")
         with open(fake, "w") as f:
@@ -58,6 +59,9 @@ def run_on(readme_text, output, extra=()):
         out = io.StringIO()
         with redirect_stdout(out):
             status = rt.main([readme, "--ladder", fake, "--crema", fake, *extra])
+        if after is not None:
+            with open(readme) as f:
+                after(f.read())
         return status, out.getvalue()
 
 
@@ -111,6 +115,25 @@ class EndToEnd(unittest.TestCase):
         self.assertIn("row missing", line("t4 wgmma_pipelined / tf32"))
         self.assertIn("not a number", line("t5 wgmma_repacked / tf32"))
         self.assertIn("3 row(s) failed", out)
+
+    def test_fill_tbd_writes_the_measured_cells_of_tbd_rows(self):
+        table = """
+            <!-- reproduce: {python} {crema} bench activation; key: shape, pass; value: ms -->
+            | shape | pass | version | ms | GB/s | PyTorch ms |
+            | --- | --- | --- | ---: | ---: | ---: |
+            | 64,256,56,56 f32 | relu fwd | TBD | TBD | TBD | TBD |
+            | 64,256,56,56 f32 | gelu_tanh bwd | vectorized | 0.160 | 3,850 | 0.2 |
+            | 64,256,56,56 f32 | tanh fwd | TBD | TBD | TBD | |
+            """
+        written = []
+        status, out = run_on(table, BENCH, ["--fill-tbd"], after=written.append)
+        self.assertEqual(status, 1)  # this run still compares TBD: not a reproduction
+        self.assertIn("--fill-tbd: 1 row(s) written", out)
+        self.assertIn("| 64,256,56,56 f32 | relu fwd | vectorized | 0.1070 | 3840.2 | TBD |",
+                      written[0])  # a column the output lacks stays TBD
+        self.assertIn("| 64,256,56,56 f32 | tanh fwd | TBD | TBD | TBD | |", written[0])
+        status, out = run_on(written[0], BENCH)
+        self.assertIn("+0.0%  PASS", out)
 
     def test_time_column_and_all_pass(self):
         status, out = run_on("""
