@@ -93,9 +93,9 @@ namespace cuda {
 //   op_tensor  elementwise: one thread per element of C, B's offset decoded from the plan per
 //                element (grid-stride);
 //              row_vectors: C as rows of the plan's innermost axis (B's stride along it is 0 or
-//                1: one B value per row, or a row of B), a block per 1024 vectors of a row, B's
-//                row offset decoded once per block, 16-byte loads and stores where aligned; rows
-//                shorter than kMinRow go the elementwise way.
+//                1: one B value per row, or a row of B), 32 to 256 threads per row and 4 items
+//                each (float4 where aligned), B's row offset decoded once per row; rows shorter
+//                than kMinRow go the elementwise way.
 enum class OpTensorVersion { elementwise, row_vectors, best = row_vectors };
 //   reduce_tensor  block_per_output: one block of 256 threads per output, each thread
 //                    accumulating every 256th reduced element in double, then a fixed tree;
@@ -110,7 +110,7 @@ enum class ReduceTensorVersion { block_per_output, split, best = split };
 //                       kernels/layout's 32 x 32 tiles, blending; any other takes index_map.
 enum class TransformVersion { index_map, tiled, best = tiled };
 // Rows (op_tensor's innermost plan axis) shorter than this take the elementwise kernel.
-constexpr int64_t kMinRow = 128;
+constexpr int64_t kMinRow = 32;
 
 void op_tensor(OpTensorOp op, const BroadcastPlan& plan, float alpha1, const float* a, float alpha2,
                const float* b, float beta, float* c, OpTensorVersion version, gpu::Stream stream);

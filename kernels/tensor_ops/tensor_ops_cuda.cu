@@ -3,9 +3,10 @@
 //                the plan per element: two 64-bit divisions per plan axis and element;
 //              row_vectors: C as rows of the plan's innermost axis, along which B's stride is 0
 //                (one B value per row: a per-channel B [1, C, 1, 1] on NCHW) or 1 (a row of B;
-//                a B of C's shape is one long row). Block (x, y) takes 1024 items (float4 where
-//                every row is 16-byte aligned, else floats) of row y, B's row offset decoded once;
-//                each thread issues its 4 items' loads before it computes.
+//                a B of C's shape is one long row). T threads per row (32 to 256, the fewest
+//                whose 4 items each cover it; short rows share a block), an item being a float4
+//                where every row is 16-byte aligned, else a float; B's row offset decoded once
+//                per row; each thread issues its 4 items' loads before it computes.
 //   transform_tensor  index_map: one thread per element of y (writes coalesced, reads gathered);
 //                     tiled: a batched transpose (NCHW <-> NHWC after the plan's merging) runs
 //                       kernels/layout's 32 x 32 shared-memory tiles with the blend.
@@ -69,23 +70,32 @@ __global__ void scale_kernel(int64_t n, float alpha, float* y) {
 // ---- op_tensor, row_vectors ------------------------------------------------------------------
 
 constexpr int kItemsPerThread = 4;
-constexpr int64_t kRowItems = int64_t(kThreads) * kItemsPerThread;  // per block and row
-constexpr int64_t kMaxRowBlocks = 65535;                            // grid.y
+constexpr int64_t kMaxRowBlocks = 65535;  // grid.y
 
 // C as `rows` rows of `inner` elements; row k's B elements start at offset_of(b_outer, k) and
 // step by b_stride (0: one value per row; 1: a row of B).
+// A block of kThreads serves 256 / row_threads rows side by side, row_threads (32 to 256, a
+// power of two) threads each: short rows (7 x 7, 14 x 14 planes) do not idle most of a block.
 struct RowPlan {
   IndexMap b_outer;
   int64_t rows;
   int64_t inner;
   int64_t b_stride;
+  int row_threads;
 };
 
 RowPlan rows_of(const BroadcastPlan& plan) {
-  RowPlan r{plan.b, 0, plan.b.shape[plan.b.ndim - 1], plan.b.stride[plan.b.ndim - 1]};
+  RowPlan r{plan.b, 0, plan.b.shape[plan.b.ndim - 1], plan.b.stride[plan.b.ndim - 1], kThreads};
   r.b_outer.ndim = plan.b.ndim - 1;
   r.rows = r.inner > 0 ? plan.count / r.inner : 0;
   return r;
+}
+
+// The fewest threads (32 .. kThreads) whose kItemsPerThread items each cover `items`.
+int row_threads_for(int64_t items) {
+  int threads = 32;
+  while (threads < kThreads && int64_t(threads) * kItemsPerThread < items) threads *= 2;
+  return threads;
 }
 
 // V consecutive floats at p (one 16-byte access when V = 4).
@@ -108,22 +118,25 @@ __device__ inline void store(float* p, const float (&v)[V]) {
   }
 }
 
-// Block (x, y) and its grid-stride rows: items x * kRowItems + t + j * kThreads (j < 4) of the
-// row, an item being V floats. The same arithmetic as op_tensor_kernel, element by element.
+// Block (x, y): thread t is lane t % T of row y * (256 / T) + t / T (T = row_threads; then every
+// gridDim.y * (256 / T) rows on) and takes items x * 4T + lane + j T (j < 4) of it, an item being
+// V floats. The same arithmetic as op_tensor_kernel, element by element.
 template <OpTensorOp kOp, int V>
 __global__ void op_tensor_rows(RowPlan plan, float alpha1, const float* a, float alpha2,
                                const float* b, float beta, float* c) {
   constexpr bool kUnary = kOp == OpTensorOp::sqrt || kOp == OpTensorOp::logical_not;
   const int64_t items = plan.inner / V;
-  const int64_t first = int64_t(blockIdx.x) * kRowItems + threadIdx.x;
-  for (int64_t row = blockIdx.y; row < plan.rows; row += gridDim.y) {
+  const int T = plan.row_threads, rows_per_block = kThreads / T;
+  const int64_t first = int64_t(blockIdx.x) * T * kItemsPerThread + int(threadIdx.x) % T;
+  for (int64_t row = int64_t(blockIdx.y) * rows_per_block + int(threadIdx.x) / T; row < plan.rows;
+       row += int64_t(gridDim.y) * rows_per_block) {
     const int64_t base = row * plan.inner;
     const float* br = kUnary ? nullptr : b + offset_of(plan.b_outer, row);
     const float b_row = kUnary || plan.b_stride != 0 ? 0.0f : alpha2 * br[0];
     float av[kItemsPerThread][V], bv[kItemsPerThread][V], cv[kItemsPerThread][V];
 #pragma unroll
     for (int j = 0; j < kItemsPerThread; ++j) {
-      const int64_t k = first + j * kThreads;
+      const int64_t k = first + j * T;
       if (k >= items) continue;
       load<V>(a + base + k * V, av[j]);
       if (!kUnary && plan.b_stride != 0) load<V>(br + k * V, bv[j]);
@@ -131,7 +144,7 @@ __global__ void op_tensor_rows(RowPlan plan, float alpha1, const float* a, float
     }
 #pragma unroll
     for (int j = 0; j < kItemsPerThread; ++j) {
-      const int64_t k = first + j * kThreads;
+      const int64_t k = first + j * T;
       if (k >= items) continue;
       float out[V];
 #pragma unroll
@@ -151,13 +164,15 @@ bool aligned16(const void* p) {
 }
 
 template <OpTensorOp kOp>
-void launch_rows(const RowPlan& r, float alpha1, const float* a, float alpha2, const float* b,
-                 float beta, float* c, gpu::Stream stream) {
+void launch_rows(RowPlan r, float alpha1, const float* a, float alpha2, const float* b, float beta,
+                 float* c, gpu::Stream stream) {
   const bool b_row = !detail::op_tensor_unary(kOp) && r.b_stride != 0;
   const bool vectors = r.inner % 4 == 0 && aligned16(a) && aligned16(c) && (!b_row || aligned16(b));
   const int64_t items = vectors ? r.inner / 4 : r.inner;
-  const dim3 grid(unsigned(ceil_div(items, kRowItems)),
-                  unsigned(r.rows < kMaxRowBlocks ? r.rows : kMaxRowBlocks));
+  r.row_threads = row_threads_for(items);
+  const int64_t row_blocks = ceil_div(r.rows, kThreads / r.row_threads);
+  const dim3 grid(unsigned(ceil_div(items, int64_t(r.row_threads) * kItemsPerThread)),
+                  unsigned(row_blocks < kMaxRowBlocks ? row_blocks : kMaxRowBlocks));
   if (vectors) {
     op_tensor_rows<kOp, 4><<<grid, kThreads, 0, stream>>>(r, alpha1, a, alpha2, b, beta, c);
   } else {

@@ -38,8 +38,8 @@ std::vector<float> values_at(Context& ctx, const Tensor& buffer, int offset) {
   return {all.begin() + offset, all.end()};
 }
 
-// (C, B) whose plan's innermost axis is a row of at least kMinRow: B per row ([1, C, 1, 1]), a row
-// of B, B of C's shape (one row), rows of 4k and of odd length.
+// (C, B) whose plan's innermost axis is a row of at least kMinRow (32): B per row ([1, C, 1, 1]),
+// a row of B, B of C's shape (one row), rows of 4k and of odd length, long rows and short ones.
 const std::vector<testing::BroadcastCase> kRowCases = {
     {{2, 3, 20, 28}, {1, 3, 1, 1}},    // rows of 560 (float4), one B value per row
     {{3, 5, 131}, {1, 5, 1}},          // rows of 131 (floats)
@@ -48,6 +48,9 @@ const std::vector<testing::BroadcastCase> kRowCases = {
     {{5003}, {5003}},                  // B of C's shape: one odd row
     {{3, 2, 1100}, {3, 2, 1100}},      // one row of 6600 (float4), several blocks
     {{2, 600}, {1, 1}},                // B one value
+    {{4, 6, 7, 7}, {1, 6, 1, 1}},      // rows of 49: 32 threads a row, 8 rows a block
+    {{3, 5, 14, 14}, {1, 5, 1, 1}},    // rows of 196 (49 float4): 32 threads a row
+    {{2, 3, 40}, {2, 3, 1}},           // rows of 40 (10 float4)
 };
 
 TEST(TensorOpsPathsCuda, OpTensorRowsMatchReference) {
