@@ -217,15 +217,31 @@ int bench_scale(Context& ctx, const Options& options, std::ostream& out) {
       const size_t k = size_t(i % copies);
       kernels::scale_forward(ctx, xs[k], &scale, &bias, 1, 1, ys[k]);
     });
-    auto sums = [&](size_t k) {
-      kernels::channel_reduce(ctx, dys[k], &xs[k], 1, 1, false, dscale);
-      kernels::channel_reduce(ctx, dys[k], nullptr, 1, 1, false, dbias);
-    };
-    sums(0);
-    Row bwd =
-        row_for(s, "bwd sums", "split", worst_error(ctx, {&dscale, &dbias}, {&ds_ref, &db_ref}),
-                tolerance_of(DType::f32), 2 * tensor);
-    time_row(ctx, options, table, bwd, [&](int i) { sums(size_t(i % copies)); });
+    using V = kernels::cuda::ReduceVersion;
+    const Versions<V> versions = pick_versions<V>(
+        options, "scale",
+        {{"block_per_channel", V::block_per_channel}, {"split", V::split}, {"planes", V::planes}});
+    for (const auto& [name, version] : versions) {
+      const V v = version;
+      const size_t bytes = kernels::cuda::channel_reduce_workspace_bytes(s.N, s.C, inner, v);
+      Tensor workspace = ctx.empty({int64_t(bytes / sizeof(float)) + 1});
+      auto sums = [&, v](size_t k) {
+        kernels::cuda::channel_reduce(s.N, s.C, inner, dys[k].data<float>(), xs[k].data<float>(),
+                                      false, dscale.data<float>(), workspace.data<float>(), v,
+                                      ctx.stream());
+        kernels::cuda::channel_reduce(
+            s.N, s.C, inner, dys[k].data<float>(), static_cast<const float*>(nullptr), false,
+            dbias.data<float>(), workspace.data<float>(), v, ctx.stream());
+      };
+      kernels::fill(ctx, dscale, std::numeric_limits<float>::quiet_NaN());
+      kernels::fill(ctx, dbias, std::numeric_limits<float>::quiet_NaN());
+      sums(0);
+      Row bwd =
+          row_for(s, "bwd sums", name, worst_error(ctx, {&dscale, &dbias}, {&ds_ref, &db_ref}),
+                  tolerance_of(DType::f32), 2 * tensor);
+      bwd.workspace_bytes = double(bytes);
+      time_row(ctx, options, table, bwd, [&](int i) { sums(size_t(i % copies)); });
+    }
   }
   return table.status();
 }
