@@ -15,7 +15,8 @@
 //                                      that about 2^18 threads run;
 //                     with S = 1 the unit writes its output; otherwise it stores a partial in the
 //                     workspace and a second kernel combines each output's S partials, a warp per
-//                     output (lane l takes chunks l, l + 32, ..., then the butterfly).
+//                     output (lane l takes chunks l, l + 32, ..., then the butterfly), or a block
+//                     per output from 512 partials on (then the 8 warps in order).
 //
 // Both are deterministic: every element is combined by a fixed unit in a fixed order, so the
 // same inputs give the same bits on every run, grid and device (no atomics). Sums accumulate in
@@ -37,9 +38,13 @@ using detail::Reduced;
 
 constexpr int kReduceThreads = 256;
 constexpr int kWarpsPerBlock = kReduceThreads / 32;
-// Elements a warp reduces into one partial (lanes along r); a multiple of 4, so every chunk of a
-// 16-byte-aligned row starts 16-byte aligned.
-constexpr int64_t kWarpChunk = 8192;
+// Lanes along r: a warp reduces a chunk of a multiple of kWarpChunk elements (a multiple of 4, so
+// every chunk of a 16-byte-aligned row starts 16-byte aligned: one round of four float4 loads per
+// lane), as few multiples as give about kTargetUnits (output, chunk) units over the whole tensor:
+// the amax of 51M floats is 4182 warps of 12288 elements, one wave on an H100/H200 (a unit per
+// warp; more, shorter chunks would lengthen the combine, fewer leave a second, mostly idle wave).
+constexpr int64_t kWarpChunk = 2048;
+constexpr int64_t kTargetUnits = 4096;
 // Lanes along o: at least this many elements per thread, and about kTargetThreads threads.
 constexpr int64_t kThreadChunk = 128;
 constexpr int64_t kTargetThreads = int64_t(1) << 18;
@@ -214,22 +219,65 @@ __global__ void reduce_lanes_along_o(Split p, const float* __restrict__ x) {
   }
 }
 
-// The second pass: warp w combines output w's S partials (lane l: chunks l, l + 32, ..., then
-// the butterfly) and writes it.
+// The second pass, for output o: thread t of its `threads` (a warp, or the block when S is
+// large: one output of 51M elements leaves 6272 partials) combines partials t, t + threads, ...
+// in order, eight loads in flight, then the threads' results are combined in a fixed tree.
 template <ReduceOp kOp>
-__global__ void reduce_combine_partials(Split p) {
+__device__ inline Reduced<double> combine_strided(const Split& p, int64_t o, int t, int threads) {
+  constexpr int kInFlight = 8;
+  const Reduced<double>* row = p.partials + o * p.S;
+  Reduced<double> acc = detail::reduce_identity<double>(kOp);
+  for (int64_t s0 = t; s0 < p.S; s0 += int64_t(threads) * kInFlight) {
+    Reduced<double> q[kInFlight];
+#pragma unroll
+    for (int j = 0; j < kInFlight; ++j) {
+      const int64_t s = s0 + int64_t(j) * threads;
+      q[j] = s < p.S ? row[s] : detail::reduce_identity<double>(kOp);
+    }
+#pragma unroll
+    for (int j = 0; j < kInFlight; ++j) acc = detail::reduce_combine<double>(kOp, acc, q[j]);
+  }
+  return acc;
+}
+
+// A warp per output.
+template <ReduceOp kOp>
+__global__ void reduce_combine_warps(Split p) {
   const int lane = int(threadIdx.x) % 32;
   const int64_t warps = int64_t(gridDim.x) * kWarpsPerBlock;
   for (int64_t o = int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32; o < p.plan.outputs;
        o += warps) {
-    Reduced<double> acc = detail::reduce_identity<double>(kOp);
-    for (int64_t s = lane; s < p.S; s += 32) {
-      acc = detail::reduce_combine<double>(kOp, acc, p.partials[o * p.S + s]);
-    }
-    acc = warp_combine<kOp>(acc);
+    const Reduced<double> acc = warp_combine<kOp>(combine_strided<kOp>(p, o, lane, 32));
     if (lane == 0) write_output<kOp>(p, o, acc);
   }
 }
+
+// A block per output: the warps' results combined in warp order by warp 0.
+template <ReduceOp kOp>
+__global__ void reduce_combine_blocks(Split p) {
+  __shared__ double values[kWarpsPerBlock];
+  __shared__ long long index_of[kWarpsPerBlock];
+  const int lane = int(threadIdx.x) % 32, warp = int(threadIdx.x) / 32;
+  for (int64_t o = blockIdx.x; o < p.plan.outputs; o += gridDim.x) {
+    Reduced<double> acc =
+        warp_combine<kOp>(combine_strided<kOp>(p, o, int(threadIdx.x), kReduceThreads));
+    if (lane == 0) {
+      values[warp] = acc.value;
+      index_of[warp] = acc.index;
+    }
+    __syncthreads();
+    if (warp == 0) {
+      acc = lane < kWarpsPerBlock ? Reduced<double>{values[lane], index_of[lane]}
+                                  : detail::reduce_identity<double>(kOp);
+      acc = warp_combine<kOp>(acc);
+      if (lane == 0) write_output<kOp>(p, o, acc);
+    }
+    __syncthreads();  // the arrays are reused by the next output
+  }
+}
+
+// Partials per output from which a block, not a warp, combines them.
+constexpr int64_t kBlockCombineFrom = 512;
 
 int grid_of(int64_t units, int64_t per_block) {
   return int(blocks_for(units, int(per_block), kMaxBlocks));
@@ -250,8 +298,11 @@ SplitShape reduce_split_shape(const ReducePlan& plan, const float* x) {
   const int64_t count = plan.reduced_count, inner = r.shape[r.ndim - 1];
   shape.lanes_along_r = r.stride[r.ndim - 1] == 1 && inner >= 32;
   if (shape.lanes_along_r) {
-    shape.S = (count + kWarpChunk - 1) / kWarpChunk;
-    shape.chunk = shape.S > 1 ? kWarpChunk : count;
+    const int64_t per_unit = (plan.outputs * count + kTargetUnits - 1) / kTargetUnits;
+    const int64_t chunk = (per_unit + kWarpChunk - 1) / kWarpChunk * kWarpChunk;
+    shape.chunk = chunk > kWarpChunk ? chunk : kWarpChunk;
+    shape.S = (count + shape.chunk - 1) / shape.chunk;
+    if (shape.S <= 1) shape.chunk = count;
     shape.vectors = r.ndim == 1 && count % 4 == 0 && (reinterpret_cast<uintptr_t>(x) & 15u) == 0;
   } else {
     const int64_t by_work = (count + kThreadChunk - 1) / kThreadChunk;
@@ -274,8 +325,11 @@ void launch_split(const Split& p, const SplitShape& shape, const float* x, gpu::
     reduce_lanes_along_o<kOp><<<grid_of(units, kReduceThreads), kReduceThreads, 0, stream>>>(p, x);
   }
   gpu::check_launch("reduce_tensor (split)");
-  if (p.S > 1) {
-    reduce_combine_partials<kOp>
+  if (p.S >= kBlockCombineFrom) {
+    reduce_combine_blocks<kOp><<<grid_of(p.plan.outputs, 1), kReduceThreads, 0, stream>>>(p);
+    gpu::check_launch("reduce_tensor (split, combine)");
+  } else if (p.S > 1) {
+    reduce_combine_warps<kOp>
         <<<grid_of(p.plan.outputs, kWarpsPerBlock), kReduceThreads, 0, stream>>>(p);
     gpu::check_launch("reduce_tensor (split, combine)");
   }

@@ -109,8 +109,8 @@ const std::vector<testing::ReduceCase> kSplitCases = {
     {{1, 1, 1, 1}, {1, 1, 1, 1}},   // one element, reduced over nothing
     {{1}, {1}},                     //
     {{4, 3, 8, 16}, {4, 3, 1, 1}},  // sum over H x W: rows of 128, float4, one chunk
-    {{5, 8193}, {5, 1}},            // rows of 8193: two chunks, floats
-    {{2, 20000}, {2, 1}},           // three chunks, float4, a short last chunk
+    {{5, 8193}, {5, 1}},            // rows of 8193: 5 chunks of 2048, floats
+    {{2, 20000}, {2, 1}},           // 10 chunks of 2048, float4, a short last one
     {{3, 7, 9}, {3, 1, 1}},         // a run of 63: lanes along r, floats
     {{6, 5, 7}, {6, 5, 1}},         // runs of 7: lanes along o
     {{40000, 3}, {1, 3}},           // reduced stride 3: lanes along o, many chunks
@@ -172,8 +172,9 @@ TEST(TensorOpsPathsCuda, ReduceSplitOverTenMillionElements) {
   CREMA_REQUIRE_CUDA();
   Context ctx(Device::cuda(0));
   Random rng(34);
-  // all: an odd count (floats), 1220 chunks of 8192 and a short one; sums of 10^7 terms.
-  // rows: 5 outputs of 2000004 (float4), 245 chunks each.
+  // all: an odd count (floats), 2441 chunks of 4096 and a short one (combined by a block); sums
+  // of 10^7 terms.
+  // rows: 5 outputs of 2000004 (float4), 489 chunks of 4096 each (combined by a warp).
   const testing::ReduceCase all{{10000019}, {1}}, rows{{5, 2000004}, {5, 1}};
   for (ReduceOp op : {ReduceOp::sum, ReduceOp::max, ReduceOp::min, ReduceOp::amax, ReduceOp::avg,
                       ReduceOp::norm1, ReduceOp::norm2}) {
