@@ -122,8 +122,9 @@ __device__ inline void store(float* p, const float (&v)[V]) {
 // gridDim.y * (256 / T) rows on) and takes items x * 4T + lane + j T (j < 4) of it, an item being
 // V floats. The same arithmetic as op_tensor_kernel, element by element.
 template <OpTensorOp kOp, int V>
-__global__ void op_tensor_rows(RowPlan plan, float alpha1, const float* a, float alpha2,
-                               const float* b, float beta, float* c) {
+__global__ void __launch_bounds__(kThreads, 4)
+    op_tensor_rows(RowPlan plan, float alpha1, const float* a, float alpha2, const float* b,
+                   float beta, float* c) {
   constexpr bool kUnary = kOp == OpTensorOp::sqrt || kOp == OpTensorOp::logical_not;
   const int64_t items = plan.inner / V;
   const int T = plan.row_threads, rows_per_block = kThreads / T;
@@ -133,26 +134,26 @@ __global__ void op_tensor_rows(RowPlan plan, float alpha1, const float* a, float
     const int64_t base = row * plan.inner;
     const float* br = kUnary ? nullptr : b + offset_of(plan.b_outer, row);
     const float b_row = kUnary || plan.b_stride != 0 ? 0.0f : alpha2 * br[0];
-    float av[kItemsPerThread][V], bv[kItemsPerThread][V], cv[kItemsPerThread][V];
+    // A's and B's items in flight first; C's prior values (beta != 0, the rare case) item by item.
+    float av[kItemsPerThread][V], bv[kItemsPerThread][V];
 #pragma unroll
     for (int j = 0; j < kItemsPerThread; ++j) {
       const int64_t k = first + j * T;
       if (k >= items) continue;
       load<V>(a + base + k * V, av[j]);
       if (!kUnary && plan.b_stride != 0) load<V>(br + k * V, bv[j]);
-      if (beta != 0.0f) load<V>(c + base + k * V, cv[j]);
     }
 #pragma unroll
     for (int j = 0; j < kItemsPerThread; ++j) {
       const int64_t k = first + j * T;
       if (k >= items) continue;
-      float out[V];
+      float prior[V] = {}, out[V];
+      if (beta != 0.0f) load<V>(c + base + k * V, prior);
 #pragma unroll
       for (int e = 0; e < V; ++e) {
         const float bval = kUnary ? 0.0f : (plan.b_stride != 0 ? alpha2 * bv[j][e] : b_row);
-        const float prior = beta != 0.0f ? cv[j][e] : 0.0f;
-        out[e] =
-            detail::blend(1.0f, detail::op_tensor_apply(kOp, alpha1 * av[j][e], bval), beta, prior);
+        out[e] = detail::blend(1.0f, detail::op_tensor_apply(kOp, alpha1 * av[j][e], bval), beta,
+                               prior[e]);
       }
       store<V>(c + base + k * V, out);
     }
