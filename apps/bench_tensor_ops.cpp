@@ -1,9 +1,11 @@
 // crema bench op-tensor | reduce-tensor | transform-tensor | scale | cast | layout: the tensor
 // operations (cuDNN's cudnnOpTensor, cudnnReduceTensor, cudnnTransformTensor), the Scale layer's
-// per-channel multiply, dtype casts and NCHW <-> NHWC, through their Tensor-level calls, checked
-// against ref<double> (or, for cast and layout, the exact result: tolerance 0), then timed. The
-// %peak column is of the copy bandwidth, measured first; bytes are the fewest one call must move
-// (T: one tensor's bytes).
+// per-channel multiply, dtype casts and NCHW <-> NHWC, checked against ref<double> (or, for
+// cast, layout and transform, the exact result: tolerance 0), then timed. op-tensor,
+// reduce-tensor, transform-tensor and scale's sums call every CUDA version (or --version's) on
+// the plan the Tensor-level call would build, so one run shows each rung beside production's
+// (`best`); the others go through their Tensor-level calls. The %peak column is of the copy
+// bandwidth, measured first; bytes are the fewest one call must move (T: one tensor's bytes).
 //
 //   op-tensor         add: c = a + b, b [1, C, 1, 1] broadcast (2T: a read, c written);
 //                     mul: c = a * b, b of c's shape (3T)
