@@ -65,8 +65,9 @@ __global__ void im2col_rows(Patches g, int images, const float* __restrict__ im,
                             float* __restrict__ col, int64_t ldcol, bool vectors) {
   const int PQ = g.P * g.Q, RS = g.R * g.S, rows = g.C * RS;
   const int cols = images * PQ;
-  const int j0 = kColumnsPerThread * int(blockIdx.x * blockDim.x + threadIdx.x);
-  if (j0 >= cols) return;
+  const int64_t first = kColumnsPerThread * (int64_t(blockIdx.x) * blockDim.x + threadIdx.x);
+  if (first >= cols) return;
+  const int j0 = int(first);
   const int n0 = j0 / PQ, p0 = (j0 - n0 * PQ) / g.Q, q0 = j0 - n0 * PQ - p0 * g.Q;
   for (int row = int(blockIdx.y); row < rows; row += int(gridDim.y)) {
     const int c = row / RS, r = (row - c * RS) / g.S, s = row - c * RS - r * g.S;
