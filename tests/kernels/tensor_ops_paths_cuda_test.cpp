@@ -193,7 +193,7 @@ TEST(TensorOpsPathsCuda, ReduceSplitSkipsNanLikeTheReference) {
   Random rng(35);
   const Shape xs{4, 9000}, ys{4, 1};
   std::vector<float> v = testing::random_values(rng, shape_numel(xs));
-  for (size_t i = 0; i < v.size(); i += 7) v[i] = testing::kNaN;      // first of each row: NaN
+  for (size_t i = 0; i < v.size(); i += 7) v[i] = testing::kNaN;      // every 7th, x[0, 0] first
   for (size_t i = 3 * 9000; i < v.size(); ++i) v[i] = testing::kNaN;  // row 3: NaN only
   const Tensor x = Tensor::from_vector(xs, v);
   for (ReduceOp op : {ReduceOp::max, ReduceOp::min, ReduceOp::amax}) {
