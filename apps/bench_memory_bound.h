@@ -6,9 +6,11 @@
 #include <functional>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "apps/bench.h"
+#include "core/error.h"
 #include "core/random.h"
 #include "core/tensor.h"
 
@@ -45,5 +47,23 @@ Table open_table(Context& ctx, const std::string& what, std::ostream& out);
 // when its check passed.
 void time_row(Context& ctx, const Options& options, Table& table, Row row,
               const std::function<void(int)>& launch);
+
+// An op's versions by name.
+template <class V>
+using Versions = std::vector<std::pair<std::string, V>>;
+
+// The versions --version picks: all of them when it is empty; crema::Error naming the op's
+// versions when it names none of them.
+template <class V>
+Versions<V> pick_versions(const Options& options, const std::string& op, const Versions<V>& all) {
+  if (options.version.empty()) return all;
+  std::string names;
+  for (const auto& v : all) {
+    if (v.first == options.version) return {v};
+    names += (names.empty() ? "" : ", ") + v.first;
+  }
+  throw Error("crema bench " + op + ": --version '" + options.version + "': no such version (" +
+              names + ")");
+}
 
 }  // namespace crema::bench

@@ -48,24 +48,6 @@ void poison(Context& ctx, std::vector<Tensor>& outputs) {
   for (Tensor& t : outputs) kernels::fill(ctx, t, std::numeric_limits<float>::quiet_NaN());
 }
 
-// An op's versions by name.
-template <class V>
-using Versions = std::vector<std::pair<std::string, V>>;
-
-// The versions --version picks: all of them when it is empty; crema::Error naming the op's
-// versions when it names none of them.
-template <class V>
-Versions<V> pick_versions(const Options& options, const std::string& op, const Versions<V>& all) {
-  if (options.version.empty()) return all;
-  std::string names;
-  for (const auto& v : all) {
-    if (v.first == options.version) return {v};
-    names += (names.empty() ? "" : ", ") + v.first;
-  }
-  throw Error("crema bench " + op + ": --version '" + options.version + "': no such version (" +
-              names + ")");
-}
-
 Layout layout_of(const Options& options) {
   return options.layout == "nhwc" ? Layout::nhwc : Layout::nchw;
 }

@@ -1,9 +1,11 @@
 // crema bench op-tensor | reduce-tensor | transform-tensor | scale | cast | layout: the tensor
 // operations (cuDNN's cudnnOpTensor, cudnnReduceTensor, cudnnTransformTensor), the Scale layer's
-// per-channel multiply, dtype casts and NCHW <-> NHWC, through their Tensor-level calls, checked
-// against ref<double> (or, for cast and layout, the exact result: tolerance 0), then timed. The
-// %peak column is of the copy bandwidth, measured first; bytes are the fewest one call must move
-// (T: one tensor's bytes).
+// per-channel multiply, dtype casts and NCHW <-> NHWC, checked against ref<double> (or, for
+// cast, layout and transform, the exact result: tolerance 0), then timed. op-tensor,
+// reduce-tensor, transform-tensor and scale's sums call every CUDA version (or --version's) on
+// the plan the Tensor-level call would build, so one run shows each rung beside production's
+// (`best`); the others go through their Tensor-level calls. The %peak column is of the copy
+// bandwidth, measured first; bytes are the fewest one call must move (T: one tensor's bytes).
 //
 //   op-tensor         add: c = a + b, b [1, C, 1, 1] broadcast (2T: a read, c written);
 //                     mul: c = a * b, b of c's shape (3T)
@@ -17,6 +19,7 @@
 //
 // f32 storage (cast: both directions). Shapes N,C,H,W (default ResNet-50's stage-1 activations at
 // batch 64). PyTorch's peer on the same shapes: scripts/bench/peer_memory_ops.py.
+#include <limits>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -25,6 +28,7 @@
 #include "apps/bench_memory_bound.h"
 #include "core/random.h"
 #include "kernels/cast/cast.h"
+#include "kernels/elementwise/elementwise.h"
 #include "kernels/layout/layout.h"
 #include "kernels/scale/scale.h"
 #include "kernels/tensor_ops/tensor_ops.h"
@@ -60,6 +64,9 @@ std::vector<Tensor> copies_of(Context& ctx, const Tensor& host, int count) {
 }  // namespace
 
 int bench_op_tensor(Context& ctx, const Options& options, std::ostream& out) {
+  using V = kernels::cuda::OpTensorVersion;
+  const Versions<V> versions = pick_versions<V>(
+      options, "op-tensor", {{"elementwise", V::elementwise}, {"row_vectors", V::row_vectors}});
   Table table = open_table(ctx, "f32", out);
   Random random(11);
   for (const BatchNormShape4& s : shapes_of(options, kTensorShapes)) {
@@ -78,21 +85,33 @@ int bench_op_tensor(Context& ctx, const Options& options, std::ostream& out) {
       std::vector<double> want(a.exact.size());
       ref::op_tensor<double>(op, 4, shape.data(), (broadcast ? channel : shape).data(), 1.0,
                              a.exact.data(), 1.0, bin.exact.data(), 0.0, want.data());
-      auto call = [&](int k) {
-        kernels::op_tensor(ctx, op, 1.0, as[size_t(k)], 1.0, broadcast ? b_channel : bs[size_t(k)],
-                           0.0, cs[size_t(k)]);
-      };
-      call(0);
-      Row row = row_for(s, std::string(kernels::op_tensor_op_name(op)) + (broadcast ? " b[C]" : ""),
-                        "elementwise", worst_error(ctx, {&cs[0]}, {&want}), tolerance_of(DType::f32),
-                        (broadcast ? 2 : 3) * tensor);
-      time_row(ctx, options, table, row, [&](int i) { call(i % copies); });
+      const kernels::BroadcastPlan plan =
+          kernels::make_broadcast_plan(shape, broadcast ? channel : shape);
+      for (const auto& [name, version] : versions) {
+        const V v = version;
+        auto call = [&, v](int k) {
+          const Tensor& bk = broadcast ? b_channel : bs[size_t(k)];
+          kernels::cuda::op_tensor(op, plan, 1.0f, as[size_t(k)].data<float>(), 1.0f,
+                                   bk.data<float>(), 0.0f, cs[size_t(k)].data<float>(), v,
+                                   ctx.stream());
+        };
+        kernels::fill(ctx, cs[0], std::numeric_limits<float>::quiet_NaN());
+        call(0);
+        Row row =
+            row_for(s, std::string(kernels::op_tensor_op_name(op)) + (broadcast ? " b[C]" : ""),
+                    name, worst_error(ctx, {&cs[0]}, {&want}), tolerance_of(DType::f32),
+                    (broadcast ? 2 : 3) * tensor);
+        time_row(ctx, options, table, row, [&](int i) { call(i % copies); });
+      }
     }
   }
   return table.status();
 }
 
 int bench_reduce_tensor(Context& ctx, const Options& options, std::ostream& out) {
+  using V = kernels::cuda::ReduceTensorVersion;
+  const Versions<V> versions = pick_versions<V>(
+      options, "reduce-tensor", {{"block_per_output", V::block_per_output}, {"split", V::split}});
   Table table = open_table(ctx, "f32", out);
   Random random(12);
   for (const BatchNormShape4& s : shapes_of(options, kTensorShapes)) {
@@ -111,18 +130,33 @@ int bench_reduce_tensor(Context& ctx, const Options& options, std::ostream& out)
       std::vector<double> want(size_t(c.y_shape[0] * c.y_shape[1]));
       ref::reduce_tensor<double>(c.op, 4, shape.data(), c.y_shape.data(), 1.0, x.exact.data(), 0.0,
                                  want.data(), nullptr);
+      const kernels::ReducePlan plan = kernels::make_reduce_plan(shape, c.y_shape);
       Tensor y = ctx.empty(c.y_shape);
-      kernels::reduce_tensor(ctx, c.op, 1.0, xs[0], 0.0, y);
-      Row row = row_for(s, c.what, "block_per_output", worst_error(ctx, {&y}, {&want}), tolerance_of(DType::f32),
-                        tensor);
-      time_row(ctx, options, table, row,
-               [&](int i) { kernels::reduce_tensor(ctx, c.op, 1.0, xs[size_t(i % copies)], 0.0, y); });
+      for (const auto& [name, version] : versions) {
+        const V v = version;
+        const size_t bytes = kernels::cuda::reduce_tensor_workspace_bytes(plan, v);
+        Tensor workspace = ctx.empty({int64_t(bytes / sizeof(float)) + 1});
+        auto call = [&, v](int k) {
+          kernels::cuda::reduce_tensor(c.op, plan, 1.0f, xs[size_t(k)].data<float>(), 0.0f,
+                                       y.data<float>(), nullptr, workspace.data<float>(), v,
+                                       ctx.stream());
+        };
+        kernels::fill(ctx, y, std::numeric_limits<float>::quiet_NaN());
+        call(0);
+        Row row = row_for(s, c.what, name, worst_error(ctx, {&y}, {&want}),
+                          tolerance_of(DType::f32), tensor);
+        row.workspace_bytes = double(bytes);
+        time_row(ctx, options, table, row, [&](int i) { call(i % copies); });
+      }
     }
   }
   return table.status();
 }
 
 int bench_transform_tensor(Context& ctx, const Options& options, std::ostream& out) {
+  using V = kernels::cuda::TransformVersion;
+  const Versions<V> versions = pick_versions<V>(options, "transform-tensor",
+                                                {{"index_map", V::index_map}, {"tiled", V::tiled}});
   Table table = open_table(ctx, "f32", out);
   Random random(13);
   const std::vector<int> order{0, 2, 3, 1};
@@ -137,13 +171,19 @@ int bench_transform_tensor(Context& ctx, const Options& options, std::ostream& o
     std::vector<double> want(x.exact.size());
     ref::transform_tensor<double, double>(4, shape.data(), order.data(), 1.0, x.exact.data(), 0.0,
                                           want.data());
-    kernels::transform_tensor(ctx, 1.0, xs[0], order, 0.0, ys[0]);
-    Row row = row_for(s, "nchw->nhwc", "index_map", worst_error(ctx, {&ys[0]}, {&want}), 0.0,
-                      2 * tensor);
-    time_row(ctx, options, table, row, [&](int i) {
-      const size_t k = size_t(i % copies);
-      kernels::transform_tensor(ctx, 1.0, xs[k], order, 0.0, ys[k]);
-    });
+    const kernels::IndexMap map = kernels::make_permute_map(shape, order);
+    for (const auto& [name, version] : versions) {
+      const V v = version;
+      auto call = [&, v](int k) {
+        kernels::cuda::transform_tensor(map, shape_numel(shape), 1.0f, xs[size_t(k)].data<float>(),
+                                        0.0f, ys[size_t(k)].data<float>(), v, ctx.stream());
+      };
+      kernels::fill(ctx, ys[0], std::numeric_limits<float>::quiet_NaN());
+      call(0);
+      Row row =
+          row_for(s, "nchw->nhwc", name, worst_error(ctx, {&ys[0]}, {&want}), 0.0, 2 * tensor);
+      time_row(ctx, options, table, row, [&](int i) { call(i % copies); });
+    }
   }
   return table.status();
 }
@@ -173,20 +213,37 @@ int bench_scale(Context& ctx, const Options& options, std::ostream& out) {
     ref::channel_reduce<double>(s.N, s.C, inner, dy.exact.data(), nullptr, false, db_ref.data());
 
     kernels::scale_forward(ctx, xs[0], &scale, &bias, 1, 1, ys[0]);
-    Row fwd = row_for(s, "fwd", "elementwise", worst_error(ctx, {&ys[0]}, {&y_ref}), tolerance_of(DType::f32),
-                      2 * tensor);
+    Row fwd = row_for(s, "fwd", "elementwise", worst_error(ctx, {&ys[0]}, {&y_ref}),
+                      tolerance_of(DType::f32), 2 * tensor);
     time_row(ctx, options, table, fwd, [&](int i) {
       const size_t k = size_t(i % copies);
       kernels::scale_forward(ctx, xs[k], &scale, &bias, 1, 1, ys[k]);
     });
-    auto sums = [&](size_t k) {
-      kernels::channel_reduce(ctx, dys[k], &xs[k], 1, 1, false, dscale);
-      kernels::channel_reduce(ctx, dys[k], nullptr, 1, 1, false, dbias);
-    };
-    sums(0);
-    Row bwd = row_for(s, "bwd sums", "split",
-                      worst_error(ctx, {&dscale, &dbias}, {&ds_ref, &db_ref}), tolerance_of(DType::f32), 2 * tensor);
-    time_row(ctx, options, table, bwd, [&](int i) { sums(size_t(i % copies)); });
+    using V = kernels::cuda::ReduceVersion;
+    const Versions<V> versions = pick_versions<V>(
+        options, "scale",
+        {{"block_per_channel", V::block_per_channel}, {"split", V::split}, {"planes", V::planes}});
+    for (const auto& [name, version] : versions) {
+      const V v = version;
+      const size_t bytes = kernels::cuda::channel_reduce_workspace_bytes(s.N, s.C, inner, v);
+      Tensor workspace = ctx.empty({int64_t(bytes / sizeof(float)) + 1});
+      auto sums = [&, v](size_t k) {
+        kernels::cuda::channel_reduce(s.N, s.C, inner, dys[k].data<float>(), xs[k].data<float>(),
+                                      false, dscale.data<float>(), workspace.data<float>(), v,
+                                      ctx.stream());
+        kernels::cuda::channel_reduce(
+            s.N, s.C, inner, dys[k].data<float>(), static_cast<const float*>(nullptr), false,
+            dbias.data<float>(), workspace.data<float>(), v, ctx.stream());
+      };
+      kernels::fill(ctx, dscale, std::numeric_limits<float>::quiet_NaN());
+      kernels::fill(ctx, dbias, std::numeric_limits<float>::quiet_NaN());
+      sums(0);
+      Row bwd =
+          row_for(s, "bwd sums", name, worst_error(ctx, {&dscale, &dbias}, {&ds_ref, &db_ref}),
+                  tolerance_of(DType::f32), 2 * tensor);
+      bwd.workspace_bytes = double(bytes);
+      time_row(ctx, options, table, bwd, [&](int i) { sums(size_t(i % copies)); });
+    }
   }
   return table.status();
 }

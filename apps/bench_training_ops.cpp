@@ -18,6 +18,7 @@
 //
 // f32 only. Shapes N,C,H,W. PyTorch's peer on the same shapes: scripts/bench/peer_memory_ops.py.
 #include <cmath>
+#include <limits>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -26,6 +27,7 @@
 #include "apps/bench_memory_bound.h"
 #include "core/random.h"
 #include "kernels/accuracy/accuracy.h"
+#include "kernels/elementwise/elementwise.h"
 #include "kernels/im2col/im2col.h"
 #include "kernels/lcn/lcn.h"
 #include "kernels/loss/softmax_cross_entropy.h"
@@ -90,9 +92,8 @@ int bench_loss(Context& ctx, const Options& options, std::ostream& out) {
     const kernels::SoftmaxLossOptions o;  // axis 1, no ignore label, normalized by the count
     std::vector<double> prob_ref(x.exact.size()), dx_ref(x.exact.size());
     const std::vector<double> loss_ref{
-        ref::softmax_cross_entropy_forward<double>(s.N, s.C, inner, x.exact.data(),
-                                                   labels.exact.data(), o, prob_ref.data(),
-                                                   nullptr) /
+        ref::softmax_cross_entropy_forward<double>(
+            s.N, s.C, inner, x.exact.data(), labels.exact.data(), o, prob_ref.data(), nullptr) /
         double(positions)};
     ref::softmax_cross_entropy_backward<double>(s.N, s.C, inner, prob_ref.data(),
                                                 labels.exact.data(), o, 1.0 / double(positions),
@@ -103,9 +104,9 @@ int bench_loss(Context& ctx, const Options& options, std::ostream& out) {
     const Tensor top_grad = upload(ctx, Tensor::from_vector({1}, {1.0f}));
     kernels::softmax_cross_entropy_forward(ctx, logits, label, prob, loss, o);
     kernels::softmax_cross_entropy_backward(ctx, prob, label, top_grad, o, dx);
-    Row fwd = row_for(s, "fwd", "softmax_with_loss",
-                      worst_error(ctx, {&prob, &loss}, {&prob_ref, &loss_ref}),
-                      2 * tensor + label_bytes);
+    Row fwd =
+        row_for(s, "fwd", "softmax_with_loss",
+                worst_error(ctx, {&prob, &loss}, {&prob_ref, &loss_ref}), 2 * tensor + label_bytes);
     time_row(ctx, options, table, fwd, [&](int) {
       kernels::softmax_cross_entropy_forward(ctx, logits, label, prob, loss, o);
     });
@@ -126,8 +127,8 @@ int bench_accuracy(Context& ctx, const Options& options, std::ostream& out) {
     const int64_t inner = s.H * s.W;
     const Input x = make_input(shape, DType::f32, Layout::nchw, random, -3.0, 3.0);
     const Input labels = make_labels(s, random);
-    const kernels::AccuracyCount count = ref::accuracy<double>(
-        s.N, s.C, inner, x.exact.data(), labels.exact.data(), 1, false, -1);
+    const kernels::AccuracyCount count =
+        ref::accuracy<double>(s.N, s.C, inner, x.exact.data(), labels.exact.data(), 1, false, -1);
     const std::vector<double> want{double(count.correct) / double(count.counted)};
     const Tensor scores = upload(ctx, x.host), label = upload(ctx, labels.host);
     Tensor result = ctx.empty({1});
@@ -179,8 +180,11 @@ int bench_optimizer(Context& ctx, const Options& options, std::ostream& out) {
     }
     std::vector<kernels::OptimizerTensorSet> sets;
     for (size_t i = 0; i < shapes.size(); ++i) {
-      sets.push_back({&w[i], &g[i], {&state[0][i], slots > 1 ? &state[1][i] : nullptr, nullptr},
-                      float(kLr), float(kDecay)});
+      sets.push_back({&w[i],
+                      &g[i],
+                      {&state[0][i], slots > 1 ? &state[1][i] : nullptr, nullptr},
+                      float(kLr),
+                      float(kDecay)});
     }
     kernels::optimizer_update(ctx, rule, 1, sets);
     std::vector<const Tensor*> got;
@@ -223,14 +227,22 @@ int bench_im2col(Context& ctx, const Options& options, std::ostream& out) {
     }
     const Tensor im = upload(ctx, x.host);
     Tensor col = ctx.empty({g.col_rows(), ldcol});
-    auto call = [&] {
-      kernels::cuda::im2col(g, s.N, im.data<float>(), image, col.data<float>(), ldcol,
-                            ctx.stream());
-    };
-    call();
-    Row row = row_for(s, "3x3 p1 s1", "thread_per_entry", worst_error(ctx, {&col}, {&want}),
-                      double(x.exact.size()) * 4 + double(want.size()) * 4);
-    time_row(ctx, options, table, row, [&](int) { call(); });
+    using V = kernels::cuda::Im2colVersion;
+    const Versions<V> versions = pick_versions<V>(
+        options, "im2col",
+        {{"thread_per_entry", V::thread_per_entry}, {"row_vectors", V::row_vectors}});
+    for (const auto& [name, version] : versions) {
+      const V v = version;
+      auto call = [&, v] {
+        kernels::cuda::im2col(g, s.N, im.data<float>(), image, col.data<float>(), ldcol, v,
+                              ctx.stream());
+      };
+      kernels::fill(ctx, col, std::numeric_limits<float>::quiet_NaN());
+      call();
+      Row row = row_for(s, "3x3 p1 s1", name, worst_error(ctx, {&col}, {&want}),
+                        double(x.exact.size()) * 4 + double(want.size()) * 4);
+      time_row(ctx, options, table, row, [&](int) { call(); });
+    }
   }
   return table.status();
 }

@@ -64,7 +64,8 @@ void forward_im2col_gemm(const Conv2dGeometry& g, const float* x, const float* w
   float* col = workspace;                  // [CRS, N*PQ]
   float* out = workspace + s.CRS * s.NPQ;  // [Kg, N*PQ]
   for (int64_t group = 0; group < g.groups; ++group) {
-    im2col(g.group_patches(), g.N, x + group * s.Cg * s.HW, g.C * s.HW, col, s.NPQ, stream);
+    im2col(g.group_patches(), g.N, x + group * s.Cg * s.HW, g.C * s.HW, col, s.NPQ,
+           Im2colVersion::best, stream);
     sgemm(false, false, s.Kg, s.NPQ, s.CRS, 1.0f, w + group * s.Kg * s.CRS, s.CRS, col, s.NPQ, 0.0f,
           out, s.NPQ, stream, best_version(math), math);
     rows_to_channels<<<blocks_for(s.Kg * s.NPQ), kThreads, 0, stream>>>(
@@ -96,7 +97,8 @@ void backward_filter_im2col_gemm(const Conv2dGeometry& g, const float* x, const 
   float* col = workspace;                  // [CRS, N*PQ]
   float* dyk = workspace + s.CRS * s.NPQ;  // [Kg, N*PQ]
   for (int64_t group = 0; group < g.groups; ++group) {
-    im2col(g.group_patches(), g.N, x + group * s.Cg * s.HW, g.C * s.HW, col, s.NPQ, stream);
+    im2col(g.group_patches(), g.N, x + group * s.Cg * s.HW, g.C * s.HW, col, s.NPQ,
+           Im2colVersion::best, stream);
     channels_to_rows<<<blocks_for(s.Kg * s.NPQ), kThreads, 0, stream>>>(
         dy, int(g.N), int(g.K), int(group * s.Kg), int(s.Kg), int(s.PQ), dyk);
     gpu::check_launch("conv2d_backward_filter (im2col + GEMM: reorder)");

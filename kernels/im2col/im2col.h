@@ -60,9 +60,16 @@ void col2im(const Im2colGeometry& g, const float* col, int64_t ldcol, float* im)
 // stride larger than C*H*W picks one group's channels out of a wider tensor) and owns columns
 // n*P*Q .. (n+1)*P*Q - 1 of col [C*R*S, images*P*Q] (row stride ldcol >= images*P*Q).
 namespace cuda {
-// Writes col. One thread per col entry.
+// im2col's versions (README.md, "Versions"):
+//   thread_per_entry  one thread per col entry, its (row, column) decoded from a flat 64-bit index
+//                     (a 64-bit division and eight 32-bit ones per entry);
+//   row_vectors       block (x, y): col row y's (c, r, s) decoded once, each thread 8 consecutive
+//                     columns whose (n, p, q) it decodes once and steps, written as two 16-byte
+//                     stores where ldcol and col are 16-byte aligned.
+enum class Im2colVersion { thread_per_entry, row_vectors, best = row_vectors };
+// Writes col.
 void im2col(const Im2colGeometry& g, int64_t images, const float* im, int64_t im_stride, float* col,
-            int64_t ldcol, gpu::Stream stream);
+            int64_t ldcol, Im2colVersion version, gpu::Stream stream);
 // ACCUMULATES into the images, as a gather: one thread per pixel adds the col entries that read
 // it, in a fixed (r, s) order (deterministic, no atomics).
 void col2im(const Im2colGeometry& g, int64_t images, const float* col, int64_t ldcol, float* im,

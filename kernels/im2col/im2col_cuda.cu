@@ -7,6 +7,7 @@
 // materializes col.
 #include <cuda_runtime.h>
 
+#include <cstdint>
 #include <string>
 
 #include "core/error.h"
@@ -56,6 +57,46 @@ __global__ void im2col_kernel(Patches g, int images, const float* __restrict__ i
   }
 }
 
+// v2 (row_vectors): block (x, y) fills columns [8 (x 256 + t), + 8) of col row y (then every
+// gridDim.y-th row); the same entries as im2col_kernel.
+constexpr int kColumnsPerThread = 8;
+
+__global__ void im2col_rows(Patches g, int images, const float* __restrict__ im, int64_t im_stride,
+                            float* __restrict__ col, int64_t ldcol, bool vectors) {
+  const int PQ = g.P * g.Q, RS = g.R * g.S, rows = g.C * RS;
+  const int cols = images * PQ;
+  const int64_t first = kColumnsPerThread * (int64_t(blockIdx.x) * blockDim.x + threadIdx.x);
+  if (first >= cols) return;
+  const int j0 = int(first);
+  const int n0 = j0 / PQ, p0 = (j0 - n0 * PQ) / g.Q, q0 = j0 - n0 * PQ - p0 * g.Q;
+  for (int row = int(blockIdx.y); row < rows; row += int(gridDim.y)) {
+    const int c = row / RS, r = (row - c * RS) / g.S, s = row - c * RS - r * g.S;
+    const int dh = r * g.dilation_h - g.pad_h, dw = s * g.dilation_w - g.pad_w;
+    float v[kColumnsPerThread];
+    int n = n0, p = p0, q = q0;
+#pragma unroll
+    for (int e = 0; e < kColumnsPerThread; ++e) {
+      const int h = p * g.stride_h + dh, w = q * g.stride_w + dw;
+      const bool inside = j0 + e < cols && h >= 0 && h < g.H && w >= 0 && w < g.W;
+      v[e] = inside ? im[n * im_stride + (int64_t(c) * g.H + h) * g.W + w] : 0.0f;
+      if (++q == g.Q) {  // the next column: q, then p, then the image
+        q = 0;
+        if (++p == g.P) p = 0, ++n;
+      }
+    }
+    float* out = col + row * ldcol + j0;
+    if (vectors && j0 + kColumnsPerThread <= cols) {
+      reinterpret_cast<float4*>(out)[0] = make_float4(v[0], v[1], v[2], v[3]);
+      reinterpret_cast<float4*>(out)[1] = make_float4(v[4], v[5], v[6], v[7]);
+    } else {
+#pragma unroll
+      for (int e = 0; e < kColumnsPerThread; ++e) {
+        if (j0 + e < cols) out[e] = v[e];
+      }
+    }
+  }
+}
+
 // im_n[c, h, w] += sum over (r, s) with p = (h + pad_h - r*dilation_h) / stride_h and
 // q = (w + pad_w - s*dilation_w) / stride_w exact and inside [0,P) x [0,Q) of
 // col[(c*R + r)*S + s, n*PQ + p*Q + q].
@@ -85,12 +126,20 @@ __global__ void col2im_kernel(Patches g, int images, const float* __restrict__ c
 }  // namespace
 
 void im2col(const Im2colGeometry& g, int64_t images, const float* im, int64_t im_stride, float* col,
-            int64_t ldcol, gpu::Stream stream) {
+            int64_t ldcol, Im2colVersion version, gpu::Stream stream) {
   const Patches p = patches_of(g, images, ldcol);
-  const int64_t total = g.col_rows() * images * g.col_cols();
+  const int64_t cols = images * g.col_cols(), total = g.col_rows() * cols;
   if (total == 0) return;
-  im2col_kernel<<<blocks_for(total), kThreads, 0, stream>>>(p, int(images), im, im_stride, col,
-                                                            ldcol);
+  if (version == Im2colVersion::thread_per_entry) {
+    im2col_kernel<<<blocks_for(total), kThreads, 0, stream>>>(p, int(images), im, im_stride, col,
+                                                              ldcol);
+  } else {
+    const bool vectors = ldcol % 4 == 0 && (reinterpret_cast<uintptr_t>(col) & 15u) == 0;
+    const int64_t rows = g.col_rows();
+    const dim3 grid{unsigned(ceil_div(cols, int64_t(kThreads) * kColumnsPerThread)),
+                    unsigned(rows < 65535 ? rows : 65535)};
+    im2col_rows<<<grid, kThreads, 0, stream>>>(p, int(images), im, im_stride, col, ldcol, vectors);
+  }
   gpu::check_launch("im2col");
 }
 

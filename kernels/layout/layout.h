@@ -66,6 +66,10 @@ constexpr int kMaxPermuteAxes = 8;
 
 void batched_transpose(int64_t B, int64_t R, int64_t S, const float* x, float* y,
                        TransposeVersion version, gpu::Stream stream);
+// tiled, blending: y[b, s, r] = alpha * x[b, r, s] + beta * y[b, s, r], y not read when beta is 0
+// (kernels/tensor_ops' transform_tensor on an NCHW <-> NHWC permutation).
+void batched_transpose(int64_t B, int64_t R, int64_t S, float alpha, const float* x, float beta,
+                       float* y, gpu::Stream stream);
 // One thread per y element (coalesced writes, gathered reads). ndim <= kMaxPermuteAxes.
 void permute(int ndim, const int64_t* x_shape, const int* order, const float* x, float* y,
              gpu::Stream stream);

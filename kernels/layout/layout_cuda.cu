@@ -6,6 +6,7 @@
 //                            of x along s (coalesced), then writes 32 rows of y along r
 //                            (coalesced); the tile is padded to 33 columns so that the
 //                            transposed reads tile[tx][.] of a warp fall in 32 different banks.
+//   batched_transpose with alpha and beta: the tiled kernel blending into y (transform_tensor).
 // General permutation: one thread per y element, its x offset decoded from its index (writes
 // coalesced, reads gathered). All are copies, so they equal the CPU bit for bit.
 #include "core/error.h"
@@ -32,9 +33,11 @@ __global__ void transpose_naive(int64_t B, int64_t R, int64_t S, const float* __
   }
 }
 
-// v2: tiles through shared memory with a padded row.
+// v2: tiles through shared memory with a padded row. kBlend: y = alpha * x^T + beta * y (y not
+// read when beta is 0), for transform_tensor; without it a plain copy.
+template <bool kBlend>
 __global__ void transpose_tiled(int64_t B, int64_t R, int64_t S, const float* __restrict__ x,
-                                float* __restrict__ y) {
+                                float* __restrict__ y, float alpha, float beta) {
   __shared__ float tile[kTile][kTile + 1];
   const int64_t tiles_r = (R + kTile - 1) / kTile, tiles_s = (S + kTile - 1) / kTile;
   const int64_t tiles = B * tiles_r * tiles_s;
@@ -51,7 +54,14 @@ __global__ void transpose_tiled(int64_t B, int64_t R, int64_t S, const float* __
     __syncthreads();
     for (int i = ty; i < kTile; i += kTileRows) {
       const int64_t s = s0 + i, r = r0 + tx;
-      if (s < S && r < R) yb[s * R + r] = tile[tx][i];
+      if (s < S && r < R) {
+        float* out = yb + s * R + r;
+        if constexpr (kBlend) {
+          *out = beta == 0.0f ? alpha * tile[tx][i] : alpha * tile[tx][i] + beta * *out;
+        } else {
+          *out = tile[tx][i];
+        }
+      }
     }
     __syncthreads();  // the tile is refilled by the next iteration
   }
@@ -91,9 +101,19 @@ void batched_transpose(int64_t B, int64_t R, int64_t S, const float* x, float* y
   } else {
     const int64_t tiles = B * ((R + kTile - 1) / kTile) * ((S + kTile - 1) / kTile);
     const int blocks = int(tiles < kMaxTileBlocks ? tiles : kMaxTileBlocks);
-    transpose_tiled<<<blocks, dim3(kTile, kTileRows), 0, stream>>>(B, R, S, x, y);
+    transpose_tiled<false>
+        <<<blocks, dim3(kTile, kTileRows), 0, stream>>>(B, R, S, x, y, 1.0f, 0.0f);
   }
   gpu::check_launch("batched_transpose");
+}
+
+void batched_transpose(int64_t B, int64_t R, int64_t S, float alpha, const float* x, float beta,
+                       float* y, gpu::Stream stream) {
+  const int64_t tiles = B * ((R + kTile - 1) / kTile) * ((S + kTile - 1) / kTile);
+  if (tiles == 0) return;
+  const int blocks = int(tiles < kMaxTileBlocks ? tiles : kMaxTileBlocks);
+  transpose_tiled<true><<<blocks, dim3(kTile, kTileRows), 0, stream>>>(B, R, S, x, y, alpha, beta);
+  gpu::check_launch("batched_transpose (blended)");
 }
 
 void permute(int ndim, const int64_t* x_shape, const int* order, const float* x, float* y,

@@ -48,8 +48,11 @@ namespace cuda {
 // block per (channel, segment) writes a partial to the workspace, and a second kernel adds each
 // channel's S partials in order (all SMs busy when C is small); with inner = 1 (rows: [N, C], or
 // channels-last) split sums tiles of 32 channels over segments of rows instead, coalesced along
-// C. See README.md. T (x, y, dy): float, bf16_t or f16_t; scale, bias and out float32.
-enum class ReduceVersion { block_per_channel, split, best = split };
+// C; planes: segments of about 8192 positions (C * S <= 4096 blocks) walked plane piece by plane
+// piece, 16-byte loads where aligned, no division per element (inner < 256 takes split's kernel,
+// inner = 1 its rows). See README.md. T (x, y, dy): float, bf16_t or f16_t; scale, bias and out
+// float32.
+enum class ReduceVersion { block_per_channel, split, planes, best = planes };
 template <class T>
 void scale_forward(int64_t outer, int64_t C, int64_t inner, const T* x, const float* scale,
                    const float* bias, T* y, gpu::Stream stream);

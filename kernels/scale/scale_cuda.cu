@@ -21,6 +21,14 @@
 //                                     of the rows, a warp reading 32 consecutive elements of a
 //                                     row (coalesced; the per-channel walk would read each sector
 //                                     once per channel), 8 warps in a fixed order.
+//   ReduceVersion::planes             each channel cut into segments of about 8192 positions
+//                                     (C * S <= 4096 blocks, several waves); block (c, s) walks
+//                                     its segment plane piece by plane piece (contiguous), its
+//                                     threads striding with 16-byte loads where aligned: one
+//                                     division per piece, where split's `j / inner` was a 64-bit
+//                                     division per element (its bound: 0.43 ms for both sums on
+//                                     [64, 256, 56, 56]). inner < 256 takes split's kernel;
+//                                     inner = 1 its rows.
 #include "core/error.h"
 #include "kernels/common/float16_cuda.cuh"
 #include "kernels/common/map_cuda.cuh"
@@ -106,6 +114,42 @@ __global__ void reduce_split_finish(int64_t C, int S, const double* __restrict__
   store_sum(out, c, sum, accumulate);
 }
 
+// v3 (planes), first pass: block (c, s) sums positions [s segment, (s + 1) segment) of channel
+// c (position j = o inner + i: element i of plane o, at (o C + c) inner + i) piece by piece, a
+// piece being the segment's part of one plane: contiguous, so the block's threads stride over it
+// with no division per element, an item being V elements (16 bytes when V > 1: inner % V == 0,
+// segment % 8 == 0 and 16-byte aligned tensors). The block adds its threads in the fixed tree.
+// Writes partials[c S + s], or with S = 1 out[c].
+template <int V, class T, class O>
+__global__ void reduce_planes(int64_t outer, int64_t C, int64_t inner, int64_t segment, int S,
+                              const T* __restrict__ dy, const T* __restrict__ x, bool accumulate,
+                              double* __restrict__ partials, O* __restrict__ out) {
+  const int64_t c = blockIdx.x, s = blockIdx.y, total = outer * inner;
+  const int64_t begin = s * segment, end = begin + segment < total ? begin + segment : total;
+  double acc = 0.0;
+  for (int64_t j = begin; j < end;) {
+    const int64_t o = j / inner, plane_end = (o + 1) * inner;
+    const int64_t stop = plane_end < end ? plane_end : end;
+    const int64_t shift = o * (C - 1) * inner + c * inner;  // position p is at element p + shift
+#pragma unroll 2
+    for (int64_t i = j + int64_t(threadIdx.x) * V; i < stop; i += int64_t(kReduceThreads) * V) {
+      float d[V], v[V];
+      load_floats(dy, shift + i, d);
+      if (x != nullptr) load_floats(x, shift + i, v);
+#pragma unroll
+      for (int e = 0; e < V; ++e) acc += x != nullptr ? double(d[e]) * double(v[e]) : double(d[e]);
+    }
+    j = stop;
+  }
+  const double sum = detail::block_sum(detail::Partial{acc, 0}).value;
+  if (threadIdx.x != 0) return;
+  if (S == 1) {
+    store_sum(out, c, sum, accumulate);
+  } else {
+    partials[c * S + s] = sum;
+  }
+}
+
 // Rows, first pass: block (tile, s, b) sums channels c = 32 tile + lane of batch entry b (rows
 // rows of C each) over rows [s segment, (s + 1) segment), warp w taking rows w, w + 8, ...; the 8
 // warps' sums are added in warp order. Writes partials[(b C + c) S + s], or with S = 1 finishes
@@ -152,6 +196,29 @@ int split_segments(int64_t outer, int64_t C, int64_t inner) {
   return int(S < 1 ? 1 : S);
 }
 
+// Segments for the planes version: about 8192 positions each, C * S <= 4096 blocks (several
+// waves, so that blocks that do not fit in one wave leave little tail), each a multiple of 8
+// positions (whole 16-byte items for float and 16-bit types); a function of the sizes only.
+struct Segments {
+  int S;
+  int64_t segment;
+};
+
+Segments plane_segments(int64_t outer, int64_t C, int64_t inner) {
+  constexpr int64_t kPositions = 8192, kMaxBlocks = 4096;
+  const int64_t total = outer * inner;
+  const int64_t by_work = (total + kPositions - 1) / kPositions;
+  const int64_t by_blocks = kMaxBlocks / (C > 0 ? C : 1);
+  int64_t S = by_work < by_blocks ? by_work : by_blocks;
+  if (S < 1) S = 1;
+  const int64_t segment = ((total + S - 1) / S + 7) / 8 * 8;
+  return {int(segment > 0 ? (total + segment - 1) / segment : 1), segment};
+}
+
+// The planes version takes planes of at least this many elements (shorter pieces would idle most
+// of a block); shorter ones take split's kernel.
+constexpr int64_t kMinPlane = 256;
+
 // Row segments for the rows version: about 2048 rows a block, at most kMaxSplitBlocks blocks
 // over the batch's entries.
 int row_segments(int64_t batch, int64_t rows, int64_t C) {
@@ -190,7 +257,10 @@ void scale_forward(int64_t outer, int64_t C, int64_t inner, const T* x, const fl
 size_t channel_reduce_workspace_bytes(int64_t batch, int64_t outer, int64_t C, int64_t inner,
                                       ReduceVersion version) {
   if (version == ReduceVersion::block_per_channel) return 0;
-  const int S = inner == 1 ? row_segments(batch, outer, C) : split_segments(outer, C, inner);
+  const int S = inner == 1 ? row_segments(batch, outer, C)
+                : version == ReduceVersion::planes && inner >= kMinPlane
+                    ? plane_segments(outer, C, inner).S
+                    : split_segments(outer, C, inner);
   return S > 1 ? size_t(batch * C) * size_t(S) * sizeof(double) : 0;
 }
 
@@ -204,7 +274,8 @@ void channel_reduce(int64_t batch, int64_t outer, int64_t C, int64_t inner, cons
                     bool accumulate, O* out, void* workspace, ReduceVersion version,
                     gpu::Stream stream) {
   if (C == 0 || batch == 0) return;
-  const bool rows = inner == 1 && version == ReduceVersion::split;
+  const bool rows = inner == 1 && version != ReduceVersion::block_per_channel;
+  const bool planes = version == ReduceVersion::planes && inner >= kMinPlane;
   CREMA_CHECK(batch == 1 || rows, "channel_reduce: a batch of channel sets needs rows (inner 1)");
   if (version == ReduceVersion::block_per_channel) {
     reduce_block_per_channel<<<unsigned(C), kReduceThreads, 0, stream>>>(outer, C, inner, dy, x,
@@ -212,16 +283,31 @@ void channel_reduce(int64_t batch, int64_t outer, int64_t C, int64_t inner, cons
     gpu::check_launch("channel_reduce");
     return;
   }
-  const int S = rows ? row_segments(batch, outer, C) : split_segments(outer, C, inner);
-  const int64_t segment = (outer * inner + S - 1) / S;
+  const int S = rows     ? row_segments(batch, outer, C)
+                : planes ? plane_segments(outer, C, inner).S
+                         : split_segments(outer, C, inner);
   CREMA_CHECK(S == 1 || workspace != nullptr, "channel_reduce: split needs its workspace");
+  double* partials = static_cast<double*>(workspace);
   if (rows) {
+    const int64_t segment = (outer + S - 1) / S;
     const dim3 grid(unsigned((C + 31) / 32), unsigned(S), unsigned(batch));
     reduce_rows<<<grid, kReduceThreads, 0, stream>>>(outer, C, segment, S, dy, x, accumulate,
-                                                     static_cast<double*>(workspace), out);
+                                                     partials, out);
+  } else if (planes) {
+    const int64_t segment = plane_segments(outer, C, inner).segment;
+    const dim3 grid{unsigned(C), unsigned(S)};
+    constexpr int V = kPerVector<T>;
+    if (inner % V == 0 && detail::aligned16(dy) && detail::aligned16(x)) {
+      reduce_planes<V><<<grid, kReduceThreads, 0, stream>>>(outer, C, inner, segment, S, dy, x,
+                                                            accumulate, partials, out);
+    } else {
+      reduce_planes<1><<<grid, kReduceThreads, 0, stream>>>(outer, C, inner, segment, S, dy, x,
+                                                            accumulate, partials, out);
+    }
   } else {
+    const int64_t segment = (outer * inner + S - 1) / S;
     reduce_split<<<dim3(unsigned(C), unsigned(S)), kReduceThreads, 0, stream>>>(
-        outer, C, inner, segment, S, dy, x, accumulate, static_cast<double*>(workspace), out);
+        outer, C, inner, segment, S, dy, x, accumulate, partials, out);
   }
   gpu::check_launch("channel_reduce");
   if (S > 1) {

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "kernels/common/dispatch.h"
 #include "kernels/common/tensor_checks.h"
+#include "kernels/common/workspace.h"
 #include "kernels/layout/layout.h"
 
 namespace crema::kernels {
@@ -202,7 +203,7 @@ void op_tensor(Context& ctx, OpTensorOp op, double alpha1, const Tensor& a, doub
                    [&](auto stream) {
                      cuda::op_tensor(op, plan, float(alpha1), a.data<float>(), float(alpha2),
                                      unary ? nullptr : b.data<float>(), float(beta),
-                                     c.data<float>(), stream);
+                                     c.data<float>(), cuda::OpTensorVersion::best, stream);
                    }),
            on_cpu(DType::f32,
                   [&] {
@@ -250,9 +251,12 @@ void reduce_tensor(Context& ctx, ReduceOp op, double alpha, const Tensor& x, dou
   dispatch(ctx, name.c_str(), dtype,
            on_cuda(DType::f32,
                    [&](auto stream) {
-                     cuda::reduce_tensor(op, plan, float(alpha), x.data<float>(), float(beta),
-                                         y.data<float>(),
-                                         indices ? indices->data<float>() : nullptr, stream);
+                     const auto version = cuda::ReduceTensorVersion::best;
+                     void* workspace =
+                         workspace_for(ctx, cuda::reduce_tensor_workspace_bytes(plan, version));
+                     cuda::reduce_tensor(
+                         op, plan, float(alpha), x.data<float>(), float(beta), y.data<float>(),
+                         indices ? indices->data<float>() : nullptr, workspace, version, stream);
                    }),
            on_cpu(DType::f32,
                   [&] {
@@ -299,7 +303,8 @@ void transform_tensor(Context& ctx, double alpha, const Tensor& x, const std::ve
            on_cuda(DType::f32,
                    [&](auto stream) {
                      cuda::transform_tensor(map, x.numel(), float(alpha), x.data<float>(),
-                                            float(beta), y.data<float>(), stream);
+                                            float(beta), y.data<float>(),
+                                            cuda::TransformVersion::best, stream);
                    }),
            on_cpu(DType::f32,
                   [&] {

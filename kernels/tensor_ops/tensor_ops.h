@@ -23,10 +23,12 @@
 //     cudnnTransformTensor on strided descriptors, the gather/scatter of kernels/api/.
 //   set-tensor: y = value.   scale-tensor: y = alpha * y.
 //
-// All of them take up to kMaxTensorOpDims axes. On the CPU reductions accumulate in double, on
-// CUDA in double too, each output in a fixed order: the same bits on every run and thread count.
+// All of them take up to kMaxTensorOpDims axes. Reductions accumulate in double (max, min and
+// amax compare in float on CUDA, which is exact), each output in a fixed order: the same bits on
+// every run, thread count and grid.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -87,16 +89,40 @@ void scale_tensor(int64_t n, float alpha, float* y, int num_threads);
 }  // namespace cpu
 
 namespace cuda {
-// op_tensor, transform_tensor: one thread per output element in a grid-stride loop, its input
-// offsets decoded from the plan. reduce_tensor: one block of 256 threads per output; each thread
-// accumulates every 256th reduced element in double, then the block combines the partials in a
-// fixed shared-memory tree. set_tensor, scale_tensor: grid-stride maps.
+// The versions of the CUDA paths (README.md, "Versions"); production runs `best`.
+//   op_tensor  elementwise: one thread per element of C, B's offset decoded from the plan per
+//                element (grid-stride);
+//              row_vectors: C as rows of the plan's innermost axis (B's stride along it is 0 or
+//                1: one B value per row, or a row of B), 32 to 256 threads per row and 4 items
+//                each (float4 where aligned), B's row offset decoded once per row; rows shorter
+//                than kMinRow go the elementwise way.
+enum class OpTensorVersion { elementwise, row_vectors, best = row_vectors };
+//   reduce_tensor  block_per_output: one block of 256 threads per output, each thread
+//                    accumulating every 256th reduced element in double, then a fixed tree;
+//                  split: each output's reduced elements cut into chunks fixed by the sizes, a
+//                    warp per chunk where the reduced run is contiguous (16-byte loads), a thread
+//                    per chunk otherwise; partials in the workspace combined in a fixed order by
+//                    a second kernel (tensor_ops_reduce_cuda.cu).
+enum class ReduceTensorVersion { block_per_output, split, best = split };
+//   transform_tensor  index_map: one thread per element of y, x's offset decoded from the plan
+//                       (gathered reads);
+//                     tiled: a permutation that is a batched transpose (NCHW <-> NHWC) runs
+//                       kernels/layout's 32 x 32 tiles, blending; any other takes index_map.
+enum class TransformVersion { index_map, tiled, best = tiled };
+// Rows (op_tensor's innermost plan axis) shorter than this take the elementwise kernel.
+constexpr int64_t kMinRow = 32;
+
 void op_tensor(OpTensorOp op, const BroadcastPlan& plan, float alpha1, const float* a, float alpha2,
-               const float* b, float beta, float* c, gpu::Stream stream);
+               const float* b, float beta, float* c, OpTensorVersion version, gpu::Stream stream);
+// Bytes of device workspace reduce_tensor needs for `plan` (0 when one pass does).
+size_t reduce_tensor_workspace_bytes(const ReducePlan& plan, ReduceTensorVersion version);
 void reduce_tensor(ReduceOp op, const ReducePlan& plan, float alpha, const float* x, float beta,
-                   float* y, float* indices, gpu::Stream stream);
+                   float* y, float* indices, void* workspace, ReduceTensorVersion version,
+                   gpu::Stream stream);
 void transform_tensor(const IndexMap& y_to_x, int64_t count, float alpha, const float* x,
-                      float beta, float* y, gpu::Stream stream);
+                      float beta, float* y, TransformVersion version, gpu::Stream stream);
+// transform_strided: one thread per element, both offsets decoded from the plan. set_tensor,
+// scale_tensor: grid-stride maps.
 void transform_strided(const StridedPlan& plan, float alpha, const float* x, float beta, float* y,
                        gpu::Stream stream);
 void set_tensor(int64_t n, float value, float* y, gpu::Stream stream);

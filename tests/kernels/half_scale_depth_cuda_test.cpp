@@ -1,6 +1,6 @@
 // LayerScale's kernels (scale_forward, channel_reduce) and stochastic depth in bf16 and f16 on
 // CUDA, nchw and nhwc: against ref<double> on the same exactly representable inputs, on awkward
-// shapes (N = 1, C = 3, 13, 96, 768, odd H and W), outputs poisoned first.
+// shapes (N = 1, C = 3, 13, 96, 768, odd H and W, planes of 320 and 323), outputs poisoned first.
 //
 // Tolerances (half_test_util.h): scale_forward computes x * s + b in float (two roundings of
 // 2^-24) and rounds once to T: within u(T) |ref| + 2^-23 (|x s| + |b|). channel_reduce sums in
@@ -49,7 +49,10 @@ std::vector<double> nchw_values(Context& ctx, const Tensor& t) {
 TEST(HalfScaleCuda, PerChannelScaleAndItsSums) {
   CREMA_REQUIRE_CUDA();
   Context ctx(Device::cuda(0));
-  const std::vector<Shape> shapes = {{1, 3, 5, 7}, {2, 13, 3, 3}, {4, 96, 7, 9}, {1, 768, 3, 5}};
+  // The last two reach channel_reduce's planes (inner >= 256) on nchw: 16-byte loads of 8 halves
+  // (inner 320) and halves one by one (inner 323).
+  const std::vector<Shape> shapes = {{1, 3, 5, 7},   {2, 13, 3, 3},  {4, 96, 7, 9},
+                                     {1, 768, 3, 5}, {2, 5, 16, 20}, {1, 3, 17, 19}};
   for (DType dtype : {DType::bf16, DType::f16}) {
     for (const Shape& shape : shapes) {
       for (Layout layout : {Layout::nchw, Layout::nhwc}) {

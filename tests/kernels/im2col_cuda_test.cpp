@@ -20,7 +20,7 @@ namespace {
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr int64_t kImages = 3;
 constexpr int64_t kExtraChannels = 2;  // one before the patches' channels, one after
-constexpr int64_t kExtraColumns = 5;   // ldcol = images * P * Q + 5
+constexpr int64_t kExtraColumns = 5;   // ldcol = images * P * Q + 5 (col2im)
 
 using testing::geometries;
 
@@ -44,47 +44,62 @@ Tensor upload(Context& ctx, const std::vector<float>& host) {
   return t;
 }
 
-// Sizes of the batched layout.
+// Sizes of the batched layout; ldcol = the batch's columns + extra_columns.
 struct Layout {
   int64_t HW, PQ, rows, ldcol, image_stride;
-  explicit Layout(const Im2colGeometry& g)
+  explicit Layout(const Im2colGeometry& g, int64_t extra_columns = kExtraColumns)
       : HW(g.H * g.W),
         PQ(g.P() * g.Q()),
         rows(g.col_rows()),
-        ldcol(kImages * PQ + kExtraColumns),
+        ldcol(kImages * PQ + extra_columns),
         image_stride((g.C + kExtraChannels) * HW) {}
 };
+
+// Extra columns that make ldcol a multiple of 4 plus 4 (row_vectors' 16-byte stores), and 5.
+int64_t aligning_columns(const Im2colGeometry& g) {
+  const int64_t cols = kImages * g.P() * g.Q();
+  return 4 + (4 - cols % 4) % 4;
+}
+
+const cuda::Im2colVersion kVersions[] = {cuda::Im2colVersion::thread_per_entry,
+                                         cuda::Im2colVersion::row_vectors};
 
 TEST(Im2colCuda, Im2colMatchesReference) {
   CREMA_REQUIRE_CUDA();
   Context ctx(Device::cuda(0));
   Random rng(1);
-  for (const Im2colGeometry& g : geometries()) {
-    const Layout l(g);
-    const std::vector<float> im = random_values(rng, kImages * l.image_stride);
-    // Expected: image n's columns from ref::im2col, padding columns still NaN.
-    std::vector<float> expected(size_t(l.rows * l.ldcol), kNaN), one(size_t(l.rows * l.PQ));
-    for (int64_t n = 0; n < kImages; ++n) {
-      ref::im2col<float>(g, im.data() + n * l.image_stride + l.HW, one.data());
-      for (int64_t r = 0; r < l.rows; ++r) {
-        for (int64_t j = 0; j < l.PQ; ++j) {
-          expected[size_t(r * l.ldcol + n * l.PQ + j)] = one[size_t(r * l.PQ + j)];
+  std::vector<Im2colGeometry> shapes = geometries();
+  shapes.push_back({5, 17, 19, 3, 3, 1, 1});  // 3 * 323 columns: full float4 pairs and a tail
+  for (const Im2colGeometry& g : shapes) {
+    for (const int64_t extra : {kExtraColumns, aligning_columns(g)}) {
+      for (const cuda::Im2colVersion version : kVersions) {
+        const Layout l(g, extra);
+        const std::vector<float> im = random_values(rng, kImages * l.image_stride);
+        // Expected: image n's columns from ref::im2col, padding columns still NaN.
+        std::vector<float> expected(size_t(l.rows * l.ldcol), kNaN), one(size_t(l.rows * l.PQ));
+        for (int64_t n = 0; n < kImages; ++n) {
+          ref::im2col<float>(g, im.data() + n * l.image_stride + l.HW, one.data());
+          for (int64_t r = 0; r < l.rows; ++r) {
+            for (int64_t j = 0; j < l.PQ; ++j) {
+              expected[size_t(r * l.ldcol + n * l.PQ + j)] = one[size_t(r * l.PQ + j)];
+            }
+          }
         }
+        const Tensor im_dev = upload(ctx, im);
+        Tensor col = ctx.empty({l.rows * l.ldcol});
+        ctx.fill(col, kNaN);
+        cuda::im2col(g, kImages, im_dev.data<float>() + l.HW, l.image_stride, col.data<float>(),
+                     l.ldcol, version, ctx.stream());
+        ctx.synchronize();
+        const std::vector<float> out = col.to_vector();
+        int64_t wrong = 0;
+        for (size_t i = 0; i < out.size(); ++i) {
+          // A copy: bit-exact, NaN exactly where NaN is expected.
+          wrong += std::isnan(expected[i]) ? !std::isnan(out[i]) : out[i] != expected[i];
+        }
+        EXPECT_EQ(wrong, 0) << describe(g) << " ldcol " << l.ldcol << " version " << int(version);
       }
     }
-    const Tensor im_dev = upload(ctx, im);
-    Tensor col = ctx.empty({l.rows * l.ldcol});
-    ctx.fill(col, kNaN);
-    cuda::im2col(g, kImages, im_dev.data<float>() + l.HW, l.image_stride, col.data<float>(),
-                 l.ldcol, ctx.stream());
-    ctx.synchronize();
-    const std::vector<float> out = col.to_vector();
-    int64_t wrong = 0;
-    for (size_t i = 0; i < out.size(); ++i) {
-      // A copy: bit-exact, NaN exactly where NaN is expected.
-      wrong += std::isnan(expected[i]) ? !std::isnan(out[i]) : out[i] != expected[i];
-    }
-    EXPECT_EQ(wrong, 0) << describe(g);
   }
 }
 

@@ -19,13 +19,17 @@ namespace {
 using testing::host_values;
 
 const cuda::ReduceVersion kVersions[] = {cuda::ReduceVersion::block_per_channel,
-                                         cuda::ReduceVersion::split};
+                                         cuda::ReduceVersion::split, cuda::ReduceVersion::planes};
 
 TEST(ScaleCuda, EveryVersionMatchesReference) {
   CREMA_REQUIRE_CUDA();
   Context ctx(Device::cuda(0));
-  const Case cases[] = {{1, 1, 1},  {2, 3, 5},     {1, 7, 1},      {5, 1, 33},
-                        {3, 20, 1}, {64, 20, 576}, {2, 1, 100003}, {4, 2000, 3}};
+  // planes (inner >= 256): {2, 1, 100003} (floats, pieces across plane ends), {64, 20, 576}
+  // (float4, segments of several planes), {9, 3, 4099} (odd planes), {37, 5, 256} (float4, one
+  // segment), {3, 2, 20000} (segments within a plane).
+  const Case cases[] = {{1, 1, 1},    {2, 3, 5},     {1, 7, 1},      {5, 1, 33},
+                        {3, 20, 1},   {64, 20, 576}, {2, 1, 100003}, {4, 2000, 3},
+                        {9, 3, 4099}, {37, 5, 256},  {3, 2, 20000}};
   for (const Case& c : cases) {
     const int64_t n = c.outer * c.C * c.inner;
     const auto [x, dy, s, b, xd, dyd, sd, bd] =

@@ -1,6 +1,8 @@
-// Tensor ops on CUDA: every op against ref<double> on the awkward shapes of the CPU tests with
-// every blend (beta = 0 on NaN, beta = 1, alpha = 0.5), the reduction's indices exactly and its
-// bits run to run, transform for every 4-D order, and the dispatch from device tensors.
+// Tensor ops on CUDA: every op and every version against ref<double> on the awkward shapes of the
+// CPU tests with every blend (beta = 0 on NaN, beta = 1, alpha = 0.5), the reduction's indices
+// exactly and its bits run to run, transform for every 4-D order, and the dispatch from device
+// tensors. The fast versions' own paths (long rows, misaligned pointers, large reductions):
+// tensor_ops_paths_cuda_test.cpp.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,6 +12,7 @@
 #include "kernels/layout/layout.h"
 #include "kernels/tensor_ops/tensor_ops.h"
 #include "tests/kernels/kernel_cuda_test_util.h"
+#include "tests/kernels/tensor_ops_cuda_test_util.h"
 #include "tests/kernels/tensor_ops_test_util.h"
 #include "tests/support/cuda_test_util.h"
 
@@ -26,21 +29,24 @@ TEST(TensorOpsCuda, OpTensorMatchesReference) {
   CREMA_REQUIRE_CUDA();
   Context ctx(Device::cuda(0));
   Random rng(3);
-  for (OpTensorOp op : testing::kOpTensorOps) {
-    for (const testing::BroadcastCase& bc : testing::kBroadcastCases) {
-      for (const Blend& blend : kBlends) {
-        SCOPED_TRACE(std::string(op_tensor_op_name(op)) + " c " + shape_str(bc.c) + " b " +
-                     shape_str(bc.b) + " " + testing::blend_str(blend));
-        const Tensor a = testing::op_input(rng, bc.c, op == OpTensorOp::sqrt, false);
-        const Tensor b = testing::op_input(rng, bc.b, false, false);
-        const Tensor c = testing::prior_output(rng, bc.c, blend);
-        const std::vector<double> want = testing::ref_op_tensor(op, blend, a, b, c);
-        const Tensor ag = to_device(ctx, a), bg = to_device(ctx, b);
-        Tensor cg = to_device(ctx, c);
-        cuda::op_tensor(op, make_broadcast_plan(bc.c, bc.b), float(blend.alpha), ag.data<float>(),
-                        float(testing::kAlpha2), bg.data<float>(), float(blend.beta),
-                        cg.data<float>(), ctx.stream());
-        EXPECT_LT(rel_error(host_values(ctx, cg), want), testing::kOpTensorTol);
+  for (cuda::OpTensorVersion version : testing::kOpTensorVersions) {
+    for (OpTensorOp op : testing::kOpTensorOps) {
+      for (const testing::BroadcastCase& bc : testing::kBroadcastCases) {
+        for (const Blend& blend : kBlends) {
+          SCOPED_TRACE(std::string(op_tensor_op_name(op)) + " c " + shape_str(bc.c) + " b " +
+                       shape_str(bc.b) + " " + testing::blend_str(blend) + " version " +
+                       std::to_string(int(version)));
+          const Tensor a = testing::op_input(rng, bc.c, op == OpTensorOp::sqrt, false);
+          const Tensor b = testing::op_input(rng, bc.b, false, false);
+          const Tensor c = testing::prior_output(rng, bc.c, blend);
+          const std::vector<double> want = testing::ref_op_tensor(op, blend, a, b, c);
+          const Tensor ag = to_device(ctx, a), bg = to_device(ctx, b);
+          Tensor cg = to_device(ctx, c);
+          cuda::op_tensor(op, make_broadcast_plan(bc.c, bc.b), float(blend.alpha), ag.data<float>(),
+                          float(testing::kAlpha2), bg.data<float>(), float(blend.beta),
+                          cg.data<float>(), version, ctx.stream());
+          EXPECT_LT(rel_error(host_values(ctx, cg), want), testing::kOpTensorTol);
+        }
       }
     }
   }
@@ -52,34 +58,39 @@ TEST(TensorOpsCuda, ReduceMatchesReferenceWithIndicesAndIsDeterministic) {
   Random rng(4);
   std::vector<testing::ReduceCase> cases = testing::kReduceCases;
   cases.push_back({{3, 100000}, {3, 1}});  // many elements per block: the tree's order matters
-  for (ReduceOp op : testing::kReduceOps) {
-    const bool products = op == ReduceOp::mul || op == ReduceOp::mul_no_zeros;
-    for (const testing::ReduceCase& rc : cases) {
-      if (products && shape_numel(rc.x) > 10000) continue;  // the product leaves float's range
-      for (const Blend& blend : kBlends) {
-        SCOPED_TRACE(std::string(reduce_op_name(op)) + " x " + shape_str(rc.x) + " y " +
-                     shape_str(rc.y) + " " + testing::blend_str(blend));
-        const Tensor x = testing::op_input(rng, rc.x, false, products);
-        const Tensor y = testing::prior_output(rng, rc.y, blend);
-        const bool indexed = detail::reduce_has_indices(op);
-        std::vector<double> want_indices;
-        const std::vector<double> want =
-            testing::ref_reduce(op, blend, x, y, indexed ? &want_indices : nullptr);
-        const Tensor xg = to_device(ctx, x);
-        std::vector<float> first;
-        for (int run = 0; run < 2; ++run) {
-          Tensor yg = to_device(ctx, y);
-          Tensor indices = testing::poisoned_device(ctx, rc.y);
-          cuda::reduce_tensor(op, make_reduce_plan(rc.x, rc.y), float(blend.alpha),
-                              xg.data<float>(), float(blend.beta), yg.data<float>(),
-                              indexed ? indices.data<float>() : nullptr, ctx.stream());
-          const std::vector<float> got = host_values(ctx, yg);
-          EXPECT_LT(rel_error(got, want), testing::kReduceTol);
-          if (indexed) {
-            EXPECT_EQ(rel_error(host_values(ctx, indices), want_indices), 0.0);
+  for (cuda::ReduceTensorVersion version : testing::kReduceTensorVersions) {
+    for (ReduceOp op : testing::kReduceOps) {
+      const bool products = op == ReduceOp::mul || op == ReduceOp::mul_no_zeros;
+      for (const testing::ReduceCase& rc : cases) {
+        if (products && shape_numel(rc.x) > 10000) continue;  // the product leaves float's range
+        for (const Blend& blend : kBlends) {
+          SCOPED_TRACE(std::string(reduce_op_name(op)) + " x " + shape_str(rc.x) + " y " +
+                       shape_str(rc.y) + " " + testing::blend_str(blend) + " version " +
+                       std::to_string(int(version)));
+          const Tensor x = testing::op_input(rng, rc.x, false, products);
+          const Tensor y = testing::prior_output(rng, rc.y, blend);
+          const bool indexed = detail::reduce_has_indices(op);
+          std::vector<double> want_indices;
+          const std::vector<double> want =
+              testing::ref_reduce(op, blend, x, y, indexed ? &want_indices : nullptr);
+          const Tensor xg = to_device(ctx, x);
+          const ReducePlan plan = make_reduce_plan(rc.x, rc.y);
+          Tensor workspace = testing::reduce_workspace(ctx, plan, version);
+          std::vector<float> first;
+          for (int run = 0; run < 2; ++run) {
+            Tensor yg = to_device(ctx, y);
+            Tensor indices = testing::poisoned_device(ctx, rc.y);
+            cuda::reduce_tensor(op, plan, float(blend.alpha), xg.data<float>(), float(blend.beta),
+                                yg.data<float>(), indexed ? indices.data<float>() : nullptr,
+                                workspace.data<float>(), version, ctx.stream());
+            const std::vector<float> got = host_values(ctx, yg);
+            EXPECT_LT(rel_error(got, want), testing::kReduceTol);
+            if (indexed) {
+              EXPECT_EQ(rel_error(host_values(ctx, indices), want_indices), 0.0);
+            }
+            if (run == 0) first = got;
+            EXPECT_TRUE(testing::same_bits(first, got));
           }
-          if (run == 0) first = got;
-          EXPECT_TRUE(testing::same_bits(first, got));
         }
       }
     }
@@ -105,6 +116,14 @@ TEST(TensorOpsCuda, TransformMatchesReferenceForEveryOrder) {
         Tensor yg = to_device(ctx, y);
         transform_tensor(ctx, blend.alpha, xg, order, blend.beta, yg);
         EXPECT_LT(rel_error(host_values(ctx, yg), want), testing::kOpTensorTol);
+        for (cuda::TransformVersion version : testing::kTransformVersions) {
+          Tensor yv = to_device(ctx, y);
+          cuda::transform_tensor(make_permute_map(s, order), x.numel(), float(blend.alpha),
+                                 xg.data<float>(), float(blend.beta), yv.data<float>(), version,
+                                 ctx.stream());
+          EXPECT_LT(rel_error(host_values(ctx, yv), want), testing::kOpTensorTol)
+              << "version " << int(version);
+        }
       }
     } while (std::next_permutation(order.begin(), order.end()));
   }
