@@ -26,7 +26,7 @@ Parsing (scripts/bench/README.md says more):
   up to the first blank line are its rows.
 
     scripts/bench/reproduce_tables.py [README...] [--ladder PATH] [--crema PATH] [--list]
-                                      [--fill-tbd]
+                                      [--fill-tbd] [--timeout SECONDS]
 
 --fill-tbd writes the run's numbers into the rows documented as TBD (each TBD cell of such a row
 whose column the output also has): a new table's first measurement; run again to reproduce it.
@@ -40,6 +40,7 @@ import re
 import shlex
 import subprocess
 import sys
+import time
 
 COMMENT = re.compile(r"<!--\s*reproduce:\s*(?P<cmd>.*?);\s*key:\s*(?P<key>.*?);"
                      r"\s*value:\s*(?P<value>.*?)\s*-->")
@@ -227,6 +228,8 @@ def main(argv=None):
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--tolerance", type=float, default=0.05)
     ap.add_argument("--list", action="store_true", help="print the commands, run nothing")
+    ap.add_argument("--timeout", type=float, default=None,
+                    help="seconds a command may run (its rows fail when it is stopped)")
     ap.add_argument("--fill-tbd", action="store_true",
                     help="write this run's numbers into the rows documented as TBD")
     args = ap.parse_args(argv)
@@ -243,7 +246,15 @@ def main(argv=None):
                   f" (key {', '.join(keys)}; value {value})")
             if args.list:
                 continue
-            run = subprocess.run(argv_cmd, capture_output=True, text=True)
+            start = time.monotonic()
+            try:
+                run = subprocess.run(argv_cmd, capture_output=True, text=True,
+                                     timeout=args.timeout)
+            except subprocess.TimeoutExpired:
+                print(f"  FAIL: stopped after {args.timeout:g} s (--timeout)")
+                failed += len(rows) or 1
+                continue
+            print(f"  ({time.monotonic() - start:.1f} s)")
             fields = parse_output_fields(run.stdout, keys, value)
             measured = None if fields is None else {k: f[value] for k, f in fields.items()}
             if measured is None:

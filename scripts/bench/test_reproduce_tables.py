@@ -135,6 +135,22 @@ class EndToEnd(unittest.TestCase):
         status, out = run_on(written[0], BENCH)
         self.assertIn("+0.0%  PASS", out)
 
+    def test_a_command_past_the_timeout_fails_its_rows(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            slow = os.path.join(tmp, "slow.py")
+            with open(slow, "w") as f:
+                f.write("import time\ntime.sleep(5)\n")
+            readme = os.path.join(tmp, "README.md")
+            with open(readme, "w") as f:
+                f.write("<!-- reproduce: {python} {ladder}; key: rung; value: TFLOP/s -->\n"
+                        "| rung | TFLOP/s |\n| --- | ---: |\n| s1 | 0.5 |\n| s2 | 5.0 |\n")
+            out = io.StringIO()
+            with redirect_stdout(out):
+                status = rt.main([readme, "--ladder", slow, "--timeout", "0.5"])
+        self.assertEqual(status, 1)
+        self.assertIn("stopped after 0.5 s (--timeout)", out.getvalue())
+        self.assertIn("2 row(s) failed", out.getvalue())
+
     def test_time_column_and_all_pass(self):
         status, out = run_on("""
             Some text.
