@@ -17,6 +17,7 @@ TEST(ChannelShuffleLayerCuda, MatchesCpu) {
   check_cuda_parity("{name: s, type: ChannelShuffle, groups: 5}", {{3, 15, 7}}, exact);
   check_cuda_parity("{name: s, type: ChannelShuffle, groups: 2}", {{2, 6, 3, 1, 5}}, exact);
   check_cuda_parity("{name: s, type: ChannelShuffle, groups: 4}", {{33, 12, 1, 1}}, exact);
+  check_cuda_parity("{name: s, type: ChannelShuffle, groups: 2}", {{1, 10, 4, 3}}, exact);
   check_cuda_parity("{name: s, type: ChannelShuffle, groups: 1}", {{2, 8, 3, 3}}, exact);
   check_cuda_parity("{name: s, type: ChannelShuffle, groups: 8}", {{2, 8, 3, 3}}, exact);
   // ShuffleNet v2's size: 116 channels in 2 groups at 28 x 28.

@@ -42,6 +42,7 @@ TEST(ChannelShuffleLayer, ForwardAndBackwardFollowTheIndexFormula) {
       {{3, 15, 7}, 5},       // general permutation, odd sizes
       {{2, 12, 3, 5}, 4},    // 4-D
       {{2, 6, 2, 1, 3}, 3},  // 5-D: S is every trailing axis
+      {{1, 10, 4, 3}, 2},    // N = 1: three axes left after simplification
       {{5, 12, 1, 1}, 3},    // S = 1: a batched transpose
       {{2, 8, 3, 3}, 1},     // one group: a copy
       {{2, 8, 3, 3}, 8},     // one channel per group: a copy
