@@ -88,7 +88,7 @@ NETS = {
         layer("gelu_t", "GELU", "d2", "d3", approximate="tanh"),
         layer("prod", "Eltwise", ["a2", "b4"], "prod", operation="PROD"),
         layer("max", "Eltwise", ["c3", "d3", "prod"], "max", operation="MAX"),
-        layer("lrn_in", "Concat", ["max", "a2", "b3", "c3", "d3"], "five"),
+        layer("lrn_in", "Concat", ["max", "a2", "b4", "c3", "d3"], "five"),
         layer("lrn", "LRN", "five", "lrn", local_size=3, alpha=0.5, beta=0.75, k=2.0),
         layer("flat", "Flatten", "lrn", "flat"),
         layer("out", "InnerProduct", "flat", "out", num_output=2),
