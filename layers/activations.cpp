@@ -171,7 +171,8 @@ class HardsigmoidLayer final : public PointwiseLayer {
 };
 
 // Hardswish: y = x * min(max(x + 3, 0), 6) / 6;  dy/dx = 0 for x < -3, x/3 + 1/2 for -3 <= x < 3,
-// 1 for x >= 3 (PyTorch 1.13's values at the kinks). MobileNetV3's activation. No keys.
+// 1 for x >= 3 (torch 1.13's vectorized CPU values at the kinks; kernels/activations/README.md
+// says where PyTorch differs). MobileNetV3's activation. No keys.
 // Howard et al. 2019, "Searching for MobileNetV3".
 class HardswishLayer final : public PointwiseLayer {
  public:

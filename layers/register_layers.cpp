@@ -7,6 +7,7 @@ void register_layers(LayerRegistry& registry) {
   register_activations(registry);
   register_batch_norm(registry);
   register_batch_norm_relu(registry);
+  register_channel_shuffle(registry);
   register_concat(registry);
   register_convolution(registry);
   register_deconvolution(registry);

@@ -16,6 +16,7 @@ void register_activations(LayerRegistry& registry);  // ELU, Sigmoid, TanH, Clip
                                                      // Hardsigmoid, Hardswish, Mish
 void register_batch_norm(LayerRegistry& registry);
 void register_batch_norm_relu(LayerRegistry& registry);
+void register_channel_shuffle(LayerRegistry& registry);
 void register_concat(LayerRegistry& registry);
 void register_convolution(LayerRegistry& registry);
 void register_deconvolution(LayerRegistry& registry);

@@ -26,10 +26,11 @@
 // ELU's derivative is alpha (PyTorch's value). Hardsigmoid and hardswish (Howard et al. 2019,
 // "Searching for MobileNetV3") take PyTorch's values at the kinks: hardsigmoid's gradient is 0 at
 // x = -3 and x = 3, hardswish's is -1/2 at x = -3 (the inner piece) and 1 at x = 3 (the
-// outer one), PyTorch 1.13's hardswish_backward. Hardsigmoid's y would tell -3 < x < 3 only up to
-// rounding (x + 3 rounds to 6 just below x = 3), hence x. Mish (Misra 2019, "Mish: A Self
-// Regularized Non-Monotonic Activation Function"; PyTorch's nn.Mish) is not monotonic, so y does
-// not determine x: its backward reads x.
+// outer one), PyTorch 1.13's vectorized CPU hardswish_backward (its scalar loop and CUDA kernel
+// give 3/2 at x = 3; PyTorch since 2025 gives 0 at -3: README.md). Hardsigmoid's y would tell
+// -3 < x < 3 only up to rounding (x + 3 rounds to 6 just below x = 3), hence x. Mish (Misra 2019,
+// "Mish: A Self Regularized Non-Monotonic Activation Function"; PyTorch's nn.Mish) is not
+// monotonic, so y does not determine x: its backward reads x.
 //
 // y may alias x and dx may alias dy (the same pointer; partial overlaps are not allowed).
 #pragma once

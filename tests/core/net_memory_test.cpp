@@ -75,7 +75,8 @@ TEST(PlacedAllocator, HandsOutItsPlaceOrNothing) {
 // ReLU reads y), Split (conv1 and flat feed two layers each), a view (Flatten) whose gradient
 // aliases its top's, a loss in the middle, weights shared by two layers, a frozen first layer
 // (so that conv1 runs with propagate_down false), Dropout, Concat, a layer with the default
-// declaration (Sigmoid) and max pooling.
+// declaration (Sigmoid), one whose backward reads neither its bottom nor its top (ChannelShuffle)
+// and max pooling.
 const char* kNet = R"(
 inputs: {data: [3, 6, 6], label: []}
 layers:
@@ -85,7 +86,8 @@ layers:
   - {name: bn1, type: BatchNorm, bottom: conv1, top: conv1}
   - {name: relu1, type: ReLU, bottom: conv1, top: conv1}
   - {name: conv2, type: Convolution, bottom: conv1, top: conv2, num_output: 4, kernel_size: 3, pad: 1}
-  - {name: bn2, type: BatchNorm, bottom: conv2, top: bn2}
+  - {name: shuffle, type: ChannelShuffle, bottom: conv2, top: shuffled, groups: 2}
+  - {name: bn2, type: BatchNorm, bottom: shuffled, top: bn2}
   - {name: add, type: Eltwise, bottom: [bn2, conv1], top: add}
   - {name: relu2, type: ReLU, bottom: add, top: add}
   - {name: pool, type: Pooling, bottom: add, top: pool, pool: max, kernel_size: 2, stride: 2}

@@ -4,11 +4,13 @@
 // (api_test_util.h); descriptors refused with the op and the tensor named.
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
 
 #include "core/error.h"
 #include "kernels/api/primitives.h"
 #include "kernels/tensor_ops/tensor_ops.h"
+#include "tests/kernels/activation_test_util.h"
 #include "tests/kernels/api_test_cases.h"
 #include "tests/kernels/api_test_util.h"
 
@@ -30,6 +32,19 @@ INSTANTIATE_TEST_SUITE_P(Primitives, ApiCase, ::testing::Range(size_t(0), api_ca
                          [](const ::testing::TestParamInfo<size_t>& info) {
                            return api_cases()[info.param].name;
                          });
+
+// Every pointwise kind is an activation mode of the API, with its case above. The compiler does
+// not say so when one is missing (kind_of switches over the modes, not the kinds): this test does
+// (kernels/activations/README.md, "Adding an activation", step 9).
+TEST(ApiActivation, EveryPointwiseKindHasAMode) {
+  std::set<std::string> names;
+  for (const Case& c : api_cases()) names.insert(c.name);
+  for (const Activation& a : activation_test::all_activations()) {
+    const std::string name = std::string("activation_forward_") + activation_name(a.kind);
+    EXPECT_EQ(names.count(name), 1u)
+        << name << " missing: kernels/activations/README.md step 9 (ActivationMode)";
+  }
+}
 
 // The message of what `f` throws (crema::Error), or "" when it throws nothing.
 template <class F>
