@@ -67,30 +67,7 @@ TEST(TensorOpsCuda, ReduceMatchesReferenceWithIndicesAndIsDeterministic) {
           SCOPED_TRACE(std::string(reduce_op_name(op)) + " x " + shape_str(rc.x) + " y " +
                        shape_str(rc.y) + " " + testing::blend_str(blend) + " version " +
                        std::to_string(int(version)));
-          const Tensor x = testing::op_input(rng, rc.x, false, products);
-          const Tensor y = testing::prior_output(rng, rc.y, blend);
-          const bool indexed = detail::reduce_has_indices(op);
-          std::vector<double> want_indices;
-          const std::vector<double> want =
-              testing::ref_reduce(op, blend, x, y, indexed ? &want_indices : nullptr);
-          const Tensor xg = to_device(ctx, x);
-          const ReducePlan plan = make_reduce_plan(rc.x, rc.y);
-          Tensor workspace = testing::reduce_workspace(ctx, plan, version);
-          std::vector<float> first;
-          for (int run = 0; run < 2; ++run) {
-            Tensor yg = to_device(ctx, y);
-            Tensor indices = testing::poisoned_device(ctx, rc.y);
-            cuda::reduce_tensor(op, plan, float(blend.alpha), xg.data<float>(), float(blend.beta),
-                                yg.data<float>(), indexed ? indices.data<float>() : nullptr,
-                                workspace.data<float>(), version, ctx.stream());
-            const std::vector<float> got = host_values(ctx, yg);
-            EXPECT_LT(rel_error(got, want), testing::kReduceTol);
-            if (indexed) {
-              EXPECT_EQ(rel_error(host_values(ctx, indices), want_indices), 0.0);
-            }
-            if (run == 0) first = got;
-            EXPECT_TRUE(testing::same_bits(first, got));
-          }
+          testing::check_reduce(ctx, rng, op, rc, blend, version, 0);
         }
       }
     }

@@ -26,13 +26,6 @@ using testing::rel_error;
 
 // A device copy of `host` starting `offset` floats into its buffer (offset 1: a pointer that is
 // 4- but not 16-byte aligned). The buffer is returned; the data starts at buffer + offset.
-Tensor device_at(Context& ctx, const Tensor& host, int offset) {
-  std::vector<float> values(size_t(offset), 0.0f);
-  const std::vector<float> v = host.to_vector();
-  values.insert(values.end(), v.begin(), v.end());
-  return testing::to_device(ctx, {int64_t(values.size())}, values);
-}
-
 std::vector<float> values_at(Context& ctx, const Tensor& buffer, int offset) {
   const std::vector<float> all = host_values(ctx, buffer);
   return {all.begin() + offset, all.end()};
@@ -69,8 +62,9 @@ TEST(TensorOpsPathsCuda, OpTensorRowsMatchReference) {
             const Tensor b = testing::op_input(rng, bc.b, false, false);
             const Tensor c = testing::prior_output(rng, bc.c, blend);
             const std::vector<double> want = testing::ref_op_tensor(op, blend, a, b, c);
-            const Tensor ag = device_at(ctx, a, offset), bg = device_at(ctx, b, offset);
-            Tensor cg = device_at(ctx, c, offset);
+            const Tensor ag = testing::device_at(ctx, a, offset);
+            const Tensor bg = testing::device_at(ctx, b, offset);
+            Tensor cg = testing::device_at(ctx, c, offset);
             cuda::op_tensor(op, make_broadcast_plan(bc.c, bc.b), float(blend.alpha),
                             ag.data<float>() + offset, float(testing::kAlpha2),
                             bg.data<float>() + offset, float(blend.beta), cg.data<float>() + offset,
@@ -118,36 +112,6 @@ const std::vector<testing::ReduceCase> kSplitCases = {
     {{9, 2, 40}, {1, 2, 1}},        // reduced [9, 40] with the innermost run 40: lanes along r
 };
 
-void check_split(Context& ctx, Random& rng, ReduceOp op, const testing::ReduceCase& rc,
-                 const Blend& blend, int offset) {
-  const bool products = op == ReduceOp::mul || op == ReduceOp::mul_no_zeros;
-  const Tensor x = testing::op_input(rng, rc.x, false, products);
-  const Tensor y = testing::prior_output(rng, rc.y, blend);
-  const bool indexed = detail::reduce_has_indices(op);
-  std::vector<double> want_indices;
-  const std::vector<double> want =
-      testing::ref_reduce(op, blend, x, y, indexed ? &want_indices : nullptr);
-  const Tensor xg = device_at(ctx, x, offset);
-  const ReducePlan plan = make_reduce_plan(rc.x, rc.y);
-  const auto version = cuda::ReduceTensorVersion::split;
-  Tensor workspace = testing::reduce_workspace(ctx, plan, version);
-  std::vector<float> first;
-  for (int run = 0; run < 2; ++run) {
-    Tensor yg = testing::to_device(ctx, y);
-    Tensor indices = testing::poisoned_device(ctx, rc.y);
-    cuda::reduce_tensor(op, plan, float(blend.alpha), xg.data<float>() + offset, float(blend.beta),
-                        yg.data<float>(), indexed ? indices.data<float>() : nullptr,
-                        workspace.data<float>(), version, ctx.stream());
-    const std::vector<float> got = host_values(ctx, yg);
-    EXPECT_LT(rel_error(got, want), testing::kReduceTol);
-    if (indexed) {
-      EXPECT_EQ(rel_error(host_values(ctx, indices), want_indices), 0.0);
-    }
-    if (run == 0) first = got;
-    EXPECT_TRUE(testing::same_bits(first, got));
-  }
-}
-
 TEST(TensorOpsPathsCuda, ReduceSplitPathsMatchReference) {
   CREMA_REQUIRE_CUDA();
   Context ctx(Device::cuda(0));
@@ -161,7 +125,7 @@ TEST(TensorOpsPathsCuda, ReduceSplitPathsMatchReference) {
           SCOPED_TRACE(std::string(reduce_op_name(op)) + " x " + shape_str(rc.x) + " y " +
                        shape_str(rc.y) + " " + testing::blend_str(blend) + " offset " +
                        std::to_string(offset));
-          check_split(ctx, rng, op, rc, blend, offset);
+          testing::check_reduce(ctx, rng, op, rc, blend, cuda::ReduceTensorVersion::split, offset);
         }
       }
     }
@@ -180,7 +144,7 @@ TEST(TensorOpsPathsCuda, ReduceSplitOverTenMillionElements) {
                       ReduceOp::norm1, ReduceOp::norm2}) {
     for (const testing::ReduceCase& rc : {all, rows}) {
       SCOPED_TRACE(std::string(reduce_op_name(op)) + " x " + shape_str(rc.x));
-      check_split(ctx, rng, op, rc, kBlends[1], 0);
+      testing::check_reduce(ctx, rng, op, rc, kBlends[1], cuda::ReduceTensorVersion::split, 0);
     }
   }
 }
