@@ -1,13 +1,13 @@
 // The pointwise activation layers without parameters: ELU, Sigmoid, TanH, Clip, Swish (= SiLU),
-// GELU, Hardsigmoid, Hardswish, Mish. Each maps every element on its own:
+// GELU, Hardsigmoid, Hardswish, Mish, Softsign. Each maps every element on its own:
 //
 //   x, y: any shape, the same.   forward y = f(x);   backward dL/dx = dL/dy * f'(x)
 //
 // The formulas and derivatives are in kernels/activations/pointwise.h; each layer below gives its
 // own, its YAML keys and its paper. All run in place (top == bottom): ELU, Sigmoid and TanH for
-// free, since their derivative follows from y; Clip, Swish, GELU, Hardsigmoid, Hardswish and Mish
-// need x, so in place they copy x aside before the forward overwrites it (one extra tensor and one
-// copy per step, which the out-of-place form does not pay).
+// free, since their derivative follows from y; Clip, Swish, GELU, Hardsigmoid, Hardswish, Mish and
+// Softsign need x, so in place they copy x aside before the forward overwrites it (one extra tensor
+// and one copy per step, which the out-of-place form does not pay).
 #include <string>
 
 #include "kernels/activations/pointwise.h"
@@ -189,6 +189,16 @@ class MishLayer final : public PointwiseLayer {
   explicit MishLayer(const LayerSpec& spec) : PointwiseLayer(spec, kernels::ActivationKind::mish) {}
 };
 
+// Softsign: y = x / (1 + |x|);  dy/dx = 1 / (1 + |x|)^2 (the quotient rule: (1 + |x|) - x sign(x)
+// over (1 + |x|)^2, and x sign(x) = |x|). PyTorch's nn.Softsign. No keys.
+// Glorot and Bengio 2010, "Understanding the difficulty of training deep feedforward neural
+// networks".
+class SoftsignLayer final : public PointwiseLayer {
+ public:
+  explicit SoftsignLayer(const LayerSpec& spec)
+      : PointwiseLayer(spec, kernels::ActivationKind::softsign) {}
+};
+
 }  // namespace
 
 void register_activations(LayerRegistry& registry) {
@@ -202,6 +212,7 @@ void register_activations(LayerRegistry& registry) {
   registry.add<HardsigmoidLayer>("Hardsigmoid");
   registry.add<HardswishLayer>("Hardswish");
   registry.add<MishLayer>("Mish");
+  registry.add<SoftsignLayer>("Softsign");
 }
 
 }  // namespace crema

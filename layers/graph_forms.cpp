@@ -34,6 +34,9 @@ void export_activation(const kernels::Activation& a, const LayerIO& io, GraphBui
     case Kind::hardswish:
       g.node("HardSwish", {x}, {y});
       return;
+    case Kind::softsign:
+      g.node("Softsign", {x}, {y});
+      return;
     case Kind::mish: {  // ONNX's Mish is opset 18; opset 17 spells it out
       const std::string softplus = g.temp(base + "softplus"), t = g.temp(base + "tanh");
       g.node("Softplus", {x}, {softplus});

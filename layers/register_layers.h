@@ -13,7 +13,7 @@ void register_layers(LayerRegistry& registry);
 
 void register_accuracy(LayerRegistry& registry);
 void register_activations(LayerRegistry& registry);  // ELU, Sigmoid, TanH, Clip, Swish/SiLU, GELU,
-                                                     // Hardsigmoid, Hardswish, Mish
+                                                     // Hardsigmoid, Hardswish, Mish, Softsign
 void register_batch_norm(LayerRegistry& registry);
 void register_batch_norm_relu(LayerRegistry& registry);
 void register_channel_shuffle(LayerRegistry& registry);

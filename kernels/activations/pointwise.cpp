@@ -44,6 +44,7 @@ BackwardReads backward_reads(ActivationKind kind) {
     case ActivationKind::hardsigmoid:
     case ActivationKind::hardswish:
     case ActivationKind::mish:
+    case ActivationKind::softsign:
       return BackwardReads::input;
   }
   return BackwardReads::input;
@@ -71,6 +72,8 @@ const char* activation_name(ActivationKind kind) {
       return "hardswish";
     case ActivationKind::mish:
       return "mish";
+    case ActivationKind::softsign:
+      return "softsign";
   }
   return "unknown";
 }

@@ -15,6 +15,7 @@
 //   mish        x * tanh(softplus(x)),                          x:  t + x * s * (1 - t^2)
 //               softplus(x) = log(1 + exp(x))                       (t = tanh(softplus(x)),
 //                                                                    s = s(x) = softplus'(x))
+//   softsign    x / (1 + |x|)                                   x:  1 / (1 + |x|)^2
 //               (t = tanh(u), u' = sqrt(2 / pi) (1 + 3 * 0.044715 x^2),
 //                phi(x) = exp(-x^2 / 2) / sqrt(2 pi), the normal density)
 //
@@ -30,7 +31,10 @@
 // give 3/2 at x = 3; PyTorch since 2025 gives 0 at -3: README.md). Hardsigmoid's y would tell
 // -3 < x < 3 only up to rounding (x + 3 rounds to 6 just below x = 3), hence x. Mish (Misra 2019,
 // "Mish: A Self Regularized Non-Monotonic Activation Function"; PyTorch's nn.Mish) is not
-// monotonic, so y does not determine x: its backward reads x.
+// monotonic, so y does not determine x: its backward reads x. Softsign (Glorot and Bengio 2010,
+// "Understanding the difficulty of training deep feedforward neural networks"; PyTorch's
+// nn.Softsign) reads x too: its y does determine f'(x) = (1 - |y|)^2, but 1 - |y| cancels for
+// large |x| (relative error eps |x|), where 1 / (1 + |x|)^2 from x does not.
 //
 // y may alias x and dx may alias dy (the same pointer; partial overlaps are not allowed).
 #pragma once
@@ -53,7 +57,8 @@ enum class ActivationKind {
   gelu_tanh,
   hardsigmoid,
   hardswish,
-  mish
+  mish,
+  softsign
 };
 
 // One activation and its constants; the fields other kinds ignore keep their defaults.

@@ -147,6 +147,9 @@ void forward_chunk(const Activation& a, int64_t m, const float* xp, float* yp) {
       scratch = x.min(kMishLinear).exp();
       mish_forward(m, xp, scratch_data, yp);
       return;
+    case ActivationKind::softsign:
+      y = x / (1.0f + x.abs());
+      return;
   }
 }
 
@@ -206,6 +209,9 @@ void backward_chunk(const Activation& a, int64_t m, const float* sp, const float
     case ActivationKind::mish:
       scratch = saved.min(kMishLinear).exp();
       mish_backward(m, sp, scratch_data, dyp, dxp);
+      return;
+    case ActivationKind::softsign:
+      dx = dy / (1.0f + saved.abs()).square();
       return;
   }
 }

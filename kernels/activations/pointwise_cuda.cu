@@ -131,6 +131,16 @@ struct MishBackward {  // from x
   }
 };
 
+struct SoftsignForward {
+  __device__ float operator()(float x) const { return x / (1.0f + fabsf(x)); }
+};
+struct SoftsignBackward {  // from x: 1 / (1 + |x|)^2
+  __device__ float operator()(float x, float dy) const {
+    const float d = 1.0f + fabsf(x);
+    return dy / (d * d);
+  }
+};
+
 }  // namespace
 
 template <class T>
@@ -159,6 +169,8 @@ void activation_forward(const Activation& a, int64_t n, const T* x, T* y, Pointw
       return detail::launch_map<1>(n, x, nullptr, y, HardswishForward{}, vec, stream, what);
     case ActivationKind::mish:
       return detail::launch_map<1>(n, x, nullptr, y, MishForward{}, vec, stream, what);
+    case ActivationKind::softsign:
+      return detail::launch_map<1>(n, x, nullptr, y, SoftsignForward{}, vec, stream, what);
   }
 }
 
@@ -188,6 +200,8 @@ void activation_backward(const Activation& a, int64_t n, const T* saved, const T
       return detail::launch_map<2>(n, saved, dy, dx, HardswishBackward{}, vec, stream, what);
     case ActivationKind::mish:
       return detail::launch_map<2>(n, saved, dy, dx, MishBackward{}, vec, stream, what);
+    case ActivationKind::softsign:
+      return detail::launch_map<2>(n, saved, dy, dx, SoftsignBackward{}, vec, stream, what);
   }
 }
 

@@ -48,6 +48,8 @@ T forward(const Activation& a, T x) {
       return x * relu6(x + T(3)) / T(6);
     case ActivationKind::mish:
       return x * std::tanh(std::log1p(std::exp(x)));
+    case ActivationKind::softsign:
+      return x / (T(1) + std::fabs(x));
   }
   return x;
 }
@@ -101,6 +103,10 @@ T backward(const Activation& a, T saved, T dy) {
     case ActivationKind::mish: {
       const T x = saved, t = std::tanh(std::log1p(std::exp(x))), s = sigmoid(x);
       return dy * (t + x * s * (T(1) - t * t));
+    }
+    case ActivationKind::softsign: {
+      const T d = T(1) + std::fabs(saved);
+      return dy / (d * d);
     }
   }
   return dy;

@@ -39,6 +39,8 @@ ActivationKind kind_of(ActivationMode mode) {
       return ActivationKind::hardswish;
     case ActivationMode::mish:
       return ActivationKind::mish;
+    case ActivationMode::softsign:
+      return ActivationKind::softsign;
     case ActivationMode::relu:
     case ActivationMode::identity:
       break;

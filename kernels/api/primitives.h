@@ -83,7 +83,8 @@ enum class ActivationMode {
   gelu_tanh,
   hardsigmoid,
   hardswish,
-  mish
+  mish,
+  softsign
 };
 struct ActivationDesc {
   ActivationMode mode = ActivationMode::relu;

@@ -82,6 +82,7 @@ NETS = {
         layer("tanh", "TanH", "c", "c2"),
         layer("clip", "Clip", "d", "d2", min=-0.2, max=0.3),
         layer("swish", "Swish", "a", "a2", beta=1.5),
+        layer("softsign", "Softsign", "a2", "a2"),
         layer("silu", "SiLU", "b2", "b3"),
         layer("mish", "Mish", "b3", "b4"),
         layer("gelu", "GELU", "c2", "c3"),

@@ -61,6 +61,15 @@ TEST(ActivationRef, ByHand) {
   const double e2 = std::exp(2.0), n2 = e2 * (e2 + 2.0), t2 = n2 / (n2 + 2.0);
   EXPECT_NEAR(y[3], 2.0 * t2, 1e-15);
   EXPECT_NEAR(dx[3], t2 + 2.0 * e2 / (1.0 + e2) * (1.0 - t2 * t2), 1e-15);
+
+  // Softsign: -1 -> -1/2 with slope 1/4; 0 -> 0 with slope 1; 2 -> 2/3 with slope 1/9.
+  reference({K::softsign}, x, ones, y, dx);
+  EXPECT_EQ(y[0], -0.5);
+  EXPECT_EQ(dx[0], 0.25);
+  EXPECT_EQ(y[1], 0.0);
+  EXPECT_EQ(dx[1], 1.0);
+  EXPECT_NEAR(y[3], 2.0 / 3.0, 1e-15);
+  EXPECT_NEAR(dx[3], 1.0 / 9.0, 1e-15);
 }
 
 TEST(ActivationRef, BackwardMatchesCentralDifferences) {
@@ -89,7 +98,7 @@ TEST(ActivationRef, BackwardMatchesCentralDifferences) {
 // PyTorch's values, exactly (float64) for ref<double>, and within float32 rounding for the CPU.
 TEST(ActivationRef, MatchesPyTorch) {
   const auto cases = crema::testing::read_activation_golden();
-  ASSERT_EQ(cases.size(), 11u);
+  ASSERT_EQ(cases.size(), 12u);
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
     ASSERT_EQ(c.x.size(), 34u);

@@ -23,7 +23,8 @@ inline std::vector<Activation> all_activations() {
           {K::gelu_tanh},
           {K::hardsigmoid},
           {K::hardswish},
-          {K::mish}};
+          {K::mish},
+          {K::softsign}};
 }
 
 // Whether the backward pass reads the forward's output y (else its input x).

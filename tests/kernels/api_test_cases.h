@@ -69,7 +69,8 @@ inline std::vector<Case> api_cases() {
       {"clip", ActivationMode::clip},           {"elu", ActivationMode::elu},
       {"swish", ActivationMode::swish},         {"gelu_erf", ActivationMode::gelu_erf},
       {"gelu_tanh", ActivationMode::gelu_tanh}, {"hardsigmoid", ActivationMode::hardsigmoid},
-      {"hardswish", ActivationMode::hardswish}, {"mish", ActivationMode::mish}};
+      {"hardswish", ActivationMode::hardswish}, {"mish", ActivationMode::mish},
+      {"softsign", ActivationMode::softsign}};
   for (const auto& [name, mode] : modes) {
     ActivationDesc act;
     act.mode = mode;

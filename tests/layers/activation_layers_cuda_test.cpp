@@ -111,6 +111,11 @@ TEST(MishLayerCuda, MatchesCpu) {
   check_all_shapes("{name: m, type: Mish}");
 }
 
+TEST(SoftsignLayerCuda, MatchesCpu) {
+  CREMA_REQUIRE_CUDA();
+  check_all_shapes("{name: s, type: Softsign}");
+}
+
 // In place on the GPU (top == bottom; the layers that need x copy it aside on the stream) against
 // out of place on the CPU.
 TEST(ActivationLayersCuda, InPlaceMatchesCpu) {
@@ -118,10 +123,11 @@ TEST(ActivationLayersCuda, InPlaceMatchesCpu) {
   const Shape shape = {3, 4, 33};
   const size_t n = size_t(shape_numel(shape));
   const std::vector<float> x = random_values(n, -3, 3, 41), dy = random_values(n, -1, 1, 42);
-  for (const char* yaml : {"{name: a, type: ELU}", "{name: a, type: Clip, min: -1, max: 2}",
-                           "{name: a, type: Swish, beta: 0.7}", "{name: a, type: GELU}",
-                           "{name: a, type: Hardswish}", "{name: a, type: Mish}",
-                           "{name: a, type: PReLU, filler: {type: uniform, min: -1, max: 1}}"}) {
+  for (const char* yaml :
+       {"{name: a, type: ELU}", "{name: a, type: Clip, min: -1, max: 2}",
+        "{name: a, type: Swish, beta: 0.7}", "{name: a, type: GELU}", "{name: a, type: Hardswish}",
+        "{name: a, type: Mish}", "{name: a, type: Softsign}",
+        "{name: a, type: PReLU, filler: {type: uniform, min: -1, max: 1}}"}) {
     SCOPED_TRACE(yaml);
     Context cpu, gpu(Device::cuda(0));
     LayerHarness c(yaml, {shape}, cpu), g(yaml, {shape}, gpu);

@@ -142,6 +142,11 @@ TEST(MishLayer, Gradient) {
   check_away_from_kinks("{name: m, type: Mish}", {3, 5, 7}, {}, 5.0f);
 }
 
+// Inputs in [-5, 5), off 0, where the second derivative jumps (|x|).
+TEST(SoftsignLayer, Gradient) {
+  check_away_from_kinks("{name: s, type: Softsign}", {3, 5, 7}, {0.0f}, 5.0f);
+}
+
 // --- in place ---------------------------------------------------------------------------------
 
 TEST(ActivationLayers, InPlaceMatchesOutOfPlace) {
@@ -150,8 +155,8 @@ TEST(ActivationLayers, InPlaceMatchesOutOfPlace) {
         "{name: a, type: Clip, min: -1, max: 2}", "{name: a, type: Swish, beta: 0.7}",
         "{name: a, type: SiLU}", "{name: a, type: GELU}",
         "{name: a, type: GELU, approximate: tanh}", "{name: a, type: Hardsigmoid}",
-        "{name: a, type: Hardswish}", "{name: a, type: Mish}", "{name: a, type: PReLU}",
-        "{name: a, type: PReLU, channel_shared: true}",
+        "{name: a, type: Hardswish}", "{name: a, type: Mish}", "{name: a, type: Softsign}",
+        "{name: a, type: PReLU}", "{name: a, type: PReLU, channel_shared: true}",
         "{name: a, type: PReLU, filler: {type: uniform, min: -1, max: 1}}"}) {
     expect_in_place_matches(yaml, {3, 4, 5});
   }
