@@ -51,12 +51,19 @@ struct DevicePeak {
 };
 DevicePeak device_peak(const Context& ctx);
 
-// Calls `launch(i)` (which queues work on ctx.stream()) `warmup` times, then times each of
-// `repeats` calls with CUDA events and returns the median in milliseconds. `i` counts calls from
-// 0, so a benchmark can rotate among several input copies larger than L2 (see rotation_copies).
-double median_ms(Context& ctx, int warmup, int repeats, const std::function<void(int)>& launch);
+// Calls `launch(i)` (which queues work on ctx.stream()) `warmup` times, then times `repeats`
+// samples of `burst` back-to-back calls each with CUDA events and returns the median of
+// sample / burst in milliseconds. `i` counts calls from 0, so a benchmark can rotate among several
+// input copies larger than L2 (see rotation_copies).
+double median_ms(Context& ctx, int warmup, int repeats, const std::function<void(int)>& launch,
+                 int burst = 1);
+// How many back-to-back calls one timed sample of a call taking `single_ms` holds: enough for
+// about 0.2 ms (1 from 0.2 ms up; at most 200), so a short call's time holds no launch gap.
+// scripts/bench/cuda_timing.py applies the same rule to the PyTorch peers.
+int burst_for(double single_ms);
 // median_ms with options.warmup and options.repeats, both cut down for a slow call (a naive
-// kernel on a large shape) so that one row takes about two seconds at most: a first call measures.
+// kernel on a large shape) so that one row takes about two seconds at most, and bursts for a short
+// one (burst_for): the median of three single calls, after one untimed call, sizes the row.
 double measure_ms(Context& ctx, const Options& options, const std::function<void(int)>& launch);
 // How many copies of a working set of `bytes` make the rotation exceed L2 several times over
 // (at least 1; about 200 MB of traffic between reuses of one copy).

@@ -1,22 +1,43 @@
-"""How every peer script here times a GPU call, as `crema bench` and ../shared/bench/peer_cudnn.py
-do: warm-up calls, then the median of CUDA-event timings of one call each. Imported by the
-peer_*.py scripts beside it (python3 puts a script's own folder on the import path)."""
+"""How every peer script here times a GPU call, as `crema bench` does (apps/bench.cpp, measure_ms
+and burst_for): warm-up calls, then the median of CUDA-event timings of one call each -- or, for a
+call shorter than 0.2 ms, of bursts of ceil(0.2 ms / one call) back-to-back calls (at most
+200), each divided by its count: timed alone, so short a call's event pair also holds the host's launch
+of it, a gap of a few microseconds that varies call to call and that back-to-back kernels in a
+network do not pay. Imported by the peer_*.py scripts beside it (python3 puts a script's own
+folder on the import path)."""
+import math
+
 import torch
 
+BURST_SPAN_MS = 0.2
+MAX_BURST = 200
 
-def median_ms(fn, warmup=5, repeats=30):
-    """The median time of fn() in milliseconds, after `warmup` untimed calls."""
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
+
+def burst_for(single_ms):
+    """How many back-to-back calls one timed sample of a call of `single_ms` holds."""
+    return int(min(MAX_BURST, max(1, math.ceil(BURST_SPAN_MS / max(single_ms, 1e-4)))))
+
+
+def _median(fn, repeats, burst):
     times = []
     for _ in range(repeats):
         begin = torch.cuda.Event(enable_timing=True)
         end = torch.cuda.Event(enable_timing=True)
         begin.record()
-        fn()
+        for _ in range(burst):
+            fn()
         end.record()
         end.synchronize()
-        times.append(begin.elapsed_time(end))
+        times.append(begin.elapsed_time(end) / burst)
     times.sort()
     return times[len(times) // 2]
+
+
+def median_ms(fn, warmup=5, repeats=30):
+    """The median time of fn() in milliseconds, after `warmup` untimed calls (bursts of calls for
+    a short one: burst_for on the median of three single calls)."""
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    burst = burst_for(_median(fn, 3, 1))
+    return _median(fn, repeats, burst)

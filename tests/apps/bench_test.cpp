@@ -248,6 +248,16 @@ TEST(BenchTable, Arithmetic) {
   EXPECT_EQ(rotation_copies(16), 256);  // capped
 }
 
+// Calls under 0.2 ms are timed in bursts spanning about 0.2 ms; the count is capped.
+TEST(BenchTiming, BurstSpansAboutAFifthOfAMillisecond) {
+  EXPECT_EQ(burst_for(5.0), 1);
+  EXPECT_EQ(burst_for(0.2), 1);
+  EXPECT_EQ(burst_for(0.15), 2);
+  EXPECT_EQ(burst_for(0.05), 4);
+  EXPECT_EQ(burst_for(0.009), 23);
+  EXPECT_EQ(burst_for(0.0), 200);  // capped (a call too short to time)
+}
+
 TEST(BenchTable, PrintsRowsAndFailsOnABadCheck) {
   DevicePeak peak;
   peak.name = "test GPU";
