@@ -1,8 +1,9 @@
 // N-d convolution: the geometry's checks and forms, and the Tensor-level passes. Rank 1 and 2
 // call the 2-D entry points (convolution.h) on 4-D views of the same storage; rank 3 dispatches
-// (kernels/common/dispatch.h) to cuda f32 (vol2col + GEMM), cpu f32 (vol2col + GEMM) or cpu f64
-// (the reference). The parameters (bias, dw, db) are conv_parameter_dtype of the activations'
-// (f32 for bf16 and f16 ones, which only the 2-D calls run).
+// (kernels/common/dispatch.h) to cuda f32 (depth_col: the 2-D record `request` picks for the
+// chunk's 2-D geometry; vol2col + GEMM where depth_col does not apply), cpu f32 (vol2col + GEMM)
+// or cpu f64 (the reference). The parameters (bias, dw, db) are conv_parameter_dtype of the
+// activations' (f32 for bf16 and f16 ones, which only the 2-D calls run).
 #include <string>
 
 #include "core/error.h"
@@ -39,6 +40,29 @@ Tensor view_2d(const Tensor& t) {
   Tensor v = t.view({t.dim(0), t.dim(1), 1, t.dim(2)});
   v.set_layout(Layout::nchw);
   return v;
+}
+
+// Rank 3 on CUDA by depth_col (convolution_nd.h): the plan, and the 2-D record `request` picks
+// for the chunk's 2-D geometry -- its memo, find's cache and a pinned record all apply to that
+// geometry -- under what the workspace limit leaves after the chunk's own scratch. A template
+// on the dispatch's stream type, so that, like the CUDA lambdas calling it, a build without CUDA
+// never compiles it (dispatch.h).
+struct DepthCol {
+  cuda::ConvNdDepthPlan plan;
+  const ConvAlgorithm& inner;
+};
+template <class Stream>
+DepthCol depth_col(Stream, Context& ctx, ConvPass pass, const ConvNdGeometry& g,
+                   const ConvRequest& request, const char* op) {
+  const cuda::ConvNdDepthPlan plan = cuda::conv_nd_depth_plan(g);
+  const size_t scratch = (size_t(plan.g2.N) * plan.g2.C * plan.g2.H * plan.g2.W +
+                          size_t(plan.g2.N) * plan.g2.K * plan.g2.P() * plan.g2.Q()) *
+                         sizeof(float);
+  ConvRequest inner = request;
+  if (inner.workspace_limit != kNoWorkspaceLimit) {
+    inner.workspace_limit = inner.workspace_limit > scratch ? inner.workspace_limit - scratch : 0;
+  }
+  return {plan, select_conv_algorithm(ctx, pass, plan.g2, inner, op)};
 }
 
 }  // namespace
@@ -159,9 +183,18 @@ void conv_nd_forward(Context& ctx, const ConvNdGeometry& g, const Tensor& x, con
   dispatch(ctx, op, dtype,
            on_cuda(DType::f32,
                    [&](auto stream) {
-                     cuda::conv_nd_forward(g, x.data<float>(), w.data<float>(),
-                                           data_or_null<float>(bias), y.data<float>(),
-                                           ctx.workspace(cuda::conv_nd_workspace(g)), stream);
+                     if (!cuda::conv_nd_depth_supports(g)) {
+                       cuda::conv_nd_forward(g, x.data<float>(), w.data<float>(),
+                                             data_or_null<float>(bias), y.data<float>(),
+                                             ctx.workspace(cuda::conv_nd_workspace(g)), stream);
+                       return;
+                     }
+                     const DepthCol d = depth_col(stream, ctx, ConvPass::forward, g, request, op);
+                     float* workspace = ctx.workspace(cuda::conv_nd_depth_workspace(
+                         ConvPass::forward, g, d.plan, d.inner, false));
+                     cuda::conv_nd_depth_forward(g, d.plan, d.inner, request.math, x.data<float>(),
+                                                 w.data<float>(), data_or_null<float>(bias),
+                                                 y.data<float>(), workspace, stream);
                    }),
            on_cpu(DType::f32,
                   [&] {
@@ -189,22 +222,31 @@ void conv_nd_backward_data(Context& ctx, const ConvNdGeometry& g, const Tensor& 
     conv2d_backward_data(ctx, g.as_2d(), view_2d(dy), view_2d(w), dx2, request);
     return;
   }
-  dispatch(ctx, op, dtype,
-           on_cuda(DType::f32,
-                   [&](auto stream) {
-                     cuda::conv_nd_backward_data(g, dy.data<float>(), w.data<float>(),
-                                                 dx.data<float>(),
-                                                 ctx.workspace(cuda::conv_nd_workspace(g)), stream);
-                   }),
-           on_cpu(DType::f32,
-                  [&] {
-                    cpu::conv_nd_backward_data(
-                        g, dy.data<float>(), w.data<float>(), dx.data<float>(),
-                        ctx.workspace(cpu::conv_nd_workspace(g)), ctx.num_threads());
-                  }),
-           on_cpu(DType::f64, [&] {
-             ref::conv_nd_backward_data(g, dy.data<double>(), w.data<double>(), dx.data<double>());
-           }));
+  dispatch(
+      ctx, op, dtype,
+      on_cuda(
+          DType::f32,
+          [&](auto stream) {
+            if (!cuda::conv_nd_depth_supports(g)) {
+              cuda::conv_nd_backward_data(g, dy.data<float>(), w.data<float>(), dx.data<float>(),
+                                          ctx.workspace(cuda::conv_nd_workspace(g)), stream);
+              return;
+            }
+            const DepthCol d = depth_col(stream, ctx, ConvPass::backward_data, g, request, op);
+            float* workspace = ctx.workspace(
+                cuda::conv_nd_depth_workspace(ConvPass::backward_data, g, d.plan, d.inner, false));
+            cuda::conv_nd_depth_backward_data(g, d.plan, d.inner, request.math, dy.data<float>(),
+                                              w.data<float>(), dx.data<float>(), workspace, stream);
+          }),
+      on_cpu(DType::f32,
+             [&] {
+               cpu::conv_nd_backward_data(g, dy.data<float>(), w.data<float>(), dx.data<float>(),
+                                          ctx.workspace(cpu::conv_nd_workspace(g)),
+                                          ctx.num_threads());
+             }),
+      on_cpu(DType::f64, [&] {
+        ref::conv_nd_backward_data(g, dy.data<double>(), w.data<double>(), dx.data<double>());
+      }));
 }
 
 void conv_nd_backward_weights(Context& ctx, const ConvNdGeometry& g, const Tensor& x,
@@ -231,17 +273,27 @@ void conv_nd_backward_weights(Context& ctx, const ConvNdGeometry& g, const Tenso
   const int64_t volume = g.out_volume();
   dispatch(
       ctx, op, dtype,
-      on_cuda(DType::f32,
-              [&](auto stream) {
-                if (dw) {
-                  cuda::conv_nd_backward_filter(g, x.data<float>(), dy.data<float>(),
-                                                dw->data<float>(),
-                                                ctx.workspace(cuda::conv_nd_workspace(g)), stream);
-                }
-                if (db)
-                  cuda::channel_bias_gradient(g.N, g.K, volume, dy.data<float>(), db->data<float>(),
-                                              stream);
-              }),
+      on_cuda(
+          DType::f32,
+          [&](auto stream) {
+            // depth_col's 2-D filter pass sums db along with dw; alone, db is one reduction.
+            if (dw && cuda::conv_nd_depth_supports(g)) {
+              const DepthCol d = depth_col(stream, ctx, ConvPass::backward_filter, g, request, op);
+              float* workspace = ctx.workspace(cuda::conv_nd_depth_workspace(
+                  ConvPass::backward_filter, g, d.plan, d.inner, db != nullptr));
+              cuda::conv_nd_depth_backward_filter(
+                  g, d.plan, d.inner, request.math, x.data<float>(), dy.data<float>(),
+                  dw->data<float>(), db ? db->data<float>() : nullptr, workspace, stream);
+              return;
+            }
+            if (dw) {
+              cuda::conv_nd_backward_filter(g, x.data<float>(), dy.data<float>(), dw->data<float>(),
+                                            ctx.workspace(cuda::conv_nd_workspace(g)), stream);
+            }
+            if (db)
+              cuda::channel_bias_gradient(g.N, g.K, volume, dy.data<float>(), db->data<float>(),
+                                          stream);
+          }),
       on_cpu(DType::f32,
              [&] {
                if (dw) {
