@@ -6,6 +6,7 @@
 // activations' (f32 for bf16 and f16 ones, which only the 2-D calls run).
 #include <string>
 
+#include "core/build_config.h"
 #include "core/error.h"
 #include "kernels/common/dispatch.h"
 #include "kernels/common/tensor_checks.h"
@@ -51,21 +52,60 @@ struct DepthCol {
   cuda::ConvNdDepthPlan plan;
   const ConvAlgorithm& inner;
 };
+// The workspace limit left to the 2-D record once the chunk's col and 2-D output are counted.
+size_t inner_workspace_limit(const cuda::ConvNdDepthPlan& plan, size_t limit) {
+  if (limit == kNoWorkspaceLimit) return limit;
+  const Conv2dGeometry& g2 = plan.g2;
+  const size_t scratch =
+      size_t(g2.N * g2.C * g2.H * g2.W + g2.N * g2.K * g2.P() * g2.Q()) * sizeof(float);
+  return limit > scratch ? limit - scratch : 0;
+}
 template <class Stream>
 DepthCol depth_col(Stream, Context& ctx, ConvPass pass, const ConvNdGeometry& g,
                    const ConvRequest& request, const char* op) {
   const cuda::ConvNdDepthPlan plan = cuda::conv_nd_depth_plan(g);
-  const size_t scratch = (size_t(plan.g2.N) * plan.g2.C * plan.g2.H * plan.g2.W +
-                          size_t(plan.g2.N) * plan.g2.K * plan.g2.P() * plan.g2.Q()) *
-                         sizeof(float);
   ConvRequest inner = request;
-  if (inner.workspace_limit != kNoWorkspaceLimit) {
-    inner.workspace_limit = inner.workspace_limit > scratch ? inner.workspace_limit - scratch : 0;
-  }
+  inner.workspace_limit = inner_workspace_limit(plan, request.workspace_limit);
   return {plan, select_conv_algorithm(ctx, pass, plan.g2, inner, op)};
 }
 
+// Rank 3's f32 workspace on CUDA (conv_nd_workspace_bytes), in floats: a template, so that a
+// build without CUDA, where the cuda:: queries do not exist, never instantiates the branch that
+// calls them (as convolution_workspace.cpp's).
+template <bool with_cuda>
+size_t cuda_workspace_floats(ConvPass pass, const ConvNdGeometry& g, const ConvRequest& request,
+                             bool with_bias) {
+  if constexpr (with_cuda) {
+    if (!cuda::conv_nd_depth_supports(g)) return cuda::conv_nd_workspace(g);
+    const cuda::ConvNdDepthPlan plan = cuda::conv_nd_depth_plan(g);
+    const ConvMemo* memo = request.memo;
+    const ConvAlgorithm& inner =
+        memo != nullptr && memo->geometry == plan.g2 ? *memo->algorithm
+        : request.mode == ConvRequest::Mode::pinned
+            ? *request.pinned
+            : get_conv_algorithm(pass, plan.g2, request.math,
+                                 inner_workspace_limit(plan, request.workspace_limit));
+    return cuda::conv_nd_depth_workspace(pass, g, plan, inner, with_bias);
+  } else {
+    return 0;
+  }
+}
+
 }  // namespace
+
+size_t conv_nd_workspace_bytes(const Device& device, ConvPass pass, const ConvNdGeometry& g,
+                               DType dtype, Layout layout, const ConvRequest& request,
+                               bool with_bias, int num_threads) {
+  if (g.rank < 3) {
+    return conv2d_workspace_bytes(device, pass, g.as_2d(), dtype, layout, request, with_bias,
+                                  num_threads);
+  }
+  if (dtype != DType::f32) return 0;  // f64 runs the reference, which takes none
+  const size_t floats = device.is_cuda()
+                            ? cuda_workspace_floats<kBuiltWithCuda>(pass, g, request, with_bias)
+                            : cpu::conv_nd_workspace(g);
+  return floats * sizeof(float);
+}
 
 int64_t ConvNdGeometry::in_volume() const {
   int64_t v = 1;

@@ -50,6 +50,16 @@ void conv_nd_backward_weights(Context& ctx, const ConvNdGeometry& g, const Tenso
                               const Tensor& dy, Tensor* dw, Tensor* db,
                               const ConvRequest& request = {});
 
+// The bytes of the context's workspace `pass` takes for g on `device`, as the calls above take
+// it, for the memory plan (Layer::workspace_bytes): rank 1 and 2 conv2d_workspace_bytes of their
+// 2-D geometry; rank 3 f32 on CUDA depth_col's (with the 2-D record the request picks: the
+// memo's when made for the chunk's geometry, a pinned one, else the heuristic's -- find's choice
+// is known only once it has run) or vol2col's, on the CPU vol2col's; 0 for f64. The filter
+// pass's is what it takes with dw (`with_bias`: db too); db alone takes none.
+size_t conv_nd_workspace_bytes(const Device& device, ConvPass pass, const ConvNdGeometry& g,
+                               DType dtype, Layout layout, const ConvRequest& request,
+                               bool with_bias, int num_threads);
+
 // Reference: direct loops over the padded 3-axis form, in T (float or double); any rank.
 namespace ref {
 template <class T>

@@ -178,6 +178,56 @@ std::vector<ConvNdGeometry> depth_geometries() {
   return all;
 }
 
+// depth_col's plan and the memory plan's query, on the host (no GPU needed): the chunk divides N
+// and bounds the scratch; the 2-D geometry is the formula's; the query counts the scratch and the
+// 2-D record the request would pick (the heuristic's, a pinned one, the memo's for that geometry;
+// under a workspace limit one that fits what the scratch leaves).
+TEST(ConvolutionNdCuda, DepthColPlanAndWorkspaceQuery) {
+  const Device gpu = Device::cuda(0);
+  const ConvNdGeometry g{3, 12, 6, 8, {9, 10, 7}, {3, 3, 2}, {2, 1, 0}, {2, 1, 1}, {2, 1, 1}, 2};
+  const cuda::ConvNdDepthPlan whole = cuda::conv_nd_depth_plan(g);
+  EXPECT_EQ(whole.chunk, 12);
+  const int64_t O = g.out(0);
+  const int64_t per_image = O * g.C * 3 * 10 * 7 + O * g.K * g.out(1) * g.out(2);
+  const cuda::ConvNdDepthPlan part = cuda::conv_nd_depth_plan(g, 5 * per_image + 100);
+  EXPECT_EQ(part.chunk, 4);  // the largest divisor of 12 that fits 5 images
+  const Conv2dGeometry& g2 = part.g2;
+  EXPECT_EQ(g2.x_shape(), (Shape{4 * O, 18, 10, 7}));
+  EXPECT_EQ(g2.w_shape(), (Shape{8, 9, 3, 2}));
+  EXPECT_EQ(g2.y_shape(), (Shape{4 * O, 8, g.out(1), g.out(2)}));
+  EXPECT_EQ(g2.pad_h, 1);
+  EXPECT_EQ(g2.pad_w, 0);
+  EXPECT_EQ(g2.groups, 2);
+  const size_t scratch = size_t(whole.g2.N * whole.g2.C * 10 * 7 +
+                                whole.g2.N * whole.g2.K * whole.g2.P() * whole.g2.Q());
+  for (const ConvPass pass :
+       {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_filter}) {
+    const auto query = [&](const ConvRequest& request) {
+      return conv_nd_workspace_bytes(gpu, pass, g, DType::f32, Layout::nchw, request, true, 1);
+    };
+    const ConvAlgorithm& heuristic = get_conv_algorithm(pass, whole.g2);
+    const size_t heuristic_bytes =
+        cuda::conv_nd_depth_workspace(pass, g, whole, heuristic, true) * sizeof(float);
+    EXPECT_EQ(query({}), heuristic_bytes);
+    EXPECT_GE(heuristic_bytes, scratch * sizeof(float));
+    const ConvAlgorithm& im2col = *conv_algorithm_named("im2col_gemm");
+    const size_t im2col_bytes =
+        cuda::conv_nd_depth_workspace(pass, g, whole, im2col, true) * sizeof(float);
+    EXPECT_EQ(query(ConvRequest::pin(im2col)), im2col_bytes);
+    ConvMemo memo{whole.g2, &im2col};
+    ConvRequest remembered;
+    remembered.memo = &memo;
+    EXPECT_EQ(query(remembered), im2col_bytes);
+    // A limit of the scratch and im2col's workspace leaves the 2-D choice the latter.
+    const size_t left = im2col.workspace(pass, whole.g2, true) * sizeof(float);
+    ConvRequest limited;
+    limited.workspace_limit = scratch * sizeof(float) + left;
+    const ConvAlgorithm& fits = get_conv_algorithm(pass, whole.g2, cuda::GemmMath::fp32, left);
+    EXPECT_EQ(query(limited),
+              cuda::conv_nd_depth_workspace(pass, g, whole, fits, true) * sizeof(float));
+  }
+}
+
 TEST(ConvolutionNdCuda, AwkwardGeometriesAgainstReference) {
   CREMA_REQUIRE_CUDA();
   Context ctx(Device::cuda(0));
