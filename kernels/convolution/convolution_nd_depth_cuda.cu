@@ -116,18 +116,19 @@ __global__ void depth_scatter_sum(Depth d, int C, const V* __restrict__ dcol, V*
   });
 }
 
-// The launch of a row kernel: a block row per row, blocks of whole warps no wider than a row of
-// `floats` needs (float4 when `vectors`; a 28x28 plane is 196 float4: 7 warps, not 8), enough
-// of them along y to cover it.
+// The launch of a row kernel: a block row per row, as many blocks along y as a row of `floats`
+// (float4 when `vectors`) needs at kThreads a block, and blocks of whole warps sharing the row
+// evenly (a 56x56 plane is 784 float4: 4 blocks of 7 warps, not 3 full ones and one of 16
+// threads; a 28x28 plane 196: one of 7 warps).
 struct RowLaunch {
   dim3 grid;
   int threads;
 };
 RowLaunch row_launch(int64_t rows, int64_t floats, bool vectors) {
   const int64_t length = vectors ? floats / 4 : floats;
-  const int threads = int(std::min<int64_t>(kThreads, ceil_div(length, 32) * 32));
-  return {dim3(unsigned(rows), unsigned(std::min<int64_t>(ceil_div(length, threads), 65535))),
-          threads};
+  const int64_t blocks = std::min<int64_t>(ceil_div(length, kThreads), 65535);
+  const int threads = int(std::min<int64_t>(kThreads, ceil_div(ceil_div(length, blocks), 32) * 32));
+  return {dim3(unsigned(rows), unsigned(blocks)), threads};
 }
 bool aligned16(const void* p) {
   return reinterpret_cast<uintptr_t>(p) % 16 == 0;
