@@ -1,10 +1,12 @@
 // N-d convolution: the geometry's checks and forms, and the Tensor-level passes. Rank 1 and 2
 // call the 2-D entry points (convolution.h) on 4-D views of the same storage; rank 3 dispatches
-// (kernels/common/dispatch.h) to cuda f32 (vol2col + GEMM), cpu f32 (vol2col + GEMM) or cpu f64
-// (the reference). The parameters (bias, dw, db) are conv_parameter_dtype of the activations'
-// (f32 for bf16 and f16 ones, which only the 2-D calls run).
+// (kernels/common/dispatch.h) to cuda f32 (depth_col: the 2-D record `request` picks for the
+// chunk's 2-D geometry; vol2col + GEMM where depth_col does not apply), cpu f32 (vol2col + GEMM)
+// or cpu f64 (the reference). The parameters (bias, dw, db) are conv_parameter_dtype of the
+// activations' (f32 for bf16 and f16 ones, which only the 2-D calls run).
 #include <string>
 
+#include "core/build_config.h"
 #include "core/error.h"
 #include "kernels/common/dispatch.h"
 #include "kernels/common/tensor_checks.h"
@@ -41,7 +43,69 @@ Tensor view_2d(const Tensor& t) {
   return v;
 }
 
+// Rank 3 on CUDA by depth_col (convolution_nd.h): the plan, and the 2-D record `request` picks
+// for the chunk's 2-D geometry -- its memo, find's cache and a pinned record all apply to that
+// geometry -- under what the workspace limit leaves after the chunk's own scratch. A template
+// on the dispatch's stream type, so that, like the CUDA lambdas calling it, a build without CUDA
+// never compiles it (dispatch.h).
+struct DepthCol {
+  cuda::ConvNdDepthPlan plan;
+  const ConvAlgorithm& inner;
+};
+// The workspace limit left to the 2-D record once the chunk's col and 2-D output are counted.
+size_t inner_workspace_limit(const cuda::ConvNdDepthPlan& plan, size_t limit) {
+  if (limit == kNoWorkspaceLimit) return limit;
+  const Conv2dGeometry& g2 = plan.g2;
+  const size_t scratch =
+      size_t(g2.N * g2.C * g2.H * g2.W + g2.N * g2.K * g2.P() * g2.Q()) * sizeof(float);
+  return limit > scratch ? limit - scratch : 0;
+}
+template <class Stream>
+DepthCol depth_col(Stream, Context& ctx, ConvPass pass, const ConvNdGeometry& g,
+                   const ConvRequest& request, const char* op) {
+  const cuda::ConvNdDepthPlan plan = cuda::conv_nd_depth_plan(g);
+  ConvRequest inner = request;
+  inner.workspace_limit = inner_workspace_limit(plan, request.workspace_limit);
+  return {plan, select_conv_algorithm(ctx, pass, plan.g2, inner, op)};
+}
+
+// Rank 3's f32 workspace on CUDA (conv_nd_workspace_bytes), in floats: a template, so that a
+// build without CUDA, where the cuda:: queries do not exist, never instantiates the branch that
+// calls them (as convolution_workspace.cpp's).
+template <bool with_cuda>
+size_t cuda_workspace_floats(ConvPass pass, const ConvNdGeometry& g, const ConvRequest& request,
+                             bool with_bias) {
+  if constexpr (with_cuda) {
+    if (!cuda::conv_nd_depth_supports(g)) return cuda::conv_nd_workspace(g);
+    const cuda::ConvNdDepthPlan plan = cuda::conv_nd_depth_plan(g);
+    const ConvMemo* memo = request.memo;
+    const ConvAlgorithm& inner =
+        memo != nullptr && memo->geometry == plan.g2 ? *memo->algorithm
+        : request.mode == ConvRequest::Mode::pinned
+            ? *request.pinned
+            : get_conv_algorithm(pass, plan.g2, request.math,
+                                 inner_workspace_limit(plan, request.workspace_limit));
+    return cuda::conv_nd_depth_workspace(pass, g, plan, inner, with_bias);
+  } else {
+    return 0;
+  }
+}
+
 }  // namespace
+
+size_t conv_nd_workspace_bytes(const Device& device, ConvPass pass, const ConvNdGeometry& g,
+                               DType dtype, Layout layout, const ConvRequest& request,
+                               bool with_bias, int num_threads) {
+  if (g.rank < 3) {
+    return conv2d_workspace_bytes(device, pass, g.as_2d(), dtype, layout, request, with_bias,
+                                  num_threads);
+  }
+  if (dtype != DType::f32) return 0;  // f64 runs the reference, which takes none
+  const size_t floats = device.is_cuda()
+                            ? cuda_workspace_floats<kBuiltWithCuda>(pass, g, request, with_bias)
+                            : cpu::conv_nd_workspace(g);
+  return floats * sizeof(float);
+}
 
 int64_t ConvNdGeometry::in_volume() const {
   int64_t v = 1;
@@ -159,9 +223,18 @@ void conv_nd_forward(Context& ctx, const ConvNdGeometry& g, const Tensor& x, con
   dispatch(ctx, op, dtype,
            on_cuda(DType::f32,
                    [&](auto stream) {
-                     cuda::conv_nd_forward(g, x.data<float>(), w.data<float>(),
-                                           data_or_null<float>(bias), y.data<float>(),
-                                           ctx.workspace(cuda::conv_nd_workspace(g)), stream);
+                     if (!cuda::conv_nd_depth_supports(g)) {
+                       cuda::conv_nd_forward(g, x.data<float>(), w.data<float>(),
+                                             data_or_null<float>(bias), y.data<float>(),
+                                             ctx.workspace(cuda::conv_nd_workspace(g)), stream);
+                       return;
+                     }
+                     const DepthCol d = depth_col(stream, ctx, ConvPass::forward, g, request, op);
+                     float* workspace = ctx.workspace(cuda::conv_nd_depth_workspace(
+                         ConvPass::forward, g, d.plan, d.inner, false));
+                     cuda::conv_nd_depth_forward(g, d.plan, d.inner, request.math, x.data<float>(),
+                                                 w.data<float>(), data_or_null<float>(bias),
+                                                 y.data<float>(), workspace, stream);
                    }),
            on_cpu(DType::f32,
                   [&] {
@@ -189,22 +262,31 @@ void conv_nd_backward_data(Context& ctx, const ConvNdGeometry& g, const Tensor& 
     conv2d_backward_data(ctx, g.as_2d(), view_2d(dy), view_2d(w), dx2, request);
     return;
   }
-  dispatch(ctx, op, dtype,
-           on_cuda(DType::f32,
-                   [&](auto stream) {
-                     cuda::conv_nd_backward_data(g, dy.data<float>(), w.data<float>(),
-                                                 dx.data<float>(),
-                                                 ctx.workspace(cuda::conv_nd_workspace(g)), stream);
-                   }),
-           on_cpu(DType::f32,
-                  [&] {
-                    cpu::conv_nd_backward_data(
-                        g, dy.data<float>(), w.data<float>(), dx.data<float>(),
-                        ctx.workspace(cpu::conv_nd_workspace(g)), ctx.num_threads());
-                  }),
-           on_cpu(DType::f64, [&] {
-             ref::conv_nd_backward_data(g, dy.data<double>(), w.data<double>(), dx.data<double>());
-           }));
+  dispatch(
+      ctx, op, dtype,
+      on_cuda(
+          DType::f32,
+          [&](auto stream) {
+            if (!cuda::conv_nd_depth_supports(g)) {
+              cuda::conv_nd_backward_data(g, dy.data<float>(), w.data<float>(), dx.data<float>(),
+                                          ctx.workspace(cuda::conv_nd_workspace(g)), stream);
+              return;
+            }
+            const DepthCol d = depth_col(stream, ctx, ConvPass::backward_data, g, request, op);
+            float* workspace = ctx.workspace(
+                cuda::conv_nd_depth_workspace(ConvPass::backward_data, g, d.plan, d.inner, false));
+            cuda::conv_nd_depth_backward_data(g, d.plan, d.inner, request.math, dy.data<float>(),
+                                              w.data<float>(), dx.data<float>(), workspace, stream);
+          }),
+      on_cpu(DType::f32,
+             [&] {
+               cpu::conv_nd_backward_data(g, dy.data<float>(), w.data<float>(), dx.data<float>(),
+                                          ctx.workspace(cpu::conv_nd_workspace(g)),
+                                          ctx.num_threads());
+             }),
+      on_cpu(DType::f64, [&] {
+        ref::conv_nd_backward_data(g, dy.data<double>(), w.data<double>(), dx.data<double>());
+      }));
 }
 
 void conv_nd_backward_weights(Context& ctx, const ConvNdGeometry& g, const Tensor& x,
@@ -231,17 +313,27 @@ void conv_nd_backward_weights(Context& ctx, const ConvNdGeometry& g, const Tenso
   const int64_t volume = g.out_volume();
   dispatch(
       ctx, op, dtype,
-      on_cuda(DType::f32,
-              [&](auto stream) {
-                if (dw) {
-                  cuda::conv_nd_backward_filter(g, x.data<float>(), dy.data<float>(),
-                                                dw->data<float>(),
-                                                ctx.workspace(cuda::conv_nd_workspace(g)), stream);
-                }
-                if (db)
-                  cuda::channel_bias_gradient(g.N, g.K, volume, dy.data<float>(), db->data<float>(),
-                                              stream);
-              }),
+      on_cuda(
+          DType::f32,
+          [&](auto stream) {
+            // depth_col's 2-D filter pass sums db along with dw; alone, db is one reduction.
+            if (dw && cuda::conv_nd_depth_supports(g)) {
+              const DepthCol d = depth_col(stream, ctx, ConvPass::backward_filter, g, request, op);
+              float* workspace = ctx.workspace(cuda::conv_nd_depth_workspace(
+                  ConvPass::backward_filter, g, d.plan, d.inner, db != nullptr));
+              cuda::conv_nd_depth_backward_filter(
+                  g, d.plan, d.inner, request.math, x.data<float>(), dy.data<float>(),
+                  dw->data<float>(), db ? db->data<float>() : nullptr, workspace, stream);
+              return;
+            }
+            if (dw) {
+              cuda::conv_nd_backward_filter(g, x.data<float>(), dy.data<float>(), dw->data<float>(),
+                                            ctx.workspace(cuda::conv_nd_workspace(g)), stream);
+            }
+            if (db)
+              cuda::channel_bias_gradient(g.N, g.K, volume, dy.data<float>(), db->data<float>(),
+                                          stream);
+          }),
       on_cpu(DType::f32,
              [&] {
                if (dw) {

@@ -7,7 +7,12 @@ off, cudnn.benchmark on; forward, and backward data + weights + bias as one auto
 CUDA events, then prints PyTorch's per-layer times beside crema's output. Issue 18's bar: crema's
 3-D convolution within 1.5x cuDNN's on these shapes (compare each conv layer's forward + backward).
 
-  python3 scripts/bench/c3d_conv3d.py --crema build/bin/crema [--iterations 20]
+  python3 scripts/bench/c3d_conv3d.py --crema build/bin/crema [--iterations 20] [--algorithm find]
+
+crema runs 3-D convolutions on the GPU as depth_col (kernels/convolution/README.md, "N-d"): one
+2-D convolution per chunk of images, whose 2-D algorithm the layers' `algorithm:` key chooses --
+auto (the heuristic, the default) or find (each measured at the first step); `crema time` names
+that 2-D algorithm per pass in its layer table.
 """
 import argparse
 import os
@@ -59,10 +64,15 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--crema", default="build/bin/crema")
     parser.add_argument("--iterations", type=int, default=20)
+    parser.add_argument("--algorithm", choices=("auto", "find"), default="auto",
+                        help="how crema's conv layers choose their 2-D algorithm")
     args = parser.parse_args()
     config = os.path.join(HERE, "c3d_conv3d.yaml")
     command = [args.crema, "time", config, "--device", "cuda:0",
                "--iterations", str(args.iterations)]
+    if args.algorithm != "auto":
+        for name, _, _ in LAYERS:
+            command += ["--set", "+model.layers.%s.algorithm=%s" % (name, args.algorithm)]
     print("$ " + " ".join(command), flush=True)
     subprocess.run(command, check=True)
     print("\nPyTorch %s + cuDNN %s, fp32 (TF32 off), %s:" % (

@@ -1,7 +1,8 @@
 // N-d convolution on the CPU: the reference proved on its own (it equals the 2-D reference for
 // rank 1 and 2, a 3-D convolution equals a sum of 2-D ones over the depth taps, the backward
 // passes are adjoints), then the Tensor-level passes (fast path in f32, reference in f64) against
-// it on the awkward geometries of convolution_nd_test_util.h, and the geometry's error messages.
+// it on the awkward geometries of convolution_nd_test_util.h, the workspace query, and the
+// geometry's error messages.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -220,6 +221,28 @@ TEST(ConvolutionNdCpu, EitherParameterGradientAlone) {
     conv_nd_backward_weights(ctx, g, x, dy, &dw_out, nullptr);
     EXPECT_LT(rel_error(dw_out.to_vector(), dw), 1e-5) << describe(g);
     EXPECT_LT(rel_error(db_out.to_vector(), db), 1e-5) << describe(g);
+  }
+}
+
+// The memory plan's query on the CPU: rank 1 and 2 ask the 2-D query of their 2-D geometry,
+// rank 3 takes vol2col's columns in f32 and nothing in f64 (the GPU's: convolution_nd_cuda_test).
+TEST(ConvolutionNdCpu, WorkspaceBytesAreWhatThePassesTake) {
+  const Device cpu = Device::cpu();
+  for (const ConvNdGeometry& g : nd_geometries()) {
+    SCOPED_TRACE(describe(g));
+    for (const ConvPass pass :
+         {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_filter}) {
+      const size_t bytes =
+          conv_nd_workspace_bytes(cpu, pass, g, DType::f32, Layout::nchw, {}, true, 2);
+      if (g.rank < 3) {
+        EXPECT_EQ(bytes, conv2d_workspace_bytes(cpu, pass, g.as_2d(), DType::f32, Layout::nchw, {},
+                                                true, 2));
+      } else {
+        EXPECT_EQ(bytes, cpu::conv_nd_workspace(g) * sizeof(float));
+        EXPECT_GT(bytes, 0u);
+        EXPECT_EQ(conv_nd_workspace_bytes(cpu, pass, g, DType::f64, Layout::nchw, {}, true, 2), 0u);
+      }
+    }
   }
 }
 
