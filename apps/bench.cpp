@@ -21,9 +21,13 @@ constexpr double kRowBudgetMs = 2000;
 // A call shorter than kBurstSpanMs is timed in bursts of back-to-back calls spanning about that
 // (ceil(span / one call), at most kMaxBurst), each sample divided by its count: timed one at a
 // time, such a call's event pair also holds the host's launch of it (a few microseconds the GPU
-// idles, varying call to call), which a network's back-to-back kernels do not pay. A burst of k
-// and one of k + 1 differ by at most gap / (2 span): under 1% for a 3 us gap.
+// idles, varying call to call), which a network's back-to-back kernels do not pay. Every sample,
+// one call or a burst, is queued behind a hold (gpu::hold), so its calls run at the GPU's pace
+// even where the host launches slower than a call runs (LeNet's 4 us pools) and no sample holds a
+// launch gap: a burst of k calls and one of k + 1 time the same thing.
 constexpr double kBurstSpanMs = 0.2;
+// The hold before a burst: more than the host takes to queue it (a launch costs a few us).
+constexpr double kHoldUs = 50, kHoldPerCallUs = 50;
 constexpr int kMaxBurst = 200;
 
 std::string or_dash(const std::string& text) {
@@ -69,6 +73,10 @@ double median_ms(Context& ctx, int warmup, int repeats, const std::function<void
   const gpu::Event start = gpu::create_event(), stop = gpu::create_event();
   std::vector<double> times;
   for (int i = 0; i < repeats; ++i) {
+    // Each sample is queued behind a hold long enough to queue it all (kHoldPerCallUs a call),
+    // so its calls run back to back at the GPU's pace, not at the host's launch rate, and the
+    // start event does not wait for the host's first launch.
+    gpu::hold(ctx.stream(), kHoldUs + kHoldPerCallUs * burst);
     gpu::record(start, ctx.stream());
     for (int b = 0; b < burst; ++b) launch(call++);
     gpu::record(stop, ctx.stream());

@@ -52,8 +52,9 @@ struct DevicePeak {
 DevicePeak device_peak(const Context& ctx);
 
 // Calls `launch(i)` (which queues work on ctx.stream()) `warmup` times, then times `repeats`
-// samples of `burst` back-to-back calls each with CUDA events and returns the median of
-// sample / burst in milliseconds. `i` counts calls from 0, so a benchmark can rotate among several
+// samples of `burst` back-to-back calls each with CUDA events, each queued behind a hold of the
+// stream (gpu::hold: no launch gap inside), and returns the median of sample / burst in
+// milliseconds. `i` counts calls from 0, so a benchmark can rotate among several
 // input copies larger than L2 (see rotation_copies).
 double median_ms(Context& ctx, int warmup, int repeats, const std::function<void(int)>& launch,
                  int burst = 1);

@@ -32,6 +32,16 @@ __global__ void fill_kernel(float* dst, size_t count, float value) {
   }
 }
 
+// One thread waits until `ns` nanoseconds of the GPU's global timer have passed.
+__global__ void hold_kernel(long long ns) {
+  long long start = 0, now = 0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  do {
+    __nanosleep(1000);
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  } while (now - start < ns);
+}
+
 }  // namespace
 
 bool built_with_cuda() {
@@ -143,6 +153,11 @@ void copy(void* dst, const void* src, size_t bytes, Stream stream) {
   } else {
     check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream), "cudaMemcpyAsync");
   }
+}
+
+void hold(Stream stream, double microseconds) {
+  hold_kernel<<<1, 1, 0, stream>>>((long long)(microseconds * 1e3));
+  check_launch("hold");
 }
 
 void fill(float* dst, size_t count, float value, Stream stream) {

@@ -59,6 +59,10 @@ MemoryInfo memory_info();
 // Copies `bytes` between any host or device addresses (unified addressing tells which), ordered
 // on `stream`. With `stream` null the copy is synchronous.
 void copy(void* dst, const void* src, size_t bytes, Stream stream);
+// Keeps `stream` busy for about `microseconds` (one thread waiting on the GPU's timer): work
+// queued behind it meanwhile then runs back to back, as fast as the GPU takes it, whatever the
+// host's launch rate (apps/bench.cpp times short calls so).
+void hold(Stream stream, double microseconds);
 // dst[i] = value for i < count, on `stream`.
 void fill(float* dst, size_t count, float value, Stream stream);
 // Throws DeviceError when the last kernel launch failed: "CUDA kernel <what> failed: <why>".

@@ -51,6 +51,9 @@ MemoryInfo memory_info() {
 void copy(void*, const void*, size_t, Stream) {
   no_cuda();
 }
+void hold(Stream, double) {
+  no_cuda();
+}
 void fill(float*, size_t, float, Stream) {
   no_cuda();
 }

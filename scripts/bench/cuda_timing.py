@@ -1,10 +1,11 @@
 """How every peer script here times a GPU call, as `crema bench` does (apps/bench.cpp, measure_ms
-and burst_for): warm-up calls, then the median of CUDA-event timings of one call each -- or, for a
-call shorter than 0.2 ms, of bursts of ceil(0.2 ms / one call) back-to-back calls (at most
-200), each divided by its count: timed alone, so short a call's event pair also holds the host's launch
-of it, a gap of a few microseconds that varies call to call and that back-to-back kernels in a
-network do not pay. Imported by the peer_*.py scripts beside it (python3 puts a script's own
-folder on the import path)."""
+and burst_for): warm-up calls, then the median of CUDA-event timings of samples, each of one call
+-- or, for a call shorter than 0.2 ms, of a burst of ceil(0.2 ms / one call) back-to-back calls
+(at most 200), divided by its count -- and each queued behind a hold of the stream
+(torch.cuda._sleep), so that the calls run at the GPU's pace and no sample holds the host's
+launch gap (a few microseconds that vary call to call, which back-to-back kernels in a network do
+not pay). Imported by the peer_*.py scripts beside it (python3 puts a script's own folder on the
+import path)."""
 import math
 
 import torch
@@ -18,9 +19,15 @@ def burst_for(single_ms):
     return int(min(MAX_BURST, max(1, math.ceil(BURST_SPAN_MS / max(single_ms, 1e-4)))))
 
 
+# A Python call (autograd's backward, a fused optimizer step) can take 100 us of host time.
+HOLD_US, HOLD_PER_CALL_US = 50, 200
+
+
 def _median(fn, repeats, burst):
     times = []
     for _ in range(repeats):
+        # queued behind a hold, as apps/bench.cpp does (gpu::hold); cycles at <= 2 GHz
+        torch.cuda._sleep(int((HOLD_US + HOLD_PER_CALL_US * burst) * 2000))
         begin = torch.cuda.Event(enable_timing=True)
         end = torch.cuda.Event(enable_timing=True)
         begin.record()
