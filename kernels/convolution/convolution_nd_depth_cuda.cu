@@ -225,15 +225,10 @@ ConvNdDepthPlan conv_nd_depth_plan(const ConvNdGeometry& nd, int64_t scratch_flo
       break;
     }
   }
-  Conv2dGeometry g2{chunk * g.out(0), g.C * g.kernel[0], g.in[1], g.in[2], g.K,
-                    g.kernel[1],      g.kernel[2]};
-  g2.pad_h = g.pad[1];
-  g2.pad_w = g.pad[2];
-  g2.stride_h = g.stride[1];
-  g2.stride_w = g.stride[2];
-  g2.dilation_h = g.dilation[1];
-  g2.dilation_w = g.dilation[2];
-  g2.groups = g.groups;
+  // The in-plane convolution, over chunk * O "images" of C * T channels.
+  Conv2dGeometry g2 = g.as_2d();
+  g2.N = chunk * g.out(0);
+  g2.C = g.C * g.kernel[0];
   return {chunk, g2};
 }
 

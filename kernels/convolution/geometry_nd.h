@@ -4,7 +4,8 @@
 //
 // Two forms of it run the code:
 //   as_2d()   rank 1 and 2 as the 2-D geometry they equal (rank 1: H = R = 1, no padding, stride
-//             or dilation on that axis), so both run the tuned 2-D paths of convolution.h;
+//             or dilation on that axis), so both run the tuned 2-D paths of convolution.h; rank 3:
+//             the in-plane axes (H, W) with N and C, which depth_col re-batches;
 //   padded()  any rank as 3 axes, leading axes of extent 1 (filter 1, stride 1, padding 0): the
 //             form the N-d reference and the 3-D paths loop over.
 #pragma once
@@ -42,7 +43,7 @@ struct ConvNdGeometry {
   // dilations, negative padding, C or K not divisible by groups, or a (dilated) filter larger
   // than the padded input along some axis.
   void validate(const std::string& where) const;
-  // Rank 1 or 2 only: the equal 2-D geometry.
+  // Rank 1 or 2: the equal 2-D geometry; rank 3: the in-plane axes (H, W) with N and C.
   Conv2dGeometry as_2d() const;
   // The same convolution over 3 spatial axes, the missing leading axes of extent 1.
   ConvNdGeometry padded() const;

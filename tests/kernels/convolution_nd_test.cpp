@@ -112,14 +112,8 @@ TEST(ConvolutionNdRef, ThreeDEqualsSumOf2dSlices) {
     std::vector<double> y(d.dy.size());
     ref::conv_nd_forward(g, d.x.data(), d.w.data(), d.bias.data(), y.data());
 
-    Conv2dGeometry g2{1, g.C, g.in[1], g.in[2], g.K, g.kernel[1], g.kernel[2]};
-    g2.pad_h = g.pad[1];
-    g2.pad_w = g.pad[2];
-    g2.stride_h = g.stride[1];
-    g2.stride_w = g.stride[2];
-    g2.dilation_h = g.dilation[1];
-    g2.dilation_w = g.dilation[2];
-    g2.groups = g.groups;
+    Conv2dGeometry g2 = g.as_2d();  // the in-plane axes, one image at a time
+    g2.N = 1;
     const int64_t Cg = g.C / g.groups, T = g.kernel[0], RS = g.kernel[1] * g.kernel[2];
     const int64_t HW = g.in[1] * g.in[2], PQ = g2.P() * g2.Q(), D = g.in[0], O = g.out(0);
     std::vector<double> expected(y.size()), image(g.C * HW), w_t(g.K * Cg * RS), y_t(g.K * PQ);
