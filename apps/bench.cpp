@@ -26,7 +26,7 @@ constexpr double kRowBudgetMs = 2000;
 // even where the host launches slower than a call runs (LeNet's 4 us pools) and no sample holds a
 // launch gap: a burst of k calls and one of k + 1 time the same thing.
 constexpr double kBurstSpanMs = 0.2;
-// The hold before a burst: more than the host takes to queue it (a launch costs a few us).
+// The hold before each sample: more than the host takes to queue it (a launch costs a few us).
 constexpr double kHoldUs = 50, kHoldPerCallUs = 50;
 constexpr int kMaxBurst = 200;
 
