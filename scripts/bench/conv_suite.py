@@ -165,6 +165,7 @@ def summarize(items):
     autos = [e["auto_ms"] / e["cudnn_ms"] for e in both if e["auto_ms"]]
     return {"passes": len(items), "compared": len(both),
             "geomean": geomean([r for r, _ in ratios]), "auto_geomean": geomean(autos),
+            "auto_over_best": geomean([e["auto_ms"] / e["best_ms"] for e in timed if e["auto_ms"]]),
             "above_1_5": sum(1 for r, _ in ratios if r > 1.5), "worst": ratios[:5],
             "auto_close": len(close), "auto_timed": len(timed),
             "missing": [e for e in items if not (e["best_ms"] and e["cudnn_ms"])]}
@@ -182,8 +183,9 @@ def report(out_dir, math_, suite):
         with open(peer_path) as f:
             peer = json.load(f)
     items = entries(suite, rows, autos, peer["ms"], math_)
-    print(f"\ncrema / cuDNN, {math_}, on {peer.get('device', '?')} (torch {peer.get('torch', '?')}, "
-          f"cuDNN {peer.get('cudnn', '?')}); {len(suite)} shapes")
+    device, torch_, cudnn = (peer.get(k, "?") for k in ("device", "torch", "cudnn"))
+    print(f"\ncrema / cuDNN, {math_}, on {device} (torch {torch_}, cuDNN {cudnn}); "
+          f"{len(suite)} shapes")
     print(f"{'shape':32} {'pass':5} {'best':22} {'ms':>9} {'auto':22} {'ms':>9} {'cuDNN':>9} "
           f"{'best/c':>6} {'auto/c':>6}")
     def ratio(e, key):
@@ -199,7 +201,9 @@ def report(out_dir, math_, suite):
           f"passes (bar <= {bars['geomean']}); auto/cuDNN {s['auto_geomean']:.3f}")
     print(f"above 1.5x: {s['above_1_5']}" + (" (bar: none)" if "worst" in bars else ""))
     print(f"auto within 10% of best: {s['auto_close']} of {s['auto_timed']} passes"
-          + (f" ({100 * s['auto_close'] / s['auto_timed']:.0f}%)" if s["auto_timed"] else ""))
+          + (f" ({100 * s['auto_close'] / s['auto_timed']:.0f}%)" if s["auto_timed"] else "")
+          + f"; auto/best geometric mean {s['auto_over_best']:.3f}"
+          + (" (bar <= 1.10)" if "auto" in bars else ""))
     print("worst five:")
     for r, e in s["worst"]:
         print(f"  {r:5.2f}x {e['shape']} {e['pass']} ({e['best_version']}; {e['source']})")
@@ -240,12 +244,51 @@ def run_crema(args, suite, deadline):
     return True
 
 
+def peer_calls(shape, math_, device="cuda"):
+    """({pass: fn()} running that pass of `shape` in PyTorch (fp32 contiguous or bf16 channels_last
+    tensors), [[x, w, dy]] the input copies: call i of any pass reads copy i % copies, enough of
+    them to rotate ~200 MB past L2)."""
+    import torch
+    import torch.nn.functional as F
+
+    g = parse_shape(shape)
+    dtype = torch.float32 if math_ == "fp32" else torch.bfloat16
+    layout = torch.contiguous_format if math_ == "fp32" else torch.channels_last
+    sizes = ((g["N"], g["C"], g["H"], g["W"]), (g["K"], g["C"] // g["groups"], g["R"], g["S"]),
+             (g["N"], g["K"], g["P"], g["Q"]))  # x, w, dy
+    size = sum(math.prod(s) for s in sizes) * torch.finfo(dtype).bits // 8
+    copies = int(min(MAX_COPIES, max(1, math.ceil(ROTATION_BYTES / size))))
+    sets = [[torch.randn(s, device=device, dtype=dtype).contiguous(memory_format=layout)
+             for s in sizes] for _ in range(copies)]
+    conv = dict(stride=g["stride"], padding=g["pad"], dilation=g["dilation"], groups=g["groups"])
+
+    def backward(x, w, dy, mask):  # mask: (dx, dw, bias)
+        return torch.ops.aten.convolution_backward(
+            dy, x, w, None, list(g["stride"]), list(g["pad"]), list(g["dilation"]), False, [0, 0],
+            g["groups"], mask)
+
+    passes = {"fwd": lambda x, w, dy: F.conv2d(x, w, **conv),
+              "dgrad": lambda x, w, dy: backward(x, w, dy, [True, False, False])[0],
+              "wgrad": lambda x, w, dy: backward(x, w, dy, [False, True, False])[1]}
+    count = [0]
+
+    def rotated(call):
+        def fn():
+            i = count[0] % copies
+            count[0] += 1
+            return call(*sets[i])
+        return fn
+    return {pass_: rotated(call) for pass_, call in passes.items()}, sets
+
+
 def run_peer(args, suite, deadline):
     """cuDNN through PyTorch on the suite's shapes not yet in peer_<math>.json (kept per shape)."""
     import torch
-    import torch.nn.functional as F
     from cuda_timing import median_ms
 
+    if not torch.cuda.is_available():
+        sys.exit("conv_suite.py: the cuDNN peer needs PyTorch with CUDA (crema's outputs are kept "
+                 f"in {args.out}; run again on a GPU machine to go on)")
     path = os.path.join(args.out, f"peer_{args.math}.json")
     peer = {"ms": {}}
     if os.path.exists(path):
@@ -256,41 +299,18 @@ def run_peer(args, suite, deadline):
     torch.backends.cudnn.benchmark = True
     torch.backends.cudnn.allow_tf32 = False  # bf16 tensors compute in bf16 whatever this says
     torch.backends.cuda.matmul.allow_tf32 = False
-    dtype = torch.float32 if args.math == "fp32" else torch.bfloat16
-    layout = torch.contiguous_format if args.math == "fp32" else torch.channels_last
     torch.manual_seed(0)
     for shape, _ in suite:
         if shape in peer["ms"]:
             continue
         if time.time() > deadline:
             return False
-        g = parse_shape(shape)
-        conv = dict(stride=g["stride"], padding=g["pad"], dilation=g["dilation"],
-                    groups=g["groups"])
-        sizes = ((g["N"], g["C"], g["H"], g["W"]), (g["K"], g["C"] // g["groups"], g["R"], g["S"]),
-                 (g["N"], g["K"], g["P"], g["Q"]))
-        size = sum(math.prod(s) for s in sizes) * torch.finfo(dtype).bits // 8
-        copies = int(min(MAX_COPIES, max(1, math.ceil(ROTATION_BYTES / size))))
-        sets = [[torch.randn(s, device="cuda", dtype=dtype).contiguous(memory_format=layout)
-                 for s in sizes] for _ in range(copies)]
-        backward = lambda x, w, dy, mask: torch.ops.aten.convolution_backward(
-            dy, x, w, None, list(g["stride"]), list(g["pad"]), list(g["dilation"]), False, [0, 0],
-            g["groups"], mask)
-        calls = {"fwd": lambda x, w, dy: F.conv2d(x, w, **conv),
-                 "dgrad": lambda x, w, dy: backward(x, w, dy, [True, False, False]),
-                 "wgrad": lambda x, w, dy: backward(x, w, dy, [False, True, False])}
-        times = {}
-        for pass_, call in calls.items():
-            count = [0]
-
-            def rotated(call=call, count=count):  # the next copy each call, as crema bench does
-                call(*sets[count[0] % copies])
-                count[0] += 1
-            times[pass_] = median_ms(rotated)
+        calls, _ = peer_calls(shape, args.math)
+        times = {pass_: median_ms(fn) for pass_, fn in calls.items()}
+        del calls  # the input copies
         print(f"cuDNN {shape}: " + ", ".join(f"{p} {t:.4f} ms" for p, t in times.items()),
               flush=True)
         peer["ms"][shape] = times
-        del sets
         with open(path + ".tmp", "w") as f:
             json.dump(peer, f, indent=1)
         os.replace(path + ".tmp", path)

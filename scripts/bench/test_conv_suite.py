@@ -34,10 +34,14 @@ SUITE = [(A, "ResNet-50: layer1 conv2"), (B, "DeepSpeech2: conv1")]
 # (auto implicit_gemm 4.0, over 10%); B: fwd 1.0 (its faster version FAILED), dgrad 0.5, wgrad
 # none passed.
 CREMA = (HEADER
-         + bench_line(A, "fwd", "implicit_gemm", "1.0500") + bench_line(A, "fwd", "winograd_4x4", "1.0000")
-         + bench_line(A, "dgrad", "implicit_gemm", "2.0000") + bench_line(A, "dgrad", "im2col_gemm", "2.5000")
-         + bench_line(A, "wgrad", "implicit_gemm", "4.0000") + bench_line(A, "wgrad", "direct", "3.0000")
-         + bench_line(B, "fwd", "implicit_gemm", "1.0000") + bench_line(B, "fwd", "direct", "0.1", "FAIL")
+         + bench_line(A, "fwd", "implicit_gemm", "1.0500")
+         + bench_line(A, "fwd", "winograd_4x4", "1.0000")
+         + bench_line(A, "dgrad", "implicit_gemm", "2.0000")
+         + bench_line(A, "dgrad", "im2col_gemm", "2.5000")
+         + bench_line(A, "wgrad", "implicit_gemm", "4.0000")
+         + bench_line(A, "wgrad", "direct", "3.0000")
+         + bench_line(B, "fwd", "implicit_gemm", "1.0000")
+         + bench_line(B, "fwd", "direct", "0.1", "FAIL")
          + bench_line(B, "dgrad", "im2col_gemm", "0.5000")
          + bench_line(B, "wgrad", "implicit_gemm", "-", "FAIL")
          + "\nauto: fwd implicit_gemm " + A + "\nauto: dgrad implicit_gemm " + A
@@ -101,8 +105,9 @@ class Report(unittest.TestCase):
                                    PEER["ms"], "fp32")
         by = {(e["shape"], e["pass"]): e for e in items}
         self.assertEqual(len(items), 6)
-        self.assertEqual((by[A, "fwd"]["best_version"], by[A, "fwd"]["best_ms"]), ("winograd_4x4", 1.0))
-        self.assertEqual((by[A, "fwd"]["auto_version"], by[A, "fwd"]["auto_ms"]), ("implicit_gemm", 1.05))
+        fwd = by[A, "fwd"]
+        self.assertEqual((fwd["best_version"], fwd["best_ms"]), ("winograd_4x4", 1.0))
+        self.assertEqual((fwd["auto_version"], fwd["auto_ms"]), ("implicit_gemm", 1.05))
         self.assertEqual(by[B, "fwd"]["best_version"], "implicit_gemm")  # the faster one FAILED
         self.assertIsNone(by[B, "wgrad"]["best_ms"])
         s = conv_suite.summarize(items)
@@ -113,8 +118,8 @@ class Report(unittest.TestCase):
         self.assertEqual([r for r, _ in s["worst"]], [2.0, 2.0, 2.0, 0.5, 0.5])
         # auto within 10% of best: A fwd (1.05), A dgrad, B fwd, B dgrad; not A wgrad (4 vs 3).
         self.assertEqual((s["auto_close"], s["auto_timed"]), (4, 5))
-        self.assertAlmostEqual(s["auto_geomean"], math.exp(
-            (math.log(1.05 / 2) + math.log(2) + math.log(4 / 1.5) + math.log(2) + math.log(0.5)) / 5))
+        self.assertAlmostEqual(s["auto_geomean"], (1.05 / 2 * 2 * 4 / 1.5 * 2 * 0.5) ** (1 / 5))
+        self.assertAlmostEqual(s["auto_over_best"], (1.05 * 4 / 3) ** (1 / 5))
         self.assertEqual([(e["shape"], e["pass"]) for e in s["missing"]], [(B, "wgrad")])
 
     def test_bf16_auto_is_the_marked_row(self):
@@ -122,7 +127,8 @@ class Report(unittest.TestCase):
         text = HEADER + bench_line(A, "fwd", "tc_bf16", "2.0000") + bench_line(
             A, "fwd", "tc_bf16_wgmma*", "1.0000")
         e = conv_suite.entries(SUITE[:1], parse_table(text), {}, {A: {"fwd": 1.25}}, "bf16")[0]
-        self.assertEqual((e["auto_version"], e["auto_ms"], e["best_ms"]), ("tc_bf16_wgmma*", 1.0, 1.0))
+        self.assertEqual((e["auto_version"], e["auto_ms"], e["best_ms"]),
+                         ("tc_bf16_wgmma*", 1.0, 1.0))
 
     def test_report_from_kept_outputs(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -134,9 +140,35 @@ class Report(unittest.TestCase):
                 conv_suite.report(tmp, "fp32", SUITE)
         text = out.getvalue()
         self.assertIn("above 1.5x: 3 (bar: none)", text)
-        self.assertIn("auto within 10% of best: 4 of 5 passes (80%)", text)
+        self.assertIn("auto within 10% of best: 4 of 5 passes (80%); auto/best geometric mean "
+                      f"{(1.05 * 4 / 3) ** (1 / 5):.3f} (bar <= 1.10)", text)
         self.assertIn(f"2.00x {A} dgrad (implicit_gemm; ResNet-50: layer1 conv2)", text)
         self.assertIn("incomplete: 1 passes", text)
+
+
+class Peer(unittest.TestCase):
+    def test_each_pass_computes_its_tensor_on_the_next_copy(self):
+        try:
+            import torch
+        except ImportError:
+            self.skipTest("no PyTorch")
+        import torch.nn.functional as F
+        shape = "8,4,9,7,6,3x2,s2x1,p1x0,d1x2,g2"  # P = 5, Q = 5: every option per axis
+        calls, sets = conv_suite.peer_calls(shape, "fp32", device="cpu")
+        self.assertEqual(tuple(calls["fwd"]().shape), (8, 6, 5, 5))
+        self.assertEqual(tuple(calls["dgrad"]().shape), (8, 4, 9, 7))
+        self.assertEqual(tuple(calls["wgrad"]().shape), (6, 2, 3, 2))
+        # The calls share one rotation of input copies: x, w, dy of call i are copy i % copies.
+        copies = len(sets)
+        self.assertGreater(copies, 1)
+        x, w, _ = sets[3 % copies]
+        want = F.conv2d(x, w, stride=(2, 1), padding=(1, 0), dilation=(1, 2), groups=2)
+        torch.testing.assert_close(calls["fwd"](), want)
+        # dgrad and wgrad (calls 4 and 5) against autograd's on the same copies.
+        for i, pass_ in ((4, "dgrad"), (5, "wgrad")):
+            x, w, dy = (t.clone().requires_grad_() for t in sets[i % copies])
+            F.conv2d(x, w, stride=(2, 1), padding=(1, 0), dilation=(1, 2), groups=2).backward(dy)
+            torch.testing.assert_close(calls[pass_](), x.grad if pass_ == "dgrad" else w.grad)
 
 
 class Runs(unittest.TestCase):
