@@ -20,13 +20,15 @@ fastest). Issue 20's bars: fp32 geomean <= 0.8, none above 1.5, auto within 10% 
 bf16 geomean <= 1.0.
 
   python3 scripts/bench/conv_suite.py --crema build/bin/crema [--math fp32|bf16] [--out DIR]
-      [--budget-s 540] [--chunk 3] [--match TEXT] [--bench-args "--repeats 20"]
+      [--budget-s 450] [--chunk 3] [--match TEXT] [--bench-args "--repeats 20"]
+      [--command-timeout 300]
   python3 scripts/bench/conv_suite.py --from DIR [--math fp32|bf16]   (the report again)
 
 DIR (default conv_suite_out) keeps the raw outputs: crema_<math>_NNN.txt (one per command),
 peer_<math>.json. A run goes on where the kept outputs stop (shapes already there are skipped), so
-a run cut by --budget-s (no new command after that many seconds) or by a time limit is finished by
-running the same command again. --match keeps the suite lines whose shape or source holds TEXT.
+a run cut by --budget-s (no new command or peer shape after that many seconds) or by a time limit
+is finished by running the same command again; a crema command that crashed or ran past
+--command-timeout is kept aside (failed_<math>_NNN.txt) and its shapes tried again then. --match keeps the suite lines whose shape or source holds TEXT.
 """
 import argparse
 import glob
@@ -230,16 +232,21 @@ def run_crema(args, suite, deadline):
         command = crema + op + [a for s in chunk for a in ("--shape", s)] + extra
         print("$", shlex.join(command), flush=True)
         began = time.time()
-        result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                text=True)
+        try:
+            result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                    text=True, timeout=args.command_timeout)
+            status, output = result.returncode, result.stdout
+        except subprocess.TimeoutExpired as e:
+            status = f"no exit after {args.command_timeout:g} s"
+            output = e.stdout.decode() if isinstance(e.stdout, bytes) else e.stdout or ""
         print(f"  {time.time() - began:.0f} s", flush=True)
-        name = "crema" if result.returncode in (0, 1) else "failed"  # 1: a check failed
+        name = "crema" if status in (0, 1) else "failed"  # 1: a check failed, the table is whole
         path = os.path.join(args.out, f"{name}_{args.math}_{index:03d}.txt")
         with open(path + ".tmp", "w") as f:
-            f.write(result.stdout)
+            f.write(output)
         os.replace(path + ".tmp", path)  # whole, or not there: a rerun starts the chunk again
-        if name == "failed":
-            print(f"  exited with {result.returncode} (kept in {path}):\n{result.stdout[-2000:]}")
+        if name == "failed":  # its shapes stay to do: the next run tries them again
+            print(f"  exited with {status} (kept in {path}):\n{output[-2000:]}")
         index += 1
     return True
 
@@ -329,6 +336,8 @@ def main():
     parser.add_argument("--budget-s", type=float, default=float("inf"),
                         help="start no command or peer shape after this many seconds")
     parser.add_argument("--bench-args", default="", help="appended to every `crema bench`")
+    parser.add_argument("--command-timeout", type=float, default=300,
+                        help="seconds one crema command may take before it is stopped")
     args = parser.parse_args()
     suite = [(s, src) for s, src in read_suite(args.suite) if args.match in f"{s} # {src}"]
     if not suite:

@@ -188,7 +188,7 @@ class Runs(unittest.TestCase):
             script, log = write(tmp, "fake.py", fake), os.path.join(tmp, "log")
             suite = [(f"16,{c},9,9,4,3", "x") for c in range(1, 6)]
             args = SimpleNamespace(crema=f"{sys.executable} {script} {log}", bench_args="",
-                                   math="fp32", out=tmp, chunk=2)
+                                   math="fp32", out=tmp, chunk=2, command_timeout=60)
             with redirect_stdout(io.StringIO()):
                 self.assertTrue(conv_suite.run_crema(args, suite, float("inf")))
                 with open(log) as f:
@@ -201,6 +201,18 @@ class Runs(unittest.TestCase):
                 with open(log) as f:
                     self.assertEqual(f.read().split("\n")[3], "16,1,9,9,4,3 16,2,9,9,4,3")
                 self.assertFalse(conv_suite.run_crema(args, suite, 0))  # past the budget
+
+    def test_a_command_past_its_timeout_is_kept_aside(self):
+        fake = "import sys, time\nprint('device: fake', flush=True)\ntime.sleep(30)\n"
+        with tempfile.TemporaryDirectory() as tmp:
+            script = write(tmp, "slow.py", fake)
+            args = SimpleNamespace(crema=f"{sys.executable} {script}", bench_args="", math="bf16",
+                                   out=tmp, chunk=3, command_timeout=1)
+            with redirect_stdout(io.StringIO()) as out:
+                self.assertTrue(conv_suite.run_crema(args, SUITE, float("inf")))
+            self.assertIn("no exit after 1 s", out.getvalue())
+            with open(os.path.join(tmp, "failed_bf16_000.txt")) as f:
+                self.assertEqual(f.read(), "device: fake\n")
 
 
 if __name__ == "__main__":
