@@ -20,6 +20,12 @@
 // --version depthwise_nhwc_v2 keeps that version's rows only.
 // `--shape depthwise` stands for the depthwise layers of MobileNetV2, EfficientNet-B0 and
 // ConvNeXt-T at batch 64 (bench_shapes.cpp).
+//
+// After the table (nchw), a blank line, then one line per shape and pass naming the version
+// `auto` runs (kernels::get_conv_algorithm in the command's math, no workspace limit):
+// "auto: fwd implicit_gemm 16,3,224,224,64,7,s2,p3". Outside the table, so the rows keep their
+// version names (reproduce_tables.py and compare_cudnn.py key on them) and their columns;
+// scripts/bench/conv_suite.py reads these lines.
 #include <algorithm>
 #include <cmath>
 #include <ostream>
@@ -29,6 +35,7 @@
 #include "core/error.h"
 #include "core/random.h"
 #include "kernels/convolution/convolution.h"
+#include "kernels/convolution/select.h"
 #include "kernels/layout/layout.h"
 
 namespace crema::bench {
@@ -330,6 +337,7 @@ int bench_conv(Context& ctx, const Options& options, std::ostream& out) {
 
   Table table(out, device_peak(ctx));
   Random random(1);
+  std::vector<std::string> picks;  // the "auto:" lines printed after the table
   for (const ConvShape& shape : shapes) {
     const Conv2dGeometry& g = shape.g;
     const HostTensors host(g, random);
@@ -367,6 +375,8 @@ int bench_conv(Context& ctx, const Options& options, std::ostream& out) {
         table.print(nhwc_row(ctx, options, shape, host, pass, ref, math));
         continue;
       }
+      picks.push_back(std::string("auto: ") + peer_pass_name(pass) + " " +
+                      kernels::get_conv_algorithm(pass, g, math).name + " " + shape.name);
       DevicePass dev(pass, g);
       const Tensor host_in0 = Tensor::from_vector(in0_shape, in0);
       const Tensor host_in1 = Tensor::from_vector(in1_shape, in1);
@@ -414,6 +424,8 @@ int bench_conv(Context& ctx, const Options& options, std::ostream& out) {
       }
     }
   }
+  if (!picks.empty()) out << "\n";
+  for (const std::string& line : picks) out << line << "\n";
   return table.status();
 }
 

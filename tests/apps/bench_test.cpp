@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -129,6 +130,28 @@ TEST(BenchShapes, DepthwiseListIsTheZoosLayers) {
   EXPECT_EQ(mixed[1].name, "dw 3x3 c32 112x112 n64");
   EXPECT_TRUE(mixed[24].g.depthwise());
   EXPECT_TRUE(contains(error_of([] { parse_conv_shape("depthwise 3x3"); }), "'depthwise'"));
+}
+
+// scripts/bench/conv_suite.txt (issue 20's suite): every line's shape, the text before '#', is a
+// --shape `crema bench conv` accepts, and keeps its text as the row's name (conv_suite.py keys on
+// it). test_conv_suite.py checks the suite's own rules (sources, batches, no repeats).
+TEST(BenchShapes, ConvSuiteLinesAreShapes) {
+  const std::string path = std::string(CREMA_SOURCE_DIR) + "/scripts/bench/conv_suite.txt";
+  std::ifstream file(path);
+  ASSERT_TRUE(file) << path;
+  std::string line;
+  int shapes = 0;
+  while (std::getline(file, line)) {
+    std::string text = line.substr(0, line.find('#'));
+    text.erase(text.find_last_not_of(" \t") + 1);
+    if (text.empty()) continue;
+    ++shapes;
+    const ConvShape shape = parse_conv_shape(text);  // throws, naming the shape, if not
+    EXPECT_EQ(shape.name, text);
+    EXPECT_FALSE(shape.g.depthwise()) << text;
+    EXPECT_TRUE(shape.g.N == 8 || shape.g.N == 16) << text;
+  }
+  EXPECT_GE(shapes, 50);
 }
 
 TEST(BenchShapes, DefaultGemmShapes) {
