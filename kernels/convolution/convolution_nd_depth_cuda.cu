@@ -196,23 +196,18 @@ struct Sizes {
   }
 };
 
-// The pointer-level calls take any rank; the kernels read its padded form.
-ConvNdGeometry three_axes(const ConvNdGeometry& g) {
-  return g.padded();
-}
-
 }  // namespace
 
+// The pointer-level calls take any rank; the kernels read its padded form (ConvNdGeometry::padded).
 bool conv_nd_depth_supports(const ConvNdGeometry& nd) {
-  const ConvNdGeometry g = three_axes(nd);
-  const int64_t col = g.out(0) * g.C * g.kernel[0] * g.in[1] * g.in[2];
-  const int64_t out = g.out(0) * g.K * g.out(1) * g.out(2);
-  return g.kernel[0] <= kConvNdDepthMaxTaps && col < INT32_MAX && out < INT32_MAX &&
+  const ConvNdGeometry g = nd.padded();
+  const Sizes one(g, 1);
+  return g.kernel[0] <= kConvNdDepthMaxTaps && one.col < INT32_MAX && one.out < INT32_MAX &&
          g.C * g.in[0] < INT32_MAX;
 }
 
 ConvNdDepthPlan conv_nd_depth_plan(const ConvNdGeometry& nd, int64_t scratch_floats) {
-  const ConvNdGeometry g = three_axes(nd);
+  const ConvNdGeometry g = nd.padded();
   // The largest divisor of N whose chunk fits, whose 2-D tensors stay under 2^31 elements and
   // whose dx rows (m*C*D, a grid's x) too.
   const Sizes one(g, 1);
@@ -234,7 +229,7 @@ ConvNdDepthPlan conv_nd_depth_plan(const ConvNdGeometry& nd, int64_t scratch_flo
 
 size_t conv_nd_depth_workspace(ConvPass pass, const ConvNdGeometry& g, const ConvNdDepthPlan& plan,
                                const ConvAlgorithm& inner, bool with_bias) {
-  const Sizes s(three_axes(g), plan.chunk);
+  const Sizes s(g.padded(), plan.chunk);
   return size_t(s.col + s.out) + inner.workspace(pass, plan.g2, with_bias);
 }
 
@@ -244,7 +239,7 @@ void conv_nd_depth_forward(const ConvNdGeometry& nd, const ConvNdDepthPlan& plan
                            const float* w, const float* bias, float* y, float* workspace,
                            gpu::Stream stream) {
   const char* op = "conv_nd_forward (depth_col)";
-  const ConvNdGeometry g = three_axes(nd);
+  const ConvNdGeometry g = nd.padded();
   const Depth d = depth_of(g);
   const Sizes s(g, plan.chunk);
   const int64_t PQ = g.out(1) * g.out(2);
@@ -265,7 +260,7 @@ void conv_nd_depth_backward_data(const ConvNdGeometry& nd, const ConvNdDepthPlan
                                  const ConvAlgorithm& inner, GemmMath math, const float* dy,
                                  const float* w, float* dx, float* workspace, gpu::Stream stream) {
   const char* op = "conv_nd_backward_data (depth_col)";
-  const ConvNdGeometry g = three_axes(nd);
+  const ConvNdGeometry g = nd.padded();
   const Depth d = depth_of(g);
   const Sizes s(g, plan.chunk);
   const int64_t PQ = g.out(1) * g.out(2);
@@ -288,7 +283,7 @@ void conv_nd_depth_backward_filter(const ConvNdGeometry& nd, const ConvNdDepthPl
                                    const float* dy, float* dw, float* db, float* workspace,
                                    gpu::Stream stream) {
   const char* op = "conv_nd_backward_filter (depth_col)";
-  const ConvNdGeometry g = three_axes(nd);
+  const ConvNdGeometry g = nd.padded();
   const Depth d = depth_of(g);
   const Sizes s(g, plan.chunk);
   const int64_t PQ = g.out(1) * g.out(2);
