@@ -56,9 +56,18 @@ void add_common(CLI::App& command, crema::CommandOptions& options) {
   command.add_option("--threads", options.threads, "CPU threads (0: all cores)")->check(CLI::NonNegativeNumber);
 }
 
+// A GPU takes work through a few hardware queues (CUDA_DEVICE_MAX_CONNECTIONS, 8 unless set, 32
+// at most), and streams beyond them share one: a kernel then waits behind whatever another stream
+// queued ahead of it. With decode: gpu, nvJPEG's per-image conversion kernels (on its own streams)
+// sat behind whole training steps (a CUDA graph's kernels): ResNet-50 bf16 fed from JPEGs stalled
+// on data 10-12% of the time with 8 queues, 45% with 1, 0.0% with 32 (data/MEASUREMENTS.md, "GPU
+// decoding"). Set before the first CUDA call; a value the user set is kept.
+void widen_gpu_queues() { setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", /*overwrite=*/0); }
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  widen_gpu_queues();
   CLI::App app{"crema: a Caffe-style training framework on its own primitives"};
   app.require_subcommand(1);
   crema::CommandOptions options;

@@ -462,6 +462,7 @@ void DataLoader::seek(int64_t epoch, int64_t index_in_epoch) {
   }
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    if (next_take_ == epoch * batches_per_epoch_ + index_in_epoch) return;
     ++generation_;
     ready_.clear();
     skipped_in_epoch_ = 0;

@@ -154,7 +154,8 @@ class DataLoader {
   // message of whatever the worker threw while assembling it (the stream then moves past it).
   Batch next();
   // Moves the stream so that next() returns batch `index_in_epoch` of `epoch`; discards batches
-  // prepared for the old position.
+  // prepared for the old position. A seek to where the stream already is keeps them: the batches
+  // the workers prepared while the caller built its nets are the first ones it trains on.
   void seek(int64_t epoch, int64_t index_in_epoch);
   void start_epoch(int64_t epoch) { seek(epoch, 0); }
 

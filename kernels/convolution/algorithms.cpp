@@ -8,7 +8,7 @@
 namespace crema::kernels {
 namespace records {
 extern const ConvAlgorithm im2col_gemm, implicit_gemm, pointwise_gemm, depthwise_direct,
-    winograd_2x2, winograd_4x4, nhwc_implicit_gemm, fft;
+    winograd_2x2, winograd_4x4, direct, nhwc_implicit_gemm, fft;
 }  // namespace records
 
 namespace {
@@ -26,6 +26,7 @@ std::vector<const ConvAlgorithm*> production_table() {
         &depthwise_direct,    // v4
         &winograd_2x2,        // v5
         &winograd_4x4,        // v6
+        &direct,              // v7
         &nhwc_implicit_gemm,  // v9
         &fft,                 // v10
     };

@@ -77,13 +77,92 @@ const char* tensor_winograd(ConvPass pass, const Conv2dGeometry& g) {
   return pass != ConvPass::backward_filter && wide ? "winograd_2x2" : "winograd_4x4";
 }
 
+// ---- fp32 (FFMA), from the broad suite ----------------------------------------------------
+// scripts/bench/conv_suite.txt (66 public training convolutions x 3 passes), H200, 2026-11-27:
+// these rules pick within 10% of the fastest version on 192 of the 198 passes (auto / best
+// geometric mean 1.011; the rules before them 158 and 1.132). MEASUREMENTS.md, "The fp32
+// heuristic on the broad suite", has the table behind each rule.
+
+// Grouped layers of few channels a group (ResNeXt's 32 groups of 4 or 8): the direct loops,
+// 4.7-10x faster than the implicit GEMMs, whose tiles a 4-channel group leaves mostly empty.
+bool few_channels_a_group(const Conv2dGeometry& g) {
+  return g.groups > 1 && !g.depthwise() && g.C / g.groups <= 8;
+}
+
+// Grouped layers of 16 channels a group or more (AlexNet's two groups): v9 (NHWC) in every pass.
+bool wide_groups(const Conv2dGeometry& g) {
+  return g.groups > 1 && !g.depthwise() && g.C / g.groups >= 16;
+}
+
+// im2col + GEMM where its workspace (the column buffer, C/G R S x N P Q floats, and the GEMM's)
+// stays within 1 GiB: ResNet's stem at batch 64 takes 0.7 GB for backward data, the speech front
+// end's 21x11 filters would want 1.5 GB at batch 8. (The workspace is one buffer the layers share;
+// model.workspace_limit caps it.)
+bool im2col_fits(ConvPass pass, const Conv2dGeometry& g) {
+  const ConvAlgorithm& im2col = production("im2col_gemm");
+  return im2col.supports(pass, g) &&
+         conv_algorithm_workspace_bytes(im2col, pass, g) <= (size_t(1) << 30);
+}
+
+// F(4x4,3x3) unless its tiles (N ceil(P/4) ceil(Q/4): the rows of its 36 batched GEMMs) number
+// 256 or fewer, too few to fill the GPU, where F(2x2,3x3)'s 2.25x as many tiles win: 14 x 14 maps
+// at batch 16 (1.05-1.15x), 7 x 7 at 512 channels (1.7x). At batch 64 the same 14 x 14 layer has
+// 1024 tiles and F(4x4) is 1.18x faster (the table in README.md).
+const char* fp32_winograd(ConvPass pass, const Conv2dGeometry& g) {
+  const int64_t tiles = g.N * ((g.P() + 3) / 4) * ((g.Q() + 3) / 4);
+  if (tiles > 256) return "winograd_4x4";
+  return production("winograd_2x2").supports(pass, g) ? "winograd_2x2" : "winograd_4x4";
+}
+
+// `name` where it implements the pass, else `otherwise`.
+const char* if_supported(const char* name, ConvPass pass, const Conv2dGeometry& g,
+                         const char* otherwise) {
+  return production(name).supports(pass, g) ? name : otherwise;
+}
+
+const char* fp32_rule(ConvPass pass, const Conv2dGeometry& g) {
+  const bool few_outputs = g.P() * g.Q() <= 7 * 7;  // the GEMMs' N P Q side is short
+  const bool strided = g.stride_h > 1 || g.stride_w > 1;
+  switch (pass) {
+    case ConvPass::forward:
+      if (few_channels_a_group(g)) return if_supported("direct", pass, g, "implicit_gemm");
+      if (fft_pays(g)) return "fft";
+      if (winograd_pays(pass, g)) return fp32_winograd(pass, g);
+      if (wide_groups(g)) return if_supported("nhwc_implicit_gemm", pass, g, "implicit_gemm");
+      // A short N P Q side, or a strided layer of many channels: one large GEMM (1.2-1.3x).
+      if (im2col_fits(pass, g) && (few_outputs || (strided && g.C / g.groups >= 128))) {
+        return "im2col_gemm";
+      }
+      return "implicit_gemm";
+    case ConvPass::backward_data:
+      // FFT is not used here: on AlexNet's 5x5 64 -> 192 (27x27) im2col beat it by 1.24x.
+      if (few_channels_a_group(g)) return if_supported("direct", pass, g, "implicit_gemm");
+      if (winograd_pays(pass, g)) return fp32_winograd(pass, g);
+      // col2im after one GEMM beats the implicit GEMM's gather almost everywhere: strided
+      // layers 1.6-4.5x (the gather reads mostly zeros), 5x5 filters 1.4-4.6x.
+      if (im2col_fits(pass, g)) return "im2col_gemm";
+      if (g.C / g.groups <= 32 && production("direct").supports(pass, g)) return "direct";
+      return if_supported("nhwc_implicit_gemm", pass, g, "implicit_gemm");
+    case ConvPass::backward_filter:
+      break;
+  }
+  if (fft_pays(g)) return "fft";
+  // F(4x4,3x3) also for grouped 3x3 layers of few channels a group (1.32x on ResNeXt's).
+  if (winograd_pays(pass, g) ||
+      (g.groups > 1 && production("winograd_4x4").supports(pass, g))) {
+    return "winograd_4x4";
+  }
+  if (wide_groups(g)) return if_supported("nhwc_implicit_gemm", pass, g, "implicit_gemm");
+  if (few_outputs && im2col_fits(pass, g)) return "im2col_gemm";  // 7x7 maps: 1.15-1.63x
+  return "implicit_gemm";
+}
+
+// ---- tf32 and bf16 (tensor cores) -------------------------------------------------------------
+
 const char* forward_rule(const Conv2dGeometry& g, cuda::GemmMath math) {
   if (g.depthwise()) return "depthwise_direct";
   if (g.pointwise()) return "pointwise_gemm";
-  if (math == cuda::GemmMath::fp32) {
-    if (fft_pays(g)) return "fft";
-    return winograd_pays(ConvPass::forward, g) ? "winograd_4x4" : "implicit_gemm";
-  }
+  if (math == cuda::GemmMath::fp32) return fp32_rule(ConvPass::forward, g);
   if (winograd_pays(ConvPass::forward, g)) return tensor_winograd(ConvPass::forward, g);
   // Tensor cores: v9's cp.async pipeline from 16 channels a group (3x3 stride 2: 0.09-0.13 ms
   // against v2's 0.15-0.26), v2 for 1x1 filters (its patch loader is then a strided copy: 0.03
@@ -96,26 +175,21 @@ const char* forward_rule(const Conv2dGeometry& g, cuda::GemmMath math) {
 const char* backward_data_rule(const Conv2dGeometry& g, cuda::GemmMath math) {
   if (g.depthwise()) return "depthwise_direct";
   if (g.pointwise()) return "pointwise_gemm";
-  if (math == cuda::GemmMath::fp32 && fft_pays(g)) return "fft";
-  if (winograd_pays(ConvPass::backward_data, g)) {
-    return math == cuda::GemmMath::fp32 ? "winograd_4x4"
-                                        : tensor_winograd(ConvPass::backward_data, g);
-  }
+  if (math == cuda::GemmMath::fp32) return fp32_rule(ConvPass::backward_data, g);
+  if (winograd_pays(ConvPass::backward_data, g)) return tensor_winograd(ConvPass::backward_data, g);
   // Few input channels a group: v2's implicit GEMM then fills few rows of its tiles (C/G rows)
   // while every element it loads pays the patch index arithmetic (H200, LeNet conv2 at N = 256).
   if (g.C / g.groups < 32) return "im2col_gemm";
-  if (math == cuda::GemmMath::fp32) return "implicit_gemm";
   // Tensor cores: v2's gather reads mostly zeros at stride 2 (0.70-0.86 ms); v1 (im2col + the
   // tf32 GEMM + col2im) wins on 8x8 maps and smaller (0.16 against v9's 0.24 ms), v9 above.
   return g.H * g.W <= 64 ? "im2col_gemm" : "nhwc_implicit_gemm";
 }
 
 const char* backward_filter_rule(const Conv2dGeometry& g, cuda::GemmMath math) {
-  // The same in every math but for FFT (measured in fp32 only): in tf32 v6 (fp32) still beats v5
-  // and v2 on tensor cores for 3x3 layers, and v2's split GEMM is within 10% of the fastest
-  // elsewhere (MEASUREMENTS.md).
+  // In tf32 and bf16 v6 (fp32) still beats v5 and v2 on tensor cores for 3x3 layers, and v2's
+  // split GEMM is within 10% of the fastest elsewhere (MEASUREMENTS.md).
   if (g.depthwise()) return "depthwise_direct";
-  if (math == cuda::GemmMath::fp32 && fft_pays(g)) return "fft";
+  if (math == cuda::GemmMath::fp32) return fp32_rule(ConvPass::backward_filter, g);
   if (winograd_pays(ConvPass::backward_filter, g)) return "winograd_4x4";
   return "implicit_gemm";
 }

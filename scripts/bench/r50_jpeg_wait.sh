@@ -16,6 +16,7 @@
 # make_photo_jpegs.py when missing: COUNT images, default 4000, in 10 classes; where scikit-image
 # is missing set CREMA_PHOTO_SOURCES to the folder `make_photo_jpegs.py --export-sources` wrote);
 # CPU_WORKERS (decode: cpu, default the cores less 2), GPU_WORKERS (decode: gpu, default 4);
+# DECODES (default "cpu gpu": which runs to make);
 # LOADER=1 also times the loader alone (`crema bench-loader --decode gpu`) at 4 and 8 workers
 # over 200 and 2000 batches of 64, to tell a start-up cost inside a short timed window from a
 # steady slowdown with more workers. Logs stay in WORK (default /tmp/crema_r50_jpeg_wait).
@@ -79,8 +80,9 @@ train() {  # decode workers
 echo "ResNet-50 224, batch 128, $STEPS steps, $PRECISION; $(ls "$DATA"/*/ | grep -c jpg) JPEGs in $DATA"
 printf "%-7s %8s %12s %12s %12s %12s %12s\n" decode workers "img/s run" "img/s last" \
   "stall% run" "stall% last" "host wait%"
-train cpu "$CPU_WORKERS"
-train gpu "$GPU_WORKERS"
+for decode in ${DECODES:-cpu gpu}; do
+  if [ "$decode" = cpu ]; then train cpu "$CPU_WORKERS"; else train gpu "$GPU_WORKERS"; fi
+done
 "$CREMA" time "$WORK/r50_jpeg.yaml" --device cuda:0 --iterations 20 "${precision[@]}" \
   > "$WORK/time.log" 2>&1 || { tail -5 "$WORK/time.log" >&2; }
 grep "^training step" "$WORK/time.log" | sed 's/^/random data, crema time: /'

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <map>
@@ -195,6 +196,38 @@ TEST(DataLoaderOrder, SeekResumesTheStream) {
   const auto order = epoch_order(17, 5, 0);
   EXPECT_EQ(sample_indices(resumed.next()), std::vector<int64_t>(order.begin(), order.begin() + 3));
   EXPECT_THROW(resumed.seek(0, 6), Error);
+}
+
+// A dataset that counts how often each sample is read.
+class CountingDataset : public IndexDataset {
+ public:
+  explicit CountingDataset(int64_t size) : IndexDataset(size), reads_(size_t(size)) {}
+  void read_sample(int64_t index, Image& out) const override {
+    IndexDataset::read_sample(index, out);
+    ++reads_[size_t(index)];
+    ++total_;
+  }
+  int reads(int64_t index) const { return reads_[size_t(index)]; }
+  int total() const { return total_; }
+
+ private:
+  mutable std::vector<std::atomic<int>> reads_;
+  mutable std::atomic<int> total_{0};
+};
+
+// Training builds its nets after the loader, whose workers meanwhile prepare the first batches,
+// and then seeks to the start: those batches are kept, not read again.
+TEST(DataLoaderOrder, SeekToWhereTheStreamIsKeepsPreparedBatches) {
+  auto dataset = std::make_shared<CountingDataset>(30);
+  DataLoader loader(dataset, options(3, false, false, 1, 1, 2));  // prepares 3 batches ahead
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (dataset->total() < 9 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_EQ(dataset->total(), 9) << "the worker did not prepare 3 batches ahead";
+  loader.seek(0, 0);
+  EXPECT_EQ(take(loader, 3), iota(0, 9));
+  for (int64_t i = 0; i < 9; ++i) EXPECT_EQ(dataset->reads(i), 1) << "sample " << i;
 }
 
 TEST(DataLoaderTransforms, AppliedInOrderToEverySample) {

@@ -46,9 +46,9 @@ TEST(ConvolutionRegistry, LadderExtendsProductionWithTheRungsProductionNeverPick
   for (const ConvAlgorithm* a : conv_ladder()) {
     if (!production.count(a)) ladder_only.insert(a->name);
   }
-  EXPECT_EQ(ladder_only, (std::set<std::string>{"direct", "precomputed_gemm"}));
-  EXPECT_EQ(conv_ladder().size(), conv_algorithms().size() + 2);
-  EXPECT_EQ(conv_algorithm_named("direct"), nullptr);  // not pinnable from YAML
+  EXPECT_EQ(ladder_only, (std::set<std::string>{"precomputed_gemm"}));
+  EXPECT_EQ(conv_ladder().size(), conv_algorithms().size() + 1);
+  EXPECT_EQ(conv_algorithm_named("precomputed_gemm"), nullptr);  // not pinnable from YAML
   EXPECT_NE(conv_algorithm_named("implicit_gemm"), nullptr);
 }
 
@@ -90,6 +90,44 @@ TEST(ConvolutionWorkspaceLimit, GetFallsBackToAnAlgorithmThatFits) {
   if (!any_fits) {
     EXPECT_THROW(get_conv_algorithm(ConvPass::backward_filter, deep, cuda::GemmMath::fp32, 0),
                  Error);
+  }
+}
+
+// The fp32 heuristic's rules from the broad suite (kernels/convolution/select.cpp), one layer of
+// each kind the suite measured: the rule's algorithm, and one that implements the pass.
+TEST(ConvolutionHeuristic, Fp32RulesPerKind) {
+  if (conv_algorithms().empty()) GTEST_SKIP() << "a build without CUDA has no records";
+  using P = ConvPass;
+  struct Case {
+    Conv2dGeometry g;
+    P pass;
+    const char* name;
+  };
+  const Conv2dGeometry resnext{16, 128, 56, 56, 128, 3, 3, 1, 1, 1, 1, 1, 1, 32};
+  const Conv2dGeometry deep_7x7{16, 512, 7, 7, 512, 3, 3, 1, 1};
+  const Conv2dGeometry resnet_28{64, 128, 28, 28, 128, 3, 3, 1, 1};
+  const Conv2dGeometry resnet_14{64, 256, 14, 14, 256, 3, 3, 1, 1};  // 1024 F(4x4) tiles
+  const Conv2dGeometry strided{16, 512, 14, 14, 512, 3, 3, 1, 1, 2, 2};
+  const Conv2dGeometry alexnet_g2{16, 96, 27, 27, 256, 5, 5, 2, 2, 1, 1, 1, 1, 2};
+  const Conv2dGeometry bottleneck_7x7{16, 2048, 7, 7, 512, 1, 1};
+  // DeepSpeech2's conv2: im2col would want 1.5 GB, direct takes at most 16 taps a side.
+  const Conv2dGeometry speech{8, 32, 81, 150, 32, 21, 11, 10, 5, 2, 1};
+  const Conv2dGeometry stem{64, 3, 224, 224, 64, 7, 7, 3, 3, 2, 2};  // im2col: 0.7 GB
+  const Case cases[] = {
+      {resnext, P::forward, "direct"},           {resnext, P::backward_data, "direct"},
+      {resnext, P::backward_filter, "winograd_4x4"}, {deep_7x7, P::forward, "winograd_2x2"},
+      {deep_7x7, P::backward_data, "winograd_2x2"}, {deep_7x7, P::backward_filter, "winograd_4x4"},
+      {resnet_28, P::forward, "winograd_4x4"},   {resnet_14, P::backward_data, "winograd_4x4"},   {strided, P::forward, "im2col_gemm"},
+      {strided, P::backward_data, "im2col_gemm"}, {strided, P::backward_filter, "im2col_gemm"},
+      {alexnet_g2, P::forward, "nhwc_implicit_gemm"},
+      {alexnet_g2, P::backward_filter, "nhwc_implicit_gemm"},
+      {bottleneck_7x7, P::backward_filter, "im2col_gemm"},
+      {speech, P::backward_data, "nhwc_implicit_gemm"}, {stem, P::backward_data, "im2col_gemm"},
+  };
+  for (const Case& c : cases) {
+    const ConvAlgorithm& chosen = get_conv_algorithm(c.pass, c.g);
+    EXPECT_STREQ(chosen.name, c.name) << conv_algorithm_cache_key(c.pass, c.g, "", 0);
+    EXPECT_TRUE(chosen.supports(c.pass, c.g)) << chosen.name;
   }
 }
 

@@ -55,7 +55,6 @@ TEST(ConvolutionSelect, ParsesEverySpelling) {
   }
   EXPECT_FALSE(parse_conv_algorithm("implicit").has_value());
   // The ladder's rungs are not production's: YAML cannot pin them.
-  EXPECT_FALSE(parse_conv_algorithm("direct").has_value());
   EXPECT_FALSE(parse_conv_algorithm("precomputed_gemm").has_value());
   EXPECT_FALSE(parse_conv_algorithm("").has_value());
   EXPECT_FALSE(parse_conv_algorithm("Auto").has_value());

@@ -7,7 +7,7 @@
 
 namespace crema::kernels {
 namespace records {
-extern const ConvAlgorithm direct, precomputed_gemm;
+extern const ConvAlgorithm precomputed_gemm;
 }  // namespace records
 
 namespace {
@@ -16,7 +16,6 @@ template <bool with_cuda>
 std::vector<const ConvAlgorithm*> ladder_rungs() {
   if constexpr (with_cuda) {
     return {
-        &records::direct,            // v7
         &records::precomputed_gemm,  // v8
     };
   } else {

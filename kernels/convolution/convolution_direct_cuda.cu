@@ -1,4 +1,4 @@
-// Convolution v7 (a ladder rung): direct, forward and backward data, for layers with few channels
+// Convolution v7: direct, forward and backward data, for layers with few channels a group
 // (a ResNet stem's 3 input channels, LeNet's 20), where a GEMM's tiles run mostly empty. Each
 // thread sums its outputs straight from the definition, for PX pixels x CB output channels at once:
 // a filter value serves PX pixels and an input value CB channels.
@@ -251,7 +251,8 @@ bool supports(ConvPass, const Conv2dGeometry& g) {
 }  // namespace crema::kernels::cuda::direct
 
 // v7's record: forward and backward data as direct loops (fp32 in every math); the filter gradient
-// is v2's (in the asked math). A ladder rung: production never picks it.
+// is v2's (in the asked math). The heuristic's choice for grouped layers of few channels a group
+// and some few-channel backward data passes (select.cpp).
 namespace crema::kernels::records {
 
 extern const ConvAlgorithm direct{
