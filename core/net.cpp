@@ -40,6 +40,7 @@ Net::Net(const ConfigNode& model, Phase phase, int64_t batch_size, const LayerRe
   if (batch_size_ <= 0)
     throw Error("batch size must be positive, got " + std::to_string(batch_size));
   memory_plan_ = model_.is_map() && model_.get<bool>("memory_plan", true);
+  concat_views_ = model_.is_map() && model_.get<bool>("concat_views", true);
   precision_ = read_net_precision(model_, runs_on_);
   std::vector<LayerSpec> specs = read_layer_specs(model_);
   fuse_layers(model_, specs);

@@ -23,7 +23,9 @@
 //   6. plans memory (`model.memory_plan: true`, the default; net_memory.cpp): every activation and
 //      activation gradient gets a place in one arena, shared with tensors whose lives do not
 //      overlap, so that a value is overwritten once nothing later in the step reads it. Again
-//      whenever shapes or the backward decisions change.
+//      whenever shapes or the backward decisions change. A Concat's bottom whose producer can
+//      write it in place is a window of the Concat's top, with no storage of its own
+//      (`model.concat_views: true`, the default; core/VIEWS.md).
 #pragma once
 
 #include <functional>
@@ -128,6 +130,8 @@ class Net {
     bool planned = false;     // model.memory_plan; the three below are 0 without it
     int64_t kept = 0;         // values kept whole under the plan (inputs, losses, outputs, keep())
     int64_t arena = 0;        // the plan's arena: every other value and every activation gradient
+    int64_t blocks = 0;       // the sum of the plan's blocks (each tensor's bytes, as if none shared)
+    int64_t peak = 0;         // the most bytes of them alive at one moment: what any arena needs
     int64_t layer_state = 0;  // what the layers keep themselves (saved inputs, masks, statistics),
                               // as the context's allocator counted it while they were set up
     int64_t workspace = 0;    // the context's shared workspace: the largest layer's
@@ -185,6 +189,9 @@ class Net {
   // layers reshape planned tensors (they get shapes without storage) before the next plan.
   void plan_memory();
   void unplace_memory();
+  // Which Concat bottoms are windows of their Concat's top (net_windows.cpp, core/VIEWS.md), and
+  // telling their producers and the Concats; run first by plan_memory.
+  void plan_windows();
   // The most bytes of the context's workspace one layer's pass takes (Layer::workspace_bytes).
   int64_t largest_workspace() const;
 
@@ -210,6 +217,8 @@ class Net {
 
   // The memory plan.
   bool memory_plan_ = true;
+  bool concat_views_ = true;        // model.concat_views (core/VIEWS.md)
+  std::vector<BlobWindow> windows_;  // by blob index; parent null: the blob has its own storage
   NetPrecision precision_;  // model.precision and model.layout (core/net_precision.h)
   Allocator* allocator_;    // the context's: the arena and the kept values come from it
   Device device_;           // the context's: where the tensors live

@@ -11,6 +11,8 @@
 // value there dies at its last forward reader and no gradient has storage (Net::backward refuses
 // to run on it).
 //
+// A Concat's bottom that is a window of its top (net_windows.cpp, core/VIEWS.md) has no place:
+// its moments count for its parent, whose life starts at the first producer's forward.
 // Values that share storage (a Split's tops, a Flatten's top: views of their bottom) form one
 // group with one place; so do the gradients of a view layer's bottom and top. A group is kept
 // whole, outside the arena, when code outside the step reads it: the inputs (the loader writes
@@ -104,6 +106,7 @@ void Net::unplace_memory() {
 }
 
 void Net::plan_memory() {
+  plan_windows();
   if (!memory_plan_) return;
   const size_t nb = blobs_.size(), n = layers_.size();
   std::map<const Blob*, size_t> index;
@@ -149,10 +152,13 @@ void Net::plan_memory() {
 
   // Lives, by group root.
   std::vector<Lifetime> value_life(nb), grad_life(nb);
-  auto value_at = [&](const Blob* b, int t) {
-    value_life[root_of(value_group, index.at(b))].add(t);
+  // A window's moments are its parent's: it lives in the parent's storage (core/VIEWS.md).
+  auto home = [&](const Blob* b) {
+    const Blob* parent = windows_[index.at(b)].parent;
+    return index.at(parent != nullptr ? parent : b);
   };
-  auto grad_at = [&](const Blob* b, int t) { grad_life[root_of(grad_group, index.at(b))].add(t); };
+  auto value_at = [&](const Blob* b, int t) { value_life[root_of(value_group, home(b))].add(t); };
+  auto grad_at = [&](const Blob* b, int t) { grad_life[root_of(grad_group, home(b))].add(t); };
   for (size_t i = 0; i < n; ++i) {
     const Wiring& w = wiring_[i];
     for (const Blob* b : w.bottoms) value_at(b, int(i));
@@ -179,12 +185,13 @@ void Net::plan_memory() {
   std::vector<MemoryBlock> blocks;
   std::vector<std::pair<size_t, Kind>> owner;  // (root blob, or layer for a scratch; kind)
   for (size_t r = 0; r < nb; ++r) {
-    if (root_of(value_group, r) != r || kept[r]) continue;
+    if (root_of(value_group, r) != r || kept[r] || windows_[r].parent) continue;
     blocks.push_back({blobs_[r]->value.nbytes(), value_life[r], 0});
     owner.emplace_back(r, Kind::value);
   }
   for (size_t r = 0; r < nb; ++r) {
-    if (root_of(grad_group, r) != r || is_input[r] || grad_life[r].empty()) continue;
+    if (root_of(grad_group, r) != r || is_input[r] || grad_life[r].empty() || windows_[r].parent)
+      continue;
     size_t bytes = 0;
     for (size_t i = 0; i < nb; ++i) {
       if (root_of(grad_group, i) == r) {
@@ -263,6 +270,13 @@ void Net::plan_memory() {
   for (size_t i = 0; i < nb; ++i) {
     if (is_input[i]) continue;
     Blob& b = *blobs_[i];
+    if (windows_[i].parent) {  // a window: shapes without storage (its producer writes the parent)
+      value_places_[i]->unplace();
+      grad_places_[i]->unplace();
+      b.value = remade(b.value, b.value.dtype(), value_places_[i].get());
+      b.grad = remade(b.value, b.grad.dtype(), grad_places_[i].get());
+      continue;
+    }
     const size_t vr = root_of(value_group, i), gr = root_of(grad_group, i);
     // A view keeps its own layout: Permute's channels-last view is its root's bytes relabelled.
     if (vr != i) {
@@ -310,6 +324,8 @@ Net::Memory Net::memory() const {
     if ((input || value_kept_[i]) && !alias) m.kept += int64_t(blobs_[i]->value.nbytes());
   }
   m.arena = int64_t(arena_.nbytes());
+  for (const MemoryBlock& b : plan_blocks_) m.blocks += int64_t(b.bytes);
+  m.peak = int64_t(peak_of_lives(plan_blocks_));
   m.layer_state = layer_state_;
   return m;
 }
