@@ -48,7 +48,7 @@ void Net::plan_windows() {
         const bool window = !fixed[b] && reads[b] == 1 && writers[b] == 1 && layer < i &&
                             bottom != parent && bottom->value.dtype() == parent->value.dtype() &&
                             bottom->value.layout() == parent->value.layout() &&
-                            layers_[layer]->writes_top_window(device_, k);
+                            layers_[layer]->writes_top_window(runs_on_, k);
         if (window) windows_[b] = {parent, outer, start * inner, whole[size_t(axis)] * inner};
         start += extent;
       }
