@@ -192,9 +192,7 @@ class Layer {
   void set_top_window(size_t k, const BlobWindow* window);
   const BlobWindow* top_window(size_t k) const;
   void set_bottom_is_window(size_t k, bool window);
-  bool bottom_is_window(size_t k) const {
-    return k < bottom_windows_.size() && bottom_windows_[k];
-  }
+  bool bottom_is_window(size_t k) const { return k < bottom_windows_.size() && bottom_windows_[k]; }
 
   // The algorithms the layer's kernels run, for `crema time` ("forward implicit_gemm, ..."), when
   // it has a choice of them (Convolution); "" otherwise.

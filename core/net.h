@@ -127,11 +127,11 @@ class Net {
     int64_t buffers = 0;      // running statistics
     int64_t activations = 0;  // every blob's value: what keeping all of them whole takes, and as
                               // much again for their gradients
-    bool planned = false;     // model.memory_plan; the three below are 0 without it
+    bool planned = false;     // model.memory_plan; the five below are 0 without it
     int64_t kept = 0;         // values kept whole under the plan (inputs, losses, outputs, keep())
     int64_t arena = 0;        // the plan's arena: every other value and every activation gradient
-    int64_t blocks = 0;       // the sum of the plan's blocks (each tensor's bytes, as if none shared)
-    int64_t peak = 0;         // the most bytes of them alive at one moment: what any arena needs
+    int64_t blocks = 0;       // the plan's blocks summed, as if none shared a byte
+    int64_t peak = 0;         // the most of them alive at one moment: what any arena needs
     int64_t layer_state = 0;  // what the layers keep themselves (saved inputs, masks, statistics),
                               // as the context's allocator counted it while they were set up
     int64_t workspace = 0;    // the context's shared workspace: the largest layer's
@@ -217,8 +217,9 @@ class Net {
 
   // The memory plan.
   bool memory_plan_ = true;
-  bool concat_views_ = true;        // model.concat_views (core/VIEWS.md)
-  std::vector<BlobWindow> windows_;  // by blob index; parent null: the blob has its own storage
+  // model.concat_views, and the windows by blob index (parent null: storage of its own).
+  bool concat_views_ = true;
+  std::vector<BlobWindow> windows_;
   NetPrecision precision_;  // model.precision and model.layout (core/net_precision.h)
   Allocator* allocator_;    // the context's: the arena and the kept values come from it
   Device device_;           // the context's: where the tensors live

@@ -254,8 +254,8 @@ class ConvolutionBase : public WeightedLayer {
     if (x.dtype() == DType::f32) nhwc_kernels_ += algorithms_.describe_math();
   }
   // A top window as the kernels take it: the images of y (or dy) inside `parent`.
-  static kernels::ImageWindow image_window(const BlobWindow& window, const kernels::Conv2dGeometry& g,
-                                           Tensor& parent) {
+  static kernels::ImageWindow image_window(const BlobWindow& window,
+                                           const kernels::Conv2dGeometry& g, Tensor& parent) {
     const int64_t image = g.K * g.P() * g.Q();
     return {&parent, window.offset, window.outer == 1 ? image : window.outer_stride};
   }

@@ -18,8 +18,8 @@ float* window_data(const Context& ctx, const std::string& op, const char* name,
   const int64_t image = g.K * g.P() * g.Q();
   if (window.offset < 0 || window.image_stride < image ||
       window.offset + (g.N - 1) * window.image_stride + image > parent.numel()) {
-    throw Error(op + ": " + name + " [" + std::to_string(g.N) + ", " + std::to_string(g.K) +
-                ", " + std::to_string(g.P()) + ", " + std::to_string(g.Q()) + "] at offset " +
+    throw Error(op + ": " + name + " [" + std::to_string(g.N) + ", " + std::to_string(g.K) + ", " +
+                std::to_string(g.P()) + ", " + std::to_string(g.Q()) + "] at offset " +
                 std::to_string(window.offset) + ", images " + std::to_string(window.image_stride) +
                 " apart, does not fit its parent " + parent.description());
   }

@@ -124,8 +124,12 @@ void expect_same_bits(const char* yaml, const std::vector<std::string>& keep) {
   for (size_t i = 0; i < on.size(); ++i) ASSERT_EQ(on[i], off[i]) << "value " << i;
 }
 
-TEST(ConcatViews, InceptionBlockTrainsToTheSameBits) { expect_same_bits(kInception, {"cat"}); }
-TEST(ConcatViews, DenseChainTrainsToTheSameBits) { expect_same_bits(kDense, {"cat1", "cat2"}); }
+TEST(ConcatViews, InceptionBlockTrainsToTheSameBits) {
+  expect_same_bits(kInception, {"cat"});
+}
+TEST(ConcatViews, DenseChainTrainsToTheSameBits) {
+  expect_same_bits(kDense, {"cat1", "cat2"});
+}
 TEST(ConcatViews, CopiesWhereNoWindowIsAllowedGiveTheSameBits) {
   expect_same_bits(kNoWindows, {"cat"});
 }

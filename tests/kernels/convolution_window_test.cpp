@@ -27,7 +27,8 @@ std::vector<Case> cases() {
 }
 
 Tensor random_tensor(const Shape& shape, uint64_t seed) {
-  return Tensor::from_vector(shape, testing::random_values(size_t(shape_numel(shape)), -1, 1, seed));
+  return Tensor::from_vector(shape,
+                             testing::random_values(size_t(shape_numel(shape)), -1, 1, seed));
 }
 
 Tensor to_f64(const Tensor& t) {
