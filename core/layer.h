@@ -37,14 +37,20 @@ struct Blob {
 };
 
 // A blob that lives inside another's storage (core/VIEWS.md): a Concat's bottom as a window of
-// its top. Viewed as [outer, extent, inner] around the Concat's axis, the blob's block for outer
-// index o (extent * inner contiguous elements) starts at element o * outer_stride + offset of the
-// parent's value (and gradient). outer is 1 (axis 0) or the batch (axis 1: one block per image).
+// its top, a Slice's top as a window of its bottom. Viewed as [outer, extent, inner] around the
+// axis, the blob's block for outer index o (extent * inner contiguous elements) starts at element
+// o * outer_stride + offset of the parent's value (and gradient). outer is 1 (axis 0, or an outer
+// extent of 1) or the batch (axis 1: one block per image).
 struct BlobWindow {
   Blob* parent = nullptr;
   int64_t outer = 1;
   int64_t offset = 0;
   int64_t outer_stride = 0;
+  // The blob's own value and gradient are tensors at the window (outer 1, at an offset the
+  // plan's block alignment divides): any layer on any device reads and writes them as plain
+  // memory (a Slice's tops). Otherwise they are shapes without storage, and only the producer,
+  // through Layer::top_window, writes the window (a Concat's bottoms).
+  bool view = false;
 };
 
 // A learnable tensor, named "<layer>.<role>" (conv1.weight) as in checkpoints and PyTorch.
@@ -187,6 +193,11 @@ class Layer {
   // for every other layer. Such a layer copies only the bottoms that are not windows of its top
   // (bottom_is_window), and slices the gradient back to those alone.
   virtual int joins_bottoms_along() const { return -1; }
+  // The axis along which the layer only cuts its one bottom into consecutive tops (Slice), -1 for
+  // every other layer. The Net may make such tops views of the bottom where they are contiguous
+  // (BlobWindow::view, top_window(k) then names the bottom): the layer copies only the tops that
+  // are not, in forward and in backward.
+  virtual int splits_bottom_along() const { return -1; }
   // Set by the Net after each memory plan: top k's window (null: none), and whether bottom k of a
   // joining layer is a window of its top.
   void set_top_window(size_t k, const BlobWindow* window);

@@ -132,12 +132,20 @@ class Net {
     int64_t arena = 0;        // the plan's arena: every other value and every activation gradient
     int64_t blocks = 0;       // the plan's blocks summed, as if none shared a byte
     int64_t peak = 0;         // the most of them alive at one moment: what any arena needs
+    int64_t views = 0;        // blobs that live in another's storage (core/VIEWS.md), of
+    int64_t view_candidates = 0;    // those the rules allow (the plan keeps those costing no bytes)
+    int64_t view_copies_saved = 0;  // bytes the views' layers do not copy a step (both passes)
     int64_t layer_state = 0;  // what the layers keep themselves (saved inputs, masks, statistics),
                               // as the context's allocator counted it while they were set up
     int64_t workspace = 0;    // the context's shared workspace: the largest layer's
                               // (Layer::workspace_bytes), sized before the first step
   };
   Memory memory() const;
+  // The blobs that live in another's storage under the current plan (a Concat's bottoms, a
+  // Slice's tops: core/VIEWS.md), by name; and those the rules allow, before the plan weighs
+  // their bytes.
+  std::vector<std::string> view_blobs() const;
+  std::vector<std::string> view_candidate_blobs() const;
 
   // Divergence diagnosis, run once after a non-finite loss or gradient was seen (each reads
   // values back to the host, so it is slow and never part of a step).
@@ -189,9 +197,18 @@ class Net {
   // layers reshape planned tensors (they get shapes without storage) before the next plan.
   void plan_memory();
   void unplace_memory();
-  // Which Concat bottoms are windows of their Concat's top (net_windows.cpp, core/VIEWS.md), and
-  // telling their producers and the Concats; run first by plan_memory.
+  // The blocks a plan with the current windows_ packs (net_memory.cpp).
+  PlanBlocks memory_blocks() const;
+  // A tensor of `like`'s shape and layout from `allocator`.
+  Tensor remade(const Tensor& like, DType dtype, Allocator* allocator) const;
+  // Windows (net_windows.cpp, core/VIEWS.md): which Concat bottoms live in their Concat's top and
+  // which Slice tops in their Slice's bottom, kept where they do not grow the arena, and telling
+  // the layers; run first by plan_memory. window_candidates lists the windows each layer could
+  // have; forget_windows takes the last plan's away, place_windows gives the new ones their places.
   void plan_windows();
+  std::vector<std::vector<std::pair<size_t, BlobWindow>>> window_candidates() const;
+  void forget_windows();
+  void place_windows();
   // The most bytes of the context's workspace one layer's pass takes (Layer::workspace_bytes).
   int64_t largest_workspace() const;
 
@@ -220,6 +237,7 @@ class Net {
   // model.concat_views, and the windows by blob index (parent null: storage of its own).
   bool concat_views_ = true;
   std::vector<BlobWindow> windows_;
+  std::vector<size_t> window_candidates_;  // the last plan's candidates, by blob index
   NetPrecision precision_;  // model.precision and model.layout (core/net_precision.h)
   Allocator* allocator_;    // the context's: the arena and the kept values come from it
   Device device_;           // the context's: where the tensors live

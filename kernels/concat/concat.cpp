@@ -96,11 +96,6 @@ void concat(Context& ctx, const std::vector<const Tensor*>& parts, int axis,
             const std::vector<int64_t>& extents, Tensor& whole) {
   const Geometry g = check_parts(ctx, "concat", whole, axis, extents, parts);
   const int num_parts = int(parts.size());
-  const bool skips = std::find(parts.begin(), parts.end(), nullptr) != parts.end();
-  if (skips && !ctx.device().is_cpu()) {
-    throw Error("concat: a null part (a window) is skipped on the CPU only, not on " +
-                ctx.device().str());
-  }
   const auto gpu = [&](auto element, auto stream) {
     using T = decltype(element);
     cuda::concat(g.outer, g.inner, num_parts, extents.data(), data_of<const T>(parts).data(),

@@ -63,8 +63,8 @@ void slice(int64_t outer, int64_t inner, int num_parts, const int64_t* extents, 
 // still hold its place.
 void concat(Context& ctx, const std::vector<const Tensor*>& parts, int axis, Tensor& whole);
 // concat with the extents given, where a null part is skipped: its place in the whole is left as
-// it is (a Concat whose bottom is a window of its top: core/VIEWS.md). The CPU's paths; CUDA
-// refuses null parts (no window there yet).
+// it is (a Concat whose bottom is a window of its top, a Slice's backward past a top that is a
+// view of its bottom: core/VIEWS.md). Every path skips them, CUDA's too.
 void concat(Context& ctx, const std::vector<const Tensor*>& parts, int axis,
             const std::vector<int64_t>& extents, Tensor& whole);
 void slice(Context& ctx, const Tensor& whole, int axis, const std::vector<int64_t>& extents,
