@@ -24,8 +24,9 @@
 //      activation gradient gets a place in one arena, shared with tensors whose lives do not
 //      overlap, so that a value is overwritten once nothing later in the step reads it. Again
 //      whenever shapes or the backward decisions change. A Concat's bottom whose producer can
-//      write it in place is a window of the Concat's top, with no storage of its own
-//      (`model.concat_views: true`, the default; core/VIEWS.md).
+//      write it in place is a window of the Concat's top, with no storage of its own, and a
+//      Slice's contiguous top a view of its bottom, where that does not make the arena larger
+//      (`model.concat_views: true`, the default; `always`: wherever the rules allow; VIEWS.md).
 #pragma once
 
 #include <functional>
@@ -234,8 +235,10 @@ class Net {
 
   // The memory plan.
   bool memory_plan_ = true;
-  // model.concat_views, and the windows by blob index (parent null: storage of its own).
+  // model.concat_views (always: views_always_, the plan keeps even those that cost bytes), and
+  // the windows by blob index (parent null: storage of its own).
   bool concat_views_ = true;
+  bool views_always_ = false;
   std::vector<BlobWindow> windows_;
   std::vector<size_t> window_candidates_;  // the last plan's candidates, by blob index
   NetPrecision precision_;  // model.precision and model.layout (core/net_precision.h)

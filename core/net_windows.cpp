@@ -85,9 +85,10 @@ std::vector<std::vector<std::pair<size_t, BlobWindow>>> Net::window_candidates()
     if (splits >= 0 && w.bottoms.size() == 1) {
       // A Slice: top t is a view of the bottom when the pieces are contiguous (nothing outside
       // the axis, or axis 0) and start where a block may (the kernels' vector loads), the bottom
-      // is the step's alone (not an input, a loss, kept, or a gradient the Net zeroes) and not
-      // itself a piece of another Slice, and t is read by one layer, which neither writes it in
-      // place nor views it (Split, Flatten: their own sharing), and written by this Slice alone.
+      // is the step's alone (not an input, a loss, kept, nor a view of one, nor a gradient the
+      // Net zeroes) and not itself a piece of another Slice, and t is read by one layer, which
+      // neither writes it in place nor views it (Split, Flatten: their own sharing), and written by
+      // this Slice alone.
       Blob* parent = w.bottoms[0];
       const size_t x = blob_index_of(parent);
       const Shape& whole = parent->value.shape();
@@ -95,7 +96,11 @@ std::vector<std::vector<std::pair<size_t, BlobWindow>>> Net::window_candidates()
       const bool contiguous = shape_count(whole, 0, splits) == 1 &&
                               (splits == 0 || parent->value.layout() == Layout::nchw);
       const size_t from = u.producer[x].first;
-      const bool bottom_ok = contiguous && !fixed[x] && !zeroed[x] &&
+      bool bottom_fixed = fixed[x];  // or a view of a fixed blob (a Split's top of an input)
+      for (size_t j = 0; j < nb; ++j) {
+        bottom_fixed = bottom_fixed || (fixed[j] && blobs_[j]->value.shares_storage(parent->value));
+      }
+      const bool bottom_ok = contiguous && !bottom_fixed && !zeroed[x] &&
                              (from == n || layers_[from]->splits_bottom_along() < 0);
       int64_t start = 0;
       for (const Blob* top : w.tops) {
@@ -123,7 +128,8 @@ void Net::plan_windows() {
   if (memory_plan_ && concat_views_) {
     // Windows save copies but may make the arena larger (a window keeps its parent alive over
     // its own life too: DenseNet's running gradient). Keep every layer's windows if that costs
-    // no bytes; otherwise add them layer by layer, each kept if the arena does not grow.
+    // no bytes; otherwise add them layer by layer, each kept if the arena does not grow
+    // (model.concat_views: always keeps them all).
     const auto candidates = window_candidates();
     window_candidates_.clear();
     for (const auto& layer : candidates) {
@@ -143,7 +149,7 @@ void Net::plan_windows() {
       const size_t all = arena_with();
       std::fill(on.begin(), on.end(), false);
       size_t best = arena_with();
-      if (all <= best) {
+      if (all <= best || views_always_) {
         std::fill(on.begin(), on.end(), true);
       } else {
         for (size_t c = 0; c < candidates.size(); ++c) {

@@ -101,6 +101,23 @@ layers:
   - {name: loss, type: SoftmaxWithLoss, bottom: [fc, label], top: loss}
 )";
 
+// tests/core/net_windows_cuda_test.cpp's kSlices: ReLUs on the pieces (their backward reads their
+// tops, so the pieces die at their forward), joined again: no Concat windows (a ReLU writes none,
+// as no layer on the GPU does). The views lower the peak of the lives, but the greedy packing
+// fits them worse: the plan drops them unless concat_views is `always`.
+const char* kSlicesNoWindows = R"(
+inputs: {data: [8, 8, 8], label: []}
+layers:
+  - {name: conv0, type: Convolution, bottom: data, top: conv0, num_output: 8, kernel_size: 3, pad: 1}
+  - {name: slice, type: Slice, bottom: conv0, top: [s0, s1], axis: 0, slice_point: [2]}
+  - {name: relu_a, type: ReLU, bottom: s0, top: a}
+  - {name: relu_b, type: ReLU, bottom: s1, top: b}
+  - {name: cat, type: Concat, bottom: [a, b], top: cat, axis: 0}
+  - {name: conv_d, type: Convolution, bottom: cat, top: d, num_output: 4, kernel_size: 3}
+  - {name: fc, type: InnerProduct, bottom: d, top: fc, num_output: 5}
+  - {name: loss, type: SoftmaxWithLoss, bottom: [fc, label], top: loss}
+)";
+
 // The rules: s0 may be a view; s1 is flattened (Flatten's top is a view of its own: copied), s2
 // read by nobody (an output, kept whole: copied), and the labels an input (copied).
 const char* kSliceRules = R"(
@@ -140,9 +157,12 @@ layers:
   - {name: loss, type: SoftmaxWithLoss, bottom: [fc, label], top: loss}
 )";
 
+// model.concat_views: "true", "false" or "always".
+ConfigNode model(const char* yaml, const std::string& views) {
+  return parse_config("concat_views: " + views + "\n" + yaml, "net.yaml");
+}
 ConfigNode model(const char* yaml, bool views) {
-  return parse_config(std::string("concat_views: ") + (views ? "true" : "false") + "\n" + yaml,
-                      "net.yaml");
+  return model(yaml, std::string(views ? "true" : "false"));
 }
 
 void fill_batch(Net& net, uint64_t seed) {
@@ -165,12 +185,12 @@ std::vector<std::string> windowed(Net& net) {
 
 // Losses of three SGD steps at batch 5, the kept Concat tops after the last forward, every
 // parameter gradient of the last backward and the trained weights.
-std::vector<float> train(const char* yaml, bool views, const std::vector<std::string>& keep,
-                         int64_t batch) {
+std::vector<float> train(const char* yaml, const std::string& views,
+                         const std::vector<std::string>& keep, int64_t batch) {
   Context ctx;
   Net net(model(yaml, views), Phase::train, batch, builtin_layers(), ctx);
   for (const std::string& name : keep) net.keep(name);
-  EXPECT_EQ(net.view_blobs().empty(), !views) << "the test needs views to be kept";
+  EXPECT_EQ(net.view_blobs().empty(), views == "false") << "the test needs views to be kept";
   std::unique_ptr<Solver> solver =
       make_solver(parse_config("{type: sgd, base_lr: 0.1, momentum: 0.9}", "solver.yaml"), 10);
   std::vector<float> seen;
@@ -196,9 +216,10 @@ std::vector<float> train(const char* yaml, bool views, const std::vector<std::st
   return seen;
 }
 
-void expect_same_bits(const char* yaml, const std::vector<std::string>& keep, int64_t batch = 5) {
-  const std::vector<float> on = train(yaml, true, keep, batch),
-                           off = train(yaml, false, keep, batch);
+void expect_same_bits(const char* yaml, const std::vector<std::string>& keep, int64_t batch = 5,
+                      const std::string& views = "true") {
+  const std::vector<float> on = train(yaml, views, keep, batch),
+                           off = train(yaml, "false", keep, batch);
   ASSERT_EQ(on.size(), off.size());
   for (size_t i = 0; i < on.size(); ++i) ASSERT_EQ(on[i], off[i]) << "value " << i;
 }
@@ -306,6 +327,25 @@ TEST(SliceViews, BatchSlicesTrainToTheSameBits) {
   expect_same_bits(kSlices, {});
   expect_same_bits(kSlices, {"cat"});
   expect_same_bits(kSliceOutput, {}, 1);
+}
+
+// Views that would make the arena larger are dropped, the Slice's too; `always` keeps them (and
+// the bits stay the same).
+TEST(SliceViews, AlwaysKeepsTheViewsThatCostBytes) {
+  Context ctx;
+  Net free(model(kSlicesNoWindows, true), Phase::train, 5, builtin_layers(), ctx);
+  Net always(model(kSlicesNoWindows, std::string("always")), Phase::train, 5, builtin_layers(),
+             ctx);
+  Net off(model(kSlicesNoWindows, false), Phase::train, 5, builtin_layers(), ctx);
+  const std::vector<std::string> pieces{"s0", "s1"};
+  EXPECT_EQ(free.view_candidate_blobs(), pieces);
+  EXPECT_TRUE(free.view_blobs().empty());
+  EXPECT_EQ(free.memory().arena, off.memory().arena);
+  EXPECT_EQ(always.view_blobs(), pieces);
+  EXPECT_GT(always.memory().arena, off.memory().arena);  // the greedy packing fits it worse
+  EXPECT_LE(always.memory().peak, off.memory().peak);
+  expect_same_bits(kSlicesNoWindows, {}, 5, "always");
+  expect_same_bits(kInception, {"cat"}, 5, "always");
 }
 
 TEST(SliceViews, ViewsAreWhereTheRulesAllow) {
