@@ -131,25 +131,27 @@ void Net::plan_windows() {
     // no bytes; otherwise add them layer by layer, each kept if the arena does not grow
     // (model.concat_views: always keeps them all).
     const auto candidates = window_candidates();
-    window_candidates_.clear();
     for (const auto& layer : candidates) {
       for (const auto& window : layer) window_candidates_.push_back(window.first);
     }
     std::vector<bool> on(candidates.size(), true);
-    const auto arena_with = [&]() {
+    const auto choose = [&]() {  // windows_ from `on`
       windows_.assign(nb, BlobWindow());
       for (size_t c = 0; c < candidates.size(); ++c) {
         if (!on[c]) continue;
         for (const auto& window : candidates[c]) windows_[window.first] = window.second;
       }
+    };
+    const auto arena_with = [&]() {  // the arena of a plan with them
+      choose();
       std::vector<MemoryBlock> blocks = memory_blocks().blocks;
       return pack_blocks(blocks);
     };
-    if (!candidates.empty()) {
+    if (!candidates.empty() && !views_always_) {
       const size_t all = arena_with();
       std::fill(on.begin(), on.end(), false);
       size_t best = arena_with();
-      if (all <= best || views_always_) {
+      if (all <= best) {
         std::fill(on.begin(), on.end(), true);
       } else {
         for (size_t c = 0; c < candidates.size(); ++c) {
@@ -162,8 +164,8 @@ void Net::plan_windows() {
           }
         }
       }
-      arena_with();  // windows_ as chosen
     }
+    choose();
   }
   // Tell the layers: the producers (and the Slices) their top windows, the Concats which bottoms
   // are windows.

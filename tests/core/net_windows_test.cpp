@@ -348,6 +348,35 @@ TEST(SliceViews, AlwaysKeepsTheViewsThatCostBytes) {
   expect_same_bits(kInception, {"cat"}, 5, "always");
 }
 
+// The gradient through the views (conv0's, reached only through the Slice's backward) against
+// central differences of the loss, in f32 as tests/core/net_test.cpp's: steps of 1e-2, within 2e-3.
+TEST(SliceViews, GradientThroughTheViewsMatchesCentralDifferences) {
+  for (const auto& [yaml, batch] : {std::pair<const char*, int64_t>{kSlices, 5},
+                                    std::pair<const char*, int64_t>{kSliceOutput, 1}}) {
+    Context ctx;
+    Net net(model(yaml, std::string("always")), Phase::train, batch, builtin_layers(), ctx);
+    ASSERT_FALSE(net.view_blobs().empty());
+    fill_batch(net, 3);
+    net.forward(ctx);
+    net.backward(ctx);
+    Param& w = *net.learnable_params()[0];  // conv0.weight
+    ASSERT_EQ(w.name, "conv0.weight");
+    const auto analytic = w.grad.to_vector();
+    float* data = w.value.data<float>();
+    for (size_t i = 0; i < analytic.size(); i += 7) {
+      const float saved = data[i];
+      data[i] = saved + 1e-2f;
+      net.forward(ctx);
+      const double plus = net.loss();
+      data[i] = saved - 1e-2f;
+      net.forward(ctx);
+      const double minus = net.loss();
+      data[i] = saved;
+      EXPECT_NEAR(analytic[i], (plus - minus) / 2e-2, 2e-3) << "batch " << batch << ", " << i;
+    }
+  }
+}
+
 TEST(SliceViews, ViewsAreWhereTheRulesAllow) {
   Context ctx;
   Net slices(model(kSlices, true), Phase::train, 5, builtin_layers(), ctx);
