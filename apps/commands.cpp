@@ -146,6 +146,11 @@ void summary_command(const CommandOptions& options, std::ostream& out) {
   if (m.planned) {
     row("values kept whole", m.kept, "inputs, losses, outputs");
     row("arena", m.arena, "every other value and every gradient, reused");
+    if (m.view_candidates > 0) {
+      row("copies saved by views", m.view_copies_saved,
+          fmt::format("a step; {} of {} possible views, model.concat_views", m.views,
+                      m.view_candidates));
+    }
     row("layers' own state", m.layer_state, "saved inputs, masks, statistics");
     row("shared workspace", m.workspace, "the largest layer's scratch");
     out << fmt::format("  planned peak: {}\n", gib(planned));

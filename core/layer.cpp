@@ -50,6 +50,20 @@ Tensor Layer::make_scratch(const Shape& shape, DType dtype, Context& ctx) const 
   return Tensor(shape, dtype, ctx.device(), scratch_allocator_);
 }
 
+void Layer::set_top_window(size_t k, const BlobWindow* window) {
+  if (top_windows_.size() <= k) top_windows_.resize(k + 1);
+  top_windows_[k] = window ? *window : BlobWindow();
+}
+
+const BlobWindow* Layer::top_window(size_t k) const {
+  return k < top_windows_.size() && top_windows_[k].parent ? &top_windows_[k] : nullptr;
+}
+
+void Layer::set_bottom_is_window(size_t k, bool window) {
+  if (bottom_windows_.size() <= k) bottom_windows_.resize(k + 1, false);
+  bottom_windows_[k] = window;
+}
+
 void Layer::export_graph(const LayerIO&, GraphBuilder&) const {
   fail("a " + type() + " layer has no ONNX form yet, so this net cannot be exported");
 }

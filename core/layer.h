@@ -36,6 +36,23 @@ struct Blob {
   Tensor grad;
 };
 
+// A blob that lives inside another's storage (core/VIEWS.md): a Concat's bottom as a window of
+// its top, a Slice's top as a window of its bottom. Viewed as [outer, extent, inner] around the
+// axis, the blob's block for outer index o (extent * inner contiguous elements) starts at element
+// o * outer_stride + offset of the parent's value (and gradient). outer is 1 (axis 0, or an outer
+// extent of 1) or the batch (axis 1: one block per image).
+struct BlobWindow {
+  Blob* parent = nullptr;
+  int64_t outer = 1;
+  int64_t offset = 0;
+  int64_t outer_stride = 0;
+  // The blob's own value and gradient are tensors at the window (outer 1, at an offset the
+  // plan's block alignment divides): any layer on any device reads and writes them as plain
+  // memory (a Slice's tops). Otherwise they are shapes without storage, and only the producer,
+  // through Layer::top_window, writes the window (a Concat's bottoms).
+  bool view = false;
+};
+
 // A learnable tensor, named "<layer>.<role>" (conv1.weight) as in checkpoints and PyTorch.
 struct Param {
   std::string name;
@@ -167,6 +184,27 @@ class Layer {
   }
   void set_scratch_allocator(Allocator* allocator) { scratch_allocator_ = allocator; }
 
+  // Windows (core/VIEWS.md). Whether the layer, at its current shapes on `device`, can write top
+  // k into a window of a wider blob (BlobWindow, one block per image or one for all) in forward
+  // and read that top's gradient from the same window of the wider gradient in backward
+  // (Convolution on the CPU in f32 nchw). Default: no.
+  virtual bool writes_top_window(const Device& /*device*/, size_t /*k*/) const { return false; }
+  // The axis along which the layer only lays its bottoms side by side into its top (Concat), -1
+  // for every other layer. Such a layer copies only the bottoms that are not windows of its top
+  // (bottom_is_window), and slices the gradient back to those alone.
+  virtual int joins_bottoms_along() const { return -1; }
+  // The axis along which the layer only cuts its one bottom into consecutive tops (Slice), -1 for
+  // every other layer. The Net may make such tops views of the bottom where they are contiguous
+  // (BlobWindow::view, top_window(k) then names the bottom): the layer copies only the tops that
+  // are not, in forward and in backward.
+  virtual int splits_bottom_along() const { return -1; }
+  // Set by the Net after each memory plan: top k's window (null: none), and whether bottom k of a
+  // joining layer is a window of its top.
+  void set_top_window(size_t k, const BlobWindow* window);
+  const BlobWindow* top_window(size_t k) const;
+  void set_bottom_is_window(size_t k, bool window);
+  bool bottom_is_window(size_t k) const { return k < bottom_windows_.size() && bottom_windows_[k]; }
+
   // The algorithms the layer's kernels run, for `crema time` ("forward implicit_gemm, ..."), when
   // it has a choice of them (Convolution); "" otherwise.
   virtual std::string describe_algorithm() const { return ""; }
@@ -207,6 +245,10 @@ class Layer {
   std::vector<Param> params_;
   std::vector<Buffer> buffers_;
   Allocator* scratch_allocator_ = nullptr;  // set_scratch_allocator
+
+ private:
+  std::vector<BlobWindow> top_windows_;  // by top; parent null: none
+  std::vector<bool> bottom_windows_;     // by bottom
 };
 
 }  // namespace crema

@@ -40,6 +40,14 @@ Net::Net(const ConfigNode& model, Phase phase, int64_t batch_size, const LayerRe
   if (batch_size_ <= 0)
     throw Error("batch size must be positive, got " + std::to_string(batch_size));
   memory_plan_ = model_.is_map() && model_.get<bool>("memory_plan", true);
+  // concat_views: true (views where they do not grow the arena), false, or always (every view
+  // the rules allow, whatever it costs: core/VIEWS.md).
+  if (model_.is_map() && model_.has("concat_views") && model_.at("concat_views").is_scalar() &&
+      model_.at("concat_views").scalar() == "always") {
+    views_always_ = true;
+  } else {
+    concat_views_ = model_.is_map() && model_.get<bool>("concat_views", true);
+  }
   precision_ = read_net_precision(model_, runs_on_);
   std::vector<LayerSpec> specs = read_layer_specs(model_);
   fuse_layers(model_, specs);

@@ -23,7 +23,10 @@
 //   6. plans memory (`model.memory_plan: true`, the default; net_memory.cpp): every activation and
 //      activation gradient gets a place in one arena, shared with tensors whose lives do not
 //      overlap, so that a value is overwritten once nothing later in the step reads it. Again
-//      whenever shapes or the backward decisions change.
+//      whenever shapes or the backward decisions change. A Concat's bottom whose producer can
+//      write it in place is a window of the Concat's top, with no storage of its own, and a
+//      Slice's contiguous top a view of its bottom, where that does not make the arena larger
+//      (`model.concat_views: true`, the default; `always`: wherever the rules allow; VIEWS.md).
 #pragma once
 
 #include <functional>
@@ -125,15 +128,25 @@ class Net {
     int64_t buffers = 0;      // running statistics
     int64_t activations = 0;  // every blob's value: what keeping all of them whole takes, and as
                               // much again for their gradients
-    bool planned = false;     // model.memory_plan; the three below are 0 without it
+    bool planned = false;     // model.memory_plan; the five below are 0 without it
     int64_t kept = 0;         // values kept whole under the plan (inputs, losses, outputs, keep())
     int64_t arena = 0;        // the plan's arena: every other value and every activation gradient
+    int64_t blocks = 0;       // the plan's blocks summed, as if none shared a byte
+    int64_t peak = 0;         // the most of them alive at one moment: what any arena needs
+    int64_t views = 0;        // blobs that live in another's storage (core/VIEWS.md), of
+    int64_t view_candidates = 0;    // those the rules allow (the plan keeps those costing no bytes)
+    int64_t view_copies_saved = 0;  // bytes the views' layers do not copy a step (both passes)
     int64_t layer_state = 0;  // what the layers keep themselves (saved inputs, masks, statistics),
                               // as the context's allocator counted it while they were set up
     int64_t workspace = 0;    // the context's shared workspace: the largest layer's
                               // (Layer::workspace_bytes), sized before the first step
   };
   Memory memory() const;
+  // The blobs that live in another's storage under the current plan (a Concat's bottoms, a
+  // Slice's tops: core/VIEWS.md), by name; and those the rules allow, before the plan weighs
+  // their bytes.
+  std::vector<std::string> view_blobs() const;
+  std::vector<std::string> view_candidate_blobs() const;
 
   // Divergence diagnosis, run once after a non-finite loss or gradient was seen (each reads
   // values back to the host, so it is slow and never part of a step).
@@ -185,6 +198,18 @@ class Net {
   // layers reshape planned tensors (they get shapes without storage) before the next plan.
   void plan_memory();
   void unplace_memory();
+  // The blocks a plan with the current windows_ packs (net_memory.cpp).
+  PlanBlocks memory_blocks() const;
+  // A tensor of `like`'s shape and layout from `allocator`.
+  Tensor remade(const Tensor& like, DType dtype, Allocator* allocator) const;
+  // Windows (net_windows.cpp, core/VIEWS.md): which Concat bottoms live in their Concat's top and
+  // which Slice tops in their Slice's bottom, kept where they do not grow the arena, and telling
+  // the layers; run first by plan_memory. window_candidates lists the windows each layer could
+  // have; forget_windows takes the last plan's away, place_windows gives the new ones their places.
+  void plan_windows();
+  std::vector<std::vector<std::pair<size_t, BlobWindow>>> window_candidates() const;
+  void forget_windows();
+  void place_windows();
   // The most bytes of the context's workspace one layer's pass takes (Layer::workspace_bytes).
   int64_t largest_workspace() const;
 
@@ -210,6 +235,12 @@ class Net {
 
   // The memory plan.
   bool memory_plan_ = true;
+  // model.concat_views (always: views_always_, the plan keeps even those that cost bytes), and
+  // the windows by blob index (parent null: storage of its own).
+  bool concat_views_ = true;
+  bool views_always_ = false;
+  std::vector<BlobWindow> windows_;
+  std::vector<size_t> window_candidates_;  // the last plan's candidates, by blob index
   NetPrecision precision_;  // model.precision and model.layout (core/net_precision.h)
   Allocator* allocator_;    // the context's: the arena and the kept values come from it
   Device device_;           // the context's: where the tensors live

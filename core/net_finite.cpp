@@ -22,6 +22,7 @@ std::string Net::first_nonfinite_layer(Context& ctx) {
   for (size_t i = 0; i < layers_.size(); ++i) {
     forward_layer(i, ctx);
     for (const Blob* top : wiring_[i].tops) {
+      if (windows_[blob_index_of(top)].parent) continue;  // checked with its Concat's top
       if (!all_finite(top->value)) return layers_[i]->name();
     }
   }

@@ -11,6 +11,8 @@
 // value there dies at its last forward reader and no gradient has storage (Net::backward refuses
 // to run on it).
 //
+// A Concat's bottom that is a window of its top (net_windows.cpp, core/VIEWS.md) has no place:
+// its moments count for its parent, whose life starts at the first producer's forward.
 // Values that share storage (a Split's tops, a Flatten's top: views of their bottom) form one
 // group with one place; so do the gradients of a view layer's bottom and top. A group is kept
 // whole, outside the arena, when code outside the step reads it: the inputs (the loader writes
@@ -104,7 +106,132 @@ void Net::unplace_memory() {
 }
 
 void Net::plan_memory() {
+  forget_windows();
+  plan_windows();  // which blobs are windows: it weighs plans with and without them
   if (!memory_plan_) return;
+  PlanBlocks plan = memory_blocks();
+  std::vector<MemoryBlock>& blocks = plan.blocks;
+  const size_t nb = blobs_.size(), n = layers_.size();
+  std::vector<bool> is_input(nb, false);
+  for (const auto& input : inputs_) is_input[blob_index_.at(input.first)] = true;
+
+  // The last plan's places still serve when the lives are the same and every block fits (a
+  // smaller last batch): the addresses a captured graph holds then stay the same.
+  bool same = blocks.size() == plan_blocks_.size();
+  for (size_t k = 0; same && k < blocks.size(); ++k) {
+    same = blocks[k].life.first == plan_blocks_[k].life.first &&
+           blocks[k].life.last == plan_blocks_[k].life.last &&
+           blocks[k].bytes <= plan_blocks_[k].bytes;
+  }
+  if (!same) {
+    const size_t arena = pack_blocks(blocks);
+    plan_blocks_ = blocks;
+    if (arena > arena_.nbytes() || !arena_.defined()) {
+      arena_ = Tensor();  // give the old one back before taking the new one
+      arena_ = Tensor({int64_t(arena / sizeof(float))}, DType::f32, device_, allocator_);
+    }
+  }
+
+  // Place every tensor: kept groups in storage of their own, planned ones in the arena. A tensor
+  // remade on its new storage keeps its shape, dtype and layout.
+  char* base = static_cast<char*>(arena_.raw());
+  for (size_t r = 0; r < nb; ++r) {
+    if (plan.value_root[r] != r || is_input[r]) continue;
+    Tensor& v = blobs_[r]->value;
+    if (plan.kept[r] && !value_kept_[r]) v = remade(v, v.dtype(), allocator_);
+    value_kept_[r] = plan.kept[r];
+  }
+  for (auto& place : scratch_places_) place->unplace();  // a layer that no longer runs backward
+  for (size_t k = 0; k < blocks.size(); ++k) {
+    const auto [r, kind] = plan.owner[k];
+    PlacedAllocator& place = kind == PlanBlocks::Kind::scratch ? *scratch_places_[r]
+                             : kind == PlanBlocks::Kind::grad  ? *grad_places_[r]
+                                                               : *value_places_[r];
+    place.place(base + plan_blocks_[k].offset, plan_blocks_[k].bytes);
+    if (kind == PlanBlocks::Kind::scratch) {
+      Tensor& scratch = *layers_[r]->backward_scratch();
+      scratch = remade(scratch, scratch.dtype(), &place);
+      continue;
+    }
+    Blob& b = *blobs_[r];
+    if (kind == PlanBlocks::Kind::grad) {
+      b.grad = remade(b.value, b.grad.dtype(), &place);
+    } else {
+      b.value = remade(b.value, b.value.dtype(), &place);
+    }
+  }
+  for (size_t i = 0; i < n; ++i) {  // scratches the plan leaves out: a shape without storage
+    Tensor* scratch = layers_[i]->backward_scratch();
+    if (scratch != nullptr && !scratch_places_[i]->placed()) {
+      *scratch = remade(*scratch, scratch->dtype(), scratch_places_[i].get());
+    }
+  }
+  for (size_t i = 0; i < nb; ++i) {
+    if (is_input[i] || windows_[i].parent) continue;  // windows: below, once parents are placed
+    Blob& b = *blobs_[i];
+    const size_t vr = plan.value_root[i], gr = plan.grad_root[i];
+    // A view keeps its own layout: Permute's channels-last view is its root's bytes relabelled.
+    if (vr != i) {
+      const Layout layout = b.value.layout();
+      b.value = blobs_[vr]->value.view(b.value.shape());
+      b.value.set_layout(layout);
+    }
+    if (gr != i) {
+      const Layout layout = b.grad.layout();
+      b.grad = blobs_[gr]->grad.view(b.value.shape());
+      b.grad.set_layout(layout);
+    } else if (!plan.grad_alive[i]) {  // no pass touches it: a shape without storage
+      grad_places_[i]->unplace();
+      b.grad = remade(b.value, b.grad.dtype(), grad_places_[i].get());
+    }
+  }
+  place_windows();
+}
+
+// A window's tensors: at its place in the parent's (BlobWindow::view), or shapes without storage
+// (its producer writes the parent through Layer::top_window).
+void Net::place_windows() {
+  for (size_t i = 0; i < blobs_.size(); ++i) {
+    const BlobWindow& window = windows_[i];
+    if (window.parent == nullptr) continue;
+    Blob& b = *blobs_[i];
+    value_places_[i]->unplace();
+    grad_places_[i]->unplace();
+    if (window.view) {
+      char* value = static_cast<char*>(window.parent->value.raw());
+      char* grad = static_cast<char*>(window.parent->grad.raw());
+      value_places_[i]->place(value + window.offset * int64_t(dtype_size(b.value.dtype())),
+                              b.value.nbytes());
+      if (grad != nullptr) {  // no gradient in a test net
+        grad_places_[i]->place(grad + window.offset * int64_t(dtype_size(b.grad.dtype())),
+                               size_t(b.value.numel()) * dtype_size(b.grad.dtype()));
+      }
+    }
+    b.value = remade(b.value, b.value.dtype(), value_places_[i].get());
+    b.grad = remade(b.value, b.grad.dtype(), grad_places_[i].get());
+  }
+}
+
+// The last plan's windows lose their places before the next plan groups the blobs by storage.
+void Net::forget_windows() {
+  for (size_t i = 0; i < windows_.size() && i < blobs_.size(); ++i) {
+    if (windows_[i].parent == nullptr) continue;
+    Blob& b = *blobs_[i];
+    value_places_[i]->unplace();
+    grad_places_[i]->unplace();
+    b.value = remade(b.value, b.value.dtype(), value_places_[i].get());
+    b.grad = remade(b.value, b.grad.dtype(), grad_places_[i].get());
+  }
+}
+
+Tensor Net::remade(const Tensor& like, DType dtype, Allocator* allocator) const {
+  Tensor t(like.shape(), dtype, device_, allocator);
+  t.set_layout(like.layout());
+  return t;
+}
+
+// The blocks of a plan with the current windows_ (plan_windows weighs several).
+PlanBlocks Net::memory_blocks() const {
   const size_t nb = blobs_.size(), n = layers_.size();
   std::map<const Blob*, size_t> index;
   for (size_t i = 0; i < nb; ++i) index[blobs_[i].get()] = i;
@@ -149,10 +276,13 @@ void Net::plan_memory() {
 
   // Lives, by group root.
   std::vector<Lifetime> value_life(nb), grad_life(nb);
-  auto value_at = [&](const Blob* b, int t) {
-    value_life[root_of(value_group, index.at(b))].add(t);
+  // A window's moments are its parent's: it lives in the parent's storage (core/VIEWS.md).
+  auto home = [&](const Blob* b) {
+    const Blob* parent = windows_[index.at(b)].parent;
+    return index.at(parent != nullptr ? parent : b);
   };
-  auto grad_at = [&](const Blob* b, int t) { grad_life[root_of(grad_group, index.at(b))].add(t); };
+  auto value_at = [&](const Blob* b, int t) { value_life[root_of(value_group, home(b))].add(t); };
+  auto grad_at = [&](const Blob* b, int t) { grad_life[root_of(grad_group, home(b))].add(t); };
   for (size_t i = 0; i < n; ++i) {
     const Wiring& w = wiring_[i];
     for (const Blob* b : w.bottoms) value_at(b, int(i));
@@ -175,16 +305,15 @@ void Net::plan_memory() {
 
   // One block per planned group: values first, then gradients, in blob order; then the layers'
   // backward scratches, each alive at its layer's backward alone.
-  enum class Kind { value, grad, scratch };
-  std::vector<MemoryBlock> blocks;
-  std::vector<std::pair<size_t, Kind>> owner;  // (root blob, or layer for a scratch; kind)
+  PlanBlocks plan;
   for (size_t r = 0; r < nb; ++r) {
-    if (root_of(value_group, r) != r || kept[r]) continue;
-    blocks.push_back({blobs_[r]->value.nbytes(), value_life[r], 0});
-    owner.emplace_back(r, Kind::value);
+    if (root_of(value_group, r) != r || kept[r] || windows_[r].parent) continue;
+    plan.blocks.push_back({blobs_[r]->value.nbytes(), value_life[r], 0});
+    plan.owner.emplace_back(r, PlanBlocks::Kind::value);
   }
   for (size_t r = 0; r < nb; ++r) {
-    if (root_of(grad_group, r) != r || is_input[r] || grad_life[r].empty()) continue;
+    if (root_of(grad_group, r) != r || is_input[r] || grad_life[r].empty() || windows_[r].parent)
+      continue;
     size_t bytes = 0;
     for (size_t i = 0; i < nb; ++i) {
       if (root_of(grad_group, i) == r) {
@@ -192,93 +321,27 @@ void Net::plan_memory() {
             std::max(bytes, size_t(blobs_[i]->value.numel()) * dtype_size(blobs_[i]->grad.dtype()));
       }
     }
-    blocks.push_back({bytes, grad_life[r], 0});
-    owner.emplace_back(r, Kind::grad);
+    plan.blocks.push_back({bytes, grad_life[r], 0});
+    plan.owner.emplace_back(r, PlanBlocks::Kind::grad);
   }
   for (size_t i = 0; i < n; ++i) {
     const Tensor* scratch = layers_[i]->backward_scratch();
     if (scratch == nullptr || phase_ == Phase::test || !runs_backward_[i]) continue;
     Lifetime life;
     life.add(int(2 * n - i));
-    blocks.push_back({scratch->nbytes(), life, 0});
-    owner.emplace_back(i, Kind::scratch);
-  }
-
-  // The last plan's places still serve when the lives are the same and every block fits (a
-  // smaller last batch): the addresses a captured graph holds then stay the same.
-  bool same = blocks.size() == plan_blocks_.size();
-  for (size_t k = 0; same && k < blocks.size(); ++k) {
-    same = blocks[k].life.first == plan_blocks_[k].life.first &&
-           blocks[k].life.last == plan_blocks_[k].life.last &&
-           blocks[k].bytes <= plan_blocks_[k].bytes;
-  }
-  if (!same) {
-    const size_t arena = pack_blocks(blocks);
-    plan_blocks_ = blocks;
-    if (arena > arena_.nbytes() || !arena_.defined()) {
-      arena_ = Tensor();  // give the old one back before taking the new one
-      arena_ = Tensor({int64_t(arena / sizeof(float))}, DType::f32, device_, allocator_);
-    }
-  }
-
-  // Place every tensor: kept groups in storage of their own, planned ones in the arena. A tensor
-  // remade on its new storage keeps its shape, dtype and layout.
-  char* base = static_cast<char*>(arena_.raw());
-  auto remade = [&](const Tensor& like, DType dtype, Allocator* allocator) {
-    Tensor t(like.shape(), dtype, device_, allocator);
-    t.set_layout(like.layout());
-    return t;
-  };
-  for (size_t r = 0; r < nb; ++r) {
-    if (root_of(value_group, r) != r || is_input[r]) continue;
-    Tensor& v = blobs_[r]->value;
-    if (kept[r] && !value_kept_[r]) v = remade(v, v.dtype(), allocator_);
-    value_kept_[r] = kept[r];
-  }
-  for (auto& place : scratch_places_) place->unplace();  // a layer that no longer runs backward
-  for (size_t k = 0; k < blocks.size(); ++k) {
-    const auto [r, kind] = owner[k];
-    PlacedAllocator& place = kind == Kind::scratch ? *scratch_places_[r]
-                             : kind == Kind::grad  ? *grad_places_[r]
-                                                   : *value_places_[r];
-    place.place(base + plan_blocks_[k].offset, plan_blocks_[k].bytes);
-    if (kind == Kind::scratch) {
-      Tensor& scratch = *layers_[r]->backward_scratch();
-      scratch = remade(scratch, scratch.dtype(), &place);
-      continue;
-    }
-    Blob& b = *blobs_[r];
-    if (kind == Kind::grad) {
-      b.grad = remade(b.value, b.grad.dtype(), &place);
-    } else {
-      b.value = remade(b.value, b.value.dtype(), &place);
-    }
-  }
-  for (size_t i = 0; i < n; ++i) {  // scratches the plan leaves out: a shape without storage
-    Tensor* scratch = layers_[i]->backward_scratch();
-    if (scratch != nullptr && !scratch_places_[i]->placed()) {
-      *scratch = remade(*scratch, scratch->dtype(), scratch_places_[i].get());
-    }
+    plan.blocks.push_back({scratch->nbytes(), life, 0});
+    plan.owner.emplace_back(i, PlanBlocks::Kind::scratch);
   }
   for (size_t i = 0; i < nb; ++i) {
-    if (is_input[i]) continue;
-    Blob& b = *blobs_[i];
-    const size_t vr = root_of(value_group, i), gr = root_of(grad_group, i);
-    // A view keeps its own layout: Permute's channels-last view is its root's bytes relabelled.
-    if (vr != i) {
-      const Layout layout = b.value.layout();
-      b.value = blobs_[vr]->value.view(b.value.shape());
-      b.value.set_layout(layout);
-    }
-    if (gr != i) {
-      const Layout layout = b.grad.layout();
-      b.grad = blobs_[gr]->grad.view(b.value.shape());
-      b.grad.set_layout(layout);
-    } else if (grad_life[i].empty()) {  // no pass touches it: a shape without storage
-      grad_places_[i]->unplace();
-      b.grad = remade(b.value, b.grad.dtype(), grad_places_[i].get());
-    }
+    value_group[i] = root_of(value_group, i);
+    grad_group[i] = root_of(grad_group, i);
   }
+  plan.value_root = std::move(value_group);
+  plan.grad_root = std::move(grad_group);
+  plan.kept = std::move(kept);
+  plan.grad_alive.resize(nb);
+  for (size_t i = 0; i < nb; ++i) plan.grad_alive[i] = !grad_life[i].empty();
+  return plan;
 }
 
 // What the plan takes, for `crema summary` and the tests (net.h).
@@ -310,6 +373,19 @@ Net::Memory Net::memory() const {
     if ((input || value_kept_[i]) && !alias) m.kept += int64_t(blobs_[i]->value.nbytes());
   }
   m.arena = int64_t(arena_.nbytes());
+  for (const MemoryBlock& b : plan_blocks_) m.blocks += int64_t(b.bytes);
+  m.peak = int64_t(peak_of_lives(plan_blocks_));
+  m.view_candidates = int64_t(window_candidates_.size());
+  for (size_t i = 0; i < windows_.size(); ++i) {
+    const BlobWindow& window = windows_[i];
+    if (window.parent == nullptr) continue;
+    ++m.views;
+    const Blob& b = *blobs_[i];
+    m.view_copies_saved += int64_t(b.value.nbytes());  // forward
+    if (window.parent->grad.raw() != nullptr) {        // backward
+      m.view_copies_saved += b.value.numel() * int64_t(dtype_size(b.grad.dtype()));
+    }
+  }
   m.layer_state = layer_state_;
   return m;
 }

@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "core/allocator.h"
@@ -49,6 +50,17 @@ size_t pack_blocks(std::vector<MemoryBlock>& blocks);
 
 // The most bytes alive at one moment: what any packing needs at least.
 size_t peak_of_lives(const std::vector<MemoryBlock>& blocks);
+
+// The blocks of one plan, and what each of them places (Net::memory_blocks, net_memory.cpp): the
+// root blob of a group of values or of gradients, or a layer's backward scratch.
+struct PlanBlocks {
+  enum class Kind { value, grad, scratch };
+  std::vector<MemoryBlock> blocks;
+  std::vector<std::pair<size_t, Kind>> owner;  // (root blob, or layer for a scratch; kind)
+  std::vector<size_t> value_root, grad_root;   // each blob's group root
+  std::vector<bool> kept;                      // by value root: kept whole, outside the arena
+  std::vector<bool> grad_alive;                // by grad root: some pass reads or writes it
+};
 
 // An Allocator that hands out one preset address: how a planned tensor gets its place in the
 // arena (a Tensor takes its storage from an Allocator). Unplaced, it hands out null, so that a

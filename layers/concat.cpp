@@ -4,6 +4,9 @@
 // The bottoms agree on every axis but `axis`: channels of two [N, C_i, H, W] maps give
 // [N, C_0 + C_1, H, W] (GoogLeNet's inception outputs). Any number of bottoms, at least one.
 // YAML keys (defaults): axis (1; negative counts from the end).
+// Under the Net's memory plan a bottom may be a window of the top (core/VIEWS.md: its producer
+// wrote it in place); forward and backward then skip it, and do nothing when all bottoms are.
+#include <algorithm>
 #include <string>
 
 #include "kernels/concat/concat.h"
@@ -54,9 +57,16 @@ class ConcatLayer final : public Layer {
 
   void forward(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top,
                Context& ctx) override {
+    // A bottom that is a window of the top is there already (core/VIEWS.md): it is skipped.
     std::vector<const Tensor*> parts;
-    for (Blob* b : bottom) parts.push_back(&b->value);
-    kernels::concat(ctx, parts, axis_index_, top[0]->value);
+    std::vector<int64_t> extents;
+    bool copies = false;
+    for (size_t b = 0; b < bottom.size(); ++b) {
+      parts.push_back(bottom_is_window(b) ? nullptr : &bottom[b]->value);
+      extents.push_back(bottom[b]->value.dim(axis_index_));
+      copies = copies || !bottom_is_window(b);
+    }
+    if (copies) kernels::concat(ctx, parts, axis_index_, extents, top[0]->value);
   }
 
   // y is the x_b side by side, so dL/dx_b is dL/dy's block at x_b's place: a slice.
@@ -66,10 +76,14 @@ class ConcatLayer final : public Layer {
     std::vector<Tensor*> parts;
     for (size_t b = 0; b < bottom.size(); ++b) {
       extents.push_back(bottom[b]->value.dim(axis_index_));
-      parts.push_back(propagate_down[b] ? &bottom[b]->grad : nullptr);
+      parts.push_back(propagate_down[b] && !bottom_is_window(b) ? &bottom[b]->grad : nullptr);
     }
+    if (std::all_of(parts.begin(), parts.end(), [](Tensor* p) { return p == nullptr; })) return;
     kernels::slice(ctx, top[0]->grad, axis_index_, extents, parts);
   }
+
+  // The Net may make bottoms windows of the top along this axis (core/VIEWS.md).
+  int joins_bottoms_along() const override { return axis_index_; }
 
   // Backward slices dL/dy by the bottoms' shapes: no value is read.
   BackwardReads backward_reads() const override { return {false, false}; }

@@ -56,7 +56,7 @@ class ConvolutionLayer final : public ConvolutionBase {
                Context& ctx) override {
     ConvolutionBase::reshape(bottom, top, ctx);
     const Tensor& x = bottom[0]->value;
-    shaped_nd_ = {geometry(x), x.dtype(), ctx.num_threads()};
+    shaped_nd_ = {geometry(x), x.dtype(), x.layout(), x.ndim(), ctx.num_threads()};
   }
 
   // The passes as kernels::conv_nd_workspace_bytes counts them for 1-D and 3-D convolutions (on a
@@ -79,6 +79,13 @@ class ConvolutionLayer final : public ConvolutionBase {
       most = std::max(most, pass_bytes(ConvAlgorithms::backward_data, false));
     }
     return most;
+  }
+
+  // y as a window of a Concat's top (core/VIEWS.md): the CPU's f32 nchw 2-D path takes the
+  // images' stride (kernels::conv2d_forward_window); the GPU's paths do not yet.
+  bool writes_top_window(const Device& device, size_t k) const override {
+    return k == 0 && shaped_nd_ && shaped_nd_->g.rank == 2 && shaped_nd_->x_ndim == 4 &&
+           kernels::conv2d_window_supported(device, shaped_nd_->dtype, shaped_nd_->layout);
   }
 
   bool runs(DType dtype, Layout layout, const Device& device) const override {
@@ -104,6 +111,8 @@ class ConvolutionLayer final : public ConvolutionBase {
   struct ShapedNd {
     kernels::ConvNdGeometry g;
     DType dtype;
+    Layout layout;
+    int x_ndim;
     int threads;
   };
   std::optional<ShapedNd> shaped_nd_;

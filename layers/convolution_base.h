@@ -75,6 +75,12 @@ class ConvolutionBase : public WeightedLayer {
                Context& ctx) override {
     const Tensor* b = bias_term_ ? &bias().value : nullptr;
     if (compute_weight_.defined()) kernels::convert(ctx, weight().value, compute_weight_);
+    if (const BlobWindow* window = top_window(0)) {  // y lies in a Concat's top (core/VIEWS.md)
+      const kernels::Conv2dGeometry g = geometry(bottom[0]->value).as_2d();
+      kernels::conv2d_forward_window(ctx, g, bottom[0]->value, kernel_weight(), b,
+                                     image_window(*window, g, window->parent->value));
+      return;
+    }
     passes_.forward(ctx, geometry(bottom[0]->value), bottom[0]->value, kernel_weight(), b,
                     top[0]->value, algorithms_.request(ConvAlgorithms::forward));
   }
@@ -89,6 +95,17 @@ class ConvolutionBase : public WeightedLayer {
     // With a compute copy the filter gradient goes through the scratch (frozen: neither).
     Tensor* kernel_dw = dw != nullptr && compute_weight_.defined() ? &weight_grad_scratch_ : dw;
     if (kernel_dw != dw) ctx.fill(*kernel_dw, 0.0f);
+    if (const BlobWindow* window = top_window(0)) {  // dy lies in a Concat's top's gradient
+      const kernels::Conv2dGeometry g2 = g.as_2d();
+      const kernels::ImageWindow dy_window = image_window(*window, g2, window->parent->grad);
+      if (dw != nullptr || db != nullptr) {
+        kernels::conv2d_backward_weights_window(ctx, g2, bottom[0]->value, dy_window, dw, db);
+      }
+      if (propagate_down[0]) {
+        kernels::conv2d_backward_data_window(ctx, g2, dy_window, kernel_weight(), bottom[0]->grad);
+      }
+      return;
+    }
     if (dw != nullptr || db != nullptr) {
       passes_.backward_weights(ctx, g, bottom[0]->value, dy, kernel_dw, db,
                                algorithms_.request(ConvAlgorithms::backward_filter));
@@ -235,6 +252,12 @@ class ConvolutionBase : public WeightedLayer {
     }
     nhwc_kernels_ += std::string(" (") + dtype_name(x.dtype()) + " nhwc)";
     if (x.dtype() == DType::f32) nhwc_kernels_ += algorithms_.describe_math();
+  }
+  // A top window as the kernels take it: the images of y (or dy) inside `parent`.
+  static kernels::ImageWindow image_window(const BlobWindow& window,
+                                           const kernels::Conv2dGeometry& g, Tensor& parent) {
+    const int64_t image = g.K * g.P() * g.Q();
+    return {&parent, window.offset, window.outer == 1 ? image : window.outer_stride};
   }
   const Tensor& kernel_weight() {
     return compute_weight_.defined() ? compute_weight_ : weight().value;

@@ -5,6 +5,9 @@
 // The pieces end at the slice points p_0 < p_1 < ... (K_0 = p_0, K_1 = p_1 - p_0, ...,
 // the last runs to K); without slice points, K is cut into as many equal pieces as there are tops.
 // YAML keys (defaults): axis (1; negative counts from the end), slice_point ([]: equal pieces).
+// Under the Net's memory plan a top may be a view of the bottom where its piece is contiguous
+// (core/VIEWS.md): forward and backward then skip it, and do nothing when all tops are.
+#include <algorithm>
 #include <string>
 
 #include "kernels/concat/concat.h"
@@ -40,19 +43,32 @@ class SliceLayer final : public Layer {
 
   void forward(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top,
                Context& ctx) override {
+    // A top that is a view of the bottom (core/VIEWS.md) is there already: it is skipped.
     std::vector<Tensor*> parts;
-    for (Blob* t : top) parts.push_back(&t->value);
-    kernels::slice(ctx, bottom[0]->value, axis_index_, extents_, parts);
+    for (size_t t = 0; t < top.size(); ++t) parts.push_back(is_view(t) ? nullptr : &top[t]->value);
+    if (std::any_of(parts.begin(), parts.end(), [](Tensor* p) { return p != nullptr; })) {
+      kernels::slice(ctx, bottom[0]->value, axis_index_, extents_, parts);
+    }
   }
 
-  // x is the y_t side by side, so dL/dx is the dL/dy_t side by side: a concat.
+  // x is the y_t side by side, so dL/dx is the dL/dy_t side by side: a concat. A view's gradient
+  // is the bottom's gradient at its place already (its consumer wrote it there, or the Net
+  // zeroed it there).
   void backward(const std::vector<Blob*>& top, const std::vector<bool>& propagate_down,
                 const std::vector<Blob*>& bottom, Context& ctx) override {
     if (!propagate_down[0]) return;
     std::vector<const Tensor*> parts;
-    for (Blob* t : top) parts.push_back(&t->grad);
-    kernels::concat(ctx, parts, axis_index_, bottom[0]->grad);
+    for (size_t t = 0; t < top.size(); ++t) parts.push_back(is_view(t) ? nullptr : &top[t]->grad);
+    if (std::any_of(parts.begin(), parts.end(), [](const Tensor* p) { return p != nullptr; })) {
+      kernels::concat(ctx, parts, axis_index_, extents_, bottom[0]->grad);
+    }
   }
+
+  // Backward lays the tops' gradients side by side: no value is read.
+  BackwardReads backward_reads() const override { return {false, false}; }
+
+  // The Net may make contiguous tops views of the bottom along this axis (core/VIEWS.md).
+  int splits_bottom_along() const override { return axis_index_; }
 
   void export_graph(const LayerIO& io, GraphBuilder& g) const override {
     std::vector<std::string> outputs;
@@ -94,6 +110,12 @@ class SliceLayer final : public Layer {
     }
     extents.push_back(K - previous);
     return extents;
+  }
+
+  // Whether top t is a view of the bottom (the Net's plan said so).
+  bool is_view(size_t t) const {
+    const BlobWindow* window = top_window(t);
+    return window != nullptr && window->view;
   }
 
   int axis_;

@@ -6,6 +6,7 @@
 // serves both layouts.
 #include "kernels/concat/concat.h"
 
+#include <algorithm>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -88,6 +89,11 @@ void concat(Context& ctx, const std::vector<const Tensor*>& parts, int axis, Ten
     }
     extents.push_back(parts[p]->dim(axis));
   }
+  concat(ctx, parts, axis, extents, whole);
+}
+
+void concat(Context& ctx, const std::vector<const Tensor*>& parts, int axis,
+            const std::vector<int64_t>& extents, Tensor& whole) {
   const Geometry g = check_parts(ctx, "concat", whole, axis, extents, parts);
   const int num_parts = int(parts.size());
   const auto gpu = [&](auto element, auto stream) {

@@ -21,7 +21,8 @@ namespace crema::kernels {
 
 namespace ref {
 // Plain loops over the definitions; `extents` holds K_p for the `num_parts` parts. In slice a
-// null part is skipped (nobody wants it). Explicitly instantiated for float and double.
+// null part is skipped (nobody wants it; in concat, its place in the whole already holds it: a
+// window, core/VIEWS.md). Explicitly instantiated for float and double.
 template <class T>
 void concat(int64_t outer, int64_t inner, int num_parts, const int64_t* extents,
             const T* const* parts, T* whole);
@@ -61,6 +62,11 @@ void slice(int64_t outer, int64_t inner, int num_parts, const int64_t* extents, 
 // slice takes the extents K_p explicitly, so that a part nobody wants may be null (skipped) and
 // still hold its place.
 void concat(Context& ctx, const std::vector<const Tensor*>& parts, int axis, Tensor& whole);
+// concat with the extents given, where a null part is skipped: its place in the whole is left as
+// it is (a Concat whose bottom is a window of its top, a Slice's backward past a top that is a
+// view of its bottom: core/VIEWS.md). Every path skips them, CUDA's too.
+void concat(Context& ctx, const std::vector<const Tensor*>& parts, int axis,
+            const std::vector<int64_t>& extents, Tensor& whole);
 void slice(Context& ctx, const Tensor& whole, int axis, const std::vector<int64_t>& extents,
            const std::vector<Tensor*>& parts);
 

@@ -36,7 +36,9 @@ void concat(int64_t outer, int64_t inner, int num_parts, const int64_t* extents,
             const float* const* parts, float* whole, int num_threads) {
   for_each_row(outer, inner, num_parts, extents, num_threads,
                [&](int p, int64_t part_at, int64_t whole_at, int64_t count) {
-                 std::memcpy(whole + whole_at, parts[p] + part_at, size_t(count) * sizeof(float));
+                 if (parts[p] != nullptr) {
+                   std::memcpy(whole + whole_at, parts[p] + part_at, size_t(count) * sizeof(float));
+                 }
                });
 }
 

@@ -10,7 +10,7 @@ void concat(int64_t outer, int64_t inner, int num_parts, const int64_t* extents,
   for (int p = 0; p < num_parts; ++p) K += extents[p];
   int64_t start = 0;  // k_p
   for (int p = 0; p < num_parts; ++p) {
-    for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t o = 0; parts[p] != nullptr && o < outer; ++o) {
       for (int64_t k = 0; k < extents[p]; ++k) {
         for (int64_t i = 0; i < inner; ++i) {
           whole[(o * K + start + k) * inner + i] = parts[p][(o * extents[p] + k) * inner + i];

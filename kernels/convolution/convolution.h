@@ -102,6 +102,24 @@ void conv2d_backward_filter(Context& ctx, const Conv2dGeometry& g, const Tensor&
                             const Tensor& dy, Tensor& dw, const ConvRequest& request = {});
 // dy [N,K,P,Q] -> db [K] (accumulated: db += sum of dy over N, P, Q).
 void conv2d_backward_bias(Context& ctx, const Conv2dGeometry& g, const Tensor& dy, Tensor& db);
+// y or dy as a window of a wider tensor (core/VIEWS.md): image n's [K, P, Q] block at element
+// offset + n * image_stride of `parent` (a Concat's top: image_stride = C_total * P * Q, offset =
+// the channels before this block times P * Q). The window calls below are the calls above with
+// y or dy so placed, bit for bit the same sums; they run where conv2d_window_supported says (the
+// CPU's f32 nchw path; the GPU's paths do not take an image stride yet).
+struct ImageWindow {
+  Tensor* parent = nullptr;
+  int64_t offset = 0;
+  int64_t image_stride = 0;
+};
+bool conv2d_window_supported(const Device& device, DType dtype, Layout layout);
+void conv2d_forward_window(Context& ctx, const Conv2dGeometry& g, const Tensor& x, const Tensor& w,
+                           const Tensor* bias, const ImageWindow& y);
+void conv2d_backward_data_window(Context& ctx, const Conv2dGeometry& g, const ImageWindow& dy,
+                                 const Tensor& w, Tensor& dx);
+// dw and db as conv2d_backward_weights (either may be null, not both).
+void conv2d_backward_weights_window(Context& ctx, const Conv2dGeometry& g, const Tensor& x,
+                                    const ImageWindow& dy, Tensor* dw, Tensor* db);
 // Both parameter gradients at once: dw += ... as conv2d_backward_filter, and db += ... as
 // conv2d_backward_bias when db is not null. On the GPU in nchw the bias gradient rides along in
 // the filter gradient's pass over dy (db is the filter GEMM against an extra patch row of ones),
@@ -152,23 +170,26 @@ void channel_bias_gradient(int64_t N, int64_t C, int64_t HW, const T* dy, T* db)
 
 // Fast CPU path: im2col + sgemm on up to `num_threads` OpenMP threads. `workspace` must hold
 // at least the floats returned by the matching *_workspace function for the same geometry and
-// thread count (backward bias needs none).
+// thread count (backward bias needs none). `y_stride` / `dy_stride`: the floats between images
+// of y or dy when they are a window of a wider tensor (core/VIEWS.md: a Concat's channels);
+// 0 is K*P*Q, dense. Each image's [K, P, Q] block stays contiguous.
 namespace cpu {
 size_t conv2d_forward_workspace(const Conv2dGeometry& g, int num_threads);
 size_t conv2d_backward_data_workspace(const Conv2dGeometry& g, int num_threads);
 size_t conv2d_backward_filter_workspace(const Conv2dGeometry& g, int num_threads);
 
 void conv2d_forward(const Conv2dGeometry& g, const float* x, const float* w, const float* bias,
-                    float* y, float* workspace, int num_threads);
+                    float* y, float* workspace, int num_threads, int64_t y_stride = 0);
 void conv2d_backward_data(const Conv2dGeometry& g, const float* dy, const float* w, float* dx,
-                          float* workspace, int num_threads);
+                          float* workspace, int num_threads, int64_t dy_stride = 0);
 void conv2d_backward_filter(const Conv2dGeometry& g, const float* x, const float* dy, float* dw,
-                            float* workspace, int num_threads);
-void conv2d_backward_bias(const Conv2dGeometry& g, const float* dy, float* db, int num_threads);
+                            float* workspace, int num_threads, int64_t dy_stride = 0);
+void conv2d_backward_bias(const Conv2dGeometry& g, const float* dy, float* db, int num_threads,
+                          int64_t dy_stride = 0);
 void add_channel_bias(int64_t N, int64_t C, int64_t HW, const float* bias, float* y,
                       int num_threads);
 void channel_bias_gradient(int64_t N, int64_t C, int64_t HW, const float* dy, float* db,
-                           int num_threads);
+                           int num_threads, int64_t dy_stride = 0);
 }  // namespace cpu
 
 // CUDA on device pointers, queued on `stream`, for the biases (the passes themselves are the

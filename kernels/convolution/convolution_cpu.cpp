@@ -14,6 +14,9 @@
 //             dx[n, group's c] = col2im(dcol)
 //   filter    col, dyk as above;  dw_g[Kg, CRS] += dyk * col^T               (inner dim m*PQ)
 //
+// y and dy may be windows of wider tensors (core/VIEWS.md): their images `y_stride` floats apart
+// instead of K*PQ (0 means K*PQ); only the base of each image moves, so the sums are the same.
+//
 // A chunk of one image needs no reorder: y[n]'s and dy[n]'s group slices are [Kg, PQ] matrices
 // already, so the GEMMs write and read them in place.
 //
@@ -56,6 +59,7 @@ struct Plan {
   int64_t Cg, Kg;          // channels per group
   int64_t HW, PQ, RS;      // image, output and filter areas
   int64_t CRS;             // rows of col: Cg*R*S
+  int64_t y_stride;        // elements between images of y and dy: K*PQ, or more in a window
   int teams;               // threads that take their own images (1: all threads share chunks)
   int threads_per_chunk;   // threads working on one chunk
   int64_t chunk;           // images per chunk, at most
@@ -64,7 +68,7 @@ struct Plan {
   Im2colGeometry channel;  // the patches of one channel of one image
 };
 
-Plan make_plan(const Conv2dGeometry& g, int num_threads) {
+Plan make_plan(const Conv2dGeometry& g, int num_threads, int64_t y_stride = 0) {
   Plan plan;
   plan.Cg = g.C / g.groups;
   plan.Kg = g.K / g.groups;
@@ -72,6 +76,7 @@ Plan make_plan(const Conv2dGeometry& g, int num_threads) {
   plan.PQ = g.P() * g.Q();
   plan.RS = g.R * g.S;
   plan.CRS = plan.Cg * plan.RS;
+  plan.y_stride = y_stride > 0 ? y_stride : g.K * plan.PQ;
   const int threads = std::max(1, num_threads);
   const bool own_images = g.N >= 2 * threads && threads > 1;
   plan.teams = own_images ? threads : 1;
@@ -157,11 +162,11 @@ void col2im_chunk(const Conv2dGeometry& g, const Plan& plan, const float* dcol, 
 // dy itself; for several, a copy into the chunk's scratch, after its col [CRS, m*PQ].
 const float* gathered_dy(const Conv2dGeometry& g, const Plan& plan, const float* dy, int64_t n0,
                          int64_t m, int64_t group, float* chunk_scratch, int threads) {
-  if (m == 1) return dy + (n0 * g.K + group * plan.Kg) * plan.PQ;
+  if (m == 1) return dy + n0 * plan.y_stride + group * plan.Kg * plan.PQ;
   const int64_t ld = m * plan.PQ;
   float* scratch = chunk_scratch + plan.CRS * ld;
   parallel_for_2d(threads, m, plan.Kg, [&](int64_t i, int64_t k) {
-    const float* src = dy + ((n0 + i) * g.K + group * plan.Kg + k) * plan.PQ;
+    const float* src = dy + (n0 + i) * plan.y_stride + (group * plan.Kg + k) * plan.PQ;
     std::memcpy(scratch + k * ld + i * plan.PQ, src, size_t(plan.PQ) * sizeof(float));
   });
   return scratch;
@@ -174,7 +179,7 @@ void scatter_y(const Conv2dGeometry& g, const Plan& plan, const float* out, cons
   parallel_for_2d(threads, m, plan.Kg, [&](int64_t i, int64_t k) {
     const float b = bias ? bias[group * plan.Kg + k] : 0.0f;
     const float* src = out + k * ld + i * plan.PQ;
-    float* dst = y + ((n0 + i) * g.K + group * plan.Kg + k) * plan.PQ;
+    float* dst = y + (n0 + i) * plan.y_stride + (group * plan.Kg + k) * plan.PQ;
     for (int64_t j = 0; j < plan.PQ; ++j) dst[j] = src[j] + b;
   });
 }
@@ -209,15 +214,15 @@ size_t conv2d_backward_filter_workspace(const Conv2dGeometry& g, int num_threads
 }
 
 void conv2d_forward(const Conv2dGeometry& g, const float* x, const float* w, const float* bias,
-                    float* y, float* workspace, int num_threads) {
-  const Plan plan = make_plan(g, num_threads);
+                    float* y, float* workspace, int num_threads, int64_t y_stride) {
+  const Plan plan = make_plan(g, num_threads, y_stride);
   for (int64_t group = 0; group < g.groups; ++group) {
     const float* w_g = w + group * plan.Kg * plan.CRS;  // [Kg, CRS]
     auto body = [&](int, int64_t n0, int64_t m, float* scratch, int threads) {
       const int64_t cols = m * plan.PQ;
       const float* col = im2col_chunk(g, plan, x, n0, m, group, scratch, threads);  // [CRS, m*PQ]
       if (m == 1) {  // y[n0, group's k, PQ] is the GEMM's output as it stands
-        float* y_n = y + (n0 * g.K + group * plan.Kg) * plan.PQ;  // [Kg, PQ]
+        float* y_n = y + n0 * plan.y_stride + group * plan.Kg * plan.PQ;  // [Kg, PQ]
         if (bias) fill_bias(plan, bias + group * plan.Kg, y_n, threads);
         sgemm(false, false, plan.Kg, cols, plan.CRS, 1.0f, w_g, plan.CRS, col, cols,
               bias ? 1.0f : 0.0f, y_n, cols, threads);
@@ -233,8 +238,8 @@ void conv2d_forward(const Conv2dGeometry& g, const float* x, const float* w, con
 }
 
 void conv2d_backward_data(const Conv2dGeometry& g, const float* dy, const float* w, float* dx,
-                          float* workspace, int num_threads) {
-  const Plan plan = make_plan(g, num_threads);
+                          float* workspace, int num_threads, int64_t dy_stride) {
+  const Plan plan = make_plan(g, num_threads, dy_stride);
   for (int64_t group = 0; group < g.groups; ++group) {
     const float* w_g = w + group * plan.Kg * plan.CRS;  // [Kg, CRS]
     auto body = [&](int, int64_t n0, int64_t m, float* scratch, int threads) {
@@ -251,8 +256,8 @@ void conv2d_backward_data(const Conv2dGeometry& g, const float* dy, const float*
 }
 
 void conv2d_backward_filter(const Conv2dGeometry& g, const float* x, const float* dy, float* dw,
-                            float* workspace, int num_threads) {
-  const Plan plan = make_plan(g, num_threads);
+                            float* workspace, int num_threads, int64_t dy_stride) {
+  const Plan plan = make_plan(g, num_threads, dy_stride);
   const int64_t scratch_floats = filter_scratch_floats(plan), KCRS = plan.Kg * plan.CRS;
   // A team's partial dw_g [Kg, CRS] sits after its chunk buffers.
   auto partial = [&](int team) { return workspace + team * scratch_floats + plan.chunk_floats; };
@@ -283,8 +288,9 @@ void conv2d_backward_filter(const Conv2dGeometry& g, const float* x, const float
   }
 }
 
-void conv2d_backward_bias(const Conv2dGeometry& g, const float* dy, float* db, int num_threads) {
-  channel_bias_gradient(g.N, g.K, g.P() * g.Q(), dy, db, num_threads);
+void conv2d_backward_bias(const Conv2dGeometry& g, const float* dy, float* db, int num_threads,
+                          int64_t dy_stride) {
+  channel_bias_gradient(g.N, g.K, g.P() * g.Q(), dy, db, num_threads, dy_stride);
 }
 
 void add_channel_bias(int64_t N, int64_t C, int64_t HW, const float* bias, float* y,
@@ -298,13 +304,14 @@ void add_channel_bias(int64_t N, int64_t C, int64_t HW, const float* bias, float
 }
 
 void channel_bias_gradient(int64_t N, int64_t C, int64_t HW, const float* dy, float* db,
-                           int num_threads) {
+                           int num_threads, int64_t dy_stride) {
   const int threads = std::max(1, num_threads);
+  const int64_t stride = dy_stride > 0 ? dy_stride : C * HW;
 #pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
   for (int64_t c = 0; c < C; ++c) {
     float sum = 0.0f;
     for (int64_t n = 0; n < N; ++n) {
-      const float* row = dy + (n * C + c) * HW;
+      const float* row = dy + n * stride + c * HW;
 #pragma omp simd reduction(+ : sum)
       for (int64_t j = 0; j < HW; ++j) sum += row[j];
     }

@@ -74,7 +74,8 @@ TEST(PlacedAllocator, HandsOutItsPlaceOrNothing) {
 // A training net with every case the plan must get right: in-place layers (BatchNorm copies x,
 // ReLU reads y), Split (conv1 and flat feed two layers each), a view (Flatten) whose gradient
 // aliases its top's, a loss in the middle, weights shared by two layers, a frozen first layer
-// (so that conv1 runs with propagate_down false), Dropout, Concat, a layer with the default
+// (so that conv1 runs with propagate_down false), Dropout, Concat, Slice (whose backward reads no
+// value; its pieces along the channels are not contiguous: copies), a layer with the default
 // declaration (Sigmoid), one whose backward reads neither its bottom nor its top (ChannelShuffle)
 // and max pooling.
 const char* kNet = R"(
@@ -98,7 +99,10 @@ layers:
   - {name: fc, type: InnerProduct, bottom: drop, top: fc, num_output: 5, param: {weight: {name: w}}}
   - {name: squash, type: Sigmoid, bottom: fc, top: squash}
   - {name: cat, type: Concat, bottom: [squash, fc], top: cat}
-  - {name: head, type: InnerProduct, bottom: cat, top: head, num_output: 5}
+  - {name: halves, type: Slice, bottom: cat, top: [half0, half1]}
+  - {name: head0, type: InnerProduct, bottom: half0, top: head0, num_output: 5}
+  - {name: head1, type: InnerProduct, bottom: half1, top: head1, num_output: 5}
+  - {name: head, type: Eltwise, bottom: [head0, head1], top: head}
   - {name: loss, type: SoftmaxWithLoss, bottom: [head, label], top: loss}
   - {name: acc, type: Accuracy, bottom: [head, label], top: acc, phase: test}
 )";
