@@ -4,6 +4,7 @@
 
 #include "core/caching_allocator.h"
 #include "core/error.h"
+#include "core/float16.h"
 
 namespace crema {
 
@@ -72,9 +73,22 @@ void Context::fill(Tensor& t, float value) {
     t.fill(value);
     return;
   }
-  CREMA_CHECK(t.dtype() == DType::f32, "device tensors are float32");
   gpu::DeviceGuard guard(t.device().index);
-  gpu::fill(t.data<float>(), size_t(t.numel()), value, stream_);
+  switch (t.dtype()) {
+    case DType::f32:
+      gpu::fill(t.data<float>(), size_t(t.numel()), value, stream_);
+      return;
+    case DType::bf16:
+      gpu::fill(&t.data<bf16_t>()->bits, size_t(t.numel()), f32_to_bf16_bits(value), stream_);
+      return;
+    case DType::f16:
+      gpu::fill(&t.data<f16_t>()->bits, size_t(t.numel()), f32_to_f16_bits(value), stream_);
+      return;
+    default:
+      break;
+  }
+  throw Error(std::string("Context::fill: a ") + dtype_name(t.dtype()) +
+              " tensor on " + t.device().str() + " (the GPU fills float32, bf16 and f16)");
 }
 
 void Context::copy(Tensor& dst, const Tensor& src) {

@@ -42,7 +42,8 @@ class Context {
   // New tensors on this context's device.
   Tensor empty(const Shape& shape, DType dtype = DType::f32);
   Tensor zeros(const Shape& shape, DType dtype = DType::f32);
-  // t[i] = value, on the stream (for tensors of this context's device).
+  // t[i] = value, on the stream (for tensors of this context's device; on a GPU float32, bf16 and
+  // f16, the value rounded to the 16-bit type).
   void fill(Tensor& t, float value);
   // dst <- src between any devices, ordered on the stream (asynchronous for pinned host memory).
   void copy(Tensor& dst, const Tensor& src);

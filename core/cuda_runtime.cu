@@ -25,7 +25,8 @@ void check(cudaError_t status, const std::string& what) {
   }
 }
 
-__global__ void fill_kernel(float* dst, size_t count, float value) {
+template <typename T>
+__global__ void fill_kernel(T* dst, size_t count, T value) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < count;
        i += size_t(gridDim.x) * blockDim.x) {
     dst[i] = value;
@@ -165,6 +166,14 @@ void fill(float* dst, size_t count, float value, Stream stream) {
   const int threads = 256;
   const int blocks = int(std::min<size_t>((count + threads - 1) / threads, 4096));
   fill_kernel<<<blocks, threads, 0, stream>>>(dst, count, value);
+  check_launch("fill");
+}
+
+void fill(uint16_t* dst, size_t count, uint16_t bits, Stream stream) {
+  if (count == 0) return;
+  const int threads = 256;
+  const int blocks = int(std::min<size_t>((count + threads - 1) / threads, 4096));
+  fill_kernel<<<blocks, threads, 0, stream>>>(dst, count, bits);
   check_launch("fill");
 }
 

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 struct CUstream_st;  // cudaStream_t is CUstream_st*
@@ -63,8 +64,9 @@ void copy(void* dst, const void* src, size_t bytes, Stream stream);
 // queued behind it meanwhile then runs back to back, as fast as the GPU takes it, whatever the
 // host's launch rate (apps/bench.cpp times short calls so).
 void hold(Stream stream, double microseconds);
-// dst[i] = value for i < count, on `stream`.
+// dst[i] = value for i < count, on `stream`; the 16-bit form writes a bf16 or f16 bit pattern.
 void fill(float* dst, size_t count, float value, Stream stream);
+void fill(uint16_t* dst, size_t count, uint16_t bits, Stream stream);
 // Throws DeviceError when the last kernel launch failed: "CUDA kernel <what> failed: <why>".
 void check_launch(const char* what);
 

@@ -57,6 +57,9 @@ void hold(Stream, double) {
 void fill(float*, size_t, float, Stream) {
   no_cuda();
 }
+void fill(uint16_t*, size_t, uint16_t, Stream) {
+  no_cuda();
+}
 void check_launch(const char*) {}
 Event create_event() {
   no_cuda();

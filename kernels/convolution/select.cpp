@@ -79,8 +79,8 @@ const char* tensor_winograd(ConvPass pass, const Conv2dGeometry& g) {
 
 // ---- fp32 (FFMA), from the broad suite ----------------------------------------------------
 // scripts/bench/conv_suite.txt (66 public training convolutions x 3 passes), H200, 2026-11-27:
-// these rules pick within 10% of the fastest version on 192 of the 198 passes (auto / best
-// geometric mean 1.011; the rules before them 158 and 1.132). MEASUREMENTS.md, "The fp32
+// these rules pick within 10% of the fastest version on 189 of the 198 passes (auto / best
+// geometric mean 1.012; the rules before them 158 and 1.132). MEASUREMENTS.md, "The fp32
 // heuristic on the broad suite", has the table behind each rule.
 
 // Grouped layers of few channels a group (ResNeXt's 32 groups of 4 or 8): the direct loops,
@@ -135,8 +135,10 @@ const char* fp32_rule(ConvPass pass, const Conv2dGeometry& g) {
       }
       return "implicit_gemm";
     case ConvPass::backward_data:
-      // FFT is not used here: on AlexNet's 5x5 64 -> 192 (27x27) im2col beat it by 1.24x.
       if (few_channels_a_group(g)) return if_supported("direct", pass, g, "implicit_gemm");
+      // FFT 2-3x faster than im2col on 5x5 and 7x7 layers of 128 channels (MEASUREMENTS.md,
+      // "FFT"), 1.24x slower on AlexNet's 5x5 64 -> 192 (27 x 27): kept.
+      if (fft_pays(g)) return "fft";
       if (winograd_pays(pass, g)) return fp32_winograd(pass, g);
       // col2im after one GEMM beats the implicit GEMM's gather almost everywhere: strided
       // layers 1.6-4.5x (the gather reads mostly zeros), 5x5 filters 1.4-4.6x.

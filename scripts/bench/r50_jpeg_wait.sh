@@ -15,7 +15,8 @@
 # build/bin/crema); DATA (the JPEG folder, default runs/datasets/photo_jpegs_r50, made by
 # make_photo_jpegs.py when missing: COUNT images, default 4000, in 10 classes; where scikit-image
 # is missing set CREMA_PHOTO_SOURCES to the folder `make_photo_jpegs.py --export-sources` wrote);
-# CPU_WORKERS (decode: cpu, default the cores less 2), GPU_WORKERS (decode: gpu, default 4);
+# CPU_WORKERS (decode: cpu, default the cores less 2), GPU_WORKERS (decode: gpu, default 2:
+# each worker makes its own nvJPEG handle, 0.5-1 s that nvJPEG serializes, before its first batch);
 # DECODES (default "cpu gpu": which runs to make);
 # LOADER=1 also times the loader alone (`crema bench-loader --decode gpu`) at 4 and 8 workers
 # over 200 and 2000 batches of 64, to tell a start-up cost inside a short timed window from a
@@ -28,7 +29,7 @@ CREMA=${CREMA:-$ROOT/build/bin/crema}
 DATA=${DATA:-$ROOT/runs/datasets/photo_jpegs_r50}
 WORK=${WORK:-/tmp/crema_r50_jpeg_wait}
 CPU_WORKERS=${CPU_WORKERS:-$(($(nproc) > 3 ? $(nproc) - 2 : 1))}
-GPU_WORKERS=${GPU_WORKERS:-4}
+GPU_WORKERS=${GPU_WORKERS:-2}
 case $PRECISION in
   fp32 | tf32 | bf16 | fp16) precision=(--set "++model.precision=$PRECISION") ;;
   *) echo "PRECISION must be fp32, tf32, bf16 or fp16, got '$PRECISION'" >&2; exit 2 ;;

@@ -11,6 +11,7 @@
 
 #include "core/context.h"
 #include "core/cuda_runtime.h"
+#include "core/error.h"
 #include "tests/core/context_threads_util.h"
 #include "tests/support/cuda_test_util.h"
 
@@ -84,6 +85,30 @@ TEST(ContextCuda, ContextsOnTwoGpusFromOneThreadAndFromTwo) {
   on_zero.copy(dst, src);
   on_zero.synchronize();
   EXPECT_EQ(dst.to_vector(), std::vector<float>(257, 3.5f));
+}
+
+// zeros() and fill() on the GPU in every dtype it stores: 16-bit tensors get the value rounded to
+// their type (1.5 and -2 are exact in both), a float32 one a float; a double is refused by name.
+TEST(ContextCuda, FillsEveryDeviceDtype) {
+  CREMA_REQUIRE_CUDA();
+  Context ctx(Device::cuda(0));
+  for (DType dtype : {DType::f32, DType::bf16, DType::f16}) {
+    Tensor t = ctx.zeros({3, 37}, dtype);
+    EXPECT_EQ(t.to_vector(), std::vector<float>(111, 0.0f)) << dtype_name(dtype);
+    ctx.fill(t, 1.5f);
+    EXPECT_EQ(t.to_vector(), std::vector<float>(111, 1.5f)) << dtype_name(dtype);
+    ctx.fill(t, -2.0f);
+    EXPECT_EQ(t.to_vector(), std::vector<float>(111, -2.0f)) << dtype_name(dtype);
+  }
+  Tensor bf = ctx.empty({1}, DType::bf16);
+  ctx.fill(bf, 1.0f + 1.0f / 256);  // halfway between bf16's 1 and 1 + 2^-7: to even, 1
+  EXPECT_EQ(bf.to_vector(), std::vector<float>{1.0f});
+  EXPECT_THROW(
+      {
+        Tensor d = ctx.empty({2}, DType::f64);
+        ctx.fill(d, 1.0f);
+      },
+      Error);
 }
 
 TEST(ContextCuda, DeviceGuardSetsAndRestores) {
