@@ -155,9 +155,10 @@ TEST(ConvolutionMathCuda, HeuristicFollowsTheMath) {
       EXPECT_STREQ(conv_test::backward_filter_version(e.g, math)->name, e.filter) << what;
     }
   }
-  // fp32's choice for ResNet's strided 3x3 layer is still v2 (and Winograd 4x4 at 256 channels).
+  // fp32's choice for ResNet's strided 3x3 layer is v2 forward and im2col + col2im for backward
+  // data (select.cpp: the broad suite's strided layers), and Winograd 4x4 at 256 channels.
   EXPECT_STREQ(conv_test::forward_version(cases[2].g)->name, "implicit_gemm");
-  EXPECT_STREQ(conv_test::backward_data_version(cases[2].g)->name, "implicit_gemm");
+  EXPECT_STREQ(conv_test::backward_data_version(cases[2].g)->name, "im2col_gemm");
   EXPECT_STREQ(conv_test::forward_version(cases[1].g)->name, "winograd_4x4");
   for (const Conv2dGeometry& g : geometries()) {
     for (GemmMath math : {GemmMath::fp32, GemmMath::tf32, GemmMath::bf16}) {

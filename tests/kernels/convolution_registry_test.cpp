@@ -122,7 +122,9 @@ TEST(ConvolutionHeuristic, Fp32RulesPerKind) {
       {alexnet_g2, P::forward, "nhwc_implicit_gemm"},
       {alexnet_g2, P::backward_filter, "nhwc_implicit_gemm"},
       {bottleneck_7x7, P::backward_filter, "im2col_gemm"},
-      {speech, P::backward_data, "nhwc_implicit_gemm"}, {stem, P::backward_data, "im2col_gemm"},
+      {speech, P::backward_data, "nhwc_implicit_gemm"},
+      {{128, 64, 32, 32, 128, 3, 3, 1, 1, 2, 2}, P::backward_data, "im2col_gemm"},
+      {{128, 64, 32, 32, 128, 3, 3, 1, 1, 2, 2}, P::forward, "implicit_gemm"}, {stem, P::backward_data, "im2col_gemm"},
   };
   for (const Case& c : cases) {
     const ConvAlgorithm& chosen = get_conv_algorithm(c.pass, c.g);
