@@ -196,7 +196,19 @@ struct ConvProblem {
   }
 };
 
-// Runs the problem with BN 128, or 64 when it has at most 64 columns.
+// The SMs of the current device.
+int multiprocessors() {
+  int device = 0, count = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
+    throw DeviceError("convolution on wgmma: cannot read the SM count of the current device");
+  }
+  return count;
+}
+
+// Runs the problem with BN 128, or 64 when it has at most 64 columns or when 128-column tiles
+// would give fewer blocks than the GPU has SMs (small batches and maps: ResNet-50's 7 x 7 layers
+// at batch 16 make 8 row tiles), where 64-column ones give twice the blocks.
 template <class E, class Out>
 void run(const CUtensorMap& map_a, const void* b, wg::MapType type, const Rows& rows, int columns,
          int inner, const Out& out, gpu::Stream stream, const char* what) {
@@ -207,7 +219,12 @@ void run(const CUtensorMap& map_a, const void* b, wg::MapType type, const Rows& 
     const dim3 grid(unsigned(int64_t(rows.tiles) * ((columns + BN - 1) / BN)));
     wg::launch<E, BN>(map_a, map_b, problem, grid, stream, what);
   };
-  columns > 64 ? go(std::integral_constant<int, 128>{}) : go(std::integral_constant<int, 64>{});
+  const int64_t wide_blocks = int64_t(rows.tiles) * ((columns + 127) / 128);
+  if (columns > 64 && wide_blocks >= multiprocessors()) {
+    go(std::integral_constant<int, 128>{});
+  } else {
+    go(std::integral_constant<int, 64>{});
+  }
 }
 
 bool one_by_one(const Conv2dGeometry& g) {
