@@ -25,7 +25,8 @@
 // ones: a tensor map's rows are whole 16-byte units, outputs whole 16-byte pieces), and the
 // conditions on the strides and the image size in convolution_tc_wgmma.h.
 //
-//   block tile 128 x BN (BN 128; 64 when the GEMM has at most 64 columns), k slab 128 bytes of
+//   block tile 128 x BN (BN 128; 64 when the GEMM has at most 64 columns or 128 would leave SMs
+//   without a block: `run`), k slab 128 bytes of
 //   channels of one tap (64 16-bit, 32 f32): 4 wgmma m64nBNk16 (tf32: k8) a slab per warpgroup;
 //   f32 tensors are read as stored and truncated to TF32 by the tensor cores (the mma.sync
 //   kernels round them, cvt.rna); two blocks an SM, so that one block's
