@@ -161,7 +161,8 @@ void hold(Stream stream, double microseconds) {
   check_launch("hold");
 }
 
-void fill(float* dst, size_t count, float value, Stream stream) {
+template <typename T>
+void launch_fill(T* dst, size_t count, T value, Stream stream) {
   if (count == 0) return;
   const int threads = 256;
   const int blocks = int(std::min<size_t>((count + threads - 1) / threads, 4096));
@@ -169,12 +170,12 @@ void fill(float* dst, size_t count, float value, Stream stream) {
   check_launch("fill");
 }
 
+void fill(float* dst, size_t count, float value, Stream stream) {
+  launch_fill(dst, count, value, stream);
+}
+
 void fill(uint16_t* dst, size_t count, uint16_t bits, Stream stream) {
-  if (count == 0) return;
-  const int threads = 256;
-  const int blocks = int(std::min<size_t>((count + threads - 1) / threads, 4096));
-  fill_kernel<<<blocks, threads, 0, stream>>>(dst, count, bits);
-  check_launch("fill");
+  launch_fill(dst, count, bits, stream);
 }
 
 void check_launch(const char* what) {

@@ -13,6 +13,7 @@
 #include "kernels/cast/cast.h"
 #include "kernels/concat/concat.h"
 #include "layers/register_layers.h"
+#include "tests/core/net_windows_nets.h"
 #include "tests/support/cuda_test_util.h"
 #include "tests/support/layer_harness.h"
 
@@ -30,20 +31,9 @@ layers:
   - {name: loss, type: SoftmaxWithLoss, bottom: [fc, label], top: loss}
 )";
 
-// tests/core/net_windows_test.cpp's kSlicesNoWindows: with concat_views `always` s0 and s1 are
-// views (the default drops them, as their packing costs bytes: SliceViews.AlwaysKeepsTheViews...).
-const char* kSlices = R"(
-inputs: {data: [8, 8, 8], label: []}
-layers:
-  - {name: conv0, type: Convolution, bottom: data, top: conv0, num_output: 8, kernel_size: 3, pad: 1}
-  - {name: slice, type: Slice, bottom: conv0, top: [s0, s1], axis: 0, slice_point: [2]}
-  - {name: relu_a, type: ReLU, bottom: s0, top: a}
-  - {name: relu_b, type: ReLU, bottom: s1, top: b}
-  - {name: cat, type: Concat, bottom: [a, b], top: cat, axis: 0}
-  - {name: conv_d, type: Convolution, bottom: cat, top: d, num_output: 4, kernel_size: 3}
-  - {name: fc, type: InnerProduct, bottom: d, top: fc, num_output: 5}
-  - {name: loss, type: SoftmaxWithLoss, bottom: [fc, label], top: loss}
-)";
+// With concat_views `always` s0 and s1 are views (the default drops them, as their packing costs
+// bytes: SliceViews.AlwaysKeepsTheViews...).
+const char* const kSlices = testing::kSlicesThroughReLUs;  // net_windows_nets.h
 
 // Along the channels at batch 1: s0 a view, s1 read by nobody (copied, its gradient
 // zeroed by the Net): the Slice's backward copies s1's gradient next to s0's, in place.

@@ -9,6 +9,7 @@
 #include "core/net.h"
 #include "layers/register_layers.h"
 #include "optim/solver.h"
+#include "tests/core/net_windows_nets.h"
 #include "tests/support/layer_harness.h"
 
 namespace crema {
@@ -101,22 +102,7 @@ layers:
   - {name: loss, type: SoftmaxWithLoss, bottom: [fc, label], top: loss}
 )";
 
-// tests/core/net_windows_cuda_test.cpp's kSlices: ReLUs on the pieces (their backward reads their
-// tops, so the pieces die at their forward), joined again: no Concat windows (a ReLU writes none,
-// as no layer on the GPU does). The views lower the peak of the lives, but the greedy packing
-// fits them worse: the plan drops them unless concat_views is `always`.
-const char* kSlicesNoWindows = R"(
-inputs: {data: [8, 8, 8], label: []}
-layers:
-  - {name: conv0, type: Convolution, bottom: data, top: conv0, num_output: 8, kernel_size: 3, pad: 1}
-  - {name: slice, type: Slice, bottom: conv0, top: [s0, s1], axis: 0, slice_point: [2]}
-  - {name: relu_a, type: ReLU, bottom: s0, top: a}
-  - {name: relu_b, type: ReLU, bottom: s1, top: b}
-  - {name: cat, type: Concat, bottom: [a, b], top: cat, axis: 0}
-  - {name: conv_d, type: Convolution, bottom: cat, top: d, num_output: 4, kernel_size: 3}
-  - {name: fc, type: InnerProduct, bottom: d, top: fc, num_output: 5}
-  - {name: loss, type: SoftmaxWithLoss, bottom: [fc, label], top: loss}
-)";
+const char* const kSlicesNoWindows = testing::kSlicesThroughReLUs;  // net_windows_nets.h
 
 // The rules: s0 may be a view; s1 is flattened (Flatten's top is a view of its own: copied), s2
 // read by nobody (an output, kept whole: copied), and the labels an input (copied).
