@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "layers/register_layers.h"
 #include "tests/support/layer_harness.h"
+#include "tests/support/numeric_gradient.h"
 
 namespace crema {
 namespace {
@@ -94,21 +95,8 @@ layers:
   net.forward(ctx);
   const double loss = net.loss();
   net.backward(ctx);
-  Param& w = *net.learnable_params()[0];
-  const auto analytic = w.grad.to_vector();
   // 1.5 x the single-loss objective: compare with central differences of the net's objective.
-  float* data = w.value.data<float>();
-  for (size_t i = 0; i < analytic.size(); ++i) {
-    const float saved = data[i];
-    data[i] = saved + 1e-2f;
-    net.forward(ctx);
-    const double plus = net.loss();
-    data[i] = saved - 1e-2f;
-    net.forward(ctx);
-    const double minus = net.loss();
-    data[i] = saved;
-    EXPECT_NEAR(analytic[i], (plus - minus) / 2e-2, 2e-3);
-  }
+  testing::expect_net_gradient(net, ctx, *net.learnable_params()[0]);
   EXPECT_GT(loss, 0.0);
 }
 

@@ -11,6 +11,7 @@
 #include "optim/solver.h"
 #include "tests/core/net_windows_nets.h"
 #include "tests/support/layer_harness.h"
+#include "tests/support/numeric_gradient.h"
 
 namespace crema {
 namespace {
@@ -347,19 +348,7 @@ TEST(SliceViews, GradientThroughTheViewsMatchesCentralDifferences) {
     net.backward(ctx);
     Param& w = *net.learnable_params()[0];  // conv0.weight
     ASSERT_EQ(w.name, "conv0.weight");
-    const auto analytic = w.grad.to_vector();
-    float* data = w.value.data<float>();
-    for (size_t i = 0; i < analytic.size(); i += 7) {
-      const float saved = data[i];
-      data[i] = saved + 1e-2f;
-      net.forward(ctx);
-      const double plus = net.loss();
-      data[i] = saved - 1e-2f;
-      net.forward(ctx);
-      const double minus = net.loss();
-      data[i] = saved;
-      EXPECT_NEAR(analytic[i], (plus - minus) / 2e-2, 2e-3) << "batch " << batch << ", " << i;
-    }
+    testing::expect_net_gradient(net, ctx, w, 7, "batch " + std::to_string(batch));
   }
 }
 

@@ -1,10 +1,14 @@
-// Test support: a raw function's analytic gradient against central differences, in double.
-// (A whole layer's gradient check is check_gradients in layer_harness.h.)
+// Test support: a raw function's analytic gradient against central differences, in double; a
+// float32 net's parameter gradient against central differences of its loss. (A whole layer's
+// gradient check is check_gradients in layer_harness.h.)
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
+
+#include "core/net.h"
 
 namespace crema::testing {
 
@@ -21,6 +25,26 @@ void expect_gradient(std::vector<double> x, const std::vector<double>& grad, F f
     const double minus = f(x);
     x[i] = saved;
     EXPECT_NEAR(grad[i], (plus - minus) / (2 * eps), 1e-7) << "element " << i;
+  }
+}
+
+// Every `stride`-th element of param's gradient (as net.backward left it) against central
+// differences of net.loss() over net.forward: float32 nets, so steps of 1e-2 within 2e-3.
+inline void expect_net_gradient(Net& net, Context& ctx, Param& param, size_t stride = 1,
+                                const std::string& what = "") {
+  const std::vector<float> analytic = param.grad.to_vector();
+  float* data = param.value.data<float>();
+  for (size_t i = 0; i < analytic.size(); i += stride) {
+    const float saved = data[i];
+    data[i] = saved + 1e-2f;
+    net.forward(ctx);
+    const double plus = net.loss();
+    data[i] = saved - 1e-2f;
+    net.forward(ctx);
+    const double minus = net.loss();
+    data[i] = saved;
+    EXPECT_NEAR(analytic[i], (plus - minus) / 2e-2, 2e-3) << what << " " << param.name << "[" << i
+                                                          << "]";
   }
 }
 
