@@ -307,7 +307,7 @@ void conv2d_forward_nhwc(const Conv2dGeometry& g, const float* x, const float* w
       conv2d_forward_nhwc_uses_wgmma(g, math, kernels)) {
     TcEpilogue epilogue;
     epilogue.bias = bias;
-    return tc::wgmma_forward_f32(g, x, w, y, epilogue, stream);
+    return tc::wgmma_forward_f32(g, x, w, y, epilogue, stream, kernels == TcKernels::wgmma_wide);
   }
   const bool vec = p.Cg % 4 == 0 && aligned16(x) && aligned16(w);
   switch (width_for(p.Kg)) {
@@ -338,7 +338,8 @@ void conv2d_backward_data_nhwc(const Conv2dGeometry& g, const float* dy, const f
   if (aligned16(dy) && aligned16(wt) && aligned16(dx) &&
       conv2d_backward_data_nhwc_uses_wgmma(g, math, kernels)) {
     tc::transpose_filter_phase_order(g, w, wt, stream);
-    return tc::wgmma_backward_data_f32(g, dy, wt, dx, stream);
+    return tc::wgmma_backward_data_f32(g, dy, wt, dx, stream,
+                                       kernels == TcKernels::wgmma_wide);
   }
   const int64_t total = int64_t(p.K) * p.RS * p.Cg;
   transpose_filter_kernel<<<grid_for(total), 256, 0, stream>>>(w, p.Kg, p.RS, p.Cg, total, wt);

@@ -67,10 +67,14 @@ struct TcEpilogue {
 // col2im (convolution_col2im_nhwc.h: backward data as one GEMM and a gather, for 1 < C < 32 not a
 // multiple of the 16-byte vector, groups 1; bf16 on compute capability 9.0 with dy 16-byte
 // aligned, f32 in tf32) only backward data; where a family cannot run, it runs mma.sync.
-enum class TcKernels { best, mma_sync, wgmma, col2im };
+// wgmma_wide: the wgmma kernels with the 256-column tile wherever the GEMM has more than 128
+// columns (forward and data; `best` takes it only for large, long reductions: the tests reach it
+// on small shapes this way).
+enum class TcKernels { best, mma_sync, wgmma, col2im, wgmma_wide };
 // Whether `kernels` lets a pass take the wgmma kernels (best, or forced).
 inline bool wgmma_allowed(TcKernels kernels) {
-  return kernels == TcKernels::best || kernels == TcKernels::wgmma;
+  return kernels == TcKernels::best || kernels == TcKernels::wgmma ||
+         kernels == TcKernels::wgmma_wide;
 }
 
 size_t conv2d_tc_forward_workspace(const Conv2dGeometry& g);

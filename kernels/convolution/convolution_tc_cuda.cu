@@ -377,7 +377,7 @@ void conv2d_tc_forward(const Conv2dGeometry& g, TcType type, const void* x, cons
   if (aligned16(x) && aligned16(w) && aligned16(y) &&
       (epilogue.residual == nullptr || aligned16(epilogue.residual)) &&
       conv2d_tc_forward_uses_wgmma(g, kernels)) {
-    wgmma_forward(g, type, x, w, y, epilogue, stats, stream);
+    wgmma_forward(g, type, x, w, y, epilogue, stats, stream, kernels == TcKernels::wgmma_wide);
     if (with_stats) sum_channel_stats(stats, wgmma_forward_stats_rows(g), p.K, epilogue, stream);
     return;
   }
@@ -409,7 +409,7 @@ void conv2d_tc_backward_data(const Conv2dGeometry& g, TcType type, const void* d
   gpu::check_launch("conv2d_tc_backward_data (filter transpose)");
   if (aligned16(dy) && aligned16(wt) && aligned16(dx) &&
       conv2d_tc_backward_data_uses_wgmma(g, kernels)) {
-    return wgmma_backward_data(g, type, dy, wt, dx, stream);
+    return wgmma_backward_data(g, type, dy, wt, dx, stream, kernels == TcKernels::wgmma_wide);
   }
   const auto* dys = static_cast<const uint16_t*>(dy);
   auto* dxs = static_cast<uint16_t*>(dx);

@@ -194,20 +194,23 @@ __device__ __forceinline__ uint64_t mn_major_descriptor(uint32_t smem_address) {
          (uint64_t(1024 >> 4) << 32) | (uint64_t(1) << 62);
 }
 
-// 256 threads = 2 warpgroups, each 64 rows of a 128-row tile; a slab is a 128-byte row of inner
-// indices: kSlab = 64 16-bit ones (the filter gradient's), MapType::slab() for any type.
-constexpr int kBM = 128, kSlab = 64, kRowBytes = 128, kThreads = 256, kRingBytes = 96 * 1024;
+// 256 consumer threads = 2 warpgroups, each 64 rows of a 128-row tile, and one producer warp
+// after them: 288 threads a block. A slab is a 128-byte row of inner indices: kSlab = 64 16-bit
+// ones (the filter gradient's), MapType::slab() for any type.
+constexpr int kBM = 128, kSlab = 64, kRowBytes = 128, kThreads = 256, kBlockThreads = kThreads + 32;
 
 // The shared-memory ring of a tile 128 x BN: stages of A (128 rows of 128 bytes) and B (BN rows),
-// as many as fit 96 KB (4 at BN 64, 3 at BN 128): two blocks an SM.
+// as many as fit 96 KB at BN 64 and 128 (4 and 3: two blocks an SM), 192 KB at BN 256 (4 of
+// 48 KB: one block an SM).
 template <int BN_>
 struct Ring {
   static constexpr int BN = BN_, A_BYTES = kBM * kRowBytes, B_BYTES = BN * kRowBytes;
-  static constexpr int STAGE_BYTES = A_BYTES + B_BYTES, STAGES = kRingBytes / STAGE_BYTES;
+  static constexpr int RING_BYTES = (BN == 256 ? 192 : 96) * 1024;
+  static constexpr int STAGE_BYTES = A_BYTES + B_BYTES, STAGES = RING_BYTES / STAGE_BYTES;
   // The stages (1024-byte aligned, as the 128B swizzle needs), the full and empty barriers, and
   // room to align the base.
   static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + 2 * STAGES * 8 + 1024;
-  static_assert(BN == 64 || BN == 128, "wgmma n64 or n128");
+  static_assert(BN == 64 || BN == 128 || BN == 256, "wgmma n64, n128 or two n128");
   // The epilogue's scratch: each of the 8 warps parks its 16 rows of BN fp32 sums, rows
   // BN + 8 floats apart (the pad puts the 8 rows of one fragment store on distinct banks).
   static constexpr int STAGING_PITCH = BN + 8, STAGING_WARP_FLOATS = 16 * STAGING_PITCH;
@@ -215,27 +218,39 @@ struct Ring {
                 "the epilogue's scratch fits the ring");
 };
 
+// Waits until the 256 consumer threads (warpgroups 0 and 1) all arrived: named barrier 1, the
+// producer warp not counted (it has returned).
+__device__ __forceinline__ void consumers_sync() {
+  asm volatile("bar.sync 1, 256;\n" ::: "memory");
+}
+
 // The kernel of all three passes: one block, one 128 x BN tile of a GEMM over `slabs` slabs of
 // 128 bytes of inner indices (64 16-bit ones, 32 f32 ones). Problem provides
 //   kMnMajor                       whether its operands are MN-major (else K-major)
 //   Where locate()                 the block's tile (from blockIdx), computed once
 //   int slabs(where)
-//   fill(where, slab, stage, bar, map_a, map_b)   thread 0: announce the stage's bytes on `bar`
+//   fill(where, slab, stage, bar, map_a, map_b)   one thread: announce the stage's bytes on `bar`
 //                                  and ask the TMA for slab `slab` of A (128 rows at `stage`) and
 //                                  B (BN rows at stage + A_BYTES)
 //   store(where, consumer, acc, staging)   the epilogue of warpgroup `consumer`'s 64 x BN
-//                                  accumulators; staging: the ring, free by then (every
-//                                  warpgroup's wgmmas have retired and every TMA copy has landed),
-//                                  as fp32 scratch (Ring's STAGING_* say how much a warp owns)
-// Thread 0 is also the producer: it fills the first STAGES slabs; at slab s, once slab s-1's
-// wgmmas have retired (wgmma.wait_group 1), every thread arrives on that stage's "empty" barrier,
-// and thread 0 waits for the 256 arrivals, then refills the stage with slab s-1+STAGES, which
-// lands while slabs s .. s+STAGES-2 are multiplied. Each accumulator sums its products in slab
-// order: deterministic.
+//                                  accumulators (threads 128 consumer ..); staging: the ring,
+//                                  free by then (every warpgroup's wgmmas have retired and every
+//                                  TMA copy has landed), as fp32 scratch (Ring's STAGING_* say how
+//                                  much a warp owns)
+// Warp-specialized: lane 0 of warp 8, the producer, fills slab s into stage s % STAGES once the
+// stage's last tenant (slab s - STAGES) was released; the consumers (warpgroups 0 and 1) wait on
+// a stage's "full" barrier, issue its wgmmas, keep one slab's group in flight, and release the
+// previous slab's stage on its "empty" barrier once that group retired. The producer must not sit
+// in the consumers' loop: ptxas then serializes the wgmmas (its warning C7515; session 17 found
+// every consumer-side producer build of this kernel so). BN 256 (two m64n128 a k step, 128
+// accumulators a thread: acc[64 h + 4 j + i] is column 128 h + 8 j + ..., the layout every store
+// reads for BN = 256) runs one block an SM, BN 64 and 128 two. Each accumulator sums its products
+// in slab order: deterministic.
 template <class E, int BN, class Problem>
-__global__ void __launch_bounds__(kThreads, 2)
+__global__ void __launch_bounds__(kBlockThreads, BN == 256 ? 1 : 2)
     wgmma_kernel(const __grid_constant__ CUtensorMap map_a,
                  const __grid_constant__ CUtensorMap map_b, const Problem problem) {
+  static_assert(BN < 256 || !Problem::kMnMajor, "the 256-column tile reads K-major operands");
   using R = Ring<BN>;
   extern __shared__ uint8_t raw_smem[];
   const uint32_t raw_address = uint32_t(__cvta_generic_to_shared(raw_smem));
@@ -243,10 +258,10 @@ __global__ void __launch_bounds__(kThreads, 2)
   const uint32_t full = base + R::STAGES * R::STAGE_BYTES, empty = full + 8 * R::STAGES;
 
   const int tid = threadIdx.x;
-  if (tid == 0) {
+  if (tid == kThreads) {
     for (int s = 0; s < R::STAGES; ++s) {
-      mbarrier_init(full + 8 * s, 1);  // thread 0's arrive; the TMA bytes complete it
-      mbarrier_init(empty + 8 * s, kThreads);
+      mbarrier_init(full + 8 * s, 1);          // the producer's arrive; the TMA bytes complete it
+      mbarrier_init(empty + 8 * s, kThreads);  // every consumer thread
     }
     fence_barrier_init();
   }
@@ -254,14 +269,17 @@ __global__ void __launch_bounds__(kThreads, 2)
 
   const auto where = problem.locate();
   const int slabs = problem.slabs(where);
-  auto fill = [&](int s) {  // thread 0: slab s into its stage, whose last tenant was released
-    const int stage = s % R::STAGES;
-    problem.fill(where, s, base + stage * R::STAGE_BYTES, full + 8 * stage, &map_a, &map_b);
-  };
-  if (tid == 0) {
-    for (int s = 0; s < min(R::STAGES, slabs); ++s) fill(s);
+  if (tid >= kThreads) {  // the producer warp
+    if (tid == kThreads) {
+      for (int s = 0; s < slabs; ++s) {
+        const int stage = s % R::STAGES;
+        // Slab s - STAGES, the stage's previous tenant, released by both consumers.
+        if (s >= R::STAGES) mbarrier_wait(empty + 8 * stage, (s / R::STAGES - 1) & 1);
+        problem.fill(where, s, base + stage * R::STAGE_BYTES, full + 8 * stage, &map_a, &map_b);
+      }
+    }
+    return;
   }
-  __syncwarp();  // warp 0 whole again before the warpgroup-wide (.aligned) wgmma instructions
 
   const int consumer = tid / 128;
   float acc[BN / 2];
@@ -277,36 +295,39 @@ __global__ void __launch_bounds__(kThreads, 2)
     detail::wgmma_fence();
 #pragma unroll
     for (int k = 0; k < 4; ++k) {  // 4 steps of 32 bytes: 16 inner indices (tf32: 8)
-      uint64_t a, b;
-      if constexpr (Problem::kMnMajor) {
-        a = mn_major_descriptor(a_tile + 2048 * k), b = mn_major_descriptor(b_tile + 2048 * k);
-      } else {
-        a = detail::descriptor(a_tile + 32 * k), b = detail::descriptor(b_tile + 32 * k);
-      }
       constexpr int kTrans = Problem::kMnMajor ? 1 : 0;
-      if constexpr (BN == 64) {
-        mma_n64<E, kTrans>(acc, a, b);
+      if constexpr (Problem::kMnMajor) {
+        const uint64_t a = mn_major_descriptor(a_tile + 2048 * k);
+        const uint64_t b = mn_major_descriptor(b_tile + 2048 * k);
+        if constexpr (BN == 64) {
+          mma_n64<E, kTrans>(acc, a, b);
+        } else {
+          mma_n128<E, kTrans>(acc, a, b);
+        }
       } else {
-        mma_n128<E, kTrans>(acc, a, b);
+        const uint64_t a = detail::descriptor(a_tile + 32 * k);
+        const uint64_t b = detail::descriptor(b_tile + 32 * k);
+        if constexpr (BN == 64) {
+          mma_n64<E>(acc, a, b);
+        } else if constexpr (BN == 128) {
+          mma_n128<E>(acc, a, b);
+        } else {  // B's second 128 rows 16 KB on
+          mma_n128<E>(*reinterpret_cast<float(*)[64]>(acc), a, b);
+          mma_n128<E>(*reinterpret_cast<float(*)[64]>(acc + 64), a,
+                      detail::descriptor(b_tile + 128 * kRowBytes + 32 * k));
+        }
       }
     }
     detail::wgmma_commit();
-    detail::wgmma_wait<1>();  // slab s-1's group has retired: its stage may be refilled
-    if (s > 0) {
-      const int done = s - 1, done_stage = done % R::STAGES;
-      mbarrier_arrive(empty + 8 * done_stage);
-      if (tid == 0 && done + R::STAGES < slabs) {
-        mbarrier_wait(empty + 8 * done_stage, (done / R::STAGES) & 1);
-        fill(done + R::STAGES);
-      }
-      __syncwarp();  // as above
-    }
+    detail::wgmma_wait<1>();  // slab s-1's group has retired: its stage goes back
+    if (s > 0) mbarrier_arrive(empty + 8 * ((s - 1) % R::STAGES));
   }
   detail::wgmma_wait<0>();
 #pragma unroll
   for (int i = 0; i < BN / 2; ++i) detail::fence_register(acc[i]);
-  // The other warpgroup may still be reading the last stage: the ring is scratch after this.
-  __syncthreads();
+  // Every TMA copy has landed (each consumer waited on every slab's "full"); the other consumer
+  // may still be reading the last stage: the ring is scratch once both are here.
+  consumers_sync();
   float* staging = reinterpret_cast<float*>(raw_smem + (base - raw_address));
   problem.store(where, consumer, acc, staging);
 }
@@ -389,7 +410,7 @@ void launch(const CUtensorMap& map_a, const CUtensorMap& map_b, const Problem& p
             gpu::Stream stream, const char* what) {
   const auto kernel = wgmma_kernel<E, BN, Problem>;
   detail::set_shared_memory_limit(kernel, Ring<BN>::SMEM_BYTES, what);
-  kernel<<<grid, kThreads, Ring<BN>::SMEM_BYTES, stream>>>(map_a, map_b, problem);
+  kernel<<<grid, kBlockThreads, Ring<BN>::SMEM_BYTES, stream>>>(map_a, map_b, problem);
   gpu::check_launch(what);
 }
 

@@ -30,12 +30,23 @@ int wgmma_forward_stats_rows(const Conv2dGeometry& g);
 
 // y = the epilogue of conv(x, w), rounded once; with epilogue.sum set, the per-warp partial sums
 // of y and y^2 into stats (channel_stats_kernel adds them up).
+// wide: the 256-column tile wherever the GEMM has more than 128 columns (TcKernels::wgmma_wide),
+// else the tile wgmma_tile_columns picks.
 void wgmma_forward(const Conv2dGeometry& g, TcType type, const void* x, const void* w, void* y,
-                   const TcEpilogue& epilogue, float* stats, gpu::Stream stream);
+                   const TcEpilogue& epilogue, float* stats, gpu::Stream stream,
+                   bool wide = false);
 // dx = the transposed convolution of dy by w, written (a strided 1x1: the products at the strided
 // pixels, zeros between them); wt [C, R, S, K] is w transposed.
 void wgmma_backward_data(const Conv2dGeometry& g, TcType type, const void* dy, const void* wt,
-                         void* dx, gpu::Stream stream);
+                         void* dx, gpu::Stream stream, bool wide = false);
+// The columns of a block's tile for a GEMM of `row_tiles` 128-row tiles, `columns` columns and
+// `slabs` 128-byte slabs of reduction on a GPU of `sms` SMs: 256 for long reductions (at least
+// 18 slabs) over a multiple of 256 columns that still give every SM a block, else 128 where
+// 128-column tiles give every SM a block, else 64.
+int wgmma_tile_columns(int64_t row_tiles, int columns, int slabs, int sms);
+// The tile the forward of g takes on a GPU of `sms` SMs (its first phase for data).
+int wgmma_forward_tile_columns(const Conv2dGeometry& g, int sms);
+int wgmma_backward_data_tile_columns(const Conv2dGeometry& g, int sms);
 
 // The same two passes on f32 tensors in tf32 math (conv2d_forward_nhwc and
 // conv2d_backward_data_nhwc with GemmMath::tf32 call them where wgmma_*_fits(g, 4)): the
@@ -44,9 +55,9 @@ void wgmma_backward_data(const Conv2dGeometry& g, TcType type, const void* dy, c
 // statistics). Data: wt [C, R, S, K] is w transposed with its taps in phase order
 // (transpose_filter_phase_order; plain [C, R, S, K] at stride 1 and for a 1x1).
 void wgmma_forward_f32(const Conv2dGeometry& g, const float* x, const float* w, float* y,
-                       const TcEpilogue& epilogue, gpu::Stream stream);
+                       const TcEpilogue& epilogue, gpu::Stream stream, bool wide = false);
 void wgmma_backward_data_f32(const Conv2dGeometry& g, const float* dy, const float* wt, float* dx,
-                             gpu::Stream stream);
+                             gpu::Stream stream, bool wide = false);
 // ep.sum[k], ep.sum_squares[k] = the sums over `rows` of stats [rows][2][K] (per-warp or
 // per-block partials of y and y^2), rows added in order (deterministic); queued on `stream`
 // (convolution_tc_cuda.cu; the depthwise forward's statistics too).

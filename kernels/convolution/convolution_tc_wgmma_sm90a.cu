@@ -92,7 +92,7 @@ struct Rows {
   __host__ __device__ uint32_t a_bytes() const {
     return uint32_t(box_p == 0 ? kBM : box_n * box_p * Q) * kRowBytes;
   }
-  __device__ int slabs() const { return taps * channel_slabs; }
+  __host__ __device__ int slabs() const { return taps * channel_slabs; }
   // B's inner index of the slab's first channel: the filter's (tap, channel), channel fastest.
   // Where a tap's channels end inside the slab (C not a multiple of it), B's box runs into the
   // next tap's, against A's zero-filled channels past C: they add nothing.
@@ -148,7 +148,7 @@ struct ConvProblem {
     using R = wg::Ring<BN>;
     constexpr int kChunks = BN / 8, kRowsAtOnce = 32 / kChunks;
     const int warp = threadIdx.x % 128 / 32, lane = threadIdx.x % 32;
-    float* mine = staging + threadIdx.x / 32 * R::STAGING_WARP_FLOATS;
+    float* mine = staging + (consumer * 4 + warp) * R::STAGING_WARP_FLOATS;
 #pragma unroll
     for (int j = 0; j < BN / 8; ++j) {
       float* at = mine + lane / 4 * R::STAGING_PITCH + 8 * j + 2 * (lane % 4);
@@ -207,12 +207,11 @@ int multiprocessors() {
   return count;
 }
 
-// Runs the problem with BN 128, or 64 when it has at most 64 columns or when 128-column tiles
-// would give fewer blocks than the GPU has SMs (small batches and maps: ResNet-50's 7 x 7 layers
-// at batch 16 make 8 row tiles), where 64-column ones give twice the blocks.
+// Runs the problem on the tile wgmma_tile_columns picks (wide: 256 columns wherever there are
+// more than 128).
 template <class E, class Out>
 void run(const CUtensorMap& map_a, const void* b, wg::MapType type, const Rows& rows, int columns,
-         int inner, const Out& out, gpu::Stream stream, const char* what) {
+         int inner, const Out& out, gpu::Stream stream, const char* what, bool wide) {
   auto go = [&](auto bn) {
     constexpr int BN = decltype(bn)::value;
     const CUtensorMap map_b = wg::matrix_map(type, b, columns, inner, BN);
@@ -220,8 +219,12 @@ void run(const CUtensorMap& map_a, const void* b, wg::MapType type, const Rows& 
     const dim3 grid(unsigned(int64_t(rows.tiles) * ((columns + BN - 1) / BN)));
     wg::launch<E, BN>(map_a, map_b, problem, grid, stream, what);
   };
-  const int64_t wide_blocks = int64_t(rows.tiles) * ((columns + 127) / 128);
-  if (columns > 64 && wide_blocks >= multiprocessors()) {
+  const int bn = wide && columns > 128
+                     ? 256
+                     : wgmma_tile_columns(rows.tiles, columns, rows.slabs(), multiprocessors());
+  if (bn == 256) {
+    go(std::integral_constant<int, 256>{});
+  } else if (bn == 128) {
     go(std::integral_constant<int, 128>{});
   } else {
     go(std::integral_constant<int, 64>{});
@@ -344,7 +347,7 @@ CUtensorMap strided_map(wg::MapType type, const void* x, const Conv2dGeometry& g
 // E: Bf16, F16 or float (tf32 math), whose map type is `type`.
 template <class E, bool STATS>
 void forward_typed(const Conv2dGeometry& g, wg::MapType type, const void* x, const void* w, void* y,
-                   const TcEpilogue& ep, float* stats, gpu::Stream stream) {
+                   const TcEpilogue& ep, float* stats, gpu::Stream stream, bool wide) {
   const Rows rows = forward_rows(g, type.slab());
   const CUtensorMap map_a = rows.box_p == 0 ? wg::matrix_map(type, x, rows.M, g.C, kBM)
                             : one_by_one(g) ? strided_map(type, x, g, rows)
@@ -358,14 +361,15 @@ void forward_typed(const Conv2dGeometry& g, wg::MapType type, const void* x, con
                                  stats};
   run<E>(
       map_a, w, type, rows, int(g.K), int(g.R * g.S * g.C), out, stream,
-      std::is_same_v<E, float> ? "conv2d_forward_nhwc (wgmma, tf32)" : "conv2d_tc_forward (wgmma)");
+      std::is_same_v<E, float> ? "conv2d_forward_nhwc (wgmma, tf32)" : "conv2d_tc_forward (wgmma)",
+      wide);
 }
 
 // A 1x1: one GEMM over dy's pixels (flat), each placed at its strided pixel of dx; a filter with
 // taps: one GEMM per output phase (one at stride 1), each writing its own pixels of dx.
 template <class E>
 void data_typed(const Conv2dGeometry& g, wg::MapType type, const void* dy, const void* wt, void* dx,
-                gpu::Stream stream) {
+                gpu::Stream stream, bool wide) {
   const int P = int(g.P()), Q = int(g.Q()), K = int(g.K), C = int(g.C), H = int(g.H), W = int(g.W),
             stride_h = int(g.stride_h), stride_w = int(g.stride_w);
   auto* dxs = static_cast<wg::Stored<E>*>(dx);
@@ -377,7 +381,7 @@ void data_typed(const Conv2dGeometry& g, wg::MapType type, const void* dy, const
     rows.tiles = (rows.M + kBM - 1) / kBM, rows.stride_h = 1;
     rows = with_taps(rows, type.slab(), 1, 1, K, 0, 0, 0, 0);
     const DataOut<E> out{C, H, W, P, Q, stride_h, stride_w, 0, 0, stride_h, stride_w, dxs};
-    run<E>(wg::matrix_map(type, dy, rows.M, K, kBM), wt, type, rows, C, K, out, stream, what);
+    run<E>(wg::matrix_map(type, dy, rows.M, K, kBM), wt, type, rows, C, K, out, stream, what, wide);
     return;
   }
   for (int rho_h = 0; rho_h < stride_h; ++rho_h) {
@@ -388,7 +392,7 @@ void data_typed(const Conv2dGeometry& g, wg::MapType type, const void* dy, const
       const DataOut<E> out{C,        H,         W,         d.h.extent, d.w.extent, stride_h,
                            stride_w, d.h.first, d.w.first, 1,          1,          dxs};
       run<E>(image_map(type, dy, g.N, P, Q, K, rows), wt, type, rows, C, int(g.R * g.S) * K, out,
-             stream, what);
+             stream, what, wide);
     }
   }
 }
@@ -432,38 +436,62 @@ int wgmma_forward_stats_rows(const Conv2dGeometry& g) {
 }
 
 void wgmma_forward(const Conv2dGeometry& g, TcType type, const void* x, const void* w, void* y,
-                   const TcEpilogue& epilogue, float* stats, gpu::Stream stream) {
+                   const TcEpilogue& epilogue, float* stats, gpu::Stream stream, bool wide) {
   const bool with_stats = epilogue.sum != nullptr;
   const wg::MapType map = wg::map_type(type);
   if (type == TcType::bf16) {
-    with_stats ? forward_typed<Bf16, true>(g, map, x, w, y, epilogue, stats, stream)
-               : forward_typed<Bf16, false>(g, map, x, w, y, epilogue, stats, stream);
+    with_stats ? forward_typed<Bf16, true>(g, map, x, w, y, epilogue, stats, stream, wide)
+               : forward_typed<Bf16, false>(g, map, x, w, y, epilogue, stats, stream, wide);
   } else {
-    with_stats ? forward_typed<F16, true>(g, map, x, w, y, epilogue, stats, stream)
-               : forward_typed<F16, false>(g, map, x, w, y, epilogue, stats, stream);
+    with_stats ? forward_typed<F16, true>(g, map, x, w, y, epilogue, stats, stream, wide)
+               : forward_typed<F16, false>(g, map, x, w, y, epilogue, stats, stream, wide);
   }
 }
 
 void wgmma_backward_data(const Conv2dGeometry& g, TcType type, const void* dy, const void* wt,
-                         void* dx, gpu::Stream stream) {
+                         void* dx, gpu::Stream stream, bool wide) {
   if (type == TcType::bf16) {
-    data_typed<Bf16>(g, wg::map_type(type), dy, wt, dx, stream);
+    data_typed<Bf16>(g, wg::map_type(type), dy, wt, dx, stream, wide);
   } else {
-    data_typed<F16>(g, wg::map_type(type), dy, wt, dx, stream);
+    data_typed<F16>(g, wg::map_type(type), dy, wt, dx, stream, wide);
   }
 }
 
 void wgmma_forward_f32(const Conv2dGeometry& g, const float* x, const float* w, float* y,
-                       const TcEpilogue& epilogue, gpu::Stream stream) {
+                       const TcEpilogue& epilogue, gpu::Stream stream, bool wide) {
   if (epilogue.sum != nullptr || epilogue.sum_squares != nullptr) {
     throw Error("conv2d_forward_nhwc (wgmma, tf32): no channel statistics on f32 tensors");
   }
-  forward_typed<float, false>(g, wg::kF32Map, x, w, y, epilogue, nullptr, stream);
+  forward_typed<float, false>(g, wg::kF32Map, x, w, y, epilogue, nullptr, stream, wide);
 }
 
 void wgmma_backward_data_f32(const Conv2dGeometry& g, const float* dy, const float* wt, float* dx,
-                             gpu::Stream stream) {
-  data_typed<float>(g, wg::kF32Map, dy, wt, dx, stream);
+                             gpu::Stream stream, bool wide) {
+  data_typed<float>(g, wg::kF32Map, dy, wt, dx, stream, wide);
+}
+
+// The 256-column tile runs one block an SM with its epilogue after the ring drains: it pays where
+// the reduction is long. H200, 2026-11-27 (session 17, call 1), `crema bench conv-tc --math bf16`,
+// TFLOP/s at 64 / 128 / 256 columns: 3x3 256->256 at 28 x 28, batch 128 (36 slabs) 343 / 472 /
+// 525, forward of 8 x 256 x 56 x 56 -> 256 315 / 409 / 446; but the 1x1 64->256 at 56 x 56,
+// batch 128 (1 slab) 92 / 121 / 90 and 512->2048 at 7 x 7 (8 slabs) 333 / 418 / 380.
+int wgmma_tile_columns(int64_t row_tiles, int columns, int slabs, int sms) {
+  if (columns % 256 == 0 && slabs >= 18 && row_tiles * (columns / 256) >= sms) return 256;
+  return columns > 64 && row_tiles * ((columns + 127) / 128) >= sms ? 128 : 64;
+}
+
+int wgmma_forward_tile_columns(const Conv2dGeometry& g, int sms) {
+  const Rows rows = forward_rows(g, kSlab);
+  return wgmma_tile_columns(rows.tiles, int(g.K), rows.slabs(), sms);
+}
+
+int wgmma_backward_data_tile_columns(const Conv2dGeometry& g, int sms) {
+  if (one_by_one(g)) {
+    const int64_t tiles = (g.N * g.P() * g.Q() + kBM - 1) / kBM;
+    return wgmma_tile_columns(tiles, int(g.C), int((g.K + kSlab - 1) / kSlab), sms);
+  }
+  const Rows rows = phase_rows(g, data_phase(g, 0, 0), kSlab);
+  return wgmma_tile_columns(rows.tiles, int(g.C), rows.slabs(), sms);
 }
 
 }  // namespace crema::kernels::cuda::tc

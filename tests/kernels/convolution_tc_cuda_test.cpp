@@ -41,6 +41,7 @@
 #include "core/random.h"
 #include "kernels/convolution/convolution.h"
 #include "kernels/convolution/convolution_tc.h"
+#include "kernels/convolution/convolution_tc_wgmma.h"
 #include "tests/kernels/convolution_test_util.h"
 #include "tests/support/cuda_test_util.h"
 
@@ -421,6 +422,46 @@ TEST(ConvolutionTcCuda, WgmmaGeometries) {
   // Misaligned pointers: the element path, whatever the device.
   const Conv2dGeometry g{2, 64, 5, 7, 72, 1, 1};
   for (TcType type : kTypes) check_passes(ctx, make_problem(g, type, 31), 2);
+}
+
+// The 256-column tile (TcKernels::wgmma_wide; two wgmma m64n128 a k step, one block an SM):
+// forward and data over 256 columns, over 264 and 200 (a partial last tile), a 1x1 at stride 2
+// (data: a strided pixel block per row), 16 slabs lapping the 4-stage ring; the whole epilogue
+// (bias, residual, ReLU, channel sums) and the repeats through check_passes.
+TEST(ConvolutionTcCuda, WideTile) {
+  CREMA_REQUIRE_CUDA();
+  if (!hopper()) GTEST_SKIP() << "the wgmma kernels need compute capability 9.0";
+  Context ctx(Device::cuda(0));
+  const std::vector<Conv2dGeometry> geometries = {
+      // N C  H   W  K  R  S  pad_h pad_w stride_h stride_w
+      {2, 64, 16, 16, 256, 3, 3, 1, 1},         // 256 columns forward; data over 64: BN 64
+      {1, 264, 10, 12, 264, 3, 3, 1, 1},        // 264 both ways: a last tile of 8 columns
+      {2, 200, 11, 9, 320, 1, 1, 0, 0, 2, 2},   // strided 1x1: 320 forward, 200 data
+      {1, 1024, 5, 7, 256, 1, 1},               // 16 slabs: the ring lapped 4 times
+  };
+  uint64_t seed = 1700;
+  for (const Conv2dGeometry& g : geometries) {
+    for (TcType type : kTypes) {
+      check_passes(ctx, make_problem(g, type, seed += 7), 0, cuda::TcKernels::wgmma_wide);
+    }
+  }
+}
+
+// Which tile `best` takes: 256 columns only for long reductions over whole 256-column tiles
+// that still give every SM a block; 64 where 128-column tiles would leave SMs idle.
+TEST(ConvolutionTcCuda, TileColumns) {
+  EXPECT_EQ(cuda::tc::wgmma_tile_columns(800, 256, 36, 132), 256);  // a large 3x3 256 -> 256
+  EXPECT_EQ(cuda::tc::wgmma_tile_columns(800, 256, 1, 132), 128);   // a 1x1 64 -> 256
+  EXPECT_EQ(cuda::tc::wgmma_tile_columns(800, 384, 36, 132), 128);  // 384: not whole tiles
+  EXPECT_EQ(cuda::tc::wgmma_tile_columns(100, 256, 36, 132), 128);  // 100 blocks of 256
+  EXPECT_EQ(cuda::tc::wgmma_tile_columns(60, 256, 36, 132), 64);    // 120 blocks of 128
+  EXPECT_EQ(cuda::tc::wgmma_tile_columns(800, 64, 36, 132), 64);
+  // ResNet-50 at batch 128: layer3's 3x3 (256 -> 256 at 14 x 14) wide both ways; its 1x1s not.
+  const Conv2dGeometry conv2{128, 256, 14, 14, 256, 3, 3, 1, 1};
+  EXPECT_EQ(cuda::tc::wgmma_forward_tile_columns(conv2, 132), 256);
+  EXPECT_EQ(cuda::tc::wgmma_backward_data_tile_columns(conv2, 132), 256);
+  const Conv2dGeometry conv3{128, 256, 14, 14, 1024, 1, 1};
+  EXPECT_EQ(cuda::tc::wgmma_forward_tile_columns(conv3, 132), 128);
 }
 
 TEST(ConvolutionTcCuda, MisalignedPointersTakeTheElementPath) {

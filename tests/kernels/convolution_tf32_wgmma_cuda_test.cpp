@@ -202,6 +202,30 @@ TEST(ConvolutionTf32WgmmaCuda, ShapesOnTheWgmmaRoute) {
   for (const Case& c : cases) check(ctx, c.g, true, seed += 11, c.with_fp32);
 }
 
+// The 256-column tile (TcKernels::wgmma_wide) on f32 tensors: forward over K = 256 and 264 (a
+// last column tile of 8), backward data over C = 264 and 320 (a 1x1 at stride 2: a last tile of
+// 64), against the truncated reading; `best` takes it only for large layers.
+TEST(ConvolutionTf32WgmmaCuda, WideTile) {
+  CREMA_REQUIRE_CUDA();
+  if (!on_hopper()) GTEST_SKIP() << "the wgmma kernels need compute capability 9.0";
+  Context ctx(Device::cuda(0));
+  const Conv2dGeometry shapes[] = {
+      // N C  H   W  K  R  S  pad_h pad_w stride_h stride_w
+      {2, 64, 14, 14, 256, 3, 3, 1, 1},
+      {1, 264, 10, 12, 264, 3, 3, 1, 1},
+      {2, 320, 11, 9, 256, 1, 1, 0, 0, 2, 2},
+  };
+  uint64_t seed = 4700;
+  for (const Conv2dGeometry& g : shapes) {
+    SCOPED_TRACE(describe(g));
+    const Inputs in = make_inputs(g, seed += 11);
+    const Expected truncated = expected(g, in, Reading::truncated);
+    const Outputs wide = run_passes(ctx, g, in, GemmMath::tf32, TcKernels::wgmma_wide);
+    expect_near(wide.y, truncated.y, "tf32 forward, 256-column tile");
+    expect_near(wide.dx, truncated.dx, "tf32 backward data, 256-column tile");
+  }
+}
+
 TEST(ConvolutionTf32WgmmaCuda, ShapesThatFallBack) {
   CREMA_REQUIRE_CUDA();
   Context ctx(Device::cuda(0));
