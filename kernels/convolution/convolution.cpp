@@ -193,11 +193,12 @@ void conv2d_forward(Context& ctx, const Conv2dGeometry& g, const Tensor& x, cons
     check_cuda_sizes(op, g);
     cuda::TcEpilogue epilogue;
     epilogue.bias = data_or_null<float>(bias);
-    // The forward's workspace holds the per-warp partials of fused channel statistics only
-    // (conv2d_tc_forward_workspace): none are fused here, so none is taken (ResNet-50 bf16 at
-    // batch 128 asked up to 49 MiB of it for nothing).
+    // No channel statistics are fused here: the workspace holds the split reductions of
+    // few-tile layers only (conv2d_tc_forward_split_workspace; the statistics' partials made
+    // ResNet-50 bf16 at batch 128 ask up to 49 MiB for nothing).
+    const size_t bytes = cuda::conv2d_tc_forward_split_workspace(g);
     cuda::conv2d_tc_forward(g, tc_type<T>(), x.data<T>(), w.data<T>(), y.data<T>(), epilogue,
-                            nullptr, stream);
+                            bytes > 0 ? tc_workspace(ctx, bytes) : nullptr, stream);
   };
   dispatch(
       ctx, op, t.activations, t.layout,

@@ -198,20 +198,6 @@ __global__ void transpose_filter_kernel(const float* __restrict__ w, int Kg, int
   }
 }
 
-// dw[g*Kg + k, rsc] += sum over slices, in order, of partial[slice, g, rsc, k].
-__global__ void sum_slices_kernel(const float* __restrict__ partial, int slices, int G, int Kg,
-                                  int RSC, float* __restrict__ dw) {
-  const int64_t total = int64_t(G) * Kg * RSC, slice_stride = total;
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t rsc = i % RSC, k = i / RSC % Kg, g = i / (int64_t(RSC) * Kg);
-    const float* first = partial + (g * RSC + rsc) * Kg + k;
-    float sum = 0.0f;
-    for (int s = 0; s < slices; ++s) sum += first[s * slice_stride];
-    dw[i] += sum;
-  }
-}
-
 unsigned grid_for(int64_t count) {
   return unsigned(std::clamp<int64_t>((count + 255) / 256, 1, 65536));
 }
@@ -389,10 +375,7 @@ void conv2d_backward_filter_nhwc(const Conv2dGeometry& g, const float* x, const 
         break;
     }
   }
-  const int64_t total = int64_t(p.K) * p.RS * p.Cg;
-  sum_slices_kernel<<<grid_for(total), 256, 0, stream>>>(workspace, slices.count, p.G, p.Kg,
-                                                         p.RS * p.Cg, dw);
-  gpu::check_launch("conv2d_backward_filter_nhwc (slice sums)");
+  tc::sum_filter_slices(workspace, slices.count, p.G, p.Kg, p.RS, p.Cg, p.Cg, dw, stream);
   // dy [N*P*Q, K] is an NCHW-style [N', C, 1] tensor with N' = N*P*Q.
   if (db != nullptr) channel_bias_gradient(int64_t(p.N) * p.P * p.Q, p.K, 1, dy, db, stream);
 }

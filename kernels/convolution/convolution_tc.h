@@ -77,7 +77,10 @@ inline bool wgmma_allowed(TcKernels kernels) {
          kernels == TcKernels::wgmma_wide;
 }
 
+// The forward's workspace with fused channel statistics; without them, the part its split
+// reductions take (few-tile layers on wgmma; 0 for the others).
 size_t conv2d_tc_forward_workspace(const Conv2dGeometry& g);
+size_t conv2d_tc_forward_split_workspace(const Conv2dGeometry& g);
 size_t conv2d_tc_backward_data_workspace(const Conv2dGeometry& g, TcType type);
 size_t conv2d_tc_backward_filter_workspace(const Conv2dGeometry& g);
 

@@ -257,22 +257,45 @@ __device__ TapPlace tap_place(int r, int taps, int stride, int dilation) {
 // wt[g, c, tap, k] = w[g*Kg + k, r, s, c]: per group, [Kg, R*S, Cg] -> [Cg, R*S, Kg], the taps
 // in phase order (phase (rho_h, rho_w)'s taps from before_h*S + count_h*before_w, then
 // (rank_h, rank_w) row-major: data_phase's first_tap and R x S); the identity at stride 1. T:
-// uint16_t (16-bit tensors) or float (the tf32 wgmma backward data of f32 tensors).
+// uint16_t (16-bit tensors) or float (the tf32 wgmma backward data of f32 tensors). Block (x, y,
+// z): channels 32x.., output channels 32y.. of filter tap z % RS of group z / RS (z, z +
+// gridDim.z, ...), through a 32 x 33 shared tile: w read along c, wt written along k, both
+// coalesced (one element a thread, read at a stride of R*S*Cg, took a third of 16 x 512 x 7 x 7
+// -> 512 3x3's backward data: H200, 2026-11-27, session 17).
 template <class T>
-__global__ void transpose_filter_kernel(const T* __restrict__ w, int Kg, int R, int S, int Cg,
-                                        int stride_h, int stride_w, int dilation_h, int dilation_w,
-                                        int64_t total, T* __restrict__ wt) {
-  const int RS = R * S;
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t k = i % Kg, rs = i / Kg % RS, c = i / (int64_t(Kg) * RS) % Cg,
-                  g = i / (int64_t(Kg) * RS * Cg);
-    const int r = int(rs) / S, s = int(rs) % S;
+__global__ void __launch_bounds__(256)
+    transpose_filter_kernel(const T* __restrict__ w, int G, int Kg, int R, int S, int Cg,
+                            int stride_h, int stride_w, int dilation_h, int dilation_w,
+                            T* __restrict__ wt) {
+  __shared__ T tile[32][33];
+  const int RS = R * S, c0 = blockIdx.x * 32, k0 = blockIdx.y * 32;
+  for (int z = blockIdx.z; z < G * RS; z += gridDim.z) {
+    const int rs = z % RS, g = z / RS, r = rs / S, s = rs % S;
     const TapPlace h = tap_place(r, R, stride_h, dilation_h);
     const TapPlace v = tap_place(s, S, stride_w, dilation_w);
     const int64_t tap = h.before * S + h.count * v.before + h.rank * v.count + v.rank;
-    wt[((g * Cg + c) * RS + tap) * Kg + k] = w[((g * Kg + k) * RS + rs) * Cg + c];
+    for (int i = threadIdx.y; i < 32; i += 8) {  // output channel k0 + i, channel c0 + x
+      const int k = k0 + i, c = c0 + int(threadIdx.x);
+      if (k < Kg && c < Cg) tile[i][threadIdx.x] = w[((int64_t(g) * Kg + k) * RS + rs) * Cg + c];
+    }
+    __syncthreads();
+    for (int i = threadIdx.y; i < 32; i += 8) {  // channel c0 + i, output channel k0 + x
+      const int c = c0 + i, k = k0 + int(threadIdx.x);
+      if (k < Kg && c < Cg) wt[((int64_t(g) * Cg + c) * RS + tap) * Kg + k] = tile[threadIdx.x][i];
+    }
+    __syncthreads();
   }
+}
+
+template <class T>
+void transpose_filter(const T* w, int G, int Kg, int R, int S, int Cg, int stride_h, int stride_w,
+                      int dilation_h, int dilation_w, T* wt, gpu::Stream stream,
+                      const char* what) {
+  const dim3 grid(unsigned((Cg + 31) / 32), unsigned((Kg + 31) / 32),
+                  unsigned(std::min(G * R * S, 65535)));
+  transpose_filter_kernel<<<grid, dim3(32, 8), 0, stream>>>(
+      w, G, Kg, R, S, Cg, stride_h, stride_w, dilation_h, dilation_w, wt);
+  gpu::check_launch(what);
 }
 
 }  // namespace
@@ -307,12 +330,9 @@ void sum_channel_stats(const float* stats, int rows, int K, const TcEpilogue& ep
 
 void transpose_filter_phase_order(const Conv2dGeometry& g, const float* w, float* wt,
                                   gpu::Stream stream) {
-  const int64_t total = g.K * g.R * g.S * g.C;
-  const unsigned blocks = unsigned(std::min<int64_t>((total + 255) / 256, 65536));
-  transpose_filter_kernel<<<blocks, 256, 0, stream>>>(
-      w, int(g.K), int(g.R), int(g.S), int(g.C), int(g.stride_h), int(g.stride_w),
-      int(g.dilation_h), int(g.dilation_w), total, wt);
-  gpu::check_launch("conv2d_backward_data_nhwc (wgmma, tf32: filter transpose)");
+  transpose_filter(w, 1, int(g.K), int(g.R), int(g.S), int(g.C), int(g.stride_h), int(g.stride_w),
+                   int(g.dilation_h), int(g.dilation_w), wt, stream,
+                   "conv2d_backward_data_nhwc (wgmma, tf32: filter transpose)");
 }
 
 }  // namespace tc
@@ -321,11 +341,34 @@ const char* tc_type_name(TcType type) {
   return type == TcType::bf16 ? "bf16" : "f16";
 }
 
-size_t conv2d_tc_forward_workspace(const Conv2dGeometry& g) {
-  if (g.depthwise()) return depthwise_nhwc::forward_workspace(g, true);
+namespace {
+
+size_t round_up_256(size_t bytes) {
+  return (bytes + 255) / 256 * 256;
+}
+
+// The forward's workspace: the wgmma kernels' split reductions (conv2d_tc_forward_split_workspace),
+// then (256-byte aligned) the channel-sum partials where statistics are fused.
+size_t forward_stats_bytes(const Conv2dGeometry& g) {
   int rows = tc::stats_rows(int(g.N * g.P() * g.Q()));
   if (tc::wgmma_forward_fits(g)) rows = std::max(rows, tc::wgmma_forward_stats_rows(g));
   return size_t(rows) * 2 * size_t(g.K) * sizeof(float);
+}
+
+// Backward data's: the transposed filter, then (256-byte aligned) the split reductions.
+size_t transposed_filter_bytes(const Conv2dGeometry& g) {
+  return round_up_256(size_t(g.K * g.R * g.S * (g.C / g.groups)) * 2);
+}
+
+}  // namespace
+
+size_t conv2d_tc_forward_workspace(const Conv2dGeometry& g) {
+  if (g.depthwise()) return depthwise_nhwc::forward_workspace(g, true);
+  return round_up_256(tc::wgmma_forward_partial_bytes(g)) + forward_stats_bytes(g);
+}
+
+size_t conv2d_tc_forward_split_workspace(const Conv2dGeometry& g) {
+  return g.depthwise() ? 0 : tc::wgmma_forward_partial_bytes(g);
 }
 
 bool conv2d_tc_forward_uses_wgmma(const Conv2dGeometry& g, TcKernels kernels) {
@@ -351,7 +394,8 @@ bool conv2d_tc_backward_data_uses_col2im(const Conv2dGeometry& g, TcType type, T
 
 size_t conv2d_tc_backward_data_workspace(const Conv2dGeometry& g, TcType type) {
   if (g.depthwise()) return 0;  // the depthwise kernel reads w into shared memory itself
-  const size_t transposed_filter = size_t(g.K * g.R * g.S * (g.C / g.groups)) * 2;
+  const size_t transposed_filter =
+      transposed_filter_bytes(g) + tc::wgmma_backward_data_partial_bytes(g);
   // Whatever the device: a plan may be made for another one.
   const bool col2im = type == TcType::bf16 && col2im_nhwc::fits(g, 8);
   return std::max(transposed_filter, col2im ? col2im_nhwc::workspace_bf16(g) : 0);
@@ -372,12 +416,17 @@ void conv2d_tc_forward(const Conv2dGeometry& g, TcType type, const void* x, cons
   const auto* xs = static_cast<const uint16_t*>(x);
   const auto* ws = static_cast<const uint16_t*>(w);
   auto* ys = static_cast<uint16_t*>(y);
-  auto* stats = static_cast<float*>(workspace);
+  // [split reductions][stats]: a workspace without the statistics' room is enough without them.
+  auto* stats = workspace == nullptr ? nullptr
+                                     : reinterpret_cast<float*>(
+                                           static_cast<char*>(workspace) +
+                                           round_up_256(tc::wgmma_forward_partial_bytes(g)));
   const bool with_stats = epilogue.sum != nullptr;
   if (aligned16(x) && aligned16(w) && aligned16(y) &&
       (epilogue.residual == nullptr || aligned16(epilogue.residual)) &&
       conv2d_tc_forward_uses_wgmma(g, kernels)) {
-    wgmma_forward(g, type, x, w, y, epilogue, stats, stream, kernels == TcKernels::wgmma_wide);
+    wgmma_forward(g, type, x, w, y, epilogue, stats, stream, kernels == TcKernels::wgmma_wide,
+                  workspace);
     if (with_stats) sum_channel_stats(stats, wgmma_forward_stats_rows(g), p.K, epilogue, stream);
     return;
   }
@@ -401,15 +450,13 @@ void conv2d_tc_backward_data(const Conv2dGeometry& g, TcType type, const void* d
   }
   const Params p = params_of(g);
   auto* wt = static_cast<uint16_t*>(workspace);  // [G, Cg, R*S (phase order), Kg]
-  const int64_t total = int64_t(p.K) * p.RS * p.Cg;
-  const unsigned blocks = unsigned(std::min<int64_t>((total + 255) / 256, 65536));
-  transpose_filter_kernel<<<blocks, 256, 0, stream>>>(static_cast<const uint16_t*>(w), p.Kg, p.R,
-                                                      p.S, p.Cg, p.stride_h, p.stride_w,
-                                                      p.dilation_h, p.dilation_w, total, wt);
-  gpu::check_launch("conv2d_tc_backward_data (filter transpose)");
+  transpose_filter(static_cast<const uint16_t*>(w), p.G, p.Kg, p.R, p.S, p.Cg, p.stride_h,
+                   p.stride_w, p.dilation_h, p.dilation_w, wt, stream,
+                   "conv2d_tc_backward_data (filter transpose)");
   if (aligned16(dy) && aligned16(wt) && aligned16(dx) &&
       conv2d_tc_backward_data_uses_wgmma(g, kernels)) {
-    return wgmma_backward_data(g, type, dy, wt, dx, stream, kernels == TcKernels::wgmma_wide);
+    return wgmma_backward_data(g, type, dy, wt, dx, stream, kernels == TcKernels::wgmma_wide,
+                               static_cast<char*>(workspace) + transposed_filter_bytes(g));
   }
   const auto* dys = static_cast<const uint16_t*>(dy);
   auto* dxs = static_cast<uint16_t*>(dx);

@@ -68,20 +68,52 @@ struct FilterProblem {
 };
 
 // dw[g*Kg + k, rs*Cg + c] += sum over slices, in order, of partial[slice, g, rs*Cp + c, k]: the
-// partials' rows hold Cp >= Cg channels a tap (Cp = 8 on a padded copy of x, else Cg).
-__global__ void sum_slices_kernel(const float* __restrict__ partial, int slices, int G, int Kg,
-                                  int RS, int Cg, int Cp, float* __restrict__ dw) {
-  const int RSC = RS * Cg;
-  const int64_t total = int64_t(G) * Kg * RSC, slice_floats = int64_t(G) * Kg * RS * Cp;
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t rsc = i % RSC, k = i / RSC % Kg, g = i / (int64_t(RSC) * Kg);
-    const int64_t row = Cp == Cg ? rsc : rsc / Cg * Cp + rsc % Cg;
-    const float* first = partial + (g * RS * Cp + row) * Kg + k;
-    float sum = 0.0f;
-    for (int s = 0; s < slices; ++s) sum += first[s * slice_floats];
-    dw[i] += sum;
+// partials' rows hold Cp >= Cg channels a tap (Cp = 8 on a padded copy of x, else Cg). A
+// transposition: block (x, y, z) takes channels 32x.., output channels 32y.. of tap z % RS of group
+// z / RS (z, z + gridDim.z, ...) through a 32 x 33 shared tile, reading the partials along k and writing dw along c, both
+// coalesced (read along c, each 4-byte load of a warp touched its own 32-byte sector: 16,2048,7,7
+// -> 512's slice sums took most of its filter gradient).
+__global__ void __launch_bounds__(256)
+    sum_slices_kernel(const float* __restrict__ partial, int slices, int G, int Kg, int RS, int Cg,
+                      int Cp, float* __restrict__ dw) {
+  __shared__ float tile[32][33];
+  const int c0 = blockIdx.x * 32, k0 = blockIdx.y * 32;
+  const int64_t slice_floats = int64_t(G) * RS * Cp * Kg;
+  for (int z = blockIdx.z; z < G * RS; z += gridDim.z) {  // tap z % RS of group z / RS
+    const int rs = z % RS, g = z / RS;
+    const float* tap = partial + (int64_t(g) * RS + rs) * Cp * Kg;
+    for (int i = threadIdx.y; i < 32; i += 8) {  // row c0 + i, column k0 + threadIdx.x
+      const int c = c0 + i, k = k0 + int(threadIdx.x);
+      float sum = 0.0f;
+      if (c < Cg && k < Kg) {
+        const float* at = tap + int64_t(c) * Kg + k;
+        for (int s = 0; s < slices; ++s) sum += at[s * slice_floats];
+      }
+      tile[i][threadIdx.x] = sum;
+    }
+    __syncthreads();
+    for (int i = threadIdx.y; i < 32; i += 8) {  // output channel k0 + i, channel c0 + x
+      const int k = k0 + i, c = c0 + int(threadIdx.x);
+      if (k < Kg && c < Cg) dw[((int64_t(g) * Kg + k) * RS + rs) * Cg + c] += tile[threadIdx.x][i];
+    }
+    __syncthreads();
   }
+}
+
+// The same sums, element i = ((g * RS + rs) * Cg + c) * Kg + k a thread (fewer than 128 tiles:
+// at most 128 * 1024 elements).
+__global__ void __launch_bounds__(256)
+    sum_slices_along_k_kernel(const float* __restrict__ partial, int slices, int G, int Kg, int RS,
+                              int Cg, int Cp, float* __restrict__ dw) {
+  const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (i >= int64_t(G) * RS * Cg * Kg) return;
+  const int k = int(i % Kg), c = int(i / Kg % Cg);
+  const int64_t tap = i / (int64_t(Kg) * Cg), rs = tap % RS, g = tap / RS;
+  const int64_t slice_floats = int64_t(G) * RS * Cp * Kg;
+  const float* at = partial + (tap * Cp + c) * Kg + k;
+  float sum = 0.0f;
+  for (int s = 0; s < slices; ++s) sum += at[s * slice_floats];
+  dw[((g * Kg + k) * RS + rs) * Cg + c] += sum;
 }
 
 // out[pixel, 0..7] = x[pixel, 0..C-1] then zeros (C < 8): one 16-byte store a pixel.
@@ -165,6 +197,27 @@ void filter_typed(const Params& p, const Slices& slices, const uint16_t* x, cons
 }  // namespace tc
 
 namespace tc {
+
+// Few 32 x 32 tiles (a small filter cut into many slices: ResNet-50's 64 -> 256 1x1 at batch 128,
+// 16 tiles of 132 slices): one thread an element, k fastest (the partials read coalesced, dw
+// written at a stride), so that every SM has threads; the tiles otherwise (H200, 2026-11-27,
+// session 17, call 3: the tiles alone took that filter gradient from 90 to 128 us, and 16 x
+// 256 x 14 x 14 -> 256 3x3's from 57 to 31 us).
+void sum_filter_slices(const float* partial, int slices, int G, int Kg, int RS, int Cg, int Cp,
+                       float* dw, gpu::Stream stream) {
+  const int64_t tiles = int64_t((Cg + 31) / 32) * ((Kg + 31) / 32) * G * RS;
+  if (tiles >= 128) {
+    const dim3 grid(unsigned((Cg + 31) / 32), unsigned((Kg + 31) / 32),
+                    unsigned(std::min(G * RS, 65535)));
+    sum_slices_kernel<<<grid, dim3(32, 8), 0, stream>>>(partial, slices, G, Kg, RS, Cg, Cp, dw);
+  } else {
+    const int64_t total = int64_t(G) * RS * Cg * Kg;
+    sum_slices_along_k_kernel<<<unsigned((total + 255) / 256), 256, 0, stream>>>(
+        partial, slices, G, Kg, RS, Cg, Cp, dw);
+  }
+  gpu::check_launch("convolution filter gradient (slice sums)");
+}
+
 // Where wgmma's filter gradient is taken by `best` (H200, 2026-11-26, `crema bench conv-tc`, both
 // families): every 1x1 without padding; with taps, at least 128 channels each side: ResNet-50's
 // 3x3 128@28 0.125 ms against mma.sync's 0.191, 256@14 0.142 / 0.191, 512@7 0.141 / 0.189, while
@@ -243,10 +296,7 @@ void conv2d_tc_backward_filter(const Conv2dGeometry& g, TcType type, const void*
     }
     slices = cut.count;
   }
-  const int64_t total = int64_t(p.K) * p.RS * p.Cg;
-  const unsigned blocks = unsigned(std::clamp<int64_t>((total + 255) / 256, 1, 65536));
-  sum_slices_kernel<<<blocks, 256, 0, stream>>>(partial, slices, p.G, p.Kg, p.RS, p.Cg, Cp, dw);
-  gpu::check_launch("conv2d_tc_backward_filter (slice sums)");
+  tc::sum_filter_slices(partial, slices, p.G, p.Kg, p.RS, p.Cg, Cp, dw, stream);
 }
 
 }  // namespace crema::kernels::cuda

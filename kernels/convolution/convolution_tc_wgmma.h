@@ -31,14 +31,19 @@ int wgmma_forward_stats_rows(const Conv2dGeometry& g);
 // y = the epilogue of conv(x, w), rounded once; with epilogue.sum set, the per-warp partial sums
 // of y and y^2 into stats (channel_stats_kernel adds them up).
 // wide: the 256-column tile wherever the GEMM has more than 128 columns (TcKernels::wgmma_wide),
-// else the tile wgmma_tile_columns picks.
+// else the tile wgmma_tile_columns picks. partial (16-byte aligned, wgmma_*_partial_bytes(g)):
+// where a layer makes fewer than 128 tiles, its reduction is split over more blocks, their fp32
+// tiles summed there in a fixed order before the epilogue; null: never split.
 void wgmma_forward(const Conv2dGeometry& g, TcType type, const void* x, const void* w, void* y,
                    const TcEpilogue& epilogue, float* stats, gpu::Stream stream,
-                   bool wide = false);
+                   bool wide = false, void* partial = nullptr);
 // dx = the transposed convolution of dy by w, written (a strided 1x1: the products at the strided
 // pixels, zeros between them); wt [C, R, S, K] is w transposed.
 void wgmma_backward_data(const Conv2dGeometry& g, TcType type, const void* dy, const void* wt,
-                         void* dx, gpu::Stream stream, bool wide = false);
+                         void* dx, gpu::Stream stream, bool wide = false, void* partial = nullptr);
+// The room the split reductions of g's forward and backward data take (0: never split).
+size_t wgmma_forward_partial_bytes(const Conv2dGeometry& g);
+size_t wgmma_backward_data_partial_bytes(const Conv2dGeometry& g);
 // The columns of a block's tile for a GEMM of `row_tiles` 128-row tiles, `columns` columns and
 // `slabs` 128-byte slabs of reduction on a GPU of `sms` SMs: 256 for long reductions (at least
 // 18 slabs) over a multiple of 256 columns that still give every SM a block, else 128 where
@@ -63,6 +68,11 @@ void wgmma_backward_data_f32(const Conv2dGeometry& g, const float* dy, const flo
 // (convolution_tc_cuda.cu; the depthwise forward's statistics too).
 void sum_channel_stats(const float* stats, int rows, int K, const TcEpilogue& ep,
                        gpu::Stream stream);
+// dw[g*Kg + k, r, s, c] += the sum over slices, in order, of partial[slice][g][r*S + s][c][k]
+// (fp32; each tap's rows Cp >= Cg channels apart): the filter gradients' slice sums, 16-bit
+// (convolution_tc_filter_cuda.cu) and f32 NHWC (convolution_nhwc_cuda.cu), queued on `stream`.
+void sum_filter_slices(const float* partial, int slices, int G, int Kg, int RS, int Cg, int Cp,
+                       float* dw, gpu::Stream stream);
 // wt [C, R*S (phase order), K] = w [K, R, S, C] transposed, f32, groups 1, queued on `stream`
 // (convolution_tc_cuda.cu, the transposition the 16-bit backward data runs).
 void transpose_filter_phase_order(const Conv2dGeometry& g, const float* w, float* wt,

@@ -113,41 +113,69 @@ struct Rows {
   }
 };
 
+// Where a block works: its tile (grouped_tile's order over blockIdx.x) and its part of the
+// reduction (blockIdx.y: slabs first .. first + count - 1).
+struct Place {
+  detail::TileCoord tile;
+  int first, count;
+};
+
 // The GEMM C[rows, columns] = A[rows, inner] * B[columns, inner]^T, both K-major: A's rows and
 // slabs as `rows` says, B the flat [columns, inner] matrix (the filter [K, R*S*C] or its
 // transpose [C, R*S*K]); `out` finishes C. Blocks walk the tiles in grouped_tile's order.
+// parts > 1: the reduction is split over blockIdx.y into parts of slabs_per_part slabs (the last
+// shorter), each block storing its raw fp32 tile into `partial` ([part][tile][128][BN], tile =
+// blockIdx.x), and finish_parts_kernel adds the parts in order and runs the epilogue.
 template <int BN, class Out>
 struct ConvProblem {
   static constexpr bool kMnMajor = false;
   Rows rows;
   int columns, inner;
   Out out;
+  int parts = 1, slabs_per_part = 0;
+  float* partial = nullptr;
 
-  __device__ detail::TileCoord locate() const {
+  __device__ detail::TileCoord tile() const {
     return detail::grouped_tile(blockIdx.x, rows.tiles, (columns + BN - 1) / BN, 8);
   }
-  __device__ int slabs(detail::TileCoord) const { return rows.slabs(); }
-  __device__ void fill(detail::TileCoord tile, int slab, uint32_t stage, uint32_t bar,
+  __device__ Place locate() const {
+    if (parts == 1) return {tile(), 0, rows.slabs()};
+    const int first = int(blockIdx.y) * slabs_per_part;
+    return {tile(), first, min(slabs_per_part, rows.slabs() - first)};
+  }
+  __device__ int slabs(const Place& p) const { return p.count; }
+  __device__ void fill(const Place& p, int slab, uint32_t stage, uint32_t bar,
                        const CUtensorMap* map_a, const CUtensorMap* map_b) const {
     wg::mbarrier_arrive_expect_tx(bar, rows.a_bytes() + wg::Ring<BN>::B_BYTES);
-    rows.load(stage, map_a, bar, slab, tile.m);
-    wg::tma_load_2d(stage + wg::Ring<BN>::A_BYTES, map_b, bar, rows.b_column(slab), tile.n * BN);
+    rows.load(stage, map_a, bar, p.first + slab, p.tile.m);
+    wg::tma_load_2d(stage + wg::Ring<BN>::A_BYTES, map_b, bar, rows.b_column(p.first + slab),
+                    p.tile.n * BN);
   }
 
-  // The epilogue goes through shared memory, so that global memory sees 16-byte accesses with
-  // consecutive lanes on consecutive addresses (the fragments hold 2 neighbouring columns a
-  // thread: 4-byte stores, 16 bytes of a row a warp instruction, half of each 32-byte sector).
   // Thread (warp w, lane l) of warpgroup `consumer` holds rows 16w + l/4 and +8 of its 64,
-  // columns 8j + 2(l%4), +1: values 4j, 4j+1 and 4j+2, 4j+3. Each warp parks its 16 rows in its
-  // own piece of the scratch, then reads them back as BN/8 chunks of 8 channels a row, a lane a
-  // chunk, 32 / (BN/8) rows at a time. A lane reads its chunk's two 16-byte halves in an order
+  // columns 8j + 2(l%4), +1: values 4j, 4j+1 and 4j+2, 4j+3. Split (parts > 1): those pairs go
+  // to the block's partial tile as they are. Otherwise the epilogue goes through shared memory, so
+  // that global memory sees 16-byte accesses with consecutive lanes on consecutive addresses (the
+  // fragments' 4-byte stores cover 16 bytes of a row a warp instruction, half of each 32-byte
+  // sector): each warp parks its 16 rows in its own piece of the scratch, and emit reads them back
+  // as BN/8 chunks of 8 channels a row. A lane reads its chunk's two 16-byte halves in an order
   // that alternates every 4 chunks: the 8 lanes of one 16-byte access phase then cover all 32
   // banks once.
-  __device__ void store(detail::TileCoord tile, int consumer, const float (&acc)[BN / 2],
+  __device__ void store(const Place& p, int consumer, const float (&acc)[BN / 2],
                         float* staging) const {
     using R = wg::Ring<BN>;
-    constexpr int kChunks = BN / 8, kRowsAtOnce = 32 / kChunks;
     const int warp = threadIdx.x % 128 / 32, lane = threadIdx.x % 32;
+    if (parts > 1) {
+      const int row = consumer * 64 + warp * 16 + lane / 4;
+      float* mine = partial + ((int64_t(blockIdx.y) * gridDim.x + blockIdx.x) * kBM + row) * BN;
+#pragma unroll
+      for (int j = 0; j < BN / 8; ++j) {
+        float* at = mine + 8 * j + 2 * (lane % 4);
+        *reinterpret_cast<float2*>(at) = make_float2(acc[4 * j], acc[4 * j + 1]);
+        *reinterpret_cast<float2*>(at + 8 * BN) = make_float2(acc[4 * j + 2], acc[4 * j + 3]);
+      }
+      return;
+    }
     float* mine = staging + (consumer * 4 + warp) * R::STAGING_WARP_FLOATS;
 #pragma unroll
     for (int j = 0; j < BN / 8; ++j) {
@@ -157,19 +185,34 @@ struct ConvProblem {
           make_float2(acc[4 * j + 2], acc[4 * j + 3]);
     }
     __syncwarp();
+    emit(p.tile, consumer, [&](int r, int chunk, float (&v)[8]) {
+      const int first_half = chunk / 4 % 2;
+      const float* src = mine + r * R::STAGING_PITCH + 8 * chunk;
+      const float4 first = *reinterpret_cast<const float4*>(src + 4 * first_half);
+      const float4 second = *reinterpret_cast<const float4*>(src + 4 - 4 * first_half);
+      const float4 lo = first_half ? second : first, hi = first_half ? first : second;
+      v[0] = lo.x, v[1] = lo.y, v[2] = lo.z, v[3] = lo.w;
+      v[4] = hi.x, v[5] = hi.y, v[6] = hi.z, v[7] = hi.w;
+    });
+  }
+
+  // The epilogue of the 16 rows of warp `threadIdx.x % 128 / 32` of warpgroup `consumer`: a lane
+  // a chunk of 8 channels, 32 / (BN/8) rows at a time; load(r, chunk, v) gives row r's (of the
+  // 16) chunk as fp32 sums. Rows past the output and columns past the GEMM's are skipped; the
+  // channel sums: each warp's 16 rows in a fixed butterfly, one stats row per warp.
+  template <class Load>
+  __device__ void emit(detail::TileCoord tile, int consumer, const Load& load) const {
+    constexpr int kChunks = BN / 8, kRowsAtOnce = 32 / kChunks;
+    const int warp = threadIdx.x % 128 / 32, lane = threadIdx.x % 32;
     const int chunk = lane % kChunks, n = tile.n * BN + 8 * chunk;
-    const int first_half = chunk / 4 % 2;
     float sum[8], squares[8];
 #pragma unroll
     for (int i = 0; i < 8; ++i) sum[i] = 0.0f, squares[i] = 0.0f;
 #pragma unroll
     for (int pass = 0; pass < 16 / kRowsAtOnce; ++pass) {
       const int r = pass * kRowsAtOnce + lane / kChunks;
-      const float* src = mine + r * R::STAGING_PITCH + 8 * chunk;
-      const float4 first = *reinterpret_cast<const float4*>(src + 4 * first_half);
-      const float4 second = *reinterpret_cast<const float4*>(src + 4 - 4 * first_half);
-      const float4 lo = first_half ? second : first, hi = first_half ? first : second;
-      float v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+      float v[8];
+      load(r, chunk, v);
       const int m = rows.at(tile.m, consumer * 64 + warp * 16 + r);
       // columns is a multiple of 8 (16-bit: the chunk is whole) or 4 (f32: Out stores its
       // second half only where it lies before `columns`).
@@ -197,6 +240,28 @@ struct ConvProblem {
   }
 };
 
+// The epilogue of a split reduction: block b finishes tile b (the blocks of the product's grid
+// row), its 8 warps as the product's consumers, each row chunk the sum of the parts in order
+// (deterministic), then ConvProblem::emit as an unsplit block would.
+template <int BN, class Out>
+__global__ void __launch_bounds__(wg::kThreads)
+    finish_parts_kernel(const ConvProblem<BN, Out> problem) {
+  const int consumer = threadIdx.x / 128, warp = threadIdx.x % 128 / 32;
+  const float* first = problem.partial + int64_t(blockIdx.x) * kBM * BN;
+  const int64_t part_stride = int64_t(gridDim.x) * kBM * BN;
+  problem.emit(problem.tile(), consumer, [&](int r, int chunk, float (&v)[8]) {
+    const float* at = first + int64_t(consumer * 64 + warp * 16 + r) * BN + 8 * chunk;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) v[i] = 0.0f;
+    for (int part = 0; part < problem.parts; ++part, at += part_stride) {
+      const float4 lo = *reinterpret_cast<const float4*>(at);
+      const float4 hi = *reinterpret_cast<const float4*>(at + 4);
+      v[0] += lo.x, v[1] += lo.y, v[2] += lo.z, v[3] += lo.w;
+      v[4] += hi.x, v[5] += hi.y, v[6] += hi.z, v[7] += hi.w;
+    }
+  });
+}
+
 // The SMs of the current device.
 int multiprocessors() {
   int device = 0, count = 0;
@@ -207,21 +272,63 @@ int multiprocessors() {
   return count;
 }
 
-// Runs the problem on the tile wgmma_tile_columns picks (wide: 256 columns wherever there are
-// more than 128).
+// How a reduction of `slabs` slabs over `blocks` tiles is split: only where the tiles fill at
+// most half of a 132-SM GPU, into parts of at least 8 slabs, enough of them for about 256 blocks
+// (two an SM), at most 8. Device-independent, so that the workspace is a function of the
+// geometry. H200, 2026-11-27 (session 17, call 2), `crema bench conv-tc --math bf16`, us at 1 /
+// 2 / 4 / 8 parts: 16 x 512 x 7 x 7 -> 512 3x3 (64 blocks, 72 slabs) forward 36.7 / 25.6 / 21.9 /
+// 27.6, data 81.9 / 71.1 / 67.3 / 72.5; 160 -> 320 at 7 x 7 (40 blocks, 27 slabs) 16.6 / 15.0 /
+// 14.4 / 18.5; but 1024 -> 256 1x1 at 14 x 14 (100 blocks, 16 slabs) 10.4 / 13.9 / 17.9 / 25.6.
+struct Split {
+  int parts, slabs_per_part;
+};
+Split split_of(int64_t blocks, int slabs) {
+  int parts = 1;
+  if (blocks <= 64) parts = int(std::min<int64_t>({(256 + blocks - 1) / blocks, slabs / 8, 8}));
+  parts = std::max(parts, 1);
+  const int per = (slabs + parts - 1) / parts;
+  return {(slabs + per - 1) / per, per};
+}
+
+// The tile columns `run` takes (wide: 256 wherever there are more than 128).
+int tile_columns(const Rows& rows, int columns, bool wide) {
+  return wide && columns > 128
+             ? 256
+             : wgmma_tile_columns(rows.tiles, columns, rows.slabs(), multiprocessors());
+}
+
+// The fp32 floats the partial tiles of `rows` x `columns` take at BN columns a tile (0: not split).
+int64_t partial_floats(const Rows& rows, int columns, int bn) {
+  const int64_t blocks = int64_t(rows.tiles) * ((columns + bn - 1) / bn);
+  const Split split = split_of(blocks, rows.slabs());
+  return split.parts > 1 ? split.parts * blocks * kBM * bn : 0;
+}
+
+// Runs the problem on the tile tile_columns picks; with `partial` (room for partial_floats at
+// 64 and 128 columns), a few tiles' long reduction split over more blocks (split_of).
 template <class E, class Out>
 void run(const CUtensorMap& map_a, const void* b, wg::MapType type, const Rows& rows, int columns,
-         int inner, const Out& out, gpu::Stream stream, const char* what, bool wide) {
+         int inner, const Out& out, gpu::Stream stream, const char* what, bool wide,
+         float* partial) {
   auto go = [&](auto bn) {
     constexpr int BN = decltype(bn)::value;
     const CUtensorMap map_b = wg::matrix_map(type, b, columns, inner, BN);
-    const ConvProblem<BN, Out> problem{rows, columns, inner, out};
-    const dim3 grid(unsigned(int64_t(rows.tiles) * ((columns + BN - 1) / BN)));
-    wg::launch<E, BN>(map_a, map_b, problem, grid, stream, what);
+    ConvProblem<BN, Out> problem{rows, columns, inner, out};
+    const int64_t blocks = int64_t(rows.tiles) * ((columns + BN - 1) / BN);
+    const Split split = BN < 256 && partial != nullptr ? split_of(blocks, rows.slabs())
+                                                       : Split{1, rows.slabs()};
+    if (split.parts > 1) {
+      problem.parts = split.parts, problem.slabs_per_part = split.slabs_per_part;
+      problem.partial = partial;
+    }
+    wg::launch<E, BN>(map_a, map_b, problem, dim3(unsigned(blocks), unsigned(split.parts)), stream,
+                      what);
+    if (split.parts > 1) {
+      finish_parts_kernel<BN, Out><<<unsigned(blocks), wg::kThreads, 0, stream>>>(problem);
+      gpu::check_launch(what);
+    }
   };
-  const int bn = wide && columns > 128
-                     ? 256
-                     : wgmma_tile_columns(rows.tiles, columns, rows.slabs(), multiprocessors());
+  const int bn = tile_columns(rows, columns, wide);
   if (bn == 256) {
     go(std::integral_constant<int, 256>{});
   } else if (bn == 128) {
@@ -347,7 +454,8 @@ CUtensorMap strided_map(wg::MapType type, const void* x, const Conv2dGeometry& g
 // E: Bf16, F16 or float (tf32 math), whose map type is `type`.
 template <class E, bool STATS>
 void forward_typed(const Conv2dGeometry& g, wg::MapType type, const void* x, const void* w, void* y,
-                   const TcEpilogue& ep, float* stats, gpu::Stream stream, bool wide) {
+                   const TcEpilogue& ep, float* stats, gpu::Stream stream, bool wide,
+                   float* partial) {
   const Rows rows = forward_rows(g, type.slab());
   const CUtensorMap map_a = rows.box_p == 0 ? wg::matrix_map(type, x, rows.M, g.C, kBM)
                             : one_by_one(g) ? strided_map(type, x, g, rows)
@@ -362,14 +470,14 @@ void forward_typed(const Conv2dGeometry& g, wg::MapType type, const void* x, con
   run<E>(
       map_a, w, type, rows, int(g.K), int(g.R * g.S * g.C), out, stream,
       std::is_same_v<E, float> ? "conv2d_forward_nhwc (wgmma, tf32)" : "conv2d_tc_forward (wgmma)",
-      wide);
+      wide, partial);
 }
 
 // A 1x1: one GEMM over dy's pixels (flat), each placed at its strided pixel of dx; a filter with
 // taps: one GEMM per output phase (one at stride 1), each writing its own pixels of dx.
 template <class E>
 void data_typed(const Conv2dGeometry& g, wg::MapType type, const void* dy, const void* wt, void* dx,
-                gpu::Stream stream, bool wide) {
+                gpu::Stream stream, bool wide, float* partial) {
   const int P = int(g.P()), Q = int(g.Q()), K = int(g.K), C = int(g.C), H = int(g.H), W = int(g.W),
             stride_h = int(g.stride_h), stride_w = int(g.stride_w);
   auto* dxs = static_cast<wg::Stored<E>*>(dx);
@@ -381,7 +489,8 @@ void data_typed(const Conv2dGeometry& g, wg::MapType type, const void* dy, const
     rows.tiles = (rows.M + kBM - 1) / kBM, rows.stride_h = 1;
     rows = with_taps(rows, type.slab(), 1, 1, K, 0, 0, 0, 0);
     const DataOut<E> out{C, H, W, P, Q, stride_h, stride_w, 0, 0, stride_h, stride_w, dxs};
-    run<E>(wg::matrix_map(type, dy, rows.M, K, kBM), wt, type, rows, C, K, out, stream, what, wide);
+    run<E>(wg::matrix_map(type, dy, rows.M, K, kBM), wt, type, rows, C, K, out, stream, what, wide,
+           partial);
     return;
   }
   for (int rho_h = 0; rho_h < stride_h; ++rho_h) {
@@ -392,7 +501,7 @@ void data_typed(const Conv2dGeometry& g, wg::MapType type, const void* dy, const
       const DataOut<E> out{C,        H,         W,         d.h.extent, d.w.extent, stride_h,
                            stride_w, d.h.first, d.w.first, 1,          1,          dxs};
       run<E>(image_map(type, dy, g.N, P, Q, K, rows), wt, type, rows, C, int(g.R * g.S) * K, out,
-             stream, what, wide);
+             stream, what, wide, partial);
     }
   }
 }
@@ -436,25 +545,58 @@ int wgmma_forward_stats_rows(const Conv2dGeometry& g) {
 }
 
 void wgmma_forward(const Conv2dGeometry& g, TcType type, const void* x, const void* w, void* y,
-                   const TcEpilogue& epilogue, float* stats, gpu::Stream stream, bool wide) {
+                   const TcEpilogue& epilogue, float* stats, gpu::Stream stream, bool wide,
+                   void* partial) {
   const bool with_stats = epilogue.sum != nullptr;
   const wg::MapType map = wg::map_type(type);
+  auto* p = static_cast<float*>(partial);
   if (type == TcType::bf16) {
-    with_stats ? forward_typed<Bf16, true>(g, map, x, w, y, epilogue, stats, stream, wide)
-               : forward_typed<Bf16, false>(g, map, x, w, y, epilogue, stats, stream, wide);
+    with_stats ? forward_typed<Bf16, true>(g, map, x, w, y, epilogue, stats, stream, wide, p)
+               : forward_typed<Bf16, false>(g, map, x, w, y, epilogue, stats, stream, wide, p);
   } else {
-    with_stats ? forward_typed<F16, true>(g, map, x, w, y, epilogue, stats, stream, wide)
-               : forward_typed<F16, false>(g, map, x, w, y, epilogue, stats, stream, wide);
+    with_stats ? forward_typed<F16, true>(g, map, x, w, y, epilogue, stats, stream, wide, p)
+               : forward_typed<F16, false>(g, map, x, w, y, epilogue, stats, stream, wide, p);
   }
 }
 
 void wgmma_backward_data(const Conv2dGeometry& g, TcType type, const void* dy, const void* wt,
-                         void* dx, gpu::Stream stream, bool wide) {
+                         void* dx, gpu::Stream stream, bool wide, void* partial) {
+  auto* p = static_cast<float*>(partial);
   if (type == TcType::bf16) {
-    data_typed<Bf16>(g, wg::map_type(type), dy, wt, dx, stream, wide);
+    data_typed<Bf16>(g, wg::map_type(type), dy, wt, dx, stream, wide, p);
   } else {
-    data_typed<F16>(g, wg::map_type(type), dy, wt, dx, stream, wide);
+    data_typed<F16>(g, wg::map_type(type), dy, wt, dx, stream, wide, p);
   }
+}
+
+// The largest partial tiles either tile width can split into (the width depends on the device).
+size_t wgmma_forward_partial_bytes(const Conv2dGeometry& g) {
+  if (!wgmma_forward_fits(g)) return 0;
+  const Rows rows = forward_rows(g, kSlab);
+  return size_t(std::max(partial_floats(rows, int(g.K), 64), partial_floats(rows, int(g.K), 128))) *
+         sizeof(float);
+}
+
+size_t wgmma_backward_data_partial_bytes(const Conv2dGeometry& g) {
+  if (!wgmma_backward_data_fits(g)) return 0;
+  const int C = int(g.C);
+  int64_t floats = 0;
+  auto widest = [&](const Rows& rows) {
+    floats = std::max({floats, partial_floats(rows, C, 64), partial_floats(rows, C, 128)});
+  };
+  if (one_by_one(g)) {
+    Rows rows{};
+    rows.M = int(g.N * g.P() * g.Q()), rows.tiles = (rows.M + kBM - 1) / kBM;
+    widest(with_taps(rows, kSlab, 1, 1, int(g.K), 0, 0, 0, 0));
+  } else {
+    for (int rho_h = 0; rho_h < g.stride_h; ++rho_h) {
+      for (int rho_w = 0; rho_w < g.stride_w; ++rho_w) {
+        const DataPhase d = data_phase(g, rho_h, rho_w);
+        if (!d.empty()) widest(phase_rows(g, d, kSlab));
+      }
+    }
+  }
+  return size_t(floats) * sizeof(float);
 }
 
 void wgmma_forward_f32(const Conv2dGeometry& g, const float* x, const float* w, float* y,
@@ -462,12 +604,12 @@ void wgmma_forward_f32(const Conv2dGeometry& g, const float* x, const float* w, 
   if (epilogue.sum != nullptr || epilogue.sum_squares != nullptr) {
     throw Error("conv2d_forward_nhwc (wgmma, tf32): no channel statistics on f32 tensors");
   }
-  forward_typed<float, false>(g, wg::kF32Map, x, w, y, epilogue, nullptr, stream, wide);
+  forward_typed<float, false>(g, wg::kF32Map, x, w, y, epilogue, nullptr, stream, wide, nullptr);
 }
 
 void wgmma_backward_data_f32(const Conv2dGeometry& g, const float* dy, const float* wt, float* dx,
                              gpu::Stream stream, bool wide) {
-  data_typed<float>(g, wg::kF32Map, dy, wt, dx, stream, wide);
+  data_typed<float>(g, wg::kF32Map, dy, wt, dx, stream, wide, nullptr);
 }
 
 // The 256-column tile runs one block an SM with its epilogue after the ring drains: it pays where

@@ -448,7 +448,9 @@ TEST(ConvolutionTcCuda, WideTile) {
 }
 
 // Which tile `best` takes: 256 columns only for long reductions over whole 256-column tiles
-// that still give every SM a block; 64 where 128-column tiles would leave SMs idle.
+// that still give every SM a block; 64 where 128-column tiles would leave SMs idle; and where a
+// reduction is split. The split itself runs in every test above whose geometry makes fewer than
+// 128 tiles over at least 8 slabs (WgmmaGeometries' 1024-channel 1x1 and 36-slab 3x3, ...).
 TEST(ConvolutionTcCuda, TileColumns) {
   EXPECT_EQ(cuda::tc::wgmma_tile_columns(800, 256, 36, 132), 256);  // a large 3x3 256 -> 256
   EXPECT_EQ(cuda::tc::wgmma_tile_columns(800, 256, 1, 132), 128);   // a 1x1 64 -> 256
@@ -462,6 +464,14 @@ TEST(ConvolutionTcCuda, TileColumns) {
   EXPECT_EQ(cuda::tc::wgmma_backward_data_tile_columns(conv2, 132), 256);
   const Conv2dGeometry conv3{128, 256, 14, 14, 1024, 1, 1};
   EXPECT_EQ(cuda::tc::wgmma_forward_tile_columns(conv3, 132), 128);
+  // Split reductions: layer4's 3x3 at batch 16 (8 row tiles, 72 slabs) takes room for its parts,
+  // the large layers and the short reductions none.
+  const Conv2dGeometry small{16, 512, 7, 7, 512, 3, 3, 1, 1};
+  EXPECT_GT(cuda::tc::wgmma_forward_partial_bytes(small), 0u);
+  EXPECT_GT(cuda::tc::wgmma_backward_data_partial_bytes(small), 0u);
+  EXPECT_EQ(cuda::tc::wgmma_forward_partial_bytes(conv2), 0u);
+  EXPECT_EQ(cuda::tc::wgmma_backward_data_partial_bytes(conv3), 0u);
+  EXPECT_EQ(cuda::tc::wgmma_forward_partial_bytes(Conv2dGeometry{1, 64, 9, 11, 64, 1, 1}), 0u);
 }
 
 TEST(ConvolutionTcCuda, MisalignedPointersTakeTheElementPath) {
