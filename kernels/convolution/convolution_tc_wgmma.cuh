@@ -249,7 +249,8 @@ __device__ __forceinline__ void consumers_sync() {
 template <class E, int BN, class Problem>
 __global__ void __launch_bounds__(kBlockThreads, BN == 256 ? 1 : 2)
     wgmma_kernel(const __grid_constant__ CUtensorMap map_a,
-                 const __grid_constant__ CUtensorMap map_b, const Problem problem) {
+                 const __grid_constant__ CUtensorMap map_b,
+                 const __grid_constant__ Problem problem) {
   static_assert(BN < 256 || !Problem::kMnMajor, "the 256-column tile reads K-major operands");
   using R = Ring<BN>;
   extern __shared__ uint8_t raw_smem[];

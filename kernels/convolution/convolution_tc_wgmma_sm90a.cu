@@ -44,6 +44,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
+#include <vector>
 
 #include "kernels/convolution/convolution_tc_phase.h"
 #include "kernels/convolution/convolution_tc_wgmma.cuh"
@@ -124,31 +125,42 @@ struct Place {
 // slabs as `rows` says, B the flat [columns, inner] matrix (the filter [K, R*S*C] or its
 // transpose [C, R*S*K]); `out` finishes C. Blocks walk the tiles in grouped_tile's order.
 // parts > 1: the reduction is split over blockIdx.y into parts of slabs_per_part slabs (the last
-// shorter), each block storing its raw fp32 tile into `partial` ([part][tile][128][BN], tile =
-// blockIdx.x), and finish_parts_kernel adds the parts in order and runs the epilogue.
-template <int BN, class Out>
+// shorter, or empty), each block storing its raw fp32 tile into `partial` ([phase][part][tile]
+// [128][BN], tile = blockIdx.x), and finish_parts_kernel adds the parts in order and runs the
+// epilogue. PHASES > 1: backward data's output phases at a stride in one launch (blockIdx.z the
+// phase: its rows, its taps' columns of wt, its pixels of dx), where they have the same extent
+// (the same map of dy).
+template <int BN, class Out, int PHASES = 1>
 struct ConvProblem {
   static constexpr bool kMnMajor = false;
-  Rows rows;
+  Rows rows_of[PHASES];
   int columns, inner;
-  Out out;
+  Out out_of[PHASES];
   int parts = 1, slabs_per_part = 0;
   float* partial = nullptr;
 
+  __device__ int phase() const { return PHASES == 1 ? 0 : int(blockIdx.z); }
+  __device__ const Rows& rows() const { return rows_of[phase()]; }
+  __device__ const Out& out() const { return out_of[phase()]; }
   __device__ detail::TileCoord tile() const {
-    return detail::grouped_tile(blockIdx.x, rows.tiles, (columns + BN - 1) / BN, 8);
+    return detail::grouped_tile(blockIdx.x, rows().tiles, (columns + BN - 1) / BN, 8);
+  }
+  // Part `part` of this block's tile (phase) in the partials.
+  __device__ float* partial_tile(int part) const {
+    return partial + ((int64_t(phase()) * parts + part) * gridDim.x + blockIdx.x) * kBM * BN;
   }
   __device__ Place locate() const {
-    if (parts == 1) return {tile(), 0, rows.slabs()};
+    if (parts == 1) return {tile(), 0, rows().slabs()};
     const int first = int(blockIdx.y) * slabs_per_part;
-    return {tile(), first, min(slabs_per_part, rows.slabs() - first)};
+    return {tile(), first, max(0, min(slabs_per_part, rows().slabs() - first))};
   }
   __device__ int slabs(const Place& p) const { return p.count; }
   __device__ void fill(const Place& p, int slab, uint32_t stage, uint32_t bar,
                        const CUtensorMap* map_a, const CUtensorMap* map_b) const {
-    wg::mbarrier_arrive_expect_tx(bar, rows.a_bytes() + wg::Ring<BN>::B_BYTES);
-    rows.load(stage, map_a, bar, p.first + slab, p.tile.m);
-    wg::tma_load_2d(stage + wg::Ring<BN>::A_BYTES, map_b, bar, rows.b_column(p.first + slab),
+    const Rows& r = rows();
+    wg::mbarrier_arrive_expect_tx(bar, r.a_bytes() + wg::Ring<BN>::B_BYTES);
+    r.load(stage, map_a, bar, p.first + slab, p.tile.m);
+    wg::tma_load_2d(stage + wg::Ring<BN>::A_BYTES, map_b, bar, r.b_column(p.first + slab),
                     p.tile.n * BN);
   }
 
@@ -167,7 +179,7 @@ struct ConvProblem {
     const int warp = threadIdx.x % 128 / 32, lane = threadIdx.x % 32;
     if (parts > 1) {
       const int row = consumer * 64 + warp * 16 + lane / 4;
-      float* mine = partial + ((int64_t(blockIdx.y) * gridDim.x + blockIdx.x) * kBM + row) * BN;
+      float* mine = partial_tile(int(blockIdx.y)) + row * BN;
 #pragma unroll
       for (int j = 0; j < BN / 8; ++j) {
         float* at = mine + 8 * j + 2 * (lane % 4);
@@ -213,11 +225,11 @@ struct ConvProblem {
       const int r = pass * kRowsAtOnce + lane / kChunks;
       float v[8];
       load(r, chunk, v);
-      const int m = rows.at(tile.m, consumer * 64 + warp * 16 + r);
+      const int m = rows().at(tile.m, consumer * 64 + warp * 16 + r);
       // columns is a multiple of 8 (16-bit: the chunk is whole) or 4 (f32: Out stores its
       // second half only where it lies before `columns`).
       if (m < 0 || n >= columns) continue;
-      out.store(out.row(m), n, v);
+      out().store(out().row(m), n, v);
       if constexpr (Out::kStats) {
 #pragma unroll
         for (int i = 0; i < 8; ++i) sum[i] += v[i], squares[i] += v[i] * v[i];
@@ -234,7 +246,7 @@ struct ConvProblem {
         }
       }
       if (lane < kChunks && n < columns) {
-        out.store_stats(tile.m * 8 + consumer * 4 + warp, n, sum, squares);
+        out().store_stats(tile.m * 8 + consumer * 4 + warp, n, sum, squares);
       }
     }
   }
@@ -243,11 +255,11 @@ struct ConvProblem {
 // The epilogue of a split reduction: block b finishes tile b (the blocks of the product's grid
 // row), its 8 warps as the product's consumers, each row chunk the sum of the parts in order
 // (deterministic), then ConvProblem::emit as an unsplit block would.
-template <int BN, class Out>
+template <int BN, class Out, int PHASES>
 __global__ void __launch_bounds__(wg::kThreads)
-    finish_parts_kernel(const ConvProblem<BN, Out> problem) {
+    finish_parts_kernel(const __grid_constant__ ConvProblem<BN, Out, PHASES> problem) {
   const int consumer = threadIdx.x / 128, warp = threadIdx.x % 128 / 32;
-  const float* first = problem.partial + int64_t(blockIdx.x) * kBM * BN;
+  const float* first = problem.partial_tile(0);
   const int64_t part_stride = int64_t(gridDim.x) * kBM * BN;
   problem.emit(problem.tile(), consumer, [&](int r, int chunk, float (&v)[8]) {
     const float* at = first + int64_t(consumer * 64 + warp * 16 + r) * BN + 8 * chunk;
@@ -290,45 +302,59 @@ Split split_of(int64_t blocks, int slabs) {
   return {(slabs + per - 1) / per, per};
 }
 
-// The tile columns `run` takes (wide: 256 wherever there are more than 128).
-int tile_columns(const Rows& rows, int columns, bool wide) {
-  return wide && columns > 128
-             ? 256
-             : wgmma_tile_columns(rows.tiles, columns, rows.slabs(), multiprocessors());
+// The tile columns `run` takes for `phases` phases of `rows` (wide: 256 wherever there are more
+// than 128).
+int tile_columns(const Rows& rows, int phases, int columns, bool wide) {
+  return wide && columns > 128 ? 256
+                               : wgmma_tile_columns(int64_t(rows.tiles) * phases, columns,
+                                                    rows.slabs(), multiprocessors());
 }
 
-// The fp32 floats the partial tiles of `rows` x `columns` take at BN columns a tile (0: not split).
-int64_t partial_floats(const Rows& rows, int columns, int bn) {
-  const int64_t blocks = int64_t(rows.tiles) * ((columns + bn - 1) / bn);
-  const Split split = split_of(blocks, rows.slabs());
+// The split of `phases` phases of tiles like rows[0]'s, the longest reduction of `slabs`.
+Split split_at(const Rows& rows, int phases, int slabs, int columns, int bn) {
+  return split_of(int64_t(rows.tiles) * ((columns + bn - 1) / bn) * phases, slabs);
+}
+
+// The fp32 floats the partial tiles of `phases` phases of `rows` (the longest `slabs`) x
+// `columns` take at BN columns a tile (0: not split).
+int64_t partial_floats(const Rows& rows, int phases, int slabs, int columns, int bn) {
+  const Split split = split_at(rows, phases, slabs, columns, bn);
+  const int64_t blocks = int64_t(rows.tiles) * ((columns + bn - 1) / bn) * phases;
   return split.parts > 1 ? split.parts * blocks * kBM * bn : 0;
 }
 
-// Runs the problem on the tile tile_columns picks; with `partial` (room for partial_floats at
-// 64 and 128 columns), a few tiles' long reduction split over more blocks (split_of).
-template <class E, class Out>
-void run(const CUtensorMap& map_a, const void* b, wg::MapType type, const Rows& rows, int columns,
-         int inner, const Out& out, gpu::Stream stream, const char* what, bool wide,
-         float* partial) {
+// Runs the problem of PHASES phases (rows[i], out[i]: the same tiles, dy's map alike; one launch,
+// blockIdx.z the phase) on the tile tile_columns picks; with `partial` (room for partial_floats
+// at 64 and 128 columns), a few tiles' long reduction split over more blocks (split_of).
+template <class E, class Out, int PHASES>
+void run(const CUtensorMap& map_a, const void* b, wg::MapType type, const Rows (&rows)[PHASES],
+         int columns, int inner, const Out (&out)[PHASES], gpu::Stream stream, const char* what,
+         bool wide, float* partial) {
+  int slabs = 0;
+  for (const Rows& r : rows) slabs = std::max(slabs, r.slabs());
   auto go = [&](auto bn) {
     constexpr int BN = decltype(bn)::value;
     const CUtensorMap map_b = wg::matrix_map(type, b, columns, inner, BN);
-    ConvProblem<BN, Out> problem{rows, columns, inner, out};
-    const int64_t blocks = int64_t(rows.tiles) * ((columns + BN - 1) / BN);
-    const Split split = BN < 256 && partial != nullptr ? split_of(blocks, rows.slabs())
-                                                       : Split{1, rows.slabs()};
+    ConvProblem<BN, Out, PHASES> problem{};
+    for (int i = 0; i < PHASES; ++i) problem.rows_of[i] = rows[i], problem.out_of[i] = out[i];
+    problem.columns = columns, problem.inner = inner;
+    const int64_t blocks = int64_t(rows[0].tiles) * ((columns + BN - 1) / BN);
+    const Split split = BN < 256 && partial != nullptr
+                            ? split_at(rows[0], PHASES, slabs, columns, BN)
+                            : Split{1, slabs};
     if (split.parts > 1) {
       problem.parts = split.parts, problem.slabs_per_part = split.slabs_per_part;
       problem.partial = partial;
     }
-    wg::launch<E, BN>(map_a, map_b, problem, dim3(unsigned(blocks), unsigned(split.parts)), stream,
-                      what);
+    const dim3 grid(unsigned(blocks), unsigned(split.parts), unsigned(PHASES));
+    wg::launch<E, BN>(map_a, map_b, problem, grid, stream, what);
     if (split.parts > 1) {
-      finish_parts_kernel<BN, Out><<<unsigned(blocks), wg::kThreads, 0, stream>>>(problem);
+      finish_parts_kernel<BN, Out, PHASES>
+          <<<dim3(unsigned(blocks), 1, unsigned(PHASES)), wg::kThreads, 0, stream>>>(problem);
       gpu::check_launch(what);
     }
   };
-  const int bn = tile_columns(rows, columns, wide);
+  const int bn = tile_columns(rows[0], PHASES, columns, wide);
   if (bn == 256) {
     go(std::integral_constant<int, 256>{});
   } else if (bn == 128) {
@@ -336,6 +362,16 @@ void run(const CUtensorMap& map_a, const void* b, wg::MapType type, const Rows& 
   } else {
     go(std::integral_constant<int, 64>{});
   }
+}
+
+// One phase (the forward, a 1x1's data, a data phase alone).
+template <class E, class Out>
+void run(const CUtensorMap& map_a, const void* b, wg::MapType type, const Rows& rows, int columns,
+         int inner, const Out& out, gpu::Stream stream, const char* what, bool wide,
+         float* partial) {
+  const Rows one_rows[1] = {rows};
+  const Out one_out[1] = {out};
+  run<E, Out, 1>(map_a, b, type, one_rows, columns, inner, one_out, stream, what, wide, partial);
 }
 
 bool one_by_one(const Conv2dGeometry& g) {
@@ -419,6 +455,31 @@ Rows phase_rows(const Conv2dGeometry& g, const DataPhase& d, int slab) {
   return rows;
 }
 
+// Backward data's phases with pixels, in (rho_h, rho_w) order (wgmma_backward_data_fits: each has
+// taps).
+std::vector<DataPhase> data_phases(const Conv2dGeometry& g) {
+  std::vector<DataPhase> phases;
+  for (int rho_h = 0; rho_h < g.stride_h; ++rho_h) {
+    for (int rho_w = 0; rho_w < g.stride_w; ++rho_w) {
+      const DataPhase d = data_phase(g, rho_h, rho_w);
+      if (!d.empty()) phases.push_back(d);
+    }
+  }
+  return phases;
+}
+
+// Whether the phases run in one launch: 2 or 4 of them (strides of 2), all of one extent (even H
+// and W at stride 2: ResNet's 3x3s2), so that their tiles and dy's map are alike. One launch
+// fills the GPU where each phase alone would not (layer4's 14 x 14 -> 7 x 7 at batch 16: 4 x 64
+// blocks instead of 4 launches of 64).
+bool phases_together(const std::vector<DataPhase>& phases) {
+  if (phases.size() != 2 && phases.size() != 4) return false;
+  for (const DataPhase& d : phases) {
+    if (d.h.extent != phases[0].h.extent || d.w.extent != phases[0].w.extent) return false;
+  }
+  return true;
+}
+
 // A map over a whole NHWC tensor [N, height, width, channels] read in boxes of a slab's channels x
 // rows.Q pixels x rows.box_p rows (the taps' path), every stride_w-th pixel of every stride_h-th
 // row from the box's corner (a strided forward: output (p, q) of tap (r, s) reads x at
@@ -493,14 +554,26 @@ void data_typed(const Conv2dGeometry& g, wg::MapType type, const void* dy, const
            partial);
     return;
   }
-  for (int rho_h = 0; rho_h < stride_h; ++rho_h) {
-    for (int rho_w = 0; rho_w < stride_w; ++rho_w) {
-      const DataPhase d = data_phase(g, rho_h, rho_w);
-      if (d.empty()) continue;  // wgmma_backward_data_fits: every other phase has taps
-      const Rows rows = phase_rows(g, d, type.slab());
-      const DataOut<E> out{C,        H,         W,         d.h.extent, d.w.extent, stride_h,
-                           stride_w, d.h.first, d.w.first, 1,          1,          dxs};
-      run<E>(image_map(type, dy, g.N, P, Q, K, rows), wt, type, rows, C, int(g.R * g.S) * K, out,
+  const std::vector<DataPhase> phases = data_phases(g);
+  std::vector<Rows> rows;
+  std::vector<DataOut<E>> outs;
+  for (const DataPhase& d : phases) {
+    rows.push_back(phase_rows(g, d, type.slab()));
+    outs.push_back({C, H, W, d.h.extent, d.w.extent, stride_h, stride_w, d.h.first, d.w.first, 1, 1,
+                    dxs});
+  }
+  const int inner = int(g.R * g.S) * K;
+  // Every phase's rows alike: dy's map is the same for all (image_map reads the extents only).
+  const CUtensorMap map = image_map(type, dy, g.N, P, Q, K, rows[0]);
+  if (phases_together(phases) && phases.size() == 4) {
+    run<E, DataOut<E>, 4>(map, wt, type, {rows[0], rows[1], rows[2], rows[3]}, C, inner,
+                          {outs[0], outs[1], outs[2], outs[3]}, stream, what, wide, partial);
+  } else if (phases_together(phases) && phases.size() == 2) {
+    run<E, DataOut<E>, 2>(map, wt, type, {rows[0], rows[1]}, C, inner, {outs[0], outs[1]}, stream,
+                          what, wide, partial);
+  } else {
+    for (size_t i = 0; i < phases.size(); ++i) {
+      run<E>(image_map(type, dy, g.N, P, Q, K, rows[i]), wt, type, rows[i], C, inner, outs[i],
              stream, what, wide, partial);
     }
   }
@@ -573,7 +646,8 @@ void wgmma_backward_data(const Conv2dGeometry& g, TcType type, const void* dy, c
 size_t wgmma_forward_partial_bytes(const Conv2dGeometry& g) {
   if (!wgmma_forward_fits(g)) return 0;
   const Rows rows = forward_rows(g, kSlab);
-  return size_t(std::max(partial_floats(rows, int(g.K), 64), partial_floats(rows, int(g.K), 128))) *
+  return size_t(std::max(partial_floats(rows, 1, rows.slabs(), int(g.K), 64),
+                         partial_floats(rows, 1, rows.slabs(), int(g.K), 128))) *
          sizeof(float);
 }
 
@@ -581,19 +655,24 @@ size_t wgmma_backward_data_partial_bytes(const Conv2dGeometry& g) {
   if (!wgmma_backward_data_fits(g)) return 0;
   const int C = int(g.C);
   int64_t floats = 0;
-  auto widest = [&](const Rows& rows) {
-    floats = std::max({floats, partial_floats(rows, C, 64), partial_floats(rows, C, 128)});
+  // `phases` phases of rows' tiles in one launch, the longest `slabs` (0: rows' own).
+  auto widest = [&](const Rows& rows, int phases, int slabs) {
+    const int longest = slabs > 0 ? slabs : rows.slabs();
+    floats = std::max({floats, partial_floats(rows, phases, longest, C, 64),
+                       partial_floats(rows, phases, longest, C, 128)});
   };
   if (one_by_one(g)) {
     Rows rows{};
     rows.M = int(g.N * g.P() * g.Q()), rows.tiles = (rows.M + kBM - 1) / kBM;
-    widest(with_taps(rows, kSlab, 1, 1, int(g.K), 0, 0, 0, 0));
+    widest(with_taps(rows, kSlab, 1, 1, int(g.K), 0, 0, 0, 0), 1, 0);
   } else {
-    for (int rho_h = 0; rho_h < g.stride_h; ++rho_h) {
-      for (int rho_w = 0; rho_w < g.stride_w; ++rho_w) {
-        const DataPhase d = data_phase(g, rho_h, rho_w);
-        if (!d.empty()) widest(phase_rows(g, d, kSlab));
-      }
+    const std::vector<DataPhase> phases = data_phases(g);
+    if (phases_together(phases)) {  // one launch: the longest phase's slabs set the split
+      int slabs = 0;
+      for (const DataPhase& d : phases) slabs = std::max(slabs, phase_rows(g, d, kSlab).slabs());
+      widest(phase_rows(g, phases[0], kSlab), int(phases.size()), slabs);
+    } else {
+      for (const DataPhase& d : phases) widest(phase_rows(g, d, kSlab), 1, 0);
     }
   }
   return size_t(floats) * sizeof(float);

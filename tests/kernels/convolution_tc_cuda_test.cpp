@@ -447,6 +447,26 @@ TEST(ConvolutionTcCuda, WideTile) {
   }
 }
 
+// Backward data at stride 2 with its phases in one launch (even H and W: four phases of one
+// extent; stride (2, 1): two), here also split: 2 images of 7 x 7 phases make 1 tile a phase, the
+// 3x3's phases take 1, 2, 2 and 4 taps of 8 slabs each, so the 32-slab phase sets parts of 8 and
+// the shorter phases leave parts empty (zeros summed).
+TEST(ConvolutionTcCuda, DataPhasesInOneLaunch) {
+  CREMA_REQUIRE_CUDA();
+  Context ctx(Device::cuda(0));
+  const std::vector<Conv2dGeometry> geometries = {
+      // N C  H   W  K  R  S  pad_h pad_w stride_h stride_w
+      {2, 64, 14, 14, 512, 3, 3, 1, 1, 2, 2},
+      {2, 16, 28, 14, 72, 3, 3, 1, 1, 2, 1},
+  };
+  uint64_t seed = 2300;
+  for (const Conv2dGeometry& g : geometries) {
+    EXPECT_EQ(cuda::conv2d_tc_backward_data_uses_wgmma(g), hopper()) << describe(g);
+    for (TcType type : kTypes) check_passes(ctx, make_problem(g, type, seed += 7), 0);
+  }
+  EXPECT_GT(cuda::tc::wgmma_backward_data_partial_bytes(geometries[0]), 0u);
+}
+
 // Which tile `best` takes: 256 columns only for long reductions over whole 256-column tiles
 // that still give every SM a block; 64 where 128-column tiles would leave SMs idle; and where a
 // reduction is split. The split itself runs in every test above whose geometry makes fewer than
