@@ -275,8 +275,8 @@ bool conv2d_backward_data_nhwc_uses_col2im(const Conv2dGeometry& g, GemmMath mat
 
 bool conv2d_backward_data_nhwc_uses_wgmma(const Conv2dGeometry& g, GemmMath math,
                                           TcKernels kernels) {
-  return math == GemmMath::tf32 && wgmma_allowed(kernels) &&
-         tc::wgmma_backward_data_fits(g, 4) && detail::device_is_sm90();
+  return math == GemmMath::tf32 && wgmma_allowed(kernels) && tc::wgmma_backward_data_fits(g, 4) &&
+         detail::device_is_sm90();
 }
 
 void conv2d_forward_nhwc(const Conv2dGeometry& g, const float* x, const float* w, const float* bias,
@@ -324,8 +324,7 @@ void conv2d_backward_data_nhwc(const Conv2dGeometry& g, const float* dy, const f
   if (aligned16(dy) && aligned16(wt) && aligned16(dx) &&
       conv2d_backward_data_nhwc_uses_wgmma(g, math, kernels)) {
     tc::transpose_filter_phase_order(g, w, wt, stream);
-    return tc::wgmma_backward_data_f32(g, dy, wt, dx, stream,
-                                       kernels == TcKernels::wgmma_wide);
+    return tc::wgmma_backward_data_f32(g, dy, wt, dx, stream, kernels == TcKernels::wgmma_wide);
   }
   const int64_t total = int64_t(p.K) * p.RS * p.Cg;
   transpose_filter_kernel<<<grid_for(total), 256, 0, stream>>>(w, p.Kg, p.RS, p.Cg, total, wt);

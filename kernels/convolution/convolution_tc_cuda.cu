@@ -145,7 +145,6 @@ int stats_rows(int M) {
   return (M + Wide::BM - 1) / Wide::BM * Narrow::WARPS_M;
 }
 
-
 template <class E, int VEC, bool STATS>
 void forward_with(const Params& p, const uint16_t* x, const uint16_t* w, const TcEpilogue& ep,
                   uint16_t* y, float* stats, gpu::Stream stream) {
@@ -289,12 +288,11 @@ __global__ void __launch_bounds__(256)
 
 template <class T>
 void transpose_filter(const T* w, int G, int Kg, int R, int S, int Cg, int stride_h, int stride_w,
-                      int dilation_h, int dilation_w, T* wt, gpu::Stream stream,
-                      const char* what) {
+                      int dilation_h, int dilation_w, T* wt, gpu::Stream stream, const char* what) {
   const dim3 grid(unsigned((Cg + 31) / 32), unsigned((Kg + 31) / 32),
                   unsigned(std::min(G * R * S, 65535)));
-  transpose_filter_kernel<<<grid, dim3(32, 8), 0, stream>>>(
-      w, G, Kg, R, S, Cg, stride_h, stride_w, dilation_h, dilation_w, wt);
+  transpose_filter_kernel<<<grid, dim3(32, 8), 0, stream>>>(w, G, Kg, R, S, Cg, stride_h, stride_w,
+                                                            dilation_h, dilation_w, wt);
   gpu::check_launch(what);
 }
 
@@ -382,8 +380,7 @@ bool conv2d_tc_forward_uses_wgmma(const Conv2dGeometry& g, TcKernels kernels) {
 // 512->1024 at 28 127 -> 310, 1024->2048 at 14 129 -> 256 (the 3x3s won before); before it the
 // short reductions (K = 64 to 512) lost by up to 1.7x to the pair stores.
 bool conv2d_tc_backward_data_uses_wgmma(const Conv2dGeometry& g, TcKernels kernels) {
-  return wgmma_allowed(kernels) && tc::wgmma_backward_data_fits(g) &&
-         detail::device_is_sm90();
+  return wgmma_allowed(kernels) && tc::wgmma_backward_data_fits(g) && detail::device_is_sm90();
 }
 
 // bf16 only: cuda::gemm_bf16 is the one 16-bit GEMM on 16-bit operands (wgmma, sm_90).
@@ -417,10 +414,10 @@ void conv2d_tc_forward(const Conv2dGeometry& g, TcType type, const void* x, cons
   const auto* ws = static_cast<const uint16_t*>(w);
   auto* ys = static_cast<uint16_t*>(y);
   // [split reductions][stats]: a workspace without the statistics' room is enough without them.
-  auto* stats = workspace == nullptr ? nullptr
-                                     : reinterpret_cast<float*>(
-                                           static_cast<char*>(workspace) +
-                                           round_up_256(tc::wgmma_forward_partial_bytes(g)));
+  auto* stats = workspace == nullptr
+                    ? nullptr
+                    : reinterpret_cast<float*>(static_cast<char*>(workspace) +
+                                               round_up_256(tc::wgmma_forward_partial_bytes(g)));
   const bool with_stats = epilogue.sum != nullptr;
   if (aligned16(x) && aligned16(w) && aligned16(y) &&
       (epilogue.residual == nullptr || aligned16(epilogue.residual)) &&

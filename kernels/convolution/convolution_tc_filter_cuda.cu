@@ -70,9 +70,9 @@ struct FilterProblem {
 // dw[g*Kg + k, rs*Cg + c] += sum over slices, in order, of partial[slice, g, rs*Cp + c, k]: the
 // partials' rows hold Cp >= Cg channels a tap (Cp = 8 on a padded copy of x, else Cg). A
 // transposition: block (x, y, z) takes channels 32x.., output channels 32y.. of tap z % RS of group
-// z / RS (z, z + gridDim.z, ...) through a 32 x 33 shared tile, reading the partials along k and writing dw along c, both
-// coalesced (read along c, each 4-byte load of a warp touched its own 32-byte sector: 16,2048,7,7
-// -> 512's slice sums took most of its filter gradient).
+// z / RS (z, z + gridDim.z, ...) through a 32 x 33 shared tile, reading the partials along k and
+// writing dw along c, both coalesced (read along c, each 4-byte load of a warp touched its own
+// 32-byte sector: 16,2048,7,7 -> 512's slice sums took most of its filter gradient).
 __global__ void __launch_bounds__(256)
     sum_slices_kernel(const float* __restrict__ partial, int slices, int G, int Kg, int RS, int Cg,
                       int Cp, float* __restrict__ dw) {
@@ -250,8 +250,7 @@ size_t conv2d_tc_backward_filter_workspace(const Conv2dGeometry& g) {
 
 bool conv2d_tc_backward_filter_uses_wgmma(const Conv2dGeometry& g, TcKernels kernels) {
   if (kernels == TcKernels::best && !tc::wgmma_backward_filter_pays(g)) return false;
-  return wgmma_allowed(kernels) && tc::wgmma_backward_filter_fits(g) &&
-         detail::device_is_sm90();
+  return wgmma_allowed(kernels) && tc::wgmma_backward_filter_fits(g) && detail::device_is_sm90();
 }
 
 void conv2d_tc_backward_filter(const Conv2dGeometry& g, TcType type, const void* x, const void* dy,

@@ -35,8 +35,8 @@ int wgmma_forward_stats_rows(const Conv2dGeometry& g);
 // where a layer makes fewer than 128 tiles, its reduction is split over more blocks, their fp32
 // tiles summed there in a fixed order before the epilogue; null: never split.
 void wgmma_forward(const Conv2dGeometry& g, TcType type, const void* x, const void* w, void* y,
-                   const TcEpilogue& epilogue, float* stats, gpu::Stream stream,
-                   bool wide = false, void* partial = nullptr);
+                   const TcEpilogue& epilogue, float* stats, gpu::Stream stream, bool wide = false,
+                   void* partial = nullptr);
 // dx = the transposed convolution of dy by w, written (a strided 1x1: the products at the strided
 // pixels, zeros between them); wt [C, R, S, K] is w transposed.
 void wgmma_backward_data(const Conv2dGeometry& g, TcType type, const void* dy, const void* wt,

@@ -18,9 +18,10 @@
 // A 1x1 (no padding) is one tap: x's pixels (n, p*stride_h, q*stride_w) forward; backward data
 // multiplies dy's pixels and its epilogue writes each one's stride_h x stride_w block of dx (the
 // value, zeros around it). Any other filter: x_tap (dy_tap) is the tensor shifted by the tap's
-// offset, zero outside the image (Rows below); forward at any stride (the TMA box reads every
-// stride-th pixel and row), backward data one GEMM per output phase (convolution_tc_phase.h: dx's
-// pixels h = first + stride i read dy at stride 1 with the phase's taps; one phase at stride 1).
+// offset, zero outside the image (Rows, convolution_tc_wgmma_rows.cuh); forward at any stride
+// (the TMA box reads every stride-th pixel and row), backward data one GEMM per output phase
+// (convolution_tc_phase.h: dx's pixels h = first + stride i read dy at stride 1 with the phase's
+// taps; one phase at stride 1).
 // What fits (wgmma_*_fits): groups 1, C and K multiples of 16 bytes (8 16-bit channels, 4 f32
 // ones: a tensor map's rows are whole 16-byte units, outputs whole 16-byte pieces), and the
 // conditions on the strides and the image size in convolution_tc_wgmma.h.
@@ -46,73 +47,18 @@
 #include <type_traits>
 #include <vector>
 
-#include "kernels/convolution/convolution_tc_phase.h"
 #include "kernels/convolution/convolution_tc_wgmma.cuh"
 #include "kernels/convolution/convolution_tc_wgmma.h"
 #include "kernels/convolution/convolution_tc_wgmma_out.cuh"
+#include "kernels/convolution/convolution_tc_wgmma_rows.cuh"
 
 namespace crema::kernels::cuda::tc {
 namespace {
 
 using wg::DataOut, wg::ForwardOut, wg::kBM, wg::kRowBytes, wg::kSlab;
-
-// The GEMM's rows (output pixels m = n*P*Q + p*Q + q) of each row tile, its slabs, and A's box
-// for each. Flat (1x1, stride 1): 128 pixels a tile, a 2-D map. Otherwise a 4-D map over a view
-// {channels, Q, P, images} whose box is box_p whole output rows of one image, or box_n whole
-// images where one fills at most half a tile (7 x 7: two, 98 rows): the strided 1x1's
-// strided view of x (the images stacked when they stack evenly, H = stride_h * P: pixel
-// (n, p*stride_h) is row n*P + p of a single image of N*P rows, 18 rows of 7 a tile instead of
-// 7), or, for a filter of R x S taps, the plain tensor read at each tap's offset: row (p, q) of
-// tap (r, s) is pixel (stride_h p + base_h + step_h r, stride_w q + base_w + step_w s) (forward;
-// data: a phase's taps, dy at stride 1), which the TMA zero-fills where it lies outside the image
-// (the padding).
-struct Rows {
-  int M, P, Q;                           // P: N*P when the images are stacked
-  int images;                            // N (1 when stacked)
-  int box_p;                             // output rows a tile (0: flat, 128 pixels a tile)
-  int box_n;                             // images a tile (> 1 only where box_p = P)
-  int tiles_per_image;                   // ceil(P / box_p)
-  int tiles;                             // row tiles in all
-  int S, taps, channel_slabs, channels;  // slab = tap * channel_slabs + piece of `slab` channels
-  int slab;                              // channels in a slab's 128-byte rows (64 or 32)
-  int base_h, base_w, step_h, step_w;    // each tap's offset (0 for the 1x1 convolutions)
-  int stride_h;      // A's rows a tile row moves in the map (the strided taps' stride, else 1)
-  int first_column;  // B's column of the first tap (a data phase's first tap in wt, else 0)
-
-  // Tile `tile`'s row i as its output pixel, -1 where there is none.
-  __device__ int at(int tile, int i) const {
-    if (box_p == 0) {
-      const int m = tile * kBM + i;
-      return m < M ? m : -1;
-    }
-    // Row i: image b of the box (0 unless box_n > 1, where tiles_per_image is 1), row k of it.
-    const int b = i / (box_p * Q), k = i % (box_p * Q);
-    const int n = tile / tiles_per_image * box_n + b, p = tile % tiles_per_image * box_p + k / Q;
-    return b < box_n && n < images && p < P ? (n * P + p) * Q + k % Q : -1;
-  }
-  __host__ __device__ uint32_t a_bytes() const {
-    return uint32_t(box_p == 0 ? kBM : box_n * box_p * Q) * kRowBytes;
-  }
-  __host__ __device__ int slabs() const { return taps * channel_slabs; }
-  // B's inner index of the slab's first channel: the filter's (tap, channel), channel fastest.
-  // Where a tap's channels end inside the slab (C not a multiple of it), B's box runs into the
-  // next tap's, against A's zero-filled channels past C: they add nothing.
-  __device__ int b_column(int s) const {
-    return first_column + s / channel_slabs * channels + s % channel_slabs * slab;
-  }
-  // Asks for slab s's channels of the tile's rows.
-  __device__ void load(uint32_t dst, const CUtensorMap* map, uint32_t bar, int s, int tile) const {
-    const int tap = s / channel_slabs, c0 = s % channel_slabs * slab;
-    if (box_p == 0) {
-      wg::tma_load_2d(dst, map, bar, c0, tile * kBM);
-    } else {
-      const int r = tap / S, s = tap % S;
-      wg::tma_load_4d(dst, map, bar, c0, base_w + step_w * s,
-                      tile % tiles_per_image * box_p * stride_h + base_h + step_h * r,
-                      tile / tiles_per_image * box_n);
-    }
-  }
-};
+using wg::Rows, wg::DataPhase, wg::one_by_one, wg::channels_fit, wg::rows_fill_tiles,
+    wg::forward_rows, wg::data_phase, wg::phase_rows, wg::data_phases, wg::phases_together,
+    wg::with_taps, wg::image_map, wg::strided_map;
 
 // Where a block works: its tile (grouped_tile's order over blockIdx.x) and its part of the
 // reduction (blockIdx.y: slabs first .. first + count - 1).
@@ -197,7 +143,7 @@ struct ConvProblem {
           make_float2(acc[4 * j + 2], acc[4 * j + 3]);
     }
     __syncwarp();
-    emit(p.tile, consumer, [&](int r, int chunk, float (&v)[8]) {
+    emit(p.tile, consumer, [&](int r, int chunk, float(&v)[8]) {
       const int first_half = chunk / 4 % 2;
       const float* src = mine + r * R::STAGING_PITCH + 8 * chunk;
       const float4 first = *reinterpret_cast<const float4*>(src + 4 * first_half);
@@ -261,7 +207,7 @@ __global__ void __launch_bounds__(wg::kThreads)
   const int consumer = threadIdx.x / 128, warp = threadIdx.x % 128 / 32;
   const float* first = problem.partial_tile(0);
   const int64_t part_stride = int64_t(gridDim.x) * kBM * BN;
-  problem.emit(problem.tile(), consumer, [&](int r, int chunk, float (&v)[8]) {
+  problem.emit(problem.tile(), consumer, [&](int r, int chunk, float(&v)[8]) {
     const float* at = first + int64_t(consumer * 64 + warp * 16 + r) * BN + 8 * chunk;
 #pragma unroll
     for (int i = 0; i < 8; ++i) v[i] = 0.0f;
@@ -374,144 +320,6 @@ void run(const CUtensorMap& map_a, const void* b, wg::MapType type, const Rows& 
   run<E, Out, 1>(map_a, b, type, one_rows, columns, inner, one_out, stream, what, wide, partial);
 }
 
-bool one_by_one(const Conv2dGeometry& g) {
-  return g.R == 1 && g.S == 1 && g.pad_h == 0 && g.pad_w == 0;
-}
-
-// channel_multiple: the channels in 16 bytes (8 16-bit, 4 f32).
-bool channels_fit(const Conv2dGeometry& g, int channel_multiple) {
-  return g.groups == 1 && g.C % channel_multiple == 0 && g.K % channel_multiple == 0;
-}
-
-// Tiles of box_p = 128 / width whole rows of one image (of `height`), N images; where a whole
-// image fits a tile twice or more, box_n = 128 / (height * width) whole images a tile (at most N).
-Rows image_rows(int N, int height, int width) {
-  Rows rows{};
-  rows.M = N * height * width, rows.P = height, rows.Q = width, rows.images = N;
-  rows.box_p = std::min(kBM / width, height);
-  rows.box_n = rows.box_p == height ? std::max(1, std::min(kBM / (height * width), N)) : 1;
-  rows.tiles_per_image = (height + rows.box_p - 1) / rows.box_p;
-  rows.tiles = (N + rows.box_n - 1) / rows.box_n * rows.tiles_per_image;
-  rows.stride_h = 1;
-  return rows;
-}
-
-// Whether a tile of whole rows (or whole images) of N images uses at least 96 of its 128 rows (a
-// single 7 x 7 image, 49: the mma.sync kernels do better there).
-bool rows_fill_tiles(int N, int height, int width) {
-  if (width > kBM) return false;
-  const Rows rows = image_rows(N, height, width);
-  return rows.box_n * rows.box_p * width >= 96;
-}
-
-// The slabs (of `slab` channels) of a filter of R x S taps over `channels` (C forward, K data),
-// tap (r, s) read at offsets (base_h + step_h r, base_w + step_w s).
-Rows with_taps(Rows rows, int slab, int R, int S, int channels, int base_h, int base_w, int step_h,
-               int step_w) {
-  rows.S = S, rows.taps = R * S, rows.channels = channels, rows.slab = slab;
-  rows.channel_slabs = (channels + slab - 1) / slab;
-  rows.base_h = base_h, rows.base_w = base_w, rows.step_h = step_h, rows.step_w = step_w;
-  return rows;
-}
-
-// The forward's rows: flat for a stride-1 1x1, whole output rows a tile otherwise.
-Rows forward_rows(const Conv2dGeometry& g, int slab) {
-  const int P = int(g.P()), Q = int(g.Q()), M = int(g.N) * P * Q, C = int(g.C);
-  if (!one_by_one(g)) {
-    Rows rows = with_taps(image_rows(int(g.N), P, Q), slab, int(g.R), int(g.S), C, -int(g.pad_h),
-                          -int(g.pad_w), int(g.dilation_h), int(g.dilation_w));
-    rows.stride_h = int(g.stride_h);
-    return rows;
-  }
-  if (g.stride_h == 1 && g.stride_w == 1) {
-    Rows rows{};
-    rows.M = M, rows.P = P, rows.Q = Q, rows.tiles = (M + kBM - 1) / kBM, rows.stride_h = 1;
-    return with_taps(rows, slab, 1, 1, C, 0, 0, 0, 0);
-  }
-  const bool stacked = g.H == g.stride_h * P;
-  Rows rows = image_rows(stacked ? 1 : int(g.N), stacked ? int(g.N) * P : P, Q);
-  rows.M = M;
-  return with_taps(rows, slab, 1, 1, C, 0, 0, 0, 0);
-}
-
-// Backward data of a filter with taps, phase (rho_h, rho_w) (convolution_tc_phase.h; at stride 1
-// the one phase is the whole of dx): its dx pixels, whole rows a tile, its tap (r, s) reading dy
-// at (i + offset_h - dil_h' r, j + offset_w - dil_w' s), its taps' columns of wt from its first.
-struct DataPhase {
-  PhaseAxis h, w;
-  bool empty() const { return h.extent == 0 || w.extent == 0; }
-  bool has_taps() const { return h.taps > 0 && w.taps > 0; }
-};
-
-DataPhase data_phase(const Conv2dGeometry& g, int rho_h, int rho_w) {
-  return {phase_axis(rho_h, int(g.H), int(g.R), int(g.pad_h), int(g.stride_h), int(g.dilation_h)),
-          phase_axis(rho_w, int(g.W), int(g.S), int(g.pad_w), int(g.stride_w), int(g.dilation_w))};
-}
-
-Rows phase_rows(const Conv2dGeometry& g, const DataPhase& d, int slab) {
-  Rows rows = with_taps(image_rows(int(g.N), d.h.extent, d.w.extent), slab, d.h.taps, d.w.taps,
-                        int(g.K), d.h.offset, d.w.offset, -d.h.dilation, -d.w.dilation);
-  rows.first_column = phase_first_tap(d.h, d.w, int(g.S)) * int(g.K);
-  return rows;
-}
-
-// Backward data's phases with pixels, in (rho_h, rho_w) order (wgmma_backward_data_fits: each has
-// taps).
-std::vector<DataPhase> data_phases(const Conv2dGeometry& g) {
-  std::vector<DataPhase> phases;
-  for (int rho_h = 0; rho_h < g.stride_h; ++rho_h) {
-    for (int rho_w = 0; rho_w < g.stride_w; ++rho_w) {
-      const DataPhase d = data_phase(g, rho_h, rho_w);
-      if (!d.empty()) phases.push_back(d);
-    }
-  }
-  return phases;
-}
-
-// Whether the phases run in one launch: 2 or 4 of them (strides of 2), all of one extent (even H
-// and W at stride 2: ResNet's 3x3s2), so that their tiles and dy's map are alike. One launch
-// fills the GPU where each phase alone would not (layer4's 14 x 14 -> 7 x 7 at batch 16: 4 x 64
-// blocks instead of 4 launches of 64).
-bool phases_together(const std::vector<DataPhase>& phases) {
-  if (phases.size() != 2 && phases.size() != 4) return false;
-  for (const DataPhase& d : phases) {
-    if (d.h.extent != phases[0].h.extent || d.w.extent != phases[0].w.extent) return false;
-  }
-  return true;
-}
-
-// A map over a whole NHWC tensor [N, height, width, channels] read in boxes of a slab's channels x
-// rows.Q pixels x rows.box_p rows (the taps' path), every stride_w-th pixel of every stride_h-th
-// row from the box's corner (a strided forward: output (p, q) of tap (r, s) reads x at
-// (stride_h p + base_h + step_h r, stride_w q + base_w + step_w s)).
-CUtensorMap image_map(wg::MapType type, const void* base, int64_t N, int64_t height, int64_t width,
-                      int64_t channels, const Rows& rows, int stride_h = 1, int stride_w = 1) {
-  const int64_t e = type.bytes;
-  const cuuint64_t dims[4] = {cuuint64_t(channels), cuuint64_t(width), cuuint64_t(height),
-                              cuuint64_t(N)};
-  const cuuint64_t strides[3] = {cuuint64_t(channels * e), cuuint64_t(width * channels * e),
-                                 cuuint64_t(height * width * channels * e)};
-  const cuuint32_t box[4] = {cuuint32_t(type.slab()), cuuint32_t(rows.Q * stride_w),
-                             cuuint32_t(rows.box_p * stride_h), cuuint32_t(rows.box_n)};
-  const cuuint32_t steps[4] = {1, cuuint32_t(stride_w), cuuint32_t(stride_h), 1};
-  return wg::tensor_map(type, base, 4, dims, strides, box, steps);
-}
-
-// The strided 1x1's map: x's strided view {C, Q, P, images}, pixel (n, p*stride_h, q*stride_w)
-// (stacked images: one image of N*P rows, each stride_h*W pixels apart).
-CUtensorMap strided_map(wg::MapType type, const void* x, const Conv2dGeometry& g,
-                        const Rows& rows) {
-  const int64_t e = type.bytes;
-  const cuuint64_t dims[4] = {cuuint64_t(g.C), cuuint64_t(rows.Q), cuuint64_t(rows.P),
-                              cuuint64_t(rows.images)};
-  const cuuint64_t strides[3] = {cuuint64_t(g.stride_w * g.C * e),
-                                 cuuint64_t(g.stride_h * g.W * g.C * e),
-                                 cuuint64_t(g.H * g.W * g.C * e)};
-  const cuuint32_t box[4] = {cuuint32_t(type.slab()), cuuint32_t(rows.Q), cuuint32_t(rows.box_p),
-                             cuuint32_t(rows.box_n)};
-  return wg::tensor_map(type, x, 4, dims, strides, box);
-}
-
 // E: Bf16, F16 or float (tf32 math), whose map type is `type`.
 template <class E, bool STATS>
 void forward_typed(const Conv2dGeometry& g, wg::MapType type, const void* x, const void* w, void* y,
@@ -559,8 +367,8 @@ void data_typed(const Conv2dGeometry& g, wg::MapType type, const void* dy, const
   std::vector<DataOut<E>> outs;
   for (const DataPhase& d : phases) {
     rows.push_back(phase_rows(g, d, type.slab()));
-    outs.push_back({C, H, W, d.h.extent, d.w.extent, stride_h, stride_w, d.h.first, d.w.first, 1, 1,
-                    dxs});
+    outs.push_back(
+        {C, H, W, d.h.extent, d.w.extent, stride_h, stride_w, d.h.first, d.w.first, 1, 1, dxs});
   }
   const int inner = int(g.R * g.S) * K;
   // Every phase's rows alike: dy's map is the same for all (image_map reads the extents only).

@@ -434,10 +434,10 @@ TEST(ConvolutionTcCuda, WideTile) {
   Context ctx(Device::cuda(0));
   const std::vector<Conv2dGeometry> geometries = {
       // N C  H   W  K  R  S  pad_h pad_w stride_h stride_w
-      {2, 64, 16, 16, 256, 3, 3, 1, 1},         // 256 columns forward; data over 64: BN 64
-      {1, 264, 10, 12, 264, 3, 3, 1, 1},        // 264 both ways: a last tile of 8 columns
-      {2, 200, 11, 9, 320, 1, 1, 0, 0, 2, 2},   // strided 1x1: 320 forward, 200 data
-      {1, 1024, 5, 7, 256, 1, 1},               // 16 slabs: the ring lapped 4 times
+      {2, 64, 16, 16, 256, 3, 3, 1, 1},        // 256 columns forward; data over 64: BN 64
+      {1, 264, 10, 12, 264, 3, 3, 1, 1},       // 264 both ways: a last tile of 8 columns
+      {2, 200, 11, 9, 320, 1, 1, 0, 0, 2, 2},  // strided 1x1: 320 forward, 200 data
+      {1, 1024, 5, 7, 256, 1, 1},              // 16 slabs: the ring lapped 4 times
   };
   uint64_t seed = 1700;
   for (const Conv2dGeometry& g : geometries) {
