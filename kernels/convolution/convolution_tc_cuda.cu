@@ -406,6 +406,10 @@ void conv2d_tc_forward(const Conv2dGeometry& g, TcType type, const void* x, cons
   if ((epilogue.sum == nullptr) != (epilogue.sum_squares == nullptr)) {
     throw Error("conv2d_tc_forward: channel statistics need both sum and sum_squares");
   }
+  if (epilogue.sum != nullptr && workspace == nullptr) {
+    throw Error(
+        "conv2d_tc_forward: channel statistics need the workspace (conv2d_tc_forward_workspace)");
+  }
   if (g.depthwise()) {  // no GEMM to speak of: the direct kernels (whatever `kernels` asks)
     return depthwise_nhwc::forward(g, depthwise_nhwc::element_of(type), x, w, y, epilogue,
                                    workspace, stream);
@@ -414,11 +418,11 @@ void conv2d_tc_forward(const Conv2dGeometry& g, TcType type, const void* x, cons
   const auto* ws = static_cast<const uint16_t*>(w);
   auto* ys = static_cast<uint16_t*>(y);
   // [split reductions][stats]: a workspace without the statistics' room is enough without them.
-  auto* stats = workspace == nullptr
-                    ? nullptr
-                    : reinterpret_cast<float*>(static_cast<char*>(workspace) +
-                                               round_up_256(tc::wgmma_forward_partial_bytes(g)));
   const bool with_stats = epilogue.sum != nullptr;
+  auto* stats = with_stats
+                    ? reinterpret_cast<float*>(static_cast<char*>(workspace) +
+                                               round_up_256(tc::wgmma_forward_partial_bytes(g)))
+                    : nullptr;
   if (aligned16(x) && aligned16(w) && aligned16(y) &&
       (epilogue.residual == nullptr || aligned16(epilogue.residual)) &&
       conv2d_tc_forward_uses_wgmma(g, kernels)) {

@@ -295,15 +295,14 @@ __global__ void __launch_bounds__(kBlockThreads, BN == 256 ? 1 : 2)
     const uint32_t b_tile = base + stage * R::STAGE_BYTES + R::A_BYTES;
     detail::wgmma_fence();
 #pragma unroll
-    for (int k = 0; k < 4; ++k) {  // 4 steps of 32 bytes: 16 inner indices (tf32: 8)
-      constexpr int kTrans = Problem::kMnMajor ? 1 : 0;
-      if constexpr (Problem::kMnMajor) {
+    for (int k = 0; k < 4; ++k) {         // 4 steps of 32 bytes: 16 inner indices (tf32: 8)
+      if constexpr (Problem::kMnMajor) {  // the transpose immediates: both MN-major
         const uint64_t a = mn_major_descriptor(a_tile + 2048 * k);
         const uint64_t b = mn_major_descriptor(b_tile + 2048 * k);
         if constexpr (BN == 64) {
-          mma_n64<E, kTrans>(acc, a, b);
+          mma_n64<E, 1>(acc, a, b);
         } else {
-          mma_n128<E, kTrans>(acc, a, b);
+          mma_n128<E, 1>(acc, a, b);
         }
       } else {
         const uint64_t a = detail::descriptor(a_tile + 32 * k);

@@ -49,7 +49,8 @@ size_t wgmma_backward_data_partial_bytes(const Conv2dGeometry& g);
 // 18 slabs) over a multiple of 256 columns that still give every SM a block, else 128 where
 // 128-column tiles give every SM a block, else 64.
 int wgmma_tile_columns(int64_t row_tiles, int columns, int slabs, int sms);
-// The tile the forward of g takes on a GPU of `sms` SMs (its first phase for data).
+// The tile the forward (backward data: its one launch of phases, or else its first phase) of g
+// takes on a GPU of `sms` SMs.
 int wgmma_forward_tile_columns(const Conv2dGeometry& g, int sms);
 int wgmma_backward_data_tile_columns(const Conv2dGeometry& g, int sms);
 

@@ -182,6 +182,36 @@ inline bool phases_together(const std::vector<DataPhase>& phases) {
   return true;
 }
 
+// Backward data's GEMMs: a 1x1's one over dy's pixels (flat: 128 pixels a tile, no phases), or
+// one per output phase with pixels, all in one launch where phases_together; `slabs` the longest
+// reduction, `shortest` the shortest. What runs (convolution_tc_wgmma_sm90a.cu's data_typed), what
+// its split takes and which tile it picks are all read from this.
+struct DataGemms {
+  std::vector<DataPhase> phases;  // empty for a 1x1
+  std::vector<Rows> rows;         // one a GEMM (a phase)
+  bool together = false;
+  int slabs = 0, shortest = 0;
+};
+
+inline DataGemms data_gemms(const Conv2dGeometry& g, int slab) {
+  DataGemms d;
+  if (one_by_one(g)) {
+    Rows rows{};
+    rows.M = int(g.N * g.P() * g.Q()), rows.P = int(g.P()), rows.Q = int(g.Q());
+    rows.tiles = (rows.M + kBM - 1) / kBM, rows.stride_h = 1;
+    d.rows.push_back(with_taps(rows, slab, 1, 1, int(g.K), 0, 0, 0, 0));
+  } else {
+    d.phases = data_phases(g);
+    for (const DataPhase& p : d.phases) d.rows.push_back(phase_rows(g, p, slab));
+    d.together = phases_together(d.phases);
+  }
+  d.shortest = d.rows[0].slabs();
+  for (const Rows& r : d.rows) {
+    d.slabs = std::max(d.slabs, r.slabs()), d.shortest = std::min(d.shortest, r.slabs());
+  }
+  return d;
+}
+
 // A map over a whole NHWC tensor [N, height, width, channels] read in boxes of a slab's channels x
 // rows.Q pixels x rows.box_p rows (the taps' path), every stride_w-th pixel of every stride_h-th
 // row from the box's corner (a strided forward: output (p, q) of tap (r, s) reads x at

@@ -56,9 +56,8 @@ namespace crema::kernels::cuda::tc {
 namespace {
 
 using wg::DataOut, wg::ForwardOut, wg::kBM, wg::kRowBytes, wg::kSlab;
-using wg::Rows, wg::DataPhase, wg::one_by_one, wg::channels_fit, wg::rows_fill_tiles,
-    wg::forward_rows, wg::data_phase, wg::phase_rows, wg::data_phases, wg::phases_together,
-    wg::with_taps, wg::image_map, wg::strided_map;
+using wg::Rows, wg::DataPhase, wg::DataGemms, wg::one_by_one, wg::channels_fit, wg::rows_fill_tiles,
+    wg::forward_rows, wg::data_phase, wg::data_gemms, wg::image_map, wg::strided_map;
 
 // Where a block works: its tile (grouped_tile's order over blockIdx.x) and its part of the
 // reduction (blockIdx.y: slabs first .. first + count - 1).
@@ -248,14 +247,6 @@ Split split_of(int64_t blocks, int slabs) {
   return {(slabs + per - 1) / per, per};
 }
 
-// The tile columns `run` takes for `phases` phases of `rows` (wide: 256 wherever there are more
-// than 128).
-int tile_columns(const Rows& rows, int phases, int columns, bool wide) {
-  return wide && columns > 128 ? 256
-                               : wgmma_tile_columns(int64_t(rows.tiles) * phases, columns,
-                                                    rows.slabs(), multiprocessors());
-}
-
 // The split of `phases` phases of tiles like rows[0]'s, the longest reduction of `slabs`.
 Split split_at(const Rows& rows, int phases, int slabs, int columns, int bn) {
   return split_of(int64_t(rows.tiles) * ((columns + bn - 1) / bn) * phases, slabs);
@@ -270,14 +261,18 @@ int64_t partial_floats(const Rows& rows, int phases, int slabs, int columns, int
 }
 
 // Runs the problem of PHASES phases (rows[i], out[i]: the same tiles, dy's map alike; one launch,
-// blockIdx.z the phase) on the tile tile_columns picks; with `partial` (room for partial_floats
-// at 64 and 128 columns), a few tiles' long reduction split over more blocks (split_of).
+// blockIdx.z the phase) on the tile wgmma_tile_columns picks (wide: 256 wherever there are more
+// than 128 columns); with `partial` (room for partial_floats at 64 and 128 columns), a few tiles'
+// long reduction split over more blocks (split_of).
 template <class E, class Out, int PHASES>
 void run(const CUtensorMap& map_a, const void* b, wg::MapType type, const Rows (&rows)[PHASES],
          int columns, int inner, const Out (&out)[PHASES], gpu::Stream stream, const char* what,
          bool wide, float* partial) {
-  int slabs = 0;
-  for (const Rows& r : rows) slabs = std::max(slabs, r.slabs());
+  // The longest reduction sets the split; the shortest the tile (256 columns pay only where every
+  // phase's reduction is long).
+  int slabs = 0, shortest = rows[0].slabs();
+  for (const Rows& r : rows)
+    slabs = std::max(slabs, r.slabs()), shortest = std::min(shortest, r.slabs());
   auto go = [&](auto bn) {
     constexpr int BN = decltype(bn)::value;
     const CUtensorMap map_b = wg::matrix_map(type, b, columns, inner, BN);
@@ -300,7 +295,9 @@ void run(const CUtensorMap& map_a, const void* b, wg::MapType type, const Rows (
       gpu::check_launch(what);
     }
   };
-  const int bn = tile_columns(rows[0], PHASES, columns, wide);
+  const int bn = wide && columns > 128 ? 256
+                                       : wgmma_tile_columns(int64_t(rows[0].tiles) * PHASES,
+                                                            columns, shortest, multiprocessors());
   if (bn == 256) {
     go(std::integral_constant<int, 256>{});
   } else if (bn == 128) {
@@ -352,38 +349,34 @@ void data_typed(const Conv2dGeometry& g, wg::MapType type, const void* dy, const
   auto* dxs = static_cast<wg::Stored<E>*>(dx);
   const char* what = std::is_same_v<E, float> ? "conv2d_backward_data_nhwc (wgmma, tf32)"
                                               : "conv2d_tc_backward_data (wgmma)";
-  if (one_by_one(g)) {
-    Rows rows{};
-    rows.M = int(g.N) * P * Q, rows.P = P, rows.Q = Q;
-    rows.tiles = (rows.M + kBM - 1) / kBM, rows.stride_h = 1;
-    rows = with_taps(rows, type.slab(), 1, 1, K, 0, 0, 0, 0);
+  const DataGemms d = data_gemms(g, type.slab());
+  if (d.phases.empty()) {  // a 1x1
     const DataOut<E> out{C, H, W, P, Q, stride_h, stride_w, 0, 0, stride_h, stride_w, dxs};
-    run<E>(wg::matrix_map(type, dy, rows.M, K, kBM), wt, type, rows, C, K, out, stream, what, wide,
-           partial);
+    run<E>(wg::matrix_map(type, dy, d.rows[0].M, K, kBM), wt, type, d.rows[0], C, K, out, stream,
+           what, wide, partial);
     return;
   }
-  const std::vector<DataPhase> phases = data_phases(g);
-  std::vector<Rows> rows;
   std::vector<DataOut<E>> outs;
-  for (const DataPhase& d : phases) {
-    rows.push_back(phase_rows(g, d, type.slab()));
+  for (const DataPhase& p : d.phases) {
     outs.push_back(
-        {C, H, W, d.h.extent, d.w.extent, stride_h, stride_w, d.h.first, d.w.first, 1, 1, dxs});
+        {C, H, W, p.h.extent, p.w.extent, stride_h, stride_w, p.h.first, p.w.first, 1, 1, dxs});
   }
   const int inner = int(g.R * g.S) * K;
-  // Every phase's rows alike: dy's map is the same for all (image_map reads the extents only).
-  const CUtensorMap map = image_map(type, dy, g.N, P, Q, K, rows[0]);
-  if (phases_together(phases) && phases.size() == 4) {
-    run<E, DataOut<E>, 4>(map, wt, type, {rows[0], rows[1], rows[2], rows[3]}, C, inner,
-                          {outs[0], outs[1], outs[2], outs[3]}, stream, what, wide, partial);
-  } else if (phases_together(phases) && phases.size() == 2) {
-    run<E, DataOut<E>, 2>(map, wt, type, {rows[0], rows[1]}, C, inner, {outs[0], outs[1]}, stream,
-                          what, wide, partial);
-  } else {
-    for (size_t i = 0; i < phases.size(); ++i) {
-      run<E>(image_map(type, dy, g.N, P, Q, K, rows[i]), wt, type, rows[i], C, inner, outs[i],
-             stream, what, wide, partial);
+  const std::vector<Rows>& rows = d.rows;
+  if (d.together) {  // every phase's rows alike: one map of dy for all
+    const CUtensorMap map = image_map(type, dy, g.N, P, Q, K, rows[0]);
+    if (rows.size() == 4) {
+      run<E, DataOut<E>, 4>(map, wt, type, {rows[0], rows[1], rows[2], rows[3]}, C, inner,
+                            {outs[0], outs[1], outs[2], outs[3]}, stream, what, wide, partial);
+    } else {
+      run<E, DataOut<E>, 2>(map, wt, type, {rows[0], rows[1]}, C, inner, {outs[0], outs[1]}, stream,
+                            what, wide, partial);
     }
+    return;
+  }
+  for (size_t i = 0; i < rows.size(); ++i) {
+    run<E>(image_map(type, dy, g.N, P, Q, K, rows[i]), wt, type, rows[i], C, inner, outs[i], stream,
+           what, wide, partial);
   }
 }
 
@@ -461,27 +454,15 @@ size_t wgmma_forward_partial_bytes(const Conv2dGeometry& g) {
 
 size_t wgmma_backward_data_partial_bytes(const Conv2dGeometry& g) {
   if (!wgmma_backward_data_fits(g)) return 0;
+  const DataGemms d = data_gemms(g, kSlab);
   const int C = int(g.C);
   int64_t floats = 0;
-  // `phases` phases of rows' tiles in one launch, the longest `slabs` (0: rows' own).
-  auto widest = [&](const Rows& rows, int phases, int slabs) {
-    const int longest = slabs > 0 ? slabs : rows.slabs();
-    floats = std::max({floats, partial_floats(rows, phases, longest, C, 64),
-                       partial_floats(rows, phases, longest, C, 128)});
-  };
-  if (one_by_one(g)) {
-    Rows rows{};
-    rows.M = int(g.N * g.P() * g.Q()), rows.tiles = (rows.M + kBM - 1) / kBM;
-    widest(with_taps(rows, kSlab, 1, 1, int(g.K), 0, 0, 0, 0), 1, 0);
-  } else {
-    const std::vector<DataPhase> phases = data_phases(g);
-    if (phases_together(phases)) {  // one launch: the longest phase's slabs set the split
-      int slabs = 0;
-      for (const DataPhase& d : phases) slabs = std::max(slabs, phase_rows(g, d, kSlab).slabs());
-      widest(phase_rows(g, phases[0], kSlab), int(phases.size()), slabs);
-    } else {
-      for (const DataPhase& d : phases) widest(phase_rows(g, d, kSlab), 1, 0);
-    }
+  for (const Rows& rows : d.rows) {  // together: one launch of them all, the longest's slabs
+    const int phases = d.together ? int(d.rows.size()) : 1;
+    const int slabs = d.together ? d.slabs : rows.slabs();
+    floats = std::max({floats, partial_floats(rows, phases, slabs, C, 64),
+                       partial_floats(rows, phases, slabs, C, 128)});
+    if (d.together) break;
   }
   return size_t(floats) * sizeof(float);
 }
@@ -515,12 +496,10 @@ int wgmma_forward_tile_columns(const Conv2dGeometry& g, int sms) {
 }
 
 int wgmma_backward_data_tile_columns(const Conv2dGeometry& g, int sms) {
-  if (one_by_one(g)) {
-    const int64_t tiles = (g.N * g.P() * g.Q() + kBM - 1) / kBM;
-    return wgmma_tile_columns(tiles, int(g.C), int((g.K + kSlab - 1) / kSlab), sms);
-  }
-  const Rows rows = phase_rows(g, data_phase(g, 0, 0), kSlab);
-  return wgmma_tile_columns(rows.tiles, int(g.C), rows.slabs(), sms);
+  const DataGemms d = data_gemms(g, kSlab);
+  const int phases = d.together ? int(d.rows.size()) : 1;
+  const int shortest = d.together ? d.shortest : d.rows[0].slabs();
+  return wgmma_tile_columns(int64_t(d.rows[0].tiles) * phases, int(g.C), shortest, sms);
 }
 
 }  // namespace crema::kernels::cuda::tc

@@ -426,7 +426,8 @@ TEST(ConvolutionTcCuda, WgmmaGeometries) {
 
 // The 256-column tile (TcKernels::wgmma_wide; two wgmma m64n128 a k step, one block an SM):
 // forward and data over 256 columns, over 264 and 200 (a partial last tile), a 1x1 at stride 2
-// (data: a strided pixel block per row), 16 slabs lapping the 4-stage ring; the whole epilogue
+// (data: a strided pixel block per row), 16 slabs lapping the 4-stage ring, a stride-2 3x3's data
+// phases in one launch; the whole epilogue
 // (bias, residual, ReLU, channel sums) and the repeats through check_passes.
 TEST(ConvolutionTcCuda, WideTile) {
   CREMA_REQUIRE_CUDA();
@@ -438,6 +439,7 @@ TEST(ConvolutionTcCuda, WideTile) {
       {1, 264, 10, 12, 264, 3, 3, 1, 1},       // 264 both ways: a last tile of 8 columns
       {2, 200, 11, 9, 320, 1, 1, 0, 0, 2, 2},  // strided 1x1: 320 forward, 200 data
       {1, 1024, 5, 7, 256, 1, 1},              // 16 slabs: the ring lapped 4 times
+      {2, 136, 14, 14, 64, 3, 3, 1, 1, 2, 2},  // data over 136: four phases in one launch
   };
   uint64_t seed = 1700;
   for (const Conv2dGeometry& g : geometries) {
@@ -492,6 +494,23 @@ TEST(ConvolutionTcCuda, TileColumns) {
   EXPECT_EQ(cuda::tc::wgmma_forward_partial_bytes(conv2), 0u);
   EXPECT_EQ(cuda::tc::wgmma_backward_data_partial_bytes(conv3), 0u);
   EXPECT_EQ(cuda::tc::wgmma_forward_partial_bytes(Conv2dGeometry{1, 64, 9, 11, 64, 1, 1}), 0u);
+}
+
+// Fused channel statistics write their partials into the workspace: without one, a named error
+// before anything runs (the workspace now starts with the split reductions' room).
+TEST(ConvolutionTcCuda, StatisticsNeedTheWorkspace) {
+  const Conv2dGeometry g{2, 64, 8, 8, 64, 3, 3, 1, 1};
+  float sums[2 * 64];
+  cuda::TcEpilogue epilogue;
+  epilogue.sum = sums, epilogue.sum_squares = sums + 64;
+  try {
+    cuda::conv2d_tc_forward(g, TcType::bf16, nullptr, nullptr, nullptr, epilogue, nullptr, {});
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("channel statistics need the workspace"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(ConvolutionTcCuda, MisalignedPointersTakeTheElementPath) {
