@@ -187,21 +187,6 @@ void data_with(const Params& p, const float* dy, const float* wt, float* dx, Gem
   launch<T>(prob, p.G, math, stream, "conv2d_backward_data_nhwc");
 }
 
-// wt[g, c, r, s, k] = w[g*Kg + k, r, s, c]: per group, [Kg, R*S, Cg] -> [Cg, R*S, Kg].
-__global__ void transpose_filter_kernel(const float* __restrict__ w, int Kg, int RS, int Cg,
-                                        int64_t total, float* __restrict__ wt) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t k = i % Kg, rs = i / Kg % RS, c = i / (int64_t(Kg) * RS) % Cg,
-                  g = i / (int64_t(Kg) * RS * Cg);
-    wt[i] = w[((g * Kg + k) * RS + rs) * Cg + c];
-  }
-}
-
-unsigned grid_for(int64_t count) {
-  return unsigned(std::clamp<int64_t>((count + 255) / 256, 1, 65536));
-}
-
 // Whether the filter gradient takes the 16-byte copies (k-outer tiles; no thin tile there).
 bool filter_runs(const Conv2dGeometry& g) {
   return (g.C / g.groups) % 4 == 0 && (g.K / g.groups) % 4 == 0;
@@ -293,7 +278,7 @@ void conv2d_forward_nhwc(const Conv2dGeometry& g, const float* x, const float* w
       conv2d_forward_nhwc_uses_wgmma(g, math, kernels)) {
     TcEpilogue epilogue;
     epilogue.bias = bias;
-    return tc::wgmma_forward_f32(g, x, w, y, epilogue, stream, kernels == TcKernels::wgmma_wide);
+    return tc::wgmma_forward_f32(g, x, w, y, epilogue, stream, tc::wgmma_launch(kernels));
   }
   const bool vec = p.Cg % 4 == 0 && aligned16(x) && aligned16(w);
   switch (width_for(p.Kg)) {
@@ -324,11 +309,9 @@ void conv2d_backward_data_nhwc(const Conv2dGeometry& g, const float* dy, const f
   if (aligned16(dy) && aligned16(wt) && aligned16(dx) &&
       conv2d_backward_data_nhwc_uses_wgmma(g, math, kernels)) {
     tc::transpose_filter_phase_order(g, w, wt, stream);
-    return tc::wgmma_backward_data_f32(g, dy, wt, dx, stream, kernels == TcKernels::wgmma_wide);
+    return tc::wgmma_backward_data_f32(g, dy, wt, dx, stream, tc::wgmma_launch(kernels));
   }
-  const int64_t total = int64_t(p.K) * p.RS * p.Cg;
-  transpose_filter_kernel<<<grid_for(total), 256, 0, stream>>>(w, p.Kg, p.RS, p.Cg, total, wt);
-  gpu::check_launch("conv2d_backward_data_nhwc (filter transpose)");
+  tc::transpose_filter_groups(g, w, wt, stream);
   const bool vec = p.Kg % 4 == 0 && aligned16(dy) && aligned16(wt);
   switch (width_for(p.Cg)) {
     case Width::wide:

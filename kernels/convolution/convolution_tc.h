@@ -69,12 +69,14 @@ struct TcEpilogue {
 // aligned, f32 in tf32) only backward data; where a family cannot run, it runs mma.sync.
 // wgmma_wide: the wgmma kernels with the 256-column tile wherever the GEMM has more than 128
 // columns (forward and data; `best` takes it only for large, long reductions: the tests reach it
-// on small shapes this way).
-enum class TcKernels { best, mma_sync, wgmma, col2im, wgmma_wide };
+// on small shapes this way). wgmma_persistent: the wgmma kernels on persistent blocks (two an SM,
+// one at 256 columns, each walking tiles; `best` takes them for large layers of short
+// reductions) whatever the layer.
+enum class TcKernels { best, mma_sync, wgmma, col2im, wgmma_wide, wgmma_persistent };
 // Whether `kernels` lets a pass take the wgmma kernels (best, or forced).
 inline bool wgmma_allowed(TcKernels kernels) {
   return kernels == TcKernels::best || kernels == TcKernels::wgmma ||
-         kernels == TcKernels::wgmma_wide;
+         kernels == TcKernels::wgmma_wide || kernels == TcKernels::wgmma_persistent;
 }
 
 // The forward's workspace with fused channel statistics; without them, the part its split

@@ -333,6 +333,13 @@ void transpose_filter_phase_order(const Conv2dGeometry& g, const float* w, float
                    "conv2d_backward_data_nhwc (wgmma, tf32: filter transpose)");
 }
 
+void transpose_filter_groups(const Conv2dGeometry& g, const float* w, float* wt,
+                             gpu::Stream stream) {
+  const int G = int(g.groups);
+  transpose_filter(w, G, int(g.K) / G, int(g.R), int(g.S), int(g.C) / G, 1, 1, 1, 1, wt, stream,
+                   "conv2d_backward_data_nhwc (filter transpose)");
+}
+
 }  // namespace tc
 
 const char* tc_type_name(TcType type) {
@@ -369,7 +376,11 @@ size_t conv2d_tc_forward_split_workspace(const Conv2dGeometry& g) {
   return g.depthwise() ? 0 : tc::wgmma_forward_partial_bytes(g);
 }
 
+// `best` leaves filters of taps over fewer than 24 channels to mma.sync: a slab of 64 channels is
+// then mostly padding (H200, 2026-11-27, session 17's bf16 suite, both families timed in one run:
+// 5x5 16->32 wgmma 1.55x mma.sync's time, 16->48 1.31x; at 24 even, at 32 mixed, 0.79-1.25x).
 bool conv2d_tc_forward_uses_wgmma(const Conv2dGeometry& g, TcKernels kernels) {
+  if (kernels == TcKernels::best && !(g.R == 1 && g.S == 1) && g.C / g.groups < 24) return false;
   return wgmma_allowed(kernels) && tc::wgmma_forward_fits(g) && detail::device_is_sm90();
 }
 
@@ -379,14 +390,25 @@ bool conv2d_tc_forward_uses_wgmma(const Conv2dGeometry& g, TcKernels kernels) {
 // 512->256 at 28 137 -> 211, 1024->256 at 14 128 -> 196, strided 256->512 at 56 92 -> 230,
 // 512->1024 at 28 127 -> 310, 1024->2048 at 14 129 -> 256 (the 3x3s won before); before it the
 // short reductions (K = 64 to 512) lost by up to 1.7x to the pair stores.
+// A 1x1 whose reduction (K) or output (C) has fewer than 40 channels stays on mma.sync under
+// `best`: one mostly empty slab a tile (H200, 2026-11-27, session 17's bf16 suite: mma.sync 10-14%
+// faster at 32->16, 16->96, 24->144 and 144->24; wgmma ahead at 40->240).
 bool conv2d_tc_backward_data_uses_wgmma(const Conv2dGeometry& g, TcKernels kernels) {
+  if (kernels == TcKernels::best && g.R == 1 && g.S == 1 && std::min(g.C, g.K) / g.groups < 40) {
+    return false;
+  }
   return wgmma_allowed(kernels) && tc::wgmma_backward_data_fits(g) && detail::device_is_sm90();
 }
 
 // bf16 only: cuda::gemm_bf16 is the one 16-bit GEMM on 16-bit operands (wgmma, sm_90).
+// `best` takes col2im for filters of 25 taps and more only: on 3x3 stems the implicit GEMM wins
+// (H200, 2026-11-27, session 17's bf16 suite: 8,3,224,224 -> 64 3x3 col2im 0.220 ms against
+// mma.sync's 0.170; 16,3,224,224 -> 32 3x3 s2 0.148 against 0.097; 7x7 0.406 against 0.439,
+// 11x11 0.385 against 0.391).
 bool conv2d_tc_backward_data_uses_col2im(const Conv2dGeometry& g, TcType type, TcKernels kernels) {
-  return type == TcType::bf16 && (kernels == TcKernels::best || kernels == TcKernels::col2im) &&
-         col2im_nhwc::fits(g, 8) && detail::device_is_sm90();
+  const bool allowed =
+      kernels == TcKernels::col2im || (kernels == TcKernels::best && g.R * g.S >= 25);
+  return type == TcType::bf16 && allowed && col2im_nhwc::fits(g, 8) && detail::device_is_sm90();
 }
 
 size_t conv2d_tc_backward_data_workspace(const Conv2dGeometry& g, TcType type) {
@@ -426,8 +448,7 @@ void conv2d_tc_forward(const Conv2dGeometry& g, TcType type, const void* x, cons
   if (aligned16(x) && aligned16(w) && aligned16(y) &&
       (epilogue.residual == nullptr || aligned16(epilogue.residual)) &&
       conv2d_tc_forward_uses_wgmma(g, kernels)) {
-    wgmma_forward(g, type, x, w, y, epilogue, stats, stream, kernels == TcKernels::wgmma_wide,
-                  workspace);
+    wgmma_forward(g, type, x, w, y, epilogue, stats, stream, tc::wgmma_launch(kernels), workspace);
     if (with_stats) sum_channel_stats(stats, wgmma_forward_stats_rows(g), p.K, epilogue, stream);
     return;
   }
@@ -456,7 +477,7 @@ void conv2d_tc_backward_data(const Conv2dGeometry& g, TcType type, const void* d
                    "conv2d_tc_backward_data (filter transpose)");
   if (aligned16(dy) && aligned16(wt) && aligned16(dx) &&
       conv2d_tc_backward_data_uses_wgmma(g, kernels)) {
-    return wgmma_backward_data(g, type, dy, wt, dx, stream, kernels == TcKernels::wgmma_wide,
+    return wgmma_backward_data(g, type, dy, wt, dx, stream, tc::wgmma_launch(kernels),
                                static_cast<char*>(workspace) + transposed_filter_bytes(g));
   }
   const auto* dys = static_cast<const uint16_t*>(dy);

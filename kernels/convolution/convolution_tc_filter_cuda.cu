@@ -230,10 +230,15 @@ void sum_filter_slices(const float* partial, int slices, int G, int Kg, int RS, 
 // warpgroup 1 tap t+1, dy loaded once for both: wgmma_backward_filter_pairs_taps), so 64@56 no
 // longer half fills it; taken for every K (H200, 2026-11-27: 64 -> 64 at 56, N 128, 0.118 ms
 // against mma.sync's 0.253; 64 -> 128 at stride 2 0.086 against 0.107).
+//
+// Beyond those: wgmma wins wherever K >= 128 and C >= 32 (H200, 2026-11-27, session 17's bf16
+// suite, both families in one run, wgmma's time over mma.sync's: 32->128 5x5 0.74, 48->128 5x5
+// 0.79, 96->128 3x3 0.64, 96->208 0.74) and loses at K <= 96 with C <= 48 (16->32 1.68, 32->96
+// 1.17, 48->64 1.71).
 bool wgmma_backward_filter_pays(const Conv2dGeometry& g) {
   if (g.R == 1 && g.S == 1 && g.pad_h == 0 && g.pad_w == 0) return true;
   if (wgmma_backward_filter_pairs_taps(g)) return true;
-  return g.C >= 128 && g.K >= 128;
+  return g.C >= 32 && g.K >= 128;
 }
 }  // namespace tc
 

@@ -199,23 +199,48 @@ __device__ __forceinline__ uint64_t mn_major_descriptor(uint32_t smem_address) {
 // ones (the filter gradient's), MapType::slab() for any type.
 constexpr int kBM = 128, kSlab = 64, kRowBytes = 128, kThreads = 256, kBlockThreads = kThreads + 32;
 
-// The shared-memory ring of a tile 128 x BN: stages of A (128 rows of 128 bytes) and B (BN rows),
-// as many as fit 96 KB at BN 64 and 128 (4 and 3: two blocks an SM), 192 KB at BN 256 (4 of
-// 48 KB: one block an SM).
-template <int BN_>
+// The epilogue's scratch: each of the 8 consumer warps parks its 16 rows of `columns` fp32 sums
+// at a time, rows columns + 8 floats apart (the pad puts the 8 rows of one fragment store on
+// distinct banks). Persistent blocks park 64 columns at a time in 36 KB of their own.
+__host__ __device__ constexpr int staging_warp_floats(int columns) {
+  return 16 * (columns + 8);
+}
+constexpr int kStagingBytes = kThreads / 32 * staging_warp_floats(64) * 4;
+// The dynamic shared memory one block of an SM may have (227 KB on sm_90).
+constexpr int kMaxSharedBytes = 227 * 1024;
+
+// The shared-memory ring of a tile 128 x BN: stages of A (128 rows of 128 bytes) and B (BN rows).
+// Launched a block a unit (RESIDENT 0), as many stages as fit 96 KB at BN 64 and 128 (4 and 3:
+// two blocks an SM) or 192 KB at BN 256 (4 of 48 KB: one block an SM), the epilogue's scratch in
+// the drained ring. Persistent, RESIDENT (1 or 2) blocks an SM each walking many units, its
+// producer filling the next unit's stages during this one's epilogue: the scratch has its own
+// room after the barriers and the ring takes the rest of the SM's share (one a block an SM: 7
+// stages at BN 64, 5 at 128, 3 at 256; two: 3 at 64, 2 at 128).
+template <int BN_, int RESIDENT_ = 0>
 struct Ring {
   static constexpr int BN = BN_, A_BYTES = kBM * kRowBytes, B_BYTES = BN * kRowBytes;
-  static constexpr int RING_BYTES = (BN == 256 ? 192 : 96) * 1024;
-  static constexpr int STAGE_BYTES = A_BYTES + B_BYTES, STAGES = RING_BYTES / STAGE_BYTES;
-  // The stages (1024-byte aligned, as the 128B swizzle needs), the full and empty barriers, and
-  // room to align the base.
-  static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + 2 * STAGES * 8 + 1024;
+  static constexpr int RESIDENT = RESIDENT_;
+  static constexpr bool PERSISTENT = RESIDENT > 0;
+  static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
+  static constexpr int RING_BYTES =
+      PERSISTENT ? ((kMaxSharedBytes + 1024) / RESIDENT - 2048 - kStagingBytes - 256) /
+                       STAGE_BYTES * STAGE_BYTES
+                 : (BN == 256 ? 192 : 96) * 1024;
+  static constexpr int STAGES = RING_BYTES / STAGE_BYTES;
+  // The columns the epilogue parks at once: all (in the drained ring) or 64 (persistent).
+  static constexpr int STAGED = PERSISTENT ? 64 : BN;
+  // The stages (1024-byte aligned, as the 128B swizzle needs), the full and empty barriers, the
+  // scratch (PERSISTENT; else offset 0: the ring), and room to align the base.
+  static constexpr int STAGING_OFFSET = PERSISTENT ? STAGES * STAGE_BYTES + 2 * STAGES * 8 : 0;
+  static constexpr int SMEM_BYTES =
+      STAGES * STAGE_BYTES + 2 * STAGES * 8 + (PERSISTENT ? kStagingBytes : 0) + 1024;
   static_assert(BN == 64 || BN == 128 || BN == 256, "wgmma n64, n128 or two n128");
-  // The epilogue's scratch: each of the 8 warps parks its 16 rows of BN fp32 sums, rows
-  // BN + 8 floats apart (the pad puts the 8 rows of one fragment store on distinct banks).
-  static constexpr int STAGING_PITCH = BN + 8, STAGING_WARP_FLOATS = 16 * STAGING_PITCH;
-  static_assert(kThreads / 32 * STAGING_WARP_FLOATS * 4 <= STAGES * STAGE_BYTES,
+  static_assert(STAGES >= 2 && STAGES <= 16 &&
+                    (SMEM_BYTES + 1024) * (PERSISTENT ? RESIDENT : 1) <= kMaxSharedBytes + 1024,
+                "the ring fits");
+  static_assert(PERSISTENT || kThreads / 32 * staging_warp_floats(BN) * 4 <= STAGES * STAGE_BYTES,
                 "the epilogue's scratch fits the ring");
+  static_assert(STAGING_OFFSET % 16 == 0, "the scratch is 16-byte aligned");
 };
 
 // Waits until the 256 consumer threads (warpgroups 0 and 1) all arrived: named barrier 1, the
@@ -224,35 +249,42 @@ __device__ __forceinline__ void consumers_sync() {
   asm volatile("bar.sync 1, 256;\n" ::: "memory");
 }
 
-// The kernel of all three passes: one block, one 128 x BN tile of a GEMM over `slabs` slabs of
-// 128 bytes of inner indices (64 16-bit ones, 32 f32 ones). Problem provides
+// The kernel of all three passes: 128 x BN tiles of a GEMM over `slabs` slabs of 128 bytes of
+// inner indices (64 16-bit ones, 32 f32 ones), one a block (RESIDENT 0: the grid has a block for
+// every unit) or many (RESIDENT blocks an SM, each taking units blockIdx.x, + gridDim.x, ...).
+// Problem provides
 //   kMnMajor                       whether its operands are MN-major (else K-major)
-//   Where locate()                 the block's tile (from blockIdx), computed once
+//   int units()                    the units of work: a tile and its part of the reduction
+//   Where locate(unit)             where unit `unit` works, computed once a unit
 //   int slabs(where)
 //   fill(where, slab, stage, bar, map_a, map_b)   one thread: announce the stage's bytes on `bar`
 //                                  and ask the TMA for slab `slab` of A (128 rows at `stage`) and
 //                                  B (BN rows at stage + A_BYTES)
-//   store(where, consumer, acc, staging)   the epilogue of warpgroup `consumer`'s 64 x BN
-//                                  accumulators (threads 128 consumer ..); staging: the ring,
-//                                  free by then (every warpgroup's wgmmas have retired and every
-//                                  TMA copy has landed), as fp32 scratch (Ring's STAGING_* say how
-//                                  much a warp owns)
-// Warp-specialized: lane 0 of warp 8, the producer, fills slab s into stage s % STAGES once the
-// stage's last tenant (slab s - STAGES) was released; the consumers (warpgroups 0 and 1) wait on
-// a stage's "full" barrier, issue its wgmmas, keep one slab's group in flight, and release the
-// previous slab's stage on its "empty" barrier once that group retired. The producer must not sit
-// in the consumers' loop: ptxas then serializes the wgmmas (its warning C7515; session 17 found
+//   store<STAGED>(where, consumer, acc, staging)   the epilogue of warpgroup `consumer`'s 64 x BN
+//                                  accumulators (threads 128 consumer ..); staging: the warp's
+//                                  fp32 scratch, staging_warp_floats(STAGED) (16 rows of STAGED
+//                                  columns at a time), that no other warp touches
+// Warp-specialized: lane 0 of warp 8, the producer, fills the units' slabs in order, the i-th
+// (counted over all of the block's units) into stage i % STAGES once its last tenant (slab
+// i - STAGES) was released: it runs ahead into the next unit while the consumers finish this
+// one. The consumers (warpgroups 0 and 1) wait on a stage's "full" barrier, issue its wgmmas,
+// keep one slab's group in flight, and release the previous slab's stage on its "empty" barrier
+// once that group retired (a unit's last stage once all retired). The producer must not sit in
+// the consumers' loop: ptxas then serializes the wgmmas (its warning C7515; session 17 found
 // every consumer-side producer build of this kernel so). BN 256 (two m64n128 a k step, 128
-// accumulators a thread: acc[64 h + 4 j + i] is column 128 h + 8 j + ..., the layout every store
-// reads for BN = 256) runs one block an SM, BN 64 and 128 two. Each accumulator sums its products
-// in slab order: deterministic.
-template <class E, int BN, class Problem>
-__global__ void __launch_bounds__(kBlockThreads, BN == 256 ? 1 : 2)
+// accumulators a thread: acc[64 h + 4 j + i] is column 128 h + 8 j + ..., i.e. acc[4 J + i] is
+// column 8 J + ... for every BN, the layout every store reads) runs one block an SM, BN 64 and
+// 128 two (or RESIDENT, persistent). Each accumulator sums its products in slab order:
+// deterministic.
+template <class E, int BN, class Problem, int RESIDENT>
+__global__ void __launch_bounds__(kBlockThreads, RESIDENT > 0 ? RESIDENT
+                                                 : BN == 256  ? 1
+                                                              : 2)
     wgmma_kernel(const __grid_constant__ CUtensorMap map_a,
                  const __grid_constant__ CUtensorMap map_b,
                  const __grid_constant__ Problem problem) {
   static_assert(BN < 256 || !Problem::kMnMajor, "the 256-column tile reads K-major operands");
-  using R = Ring<BN>;
+  using R = Ring<BN, RESIDENT>;
   extern __shared__ uint8_t raw_smem[];
   const uint32_t raw_address = uint32_t(__cvta_generic_to_shared(raw_smem));
   const uint32_t base = raw_address + (1024 - raw_address % 1024) % 1024;
@@ -268,68 +300,98 @@ __global__ void __launch_bounds__(kBlockThreads, BN == 256 ? 1 : 2)
   }
   __syncthreads();
 
-  const auto where = problem.locate();
-  const int slabs = problem.slabs(where);
   if (tid >= kThreads) {  // the producer warp
-    if (tid == kThreads) {
+    if (tid != kThreads) return;
+    // Unit `unit`'s slabs, the first the block's `first`-th (counted over all of its units).
+    auto produce = [&](int unit, int first) {
+      const auto where = problem.locate(unit);
+      const int slabs = problem.slabs(where);
       for (int s = 0; s < slabs; ++s) {
-        const int stage = s % R::STAGES;
-        // Slab s - STAGES, the stage's previous tenant, released by both consumers.
-        if (s >= R::STAGES) mbarrier_wait(empty + 8 * stage, (s / R::STAGES - 1) & 1);
+        const int i = first + s, stage = i % R::STAGES;
+        // Slab i - STAGES, the stage's previous tenant, released by both consumers.
+        if (i >= R::STAGES) mbarrier_wait(empty + 8 * stage, (i / R::STAGES - 1) & 1);
         problem.fill(where, s, base + stage * R::STAGE_BYTES, full + 8 * stage, &map_a, &map_b);
+      }
+      return first + slabs;
+    };
+    if constexpr (RESIDENT == 0) {
+      produce(blockIdx.x, 0);
+    } else {
+      for (int unit = blockIdx.x, i = 0; unit < problem.units(); unit += gridDim.x) {
+        i = produce(unit, i);
       }
     }
     return;
   }
 
   const int consumer = tid / 128;
-  float acc[BN / 2];
+  float* staging = reinterpret_cast<float*>(raw_smem + (base - raw_address) + R::STAGING_OFFSET) +
+                   (tid / 32) * staging_warp_floats(R::STAGED);
+  auto consume = [&](int unit, int first) {
+    const auto where = problem.locate(unit);
+    const int slabs = problem.slabs(where);
+    float acc[BN / 2];
 #pragma unroll
-  for (int i = 0; i < BN / 2; ++i) acc[i] = 0.0f;
-  for (int s = 0; s < slabs; ++s) {
-    const int stage = s % R::STAGES;
-    mbarrier_wait(full + 8 * stage, (s / R::STAGES) & 1);
-    // The warpgroup's 64 rows of A: 64 rows of 128 bytes (K-major) or the second 64 x 64 box
-    // (MN-major): 8192 bytes on either way.
-    const uint32_t a_tile = base + stage * R::STAGE_BYTES + consumer * 8192;
-    const uint32_t b_tile = base + stage * R::STAGE_BYTES + R::A_BYTES;
-    detail::wgmma_fence();
+    for (int a = 0; a < BN / 2; ++a) acc[a] = 0.0f;
+    for (int s = 0; s < slabs; ++s) {
+      const int i = first + s, stage = i % R::STAGES;
+      mbarrier_wait(full + 8 * stage, (i / R::STAGES) & 1);
+      // The warpgroup's 64 rows of A: 64 rows of 128 bytes (K-major) or the second 64 x 64 box
+      // (MN-major): 8192 bytes on either way.
+      const uint32_t a_tile = base + stage * R::STAGE_BYTES + consumer * 8192;
+      const uint32_t b_tile = base + stage * R::STAGE_BYTES + R::A_BYTES;
+      detail::wgmma_fence();
 #pragma unroll
-    for (int k = 0; k < 4; ++k) {         // 4 steps of 32 bytes: 16 inner indices (tf32: 8)
-      if constexpr (Problem::kMnMajor) {  // the transpose immediates: both MN-major
-        const uint64_t a = mn_major_descriptor(a_tile + 2048 * k);
-        const uint64_t b = mn_major_descriptor(b_tile + 2048 * k);
-        if constexpr (BN == 64) {
-          mma_n64<E, 1>(acc, a, b);
+      for (int k = 0; k < 4; ++k) {         // 4 steps of 32 bytes: 16 inner indices (tf32: 8)
+        if constexpr (Problem::kMnMajor) {  // the transpose immediates: both MN-major
+          const uint64_t a = mn_major_descriptor(a_tile + 2048 * k);
+          const uint64_t b = mn_major_descriptor(b_tile + 2048 * k);
+          if constexpr (BN == 64) {
+            mma_n64<E, 1>(acc, a, b);
+          } else {
+            mma_n128<E, 1>(acc, a, b);
+          }
         } else {
-          mma_n128<E, 1>(acc, a, b);
-        }
-      } else {
-        const uint64_t a = detail::descriptor(a_tile + 32 * k);
-        const uint64_t b = detail::descriptor(b_tile + 32 * k);
-        if constexpr (BN == 64) {
-          mma_n64<E>(acc, a, b);
-        } else if constexpr (BN == 128) {
-          mma_n128<E>(acc, a, b);
-        } else {  // B's second 128 rows 16 KB on
-          mma_n128<E>(*reinterpret_cast<float(*)[64]>(acc), a, b);
-          mma_n128<E>(*reinterpret_cast<float(*)[64]>(acc + 64), a,
-                      detail::descriptor(b_tile + 128 * kRowBytes + 32 * k));
+          const uint64_t a = detail::descriptor(a_tile + 32 * k);
+          const uint64_t b = detail::descriptor(b_tile + 32 * k);
+          if constexpr (BN == 64) {
+            mma_n64<E>(acc, a, b);
+          } else if constexpr (BN == 128) {
+            mma_n128<E>(acc, a, b);
+          } else {  // B's second 128 rows 16 KB on
+            mma_n128<E>(*reinterpret_cast<float(*)[64]>(acc), a, b);
+            mma_n128<E>(*reinterpret_cast<float(*)[64]>(acc + 64), a,
+                        detail::descriptor(b_tile + 128 * kRowBytes + 32 * k));
+          }
         }
       }
+      detail::wgmma_commit();
+      detail::wgmma_wait<1>();  // slab i-1's group has retired: its stage goes back
+      if (s > 0) mbarrier_arrive(empty + 8 * ((i - 1) % R::STAGES));
     }
-    detail::wgmma_commit();
-    detail::wgmma_wait<1>();  // slab s-1's group has retired: its stage goes back
-    if (s > 0) mbarrier_arrive(empty + 8 * ((s - 1) % R::STAGES));
-  }
-  detail::wgmma_wait<0>();
+    detail::wgmma_wait<0>();
 #pragma unroll
-  for (int i = 0; i < BN / 2; ++i) detail::fence_register(acc[i]);
-  // Every TMA copy has landed (each consumer waited on every slab's "full"); the other consumer
-  // may still be reading the last stage: the ring is scratch once both are here.
-  consumers_sync();
-  float* staging = reinterpret_cast<float*>(raw_smem + (base - raw_address));
-  problem.store(where, consumer, acc, staging);
+    for (int a = 0; a < BN / 2; ++a) detail::fence_register(acc[a]);
+    if constexpr (R::PERSISTENT) {
+      // The unit's last stage goes back (a block a unit: nobody waits for it). Each warp's
+      // scratch is its own.
+      if (slabs > 0) mbarrier_arrive(empty + 8 * ((first + slabs - 1) % R::STAGES));
+    } else {
+      // The scratch is the ring, free once both consumers are here (every TMA copy has landed:
+      // each consumer waited on every slab's "full"; the other may still be reading the last
+      // stage).
+      consumers_sync();
+    }
+    problem.template store<R::STAGED>(where, consumer, acc, staging);
+    return first + slabs;
+  };
+  if constexpr (RESIDENT == 0) {
+    consume(blockIdx.x, 0);
+  } else {
+    for (int unit = blockIdx.x, i = 0; unit < problem.units(); unit += gridDim.x) {
+      i = consume(unit, i);
+    }
+  }
 }
 
 // Host side.
@@ -405,12 +467,15 @@ inline CUtensorMap matrix_map(TcType type, const void* base, int64_t rows, int64
   return matrix_map(map_type(type), base, rows, cols, box_rows);
 }
 
-template <class E, int BN, class Problem>
-void launch(const CUtensorMap& map_a, const CUtensorMap& map_b, const Problem& problem, dim3 grid,
-            gpu::Stream stream, const char* what) {
-  const auto kernel = wgmma_kernel<E, BN, Problem>;
-  detail::set_shared_memory_limit(kernel, Ring<BN>::SMEM_BYTES, what);
-  kernel<<<grid, kBlockThreads, Ring<BN>::SMEM_BYTES, stream>>>(map_a, map_b, problem);
+// `blocks` blocks: every unit's (RESIDENT 0) or fewer, each walking units blockIdx.x,
+// + gridDim.x, ...
+template <class E, int BN, class Problem, int RESIDENT = 0>
+void launch(const CUtensorMap& map_a, const CUtensorMap& map_b, const Problem& problem,
+            int64_t blocks, gpu::Stream stream, const char* what) {
+  const auto kernel = wgmma_kernel<E, BN, Problem, RESIDENT>;
+  constexpr int kBytes = Ring<BN, RESIDENT>::SMEM_BYTES;
+  detail::set_shared_memory_limit(kernel, kBytes, what);
+  kernel<<<unsigned(blocks), kBlockThreads, kBytes, stream>>>(map_a, map_b, problem);
   gpu::check_launch(what);
 }
 

@@ -28,19 +28,30 @@ bool wgmma_backward_data_fits(const Conv2dGeometry& g, int channel_multiple = 8)
 // warp of each block.
 int wgmma_forward_stats_rows(const Conv2dGeometry& g);
 
+// How the forward and backward data launch: as wgmma_tile_columns and the persistence rule pick
+// (automatic), or forced (tests reach the rarer launches on small shapes): the 256-column tile
+// wherever the GEMM has more than 128 columns (TcKernels::wgmma_wide), or persistent blocks
+// (TcKernels::wgmma_persistent).
+enum class WgmmaLaunch { automatic, wide, persistent };
+inline WgmmaLaunch wgmma_launch(TcKernels kernels) {
+  return kernels == TcKernels::wgmma_wide         ? WgmmaLaunch::wide
+         : kernels == TcKernels::wgmma_persistent ? WgmmaLaunch::persistent
+                                                  : WgmmaLaunch::automatic;
+}
+
 // y = the epilogue of conv(x, w), rounded once; with epilogue.sum set, the per-warp partial sums
 // of y and y^2 into stats (channel_stats_kernel adds them up).
-// wide: the 256-column tile wherever the GEMM has more than 128 columns (TcKernels::wgmma_wide),
-// else the tile wgmma_tile_columns picks. partial (16-byte aligned, wgmma_*_partial_bytes(g)):
+// how: the launch (WgmmaLaunch). partial (16-byte aligned, wgmma_*_partial_bytes(g)):
 // where a layer makes fewer than 128 tiles, its reduction is split over more blocks, their fp32
 // tiles summed there in a fixed order before the epilogue; null: never split.
 void wgmma_forward(const Conv2dGeometry& g, TcType type, const void* x, const void* w, void* y,
-                   const TcEpilogue& epilogue, float* stats, gpu::Stream stream, bool wide = false,
-                   void* partial = nullptr);
+                   const TcEpilogue& epilogue, float* stats, gpu::Stream stream,
+                   WgmmaLaunch how = WgmmaLaunch::automatic, void* partial = nullptr);
 // dx = the transposed convolution of dy by w, written (a strided 1x1: the products at the strided
 // pixels, zeros between them); wt [C, R, S, K] is w transposed.
 void wgmma_backward_data(const Conv2dGeometry& g, TcType type, const void* dy, const void* wt,
-                         void* dx, gpu::Stream stream, bool wide = false, void* partial = nullptr);
+                         void* dx, gpu::Stream stream, WgmmaLaunch how = WgmmaLaunch::automatic,
+                         void* partial = nullptr);
 // The room the split reductions of g's forward and backward data take (0: never split).
 size_t wgmma_forward_partial_bytes(const Conv2dGeometry& g);
 size_t wgmma_backward_data_partial_bytes(const Conv2dGeometry& g);
@@ -61,9 +72,10 @@ int wgmma_backward_data_tile_columns(const Conv2dGeometry& g, int sms);
 // statistics). Data: wt [C, R, S, K] is w transposed with its taps in phase order
 // (transpose_filter_phase_order; plain [C, R, S, K] at stride 1 and for a 1x1).
 void wgmma_forward_f32(const Conv2dGeometry& g, const float* x, const float* w, float* y,
-                       const TcEpilogue& epilogue, gpu::Stream stream, bool wide = false);
+                       const TcEpilogue& epilogue, gpu::Stream stream,
+                       WgmmaLaunch how = WgmmaLaunch::automatic);
 void wgmma_backward_data_f32(const Conv2dGeometry& g, const float* dy, const float* wt, float* dx,
-                             gpu::Stream stream, bool wide = false);
+                             gpu::Stream stream, WgmmaLaunch how = WgmmaLaunch::automatic);
 // ep.sum[k], ep.sum_squares[k] = the sums over `rows` of stats [rows][2][K] (per-warp or
 // per-block partials of y and y^2), rows added in order (deterministic); queued on `stream`
 // (convolution_tc_cuda.cu; the depthwise forward's statistics too).
@@ -78,6 +90,10 @@ void sum_filter_slices(const float* partial, int slices, int G, int Kg, int RS, 
 // (convolution_tc_cuda.cu, the transposition the 16-bit backward data runs).
 void transpose_filter_phase_order(const Conv2dGeometry& g, const float* w, float* wt,
                                   gpu::Stream stream);
+// wt [G, Cg, R*S, Kg] = w [K, R, S, Cg] transposed per group, f32, the taps in their own order
+// (the f32 NHWC backward data's mma.sync kernels), queued on `stream`.
+void transpose_filter_groups(const Conv2dGeometry& g, const float* w, float* wt,
+                             gpu::Stream stream);
 
 // Groups 1, strides up to 4 (any filter, padding and dilation), C and K multiples of 8.
 bool wgmma_backward_filter_fits(const Conv2dGeometry& g);

@@ -101,8 +101,8 @@ FilterPlan filter_plan(const Conv2dGeometry& g) {
   return f;
 }
 
-// Block (tile + tiles * tap, slice): D's 128 x BN tile of one tap over the slice's slabs, into
-// partial[slice][tap][c][k]; paired, block (tile + tiles * (tap / 2), slice) with taps tap and
+// Unit (tile + tiles * tap, slice): D's 128 x BN tile of one tap over the slice's slabs, into
+// partial[slice][tap][c][k]; paired, unit (tile + tiles * (tap / 2), slice) with taps tap and
 // tap + 1, one a warpgroup.
 template <int BN, bool FLAT>
 struct FilterProblem {
@@ -113,13 +113,16 @@ struct FilterProblem {
   // FLAT: N*P*Q. Taps: the boxes, the filter's S and its offsets, which map is x's.
   int NPQ, bw, bh, blocks_q, blocks_pq, taps, S, dil_h, dil_w, pad_h, pad_w, stride_h, stride_w;
   bool rows_are_dy, paired;
+  int blocks_x, slices;  // unit u: block u % blocks_x (tile + tiles * slot) of slice u / blocks_x
+
+  __device__ int units() const { return blocks_x * slices; }
 
   struct Where {
     int i0, j0, slice, begin, tap;
     int shift_h, shift_w, shift_h1, shift_w1;  // x's offsets: the tap's (paired: and tap + 1's)
   };
-  __device__ Where locate() const {
-    const int tile = blockIdx.x % tiles, slot = blockIdx.x / tiles, slice = blockIdx.y;
+  __device__ Where locate(int unit) const {
+    const int x = unit % blocks_x, tile = x % tiles, slot = x / tiles, slice = unit / blocks_x;
     Where w;
     w.i0 = tile / tiles_j * kBM, w.j0 = tile % tiles_j * BN;
     w.slice = slice, w.begin = slice * length, w.tap = paired ? 2 * slot : slot;
@@ -178,6 +181,7 @@ struct FilterProblem {
   // columns 8j + 2(l%4), +1: values 4j, 4j+1 and 4j+2, 4j+3. The partials are fp32 written once,
   // straight from the fragments (no scratch: the ring goes unused here). Paired, warpgroup
   // `consumer` holds rows 0..63 (x's channels) of tap tap + consumer.
+  template <int STAGED>
   __device__ void store(const Where& w, int consumer, const float (&acc)[BN / 2], float*) const {
     const int warp = threadIdx.x % 128 / 32, lane = threadIdx.x % 32;
     const int tap = paired ? w.tap + consumer : w.tap;
@@ -229,7 +233,7 @@ void filter_typed(const Conv2dGeometry& g, TcType type, const void* x, const voi
   const CUtensorMap& map_s = f.rows_are_dy ? map_x : map_dy;
   // partial[slice][tap][c][k]: k = i (stride 1), c = j (stride K = I), or c = i, k = j.
   const int64_t stride_i = f.rows_are_dy ? 1 : f.J, stride_j = f.rows_are_dy ? f.I : 1;
-  const dim3 grid(unsigned(f.tiles * f.tap_blocks), unsigned(f.slices));
+  const int blocks_x = f.tiles * f.tap_blocks;
   auto go = [&](auto bn, auto flat) {
     constexpr int BN = decltype(bn)::value;
     const FilterProblem<BN, decltype(flat)::value> problem{f.I,
@@ -255,8 +259,11 @@ void filter_typed(const Conv2dGeometry& g, TcType type, const void* x, const voi
                                                            int(g.stride_h),
                                                            int(g.stride_w),
                                                            f.rows_are_dy,
-                                                           f.paired};
-    wg::launch<E, BN>(map_r, map_s, problem, grid, stream, "conv2d_tc_backward_filter (wgmma)");
+                                                           f.paired,
+                                                           blocks_x,
+                                                           f.slices};
+    wg::launch<E, BN>(map_r, map_s, problem, int64_t(blocks_x) * f.slices, stream,
+                      "conv2d_tc_backward_filter (wgmma)");
   };
   using Flat = std::true_type;
   using Taps = std::false_type;

@@ -118,6 +118,8 @@ struct DataOut {
     int rows, cols;  // the block's extent inside the image
   };
   __device__ Row row(int m) const {
+    // At stride 1 the GEMM's rows are dx's pixels (P = H, Q = W: one phase, or a 1x1).
+    if (stride_h == 1 && stride_w == 1 && P == H && Q == W) return {int64_t(m) * C, 1, 1};
     const int n = m / (P * Q), pq = m % (P * Q);
     const int h = h0 + pq / Q * stride_h, w = w0 + pq % Q * stride_w;
     return {(int64_t(n) * H * W + int64_t(h) * W + w) * C, min(block_h, H - h),

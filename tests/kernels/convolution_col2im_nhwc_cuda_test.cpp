@@ -54,11 +54,13 @@ uint16_t bf16_bits(float v) {
   const uint32_t u = bits_of(v);
   return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
-float tf32(float v) { return from_bits((bits_of(v) + 0x1000u) & 0xffffe000u); }
+float tf32(float v) {
+  return from_bits((bits_of(v) + 0x1000u) & 0xffffe000u);
+}
 
 struct Problem {
   Conv2dGeometry g;
-  std::vector<float> dy, w;     // as stored (f32) -- for bf16, the values the bits hold
+  std::vector<float> dy, w;  // as stored (f32) -- for bf16, the values the bits hold
   std::vector<uint16_t> dy16, w16;
   std::vector<double> dx, bound;
 };
@@ -82,8 +84,9 @@ Problem make(const Conv2dGeometry& g, bool sixteen, uint64_t seed) {
   draw(g.K * g.R * g.S * g.C, p.w, p.w16);
   auto read = [&](const std::vector<float>& v, bool magnitude) {
     std::vector<double> d;
-    for (float f : v) d.push_back(magnitude ? std::fabs(double(sixteen ? f : tf32(f)))
-                                            : double(sixteen ? f : tf32(f)));
+    for (float f : v)
+      d.push_back(magnitude ? std::fabs(double(sixteen ? f : tf32(f)))
+                            : double(sixteen ? f : tf32(f)));
     return d;
   };
   const int64_t xs = g.N * g.H * g.W * g.C;
@@ -109,9 +112,9 @@ void expect_within(const std::string& what, const std::vector<double>& got, cons
     ++bad;
   }
   if (bad == 0) return;
-  ADD_FAILURE() << what << ": " << bad << " of " << got.size() << " elements off; first "
-                << first << ": got " << got[size_t(first)] << ", want " << p.dx[size_t(first)]
-                << " +- " << p.bound[size_t(first)];
+  ADD_FAILURE() << what << ": " << bad << " of " << got.size() << " elements off; first " << first
+                << ": got " << got[size_t(first)] << ", want " << p.dx[size_t(first)] << " +- "
+                << p.bound[size_t(first)];
 }
 
 // Device bytes as a float tensor (16-byte aligned), `offset` bytes in.
@@ -161,11 +164,10 @@ void check_tf32(Context& ctx, const Problem& p, TcKernels kernels) {
   for (int run = 0; run < 2; ++run) {
     const std::vector<float> nan(xs, NAN);
     gpu::copy(dx.at(0), nan.data(), xs * 4, nullptr);
-    cuda::conv2d_backward_data_nhwc(g, reinterpret_cast<const float*>(dy.at(0)),
-                                    reinterpret_cast<const float*>(w.at(0)),
-                                    reinterpret_cast<float*>(dx.at(0)),
-                                    reinterpret_cast<float*>(work.at(0)), ctx.stream(),
-                                    GemmMath::tf32, kernels);
+    cuda::conv2d_backward_data_nhwc(
+        g, reinterpret_cast<const float*>(dy.at(0)), reinterpret_cast<const float*>(w.at(0)),
+        reinterpret_cast<float*>(dx.at(0)), reinterpret_cast<float*>(work.at(0)), ctx.stream(),
+        GemmMath::tf32, kernels);
     std::vector<float> got(xs);
     gpu::copy(got.data(), dx.at(0), xs * 4, ctx.stream());
     ctx.synchronize();
@@ -180,13 +182,13 @@ void check_tf32(Context& ctx, const Problem& p, TcKernels kernels) {
 
 const std::vector<Conv2dGeometry> kGeometries = {
     // N C  H   W  K  R  S  pad_h pad_w stride_h stride_w dilation_h dilation_w
-    {2, 3, 29, 31, 16, 7, 7, 3, 3, 2, 2},        // the stem, odd sizes
-    {3, 20, 12, 12, 50, 5, 5},                   // LeNet's conv2: K = 50 (not a multiple of 8)
-    {1, 5, 9, 7, 24, 3, 3, 2, 2, 1, 1, 2, 2},    // dilation 2, N = 1
-    {2, 13, 16, 11, 64, 3, 3, 1, 1, 3, 3},       // stride 3
-    {2, 6, 7, 5, 10, 1, 1},                      // 1x1, C = 6 (f32: 6 % 4 != 0)
-    {1, 2, 4, 4, 3, 3, 3, 3, 3, 3, 2},           // outputs that read only padding
-    {5, 31, 64, 64, 8, 7, 7, 3, 3},              // cols of 24.9 MB an image: 3 chunks
+    {2, 3, 29, 31, 16, 7, 7, 3, 3, 2, 2},      // the stem, odd sizes
+    {3, 20, 12, 12, 50, 5, 5},                 // LeNet's conv2: K = 50 (not a multiple of 8)
+    {1, 5, 9, 7, 24, 3, 3, 2, 2, 1, 1, 2, 2},  // dilation 2, N = 1
+    {2, 13, 16, 11, 64, 3, 3, 1, 1, 3, 3},     // stride 3
+    {2, 6, 7, 5, 10, 1, 1},                    // 1x1, C = 6 (f32: 6 % 4 != 0)
+    {1, 2, 4, 4, 3, 3, 3, 3, 3, 3, 2},         // outputs that read only padding
+    {5, 31, 64, 64, 8, 7, 7, 3, 3},            // cols of 24.9 MB an image: 3 chunks
 };
 
 TEST(ConvolutionCol2imNhwcCuda, Bf16AgainstReference) {
@@ -194,19 +196,26 @@ TEST(ConvolutionCol2imNhwcCuda, Bf16AgainstReference) {
   Context ctx(Device::cuda(0));
   uint64_t seed = 40;
   for (const Conv2dGeometry& g : kGeometries) {
-    // gemm_bf16 is wgmma's: col2im runs on compute capability 9.0 only.
-    EXPECT_EQ(cuda::conv2d_tc_backward_data_uses_col2im(g, TcType::bf16), hopper()) << describe(g);
+    // gemm_bf16 is wgmma's: col2im runs on compute capability 9.0 only; `best` takes it for
+    // filters of 25 taps and more.
+    EXPECT_EQ(cuda::conv2d_tc_backward_data_uses_col2im(g, TcType::bf16, TcKernels::col2im),
+              hopper())
+        << describe(g);
+    EXPECT_EQ(cuda::conv2d_tc_backward_data_uses_col2im(g, TcType::bf16),
+              hopper() && g.R * g.S >= 25)
+        << describe(g);
     EXPECT_FALSE(cuda::conv2d_tc_backward_data_uses_col2im(g, TcType::f16)) << describe(g);
     const Problem p = make(g, true, seed += 7);
+    check_bf16(ctx, p, TcKernels::col2im, 0);
     check_bf16(ctx, p, TcKernels::best, 0);
     check_bf16(ctx, p, TcKernels::mma_sync, 0);  // the family it replaces, still right
     check_bf16(ctx, p, TcKernels::best, 2);      // misaligned dy: mma.sync's element path
   }
   // Channels a whole vector (8) or 32 and more: the implicit GEMM's, not these.
-  EXPECT_FALSE(cuda::conv2d_tc_backward_data_uses_col2im({2, 8, 9, 9, 16, 3, 3, 1, 1},
-                                                         TcType::bf16));
-  EXPECT_FALSE(cuda::conv2d_tc_backward_data_uses_col2im({2, 33, 9, 9, 16, 3, 3, 1, 1},
-                                                         TcType::bf16));
+  EXPECT_FALSE(
+      cuda::conv2d_tc_backward_data_uses_col2im({2, 8, 9, 9, 16, 3, 3, 1, 1}, TcType::bf16));
+  EXPECT_FALSE(
+      cuda::conv2d_tc_backward_data_uses_col2im({2, 33, 9, 9, 16, 3, 3, 1, 1}, TcType::bf16));
 }
 
 TEST(ConvolutionCol2imNhwcCuda, Tf32AgainstReference) {
@@ -215,12 +224,11 @@ TEST(ConvolutionCol2imNhwcCuda, Tf32AgainstReference) {
   uint64_t seed = 80;
   for (const Conv2dGeometry& g : kGeometries) {
     const bool fits = g.C % 4 != 0;
-    EXPECT_EQ(cuda::conv2d_backward_data_nhwc_uses_col2im(g, GemmMath::tf32), fits)
-        << describe(g);
+    EXPECT_EQ(cuda::conv2d_backward_data_nhwc_uses_col2im(g, GemmMath::tf32), fits) << describe(g);
     EXPECT_FALSE(cuda::conv2d_backward_data_nhwc_uses_col2im(g, GemmMath::fp32)) << describe(g);
-    EXPECT_EQ(std::string(conv2d_nhwc_kernel(ConvPass::backward_data, g, DType::f32,
-                                             GemmMath::tf32)),
-              fits ? "col2im_gemm" : "nhwc_implicit_gemm")
+    EXPECT_EQ(
+        std::string(conv2d_nhwc_kernel(ConvPass::backward_data, g, DType::f32, GemmMath::tf32)),
+        fits ? "col2im_gemm" : "nhwc_implicit_gemm")
         << describe(g);
     const Problem p = make(g, false, seed += 7);
     check_tf32(ctx, p, TcKernels::best);

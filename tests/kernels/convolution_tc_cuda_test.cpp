@@ -449,6 +449,33 @@ TEST(ConvolutionTcCuda, WideTile) {
   }
 }
 
+// Persistent blocks (TcKernels::wgmma_persistent; two an SM, each walking units, its producer
+// filling the next unit's stages under this one's epilogue; `best` takes them for large layers
+// of at most 4 slabs): 294 units of 2 slabs forward and 1 data, more than two an SM on a 132-SM
+// GPU (the blocks walk 2 or 3, lapping the 3-stage ring); a strided 1x1 (data: a pixel block a
+// row); a 3x3 with the whole epilogue; a split reduction (64 units of parts, finish_parts_kernel
+// after); a stride-2 3x3's data phases in one launch.
+TEST(ConvolutionTcCuda, PersistentBlocks) {
+  CREMA_REQUIRE_CUDA();
+  if (!hopper()) GTEST_SKIP() << "the wgmma kernels need compute capability 9.0";
+  Context ctx(Device::cuda(0));
+  const std::vector<Conv2dGeometry> geometries = {
+      // N C  H   W  K  R  S  pad_h pad_w stride_h stride_w
+      {12, 128, 56, 56, 64, 1, 1},             // 294 units: blocks walk several
+      {4, 64, 28, 28, 136, 1, 1, 0, 0, 2, 2},  // strided 1x1
+      {2, 64, 16, 16, 72, 3, 3, 1, 1},         // taps, a last column tile of 8
+      {2, 512, 7, 7, 512, 3, 3, 1, 1},         // 8 blocks: the reduction split in 8
+      {2, 136, 14, 14, 64, 3, 3, 1, 1, 2, 2},  // data: four phases in one launch
+  };
+  EXPECT_GT(cuda::tc::wgmma_forward_partial_bytes(geometries[3]), 0u);
+  uint64_t seed = 2900;
+  for (const Conv2dGeometry& g : geometries) {
+    for (TcType type : kTypes) {
+      check_passes(ctx, make_problem(g, type, seed += 7), 0, cuda::TcKernels::wgmma_persistent);
+    }
+  }
+}
+
 // Backward data at stride 2 with its phases in one launch (even H and W: four phases of one
 // extent; stride (2, 1): two), here also split: 2 images of 7 x 7 phases make 1 tile a phase, the
 // 3x3's phases take 1, 2, 2 and 4 taps of 8 slabs each, so the 32-slab phase sets parts of 8 and

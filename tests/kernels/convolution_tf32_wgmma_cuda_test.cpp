@@ -226,6 +226,28 @@ TEST(ConvolutionTf32WgmmaCuda, WideTile) {
   }
 }
 
+// Persistent blocks (TcKernels::wgmma_persistent) on f32 tensors: a 1x1 of 294 units (the blocks
+// walk several) and a 3x3, forward and backward data against the truncated reading.
+TEST(ConvolutionTf32WgmmaCuda, PersistentBlocks) {
+  CREMA_REQUIRE_CUDA();
+  if (!on_hopper()) GTEST_SKIP() << "the wgmma kernels need compute capability 9.0";
+  Context ctx(Device::cuda(0));
+  const Conv2dGeometry shapes[] = {
+      // N C  H   W  K  R  S  pad_h pad_w stride_h stride_w
+      {12, 64, 56, 56, 64, 1, 1},
+      {2, 64, 14, 14, 68, 3, 3, 1, 1},
+  };
+  uint64_t seed = 4900;
+  for (const Conv2dGeometry& g : shapes) {
+    SCOPED_TRACE(describe(g));
+    const Inputs in = make_inputs(g, seed += 11);
+    const Expected truncated = expected(g, in, Reading::truncated);
+    const Outputs out = run_passes(ctx, g, in, GemmMath::tf32, TcKernels::wgmma_persistent);
+    expect_near(out.y, truncated.y, "tf32 forward, persistent blocks");
+    expect_near(out.dx, truncated.dx, "tf32 backward data, persistent blocks");
+  }
+}
+
 TEST(ConvolutionTf32WgmmaCuda, ShapesThatFallBack) {
   CREMA_REQUIRE_CUDA();
   Context ctx(Device::cuda(0));
