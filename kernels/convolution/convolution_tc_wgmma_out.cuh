@@ -41,7 +41,7 @@ __device__ __forceinline__ void widen8(uint4 bits, float (&v)[8]) {
 // f32: the same in two halves of 4 channels, not rounded, the second only where k + 4 < K.
 template <class E, bool STATS>
 struct ForwardOut {
-  static constexpr bool kStats = STATS;
+  static constexpr bool kData = false, kStats = STATS;
   static_assert(!(STATS && std::is_same_v<E, float>), "no channel statistics on f32 tensors");
   int K;
   const float* bias;
@@ -109,7 +109,7 @@ struct ForwardOut {
 // rounded, in two 16-byte halves, the second only where c + 4 < C.
 template <class E>
 struct DataOut {
-  static constexpr bool kStats = false;
+  static constexpr bool kData = true, kStats = false;
   int C, H, W, P, Q, stride_h, stride_w, h0, w0, block_h, block_w;
   Stored<E>* dx;
 

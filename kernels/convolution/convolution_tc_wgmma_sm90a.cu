@@ -290,14 +290,16 @@ Split split_of(int64_t blocks, int slabs) {
 // epilogue also runs under the other's wgmmas. H200, 2026-11-27 (session 18, call 3),
 // `crema bench conv-tc --math bf16`, ms a block a unit / one persistent block an SM / two:
 // 1x1 256->64 at 56 x 56 batch 128 (data: 1 slab) 0.144 / 0.197 / 0.124, forward (4 slabs)
-// 0.0719 / 0.0693 / 0.0665, 64->256 forward (1 slab) 0.124 / 0.129 / 0.108, 1024->256 at 14 x 14
-// data (4 slabs) 0.0555 / 0.0666 / 0.0535; but longer reductions lose: 1024->256 forward (16
-// slabs) 0.0366 / 0.0332 / 0.0433, 3x3 64->64 at 56 x 56 batch 64 (9 slabs) 0.0690 / 0.0847 /
-// 0.0698, 3x3 512->512 at 7 x 7 batch 128 (72 slabs) 0.0693 / 0.0952 / 0.0830.
-// The 256-column tile stays a block a unit (two do not fit an SM; long reductions only).
-int resident_blocks(int64_t units, int slabs, int sms, int bn, WgmmaLaunch how) {
-  if (bn == 256) return 0;
+// 0.0719 / 0.0693 / 0.0665, 1024->256 at 14 x 14 data (4 slabs) 0.0555 / 0.0666 / 0.0535; but
+// longer reductions lose: 1024->256 forward (16 slabs) 0.0366 / 0.0332 / 0.0433, 3x3 64->64 at
+// 56 x 56 batch 64 (9 slabs) 0.0690 / 0.0847 / 0.0698. The forward at BN 128 stays a block a
+// unit: its persistent build spills (ptxas: 36 to 68 bytes; the epilogue's 64 columns a round
+// keep half the accumulators live) and lost in session 18's bf16 suite (call 5, against
+// session 17's: 16,16,112,112 -> 96 1x1 1.17x the time, 256->128 at 56 1.10x, 24->144 1.09x).
+int resident_blocks(int64_t units, int slabs, int sms, int bn, bool forward, WgmmaLaunch how) {
+  if (bn == 256) return 0;  // two 256-column blocks do not fit an SM (long reductions only)
   if (how == WgmmaLaunch::persistent) return 2;
+  if (forward && bn == 128) return 0;
   return slabs <= 4 && units > 2 * int64_t(sms) ? 2 : 0;
 }
 
@@ -348,7 +350,7 @@ void run(const CUtensorMap& map_a, const void* b, wg::MapType type, const Rows (
     using Problem = ConvProblem<BN, Out, PHASES>;
     bool persistent = false;
     if constexpr (BN < 256) {
-      persistent = resident_blocks(units, split.slabs_per_part, sms, BN, how) == 2;
+      persistent = resident_blocks(units, split.slabs_per_part, sms, BN, !Out::kData, how) == 2;
       if (persistent) {
         wg::launch<E, BN, Problem, 2>(map_a, map_b, problem, std::min<int64_t>(units, 2 * sms),
                                       stream, what);
