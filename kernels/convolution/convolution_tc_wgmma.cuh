@@ -212,10 +212,10 @@ constexpr int kMaxSharedBytes = 227 * 1024;
 // The shared-memory ring of a tile 128 x BN: stages of A (128 rows of 128 bytes) and B (BN rows).
 // Launched a block a unit (RESIDENT 0), as many stages as fit 96 KB at BN 64 and 128 (4 and 3:
 // two blocks an SM) or 192 KB at BN 256 (4 of 48 KB: one block an SM), the epilogue's scratch in
-// the drained ring. Persistent, RESIDENT (1 or 2) blocks an SM each walking many units, its
-// producer filling the next unit's stages during this one's epilogue: the scratch has its own
-// room after the barriers and the ring takes the rest of the SM's share (one a block an SM: 7
-// stages at BN 64, 5 at 128, 3 at 256; two: 3 at 64, 2 at 128).
+// the drained ring. Persistent, RESIDENT blocks an SM each walking many units, its producer
+// filling the next unit's stages during this one's epilogue: the scratch has its own room after
+// the barriers and the ring takes the rest of the SM's share (two, what the launches use: 3
+// stages at BN 64, 2 at 128; one, measured slower in session 18: 7 at BN 64, 5 at 128).
 template <int BN_, int RESIDENT_ = 0>
 struct Ring {
   static constexpr int BN = BN_, A_BYTES = kBM * kRowBytes, B_BYTES = BN * kRowBytes;
