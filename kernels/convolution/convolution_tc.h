@@ -27,7 +27,9 @@
 // 14 and 7 at N >= 2, not a single 7 x 7 image): forward at strides up to 8 (Q *
 // stride_w <= 256), backward data at any stride whose every output phase has taps and fills the
 // tiles so (its rows: the phase's part of H x W); the filter gradient at strides up to 4 with any
-// filter (`best`: a 1x1 without padding, C = 64 with taps, or C, K >= 128). Within the same
+// filter (`best`: a 1x1 without padding, C = 64 with taps, or K >= 128 with C >= 32; `best`
+// also leaves the forward of taps over C < 24 and the data of a 1x1 with C or K under 40 to
+// mma.sync). Within the same
 // bounds, deterministic, but not bit for bit the mma.sync kernels' results.
 //
 // Depthwise geometries (g.depthwise(): C == groups > 1) run the direct kernels of
@@ -70,8 +72,8 @@ struct TcEpilogue {
 // wgmma_wide: the wgmma kernels with the 256-column tile wherever the GEMM has more than 128
 // columns (forward and data; `best` takes it only for large, long reductions: the tests reach it
 // on small shapes this way). wgmma_persistent: the wgmma kernels on persistent blocks (two an SM,
-// one at 256 columns, each walking tiles; `best` takes them for large layers of short
-// reductions) whatever the layer.
+// each walking tiles; a 256-column tile stays a block a tile; `best` takes them for large layers
+// of short reductions) whatever the layer.
 enum class TcKernels { best, mma_sync, wgmma, col2im, wgmma_wide, wgmma_persistent };
 // Whether `kernels` lets a pass take the wgmma kernels (best, or forced).
 inline bool wgmma_allowed(TcKernels kernels) {
