@@ -249,6 +249,21 @@ __device__ __forceinline__ void consumers_sync() {
   asm volatile("bar.sync 1, 256;\n" ::: "memory");
 }
 
+// The block's units, each as body(unit, first) -> first + its slabs (`first`: the slabs of the
+// block's earlier units, which fix the stages and phases): blockIdx.x alone from a literal 0 where
+// a block takes one unit (RESIDENT 0: the compiler folds the count away), else blockIdx.x,
+// + gridDim.x, ... carrying the count.
+template <int RESIDENT, class Problem, class Body>
+__device__ __forceinline__ void walk_units(const Problem& problem, const Body& body) {
+  if constexpr (RESIDENT == 0) {
+    body(int(blockIdx.x), 0);
+  } else {
+    for (int unit = blockIdx.x, first = 0; unit < problem.units(); unit += gridDim.x) {
+      first = body(unit, first);
+    }
+  }
+}
+
 // The kernel of all three passes: 128 x BN tiles of a GEMM over `slabs` slabs of 128 bytes of
 // inner indices (64 16-bit ones, 32 f32 ones), one a block (RESIDENT 0: the grid has a block for
 // every unit) or many (RESIDENT blocks an SM, each taking units blockIdx.x, + gridDim.x, ...).
@@ -314,13 +329,7 @@ __global__ void __launch_bounds__(kBlockThreads, RESIDENT > 0 ? RESIDENT
       }
       return first + slabs;
     };
-    if constexpr (RESIDENT == 0) {
-      produce(blockIdx.x, 0);
-    } else {
-      for (int unit = blockIdx.x, i = 0; unit < problem.units(); unit += gridDim.x) {
-        i = produce(unit, i);
-      }
-    }
+    walk_units<RESIDENT>(problem, produce);
     return;
   }
 
@@ -385,13 +394,7 @@ __global__ void __launch_bounds__(kBlockThreads, RESIDENT > 0 ? RESIDENT
     problem.template store<R::STAGED>(where, consumer, acc, staging);
     return first + slabs;
   };
-  if constexpr (RESIDENT == 0) {
-    consume(blockIdx.x, 0);
-  } else {
-    for (int unit = blockIdx.x, i = 0; unit < problem.units(); unit += gridDim.x) {
-      i = consume(unit, i);
-    }
-  }
+  walk_units<RESIDENT>(problem, consume);
 }
 
 // Host side.

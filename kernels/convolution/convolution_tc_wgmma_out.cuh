@@ -1,4 +1,4 @@
-// The output stages of the wgmma forward and backward data (convolution_tc_wgmma_sm90a.cu's
+// The output stages of the wgmma forward and backward data (convolution_tc_wgmma_conv.cuh's
 // ConvProblem hands each 8 channels of one GEMM row, fp32, to one of these after its staged
 // epilogue): the forward's bias, residual, ReLU, one rounding and channel statistics, and
 // backward data's placement in dx. E: Bf16 or F16 (8 channels = 16 bytes, the channel counts

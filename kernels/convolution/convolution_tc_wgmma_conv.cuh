@@ -1,0 +1,213 @@
+// The Problem of the wgmma forward and backward data (convolution_tc_wgmma.cuh's kernel runs it;
+// convolution_tc_wgmma_sm90a.cu launches it): the units of the implicit GEMM (a tile, its part of
+// a split reduction, its phase), the slabs the producer asks the TMA for, and the staged epilogue
+// that hands each 8 channels of a GEMM row to an output stage (convolution_tc_wgmma_out.cuh);
+// finish_parts_kernel, the epilogue of a split reduction. sm_90a files only, as
+// convolution_tc_wgmma.cuh.
+#pragma once
+
+#include <cuda.h>  // CUtensorMap
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "kernels/convolution/convolution_tc_wgmma.cuh"
+#include "kernels/convolution/convolution_tc_wgmma_rows.cuh"
+
+namespace crema::kernels::cuda::tc::wg {
+
+// Where a unit works: its phase, its tile (grouped_tile's order over the phase's blocks) and its
+// part of the reduction (slabs first .. first + count - 1).
+struct Place {
+  int phase, block, part;
+  detail::TileCoord tile;
+  int first, count;
+};
+
+// The GEMM C[rows, columns] = A[rows, inner] * B[columns, inner]^T, both K-major: A's rows and
+// slabs as `rows` says, B the flat [columns, inner] matrix (the filter [K, R*S*C] or its
+// transpose [C, R*S*K]); `out` finishes C. Units walk the tiles (`blocks` of them a phase) in
+// grouped_tile's order, then the parts, then the phases. parts > 1: the reduction is split into
+// parts of slabs_per_part slabs (the last shorter, or empty), each unit storing its raw fp32 tile
+// into `partial` ([phase][part][block][128][BN]), and finish_parts_kernel adds the parts in order
+// and runs the epilogue. PHASES > 1: backward data's output phases at a stride in one launch
+// (each its rows, its taps' columns of wt, its pixels of dx), where they have the same extent
+// (the same map of dy).
+template <int BN, class Out, int PHASES = 1>
+struct ConvProblem {
+  static constexpr bool kMnMajor = false;
+  Rows rows_of[PHASES];
+  int columns, inner;
+  Out out_of[PHASES];
+  int blocks = 0;
+  int parts = 1, slabs_per_part = 0;
+  float* partial = nullptr;
+
+  __device__ int units() const { return blocks * parts * PHASES; }
+  __device__ Place locate(int unit) const {
+    Place p;
+    p.block = unit % blocks;
+    p.part = unit / blocks % parts;
+    p.phase = PHASES == 1 ? 0 : unit / blocks / parts;
+    const Rows& r = rows_of[p.phase];
+    p.tile = detail::grouped_tile(p.block, r.tiles, (columns + BN - 1) / BN, 8);
+    p.first = p.part * slabs_per_part;
+    p.count = parts == 1 ? r.slabs() : max(0, min(slabs_per_part, r.slabs() - p.first));
+    return p;
+  }
+  // Part `part` of the tile's (phase's) partial sums.
+  __device__ float* partial_tile(const Place& p, int part) const {
+    return partial + ((int64_t(p.phase) * parts + part) * blocks + p.block) * kBM * BN;
+  }
+  __device__ int slabs(const Place& p) const { return p.count; }
+  __device__ void fill(const Place& p, int slab, uint32_t stage, uint32_t bar,
+                       const CUtensorMap* map_a, const CUtensorMap* map_b) const {
+    const Rows& r = rows_of[p.phase];
+    mbarrier_arrive_expect_tx(bar, r.a_bytes() + Ring<BN>::B_BYTES);
+    r.load(stage, map_a, bar, p.first + slab, p.tile.m);
+    tma_load_2d(stage + Ring<BN>::A_BYTES, map_b, bar, r.b_column(p.first + slab), p.tile.n * BN);
+  }
+
+  // Thread (warp w, lane l) of warpgroup `consumer` holds rows 16w + l/4 and +8 of its 64,
+  // columns 8j + 2(l%4), +1: values 4j, 4j+1 and 4j+2, 4j+3. Split (parts > 1): those pairs go
+  // to the unit's partial tile as they are. Otherwise the epilogue goes through shared memory, so
+  // that global memory sees 16-byte accesses with consecutive lanes on consecutive addresses (the
+  // fragments' 4-byte stores cover 16 bytes of a row a warp instruction, half of each 32-byte
+  // sector): STAGED columns at a time, each warp parks its 16 rows in its scratch (`staging`), and
+  // emit reads them back 64 columns at a time as 8 chunks of 8 channels a row. A lane reads its
+  // chunk's two 16-byte halves in an order that alternates every 4 chunks: the 8 lanes of one
+  // 16-byte access phase then cover all 32 banks once.
+  template <int STAGED>
+  __device__ void store(const Place& p, int consumer, const float (&acc)[BN / 2],
+                        float* staging) const {
+    const int warp = threadIdx.x % 128 / 32, lane = threadIdx.x % 32;
+    if (parts > 1) {
+      const int row = consumer * 64 + warp * 16 + lane / 4;
+      float* mine = partial_tile(p, p.part) + row * BN;
+#pragma unroll
+      for (int j = 0; j < BN / 8; ++j) {
+        float* at = mine + 8 * j + 2 * (lane % 4);
+        *reinterpret_cast<float2*>(at) = make_float2(acc[4 * j], acc[4 * j + 1]);
+        *reinterpret_cast<float2*>(at + 8 * BN) = make_float2(acc[4 * j + 2], acc[4 * j + 3]);
+      }
+      return;
+    }
+    constexpr int kPitch = STAGED + 8;
+    const Targets targets = targets_of(p, consumer);
+#pragma unroll
+    for (int round = 0; round < BN / STAGED; ++round) {
+      __syncwarp();  // the lanes have read the scratch's last contents
+#pragma unroll
+      for (int j = 0; j < STAGED / 8; ++j) {
+        const int J = STAGED / 8 * round + j;
+        float* at = staging + lane / 4 * kPitch + 8 * j + 2 * (lane % 4);
+        *reinterpret_cast<float2*>(at) = make_float2(acc[4 * J], acc[4 * J + 1]);
+        *reinterpret_cast<float2*>(at + 8 * kPitch) = make_float2(acc[4 * J + 2], acc[4 * J + 3]);
+      }
+      __syncwarp();
+#pragma unroll
+      for (int column0 = 0; column0 < STAGED; column0 += 64) {
+        emit(p, targets, consumer, STAGED * round + column0, [&](int r, int chunk, float(&v)[8]) {
+          const int first_half = chunk / 4 % 2;
+          const float* src = staging + r * kPitch + column0 + 8 * chunk;
+          const float4 first = *reinterpret_cast<const float4*>(src + 4 * first_half);
+          const float4 second = *reinterpret_cast<const float4*>(src + 4 - 4 * first_half);
+          const float4 lo = first_half ? second : first, hi = first_half ? first : second;
+          v[0] = lo.x, v[1] = lo.y, v[2] = lo.z, v[3] = lo.w;
+          v[4] = hi.x, v[5] = hi.y, v[6] = hi.z, v[7] = hi.w;
+        });
+      }
+    }
+  }
+
+  // The epilogue's lanes: a lane a chunk of 8 channels (lane % 8) of rows r = 4 pass + lane / 8
+  // (pass 0..3) of the 16 of warp `threadIdx.x % 128 / 32`; each row's output pixel m (-1: none)
+  // found once a tile (the index arithmetic, divisions by the image's sizes, costs more than the
+  // stores it places; where Out puts the row is found again each round: holding it costs the
+  // 64- and 128-column tiles spills at two blocks an SM).
+  static constexpr int kRowsAtOnce = 4, kPasses = 16 / kRowsAtOnce;
+  struct Targets {
+    int m[kPasses];
+  };
+  __device__ Targets targets_of(const Place& p, int consumer) const {
+    const int warp = threadIdx.x % 128 / 32, lane = threadIdx.x % 32;
+    const Rows& rows = rows_of[p.phase];
+    Targets t;
+#pragma unroll
+    for (int pass = 0; pass < kPasses; ++pass) {
+      const int r = pass * kRowsAtOnce + lane / 8;
+      t.m[pass] = rows.at(p.tile.m, consumer * 64 + warp * 16 + r);
+    }
+    return t;
+  }
+
+  // The epilogue of columns column0 .. column0 + 63 of the warp's 16 rows: load(r, chunk, v) gives
+  // row r's (of the 16) chunk as fp32 sums. Rows past the output and columns past the GEMM's are
+  // skipped; the channel sums: each warp's 16 rows in a fixed butterfly, one stats row per warp.
+  template <class Load>
+  __device__ void emit(const Place& p, const Targets& t, int consumer, int column0,
+                       const Load& load) const {
+    const int warp = threadIdx.x % 128 / 32, lane = threadIdx.x % 32;
+    const int chunk = lane % 8, n = p.tile.n * BN + column0 + 8 * chunk;
+    const Out& out = out_of[p.phase];
+    float sum[8], squares[8];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) sum[i] = 0.0f, squares[i] = 0.0f;
+#pragma unroll
+    for (int pass = 0; pass < kPasses; ++pass) {
+      // columns is a multiple of 8 (16-bit: the chunk is whole) or 4 (f32: Out stores its
+      // second half only where it lies before `columns`).
+      if (t.m[pass] < 0 || n >= columns) continue;
+      float v[8];
+      load(pass * kRowsAtOnce + lane / 8, chunk, v);
+      out.store(out.row(t.m[pass]), n, v);
+      if constexpr (Out::kStats) {
+#pragma unroll
+        for (int i = 0; i < 8; ++i) sum[i] += v[i], squares[i] += v[i] * v[i];
+      }
+    }
+    if constexpr (Out::kStats) {
+      // The warp's 16 rows of each chunk: the lanes of one chunk, in a fixed butterfly.
+#pragma unroll
+      for (int mask = 8; mask < 32; mask *= 2) {
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+          sum[i] += __shfl_xor_sync(0xffffffffu, sum[i], mask);
+          squares[i] += __shfl_xor_sync(0xffffffffu, squares[i], mask);
+        }
+      }
+      if (lane < 8 && n < columns) {
+        out.store_stats(p.tile.m * 8 + consumer * 4 + warp, n, sum, squares);
+      }
+    }
+  }
+};
+
+// The epilogue of a split reduction: block (b, 1, phase) finishes the phase's tile b, its 8
+// warps as the product's consumers, each row chunk the sum of the parts in order
+// (deterministic), then ConvProblem::emit as an unsplit unit would.
+template <int BN, class Out, int PHASES>
+__global__ void __launch_bounds__(kThreads)
+    finish_parts_kernel(const __grid_constant__ ConvProblem<BN, Out, PHASES> problem) {
+  const int consumer = threadIdx.x / 128, warp = threadIdx.x % 128 / 32;
+  const Place p =
+      problem.locate(int(blockIdx.x) + int(blockIdx.z) * problem.blocks * problem.parts);
+  const float* first = problem.partial_tile(p, 0);
+  const int64_t part_stride = int64_t(problem.blocks) * kBM * BN;
+  const auto targets = problem.targets_of(p, consumer);
+  for (int column0 = 0; column0 < BN; column0 += 64) {
+    problem.emit(p, targets, consumer, column0, [&](int r, int chunk, float(&v)[8]) {
+      const float* at = first + int64_t(consumer * 64 + warp * 16 + r) * BN + column0 + 8 * chunk;
+#pragma unroll
+      for (int i = 0; i < 8; ++i) v[i] = 0.0f;
+      for (int part = 0; part < problem.parts; ++part, at += part_stride) {
+        const float4 lo = *reinterpret_cast<const float4*>(at);
+        const float4 hi = *reinterpret_cast<const float4*>(at + 4);
+        v[0] += lo.x, v[1] += lo.y, v[2] += lo.z, v[3] += lo.w;
+        v[4] += hi.x, v[5] += hi.y, v[6] += hi.z, v[7] += hi.w;
+      }
+    });
+  }
+}
+
+}  // namespace crema::kernels::cuda::tc::wg
