@@ -34,7 +34,7 @@
 //   kernels round them, cvt.rna); two blocks an SM, so that one block's epilogue runs under the
 //   other's copies, and for large layers of at most 4 slabs (ResNet's 1x1s: the prologue and
 //   epilogue are most of a tile's life) two persistent blocks an SM, each walking tiles with its
-//   producer filling the next tile's stages during this one's epilogue (resident_blocks)
+//   producer filling the next tile's stages during this one's epilogue (persistent_pays)
 //
 // A tile's rows are 128 pixels of the flat tensor (a stride-1 1x1) or whole output rows of one
 // image (Rows): 87.5% of 128 at widths 56 and 28, 98% at 14; the rows past them hold stale data
@@ -91,8 +91,9 @@ Split split_of(int64_t blocks, int slabs) {
   return {(slabs + per - 1) / per, per};
 }
 
-// How many persistent blocks an SM run `units` units of `slabs` slabs at BN columns (0: a block a
-// unit). Persistent blocks walk units, their producer filling the next unit's stages under this
+// Whether `units` units of `slabs` slabs at BN columns (64 or 128: two 256-column blocks do not
+// fit an SM) run on two persistent blocks an SM rather than a block a unit. Persistent blocks walk
+// units, their producer filling the next unit's stages under this
 // one's epilogue: it pays where the epilogue is most of a unit's life, the reductions of at most
 // 4 slabs (ResNet's 1x1s), two blocks an SM (3 stages at BN 64, 2 at 128) so that one block's
 // epilogue also runs under the other's wgmmas. H200, 2026-11-27 (session 18, call 3),
@@ -104,11 +105,10 @@ Split split_of(int64_t blocks, int slabs) {
 // unit: its persistent build spills (ptxas: 36 to 68 bytes; the epilogue's 64 columns a round
 // keep half the accumulators live) and lost in session 18's bf16 suite (call 5, against
 // session 17's: 16,16,112,112 -> 96 1x1 1.17x the time, 256->128 at 56 1.10x, 24->144 1.09x).
-int resident_blocks(int64_t units, int slabs, int sms, int bn, bool forward, WgmmaLaunch how) {
-  if (bn == 256) return 0;  // two 256-column blocks do not fit an SM (long reductions only)
-  if (how == WgmmaLaunch::persistent) return 2;
-  if (forward && bn == 128) return 0;
-  return slabs <= 4 && units > 2 * int64_t(sms) ? 2 : 0;
+bool persistent_pays(int64_t units, int slabs, int sms, int bn, bool forward, WgmmaLaunch how) {
+  if (how == WgmmaLaunch::persistent) return true;
+  if (forward && bn == 128) return false;
+  return slabs <= 4 && units > 2 * int64_t(sms);
 }
 
 // The split of `phases` phases of tiles like rows[0]'s, the longest reduction of `slabs`.
@@ -126,7 +126,7 @@ int64_t partial_floats(const Rows& rows, int phases, int slabs, int columns, int
 
 // Runs the problem of PHASES phases (rows[i], out[i]: the same tiles, dy's map alike; one launch,
 // the phase after the tile and the part) on the tile wgmma_tile_columns picks (WgmmaLaunch::wide:
-// 256 wherever there are more than 128 columns), a block a unit or persistent (resident_blocks);
+// 256 wherever there are more than 128 columns), a block a unit or persistent (persistent_pays);
 // with `partial` (room for partial_floats at 64 and 128 columns), a few tiles'
 // long reduction split over more blocks (split_of).
 template <class E, class Out, int PHASES>
@@ -138,6 +138,7 @@ void run(const CUtensorMap& map_a, const void* b, wg::MapType type, const Rows (
   int slabs = 0, shortest = rows[0].slabs();
   for (const Rows& r : rows)
     slabs = std::max(slabs, r.slabs()), shortest = std::min(shortest, r.slabs());
+  const int sms = multiprocessors();
   auto go = [&](auto bn) {
     constexpr int BN = decltype(bn)::value;
     const CUtensorMap map_b = wg::matrix_map(type, b, columns, inner, BN);
@@ -154,11 +155,10 @@ void run(const CUtensorMap& map_a, const void* b, wg::MapType type, const Rows (
     }
     problem.blocks = int(blocks);
     const int64_t units = blocks * split.parts * PHASES;
-    const int sms = multiprocessors();
     using Problem = ConvProblem<BN, Out, PHASES>;
     bool persistent = false;
-    if constexpr (BN < 256) {
-      persistent = resident_blocks(units, split.slabs_per_part, sms, BN, !Out::kData, how) == 2;
+    if constexpr (BN < 256) {  // two 256-column blocks do not fit an SM
+      persistent = persistent_pays(units, split.slabs_per_part, sms, BN, !Out::kData, how);
       if (persistent) {
         wg::launch<E, BN, Problem, 2>(map_a, map_b, problem, std::min<int64_t>(units, 2 * sms),
                                       stream, what);
@@ -173,8 +173,7 @@ void run(const CUtensorMap& map_a, const void* b, wg::MapType type, const Rows (
   };
   const int bn = how == WgmmaLaunch::wide && columns > 128
                      ? 256
-                     : wgmma_tile_columns(int64_t(rows[0].tiles) * PHASES, columns, shortest,
-                                          multiprocessors());
+                     : wgmma_tile_columns(int64_t(rows[0].tiles) * PHASES, columns, shortest, sms);
   if (bn == 256) {
     go(std::integral_constant<int, 256>{});
   } else if (bn == 128) {

@@ -306,6 +306,15 @@ void check_passes(Context& ctx, const TcProblem& p, size_t offset,
 
 const TcType kTypes[] = {TcType::bf16, TcType::f16};
 
+// check_passes of every geometry in both 16-bit types on the kernels `kernels` forces (each
+// problem seeded from seed + 7, + 14, ...).
+void check_each(Context& ctx, const std::vector<Conv2dGeometry>& geometries, uint64_t seed,
+                cuda::TcKernels kernels) {
+  for (const Conv2dGeometry& g : geometries) {
+    for (TcType type : kTypes) check_passes(ctx, make_problem(g, type, seed += 7), 0, kernels);
+  }
+}
+
 TEST(ConvolutionTcCuda, EveryPassAgainstReference) {
   CREMA_REQUIRE_CUDA();
   Context ctx(Device::cuda(0));
@@ -441,12 +450,7 @@ TEST(ConvolutionTcCuda, WideTile) {
       {1, 1024, 5, 7, 256, 1, 1},              // 16 slabs: the ring lapped 4 times
       {2, 136, 14, 14, 64, 3, 3, 1, 1, 2, 2},  // data over 136: four phases in one launch
   };
-  uint64_t seed = 1700;
-  for (const Conv2dGeometry& g : geometries) {
-    for (TcType type : kTypes) {
-      check_passes(ctx, make_problem(g, type, seed += 7), 0, cuda::TcKernels::wgmma_wide);
-    }
-  }
+  check_each(ctx, geometries, 1700, cuda::TcKernels::wgmma_wide);
 }
 
 // Persistent blocks (TcKernels::wgmma_persistent; two an SM, each walking units, its producer
@@ -468,12 +472,7 @@ TEST(ConvolutionTcCuda, PersistentBlocks) {
       {2, 136, 14, 14, 64, 3, 3, 1, 1, 2, 2},  // data: four phases in one launch
   };
   EXPECT_GT(cuda::tc::wgmma_forward_partial_bytes(geometries[3]), 0u);
-  uint64_t seed = 2900;
-  for (const Conv2dGeometry& g : geometries) {
-    for (TcType type : kTypes) {
-      check_passes(ctx, make_problem(g, type, seed += 7), 0, cuda::TcKernels::wgmma_persistent);
-    }
-  }
+  check_each(ctx, geometries, 2900, cuda::TcKernels::wgmma_persistent);
 }
 
 // Backward data at stride 2 with its phases in one launch (even H and W: four phases of one

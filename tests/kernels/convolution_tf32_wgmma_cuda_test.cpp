@@ -202,6 +202,21 @@ TEST(ConvolutionTf32WgmmaCuda, ShapesOnTheWgmmaRoute) {
   for (const Case& c : cases) check(ctx, c.g, true, seed += 11, c.with_fp32);
 }
 
+// Forward and backward data of each shape in tf32 on the launch `kernels` forces (`launch` names
+// it in failures), against the truncated reading.
+template <size_t N>
+void check_forced(Context& ctx, const Conv2dGeometry (&shapes)[N], uint64_t seed, TcKernels kernels,
+                  const std::string& launch) {
+  for (const Conv2dGeometry& g : shapes) {
+    SCOPED_TRACE(describe(g));
+    const Inputs in = make_inputs(g, seed += 11);
+    const Expected truncated = expected(g, in, Reading::truncated);
+    const Outputs out = run_passes(ctx, g, in, GemmMath::tf32, kernels);
+    expect_near(out.y, truncated.y, "tf32 forward, " + launch);
+    expect_near(out.dx, truncated.dx, "tf32 backward data, " + launch);
+  }
+}
+
 // The 256-column tile (TcKernels::wgmma_wide) on f32 tensors: forward over K = 256 and 264 (a
 // last column tile of 8), backward data over C = 264 and 320 (a 1x1 at stride 2: a last tile of
 // 64), against the truncated reading; `best` takes it only for large layers.
@@ -215,15 +230,7 @@ TEST(ConvolutionTf32WgmmaCuda, WideTile) {
       {1, 264, 10, 12, 264, 3, 3, 1, 1},
       {2, 320, 11, 9, 256, 1, 1, 0, 0, 2, 2},
   };
-  uint64_t seed = 4700;
-  for (const Conv2dGeometry& g : shapes) {
-    SCOPED_TRACE(describe(g));
-    const Inputs in = make_inputs(g, seed += 11);
-    const Expected truncated = expected(g, in, Reading::truncated);
-    const Outputs wide = run_passes(ctx, g, in, GemmMath::tf32, TcKernels::wgmma_wide);
-    expect_near(wide.y, truncated.y, "tf32 forward, 256-column tile");
-    expect_near(wide.dx, truncated.dx, "tf32 backward data, 256-column tile");
-  }
+  check_forced(ctx, shapes, 4700, TcKernels::wgmma_wide, "256-column tile");
 }
 
 // Persistent blocks (TcKernels::wgmma_persistent) on f32 tensors: a 1x1 of 294 units (the blocks
@@ -237,15 +244,7 @@ TEST(ConvolutionTf32WgmmaCuda, PersistentBlocks) {
       {12, 64, 56, 56, 64, 1, 1},
       {2, 64, 14, 14, 68, 3, 3, 1, 1},
   };
-  uint64_t seed = 4900;
-  for (const Conv2dGeometry& g : shapes) {
-    SCOPED_TRACE(describe(g));
-    const Inputs in = make_inputs(g, seed += 11);
-    const Expected truncated = expected(g, in, Reading::truncated);
-    const Outputs out = run_passes(ctx, g, in, GemmMath::tf32, TcKernels::wgmma_persistent);
-    expect_near(out.y, truncated.y, "tf32 forward, persistent blocks");
-    expect_near(out.dx, truncated.dx, "tf32 backward data, persistent blocks");
-  }
+  check_forced(ctx, shapes, 4900, TcKernels::wgmma_persistent, "persistent blocks");
 }
 
 TEST(ConvolutionTf32WgmmaCuda, ShapesThatFallBack) {
