@@ -215,6 +215,13 @@ bool uses_col2im(const Conv2dGeometry& g, ConvPass pass, cuda::TcKernels kernels
                : cuda::conv2d_tc_backward_data_uses_col2im(g, t.type, kernels);
 }
 
+bool uses_halo(const Conv2dGeometry& g, ConvPass pass, cuda::TcKernels kernels, bool f32) {
+  return pass == ConvPass::forward ? cuda::conv2d_tc_forward_uses_halo(g, kernels, f32)
+         : pass == ConvPass::backward_data
+             ? cuda::conv2d_tc_backward_data_uses_halo(g, kernels, f32)
+             : false;
+}
+
 bool uses_wgmma(const Conv2dGeometry& g, ConvPass pass, cuda::TcKernels kernels, bool f32) {
   if (f32) {
     const cuda::GemmMath tf32 = cuda::GemmMath::tf32;
@@ -274,7 +281,10 @@ Row tc_row(Context& ctx, const Options& options, const ConvShape& shape, const H
   row.pass = pass_name(pass);
   // The family that runs: col2im, wgmma or mma.sync (the Tensors are 16-byte aligned).
   auto family = [&](cuda::TcKernels k) {
-    return uses_col2im(g, pass, k, t) ? "_col2im" : uses_wgmma(g, pass, k, t.f32) ? "_wgmma" : "";
+    return uses_col2im(g, pass, k, t)      ? "_col2im"
+           : uses_halo(g, pass, k, t.f32)  ? "_wgmma_halo"
+           : uses_wgmma(g, pass, k, t.f32) ? "_wgmma"
+                                           : "";
   };
   const std::string ran = family(kernels);
   const bool best = ran == family(cuda::TcKernels::best);
@@ -423,6 +433,9 @@ int bench_conv_tc(Context& ctx, const Options& options, std::ostream& out) {
         table.print(tc_row(ctx, options, shape, host, pass, cuda::TcKernels::mma_sync, random));
         if (uses_wgmma(shape.g, pass, cuda::TcKernels::wgmma, kind.f32)) {
           table.print(tc_row(ctx, options, shape, host, pass, cuda::TcKernels::wgmma, random));
+        }
+        if (uses_halo(shape.g, pass, cuda::TcKernels::wgmma_halo, kind.f32)) {
+          table.print(tc_row(ctx, options, shape, host, pass, cuda::TcKernels::wgmma_halo, random));
         }
         if (uses_col2im(shape.g, pass, cuda::TcKernels::col2im, kind)) {
           table.print(tc_row(ctx, options, shape, host, pass, cuda::TcKernels::col2im, random));

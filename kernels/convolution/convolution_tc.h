@@ -65,7 +65,8 @@ struct TcEpilogue {
 // Which kernels a pass runs: `best` picks per geometry (README.md, "On wgmma and TMA": wgmma where
 // it fits and measured faster, else mma.sync; backward data with few channels col2im, below);
 // the others force one family, for the benchmark (`crema bench conv-tc` times each) and the
-// tests. wgmma needs compute capability 9.0, a geometry it fits and 16-byte aligned operands;
+// tests. wgmma (the ring kernel: A read again for every tap, never halo tiles) needs compute
+// capability 9.0, a geometry it fits and 16-byte aligned operands;
 // col2im (convolution_col2im_nhwc.h: backward data as one GEMM and a gather, for 1 < C < 32 not a
 // multiple of the 16-byte vector, groups 1; bf16 on compute capability 9.0 with dy 16-byte
 // aligned, f32 in tf32) only backward data; where a family cannot run, it runs mma.sync.
@@ -73,12 +74,16 @@ struct TcEpilogue {
 // columns (forward and data; `best` takes it only for large, long reductions: the tests reach it
 // on small shapes this way). wgmma_persistent: the wgmma kernels on persistent blocks (two an SM,
 // each walking tiles; a 256-column tile stays a block a tile; `best` takes them for large layers
-// of short reductions) whatever the layer.
-enum class TcKernels { best, mma_sync, wgmma, col2im, wgmma_wide, wgmma_persistent };
+// of short reductions) whatever the layer. wgmma_halo: the forward and backward data of
+// stride-1 filters with taps on halo tiles (each input pixel read once a channel slab, not once
+// a tap: convolution_tc_wgmma_halo.cuh) wherever they fit (`best`: where they fit and the ring
+// kernel would not split the reduction).
+enum class TcKernels { best, mma_sync, wgmma, col2im, wgmma_wide, wgmma_persistent, wgmma_halo };
 // Whether `kernels` lets a pass take the wgmma kernels (best, or forced).
 inline bool wgmma_allowed(TcKernels kernels) {
   return kernels == TcKernels::best || kernels == TcKernels::wgmma ||
-         kernels == TcKernels::wgmma_wide || kernels == TcKernels::wgmma_persistent;
+         kernels == TcKernels::wgmma_wide || kernels == TcKernels::wgmma_persistent ||
+         kernels == TcKernels::wgmma_halo;
 }
 
 // The forward's workspace with fused channel statistics; without them, the part its split
@@ -108,6 +113,11 @@ bool conv2d_tc_backward_data_uses_wgmma(const Conv2dGeometry& g,
                                         TcKernels kernels = TcKernels::best);
 bool conv2d_tc_backward_filter_uses_wgmma(const Conv2dGeometry& g,
                                           TcKernels kernels = TcKernels::best);
+// Whether the forward (backward data) of g runs on the wgmma kernels' halo tiles on the current
+// device; f32: f32 tensors in tf32 math (conv2d_*_nhwc).
+bool conv2d_tc_forward_uses_halo(const Conv2dGeometry& g, TcKernels kernels, bool f32 = false);
+bool conv2d_tc_backward_data_uses_halo(const Conv2dGeometry& g, TcKernels kernels,
+                                       bool f32 = false);
 // Whether backward data of g on `type` tensors runs the col2im kernels on the current device
 // (given dy 16-byte aligned).
 bool conv2d_tc_backward_data_uses_col2im(const Conv2dGeometry& g, TcType type,

@@ -356,7 +356,10 @@ size_t round_up_256(size_t bytes) {
 // then (256-byte aligned) the channel-sum partials where statistics are fused.
 size_t forward_stats_bytes(const Conv2dGeometry& g) {
   int rows = tc::stats_rows(int(g.N * g.P() * g.Q()));
-  if (tc::wgmma_forward_fits(g)) rows = std::max(rows, tc::wgmma_forward_stats_rows(g));
+  if (tc::wgmma_forward_fits(g)) {  // the ring kernel's tiles or the halo's, device-independent
+    rows = std::max({rows, tc::wgmma_forward_stats_rows(g, tc::WgmmaLaunch::wide),
+                     tc::wgmma_forward_stats_rows(g, tc::WgmmaLaunch::halo)});
+  }
   return size_t(rows) * 2 * size_t(g.K) * sizeof(float);
 }
 
@@ -398,6 +401,18 @@ bool conv2d_tc_backward_data_uses_wgmma(const Conv2dGeometry& g, TcKernels kerne
     return false;
   }
   return wgmma_allowed(kernels) && tc::wgmma_backward_data_fits(g) && detail::device_is_sm90();
+}
+
+bool conv2d_tc_forward_uses_halo(const Conv2dGeometry& g, TcKernels kernels, bool f32) {
+  const bool wgmma = f32 ? conv2d_forward_nhwc_uses_wgmma(g, GemmMath::tf32, kernels)
+                         : conv2d_tc_forward_uses_wgmma(g, kernels);
+  return wgmma && tc::wgmma_forward_takes_halo(g, tc::wgmma_launch(kernels), f32 ? 4 : 8);
+}
+
+bool conv2d_tc_backward_data_uses_halo(const Conv2dGeometry& g, TcKernels kernels, bool f32) {
+  const bool wgmma = f32 ? conv2d_backward_data_nhwc_uses_wgmma(g, GemmMath::tf32, kernels)
+                         : conv2d_tc_backward_data_uses_wgmma(g, kernels);
+  return wgmma && tc::wgmma_backward_data_takes_halo(g, tc::wgmma_launch(kernels), f32 ? 4 : 8);
 }
 
 // bf16 only: cuda::gemm_bf16 is the one 16-bit GEMM on 16-bit operands (wgmma, sm_90).
@@ -449,7 +464,10 @@ void conv2d_tc_forward(const Conv2dGeometry& g, TcType type, const void* x, cons
       (epilogue.residual == nullptr || aligned16(epilogue.residual)) &&
       conv2d_tc_forward_uses_wgmma(g, kernels)) {
     wgmma_forward(g, type, x, w, y, epilogue, stats, stream, tc::wgmma_launch(kernels), workspace);
-    if (with_stats) sum_channel_stats(stats, wgmma_forward_stats_rows(g), p.K, epilogue, stream);
+    if (with_stats) {
+      sum_channel_stats(stats, wgmma_forward_stats_rows(g, tc::wgmma_launch(kernels)), p.K,
+                        epilogue, stream);
+    }
     return;
   }
   if (type == TcType::bf16) {

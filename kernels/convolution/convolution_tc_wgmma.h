@@ -24,20 +24,36 @@ namespace crema::kernels::cuda::tc {
 bool wgmma_forward_fits(const Conv2dGeometry& g, int channel_multiple = 8);
 bool wgmma_backward_data_fits(const Conv2dGeometry& g, int channel_multiple = 8);
 
-// The rows of the forward's channel-sum partials ([rows][2][K] fp32 in the workspace): one per
-// warp of each block.
-int wgmma_forward_stats_rows(const Conv2dGeometry& g);
-
-// How the forward and backward data launch: as wgmma_tile_columns and the persistence rule pick
-// (automatic), or forced (tests reach the rarer launches on small shapes): the 256-column tile
-// wherever the GEMM has more than 128 columns (TcKernels::wgmma_wide), or persistent blocks
-// (TcKernels::wgmma_persistent).
-enum class WgmmaLaunch { automatic, wide, persistent };
+// How the forward and backward data launch: as wgmma_tile_columns and the persistence and halo
+// rules pick (automatic: TcKernels::best), or forced (the benchmark's rows, and the tests reach
+// the rarer launches on small shapes): the ring kernel alone, never halo tiles (ring:
+// TcKernels::wgmma), the 256-column tile wherever the GEMM has more than 128 columns
+// (TcKernels::wgmma_wide), persistent blocks (TcKernels::wgmma_persistent), or halo tiles
+// wherever they fit (TcKernels::wgmma_halo; wgmma_*_halo_fits).
+enum class WgmmaLaunch { automatic, ring, wide, persistent, halo };
 inline WgmmaLaunch wgmma_launch(TcKernels kernels) {
-  return kernels == TcKernels::wgmma_wide         ? WgmmaLaunch::wide
+  return kernels == TcKernels::wgmma              ? WgmmaLaunch::ring
+         : kernels == TcKernels::wgmma_wide       ? WgmmaLaunch::wide
          : kernels == TcKernels::wgmma_persistent ? WgmmaLaunch::persistent
+         : kernels == TcKernels::wgmma_halo       ? WgmmaLaunch::halo
                                                   : WgmmaLaunch::automatic;
 }
+
+// Whether halo tiles fit g's forward (backward data): a filter with taps at stride 1 (data: dx at
+// stride 1) whose padded output rows (Q + (S - 1) dilation_w pixels; data: W + ...) fit a
+// 128-row tile and fill at least 96 of its rows with output rows of one image, the halo
+// (convolution_tc_wgmma_halo.cuh) fitting shared memory. And whether a launch `how` takes them
+// (halo forced, or automatic where they pay).
+bool wgmma_forward_halo_fits(const Conv2dGeometry& g, int channel_multiple = 8);
+bool wgmma_backward_data_halo_fits(const Conv2dGeometry& g, int channel_multiple = 8);
+bool wgmma_forward_takes_halo(const Conv2dGeometry& g, WgmmaLaunch how, int channel_multiple = 8);
+bool wgmma_backward_data_takes_halo(const Conv2dGeometry& g, WgmmaLaunch how,
+                                    int channel_multiple = 8);
+
+// The rows of the forward's channel-sum partials ([rows][2][K] fp32 in the workspace): one per
+// warp of each block of the launch `how` makes (automatic: on the current device, whose SM count
+// the halo rule reads; the others need no device).
+int wgmma_forward_stats_rows(const Conv2dGeometry& g, WgmmaLaunch how);
 
 // y = the epilogue of conv(x, w), rounded once; with epilogue.sum set, the per-warp partial sums
 // of y and y^2 into stats (channel_stats_kernel adds them up).

@@ -32,6 +32,8 @@ struct Rows {
   int M, P, Q;                           // P: N*P when the images are stacked
   int images;                            // N (1 when stacked)
   int box_p;                             // output rows a tile (0: flat, 128 pixels a tile)
+  int pitch;                             // the tile rows an output row takes: Q (or a halo's
+                                         // padded width: the rows past Q are never stored)
   int box_n;                             // images a tile (> 1 only where box_p = P)
   int tiles_per_image;                   // ceil(P / box_p)
   int tiles;                             // row tiles in all
@@ -48,9 +50,10 @@ struct Rows {
       return m < M ? m : -1;
     }
     // Row i: image b of the box (0 unless box_n > 1, where tiles_per_image is 1), row k of it.
-    const int b = i / (box_p * Q), k = i % (box_p * Q);
-    const int n = tile / tiles_per_image * box_n + b, p = tile % tiles_per_image * box_p + k / Q;
-    return b < box_n && n < images && p < P ? (n * P + p) * Q + k % Q : -1;
+    const int b = i / (box_p * pitch), k = i % (box_p * pitch), q = k % pitch;
+    const int n = tile / tiles_per_image * box_n + b,
+              p = tile % tiles_per_image * box_p + k / pitch;
+    return b < box_n && n < images && p < P && q < Q ? (n * P + p) * Q + q : -1;
   }
   __host__ __device__ uint32_t a_bytes() const {
     return uint32_t(box_p == 0 ? kBM : box_n * box_p * Q) * kRowBytes;
@@ -90,7 +93,7 @@ inline bool channels_fit(const Conv2dGeometry& g, int channel_multiple) {
 inline Rows image_rows(int N, int height, int width) {
   Rows rows{};
   rows.M = N * height * width, rows.P = height, rows.Q = width, rows.images = N;
-  rows.box_p = std::min(kBM / width, height);
+  rows.box_p = std::min(kBM / width, height), rows.pitch = width;
   rows.box_n = rows.box_p == height ? std::max(1, std::min(kBM / (height * width), N)) : 1;
   rows.tiles_per_image = (height + rows.box_p - 1) / rows.box_p;
   rows.tiles = (N + rows.box_n - 1) / rows.box_n * rows.tiles_per_image;

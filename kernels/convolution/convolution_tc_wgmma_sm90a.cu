@@ -52,6 +52,7 @@
 #include "kernels/convolution/convolution_tc_wgmma.cuh"
 #include "kernels/convolution/convolution_tc_wgmma.h"
 #include "kernels/convolution/convolution_tc_wgmma_conv.cuh"
+#include "kernels/convolution/convolution_tc_wgmma_halo.cuh"
 #include "kernels/convolution/convolution_tc_wgmma_out.cuh"
 #include "kernels/convolution/convolution_tc_wgmma_rows.cuh"
 
@@ -193,26 +194,84 @@ void run(const CUtensorMap& map_a, const void* b, wg::MapType type, const Rows& 
   run<E, Out, 1>(map_a, b, type, one_rows, columns, inner, one_out, stream, what, how, partial);
 }
 
+// Whether halo tiles fit `rows` (a filter with taps, one phase at stride 1) at either tile width.
+bool halo_fits_rows(const Rows& rows) {
+  if (rows.box_p == 0 || rows.taps == 1) return false;
+  const Rows halo = wg::halo_rows(rows);
+  return wg::halo_fits(halo, 64) && wg::halo_fits(halo, 128);
+}
+
+// Whether halo tiles pay over the ring kernel's where both fit: wherever the ring kernel would not
+// split the reduction (the halo kernel never does; split_of: a layer of at most 64 blocks). H200,
+// 2026-11-28 (session 19, call 2), `crema bench conv-tc --math bf16`, ms ring / halo: 3x3 64->64
+// at 56 x 56 batch 64 forward 0.0649 / 0.0573, data 0.0724 / 0.0642; 128->128 at 28 x 28 batch
+// 128 0.0772 / 0.0623, 0.0848 / 0.0704; 256->256 at 14 x 14 batch 128 (the ring's 256-column tile;
+// the halo's 8 rows of 16 use 112 tile rows against the ring's 126) 0.0618 / 0.0583; 16 x 64 x
+// 112 x 112 0.0645 / 0.0572; tf32 0.80-0.84x the ring's time.
+bool halo_pays(const Rows& rows, int columns) {
+  const int bn = wgmma_tile_columns(rows.tiles, columns, rows.slabs(), multiprocessors());
+  return split_of(int64_t(rows.tiles) * ((columns + bn - 1) / bn), rows.slabs()).parts == 1;
+}
+
+bool takes_halo(const Rows& rows, int columns, WgmmaLaunch how) {
+  if (how != WgmmaLaunch::halo && how != WgmmaLaunch::automatic) return false;
+  return halo_fits_rows(rows) && (how == WgmmaLaunch::halo || halo_pays(rows, columns));
+}
+
+// Runs one phase of a filter with taps at stride 1 on halo tiles (halo_fits_rows(rows)): A from
+// `a` [N, height, width, a_channels] (x forward, dy data), B the [columns, inner] filter; 64 or
+// 128 columns a tile as wgmma_tile_columns picks (128 where it picks 256), or forced (`how`
+// halo) 128 wherever there are more than 64 columns (the tests reach it on small shapes).
+template <class E, class Out>
+void run_halo(const void* a, int64_t N, int64_t height, int64_t width, int64_t a_channels,
+              const void* b, wg::MapType type, const Rows& ring_rows, int columns, int inner,
+              const Out& out, gpu::Stream stream, const char* what, WgmmaLaunch how) {
+  const Rows rows = wg::halo_rows(ring_rows);
+  auto go = [&](auto bn) {
+    constexpr int BN = decltype(bn)::value;
+    const wg::Halo halo = wg::halo_of(rows, BN);
+    const CUtensorMap map_a = wg::halo_map(type, a, N, height, width, a_channels, halo);
+    const CUtensorMap map_b = wg::matrix_map(type, b, columns, inner, BN);
+    ConvProblem<BN, Out, 1> problem{};
+    problem.rows_of[0] = rows, problem.out_of[0] = out;
+    problem.columns = columns, problem.inner = inner;
+    problem.blocks = rows.tiles * ((columns + BN - 1) / BN);
+    wg::launch_halo<E, BN>(map_a, map_b, problem, halo, problem.blocks, stream, what);
+  };
+  const bool wide = how == WgmmaLaunch::halo ? columns > 64
+                                             : wgmma_tile_columns(rows.tiles, columns, rows.slabs(),
+                                                                  multiprocessors()) > 64;
+  if (!wide) {
+    go(std::integral_constant<int, 64>{});
+  } else {
+    go(std::integral_constant<int, 128>{});
+  }
+}
+
 // E: Bf16, F16 or float (tf32 math), whose map type is `type`.
 template <class E, bool STATS>
 void forward_typed(const Conv2dGeometry& g, wg::MapType type, const void* x, const void* w, void* y,
                    const TcEpilogue& ep, float* stats, gpu::Stream stream, WgmmaLaunch how,
                    float* partial) {
   const Rows rows = forward_rows(g, type.slab());
-  const CUtensorMap map_a = rows.box_p == 0 ? wg::matrix_map(type, x, rows.M, g.C, kBM)
-                            : one_by_one(g) ? strided_map(type, x, g, rows)
-                                            : image_map(type, x, g.N, g.H, g.W, g.C, rows,
-                                                        int(g.stride_h), int(g.stride_w));
+  const char* what =
+      std::is_same_v<E, float> ? "conv2d_forward_nhwc (wgmma, tf32)" : "conv2d_tc_forward (wgmma)";
   const ForwardOut<E, STATS> out{int(g.K),
                                  ep.bias,
                                  static_cast<const wg::Stored<E>*>(ep.residual),
                                  ep.relu,
                                  static_cast<wg::Stored<E>*>(y),
                                  stats};
-  run<E>(
-      map_a, w, type, rows, int(g.K), int(g.R * g.S * g.C), out, stream,
-      std::is_same_v<E, float> ? "conv2d_forward_nhwc (wgmma, tf32)" : "conv2d_tc_forward (wgmma)",
-      how, partial);
+  if (g.stride_h == 1 && g.stride_w == 1 && takes_halo(rows, int(g.K), how)) {
+    run_halo<E>(x, g.N, g.H, g.W, g.C, w, type, rows, int(g.K), int(g.R * g.S * g.C), out, stream,
+                what, how);
+    return;
+  }
+  const CUtensorMap map_a = rows.box_p == 0 ? wg::matrix_map(type, x, rows.M, g.C, kBM)
+                            : one_by_one(g) ? strided_map(type, x, g, rows)
+                                            : image_map(type, x, g.N, g.H, g.W, g.C, rows,
+                                                        int(g.stride_h), int(g.stride_w));
+  run<E>(map_a, w, type, rows, int(g.K), int(g.R * g.S * g.C), out, stream, what, how, partial);
 }
 
 // A 1x1: one GEMM over dy's pixels (flat), each placed at its strided pixel of dx; a filter with
@@ -239,6 +298,10 @@ void data_typed(const Conv2dGeometry& g, wg::MapType type, const void* dy, const
   }
   const int inner = int(g.R * g.S) * K;
   const std::vector<Rows>& rows = d.rows;
+  if (stride_h == 1 && stride_w == 1 && takes_halo(rows[0], C, how)) {  // one phase: all of dx
+    run_halo<E>(dy, g.N, P, Q, K, wt, type, rows[0], C, inner, outs[0], stream, what, how);
+    return;
+  }
   if (d.together) {  // every phase's rows alike: one map of dy for all
     const CUtensorMap map = image_map(type, dy, g.N, P, Q, K, rows[0]);
     if (rows.size() == 4) {
@@ -290,8 +353,35 @@ bool wgmma_backward_data_fits(const Conv2dGeometry& g, int channel_multiple) {
   return true;
 }
 
-int wgmma_forward_stats_rows(const Conv2dGeometry& g) {
-  return forward_rows(g, kSlab).tiles * 8;
+// The channels of a 128-byte slab for `channel_multiple` channels in 16 bytes (64 16-bit, 32 f32).
+int slab_of(int channel_multiple) {
+  return kRowBytes / 16 * channel_multiple;
+}
+
+bool wgmma_forward_halo_fits(const Conv2dGeometry& g, int channel_multiple) {
+  return wgmma_forward_fits(g, channel_multiple) && g.stride_h == 1 && g.stride_w == 1 &&
+         halo_fits_rows(forward_rows(g, slab_of(channel_multiple)));
+}
+
+bool wgmma_backward_data_halo_fits(const Conv2dGeometry& g, int channel_multiple) {
+  return wgmma_backward_data_fits(g, channel_multiple) && g.stride_h == 1 && g.stride_w == 1 &&
+         !one_by_one(g) && halo_fits_rows(data_gemms(g, slab_of(channel_multiple)).rows[0]);
+}
+
+bool wgmma_forward_takes_halo(const Conv2dGeometry& g, WgmmaLaunch how, int channel_multiple) {
+  return wgmma_forward_halo_fits(g, channel_multiple) &&
+         takes_halo(forward_rows(g, slab_of(channel_multiple)), int(g.K), how);
+}
+
+bool wgmma_backward_data_takes_halo(const Conv2dGeometry& g, WgmmaLaunch how,
+                                    int channel_multiple) {
+  return wgmma_backward_data_halo_fits(g, channel_multiple) &&
+         takes_halo(data_gemms(g, slab_of(channel_multiple)).rows[0], int(g.C), how);
+}
+
+int wgmma_forward_stats_rows(const Conv2dGeometry& g, WgmmaLaunch how) {
+  const Rows rows = forward_rows(g, kSlab);
+  return (wgmma_forward_takes_halo(g, how) ? wg::halo_rows(rows).tiles : rows.tiles) * 8;
 }
 
 void wgmma_forward(const Conv2dGeometry& g, TcType type, const void* x, const void* w, void* y,

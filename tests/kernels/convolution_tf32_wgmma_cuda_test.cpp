@@ -247,6 +247,27 @@ TEST(ConvolutionTf32WgmmaCuda, PersistentBlocks) {
   check_forced(ctx, shapes, 4900, TcKernels::wgmma_persistent, "persistent blocks");
 }
 
+// Halo tiles (TcKernels::wgmma_halo) on f32 tensors, slabs of 32 channels: 64 channels (two
+// slabs, two halo slots) into 68 (a last column tile of 4), dilation 2 over 36 channels, a 5x5;
+// forward and backward data against the truncated reading, each checked to take them.
+TEST(ConvolutionTf32WgmmaCuda, HaloTiles) {
+  CREMA_REQUIRE_CUDA();
+  if (!on_hopper()) GTEST_SKIP() << "the wgmma kernels need compute capability 9.0";
+  Context ctx(Device::cuda(0));
+  const Conv2dGeometry shapes[] = {
+      // N C  H   W  K  R  S  pad_h pad_w stride_h stride_w dilation_h dilation_w
+      {2, 64, 16, 16, 68, 3, 3, 1, 1},
+      {1, 36, 20, 20, 40, 3, 3, 2, 2, 1, 1, 2, 2},
+      {2, 32, 24, 24, 32, 5, 5, 2, 2},
+  };
+  for (const Conv2dGeometry& g : shapes) {
+    EXPECT_TRUE(cuda::conv2d_tc_forward_uses_halo(g, TcKernels::wgmma_halo, true)) << describe(g);
+    EXPECT_TRUE(cuda::conv2d_tc_backward_data_uses_halo(g, TcKernels::wgmma_halo, true))
+        << describe(g);
+  }
+  check_forced(ctx, shapes, 5100, TcKernels::wgmma_halo, "halo tiles");
+}
+
 TEST(ConvolutionTf32WgmmaCuda, ShapesThatFallBack) {
   CREMA_REQUIRE_CUDA();
   Context ctx(Device::cuda(0));

@@ -1,0 +1,242 @@
+// Halo tiles: the wgmma forward and backward data of a stride-1 filter with taps (3x3, 5x5, ...)
+// reading each input pixel of a tile once a channel slab instead of once a tap. The ring kernel
+// (convolution_tc_wgmma.cuh) asks the TMA for A's 128 rows again for every tap, shifted by the
+// tap's offset: a 3x3 moves 9 times the tile's input through L2 and, at 64 channels, more bytes
+// than the tensor cores can use (session 18's ncu: crema's and cuDNN's 3x3 64->64 kernels both
+// move ~6.2 TB/s from L2; cuDNN moves a third less). Here a tile is box_p whole output rows of
+// one image, and its A for every tap comes from one box of the input, the halo: box_p +
+// (R - 1) |step_h| input rows of `pitch` = Q + (S - 1) |step_w| pixels, the TMA zero-filling
+// what lies outside the image (the padding), stored as rows of 128 bytes in order. GEMM row i
+// (output row i / pitch, column i % pitch of the tile) is then, for tap (r, s), halo row
+// i + shift0 + r shift_h + s shift_w: each tap's A is the halo's rows from a shifted start (a
+// wgmma descriptor may start at any 128-byte row of a 128B-swizzled K-major layout: the swizzle
+// follows the address bits, as the TMA writes it; session 19's probe checked shifts 0 to 127).
+// Rows q >= Q of an output row (the pitch's extra S - 1 columns) hold sums across the row's edge
+// and are never stored (Rows::at). Wide rows cost tile rows: at 56 x 56 two rows of 58 of a 128
+// tile (112 useful, as the ring kernel's), at 14 x 14 eight rows of 16 (112, against 126).
+//
+//   forward  step +dilation: tap (r, s) reads x at (p + base_h + dil_h r, q + base_w + dil_w s)
+//   data     stride 1, one phase: tap (r, s) reads dy at (i + offset_h - dil_h r, ...): step
+//            -dilation, the halo's corner at the last tap's offset
+//
+// Per tile the producer walks the channel slabs c (the halo of c into one of `slots` halo slots:
+// two where the reduction has more than one slab and they fit, so that c + 1's halo lands while c's
+// taps run) and, for each, the taps (B's rows of that tap and slab into the stage ring, as the
+// ring kernel's). The consumers wait on a halo once, then on each tap's B stage, and release a
+// halo slot with its last tap's stage. One block a tile, two blocks an SM; the epilogue is
+// ConvProblem's (the scratch in the drained smem). sm_90a files only, as convolution_tc_wgmma.cuh.
+#pragma once
+
+#include <cuda.h>  // CUtensorMap
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+
+#include "kernels/convolution/convolution_tc_wgmma.cuh"
+#include "kernels/convolution/convolution_tc_wgmma_conv.cuh"
+#include "kernels/convolution/convolution_tc_wgmma_rows.cuh"
+
+namespace crema::kernels::cuda::tc::wg {
+
+// A tile's halo box and the shared memory it lays out: `slots` halo slots of slot_bytes, then
+// `stages` B stages of BN rows.
+struct Halo {
+  int pitch, rows;               // the box: `rows` input rows of `pitch` pixels
+  int h0, w0;                    // its corner against the tile's first output row and column 0
+  int R, S;                      // taps: rows, columns
+  int shift0, shift_h, shift_w;  // tap (r, s)'s A starts at halo row shift0 + r shift_h + s shift_w
+  int box_bytes;                 // what the TMA delivers a halo: rows * pitch rows of 128 bytes
+  int slot_bytes;                // a slot: the box, or the rows the last tap's wgmmas read (1024 B
+                                 // units: the 128B swizzle's atom)
+  int slots, stages;
+  int smem_bytes;  // the slots, the stages, their barriers, 1024 to align the base
+};
+
+// The slots and stages of one of two blocks an SM: the SM's 228 KB halved, less the 1 KB the
+// runtime reserves a block, the base's alignment and room for the barriers.
+constexpr int kHaloBudget = (kMaxSharedBytes + 1024) / 2 - 1024 - 1024 - 512;
+
+// The tiles of a halo over `rows` (a filter with taps at stride 1: forward_rows or phase_rows):
+// box_p = 128 / pitch output rows of one image a tile. Returns box_p 0 where no halo fits (a
+// padded row wider than a tile, or a box past the TMA's 256 a dimension).
+inline Rows halo_rows(Rows rows) {
+  const int pitch = rows.Q + std::abs(rows.step_w) * (rows.S - 1);
+  const int taps_h = rows.taps / rows.S;
+  if (pitch > kBM || std::abs(rows.step_h) * (taps_h - 1) + 1 > 256) {
+    rows.box_p = 0;
+    return rows;
+  }
+  rows.pitch = pitch;
+  rows.box_p = std::min(kBM / pitch, rows.P), rows.box_n = 1;
+  rows.tiles_per_image = (rows.P + rows.box_p - 1) / rows.box_p;
+  rows.tiles = rows.images * rows.tiles_per_image;
+  return rows;
+}
+
+// The halo of `rows` (halo_rows's, halo_fits) at BN columns.
+inline Halo halo_of(const Rows& rows, int bn) {
+  Halo h{};
+  h.R = rows.taps / rows.S, h.S = rows.S, h.pitch = rows.pitch;
+  const int reach_h = std::abs(rows.step_h) * (h.R - 1),
+            reach_w = std::abs(rows.step_w) * (h.S - 1);
+  h.rows = rows.box_p + reach_h;
+  // The corner: the lowest tap offset (the last tap's where the step is negative).
+  h.h0 = rows.base_h + std::min(0, rows.step_h * (h.R - 1));
+  h.w0 = rows.base_w + std::min(0, rows.step_w * (h.S - 1));
+  h.shift_h = rows.step_h * h.pitch, h.shift_w = rows.step_w;
+  h.shift0 = -std::min(0, rows.step_h * (h.R - 1)) * h.pitch - std::min(0, rows.step_w * (h.S - 1));
+  h.box_bytes = h.rows * h.pitch * kRowBytes;
+  const int read_rows = reach_h * h.pitch + reach_w + kBM;  // the farthest tap's 128 rows
+  h.slot_bytes = (std::max(h.rows * h.pitch, read_rows) * kRowBytes + 1023) / 1024 * 1024;
+  const int b_bytes = bn * kRowBytes;
+  // Two slots where there are two channel slabs and 3 B stages still fit, else one.
+  h.slots = rows.channel_slabs > 1 && 2 * h.slot_bytes + 3 * b_bytes <= kHaloBudget ? 2 : 1;
+  h.stages = std::min(16, (kHaloBudget - h.slots * h.slot_bytes) / b_bytes);
+  h.smem_bytes = h.slots * h.slot_bytes + h.stages * b_bytes + 2 * 8 * (h.stages + h.slots) + 1024;
+  return h;
+}
+
+// Whether halo tiles fit `rows` (halo_rows's) at BN columns: they fill at least 96 of 128 rows,
+// the box is at most 256 rows, one slot and 2 stages fit, and so does the epilogue's scratch.
+inline bool halo_fits(const Rows& rows, int bn) {
+  if (rows.box_p == 0 || rows.box_p * rows.Q < 96) return false;
+  const Halo h = halo_of(rows, bn);
+  return h.rows <= 256 && h.stages >= 2 &&
+         kThreads / 32 * staging_warp_floats(bn) * 4 <=
+             h.slots * h.slot_bytes + h.stages * bn * kRowBytes;
+}
+
+// The halo's map over an NHWC tensor [N, height, width, channels]: boxes of a slab's channels x
+// pitch pixels x rows rows of one image.
+inline CUtensorMap halo_map(MapType type, const void* base, int64_t N, int64_t height,
+                            int64_t width, int64_t channels, const Halo& h) {
+  const int64_t e = type.bytes;
+  const cuuint64_t dims[4] = {cuuint64_t(channels), cuuint64_t(width), cuuint64_t(height),
+                              cuuint64_t(N)};
+  const cuuint64_t strides[3] = {cuuint64_t(channels * e), cuuint64_t(width * channels * e),
+                                 cuuint64_t(height * width * channels * e)};
+  const cuuint32_t box[4] = {cuuint32_t(type.slab()), cuuint32_t(h.pitch), cuuint32_t(h.rows), 1};
+  return tensor_map(type, base, 4, dims, strides, box);
+}
+
+// The halo kernel: ConvProblem's units (one a block, one part, one phase) and epilogue, A from the
+// halo slots, B through the stage ring. map_a: halo_map; map_b: B's [columns, inner] matrix in
+// boxes of BN rows. Each accumulator sums its products in (slab, tap) order: deterministic (not
+// the ring kernel's order, tap outermost: the two differ in rounding).
+template <class E, int BN, class Problem>
+__global__ void __launch_bounds__(kBlockThreads, 2)
+    halo_kernel(const __grid_constant__ CUtensorMap map_a,
+                const __grid_constant__ CUtensorMap map_b, const __grid_constant__ Problem problem,
+                const __grid_constant__ Halo halo) {
+  constexpr int kBBytes = BN * kRowBytes;
+  extern __shared__ uint8_t raw_smem[];
+  const uint32_t raw_address = uint32_t(__cvta_generic_to_shared(raw_smem));
+  const uint32_t base = raw_address + (1024 - raw_address % 1024) % 1024;
+  const uint32_t stages = base + halo.slots * halo.slot_bytes;
+  const uint32_t full = stages + halo.stages * kBBytes, empty = full + 8 * halo.stages;
+  const uint32_t halo_full = empty + 8 * halo.stages, halo_empty = halo_full + 8 * halo.slots;
+
+  const int tid = threadIdx.x;
+  if (tid == kThreads) {
+    for (int s = 0; s < halo.stages; ++s) {
+      mbarrier_init(full + 8 * s, 1);
+      mbarrier_init(empty + 8 * s, kThreads);
+    }
+    for (int s = 0; s < halo.slots; ++s) {
+      mbarrier_init(halo_full + 8 * s, 1);
+      mbarrier_init(halo_empty + 8 * s, kThreads);
+    }
+    fence_barrier_init();
+  }
+  __syncthreads();
+
+  const Rows& rows = problem.rows_of[0];
+  const Place where = problem.locate(int(blockIdx.x));
+  const int channel_slabs = rows.channel_slabs, taps = halo.R * halo.S;
+
+  if (tid >= kThreads) {  // the producer warp
+    if (tid != kThreads) return;
+    const int n = where.tile.m / rows.tiles_per_image,
+              p0 = where.tile.m % rows.tiles_per_image * rows.box_p;
+    int stage = 0, round = 0, i = 0;
+    for (int c = 0; c < channel_slabs; ++c) {
+      const int slot = c % halo.slots;
+      // Slab c - slots, the slot's previous tenant, released by every consumer thread.
+      if (c >= halo.slots) mbarrier_wait(halo_empty + 8 * slot, (c / halo.slots - 1) & 1);
+      mbarrier_arrive_expect_tx(halo_full + 8 * slot, halo.box_bytes);
+      tma_load_4d(base + slot * halo.slot_bytes, &map_a, halo_full + 8 * slot, c * rows.slab,
+                  halo.w0, p0 + halo.h0, n);
+      for (int tap = 0; tap < taps; ++tap, ++i) {
+        if (i >= halo.stages) mbarrier_wait(empty + 8 * stage, round ^ 1);
+        mbarrier_arrive_expect_tx(full + 8 * stage, kBBytes);
+        tma_load_2d(stages + stage * kBBytes, &map_b, full + 8 * stage,
+                    rows.first_column + tap * rows.channels + c * rows.slab, where.tile.n * BN);
+        if (++stage == halo.stages) stage = 0, round ^= 1;
+      }
+    }
+    return;
+  }
+
+  const int consumer = tid / 128;
+  float acc[BN / 2];
+#pragma unroll
+  for (int a = 0; a < BN / 2; ++a) acc[a] = 0.0f;
+  int stage = 0, round = 0;
+  int held = -1;       // the stage of the slab whose group may still run (-1: none)
+  int held_slot = -1;  // the halo slot that slab ended (-1: it was not a slab's last tap)
+  for (int c = 0; c < channel_slabs; ++c) {
+    const int slot = c % halo.slots;
+    mbarrier_wait(halo_full + 8 * slot, (c / halo.slots) & 1);
+    // The warpgroup's 64 rows: 64 rows on from the tile's first.
+    const uint32_t a_first =
+        base + slot * halo.slot_bytes + (consumer * 64 + halo.shift0) * kRowBytes;
+    for (int r = 0; r < halo.R; ++r) {
+      for (int s = 0; s < halo.S; ++s) {
+        mbarrier_wait(full + 8 * stage, round);
+        const uint32_t a_tile = a_first + (r * halo.shift_h + s * halo.shift_w) * kRowBytes;
+        const uint32_t b_tile = stages + stage * kBBytes;
+        detail::wgmma_fence();
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {  // 4 steps of 32 bytes: 16 inner indices (tf32: 8)
+          const uint64_t a = detail::descriptor(a_tile + 32 * k);
+          const uint64_t b = detail::descriptor(b_tile + 32 * k);
+          if constexpr (BN == 64) {
+            mma_n64<E>(acc, a, b);
+          } else {
+            mma_n128<E>(acc, a, b);
+          }
+        }
+        detail::wgmma_commit();
+        detail::wgmma_wait<1>();  // the previous slab's group has retired: its stage goes back
+        if (held >= 0) mbarrier_arrive(empty + 8 * held);
+        if (held_slot >= 0) mbarrier_arrive(halo_empty + 8 * held_slot);
+        held = stage;
+        held_slot = r == halo.R - 1 && s == halo.S - 1 ? slot : -1;
+        if (++stage == halo.stages) stage = 0, round ^= 1;
+      }
+    }
+  }
+  detail::wgmma_wait<0>();
+#pragma unroll
+  for (int a = 0; a < BN / 2; ++a) detail::fence_register(acc[a]);
+  // The scratch is the slots and the ring, free once both consumers are here (each waited on
+  // every copy).
+  consumers_sync();
+  float* staging = reinterpret_cast<float*>(raw_smem + (base - raw_address)) +
+                   (tid / 32) * staging_warp_floats(BN);
+  problem.template store<BN>(where, consumer, acc, staging);
+}
+
+template <class E, int BN, class Problem>
+void launch_halo(const CUtensorMap& map_a, const CUtensorMap& map_b, const Problem& problem,
+                 const Halo& halo, int64_t blocks, gpu::Stream stream, const char* what) {
+  static_assert(BN == 64 || BN == 128, "halo tiles: n64 or n128, two blocks an SM");
+  const auto kernel = halo_kernel<E, BN, Problem>;
+  detail::set_shared_memory_limit(kernel, halo.smem_bytes, what);
+  kernel<<<unsigned(blocks), kBlockThreads, halo.smem_bytes, stream>>>(map_a, map_b, problem, halo);
+  gpu::check_launch(what);
+}
+
+}  // namespace crema::kernels::cuda::tc::wg

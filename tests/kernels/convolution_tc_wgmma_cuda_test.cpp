@@ -1,0 +1,162 @@
+// The wgmma kernels' rarer launches on 16-bit NHWC tensors (convolution_tc_wgmma*_sm90a.cu), each
+// forced through its TcKernels value and checked by check_passes (convolution_tc_test_util.h: the
+// three passes against the double reference, the whole forward epilogue, repeats): the 256-column
+// tile, persistent blocks, backward data's phases in one launch (split), halo tiles; and which
+// tile and split `best` takes.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "core/context.h"
+#include "kernels/convolution/convolution_tc.h"
+#include "kernels/convolution/convolution_tc_wgmma.h"
+#include "tests/kernels/convolution_tc_test_util.h"
+#include "tests/support/cuda_test_util.h"
+
+namespace crema::kernels::conv_test {
+namespace {
+
+// The 256-column tile (TcKernels::wgmma_wide; two wgmma m64n128 a k step, one block an SM):
+// forward and data over 256 columns, over 264 and 200 (a partial last tile), a 1x1 at stride 2
+// (data: a strided pixel block per row), 16 slabs lapping the 4-stage ring, a stride-2 3x3's data
+// phases in one launch; the whole epilogue
+// (bias, residual, ReLU, channel sums) and the repeats through check_passes.
+TEST(ConvolutionTcCuda, WideTile) {
+  CREMA_REQUIRE_CUDA();
+  if (!hopper()) GTEST_SKIP() << "the wgmma kernels need compute capability 9.0";
+  Context ctx(Device::cuda(0));
+  const std::vector<Conv2dGeometry> geometries = {
+      // N C  H   W  K  R  S  pad_h pad_w stride_h stride_w
+      {2, 64, 16, 16, 256, 3, 3, 1, 1},        // 256 columns forward; data over 64: BN 64
+      {1, 264, 10, 12, 264, 3, 3, 1, 1},       // 264 both ways: a last tile of 8 columns
+      {2, 200, 11, 9, 320, 1, 1, 0, 0, 2, 2},  // strided 1x1: 320 forward, 200 data
+      {1, 1024, 5, 7, 256, 1, 1},              // 16 slabs: the ring lapped 4 times
+      {2, 136, 14, 14, 64, 3, 3, 1, 1, 2, 2},  // data over 136: four phases in one launch
+  };
+  check_each(ctx, geometries, 1700, cuda::TcKernels::wgmma_wide);
+}
+
+// Persistent blocks (TcKernels::wgmma_persistent; two an SM, each walking units, its producer
+// filling the next unit's stages under this one's epilogue; `best` takes them for large layers
+// of at most 4 slabs): 294 units of 2 slabs forward and 1 data, more than two an SM on a 132-SM
+// GPU (the blocks walk 2 or 3, lapping the 3-stage ring); a strided 1x1 (data: a pixel block a
+// row); a 3x3 with the whole epilogue; a split reduction (64 units of parts, finish_parts_kernel
+// after); a stride-2 3x3's data phases in one launch.
+TEST(ConvolutionTcCuda, PersistentBlocks) {
+  CREMA_REQUIRE_CUDA();
+  if (!hopper()) GTEST_SKIP() << "the wgmma kernels need compute capability 9.0";
+  Context ctx(Device::cuda(0));
+  const std::vector<Conv2dGeometry> geometries = {
+      // N C  H   W  K  R  S  pad_h pad_w stride_h stride_w
+      {12, 128, 56, 56, 64, 1, 1},             // 294 units: blocks walk several
+      {4, 64, 28, 28, 136, 1, 1, 0, 0, 2, 2},  // strided 1x1
+      {2, 64, 16, 16, 72, 3, 3, 1, 1},         // taps, a last column tile of 8
+      {2, 512, 7, 7, 512, 3, 3, 1, 1},         // 8 blocks: the reduction split in 8
+      {2, 136, 14, 14, 64, 3, 3, 1, 1, 2, 2},  // data: four phases in one launch
+  };
+  EXPECT_GT(cuda::tc::wgmma_forward_partial_bytes(geometries[3]), 0u);
+  check_each(ctx, geometries, 2900, cuda::TcKernels::wgmma_persistent);
+}
+
+// Backward data at stride 2 with its phases in one launch (even H and W: four phases of one
+// extent; stride (2, 1): two), here also split: 2 images of 7 x 7 phases make 1 tile a phase, the
+// 3x3's phases take 1, 2, 2 and 4 taps of 8 slabs each, so the 32-slab phase sets parts of 8 and
+// the shorter phases leave parts empty (zeros summed).
+TEST(ConvolutionTcCuda, DataPhasesInOneLaunch) {
+  CREMA_REQUIRE_CUDA();
+  Context ctx(Device::cuda(0));
+  const std::vector<Conv2dGeometry> geometries = {
+      // N C  H   W  K  R  S  pad_h pad_w stride_h stride_w
+      {2, 64, 14, 14, 512, 3, 3, 1, 1, 2, 2},
+      {2, 16, 28, 14, 72, 3, 3, 1, 1, 2, 1},
+  };
+  uint64_t seed = 2300;
+  for (const Conv2dGeometry& g : geometries) {
+    EXPECT_EQ(cuda::conv2d_tc_backward_data_uses_wgmma(g), hopper()) << describe(g);
+    for (TcType type : kTypes) check_passes(ctx, make_problem(g, type, seed += 7), 0);
+  }
+  EXPECT_GT(cuda::tc::wgmma_backward_data_partial_bytes(geometries[0]), 0u);
+}
+
+// Which tile `best` takes: 256 columns only for long reductions over whole 256-column tiles
+// that still give every SM a block; 64 where 128-column tiles would leave SMs idle; and where a
+// reduction is split. The split itself runs in every test above whose geometry makes fewer than
+// 128 tiles over at least 8 slabs (WgmmaGeometries' 1024-channel 1x1 and 36-slab 3x3, ...).
+TEST(ConvolutionTcCuda, TileColumns) {
+  EXPECT_EQ(cuda::tc::wgmma_tile_columns(800, 256, 36, 132), 256);  // a large 3x3 256 -> 256
+  EXPECT_EQ(cuda::tc::wgmma_tile_columns(800, 256, 1, 132), 128);   // a 1x1 64 -> 256
+  EXPECT_EQ(cuda::tc::wgmma_tile_columns(800, 384, 36, 132), 128);  // 384: not whole tiles
+  EXPECT_EQ(cuda::tc::wgmma_tile_columns(100, 256, 36, 132), 128);  // 100 blocks of 256
+  EXPECT_EQ(cuda::tc::wgmma_tile_columns(60, 256, 36, 132), 64);    // 120 blocks of 128
+  EXPECT_EQ(cuda::tc::wgmma_tile_columns(800, 64, 36, 132), 64);
+  // ResNet-50 at batch 128: layer3's 3x3 (256 -> 256 at 14 x 14) wide both ways; its 1x1s not.
+  const Conv2dGeometry conv2{128, 256, 14, 14, 256, 3, 3, 1, 1};
+  EXPECT_EQ(cuda::tc::wgmma_forward_tile_columns(conv2, 132), 256);
+  EXPECT_EQ(cuda::tc::wgmma_backward_data_tile_columns(conv2, 132), 256);
+  const Conv2dGeometry conv3{128, 256, 14, 14, 1024, 1, 1};
+  EXPECT_EQ(cuda::tc::wgmma_forward_tile_columns(conv3, 132), 128);
+  // Split reductions: layer4's 3x3 at batch 16 (8 row tiles, 72 slabs) takes room for its parts,
+  // the large layers and the short reductions none.
+  const Conv2dGeometry small{16, 512, 7, 7, 512, 3, 3, 1, 1};
+  EXPECT_GT(cuda::tc::wgmma_forward_partial_bytes(small), 0u);
+  EXPECT_GT(cuda::tc::wgmma_backward_data_partial_bytes(small), 0u);
+  EXPECT_EQ(cuda::tc::wgmma_forward_partial_bytes(conv2), 0u);
+  EXPECT_EQ(cuda::tc::wgmma_backward_data_partial_bytes(conv3), 0u);
+  EXPECT_EQ(cuda::tc::wgmma_forward_partial_bytes(Conv2dGeometry{1, 64, 9, 11, 64, 1, 1}), 0u);
+}
+
+// Halo tiles (TcKernels::wgmma_halo: a stride-1 filter with taps, its input read once a channel
+// slab, each tap's A the halo's rows from a shifted start; convolution_tc_wgmma_halo.cuh),
+// forward and data, each checked to take them on an H100 or H200: rows of 18 padded to a 7-row
+// tile with a partial last band and a last column tile of 8 (K = 72); ResNet's 3x3 at 56 (two rows
+// of 58 a tile); 136 channels (3 slabs, the last of 8: two halo slots lapped) at 128 columns;
+// dilation 2 with padding 2 over 24 channels; no padding (data: dx wider than dy, the halo's
+// corner at the last tap); a 1x3 (one row of taps); a 5x5 (25 taps lapping the B ring); rows of
+// 100 pixels, one a tile, over 200 channels. The whole epilogue and the repeats through
+// check_passes.
+TEST(ConvolutionTcCuda, HaloTiles) {
+  CREMA_REQUIRE_CUDA();
+  if (!hopper()) GTEST_SKIP() << "the wgmma kernels need compute capability 9.0";
+  Context ctx(Device::cuda(0));
+  const std::vector<Conv2dGeometry> geometries = {
+      // N C  H   W  K  R  S  pad_h pad_w stride_h stride_w dilation_h dilation_w
+      {2, 64, 16, 16, 72, 3, 3, 1, 1},   {1, 64, 56, 56, 64, 3, 3, 1, 1},
+      {2, 136, 28, 28, 128, 3, 3, 1, 1}, {2, 24, 20, 20, 32, 3, 3, 2, 2, 1, 1, 2, 2},
+      {2, 64, 18, 18, 64, 3, 3, 0, 0},   {2, 40, 12, 20, 48, 1, 3, 0, 1},
+      {2, 16, 24, 24, 24, 5, 5, 2, 2},   {1, 200, 10, 100, 64, 3, 3, 1, 1},
+  };
+  for (const Conv2dGeometry& g : geometries) {
+    EXPECT_TRUE(cuda::conv2d_tc_forward_uses_halo(g, cuda::TcKernels::wgmma_halo)) << describe(g);
+    EXPECT_TRUE(cuda::conv2d_tc_backward_data_uses_halo(g, cuda::TcKernels::wgmma_halo))
+        << describe(g);
+  }
+  check_each(ctx, geometries, 3100, cuda::TcKernels::wgmma_halo);
+  // `best` takes them for large layers, not where the ring kernel splits a few tiles' reduction
+  // (4 images of 14 x 14 at 256 channels: 8 row tiles).
+  const Conv2dGeometry large{128, 64, 56, 56, 64, 3, 3, 1, 1}, few{4, 256, 14, 14, 256, 3, 3, 1, 1};
+  EXPECT_TRUE(cuda::conv2d_tc_forward_uses_halo(large, cuda::TcKernels::best));
+  EXPECT_TRUE(cuda::conv2d_tc_backward_data_uses_halo(large, cuda::TcKernels::best));
+  EXPECT_FALSE(cuda::conv2d_tc_forward_uses_halo(few, cuda::TcKernels::best));
+  EXPECT_FALSE(cuda::conv2d_tc_backward_data_uses_halo(few, cuda::TcKernels::best));
+}
+
+// Where halo tiles do not fit, the forced launch runs the ring kernel (and says so): strides,
+// a 1x1, padded rows wider than a tile, rows filling under 96 of its 128 (a single 7 x 7 image).
+TEST(ConvolutionTcCuda, HaloFits) {
+  const Conv2dGeometry fit{2, 64, 16, 16, 72, 3, 3, 1, 1};
+  EXPECT_TRUE(cuda::tc::wgmma_forward_halo_fits(fit));
+  EXPECT_TRUE(cuda::tc::wgmma_backward_data_halo_fits(fit));
+  const Conv2dGeometry misfits[] = {
+      {2, 64, 16, 16, 64, 3, 3, 1, 1, 2, 2},  // stride 2
+      {2, 64, 16, 16, 64, 1, 1},              // a 1x1: one tap, nothing to share
+      {1, 64, 10, 127, 64, 3, 3, 1, 1},       // padded rows of 129 pixels
+      {1, 64, 7, 7, 64, 3, 3, 1, 1},          // 49 of 128 rows
+  };
+  for (const Conv2dGeometry& g : misfits) {
+    EXPECT_FALSE(cuda::tc::wgmma_forward_halo_fits(g)) << describe(g);
+    EXPECT_FALSE(cuda::tc::wgmma_backward_data_halo_fits(g)) << describe(g);
+  }
+}
+
+}  // namespace
+}  // namespace crema::kernels::conv_test
