@@ -490,12 +490,18 @@ void conv2d_tc_backward_data(const Conv2dGeometry& g, TcType type, const void* d
   }
   const Params p = params_of(g);
   auto* wt = static_cast<uint16_t*>(workspace);  // [G, Cg, R*S (phase order), Kg]
+  const bool wgmma =
+      aligned16(dy) && aligned16(dx) && conv2d_tc_backward_data_uses_wgmma(g, kernels);
+  // A 1x1 or a stride-1 filter on wgmma reads w itself (MN-major): no transposed copy.
+  if (wgmma && aligned16(w) && wgmma_backward_data_reads_w(g)) {
+    return wgmma_backward_data(g, type, dy, w, true, dx, stream, tc::wgmma_launch(kernels),
+                               static_cast<char*>(workspace) + transposed_filter_bytes(g));
+  }
   transpose_filter(static_cast<const uint16_t*>(w), p.G, p.Kg, p.R, p.S, p.Cg, p.stride_h,
                    p.stride_w, p.dilation_h, p.dilation_w, wt, stream,
                    "conv2d_tc_backward_data (filter transpose)");
-  if (aligned16(dy) && aligned16(wt) && aligned16(dx) &&
-      conv2d_tc_backward_data_uses_wgmma(g, kernels)) {
-    return wgmma_backward_data(g, type, dy, wt, dx, stream, tc::wgmma_launch(kernels),
+  if (wgmma && aligned16(wt)) {
+    return wgmma_backward_data(g, type, dy, wt, false, dx, stream, tc::wgmma_launch(kernels),
                                static_cast<char*>(workspace) + transposed_filter_bytes(g));
   }
   const auto* dys = static_cast<const uint16_t*>(dy);

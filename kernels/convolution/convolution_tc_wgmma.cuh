@@ -66,11 +66,12 @@ namespace crema::kernels::cuda::tc::wg {
 
 // d (N / 2 values a thread) += A * B^T on the type E: Bf16 or F16 (k16), or float (f32 tensors
 // in tf32 math, k8: the tensor cores read each fp32 word's top 19 bits, i.e. truncate to TF32);
-// TRANS: both operands MN-major in shared memory (the transpose immediates, 16-bit types only),
+// TRANS_A, TRANS_B: A, B MN-major in shared memory (the transpose immediates, 16-bit types only),
 // else K-major.
-template <class E, int TRANS = 0>
+template <class E, int TRANS_A = 0, int TRANS_B = TRANS_A>
 __device__ __forceinline__ void mma_n64(float (&d)[32], uint64_t desc_a, uint64_t desc_b) {
-  static_assert(!std::is_same_v<E, float> || TRANS == 0, "tf32 wgmma reads K-major operands only");
+  static_assert(!std::is_same_v<E, float> || (TRANS_A == 0 && TRANS_B == 0),
+                "tf32 wgmma reads K-major operands only");
   if constexpr (std::is_same_v<E, float>) {
     asm volatile(
         "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
@@ -86,23 +87,24 @@ __device__ __forceinline__ void mma_n64(float (&d)[32], uint64_t desc_a, uint64_
         "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
         "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,"
         "%23,%24,%25,%26,%27,%28,%29,%30,%31}"
-        ", %32, %33, p, 1, 1, %35, %35;\n}\n"
+        ", %32, %33, p, 1, 1, %35, %36;\n}\n"
         : CREMA_ACC32(d)
-        : "l"(desc_a), "l"(desc_b), "r"(1), "n"(TRANS));
+        : "l"(desc_a), "l"(desc_b), "r"(1), "n"(TRANS_A), "n"(TRANS_B));
   } else {
     asm volatile(
         "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
         "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
         "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,"
         "%23,%24,%25,%26,%27,%28,%29,%30,%31}"
-        ", %32, %33, p, 1, 1, %35, %35;\n}\n"
+        ", %32, %33, p, 1, 1, %35, %36;\n}\n"
         : CREMA_ACC32(d)
-        : "l"(desc_a), "l"(desc_b), "r"(1), "n"(TRANS));
+        : "l"(desc_a), "l"(desc_b), "r"(1), "n"(TRANS_A), "n"(TRANS_B));
   }
 }
-template <class E, int TRANS = 0>
+template <class E, int TRANS_A = 0, int TRANS_B = TRANS_A>
 __device__ __forceinline__ void mma_n128(float (&d)[64], uint64_t desc_a, uint64_t desc_b) {
-  static_assert(!std::is_same_v<E, float> || TRANS == 0, "tf32 wgmma reads K-major operands only");
+  static_assert(!std::is_same_v<E, float> || (TRANS_A == 0 && TRANS_B == 0),
+                "tf32 wgmma reads K-major operands only");
   if constexpr (std::is_same_v<E, float>) {
     asm volatile(
         "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
@@ -120,9 +122,9 @@ __device__ __forceinline__ void mma_n128(float (&d)[64], uint64_t desc_a, uint64
         "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,"
         "%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,"
         "%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}"
-        ", %64, %65, p, 1, 1, %67, %67;\n}\n"
+        ", %64, %65, p, 1, 1, %67, %68;\n}\n"
         : CREMA_ACC64(d)
-        : "l"(desc_a), "l"(desc_b), "r"(1), "n"(TRANS));
+        : "l"(desc_a), "l"(desc_b), "r"(1), "n"(TRANS_A), "n"(TRANS_B));
   } else {
     asm volatile(
         "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
@@ -130,9 +132,9 @@ __device__ __forceinline__ void mma_n128(float (&d)[64], uint64_t desc_a, uint64
         "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,"
         "%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,"
         "%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}"
-        ", %64, %65, p, 1, 1, %67, %67;\n}\n"
+        ", %64, %65, p, 1, 1, %67, %68;\n}\n"
         : CREMA_ACC64(d)
-        : "l"(desc_a), "l"(desc_b), "r"(1), "n"(TRANS));
+        : "l"(desc_a), "l"(desc_b), "r"(1), "n"(TRANS_A), "n"(TRANS_B));
   }
 }
 
@@ -178,6 +180,14 @@ __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map
       "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1)
       : "memory");
 }
+__device__ __forceinline__ void tma_load_3d(uint32_t dst, const CUtensorMap* map, uint32_t bar,
+                                            int c0, int c1, int c2) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%3, %4, %5}], [%2];\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1), "r"(c2)
+      : "memory");
+}
 __device__ __forceinline__ void tma_load_4d(uint32_t dst, const CUtensorMap* map, uint32_t bar,
                                             int c0, int c1, int c2, int c3) {
   asm volatile(
@@ -192,6 +202,34 @@ __device__ __forceinline__ void tma_load_4d(uint32_t dst, const CUtensorMap* map
 __device__ __forceinline__ uint64_t mn_major_descriptor(uint32_t smem_address) {
   return uint64_t((smem_address & 0x3FFFF) >> 4) | (uint64_t(8192 >> 4) << 16) |
          (uint64_t(1024 >> 4) << 32) | (uint64_t(1) << 62);
+}
+
+// One slab (128 bytes of inner indices: 4 k steps) into a warpgroup's 64 x BN accumulators, A's
+// 64 rows at a_tile, B's BN rows (columns) at b_tile, each K-major (a k step 32 bytes on) or
+// MN-major (MN_A, MN_B; 16-bit only: a k step 16 rows, 2048 bytes, on, 64-wide column groups one
+// 64 x 64 box, 8192 bytes, apart). BN 256: two m64n128, B's second 128 columns 16 KB on either
+// way.
+template <class E, int BN, bool MN_A, bool MN_B>
+__device__ __forceinline__ void slab_mma(float (&acc)[BN / 2], uint32_t a_tile, uint32_t b_tile) {
+  constexpr int kA = MN_A ? 1 : 0, kB = MN_B ? 1 : 0;
+  auto operand = [](bool mn_major, uint32_t at) {
+    return mn_major ? mn_major_descriptor(at) : detail::descriptor(at);
+  };
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    const uint64_t a = operand(MN_A, a_tile + (MN_A ? 2048 : 32) * k);
+    const uint32_t b_at = b_tile + (MN_B ? 2048 : 32) * k;
+    const uint64_t b = operand(MN_B, b_at);
+    if constexpr (BN == 64) {
+      mma_n64<E, kA, kB>(acc, a, b);
+    } else if constexpr (BN == 128) {
+      mma_n128<E, kA, kB>(acc, a, b);
+    } else {
+      mma_n128<E, kA, kB>(*reinterpret_cast<float(*)[64]>(acc), a, b);
+      mma_n128<E, kA, kB>(*reinterpret_cast<float(*)[64]>(acc + 64), a,
+                          operand(MN_B, b_at + 16384));
+    }
+  }
 }
 
 // 256 consumer threads = 2 warpgroups, each 64 rows of a 128-row tile, and one producer warp
@@ -268,7 +306,7 @@ __device__ __forceinline__ void walk_units(const Problem& problem, const Body& b
 // inner indices (64 16-bit ones, 32 f32 ones), one a block (RESIDENT 0: the grid has a block for
 // every unit) or many (RESIDENT blocks an SM, each taking units blockIdx.x, + gridDim.x, ...).
 // Problem provides
-//   kMnMajor                       whether its operands are MN-major (else K-major)
+//   kMnMajorA, kMnMajorB           whether A, B are MN-major (else K-major; slab_mma)
 //   int units()                    the units of work: a tile and its part of the reduction
 //   Where locate(unit)             where unit `unit` works, computed once a unit
 //   int slabs(where)
@@ -298,7 +336,7 @@ __global__ void __launch_bounds__(kBlockThreads, RESIDENT > 0 ? RESIDENT
     wgmma_kernel(const __grid_constant__ CUtensorMap map_a,
                  const __grid_constant__ CUtensorMap map_b,
                  const __grid_constant__ Problem problem) {
-  static_assert(BN < 256 || !Problem::kMnMajor, "the 256-column tile reads K-major operands");
+  static_assert(BN < 256 || !Problem::kMnMajorA, "the 256-column tile reads A K-major");
   using R = Ring<BN, RESIDENT>;
   extern __shared__ uint8_t raw_smem[];
   const uint32_t raw_address = uint32_t(__cvta_generic_to_shared(raw_smem));
@@ -350,30 +388,7 @@ __global__ void __launch_bounds__(kBlockThreads, RESIDENT > 0 ? RESIDENT
       const uint32_t a_tile = base + stage * R::STAGE_BYTES + consumer * 8192;
       const uint32_t b_tile = base + stage * R::STAGE_BYTES + R::A_BYTES;
       detail::wgmma_fence();
-#pragma unroll
-      for (int k = 0; k < 4; ++k) {         // 4 steps of 32 bytes: 16 inner indices (tf32: 8)
-        if constexpr (Problem::kMnMajor) {  // the transpose immediates: both MN-major
-          const uint64_t a = mn_major_descriptor(a_tile + 2048 * k);
-          const uint64_t b = mn_major_descriptor(b_tile + 2048 * k);
-          if constexpr (BN == 64) {
-            mma_n64<E, 1>(acc, a, b);
-          } else {
-            mma_n128<E, 1>(acc, a, b);
-          }
-        } else {
-          const uint64_t a = detail::descriptor(a_tile + 32 * k);
-          const uint64_t b = detail::descriptor(b_tile + 32 * k);
-          if constexpr (BN == 64) {
-            mma_n64<E>(acc, a, b);
-          } else if constexpr (BN == 128) {
-            mma_n128<E>(acc, a, b);
-          } else {  // B's second 128 rows 16 KB on
-            mma_n128<E>(*reinterpret_cast<float(*)[64]>(acc), a, b);
-            mma_n128<E>(*reinterpret_cast<float(*)[64]>(acc + 64), a,
-                        detail::descriptor(b_tile + 128 * kRowBytes + 32 * k));
-          }
-        }
-      }
+      slab_mma<E, BN, Problem::kMnMajorA, Problem::kMnMajorB>(acc, a_tile, b_tile);
       detail::wgmma_commit();
       detail::wgmma_wait<1>();  // slab i-1's group has retired: its stage goes back
       if (s > 0) mbarrier_arrive(empty + 8 * ((i - 1) % R::STAGES));

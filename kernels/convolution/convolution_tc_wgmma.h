@@ -64,10 +64,15 @@ void wgmma_forward(const Conv2dGeometry& g, TcType type, const void* x, const vo
                    const TcEpilogue& epilogue, float* stats, gpu::Stream stream,
                    WgmmaLaunch how = WgmmaLaunch::automatic, void* partial = nullptr);
 // dx = the transposed convolution of dy by w, written (a strided 1x1: the products at the strided
-// pixels, zeros between them); wt [C, R, S, K] is w transposed.
-void wgmma_backward_data(const Conv2dGeometry& g, TcType type, const void* dy, const void* wt,
-                         void* dx, gpu::Stream stream, WgmmaLaunch how = WgmmaLaunch::automatic,
-                         void* partial = nullptr);
+// pixels, zeros between them). b: w itself where b_is_w (wgmma_backward_data_reads_w: a 1x1 or
+// stride 1, read MN-major as the GEMM's B, no transposed copy; 16-byte aligned), else wt
+// [C, R, S (phase order), K], w transposed.
+void wgmma_backward_data(const Conv2dGeometry& g, TcType type, const void* dy, const void* b,
+                         bool b_is_w, void* dx, gpu::Stream stream,
+                         WgmmaLaunch how = WgmmaLaunch::automatic, void* partial = nullptr);
+// Whether the 16-bit backward data can read w itself (a 1x1, or a filter at stride 1: taps in
+// w's order); strided filters with taps read w transposed by phase.
+bool wgmma_backward_data_reads_w(const Conv2dGeometry& g);
 // The room the split reductions of g's forward and backward data take (0: never split).
 size_t wgmma_forward_partial_bytes(const Conv2dGeometry& g);
 size_t wgmma_backward_data_partial_bytes(const Conv2dGeometry& g);

@@ -24,18 +24,21 @@ struct Place {
   int first, count;
 };
 
-// The GEMM C[rows, columns] = A[rows, inner] * B[columns, inner]^T, both K-major: A's rows and
-// slabs as `rows` says, B the flat [columns, inner] matrix (the filter [K, R*S*C] or its
-// transpose [C, R*S*K]); `out` finishes C. Units walk the tiles (`blocks` of them a phase) in
-// grouped_tile's order, then the parts, then the phases. parts > 1: the reduction is split into
-// parts of slabs_per_part slabs (the last shorter, or empty), each unit storing its raw fp32 tile
-// into `partial` ([phase][part][block][128][BN]), and finish_parts_kernel adds the parts in order
-// and runs the epilogue. PHASES > 1: backward data's output phases at a stride in one launch
-// (each its rows, its taps' columns of wt, its pixels of dx), where they have the same extent
-// (the same map of dy).
-template <int BN, class Out, int PHASES = 1>
+// The GEMM C[rows, columns] = A[rows, inner] * B[columns, inner]^T: A K-major, its rows and
+// slabs as `rows` says; B the flat K-major [columns, inner] matrix (the filter [K, R*S*C] or its
+// transpose [C, R*S*K]), or (B_FROM_W: backward data of a 1x1 or at stride 1, 16-bit) the filter
+// w [K, R*S, C] itself, read MN-major (a tap's [K, C] rows are the slab's inner indices, its
+// channels the columns: no transposed copy). `out` finishes C. Units walk the tiles (`blocks`
+// of them a phase) in grouped_tile's order, then the parts, then the phases. parts > 1: the
+// reduction is split into parts of slabs_per_part slabs (the last shorter, or empty), each unit
+// storing its raw fp32 tile into `partial` ([phase][part][block][128][BN]), and
+// finish_parts_kernel adds the parts in order and runs the epilogue. PHASES > 1: backward data's
+// output phases at a stride in one launch (each its rows, its taps' columns of wt, its pixels of
+// dx), where they have the same extent (the same map of dy).
+template <int BN, class Out, int PHASES = 1, bool B_FROM_W = false>
 struct ConvProblem {
-  static constexpr bool kMnMajor = false;
+  static constexpr bool kMnMajorA = false, kMnMajorB = B_FROM_W;
+  static constexpr int kColumns = BN, kPhases = PHASES;
   Rows rows_of[PHASES];
   int columns, inner;
   Out out_of[PHASES];
@@ -65,7 +68,29 @@ struct ConvProblem {
     const Rows& r = rows_of[p.phase];
     mbarrier_arrive_expect_tx(bar, r.a_bytes() + Ring<BN>::B_BYTES);
     r.load(stage, map_a, bar, p.first + slab, p.tile.m);
-    tma_load_2d(stage + Ring<BN>::A_BYTES, map_b, bar, r.b_column(p.first + slab), p.tile.n * BN);
+    load_b(r, p.first + slab, stage + Ring<BN>::A_BYTES, bar, map_b, p.tile.n);
+  }
+  // Asks for B's BN columns of column tile `tile_n` for slab s of `r`: piece s % channel_slabs of
+  // tap s / channel_slabs.
+  __device__ void load_b(const Rows& r, int s, uint32_t dst, uint32_t bar, const CUtensorMap* map_b,
+                         int tile_n) const {
+    load_b(r, s / r.channel_slabs, s % r.channel_slabs, dst, bar, map_b, tile_n);
+  }
+  // The same for tap `tap`'s channels piece * slab ..: BN rows of the flat matrix (its column
+  // first_column + tap * channels + piece * slab: where a tap's channels end inside the slab, the
+  // box runs into the next tap's, against A's zero-filled channels past them: they add nothing),
+  // or (B_FROM_W) BN / 64 boxes of 64 channels x the piece's 64 output channels of the tap
+  // (filter_map: zeros past K), one 64 x 64 box (8 KB) after the other.
+  __device__ void load_b(const Rows& r, int tap, int piece, uint32_t dst, uint32_t bar,
+                         const CUtensorMap* map_b, int tile_n) const {
+    if constexpr (B_FROM_W) {
+#pragma unroll
+      for (int j = 0; j < BN / 64; ++j) {
+        tma_load_3d(dst + 8192 * j, map_b, bar, tile_n * BN + 64 * j, tap, piece * r.slab);
+      }
+    } else {
+      tma_load_2d(dst, map_b, bar, r.first_column + tap * r.channels + piece * r.slab, tile_n * BN);
+    }
   }
 
   // Thread (warp w, lane l) of warpgroup `consumer` holds rows 16w + l/4 and +8 of its 64,
@@ -183,12 +208,23 @@ struct ConvProblem {
   }
 };
 
+// A 16-bit filter w [K, taps, C] as B's MN-major boxes: 64 channels x 1 tap x 64 output
+// channels (ConvProblem's B_FROM_W).
+inline CUtensorMap filter_map(MapType type, const void* w, int64_t K, int64_t taps, int64_t C) {
+  const int64_t e = type.bytes;
+  const cuuint64_t dims[3] = {cuuint64_t(C), cuuint64_t(taps), cuuint64_t(K)};
+  const cuuint64_t strides[2] = {cuuint64_t(C * e), cuuint64_t(taps * C * e)};
+  const cuuint32_t box[3] = {cuuint32_t(type.slab()), 1, 64};
+  return tensor_map(type, w, 3, dims, strides, box);
+}
+
 // The epilogue of a split reduction: block (b, 1, phase) finishes the phase's tile b, its 8
 // warps as the product's consumers, each row chunk the sum of the parts in order
 // (deterministic), then ConvProblem::emit as an unsplit unit would.
-template <int BN, class Out, int PHASES>
+template <class Problem>
 __global__ void __launch_bounds__(kThreads)
-    finish_parts_kernel(const __grid_constant__ ConvProblem<BN, Out, PHASES> problem) {
+    finish_parts_kernel(const __grid_constant__ Problem problem) {
+  constexpr int BN = Problem::kColumns;
   const int consumer = threadIdx.x / 128, warp = threadIdx.x % 128 / 32;
   const Place p =
       problem.locate(int(blockIdx.x) + int(blockIdx.z) * problem.blocks * problem.parts);

@@ -106,7 +106,7 @@ FilterPlan filter_plan(const Conv2dGeometry& g) {
 // tap + 1, one a warpgroup.
 template <int BN, bool FLAT>
 struct FilterProblem {
-  static constexpr bool kMnMajor = true;
+  static constexpr bool kMnMajorA = true, kMnMajorB = true;
   int I, J, tiles, tiles_j, length, slabs_all;
   int64_t stride_i, stride_j;  // D[i, j] lands at partial[(slice * taps + tap) * I * J + ...]
   float* partial;

@@ -121,10 +121,11 @@ inline CUtensorMap halo_map(MapType type, const void* base, int64_t N, int64_t h
   return tensor_map(type, base, 4, dims, strides, box);
 }
 
-// The halo kernel: ConvProblem's units (one a block, one part, one phase) and epilogue, A from the
-// halo slots, B through the stage ring. map_a: halo_map; map_b: B's [columns, inner] matrix in
-// boxes of BN rows. Each accumulator sums its products in (slab, tap) order: deterministic (not
-// the ring kernel's order, tap outermost: the two differ in rounding).
+// The halo kernel: ConvProblem's units (one a block, one part, one phase), B loads and epilogue, A
+// from the halo slots, B through the stage ring. map_a: halo_map; map_b: B's [columns, inner]
+// matrix in boxes of BN rows, or (ConvProblem's B_FROM_W) w's filter_map. Each accumulator sums its
+// products in (slab, tap) order: deterministic (not the ring kernel's order, tap outermost: the two
+// differ in rounding).
 template <class E, int BN, class Problem>
 __global__ void __launch_bounds__(kBlockThreads, 2)
     halo_kernel(const __grid_constant__ CUtensorMap map_a,
@@ -171,8 +172,8 @@ __global__ void __launch_bounds__(kBlockThreads, 2)
       for (int tap = 0; tap < taps; ++tap, ++i) {
         if (i >= halo.stages) mbarrier_wait(empty + 8 * stage, round ^ 1);
         mbarrier_arrive_expect_tx(full + 8 * stage, kBBytes);
-        tma_load_2d(stages + stage * kBBytes, &map_b, full + 8 * stage,
-                    rows.first_column + tap * rows.channels + c * rows.slab, where.tile.n * BN);
+        problem.load_b(rows, tap, c, stages + stage * kBBytes, full + 8 * stage, &map_b,
+                       where.tile.n);
         if (++stage == halo.stages) stage = 0, round ^= 1;
       }
     }
@@ -198,16 +199,7 @@ __global__ void __launch_bounds__(kBlockThreads, 2)
         const uint32_t a_tile = a_first + (r * halo.shift_h + s * halo.shift_w) * kRowBytes;
         const uint32_t b_tile = stages + stage * kBBytes;
         detail::wgmma_fence();
-#pragma unroll
-        for (int k = 0; k < 4; ++k) {  // 4 steps of 32 bytes: 16 inner indices (tf32: 8)
-          const uint64_t a = detail::descriptor(a_tile + 32 * k);
-          const uint64_t b = detail::descriptor(b_tile + 32 * k);
-          if constexpr (BN == 64) {
-            mma_n64<E>(acc, a, b);
-          } else {
-            mma_n128<E>(acc, a, b);
-          }
-        }
+        slab_mma<E, BN, false, Problem::kMnMajorB>(acc, a_tile, b_tile);
         detail::wgmma_commit();
         detail::wgmma_wait<1>();  // the previous slab's group has retired: its stage goes back
         if (held >= 0) mbarrier_arrive(empty + 8 * held);

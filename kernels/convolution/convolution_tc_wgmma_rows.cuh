@@ -59,12 +59,6 @@ struct Rows {
     return uint32_t(box_p == 0 ? kBM : box_n * box_p * Q) * kRowBytes;
   }
   __host__ __device__ int slabs() const { return taps * channel_slabs; }
-  // B's inner index of the slab's first channel: the filter's (tap, channel), channel fastest.
-  // Where a tap's channels end inside the slab (C not a multiple of it), B's box runs into the
-  // next tap's, against A's zero-filled channels past C: they add nothing.
-  __device__ int b_column(int s) const {
-    return first_column + s / channel_slabs * channels + s % channel_slabs * slab;
-  }
   // Asks for slab s's channels of the tile's rows.
   __device__ void load(uint32_t dst, const CUtensorMap* map, uint32_t bar, int s, int tile) const {
     const int tap = s / channel_slabs, c0 = s % channel_slabs * slab;

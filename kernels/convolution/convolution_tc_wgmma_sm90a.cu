@@ -13,8 +13,9 @@
 //   forward  y[N*P*Q, K]   = sum over taps of x_tap[N*P*Q, C] * w_tap[K, C]^T, then bias,
 //            residual, ReLU, one rounding (TcEpilogue), and optionally each warp's partial
 //            channel sums of y and y^2
-//   data     dx[N*H*W, C]  = sum over taps of dy_tap[N*H*W, K] * wt_tap[C, K]^T  (wt: w
-//            transposed once into the workspace by convolution_tc_cuda.cu)
+//   data     dx[N*H*W, C]  = sum over taps of dy_tap[N*H*W, K] * wt_tap[C, K]^T  (a 1x1 or a
+//            stride-1 filter, 16-bit: w itself read MN-major; else wt, w transposed by phase
+//            into the workspace by convolution_tc_cuda.cu)
 //
 // A 1x1 (no padding) is one tap: x's pixels (n, p*stride_h, q*stride_w) forward; backward data
 // multiplies dy's pixels and its epilogue writes each one's stride_h x stride_w block of dx (the
@@ -125,12 +126,21 @@ int64_t partial_floats(const Rows& rows, int phases, int slabs, int columns, int
   return split.parts > 1 ? split.parts * blocks * kBM * bn : 0;
 }
 
+// B's map: the flat [columns, inner] matrix in boxes of BN rows, or (B_FROM_W) w [K, taps, C]
+// itself (`rows`: its taps and K).
+template <bool B_FROM_W>
+CUtensorMap b_map(wg::MapType type, const void* b, int columns, int inner, const Rows& rows,
+                  int bn) {
+  return B_FROM_W ? wg::filter_map(type, b, rows.channels, rows.taps, columns)
+                  : wg::matrix_map(type, b, columns, inner, bn);
+}
+
 // Runs the problem of PHASES phases (rows[i], out[i]: the same tiles, dy's map alike; one launch,
 // the phase after the tile and the part) on the tile wgmma_tile_columns picks (WgmmaLaunch::wide:
 // 256 wherever there are more than 128 columns), a block a unit or persistent (persistent_pays);
 // with `partial` (room for partial_floats at 64 and 128 columns), a few tiles'
-// long reduction split over more blocks (split_of).
-template <class E, class Out, int PHASES>
+// long reduction split over more blocks (split_of). B_FROM_W: b is w itself (ConvProblem).
+template <class E, class Out, int PHASES, bool B_FROM_W = false>
 void run(const CUtensorMap& map_a, const void* b, wg::MapType type, const Rows (&rows)[PHASES],
          int columns, int inner, const Out (&out)[PHASES], gpu::Stream stream, const char* what,
          WgmmaLaunch how, float* partial) {
@@ -142,8 +152,9 @@ void run(const CUtensorMap& map_a, const void* b, wg::MapType type, const Rows (
   const int sms = multiprocessors();
   auto go = [&](auto bn) {
     constexpr int BN = decltype(bn)::value;
-    const CUtensorMap map_b = wg::matrix_map(type, b, columns, inner, BN);
-    ConvProblem<BN, Out, PHASES> problem{};
+    const CUtensorMap map_b = b_map<B_FROM_W>(type, b, columns, inner, rows[0], BN);
+    using Problem = ConvProblem<BN, Out, PHASES, B_FROM_W>;
+    Problem problem{};
     for (int i = 0; i < PHASES; ++i) problem.rows_of[i] = rows[i], problem.out_of[i] = out[i];
     problem.columns = columns, problem.inner = inner;
     const int64_t blocks = int64_t(rows[0].tiles) * ((columns + BN - 1) / BN);
@@ -156,7 +167,6 @@ void run(const CUtensorMap& map_a, const void* b, wg::MapType type, const Rows (
     }
     problem.blocks = int(blocks);
     const int64_t units = blocks * split.parts * PHASES;
-    using Problem = ConvProblem<BN, Out, PHASES>;
     bool persistent = false;
     if constexpr (BN < 256) {  // two 256-column blocks do not fit an SM
       persistent = persistent_pays(units, split.slabs_per_part, sms, BN, !Out::kData, how);
@@ -167,7 +177,7 @@ void run(const CUtensorMap& map_a, const void* b, wg::MapType type, const Rows (
     }
     if (!persistent) wg::launch<E, BN>(map_a, map_b, problem, units, stream, what);
     if (split.parts > 1) {
-      finish_parts_kernel<BN, Out, PHASES>
+      finish_parts_kernel<Problem>
           <<<dim3(unsigned(blocks), 1, unsigned(PHASES)), wg::kThreads, 0, stream>>>(problem);
       gpu::check_launch(what);
     }
@@ -185,13 +195,14 @@ void run(const CUtensorMap& map_a, const void* b, wg::MapType type, const Rows (
 }
 
 // One phase (the forward, a 1x1's data, a data phase alone).
-template <class E, class Out>
+template <class E, class Out, bool B_FROM_W = false>
 void run(const CUtensorMap& map_a, const void* b, wg::MapType type, const Rows& rows, int columns,
          int inner, const Out& out, gpu::Stream stream, const char* what, WgmmaLaunch how,
          float* partial) {
   const Rows one_rows[1] = {rows};
   const Out one_out[1] = {out};
-  run<E, Out, 1>(map_a, b, type, one_rows, columns, inner, one_out, stream, what, how, partial);
+  run<E, Out, 1, B_FROM_W>(map_a, b, type, one_rows, columns, inner, one_out, stream, what, how,
+                           partial);
 }
 
 // Whether halo tiles fit `rows` (a filter with taps, one phase at stride 1) at either tile width.
@@ -222,7 +233,7 @@ bool takes_halo(const Rows& rows, int columns, WgmmaLaunch how) {
 // `a` [N, height, width, a_channels] (x forward, dy data), B the [columns, inner] filter; 64 or
 // 128 columns a tile as wgmma_tile_columns picks (128 where it picks 256), or forced (`how`
 // halo) 128 wherever there are more than 64 columns (the tests reach it on small shapes).
-template <class E, class Out>
+template <class E, class Out, bool B_FROM_W = false>
 void run_halo(const void* a, int64_t N, int64_t height, int64_t width, int64_t a_channels,
               const void* b, wg::MapType type, const Rows& ring_rows, int columns, int inner,
               const Out& out, gpu::Stream stream, const char* what, WgmmaLaunch how) {
@@ -231,8 +242,8 @@ void run_halo(const void* a, int64_t N, int64_t height, int64_t width, int64_t a
     constexpr int BN = decltype(bn)::value;
     const wg::Halo halo = wg::halo_of(rows, BN);
     const CUtensorMap map_a = wg::halo_map(type, a, N, height, width, a_channels, halo);
-    const CUtensorMap map_b = wg::matrix_map(type, b, columns, inner, BN);
-    ConvProblem<BN, Out, 1> problem{};
+    const CUtensorMap map_b = b_map<B_FROM_W>(type, b, columns, inner, rows, BN);
+    ConvProblem<BN, Out, 1, B_FROM_W> problem{};
     problem.rows_of[0] = rows, problem.out_of[0] = out;
     problem.columns = columns, problem.inner = inner;
     problem.blocks = rows.tiles * ((columns + BN - 1) / BN);
@@ -275,9 +286,10 @@ void forward_typed(const Conv2dGeometry& g, wg::MapType type, const void* x, con
 }
 
 // A 1x1: one GEMM over dy's pixels (flat), each placed at its strided pixel of dx; a filter with
-// taps: one GEMM per output phase (one at stride 1), each writing its own pixels of dx.
-template <class E>
-void data_typed(const Conv2dGeometry& g, wg::MapType type, const void* dy, const void* wt, void* dx,
+// taps: one GEMM per output phase (one at stride 1), each writing its own pixels of dx. b: wt, or
+// (B_FROM_W: a 1x1 or stride 1, 16-bit; wgmma_backward_data_reads_w) w itself.
+template <class E, bool B_FROM_W>
+void data_typed(const Conv2dGeometry& g, wg::MapType type, const void* dy, const void* b, void* dx,
                 gpu::Stream stream, WgmmaLaunch how, float* partial) {
   const int P = int(g.P()), Q = int(g.Q()), K = int(g.K), C = int(g.C), H = int(g.H), W = int(g.W),
             stride_h = int(g.stride_h), stride_w = int(g.stride_w);
@@ -287,8 +299,8 @@ void data_typed(const Conv2dGeometry& g, wg::MapType type, const void* dy, const
   const DataGemms d = data_gemms(g, type.slab());
   if (d.phases.empty()) {  // a 1x1
     const DataOut<E> out{C, H, W, P, Q, stride_h, stride_w, 0, 0, stride_h, stride_w, dxs};
-    run<E>(wg::matrix_map(type, dy, d.rows[0].M, K, kBM), wt, type, d.rows[0], C, K, out, stream,
-           what, how, partial);
+    run<E, DataOut<E>, B_FROM_W>(wg::matrix_map(type, dy, d.rows[0].M, K, kBM), b, type, d.rows[0],
+                                 C, K, out, stream, what, how, partial);
     return;
   }
   std::vector<DataOut<E>> outs;
@@ -299,23 +311,26 @@ void data_typed(const Conv2dGeometry& g, wg::MapType type, const void* dy, const
   const int inner = int(g.R * g.S) * K;
   const std::vector<Rows>& rows = d.rows;
   if (stride_h == 1 && stride_w == 1 && takes_halo(rows[0], C, how)) {  // one phase: all of dx
-    run_halo<E>(dy, g.N, P, Q, K, wt, type, rows[0], C, inner, outs[0], stream, what, how);
+    run_halo<E, DataOut<E>, B_FROM_W>(dy, g.N, P, Q, K, b, type, rows[0], C, inner, outs[0], stream,
+                                      what, how);
     return;
   }
-  if (d.together) {  // every phase's rows alike: one map of dy for all
-    const CUtensorMap map = image_map(type, dy, g.N, P, Q, K, rows[0]);
-    if (rows.size() == 4) {
-      run<E, DataOut<E>, 4>(map, wt, type, {rows[0], rows[1], rows[2], rows[3]}, C, inner,
-                            {outs[0], outs[1], outs[2], outs[3]}, stream, what, how, partial);
-    } else {
-      run<E, DataOut<E>, 2>(map, wt, type, {rows[0], rows[1]}, C, inner, {outs[0], outs[1]}, stream,
-                            what, how, partial);
+  if constexpr (!B_FROM_W) {
+    if (d.together) {  // every phase's rows alike: one map of dy for all
+      const CUtensorMap map = image_map(type, dy, g.N, P, Q, K, rows[0]);
+      if (rows.size() == 4) {
+        run<E, DataOut<E>, 4>(map, b, type, {rows[0], rows[1], rows[2], rows[3]}, C, inner,
+                              {outs[0], outs[1], outs[2], outs[3]}, stream, what, how, partial);
+      } else {
+        run<E, DataOut<E>, 2>(map, b, type, {rows[0], rows[1]}, C, inner, {outs[0], outs[1]},
+                              stream, what, how, partial);
+      }
+      return;
     }
-    return;
   }
-  for (size_t i = 0; i < rows.size(); ++i) {
-    run<E>(image_map(type, dy, g.N, P, Q, K, rows[i]), wt, type, rows[i], C, inner, outs[i], stream,
-           what, how, partial);
+  for (size_t i = 0; i < rows.size(); ++i) {  // B_FROM_W: the one phase
+    run<E, DataOut<E>, B_FROM_W>(image_map(type, dy, g.N, P, Q, K, rows[i]), b, type, rows[i], C,
+                                 inner, outs[i], stream, what, how, partial);
   }
 }
 
@@ -399,13 +414,24 @@ void wgmma_forward(const Conv2dGeometry& g, TcType type, const void* x, const vo
   }
 }
 
-void wgmma_backward_data(const Conv2dGeometry& g, TcType type, const void* dy, const void* wt,
-                         void* dx, gpu::Stream stream, WgmmaLaunch how, void* partial) {
+bool wgmma_backward_data_reads_w(const Conv2dGeometry& g) {
+  return one_by_one(g) || (g.stride_h == 1 && g.stride_w == 1);
+}
+
+void wgmma_backward_data(const Conv2dGeometry& g, TcType type, const void* dy, const void* b,
+                         bool b_is_w, void* dx, gpu::Stream stream, WgmmaLaunch how,
+                         void* partial) {
+  if (b_is_w && !wgmma_backward_data_reads_w(g)) {
+    throw Error("conv2d_tc_backward_data (wgmma): a strided filter with taps reads wt, not w");
+  }
   auto* p = static_cast<float*>(partial);
+  const wg::MapType map = wg::map_type(type);
   if (type == TcType::bf16) {
-    data_typed<Bf16>(g, wg::map_type(type), dy, wt, dx, stream, how, p);
+    b_is_w ? data_typed<Bf16, true>(g, map, dy, b, dx, stream, how, p)
+           : data_typed<Bf16, false>(g, map, dy, b, dx, stream, how, p);
   } else {
-    data_typed<F16>(g, wg::map_type(type), dy, wt, dx, stream, how, p);
+    b_is_w ? data_typed<F16, true>(g, map, dy, b, dx, stream, how, p)
+           : data_typed<F16, false>(g, map, dy, b, dx, stream, how, p);
   }
 }
 
@@ -443,7 +469,7 @@ void wgmma_forward_f32(const Conv2dGeometry& g, const float* x, const float* w, 
 
 void wgmma_backward_data_f32(const Conv2dGeometry& g, const float* dy, const float* wt, float* dx,
                              gpu::Stream stream, WgmmaLaunch how) {
-  data_typed<float>(g, wg::kF32Map, dy, wt, dx, stream, how, nullptr);
+  data_typed<float, false>(g, wg::kF32Map, dy, wt, dx, stream, how, nullptr);
 }
 
 // The 256-column tile runs one block an SM with its epilogue after the ring drains: it pays where
