@@ -4,7 +4,8 @@
 // distinct convolution of ResNet-50 (torchvision v1.5: the stride on the 3x3) at batch 128.
 // --math bf16 keeps the bf16 rows (default: bf16 and fp16). The version column names the kernels
 // that ran: tc_bf16 (mma.sync) and, where the geometry fits them on an H100 or H200, a second row
-// tc_bf16_wgmma (the wgmma + TMA kernels), and for backward data with few channels tc_bf16_col2im
+// tc_bf16_wgmma (the wgmma + TMA ring kernel) and, for stride-1 filters with taps, a third
+// tc_bf16_wgmma_halo (halo tiles), and for backward data with few channels tc_bf16_col2im
 // (one GEMM and a gather: convolution_col2im_nhwc.h); '*' marks the family production picks
 // (TcKernels::best), and the same for f16. --math tf32 runs the same shapes on f32 NHWC tensors
 // in tf32 math instead (convolution.h: conv2d_*_nhwc with GemmMath::tf32): nhwc_tf32 (the
