@@ -5,6 +5,8 @@
 // tile and split `best` takes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <string>
 #include <vector>
 
 #include "core/context.h"
@@ -155,6 +157,44 @@ TEST(ConvolutionTcCuda, HaloFits) {
   for (const Conv2dGeometry& g : misfits) {
     EXPECT_FALSE(cuda::tc::wgmma_forward_halo_fits(g)) << describe(g);
     EXPECT_FALSE(cuda::tc::wgmma_backward_data_halo_fits(g)) << describe(g);
+  }
+}
+
+// Backward data of a 1x1 and of a stride-1 filter reads w itself (MN-major boxes, no transposed
+// copy) where w is 16-byte aligned; a w 8 bytes off that alignment (dy and dx aligned) takes the
+// transposed copy in the workspace on the same wgmma kernels (the ring's and the halo's, B
+// K-major). Both against the double reference, halo tiles and the ring kernel each.
+TEST(ConvolutionTcCuda, DataReadsWOrItsTranspose) {
+  CREMA_REQUIRE_CUDA();
+  if (!hopper()) GTEST_SKIP() << "the wgmma kernels need compute capability 9.0";
+  Context ctx(Device::cuda(0));
+  const Conv2dGeometry geometries[] = {
+      // N C  H   W  K  R  S  pad_h pad_w stride_h stride_w
+      {2, 64, 16, 16, 72, 3, 3, 1, 1},
+      {2, 72, 9, 11, 136, 1, 1},
+      {2, 40, 10, 9, 64, 1, 1, 0, 0, 2, 2},
+  };
+  uint64_t seed = 3500;
+  for (const Conv2dGeometry& g : geometries) {
+    EXPECT_TRUE(cuda::tc::wgmma_backward_data_reads_w(g)) << describe(g);
+    const TcProblem p = make_problem(g, TcType::bf16, seed += 7);
+    const size_t xs = p.dx.size();
+    DeviceBuffer w(p.w.bits.size() * 2), dy(p.dy.bits.size() * 2), dx(xs * 2),
+        work(std::max(cuda::conv2d_tc_backward_data_workspace(g, TcType::bf16), size_t(16)));
+    dy.upload(p.dy.bits);
+    for (size_t w_offset : {size_t(0), size_t(8)}) {
+      w.upload(p.w.bits, w_offset);
+      for (cuda::TcKernels kernels : {cuda::TcKernels::wgmma, cuda::TcKernels::wgmma_halo}) {
+        dx.upload(std::vector<uint16_t>(xs, nan_bits(TcType::bf16)));
+        cuda::conv2d_tc_backward_data(g, TcType::bf16, dy.at(), w.at(w_offset), dx.at(), work.at(),
+                                      ctx.stream(), kernels);
+        expect_within(
+            describe(g) + " backward data, w offset " + std::to_string(w_offset),
+            widened(dx.download<uint16_t>(xs), TcType::bf16), p.dx,
+            bounds(p.dx, p.dx_magnitude, mantissa_bits(TcType::bf16), double(g.R * g.S * g.K)),
+            g.C);
+      }
+    }
   }
 }
 
