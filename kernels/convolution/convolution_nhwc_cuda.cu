@@ -34,6 +34,7 @@
 #include "kernels/convolution/convolution_cuda_internal.h"
 #include "kernels/convolution/convolution_depthwise_nhwc.h"
 #include "kernels/convolution/convolution_nhwc_loaders.cuh"
+#include "kernels/convolution/convolution_tc_transpose.h"
 #include "kernels/convolution/convolution_tc_wgmma.h"
 #include "kernels/gemm/gemm_cuda_internal.h"
 

@@ -107,15 +107,6 @@ void sum_channel_stats(const float* stats, int rows, int K, const TcEpilogue& ep
 // (convolution_tc_filter_cuda.cu) and f32 NHWC (convolution_nhwc_cuda.cu), queued on `stream`.
 void sum_filter_slices(const float* partial, int slices, int G, int Kg, int RS, int Cg, int Cp,
                        float* dw, gpu::Stream stream);
-// wt [C, R*S (phase order), K] = w [K, R, S, C] transposed, f32, groups 1, queued on `stream`
-// (convolution_tc_cuda.cu, the transposition the 16-bit backward data runs).
-void transpose_filter_phase_order(const Conv2dGeometry& g, const float* w, float* wt,
-                                  gpu::Stream stream);
-// wt [G, Cg, R*S, Kg] = w [K, R, S, Cg] transposed per group, f32, the taps in their own order
-// (the f32 NHWC backward data's mma.sync kernels), queued on `stream`.
-void transpose_filter_groups(const Conv2dGeometry& g, const float* w, float* wt,
-                             gpu::Stream stream);
-
 // Groups 1, strides up to 4 (any filter, padding and dilation), C and K multiples of 8.
 bool wgmma_backward_filter_fits(const Conv2dGeometry& g);
 // Whether the filter gradient puts two taps in one 128-row tile (x with 64 channels and a filter
