@@ -77,7 +77,7 @@ struct TcEpilogue {
 // of short reductions) whatever the layer. wgmma_halo: the forward and backward data of
 // stride-1 filters with taps on halo tiles (each input pixel read once a channel slab, not once
 // a tap: convolution_tc_wgmma_halo.cuh) wherever they fit (`best`: where they fit and the ring
-// kernel would not split the reduction).
+// kernel would not split the reduction; f32 tensors, never split: wherever they fit).
 enum class TcKernels { best, mma_sync, wgmma, col2im, wgmma_wide, wgmma_persistent, wgmma_halo };
 // Whether `kernels` lets a pass take the wgmma kernels (best, or forced).
 inline bool wgmma_allowed(TcKernels kernels) {

@@ -42,8 +42,9 @@ inline WgmmaLaunch wgmma_launch(TcKernels kernels) {
 // Whether halo tiles fit g's forward (backward data): a filter with taps at stride 1 (data: dx at
 // stride 1) whose padded output rows (Q + (S - 1) dilation_w pixels; data: W + ...) fit a
 // 128-row tile and fill at least 96 of its rows with output rows of one image, the halo
-// (convolution_tc_wgmma_halo.cuh) fitting shared memory. And whether a launch `how` takes them
-// (halo forced, or automatic where they pay).
+// (convolution_tc_wgmma_halo.cuh) fitting shared memory. And whether a launch `how` takes them:
+// halo forced, or automatic where the ring kernel would not split the reduction (16-bit, given the
+// entry points' workspace; f32 never splits: wherever they fit).
 bool wgmma_forward_halo_fits(const Conv2dGeometry& g, int channel_multiple = 8);
 bool wgmma_backward_data_halo_fits(const Conv2dGeometry& g, int channel_multiple = 8);
 bool wgmma_forward_takes_halo(const Conv2dGeometry& g, WgmmaLaunch how, int channel_multiple = 8);

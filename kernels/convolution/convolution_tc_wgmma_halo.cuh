@@ -10,10 +10,10 @@
 // (output row i / pitch, column i % pitch of the tile) is then, for tap (r, s), halo row
 // i + shift0 + r shift_h + s shift_w: each tap's A is the halo's rows from a shifted start (a
 // wgmma descriptor may start at any 128-byte row of a 128B-swizzled K-major layout: the swizzle
-// follows the address bits, as the TMA writes it; session 19's probe checked shifts 0 to 127).
-// Rows q >= Q of an output row (the pitch's extra S - 1 columns) hold sums across the row's edge
-// and are never stored (Rows::at). Wide rows cost tile rows: at 56 x 56 two rows of 58 of a 128
-// tile (112 useful, as the ring kernel's), at 14 x 14 eight rows of 16 (112, against 126).
+// follows the address bits, as the TMA writes it; session 19's probe checked 13 shifts from 0 to
+// 127). Rows q >= Q of an output row (the pitch's extra S - 1 columns) hold sums across the row's
+// edge and are never stored (Rows::at). Wide rows cost tile rows: at 56 x 56 two rows of 58 of a
+// 128 tile (112 useful, as the ring kernel's), at 14 x 14 eight rows of 16 (112, against 126).
 //
 //   forward  step +dilation: tap (r, s) reads x at (p + base_h + dil_h r, q + base_w + dil_w s)
 //   data     stride 1, one phase: tap (r, s) reads dy at (i + offset_h - dil_h r, ...): step

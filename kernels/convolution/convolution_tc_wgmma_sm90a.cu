@@ -212,21 +212,20 @@ bool halo_fits_rows(const Rows& rows) {
   return wg::halo_fits(halo, 64) && wg::halo_fits(halo, 128);
 }
 
-// Whether halo tiles pay over the ring kernel's where both fit: wherever the ring kernel would not
-// split the reduction (the halo kernel never does; split_of: a layer of at most 64 blocks). H200,
-// 2026-11-28 (session 19, call 2), `crema bench conv-tc --math bf16`, ms ring / halo: 3x3 64->64
-// at 56 x 56 batch 64 forward 0.0649 / 0.0573, data 0.0724 / 0.0642; 128->128 at 28 x 28 batch
-// 128 0.0772 / 0.0623, 0.0848 / 0.0704; 256->256 at 14 x 14 batch 128 (the ring's 256-column tile;
-// the halo's 8 rows of 16 use 112 tile rows against the ring's 126) 0.0618 / 0.0583; 16 x 64 x
-// 112 x 112 0.0645 / 0.0572; tf32 0.80-0.84x the ring's time.
-bool halo_pays(const Rows& rows, int columns) {
+// Whether a launch `how` takes halo tiles where they fit (halo_fits_rows): forced, or automatic
+// wherever the ring kernel would not split the reduction (the halo kernel never does; split_of:
+// a layer of at most 64 blocks, with `can_split`: the split's workspace given, never for f32).
+// H200, 2026-11-28 (session 19, call 2), `crema bench conv-tc --math bf16`, ms ring / halo: 3x3
+// 64->64 at 56 x 56 batch 64 forward 0.0649 / 0.0573, data 0.0724 / 0.0642; 128->128 at 28 x 28
+// batch 128 0.0772 / 0.0623, 0.0848 / 0.0704; 256->256 at 14 x 14 batch 128 (the ring's
+// 256-column tile; the halo's 8 rows of 16 use 112 tile rows against the ring's 126) 0.0618 /
+// 0.0583; 16 x 64 x 112 x 112 0.0645 / 0.0572; tf32 0.80-0.84x the ring's time.
+bool halo_wanted(const Rows& rows, int columns, WgmmaLaunch how, bool can_split) {
+  if (how == WgmmaLaunch::halo) return true;
+  if (how != WgmmaLaunch::automatic) return false;
+  if (!can_split) return true;
   const int bn = wgmma_tile_columns(rows.tiles, columns, rows.slabs(), multiprocessors());
   return split_of(int64_t(rows.tiles) * ((columns + bn - 1) / bn), rows.slabs()).parts == 1;
-}
-
-bool takes_halo(const Rows& rows, int columns, WgmmaLaunch how) {
-  if (how != WgmmaLaunch::halo && how != WgmmaLaunch::automatic) return false;
-  return halo_fits_rows(rows) && (how == WgmmaLaunch::halo || halo_pays(rows, columns));
 }
 
 // Runs one phase of a filter with taps at stride 1 on halo tiles (halo_fits_rows(rows)): A from
@@ -273,7 +272,8 @@ void forward_typed(const Conv2dGeometry& g, wg::MapType type, const void* x, con
                                  ep.relu,
                                  static_cast<wg::Stored<E>*>(y),
                                  stats};
-  if (g.stride_h == 1 && g.stride_w == 1 && takes_halo(rows, int(g.K), how)) {
+  if (g.stride_h == 1 && g.stride_w == 1 && halo_fits_rows(rows) &&
+      halo_wanted(rows, int(g.K), how, partial != nullptr)) {
     run_halo<E>(x, g.N, g.H, g.W, g.C, w, type, rows, int(g.K), int(g.R * g.S * g.C), out, stream,
                 what, how);
     return;
@@ -310,7 +310,8 @@ void data_typed(const Conv2dGeometry& g, wg::MapType type, const void* dy, const
   }
   const int inner = int(g.R * g.S) * K;
   const std::vector<Rows>& rows = d.rows;
-  if (stride_h == 1 && stride_w == 1 && takes_halo(rows[0], C, how)) {  // one phase: all of dx
+  if (stride_h == 1 && stride_w == 1 && halo_fits_rows(rows[0]) &&
+      halo_wanted(rows[0], C, how, partial != nullptr)) {  // one phase: all of dx
     run_halo<E, DataOut<E>, B_FROM_W>(dy, g.N, P, Q, K, b, type, rows[0], C, inner, outs[0], stream,
                                       what, how);
     return;
@@ -383,15 +384,19 @@ bool wgmma_backward_data_halo_fits(const Conv2dGeometry& g, int channel_multiple
          !one_by_one(g) && halo_fits_rows(data_gemms(g, slab_of(channel_multiple)).rows[0]);
 }
 
+// 16-bit tensors (channel_multiple 8) split with the workspace the entry points are given; f32
+// ones never.
 bool wgmma_forward_takes_halo(const Conv2dGeometry& g, WgmmaLaunch how, int channel_multiple) {
   return wgmma_forward_halo_fits(g, channel_multiple) &&
-         takes_halo(forward_rows(g, slab_of(channel_multiple)), int(g.K), how);
+         halo_wanted(forward_rows(g, slab_of(channel_multiple)), int(g.K), how,
+                     channel_multiple == 8);
 }
 
 bool wgmma_backward_data_takes_halo(const Conv2dGeometry& g, WgmmaLaunch how,
                                     int channel_multiple) {
   return wgmma_backward_data_halo_fits(g, channel_multiple) &&
-         takes_halo(data_gemms(g, slab_of(channel_multiple)).rows[0], int(g.C), how);
+         halo_wanted(data_gemms(g, slab_of(channel_multiple)).rows[0], int(g.C), how,
+                     channel_multiple == 8);
 }
 
 int wgmma_forward_stats_rows(const Conv2dGeometry& g, WgmmaLaunch how) {
