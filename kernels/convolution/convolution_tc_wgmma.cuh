@@ -196,6 +196,20 @@ __device__ __forceinline__ void tma_load_4d(uint32_t dst, const CUtensorMap* map
       "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
       : "memory");
 }
+// The im2col mode: the TMA walks `pixelsPerColumn` positions of an NHWC tensor's bounding box
+// (corners set in the map) from position (w, h, n), w fastest, each position's pixel taken at
+// (w + off_w, h + off_h), 128 bytes of channels from c (zeros outside the image), one 128-byte row
+// a position. The offsets are 16-bit.
+__device__ __forceinline__ void tma_load_im2col_4d(uint32_t dst, const CUtensorMap* map,
+                                                   uint32_t bar, int c, int w, int h, int n,
+                                                   uint16_t off_w, uint16_t off_h) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%3, %4, %5, %6}], [%2], {%7, %8};\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(c), "r"(w), "r"(h), "r"(n), "h"(off_w),
+      "h"(off_h)
+      : "memory");
+}
 
 // A descriptor of an MN-major 128B-swizzled operand: 8-row atoms of 1024 bytes, the next 64
 // channels 8192 bytes on (one 64 x 64 box).
@@ -431,6 +445,22 @@ inline EncodeTiled tensor_map_encoder() {
   return encode;
 }
 
+using EncodeIm2col = decltype(&cuTensorMapEncodeIm2col);
+
+inline EncodeIm2col im2col_map_encoder() {
+  static const EncodeIm2col encode = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeIm2col", &fn, 12000, cudaEnableDefault,
+                                         &found) != cudaSuccess ||
+        found != cudaDriverEntryPointSuccess || fn == nullptr) {
+      throw DeviceError("conv2d_tc (wgmma): the driver has no cuTensorMapEncodeIm2col");
+    }
+    return reinterpret_cast<EncodeIm2col>(fn);
+  }();
+  return encode;
+}
+
 // What a tensor map reads: the driver's element type and its bytes. f32 tensors are read as
 // FLOAT32, bits unchanged (the tensor cores truncate them to TF32).
 struct MapType {
@@ -483,6 +513,35 @@ inline CUtensorMap matrix_map(MapType type, const void* base, int64_t rows, int6
 inline CUtensorMap matrix_map(TcType type, const void* base, int64_t rows, int64_t cols,
                               int box_rows) {
   return matrix_map(map_type(type), base, rows, cols, box_rows);
+}
+
+// An NHWC tensor [N, height, width, channels] read the im2col way (tma_load_im2col_4d): 64
+// positions a load, 128 bytes of channels each (64 16-bit ones), 128B-swizzled. A position walks
+// w from lower_w to width - 1 + upper_w in steps of step_w, then the same for h (lower_h ..
+// height - 1 + upper_h, step_h), then n: a convolution's output positions, each the corner of its
+// window, with lower = -pad and upper = pad - (taps - 1) * dilation. The corners must lie within
+// [-128, 127], the steps within 1..8.
+inline CUtensorMap im2col_map(TcType type, const void* base, int64_t N, int64_t height,
+                              int64_t width, int64_t channels, int lower_h, int lower_w,
+                              int upper_h, int upper_w, int step_h, int step_w) {
+  const MapType t = map_type(type);
+  const cuuint64_t dims[4] = {cuuint64_t(channels), cuuint64_t(width), cuuint64_t(height),
+                              cuuint64_t(N)};
+  const cuuint64_t strides[3] = {cuuint64_t(channels * t.bytes),
+                                 cuuint64_t(width * channels * t.bytes),
+                                 cuuint64_t(height * width * channels * t.bytes)};
+  const int lower[2] = {lower_w, lower_h}, upper[2] = {upper_w, upper_h};  // w first, as dims
+  const cuuint32_t steps[4] = {1, cuuint32_t(step_w), cuuint32_t(step_h), 1};
+  CUtensorMap map;
+  const CUresult r = im2col_map_encoder()(
+      &map, t.type, 4, const_cast<void*>(base), dims, strides, lower, upper, cuuint32_t(t.slab()),
+      cuuint32_t(kSlab), steps, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+      CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) {
+    throw DeviceError("conv2d_tc (wgmma): cuTensorMapEncodeIm2col failed (CUresult " +
+                      std::to_string(int(r)) + ")");
+  }
+  return map;
 }
 
 // `blocks` blocks: every unit's (RESIDENT 0) or fewer, each walking units blockIdx.x,

@@ -16,13 +16,12 @@
 //   D[i, j] = sum over the slice's pixels of R[pixel, i] * S[pixel, j]   (tile 128 x BN, BN = 128,
 //             or 64 when S has at most 64 channels)
 //
-// Slabs of 64 pixels: a 1x1 at stride 1 without padding reads both tensors flat (64 consecutive
-// pixels of N*P*Q, 2-D maps); any other filter (a strided 1x1 as one tap) reads boxes of bh x bw
-// output positions of one image (bw = Q rounded up to a power of two, at most 64; bh = 64 / bw),
-// dy at (q0, p0) and x at (stride_w q0 + s*dil_w - pad_w, stride_h p0 + r*dil_h - pad_h), its box
-// stepping stride_w pixels and stride_h rows, through 4-D maps {channels, width, height, N}: the
-// TMA zero-fills what lies outside either tensor, so positions past Q or P (dy
-// zero) and taps over the padding (x zero) add nothing. Each block has one tap, except:
+// Slabs of 64 consecutive output positions of N*P*Q, read flat from both tensors: dy [N*P*Q, K] as
+// a matrix (a 2-D map), x at the tap's pixel of each position -- through an im2col map (the TMA
+// walks the 64 positions from the slab's first, wrapping at the end of a row and of an image, and
+// reads x at position + the tap's offset, zeros over the padding and past the last image), or,
+// for a 1x1 at stride 1 without padding, as a matrix too. Positions past N*P*Q are zeros in dy:
+// they add nothing. Each block has one tap, except:
 //
 // Two taps a tile where x has 64 channels (and the filter taps): one tap's product is only 64
 // rows (64 x J), so the tile's rows are x at two taps instead, box 0 = x at tap t, box 1 = x at
@@ -31,12 +30,12 @@
 // an odd tap count the last tile's box 1 is not asked for (nor its bytes expected): warpgroup 1
 // multiplies stale shared memory and stores nothing.
 //
-// The slabs are cut into fixed slices (enough blocks for two waves on 132 SMs, each slice at least
-// 8 slabs), one block per (tile, tap or tap pair, slice); each writes its fp32 D into
-// partial[slice][r][s][c][k] (the layout of the mma.sync filter pass's partials), and
-// convolution_tc_filter_cuda.cu's sum_slices_kernel adds the slices to dw in slice order:
-// deterministic, no float atomics. Channels past C or K are zero-filled by the TMA. What fits:
-// groups 1, strides up to 4, C and K multiples of 8.
+// The slabs are cut into slices (filter_plan's cost model), one block per (tile, tap or tap pair,
+// slice); each writes its fp32 D into partial[slice][r][s][c][k] (the layout of the mma.sync
+// filter pass's partials), and convolution_tc_filter_cuda.cu's sum_slices_kernel adds the slices
+// to dw in slice order: deterministic, no float atomics. Channels past C or K are zero-filled by
+// the TMA. What fits: groups 1, strides up to 8, C and K multiples of 8, the im2col corners
+// (-pad, pad - (taps - 1) * dilation) within [-128, 127].
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -51,25 +50,52 @@ namespace {
 
 using wg::kBM, wg::kSlab;
 
-// About two waves of two blocks an SM on an H100 or H200 (132 SMs).
+// Two blocks an SM on an H100 or H200 (132 SMs).
 constexpr int kTargetBlocks = 264;
 constexpr int kMinSlabsPerSlice = 8;
 
-// The cut: which tensor gives the rows, the tile, the slab boxes, the slices (length: pixels a
-// slice when flat, slabs a slice with taps).
+// The slices' cost model, in microseconds (H200 estimates, not tuned per shape): a slab of a
+// 128 x 128 tile (2 x 128 x 128 x 64 flops) takes a block sharing its SM with another about 0.75
+// us (0.37 at 64 columns); a block has about kEpilogueSlabs slabs' worth of pipeline fill and
+// store on top; a round of at most kTargetBlocks / 2 blocks runs one an SM, each kLoneRound of a
+// shared round's time; a slice's partials are written and read back at about 3 TB/s.
+constexpr double kEpilogueSlabs = 2.0, kLoneRound = 0.75, kPartialBytesPerUs = 3.0e6;
+
+// The slice count (1 .. most) whose rounds of blocks and partials cost least: `units` blocks a
+// slice, `slabs` in all, `slab_us` a slab, `slice_bytes` a slice's partials. Fewer slices leave
+// SMs idle or a second round nearly empty (256@14 3x3: 36 units x 8 slices = 288 blocks, 24 of
+// them a round of their own); more write more partials.
+int64_t cheapest_slices(int64_t units, int64_t slabs, double slab_us, double slice_bytes,
+                        int64_t most) {
+  int64_t best = 1;
+  double best_us = 0.0;
+  for (int64_t wanted = 1; wanted <= most; ++wanted) {
+    const int64_t length = (slabs + wanted - 1) / wanted, slices = (slabs + length - 1) / length;
+    if (slices != wanted) continue;  // the same cut as a smaller count
+    const int64_t blocks = units * slices, full = blocks / kTargetBlocks;
+    const int64_t rest = blocks % kTargetBlocks;
+    const double rounds = double(full) + (rest == 0                   ? 0.0
+                                          : rest <= kTargetBlocks / 2 ? kLoneRound
+                                                                      : 1.0);
+    const double us = rounds * (double(length) + kEpilogueSlabs) * slab_us +
+                      double(slices) * 2.0 * slice_bytes / kPartialBytesPerUs;
+    if (wanted == 1 || us < best_us) best = slices, best_us = us;
+  }
+  return best;
+}
+
+// The cut: which tensor gives the rows, the tile, the slices (`length` slabs each).
 struct FilterPlan {
   bool rows_are_dy;  // R = dy (rows k, columns c) or R = x (rows c, columns k)
-  bool flat;         // a 1x1 at stride 1 without padding: slabs of 64 consecutive pixels of N*P*Q
+  bool plain;        // a 1x1 at stride 1 without padding: x read as a matrix, not im2col
   bool paired;       // two taps a tile (C = 64 with taps): R = x, I = 64, (taps + 1) / 2 tap blocks
-  int I, J, bn, tiles_j, tiles, taps, tap_blocks, slices, length;
-  int bw, bh, blocks_q, blocks_pq, slabs;  // with taps: bh x bw boxes, slabs in all
+  int I, J, bn, tiles_j, tiles, taps, tap_blocks, slices, length, slabs;
 };
 
 FilterPlan filter_plan(const Conv2dGeometry& g) {
   FilterPlan f{};
   const int64_t NPQ = g.N * g.P() * g.Q();
-  const int P = int(g.P()), Q = int(g.Q());
-  f.flat =
+  f.plain =
       g.R == 1 && g.S == 1 && g.pad_h == 0 && g.pad_w == 0 && g.stride_h == 1 && g.stride_w == 1;
   f.taps = int(g.R * g.S);
   f.paired = wgmma_backward_filter_pairs_taps(g);
@@ -79,39 +105,28 @@ FilterPlan filter_plan(const Conv2dGeometry& g) {
   f.tiles_j = (f.J + f.bn - 1) / f.bn;
   f.tiles = (f.paired ? 1 : (f.I + kBM - 1) / kBM) * f.tiles_j;
   f.tap_blocks = f.paired ? (f.taps + 1) / 2 : f.taps;
-  f.bw = 1;
-  while (f.bw < Q && f.bw < kSlab) f.bw *= 2;
-  f.bh = kSlab / f.bw;
-  f.blocks_q = (Q + f.bw - 1) / f.bw;
-  f.blocks_pq = (P + f.bh - 1) / f.bh * f.blocks_q;
-  const int64_t slabs = f.flat ? (NPQ + kSlab - 1) / kSlab : g.N * f.blocks_pq;
+  const int64_t slabs = (NPQ + kSlab - 1) / kSlab;
   f.slabs = int(slabs);
   const int64_t most =
       std::clamp<int64_t>((slabs + kMinSlabsPerSlice - 1) / kMinSlabsPerSlice, 1, 65535);
-  const int64_t blocks = int64_t(f.tiles) * f.tap_blocks;
-  // Paired: at most kTargetBlocks blocks in all (rounded down), so that all are resident at once;
-  // rounded up, 64@56 would run 5 x 53 = 265, one block left alone for a second round. (The
-  // unpaired cut keeps rounding up, as measured: 64@56 there is 9 x 30 = 270.)
-  const int64_t per_tile = f.paired ? std::max<int64_t>(1, kTargetBlocks / blocks)
-                                    : (kTargetBlocks + blocks - 1) / blocks;
-  const int64_t wanted = std::clamp<int64_t>(per_tile, 1, most);
-  const int64_t length = (slabs + wanted - 1) / wanted;  // slabs
-  f.slices = int((slabs + length - 1) / length);
-  f.length = int(f.flat ? length * kSlab : length);
+  const double slice_bytes = double(f.taps) * f.I * f.J * 4;
+  f.slices = int(cheapest_slices(int64_t(f.tiles) * f.tap_blocks, slabs, f.bn == 128 ? 0.75 : 0.37,
+                                 slice_bytes, most));
+  f.length = int((slabs + f.slices - 1) / f.slices);
   return f;
 }
 
 // Unit (tile + tiles * tap, slice): D's 128 x BN tile of one tap over the slice's slabs, into
 // partial[slice][tap][c][k]; paired, unit (tile + tiles * (tap / 2), slice) with taps tap and
-// tap + 1, one a warpgroup.
-template <int BN, bool FLAT>
+// tap + 1, one a warpgroup. IM2COL: x through the im2col map (else a matrix, like dy).
+template <int BN, bool IM2COL>
 struct FilterProblem {
   static constexpr bool kMnMajorA = true, kMnMajorB = true;
   int I, J, tiles, tiles_j, length, slabs_all;
   int64_t stride_i, stride_j;  // D[i, j] lands at partial[(slice * taps + tap) * I * J + ...]
   float* partial;
-  // FLAT: N*P*Q. Taps: the boxes, the filter's S and its offsets, which map is x's.
-  int NPQ, bw, bh, blocks_q, blocks_pq, taps, S, dil_h, dil_w, pad_h, pad_w, stride_h, stride_w;
+  // The output positions (P*Q an image, Q a row), x's window corners and steps, the filter.
+  int PQ, Q, lower_h, lower_w, stride_h, stride_w, taps, S, dil_h, dil_w;
   bool rows_are_dy, paired;
   int blocks_x, slices;  // unit u: block u % blocks_x (tile + tiles * slot) of slice u / blocks_x
 
@@ -119,61 +134,63 @@ struct FilterProblem {
 
   struct Where {
     int i0, j0, slice, begin, tap;
-    int shift_h, shift_w, shift_h1, shift_w1;  // x's offsets: the tap's (paired: and tap + 1's)
+    uint16_t off_h, off_w, off_h1, off_w1;  // x's offsets: the tap's (paired: and tap + 1's)
   };
   __device__ Where locate(int unit) const {
     const int x = unit % blocks_x, tile = x % tiles, slot = x / tiles, slice = unit / blocks_x;
     Where w;
     w.i0 = tile / tiles_j * kBM, w.j0 = tile % tiles_j * BN;
     w.slice = slice, w.begin = slice * length, w.tap = paired ? 2 * slot : slot;
-    w.shift_h = w.tap / S * dil_h - pad_h, w.shift_w = w.tap % S * dil_w - pad_w;
+    w.off_h = uint16_t(w.tap / S * dil_h), w.off_w = uint16_t(w.tap % S * dil_w);
     const int next = w.tap + 1;  // paired: warpgroup 1's tap (used only where < taps)
-    w.shift_h1 = next / S * dil_h - pad_h, w.shift_w1 = next % S * dil_w - pad_w;
+    w.off_h1 = uint16_t(next / S * dil_h), w.off_w1 = uint16_t(next % S * dil_w);
     return w;
   }
-  __device__ int slabs(const Where& w) const {
-    if constexpr (FLAT) return (min(NPQ - w.begin, length) + kSlab - 1) / kSlab;
-    return min(slabs_all - w.begin, length);
-  }
+  __device__ int slabs(const Where& w) const { return min(slabs_all - w.begin, length); }
   // A: channels i0 .. i0+127 of R as two 64-channel boxes (one per warpgroup; paired: x's 64
   // channels at taps tap and tap + 1), B: channels j0 .. j0+BN-1 of S as BN / 64 boxes, each box
-  // 64 pixels deep, 8192 bytes. A box that would lie wholly past the channels (paired: past the
-  // last tap) is not asked for: its stale rows or columns of D are never stored.
+  // 64 positions deep, 8192 bytes. A box that would lie wholly past the channels (paired: past
+  // the last tap) is not asked for: its stale rows or columns of D are never stored.
   __device__ void fill(const Where& w, int slab, uint32_t stage, uint32_t bar,
                        const CUtensorMap* map_r, const CUtensorMap* map_s) const {
     const bool second = paired ? w.tap + 1 < taps : w.i0 + 64 < I;
     const int boxes_a = second ? 2 : 1, boxes_b = min(BN / 64, (J - w.j0 + 63) / 64);
     wg::mbarrier_arrive_expect_tx(bar, uint32_t(boxes_a + boxes_b) * 8192);
-    if constexpr (FLAT) {
-      const int npq = w.begin + slab * kSlab;
-      for (int h = 0; h < boxes_a; ++h) {
-        wg::tma_load_2d(stage + 8192 * h, map_r, bar, w.i0 + 64 * h, npq);
+    const int npq = (w.begin + slab) * kSlab;
+    // The slab's first position (n, p, q): x's window corner there (IM2COL).
+    int n = 0, h = 0, wx = 0;
+    if constexpr (IM2COL) {
+      n = npq / PQ;
+      const int pq = npq - n * PQ, p = pq / Q;
+      h = lower_h + p * stride_h, wx = lower_w + (pq - p * Q) * stride_w;
+    }
+    auto load_x = [&](uint32_t dst, const CUtensorMap* map, int c, uint16_t oh, uint16_t ow) {
+      if constexpr (IM2COL) {
+        wg::tma_load_im2col_4d(dst, map, bar, c, wx, h, n, ow, oh);
+      } else {
+        wg::tma_load_2d(dst, map, bar, c, npq);
       }
-      for (int h = 0; h < boxes_b; ++h) {
-        wg::tma_load_2d(stage + wg::Ring<BN>::A_BYTES + 8192 * h, map_s, bar, w.j0 + 64 * h, npq);
+    };
+    const uint32_t stage_b = stage + wg::Ring<BN>::A_BYTES;
+    if (paired) {  // R = x: box 0 at tap `tap`, box 1 at the next tap
+      load_x(stage, map_r, 0, w.off_h, w.off_w);
+      if (second) load_x(stage + 8192, map_r, 0, w.off_h1, w.off_w1);
+      for (int b = 0; b < boxes_b; ++b) {
+        wg::tma_load_2d(stage_b + 8192 * b, map_s, bar, w.j0 + 64 * b, npq);
+      }
+    } else if (rows_are_dy) {
+      for (int a = 0; a < boxes_a; ++a) {
+        wg::tma_load_2d(stage + 8192 * a, map_r, bar, w.i0 + 64 * a, npq);
+      }
+      for (int b = 0; b < boxes_b; ++b) {
+        load_x(stage_b + 8192 * b, map_s, w.j0 + 64 * b, w.off_h, w.off_w);
       }
     } else {
-      const int t = w.begin + slab, n = t / blocks_pq, pq = t % blocks_pq;
-      const int p0 = pq / blocks_q * bh, q0 = pq % blocks_q * bw;
-      // dy's box at (q0, p0); x's at (stride_w q0, stride_h p0) + the tap's offset, its map
-      // stepping `stride` pixels and rows.
-      const int xw = stride_w * q0 + w.shift_w, xh = stride_h * p0 + w.shift_h;
-      const int rw = rows_are_dy ? q0 : xw, rh = rows_are_dy ? p0 : xh;
-      const int sw = rows_are_dy ? xw : q0, sh = rows_are_dy ? xh : p0;
-      if (paired) {  // R = x: box 0 at tap `tap` (rw, rh, i0 = 0), box 1 at the next tap
-        wg::tma_load_4d(stage, map_r, bar, 0, rw, rh, n);
-        if (second) {
-          wg::tma_load_4d(stage + 8192, map_r, bar, 0, stride_w * q0 + w.shift_w1,
-                          stride_h * p0 + w.shift_h1, n);
-        }
-      } else {
-        for (int h = 0; h < boxes_a; ++h) {
-          wg::tma_load_4d(stage + 8192 * h, map_r, bar, w.i0 + 64 * h, rw, rh, n);
-        }
+      for (int a = 0; a < boxes_a; ++a) {
+        load_x(stage + 8192 * a, map_r, w.i0 + 64 * a, w.off_h, w.off_w);
       }
-      for (int h = 0; h < boxes_b; ++h) {
-        wg::tma_load_4d(stage + wg::Ring<BN>::A_BYTES + 8192 * h, map_s, bar, w.j0 + 64 * h, sw, sh,
-                        n);
+      for (int b = 0; b < boxes_b; ++b) {
+        wg::tma_load_2d(stage_b + 8192 * b, map_s, bar, w.j0 + 64 * b, npq);
       }
     }
   }
@@ -202,90 +219,65 @@ struct FilterProblem {
   }
 };
 
-// An NHWC tensor [N, height, width, channels] in boxes of 64 channels x bw x bh pixels, every
-// stride_w-th pixel of every stride_h-th row from the box's corner (x at a strided convolution's
-// positions; dy: 1).
-CUtensorMap image_map(TcType type, const void* base, int64_t N, int64_t height, int64_t width,
-                      int64_t channels, const FilterPlan& f, int stride_h, int stride_w) {
-  const cuuint64_t dims[4] = {cuuint64_t(channels), cuuint64_t(width), cuuint64_t(height),
-                              cuuint64_t(N)};
-  const cuuint64_t strides[3] = {cuuint64_t(channels * 2), cuuint64_t(width * channels * 2),
-                                 cuuint64_t(height * width * channels * 2)};
-  const cuuint32_t box[4] = {cuuint32_t(kSlab), cuuint32_t(f.bw * stride_w),
-                             cuuint32_t(f.bh * stride_h), 1};
-  const cuuint32_t steps[4] = {1, cuuint32_t(stride_w), cuuint32_t(stride_h), 1};
-  return wg::tensor_map(type, base, 4, dims, strides, box, steps);
-}
-
 template <class E>
 void filter_typed(const Conv2dGeometry& g, TcType type, const void* x, const void* dy,
                   float* partial, gpu::Stream stream) {
   const FilterPlan f = filter_plan(g);
   const int64_t NPQ = g.N * g.P() * g.Q();
-  CUtensorMap map_x, map_dy;
-  if (f.flat) {
-    map_x = wg::matrix_map(type, x, NPQ, g.C, 64), map_dy = wg::matrix_map(type, dy, NPQ, g.K, 64);
-  } else {
-    map_x = image_map(type, x, g.N, g.H, g.W, g.C, f, int(g.stride_h), int(g.stride_w));
-    map_dy = image_map(type, dy, g.N, g.P(), g.Q(), g.K, f, 1, 1);
-  }
+  const int pad_h = int(g.pad_h), pad_w = int(g.pad_w);
+  const CUtensorMap map_dy = wg::matrix_map(type, dy, NPQ, g.K, 64);
+  const CUtensorMap map_x = f.plain ? wg::matrix_map(type, x, NPQ, g.C, 64)
+                                    : wg::im2col_map(type, x, g.N, g.H, g.W, g.C, -pad_h, -pad_w,
+                                                     pad_h - int((g.R - 1) * g.dilation_h),
+                                                     pad_w - int((g.S - 1) * g.dilation_w),
+                                                     int(g.stride_h), int(g.stride_w));
   const CUtensorMap& map_r = f.rows_are_dy ? map_dy : map_x;
   const CUtensorMap& map_s = f.rows_are_dy ? map_x : map_dy;
   // partial[slice][tap][c][k]: k = i (stride 1), c = j (stride K = I), or c = i, k = j.
   const int64_t stride_i = f.rows_are_dy ? 1 : f.J, stride_j = f.rows_are_dy ? f.I : 1;
   const int blocks_x = f.tiles * f.tap_blocks;
-  auto go = [&](auto bn, auto flat) {
+  auto go = [&](auto bn, auto im2col) {
     constexpr int BN = decltype(bn)::value;
-    const FilterProblem<BN, decltype(flat)::value> problem{f.I,
-                                                           f.J,
-                                                           f.tiles,
-                                                           f.tiles_j,
-                                                           f.length,
-                                                           f.slabs,
-                                                           stride_i,
-                                                           stride_j,
-                                                           partial,
-                                                           int(NPQ),
-                                                           f.bw,
-                                                           f.bh,
-                                                           f.blocks_q,
-                                                           f.blocks_pq,
-                                                           f.taps,
-                                                           int(g.S),
-                                                           int(g.dilation_h),
-                                                           int(g.dilation_w),
-                                                           int(g.pad_h),
-                                                           int(g.pad_w),
-                                                           int(g.stride_h),
-                                                           int(g.stride_w),
-                                                           f.rows_are_dy,
-                                                           f.paired,
-                                                           blocks_x,
-                                                           f.slices};
+    FilterProblem<BN, decltype(im2col)::value> problem{};
+    problem.I = f.I, problem.J = f.J, problem.tiles = f.tiles, problem.tiles_j = f.tiles_j;
+    problem.length = f.length, problem.slabs_all = f.slabs;
+    problem.stride_i = stride_i, problem.stride_j = stride_j, problem.partial = partial;
+    problem.PQ = int(g.P() * g.Q()), problem.Q = int(g.Q());
+    problem.lower_h = -pad_h, problem.lower_w = -pad_w;
+    problem.stride_h = int(g.stride_h), problem.stride_w = int(g.stride_w);
+    problem.taps = f.taps, problem.S = int(g.S);
+    problem.dil_h = int(g.dilation_h), problem.dil_w = int(g.dilation_w);
+    problem.rows_are_dy = f.rows_are_dy, problem.paired = f.paired;
+    problem.blocks_x = blocks_x, problem.slices = f.slices;
     wg::launch<E, BN>(map_r, map_s, problem, int64_t(blocks_x) * f.slices, stream,
                       "conv2d_tc_backward_filter (wgmma)");
   };
-  using Flat = std::true_type;
-  using Taps = std::false_type;
+  using Im2col = std::true_type;
+  using Plain = std::false_type;
   if (f.bn == 128) {
-    f.flat ? go(std::integral_constant<int, 128>{}, Flat{})
-           : go(std::integral_constant<int, 128>{}, Taps{});
+    f.plain ? go(std::integral_constant<int, 128>{}, Plain{})
+            : go(std::integral_constant<int, 128>{}, Im2col{});
   } else {
-    f.flat ? go(std::integral_constant<int, 64>{}, Flat{})
-           : go(std::integral_constant<int, 64>{}, Taps{});
+    f.plain ? go(std::integral_constant<int, 64>{}, Plain{})
+            : go(std::integral_constant<int, 64>{}, Im2col{});
   }
 }
 
 }  // namespace
 
-// Strides up to 4: x's box spans bw * stride_w by bh * stride_h pixels (bw, bh <= 64), and the
-// TMA's boxes are at most 256 a dimension.
+// The im2col map's limits: steps (the strides) 1..8, corners -pad and pad - (taps - 1) *
+// dilation within [-128, 127], offsets (taps - 1) * dilation 16-bit; N*P*Q an int.
 bool wgmma_backward_filter_pairs_taps(const Conv2dGeometry& g) {
   return g.C == 64 && g.R * g.S >= 2;
 }
 
 bool wgmma_backward_filter_fits(const Conv2dGeometry& g) {
-  return g.groups == 1 && g.stride_h <= 4 && g.stride_w <= 4 && g.C % 8 == 0 && g.K % 8 == 0;
+  auto corner = [](int64_t v) { return v >= -128 && v <= 127; };
+  const int64_t reach_h = (g.R - 1) * g.dilation_h, reach_w = (g.S - 1) * g.dilation_w;
+  return g.groups == 1 && g.stride_h <= 8 && g.stride_w <= 8 && g.C % 8 == 0 && g.K % 8 == 0 &&
+         corner(-g.pad_h) && corner(-g.pad_w) && corner(g.pad_h - reach_h) &&
+         corner(g.pad_w - reach_w) && reach_h < 65536 && reach_w < 65536 &&
+         g.N * g.P() * g.Q() + kSlab < INT32_MAX;
 }
 
 int wgmma_backward_filter_slices(const Conv2dGeometry& g) {

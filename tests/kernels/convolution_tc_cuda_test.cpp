@@ -13,10 +13,11 @@
 // gradient in one and in many slices with either tensor as the GEMM's rows, stride 2 with the
 // images stacked and not, an asymmetric stride; 3x3 and 5x3 at stride 1 (padding, dilation, C =
 // 72), 3x3, 4x4 and 5x5 at strides 2, 3 and (2, 1) (odd sizes, dilation, phases of 1 to 4 taps
-// and phases without any), the filter gradient of all these and of the strided 1x1s (boxes of 1 x
-// 64 to 64 x 1 positions, Q > 64, several slices a tap), whole images a tile (7 x 7 and 6 x 6,
-// a partial last tile) and the fallbacks (Q > 128, a single 7 x 7 image, two 6 x 6 phases,
-// phases without taps, stride 5, misaligned pointers); on an H100 or H200 each must
+// and phases without any), the filter gradient of all these and of the strided 1x1s (im2col slabs
+// wrapping rows of Q = 1 to 150 positions, several slices a tap, stride 5), whole images a tile
+// (7 x 7 and 6 x 6, a partial last tile) and the fallbacks (Q > 128, a single 7 x 7 image, two
+// 6 x 6 phases, phases without taps, stride 5 (forward and data), stride 9 (all three),
+// misaligned pointers); on an H100 or H200 each must
 // take the kernels it fits (a silent fallback fails); the wgmma epilogue's edges (a partial row
 // tile, a partial column tile of 72 or 8 columns, clipped strided pixel blocks) and y, residual and
 // dx 4-byte but not 16-byte aligned (mma.sync's pair stores).
@@ -100,10 +101,10 @@ TEST(ConvolutionTcCuda, WgmmaGeometries) {
       // padded 1x1: y 9 x 9 (81 rows, one image a tile: no); data: dx 7 x 7, two images a tile
       {{2, 64, 7, 7, 64, 1, 1, 1, 1}, false, true, true},
       // Filters of taps at stride 1: forward and data with rows of one image a tile, tap offsets
-      // read through the TMA's zero fill (the padding); the filter gradient one tap a block, boxes
-      // of bh x bw output positions (x at the tap's offset).
+      // read through the TMA's zero fill (the padding); the filter gradient one tap a block, slabs
+      // of 64 consecutive output positions (x through the im2col map at the tap's offset).
       {{2, 64, 16, 16, 72, 3, 3, 1, 1}, true, true, true},             // 8 rows of 16: 128
-      {{1, 72, 20, 12, 64, 3, 3, 1, 1}, true, true, true},             // C = 72: boxes span taps
+      {{1, 72, 20, 12, 64, 3, 3, 1, 1}, true, true, true},             // C = 72: 2 boxes a side
       {{1, 256, 10, 12, 136, 3, 3, 1, 1}, true, true, true},           // 36 slabs, 2 column tiles
       {{1, 64, 9, 14, 200, 3, 3, 1, 1}, true, true, true},             // 126 rows, K = 200
       {{2, 16, 13, 24, 8, 3, 3, 2, 2, 1, 1, 2, 2}, true, true, true},  // dilation 2, pad 2
@@ -114,11 +115,12 @@ TEST(ConvolutionTcCuda, WgmmaGeometries) {
       {{5, 16, 6, 6, 24, 3, 3, 1, 1}, true, true, true},            // a last tile of two images
       {{3, 16, 14, 14, 16, 3, 3, 1, 1, 2, 2}, true, true, true},    // 7 x 7 outputs and phases
       {{1, 32, 7, 7, 32, 3, 3, 1, 1}, false, false, true},          // one 7 x 7 image: 49 rows
-      {{1, 8, 3, 70, 8, 3, 3, 1, 1}, false, false, true},           // Q = 70: 2 boxes a row
-      {{2, 16, 9, 1, 16, 3, 1, 1, 0}, false, false, true},          // Q = 1: boxes 1 x 64
+      {{1, 8, 3, 70, 8, 3, 3, 1, 1}, false, false, true},           // Q = 70: slabs wrap rows
+      {{2, 16, 9, 1, 16, 3, 1, 1, 0}, false, false, true},          // Q = 1: a slab 64 rows
       {{2, 32, 12, 12, 32, 3, 3, 1, 1, 2, 2}, false, false, true},  // 6 x 6, N = 2: 72 rows
-      // Taps at a stride: forward and filter gradient read x through TMA boxes stepping the
-      // stride; data runs one GEMM per output phase (each phase's rows must fill the tiles).
+      // Taps at a stride: forward reads x through TMA boxes stepping the stride, the filter
+      // gradient through im2col steps; data runs one GEMM per output phase (each phase's rows must
+      // fill the tiles).
       {{1, 16, 23, 31, 24, 3, 3, 1, 1, 2, 2}, true, true, true},   // odd H, W; a 4-row tile
       {{2, 72, 19, 21, 40, 5, 5, 2, 2, 2, 2}, true, false, true},  // 5 x 5, C = 72; data: 9 x 10
       // Dilation 2 at stride 2: the odd rows' phase has no tap (data: mma.sync).
@@ -129,7 +131,8 @@ TEST(ConvolutionTcCuda, WgmmaGeometries) {
       {{2, 24, 24, 24, 16, 4, 4, 1, 1, 2, 2}, true, true, true},    // 4 x 4: 2 x 2 taps a phase
       {{1, 8, 20, 260, 8, 3, 3, 1, 1, 2, 2}, false, false, true},   // Q = 130 > 128
       {{8, 64, 32, 32, 64, 3, 3, 1, 1, 2, 2}, true, true, true},    // filter: slices a tap
-      {{1, 8, 26, 26, 8, 3, 3, 1, 1, 5, 5}, false, false, false},   // stride 5 > 4
+      {{1, 8, 26, 26, 8, 3, 3, 1, 1, 5, 5}, false, false, true},    // stride 5 > 4; filter <= 8
+      {{1, 8, 40, 40, 8, 3, 3, 1, 1, 9, 9}, false, false, false},   // stride 9 > 8
   };
   uint64_t seed = 900;
   for (const Case& c : cases) {

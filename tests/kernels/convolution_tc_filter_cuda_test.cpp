@@ -7,6 +7,8 @@
 //     stride 2 (and both), odd and even tap counts (an odd count's last tile carries one tap:
 //     1x2, 2x2, 5x5, 1x3, 3x1); forced wgmma (on an H100 or H200 these must take it) and `best`
 //     (which takes it there too), and mma.sync for the same geometries;
+//   - the wgmma kernel's im2col windows (every filter but a plain 1x1): sizes, pads, strides,
+//     dilations, both row tensors, and the im2col map's limits;
 //   - the stem on x padded to 8 channels (convolution_tc_filter_cuda.cu, C < 8, groups 1):
 //     7x7 stride 2 pad 3 at 32x32 and 31x29 with C = 1, 3, 5, 7; dy misaligned (the element path on
 //     the real geometry instead) and K = 12 (not a multiple of 8: the element path).
@@ -144,7 +146,7 @@ TEST(ConvolutionTcFilterCuda, WgmmaTwoTapsATile) {
   const std::vector<Conv2dGeometry> geometries = {
       // N C  H   W   K  R  S  pad_h pad_w stride_h stride_w dilation_h dilation_w
       {3, 64, 14, 14, 64, 3, 3, 1, 1},   // ResNet's 3x3 64 at 14: 5 tiles, the last 1 tap
-      {2, 64, 9, 9, 64, 3, 3, 1, 1},     // 9 x 9: boxes of 16 x 4, clipped
+      {2, 64, 9, 9, 64, 3, 3, 1, 1},     // 9 x 9: slabs wrap rows and images
       {1, 64, 56, 56, 64, 3, 3, 1, 1},   // ResNet's 64@56, N = 1
       {3, 64, 14, 14, 128, 3, 3, 1, 1},  // K = 128: BN 128
       {2, 64, 9, 9, 128, 3, 3, 1, 1},
@@ -175,6 +177,44 @@ TEST(ConvolutionTcFilterCuda, WgmmaTwoTapsATile) {
   // `best` once on ResNet's shape (the same kernel as `wgmma` where it runs).
   const Conv2dGeometry g{2, 64, 14, 14, 64, 3, 3, 1, 1};
   check_filter(ctx, g, TcType::bf16, make_case(g, TcType::bf16, 77), TcKernels::best);
+}
+
+// x through the im2col map (every filter but a 1x1 at stride 1 without padding): windows that
+// wrap rows and images inside a slab, unequal sizes, pads, strides (up to 8) and dilations, R = dy
+// (K >= C) and R = x, channels past a 64-channel box, and enough positions for several slices.
+TEST(ConvolutionTcFilterCuda, WgmmaIm2colWindows) {
+  CREMA_REQUIRE_CUDA();
+  Context ctx(Device::cuda(0));
+  const std::vector<Conv2dGeometry> geometries = {
+      // N C  H   W   K  R  S  pad_h pad_w stride_h stride_w dilation_h dilation_w
+      {2, 128, 14, 14, 256, 3, 3, 1, 1},              // R = dy: ResNet's 3x3 at 14
+      {2, 256, 13, 11, 128, 3, 3, 1, 2},              // R = x; pad_w 2, 13 x 11
+      {3, 96, 15, 17, 160, 3, 3, 1, 1, 2, 1},         // stride 2 down, 1 across
+      {2, 128, 20, 18, 128, 5, 3, 2, 1, 1, 1, 2, 1},  // dilation 2 down
+      {2, 128, 29, 31, 136, 1, 1, 0, 0, 2, 2},        // a strided 1x1, K = 136
+      {1, 128, 40, 44, 128, 3, 3, 1, 1, 8, 8},        // stride 8
+      {2, 72, 9, 7, 88, 2, 2, 0, 1},                  // 2x2, 72 and 88 channels
+      {2, 16, 12, 10, 64, 3, 3, 1, 1},                // C = 16: most of x's box past C
+      {2, 256, 28, 28, 256, 3, 3, 1, 1, 2, 2},        // ResNet's 3x3s2 at 28
+      {8, 128, 14, 14, 256, 3, 3, 1, 1},              // several slices
+  };
+  uint64_t seed = 700;
+  for (const Conv2dGeometry& g : geometries) {
+    EXPECT_EQ(cuda::conv2d_tc_backward_filter_uses_wgmma(g, TcKernels::wgmma), hopper())
+        << describe(g);
+    for (TcType type : kTypes) {
+      const FilterCase c = make_case(g, type, seed += 7);
+      check_filter(ctx, g, type, c, TcKernels::wgmma);
+    }
+  }
+  // Past the im2col map's limits: stride 9, a corner outside [-128, 127] (pad 129; a 1 x 300
+  // window with pad 1 leaves 1 - 299).
+  const Conv2dGeometry too_far[] = {{1, 64, 40, 40, 64, 3, 3, 1, 1, 9, 9},
+                                    {1, 64, 8, 8, 64, 3, 3, 129, 1},
+                                    {1, 64, 8, 400, 64, 1, 300, 0, 1}};
+  for (const Conv2dGeometry& g : too_far) {
+    EXPECT_FALSE(cuda::conv2d_tc_backward_filter_uses_wgmma(g, TcKernels::wgmma)) << describe(g);
+  }
 }
 
 TEST(ConvolutionTcFilterCuda, StemOnChannelsPaddedToEight) {
