@@ -15,7 +15,8 @@
 // Depthwise geometries (`--shape depthwise`: the zoo's depthwise layers at batch 64) run the
 // direct kernels: a row for every version that takes the geometry (depthwise_nhwc_bf16_v1, _v2,
 // ...; or _f16_, _tf32_; production's, marked '*', last), %peak of DRAM's bandwidth; --version
-// depthwise_nhwc_bf16_v2 keeps that version's rows only.
+// depthwise_nhwc_bf16_v2 keeps that version's rows only, as --version tc_bf16_wgmma (or any
+// other family's name, without the '*') keeps that family's.
 //
 // The check: kSamples outputs computed in double on the host from the definition, on the same
 // rounded inputs (forward y, data dx: rounded once to the type; filter dw: fp32, from zeros), the
@@ -264,6 +265,20 @@ dw::Element depthwise_element(const Tensors& t) {
   return t.f32 ? dw::Element::f32 : dw::element_of(t.type);
 }
 
+// The family that runs `pass` on g with `kernels`, as the version column's suffix: col2im, halo
+// tiles, wgmma or mma.sync (the Tensors are 16-byte aligned).
+const char* family_suffix(const Conv2dGeometry& g, ConvPass pass, cuda::TcKernels k,
+                          const Tensors& t) {
+  return uses_col2im(g, pass, k, t)      ? "_col2im"
+         : uses_halo(g, pass, k, t.f32)  ? "_wgmma_halo"
+         : uses_wgmma(g, pass, k, t.f32) ? "_wgmma"
+                                         : "";
+}
+std::string family_name(const Conv2dGeometry& g, ConvPass pass, cuda::TcKernels k,
+                        const Tensors& t) {
+  return std::string(t.f32 ? "nhwc_" : "tc_") + t.name() + family_suffix(g, pass, k, t);
+}
+
 // One pass on one shape and type with `kernels` (depthwise geometries: the direct kernel's
 // `version`, `production` marking choose()'s): checked, then timed.
 Row tc_row(Context& ctx, const Options& options, const ConvShape& shape, const Host& host,
@@ -280,16 +295,8 @@ Row tc_row(Context& ctx, const Options& options, const ConvShape& shape, const H
   Row row;
   row.shape = shape.name;
   row.pass = pass_name(pass);
-  // The family that runs: col2im, wgmma or mma.sync (the Tensors are 16-byte aligned).
-  auto family = [&](cuda::TcKernels k) {
-    return uses_col2im(g, pass, k, t)      ? "_col2im"
-           : uses_halo(g, pass, k, t.f32)  ? "_wgmma_halo"
-           : uses_wgmma(g, pass, k, t.f32) ? "_wgmma"
-                                           : "";
-  };
-  const std::string ran = family(kernels);
-  const bool best = ran == family(cuda::TcKernels::best);
-  row.version = std::string(t.f32 ? "nhwc_" : "tc_") + t.name() + ran + (best ? "*" : "");
+  const std::string ran = family_name(g, pass, kernels, t);
+  row.version = ran + (ran == family_name(g, pass, cuda::TcKernels::best, t) ? "*" : "");
   if (g.depthwise()) {
     row.version =
         depthwise_row_name(std::string("depthwise_nhwc_") + t.name(), version, production);
@@ -430,16 +437,23 @@ int bench_conv_tc(Context& ctx, const Options& options, std::ostream& out) {
           }
           continue;
         }
-        // Every kernel family that runs the geometry; '*' marks the one `best` picks.
-        table.print(tc_row(ctx, options, shape, host, pass, cuda::TcKernels::mma_sync, random));
+        // Every kernel family that runs the geometry ('*' marks the one `best` picks), or the
+        // one --version names (tc_bf16_wgmma: that family's rows only).
+        auto row = [&](cuda::TcKernels k) {
+          if (!options.version.empty() && options.version != family_name(shape.g, pass, k, kind)) {
+            return;
+          }
+          table.print(tc_row(ctx, options, shape, host, pass, k, random));
+        };
+        row(cuda::TcKernels::mma_sync);
         if (uses_wgmma(shape.g, pass, cuda::TcKernels::wgmma, kind.f32)) {
-          table.print(tc_row(ctx, options, shape, host, pass, cuda::TcKernels::wgmma, random));
+          row(cuda::TcKernels::wgmma);
         }
         if (uses_halo(shape.g, pass, cuda::TcKernels::wgmma_halo, kind.f32)) {
-          table.print(tc_row(ctx, options, shape, host, pass, cuda::TcKernels::wgmma_halo, random));
+          row(cuda::TcKernels::wgmma_halo);
         }
         if (uses_col2im(shape.g, pass, cuda::TcKernels::col2im, kind)) {
-          table.print(tc_row(ctx, options, shape, host, pass, cuda::TcKernels::col2im, random));
+          row(cuda::TcKernels::col2im);
         }
       }
     }

@@ -9,7 +9,7 @@
 //                 optionally the per-channel sums of y and y^2 (fp32)
 //   data     dx = the transposed convolution of dy by w  (written)
 //   filter   dw += sum over N*P*Q of dy * patches(x)      (fp32, accumulated, deterministic: fixed
-//                 slices of N*P*Q summed in slice order, no float atomics)
+//                 slices of N*P*Q summed in a fixed order, no float atomics)
 //
 // A pass takes 16-byte copies (cp.async) of 8 channels where its channel counts (forward C/groups,
 // data K/groups, filter C/groups and K/groups) are multiples of 8 and the tensors are 16-byte

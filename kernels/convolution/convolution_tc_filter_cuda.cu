@@ -15,11 +15,11 @@
 // geometry (C = 8: rows R*S*8); the slice sums then read only the real channels' rows
 // (pads_channels, below).
 //
-// On a device of compute capability 9.0, a convolution that fits (groups 1, strides up to 4, C and
-// K multiples of 8) and pays (wgmma_backward_filter_pays: the 1x1s, filters of taps with C = 64
-// (two taps a tile) or at least 128 channels each side) runs the slices on the wgmma + TMA kernel
-// instead (convolution_tc_wgmma_filter_sm90a.cu: its own cut, the same partial layout and slice
-// sums).
+// On a device of compute capability 9.0, a convolution that fits (wgmma_backward_filter_fits:
+// groups 1, strides up to 8, C and K multiples of 8) and pays (wgmma_backward_filter_pays: the
+// 1x1s, filters of taps with C = 64 (two taps a tile) or at least 128 channels each side) runs on
+// the wgmma + TMA kernel instead (convolution_tc_wgmma_filter_sm90a.cu: its own cut, its slices
+// summed within clusters of blocks, dw written by it).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -244,11 +244,11 @@ bool wgmma_backward_filter_pays(const Conv2dGeometry& g) {
 
 size_t conv2d_tc_backward_filter_workspace(const Conv2dGeometry& g) {
   if (g.depthwise()) return depthwise_nhwc::backward_filter_workspace(g);
-  int slices = tc::filter_slices(g).count;
+  const int slices = tc::filter_slices(g).count;
+  size_t bytes = size_t(slices) * size_t(g.K * g.R * g.S * (g.C / g.groups)) * sizeof(float);
   if (tc::wgmma_backward_filter_fits(g)) {
-    slices = std::max(slices, tc::wgmma_backward_filter_slices(g));
+    bytes = std::max(bytes, tc::wgmma_backward_filter_workspace(g));
   }
-  const size_t bytes = size_t(slices) * size_t(g.K * g.R * g.S * (g.C / g.groups)) * sizeof(float);
   // Misaligned dy takes the element path on g itself: room for both.
   return tc::pads_channels(g) ? std::max(bytes, tc::padded_workspace(g)) : bytes;
 }
@@ -272,9 +272,9 @@ void conv2d_tc_backward_filter(const Conv2dGeometry& g, TcType type, const void*
   int slices = 0, Cp = p.Cg;  // Cp: channels a tap in the partials' rows
   if (implicit_gemm::aligned16(x) && implicit_gemm::aligned16(dy) &&
       conv2d_tc_backward_filter_uses_wgmma(g, kernels)) {
-    wgmma_backward_filter(g, type, x, dy, partial, stream);
-    slices = wgmma_backward_filter_slices(g);
-  } else if (pads_channels(g) && implicit_gemm::aligned16(dy)) {
+    return wgmma_backward_filter(g, type, x, dy, dw, workspace, stream);  // its own sums
+  }
+  if (pads_channels(g) && implicit_gemm::aligned16(dy)) {
     const Conv2dGeometry padded = with_8_channels(g);
     const Params p8 = params_of(padded);
     const Slices cut = filter_slices(padded);

@@ -211,6 +211,32 @@ __device__ __forceinline__ void tma_load_im2col_4d(uint32_t dst, const CUtensorM
       : "memory");
 }
 
+// Clusters: this block's rank in its cluster; the shared::cluster address of shared address
+// `at` in block `rank` of the cluster (the same offset in its shared memory); a 16-byte load from
+// there; the cluster's barrier (every non-exited thread of every block arrives, then waits),
+// release/acquire: shared-memory writes before it are seen by the cluster's reads after it.
+__device__ __forceinline__ uint32_t cluster_rank() {
+  uint32_t rank;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rank));
+  return rank;
+}
+__device__ __forceinline__ uint32_t cluster_address(uint32_t at, uint32_t rank) {
+  uint32_t out;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(out) : "r"(at), "r"(rank));
+  return out;
+}
+__device__ __forceinline__ float4 load_cluster_f4(uint32_t at) {
+  float4 v;
+  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "r"(at)
+               : "memory");
+  return v;
+}
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
+}
+
 // A descriptor of an MN-major 128B-swizzled operand: 8-row atoms of 1024 bytes, the next 64
 // channels 8192 bytes on (one 64 x 64 box).
 __device__ __forceinline__ uint64_t mn_major_descriptor(uint32_t smem_address) {
@@ -545,14 +571,32 @@ inline CUtensorMap im2col_map(TcType type, const void* base, int64_t N, int64_t 
 }
 
 // `blocks` blocks: every unit's (RESIDENT 0) or fewer, each walking units blockIdx.x,
-// + gridDim.x, ...
+// + gridDim.x, ...; `cluster` > 0: in clusters of that many consecutive blocks (blocks a
+// multiple of it), whose shared memory the Problem's epilogue may read (the filter gradient's
+// reduction).
 template <class E, int BN, class Problem, int RESIDENT = 0>
 void launch(const CUtensorMap& map_a, const CUtensorMap& map_b, const Problem& problem,
-            int64_t blocks, gpu::Stream stream, const char* what) {
+            int64_t blocks, gpu::Stream stream, const char* what, int cluster = 0) {
   const auto kernel = wgmma_kernel<E, BN, Problem, RESIDENT>;
   constexpr int kBytes = Ring<BN, RESIDENT>::SMEM_BYTES;
   detail::set_shared_memory_limit(kernel, kBytes, what);
-  kernel<<<unsigned(blocks), kBlockThreads, kBytes, stream>>>(map_a, map_b, problem);
+  if (cluster == 0) {
+    kernel<<<unsigned(blocks), kBlockThreads, kBytes, stream>>>(map_a, map_b, problem);
+  } else {
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(unsigned(blocks)), config.blockDim = dim3(kBlockThreads);
+    config.dynamicSmemBytes = kBytes, config.stream = stream;
+    cudaLaunchAttribute attribute[1];
+    attribute[0].id = cudaLaunchAttributeClusterDimension;
+    attribute[0].val.clusterDim.x = unsigned(cluster);
+    attribute[0].val.clusterDim.y = attribute[0].val.clusterDim.z = 1;
+    config.attrs = attribute, config.numAttrs = 1;
+    const cudaError_t e = cudaLaunchKernelEx(&config, kernel, map_a, map_b, problem);
+    if (e != cudaSuccess) {
+      throw DeviceError(std::string("CUDA kernel ") + what + " failed to launch in clusters of " +
+                        std::to_string(cluster) + ": " + cudaGetErrorString(e));
+    }
+  }
   gpu::check_launch(what);
 }
 

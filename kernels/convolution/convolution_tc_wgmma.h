@@ -108,17 +108,21 @@ void sum_channel_stats(const float* stats, int rows, int K, const TcEpilogue& ep
 // (convolution_tc_filter_cuda.cu) and f32 NHWC (convolution_nhwc_cuda.cu), queued on `stream`.
 void sum_filter_slices(const float* partial, int slices, int G, int Kg, int RS, int Cg, int Cp,
                        float* dw, gpu::Stream stream);
-// Groups 1, strides up to 4 (any filter, padding and dilation), C and K multiples of 8.
+// Groups 1, strides up to 8 (any filter, padding and dilation whose im2col corners -pad and
+// pad - (taps - 1) * dilation lie within [-128, 127]), C and K multiples of 8.
 bool wgmma_backward_filter_fits(const Conv2dGeometry& g);
 // Whether the filter gradient puts two taps in one 128-row tile (x with 64 channels and a filter
 // of taps: each tap's product alone would be 64 rows, half a tile).
 bool wgmma_backward_filter_pairs_taps(const Conv2dGeometry& g);
-// The slices of N*P*Q the filter gradient is cut into: the workspace holds slices x K x C fp32.
-int wgmma_backward_filter_slices(const Conv2dGeometry& g);
-// partial[slice][r][s][c][k] = the slice's sum of dy[npq, k] * x_rs[npq, c] (fp32, written; x_rs:
-// x read at tap (r, s)); the caller
-// adds the slices to dw in order.
+// The workspace wgmma_backward_filter needs: its groups' partials (each dw's size in fp32) where
+// the cut has more than one cluster a tile, else 0.
+size_t wgmma_backward_filter_workspace(const Conv2dGeometry& g);
+// The blocks a cluster of the cut (the slices whose sums one cluster adds; tests).
+int wgmma_backward_filter_cluster(const Conv2dGeometry& g);
+// dw[k][r][s][c] += the sum over N*P*Q of dy[npq, k] * x_rs[npq, c] (fp32; x_rs: x read at tap
+// (r, s)), summed in a fixed order (deterministic); `workspace`: wgmma_backward_filter_workspace's
+// bytes, 16-byte aligned.
 void wgmma_backward_filter(const Conv2dGeometry& g, TcType type, const void* x, const void* dy,
-                           float* partial, gpu::Stream stream);
+                           float* dw, void* workspace, gpu::Stream stream);
 
 }  // namespace crema::kernels::cuda::tc

@@ -30,16 +30,22 @@
 // an odd tap count the last tile's box 1 is not asked for (nor its bytes expected): warpgroup 1
 // multiplies stale shared memory and stores nothing.
 //
-// The slabs are cut into slices (filter_plan's cost model), one block per (tile, tap or tap pair,
-// slice); each writes its fp32 D into partial[slice][r][s][c][k] (the layout of the mma.sync
-// filter pass's partials), and convolution_tc_filter_cuda.cu's sum_slices_kernel adds the slices
-// to dw in slice order: deterministic, no float atomics. Channels past C or K are zero-filled by
-// the TMA. What fits: groups 1, strides up to 8, C and K multiples of 8, the im2col corners
-// (-pad, pad - (taps - 1) * dilation) within [-128, 127].
+// The slabs are cut into slices, one block per (tile, tap or tap pair, slice), and the slices of
+// a unit into clusters of up to 8 consecutive blocks (filter_plan's cost model picks both). A
+// block parks its fp32 D in its shared memory in dw's orientation (output channel outer, channel
+// inner); the cluster syncs, and each block adds its share of the tile over the cluster's blocks
+// in rank order, reading their shared memory (DSMEM), into dw (+=) -- or, where a unit has more
+// than one cluster (groups), into the group's partial [group][K][R][S][C] that sum_groups_kernel
+// then adds to dw in group order. Deterministic, no float atomics. Channels past C or K are
+// zero-filled by the TMA. What fits: groups 1, strides up to 8, C and K multiples of 8, the
+// im2col corners (-pad, pad - (taps - 1) * dilation) within [-128, 127].
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <type_traits>
 
 #include "kernels/convolution/convolution_tc_wgmma.cuh"
@@ -50,46 +56,102 @@ namespace {
 
 using wg::kBM, wg::kSlab;
 
-// Two blocks an SM on an H100 or H200 (132 SMs).
+// Two blocks an SM on an H100 or H200 (132 SMs); clusters of at most 8 (the portable size).
 constexpr int kTargetBlocks = 264;
 constexpr int kMinSlabsPerSlice = 8;
+constexpr int kMaxCluster = 8;
 
-// The slices' cost model, in microseconds (H200 estimates, not tuned per shape): a slab of a
+// The cut's cost model, in microseconds (H200 estimates, not tuned per shape): a slab of a
 // 128 x 128 tile (2 x 128 x 128 x 64 flops) takes a block sharing its SM with another about 0.75
-// us (0.37 at 64 columns); a block has about kEpilogueSlabs slabs' worth of pipeline fill and
-// store on top; a round of at most kTargetBlocks / 2 blocks runs one an SM, each kLoneRound of a
-// shared round's time; a slice's partials are written and read back at about 3 TB/s.
-constexpr double kEpilogueSlabs = 2.0, kLoneRound = 0.75, kPartialBytesPerUs = 3.0e6;
+// us (0.37 at 64 columns); a block has about kEpilogueSlabs slabs' worth of pipeline fill, store
+// and cluster sum on top; a round of at most kTargetBlocks / 2 blocks runs one an SM, each
+// kLoneRound of a shared round's time; each group reads and writes dw's size once (dw += its sum,
+// or its partial written and read back) at about 3 TB/s, and more than one group costs the sum's
+// launch, about kSumLaunchUs.
+constexpr double kEpilogueSlabs = 3.0, kLoneRound = 0.75, kPartialBytesPerUs = 3.0e6;
+constexpr double kSumLaunchUs = 4.0;
 
-// The slice count (1 .. most) whose rounds of blocks and partials cost least: `units` blocks a
-// slice, `slabs` in all, `slab_us` a slab, `slice_bytes` a slice's partials. Fewer slices leave
-// SMs idle or a second round nearly empty (256@14 3x3: 36 units x 8 slices = 288 blocks, 24 of
-// them a round of their own); more write more partials.
-int64_t cheapest_slices(int64_t units, int64_t slabs, double slab_us, double slice_bytes,
-                        int64_t most) {
-  int64_t best = 1;
-  double best_us = 0.0;
-  for (int64_t wanted = 1; wanted <= most; ++wanted) {
-    const int64_t length = (slabs + wanted - 1) / wanted, slices = (slabs + length - 1) / length;
-    if (slices != wanted) continue;  // the same cut as a smaller count
-    const int64_t blocks = units * slices, full = blocks / kTargetBlocks;
-    const int64_t rest = blocks % kTargetBlocks;
-    const double rounds = double(full) + (rest == 0                   ? 0.0
-                                          : rest <= kTargetBlocks / 2 ? kLoneRound
-                                                                      : 1.0);
-    const double us = rounds * (double(length) + kEpilogueSlabs) * slab_us +
-                      double(slices) * 2.0 * slice_bytes / kPartialBytesPerUs;
-    if (wanted == 1 || us < best_us) best = slices, best_us = us;
+struct Cut {
+  int cluster, groups;  // slices = cluster x groups
+};
+
+// The cheapest cut of `slabs` slabs for `units` blocks a slice, `slab_us` a slab, dw
+// `filter_bytes`, at most `most` slices. Fewer slices leave SMs idle or a second round nearly
+// empty (256@14 3x3: 36 units x 8 slices = 288 blocks, 24 of them a round of their own); more
+// groups move dw's bytes again.
+Cut cheapest_cut(int64_t units, int64_t slabs, double slab_us, double filter_bytes, int64_t most,
+                 const std::array<int, kMaxCluster + 1>& slots) {
+  Cut best{1, 1};
+  double best_us = -1.0;
+  for (int cluster = 1; cluster <= kMaxCluster; ++cluster) {
+    if (slots[size_t(cluster)] < cluster) continue;  // no cluster of that size fits
+    const int64_t resident = slots[size_t(cluster)];
+    for (int64_t groups = 1; groups * cluster <= most || (groups == 1 && cluster == 1); ++groups) {
+      const int64_t slices = groups * cluster, length = (slabs + slices - 1) / slices;
+      const int64_t blocks = units * slices, full = blocks / resident;
+      const int64_t rest = blocks % resident;
+      const double rounds = double(full) + (rest == 0              ? 0.0
+                                            : rest <= resident / 2 ? kLoneRound
+                                                                   : 1.0);
+      const double us = rounds * (double(length) + kEpilogueSlabs) * slab_us +
+                        double(groups) * 2.0 * filter_bytes / kPartialBytesPerUs +
+                        (groups > 1 ? kSumLaunchUs : 0.0);
+      if (best_us < 0.0 || us < best_us) best = {cluster, int(groups)}, best_us = us;
+    }
   }
   return best;
 }
 
-// The cut: which tensor gives the rows, the tile, the slices (`length` slabs each).
+template <int BN, bool IM2COL>
+struct FilterProblem;
+
+// The blocks resident at once in clusters of 1 .. kMaxCluster (index: the cluster's size), asked
+// of the driver once a device: a GPC holds whole clusters only, so clusters of 7 or 8 leave some
+// of its 2 x 16-18 block slots empty (without this, 256@14's 252 blocks in clusters of 7 took
+// 0.096 ms against 0.066 unclustered: H200, 2026-11-28, session 20, call 2; two rounds, we
+// take it). Without a device, every size is taken to fill kTargetBlocks.
+std::array<int, kMaxCluster + 1> cluster_slots() {
+  static std::mutex mutex;
+  static std::map<int, std::array<int, kMaxCluster + 1>> known;
+  std::array<int, kMaxCluster + 1> slots{};
+  for (int c = 1; c <= kMaxCluster; ++c) slots[size_t(c)] = kTargetBlocks / c * c;
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return slots;
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (const auto it = known.find(device); it != known.end()) return it->second;
+  // Every filter kernel has the same threads and shared memory (the 96 KB ring): one stands in.
+  const auto kernel = wg::wgmma_kernel<Bf16, 128, FilterProblem<128, true>, 0>;
+  constexpr int kBytes = wg::Ring<128>::SMEM_BYTES;
+  if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kBytes) !=
+      cudaSuccess) {
+    return slots;
+  }
+  for (int c = 1; c <= kMaxCluster; ++c) {
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(unsigned(c) * 64), config.blockDim = dim3(wg::kBlockThreads);
+    config.dynamicSmemBytes = kBytes;
+    cudaLaunchAttribute attribute[1];
+    attribute[0].id = cudaLaunchAttributeClusterDimension;
+    attribute[0].val.clusterDim.x = unsigned(c);
+    attribute[0].val.clusterDim.y = attribute[0].val.clusterDim.z = 1;
+    config.attrs = attribute, config.numAttrs = 1;
+    int clusters = 0;
+    if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &config) != cudaSuccess) {
+      cudaGetLastError();  // clear it: the estimate stands
+      continue;
+    }
+    slots[size_t(c)] = std::min(kTargetBlocks, clusters * c);
+  }
+  known[device] = slots;
+  return slots;
+}
+
+// The cut: which tensor gives the rows, the tile, the slices (`length` slabs each) in clusters.
 struct FilterPlan {
   bool rows_are_dy;  // R = dy (rows k, columns c) or R = x (rows c, columns k)
   bool plain;        // a 1x1 at stride 1 without padding: x read as a matrix, not im2col
   bool paired;       // two taps a tile (C = 64 with taps): R = x, I = 64, (taps + 1) / 2 tap blocks
-  int I, J, bn, tiles_j, tiles, taps, tap_blocks, slices, length, slabs;
+  int I, J, bn, tiles_j, tiles, taps, tap_blocks, cluster, groups, slices, length, slabs;
 };
 
 FilterPlan filter_plan(const Conv2dGeometry& g) {
@@ -109,44 +171,59 @@ FilterPlan filter_plan(const Conv2dGeometry& g) {
   f.slabs = int(slabs);
   const int64_t most =
       std::clamp<int64_t>((slabs + kMinSlabsPerSlice - 1) / kMinSlabsPerSlice, 1, 65535);
-  const double slice_bytes = double(f.taps) * f.I * f.J * 4;
-  f.slices = int(cheapest_slices(int64_t(f.tiles) * f.tap_blocks, slabs, f.bn == 128 ? 0.75 : 0.37,
-                                 slice_bytes, most));
+  // Paired taps take clusters of one block (groups only): in clusters of 4 the 64@56 3x3 took
+  // 0.0972 ms at batch 128 and 0.0569 at 64 against 0.0851 and 0.0503 unclustered (H200,
+  // 2026-11-28, session 20, call 3; its 64 x 64 filter's partials are small: little to save).
+  std::array<int, kMaxCluster + 1> slots = cluster_slots();
+  if (f.paired) std::fill(slots.begin() + 2, slots.end(), 0);
+  const Cut cut = cheapest_cut(int64_t(f.tiles) * f.tap_blocks, slabs, f.bn == 128 ? 0.75 : 0.37,
+                               double(f.taps) * f.I * f.J * 4, most, slots);
+  f.cluster = cut.cluster, f.groups = cut.groups, f.slices = cut.cluster * cut.groups;
   f.length = int((slabs + f.slices - 1) / f.slices);
   return f;
 }
 
-// Unit (tile + tiles * tap, slice): D's 128 x BN tile of one tap over the slice's slabs, into
-// partial[slice][tap][c][k]; paired, unit (tile + tiles * (tap / 2), slice) with taps tap and
-// tap + 1, one a warpgroup. IM2COL: x through the im2col map (else a matrix, like dy).
+// Unit u (= blockIdx.x): rank u % cluster in its cluster, block x = u / cluster % blocks_x (tile
+// + tiles * slot), group u / cluster / blocks_x, slice group * cluster + rank: D's 128 x BN tile of
+// one tap (slot; paired, taps 2 slot and 2 slot + 1, one a warpgroup) over the slice's slabs.
+// IM2COL: x through the im2col map (else a matrix, like dy).
 template <int BN, bool IM2COL>
 struct FilterProblem {
   static constexpr bool kMnMajorA = true, kMnMajorB = true;
+  // The tile parked in shared memory in dw's orientation, T[o][n]: o the output channel, n the
+  // channel (paired: 64 x the warpgroup + the channel), `pitch` floats a row (the padding keeps
+  // the fragments' stores on distinct banks).
+  static constexpr int kPitchDy = BN + 8, kPitchX = kBM + 4;
   int I, J, tiles, tiles_j, length, slabs_all;
-  int64_t stride_i, stride_j;  // D[i, j] lands at partial[(slice * taps + tap) * I * J + ...]
+  // dw [K][taps][C] (+= the sums: `groups` 1) or the groups' partials, each dw's size.
+  float* dw;
   float* partial;
+  bool dw_vector;  // dw 16-byte aligned: float4 read-modify-writes
   // The output positions (P*Q an image, Q a row), x's window corners and steps, the filter.
   int PQ, Q, lower_h, lower_w, stride_h, stride_w, taps, S, dil_h, dil_w;
   bool rows_are_dy, paired;
-  int blocks_x, slices;  // unit u: block u % blocks_x (tile + tiles * slot) of slice u / blocks_x
+  int blocks_x, cluster, groups;
 
-  __device__ int units() const { return blocks_x * slices; }
+  __device__ int units() const { return blocks_x * cluster * groups; }
 
   struct Where {
-    int i0, j0, slice, begin, tap;
+    int i0, j0, group, begin, tap;
     uint16_t off_h, off_w, off_h1, off_w1;  // x's offsets: the tap's (paired: and tap + 1's)
   };
   __device__ Where locate(int unit) const {
-    const int x = unit % blocks_x, tile = x % tiles, slot = x / tiles, slice = unit / blocks_x;
+    const int rank = unit % cluster, x = unit / cluster % blocks_x;
+    const int tile = x % tiles, slot = x / tiles;
     Where w;
+    w.group = unit / cluster / blocks_x;
     w.i0 = tile / tiles_j * kBM, w.j0 = tile % tiles_j * BN;
-    w.slice = slice, w.begin = slice * length, w.tap = paired ? 2 * slot : slot;
+    w.begin = (w.group * cluster + rank) * length, w.tap = paired ? 2 * slot : slot;
     w.off_h = uint16_t(w.tap / S * dil_h), w.off_w = uint16_t(w.tap % S * dil_w);
     const int next = w.tap + 1;  // paired: warpgroup 1's tap (used only where < taps)
     w.off_h1 = uint16_t(next / S * dil_h), w.off_w1 = uint16_t(next % S * dil_w);
     return w;
   }
-  __device__ int slabs(const Where& w) const { return min(slabs_all - w.begin, length); }
+  // The cut's last slices may hold no slab: D stays zero, the block still adds it.
+  __device__ int slabs(const Where& w) const { return max(0, min(slabs_all - w.begin, length)); }
   // A: channels i0 .. i0+127 of R as two 64-channel boxes (one per warpgroup; paired: x's 64
   // channels at taps tap and tap + 1), B: channels j0 .. j0+BN-1 of S as BN / 64 boxes, each box
   // 64 positions deep, 8192 bytes. A box that would lie wholly past the channels (paired: past
@@ -195,33 +272,92 @@ struct FilterProblem {
     }
   }
   // Thread (warp w, lane l) of warpgroup `consumer` holds rows 16w + l/4 and +8 of its 64,
-  // columns 8j + 2(l%4), +1: values 4j, 4j+1 and 4j+2, 4j+3. The partials are fp32 written once,
-  // straight from the fragments (no scratch: the ring goes unused here). Paired, warpgroup
-  // `consumer` holds rows 0..63 (x's channels) of tap tap + consumer.
+  // columns 8j + 2(l%4), +1: values 4j, 4j+1 and 4j+2, 4j+3. The kernel calls this once both
+  // warpgroups are done with the ring (all of the block's copies landed): the tile goes into the
+  // ring's bytes (`staging` less the warp's offset), the cluster syncs, and the block sums its
+  // share of the tile's 16-byte chunks (chunks rank * 256 + t, + 256 * cluster, ...) over the
+  // cluster's blocks in rank order; a second sync keeps every block's shared memory alive until
+  // all have read it.
   template <int STAGED>
-  __device__ void store(const Where& w, int consumer, const float (&acc)[BN / 2], float*) const {
-    const int warp = threadIdx.x % 128 / 32, lane = threadIdx.x % 32;
-    const int tap = paired ? w.tap + consumer : w.tap;
-    if (tap >= taps) return;  // an odd tap count's last tile: box 1 was never loaded
-    const int i = (paired ? 0 : w.i0 + consumer * 64) + warp * 16 + lane / 4;
-    float* first = partial + (int64_t(w.slice) * taps + tap) * I * J;
+  __device__ void store(const Where& w, int consumer, const float (&acc)[BN / 2],
+                        float* staging) const {
+    static_assert(STAGED == BN, "a block a unit: the drained ring holds the tile");
+    const int t = threadIdx.x, lane = t % 32;
+    float* tile = staging - (t / 32) * wg::staging_warp_floats(STAGED);
+    const int row = consumer * 64 + t % 128 / 32 * 16 + lane / 4;  // D's row i - i0
 #pragma unroll
     for (int j = 0; j < BN / 8; ++j) {
-      const int n = w.j0 + 8 * j + 2 * (lane % 4);
-      if (n >= J) continue;  // J is a multiple of 8: n + 1 < J too
+      const int col = 8 * j + 2 * (lane % 4);
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
-        if (i + 8 * half >= I) continue;
-        float* at = first + (i + 8 * half) * stride_i + n * stride_j;
-        at[0] = acc[4 * j + 2 * half], at[stride_j] = acc[4 * j + 2 * half + 1];
+        const int r = row + 8 * half;
+        const float v0 = acc[4 * j + 2 * half], v1 = acc[4 * j + 2 * half + 1];
+        if (rows_are_dy) {  // T[i][j]: k = i0 + i, c = j0 + j
+          *reinterpret_cast<float2*>(tile + r * kPitchDy + col) = make_float2(v0, v1);
+        } else {  // T[j][i]: k = j0 + j, c = i0 + i (paired: tap + i / 64, c = i % 64)
+          tile[col * kPitchX + r] = v0, tile[(col + 1) * kPitchX + r] = v1;
+        }
       }
     }
+    wg::cluster_sync();
+    const int outer = rows_are_dy ? kBM : BN, inner = rows_are_dy ? BN : kBM;
+    const int pitch = rows_are_dy ? kPitchDy : kPitchX, chunks = outer * inner / 4;
+    const int K = rows_are_dy ? I : J, C = rows_are_dy ? J : I;
+    const uint32_t rank = wg::cluster_rank();
+    const uint32_t tile_at = uint32_t(__cvta_generic_to_shared(tile));
+    float* out = groups == 1 ? dw : partial + int64_t(w.group) * K * taps * C;
+    for (int e = int(rank) * wg::kThreads + t; e < chunks; e += wg::kThreads * cluster) {
+      const int o = e / (inner / 4), n = e % (inner / 4) * 4;
+      int k, c, tap = w.tap;
+      if (rows_are_dy) {
+        k = w.i0 + o, c = w.j0 + n;
+      } else if (paired) {
+        k = w.j0 + o, c = n % 64, tap += n / 64;
+      } else {
+        k = w.j0 + o, c = w.i0 + n;
+      }
+      if (k >= K || c >= C || tap >= taps) continue;  // C is a multiple of 8: c + 3 < C too
+      const uint32_t at = tile_at + uint32_t(o * pitch + n) * 4;
+      float4 sum = wg::load_cluster_f4(wg::cluster_address(at, 0));
+      for (int q = 1; q < cluster; ++q) {
+        const float4 v = wg::load_cluster_f4(wg::cluster_address(at, uint32_t(q)));
+        sum.x += v.x, sum.y += v.y, sum.z += v.z, sum.w += v.w;
+      }
+      float* dst = out + (int64_t(k) * taps + tap) * C + c;
+      if (groups > 1) {  // the group's partial (the workspace: 16-byte aligned)
+        *reinterpret_cast<float4*>(dst) = sum;
+      } else if (dw_vector) {
+        float4 d = *reinterpret_cast<float4*>(dst);
+        d.x += sum.x, d.y += sum.y, d.z += sum.z, d.w += sum.w;
+        *reinterpret_cast<float4*>(dst) = d;
+      } else {
+        dst[0] += sum.x, dst[1] += sum.y, dst[2] += sum.z, dst[3] += sum.w;
+      }
+    }
+    wg::cluster_sync();
   }
 };
 
+// dw[i] += the sum over groups, in order, of partial[group][i] (i < count, dw's size): one
+// element a thread, eight groups' loads in flight (added in order still). The paired 64@56's dw
+// is 36,864 floats in 52 groups: four a thread left 36 blocks for 132 SMs (its whole pass at
+// batch 64 0.0590 ms, this 0.0553, 494ebbc's slice sums 0.0509 in both calls; H200, 2026-11-28,
+// session 20, calls 4 and 5).
+__global__ void __launch_bounds__(256)
+    sum_groups_kernel(const float* __restrict__ partial, int groups, int64_t count,
+                      float* __restrict__ dw) {
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count; i += stride) {
+    float sum = partial[i];
+#pragma unroll 8
+    for (int g = 1; g < groups; ++g) sum += partial[g * count + i];
+    dw[i] += sum;
+  }
+}
+
 template <class E>
-void filter_typed(const Conv2dGeometry& g, TcType type, const void* x, const void* dy,
-                  float* partial, gpu::Stream stream) {
+void filter_typed(const Conv2dGeometry& g, TcType type, const void* x, const void* dy, float* dw,
+                  void* workspace, gpu::Stream stream) {
   const FilterPlan f = filter_plan(g);
   const int64_t NPQ = g.N * g.P() * g.Q();
   const int pad_h = int(g.pad_h), pad_w = int(g.pad_w);
@@ -233,24 +369,30 @@ void filter_typed(const Conv2dGeometry& g, TcType type, const void* x, const voi
                                                      int(g.stride_h), int(g.stride_w));
   const CUtensorMap& map_r = f.rows_are_dy ? map_dy : map_x;
   const CUtensorMap& map_s = f.rows_are_dy ? map_x : map_dy;
-  // partial[slice][tap][c][k]: k = i (stride 1), c = j (stride K = I), or c = i, k = j.
-  const int64_t stride_i = f.rows_are_dy ? 1 : f.J, stride_j = f.rows_are_dy ? f.I : 1;
+  auto* partial = static_cast<float*>(workspace);
+  if (f.groups > 1 && partial == nullptr) {
+    throw Error(
+        "conv2d_tc_backward_filter: " + std::to_string(f.groups) +
+        " groups of slices are summed in the workspace (conv2d_tc_backward_filter_workspace)"
+        ": none given");
+  }
+  const bool dw_vector = reinterpret_cast<uintptr_t>(dw) % 16 == 0;
   const int blocks_x = f.tiles * f.tap_blocks;
   auto go = [&](auto bn, auto im2col) {
     constexpr int BN = decltype(bn)::value;
     FilterProblem<BN, decltype(im2col)::value> problem{};
     problem.I = f.I, problem.J = f.J, problem.tiles = f.tiles, problem.tiles_j = f.tiles_j;
     problem.length = f.length, problem.slabs_all = f.slabs;
-    problem.stride_i = stride_i, problem.stride_j = stride_j, problem.partial = partial;
+    problem.dw = dw, problem.partial = partial, problem.dw_vector = dw_vector;
     problem.PQ = int(g.P() * g.Q()), problem.Q = int(g.Q());
     problem.lower_h = -pad_h, problem.lower_w = -pad_w;
     problem.stride_h = int(g.stride_h), problem.stride_w = int(g.stride_w);
     problem.taps = f.taps, problem.S = int(g.S);
     problem.dil_h = int(g.dilation_h), problem.dil_w = int(g.dilation_w);
     problem.rows_are_dy = f.rows_are_dy, problem.paired = f.paired;
-    problem.blocks_x = blocks_x, problem.slices = f.slices;
+    problem.blocks_x = blocks_x, problem.cluster = f.cluster, problem.groups = f.groups;
     wg::launch<E, BN>(map_r, map_s, problem, int64_t(blocks_x) * f.slices, stream,
-                      "conv2d_tc_backward_filter (wgmma)");
+                      "conv2d_tc_backward_filter (wgmma)", f.cluster);
   };
   using Im2col = std::true_type;
   using Plain = std::false_type;
@@ -261,16 +403,22 @@ void filter_typed(const Conv2dGeometry& g, TcType type, const void* x, const voi
     f.plain ? go(std::integral_constant<int, 64>{}, Plain{})
             : go(std::integral_constant<int, 64>{}, Im2col{});
   }
+  if (f.groups > 1) {
+    const int64_t count = g.K * f.taps * g.C;
+    const unsigned blocks = unsigned(std::clamp<int64_t>((count + 255) / 256, 1, 4096));
+    sum_groups_kernel<<<blocks, 256, 0, stream>>>(partial, f.groups, count, dw);
+    gpu::check_launch("conv2d_tc_backward_filter (wgmma: the groups' sums)");
+  }
 }
 
 }  // namespace
 
-// The im2col map's limits: steps (the strides) 1..8, corners -pad and pad - (taps - 1) *
-// dilation within [-128, 127], offsets (taps - 1) * dilation 16-bit; N*P*Q an int.
 bool wgmma_backward_filter_pairs_taps(const Conv2dGeometry& g) {
   return g.C == 64 && g.R * g.S >= 2;
 }
 
+// The im2col map's limits: steps (the strides) 1..8, corners -pad and pad - (taps - 1) *
+// dilation within [-128, 127], offsets (taps - 1) * dilation 16-bit; N*P*Q an int.
 bool wgmma_backward_filter_fits(const Conv2dGeometry& g) {
   auto corner = [](int64_t v) { return v >= -128 && v <= 127; };
   const int64_t reach_h = (g.R - 1) * g.dilation_h, reach_w = (g.S - 1) * g.dilation_w;
@@ -280,16 +428,21 @@ bool wgmma_backward_filter_fits(const Conv2dGeometry& g) {
          g.N * g.P() * g.Q() + kSlab < INT32_MAX;
 }
 
-int wgmma_backward_filter_slices(const Conv2dGeometry& g) {
-  return filter_plan(g).slices;
+size_t wgmma_backward_filter_workspace(const Conv2dGeometry& g) {
+  const FilterPlan f = filter_plan(g);
+  return f.groups > 1 ? size_t(f.groups) * size_t(g.K * f.taps * g.C) * sizeof(float) : 0;
+}
+
+int wgmma_backward_filter_cluster(const Conv2dGeometry& g) {
+  return filter_plan(g).cluster;
 }
 
 void wgmma_backward_filter(const Conv2dGeometry& g, TcType type, const void* x, const void* dy,
-                           float* partial, gpu::Stream stream) {
+                           float* dw, void* workspace, gpu::Stream stream) {
   if (type == TcType::bf16) {
-    filter_typed<Bf16>(g, type, x, dy, partial, stream);
+    filter_typed<Bf16>(g, type, x, dy, dw, workspace, stream);
   } else {
-    filter_typed<F16>(g, type, x, dy, partial, stream);
+    filter_typed<F16>(g, type, x, dy, dw, workspace, stream);
   }
 }
 

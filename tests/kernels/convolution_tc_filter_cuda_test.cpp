@@ -9,6 +9,8 @@
 //     (which takes it there too), and mma.sync for the same geometries;
 //   - the wgmma kernel's im2col windows (every filter but a plain 1x1): sizes, pads, strides,
 //     dilations, both row tensors, and the im2col map's limits;
+//   - the wgmma kernel's slices summed in clusters (of several blocks, and of one), in one group
+//     or several (the groups' partials), dw off 16-byte alignment;
 //   - the stem on x padded to 8 channels (convolution_tc_filter_cuda.cu, C < 8, groups 1):
 //     7x7 stride 2 pad 3 at 32x32 and 31x29 with C = 1, 3, 5, 7; dy misaligned (the element path on
 //     the real geometry instead) and K = 12 (not a multiple of 8: the element path).
@@ -29,6 +31,7 @@
 #include "core/random.h"
 #include "kernels/convolution/convolution.h"
 #include "kernels/convolution/convolution_tc.h"
+#include "kernels/convolution/convolution_tc_wgmma.h"
 #include "tests/kernels/convolution_test_util.h"
 #include "tests/support/cuda_test_util.h"
 
@@ -92,10 +95,12 @@ const char* kernels_name(TcKernels kernels) {
 // bit-identical. x and dy
 // `x_offset` and `dy_offset` bytes into their buffers (2: misaligned).
 void check_filter(Context& ctx, const Conv2dGeometry& g, TcType type, const FilterCase& c,
-                  TcKernels kernels, size_t x_offset = 0, size_t dy_offset = 0) {
+                  TcKernels kernels, size_t x_offset = 0, size_t dy_offset = 0,
+                  size_t dw_offset = 0) {
   const std::string what = describe(g) + " " + cuda::tc_type_name(type) + " " +
                            kernels_name(kernels) + (x_offset != 0 ? " x misaligned" : "") +
-                           (dy_offset != 0 ? " dy misaligned" : "");
+                           (dy_offset != 0 ? " dy misaligned" : "") +
+                           (dw_offset != 0 ? " dw misaligned" : "");
   const size_t ws = c.dw0.size();
   Buffer x(c.x.size() * 2), dy(c.dy.size() * 2), dw(ws * 4);
   const size_t work_bytes = std::max(cuda::conv2d_tc_backward_filter_workspace(g), size_t(16));
@@ -107,12 +112,13 @@ void check_filter(Context& ctx, const Conv2dGeometry& g, TcType type, const Filt
   const double npq = double(g.N * g.P() * g.Q()), n = npq + std::ceil(npq / 256) + 2;
   std::vector<float> first;
   for (int run = 0; run < 2; ++run) {
-    gpu::copy(dw.at(), c.dw0.data(), ws * 4, nullptr);
+    gpu::copy(dw.at(dw_offset), c.dw0.data(), ws * 4, nullptr);
     gpu::copy(work.at(), poison.data(), work_bytes, nullptr);
     cuda::conv2d_tc_backward_filter(g, type, x.at(x_offset), dy.at(dy_offset),
-                                    static_cast<float*>(dw.at()), work.at(), ctx.stream(), kernels);
+                                    static_cast<float*>(dw.at(dw_offset)), work.at(), ctx.stream(),
+                                    kernels);
     std::vector<float> got(ws);
-    gpu::copy(got.data(), dw.at(), ws * 4, nullptr);
+    gpu::copy(got.data(), dw.at(dw_offset), ws * 4, nullptr);
     if (run == 1) {
       EXPECT_EQ(got, first) << what << ": a repeat differs";
       break;
@@ -215,6 +221,45 @@ TEST(ConvolutionTcFilterCuda, WgmmaIm2colWindows) {
   for (const Conv2dGeometry& g : too_far) {
     EXPECT_FALSE(cuda::conv2d_tc_backward_filter_uses_wgmma(g, TcKernels::wgmma)) << describe(g);
   }
+}
+
+// The cut's slices summed within clusters of blocks (shared memory read across the cluster) into
+// dw, or, with more than one group of clusters a tile, into the groups' partials and then dw:
+// clusters of several blocks in several groups (R = x, R = dy with a 32-column tile, a plain
+// 1x1), groups of one block (many slices; taps paired); dw 4-byte but not 16-byte aligned (scalar
+// adds) on both sides.
+TEST(ConvolutionTcFilterCuda, WgmmaSlicesSummedInClusters) {
+  CREMA_REQUIRE_CUDA();
+  if (!hopper()) GTEST_SKIP() << "the wgmma kernels need compute capability 9.0";
+  Context ctx(Device::cuda(0));
+  struct Case {
+    Conv2dGeometry g;
+    bool clustered;  // more than one block a cluster
+  };
+  const Case cases[] = {
+      {{1, 96, 128, 128, 64, 3, 3, 1, 1}, true},   // R = x (transposed into shared memory)
+      {{1, 32, 128, 128, 64, 3, 3, 1, 1}, true},   // R = dy, 32 of BN 64's columns
+      {{1, 64, 128, 128, 64, 1, 1}, true},         // a plain 1x1
+      {{2, 16, 100, 100, 32, 3, 3, 1, 1}, false},  // clusters of one block
+      {{1, 64, 128, 128, 64, 3, 3, 1, 1}, false},  // taps paired: clusters of one block
+  };
+  uint64_t seed = 800;
+  for (const Case& k : cases) {
+    const Conv2dGeometry& g = k.g;
+    ASSERT_TRUE(cuda::conv2d_tc_backward_filter_uses_wgmma(g, TcKernels::wgmma)) << describe(g);
+    EXPECT_GT(cuda::tc::wgmma_backward_filter_workspace(g), size_t(0))
+        << describe(g) << ": one group of clusters (the groups' sums go untested)";
+    EXPECT_EQ(cuda::tc::wgmma_backward_filter_cluster(g) > 1, k.clustered) << describe(g);
+    for (TcType type : kTypes) {
+      const FilterCase c = make_case(g, type, seed += 7);
+      check_filter(ctx, g, type, c, TcKernels::wgmma);
+      if (type == TcType::bf16) check_filter(ctx, g, type, c, TcKernels::wgmma, 0, 0, 4);
+    }
+  }
+  // One group (dw written by the clusters themselves), dw misaligned.
+  const Conv2dGeometry one{2, 128, 14, 14, 256, 3, 3, 1, 1};
+  EXPECT_EQ(cuda::tc::wgmma_backward_filter_workspace(one), size_t(0));
+  check_filter(ctx, one, TcType::bf16, make_case(one, TcType::bf16, 9), TcKernels::wgmma, 0, 0, 4);
 }
 
 TEST(ConvolutionTcFilterCuda, StemOnChannelsPaddedToEight) {
