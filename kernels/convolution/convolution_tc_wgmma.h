@@ -121,7 +121,7 @@ size_t wgmma_backward_filter_workspace(const Conv2dGeometry& g);
 int wgmma_backward_filter_cluster(const Conv2dGeometry& g);
 // dw[k][r][s][c] += the sum over N*P*Q of dy[npq, k] * x_rs[npq, c] (fp32; x_rs: x read at tap
 // (r, s)), summed in a fixed order (deterministic); `workspace`: wgmma_backward_filter_workspace's
-// bytes, 16-byte aligned.
+// bytes (16-byte aligned ones, and dw, take 16-byte accesses; 4-byte aligned ones, scalar).
 void wgmma_backward_filter(const Conv2dGeometry& g, TcType type, const void* x, const void* dy,
                            float* dw, void* workspace, gpu::Stream stream);
 

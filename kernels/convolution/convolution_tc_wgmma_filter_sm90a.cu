@@ -198,7 +198,7 @@ struct FilterProblem {
   // dw [K][taps][C] (+= the sums: `groups` 1) or the groups' partials, each dw's size.
   float* dw;
   float* partial;
-  bool dw_vector;  // dw 16-byte aligned: float4 read-modify-writes
+  bool vector;  // the output (dw, or the workspace's partials) 16-byte aligned: float4 accesses
   // The output positions (P*Q an image, Q a row), x's window corners and steps, the filter.
   int PQ, Q, lower_h, lower_w, stride_h, stride_w, taps, S, dil_h, dil_w;
   bool rows_are_dy, paired;
@@ -324,9 +324,13 @@ struct FilterProblem {
         sum.x += v.x, sum.y += v.y, sum.z += v.z, sum.w += v.w;
       }
       float* dst = out + (int64_t(k) * taps + tap) * C + c;
-      if (groups > 1) {  // the group's partial (the workspace: 16-byte aligned)
-        *reinterpret_cast<float4*>(dst) = sum;
-      } else if (dw_vector) {
+      if (groups > 1) {  // the group's partial, written
+        if (vector) {
+          *reinterpret_cast<float4*>(dst) = sum;
+        } else {
+          dst[0] = sum.x, dst[1] = sum.y, dst[2] = sum.z, dst[3] = sum.w;
+        }
+      } else if (vector) {  // dw += the cluster's sum
         float4 d = *reinterpret_cast<float4*>(dst);
         d.x += sum.x, d.y += sum.y, d.z += sum.z, d.w += sum.w;
         *reinterpret_cast<float4*>(dst) = d;
@@ -376,14 +380,17 @@ void filter_typed(const Conv2dGeometry& g, TcType type, const void* x, const voi
         " groups of slices are summed in the workspace (conv2d_tc_backward_filter_workspace)"
         ": none given");
   }
-  const bool dw_vector = reinterpret_cast<uintptr_t>(dw) % 16 == 0;
+  // Each group's partial starts K * taps * C floats (a multiple of 64) on: aligned where the
+  // workspace is.
+  const void* out = f.groups > 1 ? static_cast<const void*>(partial) : dw;
+  const bool vector = reinterpret_cast<uintptr_t>(out) % 16 == 0;
   const int blocks_x = f.tiles * f.tap_blocks;
   auto go = [&](auto bn, auto im2col) {
     constexpr int BN = decltype(bn)::value;
     FilterProblem<BN, decltype(im2col)::value> problem{};
     problem.I = f.I, problem.J = f.J, problem.tiles = f.tiles, problem.tiles_j = f.tiles_j;
     problem.length = f.length, problem.slabs_all = f.slabs;
-    problem.dw = dw, problem.partial = partial, problem.dw_vector = dw_vector;
+    problem.dw = dw, problem.partial = partial, problem.vector = vector;
     problem.PQ = int(g.P() * g.Q()), problem.Q = int(g.Q());
     problem.lower_h = -pad_h, problem.lower_w = -pad_w;
     problem.stride_h = int(g.stride_h), problem.stride_w = int(g.stride_w);

@@ -10,7 +10,7 @@
 //   - the wgmma kernel's im2col windows (every filter but a plain 1x1): sizes, pads, strides,
 //     dilations, both row tensors, and the im2col map's limits;
 //   - the wgmma kernel's slices summed in clusters (of several blocks, and of one), in one group
-//     or several (the groups' partials), dw off 16-byte alignment;
+//     or several (the groups' partials), dw and the workspace off 16-byte alignment;
 //   - the stem on x padded to 8 channels (convolution_tc_filter_cuda.cu, C < 8, groups 1):
 //     7x7 stride 2 pad 3 at 32x32 and 31x29 with C = 1, 3, 5, 7; dy misaligned (the element path on
 //     the real geometry instead) and K = 12 (not a multiple of 8: the element path).
@@ -96,11 +96,11 @@ const char* kernels_name(TcKernels kernels) {
 // `x_offset` and `dy_offset` bytes into their buffers (2: misaligned).
 void check_filter(Context& ctx, const Conv2dGeometry& g, TcType type, const FilterCase& c,
                   TcKernels kernels, size_t x_offset = 0, size_t dy_offset = 0,
-                  size_t dw_offset = 0) {
-  const std::string what = describe(g) + " " + cuda::tc_type_name(type) + " " +
-                           kernels_name(kernels) + (x_offset != 0 ? " x misaligned" : "") +
-                           (dy_offset != 0 ? " dy misaligned" : "") +
-                           (dw_offset != 0 ? " dw misaligned" : "");
+                  size_t dw_offset = 0, size_t work_offset = 0) {
+  const std::string what =
+      describe(g) + " " + cuda::tc_type_name(type) + " " + kernels_name(kernels) +
+      (x_offset != 0 ? " x misaligned" : "") + (dy_offset != 0 ? " dy misaligned" : "") +
+      (dw_offset != 0 ? " dw misaligned" : "") + (work_offset != 0 ? " workspace misaligned" : "");
   const size_t ws = c.dw0.size();
   Buffer x(c.x.size() * 2), dy(c.dy.size() * 2), dw(ws * 4);
   const size_t work_bytes = std::max(cuda::conv2d_tc_backward_filter_workspace(g), size_t(16));
@@ -113,10 +113,10 @@ void check_filter(Context& ctx, const Conv2dGeometry& g, TcType type, const Filt
   std::vector<float> first;
   for (int run = 0; run < 2; ++run) {
     gpu::copy(dw.at(dw_offset), c.dw0.data(), ws * 4, nullptr);
-    gpu::copy(work.at(), poison.data(), work_bytes, nullptr);
+    gpu::copy(work.at(work_offset), poison.data(), work_bytes, nullptr);
     cuda::conv2d_tc_backward_filter(g, type, x.at(x_offset), dy.at(dy_offset),
-                                    static_cast<float*>(dw.at(dw_offset)), work.at(), ctx.stream(),
-                                    kernels);
+                                    static_cast<float*>(dw.at(dw_offset)), work.at(work_offset),
+                                    ctx.stream(), kernels);
     std::vector<float> got(ws);
     gpu::copy(got.data(), dw.at(dw_offset), ws * 4, nullptr);
     if (run == 1) {
@@ -226,8 +226,8 @@ TEST(ConvolutionTcFilterCuda, WgmmaIm2colWindows) {
 // The cut's slices summed within clusters of blocks (shared memory read across the cluster) into
 // dw, or, with more than one group of clusters a tile, into the groups' partials and then dw:
 // clusters of several blocks in several groups (R = x, R = dy with a 32-column tile, a plain
-// 1x1), groups of one block (many slices; taps paired); dw 4-byte but not 16-byte aligned (scalar
-// adds) on both sides.
+// 1x1), groups of one block (many slices; taps paired); dw and the workspace 4-byte but not
+// 16-byte aligned (scalar accesses) on both sides.
 TEST(ConvolutionTcFilterCuda, WgmmaSlicesSummedInClusters) {
   CREMA_REQUIRE_CUDA();
   if (!hopper()) GTEST_SKIP() << "the wgmma kernels need compute capability 9.0";
@@ -253,7 +253,7 @@ TEST(ConvolutionTcFilterCuda, WgmmaSlicesSummedInClusters) {
     for (TcType type : kTypes) {
       const FilterCase c = make_case(g, type, seed += 7);
       check_filter(ctx, g, type, c, TcKernels::wgmma);
-      if (type == TcType::bf16) check_filter(ctx, g, type, c, TcKernels::wgmma, 0, 0, 4);
+      if (type == TcType::bf16) check_filter(ctx, g, type, c, TcKernels::wgmma, 0, 0, 4, 4);
     }
   }
   // One group (dw written by the clusters themselves), dw misaligned.
