@@ -26,9 +26,9 @@
 // Two taps a tile where x has 64 channels (and the filter taps): one tap's product is only 64
 // rows (64 x J), so the tile's rows are x at two taps instead, box 0 = x at tap t, box 1 = x at
 // tap t+1 (R = x, rows c twice), B = dy's BN channels loaded once for both; warpgroup 0 computes
-// tap t's 64 x BN block, warpgroup 1 tap t+1's, each stored into its own tap of the partials. With
-// an odd tap count the last tile's box 1 is not asked for (nor its bytes expected): warpgroup 1
-// multiplies stale shared memory and stores nothing.
+// tap t's 64 x BN block, warpgroup 1 tap t+1's, each summed into its own tap of dw. With an odd
+// tap count the last tile's box 1 is not asked for (nor its bytes expected): warpgroup 1
+// multiplies stale shared memory and its half of the tile is never added.
 //
 // The slabs are cut into slices, one block per (tile, tap or tap pair, slice), and the slices of
 // a unit into clusters of up to 8 consecutive blocks (filter_plan's cost model picks both). A
