@@ -26,7 +26,8 @@
 //
 //   mbarrier: a 64-bit shared-memory barrier counting arrivals and (for TMA) transaction bytes; a
 //   phase completes when both reach what it expects, and waiters poll the phase's parity.
-//   TMA: cp.async.bulk.tensor copies a box of a tensor map (a 2-D or 4-D view of global memory)
+//   TMA: cp.async.bulk.tensor copies a box of a tensor map (a 2-D to 4-D view of global memory,
+//   or, im2col mode, 64 output positions of a convolution; the maps: convolution_tc_wgmma_maps.cuh)
 //   into shared memory, 128B-swizzled, zero-filling what lies outside the tensor, and completes
 //   its bytes on an mbarrier (the full box's bytes, edges included). The same helpers as t4's
 //   (kernels/gemm/gemm_wgmma_pipelined_sm90a.cu).
@@ -42,6 +43,7 @@
 #include "core/error.h"
 #include "kernels/convolution/convolution_tc.h"
 #include "kernels/convolution/convolution_tc_gemm.cuh"
+#include "kernels/convolution/convolution_tc_wgmma_maps.cuh"
 #include "kernels/gemm/gemm_wgmma_instructions.cuh"
 #include "kernels/tiles/tile_common.cuh"
 
@@ -275,7 +277,7 @@ __device__ __forceinline__ void slab_mma(float (&acc)[BN / 2], uint32_t a_tile, 
 // 256 consumer threads = 2 warpgroups, each 64 rows of a 128-row tile, and one producer warp
 // after them: 288 threads a block. A slab is a 128-byte row of inner indices: kSlab = 64 16-bit
 // ones (the filter gradient's), MapType::slab() for any type.
-constexpr int kBM = 128, kSlab = 64, kRowBytes = 128, kThreads = 256, kBlockThreads = kThreads + 32;
+constexpr int kBM = 128, kSlab = 64, kThreads = 256, kBlockThreads = kThreads + 32;
 
 // The epilogue's scratch: each of the 8 consumer warps parks its 16 rows of `columns` fp32 sums
 // at a time, rows columns + 8 floats apart (the pad puts the 8 rows of one fragment store on
@@ -452,123 +454,7 @@ __global__ void __launch_bounds__(kBlockThreads, RESIDENT > 0 ? RESIDENT
   walk_units<RESIDENT>(problem, consume);
 }
 
-// Host side.
-
-using EncodeTiled = decltype(&cuTensorMapEncodeTiled);
-
-// The driver's tensor-map encoder, looked up once through the runtime (no -lcuda link).
-inline EncodeTiled tensor_map_encoder() {
-  static const EncodeTiled encode = [] {
-    void* fn = nullptr;
-    cudaDriverEntryPointQueryResult found{};
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault,
-                                         &found) != cudaSuccess ||
-        found != cudaDriverEntryPointSuccess || fn == nullptr) {
-      throw DeviceError("conv2d_tc (wgmma): the driver has no cuTensorMapEncodeTiled");
-    }
-    return reinterpret_cast<EncodeTiled>(fn);
-  }();
-  return encode;
-}
-
-using EncodeIm2col = decltype(&cuTensorMapEncodeIm2col);
-
-inline EncodeIm2col im2col_map_encoder() {
-  static const EncodeIm2col encode = [] {
-    void* fn = nullptr;
-    cudaDriverEntryPointQueryResult found{};
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeIm2col", &fn, 12000, cudaEnableDefault,
-                                         &found) != cudaSuccess ||
-        found != cudaDriverEntryPointSuccess || fn == nullptr) {
-      throw DeviceError("conv2d_tc (wgmma): the driver has no cuTensorMapEncodeIm2col");
-    }
-    return reinterpret_cast<EncodeIm2col>(fn);
-  }();
-  return encode;
-}
-
-// What a tensor map reads: the driver's element type and its bytes. f32 tensors are read as
-// FLOAT32, bits unchanged (the tensor cores truncate them to TF32).
-struct MapType {
-  CUtensorMapDataType type;
-  int bytes;
-  int slab() const { return kRowBytes / bytes; }  // channels in a 128-byte row
-};
-inline MapType map_type(TcType type) {
-  return {type == TcType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
-          2};
-}
-inline constexpr MapType kF32Map{CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4};
-
-// A tensor map: `rank` dimensions (innermost, the channels, first; sizes `dims`, byte strides of
-// dimensions 1.. `strides`, multiples of 16), boxes `box` (128 bytes of channels first: 64
-// 16-bit, 32 f32), written 128B-swizzled, zeros outside the tensor. `steps` (null: all 1): a box
-// reads every steps[i]-th element of dimension i from its corner, box[i] / steps[i] of them (the
-// driver's elementStrides; the channels' step must be 1), each outside the tensor a zero.
-inline CUtensorMap tensor_map(MapType type, const void* base, int rank, const cuuint64_t* dims,
-                              const cuuint64_t* strides, const cuuint32_t* box,
-                              const cuuint32_t* steps = nullptr) {
-  CUtensorMap map;
-  const cuuint32_t ones[4] = {1, 1, 1, 1};
-  const cuuint32_t* element_strides = steps != nullptr ? steps : ones;
-  const CUresult r = tensor_map_encoder()(
-      &map, type.type, cuuint32_t(rank), const_cast<void*>(base), dims, strides, box,
-      element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-      CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS) {
-    throw DeviceError("conv2d_tc (wgmma): cuTensorMapEncodeTiled failed (CUresult " +
-                      std::to_string(int(r)) + ")");
-  }
-  return map;
-}
-
-inline CUtensorMap tensor_map(TcType type, const void* base, int rank, const cuuint64_t* dims,
-                              const cuuint64_t* strides, const cuuint32_t* box,
-                              const cuuint32_t* steps = nullptr) {
-  return tensor_map(map_type(type), base, rank, dims, strides, box, steps);
-}
-
-// A row-major [rows, cols] matrix: boxes of 128 bytes of columns x box_rows rows.
-inline CUtensorMap matrix_map(MapType type, const void* base, int64_t rows, int64_t cols,
-                              int box_rows) {
-  const cuuint64_t dims[2] = {cuuint64_t(cols), cuuint64_t(rows)};
-  const cuuint64_t strides[1] = {cuuint64_t(cols) * cuuint64_t(type.bytes)};
-  const cuuint32_t box[2] = {cuuint32_t(type.slab()), cuuint32_t(box_rows)};
-  return tensor_map(type, base, 2, dims, strides, box);
-}
-inline CUtensorMap matrix_map(TcType type, const void* base, int64_t rows, int64_t cols,
-                              int box_rows) {
-  return matrix_map(map_type(type), base, rows, cols, box_rows);
-}
-
-// An NHWC tensor [N, height, width, channels] read the im2col way (tma_load_im2col_4d): 64
-// positions a load, 128 bytes of channels each (64 16-bit ones), 128B-swizzled. A position walks
-// w from lower_w to width - 1 + upper_w in steps of step_w, then the same for h (lower_h ..
-// height - 1 + upper_h, step_h), then n: a convolution's output positions, each the corner of its
-// window, with lower = -pad and upper = pad - (taps - 1) * dilation. The corners must lie within
-// [-128, 127], the steps within 1..8.
-inline CUtensorMap im2col_map(TcType type, const void* base, int64_t N, int64_t height,
-                              int64_t width, int64_t channels, int lower_h, int lower_w,
-                              int upper_h, int upper_w, int step_h, int step_w) {
-  const MapType t = map_type(type);
-  const cuuint64_t dims[4] = {cuuint64_t(channels), cuuint64_t(width), cuuint64_t(height),
-                              cuuint64_t(N)};
-  const cuuint64_t strides[3] = {cuuint64_t(channels * t.bytes),
-                                 cuuint64_t(width * channels * t.bytes),
-                                 cuuint64_t(height * width * channels * t.bytes)};
-  const int lower[2] = {lower_w, lower_h}, upper[2] = {upper_w, upper_h};  // w first, as dims
-  const cuuint32_t steps[4] = {1, cuuint32_t(step_w), cuuint32_t(step_h), 1};
-  CUtensorMap map;
-  const CUresult r = im2col_map_encoder()(
-      &map, t.type, 4, const_cast<void*>(base), dims, strides, lower, upper, cuuint32_t(t.slab()),
-      cuuint32_t(kSlab), steps, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-      CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS) {
-    throw DeviceError("conv2d_tc (wgmma): cuTensorMapEncodeIm2col failed (CUresult " +
-                      std::to_string(int(r)) + ")");
-  }
-  return map;
-}
+// Host side (the tensor maps: convolution_tc_wgmma_maps.cuh).
 
 // `blocks` blocks: every unit's (RESIDENT 0) or fewer, each walking units blockIdx.x,
 // + gridDim.x, ...; `cluster` > 0: in clusters of that many consecutive blocks (blocks a

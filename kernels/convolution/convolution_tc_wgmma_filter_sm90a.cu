@@ -370,7 +370,7 @@ void filter_typed(const Conv2dGeometry& g, TcType type, const void* x, const voi
                                     : wg::im2col_map(type, x, g.N, g.H, g.W, g.C, -pad_h, -pad_w,
                                                      pad_h - int((g.R - 1) * g.dilation_h),
                                                      pad_w - int((g.S - 1) * g.dilation_w),
-                                                     int(g.stride_h), int(g.stride_w));
+                                                     int(g.stride_h), int(g.stride_w), kSlab);
   const CUtensorMap& map_r = f.rows_are_dy ? map_dy : map_x;
   const CUtensorMap& map_s = f.rows_are_dy ? map_x : map_dy;
   auto* partial = static_cast<float*>(workspace);
