@@ -456,6 +456,23 @@ __global__ void __launch_bounds__(kBlockThreads, RESIDENT > 0 ? RESIDENT
 
 // Host side (the tensor maps: convolution_tc_wgmma_maps.cuh).
 
+// The launch of `blocks` blocks of the kernel (`bytes` of shared memory each) in clusters of
+// `cluster` consecutive blocks, for cudaLaunchKernelEx and cudaOccupancyMaxActiveClusters.
+struct ClusterLaunch {
+  cudaLaunchConfig_t config{};
+  cudaLaunchAttribute attribute[1]{};
+  ClusterLaunch(int64_t blocks, int bytes, gpu::Stream stream, int cluster) {
+    config.gridDim = dim3(unsigned(blocks)), config.blockDim = dim3(kBlockThreads);
+    config.dynamicSmemBytes = size_t(bytes), config.stream = stream;
+    attribute[0].id = cudaLaunchAttributeClusterDimension;
+    attribute[0].val.clusterDim.x = unsigned(cluster);
+    attribute[0].val.clusterDim.y = attribute[0].val.clusterDim.z = 1;
+    config.attrs = attribute, config.numAttrs = 1;  // points into this object: not copied
+  }
+  ClusterLaunch(const ClusterLaunch&) = delete;
+  ClusterLaunch& operator=(const ClusterLaunch&) = delete;
+};
+
 // `blocks` blocks: every unit's (RESIDENT 0) or fewer, each walking units blockIdx.x,
 // + gridDim.x, ...; `cluster` > 0: in clusters of that many consecutive blocks (blocks a
 // multiple of it), whose shared memory the Problem's epilogue may read (the filter gradient's
@@ -469,15 +486,8 @@ void launch(const CUtensorMap& map_a, const CUtensorMap& map_b, const Problem& p
   if (cluster == 0) {
     kernel<<<unsigned(blocks), kBlockThreads, kBytes, stream>>>(map_a, map_b, problem);
   } else {
-    cudaLaunchConfig_t config{};
-    config.gridDim = dim3(unsigned(blocks)), config.blockDim = dim3(kBlockThreads);
-    config.dynamicSmemBytes = kBytes, config.stream = stream;
-    cudaLaunchAttribute attribute[1];
-    attribute[0].id = cudaLaunchAttributeClusterDimension;
-    attribute[0].val.clusterDim.x = unsigned(cluster);
-    attribute[0].val.clusterDim.y = attribute[0].val.clusterDim.z = 1;
-    config.attrs = attribute, config.numAttrs = 1;
-    const cudaError_t e = cudaLaunchKernelEx(&config, kernel, map_a, map_b, problem);
+    const ClusterLaunch launch(blocks, kBytes, stream, cluster);
+    const cudaError_t e = cudaLaunchKernelEx(&launch.config, kernel, map_a, map_b, problem);
     if (e != cudaSuccess) {
       throw DeviceError(std::string("CUDA kernel ") + what + " failed to launch in clusters of " +
                         std::to_string(cluster) + ": " + cudaGetErrorString(e));

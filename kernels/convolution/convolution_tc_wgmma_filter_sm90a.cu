@@ -108,8 +108,9 @@ struct FilterProblem;
 // The blocks resident at once in clusters of 1 .. kMaxCluster (index: the cluster's size), asked
 // of the driver once a device: a GPC holds whole clusters only, so clusters of 7 or 8 leave some
 // of its 2 x 16-18 block slots empty (without this, 256@14's 252 blocks in clusters of 7 took
-// 0.096 ms against 0.066 unclustered: H200, 2026-11-28, session 20, call 2; two rounds, we
-// take it). Without a device, every size is taken to fill kTargetBlocks.
+// 0.096 ms against 0.066 unclustered: H200, 2026-11-28, session 20, call 2; asked, call 3 took
+// 0.0675). Where the driver does not answer, every size is taken to fill kTargetBlocks -- and
+// that answer is kept too: the workspace's size and the launch must see the same cut.
 std::array<int, kMaxCluster + 1> cluster_slots() {
   static std::mutex mutex;
   static std::map<int, std::array<int, kMaxCluster + 1>> known;
@@ -122,21 +123,13 @@ std::array<int, kMaxCluster + 1> cluster_slots() {
   // Every filter kernel has the same threads and shared memory (the 96 KB ring): one stands in.
   const auto kernel = wg::wgmma_kernel<Bf16, 128, FilterProblem<128, true>, 0>;
   constexpr int kBytes = wg::Ring<128>::SMEM_BYTES;
-  if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kBytes) !=
-      cudaSuccess) {
-    return slots;
-  }
-  for (int c = 1; c <= kMaxCluster; ++c) {
-    cudaLaunchConfig_t config{};
-    config.gridDim = dim3(unsigned(c) * 64), config.blockDim = dim3(wg::kBlockThreads);
-    config.dynamicSmemBytes = kBytes;
-    cudaLaunchAttribute attribute[1];
-    attribute[0].id = cudaLaunchAttributeClusterDimension;
-    attribute[0].val.clusterDim.x = unsigned(c);
-    attribute[0].val.clusterDim.y = attribute[0].val.clusterDim.z = 1;
-    config.attrs = attribute, config.numAttrs = 1;
+  const bool sized = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          kBytes) == cudaSuccess;
+  if (!sized) cudaGetLastError();  // clear it: the estimates stand
+  for (int c = 1; sized && c <= kMaxCluster; ++c) {
+    const wg::ClusterLaunch launch(int64_t(c) * 64, kBytes, nullptr, c);
     int clusters = 0;
-    if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &config) != cudaSuccess) {
+    if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &launch.config) != cudaSuccess) {
       cudaGetLastError();  // clear it: the estimate stands
       continue;
     }
