@@ -76,8 +76,9 @@ DType conv_parameter_dtype(DType activations);
 // (forward and backward data: cuda::conv2d_*_nhwc_uses_wgmma; 16-byte aligned tensors), else
 // "nhwc_implicit_gemm"; for bf16 and f16 (whatever the math) "tc_wgmma" where the current device
 // takes the wgmma kernels for g (convolution_tc.h: conv2d_tc_*_uses_wgmma; 16-byte aligned
-// tensors), else "tc_implicit_gemm" (mma.sync); backward data with few channels "col2im_gemm"
-// where it takes those kernels (conv2d_*_uses_col2im); "depthwise_nhwc" for a depthwise geometry
+// tensors), else "tc_implicit_gemm" (mma.sync); backward data with few channels
+// "direct_few_channels" or "col2im_gemm" where it takes those kernels (conv2d_*_uses_direct,
+// conv2d_*_uses_col2im); "depthwise_nhwc" for a depthwise geometry
 // (g.depthwise()) in any of the three dtypes and maths; "" for other dtypes and without CUDA.
 const char* conv2d_nhwc_kernel(ConvPass pass, const Conv2dGeometry& g, DType dtype,
                                cuda::GemmMath math = cuda::GemmMath::fp32);
@@ -282,6 +283,11 @@ bool conv2d_backward_data_nhwc_uses_wgmma(const Conv2dGeometry& g, GemmMath math
 // Whether backward data of g in `math` runs the col2im kernels (convolution_tc.h, TcKernels: tf32
 // with 1 < C < 32 not a multiple of 4, groups 1).
 bool conv2d_backward_data_nhwc_uses_col2im(const Conv2dGeometry& g, GemmMath math,
+                                           TcKernels kernels = TcKernels::best);
+// Whether backward data of g in `math` runs the direct few-channel kernel (convolution_tc.h,
+// TcKernels: either math, C < 32, groups 1, dilation 1; `best` where C is not a multiple of 4,
+// and at most 8 where col2im runs).
+bool conv2d_backward_data_nhwc_uses_direct(const Conv2dGeometry& g, GemmMath math,
                                            TcKernels kernels = TcKernels::best);
 // dw += ..., and db += sum of dy over N, P, Q when db is not null.
 void conv2d_backward_filter_nhwc(const Conv2dGeometry& g, const float* x, const float* dy,

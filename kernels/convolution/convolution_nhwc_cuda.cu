@@ -33,6 +33,7 @@
 #include "kernels/convolution/convolution_col2im_nhwc.h"
 #include "kernels/convolution/convolution_cuda_internal.h"
 #include "kernels/convolution/convolution_depthwise_nhwc.h"
+#include "kernels/convolution/convolution_few_channels_nhwc.h"
 #include "kernels/convolution/convolution_nhwc_loaders.cuh"
 #include "kernels/convolution/convolution_tc_transpose.h"
 #include "kernels/convolution/convolution_tc_wgmma.h"
@@ -236,7 +237,8 @@ size_t conv2d_backward_data_nhwc_workspace(const Conv2dGeometry& g) {
   const size_t transposed_filter = size_t(g.K * g.R * g.S * (g.C / g.groups));
   const size_t col2im_bytes =
       col2im_nhwc::fits(g, 4) ? col2im_nhwc::workspace_f32(g, GemmMath::tf32) : 0;
-  return std::max(transposed_filter, (col2im_bytes + 3) / 4);
+  const size_t direct = few_channels_nhwc::fits(g) ? few_channels_nhwc::workspace_bytes(g) : 0;
+  return std::max({transposed_filter, (col2im_bytes + 3) / 4, (direct + 3) / 4});
 }
 
 size_t conv2d_backward_filter_nhwc_workspace(const Conv2dGeometry& g) {
@@ -255,8 +257,21 @@ bool conv2d_forward_nhwc_uses_wgmma(const Conv2dGeometry& g, GemmMath math, TcKe
 // tf32 only: fp32 math keeps the exact FFMA kernels.
 bool conv2d_backward_data_nhwc_uses_col2im(const Conv2dGeometry& g, GemmMath math,
                                            TcKernels kernels) {
-  return math == GemmMath::tf32 && (kernels == TcKernels::best || kernels == TcKernels::col2im) &&
-         col2im_nhwc::fits(g, 4);
+  const bool allowed =
+      kernels == TcKernels::col2im ||
+      (kernels == TcKernels::best && !conv2d_backward_data_nhwc_uses_direct(g, math));
+  return math == GemmMath::tf32 && allowed && col2im_nhwc::fits(g, 4);
+}
+
+// Either math: the direct kernel rounds the operands as the math says (tf32, bf16) and sums
+// their exact products in fp32, as the mma.sync kernels do. `best`: as for 16-bit tensors
+// (conv2d_tc_backward_data_uses_direct) with 4-float vectors, col2im running in tf32 only.
+bool conv2d_backward_data_nhwc_uses_direct(const Conv2dGeometry& g, GemmMath math,
+                                           TcKernels kernels) {
+  const bool col2im = math == GemmMath::tf32 && col2im_nhwc::fits(g, 4);
+  const bool allowed = kernels == TcKernels::direct ||
+                       (kernels == TcKernels::best && few_channels_direct_pays(g, col2im, 4));
+  return allowed && !g.depthwise() && few_channels_nhwc::fits(g);
 }
 
 bool conv2d_backward_data_nhwc_uses_wgmma(const Conv2dGeometry& g, GemmMath math,
@@ -301,6 +316,13 @@ void conv2d_backward_data_nhwc(const Conv2dGeometry& g, const float* dy, const f
   using namespace nhwc;
   if (g.depthwise()) {
     return depthwise_nhwc::backward_data(g, depthwise_nhwc::Element::f32, dy, w, dx, stream);
+  }
+  if (conv2d_backward_data_nhwc_uses_direct(g, math, kernels)) {
+    const auto operands = math == GemmMath::tf32   ? few_channels_nhwc::Operands::tf32
+                          : math == GemmMath::bf16 ? few_channels_nhwc::Operands::bf16
+                                                   : few_channels_nhwc::Operands::stored;
+    return few_channels_nhwc::backward_data(g, few_channels_nhwc::Element::f32, dy, w, dx,
+                                            workspace, stream, operands);
   }
   if (conv2d_backward_data_nhwc_uses_col2im(g, math, kernels)) {
     return col2im_nhwc::backward_data_f32(g, dy, w, dx, workspace, stream, math);

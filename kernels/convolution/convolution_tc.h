@@ -63,13 +63,16 @@ struct TcEpilogue {
 };
 
 // Which kernels a pass runs: `best` picks per geometry (README.md, "On wgmma and TMA": wgmma where
-// it fits and measured faster, else mma.sync; backward data with few channels col2im, below);
+// it fits and measured faster, else mma.sync; backward data with few channels direct, below);
 // the others force one family, for the benchmark (`crema bench conv-tc` times each) and the
 // tests. wgmma (the ring kernel: A read again for every tap, never halo tiles) needs compute
 // capability 9.0, a geometry it fits and 16-byte aligned operands;
 // col2im (convolution_col2im_nhwc.h: backward data as one GEMM and a gather, for 1 < C < 32 not a
 // multiple of the 16-byte vector, groups 1; bf16 on compute capability 9.0 with dy 16-byte
-// aligned, f32 in tf32) only backward data; where a family cannot run, it runs mma.sync.
+// aligned, f32 in tf32) only backward data; direct (convolution_few_channels_nhwc.h: backward
+// data on the CUDA cores, fp32 sums, for C < 32, groups 1, dilation 1; `best` takes it where C is
+// not a multiple of 8 and, where col2im runs, at most 8: few_channels_direct_pays) only backward
+// data; where a family cannot run, it runs mma.sync.
 // wgmma_wide: the wgmma kernels with the 256-column tile wherever the GEMM has more than 128
 // columns (forward and data; `best` takes it only for large, long reductions: the tests reach it
 // on small shapes this way). wgmma_persistent: the wgmma kernels on persistent blocks (two an SM,
@@ -78,7 +81,16 @@ struct TcEpilogue {
 // stride-1 filters with taps on halo tiles (each input pixel read once a channel slab, not once
 // a tap: convolution_tc_wgmma_halo.cuh) wherever they fit (`best`: where they fit and the ring
 // kernel would not split the reduction; f32 tensors, never split: wherever they fit).
-enum class TcKernels { best, mma_sync, wgmma, col2im, wgmma_wide, wgmma_persistent, wgmma_halo };
+enum class TcKernels {
+  best,
+  mma_sync,
+  wgmma,
+  col2im,
+  wgmma_wide,
+  wgmma_persistent,
+  wgmma_halo,
+  direct
+};
 // Whether `kernels` lets a pass take the wgmma kernels (best, or forced).
 inline bool wgmma_allowed(TcKernels kernels) {
   return kernels == TcKernels::best || kernels == TcKernels::wgmma ||
@@ -122,5 +134,13 @@ bool conv2d_tc_backward_data_uses_halo(const Conv2dGeometry& g, TcKernels kernel
 // (given dy 16-byte aligned).
 bool conv2d_tc_backward_data_uses_col2im(const Conv2dGeometry& g, TcType type,
                                          TcKernels kernels = TcKernels::best);
+// Whether backward data of g on `type` tensors runs the direct few-channel kernel (any device and
+// alignment).
+bool conv2d_tc_backward_data_uses_direct(const Conv2dGeometry& g, TcType type,
+                                         TcKernels kernels = TcKernels::best);
+// `best`'s rule for the direct kernel, `col2im` saying whether col2im would run g: channels that
+// are not a whole 16-byte vector (`vector` channels: 8 of 16 bits, 4 floats), at most 8 of them
+// where col2im runs.
+bool few_channels_direct_pays(const Conv2dGeometry& g, bool col2im, int vector);
 
 }  // namespace crema::kernels::cuda

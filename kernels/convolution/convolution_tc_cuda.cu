@@ -34,6 +34,7 @@
 
 #include "kernels/convolution/convolution_col2im_nhwc.h"
 #include "kernels/convolution/convolution_depthwise_nhwc.h"
+#include "kernels/convolution/convolution_few_channels_nhwc.h"
 #include "kernels/convolution/convolution_tc.h"
 #include "kernels/convolution/convolution_tc_loaders.cuh"
 #include "kernels/convolution/convolution_tc_phase.h"
@@ -349,10 +350,38 @@ bool conv2d_tc_backward_data_uses_halo(const Conv2dGeometry& g, TcKernels kernel
 // (H200, 2026-11-27, session 17's bf16 suite: 8,3,224,224 -> 64 3x3 col2im 0.220 ms against
 // mma.sync's 0.170; 16,3,224,224 -> 32 3x3 s2 0.148 against 0.097; 7x7 0.406 against 0.439,
 // 11x11 0.385 against 0.391).
+namespace {
+
+// Whether col2im can run g (bf16 on compute capability 9.0) and `best` would take it over the
+// implicit GEMM: filters of 25 taps and more.
+bool col2im_pays(const Conv2dGeometry& g, TcType type) {
+  return type == TcType::bf16 && g.R * g.S >= 25 && col2im_nhwc::fits(g, 8) &&
+         detail::device_is_sm90();
+}
+
+}  // namespace
+
 bool conv2d_tc_backward_data_uses_col2im(const Conv2dGeometry& g, TcType type, TcKernels kernels) {
+  if (kernels == TcKernels::col2im) {
+    return type == TcType::bf16 && col2im_nhwc::fits(g, 8) && detail::device_is_sm90();
+  }
+  return kernels == TcKernels::best && col2im_pays(g, type) &&
+         !conv2d_tc_backward_data_uses_direct(g, type);
+}
+
+// `best` takes the direct kernel where the channels are not a whole 16-byte vector, but leaves
+// more than 8 of them to col2im where that runs (H200, 2026-11-28, `crema bench conv-tc`: LeNet's
+// 20 channels direct 0.141 ms, col2im 0.102; the 3-channel stem at batch 64 direct 0.97, col2im
+// 1.61; fp16 has no col2im: LeNet's mma.sync 0.220).
+bool few_channels_direct_pays(const Conv2dGeometry& g, bool col2im, int vector) {
+  return g.C % vector != 0 && (g.C <= 8 || !col2im);
+}
+
+bool conv2d_tc_backward_data_uses_direct(const Conv2dGeometry& g, TcType type, TcKernels kernels) {
   const bool allowed =
-      kernels == TcKernels::col2im || (kernels == TcKernels::best && g.R * g.S >= 25);
-  return type == TcType::bf16 && allowed && col2im_nhwc::fits(g, 8) && detail::device_is_sm90();
+      kernels == TcKernels::direct ||
+      (kernels == TcKernels::best && few_channels_direct_pays(g, col2im_pays(g, type), 8));
+  return allowed && !g.depthwise() && few_channels_nhwc::fits(g);
 }
 
 size_t conv2d_tc_backward_data_workspace(const Conv2dGeometry& g, TcType type) {
@@ -361,7 +390,8 @@ size_t conv2d_tc_backward_data_workspace(const Conv2dGeometry& g, TcType type) {
       transposed_filter_bytes(g) + tc::wgmma_backward_data_partial_bytes(g);
   // Whatever the device: a plan may be made for another one.
   const bool col2im = type == TcType::bf16 && col2im_nhwc::fits(g, 8);
-  return std::max(transposed_filter, col2im ? col2im_nhwc::workspace_bf16(g) : 0);
+  const size_t direct = few_channels_nhwc::fits(g) ? few_channels_nhwc::workspace_bytes(g) : 0;
+  return std::max({transposed_filter, col2im ? col2im_nhwc::workspace_bf16(g) : 0, direct});
 }
 
 void conv2d_tc_forward(const Conv2dGeometry& g, TcType type, const void* x, const void* w, void* y,
@@ -413,6 +443,10 @@ void conv2d_tc_backward_data(const Conv2dGeometry& g, TcType type, const void* d
   using namespace tc;
   if (g.depthwise()) {
     return depthwise_nhwc::backward_data(g, depthwise_nhwc::element_of(type), dy, w, dx, stream);
+  }
+  if (conv2d_tc_backward_data_uses_direct(g, type, kernels)) {
+    return few_channels_nhwc::backward_data(g, depthwise_nhwc::element_of(type), dy, w, dx,
+                                            workspace, stream, few_channels_nhwc::Operands::stored);
   }
   if (aligned16(dy) && conv2d_tc_backward_data_uses_col2im(g, type, kernels)) {
     return col2im_nhwc::backward_data_bf16(g, dy, w, dx, workspace, stream);

@@ -4,8 +4,10 @@
 // (C = 3), LeNet's 5x5 (C = 20, K = 50: gemm_bf16 copies both operands), dilation, stride 3, a
 // 1x1, N = 1, odd sizes, outputs that read only padding, cols in several chunks (whole images of
 // 24.9 MB against the 64 MiB budget: chunks of 2, 2, 1). dx is poisoned first; repeats are
-// bit-identical; on an H100 or H200 each geometry must take the col2im kernels under `best` (a
-// silent fallback fails), and a misaligned dy falls back to mma.sync (still right).
+// bit-identical; on an H100 or H200 each geometry must take the col2im kernels when asked for
+// them (a silent fallback fails) and under `best` where the direct few-channel kernel
+// (convolution_few_channels_nhwc.h, tested on its own) does not take it, and a misaligned dy
+// falls back to mma.sync (still right).
 //
 // Tolerance per element: fp32 sums of exact products (bf16 x bf16 and tf32 x tf32 are exact in
 // fp32) -- col2im's GEMM sums K of them, then its gather at most R*S of those; mma.sync sums all
@@ -201,8 +203,9 @@ TEST(ConvolutionCol2imNhwcCuda, Bf16AgainstReference) {
     EXPECT_EQ(cuda::conv2d_tc_backward_data_uses_col2im(g, TcType::bf16, TcKernels::col2im),
               hopper())
         << describe(g);
-    EXPECT_EQ(cuda::conv2d_tc_backward_data_uses_col2im(g, TcType::bf16),
-              hopper() && g.R * g.S >= 25)
+    EXPECT_EQ(
+        cuda::conv2d_tc_backward_data_uses_col2im(g, TcType::bf16),
+        hopper() && g.R * g.S >= 25 && !cuda::conv2d_tc_backward_data_uses_direct(g, TcType::bf16))
         << describe(g);
     EXPECT_FALSE(cuda::conv2d_tc_backward_data_uses_col2im(g, TcType::f16)) << describe(g);
     const Problem p = make(g, true, seed += 7);
@@ -223,15 +226,24 @@ TEST(ConvolutionCol2imNhwcCuda, Tf32AgainstReference) {
   Context ctx(Device::cuda(0));
   uint64_t seed = 80;
   for (const Conv2dGeometry& g : kGeometries) {
-    const bool fits = g.C % 4 != 0;
-    EXPECT_EQ(cuda::conv2d_backward_data_nhwc_uses_col2im(g, GemmMath::tf32), fits) << describe(g);
+    const bool fits = g.C % 4 != 0,
+               direct = cuda::conv2d_backward_data_nhwc_uses_direct(g, GemmMath::tf32);
+    EXPECT_EQ(cuda::conv2d_backward_data_nhwc_uses_col2im(g, GemmMath::tf32, TcKernels::col2im),
+              fits)
+        << describe(g);
+    EXPECT_EQ(cuda::conv2d_backward_data_nhwc_uses_col2im(g, GemmMath::tf32), fits && !direct)
+        << describe(g);
     EXPECT_FALSE(cuda::conv2d_backward_data_nhwc_uses_col2im(g, GemmMath::fp32)) << describe(g);
     EXPECT_EQ(
         std::string(conv2d_nhwc_kernel(ConvPass::backward_data, g, DType::f32, GemmMath::tf32)),
-        fits ? "col2im_gemm" : "nhwc_implicit_gemm")
+        direct ? "direct_few_channels"
+        : fits ? "col2im_gemm"
+               : "nhwc_implicit_gemm")
         << describe(g);
     const Problem p = make(g, false, seed += 7);
-    check_tf32(ctx, p, TcKernels::best);
+    check_tf32(ctx, p, TcKernels::col2im);
+    // The direct kernel multiplies the f32 operands unrounded: its own test's reference.
+    if (!direct) check_tf32(ctx, p, TcKernels::best);
     check_tf32(ctx, p, TcKernels::mma_sync);
   }
 }

@@ -148,10 +148,14 @@ void check(Context& ctx, const Conv2dGeometry& g, bool wgmma_expected, uint64_t 
   const bool wgmma = wgmma_expected && on_hopper();
   const char* kernel = wgmma ? "tc_wgmma" : "nhwc_implicit_gemm";
   EXPECT_STREQ(conv2d_nhwc_kernel(ConvPass::forward, g, DType::f32, GemmMath::tf32), kernel);
-  // Few channels, not whole 4-float vectors: backward data as GEMM + gather (col2im_nhwc.h).
-  const bool col2im = g.groups == 1 && g.C > 1 && g.C < 32 && g.C % 4 != 0;
+  // Few channels, not whole 4-float vectors: backward data direct (convolution_few_channels_
+  // nhwc.h) for at most 8 of them without dilation, else as GEMM + gather (col2im_nhwc.h).
+  const bool few = g.groups == 1 && g.C < 32 && g.C % 4 != 0;
+  const bool direct = few && g.C <= 8 && g.dilation_h == 1 && g.dilation_w == 1;
   EXPECT_STREQ(conv2d_nhwc_kernel(ConvPass::backward_data, g, DType::f32, GemmMath::tf32),
-               col2im ? "col2im_gemm" : kernel);
+               direct           ? "direct_few_channels"
+               : few && g.C > 1 ? "col2im_gemm"
+                                : kernel);
   EXPECT_STREQ(conv2d_nhwc_kernel(ConvPass::backward_filter, g, DType::f32, GemmMath::tf32),
                "nhwc_implicit_gemm");
   EXPECT_STREQ(conv2d_nhwc_kernel(ConvPass::forward, g, DType::f32, GemmMath::fp32),
