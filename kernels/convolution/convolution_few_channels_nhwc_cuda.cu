@@ -89,7 +89,7 @@ int ceil_div_int(int a, int b) {
   return (a + b - 1) / b;
 }
 
-// The plan for dy loads of at most `vector` elements (16 bytes of E: 8 or 4).
+// The plan for dy loads of at most `vector` elements (vector_for's: 16 bytes of E, 2 or 1).
 Plan plan_of(const Conv2dGeometry& g, int vector) {
   Plan a{};
   a.N = int(g.N), a.H = int(g.H), a.W = int(g.W), a.C = int(g.C), a.K = int(g.K);
@@ -138,9 +138,11 @@ Plan plan_of(const Conv2dGeometry& g, int vector) {
     if (a.shared_bytes() > size_t(kSharedBudget)) a.KC = 0;
   }
   a.blocks = int64_t(a.phases) * a.groups * a.JT * a.IT * a.IG;
-  // The widest load that divides K (and the chunk), pointer alignment permitting (the caller's).
+  // The widest load that divides K (and the chunk), pointer alignment permitting (the caller's):
+  // 16 bytes, else 2 elements, else 1.
   a.vector = vector;
-  while (a.vector > 1 && (a.K % a.vector != 0 || a.vector > a.KC)) a.vector /= 2;
+  if (a.K % a.vector != 0 || a.vector > a.KC) a.vector = std::min(vector, 2);
+  if (a.K % a.vector != 0) a.vector = 1;
   return a;
 }
 
@@ -227,7 +229,10 @@ __device__ void stage_window(const Plan& a, const typename E::T* __restrict__ dy
       float* dst = to + at[u];
       float v[V];
 #pragma unroll
-      for (int x = 0; x < V; ++x) v[x] = operand(raw[u].at(x), a.rounding);
+      for (int x = 0; x < V; ++x) {
+        v[x] = raw[u].at(x);
+        if constexpr (sizeof(typename E::T) == 4) v[x] = operand(v[x], a.rounding);
+      }
       if constexpr (V >= 4) {
 #pragma unroll
         for (int x = 0; x < V; x += 4) {
@@ -288,7 +293,8 @@ __device__ void stage_filter(const Plan& a, const float* __restrict__ packed, in
   }
 }
 
-template <class E, int NR, int V>
+// CU: the channels a thread sums (1 or 3 where C is 1, 2 or 3: one group; else 4).
+template <class E, int NR, int V, int CU>
 __global__ void __launch_bounds__(kMaxThreads, 2)
     data_kernel(const Plan a, const typename E::T* __restrict__ dy,
                 const float* __restrict__ packed, typename E::T* __restrict__ dx) {
@@ -315,7 +321,7 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
   const int column = int(threadIdx.x) % a.BJ, row_group = int(threadIdx.x) / a.BJ % a.RG,
             image = int(threadIdx.x) / a.BJ / a.RG;
   const bool active = image < a.images;
-  float acc[kRows][kChannels] = {};
+  float acc[kRows][CU] = {};
 
   for (int k0 = 0; tr.count > 0 && ts.count > 0 && k0 < a.K; k0 += a.KC) {
     __syncthreads();  // the last chunk's reads are done
@@ -350,10 +356,9 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
             for (int t = 0; t < kRows; ++t) {
               const float4& v = win[t + ta];
               const float d = e == 0 ? v.x : e == 1 ? v.y : e == 2 ? v.z : v.w;
-              acc[t][0] += d * f.x;
-              acc[t][1] += d * f.y;
-              acc[t][2] += d * f.z;
-              acc[t][3] += d * f.w;
+              const float fc[4] = {f.x, f.y, f.z, f.w};
+#pragma unroll
+              for (int c = 0; c < CU; ++c) acc[t][c] += d * fc[c];
             }
           }
         }
@@ -374,7 +379,7 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
     const int h = ph_h + i * a.stride_h;
     typename E::T* out = dx + ((int64_t(n) * a.H + h) * a.W + w_at) * a.C + group * kChannels;
 #pragma unroll
-    for (int c = 0; c < kChannels; ++c) {
+    for (int c = 0; c < CU; ++c) {
       if (group * kChannels + c < a.C) out[c] = E::narrow(acc[t][c]);
     }
   }
@@ -382,15 +387,22 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
 
 constexpr const char* kWhat = "conv2d backward data (few channels, direct)";
 
-template <class E, int NR, int V>
+template <class E, int NR, int V, int CU>
 void launch(const Plan& a, const void* dy, const float* packed, void* dx, gpu::Stream stream) {
-  const auto kernel = data_kernel<E, NR, V>;
+  const auto kernel = data_kernel<E, NR, V, CU>;
   const int bytes = int(a.shared_bytes());
   if (bytes > 48 << 10) detail::set_shared_memory_limit(kernel, bytes, kWhat);
   using T = typename E::T;
   kernel<<<unsigned(a.blocks), unsigned(a.threads), size_t(bytes), stream>>>(
       a, static_cast<const T*>(dy), packed, static_cast<T*>(dx));
   gpu::check_launch(kWhat);
+}
+
+template <class E, int NR, int V>
+void launch(const Plan& a, const void* dy, const float* packed, void* dx, gpu::Stream stream) {
+  if (a.C == 1) return launch<E, NR, V, 1>(a, dy, packed, dx, stream);
+  if (a.C <= 3) return launch<E, NR, V, 3>(a, dy, packed, dx, stream);
+  launch<E, NR, V, 4>(a, dy, packed, dx, stream);
 }
 
 template <class E, int V>
@@ -409,24 +421,16 @@ void run(const Plan& a, const void* dy, const void* w, void* dx, void* workspace
   pack_filter_kernel<E><<<blocks_for(packed_floats), kThreads, 0, stream>>>(
       a, static_cast<const typename E::T*>(w), packed);
   gpu::check_launch(kWhat);
-  switch (a.vector) {
-    case 1:
-      return launch<E, 1>(a, dy, packed, dx, stream);
-    case 2:
-      return launch<E, 2>(a, dy, packed, dx, stream);
-    case 4:
-      return launch<E, 4>(a, dy, packed, dx, stream);
-  }
-  if constexpr (sizeof(typename E::T) == 2) launch<E, 8>(a, dy, packed, dx, stream);
+  // 16 bytes (8 16-bit values, 4 floats), 4 bytes, or one element.
+  if (a.vector == 1) return launch<E, 1>(a, dy, packed, dx, stream);
+  if (a.vector == 2) return launch<E, 2>(a, dy, packed, dx, stream);
+  launch<E, 16 / int(sizeof(typename E::T))>(a, dy, packed, dx, stream);
 }
 
-// The widest load of dy (elements) its alignment allows: 16 bytes at most.
+// The widest load of dy (elements) its alignment allows: 16 bytes, 2 elements or 1.
 int vector_for(const void* dy, int element_bytes) {
-  int vector = 16 / element_bytes;
-  while (vector > 1 && reinterpret_cast<uintptr_t>(dy) % uintptr_t(vector * element_bytes) != 0) {
-    vector /= 2;
-  }
-  return vector;
+  const auto at = reinterpret_cast<uintptr_t>(dy);
+  return at % 16 == 0 ? 16 / element_bytes : at % uintptr_t(2 * element_bytes) == 0 ? 2 : 1;
 }
 
 }  // namespace
