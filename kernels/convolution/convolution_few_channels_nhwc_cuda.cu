@@ -14,7 +14,8 @@
 // Per k chunk (KC = 16, 8 or 4 channels of dy): the block stages dy's window -- rows p0 .. p0 +
 // WR - 1 with p0 = i0 + off(r_last), columns q0 .. q0 + WC - 1 likewise, zero outside the image
 // and past K -- as fp32 [image][row][column][KP] (KP: KC or KC + 4, so that KP / 4 is odd), and
-// the filter's [tap][kc][4 channels] (zero past C and K); then each thread walks the phase's
+// the phase's taps of the filter, [kc][tap][4 channels] from the packed filter in the workspace
+// (fp32, zero past C and K, packed once a call); then each thread walks the phase's
 // filter columns, and for each 4 channels of the chunk loads its window's rows as float4s (lanes
 // on consecutive columns, KP floats apart: no bank conflicts) and adds every tap of the column,
 // the filter's 4 channels of each k one broadcast float4: 4 x 4 x taps FMAs a window row. The
@@ -80,8 +81,12 @@ struct Plan {
   int vector;    // the template's V: dy elements a staging load (1, 2, 4 or 8)
   int rounding;  // f32 operands: 0 as stored, 1 to tf32, 2 to bf16 (Operands)
 
+  // The most taps one phase has (the staged filter holds a phase's taps only).
+  int phase_taps() const {
+    return ((R + stride_h - 1) / stride_h) * ((S + stride_w - 1) / stride_w);
+  }
   size_t shared_bytes() const {
-    return (size_t(filter_offset) + size_t(R) * S * KC * kChannels) * sizeof(float);
+    return (size_t(filter_offset) + size_t(phase_taps()) * KC * kChannels) * sizeof(float);
   }
 };
 
@@ -270,11 +275,12 @@ __global__ void pack_filter_kernel(const Plan a, const typename E::T* __restrict
   }
 }
 
-// The filter's chunk k0 .. k0 + KC - 1 of channel group `group` into `filter` ([kc][tap][4]): a
-// run of float4s of the packed filter.
+// The filter's chunk k0 .. k0 + KC - 1 of channel group `group`, the phase's taps only (rows
+// tr, columns ts), into `filter` ([kc][ta][si][4]: ta counts rows from the last, as the window
+// does, si columns from the first): float4s of the packed filter, kBatch in flight a thread.
 __device__ void stage_filter(const Plan& a, const float* __restrict__ packed, int group, int k0,
-                             float* filter) {
-  const int taps = a.R * a.S, count = a.KC * taps;
+                             const Taps& tr, const Taps& ts, float* filter) {
+  const int count = a.KC * tr.count * ts.count, taps = a.R * a.S;
   const float4* from =
       reinterpret_cast<const float4*>(packed) + (int64_t(group) * padded_k(a.K) + k0) * taps;
   float4* to = reinterpret_cast<float4*>(filter);
@@ -283,7 +289,10 @@ __device__ void stage_filter(const Plan& a, const float* __restrict__ packed, in
 #pragma unroll
     for (int u = 0; u < kBatch; ++u) {
       const int e = first + u * int(blockDim.x);
-      if (e < count) v[u] = __ldg(from + e);
+      if (e >= count) continue;
+      const int si = e % ts.count, ta = e / ts.count % tr.count, kc = e / ts.count / tr.count;
+      const int r = tr.last - ta * a.stride_h, s = ts.first + si * a.stride_w;
+      v[u] = __ldg(from + kc * taps + r * a.S + s);
     }
 #pragma unroll
     for (int u = 0; u < kBatch; ++u) {
@@ -301,7 +310,7 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
   constexpr int kWindow = kRows + NR - 1;
   extern __shared__ float4 shared4[];
   float* staged = reinterpret_cast<float*>(shared4);  // [image][row][column][KP]
-  const float* filter = staged + a.filter_offset;     // [kc][tap][kChannels]
+  const float* filter = staged + a.filter_offset;     // [kc][ta][si][kChannels]
 
   int64_t b = blockIdx.x;  // the phase fastest: neighbouring blocks read the same window
   const int phase = int(b % a.phases);
@@ -326,13 +335,12 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
   for (int k0 = 0; tr.count > 0 && ts.count > 0 && k0 < a.K; k0 += a.KC) {
     __syncthreads();  // the last chunk's reads are done
     stage_window<E, V>(a, dy, n0, p0, q0, k0, staged);
-    stage_filter(a, packed, group, k0, staged + a.filter_offset);
+    stage_filter(a, packed, group, k0, tr, ts, staged + a.filter_offset);
     __syncthreads();
     if (!active) continue;
     const int chunk = min(a.KC, a.K - k0);  // past it the window and the filter hold zeros
-    const int row_pitch = a.WC * a.KP;
+    const int row_pitch = a.WC * a.KP, phase_taps = tr.count * ts.count;
     for (int si = 0; si < ts.count; ++si) {
-      const int s = ts.first + si * a.stride_w;
       // Output column j reads dy column j + off(s); off(s) - off_min = count - 1 - si.
       const float* rows =
           staged + ((image * a.WR + row_group * kRows) * a.WC + column + ts.count - 1 - si) * a.KP;
@@ -347,11 +355,10 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
 #pragma unroll
         for (int ta = 0; ta < NR; ++ta) {
           if (ta >= tr.count) break;
-          const int r = tr.last - ta * a.stride_h;
-          const float* taps = filter + (kq * a.R * a.S + r * a.S + s) * kChannels;
+          const float* taps = filter + ((kq * tr.count + ta) * ts.count + si) * kChannels;
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
-            const float4 f = *reinterpret_cast<const float4*>(taps + e * a.R * a.S * kChannels);
+            const float4 f = *reinterpret_cast<const float4*>(taps + e * phase_taps * kChannels);
 #pragma unroll
             for (int t = 0; t < kRows; ++t) {
               const float4& v = win[t + ta];
