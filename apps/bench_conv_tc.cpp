@@ -6,12 +6,14 @@
 // that ran: tc_bf16 (mma.sync) and, where the geometry fits them on an H100 or H200, a second row
 // tc_bf16_wgmma (the wgmma + TMA ring kernel) and, for stride-1 filters with taps, a third
 // tc_bf16_wgmma_halo (halo tiles), and for backward data with few channels tc_bf16_col2im
-// (one GEMM and a gather: convolution_col2im_nhwc.h); '*' marks the family production picks
+// (one GEMM and a gather: convolution_col2im_nhwc.h) and tc_bf16_direct (the direct kernel:
+// convolution_few_channels_nhwc.h); '*' marks the family production picks
 // (TcKernels::best), and the same for f16. --math tf32 runs the same shapes on f32 NHWC tensors
 // in tf32 math instead (convolution.h: conv2d_*_nhwc with GemmMath::tf32): nhwc_tf32 (the
 // mma.sync implicit GEMM, operands rounded to TF32) and, where it fits, nhwc_tf32_wgmma (the
 // same wgmma + TMA kernels, operands truncated to TF32) for forward and backward data, and
-// nhwc_tf32_col2im for backward data with few channels; the filter gradient has mma.sync only.
+// nhwc_tf32_col2im and nhwc_tf32_direct for backward data with few channels; the filter gradient
+// has mma.sync only.
 // Depthwise geometries (`--shape depthwise`: the zoo's depthwise layers at batch 64) run the
 // direct kernels: a row for every version that takes the geometry (depthwise_nhwc_bf16_v1, _v2,
 // ...; or _f16_, _tf32_; production's, marked '*', last), %peak of DRAM's bandwidth; --version
