@@ -285,8 +285,8 @@ bool conv2d_backward_data_nhwc_uses_wgmma(const Conv2dGeometry& g, GemmMath math
 bool conv2d_backward_data_nhwc_uses_col2im(const Conv2dGeometry& g, GemmMath math,
                                            TcKernels kernels = TcKernels::best);
 // Whether backward data of g in `math` runs the direct few-channel kernel (convolution_tc.h,
-// TcKernels: either math, C < 32, groups 1, dilation 1; `best` where C is not a multiple of 4,
-// and at most 8 where col2im runs).
+// TcKernels: either math, C < 32, groups 1, dilation 1; `best` where C is not a multiple of 4 and
+// at most 8, or K not a multiple of 4 where col2im does not run: few_channels_direct_pays).
 bool conv2d_backward_data_nhwc_uses_direct(const Conv2dGeometry& g, GemmMath math,
                                            TcKernels kernels = TcKernels::best);
 // dw += ..., and db += sum of dy over N, P, Q when db is not null.

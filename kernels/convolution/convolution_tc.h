@@ -71,8 +71,8 @@ struct TcEpilogue {
 // multiple of the 16-byte vector, groups 1; bf16 on compute capability 9.0 with dy 16-byte
 // aligned, f32 in tf32) only backward data; direct (convolution_few_channels_nhwc.h: backward
 // data on the CUDA cores, fp32 sums, for C < 32, groups 1, dilation 1; `best` takes it where C is
-// not a multiple of 8 and, where col2im runs, at most 8: few_channels_direct_pays) only backward
-// data; where a family cannot run, it runs mma.sync.
+// not a multiple of 8 and at most 8 of them, or K not a multiple of 8 without col2im:
+// few_channels_direct_pays) only backward data; where a family cannot run, it runs mma.sync.
 // wgmma_wide: the wgmma kernels with the 256-column tile wherever the GEMM has more than 128
 // columns (forward and data; `best` takes it only for large, long reductions: the tests reach it
 // on small shapes this way). wgmma_persistent: the wgmma kernels on persistent blocks (two an SM,
@@ -139,8 +139,8 @@ bool conv2d_tc_backward_data_uses_col2im(const Conv2dGeometry& g, TcType type,
 bool conv2d_tc_backward_data_uses_direct(const Conv2dGeometry& g, TcType type,
                                          TcKernels kernels = TcKernels::best);
 // `best`'s rule for the direct kernel, `col2im` saying whether col2im would run g: channels that
-// are not a whole 16-byte vector (`vector` channels: 8 of 16 bits, 4 floats), at most 8 of them
-// where col2im runs.
+// are not a whole 16-byte vector (`vector` channels: 8 of 16 bits, 4 floats), at most 8 of them,
+// or more from a K that is not a whole vector either where col2im does not run.
 bool few_channels_direct_pays(const Conv2dGeometry& g, bool col2im, int vector);
 
 }  // namespace crema::kernels::cuda

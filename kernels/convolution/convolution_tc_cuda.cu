@@ -325,11 +325,19 @@ bool conv2d_tc_forward_uses_wgmma(const Conv2dGeometry& g, TcKernels kernels) {
 // short reductions (K = 64 to 512) lost by up to 1.7x to the pair stores.
 // A 1x1 whose reduction (K) or output (C) has fewer than 40 channels stays on mma.sync under
 // `best`: one mostly empty slab a tile (H200, 2026-11-27, session 17's bf16 suite: mma.sync 10-14%
-// faster at 32->16, 16->96, 24->144 and 144->24; wgmma ahead at 40->240).
+// faster at 32->16, 16->96, 24->144 and 144->24; wgmma ahead at 40->240). So does a filter with
+// taps onto at most 8 channels: 8 of a tile's 64 columns (H200, 2026-11-28, `crema bench
+// conv-tc`: 32,8,56,56 -> 32 3x3 halo tiles 0.067 ms, mma.sync 0.030; 128,8,28,28 -> 16 5x5
+// 0.112 against 0.037; at 16 channels mixed: 3x3 0.027 against 0.022, 5x5 0.014 against 0.021).
+namespace {
+bool wgmma_data_leaves_to_mma_sync(const Conv2dGeometry& g) {
+  const bool one_by_one = g.R == 1 && g.S == 1;
+  return one_by_one ? std::min(g.C, g.K) / g.groups < 40 : g.C / g.groups <= 8;
+}
+}  // namespace
+
 bool conv2d_tc_backward_data_uses_wgmma(const Conv2dGeometry& g, TcKernels kernels) {
-  if (kernels == TcKernels::best && g.R == 1 && g.S == 1 && std::min(g.C, g.K) / g.groups < 40) {
-    return false;
-  }
+  if (kernels == TcKernels::best && wgmma_data_leaves_to_mma_sync(g)) return false;
   return wgmma_allowed(kernels) && tc::wgmma_backward_data_fits(g) && detail::device_is_sm90();
 }
 
@@ -353,10 +361,13 @@ bool conv2d_tc_backward_data_uses_halo(const Conv2dGeometry& g, TcKernels kernel
 namespace {
 
 // Whether col2im can run g (bf16 on compute capability 9.0) and `best` would take it over the
-// implicit GEMM: filters of 25 taps and more.
+// implicit GEMM: filters of 25 taps and more, onto at most 8 channels or from K not a whole
+// 16-byte vector (mma.sync's element loads of dy): H200, 2026-11-28, `crema bench conv-tc`:
+// LeNet's 20 <- 50 col2im 0.102 ms, mma.sync 0.219; 64,20,24,24 -> 64 5x5 col2im 0.200,
+// mma.sync 0.070.
 bool col2im_pays(const Conv2dGeometry& g, TcType type) {
-  return type == TcType::bf16 && g.R * g.S >= 25 && col2im_nhwc::fits(g, 8) &&
-         detail::device_is_sm90();
+  return type == TcType::bf16 && g.R * g.S >= 25 && (g.C <= 8 || g.K % 8 != 0) &&
+         col2im_nhwc::fits(g, 8) && detail::device_is_sm90();
 }
 
 }  // namespace
@@ -369,12 +380,14 @@ bool conv2d_tc_backward_data_uses_col2im(const Conv2dGeometry& g, TcType type, T
          !conv2d_tc_backward_data_uses_direct(g, type);
 }
 
-// `best` takes the direct kernel where the channels are not a whole 16-byte vector, but leaves
-// more than 8 of them to col2im where that runs (H200, 2026-11-28, `crema bench conv-tc`: LeNet's
-// 20 channels direct 0.141 ms, col2im 0.102; the 3-channel stem at batch 64 direct 0.97, col2im
-// 1.61; fp16 has no col2im: LeNet's mma.sync 0.220).
+// `best` takes the direct kernel where the channels are not a whole 16-byte vector and either
+// at most 8 of them, or K not a whole vector either (mma.sync's element loads) where col2im does
+// not run. H200, 2026-11-28, `crema bench conv-tc`, bf16: the 3-channel stem at batch 64 direct
+// 0.86 ms, col2im 1.61; VGG's 3 channels 0.089, mma.sync 0.170; but 12 channels from 32 (3x3)
+// direct 0.035, mma.sync 0.023; 20 from 64 (5x5) 0.127 against 0.070; LeNet's 20 from 50:
+// direct 0.147, col2im 0.102, mma.sync 0.219 (fp16, no col2im: direct).
 bool few_channels_direct_pays(const Conv2dGeometry& g, bool col2im, int vector) {
-  return g.C % vector != 0 && (g.C <= 8 || !col2im);
+  return g.C % vector != 0 && (g.C <= 8 || (g.K % vector != 0 && !col2im));
 }
 
 bool conv2d_tc_backward_data_uses_direct(const Conv2dGeometry& g, TcType type, TcKernels kernels) {

@@ -196,11 +196,18 @@ TEST(ConvolutionFewChannelsNhwcCuda, Bf16AndF16AgainstReference) {
   uint64_t seed = 140;
   for (const Conv2dGeometry& g : kGeometries) {
     ASSERT_TRUE(cuda::few_channels_nhwc::fits(g)) << describe(g);
-    const bool col2im = hopper() && g.R * g.S >= 25 && g.C > 8;
-    EXPECT_EQ(cuda::conv2d_tc_backward_data_uses_direct(g, TcType::bf16), !col2im) << describe(g);
-    EXPECT_TRUE(cuda::conv2d_tc_backward_data_uses_direct(g, TcType::f16)) << describe(g);
+    // best: direct for at most 8 channels, or more from a K that is not a multiple of 8 where
+    // col2im (bf16, Hopper, 25 taps or more, <= 8 channels or K % 8 != 0) does not run; else the
+    // implicit GEMM (C % 8 != 0: mma.sync).
+    const bool col2im = hopper() && g.R * g.S >= 25 && (g.C <= 8 || g.K % 8 != 0);
+    const bool direct16 = g.C <= 8 || g.K % 8 != 0, direct_bf16 = g.C <= 8 || (direct16 && !col2im);
+    EXPECT_EQ(cuda::conv2d_tc_backward_data_uses_direct(g, TcType::bf16), direct_bf16)
+        << describe(g);
+    EXPECT_EQ(cuda::conv2d_tc_backward_data_uses_direct(g, TcType::f16), direct16) << describe(g);
     EXPECT_EQ(std::string(conv2d_nhwc_kernel(ConvPass::backward_data, g, DType::bf16)),
-              col2im ? "col2im_gemm" : "direct_few_channels")
+              direct_bf16 ? "direct_few_channels"
+              : col2im    ? "col2im_gemm"
+                          : "tc_implicit_gemm")
         << describe(g);
     for (Kind kind : {Kind::bf16, Kind::f16}) {
       const Problem p = make(g, kind, seed += 7);
@@ -217,14 +224,16 @@ TEST(ConvolutionFewChannelsNhwcCuda, F32AgainstReference) {
   Context ctx(Device::cuda(0));
   uint64_t seed = 240;
   for (const Conv2dGeometry& g : kGeometries) {
-    const bool few = g.C % 4 != 0, col2im = few && g.C > 8;  // col2im: in tf32 only
-    EXPECT_EQ(cuda::conv2d_backward_data_nhwc_uses_direct(g, GemmMath::fp32), few) << describe(g);
-    EXPECT_EQ(cuda::conv2d_backward_data_nhwc_uses_direct(g, GemmMath::tf32), few && !col2im)
-        << describe(g);
+    // In 4-float vectors; col2im runs in tf32 only, wherever C % 4 != 0 (C > 1).
+    const bool few = g.C % 4 != 0, col2im = few && g.C > 1;
+    const bool fp32 = few && (g.C <= 8 || g.K % 4 != 0);
+    const bool tf32 = few && (g.C <= 8 || (g.K % 4 != 0 && !col2im));
+    EXPECT_EQ(cuda::conv2d_backward_data_nhwc_uses_direct(g, GemmMath::fp32), fp32) << describe(g);
+    EXPECT_EQ(cuda::conv2d_backward_data_nhwc_uses_direct(g, GemmMath::tf32), tf32) << describe(g);
     if (few) {
       EXPECT_EQ(
           std::string(conv2d_nhwc_kernel(ConvPass::backward_data, g, DType::f32, GemmMath::tf32)),
-          col2im ? "col2im_gemm" : "direct_few_channels")
+          tf32 ? "direct_few_channels" : "col2im_gemm")
           << describe(g);
     }
     const Problem p = make(g, Kind::f32, seed += 7);
