@@ -44,7 +44,8 @@ constexpr int kChannels = 4;         // channels a thread (one float4 of the sta
 constexpr int kMaxThreads = 256;     // a block
 constexpr int kMaxColumns = 32;      // BJ: a tile's columns, at most a warp's lanes
 constexpr int kMaxTapsAColumn = 24;  // NR at most
-// Shared memory a block may take: two blocks an SM on an H100/H200 (228 KB each).
+// Shared memory a block may take: two blocks an SM on an H100/H200 (228 KB each); less where the
+// current device lets a block have less (shared_budget).
 constexpr int kSharedBudget = 96 << 10;
 // Blocks a launch should have at least, where the work allows: two an SM of an H100/H200.
 constexpr int64_t kBlocksWanted = 264;
@@ -94,8 +95,22 @@ int ceil_div_int(int a, int b) {
   return (a + b - 1) / b;
 }
 
+// kSharedBudget, or what the current device lets a block opt in to where that is less (48 KB
+// without a device).
+int shared_budget() {
+  int device = 0, most = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) !=
+          cudaSuccess) {
+    cudaGetLastError();  // clear it: the plan stands on the default
+    return 48 << 10;
+  }
+  return std::min(kSharedBudget, most);
+}
+
 // The plan for dy loads of at most `vector` elements (vector_for's: 16 bytes of E, 2 or 1).
 Plan plan_of(const Conv2dGeometry& g, int vector) {
+  const size_t budget = size_t(shared_budget());
   Plan a{};
   a.N = int(g.N), a.H = int(g.H), a.W = int(g.W), a.C = int(g.C), a.K = int(g.K);
   a.P = int(g.P()), a.Q = int(g.Q()), a.R = int(g.R), a.S = int(g.S);
@@ -140,7 +155,7 @@ Plan plan_of(const Conv2dGeometry& g, int vector) {
     a.KC = kc;
     a.KP = kc / 4 % 2 == 1 ? kc : kc + 4;
     a.filter_offset = a.images * a.WR * a.WC * a.KP;
-    if (a.shared_bytes() > size_t(kSharedBudget)) a.KC = 0;
+    if (a.shared_bytes() > budget) a.KC = 0;
   }
   a.blocks = int64_t(a.phases) * a.groups * a.JT * a.IT * a.IG;
   // The widest load that divides K (and the chunk), pointer alignment permitting (the caller's):
