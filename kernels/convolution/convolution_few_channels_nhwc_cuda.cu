@@ -91,10 +91,6 @@ struct Plan {
   }
 };
 
-int ceil_div_int(int a, int b) {
-  return (a + b - 1) / b;
-}
-
 // kSharedBudget, or what the current device lets a block opt in to where that is less (48 KB
 // without a device).
 int shared_budget() {
@@ -116,15 +112,15 @@ Plan plan_of(const Conv2dGeometry& g, int vector) {
   a.P = int(g.P()), a.Q = int(g.Q()), a.R = int(g.R), a.S = int(g.S);
   a.stride_h = int(g.stride_h), a.stride_w = int(g.stride_w);
   a.pad_h = int(g.pad_h), a.pad_w = int(g.pad_w);
-  a.groups = ceil_div_int(a.C, kChannels);
+  a.groups = int(ceil_div(a.C, kChannels));
   a.phases = a.stride_h * a.stride_w;
   // The largest phase's plane, and the most taps of one filter row or column a phase has.
-  const int hp = ceil_div_int(a.H, a.stride_h), wp = ceil_div_int(a.W, a.stride_w);
-  const int taps_r = ceil_div_int(a.R, a.stride_h), taps_s = ceil_div_int(a.S, a.stride_w);
+  const int hp = int(ceil_div(a.H, a.stride_h)), wp = int(ceil_div(a.W, a.stride_w));
+  const int taps_r = int(ceil_div(a.R, a.stride_h)), taps_s = int(ceil_div(a.S, a.stride_w));
   a.nr = taps_r <= 4 ? 4 : taps_r <= 8 ? 8 : 24;
-  a.JT = ceil_div_int(wp, kMaxColumns);
-  a.BJ = ceil_div_int(wp, a.JT);
-  const int most_groups = kMaxThreads / a.BJ, plane_groups = ceil_div_int(hp, kRows);
+  a.JT = int(ceil_div(wp, kMaxColumns));
+  a.BJ = int(ceil_div(wp, a.JT));
+  const int most_groups = kMaxThreads / a.BJ, plane_groups = int(ceil_div(hp, kRows));
   if (plane_groups <= most_groups) {  // whole planes, as many images as the block holds
     a.IT = 1;
     a.RG = plane_groups;
@@ -134,13 +130,13 @@ Plan plan_of(const Conv2dGeometry& g, int vector) {
     a.images = int(std::clamp<int64_t>(planes / kBlocksWanted, 1, most_groups / plane_groups));
     a.images = std::min(a.images, a.N);
   } else {
-    a.IT = ceil_div_int(plane_groups, most_groups);
-    a.RG = ceil_div_int(plane_groups, a.IT);
+    a.IT = int(ceil_div(plane_groups, most_groups));
+    a.RG = int(ceil_div(plane_groups, a.IT));
     a.images = 1;
   }
   a.BI = a.RG * kRows;
-  a.IG = ceil_div_int(a.N, a.images);
-  a.threads = ceil_div_int(a.BJ * a.RG * a.images, 32) * 32;
+  a.IG = int(ceil_div(a.N, a.images));
+  a.threads = int(ceil_div(a.BJ * a.RG * a.images, 32)) * 32;
   a.WR = a.BI + a.nr - 1;
   // Lanes on consecutive columns read 16 bytes each, KP floats apart: with KP / 4 odd the 8 lanes
   // of a quarter warp hit 8 different 16-byte bank groups. Where a tile is narrower than a warp,
