@@ -239,7 +239,7 @@ bool uses_wgmma(const Conv2dGeometry& g, ConvPass pass, cuda::TcKernels kernels,
     return pass == ConvPass::forward ? cuda::conv2d_forward_nhwc_uses_wgmma(g, tf32, kernels)
            : pass == ConvPass::backward_data
                ? cuda::conv2d_backward_data_nhwc_uses_wgmma(g, tf32, kernels)
-               : false;
+               : cuda::conv2d_backward_filter_nhwc_uses_wgmma(g, tf32, kernels);
   }
   switch (pass) {
     case ConvPass::forward:
@@ -363,7 +363,7 @@ Row tc_row(Context& ctx, const Options& options, const ConvShape& shape, const H
                                                  kernels);
         case ConvPass::backward_filter:
           return cuda::conv2d_backward_filter_nhwc(g, fa, fb, fout, nullptr, fspace, ctx.stream(),
-                                                   tf32);
+                                                   tf32, kernels);
       }
     }
     const cuda::TcType type = t.type;

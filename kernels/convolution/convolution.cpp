@@ -165,7 +165,7 @@ const char* nhwc_kernel(ConvPass pass, const Conv2dGeometry& g, DType dtype, cud
       const bool wgmma = pass == ConvPass::forward ? cuda::conv2d_forward_nhwc_uses_wgmma(g, math)
                          : pass == ConvPass::backward_data
                              ? cuda::conv2d_backward_data_nhwc_uses_wgmma(g, math)
-                             : false;
+                             : cuda::conv2d_backward_filter_nhwc_uses_wgmma(g, math);
       return wgmma ? "tc_wgmma" : "nhwc_implicit_gemm";
     }
     if (dtype != DType::bf16 && dtype != DType::f16) return "";

@@ -257,8 +257,10 @@ void conv2d_backward_bias_nhwc(const Conv2dGeometry& g, const float* dy, float* 
 // -- groups 1, C and K multiples of 4, x, w, y, dy, dx and the workspace 16-byte aligned, and the
 // geometric rules of convolution_tc.h (a 1x1 without padding; other filters on output rows that
 // fill the tiles) -- with the operands *truncated* to TF32 by the tensor cores (not rounded) and
-// fp32 sums; `kernels` forces one family (the benchmark), as for the 16-bit passes. fp32 math is
-// always the exact FFMA kernels, and the filter gradient always mma.sync. Depthwise geometries
+// fp32 sums; `kernels` forces one family (the benchmark), as for the 16-bit passes. The filter
+// gradient too (same fits with C and K multiples of 4; x, dy 16-byte aligned), its operands
+// *rounded* to TF32 (cvt.rna) as the mma.sync kernels do. fp32 math is always the exact FFMA
+// kernels. Depthwise geometries
 // (g.depthwise()) run the direct kernels of convolution_depthwise_nhwc.h instead, in fp32 in
 // every math (the workspace queries give theirs: none forward and data, the slices' partials
 // for the filter).
@@ -289,10 +291,13 @@ bool conv2d_backward_data_nhwc_uses_col2im(const Conv2dGeometry& g, GemmMath mat
 // at most 8, or K not a multiple of 4 where col2im does not run: few_channels_direct_pays).
 bool conv2d_backward_data_nhwc_uses_direct(const Conv2dGeometry& g, GemmMath math,
                                            TcKernels kernels = TcKernels::best);
+bool conv2d_backward_filter_nhwc_uses_wgmma(const Conv2dGeometry& g, GemmMath math,
+                                            TcKernels kernels = TcKernels::best);
 // dw += ..., and db += sum of dy over N, P, Q when db is not null.
 void conv2d_backward_filter_nhwc(const Conv2dGeometry& g, const float* x, const float* dy,
                                  float* dw, float* db, float* workspace, gpu::Stream stream,
-                                 GemmMath math = GemmMath::fp32);
+                                 GemmMath math = GemmMath::fp32,
+                                 TcKernels kernels = TcKernels::best);
 
 // db[k] += sum over the N*P*Q rows of dy [N*P*Q, K] of dy[., k], dy of T = float, bf16_t or
 // f16_t, summed in fp32 (convolution_bias_nhwc_cuda.cu): warps read rows of 32 channels, fixed

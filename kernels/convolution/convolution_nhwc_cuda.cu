@@ -21,6 +21,8 @@
 // (convolution_tc_wgmma_sm90a.cu, the 16-bit convolutions' machinery on f32 operands) where they
 // fit (conv2d_*_nhwc_uses_wgmma) and the tensors are 16-byte aligned; backward data then
 // transposes the filter with its taps in phase order (the wgmma data pass runs by output phase).
+// The filter gradient does too (conv2d_backward_filter_nhwc_uses_wgmma: its kernel transposes
+// each slab of the MN-major operands into K-major tiles in shared memory, rounding to TF32).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -245,7 +247,13 @@ size_t conv2d_backward_filter_nhwc_workspace(const Conv2dGeometry& g) {
   if (g.depthwise()) {
     return (depthwise_nhwc::backward_filter_workspace(g) + sizeof(float) - 1) / sizeof(float);
   }
-  return size_t(nhwc::filter_slices(g).count) * size_t(g.K * g.R * g.S * (g.C / g.groups));
+  const size_t slices =
+      size_t(nhwc::filter_slices(g).count) * size_t(g.K * g.R * g.S * (g.C / g.groups));
+  // The wgmma kernel's groups' partials (tf32 on Hopper): host-side plan, any device.
+  const size_t wgmma = tc::wgmma_backward_filter_fits(g, 4)
+                           ? (tc::wgmma_backward_filter_workspace(g, true) + 3) / 4
+                           : 0;
+  return std::max(slices, wgmma);
 }
 
 // f32 operands in 16-byte units: channel counts multiples of 4.
@@ -281,6 +289,19 @@ bool conv2d_backward_data_nhwc_uses_wgmma(const Conv2dGeometry& g, GemmMath math
   if (kernels == TcKernels::best && !(g.R == 1 && g.S == 1) && g.C / g.groups <= 8) return false;
   return math == GemmMath::tf32 && wgmma_allowed(kernels) && tc::wgmma_backward_data_fits(g, 4) &&
          detail::device_is_sm90();
+}
+
+// tf32 only (fp32 math keeps the exact FFMA kernels). `best`: where the 16-bit rule takes wgmma
+// (wgmma_backward_filter_pays), which session 22's tf32 timings follow too (H200, 2026-11-28,
+// call 1, ms wgmma / mma.sync: 64@56 3x3 paired 0.196 / 0.281, 128@28 0.130 / 0.206, 512@14 0.551
+// / 0.788, 64 -> 128 3x3 s2 0.075 / 0.101, 1x1 2048 -> 512 at 7 0.056 / 0.105, 96 -> 24 1x1 at 56
+// 0.020 / 0.029; but 32 -> 64 3x3 at 56 0.318 / 0.141, 16 -> 32 5x5 0.217 / 0.053, 4 -> 64 3x3
+// 0.316 / 0.060: a tile mostly empty).
+bool conv2d_backward_filter_nhwc_uses_wgmma(const Conv2dGeometry& g, GemmMath math,
+                                            TcKernels kernels) {
+  if (kernels == TcKernels::best && !tc::wgmma_backward_filter_pays(g)) return false;
+  return math == GemmMath::tf32 && wgmma_allowed(kernels) && !g.depthwise() &&
+         tc::wgmma_backward_filter_fits(g, 4) && detail::device_is_sm90();
 }
 
 void conv2d_forward_nhwc(const Conv2dGeometry& g, const float* x, const float* w, const float* bias,
@@ -354,11 +375,16 @@ void conv2d_backward_data_nhwc(const Conv2dGeometry& g, const float* dy, const f
 
 void conv2d_backward_filter_nhwc(const Conv2dGeometry& g, const float* x, const float* dy,
                                  float* dw, float* db, float* workspace, gpu::Stream stream,
-                                 GemmMath math) {
+                                 GemmMath math, TcKernels kernels) {
   using namespace nhwc;
   if (g.depthwise()) {
     depthwise_nhwc::backward_filter(g, depthwise_nhwc::Element::f32, x, dy, dw, workspace, stream);
     // dy [N*P*Q, K] is an NCHW-style [N', C, 1] tensor with N' = N*P*Q.
+    if (db != nullptr) channel_bias_gradient(g.N * g.P() * g.Q(), g.K, 1, dy, db, stream);
+    return;
+  }
+  if (aligned16(x) && aligned16(dy) && conv2d_backward_filter_nhwc_uses_wgmma(g, math, kernels)) {
+    tc::wgmma_backward_filter_f32(g, x, dy, dw, workspace, stream);
     if (db != nullptr) channel_bias_gradient(g.N * g.P() * g.Q(), g.K, 1, dy, db, stream);
     return;
   }

@@ -456,13 +456,15 @@ __global__ void __launch_bounds__(kBlockThreads, RESIDENT > 0 ? RESIDENT
 
 // Host side (the tensor maps: convolution_tc_wgmma_maps.cuh).
 
-// The launch of `blocks` blocks of the kernel (`bytes` of shared memory each) in clusters of
-// `cluster` consecutive blocks, for cudaLaunchKernelEx and cudaOccupancyMaxActiveClusters.
+// The launch of `blocks` blocks of the kernel (`bytes` of shared memory, `threads` threads each)
+// in clusters of `cluster` consecutive blocks, for cudaLaunchKernelEx and
+// cudaOccupancyMaxActiveClusters.
 struct ClusterLaunch {
   cudaLaunchConfig_t config{};
   cudaLaunchAttribute attribute[1]{};
-  ClusterLaunch(int64_t blocks, int bytes, gpu::Stream stream, int cluster) {
-    config.gridDim = dim3(unsigned(blocks)), config.blockDim = dim3(kBlockThreads);
+  ClusterLaunch(int64_t blocks, int bytes, gpu::Stream stream, int cluster,
+                int threads = kBlockThreads) {
+    config.gridDim = dim3(unsigned(blocks)), config.blockDim = dim3(unsigned(threads));
     config.dynamicSmemBytes = size_t(bytes), config.stream = stream;
     attribute[0].id = cudaLaunchAttributeClusterDimension;
     attribute[0].val.clusterDim.x = unsigned(cluster);

@@ -109,20 +109,29 @@ void sum_channel_stats(const float* stats, int rows, int K, const TcEpilogue& ep
 void sum_filter_slices(const float* partial, int slices, int G, int Kg, int RS, int Cg, int Cp,
                        float* dw, gpu::Stream stream);
 // Groups 1, strides up to 8 (any filter, padding and dilation whose im2col corners -pad and
-// pad - (taps - 1) * dilation lie within [-128, 127]), C and K multiples of 8.
-bool wgmma_backward_filter_fits(const Conv2dGeometry& g);
+// pad - (taps - 1) * dilation lie within [-128, 127]), C and K multiples of `channel_multiple`
+// (16 bytes: 8 for 16-bit tensors, 4 for f32 ones).
+bool wgmma_backward_filter_fits(const Conv2dGeometry& g, int channel_multiple = 8);
+// Whether the wgmma filter gradient beats mma.sync (TcKernels::best, 16-bit and tf32): a 1x1
+// without padding, two taps a tile, or C >= 32 and K >= 128 (convolution_tc_filter_cuda.cu).
+bool wgmma_backward_filter_pays(const Conv2dGeometry& g);
 // Whether the filter gradient puts two taps in one 128-row tile (x with 64 channels and a filter
 // of taps: each tap's product alone would be 64 rows, half a tile).
 bool wgmma_backward_filter_pairs_taps(const Conv2dGeometry& g);
-// The workspace wgmma_backward_filter needs: its groups' partials (each dw's size in fp32) where
-// the cut has more than one cluster a tile, else 0.
-size_t wgmma_backward_filter_workspace(const Conv2dGeometry& g);
+// The workspace wgmma_backward_filter (f32: wgmma_backward_filter_f32) needs: its groups'
+// partials (each dw's size in fp32) where the cut has more than one cluster a tile, else 0.
+size_t wgmma_backward_filter_workspace(const Conv2dGeometry& g, bool f32 = false);
 // The blocks a cluster of the cut (the slices whose sums one cluster adds; tests).
-int wgmma_backward_filter_cluster(const Conv2dGeometry& g);
+int wgmma_backward_filter_cluster(const Conv2dGeometry& g, bool f32 = false);
 // dw[k][r][s][c] += the sum over N*P*Q of dy[npq, k] * x_rs[npq, c] (fp32; x_rs: x read at tap
 // (r, s)), summed in a fixed order (deterministic); `workspace`: wgmma_backward_filter_workspace's
 // bytes (16-byte aligned ones, and dw, take 16-byte accesses; 4-byte aligned ones, scalar).
 void wgmma_backward_filter(const Conv2dGeometry& g, TcType type, const void* x, const void* dy,
                            float* dw, void* workspace, gpu::Stream stream);
+// The same on f32 tensors in tf32 math (conv2d_backward_filter_nhwc where
+// wgmma_backward_filter_fits(g, 4) and x, dy are 16-byte aligned): each operand rounded to TF32
+// (cvt.rna, as the mma.sync kernels), exact products, fp32 sums.
+void wgmma_backward_filter_f32(const Conv2dGeometry& g, const float* x, const float* dy, float* dw,
+                               void* workspace, gpu::Stream stream);
 
 }  // namespace crema::kernels::cuda::tc

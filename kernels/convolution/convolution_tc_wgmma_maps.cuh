@@ -104,10 +104,9 @@ inline CUtensorMap matrix_map(TcType type, const void* base, int64_t rows, int64
 // height - 1 + upper_h, step_h), then n: a convolution's output positions, each the corner of its
 // window, with lower = -pad and upper = pad - (taps - 1) * dilation. The corners must lie within
 // [-128, 127], the steps within 1..8.
-inline CUtensorMap im2col_map(TcType type, const void* base, int64_t N, int64_t height,
-                              int64_t width, int64_t channels, int lower_h, int lower_w,
-                              int upper_h, int upper_w, int step_h, int step_w, int positions) {
-  const MapType t = map_type(type);
+inline CUtensorMap im2col_map(MapType t, const void* base, int64_t N, int64_t height, int64_t width,
+                              int64_t channels, int lower_h, int lower_w, int upper_h, int upper_w,
+                              int step_h, int step_w, int positions) {
   const cuuint64_t dims[4] = {cuuint64_t(channels), cuuint64_t(width), cuuint64_t(height),
                               cuuint64_t(N)};
   const cuuint64_t strides[3] = {cuuint64_t(channels * t.bytes),
@@ -125,6 +124,13 @@ inline CUtensorMap im2col_map(TcType type, const void* base, int64_t N, int64_t 
                       std::to_string(int(r)) + ")");
   }
   return map;
+}
+
+inline CUtensorMap im2col_map(TcType type, const void* base, int64_t N, int64_t height,
+                              int64_t width, int64_t channels, int lower_h, int lower_w,
+                              int upper_h, int upper_w, int step_h, int step_w, int positions) {
+  return im2col_map(map_type(type), base, N, height, width, channels, lower_h, lower_w, upper_h,
+                    upper_w, step_h, step_w, positions);
 }
 
 }  // namespace crema::kernels::cuda::tc::wg

@@ -25,6 +25,7 @@
 #include "core/context.h"
 #include "core/random.h"
 #include "kernels/convolution/convolution.h"
+#include "kernels/convolution/convolution_tc_wgmma.h"
 #include "tests/kernels/convolution_cuda_test_util.h"
 #include "tests/support/cuda_test_util.h"
 
@@ -159,8 +160,11 @@ void check(Context& ctx, const Conv2dGeometry& g, bool wgmma_expected, uint64_t 
                : few && g.C > 1 ? "col2im_gemm"
                : data_wgmma     ? "tc_wgmma"
                                 : "nhwc_implicit_gemm");
+  // The filter gradient: its own tests (convolution_tf32_wgmma_filter_cuda_test.cpp).
+  const bool filter_wgmma = on_hopper() && cuda::tc::wgmma_backward_filter_fits(g, 4) &&
+                            cuda::tc::wgmma_backward_filter_pays(g);
   EXPECT_STREQ(conv2d_nhwc_kernel(ConvPass::backward_filter, g, DType::f32, GemmMath::tf32),
-               "nhwc_implicit_gemm");
+               filter_wgmma ? "tc_wgmma" : "nhwc_implicit_gemm");
   EXPECT_STREQ(conv2d_nhwc_kernel(ConvPass::forward, g, DType::f32, GemmMath::fp32),
                "nhwc_implicit_gemm");
   EXPECT_EQ(cuda::conv2d_forward_nhwc_uses_wgmma(g, GemmMath::tf32, TcKernels::mma_sync), false);
