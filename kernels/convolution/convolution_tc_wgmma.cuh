@@ -349,6 +349,11 @@ __device__ __forceinline__ void walk_units(const Problem& problem, const Body& b
 // every unit) or many (RESIDENT blocks an SM, each taking units blockIdx.x, + gridDim.x, ...).
 // Problem provides
 //   kMnMajorA, kMnMajorB           whether A, B are MN-major (else K-major; slab_mma)
+//   kTransposes, transpose(stage, warp, lane)   whether the consumers rewrite each stage before
+//                                  its wgmmas (the f32 filter gradient: MN-major boxes made K-major
+//                                  in place, convolution_tc_wgmma_filter_sm90a.cu), each warp its
+//                                  part; the kernel then fences the stores for the async proxy
+//                                  and syncs the 256 consumers
 //   int units()                    the units of work: a tile and its part of the reduction
 //   Where locate(unit)             where unit `unit` works, computed once a unit
 //   int slabs(where)
@@ -379,6 +384,7 @@ __global__ void __launch_bounds__(kBlockThreads, RESIDENT > 0 ? RESIDENT
                  const __grid_constant__ CUtensorMap map_b,
                  const __grid_constant__ Problem problem) {
   static_assert(BN < 256 || !Problem::kMnMajorA, "the 256-column tile reads A K-major");
+  static_assert(!Problem::kTransposes || RESIDENT == 0, "transposing Problems: a block a unit");
   using R = Ring<BN, RESIDENT>;
   extern __shared__ uint8_t raw_smem[];
   const uint32_t raw_address = uint32_t(__cvta_generic_to_shared(raw_smem));
@@ -425,6 +431,12 @@ __global__ void __launch_bounds__(kBlockThreads, RESIDENT > 0 ? RESIDENT
     for (int s = 0; s < slabs; ++s) {
       const int i = first + s, stage = i % R::STAGES;
       mbarrier_wait(full + 8 * stage, (i / R::STAGES) & 1);
+      if constexpr (Problem::kTransposes) {
+        problem.transpose(raw_smem + (base - raw_address) + stage * R::STAGE_BYTES, tid / 32,
+                          tid % 32);
+        detail::fence_async_shared();  // the stores, seen by the wgmmas' reads (async proxy)
+        consumers_sync();              // every warp's part of the stage
+      }
       // The warpgroup's 64 rows of A: 64 rows of 128 bytes (K-major) or the second 64 x 64 box
       // (MN-major): 8192 bytes on either way.
       const uint32_t a_tile = base + stage * R::STAGE_BYTES + consumer * 8192;
@@ -432,8 +444,15 @@ __global__ void __launch_bounds__(kBlockThreads, RESIDENT > 0 ? RESIDENT
       detail::wgmma_fence();
       slab_mma<E, BN, Problem::kMnMajorA, Problem::kMnMajorB>(acc, a_tile, b_tile);
       detail::wgmma_commit();
-      detail::wgmma_wait<1>();  // slab i-1's group has retired: its stage goes back
-      if (s > 0) mbarrier_arrive(empty + 8 * ((i - 1) % R::STAGES));
+      if constexpr (Problem::kTransposes) {
+        // The slab's wgmmas retire before the next slab's transposes (ptxas serializes wgmmas
+        // that other work runs under: C7515); the SM's other block keeps the tensor cores busy.
+        detail::wgmma_wait<0>();
+        mbarrier_arrive(empty + 8 * stage);
+      } else {
+        detail::wgmma_wait<1>();  // slab i-1's group has retired: its stage goes back
+        if (s > 0) mbarrier_arrive(empty + 8 * ((i - 1) % R::STAGES));
+      }
     }
     detail::wgmma_wait<0>();
 #pragma unroll

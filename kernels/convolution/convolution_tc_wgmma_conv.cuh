@@ -37,7 +37,7 @@ struct Place {
 // dx), where they have the same extent (the same map of dy).
 template <int BN, class Out, int PHASES = 1, bool B_FROM_W = false>
 struct ConvProblem {
-  static constexpr bool kMnMajorA = false, kMnMajorB = B_FROM_W;
+  static constexpr bool kMnMajorA = false, kMnMajorB = B_FROM_W, kTransposes = false;
   static constexpr int kColumns = BN, kPhases = PHASES;
   Rows rows_of[PHASES];
   int columns, inner;

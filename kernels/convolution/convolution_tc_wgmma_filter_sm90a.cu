@@ -45,11 +45,16 @@
 // f32 in tf32: tf32 wgmma reads K-major operands only (no transpose immediates), and here both
 // operands have the reduction index N*P*Q outermost. The TMA lands the same MN-major boxes, each
 // 32 f32 channels x 32 positions (4096 bytes: a slab is 32 positions, so that a K-major row of
-// them is 128 bytes), in a raw ring; a third warpgroup, the transposers, rewrites each stage into
-// a second ring as K-major tiles -- row m = channel m, its 32 positions 128B-swizzled, the box at
-// the same offset -- rounding every value to TF32 on the way (cvt.rna, as the mma.sync kernels
-// do: the tensor cores would truncate), and the consumers run wgmma m64nBNk8 on those. One block
-// an SM (two 96 KB rings); the slices, clusters, groups and epilogue as above.
+// them is 128 bytes), which are rewritten as K-major tiles -- row m = channel m, its 32 positions
+// 128B-swizzled, the box at the same offset -- rounding every value to TF32 on the way (cvt.rna,
+// as the mma.sync kernels do: the tensor cores would truncate) before the consumers run wgmma
+// m64nBNk8 on them. Two forms, by measurement (H200, 2026-11-28, session 22, call 7, ms in the
+// same call): at 128 columns tf32_filter_kernel, whose third warpgroup, the transposers, writes
+// each stage of a raw ring into a second ring, one block an SM (3x3 128@28 0.130 against the
+// other form's 0.136, 1x1 2048 -> 512 at 7 0.056 against 0.084); at 64 columns the ring kernel
+// of the 16-bit passes, its consumers transposing each stage in place (FilterProblem::transpose),
+// two blocks an SM (the paired 64@56 0.172 against 0.196). The slices, clusters, groups and
+// epilogue as above.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -122,10 +127,12 @@ Cut cheapest_cut(int64_t units, int64_t slabs, double slab_us, double filter_byt
 // IM2COL: x through the im2col map (else a matrix, like dy).
 template <class E, int BN, bool IM2COL>
 struct FilterProblem {
-  static constexpr bool kMnMajorA = true, kMnMajorB = true;
   // A box: 128 bytes of channels (64 16-bit ones, 32 f32 ones) x a slab's positions (64; f32 32,
-  // so that the transposed rows are 128 bytes of positions too).
+  // so that the transposed rows are 128 bytes of positions too). The 16-bit wgmmas read the boxes
+  // MN-major; f32's are made K-major first: at 64 columns in place by the consumers of
+  // convolution_tc_wgmma.cuh's kernel (transpose), at 128 by tf32_filter_kernel's transposers.
   static constexpr bool kF32 = std::is_same_v<E, float>;
+  static constexpr bool kMnMajorA = !kF32, kMnMajorB = !kF32, kTransposes = kF32;
   static constexpr int kChannels = kF32 ? 32 : 64, kPositions = kF32 ? 32 : 64;
   static constexpr uint32_t kBoxBytes = kF32 ? 4096 : 8192;
   // The tile parked in shared memory in dw's orientation, T[o][n]: o the output channel, n the
@@ -228,6 +235,42 @@ struct FilterProblem {
       }
     }
   }
+  // f32: warp `warp` rewrites box `warp` of the stage (A's 4 and B's BN / 32, 4096 bytes each) in
+  // place from the TMA's layout -- row p = position p, 32 channels, chunk j (channels 4j .. 4j+3)
+  // at chunk j ^ (p % 8) -- to the K-major one -- row m = channel m, 32 positions, chunk a
+  // (positions 4a .. 4a+3) at chunk a ^ (m % 8) -- each value rounded to TF32 (cvt.rna, as the
+  // mma.sync kernels: the tensor cores would truncate). A box is 8 x 8 blocks of 4 x 4; a lane
+  // moves block (a, c) (positions 4a.., channels 4c..) with 4 loads and 4 stores of 16 bytes, to
+  // where block (c, a) lay. Lane l takes a = l % 8, c = a ^ d with d = l / 8 + 4 round: the blocks
+  // of one d are their own mirror images, so each round overwrites only what it read (loads,
+  // __syncwarp, stores), and the 8 lanes of a quarter-warp (a wavefront of 16-byte accesses)
+  // touch chunks c ^ (4 (a % 2) + i) and a ^ (4 (c % 2) + i): 8 distinct ones, no conflicts.
+  __device__ void transpose(uint8_t* stage, int warp, int lane) const {
+    if (warp >= (kBM + BN) / 32) return;
+    uint8_t* box = stage + warp * 4096;
+    auto tf32 = [](float x) { return __uint_as_float(detail::to_tf32(x)); };
+#pragma unroll
+    for (int round = 0; round < 2; ++round) {
+      const int a = lane % 8, c = a ^ (lane / 8 + 4 * round);
+      float4 v[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int p = 4 * a + i;
+        v[i] = *reinterpret_cast<const float4*>(box + p * kRowBytes + 16 * (c ^ (p % 8)));
+      }
+      __syncwarp();
+      auto column = [&](int i, float x0, float x1, float x2, float x3) {
+        const int m = 4 * c + i;
+        *reinterpret_cast<float4*>(box + m * kRowBytes + 16 * (a ^ (m % 8))) =
+            make_float4(tf32(x0), tf32(x1), tf32(x2), tf32(x3));
+      };
+      column(0, v[0].x, v[1].x, v[2].x, v[3].x);
+      column(1, v[0].y, v[1].y, v[2].y, v[3].y);
+      column(2, v[0].z, v[1].z, v[2].z, v[3].z);
+      column(3, v[0].w, v[1].w, v[2].w, v[3].w);
+      __syncwarp();
+    }
+  }
   // Thread (warp w, lane l) of warpgroup `consumer` holds rows 16w + l/4 and +8 of its 64,
   // columns 8j + 2(l%4), +1: values 4j, 4j+1 and 4j+2, 4j+3. The kernel calls this once both
   // warpgroups are done with the ring (all of the block's copies landed): the tile goes into the
@@ -299,11 +342,11 @@ struct FilterProblem {
   }
 };
 
-// f32 in tf32: the transposers' warpgroup (128 threads) between the producer warp and the
-// consumers, kTf32Threads a block, one block an SM. Two rings, each stage A's 128 rows and B's BN
-// of 128 bytes: the raw ring (the TMA's MN-major boxes) and the K-major ring (the transposers'
-// tiles), 96 KB each (3 stages at BN 128, 4 at 64), then four barriers a stage: raw full (the
-// producer's arrive and the TMA's bytes), raw empty (the transposers), K-major full (the
+// f32 in tf32 at 128 columns: the transposers' warpgroup (128 threads) between the producer warp
+// and the consumers, kTf32Threads a block, one block an SM. Two rings, each stage A's 128 rows and
+// B's BN of 128 bytes: the raw ring (the TMA's MN-major boxes) and the K-major ring (the
+// transposers' tiles), 96 KB each (3 stages at BN 128, 4 at 64), then four barriers a stage: raw
+// full (the producer's arrive and the TMA's bytes), raw empty (the transposers), K-major full (the
 // transposers), K-major empty (the consumers). The epilogue parks its tile in the drained raw ring
 // (69.6 KB at most). Measured alternatives (H200, 2026-11-28, session 22, calls 2-4, against this
 // in the same call): two transposer warpgroups 1.01-1.04x the time; 5 raw and 2 K-major stages at
@@ -375,8 +418,8 @@ __global__ void __launch_bounds__(kTf32Threads, 1)
                        const __grid_constant__ FilterProblem<float, BN, IM2COL> problem) {
   using R = Tf32Ring<BN>;
   using Problem = FilterProblem<float, BN, IM2COL>;
-  static_assert(Problem::kMnMajorA && Problem::kMnMajorB,
-                "the TMA's boxes are MN-major: the transposers make them K-major");
+  static_assert(Problem::kTransposes && !Problem::kMnMajorA && !Problem::kMnMajorB,
+                "the wgmmas read the transposers' K-major tiles");
   extern __shared__ uint8_t raw_smem[];
   const uint32_t raw_address = uint32_t(__cvta_generic_to_shared(raw_smem));
   const uint32_t align = (1024 - raw_address % 1024) % 1024;
@@ -476,25 +519,26 @@ std::array<int, kMaxCluster + 1> ask_slots(Kernel kernel, int bytes, int threads
   return slots;
 }
 
-std::array<int, kMaxCluster + 1> cluster_slots(bool f32) {
+std::array<int, kMaxCluster + 1> cluster_slots(bool transposers) {
   static std::mutex mutex;
   static std::map<std::pair<int, bool>, std::array<int, kMaxCluster + 1>> known;
   int device = 0;
   if (cudaGetDevice(&device) != cudaSuccess) {
     std::array<int, kMaxCluster + 1> slots{};
-    const int target = f32 ? kTf32Blocks : kTargetBlocks;
+    const int target = transposers ? kTf32Blocks : kTargetBlocks;
     for (int c = 1; c <= kMaxCluster; ++c) slots[size_t(c)] = target / c * c;
     return slots;
   }
   const std::lock_guard<std::mutex> lock(mutex);
-  if (const auto it = known.find({device, f32}); it != known.end()) return it->second;
+  if (const auto it = known.find({device, transposers}); it != known.end()) return it->second;
   // Every filter kernel of a kind has the same threads and shared memory: one stands in (the
-  // 16-bit kernels' 96 KB ring; the f32 kernel's rings at BN 128).
-  const auto slots = f32 ? ask_slots(tf32_filter_kernel<128, true>, Tf32Ring<128>::SMEM_BYTES,
+  // ring kernel's 96 KB, 16-bit and f32 at 64 columns; tf32_filter_kernel's two rings).
+  const auto slots = transposers
+                         ? ask_slots(tf32_filter_kernel<128, true>, Tf32Ring<128>::SMEM_BYTES,
                                      kTf32Threads, kTf32Blocks)
                          : ask_slots(wg::wgmma_kernel<Bf16, 128, FilterProblem<Bf16, 128, true>, 0>,
                                      wg::Ring<128>::SMEM_BYTES, wg::kBlockThreads, kTargetBlocks);
-  known[{device, f32}] = slots;
+  known[{device, transposers}] = slots;
   return slots;
 }
 
@@ -506,9 +550,10 @@ struct FilterPlan {
   int I, J, bn, tiles_j, tiles, taps, tap_blocks, cluster, groups, slices, length, slabs;
 };
 
-// f32: slabs of 32 positions, one block an SM. A slab's time alone on an SM (a 128 x 128 tile:
-// 2 x 128 x 128 x 32 flops at tf32's half of the 16-bit rate, plus the transposes' shared-memory
-// traffic) taken as about 0.4 us, 0.22 at 64 columns: estimates, not tuned per shape.
+// f32: slabs of 32 positions; at 64 columns the ring kernel's blocks (half the 16-bit slab's
+// products at half the rate: the same slab times), at 128 tf32_filter_kernel's, one an SM, a
+// slab's time alone on it (2 x 128 x 128 x 32 flops plus the transposes' shared-memory traffic)
+// taken as about 0.4 us: estimates, not tuned per shape.
 FilterPlan filter_plan(const Conv2dGeometry& g, bool f32) {
   FilterPlan f{};
   const int64_t NPQ = g.N * g.P() * g.Q();
@@ -530,11 +575,13 @@ FilterPlan filter_plan(const Conv2dGeometry& g, bool f32) {
   // Paired taps take clusters of one block (groups only): in clusters of 4 the 64@56 3x3 took
   // 0.0972 ms at batch 128 and 0.0569 at 64 against 0.0851 and 0.0503 unclustered (H200,
   // 2026-11-28, session 20, call 3; its 64 x 64 filter's partials are small: little to save).
-  std::array<int, kMaxCluster + 1> slots = cluster_slots(f32);
+  const bool transposers = f32 && f.bn == 128;
+  std::array<int, kMaxCluster + 1> slots = cluster_slots(transposers);
   if (f.paired) std::fill(slots.begin() + 2, slots.end(), 0);
-  const double slab_us = f32 ? (f.bn == 128 ? 0.4 : 0.22) : (f.bn == 128 ? 0.75 : 0.37);
-  const Cut cut = cheapest_cut(int64_t(f.tiles) * f.tap_blocks, slabs, slab_us,
-                               double(f.taps) * f.I * f.J * 4, most, slots, f32 ? 1.0 : kLoneRound);
+  const double slab_us = transposers ? 0.4 : f.bn == 128 ? 0.75 : 0.37;
+  const Cut cut =
+      cheapest_cut(int64_t(f.tiles) * f.tap_blocks, slabs, slab_us, double(f.taps) * f.I * f.J * 4,
+                   most, slots, transposers ? 1.0 : kLoneRound);
   f.cluster = cut.cluster, f.groups = cut.groups, f.slices = cut.cluster * cut.groups;
   f.length = int((slabs + f.slices - 1) / f.slices);
   return f;
@@ -598,7 +645,7 @@ void filter_typed(const Conv2dGeometry& g, wg::MapType type, const void* x, cons
     problem.rows_are_dy = f.rows_are_dy, problem.paired = f.paired;
     problem.blocks_x = blocks_x, problem.cluster = f.cluster, problem.groups = f.groups;
     const int64_t blocks = int64_t(blocks_x) * f.slices;
-    if constexpr (kF32) {
+    if constexpr (kF32 && BN == 128) {
       const auto kernel = tf32_filter_kernel<BN, IM2COL>;
       constexpr int kBytes = Tf32Ring<BN>::SMEM_BYTES;
       detail::set_shared_memory_limit(kernel, kBytes, what);

@@ -155,31 +155,42 @@ TEST(ConvolutionTf32WgmmaFilterCuda, TilesAndReads) {
 
 // Cuts with more than one slice: clusters of several blocks (the sums through distributed
 // shared memory) and more than one group (partials in the workspace, then their sum), dw and the
-// workspace 4-byte aligned only (scalar accesses).
+// workspace 4-byte aligned only (scalar accesses), on both forms of the kernel: 64-column tiles
+// (the ring kernel, transposing in place) and 128-column ones (the transposers' kernel).
 TEST(ConvolutionTf32WgmmaFilterCuda, SlicesInClustersAndGroups) {
   CREMA_REQUIRE_CUDA();
   if (!on_hopper()) GTEST_SKIP() << "the wgmma kernels need compute capability 9.0";
   Context ctx(Device::cuda(0));
   const Conv2dGeometry shapes[] = {
-      {1, 96, 128, 128, 64, 3, 3, 1, 1},  // rows from x
+      {1, 96, 128, 128, 64, 3, 3, 1, 1},  // rows from x, 64 columns
       {1, 32, 128, 128, 64, 3, 3, 1, 1},  // rows from dy, 32 of 64 columns
       {1, 64, 128, 128, 64, 1, 1},        // a plain 1x1
       {1, 64, 128, 128, 64, 3, 3, 1, 1},  // taps paired: clusters of one block
+      {1, 128, 96, 96, 128, 3, 3, 1, 1},  // 128 columns
+      {1, 256, 64, 64, 96, 3, 3, 1, 1},   // rows from x, 96 of 128 columns
+      {1, 128, 128, 128, 256, 1, 1},      // a plain 1x1 at 128 columns
   };
-  bool clustered = false, grouped = false;
+  bool clustered[2] = {false, false}, grouped[2] = {false, false};
   uint64_t seed = 9300;
   for (const Conv2dGeometry& g : shapes) {
     SCOPED_TRACE(describe(g));
     ASSERT_TRUE(cuda::conv2d_backward_filter_nhwc_uses_wgmma(g, GemmMath::tf32, TcKernels::wgmma));
-    clustered |= cuda::tc::wgmma_backward_filter_cluster(g, true) > 1;
-    grouped |= cuda::tc::wgmma_backward_filter_workspace(g, true) > 0;
+    // The tile's columns: the tensor with fewer channels (x's with taps paired).
+    const bool paired = cuda::tc::wgmma_backward_filter_pairs_taps(g);
+    const int64_t columns = paired ? g.K : std::min(g.C, g.K);
+    const int wide = columns > 64 ? 1 : 0;
+    clustered[wide] |= cuda::tc::wgmma_backward_filter_cluster(g, true) > 1;
+    grouped[wide] |= cuda::tc::wgmma_backward_filter_workspace(g, true) > 0;
     const Case c = make_case(g, seed += 13);
     expect_near(run_filter(ctx, g, c, GemmMath::tf32, TcKernels::wgmma), c.want, "aligned");
     expect_near(run_filter(ctx, g, c, GemmMath::tf32, TcKernels::wgmma, 0, 1), c.want,
                 "dw and workspace 4-byte aligned");
   }
-  EXPECT_TRUE(clustered) << "no cut summed in clusters of several blocks: that path went untested";
-  EXPECT_TRUE(grouped) << "no cut with several groups: the groups' sums went untested";
+  for (int wide = 0; wide < 2; ++wide) {
+    const char* form = wide ? "128 columns" : "64 columns";
+    EXPECT_TRUE(clustered[wide]) << form << ": no cut summed in clusters of several blocks";
+    EXPECT_TRUE(grouped[wide]) << form << ": no cut with several groups";
+  }
 }
 
 // Not on the kernel: C or K not a multiple of 4, groups 2, x and dy misaligned (the mma.sync

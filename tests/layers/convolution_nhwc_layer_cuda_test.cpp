@@ -195,14 +195,14 @@ TEST(ConvolutionNhwcLayerCuda, DescribesTheNhwcKernels) {
                       {2, 64, 8, 8}, DType::bf16),
             "forward " + kernel + ", backward_data " + kernel + ", backward_filter " + kernel +
                 " (bf16 nhwc)");
-  // f32 in tf32 math: forward and backward data on wgmma on Hopper, the filter gradient on
-  // mma.sync; fp32 math always on the implicit-GEMM kernels.
+  // f32 in tf32 math: every pass of a 1x1 on wgmma on Hopper (the filter gradient since session
+  // 22); fp32 math always on the implicit-GEMM kernels.
   const std::string f32 = hopper ? "tc_wgmma" : "nhwc_implicit_gemm";
   EXPECT_EQ(
       described(gpu, "{name: c, type: Convolution, num_output: 36, kernel_size: 1, math: tf32}",
                 {2, 12, 8, 8}, DType::f32),
-      "forward " + f32 + ", backward_data " + f32 +
-          ", backward_filter nhwc_implicit_gemm (f32 nhwc), math tf32");
+      "forward " + f32 + ", backward_data " + f32 + ", backward_filter " + f32 +
+          " (f32 nhwc), math tf32");
   EXPECT_EQ(described(gpu, "{name: c, type: Convolution, num_output: 36, kernel_size: 1}",
                       {2, 12, 8, 8}, DType::f32),
             "forward nhwc_implicit_gemm, backward_data nhwc_implicit_gemm, backward_filter "
