@@ -134,9 +134,8 @@ inline Tensor upload(Context& ctx, const std::vector<float>& host) {
 
 // Every element finite (NaN poison overwritten) and ||out - ref|| / ||ref|| < tolerance.
 // Returns that relative error.
-inline double expect_close(const Tensor& t, const std::vector<double>& expected,
+inline double expect_close(const std::vector<float>& out, const std::vector<double>& expected,
                            const std::string& what, double tolerance = 1e-5) {
-  const std::vector<float> out = t.to_vector();
   EXPECT_EQ(out.size(), expected.size()) << what;
   if (out.size() != expected.size()) return INFINITY;
   double diff = 0, norm = 0;
@@ -149,6 +148,10 @@ inline double expect_close(const Tensor& t, const std::vector<double>& expected,
   EXPECT_EQ(not_finite, 0) << what << ": elements not written";
   EXPECT_LT(std::sqrt(diff), tolerance * std::sqrt(norm) + 1e-30) << what;
   return std::sqrt(diff) / (std::sqrt(norm) + 1e-30);
+}
+inline double expect_close(const Tensor& t, const std::vector<double>& expected,
+                           const std::string& what, double tolerance = 1e-5) {
+  return expect_close(t.to_vector(), expected, what, tolerance);
 }
 
 // The problem's tensors on the device.

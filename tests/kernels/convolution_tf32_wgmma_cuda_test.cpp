@@ -127,20 +127,6 @@ Outputs run_passes(Context& ctx, const Conv2dGeometry& g, const Inputs& in, Gemm
   return first;
 }
 
-void expect_near(const std::vector<float>& out, const std::vector<double>& want,
-                 const std::string& what) {
-  ASSERT_EQ(out.size(), want.size()) << what;
-  double diff = 0, norm = 0;
-  int64_t not_finite = 0;
-  for (size_t i = 0; i < out.size(); ++i) {
-    not_finite += !std::isfinite(out[i]);
-    diff += (out[i] - want[i]) * (out[i] - want[i]);
-    norm += want[i] * want[i];
-  }
-  EXPECT_EQ(not_finite, 0) << what << ": elements not written";
-  EXPECT_LT(std::sqrt(diff / norm), 1e-5) << what;
-}
-
 // g in tf32: `best` on the wgmma kernels exactly where wgmma_expected says so on Hopper (the
 // truncated reading), mma_sync forced always on the rounded one; fp32 math exact.
 void check(Context& ctx, const Conv2dGeometry& g, bool wgmma_expected, uint64_t seed,
@@ -174,19 +160,19 @@ void check(Context& ctx, const Conv2dGeometry& g, bool wgmma_expected, uint64_t 
   const Outputs best = run_passes(ctx, g, in, GemmMath::tf32, TcKernels::best);
   const Expected truncated = wgmma ? expected(g, in, Reading::truncated) : Expected{};
   const Expected& want = wgmma ? truncated : rounded;
-  expect_near(best.y, want.y, std::string("tf32 forward, ") + kernel);
-  expect_near(best.dx, (data_wgmma ? truncated : rounded).dx,
-              std::string("tf32 backward data, ") + (data_wgmma ? kernel : "mma.sync"));
+  expect_close(best.y, want.y, std::string("tf32 forward, ") + kernel);
+  expect_close(best.dx, (data_wgmma ? truncated : rounded).dx,
+               std::string("tf32 backward data, ") + (data_wgmma ? kernel : "mma.sync"));
   if (wgmma) {
     const Outputs forced = run_passes(ctx, g, in, GemmMath::tf32, TcKernels::mma_sync);
-    expect_near(forced.y, rounded.y, "tf32 forward, mma_sync forced");
-    expect_near(forced.dx, rounded.dx, "tf32 backward data, mma_sync forced");
+    expect_close(forced.y, rounded.y, "tf32 forward, mma_sync forced");
+    expect_close(forced.dx, rounded.dx, "tf32 backward data, mma_sync forced");
   }
   if (with_fp32) {
     const Expected exact = expected(g, in, Reading::exact);
     const Outputs fp32 = run_passes(ctx, g, in, GemmMath::fp32, TcKernels::best);
-    expect_near(fp32.y, exact.y, "fp32 forward");
-    expect_near(fp32.dx, exact.dx, "fp32 backward data");
+    expect_close(fp32.y, exact.y, "fp32 forward");
+    expect_close(fp32.dx, exact.dx, "fp32 backward data");
   }
 }
 
@@ -224,8 +210,8 @@ void check_forced(Context& ctx, const Conv2dGeometry (&shapes)[N], uint64_t seed
     const Inputs in = make_inputs(g, seed += 11);
     const Expected truncated = expected(g, in, Reading::truncated);
     const Outputs out = run_passes(ctx, g, in, GemmMath::tf32, kernels);
-    expect_near(out.y, truncated.y, "tf32 forward, " + launch);
-    expect_near(out.dx, truncated.dx, "tf32 backward data, " + launch);
+    expect_close(out.y, truncated.y, "tf32 forward, " + launch);
+    expect_close(out.dx, truncated.dx, "tf32 backward data, " + launch);
   }
 }
 
@@ -304,8 +290,8 @@ TEST(ConvolutionTf32WgmmaCuda, MisalignedPointersFallBack) {
   const Inputs in = make_inputs(g, 4500);
   const Expected rounded = expected(g, in, Reading::rounded);
   const Outputs out = run_passes(ctx, g, in, GemmMath::tf32, TcKernels::best, 1);
-  expect_near(out.y, rounded.y, describe(g) + " misaligned tf32 forward");
-  expect_near(out.dx, rounded.dx, describe(g) + " misaligned tf32 backward data");
+  expect_close(out.y, rounded.y, describe(g) + " misaligned tf32 forward");
+  expect_close(out.dx, rounded.dx, describe(g) + " misaligned tf32 backward data");
 }
 
 }  // namespace

@@ -102,20 +102,6 @@ std::vector<float> run_filter(Context& ctx, const Conv2dGeometry& g, const Case&
   return first;
 }
 
-void expect_near(const std::vector<float>& out, const std::vector<double>& want,
-                 const std::string& what) {
-  ASSERT_EQ(out.size(), want.size()) << what;
-  double diff = 0, norm = 0;
-  int64_t not_finite = 0;
-  for (size_t i = 0; i < out.size(); ++i) {
-    not_finite += !std::isfinite(out[i]);
-    diff += (out[i] - want[i]) * (out[i] - want[i]);
-    norm += want[i] * want[i];
-  }
-  EXPECT_EQ(not_finite, 0) << what;
-  EXPECT_LT(std::sqrt(diff / norm), 1e-5) << what;
-}
-
 // g on the wgmma kernel (forced; where it runs asserted) and on mma.sync forced, both against the
 // rounded reading; `best` takes wgmma exactly where wgmma_backward_filter_pays says so.
 void check(Context& ctx, const Conv2dGeometry& g, uint64_t seed) {
@@ -128,9 +114,9 @@ void check(Context& ctx, const Conv2dGeometry& g, uint64_t seed) {
                hopper && pays ? "tc_wgmma" : "nhwc_implicit_gemm");
   EXPECT_FALSE(cuda::conv2d_backward_filter_nhwc_uses_wgmma(g, GemmMath::fp32, TcKernels::wgmma));
   const Case c = make_case(g, seed);
-  expect_near(run_filter(ctx, g, c, GemmMath::tf32, TcKernels::wgmma), c.want, "wgmma forced");
-  expect_near(run_filter(ctx, g, c, GemmMath::tf32, TcKernels::mma_sync), c.want,
-              "mma_sync forced");
+  expect_close(run_filter(ctx, g, c, GemmMath::tf32, TcKernels::wgmma), c.want, "wgmma forced");
+  expect_close(run_filter(ctx, g, c, GemmMath::tf32, TcKernels::mma_sync), c.want,
+               "mma_sync forced");
 }
 
 TEST(ConvolutionTf32WgmmaFilterCuda, TilesAndReads) {
@@ -182,9 +168,9 @@ TEST(ConvolutionTf32WgmmaFilterCuda, SlicesInClustersAndGroups) {
     clustered[wide] |= cuda::tc::wgmma_backward_filter_cluster(g, true) > 1;
     grouped[wide] |= cuda::tc::wgmma_backward_filter_workspace(g, true) > 0;
     const Case c = make_case(g, seed += 13);
-    expect_near(run_filter(ctx, g, c, GemmMath::tf32, TcKernels::wgmma), c.want, "aligned");
-    expect_near(run_filter(ctx, g, c, GemmMath::tf32, TcKernels::wgmma, 0, 1), c.want,
-                "dw and workspace 4-byte aligned");
+    expect_close(run_filter(ctx, g, c, GemmMath::tf32, TcKernels::wgmma), c.want, "aligned");
+    expect_close(run_filter(ctx, g, c, GemmMath::tf32, TcKernels::wgmma, 0, 1), c.want,
+                 "dw and workspace 4-byte aligned");
   }
   for (int wide = 0; wide < 2; ++wide) {
     const char* form = wide ? "128 columns" : "64 columns";
@@ -208,15 +194,15 @@ TEST(ConvolutionTf32WgmmaFilterCuda, ShapesThatFallBack) {
     SCOPED_TRACE(describe(g));
     EXPECT_FALSE(cuda::conv2d_backward_filter_nhwc_uses_wgmma(g, GemmMath::tf32));
     const Case c = make_case(g, seed += 13);
-    expect_near(run_filter(ctx, g, c, GemmMath::tf32, TcKernels::best), c.want, "tf32");
+    expect_close(run_filter(ctx, g, c, GemmMath::tf32, TcKernels::best), c.want, "tf32");
   }
   const Conv2dGeometry g{2, 36, 14, 14, 36, 3, 3, 1, 1};
   const Case c = make_case(g, 9700);
-  expect_near(run_filter(ctx, g, c, GemmMath::tf32, TcKernels::best, 1), c.want,
-              describe(g) + " x, dy misaligned");
+  expect_close(run_filter(ctx, g, c, GemmMath::tf32, TcKernels::best, 1), c.want,
+               describe(g) + " x, dy misaligned");
   const Case exact = make_case(g, 9700, false);
-  expect_near(run_filter(ctx, g, exact, GemmMath::fp32, TcKernels::best), exact.want,
-              describe(g) + " fp32 math");
+  expect_close(run_filter(ctx, g, exact, GemmMath::fp32, TcKernels::best), exact.want,
+               describe(g) + " fp32 math");
 }
 
 }  // namespace
