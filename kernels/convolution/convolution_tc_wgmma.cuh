@@ -351,7 +351,7 @@ __device__ __forceinline__ void walk_units(const Problem& problem, const Body& b
 //   kMnMajorA, kMnMajorB           whether A, B are MN-major (else K-major; slab_mma)
 //   kTransposes, transpose(stage, warp, lane)   whether the consumers rewrite each stage before
 //                                  its wgmmas (the f32 filter gradient: MN-major boxes made K-major
-//                                  in place, convolution_tc_wgmma_filter_sm90a.cu), each warp its
+//                                  in place, convolution_tc_wgmma_filter.cuh), each warp its
 //                                  part; the kernel then fences the stores for the async proxy
 //                                  and syncs the 256 consumers
 //   int units()                    the units of work: a tile and its part of the reduction

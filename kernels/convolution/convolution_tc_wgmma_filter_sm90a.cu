@@ -2,9 +2,9 @@
 // convolution_tc_wgmma.cuh's kernel and ring with convolution_tc_wgmma_filter.cuh's Problem, and
 // for f32 tensors in tf32 math at 128 columns on convolution_tc_wgmma_filter_tf32.cuh's kernel
 // (below, "f32 in tf32"); this file the cut, the plan and the launches. Compiled for sm_90a
-// alone (CMakeLists.txt); convolution_tc_filter_cuda.cu
-// (16-bit) and convolution_nhwc_cuda.cu (f32) call it on a device of compute capability 9.0 for the
-// geometries it fits (wgmma_backward_filter_fits), the mma.sync kernels otherwise.
+// alone (CMakeLists.txt); convolution_tc_filter_cuda.cu (16-bit) and convolution_nhwc_cuda.cu
+// (f32) call it on a device of compute capability 9.0 for the geometries it fits
+// (wgmma_backward_filter_fits), the mma.sync kernels otherwise.
 //
 //   dw[K, r, s, C] += dy[N*P*Q, K]^T * x_rs[N*P*Q, C]   (fp32), one GEMM per tap (r, s), where
 //   x_rs[n, p, q] = x[n, stride_h p + r*dil_h - pad_h, stride_w q + s*dil_w - pad_w] (zero
@@ -86,8 +86,8 @@ constexpr int kMaxCluster = 8;
 // 128 x 128 tile (2 x 128 x 128 x 64 flops) takes a block sharing its SM with another about 0.75
 // us (0.37 at 64 columns); a block has about kEpilogueSlabs slabs' worth of pipeline fill, store
 // and cluster sum on top; a round of at most kTargetBlocks / 2 blocks runs one an SM, each
-// kLoneRound of a shared round's time (f32: blocks run one an SM anyway, a lone round costs a
-// whole one); each group reads and writes dw's size once (dw += its sum,
+// kLoneRound of a shared round's time (the f32 transposers' kernel runs one an SM anyway: there
+// a lone round costs a whole one); each group reads and writes dw's size once (dw += its sum,
 // or its partial written and read back) at about 3 TB/s, and more than one group costs the sum's
 // launch, about kSumLaunchUs.
 constexpr double kEpilogueSlabs = 3.0, kLoneRound = 0.75, kPartialBytesPerUs = 3.0e6;
@@ -131,10 +131,15 @@ Cut cheapest_cut(int64_t units, int64_t slabs, double slab_us, double filter_byt
 // call 2; asked, call 3 took 0.0675). Where the driver does not answer, every size is taken to
 // fill the target (kTargetBlocks, kTf32Blocks) -- and that answer is kept too: the workspace's
 // size and the launch must see the same cut.
-template <class Kernel>
-std::array<int, kMaxCluster + 1> ask_slots(Kernel kernel, int bytes, int threads, int target) {
+std::array<int, kMaxCluster + 1> estimated_slots(int target) {
   std::array<int, kMaxCluster + 1> slots{};
   for (int c = 1; c <= kMaxCluster; ++c) slots[size_t(c)] = target / c * c;
+  return slots;
+}
+
+template <class Kernel>
+std::array<int, kMaxCluster + 1> ask_slots(Kernel kernel, int bytes, int threads, int target) {
+  std::array<int, kMaxCluster + 1> slots = estimated_slots(target);
   const bool sized = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                           bytes) == cudaSuccess;
   if (!sized) cudaGetLastError();  // clear it: the estimates stand
@@ -155,10 +160,7 @@ std::array<int, kMaxCluster + 1> cluster_slots(bool transposers) {
   static std::map<std::pair<int, bool>, std::array<int, kMaxCluster + 1>> known;
   int device = 0;
   if (cudaGetDevice(&device) != cudaSuccess) {
-    std::array<int, kMaxCluster + 1> slots{};
-    const int target = transposers ? kTf32Blocks : kTargetBlocks;
-    for (int c = 1; c <= kMaxCluster; ++c) slots[size_t(c)] = target / c * c;
-    return slots;
+    return estimated_slots(transposers ? kTf32Blocks : kTargetBlocks);
   }
   const std::lock_guard<std::mutex> lock(mutex);
   if (const auto it = known.find({device, transposers}); it != known.end()) return it->second;

@@ -126,11 +126,4 @@ inline CUtensorMap im2col_map(MapType t, const void* base, int64_t N, int64_t he
   return map;
 }
 
-inline CUtensorMap im2col_map(TcType type, const void* base, int64_t N, int64_t height,
-                              int64_t width, int64_t channels, int lower_h, int lower_w,
-                              int upper_h, int upper_w, int step_h, int step_w, int positions) {
-  return im2col_map(map_type(type), base, N, height, width, channels, lower_h, lower_w, upper_h,
-                    upper_w, step_h, step_w, positions);
-}
-
 }  // namespace crema::kernels::cuda::tc::wg
