@@ -149,6 +149,14 @@ const char* nhwc_kernel(ConvPass pass, const Conv2dGeometry& g, DType dtype, cud
     const bool typed = dtype == DType::f32 || dtype == DType::bf16 || dtype == DType::f16;
     if (typed && g.depthwise()) return "depthwise_nhwc";
     if (pass == ConvPass::backward_data &&
+        (dtype == DType::f32 ? cuda::conv2d_backward_data_nhwc_uses_direct_mma(g, math)
+         : dtype == DType::bf16
+             ? cuda::conv2d_tc_backward_data_uses_direct_mma(g, cuda::TcType::bf16)
+         : dtype == DType::f16 ? cuda::conv2d_tc_backward_data_uses_direct_mma(g, cuda::TcType::f16)
+                               : false)) {
+      return "direct_mma_few_channels";
+    }
+    if (pass == ConvPass::backward_data &&
         (dtype == DType::f32    ? cuda::conv2d_backward_data_nhwc_uses_direct(g, math)
          : dtype == DType::bf16 ? cuda::conv2d_tc_backward_data_uses_direct(g, cuda::TcType::bf16)
          : dtype == DType::f16  ? cuda::conv2d_tc_backward_data_uses_direct(g, cuda::TcType::f16)

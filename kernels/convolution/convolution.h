@@ -77,9 +77,10 @@ DType conv_parameter_dtype(DType activations);
 // "nhwc_implicit_gemm"; for bf16 and f16 (whatever the math) "tc_wgmma" where the current device
 // takes the wgmma kernels for g (convolution_tc.h: conv2d_tc_*_uses_wgmma; 16-byte aligned
 // tensors), else "tc_implicit_gemm" (mma.sync); backward data with few channels
-// "direct_few_channels" or "col2im_gemm" where it takes those kernels (conv2d_*_uses_direct,
-// conv2d_*_uses_col2im); "depthwise_nhwc" for a depthwise geometry
-// (g.depthwise()) in any of the three dtypes and maths; "" for other dtypes and without CUDA.
+// "direct_mma_few_channels", "direct_few_channels" or "col2im_gemm" where it takes those kernels
+// (conv2d_*_uses_direct_mma, conv2d_*_uses_direct, conv2d_*_uses_col2im); "depthwise_nhwc" for a
+// depthwise geometry (g.depthwise()) in any of the three dtypes and maths; "" for other dtypes and
+// without CUDA.
 const char* conv2d_nhwc_kernel(ConvPass pass, const Conv2dGeometry& g, DType dtype,
                                cuda::GemmMath math = cuda::GemmMath::fp32);
 // The bytes of the context's shared workspace (Context::workspace) `pass` asks for on `device`
@@ -291,6 +292,11 @@ bool conv2d_backward_data_nhwc_uses_col2im(const Conv2dGeometry& g, GemmMath mat
 // at most 8, or K not a multiple of 4 where col2im does not run: few_channels_direct_pays).
 bool conv2d_backward_data_nhwc_uses_direct(const Conv2dGeometry& g, GemmMath math,
                                            TcKernels kernels = TcKernels::best);
+// Whether backward data of g in `math` runs the few-channel kernel on mma.sync (convolution_tc.h,
+// TcKernels::direct_mma: tf32 only, stride 1, C <= 32, groups 1, dilation 1; `best`:
+// few_channels_mma_pays with 4-float vectors).
+bool conv2d_backward_data_nhwc_uses_direct_mma(const Conv2dGeometry& g, GemmMath math,
+                                               TcKernels kernels = TcKernels::best);
 bool conv2d_backward_filter_nhwc_uses_wgmma(const Conv2dGeometry& g, GemmMath math,
                                             TcKernels kernels = TcKernels::best);
 // dw += ..., and db += sum of dy over N, P, Q when db is not null.

@@ -35,6 +35,7 @@
 #include "kernels/convolution/convolution_col2im_nhwc.h"
 #include "kernels/convolution/convolution_cuda_internal.h"
 #include "kernels/convolution/convolution_depthwise_nhwc.h"
+#include "kernels/convolution/convolution_few_channels_mma.h"
 #include "kernels/convolution/convolution_few_channels_nhwc.h"
 #include "kernels/convolution/convolution_nhwc_loaders.cuh"
 #include "kernels/convolution/convolution_tc_transpose.h"
@@ -240,7 +241,12 @@ size_t conv2d_backward_data_nhwc_workspace(const Conv2dGeometry& g) {
   const size_t col2im_bytes =
       col2im_nhwc::fits(g, 4) ? col2im_nhwc::workspace_f32(g, GemmMath::tf32) : 0;
   const size_t direct = few_channels_nhwc::fits(g) ? few_channels_nhwc::workspace_bytes(g) : 0;
-  return std::max({transposed_filter, (col2im_bytes + 3) / 4, (direct + 3) / 4});
+  const size_t direct_mma =
+      few_channels_mma::fits(g, few_channels_mma::Element::f32)
+          ? few_channels_mma::workspace_bytes(g, few_channels_mma::Element::f32)
+          : 0;
+  return std::max(
+      {transposed_filter, (col2im_bytes + 3) / 4, (direct + 3) / 4, (direct_mma + 3) / 4});
 }
 
 size_t conv2d_backward_filter_nhwc_workspace(const Conv2dGeometry& g) {
@@ -267,7 +273,8 @@ bool conv2d_backward_data_nhwc_uses_col2im(const Conv2dGeometry& g, GemmMath mat
                                            TcKernels kernels) {
   const bool allowed =
       kernels == TcKernels::col2im ||
-      (kernels == TcKernels::best && !conv2d_backward_data_nhwc_uses_direct(g, math));
+      (kernels == TcKernels::best && !conv2d_backward_data_nhwc_uses_direct(g, math) &&
+       !conv2d_backward_data_nhwc_uses_direct_mma(g, math));
   return math == GemmMath::tf32 && allowed && col2im_nhwc::fits(g, 4);
 }
 
@@ -278,8 +285,18 @@ bool conv2d_backward_data_nhwc_uses_direct(const Conv2dGeometry& g, GemmMath mat
                                            TcKernels kernels) {
   const bool col2im = math == GemmMath::tf32 && col2im_nhwc::fits(g, 4);
   const bool allowed = kernels == TcKernels::direct ||
-                       (kernels == TcKernels::best && few_channels_direct_pays(g, col2im, 4));
+                       (kernels == TcKernels::best && few_channels_direct_pays(g, col2im, 4) &&
+                        !conv2d_backward_data_nhwc_uses_direct_mma(g, math));
   return allowed && !g.depthwise() && few_channels_nhwc::fits(g);
+}
+
+// tf32 only (fp32 math keeps exact products, bf16 math the direct kernel's rounding).
+bool conv2d_backward_data_nhwc_uses_direct_mma(const Conv2dGeometry& g, GemmMath math,
+                                               TcKernels kernels) {
+  const bool allowed = kernels == TcKernels::direct_mma ||
+                       (kernels == TcKernels::best && few_channels_mma_pays(g, 4));
+  return math == GemmMath::tf32 && allowed && !g.depthwise() &&
+         few_channels_mma::fits(g, few_channels_mma::Element::f32);
 }
 
 bool conv2d_backward_data_nhwc_uses_wgmma(const Conv2dGeometry& g, GemmMath math,
@@ -340,6 +357,10 @@ void conv2d_backward_data_nhwc(const Conv2dGeometry& g, const float* dy, const f
   using namespace nhwc;
   if (g.depthwise()) {
     return depthwise_nhwc::backward_data(g, depthwise_nhwc::Element::f32, dy, w, dx, stream);
+  }
+  if (conv2d_backward_data_nhwc_uses_direct_mma(g, math, kernels)) {
+    return few_channels_mma::backward_data(g, few_channels_mma::Element::f32, dy, w, dx, workspace,
+                                           stream);
   }
   if (conv2d_backward_data_nhwc_uses_direct(g, math, kernels)) {
     const auto operands = math == GemmMath::tf32   ? few_channels_nhwc::Operands::tf32

@@ -72,7 +72,10 @@ struct TcEpilogue {
 // aligned, f32 in tf32) only backward data; direct (convolution_few_channels_nhwc.h: backward
 // data on the CUDA cores, fp32 sums, for C < 32, groups 1, dilation 1; `best` takes it where C is
 // not a multiple of 8 and at most 8 of them, or K not a multiple of 8 without col2im:
-// few_channels_direct_pays) only backward data; where a family cannot run, it runs mma.sync.
+// few_channels_direct_pays) only backward data; direct_mma (convolution_few_channels_mma.h: the
+// same pass at stride 1 on mma.sync, the whole filter and a window of dy in shared memory, for
+// C <= 32, groups 1, no dilation; `best`: few_channels_mma_pays) only backward data; where a
+// family cannot run, it runs mma.sync.
 // wgmma_wide: the wgmma kernels with the 256-column tile wherever the GEMM has more than 128
 // columns (forward and data; `best` takes it only for large, long reductions: the tests reach it
 // on small shapes this way). wgmma_persistent: the wgmma kernels on persistent blocks (two an SM,
@@ -89,7 +92,8 @@ enum class TcKernels {
   wgmma_wide,
   wgmma_persistent,
   wgmma_halo,
-  direct
+  direct,
+  direct_mma
 };
 // Whether `kernels` lets a pass take the wgmma kernels (best, or forced).
 inline bool wgmma_allowed(TcKernels kernels) {
@@ -142,5 +146,11 @@ bool conv2d_tc_backward_data_uses_direct(const Conv2dGeometry& g, TcType type,
 // are not a whole 16-byte vector (`vector` channels: 8 of 16 bits, 4 floats), at most 8 of them,
 // or more from a K that is not a whole vector either where col2im does not run.
 bool few_channels_direct_pays(const Conv2dGeometry& g, bool col2im, int vector);
+// Whether backward data of g on `type` tensors runs the few-channel kernel on mma.sync (any
+// device of compute capability 8.0 or more, any alignment).
+bool conv2d_tc_backward_data_uses_direct_mma(const Conv2dGeometry& g, TcType type,
+                                             TcKernels kernels = TcKernels::best);
+// `best`'s rule for it (given that it fits): `vector` as above.
+bool few_channels_mma_pays(const Conv2dGeometry& g, int vector);
 
 }  // namespace crema::kernels::cuda

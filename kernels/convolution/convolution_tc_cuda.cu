@@ -34,6 +34,7 @@
 
 #include "kernels/convolution/convolution_col2im_nhwc.h"
 #include "kernels/convolution/convolution_depthwise_nhwc.h"
+#include "kernels/convolution/convolution_few_channels_mma.h"
 #include "kernels/convolution/convolution_few_channels_nhwc.h"
 #include "kernels/convolution/convolution_tc.h"
 #include "kernels/convolution/convolution_tc_loaders.cuh"
@@ -377,7 +378,8 @@ bool conv2d_tc_backward_data_uses_col2im(const Conv2dGeometry& g, TcType type, T
     return type == TcType::bf16 && col2im_nhwc::fits(g, 8) && detail::device_is_sm90();
   }
   return kernels == TcKernels::best && col2im_pays(g, type) &&
-         !conv2d_tc_backward_data_uses_direct(g, type);
+         !conv2d_tc_backward_data_uses_direct(g, type) &&
+         !conv2d_tc_backward_data_uses_direct_mma(g, type);
 }
 
 // `best` takes the direct kernel where the channels are not a whole 16-byte vector and either
@@ -393,8 +395,32 @@ bool few_channels_direct_pays(const Conv2dGeometry& g, bool col2im, int vector) 
 bool conv2d_tc_backward_data_uses_direct(const Conv2dGeometry& g, TcType type, TcKernels kernels) {
   const bool allowed =
       kernels == TcKernels::direct ||
-      (kernels == TcKernels::best && few_channels_direct_pays(g, col2im_pays(g, type), 8));
+      (kernels == TcKernels::best && few_channels_direct_pays(g, col2im_pays(g, type), 8) &&
+       !conv2d_tc_backward_data_uses_direct_mma(g, type));
   return allowed && !g.depthwise() && few_channels_nhwc::fits(g);
+}
+
+// `best` takes the few-channel kernel on mma.sync where it fits a filter with taps onto 8
+// channels or more, those not a whole number of 8 or at most two 16-byte vectors (16 16-bit
+// channels, 8 floats): from there the halo tiles and the implicit GEMMs win; and a 1x1 (a plain
+// GEMM) only where the channels are not whole vectors. H200, 2026-11-29, `crema bench conv-tc
+// [--math tf32]`, bf16 / tf32 ms, this kernel against `best` before: LeNet's 20 <- 50 5x5 at N 256
+// 0.037 (col2im 0.102) / 0.064 (mma.sync 0.185); 64,12,32,32 <- 32 3x3 0.015 (mma.sync 0.023) /
+// 0.021 (halo 0.033); 32,8,56,56 <- 32 3x3 0.018 (mma.sync 0.030) / 0.032 (0.035); 64,16,28,28
+// <- 32 3x3 0.018 (halo 0.026) / 0.029 (halo 0.024); 64,32,28,28 <- 64 3x3 0.039 (halo 0.020) /
+// 0.034 (0.032); on 3 channels the CUDA cores' direct kernel (VGG's 8,3,224,224 <- 64: 0.089
+// against 0.108).
+bool few_channels_mma_pays(const Conv2dGeometry& g, int vector) {
+  if (g.C < 8) return false;
+  if (g.R * g.S == 1) return g.C % vector != 0;
+  return g.C % 8 != 0 || g.C <= 2 * vector;
+}
+
+bool conv2d_tc_backward_data_uses_direct_mma(const Conv2dGeometry& g, TcType type,
+                                             TcKernels kernels) {
+  const bool allowed = kernels == TcKernels::direct_mma ||
+                       (kernels == TcKernels::best && few_channels_mma_pays(g, 8));
+  return allowed && !g.depthwise() && few_channels_mma::fits(g, depthwise_nhwc::element_of(type));
 }
 
 size_t conv2d_tc_backward_data_workspace(const Conv2dGeometry& g, TcType type) {
@@ -404,7 +430,11 @@ size_t conv2d_tc_backward_data_workspace(const Conv2dGeometry& g, TcType type) {
   // Whatever the device: a plan may be made for another one.
   const bool col2im = type == TcType::bf16 && col2im_nhwc::fits(g, 8);
   const size_t direct = few_channels_nhwc::fits(g) ? few_channels_nhwc::workspace_bytes(g) : 0;
-  return std::max({transposed_filter, col2im ? col2im_nhwc::workspace_bf16(g) : 0, direct});
+  const auto element = depthwise_nhwc::element_of(type);
+  const size_t direct_mma =
+      few_channels_mma::fits(g, element) ? few_channels_mma::workspace_bytes(g, element) : 0;
+  return std::max(
+      {transposed_filter, col2im ? col2im_nhwc::workspace_bf16(g) : 0, direct, direct_mma});
 }
 
 void conv2d_tc_forward(const Conv2dGeometry& g, TcType type, const void* x, const void* w, void* y,
@@ -456,6 +486,10 @@ void conv2d_tc_backward_data(const Conv2dGeometry& g, TcType type, const void* d
   using namespace tc;
   if (g.depthwise()) {
     return depthwise_nhwc::backward_data(g, depthwise_nhwc::element_of(type), dy, w, dx, stream);
+  }
+  if (conv2d_tc_backward_data_uses_direct_mma(g, type, kernels)) {
+    return few_channels_mma::backward_data(g, depthwise_nhwc::element_of(type), dy, w, dx,
+                                           workspace, stream);
   }
   if (conv2d_tc_backward_data_uses_direct(g, type, kernels)) {
     return few_channels_nhwc::backward_data(g, depthwise_nhwc::element_of(type), dy, w, dx,

@@ -205,7 +205,8 @@ TEST(ConvolutionCol2imNhwcCuda, Bf16AgainstReference) {
         << describe(g);
     EXPECT_EQ(cuda::conv2d_tc_backward_data_uses_col2im(g, TcType::bf16),
               hopper() && g.R * g.S >= 25 && (g.C <= 8 || g.K % 8 != 0) &&
-                  !cuda::conv2d_tc_backward_data_uses_direct(g, TcType::bf16))
+                  !cuda::conv2d_tc_backward_data_uses_direct(g, TcType::bf16) &&
+                  !cuda::conv2d_tc_backward_data_uses_direct_mma(g, TcType::bf16))
         << describe(g);
     EXPECT_FALSE(cuda::conv2d_tc_backward_data_uses_col2im(g, TcType::f16)) << describe(g);
     const Problem p = make(g, true, seed += 7);
@@ -227,18 +228,21 @@ TEST(ConvolutionCol2imNhwcCuda, Tf32AgainstReference) {
   uint64_t seed = 80;
   for (const Conv2dGeometry& g : kGeometries) {
     const bool fits = g.C % 4 != 0,
-               direct = cuda::conv2d_backward_data_nhwc_uses_direct(g, GemmMath::tf32);
+               direct = cuda::conv2d_backward_data_nhwc_uses_direct(g, GemmMath::tf32),
+               mma = cuda::conv2d_backward_data_nhwc_uses_direct_mma(g, GemmMath::tf32);
     EXPECT_EQ(cuda::conv2d_backward_data_nhwc_uses_col2im(g, GemmMath::tf32, TcKernels::col2im),
               fits)
         << describe(g);
-    EXPECT_EQ(cuda::conv2d_backward_data_nhwc_uses_col2im(g, GemmMath::tf32), fits && !direct)
+    EXPECT_EQ(cuda::conv2d_backward_data_nhwc_uses_col2im(g, GemmMath::tf32),
+              fits && !direct && !mma)
         << describe(g);
     EXPECT_FALSE(cuda::conv2d_backward_data_nhwc_uses_col2im(g, GemmMath::fp32)) << describe(g);
     EXPECT_EQ(
         std::string(conv2d_nhwc_kernel(ConvPass::backward_data, g, DType::f32, GemmMath::tf32)),
-        direct ? "direct_few_channels"
-        : fits ? "col2im_gemm"
-               : "nhwc_implicit_gemm")
+        mma      ? "direct_mma_few_channels"
+        : direct ? "direct_few_channels"
+        : fits   ? "col2im_gemm"
+                 : "nhwc_implicit_gemm")
         << describe(g);
     const Problem p = make(g, false, seed += 7);
     check_tf32(ctx, p, TcKernels::col2im);

@@ -8,160 +8,20 @@
 // bit-identical; every geometry must fit the kernel (a silent fallback fails), and `best` must
 // pick it where its rule says.
 //
-// Tolerance per element: the kernel sums R*S*K products in fp32 by fused multiply-adds (a 16-bit
-// product is exact in fp32; an FMA rounds once), so |got - want| <= 2^-m |want| + (1 + 2^-m) n
-// 2^-24 sum|terms| with n = R*S*K and m = 8 (bf16), 11 (fp16) for the one rounding at the store,
-// no m term for f32.
+// Tolerance per element: convolution_few_channels_test_util.h (the kernel sums R*S*K exact
+// products in fp32 by fused multiply-adds; one more rounding at a 16-bit store).
 #include <gtest/gtest.h>
 
-#include <cmath>
-#include <cstdint>
-#include <cstring>
 #include <string>
 #include <vector>
 
-#include "core/context.h"
-#include "core/float16.h"
-#include "core/random.h"
-#include "kernels/convolution/convolution.h"
 #include "kernels/convolution/convolution_few_channels_nhwc.h"
-#include "kernels/convolution/convolution_tc.h"
-#include "tests/kernels/convolution_test_util.h"
-#include "tests/support/cuda_test_util.h"
+#include "tests/kernels/convolution_few_channels_test_util.h"
 
 namespace crema::kernels::conv_test {
 namespace {
 
-using cuda::GemmMath;
-using cuda::TcKernels;
-using cuda::TcType;
-
-enum class Kind { bf16, f16, f32 };
-
-const char* name_of(Kind kind) {
-  return kind == Kind::bf16 ? "bf16" : kind == Kind::f16 ? "f16" : "f32";
-}
-
-struct Problem {
-  Conv2dGeometry g;
-  Kind kind;
-  std::vector<float> dy, w;  // the values as stored
-  std::vector<uint16_t> dy16, w16;
-  std::vector<double> dx, bound;
-};
-
-Problem make(const Conv2dGeometry& g, Kind kind, uint64_t seed) {
-  Random rng(seed);
-  Problem p;
-  p.g = g;
-  p.kind = kind;
-  auto draw = [&](int64_t n, std::vector<float>& values, std::vector<uint16_t>& bits) {
-    for (int64_t i = 0; i < n; ++i) {
-      const float v = float(rng.uniform(-1.0, 1.0));
-      if (kind == Kind::bf16) {
-        bits.push_back(f32_to_bf16_bits(v));
-        values.push_back(bf16_to_f32(bits.back()));
-      } else if (kind == Kind::f16) {
-        bits.push_back(f32_to_f16_bits(v));
-        values.push_back(f16_to_f32(bits.back()));
-      } else {
-        values.push_back(v);
-      }
-    }
-  };
-  draw(g.N * g.P() * g.Q() * g.K, p.dy, p.dy16);
-  draw(g.K * g.R * g.S * g.C, p.w, p.w16);
-  auto widen = [](const std::vector<float>& v, bool magnitude) {
-    std::vector<double> d;
-    for (float f : v) d.push_back(magnitude ? std::fabs(double(f)) : double(f));
-    return d;
-  };
-  const int64_t xs = g.N * g.H * g.W * g.C;
-  std::vector<double> magnitude(size_t(xs), 0.0);
-  p.dx.assign(size_t(xs), 0.0);
-  ref::conv2d_backward_data_nhwc<double>(g, widen(p.dy, false).data(), widen(p.w, false).data(),
-                                         p.dx.data());
-  ref::conv2d_backward_data_nhwc<double>(g, widen(p.dy, true).data(), widen(p.w, true).data(),
-                                         magnitude.data());
-  const double r = kind == Kind::bf16  ? std::ldexp(1.0, -8)
-                   : kind == Kind::f16 ? std::ldexp(1.0, -11)
-                                       : 0.0;
-  const double n = double(g.R * g.S * g.K);
-  for (int64_t i = 0; i < xs; ++i) {
-    p.bound.push_back(r * std::fabs(p.dx[size_t(i)]) +
-                      (1.0 + r) * n * std::ldexp(1.0, -24) * magnitude[size_t(i)]);
-  }
-  return p;
-}
-
-// Device bytes as a float tensor (16-byte aligned), `offset` bytes in.
-struct Bytes {
-  Tensor t;
-  Bytes(Context& ctx, size_t bytes) : t(ctx.empty({int64_t(bytes / 4 + 8)})) {}
-  char* at(size_t offset) { return reinterpret_cast<char*>(t.data<float>()) + offset; }
-};
-
-// Backward data with `kernels` (f32: in `math`), dy and dx `offset` bytes off 16-byte alignment;
-// twice: the repeat must be bit-identical.
-void check(Context& ctx, const Problem& p, TcKernels kernels, size_t offset,
-           GemmMath math = GemmMath::fp32) {
-  const Conv2dGeometry& g = p.g;
-  const bool f32 = p.kind == Kind::f32;
-  const size_t bytes = f32 ? 4 : 2, xs = p.dx.size();
-  Bytes dy(ctx, p.dy.size() * bytes + 16), w(ctx, p.w.size() * bytes), dx(ctx, xs * bytes + 16);
-  // The direct kernel takes none; the implicit GEMMs it is compared with do.
-  Bytes work(ctx, f32 ? cuda::conv2d_backward_data_nhwc_workspace(g) * 4
-                      : cuda::conv2d_tc_backward_data_workspace(g, TcType::bf16));
-  const void* dy_host = f32 ? static_cast<const void*>(p.dy.data()) : p.dy16.data();
-  const void* w_host = f32 ? static_cast<const void*>(p.w.data()) : p.w16.data();
-  gpu::copy(dy.at(offset), dy_host, p.dy.size() * bytes, nullptr);
-  gpu::copy(w.at(0), w_host, p.w.size() * bytes, nullptr);
-  const std::string what = describe(g) + " " + name_of(p.kind) +
-                           (offset ? " misaligned by " + std::to_string(offset) : "");
-  std::vector<uint8_t> first;
-  for (int run = 0; run < 2; ++run) {
-    const std::vector<uint8_t> poison(xs * bytes, 0xff);  // NaN in every type
-    gpu::copy(dx.at(offset), poison.data(), poison.size(), nullptr);
-    if (f32) {
-      cuda::conv2d_backward_data_nhwc(
-          g, reinterpret_cast<const float*>(dy.at(offset)), reinterpret_cast<const float*>(w.at(0)),
-          reinterpret_cast<float*>(dx.at(offset)), reinterpret_cast<float*>(work.at(0)),
-          ctx.stream(), math, kernels);
-    } else {
-      cuda::conv2d_tc_backward_data(g, p.kind == Kind::bf16 ? TcType::bf16 : TcType::f16,
-                                    dy.at(offset), w.at(0), dx.at(offset), work.at(0), ctx.stream(),
-                                    kernels);
-    }
-    std::vector<uint8_t> got(xs * bytes);
-    gpu::copy(got.data(), dx.at(offset), got.size(), ctx.stream());
-    ctx.synchronize();
-    if (run == 1) {
-      EXPECT_TRUE(got == first) << what << ": a repeat differs";
-      break;
-    }
-    int64_t bad = 0, at = -1;
-    double value = 0.0;
-    for (size_t i = 0; i < xs; ++i) {
-      uint16_t half = 0;
-      float single = 0.0f;
-      if (f32) {
-        std::memcpy(&single, got.data() + 4 * i, 4);
-      } else {
-        std::memcpy(&half, got.data() + 2 * i, 2);
-      }
-      const double v = f32                    ? double(single)
-                       : p.kind == Kind::bf16 ? double(bf16_to_f32(half))
-                                              : double(f16_to_f32(half));
-      if (std::fabs(v - p.dx[i]) <= p.bound[i]) continue;  // NaN fails here
-      if (at < 0) at = int64_t(i), value = v;
-      ++bad;
-    }
-    EXPECT_EQ(bad, 0) << what << ": first " << at << ": got " << value << ", want "
-                      << (at < 0 ? 0.0 : p.dx[size_t(at)]) << " +- "
-                      << (at < 0 ? 0.0 : p.bound[size_t(at)]);
-    first = got;
-  }
-}
+using namespace few_channels;
 
 const std::vector<Conv2dGeometry> kGeometries = {
     // N C  H   W  K  R  S  pad_h pad_w stride_h stride_w
@@ -179,6 +39,15 @@ const std::vector<Conv2dGeometry> kGeometries = {
     {2, 5, 70, 75, 24, 3, 3, 1, 1},          // a plane of 2 x 3 tiles
     {1, 3, 230, 226, 20, 7, 7, 3, 3, 2, 2},  // the stem's plane, tiles of 28 columns
 };
+
+// `best`'s rule for the kernel on mma.sync (convolution_few_channels_mma_cuda_test.cpp has its
+// tests), which takes those layers first: stride 1, taps onto 8 channels or more, not a whole
+// number of 8 or at most two vectors of them (a 1x1: not whole vectors).
+bool mma_pays(const Conv2dGeometry& g, int vector) {
+  if (g.stride_h != 1 || g.stride_w != 1 || g.C < 8) return false;
+  if (g.R * g.S == 1) return g.C % vector != 0;
+  return g.C % 8 != 0 || g.C <= 2 * vector;
+}
 
 bool hopper() {
   return gpu::device_description(gpu::current_device()).find(", sm_90,") != std::string::npos;
@@ -199,15 +68,18 @@ TEST(ConvolutionFewChannelsNhwcCuda, Bf16AndF16AgainstReference) {
     // best: direct for at most 8 channels, or more from a K that is not a multiple of 8 where
     // col2im (bf16, Hopper, 25 taps or more, <= 8 channels or K % 8 != 0) does not run; else the
     // implicit GEMM (C % 8 != 0: mma.sync).
-    const bool col2im = hopper() && g.R * g.S >= 25 && (g.C <= 8 || g.K % 8 != 0);
-    const bool direct16 = g.C <= 8 || g.K % 8 != 0, direct_bf16 = g.C <= 8 || (direct16 && !col2im);
+    const bool mma = mma_pays(g, 8);
+    const bool col2im = !mma && hopper() && g.R * g.S >= 25 && (g.C <= 8 || g.K % 8 != 0);
+    const bool direct16 = !mma && (g.C <= 8 || g.K % 8 != 0);
+    const bool direct_bf16 = !mma && (g.C <= 8 || (direct16 && !col2im));
     EXPECT_EQ(cuda::conv2d_tc_backward_data_uses_direct(g, TcType::bf16), direct_bf16)
         << describe(g);
     EXPECT_EQ(cuda::conv2d_tc_backward_data_uses_direct(g, TcType::f16), direct16) << describe(g);
     EXPECT_EQ(std::string(conv2d_nhwc_kernel(ConvPass::backward_data, g, DType::bf16)),
-              direct_bf16 ? "direct_few_channels"
-              : col2im    ? "col2im_gemm"
-                          : "tc_implicit_gemm")
+              mma           ? "direct_mma_few_channels"
+              : direct_bf16 ? "direct_few_channels"
+              : col2im      ? "col2im_gemm"
+                            : "tc_implicit_gemm")
         << describe(g);
     for (Kind kind : {Kind::bf16, Kind::f16}) {
       const Problem p = make(g, kind, seed += 7);
@@ -225,15 +97,17 @@ TEST(ConvolutionFewChannelsNhwcCuda, F32AgainstReference) {
   uint64_t seed = 240;
   for (const Conv2dGeometry& g : kGeometries) {
     // In 4-float vectors; col2im runs in tf32 only, wherever C % 4 != 0 (C > 1).
-    const bool few = g.C % 4 != 0, col2im = few && g.C > 1;
+    const bool few = g.C % 4 != 0, mma = mma_pays(g, 4), col2im = few && g.C > 1 && !mma;
     const bool fp32 = few && (g.C <= 8 || g.K % 4 != 0);
-    const bool tf32 = few && (g.C <= 8 || (g.K % 4 != 0 && !col2im));
+    const bool tf32 = few && !mma && (g.C <= 8 || (g.K % 4 != 0 && !col2im));
     EXPECT_EQ(cuda::conv2d_backward_data_nhwc_uses_direct(g, GemmMath::fp32), fp32) << describe(g);
     EXPECT_EQ(cuda::conv2d_backward_data_nhwc_uses_direct(g, GemmMath::tf32), tf32) << describe(g);
     if (few) {
       EXPECT_EQ(
           std::string(conv2d_nhwc_kernel(ConvPass::backward_data, g, DType::f32, GemmMath::tf32)),
-          tf32 ? "direct_few_channels" : "col2im_gemm")
+          mma    ? "direct_mma_few_channels"
+          : tf32 ? "direct_few_channels"
+                 : "col2im_gemm")
           << describe(g);
     }
     const Problem p = make(g, Kind::f32, seed += 7);

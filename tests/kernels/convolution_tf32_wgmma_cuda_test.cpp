@@ -140,9 +140,13 @@ void check(Context& ctx, const Conv2dGeometry& g, bool wgmma_expected, uint64_t 
   // filters with taps onto at most 8 channels: the data pass on mma.sync under `best`.
   const bool few = g.groups == 1 && g.C < 32 && g.C % 4 != 0;
   const bool direct = few && g.C <= 8 && g.dilation_h == 1 && g.dilation_w == 1;
-  const bool data_wgmma = wgmma && !(g.R * g.S > 1 && g.C / g.groups <= 8);
+  // Taps onto 8 to 31 channels at stride 1: the few-channel kernel on mma.sync, whose rule its
+  // own tests check (operands rounded, as mma.sync's).
+  const bool mma = cuda::conv2d_backward_data_nhwc_uses_direct_mma(g, GemmMath::tf32);
+  const bool data_wgmma = wgmma && !mma && !(g.R * g.S > 1 && g.C / g.groups <= 8);
   EXPECT_STREQ(conv2d_nhwc_kernel(ConvPass::backward_data, g, DType::f32, GemmMath::tf32),
-               direct           ? "direct_few_channels"
+               mma              ? "direct_mma_few_channels"
+               : direct         ? "direct_few_channels"
                : few && g.C > 1 ? "col2im_gemm"
                : data_wgmma     ? "tc_wgmma"
                                 : "nhwc_implicit_gemm");
@@ -162,7 +166,9 @@ void check(Context& ctx, const Conv2dGeometry& g, bool wgmma_expected, uint64_t 
   const Expected& want = wgmma ? truncated : rounded;
   expect_close(best.y, want.y, std::string("tf32 forward, ") + kernel);
   expect_close(best.dx, (data_wgmma ? truncated : rounded).dx,
-               std::string("tf32 backward data, ") + (data_wgmma ? kernel : "mma.sync"));
+               std::string("tf32 backward data, ") + (data_wgmma ? kernel
+                                                      : mma      ? "direct_mma_few_channels"
+                                                                 : "mma.sync"));
   if (wgmma) {
     const Outputs forced = run_passes(ctx, g, in, GemmMath::tf32, TcKernels::mma_sync);
     expect_close(forced.y, rounded.y, "tf32 forward, mma_sync forced");
