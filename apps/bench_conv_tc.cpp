@@ -233,6 +233,10 @@ bool uses_direct_mma(const Conv2dGeometry& g, ConvPass pass, cuda::TcKernels ker
                : cuda::conv2d_tc_backward_data_uses_direct_mma(g, t.type, kernels);
 }
 
+bool uses_stem(const Conv2dGeometry& g, ConvPass pass, cuda::TcKernels kernels, const Tensors& t) {
+  return pass == ConvPass::forward && !t.f32 && cuda::conv2d_tc_forward_uses_stem(g, kernels);
+}
+
 bool uses_halo(const Conv2dGeometry& g, ConvPass pass, cuda::TcKernels kernels, bool f32) {
   return pass == ConvPass::forward ? cuda::conv2d_tc_forward_uses_halo(g, kernels, f32)
          : pass == ConvPass::backward_data
@@ -285,12 +289,13 @@ dw::Element depthwise_element(const Tensors& t) {
 // tiles, wgmma or mma.sync (the Tensors are 16-byte aligned).
 const char* family_suffix(const Conv2dGeometry& g, ConvPass pass, cuda::TcKernels k,
                           const Tensors& t) {
-  return uses_direct_mma(g, pass, k, t)  ? "_direct_mma"
-         : uses_direct(g, pass, k, t)    ? "_direct"
-         : uses_col2im(g, pass, k, t)    ? "_col2im"
-         : uses_halo(g, pass, k, t.f32)  ? "_wgmma_halo"
-         : uses_wgmma(g, pass, k, t.f32) ? "_wgmma"
-                                         : "";
+  return uses_stem(g, pass, k, t)         ? "_stem"
+         : uses_direct_mma(g, pass, k, t) ? "_direct_mma"
+         : uses_direct(g, pass, k, t)     ? "_direct"
+         : uses_col2im(g, pass, k, t)     ? "_col2im"
+         : uses_halo(g, pass, k, t.f32)   ? "_wgmma_halo"
+         : uses_wgmma(g, pass, k, t.f32)  ? "_wgmma"
+                                          : "";
 }
 std::string family_name(const Conv2dGeometry& g, ConvPass pass, cuda::TcKernels k,
                         const Tensors& t) {
@@ -478,6 +483,9 @@ int bench_conv_tc(Context& ctx, const Options& options, std::ostream& out) {
         }
         if (uses_direct_mma(shape.g, pass, cuda::TcKernels::direct_mma, kind)) {
           row(cuda::TcKernels::direct_mma);
+        }
+        if (uses_stem(shape.g, pass, cuda::TcKernels::stem_mma, kind)) {
+          row(cuda::TcKernels::stem_mma);
         }
       }
     }

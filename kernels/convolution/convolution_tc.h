@@ -74,8 +74,10 @@ struct TcEpilogue {
 // not a multiple of 8 and at most 8 of them, or K not a multiple of 8 without col2im:
 // few_channels_direct_pays) only backward data; direct_mma (convolution_few_channels_mma.h: the
 // same pass at stride 1 on mma.sync, the whole filter and a window of dy in shared memory, for
-// C <= 32, groups 1, no dilation; `best`: few_channels_mma_pays) only backward data; where a
-// family cannot run, it runs mma.sync.
+// C <= 32, groups 1, no dilation; `best`: few_channels_mma_pays) only backward data; stem_mma
+// (convolution_stem_mma.h: the forward with at most 8 input channels on mma.sync, the reduction
+// packed as (r, s, c) runs of staged rows of x; `best`: stem_mma_pays) only the forward, without
+// channel statistics; where a family cannot run, it runs mma.sync.
 // wgmma_wide: the wgmma kernels with the 256-column tile wherever the GEMM has more than 128
 // columns (forward and data; `best` takes it only for large, long reductions: the tests reach it
 // on small shapes this way). wgmma_persistent: the wgmma kernels on persistent blocks (two an SM,
@@ -93,7 +95,8 @@ enum class TcKernels {
   wgmma_persistent,
   wgmma_halo,
   direct,
-  direct_mma
+  direct_mma,
+  stem_mma
 };
 // Whether `kernels` lets a pass take the wgmma kernels (best, or forced).
 inline bool wgmma_allowed(TcKernels kernels) {
@@ -152,5 +155,10 @@ bool conv2d_tc_backward_data_uses_direct_mma(const Conv2dGeometry& g, TcType typ
                                              TcKernels kernels = TcKernels::best);
 // `best`'s rule for it (given that it fits): `vector` as above.
 bool few_channels_mma_pays(const Conv2dGeometry& g, int vector);
+// Whether the forward of g runs the few-input-channel kernel on mma.sync (any device of compute
+// capability 8.0 or more; given y and the residual 4-byte aligned and no channel statistics).
+bool conv2d_tc_forward_uses_stem(const Conv2dGeometry& g, TcKernels kernels = TcKernels::best);
+// `best`'s rule for it (given that it fits).
+bool stem_mma_pays(const Conv2dGeometry& g);
 
 }  // namespace crema::kernels::cuda

@@ -36,6 +36,7 @@
 #include "kernels/convolution/convolution_depthwise_nhwc.h"
 #include "kernels/convolution/convolution_few_channels_mma.h"
 #include "kernels/convolution/convolution_few_channels_nhwc.h"
+#include "kernels/convolution/convolution_stem_mma.h"
 #include "kernels/convolution/convolution_tc.h"
 #include "kernels/convolution/convolution_tc_loaders.cuh"
 #include "kernels/convolution/convolution_tc_phase.h"
@@ -423,6 +424,17 @@ bool conv2d_tc_backward_data_uses_direct_mma(const Conv2dGeometry& g, TcType typ
   return allowed && !g.depthwise() && few_channels_mma::fits(g, depthwise_nhwc::element_of(type));
 }
 
+// `best` takes the few-input-channel forward wherever it fits (at most 8 input channels).
+bool stem_mma_pays(const Conv2dGeometry& g) {
+  return g.C <= 8;
+}
+
+bool conv2d_tc_forward_uses_stem(const Conv2dGeometry& g, TcKernels kernels) {
+  const bool allowed =
+      kernels == TcKernels::stem_mma || (kernels == TcKernels::best && stem_mma_pays(g));
+  return allowed && !g.depthwise() && stem_mma::fits(g);
+}
+
 size_t conv2d_tc_backward_data_workspace(const Conv2dGeometry& g, TcType type) {
   if (g.depthwise()) return 0;  // the depthwise kernel reads w into shared memory itself
   const size_t transposed_filter =
@@ -452,6 +464,11 @@ void conv2d_tc_forward(const Conv2dGeometry& g, TcType type, const void* x, cons
   if (g.depthwise()) {  // no GEMM to speak of: the direct kernels (whatever `kernels` asks)
     return depthwise_nhwc::forward(g, depthwise_nhwc::element_of(type), x, w, y, epilogue,
                                    workspace, stream);
+  }
+  if (epilogue.sum == nullptr && aligned4(y) &&
+      (epilogue.residual == nullptr || aligned4(epilogue.residual)) &&
+      conv2d_tc_forward_uses_stem(g, kernels)) {
+    return stem_mma::forward(g, type, x, w, y, epilogue, stream);
   }
   const auto* xs = static_cast<const uint16_t*>(x);
   const auto* ws = static_cast<const uint16_t*>(w);

@@ -177,7 +177,8 @@ TEST(ConvolutionNhwcLayerCuda, DescribesTheNhwcKernels) {
   CREMA_REQUIRE_CUDA();
   Context gpu(Device::cuda(0));
   // A 3x3 on a 5x5 map: too few output rows for wgmma's tiles, forward and filter gradient on
-  // mma.sync; backward data onto its 8 channels on the few-channel kernel on mma.sync.
+  // mma.sync (bf16 and f16: the forward from 8 channels on the stem kernel); backward data onto
+  // its 8 channels on the few-channel kernel on mma.sync.
   const std::string small =
       "{name: c, type: Convolution, num_output: 8, kernel_size: 3, math: tf32}";
   EXPECT_EQ(described(gpu, small, {1, 8, 5, 5}, DType::f32),
@@ -185,7 +186,7 @@ TEST(ConvolutionNhwcLayerCuda, DescribesTheNhwcKernels) {
             "nhwc_implicit_gemm (f32 nhwc), math tf32");
   for (DType dtype : {DType::bf16, DType::f16}) {
     EXPECT_EQ(described(gpu, small, {1, 8, 5, 5}, dtype),
-              "forward tc_implicit_gemm, backward_data direct_mma_few_channels, backward_filter "
+              "forward stem_mma, backward_data direct_mma_few_channels, backward_filter "
               "tc_implicit_gemm (" +
                   std::string(dtype_name(dtype)) + " nhwc)");
   }

@@ -1,0 +1,38 @@
+// The forward of a channels-last convolution with few input channels -- a network's stem (ResNet's
+// 3 -> 64 7x7 stride 2, VGG's and MobileNet's 3x3) -- on the tensor cores (mma.sync), bf16 and
+// fp16 tensors, fp32 sums, one rounding at the store:
+//
+//   y[n,p,q,k] = act(sum over (r, s, c) of x[n, p*sh - ph + r, q*sw - pw + s, c] * w[k,r,s,c]
+//                    + bias[k] + residual[n,p,q,k])
+//
+// Why: the implicit GEMMs gather the 3-channel input element by element (the loaders' VEC = 1
+// path: each slab filled before the math, no overlap), at a third of cuDNN's fp16 speed on
+// ResNet's stem. Here the reduction index is packed as kk = (r * S + s) * C2 + c (C2: C rounded up
+// to even, the padding channel zero): for one output pixel and one filter row r, the S * C2
+// values are consecutive in a row of x -- the S pixels its taps read, channels-last. A block
+// stages the rows of x a band of output rows reads (zeros outside the image; each pixel C2 wide)
+// in shared memory, with the filter packed the same way ([K][kk], ldmatrix rows); each lane then
+// loads its A fragment's pairs of (s, c) values straight from the staged rows (32-bit loads: a
+// pair never straddles two filter rows, S * C2 being even), B with ldmatrix, m16n8k16 per 16
+// pixels x 8 output channels x 16 kk.
+//
+// Takes (fits): groups 1, dilation 1, C <= 8, K a multiple of 8 and at most 64, R * S * C2 at
+// most 256 and S * C2 at least 8, and a band of one output row that fits the shared memory.
+// Deterministic (each output one thread's sum in a fixed order).
+#pragma once
+
+#include "core/cuda_runtime.h"
+#include "kernels/convolution/convolution_tc.h"
+#include "kernels/convolution/geometry.h"
+
+namespace crema::kernels::cuda::stem_mma {
+
+bool fits(const Conv2dGeometry& g);
+
+// y is written; x, w, y (and the epilogue's residual) raw device pointers of `type`; y and the
+// residual 4-byte aligned, x and w any; the epilogue's channel statistics are not taken (the
+// caller runs another kernel for them).
+void forward(const Conv2dGeometry& g, TcType type, const void* x, const void* w, void* y,
+             const TcEpilogue& epilogue, gpu::Stream stream);
+
+}  // namespace crema::kernels::cuda::stem_mma
