@@ -147,17 +147,6 @@ struct Tf32 {
   }
 };
 
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t address) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(address));
-}
-__device__ __forceinline__ void ldmatrix_x2(uint32_t (&r)[2], uint32_t address) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n"
-               : "=r"(r[0]), "=r"(r[1])
-               : "r"(address));
-}
-
 // One staging copy of V bytes: cp.async (4, 8 or 16 bytes), or a load and a store (2).
 template <int V>
 __device__ __forceinline__ void copy(unsigned char* dst, const unsigned char* src) {
@@ -248,7 +237,7 @@ __device__ __forceinline__ void multiply(const Plan& a, uint32_t filter, uint32_
           uint32_t fa[MT][4], fb[NT][2];
 #pragma unroll
           for (int i = 0; i < MT; ++i) {
-            ldmatrix_x4(fa[i], row[i] - shift + k);
+            tc::ldmatrix_x4_at(fa[i], row[i] - shift + k);
             if constexpr (E::kTf32) {
 #pragma unroll
               for (int q = 0; q < 4; ++q) fa[i][q] = detail::to_tf32(__uint_as_float(fa[i][q]));
@@ -257,10 +246,11 @@ __device__ __forceinline__ void multiply(const Plan& a, uint32_t filter, uint32_
 #pragma unroll
           for (int j = 0; j + 1 < NT; j += 2) {
             uint32_t b[4];
-            ldmatrix_x4(b, b_tap + uint32_t(j * 8) * pitch + k);
+            tc::ldmatrix_x4_at(b, b_tap + uint32_t(j * 8) * pitch + k);
             fb[j][0] = b[0], fb[j][1] = b[1], fb[j + 1][0] = b[2], fb[j + 1][1] = b[3];
           }
-          if constexpr (NT % 2 == 1) ldmatrix_x2(fb[NT - 1], b_tap + (NT - 1) * 8 * pitch + k);
+          if constexpr (NT % 2 == 1)
+            tc::ldmatrix_x2_at(fb[NT - 1], b_tap + (NT - 1) * 8 * pitch + k);
 #pragma unroll
           for (int i = 0; i < MT; ++i) {
 #pragma unroll

@@ -94,16 +94,6 @@ __device__ __forceinline__ uint32_t load_shared(uint32_t address) {
   asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(v) : "r"(address));
   return v;
 }
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t address) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(address));
-}
-__device__ __forceinline__ void ldmatrix_x2(uint32_t (&r)[2], uint32_t address) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n"
-               : "=r"(r[0]), "=r"(r[1])
-               : "r"(address));
-}
 
 // A lane's walk along the reduction: kk = r * L + j, advanced 16 at a time.
 struct Inner {
@@ -225,10 +215,11 @@ __global__ void __launch_bounds__(kMaxWarps * 32, 1)
 #pragma unroll
         for (int j = 0; j + 1 < NT; j += 2) {
           uint32_t b[4];
-          ldmatrix_x4(b, b_lane + uint32_t(j * 8) * pitch + k);
+          tc::ldmatrix_x4_at(b, b_lane + uint32_t(j * 8) * pitch + k);
           fb[j][0] = b[0], fb[j][1] = b[1], fb[j + 1][0] = b[2], fb[j + 1][1] = b[3];
         }
-        if constexpr (NT % 2 == 1) ldmatrix_x2(fb[NT - 1], b_lane + (NT - 1) * 8 * pitch + k);
+        if constexpr (NT % 2 == 1)
+          tc::ldmatrix_x2_at(fb[NT - 1], b_lane + (NT - 1) * 8 * pitch + k);
 #pragma unroll
         for (int i = 0; i < kMT; ++i) {
 #pragma unroll

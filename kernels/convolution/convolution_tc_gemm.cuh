@@ -113,6 +113,19 @@ __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const uint16_t* p)
   }
 }
 
+// The same non-transposed loads from a shared-memory byte address (each lane naming its own row:
+// the few-channel kernels' windows), four matrices or two (lanes 0-15's addresses).
+__device__ __forceinline__ void ldmatrix_x4_at(uint32_t (&r)[4], uint32_t address) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(address));
+}
+__device__ __forceinline__ void ldmatrix_x2_at(uint32_t (&r)[2], uint32_t address) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n"
+               : "=r"(r[0]), "=r"(r[1])
+               : "r"(address));
+}
+
 template <class T>
 struct Acc {
   float v[T::MT][T::NT][4];
