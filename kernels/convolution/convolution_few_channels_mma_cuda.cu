@@ -114,30 +114,21 @@ Plan plan_of(const Conv2dGeometry& g, int eb, const Limits& l) {
 }
 
 // The element types: the mma of 32 bytes of k, and the store's rounding.
-struct Bf16 {
+template <class TcElement>
+struct Half {
   using T = uint16_t;
   static constexpr bool kTf32 = false;
   static __device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4],
                                              const uint32_t (&b)[2]) {
-    tc::Bf16::mma(d, a, b);
+    TcElement::mma(d, a, b);
   }
-  static __device__ __forceinline__ T narrow(float v) { return tc::round_to<tc::Bf16>(v); }
+  static __device__ __forceinline__ T narrow(float v) { return tc::round_to<TcElement>(v); }
   static __device__ __forceinline__ uint32_t pair(float lo, float hi) {
-    return tc::Bf16::pack(lo, hi);
+    return TcElement::pack(lo, hi);
   }
 };
-struct F16 {
-  using T = uint16_t;
-  static constexpr bool kTf32 = false;
-  static __device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4],
-                                             const uint32_t (&b)[2]) {
-    tc::F16::mma(d, a, b);
-  }
-  static __device__ __forceinline__ T narrow(float v) { return tc::round_to<tc::F16>(v); }
-  static __device__ __forceinline__ uint32_t pair(float lo, float hi) {
-    return tc::F16::pack(lo, hi);
-  }
-};
+using Bf16 = Half<tc::Bf16>;
+using F16 = Half<tc::F16>;
 struct Tf32 {
   using T = float;
   static constexpr bool kTf32 = true;
@@ -243,14 +234,7 @@ __device__ __forceinline__ void multiply(const Plan& a, uint32_t filter, uint32_
               for (int q = 0; q < 4; ++q) fa[i][q] = detail::to_tf32(__uint_as_float(fa[i][q]));
             }
           }
-#pragma unroll
-          for (int j = 0; j + 1 < NT; j += 2) {
-            uint32_t b[4];
-            tc::ldmatrix_x4_at(b, b_tap + uint32_t(j * 8) * pitch + k);
-            fb[j][0] = b[0], fb[j][1] = b[1], fb[j + 1][0] = b[2], fb[j + 1][1] = b[3];
-          }
-          if constexpr (NT % 2 == 1)
-            tc::ldmatrix_x2_at(fb[NT - 1], b_tap + (NT - 1) * 8 * pitch + k);
+          tc::load_b_fragments<NT>(fb, b_tap + k, pitch);
 #pragma unroll
           for (int i = 0; i < MT; ++i) {
 #pragma unroll

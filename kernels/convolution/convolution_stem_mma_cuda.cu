@@ -212,14 +212,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32, 1)
           fa[i][3] = hi_in ? load_shared(base[i][1] + hi_at) : 0u;
         }
         const uint32_t k = uint32_t(ks) * 32;
-#pragma unroll
-        for (int j = 0; j + 1 < NT; j += 2) {
-          uint32_t b[4];
-          tc::ldmatrix_x4_at(b, b_lane + uint32_t(j * 8) * pitch + k);
-          fb[j][0] = b[0], fb[j][1] = b[1], fb[j + 1][0] = b[2], fb[j + 1][1] = b[3];
-        }
-        if constexpr (NT % 2 == 1)
-          tc::ldmatrix_x2_at(fb[NT - 1], b_lane + (NT - 1) * 8 * pitch + k);
+        tc::load_b_fragments<NT>(fb, b_lane + k, pitch);
 #pragma unroll
         for (int i = 0; i < kMT; ++i) {
 #pragma unroll

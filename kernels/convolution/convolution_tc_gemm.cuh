@@ -126,6 +126,23 @@ __device__ __forceinline__ void ldmatrix_x2_at(uint32_t (&r)[2], uint32_t addres
                : "r"(address));
 }
 
+// The B fragments of NT n-tiles (8 rows of the [n][k] tile each, `pitch` bytes apart) for one
+// 32-byte k step: ldmatrix.x4 by pairs of n-tiles, .x2 for an odd last one. `lane_address`: the
+// first n-tile's row for this lane -- lanes 0-7 rows 0-7 at the step's first 16 bytes, 8-15 the
+// same rows 16 bytes on, 16-31 rows 8-15 likewise.
+template <int NT>
+__device__ __forceinline__ void load_b_fragments(uint32_t (&fb)[NT][2], uint32_t lane_address,
+                                                 uint32_t pitch) {
+#pragma unroll
+  for (int j = 0; j + 1 < NT; j += 2) {
+    uint32_t b[4];
+    ldmatrix_x4_at(b, lane_address + uint32_t(j * 8) * pitch);
+    fb[j][0] = b[0], fb[j][1] = b[1], fb[j + 1][0] = b[2], fb[j + 1][1] = b[3];
+  }
+  if constexpr (NT % 2 == 1)
+    ldmatrix_x2_at(fb[NT - 1], lane_address + uint32_t(NT - 1) * 8 * pitch);
+}
+
 template <class T>
 struct Acc {
   float v[T::MT][T::NT][4];
