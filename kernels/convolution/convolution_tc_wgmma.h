@@ -50,6 +50,11 @@ bool wgmma_backward_data_halo_fits(const Conv2dGeometry& g, int channel_multiple
 bool wgmma_forward_takes_halo(const Conv2dGeometry& g, WgmmaLaunch how, int channel_multiple = 8);
 bool wgmma_backward_data_takes_halo(const Conv2dGeometry& g, WgmmaLaunch how,
                                     int channel_multiple = 8);
+// The blocks an SM those halo tiles run (3 at 64 columns where they fit, else 2; 0 where the
+// launch takes no halo tiles).
+int wgmma_forward_halo_blocks(const Conv2dGeometry& g, WgmmaLaunch how, int channel_multiple = 8);
+int wgmma_backward_data_halo_blocks(const Conv2dGeometry& g, WgmmaLaunch how,
+                                    int channel_multiple = 8);
 
 // The rows of the forward's channel-sum partials ([rows][2][K] fp32 in the workspace): one per
 // warp of each block of the launch `how` makes (automatic: on the current device, whose SM count

@@ -102,7 +102,8 @@ struct ConvProblem {
   // emit reads them back 64 columns at a time as 8 chunks of 8 channels a row. A lane reads its
   // chunk's two 16-byte halves in an order that alternates every 4 chunks: the 8 lanes of one
   // 16-byte access phase then cover all 32 banks once.
-  template <int STAGED>
+  // HALO: the rows are halo tiles' (Rows::at_halo).
+  template <int STAGED, bool HALO = false>
   __device__ void store(const Place& p, int consumer, const float (&acc)[BN / 2],
                         float* staging) const {
     const int warp = threadIdx.x % 128 / 32, lane = threadIdx.x % 32;
@@ -118,7 +119,7 @@ struct ConvProblem {
       return;
     }
     constexpr int kPitch = STAGED + 8;
-    const Targets targets = targets_of(p, consumer);
+    const Targets targets = targets_of<HALO>(p, consumer);
 #pragma unroll
     for (int round = 0; round < BN / STAGED; ++round) {
       __syncwarp();  // the lanes have read the scratch's last contents
@@ -154,6 +155,7 @@ struct ConvProblem {
   struct Targets {
     int m[kPasses];
   };
+  template <bool HALO = false>
   __device__ Targets targets_of(const Place& p, int consumer) const {
     const int warp = threadIdx.x % 128 / 32, lane = threadIdx.x % 32;
     const Rows& rows = rows_of[p.phase];
@@ -161,7 +163,8 @@ struct ConvProblem {
 #pragma unroll
     for (int pass = 0; pass < kPasses; ++pass) {
       const int r = pass * kRowsAtOnce + lane / 8;
-      t.m[pass] = rows.at(p.tile.m, consumer * 64 + warp * 16 + r);
+      const int i = consumer * 64 + warp * 16 + r;
+      t.m[pass] = HALO ? rows.at_halo(p.tile.m, i) : rows.at(p.tile.m, i);
     }
     return t;
   }

@@ -20,10 +20,12 @@
 //            -dilation, the halo's corner at the last tap's offset
 //
 // Per tile the producer walks the channel slabs c (the halo of c into one of `slots` halo slots:
-// two where the reduction has more than one slab and they fit, so that c + 1's halo lands while c's
-// taps run) and, for each, the taps (B's rows of that tap and slab into the stage ring, as the
-// ring kernel's). The consumers wait on a halo once, then on each tap's B stage, and release a
-// halo slot with its last tap's stage. One block a tile, two blocks an SM; the epilogue is
+// two where the reduction has more than one slab, so that c + 1's halo lands while c's taps run)
+// and, for each, the taps (B's rows of that tap and slab into the stage ring, as the ring
+// kernel's). The consumers wait on a halo once, then on each tap's B stage, and release a halo
+// slot with its last tap's stage once the next tap's group is issued (so more than one slab needs
+// two slots: with one, the next slab's halo would wait for a release that waits for it). One
+// block a tile, three an SM at 64 columns where they fit (halo_blocks), else two; the epilogue is
 // ConvProblem's (the scratch in the drained smem). sm_90a files only, as convolution_tc_wgmma.cuh.
 #pragma once
 
@@ -43,6 +45,7 @@ namespace crema::kernels::cuda::tc::wg {
 // A tile's halo box and the shared memory it lays out: `slots` halo slots of slot_bytes, then
 // `stages` B stages of BN rows.
 struct Halo {
+  int per_sm;                    // the blocks an SM whose share of shared memory it takes
   int pitch, rows;               // the box: `rows` input rows of `pitch` pixels
   int h0, w0;                    // its corner against the tile's first output row and column 0
   int R, S;                      // taps: rows, columns
@@ -54,9 +57,11 @@ struct Halo {
   int smem_bytes;  // the slots, the stages, their barriers, 1024 to align the base
 };
 
-// The slots and stages of one of two blocks an SM: the SM's 228 KB halved, less the 1 KB the
-// runtime reserves a block, the base's alignment and room for the barriers.
-constexpr int kHaloBudget = (kMaxSharedBytes + 1024) / 2 - 1024 - 1024 - 512;
+// The slots and stages of one of `per_sm` blocks an SM: its share of the SM's 228 KB, less the
+// 1 KB the runtime reserves a block, the base's alignment and room for the barriers.
+constexpr int halo_budget(int per_sm) {
+  return (kMaxSharedBytes + 1024) / per_sm - 1024 - 1024 - 512;
+}
 
 // The tiles of a halo over `rows` (a filter with taps at stride 1: forward_rows or phase_rows):
 // box_p = 128 / pitch output rows of one image a tile. Returns box_p 0 where no halo fits (a
@@ -75,9 +80,11 @@ inline Rows halo_rows(Rows rows) {
   return rows;
 }
 
-// The halo of `rows` (halo_rows's, halo_fits) at BN columns.
-inline Halo halo_of(const Rows& rows, int bn) {
+// The halo of `rows` (halo_rows's, halo_fits) at BN columns, `per_sm` blocks an SM.
+inline Halo halo_of(const Rows& rows, int bn, int per_sm = 2) {
+  const int budget = halo_budget(per_sm);
   Halo h{};
+  h.per_sm = per_sm;
   h.R = rows.taps / rows.S, h.S = rows.S, h.pitch = rows.pitch;
   const int reach_h = std::abs(rows.step_h) * (h.R - 1),
             reach_w = std::abs(rows.step_w) * (h.S - 1);
@@ -92,20 +99,30 @@ inline Halo halo_of(const Rows& rows, int bn) {
   h.slot_bytes = (std::max(h.rows * h.pitch, read_rows) * kRowBytes + 1023) / 1024 * 1024;
   const int b_bytes = bn * kRowBytes;
   // Two slots where there are two channel slabs and 3 B stages still fit, else one.
-  h.slots = rows.channel_slabs > 1 && 2 * h.slot_bytes + 3 * b_bytes <= kHaloBudget ? 2 : 1;
-  h.stages = std::min(16, (kHaloBudget - h.slots * h.slot_bytes) / b_bytes);
+  h.slots = rows.channel_slabs > 1 && 2 * h.slot_bytes + 3 * b_bytes <= budget ? 2 : 1;
+  h.stages = std::min(16, (budget - h.slots * h.slot_bytes) / b_bytes);
   h.smem_bytes = h.slots * h.slot_bytes + h.stages * b_bytes + 2 * 8 * (h.stages + h.slots) + 1024;
   return h;
 }
 
-// Whether halo tiles fit `rows` (halo_rows's) at BN columns: they fill at least 96 of 128 rows,
-// the box is at most 256 rows, one slot and 2 stages fit, and so does the epilogue's scratch.
-inline bool halo_fits(const Rows& rows, int bn) {
+// Whether halo tiles fit `rows` (halo_rows's) at BN columns, `per_sm` blocks an SM: they fill
+// at least 96 of 128 rows, the box is at most 256 rows, a slot (two where there is more than one
+// channel slab) and 2 stages fit, and so does the epilogue's scratch.
+inline bool halo_fits(const Rows& rows, int bn, int per_sm = 2) {
   if (rows.box_p == 0 || rows.box_p * rows.Q < 96) return false;
-  const Halo h = halo_of(rows, bn);
-  return h.rows <= 256 && h.stages >= 2 &&
+  const Halo h = halo_of(rows, bn, per_sm);
+  return h.rows <= 256 && h.stages >= 2 && (h.slots == 2 || rows.channel_slabs == 1) &&
          kThreads / 32 * staging_warp_floats(bn) * 4 <=
              h.slots * h.slot_bytes + h.stages * bn * kRowBytes;
+}
+
+// The blocks an SM halo tiles over `rows` run at BN columns (halo_fits at two): three at 64
+// columns where they fit with 3 stages of B (the kernel then at most 72 registers a thread),
+// else two. H200, 2026-11-29 (session 24, call 5), `crema bench conv-tc --version
+// tc_bf16_wgmma_halo`, batch 64, ms two / three an SM: 3x3 64->64 at 56 x 56 forward 0.0514 /
+// 0.0483, data 0.0549 / 0.0509.
+inline int halo_blocks(const Rows& rows, int bn) {
+  return bn == 64 && halo_fits(rows, bn, 3) && halo_of(rows, bn, 3).stages >= 3 ? 3 : 2;
 }
 
 // The halo's map over an NHWC tensor [N, height, width, channels]: boxes of a slab's channels x
@@ -126,8 +143,8 @@ inline CUtensorMap halo_map(MapType type, const void* base, int64_t N, int64_t h
 // matrix in boxes of BN rows, or (ConvProblem's B_FROM_W) w's filter_map. Each accumulator sums its
 // products in (slab, tap) order: deterministic (not the ring kernel's order, tap outermost: the two
 // differ in rounding).
-template <class E, int BN, class Problem>
-__global__ void __launch_bounds__(kBlockThreads, 2)
+template <class E, int BN, class Problem, int PER_SM>
+__global__ void __launch_bounds__(kBlockThreads, PER_SM)
     halo_kernel(const __grid_constant__ CUtensorMap map_a,
                 const __grid_constant__ CUtensorMap map_b, const __grid_constant__ Problem problem,
                 const __grid_constant__ Halo halo) {
@@ -218,14 +235,25 @@ __global__ void __launch_bounds__(kBlockThreads, 2)
   consumers_sync();
   float* staging = reinterpret_cast<float*>(raw_smem + (base - raw_address)) +
                    (tid / 32) * staging_warp_floats(BN);
-  problem.template store<BN>(where, consumer, acc, staging);
+  problem.template store<BN, true>(where, consumer, acc, staging);
 }
 
+// Launches a block a tile, halo.per_sm an SM (2, or 3 at 64 columns: halo_blocks).
 template <class E, int BN, class Problem>
 void launch_halo(const CUtensorMap& map_a, const CUtensorMap& map_b, const Problem& problem,
                  const Halo& halo, int64_t blocks, gpu::Stream stream, const char* what) {
-  static_assert(BN == 64 || BN == 128, "halo tiles: n64 or n128, two blocks an SM");
-  const auto kernel = halo_kernel<E, BN, Problem>;
+  static_assert(BN == 64 || BN == 128, "halo tiles: n64 or n128");
+  if constexpr (BN == 64) {
+    if (halo.per_sm == 3) {
+      const auto kernel = halo_kernel<E, BN, Problem, 3>;
+      detail::set_shared_memory_limit(kernel, halo.smem_bytes, what);
+      kernel<<<unsigned(blocks), kBlockThreads, halo.smem_bytes, stream>>>(map_a, map_b, problem,
+                                                                           halo);
+      gpu::check_launch(what);
+      return;
+    }
+  }
+  const auto kernel = halo_kernel<E, BN, Problem, 2>;
   detail::set_shared_memory_limit(kernel, halo.smem_bytes, what);
   kernel<<<unsigned(blocks), kBlockThreads, halo.smem_bytes, stream>>>(map_a, map_b, problem, halo);
   gpu::check_launch(what);

@@ -55,6 +55,17 @@ struct Rows {
               p = tile % tiles_per_image * box_p + k / pitch;
     return b < box_n && n < images && p < P && q < Q ? (n * P + p) * Q + q : -1;
   }
+  // The same for halo tiles (halo_rows's: box_p rows of `pitch` a tile, one image) without an
+  // integer division: their epilogue finds 4 rows a lane a tile, and each division is some 20
+  // dependent instructions (session 24: 12 a warp a tile were a sixth of the halo kernel's
+  // instructions). Row i / pitch as a float product: (i + 1/2) / pitch lies at least
+  // 1/(2 pitch) from an integer and i < 128, so the product with the rounded reciprocal (off by
+  // at most 2^-23 of (i + 1/2) / pitch) truncates to the quotient.
+  __device__ int at_halo(int tile, int i) const {
+    const int row = int((float(i) + 0.5f) * (1.0f / float(pitch))), q = i - row * pitch;
+    const int n = tile / tiles_per_image, p = tile % tiles_per_image * box_p + row;
+    return row < box_p && p < P && q < Q ? (n * P + p) * Q + q : -1;
+  }
   __host__ __device__ uint32_t a_bytes() const {
     return uint32_t(box_p == 0 ? kBM : box_n * box_p * Q) * kRowBytes;
   }

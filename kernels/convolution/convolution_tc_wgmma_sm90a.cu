@@ -205,11 +205,12 @@ void run(const CUtensorMap& map_a, const void* b, wg::MapType type, const Rows& 
                            partial);
 }
 
-// Whether halo tiles fit `rows` (a filter with taps, one phase at stride 1) at either tile width.
-bool halo_fits_rows(const Rows& rows) {
+// Whether halo tiles fit `rows` (a filter with taps, one phase at stride 1) x `columns` at every
+// tile width a launch may pick (halo_tile_columns: 64 alone for at most 64 columns).
+bool halo_fits_rows(const Rows& rows, int columns) {
   if (rows.box_p == 0 || rows.taps == 1) return false;
   const Rows halo = wg::halo_rows(rows);
-  return wg::halo_fits(halo, 64) && wg::halo_fits(halo, 128);
+  return wg::halo_fits(halo, 64) && (columns <= 64 || wg::halo_fits(halo, 128));
 }
 
 // Whether a launch `how` takes halo tiles where they fit (halo_fits_rows): forced, or automatic
@@ -228,10 +229,19 @@ bool halo_wanted(const Rows& rows, int columns, WgmmaLaunch how, bool can_split)
   return split_of(int64_t(rows.tiles) * ((columns + bn - 1) / bn), rows.slabs()).parts == 1;
 }
 
-// Runs one phase of a filter with taps at stride 1 on halo tiles (halo_fits_rows(rows)): A from
-// `a` [N, height, width, a_channels] (x forward, dy data), B the [columns, inner] filter; 64 or
-// 128 columns a tile as wgmma_tile_columns picks (128 where it picks 256), or forced (`how`
-// halo) 128 wherever there are more than 64 columns (the tests reach it on small shapes).
+// The columns of a halo tile over `rows` (halo_rows's) x `columns`: 64 or 128 as
+// wgmma_tile_columns picks (128 where it picks 256), or (`how` halo, forced) 128 wherever there
+// are more than 64 columns (the tests reach it on small shapes).
+int halo_tile_columns(const Rows& rows, int columns, WgmmaLaunch how) {
+  const bool wide = how == WgmmaLaunch::halo ? columns > 64
+                                             : wgmma_tile_columns(rows.tiles, columns, rows.slabs(),
+                                                                  multiprocessors()) > 64;
+  return wide ? 128 : 64;
+}
+
+// Runs one phase of a filter with taps at stride 1 on halo tiles (halo_fits_rows): A from
+// `a` [N, height, width, a_channels] (x forward, dy data), B the [columns, inner] filter, on
+// halo_tile_columns' tiles, wg::halo_blocks' blocks an SM.
 template <class E, class Out, bool B_FROM_W = false>
 void run_halo(const void* a, int64_t N, int64_t height, int64_t width, int64_t a_channels,
               const void* b, wg::MapType type, const Rows& ring_rows, int columns, int inner,
@@ -239,7 +249,7 @@ void run_halo(const void* a, int64_t N, int64_t height, int64_t width, int64_t a
   const Rows rows = wg::halo_rows(ring_rows);
   auto go = [&](auto bn) {
     constexpr int BN = decltype(bn)::value;
-    const wg::Halo halo = wg::halo_of(rows, BN);
+    const wg::Halo halo = wg::halo_of(rows, BN, wg::halo_blocks(rows, BN));
     const CUtensorMap map_a = wg::halo_map(type, a, N, height, width, a_channels, halo);
     const CUtensorMap map_b = b_map<B_FROM_W>(type, b, columns, inner, rows, BN);
     ConvProblem<BN, Out, 1, B_FROM_W> problem{};
@@ -248,10 +258,7 @@ void run_halo(const void* a, int64_t N, int64_t height, int64_t width, int64_t a
     problem.blocks = rows.tiles * ((columns + BN - 1) / BN);
     wg::launch_halo<E, BN>(map_a, map_b, problem, halo, problem.blocks, stream, what);
   };
-  const bool wide = how == WgmmaLaunch::halo ? columns > 64
-                                             : wgmma_tile_columns(rows.tiles, columns, rows.slabs(),
-                                                                  multiprocessors()) > 64;
-  if (!wide) {
+  if (halo_tile_columns(rows, columns, how) == 64) {
     go(std::integral_constant<int, 64>{});
   } else {
     go(std::integral_constant<int, 128>{});
@@ -272,7 +279,7 @@ void forward_typed(const Conv2dGeometry& g, wg::MapType type, const void* x, con
                                  ep.relu,
                                  static_cast<wg::Stored<E>*>(y),
                                  stats};
-  if (g.stride_h == 1 && g.stride_w == 1 && halo_fits_rows(rows) &&
+  if (g.stride_h == 1 && g.stride_w == 1 && halo_fits_rows(rows, int(g.K)) &&
       halo_wanted(rows, int(g.K), how, partial != nullptr)) {
     run_halo<E>(x, g.N, g.H, g.W, g.C, w, type, rows, int(g.K), int(g.R * g.S * g.C), out, stream,
                 what, how);
@@ -310,7 +317,7 @@ void data_typed(const Conv2dGeometry& g, wg::MapType type, const void* dy, const
   }
   const int inner = int(g.R * g.S) * K;
   const std::vector<Rows>& rows = d.rows;
-  if (stride_h == 1 && stride_w == 1 && halo_fits_rows(rows[0]) &&
+  if (stride_h == 1 && stride_w == 1 && halo_fits_rows(rows[0], C) &&
       halo_wanted(rows[0], C, how, partial != nullptr)) {  // one phase: all of dx
     run_halo<E, DataOut<E>, B_FROM_W>(dy, g.N, P, Q, K, b, type, rows[0], C, inner, outs[0], stream,
                                       what, how);
@@ -376,12 +383,13 @@ int slab_of(int channel_multiple) {
 
 bool wgmma_forward_halo_fits(const Conv2dGeometry& g, int channel_multiple) {
   return wgmma_forward_fits(g, channel_multiple) && g.stride_h == 1 && g.stride_w == 1 &&
-         halo_fits_rows(forward_rows(g, slab_of(channel_multiple)));
+         halo_fits_rows(forward_rows(g, slab_of(channel_multiple)), int(g.K));
 }
 
 bool wgmma_backward_data_halo_fits(const Conv2dGeometry& g, int channel_multiple) {
   return wgmma_backward_data_fits(g, channel_multiple) && g.stride_h == 1 && g.stride_w == 1 &&
-         !one_by_one(g) && halo_fits_rows(data_gemms(g, slab_of(channel_multiple)).rows[0]);
+         !one_by_one(g) &&
+         halo_fits_rows(data_gemms(g, slab_of(channel_multiple)).rows[0], int(g.C));
 }
 
 // 16-bit tensors (channel_multiple 8) split with the workspace the entry points are given; f32
@@ -397,6 +405,19 @@ bool wgmma_backward_data_takes_halo(const Conv2dGeometry& g, WgmmaLaunch how,
   return wgmma_backward_data_halo_fits(g, channel_multiple) &&
          halo_wanted(data_gemms(g, slab_of(channel_multiple)).rows[0], int(g.C), how,
                      channel_multiple == 8);
+}
+
+int wgmma_forward_halo_blocks(const Conv2dGeometry& g, WgmmaLaunch how, int channel_multiple) {
+  if (!wgmma_forward_takes_halo(g, how, channel_multiple)) return 0;
+  const Rows rows = wg::halo_rows(forward_rows(g, slab_of(channel_multiple)));
+  return wg::halo_blocks(rows, halo_tile_columns(rows, int(g.K), how));
+}
+
+int wgmma_backward_data_halo_blocks(const Conv2dGeometry& g, WgmmaLaunch how,
+                                    int channel_multiple) {
+  if (!wgmma_backward_data_takes_halo(g, how, channel_multiple)) return 0;
+  const Rows rows = wg::halo_rows(data_gemms(g, slab_of(channel_multiple)).rows[0]);
+  return wg::halo_blocks(rows, halo_tile_columns(rows, int(g.C), how));
 }
 
 int wgmma_forward_stats_rows(const Conv2dGeometry& g, WgmmaLaunch how) {

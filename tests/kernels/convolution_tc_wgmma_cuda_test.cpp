@@ -111,7 +111,8 @@ TEST(ConvolutionTcCuda, TileColumns) {
 // slab, each tap's A the halo's rows from a shifted start; convolution_tc_wgmma_halo.cuh),
 // forward and data, each checked to take them on an H100 or H200: rows of 18 padded to a 7-row
 // tile with a partial last band and a last column tile of 8 (K = 72); ResNet's 3x3 at 56 (two rows
-// of 58 a tile); 136 channels (3 slabs, the last of 8: two halo slots lapped) at 128 columns;
+// of 58 a tile; 64 columns both ways: three blocks an SM); 136 channels (3 slabs, the last of 8:
+// two halo slots lapped) at 128 columns;
 // dilation 2 with padding 2 over 24 channels; no padding (data: dx wider than dy, the halo's
 // corner at the last tap); a 1x3 (one row of taps); a 5x5 (25 taps lapping the B ring); rows of
 // 100 pixels, one a tile, over 200 channels. The whole epilogue and the repeats through
@@ -132,6 +133,11 @@ TEST(ConvolutionTcCuda, HaloTiles) {
     EXPECT_TRUE(cuda::conv2d_tc_backward_data_uses_halo(g, cuda::TcKernels::wgmma_halo))
         << describe(g);
   }
+  // Three blocks an SM at 64 columns (the 64-channel 3x3 both ways), two at 128.
+  const auto halo = cuda::tc::WgmmaLaunch::halo;
+  EXPECT_EQ(cuda::tc::wgmma_forward_halo_blocks(geometries[1], halo), 3);
+  EXPECT_EQ(cuda::tc::wgmma_backward_data_halo_blocks(geometries[1], halo), 3);
+  EXPECT_EQ(cuda::tc::wgmma_forward_halo_blocks(geometries[2], halo), 2);
   check_each(ctx, geometries, 3100, cuda::TcKernels::wgmma_halo);
   // `best` takes them for large layers, not where the ring kernel splits a few tiles' reduction
   // (4 images of 14 x 14 at 256 channels: 8 row tiles).
@@ -142,8 +148,33 @@ TEST(ConvolutionTcCuda, HaloTiles) {
   EXPECT_FALSE(cuda::conv2d_tc_backward_data_uses_halo(few, cuda::TcKernels::best));
 }
 
+// Halo tiles three blocks an SM (64-column tiles whose slots and 3 B stages fit a third of an
+// SM's shared memory), on small layers (the sanitizers' case): one slab (64 -> 64 at 16 x 16, a
+// band of 7 rows of 18), 3 slabs lapping two slots (136 -> 64 at 12 x 12; its data over 136
+// columns: two blocks an SM at 128), the data over 64 columns from 136 channels.
+TEST(ConvolutionTcCuda, HaloTilesThreeBlocksAnSm) {
+  CREMA_REQUIRE_CUDA();
+  if (!hopper()) GTEST_SKIP() << "the wgmma kernels need compute capability 9.0";
+  Context ctx(Device::cuda(0));
+  const std::vector<Conv2dGeometry> geometries = {
+      // N C  H   W  K  R  S  pad_h pad_w
+      {2, 64, 16, 16, 64, 3, 3, 1, 1},
+      {2, 136, 12, 12, 64, 3, 3, 1, 1},
+      {2, 64, 12, 12, 136, 3, 3, 1, 1},
+  };
+  const auto halo = cuda::tc::WgmmaLaunch::halo;
+  EXPECT_EQ(cuda::tc::wgmma_forward_halo_blocks(geometries[0], halo), 3);
+  EXPECT_EQ(cuda::tc::wgmma_backward_data_halo_blocks(geometries[0], halo), 3);
+  EXPECT_EQ(cuda::tc::wgmma_forward_halo_blocks(geometries[1], halo), 3);
+  EXPECT_EQ(cuda::tc::wgmma_backward_data_halo_blocks(geometries[1], halo), 2);
+  EXPECT_EQ(cuda::tc::wgmma_backward_data_halo_blocks(geometries[2], halo), 3);
+  check_each(ctx, geometries, 3200, cuda::TcKernels::wgmma_halo);
+}
+
 // Where halo tiles do not fit, the forced launch runs the ring kernel (and says so): strides,
-// a 1x1, padded rows wider than a tile, rows filling under 96 of its 128 (a single 7 x 7 image).
+// a 1x1, padded rows wider than a tile, rows filling under 96 of its 128 (a single 7 x 7 image),
+// more than one channel slab where two halo slots do not fit (the consumers release a slab's slot
+// only after issuing the next slab's first tap: one slot would deadlock).
 TEST(ConvolutionTcCuda, HaloFits) {
   const Conv2dGeometry fit{2, 64, 16, 16, 72, 3, 3, 1, 1};
   EXPECT_TRUE(cuda::tc::wgmma_forward_halo_fits(fit));
@@ -153,6 +184,7 @@ TEST(ConvolutionTcCuda, HaloFits) {
       {2, 64, 16, 16, 64, 1, 1},              // a 1x1: one tap, nothing to share
       {1, 64, 10, 127, 64, 3, 3, 1, 1},       // padded rows of 129 pixels
       {1, 64, 7, 7, 64, 3, 3, 1, 1},          // 49 of 128 rows
+      {1, 128, 10, 126, 128, 3, 3, 1, 1},     // 2 slabs, slots of 49 KB: one fits
   };
   for (const Conv2dGeometry& g : misfits) {
     EXPECT_FALSE(cuda::tc::wgmma_forward_halo_fits(g)) << describe(g);
