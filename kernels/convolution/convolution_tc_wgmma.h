@@ -1,7 +1,8 @@
 // The convolutions on 16-bit NHWC tensors that run on Hopper's wgmma and TMA (the 1x1 ones, the
 // forward and data (by output phase) of the others on large enough images, the filter
 // gradient of any at strides up to 4; forward and data also on f32 tensors in tf32 math:
-// convolution_tc_wgmma_sm90a.cu, convolution_tc_wgmma_filter_sm90a.cu), as the entry points of
+// convolution_tc_wgmma_sm90a.cu and its plan, convolution_tc_wgmma_plan_sm90a.cu;
+// convolution_tc_wgmma_filter_sm90a.cu), as the entry points of
 // convolution_tc_cuda.cu, convolution_tc_filter_cuda.cu and (f32) convolution_nhwc_cuda.cu call
 // them: the geometries they take,
 // their workspaces, the three passes. Host code; the callers check the device (compute capability
