@@ -118,9 +118,10 @@ inline bool halo_fits(const Rows& rows, int bn, int per_sm = 2) {
 
 // The blocks an SM halo tiles over `rows` run at BN columns (halo_fits at two): three at 64
 // columns where they fit with 3 stages of B (the kernel then at most 72 registers a thread),
-// else two. H200, 2026-11-29 (session 24, call 5), `crema bench conv-tc --version
-// tc_bf16_wgmma_halo`, batch 64, ms two / three an SM: 3x3 64->64 at 56 x 56 forward 0.0514 /
-// 0.0483, data 0.0549 / 0.0509.
+// else two. H200, 2026-11-29 (session 24), `crema bench conv-tc --version tc_bf16_wgmma_halo`,
+// batch 64, 3x3 64->64 at 56 x 56, ms: call 5, two persistent blocks an SM / three a block a
+// tile, forward 0.0514 / 0.0483, data 0.0549 / 0.0509; call 7, session 23's two a block a tile
+// (before the rows without divisions) / three, 0.0573 / 0.0461, 0.0602 / 0.0483.
 inline int halo_blocks(const Rows& rows, int bn) {
   return bn == 64 && halo_fits(rows, bn, 3) && halo_of(rows, bn, 3).stages >= 3 ? 3 : 2;
 }
@@ -243,20 +244,16 @@ template <class E, int BN, class Problem>
 void launch_halo(const CUtensorMap& map_a, const CUtensorMap& map_b, const Problem& problem,
                  const Halo& halo, int64_t blocks, gpu::Stream stream, const char* what) {
   static_assert(BN == 64 || BN == 128, "halo tiles: n64 or n128");
+  auto go = [&](auto kernel) {
+    detail::set_shared_memory_limit(kernel, halo.smem_bytes, what);
+    kernel<<<unsigned(blocks), kBlockThreads, halo.smem_bytes, stream>>>(map_a, map_b, problem,
+                                                                         halo);
+    gpu::check_launch(what);
+  };
   if constexpr (BN == 64) {
-    if (halo.per_sm == 3) {
-      const auto kernel = halo_kernel<E, BN, Problem, 3>;
-      detail::set_shared_memory_limit(kernel, halo.smem_bytes, what);
-      kernel<<<unsigned(blocks), kBlockThreads, halo.smem_bytes, stream>>>(map_a, map_b, problem,
-                                                                           halo);
-      gpu::check_launch(what);
-      return;
-    }
+    if (halo.per_sm == 3) return go(halo_kernel<E, BN, Problem, 3>);
   }
-  const auto kernel = halo_kernel<E, BN, Problem, 2>;
-  detail::set_shared_memory_limit(kernel, halo.smem_bytes, what);
-  kernel<<<unsigned(blocks), kBlockThreads, halo.smem_bytes, stream>>>(map_a, map_b, problem, halo);
-  gpu::check_launch(what);
+  go(halo_kernel<E, BN, Problem, 2>);
 }
 
 }  // namespace crema::kernels::cuda::tc::wg
