@@ -211,12 +211,10 @@ void conv2d_forward(Context& ctx, const Conv2dGeometry& g, const Tensor& x, cons
     check_cuda_sizes(op, g);
     cuda::TcEpilogue epilogue;
     epilogue.bias = data_or_null<float>(bias);
-    // No channel statistics are fused here: the workspace holds the split reductions of
-    // few-tile layers only (conv2d_tc_forward_split_workspace; the statistics' partials made
-    // ResNet-50 bf16 at batch 128 ask up to 49 MiB for nothing).
-    const size_t bytes = cuda::conv2d_tc_forward_split_workspace(g);
+    // No channel statistics are fused here, so no workspace (theirs made ResNet-50 bf16 at
+    // batch 128 ask up to 49 MiB for nothing).
     cuda::conv2d_tc_forward(g, tc_type<T>(), x.data<T>(), w.data<T>(), y.data<T>(), epilogue,
-                            bytes > 0 ? tc_workspace(ctx, bytes) : nullptr, stream);
+                            nullptr, stream);
   };
   dispatch(
       ctx, op, t.activations, t.layout,

@@ -105,10 +105,8 @@ inline bool wgmma_allowed(TcKernels kernels) {
          kernels == TcKernels::wgmma_halo;
 }
 
-// The forward's workspace with fused channel statistics; without them, the part its split
-// reductions take (few-tile layers on wgmma; 0 for the others).
+// The forward's workspace with fused channel statistics (without them it takes none).
 size_t conv2d_tc_forward_workspace(const Conv2dGeometry& g);
-size_t conv2d_tc_forward_split_workspace(const Conv2dGeometry& g);
 size_t conv2d_tc_backward_data_workspace(const Conv2dGeometry& g, TcType type);
 size_t conv2d_tc_backward_filter_workspace(const Conv2dGeometry& g);
 

@@ -285,8 +285,7 @@ size_t round_up_256(size_t bytes) {
   return (bytes + 255) / 256 * 256;
 }
 
-// The forward's workspace: the wgmma kernels' split reductions (conv2d_tc_forward_split_workspace),
-// then (256-byte aligned) the channel-sum partials where statistics are fused.
+// The forward's workspace: the channel-sum partials where statistics are fused.
 size_t forward_stats_bytes(const Conv2dGeometry& g) {
   int rows = tc::stats_rows(int(g.N * g.P() * g.Q()));
   if (tc::wgmma_forward_fits(g)) {  // the ring kernel's tiles or the halo's, device-independent
@@ -296,7 +295,7 @@ size_t forward_stats_bytes(const Conv2dGeometry& g) {
   return size_t(rows) * 2 * size_t(g.K) * sizeof(float);
 }
 
-// Backward data's: the transposed filter, then (256-byte aligned) the split reductions.
+// Backward data's: the transposed filter.
 size_t transposed_filter_bytes(const Conv2dGeometry& g) {
   return round_up_256(size_t(g.K * g.R * g.S * (g.C / g.groups)) * 2);
 }
@@ -305,17 +304,12 @@ size_t transposed_filter_bytes(const Conv2dGeometry& g) {
 
 size_t conv2d_tc_forward_workspace(const Conv2dGeometry& g) {
   if (g.depthwise()) return depthwise_nhwc::forward_workspace(g, true);
-  return round_up_256(tc::wgmma_forward_partial_bytes(g)) + forward_stats_bytes(g);
-}
-
-size_t conv2d_tc_forward_split_workspace(const Conv2dGeometry& g) {
-  return g.depthwise() ? 0 : tc::wgmma_forward_partial_bytes(g);
+  return forward_stats_bytes(g);
 }
 
 size_t conv2d_tc_backward_data_workspace(const Conv2dGeometry& g, TcType type) {
   if (g.depthwise()) return 0;  // the depthwise kernel reads w into shared memory itself
-  const size_t transposed_filter =
-      transposed_filter_bytes(g) + tc::wgmma_backward_data_partial_bytes(g);
+  const size_t transposed_filter = transposed_filter_bytes(g);
   // Whatever the device: a plan may be made for another one.
   const bool col2im = type == TcType::bf16 && col2im_nhwc::fits(g, 8);
   const size_t direct = few_channels_nhwc::fits(g) ? few_channels_nhwc::workspace_bytes(g) : 0;
@@ -350,16 +344,12 @@ void conv2d_tc_forward(const Conv2dGeometry& g, TcType type, const void* x, cons
   const auto* xs = static_cast<const uint16_t*>(x);
   const auto* ws = static_cast<const uint16_t*>(w);
   auto* ys = static_cast<uint16_t*>(y);
-  // [split reductions][stats]: a workspace without the statistics' room is enough without them.
   const bool with_stats = epilogue.sum != nullptr;
-  auto* stats = with_stats
-                    ? reinterpret_cast<float*>(static_cast<char*>(workspace) +
-                                               round_up_256(tc::wgmma_forward_partial_bytes(g)))
-                    : nullptr;
+  auto* stats = with_stats ? static_cast<float*>(workspace) : nullptr;
   if (aligned16(x) && aligned16(w) && aligned16(y) &&
       (epilogue.residual == nullptr || aligned16(epilogue.residual)) &&
       conv2d_tc_forward_uses_wgmma(g, kernels)) {
-    wgmma_forward(g, type, x, w, y, epilogue, stats, stream, tc::wgmma_launch(kernels), workspace);
+    wgmma_forward(g, type, x, w, y, epilogue, stats, stream, tc::wgmma_launch(kernels), true);
     if (with_stats) {
       sum_channel_stats(stats, wgmma_forward_stats_rows(g, tc::wgmma_launch(kernels)), p.K,
                         epilogue, stream);
@@ -398,13 +388,11 @@ void conv2d_tc_backward_data(const Conv2dGeometry& g, TcType type, const void* d
       aligned16(dy) && aligned16(dx) && conv2d_tc_backward_data_uses_wgmma(g, kernels);
   // A 1x1 or a stride-1 filter on wgmma reads w itself (MN-major): no transposed copy.
   if (wgmma && aligned16(w) && wgmma_backward_data_reads_w(g)) {
-    return wgmma_backward_data(g, type, dy, w, true, dx, stream, tc::wgmma_launch(kernels),
-                               static_cast<char*>(workspace) + transposed_filter_bytes(g));
+    return wgmma_backward_data(g, type, dy, w, true, dx, stream, tc::wgmma_launch(kernels), true);
   }
   transpose_filter_phase_order(g, static_cast<const uint16_t*>(w), wt, stream);
   if (wgmma && aligned16(wt)) {
-    return wgmma_backward_data(g, type, dy, wt, false, dx, stream, tc::wgmma_launch(kernels),
-                               static_cast<char*>(workspace) + transposed_filter_bytes(g));
+    return wgmma_backward_data(g, type, dy, wt, false, dx, stream, tc::wgmma_launch(kernels), true);
   }
   const auto* dys = static_cast<const uint16_t*>(dy);
   auto* dxs = static_cast<uint16_t*>(dx);

@@ -37,7 +37,10 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <string>
+#include <tuple>
 #include <type_traits>
 
 #include "core/error.h"
@@ -493,6 +496,34 @@ struct ClusterLaunch {
   ClusterLaunch(const ClusterLaunch&) = delete;
   ClusterLaunch& operator=(const ClusterLaunch&) = delete;
 };
+
+// How many clusters of `cluster` blocks of the kernel (a block a unit) the current device holds at
+// once (cudaOccupancyMaxActiveClusters; asked once a device and size: a GPC's SMs hold whole
+// clusters, so an H200's 132 SMs at two blocks each hold 62 clusters of 4, not 66).
+template <class E, int BN, class Problem>
+int max_active_clusters(int cluster, const char* what) {
+  static std::mutex mutex;
+  static std::map<std::pair<int, int>, int> known;  // (device, cluster) -> clusters
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) {
+    throw DeviceError(std::string(what) + ": cannot read the current device");
+  }
+  const std::lock_guard<std::mutex> lock(mutex);
+  const auto at = known.find({device, cluster});
+  if (at != known.end()) return at->second;
+  const auto kernel = wgmma_kernel<E, BN, Problem, 0>;
+  constexpr int kBytes = Ring<BN, 0>::SMEM_BYTES;
+  detail::set_shared_memory_limit(kernel, kBytes, what);
+  const ClusterLaunch launch(cluster, kBytes, nullptr, cluster);
+  int clusters = 0;
+  const cudaError_t e = cudaOccupancyMaxActiveClusters(&clusters, kernel, &launch.config);
+  if (e != cudaSuccess) {
+    throw DeviceError(std::string(what) + ": cannot ask the occupancy of clusters of " +
+                      std::to_string(cluster) + ": " + cudaGetErrorString(e));
+  }
+  known[{device, cluster}] = clusters;
+  return clusters;
+}
 
 // `blocks` blocks: every unit's (RESIDENT 0) or fewer, each walking units blockIdx.x,
 // + gridDim.x, ...; `cluster` > 0: in clusters of that many consecutive blocks (blocks a

@@ -44,8 +44,8 @@ inline WgmmaLaunch wgmma_launch(TcKernels kernels) {
 // stride 1) whose padded output rows (Q + (S - 1) dilation_w pixels; data: W + ...) fit a
 // 128-row tile and fill at least 96 of its rows with output rows of one image, the halo
 // (convolution_tc_wgmma_halo.cuh) fitting shared memory. And whether a launch `how` takes them:
-// halo forced, or automatic where the ring kernel would not split the reduction (16-bit, given the
-// entry points' workspace; f32 never splits: wherever they fit).
+// halo forced, or automatic where the ring kernel would not split the reduction (16-bit; f32
+// never splits: wherever they fit).
 bool wgmma_forward_halo_fits(const Conv2dGeometry& g, int channel_multiple = 8);
 bool wgmma_backward_data_halo_fits(const Conv2dGeometry& g, int channel_multiple = 8);
 bool wgmma_forward_takes_halo(const Conv2dGeometry& g, WgmmaLaunch how, int channel_multiple = 8);
@@ -64,25 +64,26 @@ int wgmma_forward_stats_rows(const Conv2dGeometry& g, WgmmaLaunch how);
 
 // y = the epilogue of conv(x, w), rounded once; with epilogue.sum set, the per-warp partial sums
 // of y and y^2 into stats (channel_stats_kernel adds them up).
-// how: the launch (WgmmaLaunch). partial (16-byte aligned, wgmma_*_partial_bytes(g)):
-// where a layer makes fewer than 128 tiles, its reduction is split over more blocks, their fp32
-// tiles summed there in a fixed order before the epilogue; null: never split.
+// how: the launch (WgmmaLaunch). split: where a layer's tiles fill at most half of the GPU, its
+// reduction is split over a cluster of blocks a tile (wgmma_*_split_parts), their fp32 tiles
+// summed in shared memory in a fixed order before the epilogue; false: never split.
 void wgmma_forward(const Conv2dGeometry& g, TcType type, const void* x, const void* w, void* y,
                    const TcEpilogue& epilogue, float* stats, gpu::Stream stream,
-                   WgmmaLaunch how = WgmmaLaunch::automatic, void* partial = nullptr);
+                   WgmmaLaunch how = WgmmaLaunch::automatic, bool split = false);
 // dx = the transposed convolution of dy by w, written (a strided 1x1: the products at the strided
 // pixels, zeros between them). b: w itself where b_is_w (wgmma_backward_data_reads_w: a 1x1 or
 // stride 1, read MN-major as the GEMM's B, no transposed copy; 16-byte aligned), else wt
 // [C, R, S (phase order), K], w transposed.
 void wgmma_backward_data(const Conv2dGeometry& g, TcType type, const void* dy, const void* b,
                          bool b_is_w, void* dx, gpu::Stream stream,
-                         WgmmaLaunch how = WgmmaLaunch::automatic, void* partial = nullptr);
+                         WgmmaLaunch how = WgmmaLaunch::automatic, bool split = false);
 // Whether the 16-bit backward data can read w itself (a 1x1, or a filter at stride 1: taps in
 // w's order); strided filters with taps read w transposed by phase.
 bool wgmma_backward_data_reads_w(const Conv2dGeometry& g);
-// The room the split reductions of g's forward and backward data take (0: never split).
-size_t wgmma_forward_partial_bytes(const Conv2dGeometry& g);
-size_t wgmma_backward_data_partial_bytes(const Conv2dGeometry& g);
+// The parts (blocks of a cluster) the automatic launch of g's 16-bit forward and backward data
+// (its longest phase) splits each tile's reduction into on a GPU of `sms` SMs (1: no split).
+int wgmma_forward_split_parts(const Conv2dGeometry& g, int sms);
+int wgmma_backward_data_split_parts(const Conv2dGeometry& g, int sms);
 // The columns of a block's tile for a GEMM of `row_tiles` 128-row tiles, `columns` columns and
 // `slabs` 128-byte slabs of reduction on a GPU of `sms` SMs: 256 for long reductions (at least
 // 18 slabs) over a multiple of 256 columns that still give every SM a block, else 128 where

@@ -1,8 +1,8 @@
 // The Problem of the wgmma forward and backward data (convolution_tc_wgmma.cuh's kernel runs it;
 // convolution_tc_wgmma_sm90a.cu launches it): the units of the implicit GEMM (a tile, its part of
 // a split reduction, its phase), the slabs the producer asks the TMA for, and the staged epilogue
-// that hands each 8 channels of a GEMM row to an output stage (convolution_tc_wgmma_out.cuh);
-// finish_parts_kernel, the epilogue of a split reduction. sm_90a files only, as
+// that hands each 8 channels of a GEMM row to an output stage (convolution_tc_wgmma_out.cuh),
+// after summing a split reduction's parts across the blocks of a cluster. sm_90a files only, as
 // convolution_tc_wgmma.cuh.
 #pragma once
 
@@ -28,11 +28,11 @@ struct Place {
 // slabs as `rows` says; B the flat K-major [columns, inner] matrix (the filter [K, R*S*C] or its
 // transpose [C, R*S*K]), or (B_FROM_W: backward data of a 1x1 or at stride 1, 16-bit) the filter
 // w [K, R*S, C] itself, read MN-major (a tap's [K, C] rows are the slab's inner indices, its
-// channels the columns: no transposed copy). `out` finishes C. Units walk the tiles (`blocks`
-// of them a phase) in grouped_tile's order, then the parts, then the phases. parts > 1: the
-// reduction is split into parts of slabs_per_part slabs (the last shorter, or empty), each unit
-// storing its raw fp32 tile into `partial` ([phase][part][block][128][BN]), and
-// finish_parts_kernel adds the parts in order and runs the epilogue. PHASES > 1: backward data's
+// channels the columns: no transposed copy). `out` finishes C. Units walk the parts, then the
+// tiles (`blocks` of them a phase) in grouped_tile's order, then the phases. parts > 1: the
+// reduction is split into parts of slabs_per_part slabs (the last shorter, or empty), the parts
+// of a tile in one cluster of `parts` blocks, a block a unit (its rank the part), which sum
+// their fp32 tiles in shared memory before the epilogue (reduce_parts). PHASES > 1: backward data's
 // output phases at a stride in one launch (each its rows, its taps' columns of wt, its pixels of
 // dx), where they have the same extent (the same map of dy).
 template <int BN, class Out, int PHASES = 1, bool B_FROM_W = false>
@@ -43,24 +43,19 @@ struct ConvProblem {
   int columns, inner;
   Out out_of[PHASES];
   int blocks = 0;
-  int parts = 1, slabs_per_part = 0;
-  float* partial = nullptr;
+  int parts = 1, slabs_per_part = 0;  // parts: at most 8 (a portable cluster)
 
   __device__ int units() const { return blocks * parts * PHASES; }
   __device__ Place locate(int unit) const {
     Place p;
-    p.block = unit % blocks;
-    p.part = unit / blocks % parts;
-    p.phase = PHASES == 1 ? 0 : unit / blocks / parts;
+    p.part = unit % parts;  // a cluster's blocks: one tile's parts
+    p.block = unit / parts % blocks;
+    p.phase = PHASES == 1 ? 0 : unit / parts / blocks;
     const Rows& r = rows_of[p.phase];
     p.tile = detail::grouped_tile(p.block, r.tiles, (columns + BN - 1) / BN, 8);
     p.first = p.part * slabs_per_part;
     p.count = parts == 1 ? r.slabs() : max(0, min(slabs_per_part, r.slabs() - p.first));
     return p;
-  }
-  // Part `part` of the tile's (phase's) partial sums.
-  __device__ float* partial_tile(const Place& p, int part) const {
-    return partial + ((int64_t(p.phase) * parts + part) * blocks + p.block) * kBM * BN;
   }
   __device__ int slabs(const Place& p) const { return p.count; }
   __device__ void fill(const Place& p, int slab, uint32_t stage, uint32_t bar,
@@ -94,30 +89,27 @@ struct ConvProblem {
   }
 
   // Thread (warp w, lane l) of warpgroup `consumer` holds rows 16w + l/4 and +8 of its 64,
-  // columns 8j + 2(l%4), +1: values 4j, 4j+1 and 4j+2, 4j+3. Split (parts > 1): those pairs go
-  // to the unit's partial tile as they are. Otherwise the epilogue goes through shared memory, so
-  // that global memory sees 16-byte accesses with consecutive lanes on consecutive addresses (the
-  // fragments' 4-byte stores cover 16 bytes of a row a warp instruction, half of each 32-byte
-  // sector): STAGED columns at a time, each warp parks its 16 rows in its scratch (`staging`), and
-  // emit reads them back 64 columns at a time as 8 chunks of 8 channels a row. A lane reads its
-  // chunk's two 16-byte halves in an order that alternates every 4 chunks: the 8 lanes of one
-  // 16-byte access phase then cover all 32 banks once.
-  // HALO: the rows are halo tiles' (Rows::at_halo).
+  // columns 8j + 2(l%4), +1: values 4j, 4j+1 and 4j+2, 4j+3. The epilogue goes through shared
+  // memory, so that global memory sees 16-byte accesses with consecutive lanes on consecutive
+  // addresses (the fragments' 4-byte stores cover 16 bytes of a row a warp instruction, half of
+  // each 32-byte sector): STAGED columns at a time, each warp parks its 16 rows in its scratch
+  // (`staging`), and emit reads them back 64 columns at a time as 8 chunks of 8 channels a row.
+  // A lane reads its chunk's two 16-byte halves in an order that alternates every 4 chunks: the
+  // 8 lanes of one 16-byte access phase then cover all 32 banks once. Split (parts > 1):
+  // reduce_parts. HALO: the rows are halo tiles' (Rows::at_halo).
   template <int STAGED, bool HALO = false>
   __device__ void store(const Place& p, int consumer, const float (&acc)[BN / 2],
                         float* staging) const {
-    const int warp = threadIdx.x % 128 / 32, lane = threadIdx.x % 32;
-    if (parts > 1) {
-      const int row = consumer * 64 + warp * 16 + lane / 4;
-      float* mine = partial_tile(p, p.part) + row * BN;
-#pragma unroll
-      for (int j = 0; j < BN / 8; ++j) {
-        float* at = mine + 8 * j + 2 * (lane % 4);
-        *reinterpret_cast<float2*>(at) = make_float2(acc[4 * j], acc[4 * j + 1]);
-        *reinterpret_cast<float2*>(at + 8 * BN) = make_float2(acc[4 * j + 2], acc[4 * j + 3]);
+    // Split launches run a block a unit (STAGED == BN: the drained ring holds the whole tile);
+    // halo tiles never split. (Instantiated in persistent 128-column blocks, the path made them
+    // spill.)
+    if constexpr (!HALO && STAGED == BN) {
+      if (parts > 1) {
+        reduce_parts(p, consumer, acc, staging);
+        return;
       }
-      return;
     }
+    const int lane = threadIdx.x % 32;
     constexpr int kPitch = STAGED + 8;
     const Targets targets = targets_of<HALO>(p, consumer);
 #pragma unroll
@@ -146,6 +138,52 @@ struct ConvProblem {
     }
   }
 
+  // Round `round`'s STAGED columns of the warp's 16 rows into its scratch, rows STAGED + 8 floats
+  // apart (the pad puts the 8 rows of one fragment store on distinct banks).
+  template <int STAGED>
+  __device__ static void park(const float (&acc)[BN / 2], int round, float* staging) {
+    const int lane = threadIdx.x % 32;
+    constexpr int kPitch = STAGED + 8;
+#pragma unroll
+    for (int j = 0; j < STAGED / 8; ++j) {
+      const int J = STAGED / 8 * round + j;
+      float* at = staging + lane / 4 * kPitch + 8 * j + 2 * (lane % 4);
+      *reinterpret_cast<float2*>(at) = make_float2(acc[4 * J], acc[4 * J + 1]);
+      *reinterpret_cast<float2*>(at + 8 * kPitch) = make_float2(acc[4 * J + 2], acc[4 * J + 3]);
+    }
+  }
+
+  // The epilogue of a split reduction, in a cluster of `parts` blocks (a block a unit, its rank
+  // the unit's part): every block parks its whole fp32 tile in its scratch (the drained ring),
+  // the cluster syncs, and each block finishes its share of the tile's chunks of 8 columns
+  // (chunk c of each 64 columns: c % parts == part), each the sum of the parts' chunks read from
+  // the cluster's shared memory (the same warp's scratch in every block) in rank order:
+  // deterministic. A second sync keeps every block's scratch until all have read it.
+  __device__ void reduce_parts(const Place& p, int consumer, const float (&acc)[BN / 2],
+                               float* staging) const {
+    constexpr int kPitch = BN + 8;
+    const Targets targets = targets_of(p, consumer);
+    const uint32_t scratch = uint32_t(__cvta_generic_to_shared(staging));
+    park<BN>(acc, 0, staging);
+    cluster_sync();
+#pragma unroll
+    for (int column0 = 0; column0 < BN; column0 += 64) {
+      auto load = [&](int r, int chunk, float(&v)[8]) {
+        const uint32_t at = scratch + uint32_t(r * kPitch + column0 + 8 * chunk) * 4;
+#pragma unroll
+        for (int i = 0; i < 8; ++i) v[i] = 0.0f;
+        for (int q = 0; q < parts; ++q) {
+          const float4 lo = load_cluster_f4(cluster_address(at, uint32_t(q)));
+          const float4 hi = load_cluster_f4(cluster_address(at + 16, uint32_t(q)));
+          v[0] += lo.x, v[1] += lo.y, v[2] += lo.z, v[3] += lo.w;
+          v[4] += hi.x, v[5] += hi.y, v[6] += hi.z, v[7] += hi.w;
+        }
+      };
+      emit(p, targets, consumer, column0, load, p.part, parts);
+    }
+    cluster_sync();
+  }
+
   // The epilogue's lanes: a lane a chunk of 8 channels (lane % 8) of rows r = 4 pass + lane / 8
   // (pass 0..3) of the 16 of warp `threadIdx.x % 128 / 32`; each row's output pixel m (-1: none)
   // found once a tile (the index arithmetic, divisions by the image's sizes, costs more than the
@@ -171,12 +209,14 @@ struct ConvProblem {
 
   // The epilogue of columns column0 .. column0 + 63 of the warp's 16 rows: load(r, chunk, v) gives
   // row r's (of the 16) chunk as fp32 sums. Rows past the output and columns past the GEMM's are
-  // skipped; the channel sums: each warp's 16 rows in a fixed butterfly, one stats row per warp.
+  // skipped, and the chunks not of share `share` of `shares` (chunk c: c % shares; a split's
+  // part); the channel sums: each warp's 16 rows in a fixed butterfly, one stats row per warp.
   template <class Load>
   __device__ void emit(const Place& p, const Targets& t, int consumer, int column0,
-                       const Load& load) const {
+                       const Load& load, int share = 0, int shares = 1) const {
     const int warp = threadIdx.x % 128 / 32, lane = threadIdx.x % 32;
     const int chunk = lane % 8, n = p.tile.n * BN + column0 + 8 * chunk;
+    const bool mine = n < columns && (column0 / 8 + chunk) % shares == share;
     const Out& out = out_of[p.phase];
     float sum[8], squares[8];
 #pragma unroll
@@ -185,7 +225,7 @@ struct ConvProblem {
     for (int pass = 0; pass < kPasses; ++pass) {
       // columns is a multiple of 8 (16-bit: the chunk is whole) or 4 (f32: Out stores its
       // second half only where it lies before `columns`).
-      if (t.m[pass] < 0 || n >= columns) continue;
+      if (t.m[pass] < 0 || !mine) continue;
       float v[8];
       load(pass * kRowsAtOnce + lane / 8, chunk, v);
       out.store(out.row(t.m[pass]), n, v);
@@ -204,7 +244,7 @@ struct ConvProblem {
           squares[i] += __shfl_xor_sync(0xffffffffu, squares[i], mask);
         }
       }
-      if (lane < 8 && n < columns) {
+      if (lane < 8 && mine) {
         out.store_stats(p.tile.m * 8 + consumer * 4 + warp, n, sum, squares);
       }
     }
@@ -219,34 +259,6 @@ inline CUtensorMap filter_map(MapType type, const void* w, int64_t K, int64_t ta
   const cuuint64_t strides[2] = {cuuint64_t(C * e), cuuint64_t(taps * C * e)};
   const cuuint32_t box[3] = {cuuint32_t(type.slab()), 1, 64};
   return tensor_map(type, w, 3, dims, strides, box);
-}
-
-// The epilogue of a split reduction: block (b, 1, phase) finishes the phase's tile b, its 8
-// warps as the product's consumers, each row chunk the sum of the parts in order
-// (deterministic), then ConvProblem::emit as an unsplit unit would.
-template <class Problem>
-__global__ void __launch_bounds__(kThreads)
-    finish_parts_kernel(const __grid_constant__ Problem problem) {
-  constexpr int BN = Problem::kColumns;
-  const int consumer = threadIdx.x / 128, warp = threadIdx.x % 128 / 32;
-  const Place p =
-      problem.locate(int(blockIdx.x) + int(blockIdx.z) * problem.blocks * problem.parts);
-  const float* first = problem.partial_tile(p, 0);
-  const int64_t part_stride = int64_t(problem.blocks) * kBM * BN;
-  const auto targets = problem.targets_of(p, consumer);
-  for (int column0 = 0; column0 < BN; column0 += 64) {
-    problem.emit(p, targets, consumer, column0, [&](int r, int chunk, float(&v)[8]) {
-      const float* at = first + int64_t(consumer * 64 + warp * 16 + r) * BN + column0 + 8 * chunk;
-#pragma unroll
-      for (int i = 0; i < 8; ++i) v[i] = 0.0f;
-      for (int part = 0; part < problem.parts; ++part, at += part_stride) {
-        const float4 lo = *reinterpret_cast<const float4*>(at);
-        const float4 hi = *reinterpret_cast<const float4*>(at + 4);
-        v[0] += lo.x, v[1] += lo.y, v[2] += lo.z, v[3] += lo.w;
-        v[4] += hi.x, v[5] += hi.y, v[6] += hi.z, v[7] += hi.w;
-      }
-    });
-  }
 }
 
 }  // namespace crema::kernels::cuda::tc::wg

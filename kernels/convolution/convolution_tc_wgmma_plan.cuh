@@ -15,23 +15,22 @@ namespace crema::kernels::cuda::tc::plan {
 // The SMs of the current device.
 int multiprocessors();
 
-// How a reduction of `slabs` slabs over `blocks` tiles is split (split_of: device-independent,
-// so that the workspace is a function of the geometry); split_at: for `phases` phases of tiles
-// like rows', the longest reduction of `slabs`, at BN columns; partial_floats: the fp32 floats
-// their partial tiles take (0: not split).
+// How a reduction of `slabs` slabs over `blocks` tiles is split (split_of; the parts of a tile
+// run as one cluster); split_at: for `phases` phases of tiles like rows', the longest reduction
+// of `slabs`, at BN columns; split_into: `slabs` in at most `parts` parts.
 struct Split {
   int parts, slabs_per_part;
 };
 Split split_of(int64_t blocks, int slabs);
+Split split_into(int slabs, int parts);
 Split split_at(const wg::Rows& rows, int phases, int slabs, int columns, int bn);
-int64_t partial_floats(const wg::Rows& rows, int phases, int slabs, int columns, int bn);
 
 // Whether `units` units of `slabs` slabs at BN columns run on two persistent blocks an SM.
 bool persistent_pays(int64_t units, int slabs, int sms, int bn, bool forward, WgmmaLaunch how);
 
 // Halo tiles over `rows` (a filter with taps, one phase at stride 1) x `columns`: whether they fit
 // at every tile width a launch may pick, whether a launch `how` takes them (`can_split`: the
-// ring kernel's split reductions have their workspace), and the width they run at.
+// ring kernel may split its reductions, 16-bit), and the width they run at.
 bool halo_fits_rows(const wg::Rows& rows, int columns);
 bool halo_wanted(const wg::Rows& rows, int columns, WgmmaLaunch how, bool can_split);
 int halo_tile_columns(const wg::Rows& rows, int columns, WgmmaLaunch how);

@@ -1,7 +1,7 @@
 // The plan of the wgmma convolutions (convolution_tc_wgmma_plan.cuh): the SM count, the split of
 // short reductions, persistence, where halo tiles fit, pay and how wide they run; and the
-// public rules of convolution_tc_wgmma.h (what fits, which launch a geometry takes, the
-// workspace's partial tiles). Every rule with the measurement behind it. Host code; compiled
+// public rules of convolution_tc_wgmma.h (what fits, which launch a geometry takes, the parts
+// of a split reduction). Every rule with the measurement behind it. Host code; compiled
 // for sm_90a alone, as the launches (convolution_tc_wgmma_sm90a.cu), for the headers it shares
 // with them.
 #include <cuda_runtime.h>
@@ -17,7 +17,7 @@
 namespace crema::kernels::cuda::tc {
 namespace plan {
 
-using wg::Rows, wg::kBM;
+using wg::Rows;
 
 // The SMs of the current device.
 int multiprocessors() {
@@ -31,15 +31,18 @@ int multiprocessors() {
 
 // How a reduction of `slabs` slabs over `blocks` tiles is split: only where the tiles fill at
 // most half of a 132-SM GPU, into parts of at least 8 slabs, enough of them for about 256 blocks
-// (two an SM), at most 8. Device-independent, so that the workspace is a function of the
-// geometry. H200, 2026-11-27 (session 17, call 2), `crema bench conv-tc --math bf16`, us at 1 /
-// 2 / 4 / 8 parts: 16 x 512 x 7 x 7 -> 512 3x3 (64 blocks, 72 slabs) forward 36.7 / 25.6 / 21.9 /
-// 27.6, data 81.9 / 71.1 / 67.3 / 72.5; 160 -> 320 at 7 x 7 (40 blocks, 27 slabs) 16.6 / 15.0 /
-// 14.4 / 18.5; but 1024 -> 256 1x1 at 14 x 14 (100 blocks, 16 slabs) 10.4 / 13.9 / 17.9 / 25.6.
+// (two an SM), at most 8 (the cluster's blocks, ConvProblem::reduce_parts). H200, 2026-11-27
+// (session 17, call 2), `crema bench conv-tc --math bf16`, us at 1 / 2 / 4 / 8 parts: 16 x 512 x 7
+// x 7 -> 512 3x3 (64 blocks, 72 slabs) forward 36.7 / 25.6 / 21.9 / 27.6, data 81.9 / 71.1 / 67.3
+// / 72.5; 160 -> 320 at 7 x 7 (40 blocks, 27 slabs) 16.6 / 15.0 / 14.4 / 18.5; but 1024 -> 256 1x1
+// at 14 x 14 (100 blocks, 16 slabs) 10.4 / 13.9 / 17.9 / 25.6.
 Split split_of(int64_t blocks, int slabs) {
   int parts = 1;
   if (blocks <= 64) parts = int(std::min<int64_t>({(256 + blocks - 1) / blocks, slabs / 8, 8}));
-  parts = std::max(parts, 1);
+  return split_into(slabs, std::max(parts, 1));
+}
+
+Split split_into(int slabs, int parts) {
   const int per = (slabs + parts - 1) / parts;
   return {(slabs + per - 1) / per, per};
 }
@@ -69,14 +72,6 @@ Split split_at(const Rows& rows, int phases, int slabs, int columns, int bn) {
   return split_of(int64_t(rows.tiles) * ((columns + bn - 1) / bn) * phases, slabs);
 }
 
-// The fp32 floats the partial tiles of `phases` phases of `rows` (the longest `slabs`) x
-// `columns` take at BN columns a tile (0: not split).
-int64_t partial_floats(const Rows& rows, int phases, int slabs, int columns, int bn) {
-  const Split split = split_at(rows, phases, slabs, columns, bn);
-  const int64_t blocks = int64_t(rows.tiles) * ((columns + bn - 1) / bn) * phases;
-  return split.parts > 1 ? split.parts * blocks * kBM * bn : 0;
-}
-
 // Whether halo tiles fit `rows` (a filter with taps, one phase at stride 1) x `columns` at every
 // tile width a launch may pick (halo_tile_columns: 64 alone for at most 64 columns).
 bool halo_fits_rows(const Rows& rows, int columns) {
@@ -87,7 +82,7 @@ bool halo_fits_rows(const Rows& rows, int columns) {
 
 // Whether a launch `how` takes halo tiles where they fit (halo_fits_rows): forced, or automatic
 // wherever the ring kernel would not split the reduction (the halo kernel never does; split_of:
-// a layer of at most 64 blocks, with `can_split`: the split's workspace given, never for f32).
+// a layer of at most 64 blocks, with `can_split`: 16-bit, never f32).
 // H200, 2026-11-28 (session 19, call 2), `crema bench conv-tc --math bf16`, ms ring / halo: 3x3
 // 64->64 at 56 x 56 batch 64 forward 0.0649 / 0.0573, data 0.0724 / 0.0642; 128->128 at 28 x 28
 // batch 128 0.0772 / 0.0623, 0.0848 / 0.0704; 256->256 at 14 x 14 batch 128 (the ring's
@@ -113,7 +108,7 @@ int halo_tile_columns(const Rows& rows, int columns, WgmmaLaunch how) {
 
 }  // namespace plan
 
-using plan::partial_floats, plan::halo_fits_rows, plan::halo_wanted, plan::halo_tile_columns;
+using plan::split_at, plan::halo_fits_rows, plan::halo_wanted, plan::halo_tile_columns;
 using wg::Rows, wg::DataPhase, wg::DataGemms, wg::one_by_one, wg::channels_fit, wg::rows_fill_tiles,
     wg::forward_rows, wg::data_phase, wg::data_gemms, wg::kBM, wg::kRowBytes, wg::kSlab;
 
@@ -202,28 +197,29 @@ bool wgmma_backward_data_reads_w(const Conv2dGeometry& g) {
   return one_by_one(g) || (g.stride_h == 1 && g.stride_w == 1);
 }
 
-// The largest partial tiles either tile width can split into (the width depends on the device).
-size_t wgmma_forward_partial_bytes(const Conv2dGeometry& g) {
-  if (!wgmma_forward_fits(g)) return 0;
+// The parts of the ring kernel's split on `sms` SMs (run in convolution_tc_wgmma_sm90a.cu: the
+// tile of wgmma_tile_columns; 256 columns never split).
+int wgmma_forward_split_parts(const Conv2dGeometry& g, int sms) {
+  if (!wgmma_forward_fits(g)) return 1;
   const Rows rows = forward_rows(g, kSlab);
-  return size_t(std::max(partial_floats(rows, 1, rows.slabs(), int(g.K), 64),
-                         partial_floats(rows, 1, rows.slabs(), int(g.K), 128))) *
-         sizeof(float);
+  const int bn = wgmma_tile_columns(rows.tiles, int(g.K), rows.slabs(), sms);
+  return bn == 256 ? 1 : split_at(rows, 1, rows.slabs(), int(g.K), bn).parts;
 }
 
-size_t wgmma_backward_data_partial_bytes(const Conv2dGeometry& g) {
-  if (!wgmma_backward_data_fits(g)) return 0;
+int wgmma_backward_data_split_parts(const Conv2dGeometry& g, int sms) {
+  if (!wgmma_backward_data_fits(g)) return 1;
   const DataGemms d = data_gemms(g, kSlab);
   const int C = int(g.C);
-  int64_t floats = 0;
+  int parts = 1;
   for (const Rows& rows : d.rows) {  // together: one launch of them all, the longest's slabs
     const int phases = d.together ? int(d.rows.size()) : 1;
     const int slabs = d.together ? d.slabs : rows.slabs();
-    floats = std::max({floats, partial_floats(rows, phases, slabs, C, 64),
-                       partial_floats(rows, phases, slabs, C, 128)});
+    const int shortest = d.together ? d.shortest : rows.slabs();
+    const int bn = wgmma_tile_columns(int64_t(rows.tiles) * phases, C, shortest, sms);
+    if (bn < 256) parts = std::max(parts, split_at(rows, phases, slabs, C, bn).parts);
     if (d.together) break;
   }
-  return size_t(floats) * sizeof(float);
+  return parts;
 }
 
 // The 256-column tile runs one block an SM with its epilogue after the ring drains: it pays where

@@ -62,9 +62,9 @@
 namespace crema::kernels::cuda::tc {
 namespace {
 
-using plan::multiprocessors, plan::Split, plan::split_at, plan::persistent_pays,
+using plan::multiprocessors, plan::Split, plan::split_at, plan::split_into, plan::persistent_pays,
     plan::halo_fits_rows, plan::halo_wanted, plan::halo_tile_columns;
-using wg::ConvProblem, wg::finish_parts_kernel;
+using wg::ConvProblem;
 using wg::DataOut, wg::ForwardOut, wg::kBM, wg::kRowBytes, wg::kSlab;
 using wg::Rows, wg::DataPhase, wg::DataGemms, wg::one_by_one, wg::channels_fit, wg::rows_fill_tiles,
     wg::forward_rows, wg::data_phase, wg::data_gemms, wg::image_map, wg::strided_map;
@@ -81,12 +81,13 @@ CUtensorMap b_map(wg::MapType type, const void* b, int columns, int inner, const
 // Runs the problem of PHASES phases (rows[i], out[i]: the same tiles, dy's map alike; one launch,
 // the phase after the tile and the part) on the tile wgmma_tile_columns picks (WgmmaLaunch::wide:
 // 256 wherever there are more than 128 columns), a block a unit or persistent (persistent_pays);
-// with `partial` (room for partial_floats at 64 and 128 columns), a few tiles'
-// long reduction split over more blocks (split_of). B_FROM_W: b is w itself (ConvProblem).
+// with `split`, a few tiles' long reduction split over more blocks (split_of), a cluster of
+// them a tile, a block a unit (ConvProblem::reduce_parts: persistent blocks would wait at the
+// cluster's barrier for a producer still walking units). B_FROM_W: b is w itself (ConvProblem).
 template <class E, class Out, int PHASES, bool B_FROM_W = false>
 void run(const CUtensorMap& map_a, const void* b, wg::MapType type, const Rows (&rows)[PHASES],
          int columns, int inner, const Out (&out)[PHASES], gpu::Stream stream, const char* what,
-         WgmmaLaunch how, float* partial) {
+         WgmmaLaunch how, bool split_allowed) {
   // The longest reduction sets the split; the shortest the tile (256 columns pay only where every
   // phase's reduction is long).
   int slabs = 0, shortest = rows[0].slabs();
@@ -101,15 +102,22 @@ void run(const CUtensorMap& map_a, const void* b, wg::MapType type, const Rows (
     for (int i = 0; i < PHASES; ++i) problem.rows_of[i] = rows[i], problem.out_of[i] = out[i];
     problem.columns = columns, problem.inner = inner;
     const int64_t blocks = int64_t(rows[0].tiles) * ((columns + BN - 1) / BN);
-    const Split split = BN < 256 && partial != nullptr
-                            ? split_at(rows[0], PHASES, slabs, columns, BN)
-                            : Split{1, slabs};
-    if (split.parts > 1) {
-      problem.parts = split.parts, problem.slabs_per_part = split.slabs_per_part;
-      problem.partial = partial;
+    Split split =
+        BN < 256 && split_allowed ? split_at(rows[0], PHASES, slabs, columns, BN) : Split{1, slabs};
+    // Every cluster at once: fewer parts where the device holds fewer clusters than the tiles
+    // (H200, 2026-11-29, this session's call 7, ncu: 16 x 512 x 7 x 7 -> 512 3x3 forward in 64
+    // clusters of 4 against 62 held took two waves, 42.5 us against the unclustered launch's 20.0).
+    while (split.parts > 1 &&
+           blocks * PHASES > wg::max_active_clusters<E, BN, Problem>(split.parts, what)) {
+      split = split_into(slabs, split.parts - 1);
     }
     problem.blocks = int(blocks);
     const int64_t units = blocks * split.parts * PHASES;
+    if (split.parts > 1) {
+      problem.parts = split.parts, problem.slabs_per_part = split.slabs_per_part;
+      wg::launch<E, BN>(map_a, map_b, problem, units, stream, what, split.parts);
+      return;
+    }
     bool persistent = false;
     if constexpr (BN < 256) {  // two 256-column blocks do not fit an SM
       persistent = persistent_pays(units, split.slabs_per_part, sms, BN, !Out::kData, how);
@@ -119,11 +127,6 @@ void run(const CUtensorMap& map_a, const void* b, wg::MapType type, const Rows (
       }
     }
     if (!persistent) wg::launch<E, BN>(map_a, map_b, problem, units, stream, what);
-    if (split.parts > 1) {
-      finish_parts_kernel<Problem>
-          <<<dim3(unsigned(blocks), 1, unsigned(PHASES)), wg::kThreads, 0, stream>>>(problem);
-      gpu::check_launch(what);
-    }
   };
   const int bn = how == WgmmaLaunch::wide && columns > 128
                      ? 256
@@ -141,11 +144,11 @@ void run(const CUtensorMap& map_a, const void* b, wg::MapType type, const Rows (
 template <class E, class Out, bool B_FROM_W = false>
 void run(const CUtensorMap& map_a, const void* b, wg::MapType type, const Rows& rows, int columns,
          int inner, const Out& out, gpu::Stream stream, const char* what, WgmmaLaunch how,
-         float* partial) {
+         bool split_allowed) {
   const Rows one_rows[1] = {rows};
   const Out one_out[1] = {out};
   run<E, Out, 1, B_FROM_W>(map_a, b, type, one_rows, columns, inner, one_out, stream, what, how,
-                           partial);
+                           split_allowed);
 }
 
 // Runs one phase of a filter with taps at stride 1 on halo tiles (halo_fits_rows): A from
@@ -178,7 +181,7 @@ void run_halo(const void* a, int64_t N, int64_t height, int64_t width, int64_t a
 template <class E, bool STATS>
 void forward_typed(const Conv2dGeometry& g, wg::MapType type, const void* x, const void* w, void* y,
                    const TcEpilogue& ep, float* stats, gpu::Stream stream, WgmmaLaunch how,
-                   float* partial) {
+                   bool split_allowed) {
   const Rows rows = forward_rows(g, type.slab());
   const char* what =
       std::is_same_v<E, float> ? "conv2d_forward_nhwc (wgmma, tf32)" : "conv2d_tc_forward (wgmma)";
@@ -189,7 +192,7 @@ void forward_typed(const Conv2dGeometry& g, wg::MapType type, const void* x, con
                                  static_cast<wg::Stored<E>*>(y),
                                  stats};
   if (g.stride_h == 1 && g.stride_w == 1 && halo_fits_rows(rows, int(g.K)) &&
-      halo_wanted(rows, int(g.K), how, partial != nullptr)) {
+      halo_wanted(rows, int(g.K), how, split_allowed)) {
     run_halo<E>(x, g.N, g.H, g.W, g.C, w, type, rows, int(g.K), int(g.R * g.S * g.C), out, stream,
                 what, how);
     return;
@@ -198,7 +201,8 @@ void forward_typed(const Conv2dGeometry& g, wg::MapType type, const void* x, con
                             : one_by_one(g) ? strided_map(type, x, g, rows)
                                             : image_map(type, x, g.N, g.H, g.W, g.C, rows,
                                                         int(g.stride_h), int(g.stride_w));
-  run<E>(map_a, w, type, rows, int(g.K), int(g.R * g.S * g.C), out, stream, what, how, partial);
+  run<E>(map_a, w, type, rows, int(g.K), int(g.R * g.S * g.C), out, stream, what, how,
+         split_allowed);
 }
 
 // A 1x1: one GEMM over dy's pixels (flat), each placed at its strided pixel of dx; a filter with
@@ -206,7 +210,7 @@ void forward_typed(const Conv2dGeometry& g, wg::MapType type, const void* x, con
 // (B_FROM_W: a 1x1 or stride 1, 16-bit; wgmma_backward_data_reads_w) w itself.
 template <class E, bool B_FROM_W>
 void data_typed(const Conv2dGeometry& g, wg::MapType type, const void* dy, const void* b, void* dx,
-                gpu::Stream stream, WgmmaLaunch how, float* partial) {
+                gpu::Stream stream, WgmmaLaunch how, bool split_allowed) {
   const int P = int(g.P()), Q = int(g.Q()), K = int(g.K), C = int(g.C), H = int(g.H), W = int(g.W),
             stride_h = int(g.stride_h), stride_w = int(g.stride_w);
   auto* dxs = static_cast<wg::Stored<E>*>(dx);
@@ -216,7 +220,7 @@ void data_typed(const Conv2dGeometry& g, wg::MapType type, const void* dy, const
   if (d.phases.empty()) {  // a 1x1
     const DataOut<E> out{C, H, W, P, Q, stride_h, stride_w, 0, 0, stride_h, stride_w, dxs};
     run<E, DataOut<E>, B_FROM_W>(wg::matrix_map(type, dy, d.rows[0].M, K, kBM), b, type, d.rows[0],
-                                 C, K, out, stream, what, how, partial);
+                                 C, K, out, stream, what, how, split_allowed);
     return;
   }
   std::vector<DataOut<E>> outs;
@@ -227,7 +231,7 @@ void data_typed(const Conv2dGeometry& g, wg::MapType type, const void* dy, const
   const int inner = int(g.R * g.S) * K;
   const std::vector<Rows>& rows = d.rows;
   if (stride_h == 1 && stride_w == 1 && halo_fits_rows(rows[0], C) &&
-      halo_wanted(rows[0], C, how, partial != nullptr)) {  // one phase: all of dx
+      halo_wanted(rows[0], C, how, split_allowed)) {  // one phase: all of dx
     run_halo<E, DataOut<E>, B_FROM_W>(dy, g.N, P, Q, K, b, type, rows[0], C, inner, outs[0], stream,
                                       what, how);
     return;
@@ -237,17 +241,18 @@ void data_typed(const Conv2dGeometry& g, wg::MapType type, const void* dy, const
       const CUtensorMap map = image_map(type, dy, g.N, P, Q, K, rows[0]);
       if (rows.size() == 4) {
         run<E, DataOut<E>, 4>(map, b, type, {rows[0], rows[1], rows[2], rows[3]}, C, inner,
-                              {outs[0], outs[1], outs[2], outs[3]}, stream, what, how, partial);
+                              {outs[0], outs[1], outs[2], outs[3]}, stream, what, how,
+                              split_allowed);
       } else {
         run<E, DataOut<E>, 2>(map, b, type, {rows[0], rows[1]}, C, inner, {outs[0], outs[1]},
-                              stream, what, how, partial);
+                              stream, what, how, split_allowed);
       }
       return;
     }
   }
   for (size_t i = 0; i < rows.size(); ++i) {  // B_FROM_W: the one phase
     run<E, DataOut<E>, B_FROM_W>(image_map(type, dy, g.N, P, Q, K, rows[i]), b, type, rows[i], C,
-                                 inner, outs[i], stream, what, how, partial);
+                                 inner, outs[i], stream, what, how, split_allowed);
   }
 }
 
@@ -255,33 +260,30 @@ void data_typed(const Conv2dGeometry& g, wg::MapType type, const void* dy, const
 
 void wgmma_forward(const Conv2dGeometry& g, TcType type, const void* x, const void* w, void* y,
                    const TcEpilogue& epilogue, float* stats, gpu::Stream stream, WgmmaLaunch how,
-                   void* partial) {
+                   bool split) {
   const bool with_stats = epilogue.sum != nullptr;
   const wg::MapType map = wg::map_type(type);
-  auto* p = static_cast<float*>(partial);
   if (type == TcType::bf16) {
-    with_stats ? forward_typed<Bf16, true>(g, map, x, w, y, epilogue, stats, stream, how, p)
-               : forward_typed<Bf16, false>(g, map, x, w, y, epilogue, stats, stream, how, p);
+    with_stats ? forward_typed<Bf16, true>(g, map, x, w, y, epilogue, stats, stream, how, split)
+               : forward_typed<Bf16, false>(g, map, x, w, y, epilogue, stats, stream, how, split);
   } else {
-    with_stats ? forward_typed<F16, true>(g, map, x, w, y, epilogue, stats, stream, how, p)
-               : forward_typed<F16, false>(g, map, x, w, y, epilogue, stats, stream, how, p);
+    with_stats ? forward_typed<F16, true>(g, map, x, w, y, epilogue, stats, stream, how, split)
+               : forward_typed<F16, false>(g, map, x, w, y, epilogue, stats, stream, how, split);
   }
 }
 
 void wgmma_backward_data(const Conv2dGeometry& g, TcType type, const void* dy, const void* b,
-                         bool b_is_w, void* dx, gpu::Stream stream, WgmmaLaunch how,
-                         void* partial) {
+                         bool b_is_w, void* dx, gpu::Stream stream, WgmmaLaunch how, bool split) {
   if (b_is_w && !wgmma_backward_data_reads_w(g)) {
     throw Error("conv2d_tc_backward_data (wgmma): a strided filter with taps reads wt, not w");
   }
-  auto* p = static_cast<float*>(partial);
   const wg::MapType map = wg::map_type(type);
   if (type == TcType::bf16) {
-    b_is_w ? data_typed<Bf16, true>(g, map, dy, b, dx, stream, how, p)
-           : data_typed<Bf16, false>(g, map, dy, b, dx, stream, how, p);
+    b_is_w ? data_typed<Bf16, true>(g, map, dy, b, dx, stream, how, split)
+           : data_typed<Bf16, false>(g, map, dy, b, dx, stream, how, split);
   } else {
-    b_is_w ? data_typed<F16, true>(g, map, dy, b, dx, stream, how, p)
-           : data_typed<F16, false>(g, map, dy, b, dx, stream, how, p);
+    b_is_w ? data_typed<F16, true>(g, map, dy, b, dx, stream, how, split)
+           : data_typed<F16, false>(g, map, dy, b, dx, stream, how, split);
   }
 }
 
@@ -290,12 +292,12 @@ void wgmma_forward_f32(const Conv2dGeometry& g, const float* x, const float* w, 
   if (epilogue.sum != nullptr || epilogue.sum_squares != nullptr) {
     throw Error("conv2d_forward_nhwc (wgmma, tf32): no channel statistics on f32 tensors");
   }
-  forward_typed<float, false>(g, wg::kF32Map, x, w, y, epilogue, nullptr, stream, how, nullptr);
+  forward_typed<float, false>(g, wg::kF32Map, x, w, y, epilogue, nullptr, stream, how, false);
 }
 
 void wgmma_backward_data_f32(const Conv2dGeometry& g, const float* dy, const float* wt, float* dx,
                              gpu::Stream stream, WgmmaLaunch how) {
-  data_typed<float, false>(g, wg::kF32Map, dy, wt, dx, stream, how, nullptr);
+  data_typed<float, false>(g, wg::kF32Map, dy, wt, dx, stream, how, false);
 }
 
 }  // namespace crema::kernels::cuda::tc

@@ -25,8 +25,7 @@ size_t cuda_workspace_bytes(ConvPass pass, const Conv2dGeometry& g, DType dtype,
       const cuda::TcType type = dtype == DType::bf16 ? cuda::TcType::bf16 : cuda::TcType::f16;
       switch (pass) {
         case ConvPass::forward:
-          // conv2d_forward fuses no statistics: the split reductions only
-          return cuda::conv2d_tc_forward_split_workspace(g);
+          return 0;  // conv2d_forward fuses no statistics: no workspace
         case ConvPass::backward_data:
           return cuda::conv2d_tc_backward_data_workspace(g, type);
         case ConvPass::backward_filter:

@@ -42,8 +42,9 @@ TEST(ConvolutionTcCuda, WideTile) {
 // filling the next unit's stages under this one's epilogue; `best` takes them for large layers
 // of at most 4 slabs): 294 units of 2 slabs forward and 1 data, more than two an SM on a 132-SM
 // GPU (the blocks walk 2 or 3, lapping the 3-stage ring); a strided 1x1 (data: a pixel block a
-// row); a 3x3 with the whole epilogue; a split reduction (64 units of parts, finish_parts_kernel
-// after); a stride-2 3x3's data phases in one launch.
+// row); a 3x3 with the whole epilogue; a split reduction (which runs a block a unit in clusters
+// of its parts whatever the launch asks: ConvProblem::reduce_parts); a stride-2 3x3's data
+// phases in one launch.
 TEST(ConvolutionTcCuda, PersistentBlocks) {
   CREMA_REQUIRE_CUDA();
   if (!hopper()) GTEST_SKIP() << "the wgmma kernels need compute capability 9.0";
@@ -56,7 +57,7 @@ TEST(ConvolutionTcCuda, PersistentBlocks) {
       {2, 512, 7, 7, 512, 3, 3, 1, 1},         // 8 blocks: the reduction split in 8
       {2, 136, 14, 14, 64, 3, 3, 1, 1, 2, 2},  // data: four phases in one launch
   };
-  EXPECT_GT(cuda::tc::wgmma_forward_partial_bytes(geometries[3]), 0u);
+  EXPECT_EQ(cuda::tc::wgmma_forward_split_parts(geometries[3], 132), 8);
   check_each(ctx, geometries, 2900, cuda::TcKernels::wgmma_persistent);
 }
 
@@ -77,7 +78,7 @@ TEST(ConvolutionTcCuda, DataPhasesInOneLaunch) {
     EXPECT_EQ(cuda::conv2d_tc_backward_data_uses_wgmma(g), hopper()) << describe(g);
     for (TcType type : kTypes) check_passes(ctx, make_problem(g, type, seed += 7), 0);
   }
-  EXPECT_GT(cuda::tc::wgmma_backward_data_partial_bytes(geometries[0]), 0u);
+  EXPECT_EQ(cuda::tc::wgmma_backward_data_split_parts(geometries[0], 132), 4);
 }
 
 // Which tile `best` takes: 256 columns only for long reductions over whole 256-column tiles
@@ -97,14 +98,15 @@ TEST(ConvolutionTcCuda, TileColumns) {
   EXPECT_EQ(cuda::tc::wgmma_backward_data_tile_columns(conv2, 132), 256);
   const Conv2dGeometry conv3{128, 256, 14, 14, 1024, 1, 1};
   EXPECT_EQ(cuda::tc::wgmma_forward_tile_columns(conv3, 132), 128);
-  // Split reductions: layer4's 3x3 at batch 16 (8 row tiles, 72 slabs) takes room for its parts,
-  // the large layers and the short reductions none.
+  // Split reductions: layer4's 3x3 at batch 16 (8 row tiles of two images x 8 column tiles of
+  // 64, 72 slabs) in 4 parts of 18 slabs (256 / 64 blocks), the large layers and the short
+  // reductions not at all.
   const Conv2dGeometry small{16, 512, 7, 7, 512, 3, 3, 1, 1};
-  EXPECT_GT(cuda::tc::wgmma_forward_partial_bytes(small), 0u);
-  EXPECT_GT(cuda::tc::wgmma_backward_data_partial_bytes(small), 0u);
-  EXPECT_EQ(cuda::tc::wgmma_forward_partial_bytes(conv2), 0u);
-  EXPECT_EQ(cuda::tc::wgmma_backward_data_partial_bytes(conv3), 0u);
-  EXPECT_EQ(cuda::tc::wgmma_forward_partial_bytes(Conv2dGeometry{1, 64, 9, 11, 64, 1, 1}), 0u);
+  EXPECT_EQ(cuda::tc::wgmma_forward_split_parts(small, 132), 4);
+  EXPECT_EQ(cuda::tc::wgmma_backward_data_split_parts(small, 132), 4);
+  EXPECT_EQ(cuda::tc::wgmma_forward_split_parts(conv2, 132), 1);
+  EXPECT_EQ(cuda::tc::wgmma_backward_data_split_parts(conv3, 132), 1);
+  EXPECT_EQ(cuda::tc::wgmma_forward_split_parts(Conv2dGeometry{1, 64, 9, 11, 64, 1, 1}, 132), 1);
 }
 
 // Halo tiles (TcKernels::wgmma_halo: a stride-1 filter with taps, its input read once a channel
