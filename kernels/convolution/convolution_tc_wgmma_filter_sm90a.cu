@@ -69,6 +69,7 @@
 #include "kernels/convolution/convolution_tc_wgmma.h"
 #include "kernels/convolution/convolution_tc_wgmma_filter.cuh"
 #include "kernels/convolution/convolution_tc_wgmma_filter_tf32.cuh"
+#include "kernels/convolution/convolution_tc_wgmma_launch.cuh"
 
 namespace crema::kernels::cuda::tc {
 namespace {
@@ -144,13 +145,8 @@ std::array<int, kMaxCluster + 1> ask_slots(Kernel kernel, int bytes, int threads
                                           bytes) == cudaSuccess;
   if (!sized) cudaGetLastError();  // clear it: the estimates stand
   for (int c = 1; sized && c <= kMaxCluster; ++c) {
-    const wg::ClusterLaunch launch(int64_t(c) * 64, bytes, nullptr, c, threads);
-    int clusters = 0;
-    if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &launch.config) != cudaSuccess) {
-      cudaGetLastError();  // clear it: the estimate stands
-      continue;
-    }
-    slots[size_t(c)] = std::min(target, clusters * c);
+    const int clusters = wg::active_clusters(kernel, bytes, threads, c);
+    if (clusters >= 0) slots[size_t(c)] = std::min(target, clusters * c);  // else the estimate
   }
   return slots;
 }

@@ -55,6 +55,7 @@
 #include "kernels/convolution/convolution_tc_wgmma.h"
 #include "kernels/convolution/convolution_tc_wgmma_conv.cuh"
 #include "kernels/convolution/convolution_tc_wgmma_halo.cuh"
+#include "kernels/convolution/convolution_tc_wgmma_launch.cuh"
 #include "kernels/convolution/convolution_tc_wgmma_out.cuh"
 #include "kernels/convolution/convolution_tc_wgmma_plan.cuh"
 #include "kernels/convolution/convolution_tc_wgmma_rows.cuh"
