@@ -23,6 +23,8 @@ bf16 geomean <= 1.0.
       [--budget-s 450] [--chunk 3] [--match TEXT] [--bench-args "--repeats 20"]
       [--command-timeout 300]
   python3 scripts/bench/conv_suite.py --from DIR [--math fp32|bf16]   (the report again)
+  ... --against DIR2   (also this run's times over another run's kept in DIR2: crema's best and
+                        auto, and cuDNN's own, which drifts ~5% call to call on an H200)
 
 DIR (default conv_suite_out) keeps the raw outputs: crema_<math>_NNN.txt (one per command),
 peer_<math>.json. A run goes on where the kept outputs stop (shapes already there are skipped), so
@@ -173,18 +175,36 @@ def summarize(items):
             "missing": [e for e in items if not (e["best_ms"] and e["cudnn_ms"])]}
 
 
+def drift(items, base_items):
+    """This run's times over another run's on the passes both timed, as geometric means:
+    crema's best, crema's auto and cuDNN's -- the peer's own drift between calls (about 5% on an
+    H200) moves the ratios as much as a change in crema does."""
+    base = {(e["shape"], e["pass"]): e for e in base_items}
+    out = {}
+    for key in ("best_ms", "auto_ms", "cudnn_ms"):
+        ratios = [e[key] / base[e["shape"], e["pass"]][key] for e in items
+                  if e[key] and (e["shape"], e["pass"]) in base and base[e["shape"], e["pass"]][key]]
+        out[key] = (geomean(ratios), len(ratios))
+    return out
+
+
 def ms(value):
     return f"{value:9.4f}" if value else f"{'-':>9}"
 
 
-def report(out_dir, math_, suite):
+def load_items(out_dir, math_, suite):
+    """The entries of the raw outputs kept in out_dir, and the peer's record."""
     rows, autos = load_crema(out_dir, math_)
     peer_path = os.path.join(out_dir, f"peer_{math_}.json")
     peer = {"ms": {}}
     if os.path.exists(peer_path):
         with open(peer_path) as f:
             peer = json.load(f)
-    items = entries(suite, rows, autos, peer["ms"], math_)
+    return entries(suite, rows, autos, peer["ms"], math_), peer
+
+
+def report(out_dir, math_, suite, against=None):
+    items, peer = load_items(out_dir, math_, suite)
     device, torch_, cudnn = (peer.get(k, "?") for k in ("device", "torch", "cudnn"))
     print(f"\ncrema / cuDNN, {math_}, on {device} (torch {torch_}, cuDNN {cudnn}); "
           f"{len(suite)} shapes")
@@ -213,6 +233,11 @@ def report(out_dir, math_, suite):
         print(f"incomplete: {len(s['missing'])} passes lack a passing crema row or a cuDNN time "
               f"(first: {s['missing'][0]['shape']} {s['missing'][0]['pass']}); run again with the "
               f"same --out to go on")
+    if against:
+        d = drift(items, load_items(against, math_, suite)[0])
+        print(f"against {against} (this run's ms over its, geometric mean over the passes both "
+              f"timed): crema best {d['best_ms'][0]:.3f} ({d['best_ms'][1]} passes), auto "
+              f"{d['auto_ms'][0]:.3f}, cuDNN {d['cudnn_ms'][0]:.3f} ({d['cudnn_ms'][1]} passes)")
     return s
 
 
@@ -330,6 +355,8 @@ def main():
     parser.add_argument("--math", choices=("fp32", "bf16"), default="fp32")
     parser.add_argument("--out", default="conv_suite_out", help="where the raw outputs go")
     parser.add_argument("--from", dest="from_dir", help="report from the raw outputs kept in DIR")
+    parser.add_argument("--against", help="another run's kept outputs: print this run's times "
+                        "over those (crema's and cuDNN's), as the ratios drift with the peer")
     parser.add_argument("--suite", default=SUITE, help="the suite file (default: conv_suite.txt)")
     parser.add_argument("--match", default="", help="only suite lines whose text holds this")
     parser.add_argument("--chunk", type=int, default=3, help="shapes per crema command")
@@ -343,7 +370,7 @@ def main():
     if not suite:
         parser.error(f"no suite line holds '{args.match}'")
     if args.from_dir:
-        report(args.from_dir, args.math, suite)
+        report(args.from_dir, args.math, suite, args.against)
         return
     if not args.crema:
         parser.error("--crema is required (or --from DIR)")
@@ -352,7 +379,7 @@ def main():
     # crema first: the peer's process then holds the GPU's memory only after the last command.
     if run_crema(args, suite, deadline):
         run_peer(args, suite, deadline)
-    report(args.out, args.math, suite)
+    report(args.out, args.math, suite, args.against)
 
 
 if __name__ == "__main__":

@@ -145,6 +145,34 @@ class Report(unittest.TestCase):
         self.assertIn(f"2.00x {A} dgrad (implicit_gemm; ResNet-50: layer1 conv2)", text)
         self.assertIn("incomplete: 1 passes", text)
 
+    def test_against_another_run(self):
+        # The other run: every crema time doubled; cuDNN's A dgrad and wgrad doubled, the rest
+        # missing there.
+        doubled = CREMA
+        for before, after in (("1.0500", "2.1000"), ("1.0000", "2.0000"), ("2.5000", "5.0000"),
+                              ("4.0000", "8.0000"), ("3.0000", "6.0000"), ("0.5000", "1.0000")):
+            doubled = doubled.replace(f" {before} ", f" {after}@ ")
+        doubled = doubled.replace(" 2.0000 ", " 4.0000 ").replace("@ ", " ")
+        base_peer = {"ms": {A: {"dgrad": 2.0, "wgrad": 3.0}}}
+        with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryDirectory() as base:
+            write(tmp, "crema_fp32_000.txt", CREMA)
+            write(tmp, "peer_fp32.json", json.dumps(PEER))
+            write(base, "crema_fp32_000.txt", doubled)
+            write(base, "peer_fp32.json", json.dumps(base_peer))
+            items = conv_suite.load_items(tmp, "fp32", SUITE)[0]
+            d = conv_suite.drift(items, conv_suite.load_items(base, "fp32", SUITE)[0])
+            out = io.StringIO()
+            with redirect_stdout(out):
+                conv_suite.report(tmp, "fp32", SUITE, base)
+        # crema: all five timed passes at half the other run's; cuDNN: A's dgrad and wgrad only.
+        self.assertAlmostEqual(d["best_ms"][0], 0.5)
+        self.assertEqual(d["best_ms"][1], 5)
+        self.assertAlmostEqual(d["auto_ms"][0], 0.5)
+        self.assertAlmostEqual(d["cudnn_ms"][0], 0.5)
+        self.assertEqual(d["cudnn_ms"][1], 2)
+        self.assertIn("crema best 0.500 (5 passes), auto 0.500, cuDNN 0.500 (2 passes)",
+                      out.getvalue())
+
 
 class Peer(unittest.TestCase):
     def test_each_pass_computes_its_tensor_on_the_next_copy(self):
