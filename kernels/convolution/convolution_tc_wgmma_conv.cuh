@@ -109,19 +109,12 @@ struct ConvProblem {
         return;
       }
     }
-    const int lane = threadIdx.x % 32;
     constexpr int kPitch = STAGED + 8;
     const Targets targets = targets_of<HALO>(p, consumer);
 #pragma unroll
     for (int round = 0; round < BN / STAGED; ++round) {
       __syncwarp();  // the lanes have read the scratch's last contents
-#pragma unroll
-      for (int j = 0; j < STAGED / 8; ++j) {
-        const int J = STAGED / 8 * round + j;
-        float* at = staging + lane / 4 * kPitch + 8 * j + 2 * (lane % 4);
-        *reinterpret_cast<float2*>(at) = make_float2(acc[4 * J], acc[4 * J + 1]);
-        *reinterpret_cast<float2*>(at + 8 * kPitch) = make_float2(acc[4 * J + 2], acc[4 * J + 3]);
-      }
+      park<STAGED>(acc, round, staging);
       __syncwarp();
 #pragma unroll
       for (int column0 = 0; column0 < STAGED; column0 += 64) {
