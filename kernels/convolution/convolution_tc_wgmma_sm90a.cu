@@ -106,7 +106,7 @@ void run(const CUtensorMap& map_a, const void* b, wg::MapType type, const Rows (
     Split split =
         BN < 256 && split_allowed ? split_at(rows[0], PHASES, slabs, columns, BN) : Split{1, slabs};
     // Every cluster at once: fewer parts where the device holds fewer clusters than the tiles
-    // (H200, 2026-11-29, this session's call 7, ncu: 16 x 512 x 7 x 7 -> 512 3x3 forward in 64
+    // (H200, 2026-11-29, session 25, call 7, ncu: 16 x 512 x 7 x 7 -> 512 3x3 forward in 64
     // clusters of 4 against 62 held took two waves, 42.5 us against the unclustered launch's 20.0).
     while (split.parts > 1 &&
            blocks * PHASES > wg::max_active_clusters<E, BN, Problem>(split.parts, what)) {
