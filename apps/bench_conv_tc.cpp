@@ -7,7 +7,8 @@
 // tc_bf16_wgmma (the wgmma + TMA ring kernel) and, for stride-1 filters with taps, a third
 // tc_bf16_wgmma_halo (halo tiles), and for backward data with few channels tc_bf16_col2im
 // (one GEMM and a gather: convolution_col2im_nhwc.h) and tc_bf16_direct (the direct kernel:
-// convolution_few_channels_nhwc.h); '*' marks the family production picks
+// convolution_few_channels_nhwc.h), and for groups of 4, 8 or 16 channels tc_bf16_grouped (the
+// direct grouped kernels: convolution_grouped_nhwc.h); '*' marks the family production picks
 // (TcKernels::best), and the same for f16. --math tf32 runs the same shapes on f32 NHWC tensors
 // in tf32 math instead (convolution.h: conv2d_*_nhwc with GemmMath::tf32): nhwc_tf32 (the
 // mma.sync implicit GEMM, operands rounded to TF32) and, where it fits, nhwc_tf32_wgmma (the
@@ -237,6 +238,15 @@ bool uses_stem(const Conv2dGeometry& g, ConvPass pass, cuda::TcKernels kernels, 
   return pass == ConvPass::forward && !t.f32 && cuda::conv2d_tc_forward_uses_stem(g, kernels);
 }
 
+bool uses_grouped(const Conv2dGeometry& g, ConvPass pass, cuda::TcKernels kernels,
+                  const Tensors& t) {
+  if (t.f32) return false;
+  return pass == ConvPass::forward ? cuda::conv2d_tc_forward_uses_grouped(g, kernels)
+         : pass == ConvPass::backward_data
+             ? cuda::conv2d_tc_backward_data_uses_grouped(g, kernels)
+             : cuda::conv2d_tc_backward_filter_uses_grouped(g, kernels);
+}
+
 bool uses_halo(const Conv2dGeometry& g, ConvPass pass, cuda::TcKernels kernels, bool f32) {
   return pass == ConvPass::forward ? cuda::conv2d_tc_forward_uses_halo(g, kernels, f32)
          : pass == ConvPass::backward_data
@@ -289,7 +299,8 @@ dw::Element depthwise_element(const Tensors& t) {
 // tiles, wgmma or mma.sync (the Tensors are 16-byte aligned).
 const char* family_suffix(const Conv2dGeometry& g, ConvPass pass, cuda::TcKernels k,
                           const Tensors& t) {
-  return uses_stem(g, pass, k, t)         ? "_stem"
+  return uses_grouped(g, pass, k, t)      ? "_grouped"
+         : uses_stem(g, pass, k, t)       ? "_stem"
          : uses_direct_mma(g, pass, k, t) ? "_direct_mma"
          : uses_direct(g, pass, k, t)     ? "_direct"
          : uses_col2im(g, pass, k, t)     ? "_col2im"
@@ -486,6 +497,9 @@ int bench_conv_tc(Context& ctx, const Options& options, std::ostream& out) {
         }
         if (uses_stem(shape.g, pass, cuda::TcKernels::stem_mma, kind)) {
           row(cuda::TcKernels::stem_mma);
+        }
+        if (uses_grouped(shape.g, pass, cuda::TcKernels::grouped, kind)) {
+          row(cuda::TcKernels::grouped);
         }
       }
     }

@@ -149,6 +149,11 @@ const char* nhwc_kernel(ConvPass pass, const Conv2dGeometry& g, DType dtype, cud
   if constexpr (with_cuda) {
     const bool typed = dtype == DType::f32 || dtype == DType::bf16 || dtype == DType::f16;
     if (typed && g.depthwise()) return "depthwise_nhwc";
+    const bool grouped = pass == ConvPass::forward ? cuda::conv2d_tc_forward_uses_grouped(g)
+                         : pass == ConvPass::backward_data
+                             ? cuda::conv2d_tc_backward_data_uses_grouped(g)
+                             : cuda::conv2d_tc_backward_filter_uses_grouped(g);
+    if ((dtype == DType::bf16 || dtype == DType::f16) && grouped) return "direct_grouped";
     if (pass == ConvPass::backward_data &&
         (dtype == DType::f32 ? cuda::conv2d_backward_data_nhwc_uses_direct_mma(g, math)
          : dtype == DType::bf16

@@ -81,20 +81,22 @@ __device__ __forceinline__ void load_channels(const typename E::T* p, float (&v)
   }
 }
 
-// Rounds v to the type, stores it at p (one element or 16 bytes, as load_channels reads) and
-// leaves in v what was stored.
+// Rounds v to the type, stores it at p (one element or a vector of 4, 8 or 16 bytes, as
+// load_channels reads) and leaves in v what was stored.
 template <class E, int V>
 __device__ __forceinline__ void store_channels(typename E::T* p, float (&v)[V]) {
-  static_assert(V == 1 || V * sizeof(typename E::T) == 16, "one element or 16 bytes");
+  using T = typename E::T;
   if constexpr (V == 1) {
-    const typename E::T t = E::narrow(v[0]);
+    const T t = E::narrow(v[0]);
     *p = t;
     v[0] = E::widen(t);
   } else {
-    uint32_t words[4];
+    constexpr int kBytes = V * int(sizeof(T)), kWords = kBytes / 4;
+    static_assert(kBytes == 4 || kBytes == 8 || kBytes == 16, "a vector is 4, 8 or 16 bytes");
+    uint32_t words[kWords];
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      if constexpr (V == 4) {
+    for (int i = 0; i < kWords; ++i) {
+      if constexpr (sizeof(T) == 4) {
         words[i] = __float_as_uint(v[i]);
       } else {
         const uint16_t lo = E::narrow(v[2 * i]), hi = E::narrow(v[2 * i + 1]);
@@ -102,7 +104,13 @@ __device__ __forceinline__ void store_channels(typename E::T* p, float (&v)[V]) 
         v[2 * i] = E::widen(lo), v[2 * i + 1] = E::widen(hi);
       }
     }
-    *reinterpret_cast<uint4*>(p) = make_uint4(words[0], words[1], words[2], words[3]);
+    if constexpr (kWords == 4) {
+      *reinterpret_cast<uint4*>(p) = make_uint4(words[0], words[1], words[2], words[3]);
+    } else if constexpr (kWords == 2) {
+      *reinterpret_cast<uint2*>(p) = make_uint2(words[0], words[1]);
+    } else {
+      *reinterpret_cast<unsigned*>(p) = words[0];
+    }
   }
 }
 

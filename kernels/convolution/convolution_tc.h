@@ -77,7 +77,9 @@ struct TcEpilogue {
 // C <= 32, groups 1, no dilation; `best`: few_channels_mma_pays) only backward data; stem_mma
 // (convolution_stem_mma.h: the forward with at most 8 input channels on mma.sync, the reduction
 // packed as (r, s, c) runs of staged rows of x; `best`: stem_mma_pays) only the forward, without
-// channel statistics; where a family cannot run, it runs mma.sync.
+// channel statistics; grouped (convolution_grouped_nhwc.h: all three passes direct on the CUDA
+// cores, for groups of 4, 8 or 16 channels each side; `best`: conv2d_tc_*_uses_grouped) given
+// 16-byte aligned tensors; where a family cannot run, it runs mma.sync.
 // wgmma_wide: the wgmma kernels with the 256-column tile wherever the GEMM has more than 128
 // columns (forward and data; `best` takes it only for large, long reductions: the tests reach it
 // on small shapes this way). wgmma_persistent: the wgmma kernels on persistent blocks (two an SM,
@@ -96,7 +98,8 @@ enum class TcKernels {
   wgmma_halo,
   direct,
   direct_mma,
-  stem_mma
+  stem_mma,
+  grouped
 };
 // Whether `kernels` lets a pass take the wgmma kernels (best, or forced).
 inline bool wgmma_allowed(TcKernels kernels) {
@@ -158,5 +161,13 @@ bool few_channels_mma_pays(const Conv2dGeometry& g, int vector);
 bool conv2d_tc_forward_uses_stem(const Conv2dGeometry& g, TcKernels kernels = TcKernels::best);
 // `best`'s rule for it (given that it fits).
 bool stem_mma_pays(const Conv2dGeometry& g);
+// Whether a pass of g runs the grouped direct kernels (any device; given 16-byte aligned
+// tensors); `best` takes them where a pass reads 4 channels a group (forward and filter: Cg = 4)
+// or at most 8 (data: Kg <= 8), the implicit GEMMs elsewhere.
+bool conv2d_tc_forward_uses_grouped(const Conv2dGeometry& g, TcKernels kernels = TcKernels::best);
+bool conv2d_tc_backward_data_uses_grouped(const Conv2dGeometry& g,
+                                          TcKernels kernels = TcKernels::best);
+bool conv2d_tc_backward_filter_uses_grouped(const Conv2dGeometry& g,
+                                            TcKernels kernels = TcKernels::best);
 
 }  // namespace crema::kernels::cuda

@@ -37,6 +37,7 @@
 #include "kernels/convolution/convolution_depthwise_nhwc.h"
 #include "kernels/convolution/convolution_few_channels_mma.h"
 #include "kernels/convolution/convolution_few_channels_nhwc.h"
+#include "kernels/convolution/convolution_grouped_nhwc.h"
 #include "kernels/convolution/convolution_stem_mma.h"
 #include "kernels/convolution/convolution_tc.h"
 #include "kernels/convolution/convolution_tc_loaders.cuh"
@@ -304,7 +305,7 @@ size_t transposed_filter_bytes(const Conv2dGeometry& g) {
 
 size_t conv2d_tc_forward_workspace(const Conv2dGeometry& g) {
   if (g.depthwise()) return depthwise_nhwc::forward_workspace(g, true);
-  return forward_stats_bytes(g);
+  return std::max(forward_stats_bytes(g), grouped_nhwc::forward_workspace(g, true));
 }
 
 size_t conv2d_tc_backward_data_workspace(const Conv2dGeometry& g, TcType type) {
@@ -335,6 +336,10 @@ void conv2d_tc_forward(const Conv2dGeometry& g, TcType type, const void* x, cons
   if (g.depthwise()) {  // no GEMM to speak of: the direct kernels (whatever `kernels` asks)
     return depthwise_nhwc::forward(g, depthwise_nhwc::element_of(type), x, w, y, epilogue,
                                    workspace, stream);
+  }
+  if (conv2d_tc_forward_uses_grouped(g, kernels) &&
+      grouped_nhwc::aligned({x, w, y, epilogue.residual})) {
+    return grouped_nhwc::forward(g, type, x, w, y, epilogue, workspace, stream);
   }
   if (epilogue.sum == nullptr && aligned4(y) &&
       (epilogue.residual == nullptr || aligned4(epilogue.residual)) &&
@@ -370,6 +375,9 @@ void conv2d_tc_backward_data(const Conv2dGeometry& g, TcType type, const void* d
   using namespace tc;
   if (g.depthwise()) {
     return depthwise_nhwc::backward_data(g, depthwise_nhwc::element_of(type), dy, w, dx, stream);
+  }
+  if (conv2d_tc_backward_data_uses_grouped(g, kernels) && grouped_nhwc::aligned({dy, w, dx})) {
+    return grouped_nhwc::backward_data(g, type, dy, w, dx, stream);
   }
   if (conv2d_tc_backward_data_uses_direct_mma(g, type, kernels)) {
     return few_channels_mma::backward_data(g, depthwise_nhwc::element_of(type), dy, w, dx,

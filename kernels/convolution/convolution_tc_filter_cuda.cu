@@ -26,6 +26,7 @@
 #include <cstdint>
 
 #include "kernels/convolution/convolution_depthwise_nhwc.h"
+#include "kernels/convolution/convolution_grouped_nhwc.h"
 #include "kernels/convolution/convolution_tc.h"
 #include "kernels/convolution/convolution_tc_loaders.cuh"
 #include "kernels/convolution/convolution_tc_wgmma.h"
@@ -249,6 +250,7 @@ size_t conv2d_tc_backward_filter_workspace(const Conv2dGeometry& g) {
   if (tc::wgmma_backward_filter_fits(g)) {
     bytes = std::max(bytes, tc::wgmma_backward_filter_workspace(g));
   }
+  bytes = std::max(bytes, grouped_nhwc::backward_filter_workspace(g));
   // Misaligned dy takes the element path on g itself: room for both.
   return tc::pads_channels(g) ? std::max(bytes, tc::padded_workspace(g)) : bytes;
 }
@@ -264,6 +266,10 @@ void conv2d_tc_backward_filter(const Conv2dGeometry& g, TcType type, const void*
   if (g.depthwise()) {
     return depthwise_nhwc::backward_filter(g, depthwise_nhwc::element_of(type), x, dy, dw,
                                            workspace, stream);
+  }
+  if (conv2d_tc_backward_filter_uses_grouped(g, kernels) &&
+      grouped_nhwc::aligned({x, dy, workspace})) {
+    return grouped_nhwc::backward_filter(g, type, x, dy, dw, workspace, stream);
   }
   const Params p = params_of(g);
   const auto* xs = static_cast<const uint16_t*>(x);
