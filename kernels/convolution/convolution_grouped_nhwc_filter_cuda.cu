@@ -187,8 +187,13 @@ __global__ void __launch_bounds__(256)
 }
 
 // The cut: the walk's shape (TS, QF, SW: the kernel's template arguments), and slices of at
-// least 256 output positions (32 a row of 8 threads) and about 1,000 blocks in all (a few waves
-// of an H200's 132 SMs), a function of the geometry alone.
+// least 256 output positions (32 a row of 8 threads), kBlocks blocks in all where there are
+// enough: one wave of an H200's 132 SMs at two blocks an SM (H200, 2026-11-29, `crema bench
+// conv-tc --math bf16`, ResNeXt's 4 x 4 groups at 56: 264 blocks 0.067 ms, 528 0.075, 588 (the
+// first cut: ~1,000 blocks at 256 positions a slice at least) 0.085). A function of the
+// geometry alone.
+constexpr int64_t kBlocks = 264;
+
 struct Cut {
   int TS, QF, SW;
   int tx, ty, runs, slabs, slices, row_strips;
@@ -208,8 +213,8 @@ Cut cut_of(const Conv2dGeometry& g) {
   c.row_strips = int((g.Q() + c.QF - 1) / c.QF);
   c.strips = g.N * g.P() * c.row_strips;
   const int64_t others = int64_t(c.slabs) * g.R * c.runs, positions = g.N * g.P() * g.Q();
-  const int64_t slices =
-      std::clamp<int64_t>(std::min((positions + 255) / 256, 1024 / others + 1), 1, 65535);
+  const int64_t slices = std::clamp<int64_t>(
+      std::min((positions + 255) / 256, std::max<int64_t>(1, kBlocks / others)), 1, 65535);
   c.per_slice = (c.strips + slices - 1) / slices;
   c.slices = int((c.strips + c.per_slice - 1) / c.per_slice);
   return c;
