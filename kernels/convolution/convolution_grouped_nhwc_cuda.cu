@@ -11,7 +11,7 @@
 //   data, GATHER   the same f unrotated; row p = (h + ph - r dh) / sh where that divides (and
 //                  lies in dy), columns the same: any stride
 // A block: tx threads across a slab of output channels (4 each, one group's) x ty strips of QT
-// outputs of one row, the blocks striding over the strips (at most kMostBlocks of them). It
+// outputs of one row, the blocks striding over the strips (waves(): one wave of them). It
 // first copies the slab's filter into shared memory, widened, as
 // [tap][chunk][thread][4]: thread t's 4*CI floats of a tap are CI chunks of 4, each read by the
 // warp as consecutive 16-byte words (no bank conflicts). Then each thread, tap by tap, reads the
@@ -43,6 +43,19 @@ using depthwise_nhwc::store_strip;
 using implicit_gemm::FastDivmod;
 
 constexpr int kQT = 4;  // outputs a strip on the tap loop
+
+// Blocks across the strips: each takes every gridDim.x-th group of ty strips, at most one wave of
+// them a slab: resident(CI) blocks an SM (the kernel's __launch_bounds__: 3 at 4 inputs a group,
+// <= 85 registers; else 2) on an H200's kSms, a function of the geometry alone (the statistics'
+// partial rows). H200, 2026-11-29, `crema bench conv-tc --math bf16`, forward / data ms at
+// 1,024 blocks, 792, 396, 264 a slab: ResNeXt's 4 x 4 groups at 56 (one slab) 0.0332 / 0.0348,
+// 0.0320 / 0.0334, 0.0296 / 0.0300, 0.0302 / 0.0308; 8 x 8 at stride 2 (two slabs) 0.0812 /
+// 0.1143, 0.0811 / 0.1049, 0.0646 / 0.0891, 0.0584 / 0.0777. (Each block first copies its slab
+// of the filter: with a block a group of strips, that copy was 3/4 of the forward's time.)
+constexpr int kSms = 132;
+__host__ __device__ constexpr int resident(int CI) {
+  return CI == 4 ? 3 : 2;
+}
 
 // The slab's filter into shared memory (the layout above), zero past the last channel: thread
 // (lane, row) writes lane's float4s, rows taking the (tap, chunk) pairs in turn. transposed
@@ -81,7 +94,7 @@ __device__ __forceinline__ int gathered(int at, const FastDivmod& by_stride, int
 // (QT-1)*ST + KS input columns of a filter row loaded at once (each read once, not once a tap,
 // all in flight together), then the row's taps; KS == 0: the tap loop, any geometry.
 template <class E, int CI, bool GATHER, int KS, int ST, int QT>
-__global__ void __launch_bounds__(kBlockThreads)
+__global__ void __launch_bounds__(kBlockThreads, resident(CI))
     correlate_kernel(Corr c, FastDivmod by_stride_h, FastDivmod by_stride_w, bool transposed,
                      const typename E::T* __restrict__ in, const typename E::T* __restrict__ w,
                      typename E::T* out, const float* __restrict__ bias,
@@ -199,13 +212,9 @@ Corr forward_corr(const Conv2dGeometry& g) {
                  int(g.C / g.groups), int(g.K / g.groups), g, false);
 }
 
-// Blocks across the strips: at most kMostBlocks, each taking every gridDim.x-th group of ty
-// strips (so that copying the filter's slab is a small part of a block's work); a function of
-// the geometry alone (the statistics' partial rows).
-constexpr int64_t kMostBlocks = 1024;
-
 dim3 grid_of(const Corr& c, const char* what) {
-  const int64_t blocks = std::min(kMostBlocks, (c.positions + c.ty - 1) / c.ty);
+  const int64_t blocks =
+      std::min<int64_t>(resident(c.taps_in) * kSms, (c.positions + c.ty - 1) / c.ty);
   const int64_t slabs = (c.Cout / kOT + c.tx - 1) / c.tx;
   if (blocks > INT32_MAX || slabs > 65535) {
     throw Error(std::string(what) + ": " + std::to_string(c.Cout) + " channels of " +
@@ -234,10 +243,11 @@ int launch(const Corr& uncut, bool transposed, const void* in, const void* w, vo
 }
 
 // The row walk's outputs a strip: the most of 4, 2, 1 whose (QT-1)*ST + 3 input columns of CI
-// floats fit 64 registers (CI 4: 4; CI 8: 4 at stride 1, 2 at 2; CI 16: 2, 1). (8 outputs of 4
-// channels, 120 registers, ran 10% slower.)
+// floats fit 64 registers (CI 4: 4 at stride 1; CI 8: 4 at stride 1, 2 at 2; CI 16: 2, 1), but 2
+// for 4 inputs at stride 2 (4 spilled 116 bytes under the 85 registers of resident(4)). (8
+// outputs of 4 channels, 120 registers then, ran 10% slower.)
 constexpr int walk_outputs(int CI, int ST) {
-  return (3 * ST + 3) * CI <= 64 ? 4 : (ST + 3) * CI <= 64 ? 2 : 1;
+  return CI == 4 && ST == 2 ? 2 : (3 * ST + 3) * CI <= 64 ? 4 : (ST + 3) * CI <= 64 ? 2 : 1;
 }
 
 template <class E, int CI, bool GATHER>
