@@ -162,8 +162,8 @@ bool conv2d_tc_forward_uses_stem(const Conv2dGeometry& g, TcKernels kernels = Tc
 // `best`'s rule for it (given that it fits).
 bool stem_mma_pays(const Conv2dGeometry& g);
 // Whether a pass of g runs the grouped direct kernels (any device; given 16-byte aligned
-// tensors); `best` takes them where a pass reads 4 channels a group (forward and filter: Cg = 4)
-// or at most 8 (data: Kg <= 8), the implicit GEMMs elsewhere.
+// tensors); `best` takes them where a pass reads few channels a group (forward: Cg = 4, or 8 at
+// stride 1; data: Kg <= 8; filter: Cg = 4), the implicit GEMMs elsewhere.
 bool conv2d_tc_forward_uses_grouped(const Conv2dGeometry& g, TcKernels kernels = TcKernels::best);
 bool conv2d_tc_backward_data_uses_grouped(const Conv2dGeometry& g,
                                           TcKernels kernels = TcKernels::best);

@@ -143,12 +143,13 @@ bool conv2d_tc_forward_uses_stem(const Conv2dGeometry& g, TcKernels kernels) {
 }
 
 // `best` takes the grouped direct kernels where the pass reads few channels a group: the
-// forward and the filter gradient at Cg = 4, backward data at Kg <= 8; the implicit GEMMs (one
-// group's Kg columns on a tile of 64 or more) elsewhere. H200, 2026-11-29, `crema bench conv-tc
-// --math bf16`, ms, this kernel against mma.sync's, forward / data / filter: ResNeXt-50's 4 x 4
-// groups at 56 (16,128,56,56 -> 128 3x3) 0.033 / 0.035 / 0.085 against 0.374 / 0.412 / 0.701;
-// 8 x 8 at 28 0.047 / 0.049 / 0.073 against 0.047 / 0.055 / 0.059; 8 x 8 at stride 2 0.082 /
-// 0.115 / 0.083 against 0.050 / 0.138 / 0.059; 16 x 16 at 14 0.046 / 0.054 / 0.058 against
+// forward at Cg = 4, or 8 at stride 1; backward data at Kg <= 8; the filter gradient at Cg = 4;
+// the implicit GEMMs (one group's Kg columns on a tile of 64 or more) elsewhere. H200,
+// 2026-11-29, `crema bench conv-tc --math bf16` (session 26's ninth device call), ms, this
+// kernel against mma.sync's, forward / data / filter: ResNeXt-50's 4 x 4 groups at 56
+// (16,128,56,56 -> 128 3x3, 32 groups) 0.030 / 0.031 / 0.066 against 0.376 / 0.412 / 0.701;
+// 8 x 8 at 28 0.040 / 0.041 / 0.057 against 0.047 / 0.055 / 0.059; 8 x 8 at stride 2 0.059 /
+// 0.074 / 0.071 against 0.050 / 0.138 / 0.059; 16 x 16 at 14 0.044 / 0.051 / 0.048 against
 // 0.021 / 0.028 / 0.032 (MEASUREMENTS.md, "Grouped convolutions with few channels a group").
 namespace {
 bool grouped_allowed(const Conv2dGeometry& g, TcKernels kernels, bool pays) {
@@ -158,7 +159,8 @@ bool grouped_allowed(const Conv2dGeometry& g, TcKernels kernels, bool pays) {
 }  // namespace
 
 bool conv2d_tc_forward_uses_grouped(const Conv2dGeometry& g, TcKernels kernels) {
-  return grouped_allowed(g, kernels, g.C == 4 * g.groups);
+  const bool one = g.stride_h == 1 && g.stride_w == 1;
+  return grouped_allowed(g, kernels, g.C == 4 * g.groups || (g.C == 8 * g.groups && one));
 }
 
 bool conv2d_tc_backward_data_uses_grouped(const Conv2dGeometry& g, TcKernels kernels) {

@@ -3,9 +3,9 @@
 // the same rounded inputs: every pass (the forward alone and with bias + residual + ReLU and its
 // channel statistics, backward data, the filter gradient accumulated onto random values), outputs
 // poisoned with NaN, repeats bit-identical (check_passes, convolution_tc_test_util.h, which states
-// the tolerance per type). The geometries: ResNeXt's 4 x 4 groups, 8 x 8 at stride 2, Cg != Kg
-// both ways (16 -> 8, 4 -> 16), a dilated 5x5, a strided 1x1, a 7x1 at strides (2, 1), a 1x7 (the
-// filter gradient's taps in runs), several channel slabs (512 channels, 16 a group), channels
+// the tolerance per type). The geometries: ResNeXt's 4 x 4 groups, 8 x 8 at strides 2 and 1, Cg !=
+// Kg both ways (16 -> 8, 4 -> 16), a dilated 5x5, a strided 1x1, a 7x1 at strides (2, 1), a 1x7
+// (the filter gradient's taps in runs), several channel slabs (512 channels, 16 a group), channels
 // that are not a whole slab (96), outputs that read only padding, and enough positions for
 // several of the filter gradient's slices.
 #include <gtest/gtest.h>
@@ -38,8 +38,9 @@ const std::vector<Conv2dGeometry> kGeometries = {
 };
 
 // Every geometry through the kernels forced and through `best` (which picks them per pass: the
-// forward and the filter gradient at 4 channels a group, backward data at Kg <= 8), then with
-// every buffer misaligned (the implicit GEMMs' element path takes over, still right).
+// forward at 4 channels a group or 8 at stride 1, backward data at Kg <= 8, the filter gradient
+// at 4), then with every buffer misaligned (the implicit GEMMs' element path takes over, still
+// right).
 TEST(ConvolutionGroupedNhwcCuda, EveryPassAgainstReference) {
   CREMA_REQUIRE_CUDA();
   Context ctx(Device::cuda(0));
@@ -47,7 +48,8 @@ TEST(ConvolutionGroupedNhwcCuda, EveryPassAgainstReference) {
   for (const Conv2dGeometry& g : kGeometries) {
     ASSERT_TRUE(cuda::grouped_nhwc::fits(g)) << describe(g);
     const bool four = g.C == 4 * g.groups, data = g.K <= 8 * g.groups;
-    EXPECT_EQ(cuda::conv2d_tc_forward_uses_grouped(g), four) << describe(g);
+    const bool forward = four || (g.C == 8 * g.groups && g.stride_h == 1 && g.stride_w == 1);
+    EXPECT_EQ(cuda::conv2d_tc_forward_uses_grouped(g), forward) << describe(g);
     EXPECT_EQ(cuda::conv2d_tc_backward_data_uses_grouped(g), data) << describe(g);
     EXPECT_EQ(cuda::conv2d_tc_backward_filter_uses_grouped(g), four) << describe(g);
     EXPECT_EQ(
