@@ -38,6 +38,7 @@
 #include "apps/bench.h"
 #include "core/cuda_runtime.h"
 #include "core/error.h"
+#include "core/float16.h"
 #include "core/random.h"
 #include "kernels/convolution/convolution.h"
 #include "kernels/convolution/convolution_tc.h"
@@ -105,32 +106,12 @@ struct Tensors {
   const char* name() const { return f32 ? "tf32" : cuda::tc_type_name(type); }
 };
 
+// The type's bits of v, rounded to nearest even, and what they are (core/float16.h).
 uint16_t to_bits(float v, cuda::TcType type) {
-  if (type == cuda::TcType::bf16) {
-    uint32_t u;
-    std::memcpy(&u, &v, 4);
-    return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-  }
-  // |v| <= 1, normal or zero in fp16 at 2^-14 and above; below, the subnormal quantum 2^-24.
-  const double a = std::fabs(double(v));
-  const int e = a < std::ldexp(1.0, -14) ? -14 : std::ilogb(a);
-  const int64_t m = int64_t(std::nearbyint(std::ldexp(a, 10 - e)));
-  const int64_t bits = a < std::ldexp(1.0, -14) ? m : (int64_t(e + 15) << 10) + (m - 1024);
-  return uint16_t((v < 0 ? 0x8000 : 0) | bits);
+  return type == cuda::TcType::bf16 ? f32_to_bf16_bits(v) : f32_to_f16_bits(v);
 }
-
 double widen(uint16_t b, cuda::TcType type) {
-  if (type == cuda::TcType::bf16) {
-    const uint32_t u = uint32_t(b) << 16;
-    float f;
-    std::memcpy(&f, &u, 4);
-    return f;
-  }
-  const int exponent = (b >> 10) & 31, mantissa = b & 1023;
-  const double v = exponent == 0    ? std::ldexp(mantissa, -24)
-                   : exponent == 31 ? NAN
-                                    : std::ldexp(1024 + mantissa, exponent - 25);
-  return b & 0x8000u ? -v : v;
+  return type == cuda::TcType::bf16 ? bf16_to_f32(b) : f16_to_f32(b);
 }
 
 // x [N,H,W,C], w [K,R,S,Cg], dy [N,P,Q,K] as stored (the type's bits, or floats) and as the

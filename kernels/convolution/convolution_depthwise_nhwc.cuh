@@ -158,6 +158,21 @@ struct Corr {
   int64_t positions;  // strips of the whole output: rows * strips
 };
 
+// The correlation in [N, H, W, Cin] -> out [N, P, Q, Cout] through g's filter (its sizes,
+// padding, strides and dilation), with taps_in, per_in and flip as its kernel reads them and
+// block b; not yet cut into strips.
+inline Corr make_corr(int H, int W, int Cin, int P, int Q, int Cout, const Conv2dGeometry& g,
+                      int taps_in, int per_in, bool flip, const BlockShape& b) {
+  Corr c{};
+  c.H = H, c.W = W, c.Cin = Cin, c.P = P, c.Q = Q, c.Cout = Cout;
+  c.R = int(g.R), c.S = int(g.S), c.pad_h = int(g.pad_h), c.pad_w = int(g.pad_w);
+  c.stride_h = int(g.stride_h), c.stride_w = int(g.stride_w);
+  c.dil_h = int(g.dilation_h), c.dil_w = int(g.dilation_w);
+  c.taps_in = taps_in, c.per_in = per_in, c.flip = flip;
+  c.tx = b.tx, c.ty = b.ty, c.rows = int64_t(g.N) * P;
+  return c;
+}
+
 // ws[(m*RS + tap)*CH + j] = f[(o_first + j)*taps_in + m, tap] widened (tap rotated by 180 degrees
 // when flipped), zero past the last channel.
 template <class E>

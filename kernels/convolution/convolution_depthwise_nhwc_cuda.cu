@@ -186,15 +186,8 @@ __global__ void __launch_bounds__(kBlockThreads)
 // The correlation of a pass, V channels a thread (not yet cut into strips).
 Corr corr_of(int H, int W, int Cin, int P, int Q, int Cout, const Conv2dGeometry& g, int V,
              int taps_in, int per_in, bool flip) {
-  const BlockShape b = block_shape(Cout / V, V > 1 ? 8 : 32);
-  Corr c{};
-  c.H = H, c.W = W, c.Cin = Cin, c.P = P, c.Q = Q, c.Cout = Cout;
-  c.R = int(g.R), c.S = int(g.S), c.pad_h = int(g.pad_h), c.pad_w = int(g.pad_w);
-  c.stride_h = int(g.stride_h), c.stride_w = int(g.stride_w);
-  c.dil_h = int(g.dilation_h), c.dil_w = int(g.dilation_w);
-  c.taps_in = taps_in, c.per_in = per_in, c.flip = flip;
-  c.tx = b.tx, c.ty = b.ty, c.rows = g.N * P;
-  return c;
+  return make_corr(H, W, Cin, P, Q, Cout, g, taps_in, per_in, flip,
+                   block_shape(Cout / V, V > 1 ? 8 : 32));
 }
 
 dim3 grid_of(const Corr& c, int V, const char* what) {

@@ -11,13 +11,14 @@
 //   data, GATHER   the same f unrotated; row p = (h + ph - r dh) / sh where that divides (and
 //                  lies in dy), columns the same: any stride
 // A block: tx threads across a slab of output channels (4 each, one group's) x ty strips of QT
-// outputs of one row, the blocks striding over the strips (waves(): one wave of them). It
-// first copies the slab's filter into shared memory, widened, as
-// [tap][chunk][thread][4]: thread t's 4*CI floats of a tap are CI chunks of 4, each read by the
-// warp as consecutive 16-byte words (no bank conflicts). Then each thread, tap by tap, reads the
-// tap's 4*CI weights and, for each of its QT outputs, the group's CI inputs (one or a few vector
-// loads; neighbouring threads read neighbouring groups: a warp's loads are whole 128-byte lines)
-// and does 4*CI FMAs an output.
+// outputs of one row, the blocks striding over the strips (one wave of them a slab: resident()).
+// It first copies the slab's filter into shared memory, widened, as [tap][chunk][thread][4]:
+// thread t's 4*CI floats of a tap are CI chunks of 4, each read by the warp as consecutive 16-byte
+// words (no bank conflicts). Then each thread, filter row by filter row, loads the inputs its
+// strip reads (3x3 at horizontal stride 1 or 2: the row's (QT-1)*stride + 3 columns at once, each
+// once; other filters tap by tap), the group's CI channels of each as one or a few vector loads
+// (neighbouring threads read neighbouring groups: a warp's loads are whole 128-byte lines), and
+// for each tap reads its 4*CI weights and does 4*CI FMAs an output.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -36,7 +37,6 @@ namespace crema::kernels::cuda::grouped_nhwc {
 namespace {
 
 using depthwise_nhwc::block_stats;
-using depthwise_nhwc::BlockShape;
 using depthwise_nhwc::Corr;
 using depthwise_nhwc::kBlockThreads;
 using depthwise_nhwc::store_strip;
@@ -189,15 +189,8 @@ Corr corr_of(int H, int W, int Cin, int P, int Q, int Cout, int CI, int CO, cons
   // At most 48 KB of filter a block: tx * 4 * CI * R * S floats; tx a multiple of 8 where it can.
   int most = std::min(32, std::max(1, int(48 * 1024 / (16 * CI * g.R * g.S))));
   if (most > 8) most -= most % 8;
-  const BlockShape b = depthwise_nhwc::block_shape(Cout / kOT, most);
-  Corr c{};
-  c.H = H, c.W = W, c.Cin = Cin, c.P = P, c.Q = Q, c.Cout = Cout;
-  c.R = int(g.R), c.S = int(g.S), c.pad_h = int(g.pad_h), c.pad_w = int(g.pad_w);
-  c.stride_h = int(g.stride_h), c.stride_w = int(g.stride_w);
-  c.dil_h = int(g.dilation_h), c.dil_w = int(g.dilation_w);
-  c.taps_in = CI, c.per_in = CO, c.flip = flip;
-  c.tx = b.tx, c.ty = b.ty, c.rows = int64_t(g.N) * P;
-  return c;
+  return depthwise_nhwc::make_corr(H, W, Cin, P, Q, Cout, g, CI, CO, flip,
+                                   depthwise_nhwc::block_shape(Cout / kOT, most));
 }
 
 // c with its rows cut into strips of QT outputs.
