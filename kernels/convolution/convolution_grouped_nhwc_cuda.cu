@@ -132,29 +132,13 @@ __global__ void __launch_bounds__(kBlockThreads, resident(CI))
         constexpr int J = (QT - 1) * ST + KS;
         const int col0 = q0 * ST - c.pad_w;
         float xs[J][CI];
-#pragma unroll
-        for (int j = 0; j < J; ++j) {
-          if (unsigned(col0 + j) < unsigned(c.W)) {
-            load_run<E, CI>(line + int64_t(col0 + j) * c.Cin, xs[j]);
-          } else {
-#pragma unroll
-            for (int i = 0; i < CI; ++i) xs[j][i] = 0.0f;
-          }
-        }
+        load_columns<E, CI, J>(line, col0, c.W, c.Cin, xs);
 #pragma unroll
         for (int s = 0; s < KS; ++s) {
           float tap[kOT * CI];
           read_tap(r * KS + s, tap);
 #pragma unroll
-          for (int qi = 0; qi < QT; ++qi) {
-#pragma unroll
-            for (int o = 0; o < kOT; ++o) {
-#pragma unroll
-              for (int i = 0; i < CI; ++i) {
-                acc[qi][o] = fmaf(tap[o * CI + i], xs[qi * ST + s][i], acc[qi][o]);
-              }
-            }
-          }
+          for (int qi = 0; qi < QT; ++qi) add_tap<CI>(acc[qi], tap, xs[qi * ST + s]);
         }
       } else {
         for (int s = 0; s < c.S; ++s) {
@@ -167,11 +151,7 @@ __global__ void __launch_bounds__(kBlockThreads, resident(CI))
             if (unsigned(col) >= unsigned(c.W)) continue;
             float v[CI];
             load_run<E, CI>(line + int64_t(col) * c.Cin, v);
-#pragma unroll
-            for (int o = 0; o < kOT; ++o) {
-#pragma unroll
-              for (int i = 0; i < CI; ++i) acc[qi][o] = fmaf(tap[o * CI + i], v[i], acc[qi][o]);
-            }
+            add_tap<CI>(acc[qi], tap, v);
           }
         }
       }

@@ -95,27 +95,11 @@ __global__ void __launch_bounds__(kBlockThreads)
           constexpr int J = (QF - 1) * SW + TS;
           const int col0 = q0 * SW - a.pad_w + s0;
           float xs[J][CG];
-#pragma unroll
-          for (int j = 0; j < J; ++j) {
-            if (unsigned(col0 + j) < unsigned(a.W)) {
-              load_run<E, CG>(line + int64_t(col0 + j) * a.C, xs[j]);
-            } else {
-#pragma unroll
-              for (int c = 0; c < CG; ++c) xs[j][c] = 0.0f;
-            }
-          }
+          load_columns<E, CG, J>(line, col0, a.W, a.C, xs);
 #pragma unroll
           for (int qi = 0; qi < QF; ++qi) {
 #pragma unroll
-            for (int s = 0; s < TS; ++s) {
-#pragma unroll
-              for (int o = 0; o < kOT; ++o) {
-#pragma unroll
-                for (int c = 0; c < CG; ++c) {
-                  acc[s][o][c] = fmaf(d[qi][o], xs[qi * SW + s][c], acc[s][o][c]);
-                }
-              }
-            }
+            for (int s = 0; s < TS; ++s) add_outer<CG>(acc[s], d[qi], xs[qi * SW + s]);
           }
         } else {
 #pragma unroll
@@ -124,11 +108,7 @@ __global__ void __launch_bounds__(kBlockThreads)
             if (s0 + s >= a.S || unsigned(col) >= unsigned(a.W)) continue;
             float v[CG];
             load_run<E, CG>(line + int64_t(col) * a.C, v);
-#pragma unroll
-            for (int o = 0; o < kOT; ++o) {
-#pragma unroll
-              for (int c = 0; c < CG; ++c) acc[s][o][c] = fmaf(d[0][o], v[c], acc[s][o][c]);
-            }
+            add_outer<CG>(acc[s], d[0], v);
           }
         }
       }
