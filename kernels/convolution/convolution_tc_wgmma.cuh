@@ -172,6 +172,12 @@ __device__ __forceinline__ void fence_barrier_init() {
   detail::fence_async_shared();
 }
 
+// Fetches a tensor map (a __grid_constant__ parameter) into the TMA unit's descriptor cache ahead
+// of the first copy through it, under the barriers' setup.
+__device__ __forceinline__ void prefetch_tensor_map(const CUtensorMap* map) {
+  asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
+}
+
 // The TMA unit copies the box at coordinates (c0, c1[, c2, c3]) of `map`, innermost first, to
 // shared `dst` and completes its bytes on mbarrier `bar`.
 __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map, uint32_t bar,
@@ -292,20 +298,26 @@ constexpr int kMaxSharedBytes = 227 * 1024;
 // The shared-memory ring of a tile 128 x BN: stages of A (128 rows of 128 bytes) and B (BN rows).
 // Launched a block a unit (RESIDENT 0), as many stages as fit 96 KB at BN 64 and 128 (4 and 3:
 // two blocks an SM) or 192 KB at BN 256 (4 of 48 KB: one block an SM), the epilogue's scratch in
-// the drained ring. Persistent, RESIDENT blocks an SM each walking many units, its producer
-// filling the next unit's stages during this one's epilogue: the scratch has its own room after
-// the barriers and the ring takes the rest of the SM's share (two, what the launches use: 3
-// stages at BN 64, 2 at 128; one, measured slower in session 18: 7 at BN 64, 5 at 128).
+// the drained ring. Deep (RESIDENT kDeep): a block a unit too, but one block an SM with as many
+// stages as fit the SM's shared memory (9 at BN 64, 7 at 128), for launches of at most a block an
+// SM whose reductions are longer than the 96 KB ring: a lone block refills a stage only a load's
+// latency after its slab's wgmmas, so a short ring waits on memory. Persistent, RESIDENT blocks an
+// SM each walking many units, its producer filling the next unit's stages during this one's
+// epilogue: the scratch has its own room after the barriers and the ring takes the rest of the
+// SM's share (two, what the launches use: 3 stages at BN 64, 2 at 128; one, measured slower in
+// session 18: 7 at BN 64, 5 at 128).
+constexpr int kDeep = -1;
 template <int BN_, int RESIDENT_ = 0>
 struct Ring {
   static constexpr int BN = BN_, A_BYTES = kBM * kRowBytes, B_BYTES = BN * kRowBytes;
   static constexpr int RESIDENT = RESIDENT_;
-  static constexpr bool PERSISTENT = RESIDENT > 0;
+  static constexpr bool PERSISTENT = RESIDENT > 0, DEEP = RESIDENT == kDeep;
   static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
   static constexpr int RING_BYTES =
       PERSISTENT ? ((kMaxSharedBytes + 1024) / RESIDENT - 2048 - kStagingBytes - 256) /
                        STAGE_BYTES * STAGE_BYTES
-                 : (BN == 256 ? 192 : 96) * 1024;
+      : DEEP ? (kMaxSharedBytes - 1024 - 256) / STAGE_BYTES * STAGE_BYTES
+             : (BN == 256 ? 192 : 96) * 1024;
   static constexpr int STAGES = RING_BYTES / STAGE_BYTES;
   // The columns the epilogue parks at once: all (in the drained ring) or 64 (persistent).
   static constexpr int STAGED = PERSISTENT ? 64 : BN;
@@ -315,6 +327,7 @@ struct Ring {
   static constexpr int SMEM_BYTES =
       STAGES * STAGE_BYTES + 2 * STAGES * 8 + (PERSISTENT ? kStagingBytes : 0) + 1024;
   static_assert(BN == 64 || BN == 128 || BN == 256, "wgmma n64, n128 or two n128");
+  static_assert(RESIDENT >= 0 || (DEEP && BN < 256), "deep rings at 64 and 128 columns");
   static_assert(STAGES >= 2 && STAGES <= 16 &&
                     (SMEM_BYTES + 1024) * (PERSISTENT ? RESIDENT : 1) <= kMaxSharedBytes + 1024,
                 "the ring fits");
@@ -331,11 +344,11 @@ __device__ __forceinline__ void consumers_sync() {
 
 // The block's units, each as body(unit, first) -> first + its slabs (`first`: the slabs of the
 // block's earlier units, which fix the stages and phases): blockIdx.x alone from a literal 0 where
-// a block takes one unit (RESIDENT 0: the compiler folds the count away), else blockIdx.x,
-// + gridDim.x, ... carrying the count.
+// a block takes one unit (RESIDENT 0 or kDeep: the compiler folds the count away), else
+// blockIdx.x, + gridDim.x, ... carrying the count.
 template <int RESIDENT, class Problem, class Body>
 __device__ __forceinline__ void walk_units(const Problem& problem, const Body& body) {
-  if constexpr (RESIDENT == 0) {
+  if constexpr (RESIDENT <= 0) {
     body(int(blockIdx.x), 0);
   } else {
     for (int unit = blockIdx.x, first = 0; unit < problem.units(); unit += gridDim.x) {
@@ -377,9 +390,9 @@ __device__ __forceinline__ void walk_units(const Problem& problem, const Body& b
 // 128 two (or RESIDENT, persistent). Each accumulator sums its products in slab order:
 // deterministic.
 template <class E, int BN, class Problem, int RESIDENT>
-__global__ void __launch_bounds__(kBlockThreads, RESIDENT > 0 ? RESIDENT
-                                                 : BN == 256  ? 1
-                                                              : 2)
+__global__ void __launch_bounds__(kBlockThreads, RESIDENT > 0                     ? RESIDENT
+                                                 : BN == 256 || RESIDENT == kDeep ? 1
+                                                                                  : 2)
     wgmma_kernel(const __grid_constant__ CUtensorMap map_a,
                  const __grid_constant__ CUtensorMap map_b,
                  const __grid_constant__ Problem problem) {
@@ -393,6 +406,7 @@ __global__ void __launch_bounds__(kBlockThreads, RESIDENT > 0 ? RESIDENT
 
   const int tid = threadIdx.x;
   if (tid == kThreads) {
+    prefetch_tensor_map(&map_a), prefetch_tensor_map(&map_b);
     for (int s = 0; s < R::STAGES; ++s) {
       mbarrier_init(full + 8 * s, 1);          // the producer's arrive; the TMA bytes complete it
       mbarrier_init(empty + 8 * s, kThreads);  // every consumer thread

@@ -89,6 +89,16 @@ int wgmma_backward_data_split_parts(const Conv2dGeometry& g, int sms);
 // 18 slabs) over a multiple of 256 columns that still give every SM a block, else 128 where
 // 128-column tiles give every SM a block, else 64.
 int wgmma_tile_columns(int64_t row_tiles, int columns, int slabs, int sms);
+// Whether an unsplit, non-persistent 16-bit launch of `units` units of `slabs` slabs at BN
+// columns runs one block an SM with a deep ring (as many stages as fit the SM: 9 at 64 columns, 7
+// at 128) rather than two with 96 KB each: where every block has an SM of its own anyway (units
+// <= sms) and its reduction is longer than the 96 KB ring (4 stages at 64 columns, 3 at 128).
+bool wgmma_deep_ring_pays(int64_t units, int slabs, int sms, int bn);
+// Whether the automatic launch of g's 16-bit forward (backward data: its first launch) takes the
+// deep ring on a GPU of `sms` SMs (no halo tiles, no split, not persistent; needs a device for
+// the halo rule).
+bool wgmma_forward_deep_ring(const Conv2dGeometry& g, int sms);
+bool wgmma_backward_data_deep_ring(const Conv2dGeometry& g, int sms);
 // The tile the forward (backward data: its one launch of phases, or else its first phase) of g
 // takes on a GPU of `sms` SMs.
 int wgmma_forward_tile_columns(const Conv2dGeometry& g, int sms);

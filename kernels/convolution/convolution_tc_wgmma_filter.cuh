@@ -195,45 +195,108 @@ struct FilterProblem {
       }
     }
     wg::cluster_sync();
+    const uint32_t tile_at = uint32_t(__cvta_generic_to_shared(tile));
+    switch (cluster) {  // the cluster's size as a constant: its loads unrolled (add_cluster)
+      case 1:
+        add_cluster<1>(w, tile_at);
+        break;
+      case 2:
+        add_cluster<2>(w, tile_at);
+        break;
+      case 3:
+        add_cluster<3>(w, tile_at);
+        break;
+      case 4:
+        add_cluster<4>(w, tile_at);
+        break;
+      case 5:
+        add_cluster<5>(w, tile_at);
+        break;
+      case 6:
+        add_cluster<6>(w, tile_at);
+        break;
+      case 7:
+        add_cluster<7>(w, tile_at);
+        break;
+      default:
+        add_cluster<8>(w, tile_at);
+        break;
+    }
+    wg::cluster_sync();
+  }
+
+  // This block's share of the parked tiles' 16-byte chunks (chunks rank * 256 + t, + 256 * CL,
+  // ...), each the sum of the CL blocks' chunks in rank order, into dw (+=, groups 1) or the
+  // group's partial. kBatch chunks at a time with every load in flight together (dw's old values,
+  // then kBatch x CL cluster loads: about eight 16-byte ones): one chunk at a time, each waiting on
+  // its loads before the next's, the epilogue of a 128 x 128 tile took microseconds.
+  template <int CL>
+  __device__ void add_cluster(const Where& w, uint32_t tile_at) const {
+    constexpr int kLoads = kF32 ? 4 : 8;  // f32's 64-column kernel spilled at 8
+    constexpr int kBatch = CL >= kLoads ? 1 : kLoads / CL;
+    const int t = threadIdx.x;
     const int outer = rows_are_dy ? kBM : BN, inner = rows_are_dy ? BN : kBM;
     const int pitch = rows_are_dy ? kPitchDy : kPitchX, chunks = outer * inner / 4;
     const int K = rows_are_dy ? I : J, C = rows_are_dy ? J : I;
-    const uint32_t rank = wg::cluster_rank();
-    const uint32_t tile_at = uint32_t(__cvta_generic_to_shared(tile));
-    float* out = groups == 1 ? dw : partial + int64_t(w.group) * K * taps * C;
-    for (int e = int(rank) * wg::kThreads + t; e < chunks; e += wg::kThreads * cluster) {
-      const int o = e / (inner / 4), n = e % (inner / 4) * 4;
-      int k, c, tap = w.tap;
-      if (rows_are_dy) {
-        k = w.i0 + o, c = w.j0 + n;
-      } else if (paired) {
-        k = w.j0 + o, c = n % 64, tap += n / 64;
-      } else {
-        k = w.j0 + o, c = w.i0 + n;
-      }
-      if (k >= K || c >= C || tap >= taps) continue;  // C is a multiple of 8: c + 3 < C too
-      const uint32_t at = tile_at + uint32_t(o * pitch + n) * 4;
-      float4 sum = wg::load_cluster_f4(wg::cluster_address(at, 0));
-      for (int q = 1; q < cluster; ++q) {
-        const float4 v = wg::load_cluster_f4(wg::cluster_address(at, uint32_t(q)));
-        sum.x += v.x, sum.y += v.y, sum.z += v.z, sum.w += v.w;
-      }
-      float* dst = out + (int64_t(k) * taps + tap) * C + c;
-      if (groups > 1) {  // the group's partial, written
-        if (vector) {
-          *reinterpret_cast<float4*>(dst) = sum;
+    const bool accumulate = groups == 1;  // dw += the cluster's sum; else the group's partial
+    float* out = accumulate ? dw : partial + int64_t(w.group) * K * taps * C;
+    constexpr int kStep = wg::kThreads * CL;
+    for (int e0 = int(wg::cluster_rank()) * wg::kThreads + t; e0 < chunks; e0 += kBatch * kStep) {
+      float* dst[kBatch];
+      uint32_t at[kBatch];
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) {
+        const int e = e0 + b * kStep;
+        const int o = e / (inner / 4), n = e % (inner / 4) * 4;
+        int k, c, tap = w.tap;
+        if (rows_are_dy) {
+          k = w.i0 + o, c = w.j0 + n;
+        } else if (paired) {
+          k = w.j0 + o, c = n % 64, tap += n / 64;
         } else {
-          dst[0] = sum.x, dst[1] = sum.y, dst[2] = sum.z, dst[3] = sum.w;
+          k = w.j0 + o, c = w.i0 + n;
         }
-      } else if (vector) {  // dw += the cluster's sum
-        float4 d = *reinterpret_cast<float4*>(dst);
-        d.x += sum.x, d.y += sum.y, d.z += sum.z, d.w += sum.w;
-        *reinterpret_cast<float4*>(dst) = d;
-      } else {
-        dst[0] += sum.x, dst[1] += sum.y, dst[2] += sum.z, dst[3] += sum.w;
+        // C is a multiple of 8: c + 3 < C too.
+        const bool inside = e < chunks && k < K && c < C && tap < taps;
+        dst[b] = inside ? out + (int64_t(k) * taps + tap) * C + c : nullptr;
+        at[b] = tile_at + uint32_t(o * pitch + n) * 4;
+      }
+      float4 old[kBatch], part[kBatch][CL];
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) {
+        old[b] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        if (accumulate && dst[b] != nullptr) {
+          old[b] = vector ? *reinterpret_cast<const float4*>(dst[b])
+                          : make_float4(dst[b][0], dst[b][1], dst[b][2], dst[b][3]);
+        }
+      }
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) {
+#pragma unroll
+        for (int q = 0; q < CL; ++q) {
+          part[b][q] = dst[b] != nullptr
+                           ? wg::load_cluster_f4(wg::cluster_address(at[b], uint32_t(q)))
+                           : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        }
+      }
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) {
+        if (dst[b] == nullptr) continue;
+        float4 sum = part[b][0];
+#pragma unroll
+        for (int q = 1; q < CL; ++q) {
+          sum.x += part[b][q].x, sum.y += part[b][q].y, sum.z += part[b][q].z,
+              sum.w += part[b][q].w;
+        }
+        const float4 d =
+            make_float4(old[b].x + sum.x, old[b].y + sum.y, old[b].z + sum.z, old[b].w + sum.w);
+        if (vector) {
+          *reinterpret_cast<float4*>(dst[b]) = d;
+        } else {
+          dst[b][0] = d.x, dst[b][1] = d.y, dst[b][2] = d.z, dst[b][3] = d.w;
+        }
       }
     }
-    wg::cluster_sync();
   }
 };
 

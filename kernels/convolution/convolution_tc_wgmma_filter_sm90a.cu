@@ -80,7 +80,14 @@ using wg::kBM;
 // Two blocks an SM on an H100 or H200 (132 SMs; f32: one, kTf32Blocks); clusters of at most 8
 // (the portable size).
 constexpr int kTargetBlocks = 264, kTf32Blocks = 132;
-constexpr int kMinPositionsPerSlice = 512;
+// A slice holds at least 512 positions (8 16-bit slabs), or 256 where a 16-bit reduction is at
+// most 2,048 positions (32 slabs: 7 x 7 images at batch 16 to 32). H200, 2026-11-29 (session 27,
+// call 4), `crema bench conv-tc --math bf16`, ms at 512 / 256, batch 16, 1x1s at 7 x 7 (13 slabs):
+// 832 -> 256 0.0116 / 0.0094, 672 -> 192 0.0112 / 0.0092, 320 -> 1280 0.0120 / 0.0099; 5x5 48 ->
+// 128 0.0098 / 0.0077; but 512 -> 128 at 28 x 28 (196 slabs) 0.0165 / 0.0184; at 14 x 14 (49
+// slabs) alike.
+constexpr int kMinPositionsPerSlice = 512, kMinPositionsPerShortSlice = 256;
+constexpr int64_t kShortPositions = 2048;
 constexpr int kMaxCluster = 8;
 
 // The cut's cost model, in microseconds (H200 estimates, not tuned per shape): a slab of a
@@ -199,7 +206,9 @@ FilterPlan filter_plan(const Conv2dGeometry& g, bool f32) {
   const int positions = f32 ? 32 : 64;
   const int64_t slabs = (NPQ + positions - 1) / positions;
   f.slabs = int(slabs);
-  const int64_t per_slice = kMinPositionsPerSlice / positions;
+  const bool short_16bit = !f32 && NPQ <= kShortPositions;  // tf32's not measured
+  const int64_t per_slice =
+      (short_16bit ? kMinPositionsPerShortSlice : kMinPositionsPerSlice) / positions;
   const int64_t most = std::clamp<int64_t>((slabs + per_slice - 1) / per_slice, 1, 65535);
   // Paired taps take clusters of one block (groups only): in clusters of 4 the 64@56 3x3 took
   // 0.0972 ms at batch 128 and 0.0569 at 64 against 0.0851 and 0.0503 unclustered (H200,

@@ -106,6 +106,7 @@ __global__ void __launch_bounds__(kTf32Threads, 1)
 
   const int tid = threadIdx.x;
   if (tid == 0) {
+    wg::prefetch_tensor_map(&map_r), wg::prefetch_tensor_map(&map_s);
     for (int s = 0; s < RS; ++s) {
       wg::mbarrier_init(raw_full(s), 1);
       wg::mbarrier_init(raw_empty(s), kTransposers);

@@ -159,6 +159,7 @@ __global__ void __launch_bounds__(kBlockThreads, PER_SM)
 
   const int tid = threadIdx.x;
   if (tid == kThreads) {
+    prefetch_tensor_map(&map_a), prefetch_tensor_map(&map_b);
     for (int s = 0; s < halo.stages; ++s) {
       mbarrier_init(full + 8 * s, 1);
       mbarrier_init(empty + 8 * s, kThreads);

@@ -108,7 +108,8 @@ int halo_tile_columns(const Rows& rows, int columns, WgmmaLaunch how) {
 
 }  // namespace plan
 
-using plan::split_at, plan::halo_fits_rows, plan::halo_wanted, plan::halo_tile_columns;
+using plan::split_at, plan::halo_fits_rows, plan::halo_wanted, plan::halo_tile_columns,
+    plan::persistent_pays;
 using wg::Rows, wg::DataPhase, wg::DataGemms, wg::one_by_one, wg::channels_fit, wg::rows_fill_tiles,
     wg::forward_rows, wg::data_phase, wg::data_gemms, wg::kBM, wg::kRowBytes, wg::kSlab;
 
@@ -195,6 +196,50 @@ int wgmma_forward_stats_rows(const Conv2dGeometry& g, WgmmaLaunch how) {
 
 bool wgmma_backward_data_reads_w(const Conv2dGeometry& g) {
   return one_by_one(g) || (g.stride_h == 1 && g.stride_w == 1);
+}
+
+// A lone block's ring refills a stage one load's latency after the stage's slab was multiplied:
+// at 4 stages (BN 64) a block an SM waits on memory for each stage past the fourth; a deep ring
+// (Ring<BN, kDeep>) holds every slab of a 9-slab reduction at once. H200, 2026-11-29 (session 27,
+// call 4), `crema bench conv-tc --math bf16`, ms two blocks' rings / deep, batch 16, the 1x1s:
+// 1024 -> 256 at 14 x 14 forward (100 blocks, 16 slabs) 0.0106 / 0.0102, 480 -> 192 0.0076 /
+// 0.0072, 576 -> 96 0.0079 / 0.0073, 256 -> 1024 data (16 slabs) 0.0109 / 0.0104; 832 -> 256 at
+// 7 x 7 (28 blocks, 13 slabs) 0.0088 both.
+bool wgmma_deep_ring_pays(int64_t units, int slabs, int sms, int bn) {
+  if (bn == 256) return false;
+  const int stages = bn == 64 ? wg::Ring<64>::STAGES : wg::Ring<128>::STAGES;
+  return units <= sms && slabs > stages;
+}
+
+// Whether the automatic launch of g's forward (a 1x1 or the ring kernel's taps; backward data:
+// its first launch) runs a deep ring on `sms` SMs, as run() decides: no halo tiles, an unsplit
+// tile of 64 or 128 columns, not persistent, deep_ring_pays.
+namespace {
+bool deep_ring_of(const Rows& rows, int phases, int slabs, int shortest, int columns, int sms,
+                  bool forward) {
+  const int bn = wgmma_tile_columns(int64_t(rows.tiles) * phases, columns, shortest, sms);
+  if (bn == 256 || split_at(rows, phases, slabs, columns, bn).parts > 1) return false;
+  const int64_t units = int64_t(rows.tiles) * ((columns + bn - 1) / bn) * phases;
+  return !persistent_pays(units, slabs, sms, bn, forward, WgmmaLaunch::automatic) &&
+         wgmma_deep_ring_pays(units, slabs, sms, bn);
+}
+}  // namespace
+
+bool wgmma_forward_deep_ring(const Conv2dGeometry& g, int sms) {
+  if (!wgmma_forward_fits(g) || wgmma_forward_takes_halo(g, WgmmaLaunch::automatic)) return false;
+  const Rows rows = forward_rows(g, kSlab);
+  return deep_ring_of(rows, 1, rows.slabs(), rows.slabs(), int(g.K), sms, true);
+}
+
+bool wgmma_backward_data_deep_ring(const Conv2dGeometry& g, int sms) {
+  if (!wgmma_backward_data_fits(g) || wgmma_backward_data_takes_halo(g, WgmmaLaunch::automatic)) {
+    return false;
+  }
+  const DataGemms d = data_gemms(g, kSlab);
+  const int phases = d.together ? int(d.rows.size()) : 1;
+  const int slabs = d.together ? d.slabs : d.rows[0].slabs();
+  const int shortest = d.together ? d.shortest : d.rows[0].slabs();
+  return deep_ring_of(d.rows[0], phases, slabs, shortest, int(g.C), sms, false);
 }
 
 // The parts of the ring kernel's split on `sms` SMs (run in convolution_tc_wgmma_sm90a.cu: the

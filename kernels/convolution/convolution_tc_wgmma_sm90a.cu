@@ -119,15 +119,21 @@ void run(const CUtensorMap& map_a, const void* b, wg::MapType type, const Rows (
       wg::launch<E, BN>(map_a, map_b, problem, units, stream, what, split.parts);
       return;
     }
-    bool persistent = false;
     if constexpr (BN < 256) {  // two 256-column blocks do not fit an SM
-      persistent = persistent_pays(units, split.slabs_per_part, sms, BN, !Out::kData, how);
-      if (persistent) {
+      if (persistent_pays(units, split.slabs_per_part, sms, BN, !Out::kData, how)) {
         wg::launch<E, BN, Problem, 2>(map_a, map_b, problem, std::min<int64_t>(units, 2 * sms),
                                       stream, what);
+        return;
+      }
+      // 16-bit only: tf32's deep ring is not measured.
+      if constexpr (!std::is_same_v<E, float>) {
+        if (wgmma_deep_ring_pays(units, slabs, sms, BN)) {
+          wg::launch<E, BN, Problem, wg::kDeep>(map_a, map_b, problem, units, stream, what);
+          return;
+        }
       }
     }
-    if (!persistent) wg::launch<E, BN>(map_a, map_b, problem, units, stream, what);
+    wg::launch<E, BN>(map_a, map_b, problem, units, stream, what);
   };
   const int bn = how == WgmmaLaunch::wide && columns > 128
                      ? 256

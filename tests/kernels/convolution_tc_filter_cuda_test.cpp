@@ -23,6 +23,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -260,6 +261,38 @@ TEST(ConvolutionTcFilterCuda, WgmmaSlicesSummedInClusters) {
   const Conv2dGeometry one{2, 128, 14, 14, 256, 3, 3, 1, 1};
   EXPECT_EQ(cuda::tc::wgmma_backward_filter_workspace(one), size_t(0));
   check_filter(ctx, one, TcType::bf16, make_case(one, TcType::bf16, 9), TcKernels::wgmma, 0, 0, 4);
+}
+
+// The cluster sums at each cluster size the cut takes on this device (add_cluster is unrolled for
+// each, its loads in flight together): 1x1s and 3x3s whose reductions cheapest_cut spreads over
+// clusters of 1 to 8 blocks (sizes from the cut's model with an H200's slots; the driver's own
+// slots may move some by one), one with groups of clusters, each against the double reference with
+// dw's old values kept (+=).
+TEST(ConvolutionTcFilterCuda, WgmmaEveryClusterSize) {
+  CREMA_REQUIRE_CUDA();
+  if (!hopper()) GTEST_SKIP() << "the wgmma kernels need compute capability 9.0";
+  Context ctx(Device::cuda(0));
+  const Conv2dGeometry geometries[] = {
+      {1, 128, 14, 14, 256, 3, 3, 1, 1}, {1, 128, 20, 20, 128, 1, 1},
+      {3, 256, 16, 16, 512, 1, 1},       {2, 128, 20, 20, 128, 1, 1},
+      {3, 128, 20, 20, 128, 1, 1},       {6, 256, 16, 16, 512, 1, 1},
+      {2, 96, 40, 40, 128, 3, 3, 1, 1},  {2, 128, 32, 32, 128, 3, 3, 1, 1},
+      {8, 96, 40, 40, 128, 3, 3, 1, 1},
+  };
+  std::set<int> sizes;
+  std::string seen;
+  uint64_t seed = 900;
+  for (const Conv2dGeometry& g : geometries) {
+    ASSERT_TRUE(cuda::conv2d_tc_backward_filter_uses_wgmma(g, TcKernels::wgmma)) << describe(g);
+    const int cluster = cuda::tc::wgmma_backward_filter_cluster(g);
+    sizes.insert(cluster);
+    seen += " " + describe(g) + ": " + std::to_string(cluster) +
+            (cuda::tc::wgmma_backward_filter_workspace(g) > 0 ? " (groups)" : "") + ";";
+    for (TcType type : kTypes) {
+      check_filter(ctx, g, type, make_case(g, type, seed += 7), TcKernels::wgmma);
+    }
+  }
+  EXPECT_GE(sizes.size(), size_t(4)) << "cluster sizes:" << seen;
 }
 
 TEST(ConvolutionTcFilterCuda, StemOnChannelsPaddedToEight) {

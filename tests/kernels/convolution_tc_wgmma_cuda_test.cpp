@@ -109,6 +109,40 @@ TEST(ConvolutionTcCuda, TileColumns) {
   EXPECT_EQ(cuda::tc::wgmma_forward_split_parts(Conv2dGeometry{1, 64, 9, 11, 64, 1, 1}, 132), 1);
 }
 
+// The deep ring (one block an SM, Ring<BN, kDeep>: 9 stages at 64 columns, 7 at 128; `best` and
+// TcKernels::wgmma take it for unsplit, non-persistent launches of at most a block an SM whose
+// reductions are longer than the 96 KB ring): a 1x1 forward of 8 slabs at 64 columns (16 blocks),
+// a 1x1 backward data of 10 slabs, a 1x1 forward at 128 columns on exactly 132 blocks, and a
+// stride-2 3x3 forward (9 slabs, two 7 x 7 output images a tile); the rule itself. The whole
+// epilogue and the repeats through check_passes.
+TEST(ConvolutionTcCuda, DeepRing) {
+  EXPECT_TRUE(cuda::tc::wgmma_deep_ring_pays(100, 16, 132, 64));
+  EXPECT_FALSE(cuda::tc::wgmma_deep_ring_pays(100, 4, 132, 64));   // the 4-stage ring holds it
+  EXPECT_TRUE(cuda::tc::wgmma_deep_ring_pays(100, 4, 132, 128));   // 3 stages at 128
+  EXPECT_FALSE(cuda::tc::wgmma_deep_ring_pays(140, 16, 132, 64));  // two blocks on some SMs
+  EXPECT_FALSE(cuda::tc::wgmma_deep_ring_pays(10, 40, 132, 256));
+  CREMA_REQUIRE_CUDA();
+  if (!hopper()) GTEST_SKIP() << "the wgmma kernels need compute capability 9.0";
+  Context ctx(Device::cuda(0));
+  const std::vector<Conv2dGeometry> geometries = {
+      // N C  H   W  K  R  S  pad_h pad_w stride_h stride_w
+      {2, 512, 14, 14, 256, 1, 1},             // forward: 16 blocks of 64 columns, 8 slabs
+      {2, 256, 14, 14, 640, 1, 1},             // data: 16 blocks, 10 slabs
+      {2, 256, 64, 66, 256, 1, 1},             // forward: 132 blocks of 128 columns, 4 slabs
+      {2, 64, 14, 14, 128, 3, 3, 1, 1, 2, 2},  // forward: 2 blocks, 9 taps of one slab
+  };
+  EXPECT_TRUE(cuda::tc::wgmma_forward_deep_ring(geometries[0], 132));
+  EXPECT_FALSE(cuda::tc::wgmma_backward_data_deep_ring(geometries[0], 132));  // 4 slabs
+  EXPECT_TRUE(cuda::tc::wgmma_backward_data_deep_ring(geometries[1], 132));
+  EXPECT_TRUE(cuda::tc::wgmma_forward_deep_ring(geometries[2], 132));
+  EXPECT_EQ(cuda::tc::wgmma_forward_tile_columns(geometries[2], 132), 128);
+  EXPECT_TRUE(cuda::tc::wgmma_forward_deep_ring(geometries[3], 132));
+  for (const Conv2dGeometry& g : geometries) {
+    EXPECT_TRUE(cuda::conv2d_tc_forward_uses_wgmma(g, cuda::TcKernels::wgmma)) << describe(g);
+  }
+  check_each(ctx, geometries, 3100, cuda::TcKernels::wgmma);
+}
+
 // Halo tiles (TcKernels::wgmma_halo: a stride-1 filter with taps, its input read once a channel
 // slab, each tap's A the halo's rows from a shifted start; convolution_tc_wgmma_halo.cuh),
 // forward and data, each checked to take them on an H100 or H200: rows of 18 padded to a 7-row
