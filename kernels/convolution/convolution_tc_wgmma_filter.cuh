@@ -196,33 +196,17 @@ struct FilterProblem {
     }
     wg::cluster_sync();
     const uint32_t tile_at = uint32_t(__cvta_generic_to_shared(tile));
-    switch (cluster) {  // the cluster's size as a constant: its loads unrolled (add_cluster)
-      case 1:
-        add_cluster<1>(w, tile_at);
-        break;
-      case 2:
-        add_cluster<2>(w, tile_at);
-        break;
-      case 3:
-        add_cluster<3>(w, tile_at);
-        break;
-      case 4:
-        add_cluster<4>(w, tile_at);
-        break;
-      case 5:
-        add_cluster<5>(w, tile_at);
-        break;
-      case 6:
-        add_cluster<6>(w, tile_at);
-        break;
-      case 7:
-        add_cluster<7>(w, tile_at);
-        break;
-      default:
-        add_cluster<8>(w, tile_at);
-        break;
-    }
+    add_cluster_of(cluster, w, tile_at);
     wg::cluster_sync();
+  }
+
+  // add_cluster<size> (size 1 to 8): the cluster's size as a constant, its loads unrolled.
+  template <int CL = 1>
+  __device__ void add_cluster_of(int size, const Where& w, uint32_t tile_at) const {
+    if constexpr (CL < 8) {
+      if (size > CL) return add_cluster_of<CL + 1>(size, w, tile_at);
+    }
+    add_cluster<CL>(w, tile_at);
   }
 
   // This block's share of the parked tiles' 16-byte chunks (chunks rank * 256 + t, + 256 * CL,

@@ -211,10 +211,10 @@ bool wgmma_deep_ring_pays(int64_t units, int slabs, int sms, int bn) {
   return units <= sms && slabs > stages;
 }
 
+namespace {
 // Whether the automatic launch of g's forward (a 1x1 or the ring kernel's taps; backward data:
 // its first launch) runs a deep ring on `sms` SMs, as run() decides: no halo tiles, an unsplit
 // tile of 64 or 128 columns, not persistent, deep_ring_pays.
-namespace {
 bool deep_ring_of(const Rows& rows, int phases, int slabs, int shortest, int columns, int sms,
                   bool forward) {
   const int bn = wgmma_tile_columns(int64_t(rows.tiles) * phases, columns, shortest, sms);
