@@ -5,7 +5,8 @@
 // --math bf16 keeps the bf16 rows (default: bf16 and fp16). The version column names the kernels
 // that ran: tc_bf16 (mma.sync) and, where the geometry fits them on an H100 or H200, a second row
 // tc_bf16_wgmma (the wgmma + TMA ring kernel) and, for stride-1 filters with taps, a third
-// tc_bf16_wgmma_halo (halo tiles), and for backward data with few channels tc_bf16_col2im
+// tc_bf16_wgmma_halo (halo tiles), for stride-1 1x1s of short reductions a fourth
+// tc_bf16_wgmma_stream (streaming tiles), and for backward data with few channels tc_bf16_col2im
 // (one GEMM and a gather: convolution_col2im_nhwc.h) and tc_bf16_direct (the direct kernel:
 // convolution_few_channels_nhwc.h), and for groups of 4, 8 or 16 channels tc_bf16_grouped (the
 // direct grouped kernels: convolution_grouped_nhwc.h); '*' marks the family production picks
@@ -235,6 +236,13 @@ bool uses_halo(const Conv2dGeometry& g, ConvPass pass, cuda::TcKernels kernels, 
              : false;
 }
 
+bool uses_stream(const Conv2dGeometry& g, ConvPass pass, cuda::TcKernels kernels, bool f32) {
+  return pass == ConvPass::forward ? cuda::conv2d_tc_forward_uses_stream(g, kernels, f32)
+         : pass == ConvPass::backward_data
+             ? cuda::conv2d_tc_backward_data_uses_stream(g, kernels, f32)
+             : false;
+}
+
 bool uses_wgmma(const Conv2dGeometry& g, ConvPass pass, cuda::TcKernels kernels, bool f32) {
   if (f32) {
     const cuda::GemmMath tf32 = cuda::GemmMath::tf32;
@@ -286,6 +294,7 @@ const char* family_suffix(const Conv2dGeometry& g, ConvPass pass, cuda::TcKernel
          : uses_direct(g, pass, k, t)     ? "_direct"
          : uses_col2im(g, pass, k, t)     ? "_col2im"
          : uses_halo(g, pass, k, t.f32)   ? "_wgmma_halo"
+         : uses_stream(g, pass, k, t.f32) ? "_wgmma_stream"
          : uses_wgmma(g, pass, k, t.f32)  ? "_wgmma"
                                           : "";
 }
@@ -466,6 +475,9 @@ int bench_conv_tc(Context& ctx, const Options& options, std::ostream& out) {
         }
         if (uses_halo(shape.g, pass, cuda::TcKernels::wgmma_halo, kind.f32)) {
           row(cuda::TcKernels::wgmma_halo);
+        }
+        if (uses_stream(shape.g, pass, cuda::TcKernels::wgmma_stream, kind.f32)) {
+          row(cuda::TcKernels::wgmma_stream);
         }
         if (uses_col2im(shape.g, pass, cuda::TcKernels::col2im, kind)) {
           row(cuda::TcKernels::col2im);

@@ -88,6 +88,9 @@ struct TcEpilogue {
 // stride-1 filters with taps on halo tiles (each input pixel read once a channel slab, not once
 // a tap: convolution_tc_wgmma_halo.cuh) wherever they fit (`best`: where they fit and the ring
 // kernel would not split the reduction; f32 tensors, never split: wherever they fit).
+// wgmma_stream: the forward and backward data of stride-1 1x1s of short reductions on streaming
+// tiles (one block an SM, the filter resident, the outputs stored by the TMA:
+// convolution_tc_wgmma_stream.cuh) wherever they fit (`best`: where they fill the SMs).
 enum class TcKernels {
   best,
   mma_sync,
@@ -99,13 +102,14 @@ enum class TcKernels {
   direct,
   direct_mma,
   stem_mma,
-  grouped
+  grouped,
+  wgmma_stream
 };
 // Whether `kernels` lets a pass take the wgmma kernels (best, or forced).
 inline bool wgmma_allowed(TcKernels kernels) {
   return kernels == TcKernels::best || kernels == TcKernels::wgmma ||
          kernels == TcKernels::wgmma_wide || kernels == TcKernels::wgmma_persistent ||
-         kernels == TcKernels::wgmma_halo;
+         kernels == TcKernels::wgmma_halo || kernels == TcKernels::wgmma_stream;
 }
 
 // The forward's workspace with fused channel statistics (without them it takes none).
@@ -138,6 +142,11 @@ bool conv2d_tc_backward_filter_uses_wgmma(const Conv2dGeometry& g,
 bool conv2d_tc_forward_uses_halo(const Conv2dGeometry& g, TcKernels kernels, bool f32 = false);
 bool conv2d_tc_backward_data_uses_halo(const Conv2dGeometry& g, TcKernels kernels,
                                        bool f32 = false);
+// Whether the forward (without residual or channel statistics) or backward data of g runs on the
+// wgmma kernels' streaming tiles on the current device; f32: f32 tensors in tf32 math.
+bool conv2d_tc_forward_uses_stream(const Conv2dGeometry& g, TcKernels kernels, bool f32 = false);
+bool conv2d_tc_backward_data_uses_stream(const Conv2dGeometry& g, TcKernels kernels,
+                                         bool f32 = false);
 // Whether backward data of g on `type` tensors runs the col2im kernels on the current device
 // (given dy 16-byte aligned).
 bool conv2d_tc_backward_data_uses_col2im(const Conv2dGeometry& g, TcType type,

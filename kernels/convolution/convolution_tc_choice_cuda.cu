@@ -62,6 +62,19 @@ bool conv2d_tc_backward_data_uses_halo(const Conv2dGeometry& g, TcKernels kernel
   return wgmma && tc::wgmma_backward_data_takes_halo(g, tc::wgmma_launch(kernels), f32 ? 4 : 8);
 }
 
+bool conv2d_tc_forward_uses_stream(const Conv2dGeometry& g, TcKernels kernels, bool f32) {
+  const bool wgmma = f32 ? conv2d_forward_nhwc_uses_wgmma(g, GemmMath::tf32, kernels)
+                         : conv2d_tc_forward_uses_wgmma(g, kernels);
+  return wgmma &&
+         tc::wgmma_forward_takes_stream(g, tc::wgmma_launch(kernels), false, f32 ? 4 : 8);
+}
+
+bool conv2d_tc_backward_data_uses_stream(const Conv2dGeometry& g, TcKernels kernels, bool f32) {
+  const bool wgmma = f32 ? conv2d_backward_data_nhwc_uses_wgmma(g, GemmMath::tf32, kernels)
+                         : conv2d_tc_backward_data_uses_wgmma(g, kernels);
+  return wgmma && tc::wgmma_backward_data_takes_stream(g, tc::wgmma_launch(kernels), f32 ? 4 : 8);
+}
+
 // bf16 only: cuda::gemm_bf16 is the one 16-bit GEMM on 16-bit operands (wgmma, sm_90).
 // `best` takes col2im for filters of 25 taps and more only: on 3x3 stems the implicit GEMM wins
 // (H200, 2026-11-27, session 17's bf16 suite: 8,3,224,224 -> 64 3x3 col2im 0.220 ms against

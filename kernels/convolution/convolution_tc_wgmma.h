@@ -29,14 +29,16 @@ bool wgmma_backward_data_fits(const Conv2dGeometry& g, int channel_multiple = 8)
 // rules pick (automatic: TcKernels::best), or forced (the benchmark's rows, and the tests reach
 // the rarer launches on small shapes): the ring kernel alone, never halo tiles (ring:
 // TcKernels::wgmma), the 256-column tile wherever the GEMM has more than 128 columns
-// (TcKernels::wgmma_wide), persistent blocks (TcKernels::wgmma_persistent), or halo tiles
-// wherever they fit (TcKernels::wgmma_halo; wgmma_*_halo_fits).
-enum class WgmmaLaunch { automatic, ring, wide, persistent, halo };
+// (TcKernels::wgmma_wide), persistent blocks (TcKernels::wgmma_persistent), halo tiles
+// wherever they fit (TcKernels::wgmma_halo; wgmma_*_halo_fits), or streaming tiles wherever they
+// fit (TcKernels::wgmma_stream; wgmma_*_takes_stream; elsewhere the ring kernel as `ring`).
+enum class WgmmaLaunch { automatic, ring, wide, persistent, halo, stream };
 inline WgmmaLaunch wgmma_launch(TcKernels kernels) {
   return kernels == TcKernels::wgmma              ? WgmmaLaunch::ring
          : kernels == TcKernels::wgmma_wide       ? WgmmaLaunch::wide
          : kernels == TcKernels::wgmma_persistent ? WgmmaLaunch::persistent
          : kernels == TcKernels::wgmma_halo       ? WgmmaLaunch::halo
+         : kernels == TcKernels::wgmma_stream     ? WgmmaLaunch::stream
                                                   : WgmmaLaunch::automatic;
 }
 
@@ -51,6 +53,14 @@ bool wgmma_backward_data_halo_fits(const Conv2dGeometry& g, int channel_multiple
 bool wgmma_forward_takes_halo(const Conv2dGeometry& g, WgmmaLaunch how, int channel_multiple = 8);
 bool wgmma_backward_data_takes_halo(const Conv2dGeometry& g, WgmmaLaunch how,
                                     int channel_multiple = 8);
+// Whether the forward (backward data) of g runs on streaming tiles (convolution_tc_wgmma_stream.cuh:
+// a stride-1 1x1 of at most 2 slabs -- 128 16-bit channels, 64 f32 ones -- onto at most 1,024
+// channels; the forward without residual or channel statistics, `fused` saying whether they are
+// asked) with launch `how`: forced, or automatic where the tiles fill the SMs (needs a device).
+bool wgmma_forward_takes_stream(const Conv2dGeometry& g, WgmmaLaunch how, bool fused,
+                                int channel_multiple = 8);
+bool wgmma_backward_data_takes_stream(const Conv2dGeometry& g, WgmmaLaunch how,
+                                      int channel_multiple = 8);
 // The blocks an SM those halo tiles run (3 at 64 columns where they fit, else 2; 0 where the
 // launch takes no halo tiles).
 int wgmma_forward_halo_blocks(const Conv2dGeometry& g, WgmmaLaunch how, int channel_multiple = 8);

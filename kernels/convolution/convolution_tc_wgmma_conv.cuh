@@ -67,8 +67,8 @@ struct ConvProblem {
   }
   // Asks for B's BN columns of column tile `tile_n` for slab s of `r`: piece s % channel_slabs of
   // tap s / channel_slabs.
-  __device__ void load_b(const Rows& r, int s, uint32_t dst, uint32_t bar, const CUtensorMap* map_b,
-                         int tile_n) const {
+  __device__ static void load_b(const Rows& r, int s, uint32_t dst, uint32_t bar,
+                                const CUtensorMap* map_b, int tile_n) {
     load_b(r, s / r.channel_slabs, s % r.channel_slabs, dst, bar, map_b, tile_n);
   }
   // The same for tap `tap`'s channels piece * slab ..: BN rows of the flat matrix (its column
@@ -76,8 +76,8 @@ struct ConvProblem {
   // box runs into the next tap's, against A's zero-filled channels past them: they add nothing),
   // or (B_FROM_W) BN / 64 boxes of 64 channels x the piece's 64 output channels of the tap
   // (filter_map: zeros past K), one 64 x 64 box (8 KB) after the other.
-  __device__ void load_b(const Rows& r, int tap, int piece, uint32_t dst, uint32_t bar,
-                         const CUtensorMap* map_b, int tile_n) const {
+  __device__ static void load_b(const Rows& r, int tap, int piece, uint32_t dst, uint32_t bar,
+                                const CUtensorMap* map_b, int tile_n) {
     if constexpr (B_FROM_W) {
 #pragma unroll
       for (int j = 0; j < BN / 64; ++j) {

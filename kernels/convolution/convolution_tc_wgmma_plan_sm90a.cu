@@ -106,10 +106,23 @@ int halo_tile_columns(const Rows& rows, int columns, WgmmaLaunch how) {
   return wide ? 128 : 64;
 }
 
+bool stream_fits(const Rows& rows, int columns) {
+  return rows.box_p == 0 && rows.slabs() <= 2 && columns <= 4 * 256;
+}
+
+int stream_tile_columns(int columns) { return columns <= 64 ? 64 : columns <= 128 ? 128 : 256; }
+
+bool stream_wanted(const Rows& rows, int columns, WgmmaLaunch how, int sms) {
+  if (how == WgmmaLaunch::stream) return true;
+  if (how != WgmmaLaunch::automatic) return false;
+  const int bn = stream_tile_columns(columns);
+  return int64_t(rows.tiles) * ((columns + bn - 1) / bn) >= sms;
+}
+
 }  // namespace plan
 
 using plan::split_at, plan::halo_fits_rows, plan::halo_wanted, plan::halo_tile_columns,
-    plan::persistent_pays;
+    plan::persistent_pays, plan::stream_fits, plan::stream_wanted, plan::multiprocessors;
 using wg::Rows, wg::DataPhase, wg::DataGemms, wg::one_by_one, wg::channels_fit, wg::rows_fill_tiles,
     wg::forward_rows, wg::data_phase, wg::data_gemms, wg::kBM, wg::kRowBytes, wg::kSlab;
 
@@ -240,6 +253,27 @@ bool wgmma_backward_data_deep_ring(const Conv2dGeometry& g, int sms) {
   const int slabs = d.together ? d.slabs : d.rows[0].slabs();
   const int shortest = d.together ? d.shortest : d.rows[0].slabs();
   return deep_ring_of(d.rows[0], phases, slabs, shortest, int(g.C), sms, false);
+}
+
+// Forward: a stride-1 1x1 of at most 2 slabs, without residual or channel statistics (`fused`).
+bool wgmma_forward_takes_stream(const Conv2dGeometry& g, WgmmaLaunch how, bool fused,
+                                int channel_multiple) {
+  if (fused || !wgmma_forward_fits(g, channel_multiple) || !one_by_one(g) || g.stride_h != 1 ||
+      g.stride_w != 1) {
+    return false;
+  }
+  const Rows rows = forward_rows(g, slab_of(channel_multiple));
+  return stream_fits(rows, int(g.K)) && stream_wanted(rows, int(g.K), how, multiprocessors());
+}
+
+bool wgmma_backward_data_takes_stream(const Conv2dGeometry& g, WgmmaLaunch how,
+                                      int channel_multiple) {
+  if (!wgmma_backward_data_fits(g, channel_multiple) || !one_by_one(g) || g.stride_h != 1 ||
+      g.stride_w != 1) {
+    return false;
+  }
+  const Rows rows = data_gemms(g, slab_of(channel_multiple)).rows[0];
+  return stream_fits(rows, int(g.C)) && stream_wanted(rows, int(g.C), how, multiprocessors());
 }
 
 // The parts of the ring kernel's split on `sms` SMs (run in convolution_tc_wgmma_sm90a.cu: the

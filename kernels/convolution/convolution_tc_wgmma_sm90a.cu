@@ -59,12 +59,14 @@
 #include "kernels/convolution/convolution_tc_wgmma_out.cuh"
 #include "kernels/convolution/convolution_tc_wgmma_plan.cuh"
 #include "kernels/convolution/convolution_tc_wgmma_rows.cuh"
+#include "kernels/convolution/convolution_tc_wgmma_stream.cuh"
 
 namespace crema::kernels::cuda::tc {
 namespace {
 
 using plan::multiprocessors, plan::Split, plan::split_at, plan::split_into, plan::persistent_pays,
-    plan::halo_fits_rows, plan::halo_wanted, plan::halo_tile_columns;
+    plan::halo_fits_rows, plan::halo_wanted, plan::halo_tile_columns, plan::stream_fits,
+    plan::stream_wanted, plan::stream_tile_columns;
 using wg::ConvProblem;
 using wg::DataOut, wg::ForwardOut, wg::kBM, wg::kRowBytes, wg::kSlab;
 using wg::Rows, wg::DataPhase, wg::DataGemms, wg::one_by_one, wg::channels_fit, wg::rows_fill_tiles,
@@ -184,6 +186,44 @@ void run_halo(const void* a, int64_t N, int64_t height, int64_t width, int64_t a
   }
 }
 
+// Runs a flat GEMM (a stride-1 1x1) of one or two slabs on streaming tiles (stream_fits): A
+// through map_a, B from `b` (B_FROM_W: w itself), the output `out` [rows.M, columns] stored by the
+// TMA with bias (null: none) and ReLU; one block an SM, a row tile's column tiles side by side.
+template <class E, bool B_FROM_W = false>
+void run_stream(const CUtensorMap& map_a, const void* b, wg::MapType type, const Rows& rows,
+                int columns, int inner, void* out, const float* bias, bool relu,
+                gpu::Stream stream, const char* what) {
+  const int sms = multiprocessors();
+  auto go = [&](auto bn, auto slabs) {
+    constexpr int BN = decltype(bn)::value, SLABS = decltype(slabs)::value;
+    const CUtensorMap map_b = b_map<B_FROM_W>(type, b, columns, inner, rows, BN);
+    const CUtensorMap map_out = wg::matrix_map(type, out, rows.M, columns, 64);
+    const wg::StreamWork work{rows, columns, (columns + BN - 1) / BN, bias, relu};
+    const int per_column = std::max(1, std::min(rows.tiles, sms / work.column_tiles));
+    const auto kernel = wg::stream_kernel<E, BN, SLABS, B_FROM_W>;
+    constexpr int kBytes = wg::StreamRing<BN, SLABS>::SMEM_BYTES;
+    detail::set_shared_memory_limit(kernel, kBytes, what);
+    kernel<<<unsigned(per_column * work.column_tiles), wg::kBlockThreads, kBytes, stream>>>(
+        map_a, map_b, map_out, work);
+    gpu::check_launch(what);
+  };
+  auto with_slabs = [&](auto bn) {
+    if (rows.slabs() == 1) {
+      go(bn, std::integral_constant<int, 1>{});
+    } else {
+      go(bn, std::integral_constant<int, 2>{});
+    }
+  };
+  const int bn = stream_tile_columns(columns);
+  if (bn == 64) {
+    with_slabs(std::integral_constant<int, 64>{});
+  } else if (bn == 128) {
+    with_slabs(std::integral_constant<int, 128>{});
+  } else {
+    with_slabs(std::integral_constant<int, 256>{});
+  }
+}
+
 // E: Bf16, F16 or float (tf32 math), whose map type is `type`.
 template <class E, bool STATS>
 void forward_typed(const Conv2dGeometry& g, wg::MapType type, const void* x, const void* w, void* y,
@@ -202,6 +242,12 @@ void forward_typed(const Conv2dGeometry& g, wg::MapType type, const void* x, con
       halo_wanted(rows, int(g.K), how, split_allowed)) {
     run_halo<E>(x, g.N, g.H, g.W, g.C, w, type, rows, int(g.K), int(g.R * g.S * g.C), out, stream,
                 what, how);
+    return;
+  }
+  if (!STATS && ep.residual == nullptr && stream_fits(rows, int(g.K)) &&
+      stream_wanted(rows, int(g.K), how, multiprocessors())) {
+    run_stream<E>(wg::matrix_map(type, x, rows.M, g.C, kBM), w, type, rows, int(g.K), int(g.C), y,
+                  ep.bias, ep.relu, stream, what);
     return;
   }
   const CUtensorMap map_a = rows.box_p == 0 ? wg::matrix_map(type, x, rows.M, g.C, kBM)
@@ -225,9 +271,15 @@ void data_typed(const Conv2dGeometry& g, wg::MapType type, const void* dy, const
                                               : "conv2d_tc_backward_data (wgmma)";
   const DataGemms d = data_gemms(g, type.slab());
   if (d.phases.empty()) {  // a 1x1
+    const CUtensorMap map_dy = wg::matrix_map(type, dy, d.rows[0].M, K, kBM);
+    if (stride_h == 1 && stride_w == 1 && stream_fits(d.rows[0], C) &&
+        stream_wanted(d.rows[0], C, how, multiprocessors())) {
+      run_stream<E, B_FROM_W>(map_dy, b, type, d.rows[0], C, K, dx, nullptr, false, stream, what);
+      return;
+    }
     const DataOut<E> out{C, H, W, P, Q, stride_h, stride_w, 0, 0, stride_h, stride_w, dxs};
-    run<E, DataOut<E>, B_FROM_W>(wg::matrix_map(type, dy, d.rows[0].M, K, kBM), b, type, d.rows[0],
-                                 C, K, out, stream, what, how, split_allowed);
+    run<E, DataOut<E>, B_FROM_W>(map_dy, b, type, d.rows[0], C, K, out, stream, what, how,
+                                 split_allowed);
     return;
   }
   std::vector<DataOut<E>> outs;
