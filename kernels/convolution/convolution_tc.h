@@ -90,7 +90,8 @@ struct TcEpilogue {
 // kernel would not split the reduction; f32 tensors, never split: wherever they fit).
 // wgmma_stream: the forward and backward data of stride-1 1x1s of short reductions on streaming
 // tiles (one block an SM, the filter resident, the outputs stored by the TMA:
-// convolution_tc_wgmma_stream.cuh) wherever they fit (`best`: where they fill the SMs).
+// convolution_tc_wgmma_stream.cuh) wherever they fit (`best`: where they fill two thirds of the
+// SMs).
 enum class TcKernels {
   best,
   mma_sync,

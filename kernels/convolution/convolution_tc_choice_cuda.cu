@@ -38,16 +38,23 @@ bool conv2d_tc_forward_uses_wgmma(const Conv2dGeometry& g, TcKernels kernels) {
 // taps onto at most 8 channels: 8 of a tile's 64 columns (H200, 2026-11-28, `crema bench
 // conv-tc`: 32,8,56,56 -> 32 3x3 halo tiles 0.067 ms, mma.sync 0.030; 128,8,28,28 -> 16 5x5
 // 0.112 against 0.037; at 16 channels mixed: 3x3 0.027 against 0.022, 5x5 0.014 against 0.021).
+// Except where streaming tiles take the 1x1 (session 28, same benchmark, ms mma.sync / streaming
+// tiles: 16,144,56,56 -> 24 0.0284 / 0.0123, 16,32,112,112 -> 16 0.0312 / 0.0134, 16,16,112,112 ->
+// 96 0.0340 / 0.0175, 16,192,28,28 -> 32 0.0141 / 0.0064).
 namespace {
 bool wgmma_data_leaves_to_mma_sync(const Conv2dGeometry& g) {
   const bool one_by_one = g.R == 1 && g.S == 1;
-  return one_by_one ? std::min(g.C, g.K) / g.groups < 40 : g.C / g.groups <= 8;
+  if (!one_by_one) return g.C / g.groups <= 8;
+  return std::min(g.C, g.K) / g.groups < 40 &&
+         !tc::wgmma_backward_data_takes_stream(g, tc::WgmmaLaunch::automatic);
 }
 }  // namespace
 
 bool conv2d_tc_backward_data_uses_wgmma(const Conv2dGeometry& g, TcKernels kernels) {
-  if (kernels == TcKernels::best && wgmma_data_leaves_to_mma_sync(g)) return false;
-  return wgmma_allowed(kernels) && tc::wgmma_backward_data_fits(g) && detail::device_is_sm90();
+  if (!wgmma_allowed(kernels) || !tc::wgmma_backward_data_fits(g) || !detail::device_is_sm90()) {
+    return false;
+  }
+  return kernels != TcKernels::best || !wgmma_data_leaves_to_mma_sync(g);
 }
 
 bool conv2d_tc_forward_uses_halo(const Conv2dGeometry& g, TcKernels kernels, bool f32) {
@@ -65,8 +72,7 @@ bool conv2d_tc_backward_data_uses_halo(const Conv2dGeometry& g, TcKernels kernel
 bool conv2d_tc_forward_uses_stream(const Conv2dGeometry& g, TcKernels kernels, bool f32) {
   const bool wgmma = f32 ? conv2d_forward_nhwc_uses_wgmma(g, GemmMath::tf32, kernels)
                          : conv2d_tc_forward_uses_wgmma(g, kernels);
-  return wgmma &&
-         tc::wgmma_forward_takes_stream(g, tc::wgmma_launch(kernels), false, f32 ? 4 : 8);
+  return wgmma && tc::wgmma_forward_takes_stream(g, tc::wgmma_launch(kernels), false, f32 ? 4 : 8);
 }
 
 bool conv2d_tc_backward_data_uses_stream(const Conv2dGeometry& g, TcKernels kernels, bool f32) {

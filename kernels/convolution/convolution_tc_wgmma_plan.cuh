@@ -36,11 +36,12 @@ bool halo_wanted(const wg::Rows& rows, int columns, WgmmaLaunch how, bool can_sp
 int halo_tile_columns(const wg::Rows& rows, int columns, WgmmaLaunch how);
 
 // Streaming tiles (convolution_tc_wgmma_stream.cuh) over `rows` x `columns`: whether they fit (a
-// flat GEMM -- a stride-1 1x1 -- of at most 2 slabs and 1,024 columns), the columns of their
-// tile (64, 128, or 256 tiles of 256), and whether a launch `how` takes them where they fit
-// (forced, or automatic where the tiles fill the `sms` SMs).
+// flat GEMM -- a stride-1 1x1 -- of at most 4 slabs in at most 8 column tiles), the columns of
+// their tile (64; 128; 256 for reductions of at most 2 slabs: B stays in shared memory), and
+// whether a launch `how` takes them where they fit (forced, or automatic where the tiles fill
+// at least two thirds of the `sms` SMs).
 bool stream_fits(const wg::Rows& rows, int columns);
-int stream_tile_columns(int columns);
+int stream_tile_columns(int columns, int slabs);
 bool stream_wanted(const wg::Rows& rows, int columns, WgmmaLaunch how, int sms);
 
 }  // namespace crema::kernels::cuda::tc::plan

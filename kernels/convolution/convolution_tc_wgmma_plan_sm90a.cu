@@ -107,16 +107,27 @@ int halo_tile_columns(const Rows& rows, int columns, WgmmaLaunch how) {
 }
 
 bool stream_fits(const Rows& rows, int columns) {
-  return rows.box_p == 0 && rows.slabs() <= 2 && columns <= 4 * 256;
+  if (rows.box_p != 0 || rows.slabs() > 4) return false;
+  const int bn = stream_tile_columns(columns, rows.slabs());
+  return (columns + bn - 1) / bn <= 8;
 }
 
-int stream_tile_columns(int columns) { return columns <= 64 ? 64 : columns <= 128 ? 128 : 256; }
+int stream_tile_columns(int columns, int slabs) {
+  return columns <= 64 ? 64 : columns <= 128 || slabs > 2 ? 128 : 256;
+}
 
+// One block an SM walking tiles pays where the tiles keep about two thirds of the SMs busy: H200,
+// 2026-11-29 (session 28, call 3), `crema bench conv-tc --math bf16`, ms ring kernel / streaming
+// tiles (blocks): 16,144,28,28 -> 40 data 0.0086 / 0.0066 (98), 16,40,28,28 -> 240 forward
+// 0.0092 / 0.0089 (98), 16,480,14,14 -> 192 data 0.0069 / 0.0064 (100); but 16,576,14,14 -> 96
+// data 0.0064 / 0.0072 (75), 16,64,14,14 -> 384 forward 0.0054 / 0.0060 (50), 16,832,7,7 -> 256
+// data 0.0061 / 0.0063 (49). Every larger layer of at most 4 slabs gained: 256 -> 64 at 56 x 56,
+// batch 64, data 0.0594 / 0.0380, 16,256,56,56 -> 128 forward 0.0192 / 0.0143.
 bool stream_wanted(const Rows& rows, int columns, WgmmaLaunch how, int sms) {
   if (how == WgmmaLaunch::stream) return true;
   if (how != WgmmaLaunch::automatic) return false;
-  const int bn = stream_tile_columns(columns);
-  return int64_t(rows.tiles) * ((columns + bn - 1) / bn) >= sms;
+  const int bn = stream_tile_columns(columns, rows.slabs());
+  return 3 * int64_t(rows.tiles) * ((columns + bn - 1) / bn) >= 2 * int64_t(sms);
 }
 
 }  // namespace plan

@@ -186,13 +186,13 @@ void run_halo(const void* a, int64_t N, int64_t height, int64_t width, int64_t a
   }
 }
 
-// Runs a flat GEMM (a stride-1 1x1) of one or two slabs on streaming tiles (stream_fits): A
+// Runs a flat GEMM (a stride-1 1x1) of at most 4 slabs on streaming tiles (stream_fits): A
 // through map_a, B from `b` (B_FROM_W: w itself), the output `out` [rows.M, columns] stored by the
 // TMA with bias (null: none) and ReLU; one block an SM, a row tile's column tiles side by side.
 template <class E, bool B_FROM_W = false>
 void run_stream(const CUtensorMap& map_a, const void* b, wg::MapType type, const Rows& rows,
-                int columns, int inner, void* out, const float* bias, bool relu,
-                gpu::Stream stream, const char* what) {
+                int columns, int inner, void* out, const float* bias, bool relu, gpu::Stream stream,
+                const char* what) {
   const int sms = multiprocessors();
   auto go = [&](auto bn, auto slabs) {
     constexpr int BN = decltype(bn)::value, SLABS = decltype(slabs)::value;
@@ -207,14 +207,18 @@ void run_stream(const CUtensorMap& map_a, const void* b, wg::MapType type, const
         map_a, map_b, map_out, work);
     gpu::check_launch(what);
   };
+  // B's room: 1, 2 or 4 slabs (4 at BN 64 and 128 alone: stream_tile_columns).
   auto with_slabs = [&](auto bn) {
+    constexpr int BN = decltype(bn)::value;
     if (rows.slabs() == 1) {
       go(bn, std::integral_constant<int, 1>{});
-    } else {
+    } else if (BN == 256 || rows.slabs() == 2) {
       go(bn, std::integral_constant<int, 2>{});
+    } else {
+      go(bn, std::integral_constant < int, BN == 256 ? 2 : 4 > {});
     }
   };
-  const int bn = stream_tile_columns(columns);
+  const int bn = stream_tile_columns(columns, rows.slabs());
   if (bn == 64) {
     with_slabs(std::integral_constant<int, 64>{});
   } else if (bn == 128) {

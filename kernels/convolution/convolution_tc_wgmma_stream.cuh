@@ -1,5 +1,5 @@
-// Streaming tiles: the wgmma forward and backward data of a stride-1 1x1 whose reduction is one or
-// two slabs (ResNet's 64 -> 256 forward, 256 -> 64 data; MobileNet's expansions), where the
+// Streaming tiles: the wgmma forward and backward data of a stride-1 1x1 whose reduction is at
+// most 4 slabs (ResNet's 64 -> 256 forward, 256 -> 64 data; MobileNet's expansions), where the
 // output is 2-8x the input and the pass is a copy of the output's bytes with a little tensor
 // work on the way. convolution_tc_wgmma.cuh's kernel spends such a tile on fixed costs: each of
 // its units waits for its own A and B, and its epilogue's 16-byte stores hold the consumers until
@@ -7,8 +7,8 @@
 // the 61 us that 16 x ... 256 -> 64 data at 56 x 56 batch 64 took, cuDNN's whole pass 40).
 // Here one block an SM walks row tiles of one column tile:
 //   - B (the filter: the column tile's rows of every slab) is loaded once and stays;
-//   - the producer warp asks the TMA for each tile's whole A (its slabs) into a ring of up to 8
-//     stages, running ahead of the consumers by the ring;
+//   - the producer warp asks the TMA for each tile's slabs of A, a slab a stage of a ring of up to
+//     8 stages, running ahead of the consumers by the ring;
 //   - the two consumer warpgroups (64 rows each) run the tile's wgmmas, release the stage, and
 //     write their rows as 16-bit or f32 outputs (bias and ReLU applied) into boxes of 64 rows x
 //     128 bytes of columns in shared memory, 128B-swizzled as the TMA reads them, each box then
@@ -73,21 +73,21 @@ struct StreamWork {
   bool relu;
 };
 
-// The shared memory of a streaming block: B resident (SLABS slabs of BN rows), the output boxes
-// (kBoxes a warpgroup), the ring of A (a tile's SLABS slabs a stage, as many stages as fit, at
+// The shared memory of a streaming block: B resident (up to SLABS slabs of BN rows), the output
+// boxes (kBoxes a warpgroup), the ring of A (a slab of a tile a stage, as many stages as fit, at
 // most 8), the barriers, room to align the base to 1024 bytes.
 template <int BN, int SLABS>
 struct StreamRing {
   static constexpr int A_SLAB = kBM * kRowBytes, B_SLAB = BN * kRowBytes;
-  static constexpr int A_BYTES = SLABS * A_SLAB, B_BYTES = SLABS * B_SLAB;
+  static constexpr int B_BYTES = SLABS * B_SLAB;
   static constexpr int BOX_BYTES = 64 * kRowBytes, kBoxes = 4;
   static constexpr int OUT_BYTES = 2 * kBoxes * BOX_BYTES;
-  static constexpr int FIT = (kMaxSharedBytes - 1024 - B_BYTES - OUT_BYTES - 256) / A_BYTES;
+  static constexpr int FIT = (kMaxSharedBytes - 1024 - B_BYTES - OUT_BYTES - 256) / A_SLAB;
   static constexpr int STAGES = FIT < 8 ? FIT : 8;
   static constexpr int OUT_OFFSET = B_BYTES, RING_OFFSET = B_BYTES + OUT_BYTES,
-                       BARRIER_OFFSET = RING_OFFSET + STAGES * A_BYTES;
+                       BARRIER_OFFSET = RING_OFFSET + STAGES * A_SLAB;
   static constexpr int SMEM_BYTES = BARRIER_OFFSET + (2 * STAGES + 1) * 8 + 1024;
-  static_assert(STAGES >= 2 && SMEM_BYTES <= kMaxSharedBytes, "the streaming ring fits");
+  static_assert(STAGES >= 4 && SMEM_BYTES <= kMaxSharedBytes, "the streaming ring fits");
 };
 
 // Warpgroup `consumer`'s 64 rows x BN columns of row tile `tile_m`, column tile `tile_n`, out
@@ -99,8 +99,7 @@ struct StreamRing {
 template <class E, int BN, int SLABS>
 __device__ __forceinline__ void stream_store(const CUtensorMap* map_out, const StreamWork& work,
                                              int tile_m, int tile_n, int consumer,
-                                             float (&acc)[BN / 2], uint32_t out_base,
-                                             int& boxes) {
+                                             float (&acc)[BN / 2], uint32_t out_base, int& boxes) {
   using R = StreamRing<BN, SLABS>;
   constexpr bool kF32 = std::is_same_v<E, float>;
   constexpr int kColumnsPerBox = kRowBytes / (kF32 ? 4 : 2), kJPerBox = kColumnsPerBox / 8;
@@ -139,8 +138,7 @@ __device__ __forceinline__ void stream_store(const CUtensorMap* map_out, const S
       } else {
         const uint32_t at = box + row + 16 * (uint32_t(j) ^ swizzle) + 4 * uint32_t(lane % 4);
         asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(at), "r"(E::pack(v[0], v[1])) : "memory");
-        asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(at + 8 * kRowBytes),
-                     "r"(E::pack(v[2], v[3]))
+        asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(at + 8 * kRowBytes), "r"(E::pack(v[2], v[3]))
                      : "memory");
       }
     }
@@ -154,10 +152,12 @@ __device__ __forceinline__ void stream_store(const CUtensorMap* map_out, const S
 }
 
 // The streaming kernel: one block an SM (288 threads: two consumer warpgroups and the producer
-// warp), SLABS slabs a tile (the whole reduction), B_FROM_W as ConvProblem's (B is w itself,
-// MN-major; else the flat K-major [columns, inner] matrix). map_out: the output [M, columns] in
-// boxes of 128 bytes of columns x 64 rows, 128B-swizzled. Each accumulator sums its products in
-// slab order (one tile, one pass): deterministic.
+// warp), the reduction's rows.slabs() slabs (at most SLABS) against B resident, B_FROM_W as
+// ConvProblem's (B is w itself, MN-major; else the flat K-major [columns, inner] matrix).
+// map_out: the output [M, columns] in boxes of 128 bytes of columns x 64 rows, 128B-swizzled.
+// The ring's i-th stage (counted over the block's tiles and their slabs) goes back once the
+// wgmmas of slab i + 1 are issued and slab i's have retired, the tile's last once all have.
+// Each accumulator sums its products in slab order: deterministic.
 template <class E, int BN, int SLABS, bool B_FROM_W>
 __global__ void __launch_bounds__(kBlockThreads, 1)
     stream_kernel(const __grid_constant__ CUtensorMap map_a,
@@ -175,6 +175,7 @@ __global__ void __launch_bounds__(kBlockThreads, 1)
   const int first_m = int(blockIdx.x) / work.column_tiles,
             step_m = int(gridDim.x) / work.column_tiles;
   const Rows& rows = work.rows;
+  const int slabs = rows.slabs();
 
   const int tid = threadIdx.x;
   if (tid == kThreads) {
@@ -188,20 +189,19 @@ __global__ void __launch_bounds__(kBlockThreads, 1)
   }
   __syncthreads();
 
-  if (tid >= kThreads) {  // the producer warp: B once, then each tile's A
+  if (tid >= kThreads) {  // the producer warp: B once, then each tile's slabs of A
     if (tid != kThreads) return;
-    mbarrier_arrive_expect_tx(b_full, R::B_BYTES);
-#pragma unroll
-    for (int s = 0; s < SLABS; ++s) {
+    mbarrier_arrive_expect_tx(b_full, uint32_t(slabs * R::B_SLAB));
+    for (int s = 0; s < slabs; ++s) {
       Loads::load_b(rows, s, base + s * R::B_SLAB, b_full, &map_b, tile_n);
     }
-    for (int m = first_m, i = 0; m < rows.tiles; m += step_m, ++i) {
-      const int stage = i % R::STAGES;
-      if (i >= R::STAGES) mbarrier_wait(empty + 8 * stage, (i / R::STAGES - 1) & 1);
-      const uint32_t bar = full + 8 * stage;
-      mbarrier_arrive_expect_tx(bar, R::A_BYTES);
-#pragma unroll
-      for (int s = 0; s < SLABS; ++s) rows.load(ring + stage * R::A_BYTES + s * R::A_SLAB, &map_a, bar, s, m);
+    for (int m = first_m, i = 0; m < rows.tiles; m += step_m) {
+      for (int s = 0; s < slabs; ++s, ++i) {
+        const int stage = i % R::STAGES;
+        if (i >= R::STAGES) mbarrier_wait(empty + 8 * stage, (i / R::STAGES - 1) & 1);
+        mbarrier_arrive_expect_tx(full + 8 * stage, R::A_SLAB);
+        rows.load(ring + stage * R::A_SLAB, &map_a, full + 8 * stage, s, m);
+      }
     }
     return;
   }
@@ -209,23 +209,24 @@ __global__ void __launch_bounds__(kBlockThreads, 1)
   const int consumer = tid / 128;
   int boxes = 0;
   mbarrier_wait(b_full, 0);
-  for (int m = first_m, i = 0; m < rows.tiles; m += step_m, ++i) {
-    const int stage = i % R::STAGES;
-    mbarrier_wait(full + 8 * stage, (i / R::STAGES) & 1);
+  for (int m = first_m, first = 0; m < rows.tiles; m += step_m, first += slabs) {
     float acc[BN / 2];
 #pragma unroll
     for (int a = 0; a < BN / 2; ++a) acc[a] = 0.0f;
-    detail::wgmma_fence();
-#pragma unroll
-    for (int s = 0; s < SLABS; ++s) {
-      slab_mma<E, BN, false, B_FROM_W>(acc, ring + stage * R::A_BYTES + s * R::A_SLAB + consumer * 8192,
+    for (int s = 0; s < slabs; ++s) {
+      const int i = first + s, stage = i % R::STAGES;
+      mbarrier_wait(full + 8 * stage, (i / R::STAGES) & 1);
+      detail::wgmma_fence();
+      slab_mma<E, BN, false, B_FROM_W>(acc, ring + stage * R::A_SLAB + consumer * 8192,
                                        base + s * R::B_SLAB);
+      detail::wgmma_commit();
+      detail::wgmma_wait<1>();  // slab i-1's group has retired: its stage goes back
+      if (s > 0) mbarrier_arrive(empty + 8 * ((i - 1) % R::STAGES));
     }
-    detail::wgmma_commit();
     detail::wgmma_wait<0>();
 #pragma unroll
     for (int a = 0; a < BN / 2; ++a) detail::fence_register(acc[a]);
-    mbarrier_arrive(empty + 8 * stage);
+    mbarrier_arrive(empty + 8 * ((first + slabs - 1) % R::STAGES));
     stream_store<E, BN, SLABS>(&map_out, work, m, tile_n, consumer, acc, out_base, boxes);
   }
   if (tid % 128 == 0) bulk_wait<0, false>();  // the boxes stay until their stores are done

@@ -61,30 +61,32 @@ TEST(ConvolutionTcCuda, PersistentBlocks) {
   check_each(ctx, geometries, 2900, cuda::TcKernels::wgmma_persistent);
 }
 
-// Streaming tiles (TcKernels::wgmma_stream: a stride-1 1x1 of at most 2 slabs on one block an
+// Streaming tiles (TcKernels::wgmma_stream: a stride-1 1x1 of at most 4 slabs on one block an
 // SM, the filter resident, the outputs stored by the TMA; convolution_tc_wgmma_stream.cuh),
 // checked by check_passes where they run (the fused forward, with a residual and channel sums,
 // takes the ring kernel): row counts not a multiple of 128 (the TMA clips the last tile's
-// stores), 1 and 2 slabs, 8 channels of a 64-channel slab, columns clipped inside a box (40, 72,
-// 144), a box past the columns skipped (144 of 256), three column tiles (520: the last of 8).
+// stores), 1 to 4 slabs, 8 channels of a 64-channel slab, columns clipped inside a box (40, 72,
+// 144), a box past the columns skipped (144 of 256), three column tiles of 256 (520: the last of
+// 8) and of 128 (264, 4 slabs).
 TEST(ConvolutionTcCuda, StreamTiles) {
   CREMA_REQUIRE_CUDA();
   if (!hopper()) GTEST_SKIP() << "the wgmma kernels need compute capability 9.0";
   Context ctx(Device::cuda(0));
   const std::vector<Conv2dGeometry> geometries = {
       // N C  H   W  K  R  S
-      {3, 64, 11, 13, 256, 1, 1},   // forward 1 slab onto 256 over 429 rows; data 4 slabs: ring
-      {2, 72, 9, 15, 40, 1, 1},     // forward 2 slabs onto 40; data 1 slab onto 72
-      {4, 128, 7, 9, 520, 1, 1},    // forward 2 slabs onto three column tiles
-      {1, 8, 5, 5, 16, 1, 1},       // N = 1, 25 rows, both passes
-      {2, 256, 14, 14, 64, 1, 1},   // data 1 slab onto 256 columns
-      {5, 24, 12, 11, 144, 1, 1},   // forward onto 144 (data: 3 slabs, ring)
+      {3, 64, 11, 13, 256, 1, 1},  // forward 1 slab onto 256 over 429 rows; data 4 onto 64
+      {2, 72, 9, 15, 40, 1, 1},    // forward 2 slabs onto 40; data 1 slab onto 72
+      {4, 128, 7, 9, 520, 1, 1},   // forward 2 slabs onto three column tiles; data: the ring
+      {1, 8, 5, 5, 16, 1, 1},      // N = 1, 25 rows, both passes
+      {2, 256, 14, 14, 64, 1, 1},  // data 1 slab onto 256 columns; forward 4 onto 64
+      {5, 24, 12, 11, 144, 1, 1},  // forward onto 144; data 3 slabs onto 24
+      {2, 200, 9, 7, 264, 1, 1},   // forward 4 slabs onto 264: tiles of 128; data: the ring
   };
   for (const Conv2dGeometry& g : geometries) {
-    EXPECT_EQ(cuda::conv2d_tc_forward_uses_stream(g, cuda::TcKernels::wgmma_stream), g.C <= 128)
+    EXPECT_EQ(cuda::conv2d_tc_forward_uses_stream(g, cuda::TcKernels::wgmma_stream), g.C <= 256)
         << describe(g);
     EXPECT_EQ(cuda::conv2d_tc_backward_data_uses_stream(g, cuda::TcKernels::wgmma_stream),
-              g.K <= 128)
+              g.K <= 256)
         << describe(g);
   }
   check_each(ctx, geometries, 3300, cuda::TcKernels::wgmma_stream);
@@ -92,57 +94,46 @@ TEST(ConvolutionTcCuda, StreamTiles) {
 
 // The streaming tiles against the ring kernel (TcKernels::wgmma, itself checked against the double
 // reference) bit for bit: the same products summed in the same slab order, rounded once, so every
-// output equal -- on layers whose blocks walk 9 tiles and lap their 8-stage ring (48 images of
-// 56 x 56: 1,176 row tiles on 132 SMs), the forward with bias and ReLU (the epilogue the
-// streaming tiles apply; check_passes' fused forward asks for a residual too), and backward
-// data; both 16-bit types.
+// output equal -- on layers whose blocks walk 6 to 9 tiles and lap their ring (32 and 48 images
+// of 56 x 56: 784 and 1,176 row tiles on 132 SMs; 1 slab onto 256 columns, 4 onto 64), the
+// forward with bias and ReLU (the epilogue the streaming tiles apply; check_passes' fused
+// forward asks for a residual too), and backward data; both 16-bit types.
 TEST(ConvolutionTcCuda, StreamTilesMatchTheRing) {
   CREMA_REQUIRE_CUDA();
   if (!hopper()) GTEST_SKIP() << "the wgmma kernels need compute capability 9.0";
   Context ctx(Device::cuda(0));
   const gpu::Stream s = ctx.stream();
-  const Conv2dGeometry forward{48, 64, 56, 56, 256, 1, 1}, data{48, 256, 56, 56, 64, 1, 1};
+  const cuda::TcKernels kernels[2] = {cuda::TcKernels::wgmma_stream, cuda::TcKernels::wgmma};
+  const Conv2dGeometry geometries[] = {{48, 64, 56, 56, 256, 1, 1}, {32, 256, 56, 56, 64, 1, 1}};
   Random rng(3400);
   for (TcType type : kTypes) {
-    const std::string what = cuda::tc_type_name(type);
-    {  // forward: x [M, 64], w [256, 64], y [M, 256] + bias, ReLU
-      const Conv2dGeometry& g = forward;
+    for (const Conv2dGeometry& g : geometries) {
+      const std::string what = describe(g) + " " + cuda::tc_type_name(type);
       const int64_t xs = g.N * g.H * g.W * g.C, ys = g.N * g.P() * g.Q() * g.K;
-      ASSERT_TRUE(cuda::conv2d_tc_forward_uses_stream(g, cuda::TcKernels::best)) << describe(g);
+      ASSERT_TRUE(cuda::conv2d_tc_forward_uses_stream(g, cuda::TcKernels::best)) << what;
+      ASSERT_TRUE(cuda::conv2d_tc_backward_data_uses_stream(g, cuda::TcKernels::best)) << what;
       DeviceBuffer x(size_t(xs) * 2), w(size_t(g.K * g.C) * 2), bias(size_t(g.K) * 4),
-          y(size_t(ys) * 2);
-      x.upload(random_values(rng, xs, type).bits), w.upload(random_values(rng, g.K * g.C, type).bits);
+          y(size_t(ys) * 2), dy(size_t(ys) * 2), dx(size_t(xs) * 2);
+      DeviceBuffer work(std::max(cuda::conv2d_tc_backward_data_workspace(g, type), size_t(16)));
+      x.upload(random_values(rng, xs, type).bits);
+      w.upload(random_values(rng, g.K * g.C, type).bits);
+      dy.upload(random_values(rng, ys, type).bits);
       std::vector<float> b;
       for (int64_t k = 0; k < g.K; ++k) b.push_back(float(rng.uniform(-1.0, 1.0)));
       bias.upload(b);
       cuda::TcEpilogue ep;
       ep.bias = static_cast<const float*>(bias.at()), ep.relu = true;
-      std::vector<uint16_t> got[2];
-      const cuda::TcKernels kernels[2] = {cuda::TcKernels::wgmma_stream, cuda::TcKernels::wgmma};
+      std::vector<uint16_t> y_of[2], dx_of[2];
       for (int i = 0; i < 2; ++i) {
         y.upload(std::vector<uint16_t>(size_t(ys), nan_bits(type)));
         cuda::conv2d_tc_forward(g, type, x.at(), w.at(), y.at(), ep, nullptr, s, kernels[i]);
-        got[i] = y.download<uint16_t>(size_t(ys));
-      }
-      EXPECT_TRUE(got[0] == got[1]) << what << " forward + bias + ReLU: streaming tiles differ";
-    }
-    {  // data: dy [M, 64], w [64, 256], dx [M, 256]
-      const Conv2dGeometry& g = data;
-      const int64_t xs = g.N * g.H * g.W * g.C, ys = g.N * g.P() * g.Q() * g.K;
-      ASSERT_TRUE(cuda::conv2d_tc_backward_data_uses_stream(g, cuda::TcKernels::best))
-          << describe(g);
-      DeviceBuffer dy(size_t(ys) * 2), w(size_t(g.K * g.C) * 2), dx(size_t(xs) * 2);
-      DeviceBuffer work(std::max(cuda::conv2d_tc_backward_data_workspace(g, type), size_t(16)));
-      dy.upload(random_values(rng, ys, type).bits);
-      w.upload(random_values(rng, g.K * g.C, type).bits);
-      std::vector<uint16_t> got[2];
-      const cuda::TcKernels kernels[2] = {cuda::TcKernels::wgmma_stream, cuda::TcKernels::wgmma};
-      for (int i = 0; i < 2; ++i) {
+        y_of[i] = y.download<uint16_t>(size_t(ys));
         dx.upload(std::vector<uint16_t>(size_t(xs), nan_bits(type)));
         cuda::conv2d_tc_backward_data(g, type, dy.at(), w.at(), dx.at(), work.at(), s, kernels[i]);
-        got[i] = dx.download<uint16_t>(size_t(xs));
+        dx_of[i] = dx.download<uint16_t>(size_t(xs));
       }
-      EXPECT_TRUE(got[0] == got[1]) << what << " backward data: streaming tiles differ";
+      EXPECT_TRUE(y_of[0] == y_of[1]) << what << " forward + bias + ReLU: streaming tiles differ";
+      EXPECT_TRUE(dx_of[0] == dx_of[1]) << what << " backward data: streaming tiles differ";
     }
   }
 }
