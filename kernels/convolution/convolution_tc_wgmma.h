@@ -55,9 +55,9 @@ bool wgmma_backward_data_takes_halo(const Conv2dGeometry& g, WgmmaLaunch how,
                                     int channel_multiple = 8);
 // Whether the forward (backward data) of g runs on streaming tiles
 // (convolution_tc_wgmma_stream.cuh: a stride-1 1x1 of at most 4 slabs -- 256 16-bit channels, 128
-// f32 ones -- in at most 8 column tiles; the forward without residual or channel statistics,
-// `fused` saying whether they are asked) with launch `how`: forced, or automatic where the tiles
-// fill at least two thirds of the SMs (needs a device).
+// f32 ones; 8 onto at most 64 channels -- in at most 8 column tiles; the forward without residual
+// or channel statistics, `fused` saying whether they are asked) with launch `how`: forced, or
+// automatic where the tiles fill at least two thirds of the SMs (needs a device).
 bool wgmma_forward_takes_stream(const Conv2dGeometry& g, WgmmaLaunch how, bool fused,
                                 int channel_multiple = 8);
 bool wgmma_backward_data_takes_stream(const Conv2dGeometry& g, WgmmaLaunch how,

@@ -35,13 +35,14 @@ bool halo_fits_rows(const wg::Rows& rows, int columns);
 bool halo_wanted(const wg::Rows& rows, int columns, WgmmaLaunch how, bool can_split);
 int halo_tile_columns(const wg::Rows& rows, int columns, WgmmaLaunch how);
 
-// Streaming tiles (convolution_tc_wgmma_stream.cuh) over `rows` x `columns`: whether they fit (a
-// flat GEMM -- a stride-1 1x1 -- of at most 4 slabs in at most 8 column tiles), the columns of
-// their tile (64; 128; 256 for reductions of at most 2 slabs: B stays in shared memory), and
-// whether a launch `how` takes them where they fit (forced, or automatic where the tiles fill
-// at least two thirds of the `sms` SMs).
-bool stream_fits(const wg::Rows& rows, int columns);
-int stream_tile_columns(int columns, int slabs);
+// Streaming tiles (convolution_tc_wgmma_stream.cuh) over `rows` x `columns` on a GPU of `sms` SMs:
+// whether they fit (a flat GEMM -- a stride-1 1x1 -- of at most 4 slabs, 8 onto at most 64
+// columns, in at most 8 column tiles), the columns of their tile (64; 128; 256 for reductions of
+// at most 2 slabs, B staying in shared memory, unless the row tiles leave SMs idle), and whether
+// a launch `how` takes them where they fit (forced, or automatic where the tiles fill at least
+// two thirds of the SMs).
+bool stream_fits(const wg::Rows& rows, int columns, int sms);
+int stream_tile_columns(const wg::Rows& rows, int columns, int sms);
 bool stream_wanted(const wg::Rows& rows, int columns, WgmmaLaunch how, int sms);
 
 }  // namespace crema::kernels::cuda::tc::plan

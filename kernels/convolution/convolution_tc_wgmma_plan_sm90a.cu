@@ -106,27 +106,39 @@ int halo_tile_columns(const Rows& rows, int columns, WgmmaLaunch how) {
   return wide ? 128 : 64;
 }
 
-bool stream_fits(const Rows& rows, int columns) {
-  if (rows.box_p != 0 || rows.slabs() > 4) return false;
-  const int bn = stream_tile_columns(columns, rows.slabs());
+bool stream_fits(const Rows& rows, int columns, int sms) {
+  if (rows.box_p != 0 || rows.slabs() > (columns <= 64 ? 8 : 4)) return false;
+  const int bn = stream_tile_columns(rows, columns, sms);
   return (columns + bn - 1) / bn <= 8;
 }
 
-int stream_tile_columns(int columns, int slabs) {
-  return columns <= 64 ? 64 : columns <= 128 || slabs > 2 ? 128 : 256;
+// 256 columns for reductions of at most 2 slabs (A read once), but 128 where the row tiles leave
+// SMs idle and 128-column tiles pad the columns no more: H200, 2026-11-29 (session 28, call 6),
+// `crema bench conv-tc --math bf16 --version tc_bf16_wgmma_stream`, ms 256 / 128: 16,128,28,28 ->
+// 512 forward 0.0109 / 0.0099, 16,40,28,28 -> 240 0.0089 / 0.0084, 16,576,14,14 -> 96 data 0.0072
+// / 0.0060, 16,64,14,14 -> 384 forward 0.0061 / 0.0053; but a second tile mostly empty loses:
+// 16,144,28,28 -> 40 data 0.0065 / 0.0071, 16,192,28,28 -> 64 data 0.0065 / 0.0070, 16,24,56,56
+// -> 144 forward 0.0137 / 0.0145; and so do row tiles enough for every SM (392: 16,256,56,56 ->
+// 128 data 0.0146 / 0.0152, 16,64,56,56 -> 256 forward 0.0124 / 0.0130).
+int stream_tile_columns(const Rows& rows, int columns, int sms) {
+  if (columns <= 64) return 64;
+  if (columns <= 128 || rows.slabs() > 2) return 128;
+  const int rest = columns % 128;
+  return rows.tiles < sms && (columns > 256 || rest == 0 || rest > 64) ? 128 : 256;
 }
 
 // One block an SM walking tiles pays where the tiles keep about two thirds of the SMs busy: H200,
 // 2026-11-29 (session 28, call 3), `crema bench conv-tc --math bf16`, ms ring kernel / streaming
 // tiles (blocks): 16,144,28,28 -> 40 data 0.0086 / 0.0066 (98), 16,40,28,28 -> 240 forward
 // 0.0092 / 0.0089 (98), 16,480,14,14 -> 192 data 0.0069 / 0.0064 (100); but 16,576,14,14 -> 96
-// data 0.0064 / 0.0072 (75), 16,64,14,14 -> 384 forward 0.0054 / 0.0060 (50), 16,832,7,7 -> 256
-// data 0.0061 / 0.0063 (49). Every larger layer of at most 4 slabs gained: 256 -> 64 at 56 x 56,
-// batch 64, data 0.0594 / 0.0380, 16,256,56,56 -> 128 forward 0.0192 / 0.0143.
+// data at 256 columns 0.0064 / 0.0072 (75), 16,64,14,14 -> 384 forward 0.0054 / 0.0060 (50),
+// 16,832,7,7 -> 256 data 0.0061 / 0.0063 (49). Every larger layer of at most 4 slabs gained:
+// 256 -> 64 at 56 x 56, batch 64, data 0.0594 / 0.0380, 16,256,56,56 -> 128 forward 0.0192 /
+// 0.0143.
 bool stream_wanted(const Rows& rows, int columns, WgmmaLaunch how, int sms) {
   if (how == WgmmaLaunch::stream) return true;
   if (how != WgmmaLaunch::automatic) return false;
-  const int bn = stream_tile_columns(columns, rows.slabs());
+  const int bn = stream_tile_columns(rows, columns, sms);
   return 3 * int64_t(rows.tiles) * ((columns + bn - 1) / bn) >= 2 * int64_t(sms);
 }
 
@@ -274,7 +286,8 @@ bool wgmma_forward_takes_stream(const Conv2dGeometry& g, WgmmaLaunch how, bool f
     return false;
   }
   const Rows rows = forward_rows(g, slab_of(channel_multiple));
-  return stream_fits(rows, int(g.K)) && stream_wanted(rows, int(g.K), how, multiprocessors());
+  const int sms = multiprocessors();
+  return stream_fits(rows, int(g.K), sms) && stream_wanted(rows, int(g.K), how, sms);
 }
 
 bool wgmma_backward_data_takes_stream(const Conv2dGeometry& g, WgmmaLaunch how,
@@ -284,7 +297,8 @@ bool wgmma_backward_data_takes_stream(const Conv2dGeometry& g, WgmmaLaunch how,
     return false;
   }
   const Rows rows = data_gemms(g, slab_of(channel_multiple)).rows[0];
-  return stream_fits(rows, int(g.C)) && stream_wanted(rows, int(g.C), how, multiprocessors());
+  const int sms = multiprocessors();
+  return stream_fits(rows, int(g.C), sms) && stream_wanted(rows, int(g.C), how, sms);
 }
 
 // The parts of the ring kernel's split on `sms` SMs (run in convolution_tc_wgmma_sm90a.cu: the

@@ -186,7 +186,7 @@ void run_halo(const void* a, int64_t N, int64_t height, int64_t width, int64_t a
   }
 }
 
-// Runs a flat GEMM (a stride-1 1x1) of at most 4 slabs on streaming tiles (stream_fits): A
+// Runs a flat GEMM (a stride-1 1x1) of at most 8 slabs on streaming tiles (stream_fits): A
 // through map_a, B from `b` (B_FROM_W: w itself), the output `out` [rows.M, columns] stored by the
 // TMA with bias (null: none) and ReLU; one block an SM, a row tile's column tiles side by side.
 template <class E, bool B_FROM_W = false>
@@ -207,18 +207,23 @@ void run_stream(const CUtensorMap& map_a, const void* b, wg::MapType type, const
         map_a, map_b, map_out, work);
     gpu::check_launch(what);
   };
-  // B's room: 1, 2 or 4 slabs (4 at BN 64 and 128 alone: stream_tile_columns).
+  // B's room: 1, 2, 4 or 8 slabs, at most kMost (stream_fits: 8 onto 64 columns, 4 onto 128, 2
+  // onto 256).
   auto with_slabs = [&](auto bn) {
     constexpr int BN = decltype(bn)::value;
-    if (rows.slabs() == 1) {
+    constexpr int kMost = BN == 64 ? 8 : BN == 128 ? 4 : 2, kFour = std::min(4, kMost);
+    const int slabs = rows.slabs();
+    if (slabs == 1) {
       go(bn, std::integral_constant<int, 1>{});
-    } else if (BN == 256 || rows.slabs() == 2) {
+    } else if (slabs == 2 || kMost == 2) {
       go(bn, std::integral_constant<int, 2>{});
+    } else if (slabs <= 4) {
+      go(bn, std::integral_constant<int, kFour>{});
     } else {
-      go(bn, std::integral_constant < int, BN == 256 ? 2 : 4 > {});
+      go(bn, std::integral_constant<int, kMost>{});
     }
   };
-  const int bn = stream_tile_columns(columns, rows.slabs());
+  const int bn = stream_tile_columns(rows, columns, sms);
   if (bn == 64) {
     with_slabs(std::integral_constant<int, 64>{});
   } else if (bn == 128) {
@@ -248,7 +253,7 @@ void forward_typed(const Conv2dGeometry& g, wg::MapType type, const void* x, con
                 what, how);
     return;
   }
-  if (!STATS && ep.residual == nullptr && stream_fits(rows, int(g.K)) &&
+  if (!STATS && ep.residual == nullptr && stream_fits(rows, int(g.K), multiprocessors()) &&
       stream_wanted(rows, int(g.K), how, multiprocessors())) {
     run_stream<E>(wg::matrix_map(type, x, rows.M, g.C, kBM), w, type, rows, int(g.K), int(g.C), y,
                   ep.bias, ep.relu, stream, what);
@@ -276,7 +281,7 @@ void data_typed(const Conv2dGeometry& g, wg::MapType type, const void* dy, const
   const DataGemms d = data_gemms(g, type.slab());
   if (d.phases.empty()) {  // a 1x1
     const CUtensorMap map_dy = wg::matrix_map(type, dy, d.rows[0].M, K, kBM);
-    if (stride_h == 1 && stride_w == 1 && stream_fits(d.rows[0], C) &&
+    if (stride_h == 1 && stride_w == 1 && stream_fits(d.rows[0], C, multiprocessors()) &&
         stream_wanted(d.rows[0], C, how, multiprocessors())) {
       run_stream<E, B_FROM_W>(map_dy, b, type, d.rows[0], C, K, dx, nullptr, false, stream, what);
       return;

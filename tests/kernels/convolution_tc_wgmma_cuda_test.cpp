@@ -65,9 +65,10 @@ TEST(ConvolutionTcCuda, PersistentBlocks) {
 // SM, the filter resident, the outputs stored by the TMA; convolution_tc_wgmma_stream.cuh),
 // checked by check_passes where they run (the fused forward, with a residual and channel sums,
 // takes the ring kernel): row counts not a multiple of 128 (the TMA clips the last tile's
-// stores), 1 to 4 slabs, 8 channels of a 64-channel slab, columns clipped inside a box (40, 72,
-// 144), a box past the columns skipped (144 of 256), three column tiles of 256 (520: the last of
-// 8) and of 128 (264, 4 slabs).
+// stores), 1 to 4 slabs and 7 onto 56 columns, 8 channels of a 64-channel slab, columns clipped
+// inside a box (40, 56, 72, 144), a box past the columns skipped (144 of a 256-column tile), five
+// column tiles of 128 (520: the last of 8; these few rows leave SMs idle) and three (264, 4
+// slabs).
 TEST(ConvolutionTcCuda, StreamTiles) {
   CREMA_REQUIRE_CUDA();
   if (!hopper()) GTEST_SKIP() << "the wgmma kernels need compute capability 9.0";
@@ -76,17 +77,22 @@ TEST(ConvolutionTcCuda, StreamTiles) {
       // N C  H   W  K  R  S
       {3, 64, 11, 13, 256, 1, 1},  // forward 1 slab onto 256 over 429 rows; data 4 onto 64
       {2, 72, 9, 15, 40, 1, 1},    // forward 2 slabs onto 40; data 1 slab onto 72
-      {4, 128, 7, 9, 520, 1, 1},   // forward 2 slabs onto three column tiles; data: the ring
+      {4, 128, 7, 9, 520, 1, 1},   // forward 2 slabs onto five column tiles; data: the ring
       {1, 8, 5, 5, 16, 1, 1},      // N = 1, 25 rows, both passes
       {2, 256, 14, 14, 64, 1, 1},  // data 1 slab onto 256 columns; forward 4 onto 64
       {5, 24, 12, 11, 144, 1, 1},  // forward onto 144; data 3 slabs onto 24
       {2, 200, 9, 7, 264, 1, 1},   // forward 4 slabs onto 264: tiles of 128; data: the ring
+      {3, 448, 7, 5, 56, 1, 1},    // forward 7 slabs onto 56; data 1 slab onto four tiles of 128
+  };
+  // At most 4 slabs of 64 channels, 8 onto at most 64 columns.
+  auto fits = [](int64_t inner, int64_t columns) {
+    return (inner + 63) / 64 <= (columns <= 64 ? 8 : 4);
   };
   for (const Conv2dGeometry& g : geometries) {
-    EXPECT_EQ(cuda::conv2d_tc_forward_uses_stream(g, cuda::TcKernels::wgmma_stream), g.C <= 256)
+    EXPECT_EQ(cuda::conv2d_tc_forward_uses_stream(g, cuda::TcKernels::wgmma_stream), fits(g.C, g.K))
         << describe(g);
     EXPECT_EQ(cuda::conv2d_tc_backward_data_uses_stream(g, cuda::TcKernels::wgmma_stream),
-              g.K <= 256)
+              fits(g.K, g.C))
         << describe(g);
   }
   check_each(ctx, geometries, 3300, cuda::TcKernels::wgmma_stream);
