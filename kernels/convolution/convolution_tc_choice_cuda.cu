@@ -38,7 +38,8 @@ bool conv2d_tc_forward_uses_wgmma(const Conv2dGeometry& g, TcKernels kernels) {
 // taps onto at most 8 channels: 8 of a tile's 64 columns (H200, 2026-11-28, `crema bench
 // conv-tc`: 32,8,56,56 -> 32 3x3 halo tiles 0.067 ms, mma.sync 0.030; 128,8,28,28 -> 16 5x5
 // 0.112 against 0.037; at 16 channels mixed: 3x3 0.027 against 0.022, 5x5 0.014 against 0.021).
-// Except where streaming tiles take the 1x1 (session 28, same benchmark, ms mma.sync / streaming
+// Except where streaming tiles take the 1x1 (H200, 2026-11-29, session 28, same benchmark, ms
+// mma.sync / streaming
 // tiles: 16,144,56,56 -> 24 0.0284 / 0.0123, 16,32,112,112 -> 16 0.0312 / 0.0134, 16,16,112,112 ->
 // 96 0.0340 / 0.0175, 16,192,28,28 -> 32 0.0141 / 0.0064).
 namespace {

@@ -1,11 +1,13 @@
 // Streaming tiles: the wgmma forward and backward data of a stride-1 1x1 whose reduction is at
-// most 4 slabs (ResNet's 64 -> 256 forward, 256 -> 64 data; MobileNet's expansions), where the
+// most 4 slabs, 8 onto at most 64 columns (ResNet's 64 -> 256 forward, 256 -> 64 data;
+// MobileNet's expansions; plan: convolution_tc_wgmma_plan_sm90a.cu's stream_*), where the
 // output is 2-8x the input and the pass is a copy of the output's bytes with a little tensor
 // work on the way. convolution_tc_wgmma.cuh's kernel spends such a tile on fixed costs: each of
 // its units waits for its own A and B, and its epilogue's 16-byte stores hold the consumers until
-// the last one has issued (H200, session 22: its loads alone, the stores removed, took 44.6 us of
-// the 61 us that 16 x ... 256 -> 64 data at 56 x 56 batch 64 took, cuDNN's whole pass 40).
-// Here one block an SM walks row tiles of one column tile:
+// the last one has issued (H200, session 22, ncu: the 1x1 256 -> 64 data at 56 x 56, batch 64,
+// took 44.6 us with its stores removed, 61 with them; cuDNN's whole pass 40). Here (session 28:
+// that pass 38 us, MEASUREMENTS.md "Streaming tiles") one block an SM walks row tiles of one
+// column tile:
 //   - B (the filter: the column tile's rows of every slab) is loaded once and stays;
 //   - the producer warp asks the TMA for each tile's slabs of A, a slab a stage of a ring of up to
 //     8 stages, running ahead of the consumers by the ring;
