@@ -64,18 +64,23 @@ constexpr int halo_budget(int per_sm) {
 }
 
 // The tiles of a halo over `rows` (a filter with taps at stride 1: forward_rows or phase_rows):
-// box_p = 128 / pitch output rows of one image a tile. Returns box_p 0 where no halo fits (a
-// padded row wider than a tile, or a box past the TMA's 256 a dimension).
+// box_p = 128 / pitch output rows of one image a tile, or, where a padded row is wider than a tile
+// (224 x 224 images), one row a tile cut into `segments` pieces of segment_q pixels, as even as
+// they come (224: two of 112, pitch 114). Returns box_p 0 where no halo fits (a filter wider
+// than a tile, or a box past the TMA's 256 a dimension).
 inline Rows halo_rows(Rows rows) {
-  const int pitch = rows.Q + std::abs(rows.step_w) * (rows.S - 1);
+  const int reach_w = std::abs(rows.step_w) * (rows.S - 1);
   const int taps_h = rows.taps / rows.S;
-  if (pitch > kBM || std::abs(rows.step_h) * (taps_h - 1) + 1 > 256) {
+  if (reach_w >= kBM || std::abs(rows.step_h) * (taps_h - 1) + 1 > 256) {
     rows.box_p = 0;
     return rows;
   }
-  rows.pitch = pitch;
-  rows.box_p = std::min(kBM / pitch, rows.P), rows.box_n = 1;
-  rows.tiles_per_image = (rows.P + rows.box_p - 1) / rows.box_p;
+  rows.segments = (rows.Q + reach_w + kBM - 1) / kBM;
+  if (rows.segments > 1) rows.segments = (rows.Q + kBM - reach_w - 1) / (kBM - reach_w);
+  rows.segment_q = (rows.Q + rows.segments - 1) / rows.segments;
+  rows.pitch = rows.segment_q + reach_w;
+  rows.box_p = rows.segments > 1 ? 1 : std::min(kBM / rows.pitch, rows.P), rows.box_n = 1;
+  rows.tiles_per_image = (rows.P + rows.box_p - 1) / rows.box_p * rows.segments;
   rows.tiles = rows.images * rows.tiles_per_image;
   return rows;
 }
@@ -109,7 +114,7 @@ inline Halo halo_of(const Rows& rows, int bn, int per_sm = 2) {
 // at least 96 of 128 rows, the box is at most 256 rows, a slot (two where there is more than one
 // channel slab) and 2 stages fit, and so does the epilogue's scratch.
 inline bool halo_fits(const Rows& rows, int bn, int per_sm = 2) {
-  if (rows.box_p == 0 || rows.box_p * rows.Q < 96) return false;
+  if (rows.box_p == 0 || rows.box_p * rows.segment_q < 96) return false;
   const Halo h = halo_of(rows, bn, per_sm);
   return h.rows <= 256 && h.stages >= 2 && (h.slots == 2 || rows.channel_slabs == 1) &&
          kThreads / 32 * staging_warp_floats(bn) * 4 <=
@@ -178,8 +183,8 @@ __global__ void __launch_bounds__(kBlockThreads, PER_SM)
 
   if (tid >= kThreads) {  // the producer warp
     if (tid != kThreads) return;
-    const int n = where.tile.m / rows.tiles_per_image,
-              p0 = where.tile.m % rows.tiles_per_image * rows.box_p;
+    const int n = where.tile.m / rows.tiles_per_image, t = where.tile.m % rows.tiles_per_image;
+    const int p0 = t / rows.segments * rows.box_p, q0 = t % rows.segments * rows.segment_q;
     int stage = 0, round = 0, i = 0;
     for (int c = 0; c < channel_slabs; ++c) {
       const int slot = c % halo.slots;
@@ -187,7 +192,7 @@ __global__ void __launch_bounds__(kBlockThreads, PER_SM)
       if (c >= halo.slots) mbarrier_wait(halo_empty + 8 * slot, (c / halo.slots - 1) & 1);
       mbarrier_arrive_expect_tx(halo_full + 8 * slot, halo.box_bytes);
       tma_load_4d(base + slot * halo.slot_bytes, &map_a, halo_full + 8 * slot, c * rows.slab,
-                  halo.w0, p0 + halo.h0, n);
+                  q0 + halo.w0, p0 + halo.h0, n);
       for (int tap = 0; tap < taps; ++tap, ++i) {
         if (i >= halo.stages) mbarrier_wait(empty + 8 * stage, round ^ 1);
         mbarrier_arrive_expect_tx(full + 8 * stage, kBBytes);

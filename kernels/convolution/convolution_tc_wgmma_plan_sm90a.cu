@@ -88,8 +88,9 @@ bool halo_fits_rows(const Rows& rows, int columns) {
 // batch 128 0.0772 / 0.0623, 0.0848 / 0.0704; 256->256 at 14 x 14 batch 128 (the ring's
 // 256-column tile; the halo's 8 rows of 16 use 112 tile rows against the ring's 126) 0.0618 /
 // 0.0583; 16 x 64 x 112 x 112 0.0645 / 0.0572; tf32 0.80-0.84x the ring's time.
+// Rows wider than a tile have halo tiles alone (the ring kernel's tiles hold whole rows).
 bool halo_wanted(const Rows& rows, int columns, WgmmaLaunch how, bool can_split) {
-  if (how == WgmmaLaunch::halo) return true;
+  if (how == WgmmaLaunch::halo || rows.Q > wg::kBM) return true;
   if (how != WgmmaLaunch::automatic) return false;
   if (!can_split) return true;
   const int bn = wgmma_tile_columns(rows.tiles, columns, rows.slabs(), multiprocessors());
@@ -154,13 +155,15 @@ using wg::Rows, wg::DataPhase, wg::DataGemms, wg::one_by_one, wg::channels_fit, 
 // the next; only an asymmetric stride can break it). Taps: whole output rows filling at least
 // 96 of a tile's 128 rows, at any stride the TMA's element steps take (1 to 8, boxes of at most
 // 256 pixels a dimension: Q * stride_w and box_p * stride_h).
+// Or, at stride 1, halo tiles (rows wider than a tile: halo tiles alone, halo_wanted).
 bool wgmma_forward_fits(const Conv2dGeometry& g, int channel_multiple) {
   if (!channels_fit(g, channel_multiple)) return false;
   if (!one_by_one(g)) {
     // The TMA's element steps are 1 to 8 and its boxes at most 256 elements a dimension.
     const int P = int(g.P()), Q = int(g.Q());
-    return rows_fill_tiles(int(g.N), P, Q) && g.stride_h <= 8 && g.stride_w <= 8 &&
-           Q * g.stride_w <= 256 && std::min(kBM / Q, P) * g.stride_h <= 256;
+    return (rows_fill_tiles(int(g.N), P, Q) && g.stride_h <= 8 && g.stride_w <= 8 &&
+            Q * g.stride_w <= 256 && std::min(kBM / Q, P) * g.stride_h <= 256) ||
+           wgmma_forward_halo_fits(g, channel_multiple);
   }
   return (g.stride_h == 1 && g.stride_w == 1) ||
          (g.Q() <= kBM && g.stride_w * g.Q() <= g.stride_h * g.W);
@@ -168,9 +171,10 @@ bool wgmma_forward_fits(const Conv2dGeometry& g, int channel_multiple) {
 
 // A filter with taps: every output phase that has pixels has taps (one without would have to
 // write zeros) and whole rows filling at least 96 of a tile's 128 (at stride 1: dx's H x W).
+// Or, at stride 1, halo tiles.
 bool wgmma_backward_data_fits(const Conv2dGeometry& g, int channel_multiple) {
   if (!channels_fit(g, channel_multiple)) return false;
-  if (one_by_one(g)) return true;
+  if (one_by_one(g) || wgmma_backward_data_halo_fits(g, channel_multiple)) return true;
   for (int rho_h = 0; rho_h < g.stride_h; ++rho_h) {
     for (int rho_w = 0; rho_w < g.stride_w; ++rho_w) {
       const DataPhase d = data_phase(g, rho_h, rho_w);
@@ -187,13 +191,13 @@ int slab_of(int channel_multiple) {
 }
 
 bool wgmma_forward_halo_fits(const Conv2dGeometry& g, int channel_multiple) {
-  return wgmma_forward_fits(g, channel_multiple) && g.stride_h == 1 && g.stride_w == 1 &&
-         halo_fits_rows(forward_rows(g, slab_of(channel_multiple)), int(g.K));
+  return channels_fit(g, channel_multiple) && !one_by_one(g) && g.stride_h == 1 &&
+         g.stride_w == 1 && halo_fits_rows(forward_rows(g, slab_of(channel_multiple)), int(g.K));
 }
 
 bool wgmma_backward_data_halo_fits(const Conv2dGeometry& g, int channel_multiple) {
-  return wgmma_backward_data_fits(g, channel_multiple) && g.stride_h == 1 && g.stride_w == 1 &&
-         !one_by_one(g) &&
+  return channels_fit(g, channel_multiple) && !one_by_one(g) && g.stride_h == 1 &&
+         g.stride_w == 1 &&
          halo_fits_rows(data_gemms(g, slab_of(channel_multiple)).rows[0], int(g.C));
 }
 

@@ -42,6 +42,10 @@ struct Rows {
   int base_h, base_w, step_h, step_w;    // each tap's offset (0 for the 1x1 convolutions)
   int stride_h;      // A's rows a tile row moves in the map (the strided taps' stride, else 1)
   int first_column;  // B's column of the first tap (a data phase's first tap in wt, else 0)
+  int segments;      // halo tiles (halo_rows): the pieces an output row is cut into (1, or more
+                     // where a padded row is wider than a tile), tile t of an image its row
+                     // t / segments, piece t % segments
+  int segment_q;     // halo tiles: the output pixels of a piece (Q where segments is 1)
 
   // Tile `tile`'s row i as its output pixel, -1 where there is none.
   __device__ int at(int tile, int i) const {
@@ -61,10 +65,13 @@ struct Rows {
   // instructions). Row i / pitch as a float product: (i + 1/2) / pitch lies at least
   // 1/(2 pitch) from an integer and i < 128, so the product with the rounded reciprocal (off by
   // at most 2^-23 of (i + 1/2) / pitch) truncates to the quotient.
+  // Pieces of a wide row: row i's pixel lies `piece * segment_q` on (the divisions by
+  // tiles_per_image and segments depend on the tile alone: computed once a tile).
   __device__ int at_halo(int tile, int i) const {
-    const int row = int((float(i) + 0.5f) * (1.0f / float(pitch))), q = i - row * pitch;
-    const int n = tile / tiles_per_image, p = tile % tiles_per_image * box_p + row;
-    return row < box_p && p < P && q < Q ? (n * P + p) * Q + q : -1;
+    const int row = int((float(i) + 0.5f) * (1.0f / float(pitch))), k = i - row * pitch;
+    const int n = tile / tiles_per_image, t = tile % tiles_per_image;
+    const int p = t / segments * box_p + row, q = t % segments * segment_q + k;
+    return row < box_p && p < P && k < segment_q && q < Q ? (n * P + p) * Q + q : -1;
   }
   __host__ __device__ uint32_t a_bytes() const {
     return uint32_t(box_p == 0 ? kBM : box_n * box_p * Q) * kRowBytes;
@@ -95,10 +102,12 @@ inline bool channels_fit(const Conv2dGeometry& g, int channel_multiple) {
 
 // Tiles of box_p = 128 / width whole rows of one image (of `height`), N images; where a whole
 // image fits a tile twice or more, box_n = 128 / (height * width) whole images a tile (at most N).
+// A row wider than a tile gets box_p 1 all the same: no ring kernel takes it (rows_fill_tiles),
+// halo tiles cut it into pieces (halo_rows).
 inline Rows image_rows(int N, int height, int width) {
   Rows rows{};
   rows.M = N * height * width, rows.P = height, rows.Q = width, rows.images = N;
-  rows.box_p = std::min(kBM / width, height), rows.pitch = width;
+  rows.box_p = std::max(1, std::min(kBM / width, height)), rows.pitch = width;
   rows.box_n = rows.box_p == height ? std::max(1, std::min(kBM / (height * width), N)) : 1;
   rows.tiles_per_image = (height + rows.box_p - 1) / rows.box_p;
   rows.tiles = (N + rows.box_n - 1) / rows.box_n * rows.tiles_per_image;

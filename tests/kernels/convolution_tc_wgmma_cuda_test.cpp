@@ -267,6 +267,45 @@ TEST(ConvolutionTcCuda, HaloTiles) {
   EXPECT_FALSE(cuda::conv2d_tc_backward_data_uses_halo(few, cuda::TcKernels::best));
 }
 
+// Halo tiles on rows wider than a tile (VGG's 224 x 224), which the ring kernel cannot take: each
+// output row cut into pieces (Rows::segments), a tile a piece: 224 in two of 112 (pitch 114),
+// 300 in three of 100 over 32 channels, no padding (forward 228 in two of 114; data onto dx's
+// 230 in two of 115), a 1x3 over 250 (two of 125, the box 127 wide), dilation 2 over 200 (two
+// of 100 with a reach of 4), a 5x5 over 240 (two of 120, pitch 124); forward and data, each
+// checked to take them under every wgmma launch and `best`. A row of 130 (pieces of 65: fewer
+// than 96 of a tile's rows) fits no wgmma kernel: mma.sync runs it.
+TEST(ConvolutionTcCuda, HaloTilesOnWideRows) {
+  CREMA_REQUIRE_CUDA();
+  if (!hopper()) GTEST_SKIP() << "the wgmma kernels need compute capability 9.0";
+  Context ctx(Device::cuda(0));
+  const std::vector<Conv2dGeometry> geometries = {
+      // N C  H   W  K  R  S  pad_h pad_w stride_h stride_w dilation_h dilation_w
+      {1, 64, 6, 224, 64, 3, 3, 1, 1},
+      {2, 32, 4, 300, 48, 3, 3, 1, 1},
+      {1, 64, 5, 230, 64, 3, 3, 0, 0},
+      {1, 40, 3, 250, 48, 1, 3, 0, 1},
+      {1, 24, 7, 200, 32, 3, 3, 2, 2, 1, 1, 2, 2},
+      {1, 16, 6, 240, 24, 5, 5, 2, 2},
+  };
+  for (const Conv2dGeometry& g : geometries) {
+    for (cuda::TcKernels k :
+         {cuda::TcKernels::wgmma_halo, cuda::TcKernels::wgmma, cuda::TcKernels::best}) {
+      EXPECT_TRUE(cuda::conv2d_tc_forward_uses_halo(g, k) ||
+                  (k == cuda::TcKernels::best && g.C < 24))
+          << describe(g);
+      EXPECT_TRUE(cuda::conv2d_tc_backward_data_uses_halo(g, k)) << describe(g);
+    }
+  }
+  check_each(ctx, geometries, 3700, cuda::TcKernels::wgmma_halo);
+  check_each(ctx, geometries, 3800, cuda::TcKernels::best);
+  const Conv2dGeometry vgg{8, 64, 224, 224, 64, 3, 3, 1, 1}, narrow{1, 64, 4, 130, 64, 3, 3, 1, 1};
+  EXPECT_TRUE(cuda::conv2d_tc_forward_uses_halo(vgg, cuda::TcKernels::best));
+  EXPECT_TRUE(cuda::conv2d_tc_backward_data_uses_halo(vgg, cuda::TcKernels::best));
+  EXPECT_FALSE(cuda::tc::wgmma_forward_fits(narrow));
+  EXPECT_FALSE(cuda::tc::wgmma_backward_data_fits(narrow));
+  check_each(ctx, {narrow}, 3900, cuda::TcKernels::best);
+}
+
 // Halo tiles three blocks an SM (64-column tiles whose slots and 3 B stages fit a third of an
 // SM's shared memory), on small layers (the sanitizers' case): one slab (64 -> 64 at 16 x 16, a
 // band of 7 rows of 18), 3 slabs lapping two slots (136 -> 64 at 12 x 12; its data over 136
