@@ -103,7 +103,10 @@ inline Halo halo_of(const Rows& rows, int bn, int per_sm = 2) {
   const int read_rows = reach_h * h.pitch + reach_w + kBM;  // the farthest tap's 128 rows
   h.slot_bytes = (std::max(h.rows * h.pitch, read_rows) * kRowBytes + 1023) / 1024 * 1024;
   const int b_bytes = bn * kRowBytes;
-  // Two slots where there are two channel slabs and 3 B stages still fit, else one.
+  // Two slots where there are two channel slabs and 3 B stages still fit, else one (the kernel
+  // then drains its wgmmas at each slab's last tap: the next slab's halo lands in the same slot;
+  // against the ring kernel, VGG's 128 -> 128 at 112 x 112 batch 8, forward 0.0781 -> 0.0626 ms,
+  // data 0.0827 -> 0.0673, H200, 2026-11-29, session 29, call 6, `crema bench conv-tc`).
   h.slots = rows.channel_slabs > 1 && 2 * h.slot_bytes + 3 * b_bytes <= budget ? 2 : 1;
   h.stages = std::min(16, (budget - h.slots * h.slot_bytes) / b_bytes);
   h.smem_bytes = h.slots * h.slot_bytes + h.stages * b_bytes + 2 * 8 * (h.stages + h.slots) + 1024;
@@ -111,24 +114,27 @@ inline Halo halo_of(const Rows& rows, int bn, int per_sm = 2) {
 }
 
 // Whether halo tiles fit `rows` (halo_rows's) at BN columns, `per_sm` blocks an SM: they fill
-// at least 96 of 128 rows, the box is at most 256 rows, a slot (two where there is more than one
-// channel slab) and 2 stages fit, and so does the epilogue's scratch.
+// at least 96 of 128 rows, the box is at most 256 rows, a slot and 2 stages fit, and so does the
+// epilogue's scratch.
 inline bool halo_fits(const Rows& rows, int bn, int per_sm = 2) {
   if (rows.box_p == 0 || rows.box_p * rows.segment_q < 96) return false;
   const Halo h = halo_of(rows, bn, per_sm);
-  return h.rows <= 256 && h.stages >= 2 && (h.slots == 2 || rows.channel_slabs == 1) &&
+  return h.rows <= 256 && h.stages >= 2 &&
          kThreads / 32 * staging_warp_floats(bn) * 4 <=
              h.slots * h.slot_bytes + h.stages * bn * kRowBytes;
 }
 
 // The blocks an SM halo tiles over `rows` run at BN columns (halo_fits at two): three at 64
 // columns where they fit with 3 stages of B (the kernel then at most 72 registers a thread),
-// else two. H200, 2026-11-29 (session 24), `crema bench conv-tc --version tc_bf16_wgmma_halo`,
-// batch 64, 3x3 64->64 at 56 x 56, ms: call 5, two persistent blocks an SM / three a block a
-// tile, forward 0.0514 / 0.0483, data 0.0549 / 0.0509; call 7, session 23's two a block a tile
-// (before the rows without divisions) / three, 0.0573 / 0.0461, 0.0602 / 0.0483.
+// else two (and two where three would leave one slot for several slabs: that drain is
+// unmeasured at three). H200, 2026-11-29 (session 24), `crema bench conv-tc --version
+// tc_bf16_wgmma_halo`, batch 64, 3x3 64->64 at 56 x 56, ms: call 5, two persistent blocks an SM /
+// three a block a tile, forward 0.0514 / 0.0483, data 0.0549 / 0.0509; call 7, session 23's two a
+// block a tile (before the rows without divisions) / three, 0.0573 / 0.0461, 0.0602 / 0.0483.
 inline int halo_blocks(const Rows& rows, int bn) {
-  return bn == 64 && halo_fits(rows, bn, 3) && halo_of(rows, bn, 3).stages >= 3 ? 3 : 2;
+  if (bn != 64 || !halo_fits(rows, bn, 3)) return 2;
+  const Halo three = halo_of(rows, bn, 3);
+  return three.stages >= 3 && (three.slots == 2 || rows.channel_slabs == 1) ? 3 : 2;
 }
 
 // The halo's map over an NHWC tensor [N, height, width, channels]: boxes of a slab's channels x
@@ -148,8 +154,10 @@ inline CUtensorMap halo_map(MapType type, const void* base, int64_t N, int64_t h
 // from the halo slots, B through the stage ring. map_a: halo_map; map_b: B's [columns, inner]
 // matrix in boxes of BN rows, or (ConvProblem's B_FROM_W) w's filter_map. Each accumulator sums its
 // products in (slab, tap) order: deterministic (not the ring kernel's order, tap outermost: the two
-// differ in rounding).
-template <class E, int BN, class Problem, int PER_SM>
+// differ in rounding). ONE_SLOT: one halo slot for several channel slabs (halo_of), each slab's
+// last tap draining the wgmmas (a kernel of its own: the test in the two-slot kernel's loop cost
+// its 3x3s 2-5%, H200, 2026-11-29, session 29, call 6).
+template <class E, int BN, class Problem, int PER_SM, bool ONE_SLOT = false>
 __global__ void __launch_bounds__(kBlockThreads, PER_SM)
     halo_kernel(const __grid_constant__ CUtensorMap map_a,
                 const __grid_constant__ CUtensorMap map_b, const __grid_constant__ Problem problem,
@@ -228,11 +236,22 @@ __global__ void __launch_bounds__(kBlockThreads, PER_SM)
         detail::wgmma_fence();
         slab_mma<E, BN, false, Problem::kMnMajorB>(acc, a_tile, b_tile);
         detail::wgmma_commit();
-        detail::wgmma_wait<1>();  // the previous slab's group has retired: its stage goes back
-        if (held >= 0) mbarrier_arrive(empty + 8 * held);
-        if (held_slot >= 0) mbarrier_arrive(halo_empty + 8 * held_slot);
-        held = stage;
-        held_slot = r == halo.R - 1 && s == halo.S - 1 ? slot : -1;
+        const bool last_tap = r == halo.R - 1 && s == halo.S - 1;
+        if (ONE_SLOT && last_tap && c + 1 < channel_slabs) {
+          // One slot: the next slab's halo lands where this one's is read, so every group
+          // retires and the slot goes back now (waiting a tap, as below, would wait on itself).
+          detail::wgmma_wait<0>();
+          if (held >= 0) mbarrier_arrive(empty + 8 * held);
+          mbarrier_arrive(empty + 8 * stage);
+          mbarrier_arrive(halo_empty + 8 * slot);
+          held = -1, held_slot = -1;
+        } else {
+          detail::wgmma_wait<1>();  // the previous slab's group has retired: its stage goes back
+          if (held >= 0) mbarrier_arrive(empty + 8 * held);
+          if (held_slot >= 0) mbarrier_arrive(halo_empty + 8 * held_slot);
+          held = stage;
+          held_slot = last_tap ? slot : -1;
+        }
         if (++stage == halo.stages) stage = 0, round ^= 1;
       }
     }
@@ -259,8 +278,11 @@ void launch_halo(const CUtensorMap& map_a, const CUtensorMap& map_b, const Probl
                                                                          halo);
     gpu::check_launch(what);
   };
-  if constexpr (BN == 64) {
+  if constexpr (BN == 64) {  // three an SM: never one slot for several slabs (halo_blocks)
     if (halo.per_sm == 3) return go(halo_kernel<E, BN, Problem, 3>);
+  }
+  if (halo.slots == 1 && problem.rows_of[0].channel_slabs > 1) {
+    return go(halo_kernel<E, BN, Problem, 2, true>);
   }
   go(halo_kernel<E, BN, Problem, 2>);
 }

@@ -88,7 +88,9 @@ bool halo_fits_rows(const Rows& rows, int columns) {
 // batch 128 0.0772 / 0.0623, 0.0848 / 0.0704; 256->256 at 14 x 14 batch 128 (the ring's
 // 256-column tile; the halo's 8 rows of 16 use 112 tile rows against the ring's 126) 0.0618 /
 // 0.0583; 16 x 64 x 112 x 112 0.0645 / 0.0572; tf32 0.80-0.84x the ring's time.
-// Rows wider than a tile have halo tiles alone (the ring kernel's tiles hold whole rows).
+// Rows wider than a tile have halo tiles alone (the ring kernel's tiles hold whole rows; before,
+// mma.sync: VGG's 64 -> 64 at 224 x 224 batch 8, forward 0.1754 -> 0.0921 ms, data 0.2004 ->
+// 0.0948, H200, 2026-11-29, session 29, call 5, `crema bench conv-tc --math bf16`).
 bool halo_wanted(const Rows& rows, int columns, WgmmaLaunch how, bool can_split) {
   if (how == WgmmaLaunch::halo || rows.Q > wg::kBM) return true;
   if (how != WgmmaLaunch::automatic) return false;

@@ -329,10 +329,36 @@ TEST(ConvolutionTcCuda, HaloTilesThreeBlocksAnSm) {
   check_each(ctx, geometries, 3200, cuda::TcKernels::wgmma_halo);
 }
 
+// Halo tiles with one slot for several channel slabs (two slots and 3 B stages do not fit
+// beside rows of 112 to 126 pixels: slots of 46-49 KB): each slab's last tap retires every wgmma
+// before its slot goes back for the next slab's halo. 2 slabs at 126 (128 columns), 3 slabs onto
+// 64 columns at 112 (data: 1 slab onto 192 columns), 2 slabs on rows of 224 (pieces of 112);
+// forward and data, checked to take halo tiles (and `best` to take them on VGG's layer).
+TEST(ConvolutionTcCuda, HaloTilesOneSlot) {
+  CREMA_REQUIRE_CUDA();
+  if (!hopper()) GTEST_SKIP() << "the wgmma kernels need compute capability 9.0";
+  Context ctx(Device::cuda(0));
+  const std::vector<Conv2dGeometry> geometries = {
+      // N C  H   W  K  R  S  pad_h pad_w
+      {1, 128, 5, 126, 128, 3, 3, 1, 1},
+      {2, 192, 3, 112, 64, 3, 3, 1, 1},
+      {1, 128, 3, 224, 64, 3, 3, 1, 1},
+  };
+  for (const Conv2dGeometry& g : geometries) {
+    EXPECT_TRUE(cuda::conv2d_tc_forward_uses_halo(g, cuda::TcKernels::wgmma_halo)) << describe(g);
+    EXPECT_TRUE(cuda::conv2d_tc_backward_data_uses_halo(g, cuda::TcKernels::wgmma_halo))
+        << describe(g);
+  }
+  check_each(ctx, geometries, 4000, cuda::TcKernels::wgmma_halo);
+  // `best` takes them for VGG's 128 -> 128 at 112 x 112 (a few tiles above split: the ring).
+  const Conv2dGeometry vgg{8, 128, 112, 112, 128, 3, 3, 1, 1};
+  EXPECT_TRUE(cuda::conv2d_tc_forward_uses_halo(vgg, cuda::TcKernels::best));
+  EXPECT_TRUE(cuda::conv2d_tc_backward_data_uses_halo(vgg, cuda::TcKernels::best));
+}
+
 // Where halo tiles do not fit, the forced launch runs the ring kernel (and says so): strides,
-// a 1x1, padded rows wider than a tile, rows filling under 96 of its 128 (a single 7 x 7 image),
-// more than one channel slab where two halo slots do not fit (the consumers release a slab's slot
-// only after issuing the next slab's first tap: one slot would deadlock).
+// a 1x1, padded rows wider than a tile in pieces under 96 pixels (129: two of 64), rows filling
+// under 96 of its 128 (a single 7 x 7 image).
 TEST(ConvolutionTcCuda, HaloFits) {
   const Conv2dGeometry fit{2, 64, 16, 16, 72, 3, 3, 1, 1};
   EXPECT_TRUE(cuda::tc::wgmma_forward_halo_fits(fit));
@@ -340,9 +366,8 @@ TEST(ConvolutionTcCuda, HaloFits) {
   const Conv2dGeometry misfits[] = {
       {2, 64, 16, 16, 64, 3, 3, 1, 1, 2, 2},  // stride 2
       {2, 64, 16, 16, 64, 1, 1},              // a 1x1: one tap, nothing to share
-      {1, 64, 10, 127, 64, 3, 3, 1, 1},       // padded rows of 129 pixels
+      {1, 64, 10, 127, 64, 3, 3, 1, 1},       // padded rows of 129 pixels: pieces of 64
       {1, 64, 7, 7, 64, 3, 3, 1, 1},          // 49 of 128 rows
-      {1, 128, 10, 126, 128, 3, 3, 1, 1},     // 2 slabs, slots of 49 KB: one fits
   };
   for (const Conv2dGeometry& g : misfits) {
     EXPECT_FALSE(cuda::tc::wgmma_forward_halo_fits(g)) << describe(g);

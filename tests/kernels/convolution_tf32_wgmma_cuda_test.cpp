@@ -253,8 +253,8 @@ TEST(ConvolutionTf32WgmmaCuda, PersistentBlocks) {
 
 // Halo tiles (TcKernels::wgmma_halo) on f32 tensors, slabs of 32 channels: 64 channels (two
 // slabs, two halo slots) into 68 (a last column tile of 4), dilation 2 over 36 channels, a 5x5,
-// rows of 224 (two pieces a row); forward and backward data against the truncated reading, each
-// checked to take them.
+// rows of 224 (two pieces a row), two slabs through one halo slot at 112; forward and backward data
+// against the truncated reading, each checked to take them.
 TEST(ConvolutionTf32WgmmaCuda, HaloTiles) {
   CREMA_REQUIRE_CUDA();
   if (!on_hopper()) GTEST_SKIP() << "the wgmma kernels need compute capability 9.0";
@@ -265,6 +265,7 @@ TEST(ConvolutionTf32WgmmaCuda, HaloTiles) {
       {1, 36, 20, 20, 40, 3, 3, 2, 2, 1, 1, 2, 2},
       {2, 32, 24, 24, 32, 5, 5, 2, 2},
       {1, 32, 5, 224, 32, 3, 3, 1, 1},  // rows wider than a tile: pieces of 112
+      {1, 64, 4, 112, 32, 3, 3, 1, 1},  // 2 slabs in one halo slot (46 KB)
   };
   for (const Conv2dGeometry& g : shapes) {
     EXPECT_TRUE(cuda::conv2d_tc_forward_uses_halo(g, TcKernels::wgmma_halo, true)) << describe(g);
