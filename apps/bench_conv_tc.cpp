@@ -217,7 +217,10 @@ bool uses_direct_mma(const Conv2dGeometry& g, ConvPass pass, cuda::TcKernels ker
 }
 
 bool uses_stem(const Conv2dGeometry& g, ConvPass pass, cuda::TcKernels kernels, const Tensors& t) {
-  return pass == ConvPass::forward && !t.f32 && cuda::conv2d_tc_forward_uses_stem(g, kernels);
+  if (t.f32) return false;
+  return pass == ConvPass::forward           ? cuda::conv2d_tc_forward_uses_stem(g, kernels)
+         : pass == ConvPass::backward_filter ? cuda::conv2d_tc_backward_filter_uses_stem(g, kernels)
+                                             : false;
 }
 
 bool uses_grouped(const Conv2dGeometry& g, ConvPass pass, cuda::TcKernels kernels,

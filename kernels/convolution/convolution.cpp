@@ -185,6 +185,9 @@ const char* nhwc_kernel(ConvPass pass, const Conv2dGeometry& g, DType dtype, cud
     if (dtype != DType::bf16 && dtype != DType::f16) return "";
     // (The layer fusing batch norm's statistics into the forward takes the implicit GEMMs.)
     if (pass == ConvPass::forward && cuda::conv2d_tc_forward_uses_stem(g)) return "stem_mma";
+    if (pass == ConvPass::backward_filter && cuda::conv2d_tc_backward_filter_uses_stem(g)) {
+      return "stem_mma";
+    }
     const bool wgmma = pass == ConvPass::forward ? cuda::conv2d_tc_forward_uses_wgmma(g)
                        : pass == ConvPass::backward_data
                            ? cuda::conv2d_tc_backward_data_uses_wgmma(g)

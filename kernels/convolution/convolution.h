@@ -79,7 +79,8 @@ DType conv_parameter_dtype(DType activations);
 // tensors), else "tc_implicit_gemm" (mma.sync); backward data with few channels
 // "direct_mma_few_channels", "direct_few_channels" or "col2im_gemm" where it takes those kernels
 // (conv2d_*_uses_direct_mma, conv2d_*_uses_direct, conv2d_*_uses_col2im); the bf16 and f16
-// forward with few input channels "stem_mma" (conv2d_tc_forward_uses_stem); "depthwise_nhwc" for a
+// forward and filter gradient with few input channels "stem_mma" (conv2d_tc_forward_uses_stem,
+// conv2d_tc_backward_filter_uses_stem); "depthwise_nhwc" for a
 // depthwise geometry (g.depthwise()) in any of the three dtypes and maths; "" for other dtypes and
 // without CUDA.
 const char* conv2d_nhwc_kernel(ConvPass pass, const Conv2dGeometry& g, DType dtype,

@@ -19,6 +19,22 @@
 // Takes (fits): groups 1, dilation 1, C <= 8, K a multiple of 8 and at most 64, R * S * C2 at
 // most 256 and S * C2 at least 8, and a band of one output row that fits the shared memory.
 // Deterministic (each output one thread's sum in a fixed order).
+//
+// The filter gradient of the same layers (convolution_stem_filter_mma_cuda.cu), fp32 dw:
+//
+//   dw[k,r,s,c] += sum over (n, p, q) of dy[n,p,q,k] * x[n, p*sh - ph + r, q*sw - pw + s, c]
+//
+// one GEMM an output row, dw[K][R*S*C] += dy_row^T * B, B's columns (r, s, c) the staged rows of
+// x transposed ([s*C + c][q] an input row: one 16-byte ldmatrix row of B is 8 output columns of
+// one filter tap), so the reduction over (r, s, c) is not padded per tap nor per channel (the 7x7
+// stem: 147 columns against 392 on x padded to 8 channels). Each block's sums stay in registers
+// over a run of output rows and go to the workspace once; a second kernel adds them to dw in
+// block order: deterministic.
+//
+// Takes (backward_filter_fits): groups 1, dilation 1, C < 8, K a multiple of 16 and at most 64,
+// R * S * C at most 256, and dy's two row buffers plus R + stride_h staged input rows within
+// 110 KB of shared memory (at K = 64: Q up to 160 for the 7x7 stride-2 stem, 304 for a 3x3
+// stride-1 one).
 #pragma once
 
 #include "core/cuda_runtime.h"
@@ -34,5 +50,13 @@ bool fits(const Conv2dGeometry& g);
 // caller runs another kernel for them).
 void forward(const Conv2dGeometry& g, TcType type, const void* x, const void* w, void* y,
              const TcEpilogue& epilogue, gpu::Stream stream);
+
+bool backward_filter_fits(const Conv2dGeometry& g);
+// The blocks' partial sums (0 where it does not fit).
+size_t backward_filter_workspace(const Conv2dGeometry& g);
+// dw (fp32, [K,R,S,C]) += the filter gradient; x and dy raw device pointers of `type`, dy 16-byte
+// aligned, x any; the workspace backward_filter_workspace(g) bytes, 4-byte aligned.
+void backward_filter(const Conv2dGeometry& g, TcType type, const void* x, const void* dy, float* dw,
+                     void* workspace, gpu::Stream stream);
 
 }  // namespace crema::kernels::cuda::stem_mma

@@ -76,20 +76,20 @@ struct TcEpilogue {
 // same pass at stride 1 on mma.sync, the whole filter and a window of dy in shared memory, for
 // C <= 32, groups 1, no dilation; `best`: few_channels_mma_pays) only backward data; stem_mma
 // (convolution_stem_mma.h: the forward with at most 8 input channels on mma.sync, the reduction
-// packed as (r, s, c) runs of staged rows of x; `best`: stem_mma_pays) only the forward, without
-// channel statistics; grouped (convolution_grouped_nhwc.h: all three passes direct on the CUDA
-// cores, for groups of 4, 8 or 16 channels each side; `best`: conv2d_tc_*_uses_grouped) given
-// 16-byte aligned tensors; where a family cannot run, it runs mma.sync.
-// wgmma_wide: the wgmma kernels with the 256-column tile wherever the GEMM has more than 128
-// columns (forward and data; `best` takes it only for large, long reductions: the tests reach it
-// on small shapes this way). wgmma_persistent: the wgmma kernels on persistent blocks (two an SM,
-// each walking tiles; a 256-column tile stays a block a tile; `best` takes them for large layers
-// of short reductions) whatever the layer. wgmma_halo: the forward and backward data of
-// stride-1 filters with taps on halo tiles (each input pixel read once a channel slab, not once
-// a tap: convolution_tc_wgmma_halo.cuh) wherever they fit (`best`: where they fit and the ring
-// kernel would not split the reduction; f32 tensors, never split: wherever they fit).
-// wgmma_stream: the forward and backward data of stride-1 1x1s of short reductions on streaming
-// tiles (one block an SM, the filter resident, the outputs stored by the TMA:
+// packed as (r, s, c) runs of staged rows of x; `best`: stem_mma_pays) the forward, without
+// channel statistics, and the filter gradient (the same layers: C < 8, K a multiple of 16); grouped
+// (convolution_grouped_nhwc.h: all three passes direct on the CUDA cores, for groups of 4, 8 or 16
+// channels each side; `best`: conv2d_tc_*_uses_grouped) given 16-byte aligned tensors; where a
+// family cannot run, it runs mma.sync. wgmma_wide: the wgmma kernels with the 256-column tile
+// wherever the GEMM has more than 128 columns (forward and data; `best` takes it only for large,
+// long reductions: the tests reach it on small shapes this way). wgmma_persistent: the wgmma
+// kernels on persistent blocks (two an SM, each walking tiles; a 256-column tile stays a block a
+// tile; `best` takes them for large layers of short reductions) whatever the layer. wgmma_halo: the
+// forward and backward data of stride-1 filters with taps on halo tiles (each input pixel read once
+// a channel slab, not once a tap: convolution_tc_wgmma_halo.cuh) wherever they fit (`best`: where
+// they fit and the ring kernel would not split the reduction; f32 tensors, never split: wherever
+// they fit). wgmma_stream: the forward and backward data of stride-1 1x1s of short reductions on
+// streaming tiles (one block an SM, the filter resident, the outputs stored by the TMA:
 // convolution_tc_wgmma_stream.cuh) wherever they fit (`best`: where they fill two thirds of the
 // SMs).
 enum class TcKernels {
@@ -169,7 +169,10 @@ bool few_channels_mma_pays(const Conv2dGeometry& g, int vector);
 // Whether the forward of g runs the few-input-channel kernel on mma.sync (any device of compute
 // capability 8.0 or more; given y and the residual 4-byte aligned and no channel statistics).
 bool conv2d_tc_forward_uses_stem(const Conv2dGeometry& g, TcKernels kernels = TcKernels::best);
-// `best`'s rule for it (given that it fits).
+// The same for the filter gradient (the stem's own kernel: given dy 16-byte aligned).
+bool conv2d_tc_backward_filter_uses_stem(const Conv2dGeometry& g,
+                                         TcKernels kernels = TcKernels::best);
+// `best`'s rule for both (given that they fit).
 bool stem_mma_pays(const Conv2dGeometry& g);
 // Whether a pass of g runs the grouped direct kernels (any device; given 16-byte aligned
 // tensors); `best` takes them where a pass reads few channels a group (forward: Cg = 4, or 8 at

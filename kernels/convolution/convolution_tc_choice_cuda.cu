@@ -162,6 +162,12 @@ bool conv2d_tc_forward_uses_stem(const Conv2dGeometry& g, TcKernels kernels) {
   return allowed && !g.depthwise() && stem_mma::fits(g);
 }
 
+bool conv2d_tc_backward_filter_uses_stem(const Conv2dGeometry& g, TcKernels kernels) {
+  const bool allowed =
+      kernels == TcKernels::stem_mma || (kernels == TcKernels::best && stem_mma_pays(g));
+  return allowed && !g.depthwise() && stem_mma::backward_filter_fits(g);
+}
+
 // `best` takes the grouped direct kernels where the pass reads few channels a group: the
 // forward at Cg = 4, or 8 at stride 1; backward data at Kg <= 8; the filter gradient at Cg = 4;
 // the implicit GEMMs (one group's Kg columns on a tile of 64 or more) elsewhere. H200,

@@ -27,6 +27,7 @@
 
 #include "kernels/convolution/convolution_depthwise_nhwc.h"
 #include "kernels/convolution/convolution_grouped_nhwc.h"
+#include "kernels/convolution/convolution_stem_mma.h"
 #include "kernels/convolution/convolution_tc.h"
 #include "kernels/convolution/convolution_tc_loaders.cuh"
 #include "kernels/convolution/convolution_tc_wgmma.h"
@@ -251,6 +252,7 @@ size_t conv2d_tc_backward_filter_workspace(const Conv2dGeometry& g) {
     bytes = std::max(bytes, tc::wgmma_backward_filter_workspace(g));
   }
   bytes = std::max(bytes, grouped_nhwc::backward_filter_workspace(g));
+  bytes = std::max(bytes, stem_mma::backward_filter_workspace(g));
   // Misaligned dy takes the element path on g itself: room for both.
   return tc::pads_channels(g) ? std::max(bytes, tc::padded_workspace(g)) : bytes;
 }
@@ -270,6 +272,10 @@ void conv2d_tc_backward_filter(const Conv2dGeometry& g, TcType type, const void*
   if (conv2d_tc_backward_filter_uses_grouped(g, kernels) &&
       grouped_nhwc::aligned({x, dy, workspace})) {
     return grouped_nhwc::backward_filter(g, type, x, dy, dw, workspace, stream);
+  }
+  if (conv2d_tc_backward_filter_uses_stem(g, kernels) && implicit_gemm::aligned16(dy) &&
+      reinterpret_cast<uintptr_t>(workspace) % 4 == 0) {
+    return stem_mma::backward_filter(g, type, x, dy, dw, workspace, stream);
   }
   const Params p = params_of(g);
   const auto* xs = static_cast<const uint16_t*>(x);

@@ -11,9 +11,14 @@
 //     dilations, both row tensors, and the im2col map's limits;
 //   - the wgmma kernel's slices summed in clusters (of several blocks, and of one), in one group
 //     or several (the groups' partials), dw and the workspace off 16-byte alignment;
-//   - the stem on x padded to 8 channels (convolution_tc_filter_cuda.cu, C < 8, groups 1):
-//     7x7 stride 2 pad 3 at 32x32 and 31x29 with C = 1, 3, 5, 7; dy misaligned (the element path on
-//     the real geometry instead) and K = 12 (not a multiple of 8: the element path).
+//   - the stem on x padded to 8 channels (convolution_tc_filter_cuda.cu, C < 8, groups 1; forced
+//     mma.sync, `best` taking the stem kernel below): 7x7 stride 2 pad 3 at 32x32 and 31x29 with
+//     C = 1, 3, 5, 7; dy misaligned (the element path on the real geometry instead) and K = 12
+//     (not a multiple of 8: the element path);
+//   - the stem's own kernel (convolution_stem_mma.h, forced and `best`): ResNet's 7x7 stride 2 on
+//     odd sizes, 3x3 stride 1 and 2 (several k-step warps), 1 to 7 channels, K = 16 to 64,
+//     strides (2, 1), strides above the filter, padding past its reach, runs crossing images,
+//     rows of 9 and of 290 pixels; x misaligned; the fallbacks it leaves.
 //
 // Tolerance (as convolution_tc_cuda_test.cpp's, fp32 result): 16-bit x 16-bit products are exact
 // in fp32, so |got - want| <= (n u) sum|terms| with u = 2^-24 and n = N*P*Q products + the slice
@@ -31,6 +36,7 @@
 #include "core/float16.h"
 #include "core/random.h"
 #include "kernels/convolution/convolution.h"
+#include "kernels/convolution/convolution_stem_mma.h"
 #include "kernels/convolution/convolution_tc.h"
 #include "kernels/convolution/convolution_tc_wgmma.h"
 #include "tests/kernels/convolution_test_util.h"
@@ -89,15 +95,20 @@ FilterCase make_case(const Conv2dGeometry& g, TcType type, uint64_t seed) {
 }
 
 const char* kernels_name(TcKernels kernels) {
-  return kernels == TcKernels::best ? "best" : kernels == TcKernels::wgmma ? "wgmma" : "mma.sync";
+  return kernels == TcKernels::best       ? "best"
+         : kernels == TcKernels::wgmma    ? "wgmma"
+         : kernels == TcKernels::stem_mma ? "stem_mma"
+                                          : "mma.sync";
 }
 
 // dw = dw0 + the filter gradient, twice (on a poisoned workspace): within the bound, then
 // bit-identical. x and dy
 // `x_offset` and `dy_offset` bytes into their buffers (2: misaligned).
+// `extra_terms`: additions on a sum's path beyond the bound's (the stem kernel's: its blocks'
+// partials, 32 lanes of them, then their sum).
 void check_filter(Context& ctx, const Conv2dGeometry& g, TcType type, const FilterCase& c,
                   TcKernels kernels, size_t x_offset = 0, size_t dy_offset = 0,
-                  size_t dw_offset = 0, size_t work_offset = 0) {
+                  size_t dw_offset = 0, size_t work_offset = 0, double extra_terms = 0) {
   const std::string what =
       describe(g) + " " + cuda::tc_type_name(type) + " " + kernels_name(kernels) +
       (x_offset != 0 ? " x misaligned" : "") + (dy_offset != 0 ? " dy misaligned" : "") +
@@ -110,7 +121,8 @@ void check_filter(Context& ctx, const Conv2dGeometry& g, TcType type, const Filt
   const std::vector<uint8_t> poison(work_bytes, 0xff);
   gpu::copy(x.at(x_offset), c.x.data(), c.x.size() * 2, nullptr);
   gpu::copy(dy.at(dy_offset), c.dy.data(), c.dy.size() * 2, nullptr);
-  const double npq = double(g.N * g.P() * g.Q()), n = npq + std::ceil(npq / 256) + 2;
+  const double npq = double(g.N * g.P() * g.Q());
+  const double n = npq + std::ceil(npq / 256) + 2 + extra_terms;
   std::vector<float> first;
   for (int run = 0; run < 2; ++run) {
     gpu::copy(dw.at(dw_offset), c.dw0.data(), ws * 4, nullptr);
@@ -324,6 +336,50 @@ TEST(ConvolutionTcFilterCuda, StemOnChannelsPaddedToEight) {
     check_filter(ctx, stem, type, c, TcKernels::best, 0, 2);
     check_filter(ctx, k12, type, make_case(k12, type, 93), TcKernels::best);
   }
+}
+
+TEST(ConvolutionTcFilterCuda, StemKernel) {
+  CREMA_REQUIRE_CUDA();
+  Context ctx(Device::cuda(0));
+  const Conv2dGeometry geometries[] = {
+      // N C  H   W   K  R  S  pad_h pad_w stride_h stride_w
+      {2, 3, 31, 29, 64, 7, 7, 3, 3, 2, 2},  // ResNet's stem, odd sizes: 147 columns, 5 warps
+      {2, 3, 17, 19, 64, 3, 3, 1, 1},        // VGG's: 27 columns, k steps over 4 warps
+      {3, 3, 33, 35, 32, 3, 3, 1, 1, 2, 2},  // MobileNet's onto 32
+      {1, 1, 20, 22, 16, 5, 5, 2, 2},        // one channel, K = 16
+      {2, 4, 15, 13, 48, 3, 3, 1, 1},        // 4 channels, 3 m-tiles
+      {1, 5, 11, 12, 16, 3, 5, 1, 2, 2, 1},  // 5 channels, strides (2, 1), a 3x5 filter
+      {2, 7, 9, 9, 32, 3, 3, 4, 4},          // 7 channels; padding past the reach
+      {2, 3, 14, 15, 16, 2, 2, 0, 1, 3, 3},  // stride 3 over a 2x2 filter: no row shared
+      {7, 3, 5, 6, 16, 3, 3, 1, 1},          // 7 small images: runs cross images
+      {3, 2, 7, 9, 32, 3, 3, 1, 1},          // rows of 9: one k step
+      {1, 3, 4, 290, 64, 3, 3, 1, 1},        // rows of 290 pixels
+  };
+  uint64_t seed = 700;
+  for (const Conv2dGeometry& g : geometries) {
+    ASSERT_TRUE(cuda::stem_mma::backward_filter_fits(g)) << describe(g);
+    EXPECT_TRUE(cuda::conv2d_tc_backward_filter_uses_stem(g)) << describe(g);
+    EXPECT_STREQ(conv2d_nhwc_kernel(ConvPass::backward_filter, g, DType::bf16), "stem_mma")
+        << describe(g);
+    // The partials' sum: each of 32 lanes adds every 32nd block partial, then the lanes in order.
+    const double slices = double(cuda::stem_mma::backward_filter_workspace(g)) /
+                          (4.0 * double(g.K * g.R * g.S * g.C));
+    const double extra = std::ceil(slices / 32) + 33;
+    for (TcType type : kTypes) {
+      const FilterCase c = make_case(g, type, seed += 7);
+      check_filter(ctx, g, type, c, TcKernels::stem_mma, 0, 0, 0, 0, extra);
+      check_filter(ctx, g, type, c, TcKernels::best, 2, 0, 4, 0, extra);  // x, dw misaligned
+    }
+  }
+  // What it leaves: K not a multiple of 16, 8 channels, dilation, groups, rows too wide.
+  EXPECT_FALSE(cuda::stem_mma::backward_filter_fits({2, 3, 9, 9, 24, 3, 3, 1, 1}));
+  EXPECT_FALSE(cuda::stem_mma::backward_filter_fits({2, 3, 9, 9, 80, 3, 3, 1, 1}));
+  EXPECT_FALSE(cuda::stem_mma::backward_filter_fits({2, 8, 9, 9, 16, 3, 3, 1, 1}));
+  EXPECT_FALSE(cuda::stem_mma::backward_filter_fits({2, 3, 9, 9, 16, 3, 3, 2, 2, 1, 1, 2, 2}));
+  EXPECT_FALSE(cuda::stem_mma::backward_filter_fits({2, 4, 9, 9, 16, 3, 3, 1, 1, 1, 1, 1, 1, 2}));
+  EXPECT_FALSE(cuda::stem_mma::backward_filter_fits({1, 3, 9, 400, 64, 7, 7, 3, 3, 2, 2}));
+  EXPECT_EQ(cuda::stem_mma::backward_filter_workspace({2, 3, 9, 9, 24, 3, 3, 1, 1}), size_t(0));
+  EXPECT_TRUE(cuda::stem_mma::backward_filter_fits({1, 3, 9, 318, 64, 7, 7, 3, 3, 2, 2}));  // Q 159
 }
 
 }  // namespace
