@@ -11,18 +11,29 @@
 // a row of zeros. A is dy's row as stored, [q][k], read with ldmatrix.trans.
 //
 // A block walks a contiguous run of the N * P output rows in order. The input rows sit in a ring
-// of R + sh slots (row h + ph of an image in slot (h + ph) % ring), so that while the warps
-// multiply row (n, p) the block stages the sh input rows row (n, p + 1) adds and copies dy's next
-// row into the other of two buffers (cp.async); a run entering a new image stages its R rows
-// after a barrier instead. Warp (wn, wq) holds n-tiles 4 wn .. 4 wn + 3 of all K output channels
-// (MT m-tiles of 16) in registers over the whole run, for the k steps wq, wq + WQ, ... of each
-// row (WQ > 1 where few n-tiles leave warps idle: the 3x3 stems' 27 columns), and stores them once
-// as its partial, [block * WQ + wq][KK][K]; sum_kernel adds the partials to dw in that order:
-// deterministic, no atomics.
+// of R + sh slots (row h + ph of an image in slot (h + ph) % ring), and dy's rows in `depth`
+// buffers (2 to 4, as the shared memory allows), copied depth - 1 rows ahead (cp.async, a commit
+// group a row). While the warps multiply row (n, p), each thread's loads of the sh input rows row
+// (n, p + 1) adds are in flight (its first staging tasks' values held in registers, stored after
+// the math); a run entering a new image stages its R rows after a barrier instead. Warp (wn, wq)
+// holds n-tiles 4 wn .. 4 wn + 3 of all K output channels (MT m-tiles of 16) in registers over the
+// whole run, for the k steps wq, wq + WQ, ... of each row (WQ > 1 where few n-tiles leave warps
+// idle: the 3x3 stems' 27 columns), and stores them once as its partial, [block * WQ + wq][KK][K];
+// sum_kernel adds the partials to dw in that order: deterministic, no atomics.
 //
-// Shared memory: dy's two buffers [QK][DP] (QK: Q rounded up to a 16-wide k step, rows past Q
-// zero; DP = K + 8), the ring's slots [L][TP] (TP = QK + 8), the zero row. DP and TP are odd
-// numbers of 16-byte units: ldmatrix's 8 rows meet 8 bank groups.
+// Shared memory: dy's buffers [QK][DP] (QK: Q rounded up to a 16-wide k step, rows past Q zero;
+// DP = K + 8), the ring's slots [L][TP] (TP = QK + 8), the zero row. DP and TP are odd numbers of
+// 16-byte units: ldmatrix's 8 rows meet 8 bank groups.
+//
+// What bounds it (H200, 2026-11-29, session 30, ncu on 64,3,224,224 -> 64 7x7s2): the first form
+// (one dy row ahead, each staging task's indices divided out per row) ran 170 us at 15% of DRAM's
+// bandwidth; copying dy 3 rows ahead at 194 registers made it 220 us:
+// ncu showed one block an SM (5 warps), held by the registers (5 warps of two blocks on an SM's 4
+// register files of 16K need <= 168) and by the default shared-memory split (135 KB). With at
+// most 168 registers and the largest split: 123 us, two blocks an SM, SM throughput 40%. Measured
+// but not kept: 2 n-tiles a warp at 96 registers (twice the warps): 64,3,224,224 7x7 0.1295 ->
+// 0.1273 ms, VGG's 8,3,224,224 -> 64 0.0365 -> 0.0329, MobileNetV2's 16,3,224,224 -> 32 3x3s2
+// 0.0258 -> 0.0350 (branch stem-ntw-mix picks by m-tiles; not yet run as one binary).
 #include <cuda_runtime.h>
 
 #include <algorithm>

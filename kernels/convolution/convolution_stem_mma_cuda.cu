@@ -255,10 +255,6 @@ void launch(const Plan& a, const void* x, const void* w, void* y, const TcEpilog
   const auto kernel = forward_kernel<E, NT>;
   const int bytes = int(a.shared_bytes());
   if (bytes > 48 << 10) detail::set_shared_memory_limit(kernel, bytes, kWhat);
-  // All of the SM's shared memory for blocks: the default split can leave room for one.
-  cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
-                       int(cudaSharedmemCarveoutMaxShared));
-  cudaGetLastError();
   kernel<<<unsigned(a.blocks), unsigned(a.warps * 32), size_t(bytes), stream>>>(
       a, static_cast<const uint16_t*>(x), static_cast<const uint16_t*>(w), ep.bias,
       static_cast<const uint16_t*>(ep.residual), ep.relu, static_cast<uint16_t*>(y));

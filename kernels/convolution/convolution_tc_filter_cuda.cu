@@ -10,7 +10,9 @@
 // [slice, g, R*S*Cg, Kg] (workspace) a second kernel adds to dw in slice order: deterministic, no
 // float atomics.
 //
-// A stem (C < 8, groups 1: the 3-channel 7x7) would load element by element; instead x is copied
+// A stem (C < 8, groups 1: the 3-channel 7x7) runs the stem's own kernel where it fits
+// (convolution_stem_mma.h: K a multiple of 16 up to 64, dy 16-byte aligned; `best` and
+// TcKernels::stem_mma). Otherwise it would load element by element; instead x is copied
 // into the workspace as [N, H, W, 8] with zeros in channels C..7 and the 16-byte path runs on that
 // geometry (C = 8: rows R*S*8); the slice sums then read only the real channels' rows
 // (pads_channels, below).
