@@ -59,21 +59,23 @@ constexpr int kSharedBudget = 110 << 10;
 constexpr int kMaxDepth = 4;  // dy's row buffers at most
 constexpr int kMaxRegisters = 168;
 
+// The current device's SMs and shared memory (an H100's or H200's where they cannot be read).
 struct Device {
-  int sms = 132, shared_per_sm = 228 << 10;
+  int sms = 132, shared_per_sm = 228 << 10, shared_per_block = 227 << 10;
 };
 
 Device device() {
   Device d;
-  int id = 0, sms = 0, shared = 0;
+  int id = 0, sms = 0, shared = 0, block = 0;
   if (cudaGetDevice(&id) != cudaSuccess ||
       cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, id) != cudaSuccess ||
       cudaDeviceGetAttribute(&shared, cudaDevAttrMaxSharedMemoryPerMultiprocessor, id) !=
-          cudaSuccess) {
+          cudaSuccess ||
+      cudaDeviceGetAttribute(&block, cudaDevAttrMaxSharedMemoryPerBlockOptin, id) != cudaSuccess) {
     cudaGetLastError();
     return d;
   }
-  d.sms = sms, d.shared_per_sm = shared;
+  d.sms = sms, d.shared_per_sm = shared, d.shared_per_block = block;
   return d;
 }
 
@@ -112,8 +114,10 @@ Plan plan_of(const Conv2dGeometry& g, const Device& d) {
   a.warps = a.WN * a.WQ;  // at most kMaxWarps: WN <= 8, WQ <= 4 / WN
   a.rows = int64_t(a.N) * a.P;
   a.depth = 2;
-  if (a.KK > kMaxInner || a.shared_bytes() > size_t(kSharedBudget)) return a;
-  while (a.depth < kMaxDepth && a.shared_bytes() + a.dy_bytes() <= size_t(kSharedBudget)) {
+  // kSharedBudget, or less where a block may not have that much (compute capability 8.6: 99 KB).
+  const size_t budget = std::min<size_t>(kSharedBudget, size_t(d.shared_per_block));
+  if (a.KK > kMaxInner || a.shared_bytes() > budget) return a;
+  while (a.depth < kMaxDepth && a.shared_bytes() + a.dy_bytes() <= budget) {
     ++a.depth;
   }
   const size_t bytes = a.shared_bytes();
