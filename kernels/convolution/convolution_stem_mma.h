@@ -33,8 +33,8 @@
 //
 // Takes (backward_filter_fits): groups 1, dilation 1, C < 8, K a multiple of 16 and at most 64,
 // R * S * C at most 256, and dy's two row buffers plus R + stride_h staged input rows within
-// 110 KB of shared memory (at K = 64: Q up to 160 for the 7x7 stride-2 stem, 304 for a 3x3
-// stride-1 one).
+// 110 KB of shared memory, or a block's limit where lower (at K = 64: Q up to 160 for the 7x7
+// stride-2 stem, 304 for a 3x3 stride-1 one).
 #pragma once
 
 #include "core/cuda_runtime.h"
