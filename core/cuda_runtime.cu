@@ -147,6 +147,22 @@ MemoryInfo memory_info() {
   return info;
 }
 
+DeviceLimits device_limits() {
+  DeviceLimits l;
+  int device = 0, sms = 0, block = 0, sm = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&block, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) !=
+          cudaSuccess ||
+      cudaDeviceGetAttribute(&sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device) !=
+          cudaSuccess) {
+    cudaGetLastError();  // clear it: the plan stands on the defaults
+    return l;
+  }
+  l.sms = sms, l.shared_per_block = block, l.shared_per_sm = sm;
+  return l;
+}
+
 void copy(void* dst, const void* src, size_t bytes, Stream stream) {
   if (bytes == 0) return;
   if (stream == nullptr) {

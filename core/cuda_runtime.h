@@ -57,6 +57,14 @@ struct MemoryInfo {
 };
 MemoryInfo memory_info();
 
+// The current device's SMs and shared memory (a block's opt-in most, an SM's), for kernels'
+// launch plans; an H100's or H200's where no device answers (a build without CUDA, a machine
+// without a GPU: a plan made for another machine, such as a memory plan's workspace sizes).
+struct DeviceLimits {
+  int sms = 132, shared_per_block = 227 << 10, shared_per_sm = 228 << 10;
+};
+DeviceLimits device_limits();
+
 // Copies `bytes` between any host or device addresses (unified addressing tells which), ordered
 // on `stream`. With `stream` null the copy is synchronous.
 void copy(void* dst, const void* src, size_t bytes, Stream stream);

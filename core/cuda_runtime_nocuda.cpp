@@ -48,6 +48,9 @@ void pinned_free(void*) {}
 MemoryInfo memory_info() {
   no_cuda();
 }
+DeviceLimits device_limits() {
+  return {};
+}
 void copy(void*, const void*, size_t, Stream) {
   no_cuda();
 }

@@ -42,26 +42,8 @@ constexpr int kStepBytes = 32;      // one mma's k: 16 16-bit elements, 8 tf32
 constexpr int kPadBytes = 16;       // the pitch's odd 16-byte unit
 constexpr int kSharedFloor = 1024;  // shared memory the runtime keeps a block (occupancy)
 
-// The device's SMs and shared memory (a block's opt-in most, an SM's), or an H100/H200's where
-// no device answers (a plan made for another machine).
-struct Limits {
-  int sms = 132, per_block = 227 << 10, per_sm = 228 << 10;
-};
-Limits limits() {
-  Limits l;
-  int device = 0, sms = 0, block = 0, sm = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&block, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) !=
-          cudaSuccess ||
-      cudaDeviceGetAttribute(&sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device) !=
-          cudaSuccess) {
-    cudaGetLastError();  // clear it: the plan stands on the defaults
-    return l;
-  }
-  l.sms = sms, l.per_block = block, l.per_sm = sm;
-  return l;
-}
+// The device's SMs and shared memory, or an H100/H200's where no device answers.
+using Limits = gpu::DeviceLimits;
 
 struct Plan {
   int N, H, W, C, K, P, Q, R, S, pad_h, pad_w;
@@ -97,7 +79,7 @@ Plan plan_of(const Conv2dGeometry& g, int eb, const Limits& l) {
   a.BI = int(std::clamp<int64_t>(ceil_div(kTilePixels, a.W), 1, a.H));
   auto fit = [&] {
     a.WR = a.BI + a.R - 1;
-    return a.shared_bytes() <= size_t(l.per_block);
+    return a.shared_bytes() <= size_t(l.shared_per_block);
   };
   while (!fit() && a.BI > 1) --a.BI;
   if (!fit()) return a;  // units stays 0
@@ -108,7 +90,7 @@ Plan plan_of(const Conv2dGeometry& g, int eb, const Limits& l) {
   const int mtiles = int(ceil_div(int64_t(a.BI) * a.W, 16));
   a.mt = ceil_div(mtiles, kMostWarpTiles) >= kFewWarps ? kMostWarpTiles : 1;
   a.warps = std::clamp(int(ceil_div(mtiles, a.mt)), 1, kMaxWarps);
-  const int per_sm = std::max(1, l.per_sm / int(a.shared_bytes() + kSharedFloor));
+  const int per_sm = std::max(1, l.shared_per_sm / int(a.shared_bytes() + kSharedFloor));
   a.blocks = int(std::min<int64_t>(a.units, int64_t(l.sms) * per_sm));
   return a;
 }
@@ -389,7 +371,7 @@ bool fits(const Conv2dGeometry& g, Element type) {
       g.dilation_w != 1) {
     return false;
   }
-  const Plan a = plan_of(g, element_bytes(type), limits());
+  const Plan a = plan_of(g, element_bytes(type), gpu::device_limits());
   return a.units > 0 && int64_t(a.N) * a.bands < (int64_t(1) << 31);
 }
 
@@ -404,7 +386,7 @@ void backward_data(const Conv2dGeometry& g, Element type, const void* dy, const 
   if (workspace == nullptr || reinterpret_cast<uintptr_t>(workspace) % 16 != 0) {
     throw Error(std::string(kWhat) + ": needs a 16-byte aligned workspace (workspace_bytes)");
   }
-  Plan a = plan_of(g, element_bytes(type), limits());
+  Plan a = plan_of(g, element_bytes(type), gpu::device_limits());
   a.vector = vector_for(dy, a.K * a.eb);
   switch (type) {
     case Element::f32:

@@ -59,26 +59,6 @@ constexpr int kSharedBudget = 110 << 10;
 constexpr int kMaxDepth = 4;  // dy's row buffers at most
 constexpr int kMaxRegisters = 168;
 
-// The current device's SMs and shared memory (an H100's or H200's where they cannot be read).
-struct Device {
-  int sms = 132, shared_per_sm = 228 << 10, shared_per_block = 227 << 10;
-};
-
-Device device() {
-  Device d;
-  int id = 0, sms = 0, shared = 0, block = 0;
-  if (cudaGetDevice(&id) != cudaSuccess ||
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, id) != cudaSuccess ||
-      cudaDeviceGetAttribute(&shared, cudaDevAttrMaxSharedMemoryPerMultiprocessor, id) !=
-          cudaSuccess ||
-      cudaDeviceGetAttribute(&block, cudaDevAttrMaxSharedMemoryPerBlockOptin, id) != cudaSuccess) {
-    cudaGetLastError();
-    return d;
-  }
-  d.sms = sms, d.shared_per_sm = shared, d.shared_per_block = block;
-  return d;
-}
-
 struct Plan {
   int N, H, W, C, K, P, Q, R, S, sh, sw, ph, pw;
   int L, KK, NT;      // S * C, R * L, n-tiles (KK in 8s)
@@ -97,7 +77,7 @@ struct Plan {
   int slices() const { return blocks * WQ; }
 };
 
-Plan plan_of(const Conv2dGeometry& g, const Device& d) {
+Plan plan_of(const Conv2dGeometry& g, const gpu::DeviceLimits& d) {
   Plan a{};
   a.N = int(g.N), a.H = int(g.H), a.W = int(g.W), a.C = int(g.C), a.K = int(g.K);
   a.P = int(g.P()), a.Q = int(g.Q()), a.R = int(g.R), a.S = int(g.S);
@@ -437,12 +417,12 @@ bool geometry_fits(const Conv2dGeometry& g) {
 }  // namespace
 
 bool backward_filter_fits(const Conv2dGeometry& g) {
-  return geometry_fits(g) && plan_of(g, device()).blocks > 0;
+  return geometry_fits(g) && plan_of(g, gpu::device_limits()).blocks > 0;
 }
 
 size_t backward_filter_workspace(const Conv2dGeometry& g) {
   if (!backward_filter_fits(g)) return 0;
-  const Plan a = plan_of(g, device());
+  const Plan a = plan_of(g, gpu::device_limits());
   return size_t(a.slices()) * size_t(a.KK) * size_t(a.K) * sizeof(float);
 }
 
@@ -453,7 +433,7 @@ void backward_filter(const Conv2dGeometry& g, TcType type, const void* x, const 
       reinterpret_cast<uintptr_t>(workspace) % 4 != 0) {
     throw Error(std::string(kWhat) + ": takes dy 16-byte aligned and the workspace 4-byte aligned");
   }
-  const Plan a = plan_of(g, device());
+  const Plan a = plan_of(g, gpu::device_limits());
   auto* partial = static_cast<float*>(workspace);
   if (type == TcType::bf16) {
     run<tc::Bf16>(a, x, dy, partial, stream);
