@@ -217,10 +217,9 @@ bool uses_direct_mma(const Conv2dGeometry& g, ConvPass pass, cuda::TcKernels ker
 }
 
 bool uses_stem(const Conv2dGeometry& g, ConvPass pass, cuda::TcKernels kernels, const Tensors& t) {
-  if (t.f32) return false;
-  return pass == ConvPass::forward           ? cuda::conv2d_tc_forward_uses_stem(g, kernels)
-         : pass == ConvPass::backward_filter ? cuda::conv2d_tc_backward_filter_uses_stem(g, kernels)
-                                             : false;
+  if (t.f32 || pass == ConvPass::backward_data) return false;
+  return pass == ConvPass::forward ? cuda::conv2d_tc_forward_uses_stem(g, kernels)
+                                   : cuda::conv2d_tc_backward_filter_uses_stem(g, kernels);
 }
 
 bool uses_grouped(const Conv2dGeometry& g, ConvPass pass, cuda::TcKernels kernels,

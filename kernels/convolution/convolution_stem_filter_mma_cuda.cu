@@ -51,7 +51,6 @@ namespace {
 constexpr int kNtw = 4;             // n-tiles a warp (two ldmatrix.x4 a k step)
 constexpr int kFastTasks = 2;       // a thread's staging tasks a row worked out once (Task)
 constexpr int kHeldRows = 2;        // input rows a row adds whose loads are held over its math
-constexpr int kMaxWarps = 8;        // a block
 constexpr int kMaxInner = 256;      // KK at most: 32 n-tiles, 8 warps of 4
 constexpr int kMaxK = 64;           // output channels at most: 4 m-tiles
 constexpr int kMaxBlocksPerSm = 3;  // resident blocks an SM, where the shared memory allows
@@ -91,7 +90,7 @@ Plan plan_of(const Conv2dGeometry& g, const gpu::DeviceLimits& d) {
   a.ring = a.R + a.sh;
   a.WN = (a.NT + kNtw - 1) / kNtw;
   a.WQ = std::clamp(4 / a.WN, 1, a.QK / 16);
-  a.warps = a.WN * a.WQ;  // at most kMaxWarps: WN <= 8, WQ <= 4 / WN
+  a.warps = a.WN * a.WQ;  // at most 8: WN <= 8 (KK <= kMaxInner), WQ <= 4 / WN
   a.rows = int64_t(a.N) * a.P;
   a.depth = 2;
   // kSharedBudget, or less where a block may not have that much (compute capability 8.6: 99 KB).
@@ -101,16 +100,9 @@ Plan plan_of(const Conv2dGeometry& g, const gpu::DeviceLimits& d) {
     ++a.depth;
   }
   const size_t bytes = a.shared_bytes();
-  if (a.warps > kMaxWarps) return a;
   const int per_sm = std::clamp(int(size_t(d.shared_per_sm) / (bytes + 1024)), 1, kMaxBlocksPerSm);
   a.blocks = int(std::min<int64_t>(a.rows, int64_t(per_sm) * d.sms));
   return a;
-}
-
-__device__ __forceinline__ void ldmatrix_x4_trans_at(uint32_t (&r)[4], uint32_t address) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(address));
 }
 
 // Staging one input row h of image n into its slot, as T[j][q] (q past Q zero), is L * QK / 8
@@ -153,8 +145,22 @@ __device__ __forceinline__ const uint16_t* input_row(const Plan& a, const uint16
                                                      int h) {
   return x + (int64_t(n) * a.H + h) * a.W * a.C;
 }
+// Input row h's slot in the ring, and its bytes.
+__device__ __forceinline__ uint32_t slot_offset(const Plan& a, int h) {
+  return uint32_t((h + a.ph) % a.ring) * a.slot_bytes();
+}
 __device__ __forceinline__ unsigned char* slot_of(const Plan& a, unsigned char* slots, int h) {
-  return slots + size_t((h + a.ph) % a.ring) * a.slot_bytes();
+  return slots + slot_offset(a, h);
+}
+// The tasks of a thread past its first kFastTasks, one row: worked out as they come.
+__device__ __forceinline__ void stage_other_tasks(const Plan& a, const uint16_t* __restrict__ row,
+                                                  unsigned char* slot) {
+  for (int i = threadIdx.x + kFastTasks * blockDim.x; i < a.L * (a.QK / 8); i += blockDim.x) {
+    const Task t = task_of(a, i);
+    uint16_t v[8];
+    load_task(a, row, t, v);
+    store_task(slot, t, v);
+  }
 }
 // Input rows h_first .. h_first + count - 1 (those inside the image) now: `fast` the thread's
 // first kFastTasks tasks, then any others.
@@ -173,11 +179,7 @@ __device__ __forceinline__ void stage_rows(const Plan& a, const uint16_t* __rest
     for (int k = 0; k < kFastTasks; ++k) {
       if (fast[k].dst >= 0) store_task(slot, fast[k], v[k]);
     }
-    for (int i = threadIdx.x + kFastTasks * blockDim.x; i < a.L * (a.QK / 8); i += blockDim.x) {
-      const Task t = task_of(a, i);
-      load_task(a, row, t, v[0]);
-      store_task(slot, t, v[0]);
-    }
+    stage_other_tasks(a, row, slot);
   }
 }
 
@@ -283,8 +285,7 @@ __global__ void __maxnreg__(kMaxRegisters)
       if (kk < a.KK) {
         const int r = kk / a.L, j = kk - r * a.L, h = p * a.sh - a.ph + r;
         if (h >= 0 && h < a.H) {
-          at = slots_at + uint32_t((h + a.ph) % a.ring) * a.slot_bytes() + uint32_t(j * a.TP) * 2 +
-               b_q;
+          at = slots_at + slot_offset(a, h) + uint32_t(j * a.TP) * 2 + b_q;
         }
       }
       b_lane[i] = at;
@@ -294,7 +295,7 @@ __global__ void __maxnreg__(kMaxRegisters)
       uint32_t fa[MT][4], fb[kNtw][2];
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt) {
-        ldmatrix_x4_trans_at(fa[mt], a_at + uint32_t(ks * 16 * a.DP + mt * 16) * 2);
+        tc::ldmatrix_x4_trans_at(fa[mt], a_at + uint32_t(ks * 16 * a.DP + mt * 16) * 2);
       }
 #pragma unroll
       for (int i = 0; i < kNtw / 2; ++i) {
@@ -318,12 +319,7 @@ __global__ void __maxnreg__(kMaxRegisters)
         for (int k = 0; k < kFastTasks; ++k) {
           if (fast[k].dst >= 0) store_task(slot, fast[k], held[r][k]);
         }
-        uint16_t v[8];
-        for (int i = threadIdx.x + kFastTasks * blockDim.x; i < a.L * (a.QK / 8); i += blockDim.x) {
-          const Task t = task_of(a, i);
-          load_task(a, input_row(a, x, n, h), t, v);
-          store_task(slot, t, v);
-        }
+        stage_other_tasks(a, input_row(a, x, n, h), slot);
       }
     } else {
       stage_rows(a, x, n, added_first, added, fast, slots);

@@ -77,19 +77,20 @@ struct TcEpilogue {
 // C <= 32, groups 1, no dilation; `best`: few_channels_mma_pays) only backward data; stem_mma
 // (convolution_stem_mma.h: the forward with at most 8 input channels on mma.sync, the reduction
 // packed as (r, s, c) runs of staged rows of x; `best`: stem_mma_pays) the forward, without
-// channel statistics, and the filter gradient (the same layers: C < 8, K a multiple of 16); grouped
-// (convolution_grouped_nhwc.h: all three passes direct on the CUDA cores, for groups of 4, 8 or 16
-// channels each side; `best`: conv2d_tc_*_uses_grouped) given 16-byte aligned tensors; where a
-// family cannot run, it runs mma.sync. wgmma_wide: the wgmma kernels with the 256-column tile
-// wherever the GEMM has more than 128 columns (forward and data; `best` takes it only for large,
-// long reductions: the tests reach it on small shapes this way). wgmma_persistent: the wgmma
-// kernels on persistent blocks (two an SM, each walking tiles; a 256-column tile stays a block a
-// tile; `best` takes them for large layers of short reductions) whatever the layer. wgmma_halo: the
-// forward and backward data of stride-1 filters with taps on halo tiles (each input pixel read once
-// a channel slab, not once a tap: convolution_tc_wgmma_halo.cuh) wherever they fit (`best`: where
-// they fit and the ring kernel would not split the reduction; f32 tensors, never split: wherever
-// they fit). wgmma_stream: the forward and backward data of stride-1 1x1s of short reductions on
-// streaming tiles (one block an SM, the filter resident, the outputs stored by the TMA:
+// channel statistics, and the filter gradient (C < 8, K a multiple of 16 up to 64);
+// grouped (convolution_grouped_nhwc.h: all three passes direct on the CUDA
+// cores, for groups of 4, 8 or 16 channels each side; `best`: conv2d_tc_*_uses_grouped) given
+// 16-byte aligned tensors; where a family cannot run, it runs mma.sync.
+// wgmma_wide: the wgmma kernels with the 256-column tile wherever the GEMM has more than 128
+// columns (forward and data; `best` takes it only for large, long reductions: the tests reach it
+// on small shapes this way). wgmma_persistent: the wgmma kernels on persistent blocks (two an SM,
+// each walking tiles; a 256-column tile stays a block a tile; `best` takes them for large layers
+// of short reductions) whatever the layer. wgmma_halo: the forward and backward data of
+// stride-1 filters with taps on halo tiles (each input pixel read once a channel slab, not once
+// a tap: convolution_tc_wgmma_halo.cuh) wherever they fit (`best`: where they fit and the ring
+// kernel would not split the reduction; f32 tensors, never split: wherever they fit).
+// wgmma_stream: the forward and backward data of stride-1 1x1s of short reductions on streaming
+// tiles (one block an SM, the filter resident, the outputs stored by the TMA:
 // convolution_tc_wgmma_stream.cuh) wherever they fit (`best`: where they fill two thirds of the
 // SMs).
 enum class TcKernels {

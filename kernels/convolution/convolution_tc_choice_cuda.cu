@@ -151,21 +151,27 @@ bool conv2d_tc_backward_data_uses_direct_mma(const Conv2dGeometry& g, TcType typ
   return allowed && !g.depthwise() && few_channels_mma::fits(g, depthwise_nhwc::element_of(type));
 }
 
-// `best` takes the few-input-channel forward wherever it fits (at most 8 input channels).
+// `best` takes the few-input-channel kernels wherever they fit (at most 8 input channels; the
+// filter gradient's takes fewer than 8). The filter gradient's against mma.sync on x padded to 8
+// channels: ResNet's 64,3,224,224 -> 64 7x7s2 0.130 ms against 0.258 (H200, 2026-11-29, session
+// 30, calls 7 and 1, `crema bench conv-tc --shape "resnet 7x7s2 3->64 224x224 n64"`).
 bool stem_mma_pays(const Conv2dGeometry& g) {
   return g.C <= 8;
 }
 
+namespace {
+bool stem_allowed(const Conv2dGeometry& g, TcKernels kernels) {
+  return (kernels == TcKernels::stem_mma || (kernels == TcKernels::best && stem_mma_pays(g))) &&
+         !g.depthwise();
+}
+}  // namespace
+
 bool conv2d_tc_forward_uses_stem(const Conv2dGeometry& g, TcKernels kernels) {
-  const bool allowed =
-      kernels == TcKernels::stem_mma || (kernels == TcKernels::best && stem_mma_pays(g));
-  return allowed && !g.depthwise() && stem_mma::fits(g);
+  return stem_allowed(g, kernels) && stem_mma::fits(g);
 }
 
 bool conv2d_tc_backward_filter_uses_stem(const Conv2dGeometry& g, TcKernels kernels) {
-  const bool allowed =
-      kernels == TcKernels::stem_mma || (kernels == TcKernels::best && stem_mma_pays(g));
-  return allowed && !g.depthwise() && stem_mma::backward_filter_fits(g);
+  return stem_allowed(g, kernels) && stem_mma::backward_filter_fits(g);
 }
 
 // `best` takes the grouped direct kernels where the pass reads few channels a group: the
